@@ -1,0 +1,58 @@
+"""The `governor` command line.
+
+Each subcommand lives in its own module with a ``register(subparsers)`` function
+that adds its parser and sets ``func``; this file only wires them together and
+owns the exit-code convention:
+
+0 completed · 1 failed or incomplete · 2 refused before start (usage, config,
+ceiling, environment) · 3 blocked · 4 needs approval.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from governor import __version__
+
+EXIT_CODES = """exit codes:
+  0  completed
+  1  failed or incomplete
+  2  refused before start (usage, config, ceiling, environment)
+  3  blocked (the agent said BLOCKED:)
+  4  needs approval
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole `governor` parser, every subcommand registered."""
+    from governor import cmd_check, cmd_sandbox
+
+    parser = argparse.ArgumentParser(
+        prog="governor",
+        description="Run ACP coding agents under one policy engine, a bubblewrap sandbox "
+        "and a tamper-evident audit log.",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"acp-governor {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module in (cmd_check, cmd_sandbox):
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `governor` console script; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help(sys.stderr)
+        return 2
+    code: int = args.func(args)
+    return code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

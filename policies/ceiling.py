@@ -1,0 +1,206 @@
+"""The operator's ceiling and the pure check of a run request against it.
+
+A job description can come from a repository the operator did not write, so it
+is untrusted input. The ceiling is a separate, operator-owned value that bounds
+what any job may ask for. `check` never clamps: a request over the ceiling is an
+error listing *every* violation, because a silently weakened run is how a job
+that believes it may edit ends up doing nothing and reporting success.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from policies.capability import Capability, CapabilityError
+from policies.errors import ConfigError, unknown_key
+
+CUSTOM_AGENT: Final = "acp"
+"""The agent id of an ACP program given as an argv rather than a preset."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunRequest:
+    """What one attempt asks for, as far as the ceiling is concerned."""
+
+    agent: str
+    capability: Capability = Capability.READ_ONLY
+    agent_args: tuple[str, ...] = ()
+    """Raw arguments appended to a preset's argv: a privileged channel, secret."""
+    network: bool = False
+    """Network for the commands the governor runs (the agent's own is separate)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Ceiling:
+    """What any job may ask for. ``allowed_agents`` empty means *no* agent."""
+
+    max_capability: Capability = Capability.EDIT_WORKSPACE
+    allowed_agents: tuple[str, ...] = ()
+    allow_agent_args: bool = False
+    allow_network: bool = False
+    protected: tuple[str, ...] = ()
+    """Extra globs (relative to each root) no governed write may touch."""
+    source: str = field(default="built-in default", compare=False)
+
+    @classmethod
+    def default(cls, agents: Iterable[str]) -> Ceiling:
+        """The ceiling when the operator has none: edit-workspace, the given agents
+        (every preset and a custom ACP argv), no raw agent args, no command network."""
+        return cls(allowed_agents=tuple(agents))
+
+
+@dataclass(frozen=True, slots=True)
+class CapabilityExceeded:
+    """The requested capability, then the permitted maximum (order matters)."""
+
+    requested: Capability
+    permitted: Capability
+
+    def __str__(self) -> str:
+        return (
+            f"requested capability {self.requested} exceeds the permitted maximum "
+            f"{self.permitted}"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class AgentArgsForbidden:
+    """Raw agent args while the channel is closed.
+
+    **Never render the values**: this is the one field a job could write a
+    credential into, so the message counts them. The tuple stays for programs.
+    """
+
+    args: tuple[str, ...] = field(repr=False)
+
+    def __str__(self) -> str:
+        return (
+            f"raw agent arguments are not permitted; {len(self.args)} requested, "
+            "and their values are secret and are not shown"
+        )
+
+    def __repr__(self) -> str:
+        return f"AgentArgsForbidden(<{len(self.args)} secret args>)"
+
+
+@dataclass(frozen=True, slots=True)
+class AgentForbidden:
+    """The requested agent, then the permitted ones."""
+
+    requested: str
+    permitted: tuple[str, ...]
+
+    def __str__(self) -> str:
+        allowed = ", ".join(self.permitted) if self.permitted else "none"
+        return f"agent {self.requested} is not permitted; permitted agents: {allowed}"
+
+
+@dataclass(frozen=True, slots=True)
+class NetworkForbidden:
+    """Network for commands was requested and the ceiling forbids it."""
+
+    def __str__(self) -> str:
+        return "network for commands was requested and the ceiling does not permit it"
+
+
+Violation = CapabilityExceeded | AgentArgsForbidden | AgentForbidden | NetworkForbidden
+
+
+class CeilingRejected(Exception):
+    """A request over the ceiling: every violation, one per line."""
+
+    def __init__(self, violations: list[Violation]) -> None:
+        self.violations = violations
+        super().__init__("; ".join(str(v) for v in violations))
+
+
+def check(request: RunRequest, ceiling: Ceiling) -> RunRequest | list[Violation]:
+    """The request *unchanged* when it fits, else every violation (never a clamp)."""
+    violations: list[Violation] = []
+    if request.agent not in ceiling.allowed_agents:
+        violations.append(AgentForbidden(request.agent, ceiling.allowed_agents))
+    if request.capability > ceiling.max_capability:
+        violations.append(CapabilityExceeded(request.capability, ceiling.max_capability))
+    if request.agent_args and not ceiling.allow_agent_args:
+        violations.append(AgentArgsForbidden(request.agent_args))
+    if request.network and not ceiling.allow_network:
+        violations.append(NetworkForbidden())
+    return violations if violations else request
+
+
+_KEYS: Final = {
+    "max_capability",
+    "allowed_agents",
+    "allow_agent_args",
+    "allow_network",
+    "protected",
+}
+
+
+def parse_ceiling(text: str, source: str = "ceiling.toml") -> Ceiling:
+    """A ceiling from TOML text; strict: unknown keys, wrong types and bad values
+    are `ConfigError`s naming the file and the key. Missing keys take the most
+    restrictive reading except ``max_capability`` (edit-workspace, as the default)."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(source, "", f"not valid TOML: {e}") from None
+    for key in data:
+        if key not in _KEYS:
+            raise unknown_key(source, "", key, _KEYS)
+    cap = Capability.EDIT_WORKSPACE
+    if "max_capability" in data:
+        cap = _capability(source, "max_capability", data["max_capability"])
+    return Ceiling(
+        max_capability=cap,
+        allowed_agents=string_list(source, "allowed_agents", data.get("allowed_agents", [])),
+        allow_agent_args=boolean(source, "allow_agent_args", data.get("allow_agent_args", False)),
+        allow_network=boolean(source, "allow_network", data.get("allow_network", False)),
+        protected=string_list(source, "protected", data.get("protected", [])),
+        source=source,
+    )
+
+
+def _capability(source: str, key: str, value: Any) -> Capability:
+    if not isinstance(value, str):
+        raise ConfigError(source, key, f"expected a string, got {type_name(value)}")
+    try:
+        return Capability.parse(value)
+    except CapabilityError as e:
+        raise ConfigError(source, key, str(e)) from None
+
+
+def type_name(value: Any) -> str:
+    """A TOML-ish name for a parsed value's type, for error messages."""
+    return {
+        bool: "a boolean",
+        int: "an integer",
+        float: "a number",
+        str: "a string",
+        list: "an array",
+        dict: "a table",
+    }.get(type(value), type(value).__name__)
+
+
+def boolean(source: str, key: str, value: Any) -> bool:
+    """A TOML boolean, or a `ConfigError` naming the key."""
+    if not isinstance(value, bool):
+        raise ConfigError(source, key, f"expected true or false, got {type_name(value)}")
+    return value
+
+
+def string_list(source: str, key: str, value: Any) -> tuple[str, ...]:
+    """A TOML array of strings, or a `ConfigError` naming the key."""
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(source, key, f"expected an array of strings, got {type_name(value)}")
+    return tuple(value)
+
+
+def table(source: str, key: str, value: Any) -> Mapping[str, Any]:
+    """A TOML table, or a `ConfigError` naming the key."""
+    if not isinstance(value, dict):
+        raise ConfigError(source, key, f"expected a table, got {type_name(value)}")
+    return value

@@ -1,0 +1,336 @@
+"""`decide(action, policy) -> Decision`: the single decision point, pure and fast.
+
+Everything that affects a verdict lives here, in this order:
+
+1. The boundary, which no rule can widen: reads and writes outside the roots
+   below full-access, any write at read-only, writes to protected paths, reads
+   of hidden paths. A job's policy may come from an untrusted repository, so its
+   ``allow`` rules only ever act inside this boundary.
+2. The rules: deny > ask > allow.
+3. The capability's default (the `DEFAULTS` table).
+
+A compound command is decided part by part and the strictest part wins; a line
+the splitter does not fully understand is at least ``ask``, never ``allow``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from policies.actions import Action, ReadFile, RunCommand, ToolPermission, WriteFile
+from policies.capability import Capability
+from policies.paths import normalize, within
+from policies.policy import Policy
+from policies.rules import RuleList, Verdict
+from policies.shell import SimpleCommand, split, split_argv
+
+ALLOW: Final = Verdict.ALLOW
+ASK: Final = Verdict.ASK
+DENY: Final = Verdict.DENY
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """A verdict, the rule that produced it and a plain-English reason.
+
+    ``by`` is who decided: ``policy`` (rules and defaults) or ``ceiling`` (the
+    boundary and protected paths, which no job can widen). ``parts`` holds the
+    decisions of a compound subject (each command of a line, each path of a tool
+    call) when there is more than one.
+    """
+
+    verdict: Verdict
+    rule: str
+    reason: str
+    by: str = "policy"
+    parts: tuple[Decision, ...] = ()
+
+    @property
+    def allowed(self) -> bool:
+        """Whether the verdict is allow."""
+        return self.verdict is ALLOW
+
+
+# The capability's default when no rule matches, one row per subject.
+DEFAULTS: Final[Mapping[str, Mapping[Capability, Verdict]]] = {
+    "read": {Capability.READ_ONLY: ALLOW, Capability.EDIT_WORKSPACE: ALLOW, Capability.FULL_ACCESS: ALLOW},
+    "write": {Capability.READ_ONLY: DENY, Capability.EDIT_WORKSPACE: ALLOW, Capability.FULL_ACCESS: ALLOW},
+    "command": {Capability.READ_ONLY: ALLOW, Capability.EDIT_WORKSPACE: ALLOW, Capability.FULL_ACCESS: ALLOW},
+}
+
+# A tool call whose raw input names no command and no path is judged by its kind.
+KIND_DEFAULTS: Final[Mapping[str, Verdict]] = {
+    "read": ALLOW,
+    "search": ALLOW,
+    "think": ALLOW,
+    "switch_mode": ALLOW,
+    "edit": ASK,
+    "delete": ASK,
+    "move": ASK,
+    "execute": ASK,
+    "other": ASK,
+}
+
+_WRITE_KINDS: Final = frozenset({"edit", "delete", "move"})
+_PATH_KEYS: Final = (
+    "file_path",
+    "filePath",
+    "path",
+    "notebook_path",
+    "abs_path",
+    "absolute_path",
+    "source",
+    "destination",
+    "old_path",
+    "new_path",
+    "target",
+)
+_PATH_LIST_KEYS: Final = ("paths", "files", "file_paths")
+_COMMAND_KEYS: Final = ("command", "cmd")
+
+
+def decide(action: Action, policy: Policy) -> Decision:
+    """The decision for one action under a bound policy."""
+    return _DECIDERS[type(action)](action, policy)
+
+
+# -- files --------------------------------------------------------------------------
+
+
+def decide_read(action: ReadFile, policy: Policy) -> Decision:
+    """A governed read: inside the roots (below full-access), not hidden."""
+    path = action.path
+    if not path.startswith("/"):
+        return Decision(DENY, "boundary: absolute paths", f"{path!r} is not an absolute path", "ceiling")
+    path = normalize(path)
+    roots = policy.roots
+    if policy.capability < Capability.FULL_ACCESS and within(path, roots) is None:
+        return Decision(DENY, "boundary: roots", f"{path} is outside the roots {', '.join(roots)}", "ceiling")
+    hidden = policy.hidden.first(path, roots)
+    if hidden is not None:
+        return Decision(DENY, f"hidden: {hidden}", f"{path} is hidden from the agent ({hidden})", "ceiling")
+    return _by_rules(policy, "read", path, None, lambda r: r.paths.first(path, roots))
+
+
+def decide_write(action: WriteFile, policy: Policy) -> Decision:
+    """A governed write: edit-workspace or more, inside the roots, not protected."""
+    path = action.path
+    if not path.startswith("/"):
+        return Decision(DENY, "boundary: absolute paths", f"{path!r} is not an absolute path", "ceiling")
+    path = normalize(path)
+    roots = policy.roots
+    if policy.capability is Capability.READ_ONLY:
+        return Decision(DENY, "capability: read-only", f"writing {path} needs edit-workspace; this job is read-only", "ceiling")
+    if policy.capability < Capability.FULL_ACCESS and within(path, roots) is None:
+        return Decision(DENY, "boundary: roots", f"{path} is outside the roots {', '.join(roots)}", "ceiling")
+    protected = policy.protected.first(path, roots)
+    if protected is not None:
+        return Decision(DENY, f"protected: {protected}", f"{path} is protected ({protected})", "ceiling")
+    return _by_rules(
+        policy,
+        "write",
+        path,
+        None,
+        lambda r: r.paths.first(path, roots) or r.writes.first(path, roots),
+    )
+
+
+def _by_rules(
+    policy: Policy,
+    subject: str,
+    shown: str,
+    kind: str | None,
+    match: Callable[[RuleList], str | None],
+) -> Decision:
+    for verdict, rules in policy.rules.tiers():
+        hit = match(rules)
+        if hit is not None:
+            what = "path" if subject in ("read", "write") else subject
+            return Decision(
+                verdict,
+                f"{verdict}: {hit}",
+                f"the {what} {shown} matches the {verdict} rule `{hit}`",
+            )
+    default = DEFAULTS[subject][policy.capability]
+    return Decision(
+        default,
+        f"capability: {policy.capability}",
+        f"{policy.capability} {_VERB[default]} a {subject} like {shown}",
+    )
+
+
+_VERB: Final = {ALLOW: "allows", ASK: "asks about", DENY: "refuses"}
+
+
+# -- commands -----------------------------------------------------------------------
+
+
+def decide_command(action: RunCommand, policy: Policy) -> Decision:
+    """Every part of a command must pass; a line not fully understood is at least ask."""
+    command = action.command
+    shown = command if isinstance(command, str) else " ".join(command)
+    parsed = split(command) if isinstance(command, str) else split_argv(command)
+    cwd = normalize(action.cwd) if action.cwd else (policy.roots[0] if policy.roots else None)
+    parts = [_decide_simple(c, policy, cwd) for c in parsed.commands]
+    if parsed.unknown:
+        parts.append(
+            Decision(
+                ASK,
+                "unknown: shell",
+                f"the governor cannot judge `{_clip(shown)}` safely: {'; '.join(parsed.unknown)}",
+            )
+        )
+    if not parts:
+        return Decision(ALLOW, f"capability: {policy.capability}", "an empty command does nothing")
+    return _strictest(parts)
+
+
+def _decide_simple(command: SimpleCommand, policy: Policy, cwd: str | None) -> Decision:
+    argv = command.argv
+    shown = " ".join(argv)
+    subjects: list[Decision] = []
+    for verdict, rules in policy.rules.tiers():
+        hit = rules.command(argv)
+        if hit is not None:
+            subjects.append(
+                Decision(verdict, f"{verdict}: {hit}", f"`{_clip(shown)}` matches the {verdict} rule `{hit}`")
+            )
+            break
+    else:
+        default = DEFAULTS["command"][policy.capability]
+        where = "in the sandbox" if policy.capability < Capability.FULL_ACCESS else "unsandboxed"
+        subjects.append(
+            Decision(
+                default,
+                f"capability: {policy.capability}",
+                f"{policy.capability} {_VERB[default]} `{_clip(shown)}` ({where})",
+            )
+        )
+    for target in command.writes:
+        subjects.append(_redirect(target, cwd, policy, write=True))
+    for source in command.reads:
+        subjects.append(_redirect(source, cwd, policy, write=False))
+    return _strictest(subjects)
+
+
+def _redirect(target: str, cwd: str | None, policy: Policy, *, write: bool) -> Decision:
+    if "$" in target or "`" in target or target.startswith("~"):
+        return Decision(ASK, "unknown: redirect", f"the redirect target {target!r} is not known before the command runs")
+    path = normalize(target, cwd)
+    if not path.startswith("/"):
+        return Decision(ASK, "unknown: redirect", f"the redirect target {target!r} has no working directory")
+    if write:
+        return decide_write(WriteFile(path), policy)
+    # A command may read anything its sandbox shows; only hidden paths and
+    # explicit path rules apply to what it reads through a redirect.
+    hidden = policy.hidden.first(path, policy.roots)
+    if hidden is not None:
+        return Decision(DENY, f"hidden: {hidden}", f"{path} is hidden from the agent ({hidden})", "ceiling")
+    for verdict, rules in policy.rules.tiers():
+        hit = rules.paths.first(path, policy.roots)
+        if hit is not None:
+            return Decision(verdict, f"{verdict}: {hit}", f"the path {path} matches the {verdict} rule `{hit}`")
+    return Decision(ALLOW, f"capability: {policy.capability}", f"{policy.capability} allows reading {path} in the sandbox")
+
+
+# -- permission requests ------------------------------------------------------------
+
+
+def decide_permission(action: ToolPermission, policy: Policy) -> Decision:
+    """A tool call: its kind's rules, then every command and path its input names."""
+    kind = action.kind or "other"
+    tool: Decision | None = None
+    for verdict, rules in policy.rules.tiers():
+        if kind in rules.tools:
+            tool = Decision(verdict, f"{verdict}: tool {kind}", f"the tool kind {kind} matches the {verdict} rule")
+            break
+    cwd = action.cwd or (policy.roots[0] if policy.roots else None)
+    subjects = list(_subjects(action, kind, cwd, policy))
+    if not subjects:
+        if tool is not None:
+            return tool
+        default = KIND_DEFAULTS.get(kind, ASK)
+        if kind == "fetch":
+            default = ALLOW if policy.network else ASK
+        what = f"`{_clip(action.title)}`" if action.title else "this tool call"
+        return Decision(default, f"kind: {kind}", f"{what} is a {kind} tool call that names no command or path; {policy.capability} {_VERB[default]} it")
+    if tool is not None:
+        subjects.insert(0, tool)
+    return _strictest(subjects)
+
+
+def _subjects(action: ToolPermission, kind: str, cwd: str | None, policy: Policy) -> Iterable[Decision]:
+    raw = action.raw_input if isinstance(action.raw_input, Mapping) else {}
+    for key in _COMMAND_KEYS:
+        value = raw.get(key)
+        if isinstance(value, str) and value.strip():
+            yield decide_command(RunCommand(value, _cwd(raw, cwd)), policy)
+            return
+        if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+            yield decide_command(RunCommand(tuple(value), _cwd(raw, cwd)), policy)
+            return
+    paths = list(_paths(raw, action.locations))
+    write = kind in _WRITE_KINDS or (kind == "other" and _looks_like_write(raw))
+    for p in paths:
+        path = normalize(p, cwd)
+        if write:
+            yield decide_write(WriteFile(path), policy)
+        else:
+            yield decide_read(ReadFile(path), policy)
+
+
+def _cwd(raw: Mapping[str, Any], default: str | None) -> str | None:
+    for key in ("cwd", "workdir", "working_directory"):
+        value = raw.get(key)
+        if isinstance(value, str) and value.startswith("/"):
+            return value
+    return default
+
+
+def _paths(raw: Mapping[str, Any], locations: tuple[str, ...]) -> Iterable[str]:
+    seen: set[str] = set()
+    found: list[str] = []
+    for key in _PATH_KEYS:
+        value = raw.get(key)
+        if isinstance(value, str) and value:
+            found.append(value)
+    for key in _PATH_LIST_KEYS:
+        value = raw.get(key)
+        if isinstance(value, list):
+            found.extend(v for v in value if isinstance(v, str) and v)
+    changes = raw.get("changes")
+    if isinstance(changes, Mapping):
+        found.extend(k for k in changes if isinstance(k, str) and k)
+    found.extend(locations)
+    for p in found:
+        if p not in seen:
+            seen.add(p)
+            yield p
+
+
+def _looks_like_write(raw: Mapping[str, Any]) -> bool:
+    return any(k in raw for k in ("content", "new_string", "old_string", "edits", "changes"))
+
+
+# -- combining ----------------------------------------------------------------------
+
+
+def _strictest(parts: list[Decision]) -> Decision:
+    if len(parts) == 1:
+        return parts[0]
+    worst = max(parts, key=lambda d: d.verdict)
+    return Decision(worst.verdict, worst.rule, worst.reason, worst.by, tuple(parts))
+
+
+def _clip(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+_DECIDERS: Final[Mapping[type, Callable[[Any, Policy], Decision]]] = {
+    ReadFile: decide_read,
+    WriteFile: decide_write,
+    RunCommand: decide_command,
+    ToolPermission: decide_permission,
+}

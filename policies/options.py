@@ -1,0 +1,75 @@
+"""Which of an agent's permission options answers a verdict, judged by effect.
+
+Agents offer options with agent-specific ids (Claude ``allow``/``allow_always``/
+``reject``; Gemini ``proceed_once``/``cancel``; Codex ``allow_permissions_session``
+...), so we choose by ``kind`` -- and by *effect*: an option whose kind says
+``allow_once`` may still switch the agent into a mode where it stops asking
+(Claude's ExitPlanMode offers ``bypassPermissions`` and ``acceptEdits``). Such
+an option would end governance for the rest of the attempt, so it is refused
+unless the policy allows mode switches; ``allow_always`` is never chosen, since
+it stops the agent asking about that tool at all.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from policies.rules import Verdict
+
+# Words in an option's id or name that mean "from now on, without asking".
+_STOPS_ASKING: Final = re.compile(
+    r"bypass|accept.?edits|dont.?ask|don't ask|always|session|yolo|auto|"
+    r"full.?access|trust|skip.?permission|without (?:asking|approval)|remember",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    """One ``PermissionOption`` as the agent offered it."""
+
+    option_id: str
+    name: str
+    kind: str
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """The option to answer with, or None for the ``cancelled`` outcome; and why."""
+
+    option_id: str | None
+    reason: str
+
+
+def stops_asking(option: Option) -> bool:
+    """Whether choosing this option would let the agent act without asking later."""
+    return option.kind == "allow_always" or bool(
+        _STOPS_ASKING.search(option.option_id) or _STOPS_ASKING.search(option.name)
+    )
+
+
+def choose(options: Sequence[Option], verdict: Verdict, *, allow_mode_switch: bool = False) -> Choice:
+    """The conservative answer to a permission request under a final verdict.
+
+    allow -> the first ``allow_once`` that does not stop the agent asking (or, if
+    the policy allows mode switches, one that does -- never ``allow_always``);
+    deny -> the first ``reject_once``; nothing fitting -> cancelled.
+    """
+    if verdict is Verdict.ALLOW:
+        once = [o for o in options if o.kind == "allow_once"]
+        for o in once:
+            if not stops_asking(o):
+                return Choice(o.option_id, f"allow once: {o.name or o.option_id}")
+        if allow_mode_switch and once:
+            o = once[0]
+            return Choice(o.option_id, f"allow once (switches mode, the policy allows it): {o.name or o.option_id}")
+        if once:
+            return Choice(None, "every allow option would let the agent stop asking; answered cancelled")
+        return Choice(None, "the agent offered no allow-once option; answered cancelled")
+    for o in options:
+        if o.kind == "reject_once":
+            return Choice(o.option_id, f"reject once: {o.name or o.option_id}")
+    return Choice(None, "the agent offered no reject-once option; answered cancelled")

@@ -1,0 +1,156 @@
+"""Path globs relative to a root, compiled once and matched in microseconds.
+
+Glob syntax (gitignore-like, but anchored at the root unless it says otherwise):
+``*`` and ``?`` stay within one path segment, ``[..]`` is a character class,
+``**/`` matches any number of directories (including none), and a trailing
+``/**`` matches the directory itself and everything below it. A pattern that
+starts with ``/`` is absolute; every other pattern is relative to a root.
+
+Matching is lexical: callers hand us paths that are already absolute and, where
+the file system is involved, already resolved (symlinks followed) -- resolving
+is I/O and does not belong in this package.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from dataclasses import dataclass, field
+from typing import Final
+
+_SEGMENT_SPECIAL: Final = re.compile(r"\*\*|[*?\[]")
+
+
+def translate(pattern: str) -> str:
+    """The regular expression (without anchors) for one glob pattern."""
+    out: list[str] = []
+    i, n = 0, len(pattern)
+    while i < n:
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("/**", i) and i + 3 == n:
+            out.append("(?:/.*)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        else:
+            c = pattern[i]
+            if c == "*":
+                out.append("[^/]*")
+            elif c == "?":
+                out.append("[^/]")
+            elif c == "[":
+                end = pattern.find("]", i + 2)
+                if end == -1:
+                    out.append(re.escape(c))
+                else:
+                    body = pattern[i + 1 : end]
+                    if body.startswith("!"):
+                        body = "^" + body[1:]
+                    out.append(f"[{body.replace(chr(92), chr(92) * 2)}]")
+                    i = end
+            else:
+                out.append(re.escape(c))
+            i += 1
+    return "".join(out)
+
+
+def is_literal(pattern: str) -> bool:
+    """Whether a pattern has no glob characters (it then names one path)."""
+    return _SEGMENT_SPECIAL.search(pattern) is None
+
+
+def _source(pattern: str) -> str:
+    """The regex source for one pattern: absolute ones keep their leading slash."""
+    if pattern.startswith("./"):
+        pattern = pattern[2:]
+    return translate(pattern)
+
+
+@dataclass(frozen=True, slots=True)
+class PathGlobs:
+    """A set of globs, compiled into one relative and one absolute regex."""
+
+    patterns: tuple[str, ...]
+    _relative: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
+    _absolute: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
+    _each: tuple[tuple[str, bool, re.Pattern[str]], ...] = field(
+        init=False, repr=False, compare=False
+    )
+
+    def __post_init__(self) -> None:
+        each = tuple(
+            (p, p.startswith("/"), re.compile(_source(p) + r"\Z")) for p in self.patterns
+        )
+        object.__setattr__(self, "_each", each)
+        object.__setattr__(self, "_relative", _union([p for p, a, _ in each if not a]))
+        object.__setattr__(self, "_absolute", _union([p for p, a, _ in each if a]))
+
+    def __bool__(self) -> bool:
+        return bool(self.patterns)
+
+    def matches(self, path: str, roots: tuple[str, ...]) -> bool:
+        """Whether an absolute, normalized path matches any glob."""
+        if self._absolute is not None and self._absolute.match(path):
+            return True
+        if self._relative is not None:
+            for rel in relative_forms(path, roots):
+                if self._relative.match(rel):
+                    return True
+        return False
+
+    def first(self, path: str, roots: tuple[str, ...]) -> str | None:
+        """The first pattern the path matches (for the decision's rule), or None."""
+        if not self.matches(path, roots):
+            return None
+        rels = relative_forms(path, roots)
+        for pattern, absolute, rx in self._each:
+            if absolute:
+                if rx.match(path):
+                    return pattern
+            elif any(rx.match(rel) for rel in rels):
+                return pattern
+        return None  # pragma: no cover - matches() said one pattern does
+
+
+def _union(patterns: list[str]) -> re.Pattern[str] | None:
+    if not patterns:
+        return None
+    body = "|".join(f"(?:{_source(p)})" for p in patterns)
+    return re.compile(f"(?:{body})\\Z")
+
+
+def relative_forms(path: str, roots: tuple[str, ...]) -> list[str]:
+    """The path relative to each root it lies in (``.`` for a root itself)."""
+    out: list[str] = []
+    for root in roots:
+        if path == root:
+            out.append(".")
+        elif path.startswith(root) and (root == "/" or path[len(root)] == "/"):
+            out.append(path[len(root) :].lstrip("/"))
+    return out
+
+
+def within(path: str, roots: tuple[str, ...]) -> str | None:
+    """The root that contains an absolute normalized path, or None."""
+    for root in roots:
+        if path == root or (path.startswith(root) and (root == "/" or path[len(root)] == "/")):
+            return root
+    return None
+
+
+def normalize(path: str, cwd: str | None = None) -> str:
+    """An absolute, lexically normalized path (``..`` folded, no symlinks resolved).
+
+    A relative path is taken against ``cwd``; without one it stays relative, and
+    the caller must treat it as unknown.
+    """
+    if not path.startswith("/"):
+        if cwd is None:
+            return path
+        path = posixpath.join(cwd, path)
+    normal = posixpath.normpath(path)
+    # POSIX keeps a leading "//"; we never mean anything special by it.
+    return "/" + normal.lstrip("/")

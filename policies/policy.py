@@ -1,0 +1,198 @@
+"""The job-owned policy: capability, roots, network, env names, on-ask, rules.
+
+A policy file is TOML and strict: an unknown key, a wrong type or a bad value is
+a `ConfigError` naming the file, the key and the accepted values (with the
+closest key suggested for a typo). The format, every key::
+
+    capability = "edit-workspace"     # read-only | edit-workspace | full-access
+    extra_dirs = ["../shared-lib"]    # more roots besides the workspace
+    network = false                   # network for the commands the governor runs
+    env = ["CI"]                      # names of variables passed to commands
+    on_ask = "refuse"                 # refuse | pause | person
+    allow_mode_switch = false         # may the agent be put in a mode where it stops asking
+    protected = ["specs/**"]          # more globs no governed write may touch
+    hidden = ["**/.env", "**/.env.*"] # globs no governed read may see (this replaces the default)
+
+    [deny]                            # [ask] and [allow] take the same keys
+    commands = ["rm *", "git push *"]
+    paths = ["secrets/**"]            # reads and writes
+    writes = ["*.lock"]               # writes only
+    tools = ["fetch"]                 # ACP tool kinds
+
+A loaded policy is not yet bound to a workspace; `Policy.bind` gives it its
+absolute roots (resolved by the caller, who owns the file system).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Final, Literal
+
+from policies.capability import Capability, CapabilityError
+from policies.ceiling import boolean, string_list, table, type_name
+from policies.errors import ConfigError, closest, unknown_key
+from policies.paths import PathGlobs, normalize
+from policies.protected import ALWAYS_PROTECTED, HIDDEN_BY_DEFAULT
+from policies.rules import TOOL_KINDS, RuleList, Rules, rule_list
+
+OnAsk = Literal["refuse", "pause", "person"]
+ON_ASK: Final = ("refuse", "pause", "person")
+
+_TOP_KEYS: Final = {
+    "capability",
+    "extra_dirs",
+    "network",
+    "env",
+    "on_ask",
+    "allow_mode_switch",
+    "protected",
+    "hidden",
+    "allow",
+    "ask",
+    "deny",
+}
+_RULE_KEYS: Final = {"commands", "paths", "writes", "tools"}
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """What a job asks for. Least authority by default: read-only, no network,
+    no env, refuse on ask, no mode switches."""
+
+    capability: Capability = Capability.READ_ONLY
+    extra_dirs: tuple[str, ...] = ()
+    network: bool = False
+    env: tuple[str, ...] = ()
+    on_ask: OnAsk = "refuse"
+    allow_mode_switch: bool = False
+    rules: Rules = field(default_factory=Rules)
+    protected_extra: tuple[str, ...] = ()
+    hidden_globs: tuple[str, ...] = HIDDEN_BY_DEFAULT
+    roots: tuple[str, ...] = ()
+    """Absolute roots, the workspace first; empty until `bind`."""
+    source: str = field(default="built-in", compare=False)
+    protected: PathGlobs = field(init=False, compare=False, repr=False)
+    hidden: PathGlobs = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self, "protected", PathGlobs(ALWAYS_PROTECTED + tuple(self.protected_extra))
+        )
+        object.__setattr__(self, "hidden", PathGlobs(tuple(self.hidden_globs)))
+
+    @property
+    def workspace(self) -> str:
+        """The first root: where the agent's session lives."""
+        if not self.roots:
+            raise ValueError("this policy is not bound to a workspace yet (Policy.bind)")
+        return self.roots[0]
+
+    def bind(
+        self,
+        workspace: str,
+        extra_dirs: tuple[str, ...] | None = None,
+        *,
+        protected: tuple[str, ...] = (),
+    ) -> Policy:
+        """This policy with absolute roots: the workspace, then the extra dirs
+        (the policy's own, taken against the workspace, unless others are given),
+        and the ceiling's extra protected globs added."""
+        if not workspace.startswith("/"):
+            raise ValueError(f"the workspace must be an absolute path, got {workspace!r}")
+        ws = normalize(workspace)
+        dirs = self.extra_dirs if extra_dirs is None else extra_dirs
+        roots = (ws, *(normalize(d, ws) for d in dirs if normalize(d, ws) != ws))
+        return replace(
+            self,
+            roots=tuple(dict.fromkeys(roots)),
+            protected_extra=tuple(dict.fromkeys(self.protected_extra + protected)),
+        )
+
+
+def parse_policy(text: str, source: str = "policy.toml") -> Policy:
+    """A policy from TOML text, strictly validated."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(source, "", f"not valid TOML: {e}") from None
+    return policy_from_mapping(data, source)
+
+
+def policy_from_mapping(data: Mapping[str, Any], source: str) -> Policy:
+    """A policy from already-parsed TOML (a policy may be embedded in another file)."""
+    for key in data:
+        if key not in _TOP_KEYS:
+            raise unknown_key(source, "", key, _TOP_KEYS)
+    kwargs: dict[str, Any] = {"source": source}
+    if "capability" in data:
+        value = data["capability"]
+        if not isinstance(value, str):
+            raise ConfigError(source, "capability", f"expected a string, got {type_name(value)}")
+        try:
+            kwargs["capability"] = Capability.parse(value)
+        except CapabilityError as e:
+            raise ConfigError(source, "capability", str(e)) from None
+    if "extra_dirs" in data:
+        kwargs["extra_dirs"] = string_list(source, "extra_dirs", data["extra_dirs"])
+    if "network" in data:
+        kwargs["network"] = boolean(source, "network", data["network"])
+    if "env" in data:
+        names = string_list(source, "env", data["env"])
+        for name in names:
+            if not name or "=" in name or not name.replace("_", "a").isalnum():
+                raise ConfigError(
+                    source, "env", f"{name!r} is not a variable name (names only, no values)"
+                )
+        kwargs["env"] = names
+    if "on_ask" in data:
+        value = data["on_ask"]
+        if value not in ON_ASK:
+            raise ConfigError(
+                source, "on_ask", f"{value!r} is not accepted (accepted: {', '.join(ON_ASK)})"
+            )
+        kwargs["on_ask"] = value
+    if "allow_mode_switch" in data:
+        kwargs["allow_mode_switch"] = boolean(
+            source, "allow_mode_switch", data["allow_mode_switch"]
+        )
+    if "protected" in data:
+        kwargs["protected_extra"] = string_list(source, "protected", data["protected"])
+    if "hidden" in data:
+        kwargs["hidden_globs"] = string_list(source, "hidden", data["hidden"])
+    kwargs["rules"] = Rules(
+        deny=_tier(source, "deny", data.get("deny")),
+        ask=_tier(source, "ask", data.get("ask")),
+        allow=_tier(source, "allow", data.get("allow")),
+    )
+    return Policy(**kwargs)
+
+
+def _tier(source: str, name: str, value: Any) -> RuleList:
+    if value is None:
+        return RuleList()
+    body = table(source, name, value)
+    for key in body:
+        if key not in _RULE_KEYS:
+            raise unknown_key(source, name, key, _RULE_KEYS)
+    tools = string_list(source, f"{name}.tools", body.get("tools", []))
+    for kind in tools:
+        if kind not in TOOL_KINDS:
+            hint = closest(kind, TOOL_KINDS)
+            suggestion = f"; did you mean `{hint}`?" if hint else ""
+            raise ConfigError(
+                source,
+                f"{name}.tools",
+                f"{kind!r} is not a tool kind{suggestion} (accepted: {', '.join(TOOL_KINDS)})",
+            )
+    commands = string_list(source, f"{name}.commands", body.get("commands", []))
+    for command in commands:
+        if not command.split():
+            raise ConfigError(source, f"{name}.commands", "an empty command pattern matches nothing")
+    return rule_list(
+        commands=commands,
+        paths=string_list(source, f"{name}.paths", body.get("paths", [])),
+        writes=string_list(source, f"{name}.writes", body.get("writes", [])),
+        tools=tools,
+    )

@@ -1,0 +1,67 @@
+"""Paths no governed write may touch, and paths no governed read may see.
+
+This is the one list: the policy engine refuses governed writes to these paths
+and the sandbox (``sandbox/``) re-binds them read-only inside a writable root.
+Each entry is a glob relative to a root (see `policies.paths`).
+
+Why each group (``shared/sandbox-reference.md`` section 7):
+- VCS execution surface: hooks and config run code at the operator's next
+  ``git commit``, outside any sandbox. ``.git`` is protected *as a whole*:
+  protecting only ``.git/hooks`` is beaten by ``mv .git .git-old`` and a rebuilt
+  ``.git`` with a hook.
+- The agent and governor control plane: an agent must not rewrite its own
+  policy, settings or future instructions.
+- Editor and auto-run config: ``.vscode/tasks.json`` and ``.envrc`` run code when
+  a person opens the folder.
+- Shell and tool rc files, for a workspace that overlaps ``$HOME``.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+VCS: Final = (
+    ".git",
+    ".git/**",
+    "**/.git",
+    "**/.git/**",
+    ".gitmodules",
+    ".githooks/**",
+    ".husky/**",
+)
+CONTROL_PLANE: Final = (
+    ".acp-governor/**",
+    ".claude/**",
+    ".codex/**",
+    ".gemini/**",
+    ".agents/**",
+    ".cursor/**",
+    ".mcp.json",
+)
+AUTO_RUN: Final = (
+    ".vscode/**",
+    ".idea/**",
+    ".devcontainer/**",
+    ".envrc",
+)
+RC_FILES: Final = (
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".profile",
+    ".zshrc",
+    ".zprofile",
+    ".zshenv",
+    ".gitconfig",
+    ".npmrc",
+    ".yarnrc",
+    ".yarnrc.yml",
+    ".pnpmfile.cjs",
+    ".ripgreprc",
+)
+
+ALWAYS_PROTECTED: Final = VCS + CONTROL_PLANE + AUTO_RUN + RC_FILES
+"""Write-protected in every writable root, whatever the policy says."""
+
+HIDDEN_BY_DEFAULT: Final = ("**/.env", "**/.env.*")
+"""Read-denied in the roots unless a policy replaces the list."""

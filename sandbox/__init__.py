@@ -1,0 +1,1 @@
+"""Bubblewrap: profiles rendered to bwrap argv (pure) and a trio runner."""
