@@ -1,0 +1,356 @@
+"""Agent presets: which program is which agent, how to install and sign it in,
+and which folders of `$HOME` its sandbox must keep.
+
+Everything here is pure parsing and a PATH lookup: no trio, no subprocess. The
+presets live in `presets.toml` at the top of the repository; the file is read
+strictly, because a misspelt key would otherwise be a silently ignored setting
+(a `hom` that leaves the agent without its credentials, a `relocte` that hides
+them). Every error is one line naming the file, the preset and the key.
+
+`resolve` prefers a program already on PATH (argv[0], then each alternative)
+over `npx -y <package>`: npx would fetch whatever the registry serves today and
+needs the network, so it is only a fallback, and only where the preset allows
+it and npx itself is installed.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import os
+import re
+import shutil
+import sys
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+DEFAULT_PATH: Final = Path(__file__).resolve().parent.parent / "presets.toml"
+"""`presets.toml` at the top of the repository."""
+
+PYTHON_MARKER: Final = "{python}"
+"""An argv element standing for the interpreter running acp-governor."""
+
+NPM_HOME: Final = "~/.npm"
+"""npx's cache: kept visible and writable when an agent runs through npx."""
+
+_ID = re.compile(r"[a-z0-9][a-z0-9_-]*\Z")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+class PresetError(ValueError):
+    """`presets.toml` is malformed, or an agent id names no preset."""
+
+
+@dataclass(frozen=True)
+class Relocation:
+    """When `var` is set to an absolute path, home entry `entry` lives at `$var/sub`."""
+
+    var: str
+    entry: str
+    sub: str
+
+
+@dataclass(frozen=True)
+class Preset:
+    """One agent, as `presets.toml` describes it (`{python}` already substituted)."""
+
+    id: str
+    name: str
+    argv: tuple[str, ...]
+    alternatives: tuple[tuple[str, ...], ...]
+    package: str | None
+    old_packages: tuple[str, ...]
+    install: str
+    npx: bool
+    login: str
+    home: tuple[str, ...]
+    relocate: tuple[Relocation, ...]
+    env: tuple[str, ...]
+    notes: str
+
+    def home_paths(self, environ: Mapping[str, str], home: Path) -> tuple[Path, ...]:
+        """Where the `home` entries are for a person with this environment and $HOME.
+
+        A relocating variable counts only when it holds an absolute path: the
+        agents resolve a relative one against their working directory (or ignore
+        it), which is the workspace, already visible.
+        """
+        out: list[Path] = []
+        for entry in self.home:
+            place = home / entry.removeprefix("~/")
+            for r in self.relocate:
+                value = environ.get(r.var, "")
+                if r.entry == entry and os.path.isabs(value):
+                    place = Path(os.path.normpath(Path(value) / r.sub))
+                    break
+            if place not in out:
+                out.append(place)
+        return tuple(out)
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A preset whose program was found: `argv[0]` is an absolute path."""
+
+    preset: Preset
+    argv: tuple[str, ...]
+    via_npx: bool
+
+    @property
+    def home(self) -> tuple[str, ...]:
+        """The preset's home entries, plus npx's cache when it runs through npx."""
+        return (*self.preset.home, NPM_HOME) if self.via_npx else self.preset.home
+
+
+@dataclass(frozen=True)
+class NotInstalled:
+    """A preset none of whose programs is on PATH (nor npx, where allowed)."""
+
+    preset: Preset
+    tried: tuple[str, ...]
+    install: str
+    login: str
+
+    @property
+    def message(self) -> str:
+        """One line: what is missing, how to install it, how to sign in."""
+        return (
+            f"{self.preset.id} is not installed (no {_either(self.tried)} on PATH): "
+            f"{self.install}; then sign in: {self.login}"
+        )
+
+    def __str__(self) -> str:
+        return self.message
+
+
+# The schema: key -> (required, checker). A checker returns the converted value
+# or raises _Bad with what was expected.
+class _Bad(Exception):
+    pass
+
+
+def _str(v: object) -> str:
+    if not isinstance(v, str):
+        raise _Bad(f"a string, not {_type(v)}")
+    return v
+
+
+def _text(v: object) -> str:
+    if not _str(v).strip():
+        raise _Bad("a non-empty string")
+    return _str(v)
+
+
+def _bool(v: object) -> bool:
+    if not isinstance(v, bool):
+        raise _Bad(f"true or false, not {_type(v)}")
+    return v
+
+
+def _strings(v: object) -> tuple[str, ...]:
+    if not isinstance(v, list):
+        raise _Bad(f"a list of strings, not {_type(v)}")
+    if not all(isinstance(x, str) and x for x in v):
+        raise _Bad("a list of non-empty strings")
+    return tuple(v)
+
+
+def _argv(v: object) -> tuple[str, ...]:
+    argv = _strings(v)
+    if not argv:
+        raise _Bad("a non-empty list of non-empty strings")
+    return tuple(sys.executable if a == PYTHON_MARKER else a for a in argv)
+
+
+def _argvs(v: object) -> tuple[tuple[str, ...], ...]:
+    if not isinstance(v, list):
+        raise _Bad(f"a list of argv lists, not {_type(v)}")
+    return tuple(_argv(a) for a in v)
+
+
+def _env_names(v: object) -> tuple[str, ...]:
+    names = _strings(v)
+    for n in names:
+        if not _ENV_NAME.match(n):
+            raise _Bad(f"environment variable names, not {n!r}")
+    return names
+
+
+def _home(v: object) -> tuple[str, ...]:
+    entries = _strings(v)
+    for e in entries:
+        rest = e.removeprefix("~/")
+        if rest == e or not rest or ".." in Path(rest).parts:
+            raise _Bad(f"paths under ~/, not {e!r}")
+    return entries
+
+
+def _relocate(v: object) -> tuple[Relocation, ...]:
+    if not isinstance(v, dict):
+        raise _Bad(f"a table of tables, not {_type(v)}")
+    out: list[Relocation] = []
+    for var, moves in v.items():
+        if not _ENV_NAME.match(var):
+            raise _Bad(f"keyed by environment variable names, not {var!r}")
+        if not isinstance(moves, dict) or not moves:
+            raise _Bad(f'{{ "~/entry" = "path under ${var}" }} for {var}')
+        for entry, sub in moves.items():
+            if not isinstance(sub, str) or os.path.isabs(sub) or ".." in Path(sub).parts:
+                raise _Bad(f"relative paths under ${var}, not {sub!r}")
+            out.append(Relocation(var, entry, sub))
+    return tuple(out)
+
+
+_SCHEMA: Final[dict[str, tuple[bool, Callable[[object], Any]]]] = {
+    "name": (True, _text),
+    "argv": (True, _argv),
+    "alternatives": (False, _argvs),
+    "package": (False, _text),
+    "old_packages": (False, _strings),
+    "install": (False, _text),
+    "npx": (False, _bool),
+    "login": (True, _text),
+    "home": (True, _home),
+    "relocate": (False, _relocate),
+    "env": (False, _env_names),
+    "notes": (False, _str),
+}
+_DEFAULTS: Final[dict[str, object]] = {
+    "alternatives": (),
+    "package": None,
+    "old_packages": (),
+    "install": None,
+    "npx": False,
+    "relocate": (),
+    "env": (),
+    "notes": "",
+}
+
+
+def load_presets(text: str | None = None, *, source: str = str(DEFAULT_PATH)) -> dict[str, Preset]:
+    """Parse presets (the text given, else the file `source`) strictly.
+
+    Raises `PresetError` naming `source`, the preset and the key for an unknown
+    key (with the closest known one), a wrong type, a missing required key, or a
+    combination that cannot work (`npx = true` without `package`).
+    """
+    if text is None:
+        try:
+            text = Path(source).read_text(encoding="utf-8")
+        except OSError as e:
+            raise PresetError(f"{source}: cannot read: {e.strerror or e}") from None
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise PresetError(f"{source}: {e}") from None
+    return {pid: _preset(source, pid, table) for pid, table in doc.items()}
+
+
+def _preset(source: str, pid: str, table: object) -> Preset:
+    where = f"{source}: [{pid}]"
+    if not _ID.match(pid):
+        raise PresetError(f"{where}: a preset id is lowercase letters, digits, - and _")
+    if not isinstance(table, dict):
+        raise PresetError(f"{source}: `{pid}` must be a table [{pid}], not {_type(table)}")
+    for key in table:
+        if key not in _SCHEMA:
+            close = difflib.get_close_matches(key, _SCHEMA, n=1)
+            hint = f" (did you mean `{close[0]}`?)" if close else f" (known: {', '.join(_SCHEMA)})"
+            raise PresetError(f"{where}: unknown key `{key}`{hint}")
+    fields: dict[str, Any] = {"id": pid}
+    for key, (required, check) in _SCHEMA.items():
+        if key not in table:
+            if required:
+                raise PresetError(f"{where}: missing `{key}`")
+            fields[key] = _DEFAULTS[key]
+            continue
+        try:
+            fields[key] = check(table[key])
+        except _Bad as e:
+            raise PresetError(f"{where}: `{key}` must be {e}") from None
+    if fields["npx"] and not fields["package"]:
+        raise PresetError(f"{where}: `npx = true` needs `package`")
+    if fields["install"] is None:
+        if not fields["package"]:
+            raise PresetError(f"{where}: say how to install it: `package` or `install`")
+        fields["install"] = f"npm install -g {fields['package']}"
+    for r in fields["relocate"]:
+        if r.entry not in fields["home"]:
+            raise PresetError(f"{where}: `relocate.{r.var}` moves {r.entry!r}, not in `home`")
+    return Preset(**fields)
+
+
+@functools.cache
+def _default() -> dict[str, Preset]:
+    return load_presets()
+
+
+def presets() -> Mapping[str, Preset]:
+    """The presets of the repository's `presets.toml` (read once)."""
+    return _default()
+
+
+def preset_ids() -> tuple[str, ...]:
+    """The agent ids of `presets.toml`, in file order."""
+    return tuple(_default())
+
+
+def find(agent_id: str, table: Mapping[str, Preset] | None = None) -> Preset:
+    """The preset `agent_id`; `PresetError` listing the known ids when there is none."""
+    table = presets() if table is None else table
+    found = table.get(agent_id)
+    if found is None:
+        raise PresetError(f"no agent `{agent_id}` ({', '.join(table)})")
+    return found
+
+
+def resolve(preset: Preset, which: Callable[[str], str | None] = shutil.which) -> Resolved | NotInstalled:
+    """Find the program that runs `preset`: PATH first, npx only as a fallback.
+
+    Tries `argv[0]`, then each alternative's first word; then, when the preset
+    allows it and `npx` is on PATH, `npx -y <package> <argv[1:]>`. The found
+    program's absolute path replaces the bare name, so the sandbox can keep its
+    install visible. `which` is the PATH lookup (`shutil.which` by default; pass
+    `functools.partial(shutil.which, path=...)` for another PATH).
+    """
+    tried: list[str] = []
+    for argv in (preset.argv, *preset.alternatives):
+        found = which(argv[0])
+        if found:
+            return Resolved(preset, (os.path.abspath(found), *argv[1:]), via_npx=False)
+        if argv[0] not in tried:
+            tried.append(argv[0])
+    if preset.npx and preset.package:
+        npx = which("npx")
+        if npx:
+            argv = (os.path.abspath(npx), "-y", preset.package, *preset.argv[1:])
+            return Resolved(preset, argv, via_npx=True)
+        tried.append("npx")
+    return NotInstalled(preset, tuple(tried), preset.install, preset.login)
+
+
+def _either(names: tuple[str, ...]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+
+
+def _type(v: object) -> str:
+    names = {dict: "a table", list: "a list", str: "a string", bool: "a boolean"}
+    return names.get(type(v), f"a {type(v).__name__}")
+
+
+__all__ = [
+    "DEFAULT_PATH",
+    "NotInstalled",
+    "Preset",
+    "PresetError",
+    "Relocation",
+    "Resolved",
+    "find",
+    "load_presets",
+    "preset_ids",
+    "presets",
+    "resolve",
+]
