@@ -307,7 +307,9 @@ def find(agent_id: str, table: Mapping[str, Preset] | None = None) -> Preset:
     return found
 
 
-def resolve(preset: Preset, which: Callable[[str], str | None] = shutil.which) -> Resolved | NotInstalled:
+def resolve(
+    preset: Preset, which: Callable[[str], str | None] = shutil.which
+) -> Resolved | NotInstalled:
     """Find the program that runs `preset`: PATH first, npx only as a fallback.
 
     Tries `argv[0]`, then each alternative's first word; then, when the preset
@@ -337,7 +339,7 @@ def _either(names: tuple[str, ...]) -> str:
 
 
 def _type(v: object) -> str:
-    names = {dict: "a table", list: "a list", str: "a string", bool: "a boolean"}
+    names = {dict: "a table", list: "a list", str: "a string", bool: "a boolean", int: "an integer"}
     return names.get(type(v), f"a {type(v).__name__}")
 
 

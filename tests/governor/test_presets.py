@@ -1,0 +1,285 @@
+"""presets.toml and its reader: strict keys, and finding the program on a real PATH."""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from governor.presets import (
+    DEFAULT_PATH,
+    NotInstalled,
+    PresetError,
+    Resolved,
+    find,
+    load_presets,
+    preset_ids,
+    resolve,
+)
+
+REAL_AGENTS = ("claude", "codex", "gemini", "opencode", "copilot", "goose", "qwen")
+
+MINIMAL = """
+[mine]
+name = "Mine"
+argv = ["my-agent", "--acp"]
+login = "my-agent login"
+home = ["~/.mine"]
+package = "@me/my-agent"
+"""
+
+
+def _program(directory: Path, name: str) -> Path:
+    """A real executable script on disk."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / name
+    path.write_text('#!/bin/sh\necho ran "$0" "$@"\n')
+    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return path
+
+
+def _on(*dirs: Path) -> functools.partial[str | None]:
+    """`shutil.which` searching only these directories."""
+    return functools.partial(shutil.which, path=os.pathsep.join(map(str, dirs)))
+
+
+def _one(text: str, pid: str = "mine") -> None:
+    load_presets(text, source="test.toml")[pid]
+
+
+def test_every_preset_of_the_repository_parses() -> None:
+    presets = load_presets()
+    assert set(presets) == {*REAL_AGENTS, "demo"}
+    assert preset_ids() == tuple(presets)
+    assert DEFAULT_PATH.name == "presets.toml" and DEFAULT_PATH.is_file()
+
+
+@pytest.mark.parametrize("pid", REAL_AGENTS)
+def test_each_real_agent_has_argv_login_home_and_an_install_line(pid: str) -> None:
+    p = find(pid)
+    assert p.argv and all(p.argv)
+    assert p.login.strip()
+    assert p.home and all(h.startswith("~/") for h in p.home)
+    assert p.install.strip()
+    assert p.name.strip()
+
+
+def test_agents_are_spawned_through_their_acp_programs_never_the_bare_clis() -> None:
+    # `codex` and `claude` are not ACP agents (acp-reference §9).
+    assert find("claude").argv == ("claude-agent-acp",)
+    assert ("claude-code-acp",) in find("claude").alternatives
+    assert find("codex").argv == ("codex-acp",)
+    assert find("gemini").argv == ("gemini", "--acp")
+    assert find("opencode").argv == ("opencode", "acp")
+    assert find("copilot").argv == ("copilot", "--acp")
+    assert find("goose").argv == ("goose", "acp")
+    assert find("qwen").argv == ("qwen", "--acp")
+
+
+def test_the_adapters_have_their_current_package_and_the_older_spelling() -> None:
+    claude, codex = find("claude"), find("codex")
+    assert claude.package == "@agentclientprotocol/claude-agent-acp"
+    assert "@zed-industries/claude-agent-acp" in claude.old_packages
+    assert "@zed-industries/claude-code-acp" in claude.old_packages
+    assert codex.package == "@agentclientprotocol/codex-acp"
+    assert codex.old_packages == ("@zed-industries/codex-acp",)
+    assert claude.install == "npm install -g @agentclientprotocol/claude-agent-acp"
+
+
+def test_the_demo_runs_on_the_interpreter_running_the_governor() -> None:
+    demo = find("demo")
+    assert demo.argv == (sys.executable, "-m", "governor.agents.demo")
+    assert demo.home == ()
+    resolved = resolve(demo, which=_on())
+    assert isinstance(resolved, Resolved)
+    assert resolved.argv[0] == sys.executable and not resolved.via_npx
+
+
+def test_a_typo_key_is_named_with_the_closest_key() -> None:
+    with pytest.raises(PresetError) as e:
+        _one(MINIMAL.replace("login =", "logn ="))
+    assert str(e.value) == "test.toml: [mine]: unknown key `logn` (did you mean `login`?)"
+
+
+def test_an_unknown_key_far_from_any_lists_the_known_ones() -> None:
+    with pytest.raises(PresetError, match=r"\[mine\]: unknown key `colour` \(known: name, argv"):
+        _one(MINIMAL + 'colour = "red"\n')
+
+
+@pytest.mark.parametrize(
+    ("line", "culprit"),
+    [
+        ('argv = "my-agent"', "`argv` must be a list of strings, not a string"),
+        ("argv = []", "`argv` must be a non-empty list"),
+        ('argv = ["my-agent", 3]', "`argv` must be a list of non-empty strings"),
+        ('name = ""', "`name` must be a non-empty string"),
+        ('npx = "yes"', "`npx` must be true or false, not a string"),
+        ('home = ["/etc"]', "`home` must be paths under ~/, not '/etc'"),
+        ('home = ["~/../etc"]', "`home` must be paths under ~/"),
+        ('env = ["NOT A NAME"]', "`env` must be environment variable names"),
+        ('alternatives = ["x"]', "`alternatives` must be a list of strings, not a string"),
+        ("notes = 3", "`notes` must be a string, not an integer"),
+        ('relocate = { X = { "~/.mine" = "/abs" } }', "`relocate` must be relative paths under $X"),
+        ('relocate = { X = "~/.mine" }', "`relocate` must be"),
+    ],
+)
+def test_a_wrong_type_names_the_preset_and_the_key(line: str, culprit: str) -> None:
+    key = line.split(" =")[0]
+    lines = [ln for ln in MINIMAL.splitlines() if not ln.startswith(f"{key} =")]
+    with pytest.raises(PresetError) as e:
+        _one("\n".join([*lines, line]))
+    message = str(e.value)
+    assert message.startswith("test.toml: [mine]: "), message
+    assert culprit in message, message
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize("key", ["name", "argv", "login", "home"])
+def test_a_missing_required_key_is_named(key: str) -> None:
+    text = "\n".join(ln for ln in MINIMAL.splitlines() if not ln.startswith(f"{key} ="))
+    with pytest.raises(PresetError, match=rf"^test\.toml: \[mine\]: missing `{key}`$"):
+        _one(text)
+
+
+def test_combinations_that_cannot_work_are_refused() -> None:
+    no_package = MINIMAL.replace('package = "@me/my-agent"', "")
+    with pytest.raises(PresetError, match="`npx = true` needs `package`"):
+        _one(no_package + "npx = true\n")
+    with pytest.raises(PresetError, match="say how to install it"):
+        _one(no_package)
+    with pytest.raises(PresetError, match=r"`relocate.X` moves '~/.other', not in `home`"):
+        _one(MINIMAL + 'relocate = { X = { "~/.other" = "." } }\n')
+    # An explicit install line stands in for a package.
+    assert load_presets(no_package + 'install = "make install"\n')["mine"].install == "make install"
+
+
+def test_a_preset_must_be_a_table_with_a_plain_id() -> None:
+    with pytest.raises(
+        PresetError, match=r"^test\.toml: `mine` must be a table \[mine\], not a string$"
+    ):
+        load_presets('mine = "x"\n', source="test.toml")
+    with pytest.raises(PresetError, match=r"\[My Agent\]: a preset id is lowercase"):
+        load_presets(MINIMAL.replace("[mine]", '["My Agent"]'), source="test.toml")
+
+
+def test_bad_toml_and_a_missing_file_name_the_file(tmp_path: Path) -> None:
+    with pytest.raises(PresetError, match=r"^test\.toml: "):
+        load_presets("[mine\n", source="test.toml")
+    missing = tmp_path / "nope.toml"
+    with pytest.raises(PresetError, match=rf"^{missing}: cannot read"):
+        load_presets(source=str(missing))
+    written = tmp_path / "presets.toml"
+    written.write_text(MINIMAL)
+    assert list(load_presets(source=str(written))) == ["mine"]
+
+
+def test_an_unknown_agent_id_lists_the_known_ones() -> None:
+    with pytest.raises(PresetError, match=r"^no agent `gpt` \(claude, codex, gemini, "):
+        find("gpt")
+
+
+def test_resolve_finds_the_program_on_the_path(tmp_path: Path) -> None:
+    program = _program(tmp_path / "bin", "claude-agent-acp")
+    resolved = resolve(find("claude"), which=_on(tmp_path / "bin"))
+    assert isinstance(resolved, Resolved)
+    assert resolved.argv == (str(program),)
+    assert not resolved.via_npx
+    assert resolved.home == ("~/.claude", "~/.claude.json")
+    # The argv it gives really runs.
+    out = subprocess.run([*resolved.argv, "x"], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == f"ran {program} x"
+
+
+def test_resolve_keeps_the_agents_arguments_after_the_found_program(tmp_path: Path) -> None:
+    program = _program(tmp_path / "bin", "gemini")
+    resolved = resolve(find("gemini"), which=_on(tmp_path / "bin"))
+    assert isinstance(resolved, Resolved)
+    assert resolved.argv == (str(program), "--acp")
+
+
+def test_resolve_falls_back_to_an_alternative_program(tmp_path: Path) -> None:
+    old = _program(tmp_path / "bin", "claude-code-acp")
+    _program(tmp_path / "bin", "npx")
+    resolved = resolve(find("claude"), which=_on(tmp_path / "bin"))
+    assert isinstance(resolved, Resolved)
+    assert resolved.argv == (str(old),) and not resolved.via_npx
+
+
+def test_resolve_prefers_the_path_over_npx(tmp_path: Path) -> None:
+    # npx earlier on PATH than the agent still loses to the agent.
+    _program(tmp_path / "a", "npx")
+    program = _program(tmp_path / "b", "codex-acp")
+    resolved = resolve(find("codex"), which=_on(tmp_path / "a", tmp_path / "b"))
+    assert isinstance(resolved, Resolved)
+    assert resolved.argv == (str(program),) and not resolved.via_npx
+
+
+def test_resolve_falls_back_to_npx_only_when_the_preset_allows_it(tmp_path: Path) -> None:
+    npx = _program(tmp_path / "bin", "npx")
+    on_path = _on(tmp_path / "bin")
+    gemini = resolve(find("gemini"), which=on_path)
+    assert isinstance(gemini, Resolved) and gemini.via_npx
+    assert gemini.argv == (str(npx), "-y", "@google/gemini-cli", "--acp")
+    assert gemini.home == ("~/.gemini", "~/.npm")
+    # Goose is not on npm: npx on PATH does not stand in for it.
+    goose = resolve(find("goose"), which=on_path)
+    assert isinstance(goose, NotInstalled)
+    assert goose.tried == ("goose",)
+
+
+def test_nothing_found_reports_the_install_and_login_commands(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    missing = resolve(find("claude"), which=_on(empty))
+    assert isinstance(missing, NotInstalled)
+    assert missing.tried == ("claude-agent-acp", "claude-code-acp", "npx")
+    assert missing.install == "npm install -g @agentclientprotocol/claude-agent-acp"
+    assert str(missing) == (
+        "claude is not installed (no claude-agent-acp, claude-code-acp or npx on PATH): "
+        "npm install -g @agentclientprotocol/claude-agent-acp; "
+        f"then sign in: {find('claude').login}"
+    )
+    goose = resolve(find("goose"), which=_on(empty))
+    assert isinstance(goose, NotInstalled)
+    assert goose.message.startswith(
+        "goose is not installed (no goose on PATH): install the goose CLI"
+    )
+    assert goose.message.endswith("then sign in: goose configure")
+
+
+def test_a_file_that_is_not_executable_is_not_a_program(tmp_path: Path) -> None:
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "opencode").write_text("#!/bin/sh\n")
+    assert isinstance(resolve(find("opencode"), which=_on(tmp_path / "bin")), NotInstalled)
+
+
+def test_home_entries_follow_the_variables_that_relocate_them(tmp_path: Path) -> None:
+    home = Path("/home/u")
+    claude = find("claude")
+    assert claude.home_paths({}, home) == (home / ".claude", home / ".claude.json")
+    assert claude.home_paths({"CLAUDE_CONFIG_DIR": "/c"}, home) == (
+        Path("/c"),
+        Path("/c/.claude.json"),
+    )
+    assert find("gemini").home_paths({"GEMINI_CLI_HOME": "/g"}, home) == (Path("/g/.gemini"),)
+    assert find("codex").home_paths({"CODEX_HOME": "/x/codex"}, home) == (Path("/x/codex"),)
+    # A relative value is not followed: the agent would resolve it inside the workspace.
+    assert find("codex").home_paths({"CODEX_HOME": "rel"}, home) == (home / ".codex",)
+    # The first variable listed wins: GOOSE_PATH_ROOT over XDG_CONFIG_HOME.
+    goose = find("goose")
+    assert goose.home_paths({"XDG_CONFIG_HOME": "/cfg"}, home) == (
+        Path("/cfg/goose"),
+        home / ".local/share/goose",
+        home / ".local/state/goose",
+    )
+    assert goose.home_paths({"XDG_CONFIG_HOME": "/cfg", "GOOSE_PATH_ROOT": "/r"}, home) == (
+        Path("/r/config"),
+        Path("/r/data"),
+        Path("/r/state"),
+    )
