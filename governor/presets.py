@@ -126,10 +126,8 @@ class NotInstalled:
         return self.message
 
 
-# The schema: key -> (required, checker). A checker returns the converted value
-# or raises _Bad with what was expected.
 class _Bad(Exception):
-    pass
+    """What a checker expected: becomes "`key` must be <that>"."""
 
 
 def _str(v: object) -> str:
@@ -204,6 +202,7 @@ def _relocate(v: object) -> tuple[Relocation, ...]:
     return tuple(out)
 
 
+# key -> (required, checker); a checker returns the converted value or raises _Bad.
 _SCHEMA: Final[dict[str, tuple[bool, Callable[[object], Any]]]] = {
     "name": (True, _text),
     "argv": (True, _argv),
