@@ -103,10 +103,34 @@ class RuleList:
     paths: PathGlobs = field(default_factory=lambda: PathGlobs(()))
     writes: PathGlobs = field(default_factory=lambda: PathGlobs(()))
     tools: frozenset[str] = frozenset()
+    # Patterns indexed by their literal first word, so a decision looks at the
+    # few patterns that can match instead of every one (the decision path is hot).
+    _by_name: dict[str, tuple[CommandPattern, ...]] = field(
+        init=False, repr=False, compare=False
+    )
+    _globbed: tuple[CommandPattern, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        by_name: dict[str, list[CommandPattern]] = {}
+        globbed: list[CommandPattern] = []
+        for pattern in self.commands:
+            first = pattern.words[0] if pattern.words else ""
+            if not first or _GLOB_CHARS.search(first):
+                globbed.append(pattern)
+            else:
+                by_name.setdefault(first, []).append(pattern)
+        object.__setattr__(self, "_by_name", {k: tuple(v) for k, v in by_name.items()})
+        object.__setattr__(self, "_globbed", tuple(globbed))
 
     def command(self, argv: Sequence[str]) -> str | None:
         """The first command pattern matching argv, as written, or None."""
-        for pattern in self.commands:
+        if not argv:
+            return None
+        name = argv[0]
+        candidates = self._by_name.get(name, ())
+        if "/" in name:
+            candidates += self._by_name.get(name.rsplit("/", 1)[1], ())
+        for pattern in candidates + self._globbed:
             if pattern.matches(argv):
                 return pattern.text
         return None

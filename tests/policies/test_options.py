@@ -1,0 +1,62 @@
+"""Permission options are chosen by kind and by effect, conservatively."""
+
+from __future__ import annotations
+
+from policies.options import Option, choose, stops_asking
+from policies.rules import Verdict
+
+CLAUDE = [
+    Option("allow_always", "Always Allow", "allow_always"),
+    Option("allow", "Allow", "allow_once"),
+    Option("reject", "Reject", "reject_once"),
+]
+EXIT_PLAN = [
+    Option("bypassPermissions", "Yes, and bypass permissions", "allow_once"),
+    Option("acceptEdits", "Yes, and auto-accept edits", "allow_once"),
+    Option("default", "Yes, and manually approve edits", "allow_once"),
+    Option("plan", "No, keep planning", "reject_once"),
+]
+CODEX = [
+    Option("allow_permissions_session", "Allow for this session", "allow_once"),
+    Option("allow_once", "Allow", "allow_once"),
+    Option("reject_once", "Reject", "reject_once"),
+]
+
+
+def test_allow_picks_allow_once_and_never_allow_always() -> None:
+    assert choose(CLAUDE, Verdict.ALLOW).option_id == "allow"
+
+
+def test_deny_picks_reject_once() -> None:
+    assert choose(CLAUDE, Verdict.DENY).option_id == "reject"
+
+
+def test_an_option_that_stops_the_agent_asking_is_refused_even_when_its_kind_is_allow_once() -> None:
+    assert choose(EXIT_PLAN, Verdict.ALLOW).option_id == "default"
+    assert choose(CODEX, Verdict.ALLOW).option_id == "allow_once"
+
+
+def test_a_mode_switch_is_chosen_only_when_the_policy_allows_it() -> None:
+    only_switches = EXIT_PLAN[:2] + EXIT_PLAN[3:]
+    assert choose(only_switches, Verdict.ALLOW).option_id is None
+    assert choose(only_switches, Verdict.ALLOW, allow_mode_switch=True).option_id == "bypassPermissions"
+
+
+def test_allow_always_is_never_chosen_even_when_mode_switches_are_allowed() -> None:
+    only_always = [Option("a", "Always", "allow_always"), Option("r", "No", "reject_once")]
+    assert choose(only_always, Verdict.ALLOW, allow_mode_switch=True).option_id is None
+
+
+def test_nothing_fitting_is_cancelled() -> None:
+    assert choose([], Verdict.ALLOW).option_id is None
+    assert choose([Option("ok", "OK", "allow_once")], Verdict.DENY).option_id is None
+
+
+def test_an_ask_that_was_refused_is_answered_like_a_deny() -> None:
+    assert choose(CLAUDE, Verdict.ASK).option_id == "reject"
+
+
+def test_effects_are_read_from_ids_and_names() -> None:
+    assert stops_asking(Option("proceed_always_server", "Always allow this server", "allow_always"))
+    assert stops_asking(Option("x", "Don't ask again this session", "allow_once"))
+    assert not stops_asking(Option("proceed_once", "Allow once", "allow_once"))
