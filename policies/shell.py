@@ -111,19 +111,6 @@ _STATEMENTS = frozenset(
 
 _CLAUSES = frozenset({"do_group", "elif_clause", "else_clause", "case_item"})
 
-_GROUPS = frozenset(
-    {
-        "subshell",
-        "compound_statement",
-        "if_statement",
-        "while_statement",
-        "for_statement",
-        "c_style_for_statement",
-        "case_statement",
-    }
-)
-"""A redirect on one of these applies to every command inside it."""
-
 _CHAINS = frozenset({"list", "pipeline", "negated_command"})
 """A redirect tree-sitter hangs on one of these belongs to its rightmost command."""
 
@@ -147,10 +134,13 @@ _READ_OPS = frozenset({"<", "<&"})
 _REDIRECTS = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
 
 _HAZARD_NAMES = frozenset(
-    {"PATH", "IFS", "BASH_ENV", "ENV", "PROMPT_COMMAND", "SHELLOPTS", "BASHOPTS", "PS4"}
+    {"PATH", "BASH_ENV", "ENV", "PROMPT_COMMAND", "SHELLOPTS", "BASHOPTS", "PS4"}
 )
 _HAZARD_PREFIXES = ("LD_", "DYLD_", "BASH_FUNC_")
-"""Variables that change which program a later name runs, or run code of their own."""
+"""Variables that change which program a name runs, or make a shell run code of their own."""
+
+_SHELL_STATE = frozenset({"IFS"})
+"""Harmless for the one command it prefixes (`IFS=, read a b`), not for every later word split."""
 
 _ARITH_ASSIGN = frozenset({"=", "+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "&=", "^=", "|="})
 
@@ -173,8 +163,13 @@ _ANSI_C = {
 }
 
 
-def _hazardous(name: str) -> bool:
-    return name in _HAZARD_NAMES or name.startswith(_HAZARD_PREFIXES)
+def _hazardous(name: str, *, lasting: bool) -> bool:
+    """Whether assigning `name` changes what commands run; `lasting` when it outlives one command."""
+    return (
+        name in _HAZARD_NAMES
+        or name.startswith(_HAZARD_PREFIXES)
+        or (lasting and name in _SHELL_STATE)
+    )
 
 
 def _short(text: str, limit: int = 40) -> str:
@@ -372,7 +367,7 @@ class _Walker:
 
     def for_statement(self, node: Node, inherited: _Redirects) -> None:
         var = node.child_by_field_name("variable")
-        if var is not None and _hazardous(self._text(var)):
+        if var is not None and _hazardous(self._text(var), lasting=True):
             self.unknown.append(
                 f"a loop assigns {self._text(var)}, which changes what later commands run"
             )
@@ -391,20 +386,24 @@ class _Walker:
             self.unknown.append("a redirect with no command")
         self._push_all(todo, _NO_REDIRECTS)
 
-    def _check_assignment(self, node: Node) -> str:
+    def _check_assignment(self, node: Node, *, lasting: bool = True) -> str:
         name_node = node.child_by_field_name("name")
         name = self._text(name_node) if name_node is not None else self._text(node)
-        if _hazardous(name):
+        if _hazardous(name, lasting=lasting):
             self.unknown.append(f"assigns {name}, which changes what later commands run")
         return name
 
     def redirected(self, node: Node, inherited: _Redirects) -> None:
         body = node.child_by_field_name("body")
         own: _Redirects = _NO_REDIRECTS
-        later: list[Node] = []
+        subs: list[Node] = []
+        after: list[Node] = []
         for child in node.named_children:
             if child.type in _REDIRECTS:
-                own = _merge(own, self._redirect(child, later))
+                own = _merge(own, self._redirect(child, subs, after))
+        # Pushed in reverse: what runs after the body (`cat <<EOF | grep x` hangs the
+        # pipeline under the heredoc), the body, then the redirects' own substitutions.
+        self._push_all(after, inherited)
         if body is None:
             self.unknown.append(f"a redirect with no command: {_short(self._text(node))}")
         elif body.type in _CHAINS:
@@ -418,30 +417,25 @@ class _Walker:
             self._stack.append((body, inherited))
         else:
             self._stack.append((body, _merge(inherited, own)))
-        # Statements hung under a heredoc (`cat <<EOF | grep x`) run after the body's command.
-        stack = self._stack
-        if later:
-            item = stack.pop()
-            self._push_all(later, inherited)
-            stack.append(item)
+        self._push_all(subs, _NO_REDIRECTS)
 
     def command(self, node: Node, inherited: _Redirects) -> None:
         words: list[Node] = []
         assignments: list[str] = []
         subs: list[Node] = []
-        later: list[Node] = []
+        after: list[Node] = []
         redirects = inherited
         for child in node.children:
             kind = child.type
             if kind == "command_name":
                 words.append(child.named_children[0] if child.named_child_count else child)
             elif kind == "variable_assignment" and not words:
-                assignments.append(self._check_assignment(child))
+                assignments.append(self._check_assignment(child, lasting=False))
                 value = child.child_by_field_name("value")
                 if value is not None:
                     subs.extend(self._substitutions(value))
             elif kind in _REDIRECTS:
-                redirects = _merge(redirects, self._redirect(child, later))
+                redirects = _merge(redirects, self._redirect(child, subs, after))
             elif kind == "comment":
                 continue
             elif words:
@@ -449,7 +443,10 @@ class _Walker:
         if not words:
             if redirects[0] or redirects[1]:
                 self.unknown.append("a redirect with no command")
-            self._push_all(subs + later, _NO_REDIRECTS)
+            self._push_all(after + subs, _NO_REDIRECTS)
+            return
+        if words[0].is_missing:  # `ls &&` at the end of a line: already a parse error
+            self._push_all(after + subs, _NO_REDIRECTS)
             return
         argv, dynamic = self._words(words, subs)
         name = argv[0]
@@ -457,7 +454,8 @@ class _Walker:
             self.unknown.append(f"the command name is not known until run time: {_short(name)}")
         elif name == "coproc":
             self.unknown.append("coproc runs a command in the background with its own pipes")
-        self._finish(argv, dynamic, tuple(assignments), redirects, subs + later)
+        self._push_all(after, _NO_REDIRECTS)
+        self._finish(argv, dynamic, tuple(assignments), redirects, subs)
 
     def declaration(self, node: Node, inherited: _Redirects) -> None:
         """`export X=1 Y`, `local`, `declare`, `readonly`, `unset`: a command named by its keyword."""
@@ -524,12 +522,13 @@ class _Walker:
 
     # -- redirects
 
-    def _redirect(self, node: Node, later: list[Node]) -> _Redirects:
+    def _redirect(self, node: Node, subs: list[Node], after: list[Node]) -> _Redirects:
+        """Reads and writes of one redirect; its substitutions and trailing statements are collected."""
         kind = node.type
         if kind == "file_redirect":
-            return self._file_redirect(node, later)
+            return self._file_redirect(node, subs)
         if kind == "herestring_redirect":
-            later.extend(self._substitutions(node))
+            subs.extend(self._substitutions(node))
             return _NO_REDIRECTS
         result: _Redirects = _NO_REDIRECTS
         quoted = False
@@ -538,15 +537,15 @@ class _Walker:
             if ckind == "heredoc_start":
                 quoted = _quoted_delimiter(self._text(child))
             elif ckind == "file_redirect":
-                result = _merge(result, self._file_redirect(child, later))
+                result = _merge(result, self._file_redirect(child, subs))
             elif ckind == "heredoc_body":
                 if not quoted:
-                    self._heredoc_body(child, later)
+                    self._heredoc_body(child, subs)
             elif ckind in _STATEMENTS:
-                later.append(child)
+                after.append(child)
         return result
 
-    def _heredoc_body(self, node: Node, later: list[Node]) -> None:
+    def _heredoc_body(self, node: Node, subs: list[Node]) -> None:
         text = self._src[node.start_byte : node.end_byte]
         if b"$(" in text or b"`" in text:
             covered = [
@@ -567,9 +566,9 @@ class _Walker:
                     )
                     break
                 i += 1
-        later.extend(self._substitutions(node))
+        subs.extend(self._substitutions(node))
 
-    def _file_redirect(self, node: Node, later: list[Node]) -> _Redirects:
+    def _file_redirect(self, node: Node, subs: list[Node]) -> _Redirects:
         op = ""
         dest: Node | None = None
         for child in node.children:
@@ -581,11 +580,9 @@ class _Walker:
         if dest is None:
             return _NO_REDIRECTS
         if dest.type == "process_substitution":
-            later.append(dest)
+            subs.append(dest)
             return _NO_REDIRECTS
-        subs: list[Node] = []
         path, dyn = self._word(dest, subs)
-        later.extend(subs)
         if op in ("<&", ">&") and (dest.type == "number" or path == "-"):
             return _NO_REDIRECTS
         if _not_a_file(path):
@@ -695,7 +692,7 @@ class _Walker:
         if not command.argv or 0 in command.dynamic:
             return
         for name in command.assignments:
-            if _hazardous(name):
+            if _hazardous(name, lasting=False):
                 self.unknown.append(f"assigns {name}, which changes what later commands run")
         unwrap = _WRAPPERS.get(_basename(command.argv[0]))
         if unwrap is None:
@@ -1158,6 +1155,17 @@ def _trap(command: SimpleCommand) -> _Unwrapped:
     return _Script(argv[1], "trap", 1 in command.dynamic)
 
 
+def _source(command: SimpleCommand) -> _Unwrapped:
+    """`source FILE` runs a script file, like `bash FILE`; `source <(curl ...)` runs unknown code."""
+    if 1 in command.dynamic:
+        return (
+            f"{command.argv[0]} runs a script not known until run time: {_short(command.argv[1])}"
+        )
+    if len(command.argv) < 2:
+        return f"{command.argv[0]} without a file"
+    return None
+
+
 def _find(command: SimpleCommand) -> _Unwrapped:
     """`find ... -exec CMD {} ;` runs CMD for each file: each clause is a command."""
     argv = command.argv
@@ -1230,6 +1238,8 @@ _WRAPPERS: dict[str, Callable[[SimpleCommand], _Unwrapped]] = {
     "eval": _eval,
     "trap": _trap,
     "find": _find,
+    "source": _source,
+    ".": _source,
     **dict.fromkeys(_SHELLS, _shell),
 }
 
