@@ -1,0 +1,533 @@
+"""The trio loop around `governor.jsonrpc.JsonRpc`: one agent's stdio, read, written and served.
+
+`Connection.serve` opens the nursery that owns every task of the connection;
+none outlives it:
+
+- the **reader** receives the agent's stdout and feeds the sans-IO core. It
+  never waits on anything but the pipe (and, with an async notification
+  callback, on the bounded in-order notification queue), so a slow decision
+  can never stop it from reading;
+- the **writer** is the only task that writes the agent's stdin; every line
+  goes to it through one bounded channel. If the agent stops reading, only
+  the writer and the tasks that want to send wait; the reader goes on;
+- the **stderr drain** reads the agent's stderr all the time (a chatty agent
+  must never block on a full pipe) and keeps its last lines for failure
+  reasons (`Connection.stderr_tail`);
+- one task per **incoming request**, each in its own cancel scope (the agent
+  may withdraw a request with ``$/cancel_request``), at most `max_in_flight`
+  at once: beyond that a request is refused at once, so a flood from an agent
+  that does not read our answers cannot grow memory without bound;
+- an optional **notification** task awaits an async callback, in order.
+
+Hazards this layout avoids: the reader blocked behind a write (the classic
+pipe deadlock when both sides fill each other's buffers), notifications
+reordered by per-message tasks (the official SDK's habit), and a line that
+grows memory without bound (the core discards over-long lines as it reads).
+
+Logs are structlog events on ``governor.connection``; they carry sizes, ids
+and reasons, never the content of a line beyond a short prefix.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections import deque
+from collections.abc import Awaitable, Callable, Collection
+from typing import Any, Final, TypeAlias, cast
+
+import structlog
+import trio
+from pydantic import BaseModel
+
+from governor.dispatch import HandlerTable, answer
+from governor.jsonrpc import (
+    DEFAULT_MAX_LINE_BYTES,
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    REQUEST_CANCELLED,
+    ErrorResponse,
+    JsonId,
+    JsonRpc,
+    Malformed,
+    Notification,
+    Request,
+    Response,
+    UnknownResponse,
+)
+
+DEFAULT_NOTIFICATIONS: Final = frozenset({"session/update", "elicitation/complete"})
+"""The agent->client notifications of ACP v1 handed to the callback by default."""
+
+CANCEL_REQUEST: Final = "$/cancel_request"
+
+NotificationCallback: TypeAlias = Callable[[str, Any], None] | Callable[[str, Any], Awaitable[None]]
+"""``(method, params)``; a plain function is called inline, an ``async def`` awaited in order."""
+
+_RECEIVE_SIZE: Final = 256 * 1024
+_WRITE_BATCH: Final = 256
+_NOTIFICATION_QUEUE: Final = 1024
+
+
+class ConnectionClosed(Exception):
+    """The agent's stdout ended (or its stdin broke) before the answer came."""
+
+
+class RemoteError(Exception):
+    """The agent answered our request with a JSON-RPC error."""
+
+    def __init__(self, code: int, message: str, data: Any = None, *, method: str = "") -> None:
+        super().__init__(code, message, data)
+        self.code = code
+        self.message = message
+        self.data = data
+        self.method = method
+
+    def __str__(self) -> str:
+        where = f"{self.method!r} failed: " if self.method else ""
+        return f"{where}{self.code} {self.message}"
+
+
+class RequestTimeout(trio.TooSlowError):
+    """The agent did not answer within the request's timeout (the id is then forgotten)."""
+
+    def __init__(self, method: str, timeout: float) -> None:
+        super().__init__(f"the agent did not answer {method!r} within {timeout:g} s")
+        self.method = method
+        self.timeout = timeout
+
+
+class _Waiter:
+    __slots__ = ("event", "outcome")
+
+    def __init__(self) -> None:
+        self.event = trio.Event()
+        self.outcome: Response | ErrorResponse | None = None
+
+
+class Connection:
+    """A JSON-RPC peer connection over an agent's stdin/stdout (and stderr).
+
+    Start `serve` in a nursery (``await nursery.start(conn.serve, handlers,
+    on_notification)``), then make requests with `request` and `notify`. `serve`
+    returns when the agent's stdout ends; cancel it to stop earlier.
+    """
+
+    def __init__(
+        self,
+        stdin: trio.abc.SendStream,
+        stdout: trio.abc.ReceiveStream,
+        stderr: trio.abc.ReceiveStream | None = None,
+        *,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        max_in_flight: int = 256,
+        write_buffer: int = 256,
+        stderr_lines: int = 20,
+        stderr_line_chars: int = 2000,
+        stderr_grace: float = 1.0,
+        log: Any = None,
+    ) -> None:
+        """`max_in_flight` caps the agent's concurrent requests; `write_buffer` is the
+        number of lines queued for stdin before senders wait; `stderr_grace` is how
+        long `serve` waits for stderr to end once stdout has."""
+        self._stdin = stdin
+        self._stdout = stdout
+        self._stderr = stderr
+        self._rpc = JsonRpc(max_line_bytes=max_line_bytes)
+        self._max_in_flight = max_in_flight
+        self._out_send, self._out_receive = trio.open_memory_channel[bytes | None](write_buffer)
+        self._waiters: dict[int, _Waiter] = {}
+        self._in_flight: dict[JsonId, trio.CancelScope] = {}
+        self._tail: deque[str] = deque(maxlen=stderr_lines)
+        self._tail_partial = b""
+        self._line_chars = stderr_line_chars
+        self._stderr_grace = stderr_grace
+        self._log = log if log is not None else structlog.get_logger("governor.connection")
+        self._serving = False
+        self._stdout_closed = False
+        self._stdin_closed = trio.Event()
+        self._dropped_replies = 0
+        self._nursery: trio.Nursery | None = None
+        self._handlers: HandlerTable = {}
+
+    @classmethod
+    def from_process(cls, process: trio.Process, **options: Any) -> Connection:
+        """A connection over a process started with ``stdin=PIPE, stdout=PIPE`` (and
+        ideally ``stderr=PIPE``, so its tail can explain a failure)."""
+        if process.stdin is None or process.stdout is None:
+            raise ValueError(
+                "the agent process needs stdin=subprocess.PIPE and stdout=subprocess.PIPE "
+                "to speak ACP"
+            )
+        return cls(process.stdin, process.stdout, process.stderr, **options)
+
+    # --- what callers see ---
+
+    @property
+    def stderr_tail(self) -> list[str]:
+        """The agent's last stderr lines (each cut to `stderr_line_chars`), oldest first."""
+        lines = list(self._tail)
+        if self._tail_partial:
+            lines.append(self._decode_stderr(self._tail_partial))
+            del lines[: max(0, len(lines) - (self._tail.maxlen or 0))]
+        return lines
+
+    @property
+    def closed(self) -> bool:
+        """True once the agent's stdout has ended: no answer can come any more."""
+        return self._stdout_closed
+
+    async def request(self, method: str, params: Any = None, *, timeout: float | None = None) -> Any:
+        """Send a request and wait for its result.
+
+        Raises `RemoteError` for an error answer, `ConnectionClosed` if the agent's
+        stdout ends first (or its stdin is closed), `RequestTimeout` after `timeout`
+        seconds (a late answer is then logged and dropped). A pydantic model as
+        `params` is sent dumped by alias, without ``None`` fields.
+        """
+        self._check_open(method)
+        id, line = self._rpc.request(method, _plain(params))
+        waiter = _Waiter()
+        self._waiters[id] = waiter
+        deadline = math.inf if timeout is None else trio.current_time() + timeout
+        try:
+            with trio.CancelScope(deadline=deadline) as scope:
+                await self._send(line, method)
+                await waiter.event.wait()
+        finally:
+            del self._waiters[id]
+            self._rpc.forget(id)
+        if scope.cancelled_caught:
+            raise RequestTimeout(method, timeout or 0.0)
+        outcome = waiter.outcome
+        if type(outcome) is Response:
+            return outcome.result
+        if type(outcome) is ErrorResponse:
+            raise RemoteError(outcome.code, outcome.message, outcome.data, method=method)
+        raise ConnectionClosed(f"the agent's stdout closed before it answered {method!r}")
+
+    async def notify(self, method: str, params: Any = None) -> None:
+        """Send a notification (queued for the writer; waits only if the queue is full)."""
+        self._check_open(method)
+        await self._send(self._rpc.notify(method, _plain(params)), method)
+
+    async def close_stdin(self) -> None:
+        """Close the agent's stdin once everything queued before has been written.
+
+        Many agents exit when their stdin ends. Returns once it is closed; wrap
+        it in a timeout if the agent might not be reading.
+        """
+        if not self._stdin_closed.is_set():
+            try:
+                await self._out_send.send(None)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                return
+            await self._stdin_closed.wait()
+
+    async def serve(
+        self,
+        handlers: HandlerTable,
+        on_notification: NotificationCallback,
+        *,
+        notifications: Collection[str] = DEFAULT_NOTIFICATIONS,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Read and answer the agent until its stdout ends.
+
+        `handlers` answers the agent's requests (see `governor.dispatch`), each in
+        its own task. Notifications whose method is in `notifications` go to
+        `on_notification`, in the order they arrived; ``$/cancel_request`` is
+        handled here; others are ignored (unknown ``_`` extensions quietly).
+        When stdout ends, pending requests fail with `ConnectionClosed`, queued
+        notifications are still delivered, in-flight handlers are cancelled.
+        """
+        if self._serving:
+            raise RuntimeError("serve() is already running on this connection")
+        self._serving = True
+        self._handlers = handlers
+        is_async = inspect.iscoroutinefunction(on_notification) or inspect.iscoroutinefunction(
+            getattr(on_notification, "__call__", None)  # noqa: B004 - async callable objects
+        )
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                nursery.start_soon(self._write)
+                stderr_done = trio.Event()
+                if self._stderr is not None:
+                    nursery.start_soon(self._drain_stderr, self._stderr, stderr_done)
+                else:
+                    stderr_done.set()
+                if is_async:
+                    queue_send, queue_receive = trio.open_memory_channel[Notification](
+                        _NOTIFICATION_QUEUE
+                    )
+                    delivered = trio.Event()
+                    nursery.start_soon(
+                        self._deliver,
+                        queue_receive,
+                        cast(Callable[[str, Any], Awaitable[None]], on_notification),
+                        delivered,
+                    )
+                    task_status.started()
+                    async with queue_send:
+                        await self._read(notifications, None, queue_send)
+                    await delivered.wait()
+                else:
+                    task_status.started()
+                    callback = cast(Callable[[str, Any], None], on_notification)
+                    await self._read(notifications, callback, None)
+                with trio.move_on_after(self._stderr_grace):
+                    await stderr_done.wait()
+                nursery.cancel_scope.cancel()
+        finally:
+            self._nursery = None
+            self._serving = False
+            self._close_stdout()
+
+    # --- the reader ---
+
+    async def _read(
+        self,
+        notifications: Collection[str],
+        callback: Callable[[str, Any], None] | None,
+        queue: trio.MemorySendChannel[Notification] | None,
+    ) -> None:
+        receive = self._stdout.receive_some
+        feed = self._rpc.feed
+        others = self._on_event
+        wanted = frozenset(notifications)
+        log = self._log
+        while True:
+            try:
+                data = bytes(await receive(_RECEIVE_SIZE))  # trio gives bytes: no copy
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                data = b""
+            events = feed(data) if data else self._rpc.feed_eof()
+            for event in events:
+                if type(event) is Notification:
+                    method = event.method
+                    if method in wanted:
+                        if queue is not None:
+                            await queue.send(event)
+                            continue
+                        try:
+                            callback(method, event.params)  # type: ignore[misc]  # set when queue is None
+                        except Exception:
+                            log.error("notification.failed", method=method, exc_info=True)
+                    else:
+                        self._unwanted_notification(event)
+                else:
+                    others[type(event)](self, event)
+            if not data:
+                break
+        self._close_stdout()
+
+    def _unwanted_notification(self, event: Notification) -> None:
+        if event.method == CANCEL_REQUEST:
+            self._cancel_incoming(event.params)
+        elif event.method.startswith("_"):
+            self._log.debug("agent.extension_notification_ignored", method=_short(event.method))
+        else:
+            self._log.warning("agent.unknown_notification", method=_short(event.method))
+
+    def _on_request(self, event: Request) -> None:
+        if event.id in self._in_flight:
+            self._send_nowait(
+                self._rpc.error(
+                    event.id, INVALID_REQUEST, "Invalid request: this id is already in flight"
+                )
+            )
+            self._log.warning("agent.duplicate_request_id", id=_short(repr(event.id)))
+            return
+        if len(self._in_flight) >= self._max_in_flight:
+            self._send_nowait(
+                self._rpc.error(
+                    event.id,
+                    INTERNAL_ERROR,
+                    f"Too many requests in flight (the limit is {self._max_in_flight})",
+                )
+            )
+            self._log.warning(
+                "agent.too_many_requests", limit=self._max_in_flight, method=_short(event.method)
+            )
+            return
+        scope = trio.CancelScope()
+        self._in_flight[event.id] = scope
+        assert self._nursery is not None
+        self._nursery.start_soon(self._serve_request, event, scope)
+
+    def _on_response(self, event: Response | ErrorResponse) -> None:
+        waiter = self._waiters.get(event.id)
+        if waiter is None:  # cannot happen: the core only correlates ids we wait on
+            self._log.warning("agent.unknown_response", id=event.id)
+            return
+        waiter.outcome = event
+        waiter.event.set()
+
+    def _on_unknown_response(self, event: UnknownResponse) -> None:
+        self._log.warning("agent.unknown_response", id=_short(repr(event.id)), error_code=event.code)
+
+    def _on_malformed(self, event: Malformed) -> None:
+        self._log.warning(
+            "agent.malformed_line",
+            reason=event.reason,
+            length=event.length,
+            prefix=event.prefix,
+            answered=event.reply is not None,
+        )
+        if event.reply is not None:
+            self._send_nowait(event.reply)
+
+    _on_event: Final[dict[type, Callable[[Connection, Any], None]]] = {
+        Request: _on_request,
+        Response: _on_response,
+        ErrorResponse: _on_response,
+        UnknownResponse: _on_unknown_response,
+        Malformed: _on_malformed,
+    }
+
+    def _cancel_incoming(self, params: Any) -> None:
+        request_id = params.get("requestId") if isinstance(params, dict) else None
+        try:
+            scope = self._in_flight.get(request_id)
+        except TypeError:  # an unhashable id names no request of ours
+            scope = None
+        if scope is None:
+            self._log.debug("agent.cancel_unknown_request", id=_short(repr(request_id)))
+            return
+        scope.cancel()
+
+    def _close_stdout(self) -> None:
+        if self._stdout_closed:
+            return
+        self._stdout_closed = True
+        for waiter in self._waiters.values():
+            waiter.event.set()  # outcome None: ConnectionClosed
+
+    # --- the tasks ---
+
+    async def _serve_request(self, event: Request, scope: trio.CancelScope) -> None:
+        try:
+            line = None
+            with scope:
+                line = await answer(self._handlers, event)
+            if line is None:  # withdrawn by $/cancel_request
+                line = self._rpc.error(event.id, REQUEST_CANCELLED, "Request cancelled")
+            try:
+                await self._out_send.send(line)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                self._log.info("agent.reply_not_sent", reason="stdin closed")
+        finally:
+            del self._in_flight[event.id]
+
+    async def _write(self) -> None:
+        """The only writer of stdin: batches whatever is queued into one write."""
+        receive = self._out_receive
+        try:
+            async for line in receive:
+                batch = [line]
+                while len(batch) < _WRITE_BATCH:
+                    try:
+                        batch.append(receive.receive_nowait())
+                    except trio.WouldBlock:
+                        break
+                end = None in batch
+                data = b"".join(item for item in batch if item is not None)
+                try:
+                    if data:
+                        await self._stdin.send_all(data)
+                    if end:
+                        await self._stdin.aclose()
+                        return
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    self._log.warning("agent.stdin_closed")
+                    return
+        finally:
+            # Nobody writes any more: senders get BrokenResourceError instead of waiting.
+            receive.close()
+            self._stdin_closed.set()
+
+    async def _deliver(
+        self,
+        queue: trio.MemoryReceiveChannel[Notification],
+        callback: Callable[[str, Any], Awaitable[None]],
+        delivered: trio.Event,
+    ) -> None:
+        try:
+            async for event in queue:
+                try:
+                    await callback(event.method, event.params)
+                except Exception:
+                    self._log.error("notification.failed", method=event.method, exc_info=True)
+        finally:
+            delivered.set()
+
+    async def _drain_stderr(self, stderr: trio.abc.ReceiveStream, done: trio.Event) -> None:
+        """Read stderr to its end, keeping only the last lines (bounded, cheap per chunk)."""
+        keep = self._tail.maxlen or 0
+        cap = self._line_chars * 4  # bytes enough for `cap` chars of UTF-8
+        try:
+            while True:
+                try:
+                    data = await stderr.receive_some(_RECEIVE_SIZE)
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    break
+                if not data:
+                    break
+                lines = bytes(data).split(b"\n")  # trio gives bytes: no copy
+                rest = lines.pop()
+                if lines:
+                    lines[0] = self._tail_partial + lines[0][:cap]
+                    self._tail_partial = b""
+                    for line in lines[-keep:] if keep else ():
+                        self._tail.append(self._decode_stderr(line))
+                room = cap - len(self._tail_partial)
+                if room > 0 and rest:
+                    self._tail_partial += rest[:room]
+        finally:
+            if self._tail_partial:
+                self._tail.append(self._decode_stderr(self._tail_partial))
+                self._tail_partial = b""
+            done.set()
+
+    def _decode_stderr(self, line: bytes) -> str:
+        return line[: self._line_chars * 4].decode("utf-8", "replace").rstrip("\r")[
+            : self._line_chars
+        ]
+
+    # --- sending ---
+
+    def _check_open(self, method: str) -> None:
+        if not self._serving:
+            raise RuntimeError(f"cannot send {method!r}: serve() is not running")
+        if self._stdout_closed:
+            raise ConnectionClosed(f"cannot send {method!r}: the agent's stdout has closed")
+
+    async def _send(self, line: bytes, method: str) -> None:
+        try:
+            await self._out_send.send(line)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            raise ConnectionClosed(
+                f"cannot send {method!r}: the agent's stdin is closed"
+            ) from None
+
+    def _send_nowait(self, line: bytes) -> None:
+        """Queue a reply from the reader itself, which must never wait to write."""
+        try:
+            self._out_send.send_nowait(line)
+        except trio.WouldBlock:
+            self._dropped_replies += 1
+            if self._dropped_replies == 1 or self._dropped_replies % 1000 == 0:
+                self._log.warning("agent.not_reading", dropped_replies=self._dropped_replies)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+
+
+def _plain(params: Any) -> Any:
+    if isinstance(params, BaseModel):
+        return params.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return params
+
+
+def _short(text: str, limit: int = 100) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."

@@ -1,0 +1,156 @@
+"""Validation and dispatch of the agent's requests: method table -> schema model -> handler.
+
+A request from the agent is answered by exactly one line, whatever happens:
+
+- an unknown method (``_``-prefixed extensions included) is ``-32601``;
+- params that the method's `acp.schema` model rejects are ``-32602``, and the
+  message names the first bad field (``Invalid params: toolCall.toolCallId:
+  Field required``); the data lists every error, without the offending values;
+- a handler that raises `RpcError` (or jsonrpcserver's `JsonRpcError`) is that
+  error; any other exception is ``-32603`` with a short message, logged here
+  with its traceback, never put on the wire;
+- a handler's return value is the result: a pydantic model (dumped by alias,
+  ``None`` fields left out), a dict, ``None`` (sent as ``{}``, as ACP asks), or
+  a jsonrpcserver `Result` (``Success(...)`` / ``Error(...)``), passed through.
+
+Built from jsonrpcserver 5's pieces where they fit: its `Result` type and
+`Success`/`Error` constructors carry the outcome, `JsonRpcError` is the base of
+`RpcError`, and `to_response` + `to_serializable_one` shape the response
+object, so jsonrpcserver owns "what a response looks like" and
+`governor.jsonrpc.encode` owns the line. Its `async_dispatch` is not used: it
+awaits through `asyncio.gather`, which fails under trio, and it re-parses the
+JSON text we already parsed. Its `validate_args` (binding params to the Python
+signature) is not used either: the schema models are the validation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, NamedTuple, TypeAlias
+
+import structlog
+from jsonrpcserver import Error, JsonRpcError, Success
+from jsonrpcserver.dispatcher import to_response
+from jsonrpcserver.request import Request as _JsonRpcServerRequest
+from jsonrpcserver.response import to_serializable_one
+from jsonrpcserver.result import Result, SuccessResult
+from jsonrpcserver.sentinels import NODATA
+from oslash.either import Left, Right  # type: ignore[import-untyped]
+from pydantic import BaseModel, ValidationError
+
+from governor.jsonrpc import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    JsonId,
+    Request,
+    encode,
+    error_line,
+)
+
+log = structlog.get_logger("governor.dispatch")
+
+Handler: TypeAlias = Callable[[Any], Awaitable[Any]]
+"""An async function of the validated params model, returning the result."""
+
+
+class Route(NamedTuple):
+    """One row of a handler table: the params model and the handler that gets it."""
+
+    params: type[BaseModel]
+    handler: Handler
+
+
+HandlerTable: TypeAlias = Mapping[str, "Route | tuple[type[BaseModel], Handler]"]
+"""Method name -> (params model, async handler), e.g.
+``{"fs/read_text_file": (acp.schema.ReadTextFileRequest, read_file)}``."""
+
+
+class RpcError(JsonRpcError):
+    """Raise in a handler to answer with a JSON-RPC error (``data`` omitted if None)."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(code, message, NODATA if data is None else data)
+        Exception.__init__(self, code, message)
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}"
+
+
+async def dispatch(table: HandlerTable, method: str, params: Any) -> Result:
+    """Validate `params` with the method's model, await its handler, return the outcome.
+
+    Never raises for anything the agent or the handler did wrong; only
+    cancellation (and other BaseExceptions) pass through.
+    """
+    route = table.get(method)
+    if route is None:
+        return Error(METHOD_NOT_FOUND, f"Method not found: {_short(method)}")
+    model, handler = route
+    try:
+        validated = model.model_validate(params)
+    except ValidationError as exc:
+        message, data = invalid_params(exc)
+        return Error(INVALID_PARAMS, message, data)
+    try:
+        value = await handler(validated)
+    except JsonRpcError as exc:
+        return Error(exc.code, exc.message, exc.data)
+    except Exception as exc:
+        log.error("handler.failed", method=method, error=type(exc).__name__, exc_info=True)
+        return Error(INTERNAL_ERROR, f"Internal error ({type(exc).__name__})")
+    return as_result(value)
+
+
+def as_result(value: Any) -> Result:
+    """A handler's return value as a jsonrpcserver `Result` with a JSON-ready payload."""
+    if isinstance(value, Left):
+        return value
+    if isinstance(value, Right):
+        inner = value._value
+        if isinstance(inner, SuccessResult):
+            return as_result(inner.result)
+        return value
+    if isinstance(value, BaseModel):
+        return Success(value.model_dump(mode="json", by_alias=True, exclude_none=True))
+    return Success({} if value is None else value)
+
+
+def reply(id: JsonId, result: Result) -> bytes:
+    """The response line for the agent's request `id`.
+
+    A result that cannot be encoded (not JSON, NaN) becomes ``-32603`` rather
+    than an exception: the agent still gets its answer.
+    """
+    request = _JsonRpcServerRequest(method="", params={}, id=id)
+    payload = to_serializable_one(to_response(request, result))
+    assert isinstance(payload, dict)
+    try:
+        return encode(payload)
+    except (TypeError, ValueError) as exc:
+        log.error("handler.result_not_json", error=type(exc).__name__, message=str(exc)[:200])
+        return error_line(id, INTERNAL_ERROR, "Internal error (the result is not JSON)")
+
+
+async def answer(table: HandlerTable, request: Request) -> bytes:
+    """`dispatch` then `reply`: the one line that answers `request`."""
+    return reply(request.id, await dispatch(table, request.method, request.params))
+
+
+def invalid_params(exc: ValidationError) -> tuple[str, dict[str, Any]]:
+    """A ``-32602`` message naming the first bad field, and every error as data.
+
+    The offending input values are left out: params can hold file contents.
+    """
+    errors = exc.errors(include_url=False, include_input=False, include_context=False)
+    listed = [
+        {"field": ".".join(str(part) for part in error["loc"]) or "params", "message": error["msg"]}
+        for error in errors
+    ]
+    first = listed[0] if listed else {"field": "params", "message": "invalid"}
+    more = f" (and {len(listed) - 1} more)" if len(listed) > 1 else ""
+    return f"Invalid params: {first['field']}: {first['message']}{more}", {"errors": listed}
+
+
+def _short(text: str, limit: int = 100) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
