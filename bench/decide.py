@@ -85,7 +85,7 @@ COMMANDS = [
     RunCommand("git status && git diff --stat; ls -la | grep py > files.txt", WS),
     RunCommand("find . -name '*.pyc' -exec rm {} \\; && echo done", WS),
     RunCommand("bash -c 'build3 --release && echo $(date) >> build.log'", WS),
-    RunCommand("for f in *.py; do python -m py_compile \"$f\" || exit 1; done", WS),
+    RunCommand('for f in *.py; do python -m py_compile "$f" || exit 1; done', WS),
 ]
 
 
@@ -117,8 +117,12 @@ def main() -> None:
         ("compound commands (parse cache cold)", per_item(COMMANDS, cold=True), 100.0),
         ("compound commands (parse cache warm)", per_item(COMMANDS, cold=False), 100.0),
     ]
-    print(f"policy: {RULE_COUNT} rules; baseline json.loads of one permission request: {baseline:.2f} us")
-    print(f"{'corpus':40} {'median us':>10} {'decisions/s':>12} {'x json.loads':>12} {'target us':>10}")
+    print(
+        f"policy: {RULE_COUNT} rules; baseline json.loads of one permission request: {baseline:.2f} us"
+    )
+    print(
+        f"{'corpus':40} {'median us':>10} {'decisions/s':>12} {'x json.loads':>12} {'target us':>10}"
+    )
     for name, us, target in rows:
         ok = "ok" if us < target else "OVER"
         print(f"{name:40} {us:10.2f} {1e6 / us:12,.0f} {us / baseline:12.2f} {target:8.0f} {ok}")

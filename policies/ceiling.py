@@ -61,8 +61,7 @@ class CapabilityExceeded:
 
     def __str__(self) -> str:
         return (
-            f"requested capability {self.requested} exceeds the permitted maximum "
-            f"{self.permitted}"
+            f"requested capability {self.requested} exceeds the permitted maximum {self.permitted}"
         )
 
 

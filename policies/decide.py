@@ -55,9 +55,21 @@ class Decision:
 
 # The capability's default when no rule matches, one row per subject.
 DEFAULTS: Final[Mapping[str, Mapping[Capability, Verdict]]] = {
-    "read": {Capability.READ_ONLY: ALLOW, Capability.EDIT_WORKSPACE: ALLOW, Capability.FULL_ACCESS: ALLOW},
-    "write": {Capability.READ_ONLY: DENY, Capability.EDIT_WORKSPACE: ALLOW, Capability.FULL_ACCESS: ALLOW},
-    "command": {Capability.READ_ONLY: ALLOW, Capability.EDIT_WORKSPACE: ALLOW, Capability.FULL_ACCESS: ALLOW},
+    "read": {
+        Capability.READ_ONLY: ALLOW,
+        Capability.EDIT_WORKSPACE: ALLOW,
+        Capability.FULL_ACCESS: ALLOW,
+    },
+    "write": {
+        Capability.READ_ONLY: DENY,
+        Capability.EDIT_WORKSPACE: ALLOW,
+        Capability.FULL_ACCESS: ALLOW,
+    },
+    "command": {
+        Capability.READ_ONLY: ALLOW,
+        Capability.EDIT_WORKSPACE: ALLOW,
+        Capability.FULL_ACCESS: ALLOW,
+    },
 }
 
 # A tool call whose raw input names no command and no path is judged by its kind.
@@ -103,14 +115,20 @@ def decide_read(action: ReadFile, policy: Policy) -> Decision:
     """A governed read: inside the roots (below full-access), not hidden."""
     path = action.path
     if not path.startswith("/"):
-        return Decision(DENY, "boundary: absolute paths", f"{path!r} is not an absolute path", "ceiling")
+        return Decision(
+            DENY, "boundary: absolute paths", f"{path!r} is not an absolute path", "ceiling"
+        )
     path = normalize(path)
     roots = policy.roots
     if policy.capability < Capability.FULL_ACCESS and within(path, roots) is None:
-        return Decision(DENY, "boundary: roots", f"{path} is outside the roots {', '.join(roots)}", "ceiling")
+        return Decision(
+            DENY, "boundary: roots", f"{path} is outside the roots {', '.join(roots)}", "ceiling"
+        )
     hidden = policy.hidden.first(path, roots)
     if hidden is not None:
-        return Decision(DENY, f"hidden: {hidden}", f"{path} is hidden from the agent ({hidden})", "ceiling")
+        return Decision(
+            DENY, f"hidden: {hidden}", f"{path} is hidden from the agent ({hidden})", "ceiling"
+        )
     return _by_rules(policy, "read", path, None, lambda r: r.paths.first(path, roots))
 
 
@@ -118,16 +136,27 @@ def decide_write(action: WriteFile, policy: Policy) -> Decision:
     """A governed write: edit-workspace or more, inside the roots, not protected."""
     path = action.path
     if not path.startswith("/"):
-        return Decision(DENY, "boundary: absolute paths", f"{path!r} is not an absolute path", "ceiling")
+        return Decision(
+            DENY, "boundary: absolute paths", f"{path!r} is not an absolute path", "ceiling"
+        )
     path = normalize(path)
     roots = policy.roots
     if policy.capability is Capability.READ_ONLY:
-        return Decision(DENY, "capability: read-only", f"writing {path} needs edit-workspace; this job is read-only", "ceiling")
+        return Decision(
+            DENY,
+            "capability: read-only",
+            f"writing {path} needs edit-workspace; this job is read-only",
+            "ceiling",
+        )
     if policy.capability < Capability.FULL_ACCESS and within(path, roots) is None:
-        return Decision(DENY, "boundary: roots", f"{path} is outside the roots {', '.join(roots)}", "ceiling")
+        return Decision(
+            DENY, "boundary: roots", f"{path} is outside the roots {', '.join(roots)}", "ceiling"
+        )
     protected = policy.protected.first(path, roots)
     if protected is not None:
-        return Decision(DENY, f"protected: {protected}", f"{path} is protected ({protected})", "ceiling")
+        return Decision(
+            DENY, f"protected: {protected}", f"{path} is protected ({protected})", "ceiling"
+        )
     return _by_rules(
         policy,
         "write",
@@ -195,7 +224,11 @@ def _decide_simple(command: SimpleCommand, policy: Policy, cwd: str | None) -> D
         hit = rules.command(argv)
         if hit is not None:
             subjects.append(
-                Decision(verdict, f"{verdict}: {hit}", f"`{_clip(shown)}` matches the {verdict} rule `{hit}`")
+                Decision(
+                    verdict,
+                    f"{verdict}: {hit}",
+                    f"`{_clip(shown)}` matches the {verdict} rule `{hit}`",
+                )
             )
             break
     else:
@@ -217,22 +250,36 @@ def _decide_simple(command: SimpleCommand, policy: Policy, cwd: str | None) -> D
 
 def _redirect(target: str, cwd: str | None, policy: Policy, *, write: bool) -> Decision:
     if "$" in target or "`" in target or target.startswith("~"):
-        return Decision(ASK, "unknown: redirect", f"the redirect target {target!r} is not known before the command runs")
+        return Decision(
+            ASK,
+            "unknown: redirect",
+            f"the redirect target {target!r} is not known before the command runs",
+        )
     path = normalize(target, cwd)
     if not path.startswith("/"):
-        return Decision(ASK, "unknown: redirect", f"the redirect target {target!r} has no working directory")
+        return Decision(
+            ASK, "unknown: redirect", f"the redirect target {target!r} has no working directory"
+        )
     if write:
         return decide_write(WriteFile(path), policy)
     # A command may read anything its sandbox shows; only hidden paths and
     # explicit path rules apply to what it reads through a redirect.
     hidden = policy.hidden.first(path, policy.roots)
     if hidden is not None:
-        return Decision(DENY, f"hidden: {hidden}", f"{path} is hidden from the agent ({hidden})", "ceiling")
+        return Decision(
+            DENY, f"hidden: {hidden}", f"{path} is hidden from the agent ({hidden})", "ceiling"
+        )
     for verdict, rules in policy.rules.tiers():
         hit = rules.paths.first(path, policy.roots)
         if hit is not None:
-            return Decision(verdict, f"{verdict}: {hit}", f"the path {path} matches the {verdict} rule `{hit}`")
-    return Decision(ALLOW, f"capability: {policy.capability}", f"{policy.capability} allows reading {path} in the sandbox")
+            return Decision(
+                verdict, f"{verdict}: {hit}", f"the path {path} matches the {verdict} rule `{hit}`"
+            )
+    return Decision(
+        ALLOW,
+        f"capability: {policy.capability}",
+        f"{policy.capability} allows reading {path} in the sandbox",
+    )
 
 
 # -- permission requests ------------------------------------------------------------
@@ -244,7 +291,11 @@ def decide_permission(action: ToolPermission, policy: Policy) -> Decision:
     tool: Decision | None = None
     for verdict, rules in policy.rules.tiers():
         if kind in rules.tools:
-            tool = Decision(verdict, f"{verdict}: tool {kind}", f"the tool kind {kind} matches the {verdict} rule")
+            tool = Decision(
+                verdict,
+                f"{verdict}: tool {kind}",
+                f"the tool kind {kind} matches the {verdict} rule",
+            )
             break
     cwd = action.cwd or (policy.roots[0] if policy.roots else None)
     subjects = list(_subjects(action, kind, cwd, policy))
@@ -255,13 +306,19 @@ def decide_permission(action: ToolPermission, policy: Policy) -> Decision:
         if kind == "fetch":
             default = ALLOW if policy.network else ASK
         what = f"`{_clip(action.title)}`" if action.title else "this tool call"
-        return Decision(default, f"kind: {kind}", f"{what} is a {kind} tool call that names no command or path; {policy.capability} {_VERB[default]} it")
+        return Decision(
+            default,
+            f"kind: {kind}",
+            f"{what} is a {kind} tool call that names no command or path; {policy.capability} {_VERB[default]} it",
+        )
     if tool is not None:
         subjects.insert(0, tool)
     return _strictest(subjects)
 
 
-def _subjects(action: ToolPermission, kind: str, cwd: str | None, policy: Policy) -> Iterable[Decision]:
+def _subjects(
+    action: ToolPermission, kind: str, cwd: str | None, policy: Policy
+) -> Iterable[Decision]:
     raw = action.raw_input if isinstance(action.raw_input, Mapping) else {}
     for key in _COMMAND_KEYS:
         value = raw.get(key)

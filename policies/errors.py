@@ -33,6 +33,4 @@ def unknown_key(source: str, table: str, key: str, accepted: Iterable[str]) -> C
     name = f"{table}.{key}" if table else key
     hint = closest(key, accepted)
     suggestion = f"; did you mean `{hint}`?" if hint else ""
-    return ConfigError(
-        source, name, f"unknown key{suggestion} (accepted: {', '.join(accepted)})"
-    )
+    return ConfigError(source, name, f"unknown key{suggestion} (accepted: {', '.join(accepted)})")

@@ -51,7 +51,9 @@ def stops_asking(option: Option) -> bool:
     )
 
 
-def choose(options: Sequence[Option], verdict: Verdict, *, allow_mode_switch: bool = False) -> Choice:
+def choose(
+    options: Sequence[Option], verdict: Verdict, *, allow_mode_switch: bool = False
+) -> Choice:
     """The conservative answer to a permission request under a final verdict.
 
     allow -> the first ``allow_once`` that does not stop the agent asking (or, if
@@ -65,9 +67,14 @@ def choose(options: Sequence[Option], verdict: Verdict, *, allow_mode_switch: bo
                 return Choice(o.option_id, f"allow once: {o.name or o.option_id}")
         if allow_mode_switch and once:
             o = once[0]
-            return Choice(o.option_id, f"allow once (switches mode, the policy allows it): {o.name or o.option_id}")
+            return Choice(
+                o.option_id,
+                f"allow once (switches mode, the policy allows it): {o.name or o.option_id}",
+            )
         if once:
-            return Choice(None, "every allow option would let the agent stop asking; answered cancelled")
+            return Choice(
+                None, "every allow option would let the agent stop asking; answered cancelled"
+            )
         return Choice(None, "the agent offered no allow-once option; answered cancelled")
     for o in options:
         if o.kind == "reject_once":

@@ -81,9 +81,7 @@ class PathGlobs:
     )
 
     def __post_init__(self) -> None:
-        each = tuple(
-            (p, p.startswith("/"), re.compile(_source(p) + r"\Z")) for p in self.patterns
-        )
+        each = tuple((p, p.startswith("/"), re.compile(_source(p) + r"\Z")) for p in self.patterns)
         object.__setattr__(self, "_each", each)
         object.__setattr__(self, "_relative", _union([p for p, a, _ in each if not a]))
         object.__setattr__(self, "_absolute", _union([p for p, a, _ in each if a]))

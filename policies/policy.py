@@ -189,7 +189,9 @@ def _tier(source: str, name: str, value: Any) -> RuleList:
     commands = string_list(source, f"{name}.commands", body.get("commands", []))
     for command in commands:
         if not command.split():
-            raise ConfigError(source, f"{name}.commands", "an empty command pattern matches nothing")
+            raise ConfigError(
+                source, f"{name}.commands", "an empty command pattern matches nothing"
+            )
     return rule_list(
         commands=commands,
         paths=string_list(source, f"{name}.paths", body.get("paths", [])),

@@ -70,9 +70,7 @@ class CommandPattern:
         object.__setattr__(
             self,
             "_matchers",
-            tuple(
-                re.compile(fnmatch.translate(w)) if _GLOB_CHARS.search(w) else w for w in words
-            ),
+            tuple(re.compile(fnmatch.translate(w)) if _GLOB_CHARS.search(w) else w for w in words),
         )
 
     def matches(self, argv: Sequence[str]) -> bool:
@@ -105,9 +103,7 @@ class RuleList:
     tools: frozenset[str] = frozenset()
     # Patterns indexed by their literal first word, so a decision looks at the
     # few patterns that can match instead of every one (the decision path is hot).
-    _by_name: dict[str, tuple[CommandPattern, ...]] = field(
-        init=False, repr=False, compare=False
-    )
+    _by_name: dict[str, tuple[CommandPattern, ...]] = field(init=False, repr=False, compare=False)
     _globbed: tuple[CommandPattern, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

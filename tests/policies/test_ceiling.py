@@ -144,10 +144,19 @@ def test_a_ceiling_file_is_parsed_strictly() -> None:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ('max_capabilty = "read-only"\n', "ops.toml: max_capabilty: unknown key; did you mean `max_capability`?"),
-        ('max_capability = "Read-Only"\n', "ops.toml: max_capability: unknown capability 'Read-Only'; accepted: read-only"),
+        (
+            'max_capabilty = "read-only"\n',
+            "ops.toml: max_capabilty: unknown key; did you mean `max_capability`?",
+        ),
+        (
+            'max_capability = "Read-Only"\n',
+            "ops.toml: max_capability: unknown capability 'Read-Only'; accepted: read-only",
+        ),
         ("allow_network = 1\n", "ops.toml: allow_network: expected true or false, got an integer"),
-        ('allowed_agents = "claude"\n', "ops.toml: allowed_agents: expected an array of strings, got a string"),
+        (
+            'allowed_agents = "claude"\n',
+            "ops.toml: allowed_agents: expected an array of strings, got a string",
+        ),
         ("max_capability = \n", "ops.toml: not valid TOML"),
     ],
 )

@@ -179,13 +179,21 @@ def test_a_tool_kind_rule_applies_to_every_call_of_that_kind() -> None:
     assert decide(ToolPermission("execute", "Run", {}), p).verdict is ALLOW
 
 
-SAFE = st.sampled_from(["ls -la", "git status", "echo hi", "pytest -q", "cat README.md", "make", "npm test"])
+SAFE = st.sampled_from(
+    ["ls -la", "git status", "echo hi", "pytest -q", "cat README.md", "make", "npm test"]
+)
 DENIED = st.sampled_from(["rm -rf x", "git push", "curl http://x", "/usr/bin/rm a"])
 JOIN = st.sampled_from([" && ", " || ", "; ", " | ", "\n", " & "])
 
 
 @settings(max_examples=300)
-@given(st.lists(SAFE, max_size=5), DENIED, st.lists(SAFE, max_size=5), JOIN, st.sampled_from(["plain", "subst", "subshell", "bash-c"]))
+@given(
+    st.lists(SAFE, max_size=5),
+    DENIED,
+    st.lists(SAFE, max_size=5),
+    JOIN,
+    st.sampled_from(["plain", "subst", "subshell", "bash-c"]),
+)
 def test_a_compound_command_containing_a_denied_part_anywhere_is_denied(
     before: list[str], bad: str, after: list[str], join: str, wrap: str
 ) -> None:

@@ -31,7 +31,9 @@ def test_deny_picks_reject_once() -> None:
     assert choose(CLAUDE, Verdict.DENY).option_id == "reject"
 
 
-def test_an_option_that_stops_the_agent_asking_is_refused_even_when_its_kind_is_allow_once() -> None:
+def test_an_option_that_stops_the_agent_asking_is_refused_even_when_its_kind_is_allow_once() -> (
+    None
+):
     assert choose(EXIT_PLAN, Verdict.ALLOW).option_id == "default"
     assert choose(CODEX, Verdict.ALLOW).option_id == "allow_once"
 
@@ -39,7 +41,10 @@ def test_an_option_that_stops_the_agent_asking_is_refused_even_when_its_kind_is_
 def test_a_mode_switch_is_chosen_only_when_the_policy_allows_it() -> None:
     only_switches = EXIT_PLAN[:2] + EXIT_PLAN[3:]
     assert choose(only_switches, Verdict.ALLOW).option_id is None
-    assert choose(only_switches, Verdict.ALLOW, allow_mode_switch=True).option_id == "bypassPermissions"
+    assert (
+        choose(only_switches, Verdict.ALLOW, allow_mode_switch=True).option_id
+        == "bypassPermissions"
+    )
 
 
 def test_allow_always_is_never_chosen_even_when_mode_switches_are_allowed() -> None:

@@ -72,14 +72,29 @@ writes = ["build/**"]
     ("text", "expected"),
     [
         ('capabilty = "read-only"', "job.toml: capabilty: unknown key; did you mean `capability`?"),
-        ('capability = "Read-Only"', "job.toml: capability: unknown capability 'Read-Only'; accepted: read-only, edit-workspace, full-access"),
+        (
+            'capability = "Read-Only"',
+            "job.toml: capability: unknown capability 'Read-Only'; accepted: read-only, edit-workspace, full-access",
+        ),
         ("capability = 2", "job.toml: capability: expected a string, got an integer"),
-        ("network = \"yes\"", "job.toml: network: expected true or false, got a string"),
-        ('on_ask = "ask"', "job.toml: on_ask: 'ask' is not accepted (accepted: refuse, pause, person)"),
+        ('network = "yes"', "job.toml: network: expected true or false, got a string"),
+        (
+            'on_ask = "ask"',
+            "job.toml: on_ask: 'ask' is not accepted (accepted: refuse, pause, person)",
+        ),
         ('env = ["API_KEY=sk-123"]', "job.toml: env: 'API_KEY=sk-123' is not a variable name"),
-        ("[deny]\ncommand = [\"rm *\"]", "job.toml: deny.command: unknown key; did you mean `commands`?"),
-        ('[allow]\ntools = ["exec"]', "job.toml: allow.tools: 'exec' is not a tool kind; did you mean `execute`?"),
-        ('[ask]\ncommands = [""]', "job.toml: ask.commands: an empty command pattern matches nothing"),
+        (
+            '[deny]\ncommand = ["rm *"]',
+            "job.toml: deny.command: unknown key; did you mean `commands`?",
+        ),
+        (
+            '[allow]\ntools = ["exec"]',
+            "job.toml: allow.tools: 'exec' is not a tool kind; did you mean `execute`?",
+        ),
+        (
+            '[ask]\ncommands = [""]',
+            "job.toml: ask.commands: an empty command pattern matches nothing",
+        ),
         ("deny = 3", "job.toml: deny: expected a table, got an integer"),
         ("[deny\n", "job.toml: not valid TOML"),
     ],

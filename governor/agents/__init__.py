@@ -1,0 +1,1 @@
+"""Bundled ACP agents: the scripted demo agent (stdlib only, no account needed)."""

@@ -1,0 +1,851 @@
+"""One governed attempt: spawn the agent, drive one ACP turn, end with an honest outcome.
+
+The lifecycle, each step owned by one nursery that nothing outlives:
+
+  checks (ceiling, env names, workspace, agent installed, sandbox) -- refuse before start
+  -> audit attempt-start -> spawn (inside the agent sandbox by default)
+  -> initialize (protocol 1, fs + terminal) -> session/new (cwd, extra dirs, no MCP)
+  -> pick the mode in which the agent asks -> session/prompt, streaming session/update
+  -> end of turn, timeout or pause: session/cancel, pending asks answered cancelled,
+     grace, close stdin, SIGTERM, SIGKILL of the agent's whole tree
+  -> workspace diff (unasked changes) -> outcome -> audit attempt-end.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import subprocess
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import structlog
+import trio
+from acp import schema
+from pydantic import ValidationError
+
+from governor import sandboxing
+from governor.approver import Approver, Ask, Callback, for_on_ask
+from governor.audit import AuditLog, AuditUnavailable, Durability
+from governor.ceilings import load_ceiling
+from governor.connection import Connection, ConnectionClosed, RemoteError, RequestTimeout
+from governor.governance import Governor
+from governor.jsonrpc import AUTH_REQUIRED
+from governor.outcome import AcpReport, Judgement, Outcome, from_stop_reason, tally
+from governor.presets import NotInstalled, Preset, find, resolve
+from governor.secrets import Masker
+from governor.workspace import diff, snapshot, unexplained
+from policies.capability import Capability
+from policies.ceiling import CUSTOM_AGENT, Ceiling, RunRequest, check, parse_ceiling
+from policies.policy import Policy, parse_policy
+
+log = structlog.get_logger("governor.attempt")
+
+PROTOCOL_VERSION: Final = 1
+INIT_TIMEOUT: Final = 120.0
+SESSION_TIMEOUT: Final = 120.0
+CANCEL_GRACE: Final = 5.0
+EXIT_GRACE: Final = 2.0
+
+RULES_FOR_THE_AGENT: Final = """
+
+# Rules (acp-governor checks them)
+- Change only what the task needs. Do not edit anything under `.git`, agent or editor configuration, or the policy files: those writes are refused.
+- Run commands through the client's terminal where you can: the governor runs them in its sandbox. Ask before you act.
+- If the task cannot be done as written, stop and make your final message start with `BLOCKED:` and the reason.
+"""
+
+
+class RefusedBeforeStart(Exception):
+    """Nothing was started: every problem found, one per line (exit code 2)."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        self.problems = list(problems)
+        super().__init__("\n".join(self.problems))
+
+
+@dataclass
+class AttemptSpec:
+    """Everything one attempt needs; mirrors `governor run`.
+
+    The agent is a preset id (``agent``) or an ACP program (``argv``), never both.
+    Least authority by default: the policy's capability (read-only when no
+    policy), the agent sandboxed, unattended approvals.
+    """
+
+    prompt: str
+    agent: str | None = None
+    argv: Sequence[str] | None = None
+    workspace: str | Path = "."
+    extra_dirs: Sequence[str | Path] = ()
+    policy: Policy | str | Path | None = None
+    capability: Capability | str | None = None
+    ceiling: Ceiling | str | Path | None = None
+    approver: Approver | Callable[[Ask], Any] | None = None
+    timeout: float = 1800.0
+    log: str | Path | None = None
+    sandbox_agent: bool = True
+    env: Sequence[str] = ()
+    model: str | None = None
+    mode: str | None = None
+    agent_args: Sequence[str] = ()
+    append_rules: bool = False
+    durability: Durability = "batch"
+    on_event: Callable[[str, dict[str, Any]], None] | None = None
+    max_line_bytes: int = 32 * 2**20
+    environ: Mapping[str, str] | None = None
+    """The environment the agent's variables come from (default: ``os.environ``)."""
+
+
+@dataclass
+class _Prepared:
+    spec: AttemptSpec
+    policy: Policy
+    ceiling: Ceiling
+    preset: Preset | None
+    agent_id: str
+    argv: list[str]
+    env: dict[str, str]
+    masker: Masker
+    log_path: Path | None
+    approver: Approver
+
+
+# -- before start ----------------------------------------------------------------------
+
+
+def prepare(spec: AttemptSpec) -> _Prepared:
+    """Every check that must pass before anything starts; all problems at once."""
+    problems: list[str] = []
+    environ = dict(os.environ if spec.environ is None else spec.environ)
+    if (spec.agent is None) == (spec.argv is None or not list(spec.argv)):
+        raise RefusedBeforeStart(
+            ["say which agent: a preset (--agent ID) or an ACP command (after --), not both"]
+        )
+    policy = _load_policy(spec.policy)
+    if spec.capability is not None:
+        cap = (
+            spec.capability
+            if isinstance(spec.capability, Capability)
+            else Capability.parse(spec.capability)
+        )
+        policy = _with_capability(policy, cap)
+    ceiling = _load_ceiling(spec.ceiling)
+    agent_id = spec.agent or CUSTOM_AGENT
+    request = RunRequest(agent_id, policy.capability, tuple(spec.agent_args), policy.network)
+    verdict = check(request, ceiling)
+    if isinstance(verdict, list):
+        problems.extend(f"refused by the ceiling ({ceiling.source}): {v}" for v in verdict)
+    missing = [n for n in [*spec.env, *policy.env] if not environ.get(n)]
+    if missing:
+        problems.append(
+            f"required environment variables are unset or empty: {', '.join(dict.fromkeys(missing))}"
+        )
+    workspace = Path(spec.workspace).expanduser()
+    if not workspace.is_dir():
+        problems.append(f"the workspace does not exist or is not a directory: {workspace}")
+    extra = []
+    for d in spec.extra_dirs:
+        p = Path(d).expanduser()
+        if not p.is_dir():
+            problems.append(f"an extra directory does not exist or is not a directory: {p}")
+        extra.append(str(p.resolve()))
+    preset: Preset | None = None
+    argv: list[str] = []
+    if spec.agent is not None:
+        try:
+            preset = find(spec.agent)
+        except Exception as e:  # PresetError: unknown id, with the known ones
+            problems.append(str(e))
+        else:
+            found = resolve(preset)
+            if isinstance(found, NotInstalled):
+                problems.append(found.message)
+            else:
+                argv = [*found.argv, *spec.agent_args]
+    else:
+        argv = [*(spec.argv or []), *spec.agent_args]
+        if argv and "/" not in argv[0] and not _which(argv[0], environ):
+            problems.append(f"the agent command {argv[0]!r} is not on PATH")
+    if problems:
+        raise RefusedBeforeStart(problems)
+    ws = str(workspace.resolve())
+    bound = policy.bind(ws, tuple(extra) if spec.extra_dirs else None, protected=ceiling.protected)
+    if not spec.extra_dirs:
+        missing_dirs = [r for r in bound.roots[1:] if not os.path.isdir(r)]
+        if missing_dirs:
+            raise RefusedBeforeStart(
+                [f"an extra directory of the policy does not exist: {d}" for d in missing_dirs]
+            )
+    try:
+        sandboxing.preflight(bound, sandbox_agent=spec.sandbox_agent)
+    except sandboxing.SandboxUnavailable as e:
+        raise RefusedBeforeStart([str(e)]) from None
+    env = _agent_env(environ, preset, [*spec.env, *policy.env])
+    masker = Masker.from_environ(environ, spec.agent_args)
+    approver = _approver(spec.approver, bound)
+    return _Prepared(
+        spec, bound, ceiling, preset, agent_id, argv, env, masker, _log_path(spec, ws), approver
+    )
+
+
+def _load_policy(value: Policy | str | Path | None) -> Policy:
+    if value is None or isinstance(value, Policy):
+        return value or Policy()
+    path = Path(value)
+    try:
+        return parse_policy(path.read_text(encoding="utf-8"), str(path))
+    except OSError as e:
+        raise RefusedBeforeStart([f"{path}: cannot read the policy: {e.strerror}"]) from None
+    except ValueError as e:
+        raise RefusedBeforeStart([str(e)]) from None
+
+
+def _load_ceiling(value: Ceiling | str | Path | None) -> Ceiling:
+    if isinstance(value, Ceiling):
+        return value
+    try:
+        if value is None:
+            return load_ceiling(None)
+        path = Path(value)
+        return parse_ceiling(path.read_text(encoding="utf-8"), f"{path} (--ceiling)")
+    except OSError as e:
+        raise RefusedBeforeStart([f"{value}: cannot read the ceiling: {e.strerror}"]) from None
+    except ValueError as e:
+        raise RefusedBeforeStart([str(e)]) from None
+
+
+def _with_capability(policy: Policy, cap: Capability) -> Policy:
+    from dataclasses import replace
+
+    return replace(policy, capability=cap)
+
+
+def _which(name: str, environ: Mapping[str, str]) -> str | None:
+    import shutil
+
+    return shutil.which(name, path=environ.get("PATH"))
+
+
+BASE_ENV: Final = (
+    "PATH",
+    "HOME",
+    "LANG",
+    "LC_ALL",
+    "TERM",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "TZ",
+    "TMPDIR",
+)
+
+
+def _agent_env(
+    environ: Mapping[str, str], preset: Preset | None, names: Sequence[str]
+) -> dict[str, str]:
+    """The agent's environment: the basics, its preset's credential and relocation
+    variables that are set, and the names the job declared. Nothing else of ours."""
+    keep = list(BASE_ENV) + list(names)
+    if preset is not None:
+        keep += list(preset.env) + [r.var for r in preset.relocate]
+    env = {k: environ[k] for k in dict.fromkeys(keep) if environ.get(k)}
+    if environ.get("IS_SANDBOX") == "yes":
+        env["IS_SANDBOX"] = "1"  # "yes" makes Claude's adapters fail session/new as root
+    return env
+
+
+def _approver(value: Approver | Callable[[Ask], Any] | None, policy: Policy) -> Approver:
+    if value is None:
+        return for_on_ask(policy.on_ask)
+    if hasattr(value, "name") and callable(value):
+        return value  # type: ignore[return-value]
+    return Callback(value)
+
+
+def _log_path(spec: AttemptSpec, workspace: str) -> Path | None:
+    if spec.log is not None:
+        return Path(spec.log).expanduser().resolve()
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    name = f"{Path(workspace).name or 'root'}-{stamp}-{uuid.uuid4().hex[:6]}.jsonl"
+    return Path(state) / "acp-governor" / name
+
+
+# -- the attempt ------------------------------------------------------------------------
+
+
+@dataclass
+class _Turn:
+    """What the agent reported during the turn (folded from session/update)."""
+
+    message: list[str] = field(default_factory=list)
+    message_id: str | None = None
+    plan: list[dict[str, Any]] = field(default_factory=list)
+    usage: dict[str, Any] | None = None
+    mode_id: str | None = None
+    notices: list[str] = field(default_factory=list)
+    unknown_updates: int = 0
+    bad_updates: int = 0
+
+
+async def run_attempt(spec: AttemptSpec) -> Outcome:
+    """Run one governed attempt under trio. Raises `RefusedBeforeStart` when a check
+    fails before anything starts; every other ending is an `Outcome`."""
+    prepared = prepare(spec)
+    return await _Attempt(prepared).run()
+
+
+def run(spec: AttemptSpec) -> Outcome:
+    """`run_attempt` from synchronous code."""
+    return trio.run(run_attempt, spec)
+
+
+class _Attempt:
+    def __init__(self, p: _Prepared) -> None:
+        self.p = p
+        self.id = f"{p.agent_id}-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
+        self.name = p.preset.name if p.preset else (Path(p.argv[0]).name if p.argv else p.agent_id)
+        self.turn = _Turn()
+        self.emit = p.spec.on_event or (lambda kind, info: None)
+        self.audit = AuditLog(p.log_path, self.id, durability=p.spec.durability, masker=p.masker)
+        self.governor: Governor | None = None
+        self.stop_reason: str | None = None
+        self.error: str | None = None
+        self.sign_in: str | None = None
+        self.prompted = False
+        self.timed_out = False
+        self.mode: dict[str, Any] | None = None
+        self.started = time.monotonic()
+        self.session_id: str | None = None
+
+    async def run(self) -> Outcome:
+        p = self.p
+        policy = p.policy
+        start = self.audit.record(
+            "attempt-start",
+            agent=p.agent_id,
+            preset=p.preset.id if p.preset else None,
+            argv=_redacted_argv(p.argv, len(p.spec.agent_args)),
+            capability=str(policy.capability),
+            workspace=policy.workspace,
+            roots=list(policy.roots),
+            policy=_digest(repr(policy)),
+            policy_source=policy.source,
+            ceiling=_digest(repr(p.ceiling)),
+            ceiling_source=p.ceiling.source,
+            sandboxed_agent=p.spec.sandbox_agent and policy.capability < Capability.FULL_ACCESS,
+            approvals=p.approver.name,
+        )
+        await self.audit.durable(start)
+        before = await trio.to_thread.run_sync(snapshot, policy.roots)
+        command_start = time.time_ns()
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self.audit.run_batch_sync)
+                terminals = sandboxing.terminals(policy, nursery)
+                self.governor = Governor(
+                    policy, self.audit, p.approver, terminals=terminals, on_event=self.emit
+                )
+                try:
+                    await self._drive(nursery)
+                finally:
+                    await sandboxing.close_terminals(terminals)
+                nursery.cancel_scope.cancel()
+        except AuditUnavailable as e:
+            self.error = str(e)
+        after = await trio.to_thread.run_sync(snapshot, policy.roots)
+        self._unasked_changes(before, after, command_start)
+        outcome = self._outcome()
+        with contextlib.suppress(AuditUnavailable):
+            self.audit.record(
+                "attempt-end",
+                status=outcome.status,
+                reason=outcome.reason,
+                tally=asdict(outcome.acp.tally) if outcome.acp else None,
+                duration_s=outcome.duration_s,
+            )
+        self.audit.close()
+        return outcome
+
+    async def _drive(self, nursery: trio.Nursery) -> None:
+        p = self.p
+        gov = self.governor
+        assert gov is not None
+        command, pass_fds = sandboxing.agent_command(
+            p.argv, p.policy, p.preset, p.env, sandbox=p.spec.sandbox_agent
+        )
+        try:
+            process = await trio.lowlevel.open_process(
+                command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=p.policy.workspace,
+                env=p.env,
+                start_new_session=True,
+                pass_fds=pass_fds,
+            )
+        except OSError as e:
+            self.error = f"{self.name} could not be started: {e.strerror or e}"
+            return
+        finally:
+            sandboxing.close_fds(pass_fds)
+        self.emit(
+            "spawned",
+            {
+                "agent": self.name,
+                "pid": process.pid,
+                "argv": _redacted_argv(p.argv, len(p.spec.agent_args)),
+            },
+        )
+        conn = Connection.from_process(process, max_line_bytes=p.spec.max_line_bytes)
+        self.conn = conn
+        try:
+            async with trio.open_nursery() as inner:
+                await inner.start(conn.serve, gov.routes(), self._on_notification)
+                inner.start_soon(self._watch_exit, process, conn)
+                with trio.move_on_after(p.spec.timeout) as deadline:
+                    await self._session(conn, inner)
+                if deadline.cancelled_caught:
+                    self.timed_out = True
+                    await self._cancel_turn(conn)
+                await self._shutdown(process, conn)
+                inner.cancel_scope.cancel()
+        finally:
+            await _kill_tree(process)
+
+    async def _watch_exit(self, process: trio.Process, conn: Connection) -> None:
+        await process.wait()
+
+    async def _session(self, conn: Connection, nursery: trio.Nursery) -> None:
+        p = self.p
+        gov = self.governor
+        assert gov is not None
+        try:
+            init = await conn.request(
+                "initialize",
+                {
+                    "protocolVersion": PROTOCOL_VERSION,
+                    "clientCapabilities": {
+                        "fs": {"readTextFile": True, "writeTextFile": True},
+                        "terminal": True,
+                    },
+                    "clientInfo": {
+                        "name": "acp-governor",
+                        "title": "acp-governor",
+                        "version": _version(),
+                    },
+                },
+                timeout=INIT_TIMEOUT,
+            )
+            init_model = schema.InitializeResponse.model_validate(init)
+        except (RemoteError, ConnectionClosed, RequestTimeout, ValidationError) as e:
+            self.error = f"{self.name} did not initialize: {_short_error(e)}"
+            return
+        if init_model.agent_info and init_model.agent_info.name:
+            self.name = init_model.agent_info.title or init_model.agent_info.name
+        if init_model.protocol_version != PROTOCOL_VERSION:
+            self.error = (
+                f"{self.name} speaks ACP protocol version {init_model.protocol_version}; "
+                f"the governor speaks {PROTOCOL_VERSION}"
+            )
+            return
+        self.auth_methods = init_model.auth_methods or []
+        caps = init_model.agent_capabilities
+        new_params: dict[str, Any] = {"cwd": p.policy.workspace, "mcpServers": []}
+        extra = list(p.policy.roots[1:])
+        if extra:
+            supported = bool(
+                caps
+                and caps.session_capabilities
+                and getattr(caps.session_capabilities, "additional_directories", None) is not None
+            )
+            if supported:
+                new_params["additionalDirectories"] = extra
+            else:
+                self.turn.notices.append(
+                    f"{self.name} does not take extra directories; they are governed roots but the agent was not told of them"
+                )
+        try:
+            session = schema.NewSessionResponse.model_validate(
+                await conn.request("session/new", new_params, timeout=SESSION_TIMEOUT)
+            )
+        except RemoteError as e:
+            if e.code == AUTH_REQUIRED:
+                self.sign_in = self._login_line()
+                self.error = f"{self.name} needs signing in: {self.sign_in}"
+            else:
+                self.error = f"{self.name} could not start a session: {_short_error(e)}"
+            return
+        except (ConnectionClosed, RequestTimeout, ValidationError) as e:
+            self.error = f"{self.name} could not start a session: {_short_error(e)}"
+            return
+        self.session_id = gov.session_id = session.session_id
+        await self._pick_mode(conn, session)
+        prompt = p.spec.prompt + (RULES_FOR_THE_AGENT if p.spec.append_rules else "")
+        self.prompted = True
+        self.emit("prompt", {"session": session.session_id})
+        async with trio.open_nursery() as turn:
+            turn.start_soon(self._watch_pause, conn, turn)
+            try:
+                result = await conn.request(
+                    "session/prompt",
+                    {"sessionId": session.session_id, "prompt": [{"type": "text", "text": prompt}]},
+                )
+                response = schema.PromptResponse.model_validate(result)
+                self.stop_reason = response.stop_reason
+                if response.usage is not None:
+                    self.turn.usage = {
+                        **(self.turn.usage or {}),
+                        **response.usage.model_dump(by_alias=True, exclude_none=True),
+                    }
+            except RemoteError as e:
+                if e.code == AUTH_REQUIRED:
+                    self.sign_in = self._login_line()
+                    self.error = f"{self.name} needs signing in again: {self.sign_in}"
+                else:
+                    self.error = f"{self.name} answered the prompt with an error: {_short_error(e)}"
+            except (ConnectionClosed, ValidationError) as e:
+                self.error = f"{self.name} ended without an answer: {_short_error(e)}"
+            turn.cancel_scope.cancel()
+
+    async def _watch_pause(self, conn: Connection, turn: trio.Nursery) -> None:
+        gov = self.governor
+        assert gov is not None
+        await gov.pause_requested.wait()
+        await self._cancel_turn(conn)
+        # The agent should now answer the prompt `cancelled`; give it a moment.
+        await trio.sleep(CANCEL_GRACE)
+        turn.cancel_scope.cancel()
+
+    async def _cancel_turn(self, conn: Connection) -> None:
+        gov = self.governor
+        if gov is not None:
+            gov.cancel()
+        if self.session_id is not None and not conn.closed:
+            with trio.move_on_after(1):
+                with contextlib.suppress(
+                    ConnectionClosed, trio.BrokenResourceError, trio.ClosedResourceError
+                ):
+                    await conn.notify("session/cancel", {"sessionId": self.session_id})
+
+    async def _shutdown(self, process: trio.Process, conn: Connection) -> None:
+        with trio.move_on_after(EXIT_GRACE):
+            with contextlib.suppress(Exception):  # the agent may be gone already
+                await conn.close_stdin()
+            await process.wait()
+
+    async def _pick_mode(self, conn: Connection, session: schema.NewSessionResponse) -> None:
+        modes = session.modes
+        if modes is None:
+            return
+        available = {m.id: m for m in modes.available_modes}
+        current = modes.current_mode_id
+        wanted = self.p.spec.mode
+        if wanted is None and mode_asks(current, available.get(current)) is not True:
+            wanted = next(
+                (i for i, m in available.items() if mode_asks(i, m) is True and i != "plan"), None
+            )
+        if wanted and wanted != current:
+            try:
+                await conn.request(
+                    "session/set_mode",
+                    {"sessionId": session.session_id, "modeId": wanted},
+                    timeout=30,
+                )
+                current = wanted
+            except (RemoteError, RequestTimeout) as e:
+                self.turn.notices.append(
+                    f"could not switch {self.name} to mode {wanted}: {_short_error(e)}"
+                )
+        mode = available.get(current)
+        self.mode = {
+            "id": current,
+            "name": mode.name if mode else current,
+            "asks": mode_asks(current, mode),
+        }
+        with contextlib.suppress(AuditUnavailable):
+            self.audit.record(
+                "mode",
+                session=self.session_id,
+                subject=self.mode,
+                verdict="allow",
+                by="policy",
+                reason=f"{self.name} runs in mode {current}",
+            )
+
+    def _on_notification(self, method: str, params: Any) -> None:
+        if method != "session/update":
+            return
+        gov = self.governor
+        try:
+            note = schema.SessionNotification.model_validate(params)
+        except ValidationError:
+            kind = (
+                params.get("update", {}).get("sessionUpdate") if isinstance(params, dict) else None
+            )
+            if isinstance(kind, str) and kind not in _KNOWN_UPDATES:
+                self.turn.unknown_updates += 1
+            else:
+                self.turn.bad_updates += 1
+                log.warning("agent.bad_update", kind=str(kind)[:40])
+            return
+        if self.session_id is not None and note.session_id != self.session_id:
+            log.warning("agent.update_for_unknown_session")
+            return
+        update = note.update
+        kind = update.session_update
+        if kind == "agent_message_chunk":
+            mid = getattr(update, "message_id", None)
+            if mid is not None and mid != self.turn.message_id:
+                self.turn.message = []
+                self.turn.message_id = mid
+            text = getattr(update.content, "text", None)
+            if isinstance(text, str):
+                self.turn.message.append(text)
+                self.emit("message", {"text": text})
+        elif kind in ("tool_call", "tool_call_update") and gov is not None:
+            if kind == "tool_call":
+                self.turn.message = []  # the final message is what follows the last tool call
+            state = gov.observe_tool_call(update)
+            self.emit(
+                "tool_call",
+                {"id": state.id, "title": state.title, "kind": state.kind, "status": state.status},
+            )
+        elif kind == "plan":
+            self.turn.plan = [
+                e.model_dump(by_alias=True, exclude_none=True) for e in update.entries
+            ]
+            self.emit("plan", {"entries": self.turn.plan})
+        elif kind == "usage_update":
+            self.turn.usage = {
+                **(self.turn.usage or {}),
+                **update.model_dump(by_alias=True, exclude_none=True, exclude={"session_update"}),
+            }
+        elif kind == "current_mode_update":
+            self.turn.mode_id = update.current_mode_id
+            if self.mode is None or self.mode.get("id") != update.current_mode_id:
+                self.mode = {
+                    "id": update.current_mode_id,
+                    "name": update.current_mode_id,
+                    "asks": mode_asks(update.current_mode_id, None),
+                }
+                self.turn.notices.append(
+                    f"{self.name} switched itself to mode {update.current_mode_id}"
+                )
+
+    def _login_line(self) -> str:
+        for m in getattr(self, "auth_methods", []) or []:
+            meta = getattr(m, "field_meta", None) or {}
+            ta = meta.get("terminal-auth") if isinstance(meta, dict) else None
+            if isinstance(ta, dict) and ta.get("command"):
+                return " ".join([ta["command"], *map(str, ta.get("args", []))])
+        if self.p.preset is not None and self.p.preset.login:
+            return self.p.preset.login
+        for m in getattr(self, "auth_methods", []) or []:
+            if getattr(m, "description", None):
+                return str(m.description)
+        return "its own login"
+
+    def _unasked_changes(self, before: Any, after: Any, since: int) -> None:
+        gov = self.governor
+        if gov is None:
+            return
+        changes = diff(before, after)
+        covered = set()
+        for r in self.audit.records:
+            if r.get("kind") == "unasked":
+                covered.update(r.get("subject", {}).get("paths", []))
+        windows = [(a, b or time.time_ns()) for a, b in sandboxing.command_windows(gov.terminals)]
+        for change in unexplained(changes, gov.written, windows, after):
+            if change.path in covered:
+                continue
+            try:
+                self.audit.record(
+                    "unasked",
+                    session=self.session_id,
+                    subject={"path": change.path, "change": change.how},
+                    verdict="reported",
+                    by="sandbox",
+                    reason=f"{change.path} was {change.how} in the roots and no governed write or command explains it",
+                )
+            except AuditUnavailable:
+                break
+        if not after.complete:
+            self.turn.notices.append(
+                "the workspace has more files than the governor walks; unasked changes beyond the first 50,000 files were not looked for"
+            )
+
+    def _outcome(self) -> Outcome:
+        p = self.p
+        gov = self.governor
+        message = "".join(self.turn.message)
+        judgement: Judgement
+        if gov is not None and gov.pending is not None:
+            judgement = Judgement(
+                "needs_approval", f"waiting for a person's approval: {gov.pending.get('reason')}"
+            )
+        elif gov is not None and gov.failure:
+            judgement = Judgement("failed", gov.failure)
+        elif self.sign_in is not None:
+            judgement = Judgement("failed", self.error)
+        elif self.timed_out:
+            judgement = Judgement(
+                "failed",
+                f"{self.name} did not finish within {p.spec.timeout:g} s; its turn was cancelled",
+            )
+        elif self.stop_reason is not None:
+            judgement = from_stop_reason(self.stop_reason, message, self.name)
+        elif self.error is not None:
+            judgement = Judgement("failed", self.error)
+        else:
+            judgement = Judgement("failed", f"{self.name} ended without an answer")
+        reason = judgement.reason
+        tail = getattr(getattr(self, "conn", None), "stderr_tail", [])
+        if judgement.status == "failed" and tail:
+            last = next((line for line in reversed(tail) if line.strip()), None)
+            if last and reason and last not in reason:
+                reason = f"{reason} -- {self.name} said: {last[:500]}"
+        records = self.audit.records
+        t = tally(records)
+        unasked_paths = sorted(
+            {
+                pth
+                for r in records
+                if r.get("kind") == "unasked"
+                for pth in (r["subject"].get("paths") or [r["subject"].get("path")])
+                if pth
+            }
+        )
+        notices = list(self.turn.notices)
+        if t.unasked:
+            notices.append(
+                f"{self.name} did {t.unasked} thing(s) without asking: {', '.join(unasked_paths) or 'see the log'}"
+            )
+        if not (p.spec.sandbox_agent and p.policy.capability < Capability.FULL_ACCESS):
+            notices.append(
+                f"{self.name} ran without the agent sandbox: what it did without asking was not confined"
+            )
+        if self.turn.bad_updates:
+            notices.append(
+                f"{self.name} sent {self.turn.bad_updates} malformed session update(s); they were logged and ignored"
+            )
+        asks = None if self.mode is None else self.mode.get("asks")
+        acp = AcpReport(
+            agent=self.name,
+            preset=p.preset.id if p.preset else p.agent_id,
+            mode=self.mode,
+            decides_alone=asks is False or t.unasked > 0,
+            known=asks is not None,
+            unasked=t.unasked,
+            unasked_paths=unasked_paths,
+            tally=t,
+            plan=self.turn.plan,
+            notices=notices,
+            sandboxed_agent=p.spec.sandbox_agent and p.policy.capability < Capability.FULL_ACCESS,
+        )
+        tool_calls = [r for r in records if r.get("kind") not in ("attempt-start", "attempt-end")]
+        outcome = Outcome(
+            status=judgement.status,
+            reason=reason,
+            summary=judgement.summary,
+            run_id=self.id,
+            tool_calls=tool_calls,
+            usage=self.turn.usage,
+            acp=acp,
+            pending=gov.pending if gov is not None else None,
+            log=str(p.log_path) if p.log_path else None,
+            duration_s=round(time.monotonic() - self.started, 3),
+            sign_in=self.sign_in,
+        )
+        masked = p.masker
+        outcome.reason = masked.text(outcome.reason) if outcome.reason else None
+        outcome.summary = masked.text(outcome.summary) if outcome.summary else None
+        acp.notices = [masked.text(n) for n in acp.notices]
+        return outcome
+
+
+_KNOWN_UPDATES: Final = frozenset(
+    {
+        "user_message_chunk",
+        "agent_message_chunk",
+        "agent_thought_chunk",
+        "tool_call",
+        "tool_call_update",
+        "plan",
+        "available_commands_update",
+        "current_mode_update",
+        "config_option_update",
+        "session_info_update",
+        "usage_update",
+    }
+)
+
+_ASKS: Final = re.compile(
+    r"(?i)^(default|ask|read-only|readonly|manual|normal)$|requires? approval|ask(s)? (before|first|for)"
+)
+_ALONE: Final = re.compile(
+    r"(?i)bypass|accept.?edits|dont.?ask|yolo|auto|full.?access|agent|without asking"
+)
+
+
+def mode_asks(mode_id: str | None, mode: Any) -> bool | None:
+    """Whether a mode asks before acting: True, False, or None when it cannot be told."""
+    if mode_id is None:
+        return None
+    text = " ".join(
+        filter(None, [mode_id, getattr(mode, "name", None), getattr(mode, "description", None)])
+    )
+    if _ALONE.search(mode_id) or (_ALONE.search(text) and not _ASKS.search(mode_id)):
+        return False
+    if _ASKS.search(mode_id) or _ASKS.search(text) or mode_id == "plan":
+        return True
+    return None
+
+
+def _redacted_argv(argv: Sequence[str], secret_tail: int) -> list[str]:
+    if secret_tail <= 0:
+        return list(argv)
+    return [*argv[: len(argv) - secret_tail], f"<{secret_tail} raw args, not shown>"]
+
+
+def _digest(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _short_error(e: BaseException) -> str:
+    text = str(e) or type(e).__name__
+    return text if len(text) <= 300 else text[:299] + "…"
+
+
+def _version() -> str:
+    from governor import __version__
+
+    return __version__
+
+
+async def _kill_tree(process: trio.Process) -> None:
+    """SIGTERM then SIGKILL the agent's process group (a sandboxed agent's whole
+    PID namespace dies with bwrap); always reaped."""
+    if process.returncode is None:
+        for sig, wait in ((signal.SIGTERM, EXIT_GRACE), (signal.SIGKILL, 5.0)):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, sig)
+            with trio.move_on_after(wait):
+                await process.wait()
+            if process.returncode is not None:
+                break
+    else:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)  # stragglers in its group
+    with trio.CancelScope(shield=True):
+        await process.wait()

@@ -1,0 +1,143 @@
+"""Governed file reads and writes, done by the governor itself on the host.
+
+``fs/read_text_file`` and ``fs/write_text_file`` never go through bwrap, so the
+same boundary the sandbox gives commands is enforced here, in-process:
+
+- the path is resolved (symlinks followed) *before* the policy decides, so a
+  symlink inside the workspace pointing outside is judged by where it points;
+- the write itself opens every directory component with ``O_NOFOLLOW`` relative
+  to its parent (``openat``-style walk), so a symlink swapped in between the
+  decision and the write cannot redirect it (TOCTOU);
+- the write is atomic: a temporary file in the same directory, fsynced, then
+  renamed over the target; a reader never sees half a file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import secrets
+import stat
+from pathlib import Path
+
+
+class FileAccessError(Exception):
+    """A read or write that cannot be done; ``code`` is the JSON-RPC error code."""
+
+    def __init__(self, code: int, message: str) -> None:
+        self.code = code
+        super().__init__(message)
+
+
+RESOURCE_NOT_FOUND = -32002
+INVALID_PARAMS = -32602
+INTERNAL = -32603
+
+
+def resolve(path: str) -> str:
+    """The absolute path with every existing symlink followed (the file may not exist)."""
+    if not path or "\0" in path:
+        raise FileAccessError(
+            INVALID_PARAMS, "path: must be a non-empty absolute path without NUL bytes"
+        )
+    if not path.startswith("/"):
+        raise FileAccessError(
+            INVALID_PARAMS, f"path: {path!r} is not absolute (ACP paths are absolute)"
+        )
+    return os.path.realpath(path)
+
+
+def read_text(
+    path: str, line: int | None = None, limit: int | None = None, max_bytes: int = 64 * 2**20
+) -> str:
+    """A file's text, from 1-based ``line`` for at most ``limit`` lines."""
+    if line is not None and line < 1:
+        raise FileAccessError(INVALID_PARAMS, f"line: must be 1 or more, got {line}")
+    if limit is not None and limit < 0:
+        raise FileAccessError(INVALID_PARAMS, f"limit: must be 0 or more, got {limit}")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise FileAccessError(RESOURCE_NOT_FOUND, f"no such file: {path}") from None
+    except OSError as e:
+        raise FileAccessError(_code(e), f"cannot read {path}: {e.strerror}") from None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise FileAccessError(INVALID_PARAMS, f"{path} is not a regular file")
+        data = f.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise FileAccessError(
+            INVALID_PARAMS, f"{path} is larger than the read limit of {max_bytes} bytes"
+        )
+    text = data.decode("utf-8", errors="replace")
+    if line is None and limit is None:
+        return text
+    lines = text.splitlines(keepends=True)
+    start = (line or 1) - 1
+    end = None if limit is None else start + limit
+    return "".join(lines[start:end])
+
+
+def write_text(path: str, content: str) -> None:
+    """Write atomically, refusing any symlink on the way (component by component)."""
+    parts = Path(path).parts
+    if len(parts) < 2:
+        raise FileAccessError(INVALID_PARAMS, f"cannot write {path}")
+    data = content.encode("utf-8")
+    dir_fd = os.open("/", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for name in parts[1:-1]:
+            try:
+                next_fd = os.open(
+                    name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd
+                )
+            except FileNotFoundError:
+                os.mkdir(name, 0o755, dir_fd=dir_fd)
+                next_fd = os.open(
+                    name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd
+                )
+            os.close(dir_fd)
+            dir_fd = next_fd
+        leaf = parts[-1]
+        try:
+            st = os.stat(leaf, dir_fd=dir_fd, follow_symlinks=False)
+            mode = st.st_mode & 0o7777
+            if stat.S_ISLNK(st.st_mode):
+                raise FileAccessError(
+                    INVALID_PARAMS,
+                    f"{path} is a symlink; the governor does not write through symlinks",
+                )
+        except FileNotFoundError:
+            mode = 0o644
+        tmp = f".{leaf}.governor-{secrets.token_hex(4)}.tmp"
+        fd = os.open(
+            tmp,
+            os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+            mode,
+            dir_fd=dir_fd,
+        )
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.rename(tmp, leaf, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=dir_fd)
+            raise
+    except FileAccessError:
+        raise
+    except OSError as e:
+        if e.errno == errno.ELOOP or e.errno == errno.ENOTDIR:
+            raise FileAccessError(
+                INVALID_PARAMS, f"{path}: a component is a symlink or not a directory; refused"
+            ) from None
+        raise FileAccessError(_code(e), f"cannot write {path}: {e.strerror}") from None
+    finally:
+        os.close(dir_fd)
+
+
+def _code(e: OSError) -> int:
+    return RESOURCE_NOT_FOUND if e.errno == errno.ENOENT else INTERNAL

@@ -1,0 +1,530 @@
+"""The governor: every request the agent makes is decided here, recorded, then answered.
+
+Rules of this file (everything that turns an agent's request into an answer):
+
+1. The request becomes a `policies` action and `policies.decide` judges it.
+2. An ``ask`` goes to the approver (unless a person's grant covers it).
+3. The decision is written to the audit log -- handed to the OS, and fsynced
+   when durability is ``always`` -- **before** the answer is returned.
+4. Only then does anything happen: a refused write never touches the disk, a
+   refused command never starts.
+
+If the audit log cannot be written, nothing more is allowed: every further
+request is refused (fail closed) and the attempt ends ``failed``.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import structlog
+import trio
+from acp import schema
+
+from governor.approver import Answer, Approver, Ask
+from governor.audit import AuditLog, AuditUnavailable
+from governor.dispatch import Route, RpcError
+from governor.fsaccess import FileAccessError, read_text, resolve, write_text
+from governor.jsonrpc import INVALID_PARAMS, RESOURCE_NOT_FOUND
+from policies.actions import ReadFile, RunCommand, ToolPermission, WriteFile
+from policies.decide import Decision, decide
+from policies.options import Option, choose
+from policies.policy import Policy
+from policies.rules import Verdict
+
+log = structlog.get_logger("governor.governance")
+
+REFUSED: Final = -32001
+"""Our answer to a refused fs or terminal request (ACP defines no code for it)."""
+
+UNASKED_KINDS: Final = frozenset({"edit", "delete", "move", "execute"})
+_SHELL_CHARS: Final = frozenset(" \t\n;&|<>()$`\\\"'*?[]{}~#=")
+
+
+@dataclass
+class ToolCallState:
+    """What the agent has reported about one tool call (upserted)."""
+
+    id: str
+    title: str = ""
+    kind: str | None = None
+    status: str = "pending"
+    raw_input: Any = None
+    locations: list[str] = field(default_factory=list)
+    terminals: list[str] = field(default_factory=list)
+    governed: bool = False
+    judged: bool = False
+
+
+class Paused(Exception):
+    """An ask was answered ``pause``: the attempt ends needs_approval."""
+
+
+class Governor:
+    """The single decision point for one attempt's agent-to-client requests."""
+
+    def __init__(
+        self,
+        policy: Policy,
+        audit: AuditLog,
+        approver: Approver,
+        *,
+        terminals: Any | None = None,
+        on_event: Callable[[str, dict[str, Any]], None] | None = None,
+    ) -> None:
+        self.policy = policy
+        self.audit = audit
+        self.approver = approver
+        self.terminals = terminals
+        self.on_event = on_event or (lambda kind, info: None)
+        self.session_id: str | None = None
+        self.tool_calls: dict[str, ToolCallState] = {}
+        self.grants: set[tuple[str, str]] = set()
+        self.pending: dict[str, Any] | None = None
+        self.pause_requested = trio.Event()
+        self.written: dict[str, tuple[int, int]] = {}
+        """Paths the governor wrote, with (size, mtime_ns) right after the write."""
+        self.command_windows: list[tuple[int, int | None]] = []
+        """(start, end) in time.time_ns of each governed command, for attributing changes."""
+        self.governed_terminals: set[str] = set()
+        self.read_paths: set[str] = set()
+        """Paths read through the governor (as the agent named them)."""
+        self._requests = 0
+        self.failure: str | None = None
+        self._cancelled = False
+
+    # -- the handler table ----------------------------------------------------------
+
+    def routes(self) -> dict[str, Route]:
+        """Method -> (params model, handler) for `governor.dispatch`."""
+        table = {
+            "session/request_permission": Route(
+                schema.RequestPermissionRequest, self.request_permission
+            ),
+            "fs/read_text_file": Route(schema.ReadTextFileRequest, self.read_text_file),
+            "fs/write_text_file": Route(schema.WriteTextFileRequest, self.write_text_file),
+        }
+        if self.terminals is not None:
+            table.update(
+                {
+                    "terminal/create": Route(schema.CreateTerminalRequest, self.create_terminal),
+                    "terminal/output": Route(schema.TerminalOutputRequest, self.terminal_output),
+                    "terminal/wait_for_exit": Route(
+                        schema.WaitForTerminalExitRequest, self.wait_for_terminal_exit
+                    ),
+                    "terminal/kill": Route(schema.KillTerminalRequest, self.kill_terminal),
+                    "terminal/release": Route(schema.ReleaseTerminalRequest, self.release_terminal),
+                }
+            )
+        return table
+
+    # -- deciding, recording --------------------------------------------------------
+
+    def _next_request(self) -> int:
+        self._requests += 1
+        return self._requests
+
+    def _check_session(self, session_id: str) -> None:
+        if self.session_id is not None and session_id != self.session_id:
+            raise RpcError(RESOURCE_NOT_FOUND, f"unknown session {session_id[:64]!r}")
+
+    async def _settle(
+        self,
+        kind: str,
+        subject: dict[str, Any],
+        shown: str,
+        decision: Decision,
+        detail: dict[str, Any],
+    ) -> tuple[Verdict, str, str]:
+        """The final verdict after the approver, as (verdict, by, reason)."""
+        if self.audit.broken is not None or self.failure is not None:
+            return Verdict.DENY, "ceiling", f"refused: {self.audit.broken or self.failure}"
+        if self._cancelled:
+            return Verdict.DENY, "policy", "the turn was cancelled"
+        if decision.verdict is not Verdict.ASK:
+            return decision.verdict, decision.by, decision.reason
+        key = (kind, shown)
+        if key in self.grants:
+            return (
+                Verdict.ALLOW,
+                "grant",
+                f"allowed by a person's grant for this attempt ({decision.reason})",
+            )
+        self.on_event("waiting", {"kind": kind, "subject": shown, "reason": decision.reason})
+        answer: Answer = await self.approver(
+            Ask(kind, shown, decision.reason, decision.rule, detail)
+        )
+        if answer == "once":
+            return Verdict.ALLOW, "person", f"allowed once by a person ({decision.reason})"
+        if answer == "always":
+            self.grants.add(key)
+            return (
+                Verdict.ALLOW,
+                "person",
+                f"allowed by a person for the rest of this attempt ({decision.reason})",
+            )
+        if answer == "pause":
+            return Verdict.ASK, "policy", f"waiting for a person's approval: {decision.reason}"
+        who = (
+            "a person"
+            if self.approver.name in ("person", "callback")
+            else "nobody is there to approve (unattended)"
+        )
+        by = "person" if self.approver.name in ("person", "callback") else "policy"
+        return Verdict.DENY, by, f"refused: {decision.reason}; {who}"
+
+    async def _record(
+        self,
+        kind: str,
+        request: int,
+        subject: dict[str, Any],
+        decision: Decision,
+        verdict: Verdict,
+        by: str,
+        reason: str,
+        option: str | None = None,
+    ) -> dict[str, Any]:
+        word = "approval" if verdict is Verdict.ASK else str(verdict)
+        parts = decision.parts or (decision,)
+        # A part the approver (or the option choice) settled takes the final word;
+        # the others keep their own verdict, so the log shows which part was asked.
+        settled = [p.verdict is Verdict.ASK or len(parts) == 1 for p in parts]
+        if (
+            verdict is Verdict.DENY
+            and not any(p.verdict is Verdict.DENY for p in parts)
+            and not any(p.verdict is Verdict.ASK for p in parts)
+        ):
+            settled = [True] * len(parts)
+        record: dict[str, Any] = {}
+        try:
+            for part, final in zip(parts, settled, strict=True):
+                record = self.audit.record(
+                    kind,
+                    session=self.session_id,
+                    request=request,
+                    subject=subject,
+                    verdict=word if final else str(part.verdict),
+                    by=by if final else part.by,
+                    rule=part.rule,
+                    reason=reason if final else part.reason,
+                    option=option,
+                )
+            await self.audit.durable(record)
+        except AuditUnavailable as e:
+            self.failure = str(e)
+            raise RpcError(REFUSED, f"refused: {e}") from None
+        self.on_event(
+            kind,
+            {
+                "subject": subject,
+                "verdict": word,
+                "by": by,
+                "reason": reason,
+                "rule": decision.rule,
+            },
+        )
+        return record
+
+    async def _pause(self, kind: str, request: int, subject: dict[str, Any], reason: str) -> None:
+        self.pending = {"kind": kind, "request": request, "subject": subject, "reason": reason}
+        self.pause_requested.set()
+
+    # -- session/request_permission -------------------------------------------------
+
+    async def request_permission(
+        self, req: schema.RequestPermissionRequest
+    ) -> schema.RequestPermissionResponse:
+        """Decide a tool call from its kind, title and raw input; choose the option by effect."""
+        self._check_session(req.session_id)
+        call = req.tool_call
+        state = self.tool_calls.setdefault(call.tool_call_id, ToolCallState(call.tool_call_id))
+        self._upsert(state, call)
+        state.governed = True
+        kind = state.kind
+        raw = state.raw_input if isinstance(state.raw_input, Mapping) else None
+        action = ToolPermission(kind, state.title, raw, tuple(state.locations))
+        decision = decide(action, self.policy)
+        subject: dict[str, Any] = {
+            "tool_call": call.tool_call_id,
+            "title": state.title,
+            "tool_kind": kind,
+        }
+        command = raw.get("command") if raw else None
+        if isinstance(command, str | list):
+            subject["command"] = (
+                command if isinstance(command, str) else shlex.join(map(str, command))
+            )
+        if state.locations:
+            subject["paths"] = list(state.locations)
+        shown = subject.get("command") or state.title or call.tool_call_id
+        request = self._next_request()
+        verdict, by, reason = await self._settle(
+            "permission", subject, str(shown), decision, {"tool_kind": kind, "raw_input": raw or {}}
+        )
+        options = [Option(o.option_id, o.name, o.kind) for o in req.options]
+        choice = choose(options, verdict, allow_mode_switch=self.policy.allow_mode_switch)
+        if verdict is Verdict.ALLOW and choice.option_id is None:
+            verdict, by, reason = Verdict.DENY, "policy", f"{reason}; but {choice.reason}"
+        elif verdict is not Verdict.ALLOW:
+            choice = choose(options, Verdict.DENY)
+        await self._record(
+            "permission",
+            request,
+            subject,
+            decision,
+            verdict,
+            by,
+            reason,
+            choice.option_id or "cancelled",
+        )
+        if verdict is Verdict.ASK:
+            await self._pause("permission", request, subject, reason)
+        outcome: schema.AllowedOutcome | schema.DeniedOutcome
+        if choice.option_id is None or self._cancelled:
+            outcome = schema.DeniedOutcome(outcome="cancelled")
+        else:
+            outcome = schema.AllowedOutcome(outcome="selected", option_id=choice.option_id)
+        return schema.RequestPermissionResponse(outcome=outcome)
+
+    # -- fs ---------------------------------------------------------------------------
+
+    async def read_text_file(self, req: schema.ReadTextFileRequest) -> schema.ReadTextFileResponse:
+        """A governed read: resolved, inside the roots, not hidden."""
+        self._check_session(req.session_id)
+        path = self._resolved(req.path)
+        decision = decide(ReadFile(path), self.policy)
+        if path != req.path and decision.allowed:
+            # A symlink's own name may be hidden even when its target is not.
+            first = decide(ReadFile(os_normal(req.path)), self.policy)
+            decision = first if not first.allowed else decision
+        subject = {"path": req.path} | ({"resolved": path} if path != req.path else {})
+        request = self._next_request()
+        verdict, by, reason = await self._settle("read", subject, path, decision, {})
+        await self._record("read", request, subject, decision, verdict, by, reason)
+        if verdict is Verdict.ASK:
+            await self._pause("read", request, subject, reason)
+        if verdict is not Verdict.ALLOW:
+            raise RpcError(REFUSED, f"Refused by the governor: {reason}")
+        self.read_paths.add(os_normal(req.path))
+        try:
+            content = await trio.to_thread.run_sync(read_text, path, req.line, req.limit)
+        except FileAccessError as e:
+            raise RpcError(e.code, str(e)) from None
+        return schema.ReadTextFileResponse(content=content)
+
+    async def write_text_file(
+        self, req: schema.WriteTextFileRequest
+    ) -> schema.WriteTextFileResponse:
+        """A governed write: capability, roots, protected paths; symlink-safe and atomic."""
+        self._check_session(req.session_id)
+        path = self._resolved(req.path)
+        decision = decide(WriteFile(path), self.policy)
+        if path != req.path and decision.allowed:
+            first = decide(WriteFile(os_normal(req.path)), self.policy)
+            decision = first if not first.allowed else decision
+        subject = {"path": req.path, "bytes": len(req.content.encode())} | (
+            {"resolved": path} if path != req.path else {}
+        )
+        request = self._next_request()
+        verdict, by, reason = await self._settle(
+            "write", subject, path, decision, {"content": req.content[:4000]}
+        )
+        await self._record("write", request, subject, decision, verdict, by, reason)
+        if verdict is Verdict.ASK:
+            await self._pause("write", request, subject, reason)
+        if verdict is not Verdict.ALLOW:
+            raise RpcError(REFUSED, f"Refused by the governor: {reason}")
+        try:
+            await trio.to_thread.run_sync(write_text, path, req.content)
+        except FileAccessError as e:
+            raise RpcError(e.code, str(e)) from None
+        try:
+            st = os.stat(path)
+            self.written[path] = (st.st_size, st.st_mtime_ns)
+        except OSError:
+            pass
+        return schema.WriteTextFileResponse()
+
+    def _resolved(self, path: str) -> str:
+        try:
+            return resolve(path)
+        except FileAccessError as e:
+            raise RpcError(INVALID_PARAMS, f"Invalid params: {e}") from None
+
+    # -- terminals ----------------------------------------------------------------------
+
+    async def create_terminal(
+        self, req: schema.CreateTerminalRequest
+    ) -> schema.CreateTerminalResponse:
+        """Decide the command first; a refused command never starts."""
+        self._check_session(req.session_id)
+        args = list(req.args or [])
+        shell_line = not args and any(c in _SHELL_CHARS for c in req.command)
+        command: str | tuple[str, ...] = req.command if shell_line else (req.command, *args)
+        cwd = req.cwd or self.policy.workspace
+        if not cwd.startswith("/"):
+            raise RpcError(INVALID_PARAMS, "Invalid params: cwd: must be an absolute path")
+        env_names = tuple(e.name for e in (req.env or []))
+        decision = decide(RunCommand(command, cwd, env_names), self.policy)
+        shown = command if isinstance(command, str) else shlex.join(command)
+        subject = {"command": shown, "cwd": cwd} | ({"env": list(env_names)} if env_names else {})
+        request = self._next_request()
+        verdict, by, reason = await self._settle("terminal", subject, shown, decision, {})
+        await self._record("terminal", request, subject, decision, verdict, by, reason)
+        if verdict is Verdict.ASK:
+            await self._pause("terminal", request, subject, reason)
+        if verdict is not Verdict.ALLOW:
+            raise RpcError(REFUSED, f"Refused by the governor: {reason}")
+        assert self.terminals is not None
+        env = {e.name: e.value for e in (req.env or [])}
+        terminal_id: str = await self.terminals.create(
+            command if isinstance(command, str) else list(command),
+            env=env,
+            cwd=cwd,
+            output_byte_limit=req.output_byte_limit,
+        )
+        self.governed_terminals.add(terminal_id)
+        return schema.CreateTerminalResponse(terminal_id=terminal_id)
+
+    async def terminal_output(
+        self, req: schema.TerminalOutputRequest
+    ) -> schema.TerminalOutputResponse:
+        """The output so far (newest bytes), truncation flag, exit status once exited."""
+        self._check_session(req.session_id)
+        output, truncated, status = self._terminal(req.terminal_id, "output")
+        exit_status = (
+            None
+            if status is None
+            else schema.TerminalExitStatus(exit_code=status[0], signal=status[1])
+        )
+        return schema.TerminalOutputResponse(
+            output=output, truncated=truncated, exit_status=exit_status
+        )
+
+    async def wait_for_terminal_exit(
+        self, req: schema.WaitForTerminalExitRequest
+    ) -> schema.WaitForTerminalExitResponse:
+        """Answered when the command exits."""
+        self._check_session(req.session_id)
+        self._terminal(req.terminal_id, "check")
+        assert self.terminals is not None
+        code, signal = await self.terminals.wait_for_exit(req.terminal_id)
+        return schema.WaitForTerminalExitResponse(exit_code=code, signal=signal)
+
+    async def kill_terminal(self, req: schema.KillTerminalRequest) -> schema.KillTerminalResponse:
+        """Kill the command; the terminal stays valid for output and wait."""
+        self._check_session(req.session_id)
+        self._terminal(req.terminal_id, "check")
+        assert self.terminals is not None
+        await self.terminals.kill(req.terminal_id)
+        return schema.KillTerminalResponse()
+
+    async def release_terminal(
+        self, req: schema.ReleaseTerminalRequest
+    ) -> schema.ReleaseTerminalResponse:
+        """Kill a still-running command and free its buffer; the id is then invalid."""
+        self._check_session(req.session_id)
+        self._terminal(req.terminal_id, "check")
+        assert self.terminals is not None
+        await self.terminals.release(req.terminal_id)
+        return schema.ReleaseTerminalResponse()
+
+    def _terminal(self, terminal_id: str, what: str) -> Any:
+        assert self.terminals is not None
+        try:
+            if what == "output":
+                return self.terminals.output(terminal_id)
+            self.terminals.output(terminal_id)
+            return None
+        except KeyError:
+            raise RpcError(RESOURCE_NOT_FOUND, f"unknown terminal {terminal_id[:64]!r}") from None
+
+    # -- what the agent reports --------------------------------------------------------
+
+    def observe_tool_call(self, update: Any) -> ToolCallState:
+        """Upsert a ``tool_call`` / ``tool_call_update``; record unasked or reported work."""
+        state = self.tool_calls.setdefault(update.tool_call_id, ToolCallState(update.tool_call_id))
+        self._upsert(state, update)
+        if state.status in ("completed", "failed") and not state.judged:
+            state.judged = True
+            if state.status == "completed" and not self._explained(state):
+                self._report(state)
+        return state
+
+    def _explained(self, state: ToolCallState) -> bool:
+        if state.governed:
+            return True
+        if any(t in self.governed_terminals for t in state.terminals):
+            return True
+        if state.locations:
+            done = (
+                self.written.keys() | self.read_paths
+                if state.kind == "read"
+                else self.written.keys()
+            )
+            return all(os_normal(p) in done for p in state.locations)
+        return False
+
+    def _report(self, state: ToolCallState) -> None:
+        unasked = state.kind in UNASKED_KINDS
+        subject: dict[str, Any] = {
+            "tool_call": state.id,
+            "title": state.title,
+            "tool_kind": state.kind,
+        }
+        if state.locations:
+            subject["paths"] = list(state.locations)
+        raw = state.raw_input if isinstance(state.raw_input, Mapping) else {}
+        if isinstance(raw.get("command"), str):
+            subject["command"] = raw["command"]
+        try:
+            self.audit.record(
+                "unasked" if unasked else "reported",
+                session=self.session_id,
+                subject=subject,
+                verdict="reported",
+                by="agent",
+                reason=(
+                    f"the agent reports a completed {state.kind} tool call that never came through the governor"
+                    if unasked
+                    else f"the agent reports a completed {state.kind or 'other'} tool call"
+                ),
+            )
+        except AuditUnavailable as e:
+            self.failure = str(e)
+        self.on_event("unasked" if unasked else "reported", {"subject": subject})
+
+    @staticmethod
+    def _upsert(state: ToolCallState, update: Any) -> None:
+        if getattr(update, "title", None):
+            state.title = update.title
+        if getattr(update, "kind", None):
+            state.kind = update.kind
+        if getattr(update, "status", None):
+            state.status = update.status
+        raw = getattr(update, "raw_input", None)
+        if raw not in (None, {}):
+            state.raw_input = raw
+        locations = getattr(update, "locations", None)
+        if locations is not None:
+            state.locations = [loc.path for loc in locations]
+        content = getattr(update, "content", None)
+        if content is not None:
+            state.terminals = [
+                c.terminal_id for c in content if getattr(c, "type", None) == "terminal"
+            ]
+
+    def cancel(self) -> None:
+        """After ``session/cancel``: every later ask is answered cancelled."""
+        self._cancelled = True
+
+
+def os_normal(path: str) -> str:
+    """A lexically normalized absolute path (no symlinks resolved)."""
+    from policies.paths import normalize
+
+    return normalize(path)

@@ -1,0 +1,159 @@
+"""How an attempt ends: its status, reason, tally and notices (the seed `external.rs`).
+
+Statuses: ``completed`` (the turn ended and the agent reported success),
+``blocked`` (the agent said ``BLOCKED:``, or stopped honestly for a person),
+``failed``, ``incomplete`` (the agent stopped at its own limit) and
+``needs_approval`` (an ``ask`` paused the attempt).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any, Final
+
+STATUSES: Final = ("completed", "blocked", "failed", "incomplete", "needs_approval")
+
+# stop reason -> (status when the final message is a plain summary, note)
+STOP_REASONS: Final[Mapping[str, str]] = {
+    "end_turn": "completed",
+    "max_tokens": "incomplete",
+    "max_turn_requests": "incomplete",
+    "refusal": "failed",
+    "cancelled": "failed",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Tally:
+    """What the agent asked, what was allowed, waited on, refused and reported."""
+
+    asked: int = 0
+    allowed: int = 0
+    waited: int = 0
+    refused: int = 0
+    reported: int = 0
+    unasked: int = 0
+
+
+def tally(records: Iterable[Mapping[str, Any]]) -> Tally:
+    """The tally of decision records, with the seed's semantics.
+
+    One count per request: a permission request's several decisions (``cat a;
+    ls b``) are one ask; a file or command call is its own. Refused: any deny in
+    the group. Waited: a person decided (a grant is not a wait). Unasked records
+    are counted apart.
+    """
+    groups: dict[Any, list[Mapping[str, Any]]] = {}
+    reported = unasked = 0
+    for i, r in enumerate(records):
+        kind = r.get("kind")
+        if kind == "unasked":
+            unasked += 1
+            continue
+        if r.get("verdict") == "reported" or kind == "reported":
+            reported += 1
+            continue
+        if kind not in ("permission", "read", "write", "terminal", "mode"):
+            continue
+        key = r.get("request")
+        groups.setdefault(("#", i) if key is None else ("r", json.dumps(key)), []).append(r)
+
+    def refused(g: list[Mapping[str, Any]]) -> bool:
+        return any(e.get("verdict") == "deny" for e in g)
+
+    def waiting(g: list[Mapping[str, Any]]) -> bool:
+        return any(e.get("verdict") == "approval" for e in g)
+
+    def person(e: Mapping[str, Any]) -> bool:
+        return e.get("by") == "person" or e.get("verdict") == "approval"
+
+    values = list(groups.values())
+    return Tally(
+        asked=len(values),
+        allowed=sum(1 for g in values if not refused(g) and not waiting(g)),
+        waited=sum(1 for g in values if any(person(e) for e in g)),
+        refused=sum(1 for g in values if refused(g)),
+        reported=reported,
+        unasked=unasked,
+    )
+
+
+@dataclass(slots=True)
+class Judgement:
+    """A status, its reason, and the summary when the agent reported one."""
+
+    status: str
+    reason: str | None = None
+    summary: str | None = None
+
+
+def judged(message: str) -> Judgement:
+    """An agent's final message after a turn it finished: ``BLOCKED:`` is an
+    honest stop, ``FAILED:`` a failure, anything else its summary."""
+    message = message.strip()
+    summary = message[:2000]
+    if message.startswith("BLOCKED:"):
+        return Judgement("blocked", message.removeprefix("BLOCKED:").strip())
+    if message.startswith("FAILED:"):
+        return Judgement("failed", summary)
+    return Judgement("completed", summary=summary)
+
+
+def from_stop_reason(stop: str, message: str, agent: str) -> Judgement:
+    """The judgement of a turn that ended with ``stop`` (the table `STOP_REASONS`)."""
+    j = judged(message)
+    status = STOP_REASONS.get(stop)
+    if status is None:
+        return Judgement("failed", f"{agent} ended its turn: {stop}")
+    if stop == "refusal":
+        return Judgement("failed", f"{agent} refused the task: {message.strip()[:500]}")
+    if stop == "cancelled":
+        return Judgement("failed", f"{agent}'s turn was cancelled")
+    if status == "incomplete" and j.status == "completed":
+        return Judgement("incomplete", f"{agent} stopped at its own limit ({stop})", j.summary)
+    return j
+
+
+@dataclass(slots=True)
+class AcpReport:
+    """The ACP side of an outcome: who ran, in which mode, and the tally."""
+
+    agent: str
+    preset: str
+    mode: dict[str, Any] | None = None
+    decides_alone: bool = False
+    known: bool = False
+    unasked: int = 0
+    unasked_paths: list[str] = field(default_factory=list)
+    tally: Tally = field(default_factory=Tally)
+    plan: list[dict[str, Any]] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+    sandboxed_agent: bool = True
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What one governed attempt came to; JSON-serializable with `to_json`."""
+
+    status: str
+    reason: str | None = None
+    summary: str | None = None
+    run_id: str = ""
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    usage: dict[str, Any] | None = None
+    acp: AcpReport | None = None
+    pending: dict[str, Any] | None = None
+    log: str | None = None
+    duration_s: float = 0.0
+    sign_in: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"unknown outcome status {self.status!r}")
+
+    def to_json(self) -> dict[str, Any]:
+        """The outcome as plain JSON values (the `external.rs` shape)."""
+        out = asdict(self)
+        return {k: v for k, v in out.items() if v is not None}
