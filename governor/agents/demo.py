@@ -82,6 +82,7 @@ class Demo:
     def __init__(self, peer: Peer, steps: int, unasked: bool, final: str | None = None) -> None:
         self.peer = peer
         self.final = final
+        self.messages = 0
         self.steps = steps
         self.unasked = unasked
         self.session = ""
@@ -100,8 +101,14 @@ class Demo:
         self.peer.notify("session/update", {"sessionId": self.session, "update": body})
 
     def say(self, text: str) -> None:
+        """One whole message (its own messageId, so the last one is the final message)."""
+        self.messages += 1
         self.update(
-            {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}
+            {
+                "sessionUpdate": "agent_message_chunk",
+                "messageId": f"m{self.messages}",
+                "content": {"type": "text", "text": text},
+            }
         )
 
     def show_plan(self) -> None:

@@ -1,0 +1,199 @@
+"""`governor run`: the main job -- one governed attempt of an agent at a task."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from governor.attempt import AttemptSpec, RefusedBeforeStart, run
+from governor.outcome import Outcome
+from policies.capability import CAPABILITY_NAMES, Capability
+
+EXIT_BY_STATUS = {"completed": 0, "failed": 1, "incomplete": 1, "blocked": 3, "needs_approval": 4}
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the `run` subcommand."""
+    from governor.cli import EXIT_CODES
+
+    p = sub.add_parser(
+        "run",
+        help="run one governed attempt of an agent at a task",
+        description="Run an ACP agent at one task under the policy engine, the sandbox and the "
+        "audit log. The agent is a preset (--agent ID) or the ACP command after --.",
+        usage="governor run [OPTIONS] PROMPT [-- AGENT_COMMAND ARG ...]",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("prompt", nargs="?", help="the task; '-' reads it from stdin")
+    p.add_argument("command", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    p.add_argument(
+        "--agent", metavar="ID", help="a preset from presets.toml (see `governor presets`)"
+    )
+    p.add_argument("--prompt-file", metavar="FILE", help="read the task from a file")
+    p.add_argument(
+        "--workspace", metavar="DIR", default=".", help="where the agent works (default: .)"
+    )
+    p.add_argument(
+        "--add-dir", metavar="DIR", action="append", default=[], help="another root (repeatable)"
+    )
+    p.add_argument("--policy", metavar="FILE", help="the job's policy (default: read-only)")
+    p.add_argument(
+        "--capability", choices=CAPABILITY_NAMES, help="override the policy's capability"
+    )
+    p.add_argument(
+        "--ceiling", metavar="FILE", help="the operator's ceiling (see `governor check`)"
+    )
+    p.add_argument("--model", metavar="M", help="the agent's model, where it offers a choice")
+    p.add_argument(
+        "--mode", metavar="MODE", help="the agent's session mode (default: one in which it asks)"
+    )
+    p.add_argument(
+        "--timeout",
+        metavar="S",
+        type=float,
+        default=1800.0,
+        help="seconds for the attempt (default 1800)",
+    )
+    p.add_argument(
+        "--approvals",
+        choices=("unattended", "person", "pause"),
+        default=None,
+        help="who answers an ask: nobody (refuse), a person at this terminal, or pause the "
+        "attempt as needs_approval (default: the policy's on_ask)",
+    )
+    p.add_argument(
+        "--no-sandbox-agent",
+        action="store_true",
+        help="do not sandbox the agent process itself (recorded)",
+    )
+    p.add_argument(
+        "--env",
+        metavar="NAME",
+        action="append",
+        default=[],
+        help="pass this variable to the agent (names only)",
+    )
+    p.add_argument(
+        "--agent-arg",
+        metavar="ARG",
+        action="append",
+        default=[],
+        help="a raw argument appended to a preset's argv (needs the ceiling's allow_agent_args)",
+    )
+    p.add_argument(
+        "--append-rules", action="store_true", help="append the governor's rules to the prompt"
+    )
+    p.add_argument(
+        "--log",
+        metavar="FILE",
+        help="the audit log (default: a new file under $XDG_STATE_HOME/acp-governor/)",
+    )
+    p.add_argument(
+        "--fsync",
+        choices=("batch", "always"),
+        default="batch",
+        help="audit durability (default batch)",
+    )
+    p.add_argument("--json", action="store_true", help="print only the outcome JSON on stdout")
+    p.set_defaults(func=main)
+
+
+def _prompt(args: argparse.Namespace) -> str:
+    if args.prompt_file:
+        try:
+            return Path(args.prompt_file).read_text(encoding="utf-8")
+        except OSError as e:
+            raise RefusedBeforeStart(
+                [f"{args.prompt_file}: cannot read the prompt: {e.strerror}"]
+            ) from None
+    if args.prompt == "-":
+        return sys.stdin.read()
+    if not args.prompt:
+        raise RefusedBeforeStart(
+            ["give the task: governor run [OPTIONS] PROMPT (or --prompt-file FILE, or - for stdin)"]
+        )
+    return str(args.prompt)
+
+
+def main(args: argparse.Namespace) -> int:
+    """Run the attempt and map its status to the exit code."""
+    from governor import logs
+
+    logs.configure(json_lines=args.json or not sys.stderr.isatty())
+    command = list(args.command)
+    if command and command[0] == "--":
+        command = command[1:]
+    try:
+        prompt = _prompt(args)
+        if args.agent and command:
+            raise RefusedBeforeStart(
+                ["say which agent: --agent ID or a command after --, not both"]
+            )
+        if not args.agent and not command:
+            raise RefusedBeforeStart(
+                ["say which agent: --agent ID (see `governor presets`) or an ACP command after --"]
+            )
+        approver = _approver(args.approvals)
+        spec = AttemptSpec(
+            prompt=prompt,
+            agent=args.agent,
+            argv=command or None,
+            workspace=args.workspace,
+            extra_dirs=args.add_dir,
+            policy=args.policy,
+            capability=Capability.parse(args.capability) if args.capability else None,
+            ceiling=args.ceiling,
+            approver=approver,
+            timeout=args.timeout,
+            log=args.log,
+            sandbox_agent=not args.no_sandbox_agent,
+            env=args.env,
+            model=args.model,
+            mode=args.mode,
+            agent_args=args.agent_arg,
+            append_rules=args.append_rules,
+            durability=args.fsync,
+            on_event=None if args.json else _progress(),
+        )
+        outcome = run(spec)
+    except RefusedBeforeStart as e:
+        for problem in e.problems:
+            print(f"governor: {problem}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("governor: interrupted", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(outcome.to_json(), indent=2, ensure_ascii=False))
+    else:
+        print_summary(outcome)
+    return EXIT_BY_STATUS[outcome.status]
+
+
+def _approver(name: str | None) -> Any:
+    from governor.approver import Pause, Unattended
+
+    if name is None:
+        return None
+    if name == "person":
+        from governor.person import Person
+
+        return Person()
+    return Pause() if name == "pause" else Unattended()
+
+
+def _progress() -> Any:
+    from governor.progress import Progress
+
+    return Progress(sys.stderr)
+
+
+def print_summary(outcome: Outcome) -> None:
+    """A plain summary of the outcome for a person."""
+    from governor.progress import summary
+
+    print(summary(outcome))
