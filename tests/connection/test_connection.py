@@ -182,7 +182,8 @@ async def test_an_unknown_method_is_minus_32601_and_unknown_underscore_notificat
     assert "no/such_method" in run.answer(1)["error"]["message"]
     assert run.answer(2)["error"]["code"] == -32601
     assert run.answer(3)["result"] == {"content": "contents of /a"}
-    assert [r["id"] for r in run.responses] == [1, 2, 3], "a notification was answered"
+    # A reply to a notification would be queued before the answer to 3, so it would show here.
+    assert sorted(r["id"] for r in run.responses) == [1, 2, 3], "a notification was answered"
     assert run.notifications == [("session/update", update)]
 
 
@@ -323,12 +324,23 @@ async def test_notifications_are_delivered_in_order_while_requests_run_concurren
             await trio.sleep(0)
         record(params)
 
+    quick_answered = trio.Event()
+
     async def permission(params: RequestPermissionRequest) -> RequestPermissionResponse:
-        await all_seen.wait()  # a slow decision: only after every later notification
+        # A slow decision: it waits for messages the agent sent after it, which
+        # only arrive if reading goes on while this request is pending.
+        await all_seen.wait()
+        await quick_answered.wait()
         return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id="yes"))
 
-    files = Files()
-    handlers = {**files.table(), "session/request_permission": (RequestPermissionRequest, permission)}
+    async def quick(params: ReadTextFileRequest) -> ReadTextFileResponse:
+        quick_answered.set()
+        return ReadTextFileResponse(content="quick")
+
+    handlers = {
+        "fs/read_text_file": (ReadTextFileRequest, quick),
+        "session/request_permission": (RequestPermissionRequest, permission),
+    }
     steps = [request("perm", "session/request_permission", PERMISSION)]
     steps += [notification("session/update", {"seq": i}) for i in range(count)]
     steps += [read_file(2, "/quick"), {"read": {"responses": 2}}]
@@ -338,7 +350,7 @@ async def test_notifications_are_delivered_in_order_while_requests_run_concurren
         on_notification=sync_callback if style == "sync" else async_callback,
     )
     assert seqs == list(range(count))
-    assert [r["id"] for r in run.responses] == [2, "perm"]
+    assert run.answer(2)["result"] == {"content": "quick"}
     assert run.answer("perm")["result"]["outcome"]["optionId"] == "yes"
 
 
