@@ -30,6 +30,7 @@ and reasons, never the content of a line beyond a short prefix.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import math
 from collections import deque
@@ -217,6 +218,10 @@ class Connection:
         Many agents exit when their stdin ends. Returns once it is closed; wrap
         it in a timeout if the agent might not be reading.
         """
+        if not self._serving:  # no writer to queue behind
+            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                await self._stdin.aclose()
+            self._stdin_closed.set()
         if not self._stdin_closed.is_set():
             try:
                 await self._out_send.send(None)

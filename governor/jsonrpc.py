@@ -61,10 +61,14 @@ short prefix is enough to recognise "Debugger listening on ..." and no more.
 _SNIFF_BYTES: Final = 256
 """How much of an over-long line is kept to find the request id to answer."""
 
-JsonId: TypeAlias = int | str | float | None
-"""An id as JSON-RPC allows it: a number, a string, or null."""
+JsonId: TypeAlias = int | str | None
+"""An id we accept: an integer, a string, or null.
 
-_ID_TYPES: Final = frozenset({int, str, float, type(None)})  # not bool, not containers
+JSON-RPC also allows fractional numbers "but SHOULD NOT"; they are refused
+here because ``1e400`` parses as infinity, which no JSON answer can echo.
+"""
+
+_ID_TYPES: Final = frozenset({int, str, type(None)})  # not bool, float or containers
 
 _loads = json.loads
 _encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
@@ -176,7 +180,7 @@ _REPLY_NOT_OBJECT: Final = error_line(
     None, INVALID_REQUEST, "Invalid request: a JSON-RPC message must be a JSON object"
 )
 _REPLY_BAD_ID: Final = error_line(
-    None, INVALID_REQUEST, "Invalid request: id must be a string, a number or null"
+    None, INVALID_REQUEST, "Invalid request: id must be a string, an integer or null"
 )
 _REPLY_NO_METHOD: Final = error_line(
     None, INVALID_REQUEST, "Invalid request: neither a request (method) nor a response (id)"
