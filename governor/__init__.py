@@ -1,3 +1,53 @@
-"""acp-governor: an ACP client that governs coding agents."""
+"""acp-governor: an ACP client that governs coding agents.
+
+The library surface for coding loops::
+
+    from governor import AttemptSpec, run_attempt, run
+
+    outcome = run(AttemptSpec(prompt="...", agent="claude", workspace="repo",
+                              policy="policies/edit-workspace.toml"))
+
+`run_attempt` is the same under trio. Names are imported lazily so that the
+command line starts fast.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+__all__ = [
+    "Ask",
+    "AttemptSpec",
+    "Outcome",
+    "RefusedBeforeStart",
+    "Tally",
+    "__version__",
+    "run",
+    "run_attempt",
+]
+
+if TYPE_CHECKING:
+    from governor.approver import Ask
+    from governor.attempt import AttemptSpec, RefusedBeforeStart, run, run_attempt
+    from governor.outcome import Outcome, Tally
+
+_LAZY = {
+    "AttemptSpec": "governor.attempt",
+    "RefusedBeforeStart": "governor.attempt",
+    "run": "governor.attempt",
+    "run_attempt": "governor.attempt",
+    "Outcome": "governor.outcome",
+    "Tally": "governor.outcome",
+    "Ask": "governor.approver",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'governor' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)

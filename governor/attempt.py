@@ -23,7 +23,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import structlog
 import trio
@@ -37,12 +37,12 @@ from governor.ceilings import load_ceiling
 from governor.connection import Connection, ConnectionClosed, RemoteError, RequestTimeout
 from governor.governance import Governor
 from governor.jsonrpc import AUTH_REQUIRED
-from governor.outcome import AcpReport, Judgement, Outcome, from_stop_reason, tally
+from governor.outcome import AcpReport, Judgement, Outcome, from_stop_reason, judged, tally
 from governor.presets import NotInstalled, Preset, find, resolve
 from governor.secrets import Masker
 from governor.workspace import diff, snapshot, unexplained
 from policies.capability import Capability
-from policies.ceiling import CUSTOM_AGENT, Ceiling, RunRequest, check, parse_ceiling
+from policies.ceiling import CUSTOM_AGENT, CUSTOM_COMMAND, Ceiling, RunRequest, check, parse_ceiling
 from policies.policy import Policy, parse_policy
 
 log = structlog.get_logger("governor.attempt")
@@ -101,6 +101,9 @@ class AttemptSpec:
     max_line_bytes: int = 32 * 2**20
     environ: Mapping[str, str] | None = None
     """The environment the agent's variables come from (default: ``os.environ``)."""
+    kind: Literal["acp", "command"] = "acp"
+    """``command``: a plain program, not ACP: the prompt on its stdin, judged from its
+    exit status, its last stdout line and the workspace diff."""
 
 
 @dataclass
@@ -137,7 +140,7 @@ def prepare(spec: AttemptSpec) -> _Prepared:
         )
         policy = _with_capability(policy, cap)
     ceiling = _load_ceiling(spec.ceiling)
-    agent_id = spec.agent or CUSTOM_AGENT
+    agent_id = spec.agent or (CUSTOM_COMMAND if spec.kind == "command" else CUSTOM_AGENT)
     request = RunRequest(agent_id, policy.capability, tuple(spec.agent_args), policy.network)
     verdict = check(request, ceiling)
     if isinstance(verdict, list):
@@ -354,7 +357,10 @@ class _Attempt:
                     policy, self.audit, p.approver, terminals=terminals, on_event=self.emit
                 )
                 try:
-                    await self._drive(nursery)
+                    if p.spec.kind == "command":
+                        await self._drive_command()
+                    else:
+                        await self._drive(nursery)
                 finally:
                     await sandboxing.close_terminals(terminals)
                 nursery.cancel_scope.cancel()
@@ -420,6 +426,59 @@ class _Attempt:
                 inner.cancel_scope.cancel()
         finally:
             await _kill_tree(process)
+
+    async def _drive_command(self) -> None:
+        """A plain program: prompt on stdin, stdout kept (newest 1 MiB), stderr tail."""
+        p = self.p
+        command, pass_fds = sandboxing.agent_command(
+            p.argv, p.policy, p.preset, p.env, sandbox=p.spec.sandbox_agent
+        )
+        stdout = bytearray()
+        stderr = bytearray()
+        limit = 2**20
+        try:
+            process = await trio.lowlevel.open_process(
+                command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=p.policy.workspace,
+                env=p.env,
+                start_new_session=True,
+                pass_fds=pass_fds,
+            )
+        except OSError as e:
+            self.error = f"{self.name} could not be started: {e.strerror or e}"
+            return
+        finally:
+            sandboxing.close_fds(pass_fds)
+        self.emit("spawned", {"agent": self.name, "pid": process.pid})
+
+        async def feed() -> None:
+            assert process.stdin is not None
+            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                await process.stdin.send_all(p.spec.prompt.encode())
+            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                await process.stdin.aclose()
+
+        async def drain(stream: Any, into: bytearray) -> None:
+            while chunk := await stream.receive_some(65536):
+                into.extend(chunk)
+                if len(into) > limit:
+                    del into[: len(into) - limit]
+
+        try:
+            with trio.move_on_after(p.spec.timeout) as deadline:
+                async with trio.open_nursery() as n:
+                    n.start_soon(feed)
+                    n.start_soon(drain, process.stdout, stdout)
+                    n.start_soon(drain, process.stderr, stderr)
+                await process.wait()
+            self.timed_out = deadline.cancelled_caught
+        finally:
+            await _kill_tree(process)
+        out = stdout.decode("utf-8", errors="replace")
+        self.command_result = (process.returncode, out, stderr.decode("utf-8", errors="replace"))
 
     async def _watch_exit(self, process: trio.Process, conn: Connection) -> None:
         await process.wait()
@@ -688,7 +747,18 @@ class _Attempt:
         gov = self.governor
         message = "".join(self.turn.message)
         judgement: Judgement
-        if gov is not None and gov.pending is not None:
+        command_result = getattr(self, "command_result", None)
+        if command_result is not None and not self.timed_out:
+            code, out, err = command_result
+            if code == 0:
+                judgement = judged(out)
+            else:
+                why = out.strip() or " | ".join(
+                    line for line in err.splitlines()[-5:] if line.strip()
+                )
+                how = "by a signal" if code is not None and code < 0 else str(code)
+                judgement = Judgement("failed", f"{self.name} exited {how}: {why[:500]}")
+        elif gov is not None and gov.pending is not None:
             judgement = Judgement(
                 "needs_approval", f"waiting for a person's approval: {gov.pending.get('reason')}"
             )

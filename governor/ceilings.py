@@ -2,8 +2,8 @@
 
 Order: ``--ceiling FILE``, else ``$ACP_GOVERNOR_CEILING``, else
 ``/etc/acp-governor/ceiling.toml``, else ``~/.config/acp-governor/ceiling.toml``,
-else the built-in default (edit-workspace, every preset agent and a custom ACP
-argv, no raw agent args, no network for commands).
+else the built-in default (edit-workspace, every preset agent, a custom ACP
+argv and a plain command, no raw agent args, no network for commands).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from policies.ceiling import CUSTOM_AGENT, Ceiling, parse_ceiling
+from policies.ceiling import CUSTOM_AGENT, CUSTOM_COMMAND, Ceiling, parse_ceiling
 from policies.errors import ConfigError
 
 SYSTEM_CEILING = Path("/etc/acp-governor/ceiling.toml")
@@ -21,7 +21,7 @@ def default_ceiling() -> Ceiling:
     """The built-in ceiling: every preset agent and a custom ACP argv."""
     from governor.presets import preset_ids
 
-    return Ceiling.default((*preset_ids(), CUSTOM_AGENT))
+    return Ceiling.default((*preset_ids(), CUSTOM_AGENT, CUSTOM_COMMAND))
 
 
 def candidates(explicit: str | None) -> list[tuple[str, Path]]:

@@ -33,6 +33,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--agent", metavar="ID", help="a preset from presets.toml (see `governor presets`)"
     )
+    p.add_argument(
+        "--kind",
+        choices=("acp", "command"),
+        default="acp",
+        help="the command after -- speaks ACP (default), or is a plain program that gets the "
+        "prompt on stdin and is judged by its exit status, last output and the workspace diff",
+    )
     p.add_argument("--prompt-file", metavar="FILE", help="read the task from a file")
     p.add_argument(
         "--workspace", metavar="DIR", default=".", help="where the agent works (default: .)"
@@ -157,6 +164,7 @@ def main(args: argparse.Namespace) -> int:
             agent_args=args.agent_arg,
             append_rules=args.append_rules,
             durability=args.fsync,
+            kind=args.kind,
             on_event=None if args.json else _progress(),
         )
         outcome = run(spec)

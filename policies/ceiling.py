@@ -19,6 +19,8 @@ from policies.errors import ConfigError, unknown_key
 
 CUSTOM_AGENT: Final = "acp"
 """The agent id of an ACP program given as an argv rather than a preset."""
+CUSTOM_COMMAND: Final = "command"
+"""The agent id of a plain program (not ACP): the prompt on stdin, judged by its diff."""
 
 
 @dataclass(frozen=True, slots=True)

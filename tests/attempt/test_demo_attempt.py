@@ -188,3 +188,29 @@ async def test_an_agent_that_needs_signing_in_fails_with_the_login_command(tmp_p
     assert outcome.status == "failed"
     assert outcome.sign_in == "my-agent login"
     assert "needs signing in: my-agent login" in (outcome.reason or "")
+
+
+async def test_a_plain_command_gets_the_prompt_on_stdin_and_is_judged_by_its_output_and_diff(
+    tmp_path: Path,
+) -> None:
+    script = tmp_path / "tool.sh"
+    script.write_text('#!/bin/sh\nread task\necho "$task" > done.txt\necho "did: $task"\n')
+    script.chmod(0o755)
+    outcome = await run_attempt(
+        spec(tmp_path, agent=None, argv=[str(script)], kind="command", prompt="paint it\n")
+    )
+    assert outcome.status == "completed", outcome.reason
+    assert outcome.summary == "did: paint it"
+    assert (tmp_path / "ws" / "done.txt").read_text() == "paint it\n"
+    assert (
+        outcome.acp is not None and str(tmp_path / "ws" / "done.txt") in outcome.acp.unasked_paths
+    )
+
+
+async def test_a_plain_command_that_exits_non_zero_fails_with_its_words(tmp_path: Path) -> None:
+    script = tmp_path / "bad.sh"
+    script.write_text("#!/bin/sh\necho 'cannot find the spec' >&2\nexit 3\n")
+    script.chmod(0o755)
+    outcome = await run_attempt(spec(tmp_path, agent=None, argv=[str(script)], kind="command"))
+    assert outcome.status == "failed"
+    assert "exited 3: cannot find the spec" in (outcome.reason or "")

@@ -1,0 +1,67 @@
+"""`governor presets`: every preset, whether it is installed, how to sign in,
+and the folders of `$HOME` its sandbox keeps."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from governor.presets import NotInstalled, Preset, presets, resolve
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the `presets` subcommand."""
+    p = sub.add_parser(
+        "presets",
+        help="list the agent presets: installed or not, login, folders kept",
+        description="List every agent preset: whether its program is installed (and how it "
+        "was found), its login command, and the folders of $HOME its sandbox keeps.",
+    )
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=main)
+
+
+def describe(preset: Preset) -> dict[str, Any]:
+    """One preset's row: found how, login, install, folders kept."""
+    found = resolve(preset)
+    home = Path.home()
+    row: dict[str, Any] = {
+        "id": preset.id,
+        "name": preset.name,
+        "installed": not isinstance(found, NotInstalled),
+        "login": preset.login,
+        "install": preset.install,
+        "keeps": [str(p) for p in preset.home_paths(os.environ, home)],
+    }
+    if isinstance(found, NotInstalled):
+        row["found"] = None
+    else:
+        row["found"] = "npx" if found.via_npx else "PATH"
+        row["argv"] = list(found.argv)
+        if found.via_npx:
+            row["keeps"].append(str(home / ".npm"))
+    return row
+
+
+def main(args: argparse.Namespace) -> int:
+    """Print the table (or JSON); always exit 0."""
+    rows = [describe(p) for p in presets().values()]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    width = max(len(r["id"]) for r in rows)
+    for r in rows:
+        state = (
+            f"installed ({r['found']}: {r['argv'][0]})"
+            if r["installed"]
+            else f"not installed: {r['install']}"
+        )
+        print(f"{r['id']:<{width}}  {r['name']}")
+        print(f"{'':<{width}}  {state}")
+        print(f"{'':<{width}}  login: {r['login']}")
+        if r["keeps"]:
+            print(f"{'':<{width}}  keeps: {', '.join(r['keeps'])}")
+    return 0
