@@ -46,11 +46,23 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `governor` console script; returns the exit code."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    command: list[str] | None = None
+    if words and words[0] == "run" and "--" in words:
+        # Everything after the first `--` is the agent's argv, options included.
+        cut = words.index("--")
+        words, command = words[:cut], words[cut + 1 :]
+    args = parser.parse_args(words)
+    if command is not None:
+        args.command = command
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return 2
-    code: int = args.func(args)
+    try:
+        code: int = args.func(args)
+    except BrokenPipeError:  # e.g. `governor presets | head`
+        sys.stderr.close()
+        return 0
     return code
 
 

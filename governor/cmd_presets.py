@@ -31,7 +31,8 @@ def describe(preset: Preset) -> dict[str, Any]:
     row: dict[str, Any] = {
         "id": preset.id,
         "name": preset.name,
-        "installed": not isinstance(found, NotInstalled),
+        "installed": not isinstance(found, NotInstalled) and not found.via_npx,
+        "available": not isinstance(found, NotInstalled),
         "login": preset.login,
         "install": preset.install,
         "keeps": [str(p) for p in preset.home_paths(os.environ, home)],
@@ -54,11 +55,12 @@ def main(args: argparse.Namespace) -> int:
         return 0
     width = max(len(r["id"]) for r in rows)
     for r in rows:
-        state = (
-            f"installed ({r['found']}: {r['argv'][0]})"
-            if r["installed"]
-            else f"not installed: {r['install']}"
-        )
+        if r["installed"]:
+            state = f"installed: {r['argv'][0]}"
+        elif r["available"]:
+            state = f"not installed; runs through npx, which fetches it: {' '.join(r['argv'])}"
+        else:
+            state = f"not installed: {r['install']}"
         print(f"{r['id']:<{width}}  {r['name']}")
         print(f"{'':<{width}}  {state}")
         print(f"{'':<{width}}  login: {r['login']}")

@@ -29,7 +29,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("prompt", nargs="?", help="the task; '-' reads it from stdin")
-    p.add_argument("command", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     p.add_argument(
         "--agent", metavar="ID", help="a preset from presets.toml (see `governor presets`)"
     )
@@ -106,7 +105,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="audit durability (default batch)",
     )
     p.add_argument("--json", action="store_true", help="print only the outcome JSON on stdout")
-    p.set_defaults(func=main)
+    p.set_defaults(func=main, command=[])
 
 
 def _prompt(args: argparse.Namespace) -> str:
@@ -132,8 +131,6 @@ def main(args: argparse.Namespace) -> int:
 
     logs.configure(json_lines=args.json or not sys.stderr.isatty())
     command = list(args.command)
-    if command and command[0] == "--":
-        command = command[1:]
     try:
         prompt = _prompt(args)
         if args.agent and command:
