@@ -147,7 +147,9 @@ class Governor:
             return Verdict.DENY, "policy", "the turn was cancelled"
         if decision.verdict is not Verdict.ASK:
             return decision.verdict, decision.by, decision.reason
-        key = (kind, shown)
+        # A grant covers the same subject however it comes back: a command granted in
+        # a permission request is the same command in the terminal/create after it.
+        key = ("command" if kind == "terminal" or "command" in subject else kind, shown)
         if key in self.grants:
             return (
                 Verdict.ALLOW,

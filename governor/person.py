@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TextIO
-
 import trio
 
 from governor.approver import Answer, Ask
@@ -33,27 +31,48 @@ class Person:
             fd = os.open(self.tty, os.O_RDWR | os.O_NOCTTY)
         except OSError:
             return "refuse"
-        with os.fdopen(fd, "r+", buffering=1, encoding="utf-8", errors="replace") as term:
-            show(term, ask)
+        try:
+            _write(fd, render(ask))
             for _ in range(5):
-                term.write("allow [o]nce, allow for the rest of this [a]ttempt, or [r]efuse? ")
-                term.flush()
-                line = term.readline()
-                if not line:
+                _write(fd, "allow [o]nce, allow for the rest of this [a]ttempt, or [r]efuse? ")
+                line = _readline(fd)
+                if line is None:
                     return "refuse"
                 answer = _CHOICES.get(line.strip().lower()[:1])
                 if answer is not None:
                     return answer  # type: ignore[return-value]
             return "refuse"
+        finally:
+            os.close(fd)
 
 
-def show(term: TextIO, ask: Ask) -> None:
+def _write(fd: int, text: str) -> None:
+    data = text.encode("utf-8", errors="replace")
+    while data:
+        data = data[os.write(fd, data) :]
+
+
+def _readline(fd: int, limit: int = 4096) -> str | None:
+    """One line from the terminal (a tty is not seekable: no buffered text file)."""
+    buf = b""
+    while not buf.endswith(b"\n") and len(buf) < limit:
+        chunk = os.read(fd, 1)
+        if not chunk:
+            return None if not buf else buf.decode(errors="replace")
+        buf += chunk
+    return buf.decode(errors="replace")
+
+
+def render(ask: Ask) -> str:
     """The tool call a person is asked about: the command, or the content of a write."""
-    term.write(f"\n--- the agent asks: {ask.kind}: {ask.subject}\n    why: {ask.reason}\n")
+    out = [f"\n--- the agent asks: {ask.kind}: {ask.subject}\n    why: {ask.reason}\n"]
     content = ask.detail.get("content")
     if isinstance(content, str):
-        lines = content.splitlines()[:40]
-        term.write("    content to write:\n" + "".join(f"    + {line}\n" for line in lines))
+        out.append(
+            "    content to write:\n"
+            + "".join(f"    + {line}\n" for line in content.splitlines()[:40])
+        )
     raw = ask.detail.get("raw_input")
     if raw:
-        term.write(f"    input: {json.dumps(raw, ensure_ascii=False)[:800]}\n")
+        out.append(f"    input: {json.dumps(raw, ensure_ascii=False)[:800]}\n")
+    return "".join(out)
