@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+
 import trio
 
 from governor.approver import Answer, Ask
