@@ -1,0 +1,313 @@
+"""A sandbox profile and its rendering to a bwrap argv: pure, no I/O.
+
+`Profile` is what a policy asks for (capability, roots, network, declared
+environment, home folders to keep). `HostFacts` is what the survey found on the
+host (resolved paths, which protected paths exist, which must be stubbed, which
+secrets to mask). `render` turns the two into bwrap options; it never touches the
+filesystem, so every rule below is unit-testable with synthetic facts.
+
+Mount order matters (bwrap applies options left to right) and is the heart of
+this file:
+
+1. ``--ro-bind / /``: everything read-only, then fresh ``/dev`` and ``/proc``.
+2. Private tmpfs over ``/tmp``, ``/var/tmp``, ``$HOME`` and ``/run/user/$UID``;
+   ``/dev/null`` over host daemon sockets. These come *before* the roots so a
+   workspace under ``$HOME`` or ``/tmp`` is bound back on top of its tmpfs.
+3. Kept home folders and visible install paths.
+4. The roots (read-write only at ``edit-workspace``), then git dirs a ``.git``
+   file points to (kept visible for ``git``).
+5. Read-write self-binds of every directory between a root and a pinned path:
+   a mount point cannot be renamed (EBUSY), which stops ``mv sub sub2`` from
+   carrying a nested repository's pinned ``.git`` away and rebuilding it.
+6. Read-only pins of protected paths (existing ones, and the stubs made for
+   missing ones), by ``O_PATH`` fd when bwrap supports ``--ro-bind-fd``.
+7. ``/dev/null`` over hidden files.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Final
+
+from policies.capability import Capability
+from sandbox.protected import SYSTEM_DIRS
+
+DEFAULT_PATH: Final = "/usr/local/bin:/usr/bin:/bin"
+DEFAULT_LANG: Final = "C.UTF-8"
+DEFAULT_TERM: Final = "dumb"
+
+_ENV_NAME: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class ProfileError(ValueError):
+    """A profile that cannot be rendered safely; the message names the culprit."""
+
+
+@dataclass(frozen=True)
+class HomeFolder:
+    """A path under ``$HOME`` kept visible on top of the empty ``$HOME`` tmpfs."""
+
+    name: str
+    writable: bool = False
+
+    def __post_init__(self) -> None:
+        _check_relative("home folder", self.name)
+
+
+@dataclass(frozen=True)
+class Profile:
+    """What one sandboxed process may see and do.
+
+    ``home=None`` means the caller's home, found by the survey. ``protected`` and
+    ``hidden`` add root-relative paths to the built-in lists in
+    `sandbox.protected`. ``visible`` keeps host paths readable even where a tmpfs
+    would hide them (an agent installed under ``/tmp`` or ``$HOME``).
+    """
+
+    capability: Capability
+    workspace: Path
+    extra_roots: tuple[Path, ...] = ()
+    network: bool = False
+    env: Mapping[str, str] = field(default_factory=dict)
+    home: Path | None = None
+    home_folders: tuple[HomeFolder, ...] = ()
+    visible: tuple[Path, ...] = ()
+    protected: tuple[str, ...] = ()
+    hidden: tuple[str, ...] = ()
+    allow_unix_sockets: bool = False
+    cwd: Path | None = None
+
+    def __post_init__(self) -> None:
+        for name, value in self.env.items():
+            if not _ENV_NAME.match(name):
+                raise ProfileError(f"environment name {name!r} is not a valid variable name")
+            if "\0" in value:
+                raise ProfileError(f"environment variable {name} contains a NUL byte")
+        for rel in (*self.protected, *self.hidden):
+            _check_relative("protected/hidden path", rel)
+        for path in (self.workspace, *self.extra_roots, *self.visible):
+            if not Path(path).is_absolute():
+                raise ProfileError(f"path {str(path)!r} must be absolute")
+
+    @property
+    def sandboxed(self) -> bool:
+        """Everything below full-access runs under bwrap; full-access never does."""
+        return self.capability < Capability.FULL_ACCESS
+
+    @property
+    def writable(self) -> bool:
+        """Whether the roots are bound read-write."""
+        return self.capability == Capability.EDIT_WORKSPACE
+
+    @property
+    def roots(self) -> tuple[Path, ...]:
+        return (self.workspace, *self.extra_roots)
+
+    def with_command(self, *, cwd: Path | None = None, env: Mapping[str, str] | None = None) -> Profile:
+        """The same profile for one command: its cwd and extra declared variables."""
+        return replace(
+            self,
+            cwd=cwd if cwd is not None else self.cwd,
+            env={**self.env, **(env or {})},
+        )
+
+    @classmethod
+    def for_agent(
+        cls,
+        capability: Capability,
+        workspace: Path,
+        *,
+        extra_roots: Sequence[Path] = (),
+        home: Path | None = None,
+        home_folders: Sequence[str] = (),
+        install: Sequence[Path] = (),
+        env: Mapping[str, str] | None = None,
+        network: bool = True,
+        protected: Sequence[str] = (),
+        hidden: Sequence[str] = (),
+        allow_unix_sockets: bool = False,
+    ) -> Profile:
+        """The profile that wraps an agent process itself.
+
+        Differences from a command profile: the agent's own state folders (its
+        preset's ``~/.claude``, ``~/.codex``, npm's ``~/.npm``, ...) are kept
+        read-write on the empty ``$HOME``; its install stays visible read-only;
+        network is on (it must reach its model API), independent of the
+        commands' network switch. Everything else, protected paths included, is
+        the same as for a command at that capability.
+        """
+        return cls(
+            capability=capability,
+            workspace=workspace,
+            extra_roots=tuple(extra_roots),
+            network=network,
+            env=dict(env or {}),
+            home=home,
+            home_folders=tuple(HomeFolder(name, writable=True) for name in home_folders),
+            visible=tuple(install),
+            protected=tuple(protected),
+            hidden=tuple(hidden),
+            allow_unix_sockets=allow_unix_sockets,
+        )
+
+
+def _check_relative(what: str, rel: str) -> None:
+    parts = rel.split("/")
+    if not rel or rel.startswith("/") or any(p in ("", ".", "..") for p in parts):
+        raise ProfileError(f"{what} {rel!r} must be a plain relative path without '..'")
+
+
+@dataclass(frozen=True)
+class HomeMount:
+    source: str
+    dest: str
+    writable: bool
+
+
+@dataclass(frozen=True)
+class HostFacts:
+    """What the survey found on the host: every path here is resolved and existed
+    when surveyed (``stubs`` are created by the launcher just before the spawn)."""
+
+    home: str | None
+    home_env: str
+    uid: int
+    roots: tuple[str, ...]
+    cwd: str
+    private_dirs: tuple[str, ...] = ("/tmp",)
+    home_mounts: tuple[HomeMount, ...] = ()
+    run_user_dir: str | None = None
+    sockets: tuple[str, ...] = ()
+    visible: tuple[str, ...] = ()
+    git_dirs: tuple[str, ...] = ()
+    ancestors: tuple[str, ...] = ()
+    pins: tuple[str, ...] = ()
+    stubs: tuple[str, ...] = ()
+    hidden: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class BwrapFeatures:
+    """Options this bwrap binary understands (probed from ``bwrap --help``)."""
+
+    seccomp: bool = True
+    disable_userns: bool = True
+    assert_userns_disabled: bool = True
+    ro_bind_fd: bool = True
+
+
+def is_within(path: str, parent: str) -> bool:
+    """Whether ``path`` equals ``parent`` or lies below it (both normalized, absolute)."""
+    return path == parent or path.startswith(parent.rstrip("/") + "/")
+
+
+def validate(profile: Profile, facts: HostFacts) -> None:
+    """Refuse roots that would expose secrets or the system, and a cwd outside the roots."""
+    if not profile.sandboxed:
+        raise ProfileError("full-access runs without bwrap; there is no sandbox argv to render")
+    for root in facts.roots:
+        if root == "/":
+            raise ProfileError("a root may not be '/'")
+        if facts.home is not None and is_within(facts.home, root):
+            raise ProfileError(
+                f"root {root} is the home directory or contains it; that would expose "
+                "~/.ssh, ~/.aws and agent credentials"
+            )
+        if profile.writable:
+            for system in SYSTEM_DIRS:
+                if is_within(root, system):
+                    raise ProfileError(f"writable root {root} lies in the system directory {system}")
+    if not any(is_within(facts.cwd, root) for root in facts.roots):
+        raise ProfileError(f"working directory {facts.cwd} is outside the roots")
+
+
+def environment(profile: Profile, facts: HostFacts) -> dict[str, str]:
+    """The whole environment of the sandboxed process: the four basics plus the declared."""
+    return {
+        "PATH": DEFAULT_PATH,
+        "HOME": facts.home_env,
+        "LANG": DEFAULT_LANG,
+        "TERM": DEFAULT_TERM,
+        **profile.env,
+    }
+
+
+def render(
+    profile: Profile,
+    facts: HostFacts,
+    features: BwrapFeatures,
+    *,
+    seccomp_fd: int,
+    pin_fds: Mapping[str, int] | None = None,
+) -> list[str]:
+    """bwrap options (no program name, no ``--``, no command) for ``profile`` on ``facts``.
+
+    ``pin_fds`` maps pinned paths to ``O_PATH|O_NOFOLLOW`` descriptors; with
+    ``--ro-bind-fd`` the mount source is the inode that was checked, not a path
+    that could have been swapped for a symlink since.
+    """
+    validate(profile, facts)
+    if not features.seccomp:
+        raise ProfileError("this bwrap has no --seccomp; refusing to run without the syscall filter")
+    fds = pin_fds or {}
+    argv: list[str] = ["--unshare-all", "--unshare-user"]
+    if profile.network:
+        argv.append("--share-net")
+    if features.disable_userns:
+        argv.append("--disable-userns")
+        if features.assert_userns_disabled:
+            argv.append("--assert-userns-disabled")
+    argv += ["--cap-drop", "ALL", "--die-with-parent", "--new-session", "--clearenv"]
+    for name, value in environment(profile, facts).items():
+        argv += ["--setenv", name, value]
+
+    argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    for private in facts.private_dirs:
+        argv += ["--tmpfs", private]
+    if facts.home is not None:
+        argv += ["--tmpfs", facts.home]
+    for mount in facts.home_mounts:
+        argv += ["--bind" if mount.writable else "--ro-bind", mount.source, mount.dest]
+    if facts.run_user_dir is not None:
+        argv += ["--tmpfs", facts.run_user_dir]
+    for sock in facts.sockets:
+        argv += ["--ro-bind", os.devnull, sock]
+    for path in facts.visible:
+        argv += ["--ro-bind", path, path]
+
+    root_bind = "--bind" if profile.writable else "--ro-bind"
+    for root in facts.roots:
+        argv += [root_bind, root, root]
+    for git_dir in facts.git_dirs:
+        argv += ["--ro-bind", git_dir, git_dir]
+    if profile.writable:
+        for ancestor in facts.ancestors:
+            argv += ["--bind", ancestor, ancestor]
+        for pin in facts.pins:
+            fd = fds.get(pin)
+            if fd is not None and features.ro_bind_fd:
+                argv += ["--ro-bind-fd", str(fd), pin]
+            else:
+                argv += ["--ro-bind", pin, pin]
+    for hidden in facts.hidden:
+        argv += ["--ro-bind", os.devnull, hidden]
+
+    argv += ["--chdir", facts.cwd, "--seccomp", str(seccomp_fd)]
+    return argv
+
+
+def ancestors_between(root: str, path: str) -> list[str]:
+    """Directories strictly between ``root`` and ``path`` (outermost first)."""
+    rel = posixpath.relpath(path, root)
+    parts = rel.split("/")[:-1]
+    out = []
+    current = root
+    for part in parts:
+        current = posixpath.join(current, part)
+        out.append(current)
+    return out

@@ -1,0 +1,114 @@
+"""The paths a sandboxed command may never change or read, as data.
+
+This module is the single list. The profile renderer and the workspace survey
+read it; the policy engine (`policies/`) should import these tuples (or mirror
+them, if it must stay free of `sandbox` imports) so that the in-process
+`fs/write_text_file` check and the bwrap mounts refuse the same names.
+
+Why each group is here:
+
+* Version-control execution surface. Anything under ``.git`` can run code at the
+  user's next *host* ``git`` command (hooks, ``core.fsmonitor``, filters,
+  ``core.hooksPath``). ``.git`` is protected **as a whole** because protecting
+  only ``.git/hooks`` is bypassed by ``mv .git .git-old`` and rebuilding it
+  (sandbox-reference §4.2). ``.githooks``/``.husky`` are where hook managers
+  point ``core.hooksPath``.
+* Agent and governor control plane: an agent must not rewrite its own policy,
+  permissions, MCP servers or future instructions.
+* Editor and auto-run configs: opening the folder in an IDE or ``cd``-ing into it
+  with direnv runs them.
+* Shell and tool rc files: they run at the user's next login or tool start when
+  the workspace overlaps ``$HOME``, and some tools read project-level rc files.
+
+Hidden files are *read*-denied: ``.env`` files hold the secrets a project needs
+locally; commands see an empty file instead.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from typing import Final
+
+PROTECTED_NAMES: Final[tuple[str, ...]] = (
+    # version control
+    ".git",
+    ".gitmodules",
+    ".githooks",
+    ".husky",
+    # agent / governor control plane
+    ".acp-governor",
+    ".claude",
+    ".codex",
+    ".gemini",
+    ".agents",
+    ".cursor",
+    ".mcp.json",
+    # editor and auto-run configuration
+    ".vscode",
+    ".idea",
+    ".devcontainer",
+    ".envrc",
+    # shell and tool rc files
+    ".bashrc",
+    ".bash_profile",
+    ".profile",
+    ".zshrc",
+    ".zprofile",
+    ".gitconfig",
+    ".npmrc",
+)
+"""Names pinned read-only at the top of every writable root (existing or not)."""
+
+NESTED_GIT_NAME: Final = ".git"
+"""Nested repositories (``**/.git``) are pinned too: a nested ``.git/hooks`` runs as
+soon as the user commits inside that directory (openai/codex#37081)."""
+
+SCAN_MAX_DEPTH: Final = 4
+"""How many directory levels below a root the survey descends looking for nested
+repositories and ``.env`` files. Bounded so that a survey stays in milliseconds;
+a repository or secret deeper than this is not found (documented limit)."""
+
+SCAN_SKIP_DIRS: Final[frozenset[str]] = frozenset(
+    {"node_modules", ".venv", "venv", "__pycache__", ".tox", ".mypy_cache", ".git"}
+)
+"""Directories the bounded scan never enters: huge, generated, or (``.git``)
+already protected as a whole."""
+
+HIDDEN_PATTERNS: Final[tuple[str, ...]] = (".env", ".env.*")
+"""File-name globs (matched on the last component) masked with an empty file."""
+
+HOST_DAEMON_SOCKETS: Final[tuple[str, ...]] = (
+    "/run/docker.sock",
+    "/var/run/docker.sock",
+    "/run/containerd/containerd.sock",
+    "/run/podman/podman.sock",
+    "/run/crio/crio.sock",
+    "/run/buildkit/buildkitd.sock",
+    "/run/dbus/system_bus_socket",
+    "/var/run/dbus/system_bus_socket",
+)
+"""Host sockets that grant root-equivalent or session-wide power; each one that
+exists is covered with ``/dev/null`` (a read-only bind does not stop ``connect``)."""
+
+SYSTEM_DIRS: Final[tuple[str, ...]] = (
+    "/bin",
+    "/boot",
+    "/dev",
+    "/etc",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/proc",
+    "/run",
+    "/sbin",
+    "/sys",
+    "/usr",
+)
+"""A writable root may not be one of these or lie inside one: the sandbox's own
+PATH and loader live there."""
+
+
+def is_hidden_name(name: str) -> bool:
+    """Whether a file named ``name`` is read-denied (``.env``, ``.env.local``, ...)."""
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in HIDDEN_PATTERNS)

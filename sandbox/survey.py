@@ -1,0 +1,267 @@
+"""The survey: read the host filesystem to produce the `HostFacts` a profile needs.
+
+This is the only place that inspects paths for the profile; `render` stays pure.
+It resolves roots, finds which protected paths exist (and where a missing one
+must be stubbed), follows a ``.git`` file to its ``gitdir``/``commondir``, scans
+a bounded depth for nested repositories and ``.env`` files, and lists the host
+sockets that exist.
+
+A protected path that is a symlink is refused (`ProfileError`) rather than
+pinned: mounting follows the link, so the link itself would stay replaceable
+inside the writable root, and the next host tool would follow the replacement.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sandbox.profile import (
+    HomeMount,
+    HostFacts,
+    Profile,
+    ProfileError,
+    ancestors_between,
+    is_within,
+)
+from sandbox.protected import (
+    HOST_DAEMON_SOCKETS,
+    NESTED_GIT_NAME,
+    PROTECTED_NAMES,
+    SCAN_MAX_DEPTH,
+    SCAN_SKIP_DIRS,
+    is_hidden_name,
+)
+
+PRIVATE_DIRS = ("/tmp", "/var/tmp")
+GITFILE_MAX_BYTES = 4096
+
+
+def caller_home(uid: int) -> str:
+    """The password-database home of ``uid``: where its secrets really live,
+    whatever ``$HOME`` says."""
+    try:
+        return pwd.getpwuid(uid).pw_dir
+    except KeyError:
+        return os.environ.get("HOME", "/")
+
+
+def survey(profile: Profile, *, uid: int | None = None) -> HostFacts:
+    """Inspect the host for ``profile``; raises `ProfileError` naming a bad path."""
+    uid = os.getuid() if uid is None else uid
+    home_env = str(profile.home) if profile.home is not None else caller_home(uid)
+    home_real = os.path.realpath(home_env)
+    home: str | None = home_real if home_real != "/" and os.path.isdir(home_real) else None
+
+    roots = tuple(_resolve_root(path) for path in profile.roots)
+    cwd = os.path.realpath(profile.cwd if profile.cwd is not None else profile.workspace)
+    if not os.path.isdir(cwd):
+        raise ProfileError(f"working directory {cwd} does not exist or is not a directory")
+
+    private_dirs = _dedupe(
+        os.path.realpath(d) for d in PRIVATE_DIRS if os.path.isdir(d)
+    )
+    hidden_roots = (*private_dirs, *([home] if home else []))
+
+    home_mounts: list[HomeMount] = []
+    if home is not None:
+        for folder in profile.home_folders:
+            source = os.path.join(home, folder.name)
+            if os.path.exists(source):
+                home_mounts.append(
+                    HomeMount(os.path.realpath(source), source, folder.writable)
+                )
+
+    run_user = f"/run/user/{uid}"
+    run_user_dir = run_user if os.path.isdir(run_user) else None
+    sockets = _dedupe(
+        os.path.realpath(s)
+        for s in HOST_DAEMON_SOCKETS
+        if os.path.exists(s)
+        and not any(is_within(os.path.realpath(s), d) for d in (*hidden_roots, run_user))
+    )
+
+    visible = []
+    for path in profile.visible:
+        if not os.path.exists(path):
+            raise ProfileError(f"path to keep visible {path} does not exist")
+        visible.append(os.path.realpath(path))
+
+    plan = _Plan(writable_roots=roots if profile.writable else ())
+    hidden: list[str] = []
+    for root in roots:
+        found = _scan(root)
+        if profile.writable:
+            for rel in (*PROTECTED_NAMES, *profile.protected):
+                plan.pin(root, rel)
+            for rel in found.nested_git:
+                plan.pin(root, rel)
+        for rel in found.git_files:
+            plan.follow_gitfile(os.path.join(root, rel))
+        for rel in (*found.hidden, *profile.hidden):
+            target = os.path.realpath(os.path.join(root, rel))
+            if os.path.isfile(target) and _visible_inside(target, roots, hidden_roots):
+                hidden.append(target)
+
+    pins = plan.kept_pins()
+    return HostFacts(
+        home=home,
+        home_env=home_env,
+        uid=uid,
+        roots=roots,
+        cwd=cwd,
+        private_dirs=private_dirs,
+        home_mounts=tuple(home_mounts),
+        run_user_dir=run_user_dir,
+        sockets=sockets,
+        visible=_dedupe(visible),
+        git_dirs=_dedupe(plan.git_dirs),
+        ancestors=plan.ancestors_for(pins),
+        pins=pins,
+        stubs=tuple(s for s in _dedupe(plan.stubs) if s in pins),
+        hidden=_dedupe(hidden),
+    )
+
+
+def _visible_inside(path: str, roots: tuple[str, ...], tmpfs_dirs: tuple[str, ...]) -> bool:
+    """Whether ``path`` can be seen in the sandbox: inside a root (bound back on
+    top of any tmpfs) or not under a tmpfs at all. Only visible files need a mask."""
+    return any(is_within(path, r) for r in roots) or not any(
+        is_within(path, d) for d in tmpfs_dirs
+    )
+
+
+def _resolve_root(path: Path) -> str:
+    real = os.path.realpath(path)
+    if not os.path.isdir(real):
+        raise ProfileError(f"root {path} does not exist or is not a directory")
+    return real
+
+
+def _dedupe(items: Iterator[str] | list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(items))
+
+
+@dataclass
+class _Found:
+    nested_git: list[str] = field(default_factory=list)
+    git_files: list[str] = field(default_factory=list)
+    hidden: list[str] = field(default_factory=list)
+
+
+def _scan(root: str) -> _Found:
+    """Walk ``root`` to `SCAN_MAX_DEPTH` without following symlinks, collecting
+    nested ``.git`` entries, ``.git`` files (worktrees, submodules) and hidden files."""
+    found = _Found()
+    stack: list[tuple[str, int]] = [("", 1)]
+    while stack:
+        rel_dir, depth = stack.pop()
+        try:
+            entries = list(os.scandir(os.path.join(root, rel_dir)))
+        except OSError:
+            continue
+        for entry in entries:
+            rel = os.path.join(rel_dir, entry.name) if rel_dir else entry.name
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+                is_file = entry.is_file(follow_symlinks=False)
+            except OSError:
+                continue
+            if entry.name == NESTED_GIT_NAME:
+                if rel_dir:
+                    found.nested_git.append(rel)
+                if is_file:
+                    found.git_files.append(rel)
+                continue
+            if is_hidden_name(entry.name) and not is_dir:
+                found.hidden.append(rel)
+            if is_dir and depth < SCAN_MAX_DEPTH and entry.name not in SCAN_SKIP_DIRS:
+                stack.append((rel, depth + 1))
+    return found
+
+
+@dataclass
+class _Plan:
+    """Pins, stubs and visible git dirs accumulated over the roots."""
+
+    writable_roots: tuple[str, ...]
+    pins_with_root: dict[str, str] = field(default_factory=dict)
+    stubs: list[str] = field(default_factory=list)
+    git_dirs: list[str] = field(default_factory=list)
+
+    def pin(self, root: str, rel: str) -> None:
+        current = root
+        parts = rel.split("/")
+        for index, part in enumerate(parts):
+            current = os.path.join(current, part)
+            try:
+                st = os.lstat(current)
+            except FileNotFoundError:
+                self.stubs.append(current)
+                break
+            if stat.S_ISLNK(st.st_mode):
+                raise ProfileError(
+                    f"protected path {current} is a symlink; a link cannot be pinned "
+                    "read-only inside a writable root (replace it with the real file, "
+                    "or run read-only)"
+                )
+            if not stat.S_ISDIR(st.st_mode) and index < len(parts) - 1:
+                break
+        self.pins_with_root.setdefault(current, root)
+
+    def follow_gitfile(self, gitfile: str) -> None:
+        """Keep a worktree's or submodule's real git dir (and its commondir)
+        visible, and pinned when it lies inside a writable root."""
+        gitdir = _read_pointer(gitfile, "gitdir:")
+        if gitdir is None:
+            return
+        gitdir = os.path.realpath(os.path.join(os.path.dirname(gitfile), gitdir))
+        targets = [gitdir]
+        common = _read_pointer(os.path.join(gitdir, "commondir"), "")
+        if common is not None:
+            targets.append(os.path.realpath(os.path.join(gitdir, common)))
+        for target in targets:
+            root = next((r for r in self.writable_roots if is_within(target, r) and target != r), None)
+            if root is not None:
+                self.pin(root, os.path.relpath(target, root))
+            elif os.path.isdir(target):
+                self.git_dirs.append(target)
+
+    def kept_pins(self) -> tuple[str, ...]:
+        """Pins, minus those already inside another pin (mounted read-only anyway)."""
+        ordered = sorted(self.pins_with_root, key=lambda p: (p.count("/"), p))
+        kept: list[str] = []
+        for pin in ordered:
+            if not any(is_within(pin, other) for other in kept):
+                kept.append(pin)
+        return tuple(kept)
+
+    def ancestors_for(self, pins: tuple[str, ...]) -> tuple[str, ...]:
+        out: list[str] = []
+        for pin in pins:
+            for ancestor in ancestors_between(self.pins_with_root[pin], pin):
+                if not any(is_within(ancestor, p) for p in pins):
+                    out.append(ancestor)
+        return _dedupe(sorted(set(out), key=lambda p: (p.count("/"), p)))
+
+
+def _read_pointer(path: str, prefix: str) -> str | None:
+    """The path in a one-line pointer file (``gitdir: ../x`` or a bare ``commondir``)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        text = os.read(fd, GITFILE_MAX_BYTES).decode("utf-8", "replace").strip()
+    finally:
+        os.close(fd)
+    if not text.startswith(prefix):
+        return None
+    value = text[len(prefix):].strip().splitlines()[0].strip() if text[len(prefix):].strip() else ""
+    return value or None

@@ -1,0 +1,252 @@
+"""Profile -> bwrap argv, pure: synthetic host facts, no filesystem, no bwrap."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from policies.capability import Capability
+from sandbox.profile import (
+    BwrapFeatures,
+    HomeFolder,
+    HomeMount,
+    HostFacts,
+    Profile,
+    ProfileError,
+    ancestors_between,
+    render,
+)
+
+WS = "/home/u/src/proj"
+FACTS = HostFacts(
+    home="/home/u",
+    home_env="/home/u",
+    uid=1000,
+    roots=(WS,),
+    cwd=WS,
+    private_dirs=("/tmp", "/var/tmp"),
+    run_user_dir="/run/user/1000",
+    sockets=("/run/docker.sock",),
+    ancestors=(f"{WS}/vendor",),
+    pins=(f"{WS}/.git", f"{WS}/.codex", f"{WS}/vendor/lib/.git"),
+    stubs=(f"{WS}/.codex",),
+    hidden=(f"{WS}/.env",),
+)
+ALL = BwrapFeatures()
+
+
+def profile(capability: Capability = Capability.EDIT_WORKSPACE, **kw: object) -> Profile:
+    return Profile(capability=capability, workspace=Path(WS), **kw)  # type: ignore[arg-type]
+
+
+def pairs(argv: list[str], option: str) -> list[str]:
+    """The first argument of every occurrence of ``option``."""
+    return [argv[i + 1] for i, a in enumerate(argv) if a == option]
+
+
+def position(argv: list[str], *words: str) -> int:
+    for i in range(len(argv) - len(words) + 1):
+        if tuple(argv[i : i + len(words)]) == words:
+            return i
+    raise AssertionError(f"{words} not in argv")
+
+
+def test_every_namespace_is_unshared_and_privileges_dropped() -> None:
+    argv = render(profile(), FACTS, ALL, seccomp_fd=9)
+    for flag in (
+        "--unshare-all",
+        "--unshare-user",
+        "--disable-userns",
+        "--assert-userns-disabled",
+        "--die-with-parent",
+        "--new-session",
+        "--clearenv",
+    ):
+        assert flag in argv
+    assert position(argv, "--cap-drop", "ALL") >= 0
+    assert position(argv, "--seccomp", "9") >= 0
+    assert "--share-net" not in argv
+
+
+def test_network_is_shared_only_when_the_profile_enables_it() -> None:
+    assert "--share-net" in render(profile(network=True), FACTS, ALL, seccomp_fd=9)
+    assert "--share-net" not in render(profile(network=False), FACTS, ALL, seccomp_fd=9)
+
+
+def test_the_environment_is_cleared_and_holds_only_the_basics_and_the_declared() -> None:
+    argv = render(profile(env={"CI": "1"}), FACTS, ALL, seccomp_fd=9)
+    assert position(argv, "--clearenv") < position(argv, "--setenv", "PATH")
+    assert sorted(pairs(argv, "--setenv")) == ["CI", "HOME", "LANG", "PATH", "TERM"]
+    assert position(argv, "--setenv", "HOME", "/home/u") >= 0
+
+
+def test_the_root_is_read_only_and_home_tmp_and_run_user_are_fresh_tmpfs() -> None:
+    argv = render(profile(), FACTS, ALL, seccomp_fd=9)
+    assert position(argv, "--ro-bind", "/", "/") < position(argv, "--tmpfs", "/tmp")
+    assert set(pairs(argv, "--tmpfs")) == {"/tmp", "/var/tmp", "/home/u", "/run/user/1000"}
+    assert position(argv, "--dev", "/dev") >= 0
+    assert position(argv, "--proc", "/proc") >= 0
+
+
+def test_the_workspace_is_bound_after_the_home_tmpfs_that_would_hide_it() -> None:
+    argv = render(profile(), FACTS, ALL, seccomp_fd=9)
+    assert position(argv, "--tmpfs", "/home/u") < position(argv, "--bind", WS, WS)
+
+
+def test_host_daemon_sockets_are_covered_with_dev_null() -> None:
+    argv = render(profile(), FACTS, ALL, seccomp_fd=9)
+    assert position(argv, "--ro-bind", "/dev/null", "/run/docker.sock") >= 0
+
+
+def test_edit_workspace_binds_roots_writable_then_pins_protected_paths_read_only() -> None:
+    argv = render(profile(), FACTS, ALL, seccomp_fd=9)
+    bind = position(argv, "--bind", WS, WS)
+    for pin in FACTS.pins:
+        assert position(argv, "--ro-bind", pin, pin) > bind
+
+
+def test_pins_use_the_checked_descriptor_when_bwrap_supports_it() -> None:
+    fds = {f"{WS}/.git": 11, f"{WS}/.codex": 12}
+    argv = render(profile(), FACTS, ALL, seccomp_fd=9, pin_fds=fds)
+    assert position(argv, "--ro-bind-fd", "11", f"{WS}/.git") >= 0
+    assert position(argv, "--ro-bind-fd", "12", f"{WS}/.codex") >= 0
+    old = replace(ALL, ro_bind_fd=False)
+    argv = render(profile(), FACTS, old, seccomp_fd=9, pin_fds=fds)
+    assert "--ro-bind-fd" not in argv
+    assert position(argv, "--ro-bind", f"{WS}/.git", f"{WS}/.git") >= 0
+
+
+def test_ancestors_of_nested_pins_become_mount_points_before_the_pins() -> None:
+    argv = render(profile(), FACTS, ALL, seccomp_fd=9)
+    ancestor = position(argv, "--bind", f"{WS}/vendor", f"{WS}/vendor")
+    nested = f"{WS}/vendor/lib/.git"
+    assert position(argv, "--bind", WS, WS) < ancestor < position(argv, "--ro-bind", nested, nested)
+
+
+def test_read_only_binds_the_roots_read_only_and_needs_no_pins() -> None:
+    argv = render(profile(Capability.READ_ONLY), FACTS, ALL, seccomp_fd=9)
+    assert position(argv, "--ro-bind", WS, WS) >= 0
+    assert WS not in pairs(argv, "--bind")
+    assert f"{WS}/.git" not in pairs(argv, "--ro-bind")
+
+
+def test_hidden_files_are_masked_last_at_every_capability() -> None:
+    for capability in (Capability.READ_ONLY, Capability.EDIT_WORKSPACE):
+        argv = render(profile(capability), FACTS, ALL, seccomp_fd=9)
+        mask = position(argv, "--ro-bind", "/dev/null", f"{WS}/.env")
+        assert mask > position(argv, "--ro-bind" if capability == Capability.READ_ONLY else "--bind", WS, WS)
+
+
+def test_home_folders_are_bound_on_top_of_the_empty_home_with_their_mode() -> None:
+    facts = replace(
+        FACTS,
+        home_mounts=(
+            HomeMount("/home/u/.claude", "/home/u/.claude", True),
+            HomeMount("/opt/rustup", "/home/u/.rustup", False),
+        ),
+    )
+    argv = render(profile(), facts, ALL, seccomp_fd=9)
+    home = position(argv, "--tmpfs", "/home/u")
+    assert position(argv, "--bind", "/home/u/.claude", "/home/u/.claude") > home
+    assert position(argv, "--ro-bind", "/opt/rustup", "/home/u/.rustup") > home
+
+
+def test_userns_flags_are_left_out_when_bwrap_lacks_them() -> None:
+    argv = render(profile(), FACTS, replace(ALL, disable_userns=False), seccomp_fd=9)
+    assert "--disable-userns" not in argv
+    assert "--assert-userns-disabled" not in argv
+
+
+def test_a_bwrap_without_seccomp_is_refused() -> None:
+    with pytest.raises(ProfileError, match="--seccomp"):
+        render(profile(), FACTS, replace(ALL, seccomp=False), seccomp_fd=9)
+
+
+@pytest.mark.parametrize(
+    ("root", "culprit"),
+    [("/", "'/'"), ("/home/u", "home"), ("/home", "home")],
+)
+def test_a_root_that_is_or_contains_home_or_is_slash_is_refused(root: str, culprit: str) -> None:
+    facts = replace(FACTS, roots=(root,), cwd=root)
+    for capability in (Capability.READ_ONLY, Capability.EDIT_WORKSPACE):
+        with pytest.raises(ProfileError, match=culprit):
+            render(profile(capability), facts, ALL, seccomp_fd=9)
+
+
+def test_a_writable_root_inside_a_system_directory_is_refused_but_read_only_is_fine() -> None:
+    facts = replace(FACTS, roots=("/usr/share/doc",), cwd="/usr/share/doc")
+    with pytest.raises(ProfileError, match="/usr"):
+        render(profile(), facts, ALL, seccomp_fd=9)
+    assert render(profile(Capability.READ_ONLY), facts, ALL, seccomp_fd=9)
+
+
+def test_a_working_directory_outside_the_roots_is_refused() -> None:
+    with pytest.raises(ProfileError, match="outside the roots"):
+        render(profile(), replace(FACTS, cwd="/srv"), ALL, seccomp_fd=9)
+    argv = render(profile(), replace(FACTS, cwd=f"{WS}/src"), ALL, seccomp_fd=9)
+    assert position(argv, "--chdir", f"{WS}/src") >= 0
+
+
+def test_full_access_has_no_sandbox_argv() -> None:
+    with pytest.raises(ProfileError, match="full-access"):
+        render(profile(Capability.FULL_ACCESS), FACTS, ALL, seccomp_fd=9)
+
+
+@pytest.mark.parametrize("name", ["1BAD", "A-B", "A=B", ""])
+def test_an_invalid_environment_name_is_refused_by_name(name: str) -> None:
+    with pytest.raises(ProfileError, match="environment name"):
+        profile(env={name: "x"})
+
+
+def test_an_environment_value_with_nul_is_refused_without_echoing_it() -> None:
+    with pytest.raises(ProfileError) as info:
+        profile(env={"TOKEN": "sekrit\0x"})
+    assert "sekrit" not in str(info.value)
+
+
+@pytest.mark.parametrize("rel", ["../x", "/etc/passwd", "a/../../b", ""])
+def test_protected_and_hidden_extras_must_be_plain_relative_paths(rel: str) -> None:
+    with pytest.raises(ProfileError):
+        profile(protected=(rel,))
+    with pytest.raises(ProfileError):
+        HomeFolder(rel)
+
+
+def test_a_relative_workspace_is_refused() -> None:
+    with pytest.raises(ProfileError, match="absolute"):
+        Profile(capability=Capability.READ_ONLY, workspace=Path("proj"))
+
+
+def test_an_agent_profile_keeps_its_folders_writable_and_has_network() -> None:
+    agent = Profile.for_agent(
+        Capability.EDIT_WORKSPACE,
+        Path(WS),
+        home_folders=(".claude", ".npm"),
+        install=(Path("/tmp/npx/claude-acp"),),
+        env={"ANTHROPIC_API_KEY": "k"},
+    )
+    assert agent.network
+    assert agent.home_folders == (HomeFolder(".claude", True), HomeFolder(".npm", True))
+    assert agent.visible == (Path("/tmp/npx/claude-acp"),)
+    facts = replace(FACTS, visible=("/tmp/npx/claude-acp",))
+    argv = render(agent, facts, ALL, seccomp_fd=9)
+    assert "--share-net" in argv
+    assert position(argv, "--ro-bind", "/tmp/npx/claude-acp", "/tmp/npx/claude-acp") > position(
+        argv, "--tmpfs", "/tmp"
+    )
+    assert "--disable-userns" in argv
+
+
+def test_with_command_adds_cwd_and_env_without_touching_the_base() -> None:
+    base = profile(env={"A": "1"})
+    one = base.with_command(cwd=Path(f"{WS}/src"), env={"B": "2"})
+    assert one.env == {"A": "1", "B": "2"}
+    assert one.cwd == Path(f"{WS}/src")
+    assert base.env == {"A": "1"} and base.cwd is None
+
+
+def test_ancestors_between_lists_the_directories_strictly_inside() -> None:
+    assert ancestors_between("/w", "/w/a/b/.git") == ["/w/a", "/w/a/b"]
+    assert ancestors_between("/w", "/w/.git") == []
