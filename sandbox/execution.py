@@ -1,0 +1,148 @@
+"""One started command: its output ring, its exit status, its kill, its reaping.
+
+The runner (one-shot, with a timeout) and the ACP terminals (long-lived, polled)
+both drive this class; neither touches the process any other way.
+
+Killing the whole tree:
+
+* Sandboxed: SIGKILL to bwrap. Its child is pid 1 of the sandbox's PID
+  namespace and has ``PR_SET_PDEATHSIG=SIGKILL`` (``--die-with-parent``); when
+  pid 1 dies the kernel kills every process in the namespace, daemonized and
+  ``setsid``'d ones included, and bwrap only exits after that. So when bwrap's
+  exit is seen, nothing of the command survives and the pipe reaches EOF.
+* Full-access (no bwrap): the command leads its own session and process group;
+  the group is killed on kill *and* after the command exits. A grandchild that
+  called ``setsid()`` itself leaves the group and survives: without a cgroup or
+  PID namespace there is no handle on it (documented limit). If it keeps the
+  output pipe open, reading stops `DRAIN_GRACE` seconds after the command exited.
+"""
+
+from __future__ import annotations
+
+import math
+import signal
+from dataclasses import dataclass
+
+import trio
+
+from sandbox.capture import OutputRing
+from sandbox.launch import Launch
+from sandbox.spawn import DEVNULL, PIPE, STDOUT, Child, spawn
+
+READ_CHUNK = 64 * 1024
+DRAIN_GRACE = 1.0
+
+
+@dataclass(frozen=True)
+class ExitStatus:
+    """How a command ended: an exit code, or the name of the signal that killed it.
+
+    Inside bwrap a command killed by signal N is reported by bwrap as exit code
+    128+N (as a shell would); only a kill of the sandbox itself (timeout,
+    `Execution.kill`) shows up as ``signal="SIGKILL"``.
+    """
+
+    exit_code: int | None = None
+    signal: str | None = None
+
+    @classmethod
+    def from_returncode(cls, returncode: int) -> ExitStatus:
+        if returncode >= 0:
+            return cls(exit_code=returncode)
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"SIG{-returncode}"
+        return cls(signal=name)
+
+    @property
+    def shell_code(self) -> int:
+        """The status a shell would report: the code, or 128 + signal number."""
+        if self.exit_code is not None:
+            return self.exit_code
+        try:
+            return 128 + signal.Signals[self.signal or ""].value
+        except KeyError:
+            return 255
+
+
+class Execution:
+    """A running (or finished) command owned by whoever called `start_launch`."""
+
+    def __init__(self, child: Child, ring: OutputRing) -> None:
+        self.child = child
+        self.ring = ring
+        self.status: ExitStatus | None = None
+        self.killed = False
+        self._finished = trio.Event()
+
+    @property
+    def running(self) -> bool:
+        return self.status is None
+
+    def kill(self) -> None:
+        """SIGKILL the whole tree (see the module docstring); idempotent."""
+        if self.status is None:
+            self.killed = True
+            self.child.kill()
+
+    async def finish(self) -> ExitStatus:
+        """Read all output and reap. Cancellable; calling it again resumes."""
+        if self.status is not None:
+            return self.status
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._read_all)
+            returncode = await self.child.wait()
+            if self.child.group:
+                self.child.kill()
+            nursery.cancel_scope.deadline = min(
+                nursery.cancel_scope.deadline, trio.current_time() + DRAIN_GRACE
+            )
+        self.status = ExitStatus.from_returncode(returncode)
+        self._finished.set()
+        return self.status
+
+    async def wait(self) -> ExitStatus:
+        """Wait until some task's `finish` has completed."""
+        await self._finished.wait()
+        assert self.status is not None
+        return self.status
+
+    async def _read_all(self) -> None:
+        stream = self.child.stdout
+        if stream is None:
+            return
+        while True:
+            try:
+                data = await stream.receive_some(READ_CHUNK)
+            except (trio.ClosedResourceError, trio.BrokenResourceError):
+                return
+            if not data:
+                return
+            self.ring.feed(data)
+
+    async def reap(self) -> None:
+        """Kill if still running, wait, close the pipe; shielded from cancellation."""
+        with trio.CancelScope(shield=True):
+            if self.status is None:
+                self.kill()
+                await self.finish()
+            await self.child.aclose()
+
+
+def start_launch(launch: Launch, *, output_limit: int) -> Execution:
+    """Spawn ``launch`` with stdin from /dev/null and stdout+stderr into one pipe."""
+    child = spawn(
+        launch.argv,
+        stdin=DEVNULL,
+        stdout=PIPE,
+        stderr=STDOUT,
+        pass_fds=launch.pass_fds,
+        env=launch.env,
+        cwd=launch.cwd,
+        start_new_session=launch.new_session,
+    )
+    return Execution(child, OutputRing(output_limit))
+
+
+NO_TIMEOUT = math.inf
