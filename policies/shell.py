@@ -178,6 +178,28 @@ def _short(text: str, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _line_break(gap: bytes) -> bool:
+    """Blanks around an unescaped newline: where bash ends a command."""
+    gap = gap.replace(b"\\\n", b"")
+    return b"\n" in gap and not gap.translate(None, b" \t\r\n")
+
+
+_RESERVED = frozenset(
+    {"if", "then", "else", "elif", "fi", "case", "esac", "for", "select", "while", "until"}
+    | {"do", "done", "in", "function", "time", "coproc", "{", "}", "!", "[[", "]]"}
+)
+"""Words that mean syntax, not a command name, at the start of a line."""
+
+
+def _blank(gap: bytes) -> bool:
+    """Only spaces, tabs and line continuations: what may separate two words of a command."""
+    return not gap.replace(b"\\\n", b"").translate(None, b" \t")
+
+
+_PLAIN = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=+,@%"
+"""Bytes of a word that means itself in any position: safe to put back when the grammar drops it."""
+
+
 def _not_a_file(path: str) -> bool:
     return path in _NOT_FILES or (path.startswith("/dev/fd/") and path[8:].isdigit())
 
@@ -279,7 +301,7 @@ def _merge(a: _Redirects, b: _Redirects) -> _Redirects:
 class _Walker:
     """Collects the parts of one parsed line; one instance per parse."""
 
-    __slots__ = ("_extra", "_src", "_stack", "commands", "unknown", "via")
+    __slots__ = ("_args", "_extra", "_src", "_stack", "commands", "unknown", "via")
 
     def __init__(self, src: bytes, via: tuple[str, ...]) -> None:
         self._src = src
@@ -287,12 +309,15 @@ class _Walker:
         self.commands: list[SimpleCommand] = []
         self.unknown: list[str] = []
         self._extra: dict[int, _Redirects] = {}
+        self._args: dict[int, list[Node | str]] = {}
         self._stack: list[tuple[Node, _Redirects] | SimpleCommand] = []
 
     # -- driving
 
     def run(self, root: Node) -> None:
         stack = self._stack
+        extras = self._extra
+        handlers = _HANDLERS
         stack.append((root, _NO_REDIRECTS))
         while stack:
             item = stack.pop()
@@ -300,10 +325,11 @@ class _Walker:
                 self.emit(item)
                 continue
             node, inherited = item
-            extra = self._extra.pop(node.id, None)
-            if extra is not None:
-                inherited = _merge(inherited, extra)
-            handler = _HANDLERS.get(node.type)
+            if extras:
+                extra = extras.pop(node.id, None)
+                if extra is not None:
+                    inherited = _merge(inherited, extra)
+            handler = handlers.get(node.type)
             if handler is None:
                 self.unknown.append(f"a shell construct the splitter does not read: {node.type}")
                 continue
@@ -398,9 +424,14 @@ class _Walker:
         own: _Redirects = _NO_REDIRECTS
         subs: list[Node] = []
         after: list[Node] = []
+        args: list[Node | str] = []
+        end = -1 if body is None else body.end_byte
         for child in node.named_children:
             if child.type in _REDIRECTS:
-                own = _merge(own, self._redirect(child, subs, after))
+                if end >= 0:
+                    self._gap(end, child.start_byte, args)
+                end = child.end_byte
+                own = _merge(own, self._redirect(child, subs, after, args))
         # Pushed in reverse: what runs after the body (`cat <<EOF | grep x` hangs the
         # pipeline under the heredoc), the body, then the redirects' own substitutions.
         self._push_all(after, inherited)
@@ -414,48 +445,137 @@ class _Walker:
                     break
                 target = parts[-1]
             self._extra[target.id] = _merge(self._extra.get(target.id, _NO_REDIRECTS), own)
+            self._add_args(target, args)
             self._stack.append((body, inherited))
         else:
+            self._add_args(body, args)
             self._stack.append((body, _merge(inherited, own)))
         self._push_all(subs, _NO_REDIRECTS)
 
+    def _add_args(self, target: Node, args: list[Node | str]) -> None:
+        """Words the grammar hung on a redirect (`cat <<EOF -`) belong to the command."""
+        if not args:
+            return
+        if target.type == "command":
+            self._args.setdefault(target.id, []).extend(args)
+        else:
+            self.unknown.append("words after a here-document that belong to no command")
+
+    def _gap(self, end: int, start: int, args: list[Node | str]) -> None:
+        """Check the text between two tokens of one command; rescue plain words the grammar lost.
+
+        tree-sitter-bash drops a lone `-` before a heredoc (`python - <<EOF`) and can
+        join two lines into one command: anything but blanks between two tokens is
+        either such a plain word, which is put back, or a misread, which is unknown.
+        """
+        gap = self._src[end:start]
+        if _blank(gap):
+            return
+        words = gap.replace(b"\\\n", b" ").split(b" ")
+        if b"\n" in gap or any(w.translate(None, _PLAIN) for w in words):
+            self.unknown.append("the parser skipped part of the line")
+            return
+        args.extend(w.decode("ascii") for w in words if w)
+
     def command(self, node: Node, inherited: _Redirects) -> None:
-        words: list[Node] = []
+        argv: list[str] = []
+        dynamic: list[int] = []
         assignments: list[str] = []
         subs: list[Node] = []
         after: list[Node] = []
+        done: list[SimpleCommand] = []
         redirects = inherited
+        src = self._src
+        end = -1
+        named = broken = False
+        pending: list[Node | str] = self._args.pop(node.id, []) if self._args else []
         for child in node.children:
+            start = child.start_byte
+            if end >= 0 and (start != end + 1 or src[end] != 0x20):
+                if named and _line_break(src[end:start]):
+                    # tree-sitter-bash reads `a | b | c<newline>d && e` as a command `c d`;
+                    # bash ends a command at the newline, so the rest is the next command.
+                    done.append(self._simple(argv, dynamic, assignments, redirects))
+                    argv, dynamic, assignments, redirects = [], [], [], inherited
+                    broken = True
+                else:
+                    lost: list[Node | str] = []
+                    self._gap(end, start, lost)
+                    argv.extend(w for w in lost if isinstance(w, str) and named)
+            end = child.end_byte
             kind = child.type
             if kind == "command_name":
-                words.append(child.named_children[0] if child.named_child_count else child)
-            elif kind == "variable_assignment" and not words:
-                assignments.append(self._check_assignment(child, lasting=False))
-                value = child.child_by_field_name("value")
-                if value is not None:
-                    subs.extend(self._substitutions(value))
+                named = True
+                word = child.named_children[0] if child.named_child_count else child
+                if word.is_missing:  # `ls &&` at the end of a line: already a parse error
+                    self._push_all(after + subs, _NO_REDIRECTS)
+                    return
+            elif not named:
+                if kind == "variable_assignment":
+                    assignments.append(self._check_assignment(child, lasting=False))
+                    value = child.child_by_field_name("value")
+                    if value is not None:
+                        subs.extend(self._substitutions(value))
+                elif kind in _REDIRECTS:
+                    redirects = _merge(redirects, self._redirect(child, subs, after, pending))
+                continue
             elif kind in _REDIRECTS:
-                redirects = _merge(redirects, self._redirect(child, subs, after))
+                redirects = _merge(redirects, self._redirect(child, subs, after, pending))
+                continue
             elif kind == "comment":
                 continue
-            elif words:
-                words.append(child)
-        if not words:
+            else:
+                word = child
+            wkind = word.type
+            if wkind == "word" or wkind == "number":  # the common case, off the general path
+                raw = src[word.start_byte : word.end_byte]
+                if b"\\" not in raw and raw[:1] != b"~":
+                    argv.append(raw.decode("utf-8", "surrogatepass"))
+                    continue
+            text, dyn = self._word(word, subs)
+            if dyn:
+                dynamic.append(len(argv))
+            argv.append(text)
+        for extra in pending:
+            if isinstance(extra, str):
+                argv.append(extra)
+                continue
+            text, dyn = self._word(extra, subs)
+            if dyn:
+                dynamic.append(len(argv))
+            argv.append(text)
+        if not named:
             if redirects[0] or redirects[1]:
                 self.unknown.append("a redirect with no command")
             self._push_all(after + subs, _NO_REDIRECTS)
             return
-        if words[0].is_missing:  # `ls &&` at the end of a line: already a parse error
-            self._push_all(after + subs, _NO_REDIRECTS)
-            return
-        argv, dynamic = self._words(words, subs)
-        name = argv[0]
-        if 0 in dynamic:
-            self.unknown.append(f"the command name is not known until run time: {_short(name)}")
-        elif name == "coproc":
-            self.unknown.append("coproc runs a command in the background with its own pipes")
+        done.append(self._simple(argv, dynamic, assignments, redirects))
+        if broken:
+            for part in done[1:]:
+                if part.argv and ("=" in part.argv[0] or part.argv[0] in _RESERVED):
+                    self.unknown.append(f"a line break the parser misread: {_short(part.argv[0])}")
+        # Pushed in reverse: what the grammar hung after, the commands, their substitutions.
+        stack = self._stack
         self._push_all(after, _NO_REDIRECTS)
-        self._finish(argv, dynamic, tuple(assignments), redirects, subs)
+        stack.extend(reversed(done))
+        self._push_all(subs, _NO_REDIRECTS)
+
+    def _simple(
+        self,
+        argv: list[str],
+        dynamic: list[int],
+        assignments: list[str],
+        redirects: _Redirects,
+    ) -> SimpleCommand:
+        if not argv:
+            self.unknown.append("the parser skipped part of the line")
+        elif dynamic and dynamic[0] == 0:
+            self.unknown.append(f"the command name is not known until run time: {_short(argv[0])}")
+        elif argv[0] == "coproc":
+            self.unknown.append("coproc runs a command in the background with its own pipes")
+        return SimpleCommand(
+            tuple(argv), tuple(dynamic), tuple(assignments), redirects[0], redirects[1], self.via
+        )
 
     def declaration(self, node: Node, inherited: _Redirects) -> None:
         """`export X=1 Y`, `local`, `declare`, `readonly`, `unset`: a command named by its keyword."""
@@ -522,8 +642,15 @@ class _Walker:
 
     # -- redirects
 
-    def _redirect(self, node: Node, subs: list[Node], after: list[Node]) -> _Redirects:
-        """Reads and writes of one redirect; its substitutions and trailing statements are collected."""
+    def _redirect(
+        self, node: Node, subs: list[Node], after: list[Node], args: list[Node | str]
+    ) -> _Redirects:
+        """Reads and writes of one redirect.
+
+        Its substitutions go to `subs`, statements the grammar hung under a heredoc
+        (`cat <<EOF | grep x`, `cat <<EOF && ls`) to `after`, and words it hung there
+        (`cat <<EOF -`) to `args`.
+        """
         kind = node.type
         if kind == "file_redirect":
             return self._file_redirect(node, subs)
@@ -532,9 +659,17 @@ class _Walker:
             return _NO_REDIRECTS
         result: _Redirects = _NO_REDIRECTS
         quoted = False
-        for child in node.named_children:
+        end = -1
+        for i, child in enumerate(node.children):
             ckind = child.type
-            if ckind == "heredoc_start":
+            if ckind != "heredoc_body" and ckind != "heredoc_end" and end >= 0:
+                self._gap(end, child.start_byte, args)
+            end = child.end_byte
+            if not child.is_named:
+                continue
+            if node.field_name_for_child(i) == "argument":
+                args.append(child)
+            elif ckind == "heredoc_start":
                 quoted = _quoted_delimiter(self._text(child))
             elif ckind == "file_redirect":
                 result = _merge(result, self._file_redirect(child, subs))
@@ -609,18 +744,6 @@ class _Walker:
             elif n.named_child_count:
                 todo.extend(reversed(n.named_children))
         return found
-
-    def _words(
-        self, nodes: list[Node], subs: list[Node]
-    ) -> tuple[tuple[str, ...], tuple[int, ...]]:
-        argv: list[str] = []
-        dynamic: list[int] = []
-        for i, node in enumerate(nodes):
-            text, dyn = self._word(node, subs)
-            if dyn:
-                dynamic.append(i)
-            argv.append(text)
-        return tuple(argv), tuple(dynamic)
 
     def _word(self, node: Node, subs: list[Node]) -> tuple[str, bool]:
         """A word's value after quote removal, and whether it is known only at run time."""
@@ -1156,13 +1279,16 @@ def _trap(command: SimpleCommand) -> _Unwrapped:
 
 
 def _source(command: SimpleCommand) -> _Unwrapped:
-    """`source FILE` runs a script file, like `bash FILE`; `source <(curl ...)` runs unknown code."""
-    if 1 in command.dynamic:
-        return (
-            f"{command.argv[0]} runs a script not known until run time: {_short(command.argv[1])}"
-        )
+    """`source FILE` runs a script file, like `bash FILE`: a rule judges the command.
+
+    The one unknown is a script that is the output of another command
+    (`source <(curl ...)`, `. "$(mktemp-and-fetch)"`): that is `curl | sh` again.
+    """
     if len(command.argv) < 2:
-        return f"{command.argv[0]} without a file"
+        return None
+    script = command.argv[1]
+    if 1 in command.dynamic and ("<(" in script or "$(" in script or "`" in script):
+        return f"{command.argv[0]} runs the output of a command as a script: {_short(script)}"
     return None
 
 
@@ -1247,7 +1373,7 @@ _WRAPPERS: dict[str, Callable[[SimpleCommand], _Unwrapped]] = {
 # ---------------------------------------------------------------- entry points
 
 
-def _first_error(root: Node) -> str:
+def _first_error(root: Node, src: bytes) -> str:
     """Name the first place the parse failed, in words a person can act on."""
     todo = [root]
     while todo:
@@ -1256,13 +1382,9 @@ def _first_error(root: Node) -> str:
             kind = node.type
             if kind in ('"', "'", "`"):
                 return f"the line does not parse as shell: unterminated quote {kind}"
-            if kind in (")", "}", "]", "]]", "))"):
-                return f"the line does not parse as shell: missing {kind}"
-            if kind in ("done", "fi", "esac", "then", "do"):
-                return f"the line does not parse as shell: missing '{kind}'"
             return f"the line does not parse as shell: missing {kind}"
         if node.type == "ERROR":
-            text = node.text.decode("utf-8", "replace") if node.text else ""
+            text = src[node.start_byte : node.end_byte].decode("utf-8", "replace")
             if text.count('"') % 2 or text.count("'") % 2:
                 return "the line does not parse as shell: unterminated quote"
             return f"the line does not parse as shell near {_short(text, 20)!r}"
@@ -1271,16 +1393,27 @@ def _first_error(root: Node) -> str:
     return "the line does not parse as shell"
 
 
+_ASCII_MASK = bytes(range(128)) + b"x" * 128
+"""Every non-ASCII byte read as the letter x, offsets unchanged.
+
+tree-sitter-bash 0.25 passes code points to ctype functions that index a table:
+some characters above U+E0000 after a `{` crash the process (a segfault, not an
+exception), so an agent could stop the governor with one line. Bash's syntax is
+all ASCII and treats other bytes as word characters, as `x` is, so the tree of
+the masked line is the tree of the line; text is always cut from the original.
+"""
+
+
 def _split_text(text: str, via: tuple[str, ...]) -> Split:
     if not text.strip():
         return Split((), ())
     src = text.encode("utf-8", "surrogatepass")
     walker = _Walker(src, via)
     try:
-        tree = _parser().parse(src)
+        tree = _parser().parse(src if src.isascii() else src.translate(_ASCII_MASK))
         root = tree.root_node
         if root.has_error:
-            walker.unknown.append(_first_error(root))
+            walker.unknown.append(_first_error(root, src))
         walker.run(root)
     except RecursionError:
         walker.unknown.append("the line is nested too deeply to read")
