@@ -40,6 +40,9 @@ class Step:
 
     tools: tuple[str, ...]
     input: Mapping[str, Any]
+    stall: bool = False
+    """Hold the answer after ``message_start`` until the stand-in closes: a model
+    still thinking, so that the turn can be cancelled in the middle."""
 
 
 def write(path: str, content: str) -> Step:
@@ -55,6 +58,11 @@ def edit(path: str, old: str, new: str) -> Step:
 def read(path: str) -> Step:
     """A Read tool call."""
     return Step(("mcp__acp__Read", "Read"), {"file_path": path})
+
+
+def stalled(step: Step) -> Step:
+    """The same tool call, answered only when the stand-in closes (never, for the agent)."""
+    return Step(step.tools, step.input, stall=True)
 
 
 def bash(command: str) -> Step:
@@ -86,6 +94,9 @@ class StandIn:
         self.final = final
         self.served: list[Served] = []
         self._lock = threading.Lock()
+        self.stalling = threading.Event()
+        """Set when a stalled step's request has arrived and is being held."""
+        self._closing = threading.Event()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -101,6 +112,7 @@ class StandIn:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._closing.set()
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5)
@@ -125,26 +137,31 @@ class StandIn:
 
     # -- answering ---------------------------------------------------------------------
 
-    def answer(self, body: Mapping[str, Any]) -> tuple[list[dict[str, Any]], str]:
-        """The content blocks and stop reason for a /v1/messages request."""
+    def answer(self, body: Mapping[str, Any]) -> tuple[list[dict[str, Any]], str, bool]:
+        """The content blocks, stop reason and stall flag for a /v1/messages request."""
         offered = [t.get("name", "") for t in body.get("tools") or [] if isinstance(t, Mapping)]
         results = _tool_results(body.get("messages") or [])
         if not offered:  # a side request: a title, a summary
-            return [{"type": "text", "text": "Stand-in"}], "end_turn"
+            return [{"type": "text", "text": "Stand-in"}], "end_turn", False
         if len(results) >= len(self.steps):
-            return [{"type": "text", "text": self.final}], "end_turn"
+            return [{"type": "text", "text": self.final}], "end_turn", False
         step = self.steps[len(results)]
         name = next((t for t in step.tools if t in offered), None)
         if name is None:
             text = f"STANDIN: none of {list(step.tools)} is offered; offered: {offered}"
-            return [{"type": "text", "text": text}], "end_turn"
+            return [{"type": "text", "text": text}], "end_turn", False
         block = {
             "type": "tool_use",
             "id": f"toolu_{uuid.uuid4().hex[:24]}",
             "name": name,
             "input": dict(step.input),
         }
-        return [block], "tool_use"
+        return [block], "tool_use", step.stall
+
+    def hold(self) -> None:
+        """Hold a stalled answer until the stand-in closes."""
+        self.stalling.set()
+        self._closing.wait()
 
     def log(self, served: Served) -> None:
         with self._lock:
@@ -233,7 +250,7 @@ def _handler(standin: StandIn) -> type[BaseHTTPRequestHandler]:
                 standin.log(Served(path, False, tools, len(results), "404"))
                 self._json(404, {"type": "error", "error": {"type": "not_found_error", "message": path}})
                 return
-            content, stop = standin.answer(body)
+            content, stop, stall = standin.answer(body)
             answer = (
                 f"tool_use {content[0]['name']}" if content[0]["type"] == "tool_use" else "text"
             )
@@ -247,10 +264,15 @@ def _handler(standin: StandIn) -> type[BaseHTTPRequestHandler]:
             self.send_header("Cache-Control", "no-cache")
             self.send_header("request-id", f"req_{uuid.uuid4().hex[:24]}")
             self.end_headers()
-            for event, data in events(content, stop):
-                self.wfile.write(f"event: {event}\ndata: {json.dumps(data)}\n\n".encode())
-                self.wfile.flush()
             self.close_connection = True
+            try:
+                for event, data in events(content, stop):
+                    self.wfile.write(f"event: {event}\ndata: {json.dumps(data)}\n\n".encode())
+                    self.wfile.flush()
+                    if stall and event == "message_start":
+                        standin.hold()
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the agent went away (cancelled, killed): nothing to answer
 
         def do_GET(self) -> None:
             standin.log(Served(self.path, False, [], 0, "404"))
