@@ -5,11 +5,12 @@ both drive this class; neither touches the process any other way.
 
 Killing the whole tree:
 
-* Sandboxed: SIGKILL to bwrap. Its child is pid 1 of the sandbox's PID
-  namespace and has ``PR_SET_PDEATHSIG=SIGKILL`` (``--die-with-parent``); when
-  pid 1 dies the kernel kills every process in the namespace, daemonized and
-  ``setsid``'d ones included, and bwrap only exits after that. So when bwrap's
-  exit is seen, nothing of the command survives and the pipe reaches EOF.
+* Sandboxed: SIGKILL to bwrap and to the sandbox's pid 1 (its host pid comes
+  from ``--info-fd``, see `sandbox.launch.open_launch`). When pid 1 dies the
+  kernel kills every process in the PID namespace, daemonized and ``setsid``'d
+  ones included. When the command ends by itself, bwrap's pid 1 exits and the
+  same happens. Either way nothing of the command survives and the pipe
+  reaches EOF.
 * Full-access (no bwrap): the command leads its own session and process group;
   the group is killed on kill *and* after the command exits. A grandchild that
   called ``setsid()`` itself leaves the group and survives: without a cgroup or
@@ -19,15 +20,14 @@ Killing the whole tree:
 
 from __future__ import annotations
 
-import math
 import signal
 from dataclasses import dataclass
 
 import trio
 
 from sandbox.capture import OutputRing
-from sandbox.launch import Launch
-from sandbox.spawn import DEVNULL, PIPE, STDOUT, Child, spawn
+from sandbox.launch import Launch, open_launch
+from sandbox.spawn import DEVNULL, PIPE, STDOUT, Child
 
 READ_CHUNK = 64 * 1024
 DRAIN_GRACE = 1.0
@@ -130,19 +130,9 @@ class Execution:
             await self.child.aclose()
 
 
-def start_launch(launch: Launch, *, output_limit: int) -> Execution:
+async def start_launch(launch: Launch, *, output_limit: int) -> Execution:
     """Spawn ``launch`` with stdin from /dev/null and stdout+stderr into one pipe."""
-    child = spawn(
-        launch.argv,
-        stdin=DEVNULL,
-        stdout=PIPE,
-        stderr=STDOUT,
-        pass_fds=launch.pass_fds,
-        env=launch.env,
-        cwd=launch.cwd,
-        start_new_session=launch.new_session,
-    )
+    child = await open_launch(launch, stdin=DEVNULL, stdout=PIPE, stderr=STDOUT)
     return Execution(child, OutputRing(output_limit))
 
 
-NO_TIMEOUT = math.inf

@@ -19,21 +19,30 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import stat
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import trio
 
 from sandbox import seccomp
 from sandbox.bwrap import Bwrap
 from sandbox.profile import HostFacts, Profile, ProfileError, environment, render
+from sandbox.spawn import DEVNULL, PIPE, STDOUT, Child, Std, spawn
 from sandbox.stubs import LEDGER, StubLedger
 from sandbox.survey import caller_home, survey
 
 
-@dataclass(frozen=True)
+@dataclass
 class Launch:
-    """How to start one process: argv, fds to hand over, environment, cwd, session."""
+    """How to start one process: argv, fds to hand over, environment, cwd, session.
+
+    ``info_fd`` (sandboxed only) is the read end of bwrap's ``--info-fd`` pipe,
+    on which bwrap reports the host pid of the sandbox's pid 1; `open_launch`
+    reads it so that a kill can always reach the whole namespace.
+    """
 
     argv: tuple[str, ...]
     pass_fds: tuple[int, ...]
@@ -41,6 +50,22 @@ class Launch:
     cwd: str | None
     new_session: bool
     sandboxed: bool
+    info_fd: int | None = None
+    _open: set[int] = field(default_factory=set, repr=False)
+
+    def spawned(self) -> None:
+        """Close our copies of the descriptors only the child needs (bwrap holds
+        its own now); idempotent."""
+        for fd in self.pass_fds:
+            if fd in self._open:
+                self._open.discard(fd)
+                os.close(fd)
+
+    def close(self) -> None:
+        self.spawned()
+        if self.info_fd is not None and self.info_fd in self._open:
+            self._open.discard(self.info_fd)
+            os.close(self.info_fd)
 
 
 @functools.cache
@@ -59,11 +84,6 @@ def _memfd(name: str, data: bytes) -> int:
         os.close(fd)
         raise
     return fd
-
-
-def _close_all(fds: list[int]) -> None:
-    for fd in fds:
-        os.close(fd)
 
 
 def _open_pin(path: str) -> int:
@@ -107,8 +127,15 @@ def prepare(
         raise ProfileError("a sandboxed run needs a probed bwrap (see sandbox.preflight)")
     facts = facts if facts is not None else survey(profile)
     with ExitStack() as stack:
+        opened: set[int] = set()
         fds: list[int] = []
-        stack.callback(_close_all, fds)
+
+        def track(fd: int) -> int:
+            opened.add(fd)
+            fds.append(fd)
+            return fd
+
+        stack.callback(_close_open, opened)
         if profile.writable:
             # A pin that is one of our stubs (made for another sandbox still
             # running, or parked) is counted too, or that sandbox's end would
@@ -119,14 +146,22 @@ def prepare(
         pin_fds: dict[str, int] = {}
         if bwrap.features.ro_bind_fd and profile.writable:
             for pin in facts.pins:
-                fd = _open_pin(pin)
-                fds.append(fd)
-                pin_fds[pin] = fd
-        seccomp_fd = _memfd("governor-seccomp", _filter(profile.allow_unix_sockets))
-        fds.append(seccomp_fd)
-        options = render(profile, facts, bwrap.features, seccomp_fd=seccomp_fd, pin_fds=pin_fds)
-        args_fd = _memfd("governor-bwrap-args", b"".join(o.encode() + b"\0" for o in options))
-        fds.append(args_fd)
+                pin_fds[pin] = track(_open_pin(pin))
+        seccomp_fd = track(_memfd("governor-seccomp", _filter(profile.allow_unix_sockets)))
+        info_read, info_write = os.pipe2(os.O_CLOEXEC)
+        opened.add(info_read)
+        track(info_write)
+        options = render(
+            profile,
+            facts,
+            bwrap.features,
+            seccomp_fd=seccomp_fd,
+            pin_fds=pin_fds,
+            info_fd=info_write,
+        )
+        args_fd = track(
+            _memfd("governor-bwrap-args", b"".join(o.encode() + b"\0" for o in options))
+        )
         yield Launch(
             argv=(bwrap.path, "--args", str(args_fd), "--", *command),
             pass_fds=tuple(fds),
@@ -134,4 +169,79 @@ def prepare(
             cwd=None,
             new_session=False,
             sandboxed=True,
+            info_fd=info_read,
+            _open=opened,
         )
+
+
+def _close_open(opened: set[int]) -> None:
+    for fd in list(opened):
+        opened.discard(fd)
+        os.close(fd)
+
+
+_CHILD_PID = re.compile(rb'"child-pid"\s*:\s*(\d+)')
+INFO_MAX_BYTES = 64 * 1024
+INFO_GRACE = 5.0
+
+
+async def _read_info(stream: trio.lowlevel.FdStream, buffer: bytearray) -> None:
+    while len(buffer) < INFO_MAX_BYTES:
+        data = await stream.receive_some(4096)
+        if not data:
+            return
+        buffer += data
+
+
+async def open_launch(
+    launch: Launch,
+    *,
+    stdin: Std = DEVNULL,
+    stdout: Std = PIPE,
+    stderr: Std = STDOUT,
+) -> Child:
+    """Spawn ``launch`` (on the trio thread) and, when sandboxed, learn the host
+    pid of the sandbox's pid 1 before returning.
+
+    Why: bwrap's pid 1 arms ``--die-with-parent`` only after its whole mount
+    setup. SIGKILLing bwrap during those milliseconds orphans pid 1 and the
+    command runs on, unowned (seen here: a terminal released right after
+    ``create``). With pid 1's pid (from ``--info-fd``, written before pid 1 is
+    let go) a kill reaches the namespace directly, at any moment.
+    """
+    child = spawn(
+        launch.argv,
+        stdin=stdin,
+        stdout=stdout,
+        stderr=stderr,
+        pass_fds=launch.pass_fds,
+        env=launch.env,
+        cwd=launch.cwd,
+        start_new_session=launch.new_session,
+    )
+    launch.spawned()
+    if launch.info_fd is None:
+        return child
+    launch._open.discard(launch.info_fd)
+    stream = trio.lowlevel.FdStream(launch.info_fd)
+    buffer = bytearray()
+    try:
+        try:
+            await _read_info(stream, buffer)
+        except BaseException:
+            with trio.CancelScope(shield=True, deadline=trio.current_time() + INFO_GRACE):
+                await _read_info(stream, buffer)
+            raise
+        finally:
+            match = _CHILD_PID.search(buffer)
+            if match is not None:
+                child.adopt_inner(int(match.group(1)))
+            with trio.CancelScope(shield=True):
+                await stream.aclose()
+    except BaseException:
+        with trio.CancelScope(shield=True):
+            child.kill()
+            await child.wait()
+            await child.aclose()
+        raise
+    return child

@@ -75,7 +75,7 @@ async def _check(path: str) -> Bwrap:
         profile = Profile(capability=Capability.EDIT_WORKSPACE, workspace=Path(scratch))
         try:
             with prepare(profile, ("/bin/cat", "/proc/self/status"), bwrap) as launch:
-                execution = start_launch(launch, output_limit=64 * 1024)
+                execution = await start_launch(launch, output_limit=64 * 1024)
                 try:
                     with trio.move_on_after(PROBE_TIMEOUT):
                         await execution.finish()

@@ -244,9 +244,11 @@ def render(
     *,
     seccomp_fd: int,
     pin_fds: Mapping[str, int] | None = None,
+    info_fd: int | None = None,
 ) -> list[str]:
     """bwrap options (no program name, no ``--``, no command) for ``profile`` on ``facts``.
 
+    ``info_fd`` is where bwrap reports the host pid of the sandbox's pid 1.
     ``pin_fds`` maps pinned paths to ``O_PATH|O_NOFOLLOW`` descriptors; with
     ``--ro-bind-fd`` the mount source is the inode that was checked, not a path
     that could have been swapped for a symlink since.
@@ -298,6 +300,8 @@ def render(
         argv += ["--ro-bind", os.devnull, hidden]
 
     argv += ["--chdir", facts.cwd, "--seccomp", str(seccomp_fd)]
+    if info_fd is not None:
+        argv += ["--info-fd", str(info_fd)]
     return argv
 
 

@@ -84,7 +84,7 @@ async def start(
     """
     probed = await preflight(bwrap) if profile.sandboxed else None
     with prepare(profile, command.argv, probed) as launch:
-        execution = start_launch(launch, output_limit=output_limit)
+        execution = await start_launch(launch, output_limit=output_limit)
         try:
             yield execution
         finally:

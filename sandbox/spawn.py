@@ -51,6 +51,14 @@ class Child:
         self.stdout = stdout
         self.stderr = stderr
         self.group = group
+        self._inner_pidfd: int | None = None
+
+    def adopt_inner(self, pid: int) -> None:
+        """Also kill ``pid`` (a sandbox's pid 1, whose death ends its namespace)."""
+        try:
+            self._inner_pidfd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            self._inner_pidfd = None
 
     @property
     def returncode(self) -> int | None:
@@ -74,12 +82,18 @@ class Child:
         if self._popen.returncode is None and self._pidfd is not None:
             with contextlib.suppress(ProcessLookupError):
                 signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+        if self._inner_pidfd is not None:
+            with contextlib.suppress(ProcessLookupError):
+                signal.pidfd_send_signal(self._inner_pidfd, signal.SIGKILL)
 
     def _close_pidfd(self) -> None:
         if self._pidfd is not None:
             trio.lowlevel.notify_closing(self._pidfd)
             os.close(self._pidfd)
             self._pidfd = None
+        if self._inner_pidfd is not None:
+            os.close(self._inner_pidfd)
+            self._inner_pidfd = None
 
     async def aclose(self) -> None:
         """Close our ends of the pipes (the process itself is not touched)."""

@@ -221,3 +221,17 @@ async def test_spawn_passes_stdin_and_separate_stderr_through(tmp_path: Path) ->
     assert await child.stderr.receive_some(100) == b"e\n"
     assert await child.wait() == 0
     await child.aclose()
+
+
+async def test_a_kill_during_bwrap_setup_still_ends_the_whole_sandbox(
+    edit: Profile, no_leftovers: list[str]
+) -> None:
+    """bwrap's pid 1 arms --die-with-parent only after its mount setup; a kill of
+    bwrap alone in that window would orphan it. The kill also hits pid 1."""
+    no_leftovers.append("sleep 39.9")
+    for _ in range(15):
+        async with start(Command.shell("sleep 39.9"), edit) as execution:
+            execution.kill()
+            status = await execution.finish()
+        assert status.signal == "SIGKILL"
+    assert processes_matching("sleep 39.9") == []

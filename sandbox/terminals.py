@@ -1,0 +1,167 @@
+"""ACP terminals: commands started in the background, polled, waited, killed, released.
+
+The mechanism behind ``terminal/create``, ``terminal/output``,
+``terminal/wait_for_exit``, ``terminal/kill`` and ``terminal/release``. The
+policy decision is the caller's and comes *before* `Terminals.create`: a refused
+command never reaches this module.
+
+Each terminal is one task in a nursery the caller owns, so no command outlives
+the attempt that started it; `Terminals.close` kills whatever is still running.
+While the manager is open it holds the stub ledger (`sandbox.stubs`), so the
+placeholders for missing protected paths are made once per session, not once
+per command.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Mapping, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+import trio
+
+from sandbox.execution import Execution, ExitStatus
+from sandbox.profile import Profile
+from sandbox.runner import DEFAULT_OUTPUT_LIMIT, Command, start
+from sandbox.stubs import LEDGER, StubLedger
+
+
+class UnknownTerminal(LookupError):
+    """No such terminal (never created, or released). ACP maps this to -32002."""
+
+    def __init__(self, terminal_id: str) -> None:
+        super().__init__(f"unknown terminal {terminal_id!r}")
+        self.terminal_id = terminal_id
+
+
+class TerminalsClosed(RuntimeError):
+    """`Terminals.create` after `Terminals.close`."""
+
+
+@dataclass(frozen=True)
+class TerminalOutput:
+    """What ``terminal/output`` answers."""
+
+    output: str
+    truncated: bool
+    exit_status: ExitStatus | None
+
+
+class Terminals:
+    """The terminals of one session, all running under ``profile``."""
+
+    def __init__(
+        self,
+        nursery: trio.Nursery,
+        profile: Profile,
+        *,
+        bwrap: str | os.PathLike[str] | None = None,
+        ledger: StubLedger = LEDGER,
+    ) -> None:
+        self._nursery = nursery
+        self._profile = profile
+        self._bwrap = bwrap
+        self._terminals: dict[str, Execution] = {}
+        self._closed = False
+        self._stack = ExitStack()
+        self._stack.enter_context(ledger.hold())
+
+    async def __aenter__(self) -> Terminals:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def create(
+        self,
+        command: str,
+        args: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        output_byte_limit: int | None = None,
+    ) -> str:
+        """Start the command and return its terminal id once it is running.
+
+        Raises `sandbox.profile.ProfileError` (bad cwd, bad env name) or
+        `sandbox.bwrap.BwrapUnavailable` without starting anything.
+        """
+        if self._closed:
+            raise TerminalsClosed("the terminals of this session are closed")
+        limit = DEFAULT_OUTPUT_LIMIT if output_byte_limit is None else output_byte_limit
+        if limit < 0:
+            raise ValueError(f"outputByteLimit must be >= 0, got {limit}")
+        profile = self._profile.with_command(
+            cwd=Path(cwd) if cwd is not None else None, env=env
+        )
+        execution: Execution = await self._nursery.start(
+            self._run, Command.from_acp(command, args), profile, limit
+        )
+        terminal_id = f"term_{secrets.token_hex(8)}"
+        self._terminals[terminal_id] = execution
+        return terminal_id
+
+    async def _run(
+        self,
+        command: Command,
+        profile: Profile,
+        limit: int,
+        task_status: trio.TaskStatus[Execution] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        async with start(command, profile, output_limit=limit, bwrap=self._bwrap) as execution:
+            task_status.started(execution)
+            await execution.finish()
+
+    def _get(self, terminal_id: str) -> Execution:
+        try:
+            return self._terminals[terminal_id]
+        except KeyError:
+            raise UnknownTerminal(terminal_id) from None
+
+    def output(self, terminal_id: str) -> TerminalOutput:
+        """The newest output so far, whether older output was dropped, and the
+        exit status once the command has ended."""
+        execution = self._get(terminal_id)
+        text, truncated = execution.ring.text(final=execution.status is not None)
+        return TerminalOutput(text, truncated, execution.status)
+
+    async def wait_for_exit(self, terminal_id: str) -> ExitStatus:
+        """Wait for the command to end (a kill ends it too)."""
+        return await self._get(terminal_id).wait()
+
+    def kill(self, terminal_id: str) -> None:
+        """Kill the command's whole tree; the terminal and its output stay valid."""
+        self._get(terminal_id).kill()
+
+    async def release(self, terminal_id: str) -> None:
+        """Kill the command if it still runs and forget the terminal (its id is
+        invalid afterwards)."""
+        execution = self._get(terminal_id)
+        del self._terminals[terminal_id]
+        execution.kill()
+        await execution.wait()
+
+    async def close(self) -> None:
+        """Kill every command and wait for them; later `create` calls fail."""
+        if self._closed:
+            return
+        self._closed = True
+        executions = list(self._terminals.values())
+        self._terminals.clear()
+        for execution in executions:
+            execution.kill()
+        with trio.CancelScope(shield=True):
+            for execution in executions:
+                await execution.wait()
+        self._stack.close()
+
+    def __len__(self) -> int:
+        return len(self._terminals)

@@ -1,0 +1,131 @@
+"""ACP terminals over real sandboxed processes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import trio
+from conftest import processes_matching
+
+from sandbox.execution import ExitStatus
+from sandbox.profile import Profile, ProfileError
+from sandbox.runner import DEFAULT_OUTPUT_LIMIT
+from sandbox.stubs import LEDGER
+from sandbox.terminals import Terminals, TerminalsClosed, UnknownTerminal
+
+
+async def test_a_terminal_runs_a_shell_line_and_reports_output_and_exit(edit: Profile) -> None:
+    async with trio.open_nursery() as nursery, Terminals(nursery, edit) as terminals:
+        tid = await terminals.create("echo hi; echo there >&2; exit 4")
+        status = await terminals.wait_for_exit(tid)
+        assert status == ExitStatus(exit_code=4)
+        out = terminals.output(tid)
+        assert out.output == "hi\nthere\n"
+        assert not out.truncated
+        assert out.exit_status == status
+
+
+async def test_output_is_available_while_the_command_still_runs(edit: Profile) -> None:
+    async with trio.open_nursery() as nursery, Terminals(nursery, edit) as terminals:
+        tid = await terminals.create("echo early; sleep 30")
+        with trio.fail_after(10):
+            while terminals.output(tid).output != "early\n":
+                await trio.sleep(0.01)
+        assert terminals.output(tid).exit_status is None
+        terminals.kill(tid)
+        assert (await terminals.wait_for_exit(tid)).signal == "SIGKILL"
+        assert terminals.output(tid).output == "early\n"  # still valid after kill
+
+
+async def test_args_make_an_argv_and_env_and_cwd_apply_to_one_terminal(edit: Profile, ws: Path) -> None:
+    (ws / "sub").mkdir()
+    async with trio.open_nursery() as nursery, Terminals(nursery, edit) as terminals:
+        tid = await terminals.create(
+            "sh", ["-c", 'pwd; echo "$GREETING"'], env={"GREETING": "hello"}, cwd=ws / "sub"
+        )
+        await terminals.wait_for_exit(tid)
+        assert terminals.output(tid).output == f"{ws / 'sub'}\nhello\n"
+
+
+async def test_the_output_limit_truncates_to_the_newest_bytes(edit: Profile) -> None:
+    async with trio.open_nursery() as nursery, Terminals(nursery, edit) as terminals:
+        tid = await terminals.create("seq 1 1000", output_byte_limit=10)
+        await terminals.wait_for_exit(tid)
+        out = terminals.output(tid)
+        assert out.truncated
+        assert out.output == "\n999\n1000\n"[-10:]
+
+
+def test_the_default_output_limit_is_one_mebibyte() -> None:
+    assert DEFAULT_OUTPUT_LIMIT == 1024 * 1024
+
+
+async def test_release_kills_a_running_command_and_invalidates_its_id(
+    edit: Profile, no_leftovers: list[str]
+) -> None:
+    no_leftovers.append("sleep 36.6")
+    async with trio.open_nursery() as nursery, Terminals(nursery, edit) as terminals:
+        tid = await terminals.create("sleep 36.6")
+        await terminals.release(tid)
+        assert processes_matching("sleep 36.6") == []
+        for call in (terminals.output, terminals.kill):
+            with pytest.raises(UnknownTerminal) as info:
+                call(tid)
+            assert info.value.terminal_id == tid
+        with pytest.raises(UnknownTerminal):
+            await terminals.wait_for_exit(tid)
+        with pytest.raises(UnknownTerminal):
+            await terminals.release(tid)
+
+
+async def test_an_unknown_id_raises_unknown_terminal(edit: Profile) -> None:
+    async with trio.open_nursery() as nursery, Terminals(nursery, edit) as terminals:
+        with pytest.raises(UnknownTerminal, match="term_nope"):
+            terminals.output("term_nope")
+        assert isinstance(UnknownTerminal("x"), LookupError)
+
+
+async def test_close_kills_everything_and_refuses_new_terminals(
+    edit: Profile, no_leftovers: list[str]
+) -> None:
+    no_leftovers += ["sleep 37.1", "sleep 37.2"]
+    async with trio.open_nursery() as nursery:
+        terminals = Terminals(nursery, edit)
+        await terminals.create("sleep 37.1")
+        await terminals.create("sleep 37.2")
+        await terminals.close()
+        assert processes_matching("sleep 37.1") == processes_matching("sleep 37.2") == []
+        with pytest.raises(TerminalsClosed):
+            await terminals.create("true")
+
+
+async def test_a_refused_profile_starts_no_terminal(edit: Profile, tmp_path: Path) -> None:
+    async with trio.open_nursery() as nursery, Terminals(nursery, edit) as terminals:
+        with pytest.raises(ProfileError, match="outside the roots"):
+            await terminals.create(f"touch {tmp_path}/ran", cwd=tmp_path)
+        assert len(terminals) == 0
+        assert not (tmp_path / "ran").exists()
+
+
+async def test_stubs_persist_for_the_session_and_vanish_when_it_closes(edit: Profile, ws: Path) -> None:
+    async with trio.open_nursery() as nursery, Terminals(nursery, edit) as terminals:
+        for _ in range(2):
+            tid = await terminals.create("mkdir .claude 2>&1 || echo refused")
+            await terminals.wait_for_exit(tid)
+            assert terminals.output(tid).output.endswith("refused\n")
+        assert (ws / ".claude").is_file()
+        assert str(ws / ".claude") in LEDGER.held()
+    assert sorted(p.name for p in ws.iterdir()) == [".git"]
+
+
+async def test_cancelling_the_owning_nursery_kills_the_commands(
+    edit: Profile, no_leftovers: list[str]
+) -> None:
+    no_leftovers.append("sleep 38.8")
+    with trio.move_on_after(0.5):
+        async with trio.open_nursery() as nursery:
+            terminals = Terminals(nursery, edit)
+            await terminals.create("sleep 38.8")
+            await trio.sleep_forever()
+    assert processes_matching("sleep 38.8") == []
