@@ -12,9 +12,20 @@ Rules of this file:
 - **Hash chain.** Every record carries ``prev`` (the previous record's hash in
   its attempt; null for the attempt-start record) and ``hash`` (SHA-256 of the
   canonical JSON of the record without ``hash``). `verify` finds the first line
-  that was edited, deleted, inserted or reordered.
+  that was edited, deleted, inserted or reordered. A chain without an anchor
+  cannot tell a log cut short at its end from one that ended there: an attempt
+  with no end record is reported, and the last hash of an attempt (in its
+  outcome) anchors it.
 - **Masked.** Every string in a record is masked (`governor.secrets.Masker`)
-  before it is hashed and written.
+  before it is hashed and written. Masking every string with the masker's
+  regular expressions costs more than everything else a record does, so a
+  record is first serialized and screened as a whole (`_SCREEN` and the known
+  values): only a record the screen flags is masked string by string. The
+  screen may flag a clean record, never pass a dirty one (a test holds it to
+  every shape in `governor.secrets`).
+- **A crash is not tampering.** A line cut by a crash (the last line, or one
+  followed by a new attempt-start after a restart) is reported as incomplete,
+  not as an edit; reopening a log whose last line was cut starts on a new line.
 - **Fail closed.** A write that fails (disk full, read-only) raises
   `AuditUnavailable`; the governor then refuses every further action.
 """
@@ -25,9 +36,10 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -36,15 +48,70 @@ import trio
 from governor.secrets import Masker
 
 Durability = Literal["always", "batch"]
+DURABILITIES: Final = ("batch", "always")
 BATCH_INTERVAL: Final = 0.05
+
+# A necessary condition for every token shape `governor.secrets` masks, on the
+# serialized record: each branch is keyed on a rare character (so the regex
+# engine skips the rest of the line at C speed) and checks the shape's literal
+# part around it. None of these literals contains a character JSON escapes, so a
+# shape inside any string of the record shows up in its serialization.
+_SCREEN: Final = re.compile(
+    "|".join(
+        [
+            r"-(?<=-----)BEGIN",  # private key blocks
+            r"-(?<=sk-)",  # sk-..., sk-ant-..., sk-proj-...
+            r"_(?<=gh[pousr]_)",
+            r"_(?<=github_pat_)",
+            r"-(?<=xox[abposr]-)",
+            r"K(?<=AK)IA",
+            r"z(?<=AIz)a",
+            r"-(?<=glpat-)",
+            r"J(?<=eyJ)",  # JWTs
+            r"b(?=[Ee][Aa][Rr][Ee][Rr])",
+            r"B(?=[Ee][Aa][Rr][Ee][Rr])",
+            r"=(?<=key=)",  # ?api_key=, &key=
+            r"=(?<=token=)",
+            r"=(?<=secret=)",
+        ]
+    )
+)
+_EVERYTHING: Final = re.compile("")
+_LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
 
 class AuditUnavailable(Exception):
     """The audit log cannot be written: nothing more may be allowed."""
 
 
+def _not_json(value: Any) -> Any:
+    raise TypeError(f"an audit record holds a {type(value).__name__}, which is not a JSON value")
+
+
+_ENCODER: Final = json.JSONEncoder(
+    separators=(",", ":"), sort_keys=True, ensure_ascii=False, default=_not_json
+)
+# The C encoder behind `json.dumps`, built once: `json.dumps` with any option
+# builds a new encoder per call, a fifth of a record's cost.
+_make_c_encoder: Any = getattr(json.encoder, "c_make_encoder", None)
+_C_ENCODER: Final = (
+    _make_c_encoder(
+        None, _not_json, json.encoder.encode_basestring, None, ":", ",", True, False, True
+    )
+    if _make_c_encoder is not None
+    else None
+)
+
+
+def _canonical_text(value: dict[str, Any]) -> str:
+    """Sorted keys, no spaces, UTF-8 as is: the form every hash is taken over."""
+    if _C_ENCODER is not None:
+        return "".join(_C_ENCODER(value, 0))
+    return _ENCODER.encode(value)
+
+
 def _canonical(record: dict[str, Any]) -> bytes:
-    return json.dumps(record, separators=(",", ":"), sort_keys=True, ensure_ascii=False).encode()
+    return _canonical_text(record).encode()
 
 
 def chain_hash(record: dict[str, Any]) -> str:
@@ -53,8 +120,23 @@ def chain_hash(record: dict[str, Any]) -> str:
     return hashlib.sha256(_canonical(body)).hexdigest()
 
 
+def _scrubbed(value: Any) -> Any:
+    """A JSON value with lone surrogates (which UTF-8 cannot hold) replaced."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {k: _scrubbed(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrubbed(v) for v in value]
+    return value
+
+
 class AuditLog:
-    """One attempt's records: kept in memory and, with a path, appended to disk."""
+    """One attempt's records: kept in memory and, with a path, appended to disk.
+
+    Field values are JSON values with string keys; a record keeps references to
+    the containers it was given (callers must not change them afterwards).
+    """
 
     def __init__(
         self,
@@ -64,10 +146,19 @@ class AuditLog:
         durability: Durability = "batch",
         masker: Masker | None = None,
     ) -> None:
+        if durability not in DURABILITIES:
+            raise ValueError(f"unknown audit durability {durability!r}: use batch or always")
         self.path = path
         self.attempt = attempt
         self.durability = durability
         self.masker = masker or Masker()
+        # The screen needs the masker's known values; any other masker is
+        # asked about every string.
+        self._known: re.Pattern[str] | None = (
+            getattr(self.masker, "_known", _EVERYTHING)
+            if type(self.masker) is Masker
+            else _EVERYTHING
+        )
         self.records: list[dict[str, Any]] = []
         self._prev: str | None = None
         self._seq = 0
@@ -78,12 +169,14 @@ class AuditLog:
         self._sync_done = trio.Event()
         self._dirty = False
         self.broken: str | None = None
+        self.fsyncs = 0
         if path is not None:
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 self._fd = os.open(
-                    path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600
+                    path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600
                 )
+                _end_torn_line(self._fd)
             except OSError as e:
                 raise AuditUnavailable(f"cannot open the audit log {path}: {e.strerror}") from None
 
@@ -93,32 +186,56 @@ class AuditLog:
         """Append one record (masked, chained) and hand it to the OS before returning."""
         if self.broken is not None:
             raise AuditUnavailable(self.broken)
-        self._seq += 1
+        seq = self._seq + 1
         body: dict[str, Any] = {
-            "seq": self._seq,
+            "seq": seq,
             "time": round(time.time(), 6),
             "attempt": self.attempt,
             "kind": kind,
-            **{k: v for k, v in fields.items() if v is not None},
         }
-        body = self.masker.json(body)
+        for k, v in fields.items():
+            if v is not None:
+                body[k] = v
         body["prev"] = self._prev
-        body["hash"] = chain_hash(body)
-        line = _canonical(body) + b"\n"
+        line, digest = self._serialized(body)
         if self._fd is not None:
             try:
                 written = os.write(self._fd, line)
                 if written != len(line):
                     raise OSError(28, "short write (disk full?)")
             except OSError as e:
-                self._seq -= 1
                 self.broken = f"the audit log {self.path} cannot be written: {e.strerror or e}"
                 raise AuditUnavailable(self.broken) from None
-            self._written = self._seq
+            self._written = seq
             self._dirty = True
-        self._prev = body["hash"]
+        self._seq = seq
+        self._prev = digest
         self.records.append(body)
         return body
+
+    def _serialized(self, body: dict[str, Any]) -> tuple[bytes, str]:
+        """The masked body's line (``hash`` appended last) and its hash; masks in place."""
+        text = _canonical_text(body)
+        known = self._known
+        if (
+            "\\" in text  # an escaped character: the screen cannot see through it
+            or _SCREEN.search(text) is not None
+            or (known is not None and known.search(text) is not None)
+        ):
+            masked = self.masker.json(body)
+            body.clear()
+            body.update(masked)
+            text = _canonical_text(body)
+        try:
+            data = text.encode()
+        except UnicodeEncodeError:
+            scrubbed = _scrubbed(body)
+            body.clear()
+            body.update(scrubbed)
+            data = _canonical(body)
+        digest = hashlib.sha256(data).hexdigest()
+        body["hash"] = digest
+        return b"%s,\"hash\":\"%s\"}\n" % (data[:-1], digest.encode()), digest
 
     async def durable(self, record: dict[str, Any]) -> None:
         """Wait until ``record`` is on disk when durability is ``always`` (group commit)."""
@@ -126,20 +243,28 @@ class AuditLog:
             return
         seq = record["seq"]
         while self._synced < seq:
+            if self.broken is not None:
+                raise AuditUnavailable(self.broken)
             if not self._sync_running:
                 await self._sync_once()
             else:
                 await self._sync_done.wait()
 
     async def _sync_once(self) -> None:
+        """One fsync covering every record written before it starts.
+
+        The leader yields once first, so that decisions already on their way
+        append their records and share this fsync; the records covered are
+        counted in the worker thread just before the fsync, not when it was asked.
+        """
         self._sync_running = True
-        target = self._written
         done = self._sync_done
         try:
+            await trio.lowlevel.checkpoint()
             fd = self._fd
             if fd is not None:
-                await trio.to_thread.run_sync(os.fsync, fd)
-            self._synced = max(self._synced, target)
+                target = await trio.to_thread.run_sync(self._fsync, fd)
+                self._synced = max(self._synced, target)
             self._dirty = self._written > self._synced
         except OSError as e:
             self.broken = f"the audit log {self.path} cannot be synced: {e.strerror}"
@@ -148,6 +273,12 @@ class AuditLog:
             self._sync_running = False
             self._sync_done = trio.Event()
             done.set()
+
+    def _fsync(self, fd: int) -> int:
+        target = self._written
+        os.fsync(fd)
+        self.fsyncs += 1
+        return target
 
     async def run_batch_sync(self) -> None:
         """In batch mode: fsync at most every 50 ms while there is something new."""
@@ -167,6 +298,25 @@ class AuditLog:
             self._fd = None
 
 
+def _end_torn_line(fd: int) -> None:
+    """A log whose last line a crash cut short gets a newline, so the next record
+    starts a line of its own (`verify` then reports the cut line as incomplete)."""
+    size = os.fstat(fd).st_size
+    if size and os.pread(fd, 1, size - 1) != b"\n":
+        os.write(fd, b"\n")
+
+
+def inside(path: Path | str, roots: Iterable[str]) -> str | None:
+    """The root that holds ``path`` (symlinks resolved), if any: an audit log there
+    could be rewritten by the agent it records."""
+    real = os.path.realpath(path)
+    for root in roots:
+        base = os.path.realpath(root)
+        if real == base or real.startswith(base.rstrip("/") + "/"):
+            return root
+    return None
+
+
 # -- reading back -------------------------------------------------------------------
 
 
@@ -180,12 +330,14 @@ class Problem:
 
 @dataclass(frozen=True, slots=True)
 class Verification:
-    """A log's check: the first problem (if any) and attempts with no end record."""
+    """A log's check: the first problem (if any), attempts with no end record, and
+    lines a crash cut short (not tampering)."""
 
     problem: Problem | None
     unfinished: tuple[str, ...]
     attempts: int
     records: int
+    incomplete: tuple[int, ...] = ()
 
 
 def read_lines(path: Path) -> Iterator[tuple[int, dict[str, Any] | None, str]]:
@@ -201,50 +353,130 @@ def read_lines(path: Path) -> Iterator[tuple[int, dict[str, Any] | None, str]]:
             yield n, value if isinstance(value, dict) else None, text
 
 
+INCOMPLETE: Final = "the last line is incomplete (the governor stopped while writing it)"
+UNFINISHED: Final = "the governor stopped before this attempt finished"
+
+
+def _starts_attempt(record: dict[str, Any] | None) -> bool:
+    return (
+        record is not None
+        and record.get("kind") == "attempt-start"
+        and record.get("prev") is None
+        and "hash" in record
+    )
+
+
 def verify(lines: Iterable[tuple[int, dict[str, Any] | None, str]]) -> Verification:
     """Check every record's hash and its link to the previous record of its attempt."""
     last: dict[str, tuple[str, int]] = {}  # attempt -> (hash, seq)
     ended: dict[str, bool] = {}
+    incomplete: list[int] = []
     count = 0
-    for n, record, _ in lines:
+
+    def found(n: int, what: str) -> Verification:
+        return Verification(Problem(n, what), (), len(ended), count, tuple(incomplete))
+
+    pending: tuple[int, dict[str, Any] | None, str] | None = None
+    ahead = iter(lines)
+    while True:
+        current = pending if pending is not None else next(ahead, None)
+        if current is None:
+            break
+        pending = next(ahead, None)
+        n, record, text = current
         count += 1
         if record is None:
-            return Verification(
-                Problem(n, "line is not a JSON record (edited or corrupted)"), (), len(ended), count
-            )
+            if not text.strip("\x00 \t\r"):
+                if pending is None:  # zeros a crash left after the last write
+                    incomplete.append(n)
+                    continue
+                return found(n, f"line {n} is empty or blank (a record was removed from it)")
+            # A crash cuts only the last line written; after a restart, a new
+            # attempt's chain follows it.
+            if pending is None or _starts_attempt(pending[1]):
+                incomplete.append(n)
+                continue
+            return found(n, f"line {n} is not a JSON record (edited or corrupted)")
         attempt = record.get("attempt")
         if not isinstance(attempt, str) or "hash" not in record:
-            return Verification(
-                Problem(n, "line is not an audit record (inserted?)"), (), len(ended), count
-            )
+            return found(n, f"line {n} is not an audit record (inserted?)")
         if chain_hash(record) != record["hash"]:
-            return Verification(
-                Problem(n, "record does not match its hash (edited)"), (), len(ended), count
-            )
-        prev = last.get(attempt)
+            return found(n, f"line {n} does not match its hash (edited)")
         seq = record.get("seq")
-        if prev is None:
+        seq = seq if isinstance(seq, int) else -1
+        before = last.get(attempt)
+        if before is None:
             if record.get("kind") != "attempt-start" or record.get("prev") is not None:
-                return Verification(
-                    Problem(
-                        n,
-                        "the chain of this attempt does not start here (a record before it was deleted, or this one was inserted or moved)",
-                    ),
-                    (),
-                    len(ended),
-                    count,
-                )
-        elif record.get("prev") != prev[0] or seq != prev[1] + 1:
-            return Verification(
-                Problem(
+                missing = f" (its records before {seq} are missing)" if seq > 1 else ""
+                return found(
                     n,
-                    f"record does not follow record {prev[1]} of its attempt (a record was deleted, inserted or reordered)",
-                ),
-                (),
-                len(ended),
-                count,
-            )
-        last[attempt] = (record["hash"], seq if isinstance(seq, int) else -1)
+                    f"line {n}: the chain of attempt {attempt} does not start here{missing}: "
+                    "a record before it was deleted, or this one was inserted or moved",
+                )
+        elif record.get("prev") != before[0] or seq != before[1] + 1:
+            if seq > before[1] + 1:
+                what = (
+                    f"record {before[1] + 1} of attempt {attempt} is missing before it "
+                    "(deleted, or moved later)"
+                )
+            elif seq <= before[1]:
+                what = (
+                    f"record {seq} of attempt {attempt} comes after record {before[1]} "
+                    "(reordered or duplicated)"
+                )
+            else:
+                what = (
+                    f"it does not link to record {before[1]} of attempt {attempt} "
+                    "(a record was replaced or inserted)"
+                )
+            return found(n, f"line {n}: {what}")
+        last[attempt] = (record["hash"], seq)
         ended[attempt] = record.get("kind") == "attempt-end"
     unfinished = tuple(a for a, done in ended.items() if not done)
-    return Verification(None, unfinished, len(ended), count)
+    return Verification(None, unfinished, len(ended), count, tuple(incomplete))
+
+
+@dataclass(slots=True)
+class AttemptRecords:
+    """One attempt's records as read back from a log, in order."""
+
+    attempt: str
+    source: str
+    records: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def start(self) -> dict[str, Any] | None:
+        """Its attempt-start record, when the log holds it."""
+        first = self.records[0] if self.records else None
+        return first if first is not None and first.get("kind") == "attempt-start" else None
+
+    @property
+    def end(self) -> dict[str, Any] | None:
+        """Its attempt-end record, or None when the governor stopped before it."""
+        final = self.records[-1] if self.records else None
+        return final if final is not None and final.get("kind") == "attempt-end" else None
+
+
+def read_attempts(path: Path) -> list[AttemptRecords]:
+    """The attempts of one log file, each with its records in order (lines that
+    are not records are skipped: `verify` is what judges them)."""
+    found: dict[str, AttemptRecords] = {}
+    loads = json.loads
+    source = str(path)
+    with path.open("rb") as f:
+        data = f.read()
+    for raw in data.splitlines():
+        try:
+            record = loads(raw)
+        except ValueError:
+            continue
+        if not isinstance(record, dict):
+            continue
+        attempt = record.get("attempt")
+        if not isinstance(attempt, str):
+            continue
+        group = found.get(attempt)
+        if group is None:
+            group = found[attempt] = AttemptRecords(attempt, source)
+        group.records.append(record)
+    return list(found.values())

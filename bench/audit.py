@@ -1,0 +1,195 @@
+"""Audit records per second, by durability mode and number of concurrent producers.
+
+Baselines, measured in the same run on the same disk:
+
+- ``bare write``: the same lines, already serialized, written by a bare
+  ``os.write()`` loop on an ``O_APPEND`` descriptor (the syscall alone);
+- ``json + write``: ``json.dumps`` of the same fields, then ``os.write`` -- what
+  the least a JSON-lines logger does, without masking, canonical form or chain;
+- ``fsync each``: the bare loop with an ``fsync`` after every line (one
+  producer, no group commit).
+
+Producers are trio tasks doing what a governor handler does: ``record()`` then
+``await durable(record)``. Targets (issue 5): ``batch`` within 1.5x of the
+plain JSON-lines loop; ``always`` at least 5,000 records/s with 8 producers
+(group commit: concurrent decisions share one fsync).
+
+Run: ``.venv/bin/python bench/audit.py [--records N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from governor.audit import AuditLog, Durability
+from governor.secrets import Masker
+
+WS = "/work/app"
+
+
+def fields(i: int) -> dict[str, Any]:
+    """A realistic permission decision, different each time (no cache can help)."""
+    path = f"{WS}/src/module_{i % 97}/file_{i}.py"
+    return {
+        "session": "8f14e45f-ceea-467f-a0e6-2b1b3c1c2c1d",
+        "request": i,
+        "subject": {
+            "tool_call": f"toolu_01{i:08d}",
+            "title": f"Edit src/module_{i % 97}/file_{i}.py",
+            "tool_kind": "edit",
+            "paths": [path],
+            "input": {"file_path": path, "content": True},
+        },
+        "verdict": "allow",
+        "by": "policy",
+        "rule": "capability: edit-workspace",
+        "reason": f"edit-workspace allows a write like {path}",
+        "option": "allow_once",
+    }
+
+
+def masker() -> Masker:
+    """A masker as a real attempt builds one: a few secret-looking variables known."""
+    return Masker.from_environ(
+        {
+            "ANTHROPIC_API_KEY": "sk-ant-api03-" + "x" * 40,
+            "GITHUB_TOKEN": "ghp_" + "y" * 36,
+            "AWS_SECRET_ACCESS_KEY": "z" * 40,
+            "PATH": "/usr/bin:/bin",
+        }
+    )
+
+
+def bare(path: Path, lines: list[bytes], *, fsync: bool = False) -> float:
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    start = time.perf_counter()
+    for line in lines:
+        os.write(fd, line)
+        if fsync:
+            os.fsync(fd)
+    os.fsync(fd)
+    elapsed = time.perf_counter() - start
+    os.close(fd)
+    return elapsed
+
+
+def plain_json(path: Path, records: list[dict[str, Any]]) -> float:
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    start = time.perf_counter()
+    for r in records:
+        os.write(fd, json.dumps(r).encode() + b"\n")
+    os.fsync(fd)
+    elapsed = time.perf_counter() - start
+    os.close(fd)
+    return elapsed
+
+
+def governed(path: Path, n: int, durability: Durability, producers: int) -> float:
+    """Seconds for ``n`` records by ``producers`` trio tasks through `AuditLog`."""
+    records = [fields(i) for i in range(n)]
+
+    async def main() -> float:
+        log = AuditLog(path, "bench-attempt", durability=durability, masker=masker())
+        log.record("attempt-start", agent="bench", workspace=WS)
+        per = n // producers
+
+        async def producer(k: int) -> None:
+            for r in records[k * per : (k + 1) * per]:
+                rec = log.record("permission", **r)
+                await log.durable(rec)
+
+        start = time.perf_counter()
+        async with trio.open_nursery() as outer:
+            outer.start_soon(log.run_batch_sync)
+            async with trio.open_nursery() as nursery:
+                for k in range(producers):
+                    nursery.start_soon(producer, k)
+            outer.cancel_scope.cancel()
+        log.close()  # the final fsync counts
+        return time.perf_counter() - start
+
+    return trio.run(main)
+
+
+def in_memory(n: int) -> float:
+    """Seconds for ``n`` records masked, chained and kept, with no file."""
+    records = [fields(i) for i in range(n)]
+    log = AuditLog(None, "bench-attempt", masker=masker())
+    start = time.perf_counter()
+    for r in records:
+        log.record("permission", **r)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=20_000)
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    n = args.records
+    with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR")) as d:
+        tmp = Path(d)
+        counter = iter(range(10**9))
+
+        def fresh() -> Path:
+            path = tmp / f"log-{next(counter)}.jsonl"
+            return path
+
+        probe = AuditLog(None, "bench-attempt", masker=masker())
+        lines = [
+            json.dumps(probe.record("permission", **fields(i)), separators=(",", ":")).encode()
+            + b"\n"
+            for i in range(n)
+        ]
+        records = [fields(i) for i in range(n)]
+        few = max(200, n // 50)
+        synced = max(1000, n // 5)
+        # (name, records per run, one run -> seconds)
+        cases: list[tuple[str, int, Callable[[], float]]] = [
+            ("bare write", n, lambda: bare(fresh(), lines)),
+            ("json + write", n, lambda: plain_json(fresh(), records)),
+            ("AuditLog, no file", n, lambda: in_memory(n)),
+            ("fsync each", few, lambda: bare(fresh(), lines[:few], fsync=True)),
+            ("batch, 1 producer", n, lambda: governed(fresh(), n, "batch", 1)),
+            ("batch, 8 producers", n, lambda: governed(fresh(), n, "batch", 8)),
+            ("always, 1 producer", few, lambda: governed(fresh(), few, "always", 1)),
+            ("always, 8 producers", synced, lambda: governed(fresh(), synced, "always", 8)),
+        ]
+        # Rounds interleave the cases, so that a busy moment of the machine
+        # does not land on one case only; the best round of each counts.
+        rate = dict.fromkeys((name for name, _, _ in cases), 0.0)
+        for _ in range(args.rounds):
+            for name, count, run in cases:
+                rate[name] = max(rate[name], count / run())
+                for p in tmp.iterdir():
+                    p.unlink()
+
+    base = rate["json + write"]
+    print(f"records of ~{sum(len(x) for x in lines) // n} bytes, best of {args.rounds} rounds")
+    print(f"{'':22} {'records/s':>12} {'time vs json+write':>19} {'vs bare write':>14}")
+    for name, r in rate.items():
+        print(f"{name:22} {r:12,.0f} {base / r:18.2f}x {rate['bare write'] / r:13.2f}x")
+    batch = rate["batch, 1 producer"]
+    always8 = rate["always, 8 producers"]
+    print()
+    print(
+        f"batch (1 producer) takes {base / batch:.2f}x the time of the plain JSON-lines loop "
+        f"(target <= 1.5x): {'met' if base / batch <= 1.5 else 'MISSED'}"
+    )
+    print(
+        f"always with 8 producers: {always8:,.0f} records/s "
+        f"(target >= 5,000): {'met' if always8 >= 5000 else 'MISSED'}; "
+        f"{always8 / rate['always, 1 producer']:.1f}x one producer (group commit)"
+    )
+
+if __name__ == "__main__":
+    main()
