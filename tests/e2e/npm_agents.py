@@ -145,4 +145,3 @@ class Job:
 def records(outcome: Outcome, kind: str) -> list[dict[str, Any]]:
     """The outcome's decision records of one kind (permission, read, write, terminal, unasked)."""
     return [r for r in outcome.tool_calls if r.get("kind") == kind]
-

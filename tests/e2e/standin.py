@@ -52,7 +52,9 @@ def write(path: str, content: str) -> Step:
 
 def edit(path: str, old: str, new: str) -> Step:
     """An Edit tool call replacing ``old`` by ``new`` once."""
-    return Step(("mcp__acp__Edit", "Edit"), {"file_path": path, "old_string": old, "new_string": new})
+    return Step(
+        ("mcp__acp__Edit", "Edit"), {"file_path": path, "old_string": old, "new_string": new}
+    )
 
 
 def read(path: str) -> Step:
@@ -104,8 +106,8 @@ class StandIn:
     @property
     def url(self) -> str:
         """The base URL for ``ANTHROPIC_BASE_URL``."""
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        port = self._server.server_address[1]
+        return f"http://127.0.0.1:{port}"
 
     def __enter__(self) -> StandIn:
         self._thread.start()
@@ -119,7 +121,11 @@ class StandIn:
 
     def tool_uses(self) -> list[str]:
         """The names of the tool calls served, in order."""
-        return [s.answer.removeprefix("tool_use ") for s in self.served if s.answer.startswith("tool_use")]
+        return [
+            s.answer.removeprefix("tool_use ")
+            for s in self.served
+            if s.answer.startswith("tool_use")
+        ]
 
     def tool_results(self) -> list[dict[str, Any]]:
         """The tool results Claude Code sent back, from the latest request that had them."""
@@ -169,11 +175,11 @@ class StandIn:
 
 
 def _tool_results(messages: Sequence[Any]) -> list[dict[str, Any]]:
-    found = []
+    found: list[dict[str, Any]] = []
     for m in messages:
-        content = m.get("content") if isinstance(m, Mapping) else None
+        content = m.get("content") if isinstance(m, dict) else None
         if isinstance(content, list):
-            found += [c for c in content if isinstance(c, Mapping) and c.get("type") == "tool_result"]
+            found += [c for c in content if isinstance(c, dict) and c.get("type") == "tool_result"]
     return found
 
 
@@ -205,27 +211,36 @@ def events(content: list[dict[str, Any]], stop: str) -> Iterator[tuple[str, dict
     yield "message_start", {"type": "message_start", "message": start}
     for i, block in enumerate(content):
         if block["type"] == "text":
-            yield "content_block_start", {
-                "type": "content_block_start",
-                "index": i,
-                "content_block": {"type": "text", "text": ""},
-            }
+            yield (
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": i,
+                    "content_block": {"type": "text", "text": ""},
+                },
+            )
             delta = {"type": "text_delta", "text": block["text"]}
         else:
             shell = {k: v for k, v in block.items() if k != "input"} | {"input": {}}
-            yield "content_block_start", {
-                "type": "content_block_start",
-                "index": i,
-                "content_block": shell,
-            }
+            yield (
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": i,
+                    "content_block": shell,
+                },
+            )
             delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
         yield "content_block_delta", {"type": "content_block_delta", "index": i, "delta": delta}
         yield "content_block_stop", {"type": "content_block_stop", "index": i}
-    yield "message_delta", {
-        "type": "message_delta",
-        "delta": {"stop_reason": stop, "stop_sequence": None},
-        "usage": {"output_tokens": 8},
-    }
+    yield (
+        "message_delta",
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": stop, "stop_sequence": None},
+            "usage": {"output_tokens": 8},
+        },
+    )
     yield "message_stop", {"type": "message_stop"}
 
 
@@ -248,7 +263,9 @@ def _handler(standin: StandIn) -> type[BaseHTTPRequestHandler]:
                 return
             if path != "/v1/messages":
                 standin.log(Served(path, False, tools, len(results), "404"))
-                self._json(404, {"type": "error", "error": {"type": "not_found_error", "message": path}})
+                self._json(
+                    404, {"type": "error", "error": {"type": "not_found_error", "message": path}}
+                )
                 return
             content, stop, stall = standin.answer(body)
             answer = (
@@ -276,7 +293,9 @@ def _handler(standin: StandIn) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:
             standin.log(Served(self.path, False, [], 0, "404"))
-            self._json(404, {"type": "error", "error": {"type": "not_found_error", "message": self.path}})
+            self._json(
+                404, {"type": "error", "error": {"type": "not_found_error", "message": self.path}}
+            )
 
         def do_HEAD(self) -> None:
             self.send_response(200)

@@ -29,9 +29,7 @@ FULL = Ceiling(max_capability=Capability.FULL_ACCESS, allowed_agents=(CUSTOM_AGE
 write outside the roots is not a boundary refusal."""
 
 
-def shared_attempt(
-    factory: pytest.TempPathFactory, name: str, **kw: Any
-) -> tuple[Outcome, Job]:
+def shared_attempt(factory: pytest.TempPathFactory, name: str, **kw: Any) -> tuple[Outcome, Job]:
     """One attempt that several tests look at (a turn of this agent takes seconds)."""
     job = Job.under(factory.mktemp(name))
     outcome = trio.run(run_attempt, job.spec(installed(TS_EXAMPLE), **kw))
@@ -133,7 +131,7 @@ def test_an_ask_answered_pause_rejects_the_edit_and_ends_needing_approval(
 @pytest.mark.xfail(
     strict=True,
     reason="governor bug: the pending reason already starts with \"waiting for a person's "
-    "approval: \" and `_outcome` prefixes it again",
+    'approval: " and `_outcome` prefixes it again',
 )
 def test_the_reason_of_a_paused_attempt_says_waiting_for_approval_once(
     paused: tuple[Outcome, Job],

@@ -1,0 +1,66 @@
+"""claude-agent-acp 0.23.1 (Claude Code 2.1.83 inside), driven by the loopback model stand-in.
+
+It asks permission for Write, Edit and Bash, then does the work **itself** with
+Claude Code's built-in tools: no ``fs/*`` and no ``terminal/*`` reach the
+governor. Only the workspace diff reveals what it wrote, and only the agent
+sandbox confines where it can write.
+"""
+
+from __future__ import annotations
+
+import pytest
+from npm_agents import CLAUDE_AGENT_ACP, Job, installed, needs_agent_sandbox, records
+from standin import StandIn, bash, write
+
+from governor.attempt import run_attempt
+
+pytestmark = pytest.mark.e2e
+
+
+async def test_a_write_it_does_itself_is_reported_unasked_and_one_outside_is_refused(
+    job: Job,
+) -> None:
+    sibling = job.root / "sibling"
+    sibling.mkdir()
+    outside, inside = sibling / "outside.txt", job.workspace / "inside.txt"
+    steps = [write(str(outside), "escaped\n"), write(str(inside), "written by the agent\n")]
+    with StandIn(steps) as model:
+        outcome = await run_attempt(job.spec(installed(CLAUDE_AGENT_ACP), **job.claude(model.url)))
+    assert model.tool_uses() == ["Write", "Write"], model.describe()
+    assert outcome.status == "completed", outcome.reason
+    # Outside the workspace: refused at the permission request; it never happens.
+    refused, allowed = records(outcome, "permission")
+    assert (refused["subject"]["paths"], refused["verdict"]) == ([str(outside)], "deny")
+    assert not outside.exists()
+    # Inside: allowed, then written by the agent itself, with no fs/write_text_file.
+    assert (allowed["subject"]["paths"], allowed["verdict"]) == ([str(inside)], "allow")
+    assert inside.read_text() == "written by the agent\n"
+    assert records(outcome, "write") == []
+    (unasked,) = records(outcome, "unasked")
+    assert unasked["subject"] == {"path": str(inside), "change": "created"}
+    assert outcome.acp is not None
+    assert outcome.acp.unasked_paths == [str(inside)]
+    assert outcome.acp.decides_alone
+    assert any("without asking" in n for n in outcome.acp.notices), outcome.acp.notices
+    job.verified_log()
+
+
+@needs_agent_sandbox
+async def test_a_command_it_runs_itself_cannot_write_outside_the_workspace_but_can_inside(
+    job: Job,
+) -> None:
+    # `touch` is allowed by the policy because commands run sandboxed; this
+    # agent runs it itself, so only the agent sandbox stands in its way.
+    sibling = job.root / "sibling"
+    sibling.mkdir()
+    outside, inside = sibling / "touched.txt", job.workspace / "touched.txt"
+    steps = [bash(f"touch {outside}"), bash(f"touch {inside}")]
+    with StandIn(steps) as model:
+        outcome = await run_attempt(job.spec(installed(CLAUDE_AGENT_ACP), **job.claude(model.url)))
+    assert model.tool_uses() == ["Bash", "Bash"], model.describe()
+    assert [r["verdict"] for r in records(outcome, "permission")] == ["allow", "allow"]
+    assert records(outcome, "terminal") == []  # it never used the client's terminals
+    assert inside.exists()
+    assert not outside.exists()
+    assert outcome.acp is not None and outcome.acp.sandboxed_agent
+    assert str(inside) in outcome.acp.unasked_paths
