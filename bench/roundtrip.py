@@ -75,11 +75,36 @@ def make_workspace(root: Path) -> Path:
     return ws
 
 
+class Clock:
+    """Wall time and CPU time (this process with all its threads; reaped children) of a block."""
+
+    def __enter__(self) -> Clock:
+        self.own, self.children = _cpu(resource.RUSAGE_SELF), _cpu(resource.RUSAGE_CHILDREN)
+        self.started = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.wall = time.perf_counter() - self.started
+        self.own = _cpu(resource.RUSAGE_SELF) - self.own
+        self.children = _cpu(resource.RUSAGE_CHILDREN) - self.children
+
+
+def _cpu(who: int) -> float:
+    """User + system CPU seconds of this process (all threads) or of its reaped children."""
+    usage = resource.getrusage(who)
+    return usage.ru_utime + usage.ru_stime
+
+
 # -- (a) the floor: a bare stdlib client ------------------------------------------------
 
 
-def run_floor(n: int, ws: Path) -> str:
+def run_floor(n: int, ws: Path, clock: Clock) -> str:
     """Drive one turn with blocking pipe I/O and no checks; return the agent's final message."""
+    with clock:
+        return _floor(n, ws)
+
+
+def _floor(n: int, ws: Path) -> str:
     process = subprocess.Popen(
         agent_argv(n),
         stdin=subprocess.PIPE,
@@ -145,7 +170,7 @@ def run_floor(n: int, ws: Path) -> str:
 # -- (b) the official Python SDK's client ---------------------------------------------
 
 
-def run_sdk(n: int, ws: Path) -> str:
+def run_sdk(n: int, ws: Path, clock: Clock) -> str:
     """Drive one turn with `acp.spawn_agent_process`, allowing everything."""
     from acp import PROTOCOL_VERSION, spawn_agent_process, text_block
     from acp.schema import (
@@ -200,7 +225,8 @@ def run_sdk(n: int, ws: Path) -> str:
             session = await conn.new_session(cwd=str(ws), mcp_servers=[])
             await conn.prompt(session_id=session.session_id, prompt=[text_block("flood")])
 
-    asyncio.run(main())
+    with clock:
+        asyncio.run(main())
     return "".join(message_text)
 
 
@@ -223,7 +249,9 @@ def governor_spec(n: int, ws: Path, log: Path, *, durability: str, sandboxed: bo
     )
 
 
-def run_governor(n: int, ws: Path, *, durability: str = "batch", sandboxed: bool = False) -> str:
+def run_governor(
+    n: int, ws: Path, clock: Clock, *, durability: str = "batch", sandboxed: bool = False
+) -> str:
     """One governed attempt through `run_attempt`; the audit log must verify and hold every
     decision."""
     import trio
@@ -235,7 +263,8 @@ def run_governor(n: int, ws: Path, *, durability: str = "batch", sandboxed: bool
     logs.configure(json_lines=True)
     log = ws.parent / "audit.jsonl"
     spec = governor_spec(n, ws, log, durability=durability, sandboxed=sandboxed)
-    outcome = trio.run(run_attempt, spec)
+    with clock:
+        outcome = trio.run(run_attempt, spec)
     if outcome.status != "completed":
         raise RuntimeError(f"the governed flood did not complete: {outcome.reason}")
     checked = verify(read_lines(log))
@@ -262,12 +291,12 @@ def sandbox_wraps_the_agent() -> bool:
         return command != agent_argv(1)
 
 
-RUNNERS: dict[str, Callable[[int, Path], str]] = {
+RUNNERS: dict[str, Callable[[int, Path, Clock], str]] = {
     "floor": run_floor,
     "sdk": run_sdk,
     "governor": run_governor,
-    "governor-always": lambda n, ws: run_governor(n, ws, durability="always"),
-    "governor-sandboxed": lambda n, ws: run_governor(n, ws, sandboxed=True),
+    "governor-always": lambda n, ws, clock: run_governor(n, ws, clock, durability="always"),
+    "governor-sandboxed": lambda n, ws, clock: run_governor(n, ws, clock, sandboxed=True),
 }
 
 
@@ -284,25 +313,21 @@ def run_one(variant: str, n: int) -> dict[str, Any]:
     for module in WARM_UP[variant.split("-")[0]]:
         importlib.import_module(module)
     root = Path(tempfile.mkdtemp(prefix="roundtrip-"))
+    clock = Clock()
     try:
-        ws = make_workspace(root)
-        own, agent = _cpu(resource.RUSAGE_SELF), _cpu(resource.RUSAGE_CHILDREN)
-        started = time.perf_counter()
-        message = RUNNERS[variant](n, ws)
-        wall = time.perf_counter() - started
-        own, agent = _cpu(resource.RUSAGE_SELF) - own, _cpu(resource.RUSAGE_CHILDREN) - agent
+        message = RUNNERS[variant](n, make_workspace(root), clock)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     report = parse_report(message)
     if report["allowed"] != n or report["reads_ok"] != n:
         raise RuntimeError(f"{variant}: the agent did not get every answer right: {report}")
-    return {"variant": variant, "wall_s": wall, "client_cpu_s": own, "agent_cpu_s": agent, **report}
-
-
-def _cpu(who: int) -> float:
-    """User + system CPU seconds of this process (all threads) or of its reaped children."""
-    usage = resource.getrusage(who)
-    return usage.ru_utime + usage.ru_stime
+    return {
+        "variant": variant,
+        "wall_s": clock.wall,
+        "client_cpu_s": clock.own,
+        "agent_cpu_s": clock.children,
+        **report,
+    }
 
 
 def run_in_child(variant: str, n: int) -> dict[str, Any]:
