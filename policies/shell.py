@@ -184,11 +184,24 @@ def _line_break(gap: bytes) -> bool:
     return b"\n" in gap and not gap.translate(None, b" \t\r\n")
 
 
+_MISPLACED = frozenset(
+    {"if", "then", "else", "elif", "fi", "for", "select", "while", "until", "do", "done"}
+    | {"case", "esac", "in", "function", "{", "}", "[[", "]]", ";;", "!"}
+)
+"""Reserved words that bash refuses as the first word of a command."""
+
+_CASE_ENDS = frozenset({";;", ";&", ";;&"})
+
 _RESERVED = frozenset(
     {"if", "then", "else", "elif", "fi", "case", "esac", "for", "select", "while", "until"}
     | {"do", "done", "in", "function", "time", "coproc", "{", "}", "!", "[[", "]]"}
 )
 """Words that mean syntax, not a command name, at the start of a line."""
+
+
+def _skipped(gap: bytes) -> bool:
+    """Anything but blanks, newlines and line continuations between two statements."""
+    return bool(gap.replace(b"\\\n", b"").translate(None, b" \t\r\n"))
 
 
 def _blank(gap: bytes) -> bool:
@@ -226,6 +239,22 @@ def _unescape_unquoted(text: str) -> str:
         out.append(ch)
         i += 1
     return "".join(out)
+
+
+def _bare_blank(text: str) -> bool:
+    """A space, tab or newline not escaped by a backslash: a word boundary to bash."""
+    if " " not in text and "\t" not in text and "\n" not in text:
+        return False
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch in " \t\n":
+            return True
+        i += 1
+    return False
 
 
 def _unescape_double(text: str) -> str:
@@ -347,8 +376,20 @@ class _Walker:
     def container(self, node: Node, inherited: _Redirects) -> None:
         """Walk each statement inside; words in between are searched for substitutions."""
         todo: list[Node] = []
-        for child in node.named_children:
+        src = self._src
+        end = node.start_byte
+        for child in node.children:
+            start = child.start_byte
+            if start != end and _skipped(src[end:start]):
+                # e.g. `\ #c` at the start of a line: the grammar keeps the comment, drops `\ `.
+                self.unknown.append("the parser skipped part of the line")
+            end = child.end_byte
             kind = child.type
+            if not child.is_named:
+                # tree-sitter-bash accepts `a ;; b` outside a case; bash refuses the line.
+                if kind in _CASE_ENDS and node.type != "case_item":
+                    self.unknown.append(f"{kind} outside a case statement")
+                continue
             if kind in _STATEMENTS or kind in _CLAUSES or kind in _SUBSTITUTIONS:
                 todo.append(child)
             elif kind == "comment" or kind == "variable_name":
@@ -488,7 +529,9 @@ class _Walker:
         src = self._src
         end = -1
         named = broken = False
-        pending: list[Node | str] = self._args.pop(node.id, []) if self._args else []
+        # Words the grammar hung on redirects: inside this node, then on the statement around it.
+        inline: list[Node | str] = []
+        outer = self._args.pop(node.id, None) if self._args else None
         for child in node.children:
             start = child.start_byte
             if end >= 0 and (start != end + 1 or src[end] != 0x20):
@@ -510,6 +553,8 @@ class _Walker:
                 if word.is_missing:  # `ls &&` at the end of a line: already a parse error
                     self._push_all(after + subs, _NO_REDIRECTS)
                     return
+                if inline:  # `> out a b`: words before the name belong after it
+                    self.unknown.append("words the parser placed before the command name")
             elif not named:
                 if kind == "variable_assignment":
                     assignments.append(self._check_assignment(child, lasting=False))
@@ -517,10 +562,10 @@ class _Walker:
                     if value is not None:
                         subs.extend(self._substitutions(value))
                 elif kind in _REDIRECTS:
-                    redirects = _merge(redirects, self._redirect(child, subs, after, pending))
+                    redirects = _merge(redirects, self._redirect(child, subs, after, inline))
                 continue
             elif kind in _REDIRECTS:
-                redirects = _merge(redirects, self._redirect(child, subs, after, pending))
+                redirects = _merge(redirects, self._redirect(child, subs, after, inline))
                 continue
             elif kind == "comment":
                 continue
@@ -529,14 +574,14 @@ class _Walker:
             wkind = word.type
             if wkind == "word" or wkind == "number":  # the common case, off the general path
                 raw = src[word.start_byte : word.end_byte]
-                if b"\\" not in raw and raw[:1] != b"~":
+                if raw.isalnum() or not raw.translate(None, _PLAIN):
                     argv.append(raw.decode("utf-8", "surrogatepass"))
                     continue
             text, dyn = self._word(word, subs)
             if dyn:
                 dynamic.append(len(argv))
             argv.append(text)
-        for extra in pending:
+        for extra in inline if outer is None else inline + outer:
             if isinstance(extra, str):
                 argv.append(extra)
                 continue
@@ -573,6 +618,9 @@ class _Walker:
             self.unknown.append(f"the command name is not known until run time: {_short(argv[0])}")
         elif argv[0] == "coproc":
             self.unknown.append("coproc runs a command in the background with its own pipes")
+        elif argv[0] in _MISPLACED:
+            # bash refuses `done`, `fi`, `}` ... where a command starts; tree-sitter runs them.
+            self.unknown.append(f"the line does not parse as shell: unexpected {argv[0]!r}")
         return SimpleCommand(
             tuple(argv), tuple(dynamic), tuple(assignments), redirects[0], redirects[1], self.via
         )
@@ -653,8 +701,16 @@ class _Walker:
         """
         kind = node.type
         if kind == "file_redirect":
-            return self._file_redirect(node, subs)
+            return self._file_redirect(node, subs, args)
         if kind == "herestring_redirect":
+            content = node.named_children
+            if content:
+                src = self._src
+                first, last = content[0], content[-1]
+                nxt = src[last.end_byte : last.end_byte + 1]
+                gap = src[node.start_byte + 3 : first.start_byte]
+                if not _blank(gap) or (last.type == "number" and nxt in (b"<", b">")):
+                    self.unknown.append("the line does not parse as shell near '<<<'")
             subs.extend(self._substitutions(node))
             return _NO_REDIRECTS
         result: _Redirects = _NO_REDIRECTS
@@ -672,7 +728,7 @@ class _Walker:
             elif ckind == "heredoc_start":
                 quoted = _quoted_delimiter(self._text(child))
             elif ckind == "file_redirect":
-                result = _merge(result, self._file_redirect(child, subs))
+                result = _merge(result, self._file_redirect(child, subs, args))
             elif ckind == "heredoc_body":
                 if not quoted:
                     self._heredoc_body(child, subs)
@@ -703,17 +759,31 @@ class _Walker:
                 i += 1
         subs.extend(self._substitutions(node))
 
-    def _file_redirect(self, node: Node, subs: list[Node]) -> _Redirects:
+    def _file_redirect(self, node: Node, subs: list[Node], args: list[Node | str]) -> _Redirects:
         op = ""
+        op_end = -1
         dest: Node | None = None
         for child in node.children:
-            if child.is_named:
-                if child.type != "file_descriptor":
-                    dest = child
-            else:
+            if not child.is_named:
                 op = child.type
+                op_end = child.end_byte
+            elif child.type == "file_descriptor":
+                continue
+            elif dest is None:
+                dest = child
+            else:
+                # tree-sitter-bash reads `rm > /dev/null -rf /` as three destinations;
+                # bash writes the first and passes the rest to the command.
+                args.append(child)
         if dest is None:
             return _NO_REDIRECTS
+        src = self._src
+        after = src[dest.end_byte : dest.end_byte + 1]
+        if not _blank(src[op_end : dest.start_byte]) or (
+            dest.type == "number" and after in (b"<", b">")
+        ):
+            # `< <newline> x` and `>> 2>&1`: bash refuses both, tree-sitter guesses.
+            self.unknown.append(f"the line does not parse as shell near {op!r}")
         if dest.type == "process_substitution":
             subs.append(dest)
             return _NO_REDIRECTS
@@ -762,7 +832,11 @@ class _Walker:
     def _part(self, node: Node, subs: list[Node]) -> tuple[str, bool]:
         kind = node.type
         if kind == "word":
-            return _unescape_unquoted(self._text(node)), False
+            text = self._text(node)
+            if _bare_blank(text):
+                # tree-sitter-bash reads `} }` as one word; bash splits at the blank.
+                self.unknown.append(f"the parser read a blank inside a word: {_short(text)}")
+            return _unescape_unquoted(text), False
         if kind == "raw_string":
             return self._text(node)[1:-1], False
         if kind == "string":
@@ -1412,6 +1486,8 @@ def _split_text(text: str, via: tuple[str, ...]) -> Split:
     try:
         tree = _parser().parse(src if src.isascii() else src.translate(_ASCII_MASK))
         root = tree.root_node
+        if _skipped(src[: root.start_byte]) or _skipped(src[root.end_byte :]):
+            walker.unknown.append("the parser skipped part of the line")
         if root.has_error:
             walker.unknown.append(_first_error(root, src))
         walker.run(root)

@@ -164,6 +164,15 @@ def test_an_input_redirect_is_a_read() -> None:
     assert (cmd.reads, cmd.writes) == (("in.txt",), ("out.txt",))
 
 
+def test_words_after_a_redirect_target_are_arguments_not_hidden() -> None:
+    # tree-sitter-bash reads `rm > /dev/null -rf /` as a redirect with three targets.
+    cmd = only("rm > /dev/null -rf /")
+    assert (cmd.argv, cmd.writes) == (("rm", "-rf", "/"), ())
+    cmd = only("echo 2> err.txt a b > out.txt c")
+    assert (cmd.argv, cmd.writes) == (("echo", "a", "b", "c"), ("err.txt", "out.txt"))
+    assert only("cat < in.txt extra").argv == ("cat", "extra")
+
+
 def test_a_redirect_after_a_chain_belongs_to_its_last_command() -> None:
     result = split("cd src && make > log")
     assert [c.writes for c in result.commands] == [(), ("log",)]
@@ -563,6 +572,64 @@ def test_non_ascii_words_are_kept_as_written() -> None:
     assert argvs(result) == [("echo", "héllo", "日本"), ("grep", "ünïcode", "fïle")]
     assert result.commands[1].writes == ("öut.txt",)
     assert result.unknown == ()
+
+
+_SOUP = st.lists(
+    st.sampled_from(
+        [
+            "a",
+            "ls",
+            "-l",
+            "x=1",
+            '"q q"',
+            "'s'",
+            "$v",
+            "$(c)",
+            "`d`",
+            "&&",
+            "||",
+            "|",
+            ";",
+            "&",
+            "\n",
+            "(",
+            ")",
+            "{",
+            "}",
+            "<",
+            ">",
+            ">>",
+            "2>&1",
+            "<<<",
+            "if",
+            "then",
+            "fi",
+            "for",
+            "in",
+            "do",
+            "done",
+            "case",
+            "esac",
+            ";;",
+            "!",
+            "#c",
+            "\\",
+            '"',
+            "'",
+            "-",
+        ]
+    ),
+    min_size=1,
+    max_size=8,
+).map(" ".join)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_SOUP)
+def test_a_line_real_bash_refuses_is_never_understood(line: str) -> None:
+    refused = subprocess.run(["bash", "-n"], input=line.encode(), capture_output=True).returncode
+    if refused:
+        assert split(line).unknown, line
 
 
 def test_a_very_long_chain_does_not_exhaust_the_stack() -> None:
