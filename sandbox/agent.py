@@ -1,0 +1,141 @@
+"""The sandbox around the agent process itself.
+
+Current agents run most commands and edits with their own built-in tools and
+never call the client's ``fs/*`` or ``terminal/*``; only a sandbox around the
+whole agent confines that. The agent's profile comes from
+`Profile.for_agent`; this module finds what its install needs to stay visible
+and starts it with its stdio pipes passed through unchanged.
+
+An agent's install under ``/tmp`` (npx caches, CI scratch dirs) or ``$HOME``
+(``~/.npm/_npx``, nvm, a venv) would vanish behind the private tmpfs mounts, so
+`resolve_install` returns the executable (through its symlinks), its package
+root (the directory holding the outermost ``node_modules``, or a ``pyvenv.cfg``
+venv) and the interpreter its shebang names; they are bound read-only.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import trio
+
+from sandbox.launch import open_launch, prepare
+from sandbox.preflight import preflight
+from sandbox.profile import Profile, ProfileError
+from sandbox.spawn import PIPE, Child, Std
+from sandbox.stubs import LEDGER
+from sandbox.survey import caller_home
+
+SHEBANG_MAX_BYTES = 256
+
+
+def _package_root(path: str) -> str | None:
+    """The directory holding the outermost ``node_modules`` above ``path``, or
+    the venv (``pyvenv.cfg``) containing it."""
+    parts = Path(path).parts
+    if "node_modules" in parts:
+        index = parts.index("node_modules")
+        return str(Path(*parts[:index])) if index > 0 else None
+    for parent in Path(path).parents:
+        if (parent / "pyvenv.cfg").is_file():
+            return str(parent)
+    return None
+
+
+def _shebang_interpreter(path: str, search_path: str | None) -> str | None:
+    try:
+        with open(path, "rb") as handle:
+            first = handle.read(SHEBANG_MAX_BYTES).split(b"\n", 1)[0]
+    except OSError:
+        return None
+    if not first.startswith(b"#!"):
+        return None
+    words = first[2:].decode("utf-8", "replace").split()
+    if not words:
+        return None
+    program = words[0]
+    if os.path.basename(program) == "env":
+        rest = [w for w in words[1:] if not w.startswith("-")]
+        if not rest:
+            return None
+        found = shutil.which(rest[0], path=search_path)
+        return os.path.realpath(found) if found else None
+    return os.path.realpath(program) if os.path.exists(program) else None
+
+
+def resolve_install(argv: Sequence[str], *, search_path: str | None = None) -> tuple[Path, ...]:
+    """Host paths the agent started by ``argv`` needs to see (read-only).
+
+    ``argv[0]`` is looked up on ``search_path`` (default ``$PATH``); later
+    arguments that are existing absolute paths (``node /x/dist/index.js``)
+    count too. Raises `ProfileError` when the program is not found.
+    """
+    if not argv:
+        raise ProfileError("empty agent command")
+    program = argv[0]
+    exe = program if "/" in program else shutil.which(program, path=search_path)
+    if exe is None or not os.path.exists(exe):
+        raise ProfileError(f"agent program {program!r} not found")
+    found: list[str] = []
+
+    def add(path: str) -> None:
+        real = os.path.realpath(path)
+        found.append(real)
+        root = _package_root(real)
+        if root is not None:
+            found.append(root)
+
+    add(exe)
+    interpreter = _shebang_interpreter(os.path.realpath(exe), search_path)
+    if interpreter is not None:
+        add(interpreter)
+    for arg in argv[1:]:
+        if arg.startswith("/") and os.path.exists(arg):
+            add(arg)
+    return tuple(Path(p) for p in dict.fromkeys(found))
+
+
+def ensure_home_folders(profile: Profile) -> None:
+    """Create the agent's missing writable home folders (mode 0700), so that what
+    it stores there (a login, a cache) survives the sandbox."""
+    home = Path(profile.home) if profile.home is not None else Path(caller_home(os.getuid()))
+    for folder in profile.home_folders:
+        if folder.writable and not os.path.lexists(home / folder.name):
+            (home / folder.name).mkdir(mode=0o700, parents=True, exist_ok=True)
+
+
+@asynccontextmanager
+async def agent_process(
+    profile: Profile,
+    argv: Sequence[str],
+    *,
+    stdin: Std = PIPE,
+    stdout: Std = PIPE,
+    stderr: Std = PIPE,
+    bwrap: str | os.PathLike[str] | None = None,
+) -> AsyncIterator[Child]:
+    """Start the agent under ``profile`` (bwrap unless full-access) with its stdio
+    as given (pipes by default, passed through unchanged).
+
+    Use this instead of `trio.lowlevel.open_process` for a sandboxed agent: see
+    `sandbox.spawn` for why (bwrap's ``--die-with-parent`` would kill the agent
+    ten seconds after trio's spawning worker thread retires). Leaving the block
+    SIGKILLs the agent if it is still running and reaps it; a graceful shutdown
+    (close stdin, wait, terminate) is the caller's, inside the block.
+    """
+    probed = await preflight(bwrap) if profile.sandboxed else None
+    if profile.sandboxed:
+        ensure_home_folders(profile)
+    with LEDGER.hold(), prepare(profile, argv, probed) as launch:
+        child = await open_launch(launch, stdin=stdin, stdout=stdout, stderr=stderr)
+        try:
+            yield child
+        finally:
+            with trio.CancelScope(shield=True):
+                child.kill()
+                await child.wait()
+                await child.aclose()

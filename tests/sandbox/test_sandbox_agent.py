@@ -1,0 +1,104 @@
+"""The agent process itself under the sandbox: install visible, state kept, pipes intact."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+import trio
+
+from policies.capability import Capability
+from sandbox.agent import agent_process, resolve_install
+from sandbox.profile import Profile, ProfileError
+
+AGENT = """#!/usr/bin/env python3
+# A stand-in agent: answers each stdin line with what it can see and do.
+import json, os, socket, sys
+home = os.environ["HOME"]
+for line in sys.stdin:
+    ws = line.strip()
+    report = {"home": sorted(os.listdir(home))}
+    with open(os.path.join(home, ".fakeagent", "state"), "w") as f:
+        f.write("logged-in")
+    for name, path in (("ws", os.path.join(ws, "edited")), ("git", os.path.join(ws, ".git", "config"))):
+        try:
+            with open(path, "a") as f:
+                f.write("x")
+            report[name] = "written"
+        except OSError as e:
+            report[name] = e.strerror
+    report["interfaces"] = len(socket.if_nameindex())
+    print(json.dumps(report), flush=True)
+"""
+
+
+@pytest.fixture
+def install(tmp_path: Path) -> Path:
+    """An npm-style install under /tmp: prefix/bin/fakeagent -> node_modules/.../agent.py."""
+    package = tmp_path / "prefix" / "node_modules" / "@acme" / "fakeagent"
+    package.mkdir(parents=True)
+    script = package / "agent.py"
+    script.write_text(AGENT)
+    script.chmod(0o755)
+    bin_dir = tmp_path / "prefix" / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "fakeagent").symlink_to(script)
+    return bin_dir
+
+
+def test_resolve_install_finds_the_script_its_package_root_and_its_interpreter(install: Path) -> None:
+    found = resolve_install(["fakeagent"], search_path=f"{install}:/usr/bin:/bin")
+    script = (install / "fakeagent").resolve()
+    assert script in found
+    assert install.parent in found  # the directory holding node_modules
+    assert Path(os.path.realpath("/usr/bin/python3")) in found
+
+
+def test_resolve_install_counts_absolute_script_arguments(install: Path) -> None:
+    script = (install / "fakeagent").resolve()
+    found = resolve_install([sys.executable, str(script)])
+    assert script in found and install.parent in found
+
+
+def test_an_unknown_agent_program_is_refused_by_name() -> None:
+    with pytest.raises(ProfileError, match="no-such-agent"):
+        resolve_install(["no-such-agent"], search_path="/nonexistent")
+
+
+async def test_a_sandboxed_agent_keeps_its_state_sees_its_install_and_talks_over_stdio(
+    install: Path, ws: Path, home: Path
+) -> None:
+    argv = [str(install / "fakeagent")]
+    profile = Profile.for_agent(
+        Capability.EDIT_WORKSPACE,
+        ws,
+        home=home,
+        home_folders=(".fakeagent",),
+        install=resolve_install(argv, search_path=f"{install}:/usr/bin:/bin"),
+    )
+    async with agent_process(profile, argv, stderr=None) as agent:
+        assert agent.stdin is not None and agent.stdout is not None
+        await agent.stdin.send_all(f"{ws}\n".encode())
+        with trio.fail_after(20):
+            line = b""
+            while not line.endswith(b"\n"):
+                line += await agent.stdout.receive_some(4096)
+    report = json.loads(line)
+    assert report["home"] == [".fakeagent"]  # ~/.ssh is not there
+    assert report["ws"] == "written"
+    assert report["git"] == "Read-only file system"
+    assert report["interfaces"] > 1  # the agent's network is on
+    assert (home / ".fakeagent" / "state").read_text() == "logged-in"  # persisted on the host
+    assert (ws / "edited").read_text() == "x"
+
+
+async def test_without_the_install_kept_visible_an_agent_under_tmp_cannot_start(
+    install: Path, ws: Path, home: Path
+) -> None:
+    argv = [str(install / "fakeagent")]
+    profile = Profile.for_agent(Capability.READ_ONLY, ws, home=home, home_folders=(".fakeagent",))
+    async with agent_process(profile, argv, stderr=None) as agent:
+        assert await agent.wait() != 0  # /tmp is a private tmpfs: the script is gone

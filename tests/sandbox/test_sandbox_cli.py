@@ -1,0 +1,119 @@
+"""``governor sandbox`` as an operator runs it: a real process, real bwrap."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from governor.cli import main
+
+
+@dataclass
+class Outcome:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture
+def governor(capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Callable[..., Outcome]:
+    """``governor sandbox ARGS`` in this process (the CLI's startup is slow; the
+    command's inherited stdio is captured at the fd level)."""
+
+    def call(*args: str, cwd: Path, env: dict[str, str] | None = None) -> Outcome:
+        monkeypatch.chdir(cwd)
+        for name, value in (env or {}).items():
+            monkeypatch.setenv(name, value)
+        capfd.readouterr()
+        code = main(["sandbox", *args])
+        out, err = capfd.readouterr()
+        return Outcome(code, out, err)
+
+    return call
+
+
+def test_the_real_console_entry_point_runs_a_command(ws: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "governor.cli", "sandbox", "--", "echo hi; exit 5"],
+        cwd=ws, capture_output=True, text=True, timeout=60,
+    )
+    assert (result.returncode, result.stdout) == (5, "hi\n")
+
+
+def test_it_exits_with_the_commands_status(governor: Callable[..., Outcome], ws: Path) -> None:
+    assert governor("--", "sh", "-c", "exit 7", cwd=ws).returncode == 7
+    assert governor("--", "exit 3", cwd=ws).returncode == 3  # one word: a shell line
+
+
+def test_read_only_by_default_and_edit_workspace_when_asked(governor: Callable[..., Outcome], ws: Path) -> None:
+    refused = governor("--", "touch made", cwd=ws)
+    assert refused.returncode != 0
+    assert "Read-only file system" in refused.stdout + refused.stderr
+    assert not (ws / "made").exists()
+    allowed = governor("--capability", "edit-workspace", "--", "touch made", cwd=ws)
+    assert allowed.returncode == 0
+    assert (ws / "made").exists()
+
+
+def test_extra_dirs_and_an_explicit_workspace_are_roots(governor: Callable[..., Outcome], ws: Path, tmp_path: Path) -> None:
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    result = governor(
+        "--capability", "edit-workspace", "--workspace", str(ws), "--add-dir", str(extra),
+        "--", f"touch {extra}/x {ws}/y", cwd=tmp_path / "ws",
+    )
+    assert result.returncode == 0, result.stderr
+    assert (extra / "x").exists() and (ws / "y").exists()
+
+
+def test_only_named_variables_pass_and_print_argv_masks_their_values(governor: Callable[..., Outcome], ws: Path) -> None:
+    env = {"GOV_VISIBLE": "shown-inside", "GOV_SECRET": "never-inside"}
+    result = governor("--env", "GOV_VISIBLE", "--", "env", cwd=ws, env=env)
+    assert "GOV_VISIBLE=shown-inside" in result.stdout
+    assert "never-inside" not in result.stdout
+    printed = governor("--env", "GOV_VISIBLE", "--print-argv", "--", "env", cwd=ws, env=env)
+    assert printed.returncode == 0
+    assert "--setenv GOV_VISIBLE ***" in printed.stdout
+    assert "shown-inside" not in printed.stdout
+
+
+def test_network_is_off_unless_asked(governor: Callable[..., Outcome], ws: Path) -> None:
+    probe = "python3 -c 'import socket; print(len(socket.if_nameindex()))'"
+    assert governor("--", probe, cwd=ws).stdout.strip() == "1"  # only lo
+    shared = governor("--network", "--", probe, cwd=ws).stdout.strip()
+    assert shared == str(len(socket_interfaces()))
+
+
+def socket_interfaces() -> list[tuple[int, str]]:
+    import socket
+
+    return socket.if_nameindex()
+
+
+@pytest.mark.parametrize(
+    ("args", "culprit"),
+    [
+        (["--bwrap", "/nonexistent/bwrap", "--", "true"], "install bubblewrap"),
+        (["--capability", "Read-Only", "--", "true"], "unknown capability"),
+        (["--env", "GOV_UNSET_VARIABLE", "--", "true"], "GOV_UNSET_VARIABLE"),
+        (["--workspace", "/nonexistent/ws", "--", "true"], "/nonexistent/ws"),
+        ([], "no command"),
+    ],
+)
+def test_a_run_that_cannot_start_safely_is_one_line_and_exit_2(governor: Callable[..., Outcome], ws: Path, args: list[str], culprit: str) -> None:
+    result = governor(*args, cwd=ws)
+    assert result.returncode == 2
+    assert culprit in result.stderr
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_a_timeout_kills_and_reports_128_plus_sigkill(governor: Callable[..., Outcome], ws: Path) -> None:
+    result = governor("--timeout", "0.3", "--", "sleep 30", cwd=ws)
+    assert result.returncode == 128 + 9
+    assert "killed after" in result.stderr
