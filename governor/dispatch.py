@@ -104,15 +104,13 @@ async def dispatch(table: HandlerTable, method: str, params: Any) -> Result:
 
 def as_result(value: Any) -> Result:
     """A handler's return value as a jsonrpcserver `Result` with a JSON-ready payload."""
+    if isinstance(value, BaseModel):  # the usual case first
+        return Success(value.model_dump(mode="json", by_alias=True, exclude_none=True))
     if isinstance(value, Left):
         return value
     if isinstance(value, Right):
         inner = value._value
-        if isinstance(inner, SuccessResult):
-            return as_result(inner.result)
-        return value
-    if isinstance(value, BaseModel):
-        return Success(value.model_dump(mode="json", by_alias=True, exclude_none=True))
+        return as_result(inner.result) if isinstance(inner, SuccessResult) else value
     return Success({} if value is None else value)
 
 
@@ -122,9 +120,11 @@ def reply(id: JsonId, result: Result) -> bytes:
     A result that cannot be encoded (not JSON, NaN) becomes ``-32603`` rather
     than an exception: the agent still gets its answer.
     """
-    request = _JsonRpcServerRequest(method="", params={}, id=id)
-    payload = to_serializable_one(to_response(request, result))
-    assert isinstance(payload, dict)
+    if isinstance(result, Right):  # the hot path: skip the namedtuple round trip
+        payload: Any = {"jsonrpc": "2.0", "id": id, "result": result._value.result}
+    else:
+        request = _JsonRpcServerRequest(method="", params={}, id=id)
+        payload = to_serializable_one(to_response(request, result))
     try:
         return encode(payload)
     except (TypeError, ValueError) as exc:
