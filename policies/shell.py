@@ -33,10 +33,15 @@ from dataclasses import dataclass
 import tree_sitter_bash
 from tree_sitter import Language, Node, Parser
 
-__all__ = ["MAX_DEPTH", "SimpleCommand", "Split", "split", "split_argv"]
+__all__ = ["MAX_DEPTH", "MAX_LINE", "SimpleCommand", "Split", "split", "split_argv"]
 
 MAX_DEPTH = 8
 """How many wrappers (`sudo`, `bash -c`, `env`, ...) may nest before a part is unknown."""
+
+MAX_LINE = 1 << 20
+"""The longest line split at all (Linux caps one argument at 128 KiB, a whole command at 2 MiB)."""
+
+_CACHED_LENGTH = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -478,7 +483,7 @@ class _Walker:
         self._push_all(after, inherited)
         if body is None:
             self.unknown.append(f"a redirect with no command: {_short(self._text(node))}")
-        elif body.type in _CHAINS:
+        elif body.type in _CHAINS and (own is not _NO_REDIRECTS or args):
             target = body
             while target.type in _CHAINS:
                 parts = [c for c in target.named_children if c.type != "comment"]
@@ -784,11 +789,14 @@ class _Walker:
         ):
             # `< <newline> x` and `>> 2>&1`: bash refuses both, tree-sitter guesses.
             self.unknown.append(f"the line does not parse as shell near {op!r}")
-        if dest.type == "process_substitution":
+        dest_kind = dest.type
+        if dest_kind == "number" and (op == ">&" or op == "<&"):
+            return _NO_REDIRECTS  # `2>&1`: a duplicated descriptor, no file
+        if dest_kind == "process_substitution":
             subs.append(dest)
             return _NO_REDIRECTS
         path, dyn = self._word(dest, subs)
-        if op in ("<&", ">&") and (dest.type == "number" or path == "-"):
+        if op in ("<&", ">&") and path == "-":
             return _NO_REDIRECTS
         if _not_a_file(path):
             return _NO_REDIRECTS
@@ -1498,7 +1506,6 @@ def _split_text(text: str, via: tuple[str, ...]) -> Split:
     return Split(tuple(walker.commands), tuple(dict.fromkeys(walker.unknown)))
 
 
-@functools.lru_cache(maxsize=4096)
 def split(line: str) -> Split:
     """Split a shell line into every simple command it would run.
 
@@ -1507,7 +1514,21 @@ def split(line: str) -> Split:
     run is one `SimpleCommand`, in the order bash would start them (a
     substitution before the command that uses its output). Anything that
     cannot be judged from the text alone is a reason in `unknown`.
+
+    Results are cached (they are immutable); lines longer than a typical
+    command are split afresh, so a flood of huge lines cannot fill memory.
     """
+    if len(line) > MAX_LINE:
+        return Split(
+            (), (f"the line is {len(line)} characters; the splitter reads at most {MAX_LINE}",)
+        )
+    if len(line) > _CACHED_LENGTH:
+        return _split_text(line, ())
+    return _split_cached(line)
+
+
+@functools.lru_cache(maxsize=4096)
+def _split_cached(line: str) -> Split:
     return _split_text(line, ())
 
 
