@@ -177,7 +177,7 @@ class Connection:
 
     @property
     def closed(self) -> bool:
-        """True once the agent's stdout has ended: no answer can come any more."""
+        """True once the agent's stdout has ended (or `serve` stopped): no answer can come."""
         return self._stdout_closed
 
     async def request(self, method: str, params: Any = None, *, timeout: float | None = None) -> Any:
@@ -248,12 +248,12 @@ class Connection:
         When stdout ends, pending requests fail with `ConnectionClosed`, queued
         notifications are still delivered, in-flight handlers are cancelled.
         """
-        if self._serving:
-            raise RuntimeError("serve() is already running on this connection")
+        if self._serving or self._stdout_closed:
+            raise RuntimeError("serve() runs once per connection")
         self._serving = True
         self._handlers = handlers
         is_async = inspect.iscoroutinefunction(on_notification) or inspect.iscoroutinefunction(
-            getattr(on_notification, "__call__", None)  # noqa: B004 - async callable objects
+            getattr(on_notification, "__call__", None)  # an object with an async __call__
         )
         try:
             async with trio.open_nursery() as nursery:
@@ -477,15 +477,16 @@ class Connection:
         """Read stderr to its end, keeping only the last lines (bounded, cheap per chunk)."""
         keep = self._tail.maxlen or 0
         cap = self._line_chars * 4  # bytes enough for `cap` chars of UTF-8
+        receive = _receiver(stderr)
         try:
             while True:
                 try:
-                    data = await stderr.receive_some(_RECEIVE_SIZE)
+                    data = await receive()
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
                     break
                 if not data:
                     break
-                lines = bytes(data).split(b"\n")  # trio gives bytes: no copy
+                lines = data.split(b"\n")
                 rest = lines.pop()
                 if lines:
                     lines[0] = self._tail_partial + lines[0][:cap]
@@ -509,10 +510,10 @@ class Connection:
     # --- sending ---
 
     def _check_open(self, method: str) -> None:
-        if not self._serving:
-            raise RuntimeError(f"cannot send {method!r}: serve() is not running")
         if self._stdout_closed:
             raise ConnectionClosed(f"cannot send {method!r}: the agent's stdout has closed")
+        if not self._serving:
+            raise RuntimeError(f"cannot send {method!r}: serve() is not running yet")
 
     async def _send(self, line: bytes, method: str) -> None:
         try:

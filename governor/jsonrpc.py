@@ -338,6 +338,8 @@ class JsonRpc:
 
     def _hold(self, piece: bytes) -> None:
         """Keep an unfinished line's bytes, or count them once it is too long."""
+        if not piece:
+            return
         if self._head is not None:
             self._skipped += len(piece)
             return

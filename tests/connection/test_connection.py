@@ -18,7 +18,7 @@ from acp.schema import (
 )
 from structlog.testing import capture_logs
 
-from governor.connection import ConnectionClosed, RemoteError, RequestTimeout
+from governor.connection import Connection, ConnectionClosed, RemoteError, RequestTimeout
 from governor.dispatch import RpcError
 
 RPC = "2.0"
@@ -433,3 +433,45 @@ async def test_close_stdin_ends_the_agents_input_after_what_was_queued(peer: Any
 
     run = await peer([{"read_to_eof": True}], body=body)
     assert [entry["line"]["method"] for entry in run.read] == ["session/cancel"]
+
+
+async def test_any_pair_of_trio_streams_carries_a_connection_as_well_as_a_process() -> None:
+    from trio.testing import memory_stream_one_way_pair
+
+    to_agent_send, to_agent_receive = memory_stream_one_way_pair()
+    from_agent_send, from_agent_receive = memory_stream_one_way_pair()
+    files = Files()
+    updates: list[Any] = []
+    connection = Connection(to_agent_send, from_agent_receive)
+
+    async def agent() -> None:
+        """Asks for a file, sends an update, answers our request, then hangs up."""
+        await from_agent_send.send_all(
+            b'{"jsonrpc":"2.0","id":"r1","method":"fs/read_text_file","params":{"sessionId":"s","path":"/p"}}\n'
+            b'{"jsonrpc":"2.0","method":"session/update","params":{"n":1}}\n'
+        )
+        seen: list[Any] = []
+        buffer = b""
+        while len(seen) < 2:
+            buffer += await to_agent_receive.receive_some()
+            *lines, buffer = buffer.split(b"\n")
+            seen += [json.loads(line) for line in lines]
+        ours = next(m for m in seen if "method" in m)
+        await from_agent_send.send_all(
+            json.dumps({"jsonrpc": "2.0", "id": ours["id"], "result": {"ok": True}}).encode() + b"\n"
+        )
+        answer = next(m for m in seen if "method" not in m)
+        assert answer == {"jsonrpc": "2.0", "id": "r1", "result": {"content": "contents of /p"}}
+        await from_agent_send.aclose()
+
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(
+                connection.serve, files.table(), lambda method, params: updates.append(params)
+            )
+            nursery.start_soon(agent)
+            assert await connection.request("session/new", {"cwd": "/w"}) == {"ok": True}
+    assert updates == [{"n": 1}]
+    assert connection.closed
+    with pytest.raises(ConnectionClosed):
+        await connection.request("session/new", {"cwd": "/w"})
