@@ -191,5 +191,6 @@ def main() -> None:
         f"{always8 / rate['always, 1 producer']:.1f}x one producer (group commit)"
     )
 
+
 if __name__ == "__main__":
     main()

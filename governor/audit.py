@@ -38,8 +38,8 @@ import json
 import os
 import re
 import time
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -173,9 +173,7 @@ class AuditLog:
         if path is not None:
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
-                self._fd = os.open(
-                    path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600
-                )
+                self._fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
                 _end_torn_line(self._fd)
             except OSError as e:
                 raise AuditUnavailable(f"cannot open the audit log {path}: {e.strerror}") from None
@@ -235,7 +233,7 @@ class AuditLog:
             data = _canonical(body)
         digest = hashlib.sha256(data).hexdigest()
         body["hash"] = digest
-        return b"%s,\"hash\":\"%s\"}\n" % (data[:-1], digest.encode()), digest
+        return b'%s,"hash":"%s"}\n' % (data[:-1], digest.encode()), digest
 
     async def durable(self, record: dict[str, Any]) -> None:
         """Wait until ``record`` is on disk when durability is ``always`` (group commit)."""
@@ -304,6 +302,41 @@ def _end_torn_line(fd: int) -> None:
     size = os.fstat(fd).st_size
     if size and os.pread(fd, 1, size - 1) != b"\n":
         os.write(fd, b"\n")
+
+
+# Keys whose values are file contents: only their presence matters to a decision
+# (an "other" tool call that carries content is judged a write).
+_CONTENT_KEYS: Final = frozenset(
+    {"content", "new_string", "old_string", "new_str", "old_str", "edits", "patch", "diff"}
+)
+INPUT_VALUE_LIMIT: Final = 16_384
+
+
+def recorded_input(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """What of a tool call's raw input the log keeps, so that `governor audit replay`
+    can rebuild the decision: every key, contents replaced by their size, the
+    paths of a ``changes`` map without their diffs, any other value kept unless it
+    is longer than `INPUT_VALUE_LIMIT` characters (then replaced by its size)."""
+    kept: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key in _CONTENT_KEYS:
+            kept[key] = f"<{_size(value)}>"
+        elif key == "changes" and isinstance(value, Mapping):
+            kept[key] = {str(k): None for k in value}
+        elif isinstance(value, bool | int | float) or value is None:
+            kept[key] = value
+        else:
+            text = value if isinstance(value, str) else json.dumps(value, default=str)
+            kept[key] = value if len(text) <= INPUT_VALUE_LIMIT else f"<{_size(value)}>"
+    return kept
+
+
+def _size(value: Any) -> str:
+    if isinstance(value, str):
+        return f"{len(value)} characters"
+    if isinstance(value, list):
+        return f"{len(value)} items"
+    return type(value).__name__
 
 
 def inside(path: Path | str, roots: Iterable[str]) -> str | None:
@@ -434,49 +467,3 @@ def verify(lines: Iterable[tuple[int, dict[str, Any] | None, str]]) -> Verificat
         ended[attempt] = record.get("kind") == "attempt-end"
     unfinished = tuple(a for a, done in ended.items() if not done)
     return Verification(None, unfinished, len(ended), count, tuple(incomplete))
-
-
-@dataclass(slots=True)
-class AttemptRecords:
-    """One attempt's records as read back from a log, in order."""
-
-    attempt: str
-    source: str
-    records: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def start(self) -> dict[str, Any] | None:
-        """Its attempt-start record, when the log holds it."""
-        first = self.records[0] if self.records else None
-        return first if first is not None and first.get("kind") == "attempt-start" else None
-
-    @property
-    def end(self) -> dict[str, Any] | None:
-        """Its attempt-end record, or None when the governor stopped before it."""
-        final = self.records[-1] if self.records else None
-        return final if final is not None and final.get("kind") == "attempt-end" else None
-
-
-def read_attempts(path: Path) -> list[AttemptRecords]:
-    """The attempts of one log file, each with its records in order (lines that
-    are not records are skipped: `verify` is what judges them)."""
-    found: dict[str, AttemptRecords] = {}
-    loads = json.loads
-    source = str(path)
-    with path.open("rb") as f:
-        data = f.read()
-    for raw in data.splitlines():
-        try:
-            record = loads(raw)
-        except ValueError:
-            continue
-        if not isinstance(record, dict):
-            continue
-        attempt = record.get("attempt")
-        if not isinstance(attempt, str):
-            continue
-        group = found.get(attempt)
-        if group is None:
-            group = found[attempt] = AttemptRecords(attempt, source)
-        group.records.append(record)
-    return list(found.values())

@@ -1,0 +1,550 @@
+"""`governor audit`: read audit logs back -- tallies, refusals, one attempt's story,
+verification of the hash chain, and replay under another policy.
+
+    governor audit [--refused | --attempt ID] [--json] LOG|DIR ...
+    governor audit verify [--json] LOG|DIR ...
+    governor audit replay LOG --policy FILE [--ceiling FILE] [--attempt ID] [--json]
+
+A directory stands for every ``*.jsonl`` file under it. Exit codes: 0 done (a
+log that verifies, unfinished attempts included); 1 a log that does not verify,
+or no attempt by that id; 2 usage (a missing file, a bad policy).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from governor.audit import INCOMPLETE, UNFINISHED, Verification, verify
+from governor.outcome import Tally, tally
+from governor.replay import Replay, replay, shown
+
+USAGE: Final = """governor audit [--refused | --attempt ID] [--json] LOG|DIR ...
+       governor audit verify [--json] LOG|DIR ...
+       governor audit replay LOG --policy FILE [--ceiling FILE] [--attempt ID] [--json]"""
+
+TALLY_COLUMNS: Final = ("asked", "allowed", "waited", "refused", "reported", "unasked")
+
+
+class UsageError(Exception):
+    """A command line that cannot be carried out (exit 2)."""
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the `audit` subcommand (with its `verify` and `replay` forms)."""
+    p = sub.add_parser(
+        "audit",
+        help="read audit logs: tallies, refusals, one attempt's story, verify, replay",
+        description="Read audit logs back. With LOG|DIR: one row per attempt (its agent, "
+        "status and tally). `verify` checks the hash chain (exit 1 names the first line "
+        "edited, deleted, inserted or reordered); `replay` re-decides every recorded action "
+        "under another policy and lists what would change.",
+        usage=USAGE,
+    )
+    p.add_argument(
+        "--refused", action="store_true", help="every refused action, with rule and reason"
+    )
+    p.add_argument(
+        "--attempt", metavar="ID", help="the full story of one attempt (an id or a unique prefix)"
+    )
+    p.add_argument("--json", action="store_true", help="JSON on stdout")
+    p.add_argument("args", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    p.set_defaults(func=main)
+
+
+def _verify_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="governor audit verify", description="Check the hash chain of each log."
+    )
+    p.add_argument("paths", nargs="+", metavar="LOG|DIR")
+    p.add_argument("--json", action="store_true", help="JSON on stdout")
+    return p
+
+
+def _replay_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="governor audit replay",
+        description="Re-decide every recorded permission, read, write and terminal action "
+        "under another policy (bound to each attempt's own roots) and list what would change.",
+    )
+    p.add_argument("log", metavar="LOG")
+    p.add_argument("--policy", metavar="FILE", required=True, help="the policy to replay under")
+    p.add_argument(
+        "--ceiling", metavar="FILE", help="whose protected paths apply (default: the one in force)"
+    )
+    p.add_argument("--attempt", metavar="ID", help="only this attempt")
+    p.add_argument("--json", action="store_true", help="JSON on stdout")
+    return p
+
+
+def main(args: argparse.Namespace) -> int:
+    """Dispatch to the report, `verify` or `replay`; map errors to exit 2."""
+    rest = list(args.args)
+    if rest[:1] == ["--"]:
+        rest = rest[1:]
+    try:
+        if rest[:1] == ["verify"]:
+            sub = _verify_parser().parse_args(rest[1:])
+            return run_verify(sub.paths, as_json=sub.json or args.json)
+        if rest[:1] == ["replay"]:
+            sub = _replay_parser().parse_args(rest[1:])
+            return run_replay(
+                sub.log,
+                sub.policy,
+                ceiling=sub.ceiling,
+                attempt=sub.attempt or args.attempt,
+                as_json=sub.json or args.json,
+            )
+        if not rest:
+            raise UsageError(f"name the logs to read\nusage: {USAGE}")
+        if args.refused and args.attempt:
+            raise UsageError("--refused and --attempt are two different views: choose one")
+        return run_report(rest, refused=args.refused, attempt=args.attempt, as_json=args.json)
+    except UsageError as e:
+        print(f"governor audit: {e}", file=sys.stderr)
+        return 2
+
+
+# -- reading ----------------------------------------------------------------------------
+
+
+def log_files(paths: Sequence[str]) -> list[Path]:
+    """The logs named: files as given, directories as every ``*.jsonl`` under them."""
+    found: list[Path] = []
+    for name in paths:
+        p = Path(name)
+        if p.is_dir():
+            found.extend(sorted(q for q in p.rglob("*.jsonl") if q.is_file()))
+        elif p.is_file():
+            found.append(p)
+        elif p.exists():
+            raise UsageError(f"{name} is neither a file nor a directory")
+        else:
+            raise UsageError(f"{name}: no such file or directory")
+    return found
+
+
+@dataclass(slots=True)
+class AttemptRecords:
+    """One attempt's records as read back from a log, in order."""
+
+    attempt: str
+    source: str
+    records: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def start(self) -> dict[str, Any] | None:
+        """Its attempt-start record, when the log holds it."""
+        first = self.records[0] if self.records else None
+        return first if first is not None and first.get("kind") == "attempt-start" else None
+
+    @property
+    def end(self) -> dict[str, Any] | None:
+        """Its attempt-end record, or None when the governor stopped before it."""
+        final = self.records[-1] if self.records else None
+        return final if final is not None and final.get("kind") == "attempt-end" else None
+
+
+@dataclass(slots=True)
+class LogFile:
+    """One log read once: its attempts, its records with their line numbers, and
+    its verification."""
+
+    path: Path
+    attempts: list[AttemptRecords]
+    numbered: list[tuple[int, dict[str, Any]]]
+    check: Verification
+
+
+def read_log(path: Path) -> LogFile:
+    """Read, group by attempt and verify one log in a single pass over its bytes."""
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise UsageError(f"{path}: cannot read the log: {e.strerror}") from None
+    raws = data.split(b"\n")
+    if raws and not raws[-1]:
+        raws.pop()  # what follows the final newline
+    lines: list[tuple[int, dict[str, Any] | None, str]] = []
+    numbered: list[tuple[int, dict[str, Any]]] = []
+    attempts: dict[str, AttemptRecords] = {}
+    source = str(path)
+    loads = json.loads
+    for n, raw in enumerate(raws, 1):
+        text = raw.decode("utf-8", errors="replace")
+        try:
+            value = loads(text)
+        except ValueError:
+            lines.append((n, None, text))
+            continue
+        if not isinstance(value, dict):
+            lines.append((n, None, text))
+            continue
+        lines.append((n, value, text))
+        numbered.append((n, value))
+        attempt = value.get("attempt")
+        if isinstance(attempt, str):
+            group = attempts.get(attempt)
+            if group is None:
+                group = attempts[attempt] = AttemptRecords(attempt, source)
+            group.records.append(value)
+    return LogFile(path, list(attempts.values()), numbered, verify(lines))
+
+
+def read_logs(paths: Sequence[str]) -> list[LogFile]:
+    """Every log named, read and verified."""
+    files = log_files(paths)
+    return [read_log(p) for p in files]
+
+
+# -- the report: one row per attempt -------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One attempt, summed up."""
+
+    attempt: str
+    log: str
+    agent: str
+    status: str
+    reason: str | None
+    tally: Tally
+    duration_s: float | None
+    started: float | None
+    workspace: str | None
+    finished: bool
+
+    def to_json(self) -> dict[str, Any]:
+        """The row as plain JSON values."""
+        out = asdict(self)
+        out["tally"] = asdict(self.tally)
+        return out
+
+
+def row(group: AttemptRecords) -> Row:
+    """An attempt's row: the tally is computed from its records (the same function
+    the outcome uses), so the log and the outcome agree."""
+    start, end = group.start, group.end
+    records = group.records
+    agent = str((start or {}).get("preset") or (start or {}).get("agent") or "?")
+    t0 = (start or records[0]).get("time")
+    duration: float | None = None
+    if end is not None and isinstance(end.get("duration_s"), int | float):
+        duration = float(end["duration_s"])
+    elif isinstance(t0, int | float) and isinstance(records[-1].get("time"), int | float):
+        duration = round(float(records[-1]["time"]) - float(t0), 3)
+    return Row(
+        attempt=group.attempt,
+        log=group.source,
+        agent=agent,
+        status=str(end.get("status")) if end is not None else "unfinished",
+        reason=(end or {}).get("reason") if end is not None else UNFINISHED,
+        tally=tally(records),
+        duration_s=duration,
+        started=float(t0) if isinstance(t0, int | float) else None,
+        workspace=(start or {}).get("workspace"),
+        finished=end is not None,
+    )
+
+
+def _table(rows: list[Row]) -> Iterator[str]:
+    header = ("ATTEMPT", "AGENT", "STATUS", *(c.upper() for c in TALLY_COLUMNS), "DURATION")
+    body = [
+        (
+            r.attempt,
+            r.agent,
+            r.status,
+            *(str(getattr(r.tally, c)) for c in TALLY_COLUMNS),
+            "?" if r.duration_s is None else f"{r.duration_s:.1f}s" + ("" if r.finished else "+"),
+        )
+        for r in rows
+    ]
+    widths = [max(len(x) for x in col) for col in zip(header, *body, strict=False)]
+    numeric = set(range(3, len(header)))
+    for cells in (header, *body):
+        yield "  ".join(
+            c.rjust(w) if i in numeric else c.ljust(w)
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ).rstrip()
+
+
+def _integrity_notes(logs: list[LogFile]) -> list[str]:
+    notes = []
+    for log in logs:
+        if log.check.problem is not None:
+            notes.append(
+                f"{log.path} does not verify: {log.check.problem.what} "
+                "(see `governor audit verify`)"
+            )
+        for n in log.check.incomplete:
+            notes.append(f"{log.path}: line {n}: {INCOMPLETE}")
+    return notes
+
+
+def run_report(
+    paths: Sequence[str],
+    *,
+    refused: bool = False,
+    attempt: str | None = None,
+    as_json: bool = False,
+) -> int:
+    """The summary table, the refusals, or one attempt's story."""
+    logs = read_logs(paths)
+    groups = [g for log in logs for g in log.attempts]
+    for note in _integrity_notes(logs):
+        print(f"warning: {note}", file=sys.stderr)
+    if attempt is not None:
+        return _story(groups, attempt, as_json)
+    if refused:
+        return _refusals(groups, as_json)
+    rows = sorted((row(g) for g in groups), key=lambda r: (r.started or 0.0, r.attempt))
+    if as_json:
+        print(json.dumps([r.to_json() for r in rows], indent=1, ensure_ascii=False))
+        return 0
+    if not rows:
+        print(f"no attempts in {len(logs)} log(s)")
+        return 0
+    for line in _table(rows):
+        print(line)
+    unfinished = sum(1 for r in rows if not r.finished)
+    total = Tally(*(sum(getattr(r.tally, c) for r in rows) for c in TALLY_COLUMNS))
+    print(
+        f"\n{len(rows)} attempt(s) in {len(logs)} log(s); "
+        + ", ".join(f"{getattr(total, c)} {c}" for c in TALLY_COLUMNS)
+        + (f"; {unfinished} unfinished ({UNFINISHED})" if unfinished else "")
+    )
+    return 0
+
+
+def _refused(group: AttemptRecords) -> Iterator[dict[str, Any]]:
+    for r in group.records:
+        if r.get("verdict") == "deny":
+            yield {
+                "attempt": group.attempt,
+                "log": group.source,
+                "seq": r.get("seq"),
+                "time": r.get("time"),
+                "kind": r.get("kind"),
+                "subject": shown(r),
+                "by": r.get("by"),
+                "rule": r.get("rule"),
+                "reason": r.get("reason"),
+            }
+
+
+def _refusals(groups: list[AttemptRecords], as_json: bool) -> int:
+    found = [x for g in groups for x in _refused(g)]
+    if as_json:
+        print(json.dumps(found, indent=1, ensure_ascii=False))
+        return 0
+    if not found:
+        print(f"nothing was refused in {len(groups)} attempt(s)")
+        return 0
+    for x in found:
+        print(f"{x['attempt']} #{x['seq']} {x['kind']}: {x['subject']}")
+        print(f"    refused by {x['by']} [{x['rule']}]: {x['reason']}")
+    print(f"\n{len(found)} refused in {len(groups)} attempt(s)")
+    return 0
+
+
+def find_attempt(groups: list[AttemptRecords], wanted: str) -> AttemptRecords:
+    """The attempt with this id, or the only one it is a prefix of."""
+    exact = [g for g in groups if g.attempt == wanted]
+    if exact:
+        return exact[0]
+    matches = [g for g in groups if g.attempt.startswith(wanted)]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise LookupError(f"no attempt {wanted!r} in the logs read ({len(groups)} attempt(s))")
+    names = ", ".join(g.attempt for g in matches[:5])
+    raise LookupError(f"{wanted!r} names {len(matches)} attempts ({names}...): give more of the id")
+
+
+def describe(record: dict[str, Any], t0: float | None) -> str:
+    """One record as one line of an attempt's story."""
+    kind = record.get("kind")
+    at = record.get("time")
+    clock = f"+{at - t0:7.3f}s" if isinstance(at, int | float) and t0 is not None else " " * 9
+    head = f"{clock} #{record.get('seq')}"
+    if kind == "attempt-start":
+        argv = " ".join(map(str, record.get("argv") or []))
+        return (
+            f"{head} started {record.get('preset') or record.get('agent')} ({argv}) in "
+            f"{record.get('workspace')}: capability {record.get('capability')}, approvals "
+            f"{record.get('approvals')}, agent {'sandboxed' if record.get('sandboxed_agent') else 'NOT sandboxed'}, "
+            f"policy {record.get('policy_source')} ({record.get('policy')}), ceiling "
+            f"{record.get('ceiling_source')} ({record.get('ceiling')})"
+        )
+    if kind == "attempt-end":
+        t = record.get("tally") or {}
+        counts = ", ".join(f"{t.get(c, 0)} {c}" for c in TALLY_COLUMNS)
+        reason = f": {record.get('reason')}" if record.get("reason") else ""
+        return (
+            f"{head} ended {record.get('status')}{reason} ({counts}; {record.get('duration_s')} s)"
+        )
+    request = f" request {record['request']}" if record.get("request") is not None else ""
+    option = f", option {record['option']}" if record.get("option") else ""
+    return (
+        f"{head} {kind}{request}: {shown(record)} -> {record.get('verdict')} by "
+        f"{record.get('by')} [{record.get('rule', '')}]{option}: {record.get('reason', '')}"
+    )
+
+
+def _story(groups: list[AttemptRecords], wanted: str, as_json: bool) -> int:
+    try:
+        group = find_attempt(groups, wanted)
+    except LookupError as e:
+        print(f"governor audit: {e}", file=sys.stderr)
+        return 1
+    if as_json:
+        print(json.dumps(group.records, indent=1, ensure_ascii=False))
+        return 0
+    start = group.start
+    t0 = (start or group.records[0]).get("time")
+    when = (
+        time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t0))
+        if isinstance(t0, int | float)
+        else "?"
+    )
+    print(f"attempt {group.attempt} ({group.source}), started {when}")
+    for r in group.records:
+        print(describe(r, t0 if isinstance(t0, int | float) else None))
+    if group.end is None:
+        print(f"          {UNFINISHED}")
+    return 0
+
+
+# -- verify ---------------------------------------------------------------------------
+
+
+def run_verify(paths: Sequence[str], *, as_json: bool = False) -> int:
+    """Exit 0 when every log verifies (unfinished attempts and a cut last line are
+    reported, not failures); 1 naming the first bad line of each log that does not."""
+    files = log_files(paths)
+    if not files:
+        raise UsageError(f"no audit logs in {', '.join(paths)}")
+    results = []
+    bad = 0
+    for path in files:
+        check = read_log(path).check
+        bad += check.problem is not None
+        results.append((path, check))
+    if as_json:
+        print(
+            json.dumps(
+                [
+                    {
+                        "log": str(path),
+                        "intact": check.problem is None,
+                        "problem": None if check.problem is None else asdict(check.problem),
+                        "unfinished": list(check.unfinished),
+                        "incomplete": list(check.incomplete),
+                        "attempts": check.attempts,
+                        "records": check.records,
+                    }
+                    for path, check in results
+                ],
+                indent=1,
+            )
+        )
+        return 1 if bad else 0
+    for path, check in results:
+        if check.problem is not None:
+            print(f"{path}: TAMPERED: {check.problem.what}")
+        else:
+            print(f"{path}: intact ({check.records} line(s), {check.attempts} attempt(s))")
+        for n in check.incomplete:
+            print(
+                f"{path}: line {n}: {INCOMPLETE}"
+                if n == check.records
+                else f"{path}: line {n}: incomplete (the governor stopped while writing it; a new attempt follows)"
+            )
+        for attempt in check.unfinished:
+            print(f"{path}: attempt {attempt}: {UNFINISHED}")
+    return 1 if bad else 0
+
+
+# -- replay -----------------------------------------------------------------------------
+
+
+def run_replay(
+    log: str,
+    policy_file: str,
+    *,
+    ceiling: str | None = None,
+    attempt: str | None = None,
+    as_json: bool = False,
+) -> int:
+    """List what would change if the log's actions were decided under another policy."""
+    from governor.ceilings import load_ceiling
+    from policies.errors import ConfigError
+    from policies.policy import parse_policy
+
+    try:
+        text = Path(policy_file).read_text(encoding="utf-8")
+    except OSError as e:
+        raise UsageError(f"{policy_file}: cannot read the policy: {e.strerror}") from None
+    try:
+        policy = parse_policy(text, policy_file)
+        protected = load_ceiling(ceiling).protected
+    except ConfigError as e:
+        raise UsageError(str(e)) from None
+    files = log_files([log])
+    logged = read_log(files[0]) if len(files) == 1 else None
+    if logged is None:
+        raise UsageError(f"replay reads one log file, not {log}")
+    if logged.check.problem is not None:
+        print(
+            f"warning: {log} does not verify ({logged.check.problem.what}); replaying what it says",
+            file=sys.stderr,
+        )
+    groups = logged.attempts
+    if attempt is not None:
+        try:
+            groups = [find_attempt(groups, attempt)]
+        except LookupError as e:
+            print(f"governor audit: {e}", file=sys.stderr)
+            return 1
+    wanted = {g.attempt for g in groups}
+    numbered = [(n, r) for n, r in logged.numbered if r.get("attempt") in wanted]
+    results = replay(numbered, policy, protected=protected)
+    if as_json:
+        print(json.dumps([_replay_json(r) for r in results], indent=1, ensure_ascii=False))
+        return 0
+    for r in results:
+        _print_replay(r, policy_file)
+    return 0
+
+
+def _replay_json(r: Replay) -> dict[str, Any]:
+    return {
+        "attempt": r.attempt,
+        "actions": r.actions,
+        "changes": [asdict(c) | {"change": c.label} for c in r.changes],
+        "skipped": list(r.skipped),
+    }
+
+
+def _print_replay(r: Replay, policy_file: str) -> None:
+    print(f"attempt {r.attempt}: {r.actions} action(s) re-decided under {policy_file}")
+    for c in r.changes:
+        note = " (approximate: an older record without the raw input)" if c.approximate else ""
+        print(f"  line {c.line} #{c.seq} {c.kind}: {c.subject}")
+        print(f"      {c.label} [{c.rule}]: {c.reason}{note}")
+    for s in r.skipped:
+        print(f"  not replayed: {s}")
+    if not r.changes:
+        print("  nothing would change")
+    else:
+        counts: dict[str, int] = {}
+        for c in r.changes:
+            counts[c.label] = counts.get(c.label, 0) + 1
+        print("  " + ", ".join(f"{n} {label}" for label, n in sorted(counts.items())))
