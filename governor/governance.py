@@ -26,7 +26,7 @@ import trio
 from acp import schema
 
 from governor.approver import Answer, Approver, Ask
-from governor.audit import AuditLog, AuditUnavailable
+from governor.audit import AuditLog, AuditUnavailable, recorded_input
 from governor.dispatch import Route, RpcError
 from governor.fsaccess import FileAccessError, read_text, resolve, write_text
 from governor.jsonrpc import INVALID_PARAMS, RESOURCE_NOT_FOUND
@@ -262,6 +262,8 @@ class Governor:
             )
         if state.locations:
             subject["paths"] = list(state.locations)
+        if raw:
+            subject["input"] = recorded_input(raw)  # what `governor audit replay` rebuilds from
         shown = subject.get("command") or state.title or call.tool_call_id
         request = self._next_request()
         verdict, by, reason = await self._settle(
@@ -374,6 +376,8 @@ class Governor:
         decision = decide(RunCommand(command, cwd, env_names), self.policy)
         shown = command if isinstance(command, str) else shlex.join(command)
         subject = {"command": shown, "cwd": cwd} | ({"env": list(env_names)} if env_names else {})
+        if not isinstance(command, str):
+            subject["argv"] = list(command)  # an argv is judged without a shell: replay needs it
         request = self._next_request()
         verdict, by, reason = await self._settle("terminal", subject, shown, decision, {})
         await self._record("terminal", request, subject, decision, verdict, by, reason)
