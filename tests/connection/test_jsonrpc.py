@@ -237,3 +237,25 @@ def test_arbitrary_bytes_never_raise_and_every_reply_is_one_json_line(
             assert event.reply.endswith(b"\n") and event.reply.count(b"\n") == 1
             assert json.loads(event.reply)["error"]["code"] in (-32700, -32600)
         assert rpc.buffered <= limit
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.one_of(
+        json_values.map(lambda v: json.dumps(v, ensure_ascii=False)),
+        st.text(alphabet=' \t\r\n{}[]":,0123456789.eE+-truefalsnl\\u\ufeff', max_size=30),
+        json_values.map(json.dumps).flatmap(
+            lambda t: st.sampled_from([" " + t, t + " \r", t + " x", "\ufeff" + t, t + t])
+        ),
+    )
+)
+def test_the_fast_line_parser_agrees_with_json_loads(text: str) -> None:
+    from governor.jsonrpc import _parse_json
+
+    def outcome(parse: Any) -> tuple[str, Any]:
+        try:
+            return "value", json.dumps(parse(text))  # dumps: NaN compares equal to itself
+        except (ValueError, RecursionError):
+            return "error", None
+
+    assert outcome(_parse_json) == outcome(json.loads)
