@@ -47,11 +47,13 @@ needs_terminals = pytest.mark.xfail(
     SANDBOX_INTERIM,
     reason="governor/sandboxing.py is the interim stub: terminal/create is answered -32601",
     strict=True,
+    raises=AssertionError,
 )
 needs_agent_sandbox = pytest.mark.xfail(
     SANDBOX_INTERIM,
     reason="governor/sandboxing.py is the interim stub: the agent runs unconfined",
     strict=True,
+    raises=AssertionError,
 )
 
 
