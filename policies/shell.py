@@ -14,13 +14,25 @@ string (`bash -c`, `eval`, `trap`) have that string parsed again, to a fixed
 depth. The wrapper itself stays in the result so a rule such as `sudo *` can
 still match it.
 
-Known gaps of the grammar that this module compensates for:
+The grammar (tree-sitter-bash 0.25) misreads some lines; each misreading
+found is either repaired, where bash's reading is certain, or made unknown:
 
-- tree-sitter-bash binds a redirect after `a && b > out` to the whole list;
-  bash binds it to `b`. The redirect is moved to the rightmost command.
-- Command substitutions in an unquoted here-document are parsed only
-  sometimes (never inside backticks, not after a leading tab). Any `$(` or
-  backtick in such a body that the tree does not account for is unknown.
+- It binds a redirect after `a && b > out` to the whole list; bash binds it
+  to `b`. The redirect is moved to the rightmost command.
+- It reads `rm > /dev/null -rf /` as one redirect with three targets; bash
+  writes the first and passes `-rf /` to `rm`. The extra words are put back.
+- It drops a lone `-` before a heredoc (`python - <<EOF`) and hangs words
+  after one on the redirect (`cat <<EOF -`). Both are put back.
+- It joins two lines after a pipeline (`a | b | c<newline>d && e` gives a
+  command `c d`). The command is split at the newline, as bash does.
+- It parses command substitutions in an unquoted here-document only
+  sometimes (never backticks). Any `$(` or backtick the tree does not cover
+  is unknown.
+- It accepts lines bash refuses (`done` or `}` as a command name, `;;`
+  outside `case`, `} }` read as one word, text it silently skips). These are
+  unknown; a property test holds this against `bash -n`.
+- It segfaults on some code points above U+E0000. The parser is given a copy
+  with every non-ASCII byte read as `x` (see `_ASCII_MASK`).
 """
 
 from __future__ import annotations
@@ -49,8 +61,14 @@ class SimpleCommand:
     """One command the line would run, as a person would name it.
 
     `argv` holds each word after quote removal (`'r''m'` is `rm`). A word whose
-    value is only known at run time keeps its expansions as source text
-    (`"$HOME/x"` is `$HOME/x`) and its index is in `dynamic`.
+    value is only known at run time (`$X`, `$(...)`, backticks, `${...}`,
+    arithmetic, a leading `~`, brace expansion) keeps its expansions as source
+    text (`"$HOME/x"` is `$HOME/x`) and its index is in `dynamic`; glob
+    characters are plain text. `assignments` names the `NAME=value` words before
+    the command. `reads` and `writes` are the files its redirects open, as
+    written, without `/dev/null`, `/dev/std*`, `/dev/tty`, `/dev/fd/N` or
+    descriptor duplications (`2>&1`). `via` is the chain of wrappers that run
+    it: `()` at top level, `("sudo", "bash -c")` for `sudo bash -c 'CMD'`.
     """
 
     argv: tuple[str, ...]
@@ -196,12 +214,6 @@ _MISPLACED = frozenset(
 """Reserved words that bash refuses as the first word of a command."""
 
 _CASE_ENDS = frozenset({";;", ";&", ";;&"})
-
-_RESERVED = frozenset(
-    {"if", "then", "else", "elif", "fi", "case", "esac", "for", "select", "while", "until"}
-    | {"do", "done", "in", "function", "time", "coproc", "{", "}", "!", "[[", "]]"}
-)
-"""Words that mean syntax, not a command name, at the start of a line."""
 
 
 def _skipped(gap: bytes) -> bool:
@@ -395,7 +407,7 @@ class _Walker:
                 if kind in _CASE_ENDS and node.type != "case_item":
                     self.unknown.append(f"{kind} outside a case statement")
                 continue
-            if kind in _STATEMENTS or kind in _CLAUSES or kind in _SUBSTITUTIONS:
+            if kind in _STATEMENTS or kind in _CLAUSES or kind in _SUBSTITUTIONS or kind == "ERROR":
                 todo.append(child)
             elif kind == "comment" or kind == "variable_name":
                 continue
@@ -549,7 +561,9 @@ class _Walker:
                 else:
                     lost: list[Node | str] = []
                     self._gap(end, start, lost)
-                    argv.extend(w for w in lost if isinstance(w, str) and named)
+                    if lost and not named:
+                        self.unknown.append("the parser skipped part of the line")
+                    argv.extend(w for w in lost if isinstance(w, str))
             end = child.end_byte
             kind = child.type
             if kind == "command_name":
@@ -602,7 +616,7 @@ class _Walker:
         done.append(self._simple(argv, dynamic, assignments, redirects))
         if broken:
             for part in done[1:]:
-                if part.argv and ("=" in part.argv[0] or part.argv[0] in _RESERVED):
+                if part.argv and "=" in part.argv[0]:  # `X=1` read as a command name
                     self.unknown.append(f"a line break the parser misread: {_short(part.argv[0])}")
         # Pushed in reverse: what the grammar hung after, the commands, their substitutions.
         stack = self._stack
@@ -974,8 +988,9 @@ _HANDLERS: dict[str, Callable[[_Walker, Node, _Redirects], None]] = {
     "variable_assignments": _Walker.assignment,
     "function_definition": _Walker.function_definition,
     "comment": _Walker.skip,
-    # The parse failure is already a reason (see `_first_error`); what did parse is still walked.
-    "ERROR": _Walker.skip,
+    # The parse failure is already a reason (see `_first_error`); what did parse is
+    # still walked, so a deny rule can see it.
+    "ERROR": _Walker.container,
 }
 
 _LITERALS = frozenset({"number", "extglob_pattern", "regex", "test_operator", "variable_name", "$"})
