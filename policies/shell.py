@@ -386,7 +386,15 @@ class _Walker:
             self._stack.append((node, inherited))
 
     def _text(self, node: Node) -> str:
-        return self._src[node.start_byte : node.end_byte].decode("utf-8", "surrogatepass")
+        return self._decode(self._src[node.start_byte : node.end_byte])
+
+    def _decode(self, raw: bytes) -> str:
+        try:
+            return raw.decode("utf-8", "surrogatepass")
+        except UnicodeDecodeError:
+            # The grammar saw the masked copy; a token edge inside a character is a misread.
+            self.unknown.append("the parser split a character in two")
+            return raw.decode("utf-8", "replace")
 
     # -- statements
 
@@ -594,7 +602,7 @@ class _Walker:
             if wkind == "word" or wkind == "number":  # the common case, off the general path
                 raw = src[word.start_byte : word.end_byte]
                 if raw.isalnum() or not raw.translate(None, _PLAIN):
-                    argv.append(raw.decode("utf-8", "surrogatepass"))
+                    argv.append(raw.decode("ascii"))
                     continue
             text, dyn = self._word(word, subs)
             if dyn:
@@ -889,9 +897,7 @@ class _Walker:
         end = node.end_byte - 1
         for child in node.named_children:
             if child.start_byte > pos:
-                pieces.append(
-                    _unescape_double(src[pos : child.start_byte].decode("utf-8", "surrogatepass"))
-                )
+                pieces.append(_unescape_double(self._decode(src[pos : child.start_byte])))
             if child.type == "string_content":
                 pieces.append(_unescape_double(self._text(child)))
             else:
@@ -900,7 +906,7 @@ class _Walker:
                 dynamic = True
             pos = child.end_byte
         if end > pos:
-            pieces.append(_unescape_double(src[pos:end].decode("utf-8", "surrogatepass")))
+            pieces.append(_unescape_double(self._decode(src[pos:end])))
         return "".join(pieces), dynamic
 
     # -- emitting and unwrapping
