@@ -253,7 +253,7 @@ class Connection:
         self._serving = True
         self._handlers = handlers
         is_async = inspect.iscoroutinefunction(on_notification) or inspect.iscoroutinefunction(
-            getattr(on_notification, "__call__", None)  # an object with an async __call__
+            type(on_notification).__call__  # an object with an async __call__
         )
         try:
             async with trio.open_nursery() as nursery:
@@ -435,15 +435,22 @@ class Connection:
         receive = self._out_receive
         send_all = _sender(self._stdin)
         try:
-            async for line in receive:
-                batch = [line]
-                while len(batch) < _WRITE_BATCH:
+            async for first in receive:
+                lines: list[bytes] = []
+                end = False
+                item = first
+                while True:  # whatever else is queued goes out in the same write
+                    if item is None:
+                        end = True  # close_stdin(): nothing queued after it is written
+                        break
+                    lines.append(item)
+                    if len(lines) == _WRITE_BATCH:
+                        break
                     try:
-                        batch.append(receive.receive_nowait())
+                        item = receive.receive_nowait()
                     except trio.WouldBlock:
                         break
-                end = None in batch
-                data = b"".join(item for item in batch if item is not None)
+                data = lines[0] if len(lines) == 1 else b"".join(lines)
                 try:
                     if data:
                         await send_all(data)
@@ -576,17 +583,16 @@ def _sender(stream: trio.abc.SendStream) -> Callable[[bytes], Awaitable[None]]:
     fd = stream.fileno()
 
     async def send_fd(data: bytes) -> None:
-        with memoryview(data) as view:
-            sent = 0
-            while sent < len(view):
-                try:
-                    sent += os.write(fd, view[sent:])
-                except BlockingIOError:
-                    await trio.lowlevel.wait_writable(fd)
-                except OSError as exc:
-                    if exc.errno == errno.EBADF:
-                        raise trio.ClosedResourceError("the pipe was closed") from None
-                    raise trio.BrokenResourceError from exc
+        view = memoryview(data)
+        while view:
+            try:
+                view = view[os.write(fd, view) :]
+            except BlockingIOError:
+                await trio.lowlevel.wait_writable(fd)
+            except OSError as exc:
+                if exc.errno == errno.EBADF:
+                    raise trio.ClosedResourceError("the pipe was closed") from None
+                raise trio.BrokenResourceError from exc
 
     return send_fd
 
