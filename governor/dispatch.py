@@ -14,13 +14,16 @@ A request from the agent is answered by exactly one line, whatever happens:
   a jsonrpcserver `Result` (``Success(...)`` / ``Error(...)``), passed through.
 
 Built from jsonrpcserver 5's pieces where they fit: its `Result` type and
-`Success`/`Error` constructors carry the outcome, `JsonRpcError` is the base of
-`RpcError`, and `to_response` + `to_serializable_one` shape the response
-object, so jsonrpcserver owns "what a response looks like" and
-`governor.jsonrpc.encode` owns the line. Its `async_dispatch` is not used: it
-awaits through `asyncio.gather`, which fails under trio, and it re-parses the
-JSON text we already parsed. Its `validate_args` (binding params to the Python
-signature) is not used either: the schema models are the validation.
+`Success`/`Error` constructors carry the outcome (and a handler may return one),
+`JsonRpcError` is the base of `RpcError` (so a handler may raise either), and
+`to_response` + `to_serializable_one` shape error responses (its `NODATA`
+sentinel decides whether ``data`` is sent). A success is shaped here directly:
+it is the one path every permission answer takes, and jsonrpcserver's detour
+through two namedtuples costs more than the encoding. Not used: its
+`async_dispatch` awaits through `asyncio.gather`, which fails under trio, and it
+re-parses JSON text we already parsed; its `validate_args` binds params to a
+Python signature, where the schema models are the validation; its request
+JSON schema check, which the sans-IO core already does, cheaper.
 """
 
 from __future__ import annotations
