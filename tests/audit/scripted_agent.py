@@ -1,0 +1,190 @@
+"""A scripted ACP agent for the audit tests: standard library only, real stdio.
+
+It answers ``initialize`` and ``session/new`` (a fresh random session id each
+time), and on ``session/prompt`` plays a script: a JSON list of steps, each
+
+- ``{"request": METHOD, "params": {...}}``: a request to the client, waited for;
+- ``{"update": {...}}``: a ``session/update`` notification;
+- ``{"say": TEXT}``: an agent message;
+- ``{"repeat": N, "steps": [...]}``: the steps N times (``{i}`` is the round).
+
+Strings may hold ``{cwd}``, ``{session}``, ``{i}``, ``{arg}`` (this program's
+last argument, e.g. a raw agent arg) and ``{env:NAME}`` (a variable it was given).
+
+``--received FILE``: every answer to a request is appended to FILE (one JSON
+line: session, method, the request's key -- its toolCallId or path -- and
+whether it was an error) *before* the agent acts on it, and flushed, so that a
+test can check that every answer the agent received is in the audit log. The
+agent holds an exclusive lock on FILE while it runs.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import sys
+import uuid
+from typing import Any
+
+
+class Agent:
+    def __init__(self, script: list[Any], received: str | None, arg: str) -> None:
+        self.script = script
+        self.arg = arg
+        self.next_id = 0
+        self.session = ""
+        self.cwd = ""
+        self.cancelled = False
+        self.inbox: list[dict[str, Any]] = []
+        self.received = open(received, "a", encoding="utf-8") if received else None  # noqa: SIM115
+        if self.received is not None:
+            fcntl.flock(self.received.fileno(), fcntl.LOCK_EX)
+
+    def send(self, message: dict[str, Any]) -> None:
+        sys.stdout.write(json.dumps({"jsonrpc": "2.0", **message}) + "\n")
+        sys.stdout.flush()
+
+    def read(self) -> dict[str, Any] | None:
+        while True:
+            line = sys.stdin.readline()
+            if not line:
+                return None
+            try:
+                value = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(value, dict):
+                return value
+
+    def fill(self, value: Any, i: int) -> Any:
+        if isinstance(value, str):
+            out = (
+                value.replace("{cwd}", self.cwd)
+                .replace("{session}", self.session)
+                .replace("{i}", str(i))
+                .replace("{arg}", self.arg)
+            )
+            while "{env:" in out:
+                start = out.index("{env:")
+                end = out.index("}", start)
+                out = out[:start] + os.environ.get(out[start + 5 : end], "") + out[end + 1 :]
+            return out
+        if isinstance(value, list):
+            return [self.fill(v, i) for v in value]
+        if isinstance(value, dict):
+            return {k: self.fill(v, i) for k, v in value.items()}
+        return value
+
+    def request(self, method: str, params: dict[str, Any]) -> None:
+        rid = self.next_id
+        self.next_id += 1
+        self.send({"id": rid, "method": method, "params": params})
+        while True:
+            message = self.read()
+            if message is None:
+                raise SystemExit(0)
+            if message.get("id") == rid and "method" not in message:
+                self.note(method, params, message)
+                return
+            if message.get("method") == "session/cancel":
+                self.cancelled = True
+            elif "method" in message:
+                self.inbox.append(message)
+
+    def note(self, method: str, params: dict[str, Any], answer: dict[str, Any]) -> None:
+        if self.received is None:
+            return
+        call = params.get("toolCall") or {}
+        key = call.get("toolCallId") or params.get("path") or params.get("command")
+        error = answer.get("error")
+        self.received.write(
+            json.dumps(
+                {
+                    "session": self.session,
+                    "method": method,
+                    "key": key,
+                    "error": None if error is None else error.get("code"),
+                }
+            )
+            + "\n"
+        )
+        self.received.flush()
+
+    def play(self, steps: list[Any], i: int = 0) -> None:
+        for step in steps:
+            if self.cancelled:
+                return
+            if "repeat" in step:
+                for k in range(int(step["repeat"])):
+                    self.play(step["steps"], k)
+            elif "request" in step:
+                self.request(step["request"], self.fill(step.get("params", {}), i))
+            elif "update" in step:
+                self.notify(self.fill(step["update"], i))
+            elif "say" in step:
+                self.notify(
+                    {
+                        "sessionUpdate": "agent_message_chunk",
+                        "content": {"type": "text", "text": self.fill(step["say"], i)},
+                    }
+                )
+
+    def notify(self, update: dict[str, Any]) -> None:
+        self.send(
+            {"method": "session/update", "params": {"sessionId": self.session, "update": update}}
+        )
+
+    def serve(self) -> int:
+        while True:
+            message = self.inbox.pop(0) if self.inbox else self.read()
+            if message is None:
+                return 0
+            method, mid = message.get("method"), message.get("id")
+            params = message.get("params") or {}
+            if method == "initialize":
+                self.send(
+                    {
+                        "id": mid,
+                        "result": {
+                            "protocolVersion": 1,
+                            "agentCapabilities": {},
+                            "authMethods": [],
+                            "agentInfo": {"name": "scripted", "version": "1"},
+                        },
+                    }
+                )
+            elif method == "session/new":
+                self.session = f"s-{uuid.uuid4().hex}"
+                self.cwd = params.get("cwd") or os.getcwd()
+                self.send({"id": mid, "result": {"sessionId": self.session}})
+            elif method == "session/prompt":
+                self.cancelled = False
+                self.play(self.script)
+                stop = "cancelled" if self.cancelled else "end_turn"
+                self.send({"id": mid, "result": {"stopReason": stop}})
+            elif method == "session/cancel":
+                self.cancelled = True
+            elif mid is not None and method is not None:
+                self.send({"id": mid, "error": {"code": -32601, "message": "method not found"}})
+
+
+def main(argv: list[str]) -> int:
+    script: list[Any] = []
+    received: str | None = None
+    args = list(argv)
+    while args and args[0].startswith("--"):
+        flag = args.pop(0)
+        if flag == "--script":
+            with open(args.pop(0), encoding="utf-8") as f:
+                script = json.load(f)
+        elif flag == "--received":
+            received = args.pop(0)
+        else:
+            args.insert(0, flag)
+            break
+    return Agent(script, received, argv[-1] if argv else "").serve()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
