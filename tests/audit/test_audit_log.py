@@ -150,7 +150,7 @@ def test_a_full_disk_fails_closed_and_every_later_record_is_refused() -> None:
 
 
 def test_an_unknown_durability_is_refused_naming_the_choices(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="'sometimes'.*batch or always"):
+    with pytest.raises(ValueError, match=r"'sometimes'.*batch or always"):
         AuditLog(tmp_path / "a.jsonl", "att", durability="sometimes")  # type: ignore[arg-type]
 
 
