@@ -32,6 +32,8 @@ from typing import Any, Final
 from urllib.parse import urlsplit
 
 MODEL: Final = "claude-standin-1"
+OUTPUT_TOKENS: Final = 8
+"""The output tokens every answer reports (usage the agent may pass on)."""
 
 
 @dataclass(frozen=True)
@@ -127,6 +129,10 @@ class StandIn:
             if s.answer.startswith("tool_use")
         ]
 
+    def turns(self) -> int:
+        """How many main-loop model requests (with tools) were answered."""
+        return sum(1 for s in self.served if s.path == "/v1/messages" and s.tools)
+
     def tool_results(self) -> list[dict[str, Any]]:
         """The tool results Claude Code sent back, from the latest request that had them."""
         for s in reversed(self.served):
@@ -192,7 +198,7 @@ def _message(content: list[dict[str, Any]], stop: str) -> dict[str, Any]:
         "content": content,
         "stop_reason": stop,
         "stop_sequence": None,
-        "usage": _usage(8),
+        "usage": _usage(OUTPUT_TOKENS),
     }
 
 
@@ -238,7 +244,7 @@ def events(content: list[dict[str, Any]], stop: str) -> Iterator[tuple[str, dict
         {
             "type": "message_delta",
             "delta": {"stop_reason": stop, "stop_sequence": None},
-            "usage": {"output_tokens": 8},
+            "usage": {"output_tokens": OUTPUT_TOKENS},
         },
     )
     yield "message_stop", {"type": "message_stop"}

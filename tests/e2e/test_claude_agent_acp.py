@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 import trio
 from npm_agents import CLAUDE_AGENT_ACP, Job, installed, needs_agent_sandbox, records
-from standin import StandIn, bash, write
+from standin import OUTPUT_TOKENS, StandIn, bash, write
 
 from governor.attempt import run_attempt
 
@@ -43,6 +43,9 @@ async def test_a_write_it_does_itself_is_reported_unasked_and_one_outside_is_ref
     assert outcome.acp.unasked_paths == [str(inside)]
     assert outcome.acp.decides_alone
     assert any("without asking" in n for n in outcome.acp.notices), outcome.acp.notices
+    # The model's usage, as the stand-in reported it, reaches the outcome.
+    assert outcome.usage is not None
+    assert outcome.usage.get("outputTokens") == OUTPUT_TOKENS * model.turns(), outcome.usage
     job.verified_log()
 
 
