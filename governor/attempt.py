@@ -17,7 +17,6 @@ import contextlib
 import os
 import re
 import signal
-import subprocess
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -118,6 +117,7 @@ class _Prepared:
     masker: Masker
     log_path: Path | None
     approver: Approver
+    via_npx: bool = False
 
 
 # -- before start ----------------------------------------------------------------------
@@ -161,6 +161,7 @@ def prepare(spec: AttemptSpec) -> _Prepared:
         extra.append(str(p.resolve()))
     preset: Preset | None = None
     argv: list[str] = []
+    via_npx = False
     if spec.agent is not None:
         try:
             preset = find(spec.agent)
@@ -172,6 +173,7 @@ def prepare(spec: AttemptSpec) -> _Prepared:
                 problems.append(found.message)
             else:
                 argv = [*found.argv, *spec.agent_args]
+                via_npx = found.via_npx
     else:
         argv = [*(spec.argv or []), *spec.agent_args]
         if argv and "/" not in argv[0] and not _which(argv[0], environ):
@@ -186,15 +188,21 @@ def prepare(spec: AttemptSpec) -> _Prepared:
             raise RefusedBeforeStart(
                 [f"an extra directory of the policy does not exist: {d}" for d in missing_dirs]
             )
-    try:
-        sandboxing.preflight(bound, sandbox_agent=spec.sandbox_agent)
-    except sandboxing.SandboxUnavailable as e:
-        raise RefusedBeforeStart([str(e)]) from None
     env = _agent_env(environ, preset, [*spec.env, *policy.env])
     masker = Masker.from_environ(environ, spec.agent_args)
     approver = _approver(spec.approver, bound)
     return _Prepared(
-        spec, bound, ceiling, preset, agent_id, argv, env, masker, _log_path(spec, ws), approver
+        spec,
+        bound,
+        ceiling,
+        preset,
+        agent_id,
+        argv,
+        env,
+        masker,
+        _log_path(spec, ws),
+        approver,
+        via_npx,
     )
 
 
@@ -302,6 +310,10 @@ async def run_attempt(spec: AttemptSpec) -> Outcome:
     """Run one governed attempt under trio. Raises `RefusedBeforeStart` when a check
     fails before anything starts; every other ending is an `Outcome`."""
     prepared = prepare(spec)
+    try:
+        await sandboxing.check(prepared.policy, sandbox_agent=spec.sandbox_agent)
+    except sandboxing.SandboxUnavailable as e:
+        raise RefusedBeforeStart([str(e)]) from None
     return await _Attempt(prepared).run()
 
 
@@ -352,7 +364,7 @@ class _Attempt:
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self.audit.run_batch_sync)
-                terminals = sandboxing.terminals(policy, nursery)
+                terminals = sandboxing.GovernedTerminals(nursery, policy)
                 self.governor = Governor(
                     policy, self.audit, p.approver, terminals=terminals, on_event=self.emit
                 )
@@ -362,7 +374,7 @@ class _Attempt:
                     else:
                         await self._drive(nursery)
                 finally:
-                    await sandboxing.close_terminals(terminals)
+                    await terminals.close()
                 nursery.cancel_scope.cancel()
         except AuditUnavailable as e:
             self.error = str(e)
@@ -384,75 +396,62 @@ class _Attempt:
         p = self.p
         gov = self.governor
         assert gov is not None
-        command, pass_fds = sandboxing.agent_command(
-            p.argv, p.policy, p.preset, p.env, sandbox=p.spec.sandbox_agent
-        )
         try:
-            process = await trio.lowlevel.open_process(
-                command,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                cwd=p.policy.workspace,
-                env=p.env,
-                start_new_session=True,
-                pass_fds=pass_fds,
+            profile = sandboxing.agent_profile(
+                p.argv, p.policy, p.preset, p.env, sandbox=p.spec.sandbox_agent, via_npx=p.via_npx
             )
-        except OSError as e:
-            self.error = f"{self.name} could not be started: {e.strerror or e}"
-            return
-        finally:
-            sandboxing.close_fds(pass_fds)
-        self.emit(
-            "spawned",
-            {
-                "agent": self.name,
-                "pid": process.pid,
-                "argv": _redacted_argv(p.argv, len(p.spec.agent_args)),
-            },
-        )
-        conn = Connection.from_process(process, max_line_bytes=p.spec.max_line_bytes)
-        self.conn = conn
-        try:
-            async with trio.open_nursery() as inner:
-                await inner.start(conn.serve, gov.routes(), self._on_notification)
-                inner.start_soon(self._watch_exit, process, conn)
-                with trio.move_on_after(p.spec.timeout) as deadline:
-                    await self._session(conn, inner)
-                if deadline.cancelled_caught:
-                    self.timed_out = True
-                    await self._cancel_turn(conn)
-                await self._shutdown(process, conn)
-                inner.cancel_scope.cancel()
-        finally:
-            await _kill_tree(process)
+            async with sandboxing.spawn_agent(profile, p.argv) as process:
+                self.emit(
+                    "spawned",
+                    {
+                        "agent": self.name,
+                        "pid": process.pid,
+                        "argv": _redacted_argv(p.argv, len(p.spec.agent_args)),
+                    },
+                )
+                assert process.stdin is not None and process.stdout is not None
+                conn = Connection(
+                    process.stdin,
+                    process.stdout,
+                    process.stderr,
+                    max_line_bytes=p.spec.max_line_bytes,
+                )
+                self.conn = conn
+                async with trio.open_nursery() as inner:
+                    await inner.start(conn.serve, gov.routes(), self._on_notification)
+                    with trio.move_on_after(p.spec.timeout) as deadline:
+                        await self._session(conn, inner)
+                    if deadline.cancelled_caught:
+                        self.timed_out = True
+                        await self._cancel_turn(conn)
+                    await self._shutdown(process, conn)
+                    inner.cancel_scope.cancel()
+        except (OSError, sandboxing.SandboxUnavailable) as e:
+            self.error = f"{self.name} could not be started: {getattr(e, 'strerror', None) or e}"
 
     async def _drive_command(self) -> None:
         """A plain program: prompt on stdin, stdout kept (newest 1 MiB), stderr tail."""
         p = self.p
-        command, pass_fds = sandboxing.agent_command(
-            p.argv, p.policy, p.preset, p.env, sandbox=p.spec.sandbox_agent
-        )
         stdout = bytearray()
         stderr = bytearray()
         limit = 2**20
         try:
-            process = await trio.lowlevel.open_process(
-                command,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                cwd=p.policy.workspace,
-                env=p.env,
-                start_new_session=True,
-                pass_fds=pass_fds,
+            profile = sandboxing.agent_profile(
+                p.argv, p.policy, p.preset, p.env, sandbox=p.spec.sandbox_agent
             )
-        except OSError as e:
-            self.error = f"{self.name} could not be started: {e.strerror or e}"
+            async with sandboxing.spawn_agent(profile, p.argv) as process:
+                self.emit("spawned", {"agent": self.name, "pid": process.pid})
+                await self._feed_command(process, stdout, stderr, limit)
+        except (OSError, sandboxing.SandboxUnavailable) as e:
+            self.error = f"{self.name} could not be started: {getattr(e, 'strerror', None) or e}"
             return
-        finally:
-            sandboxing.close_fds(pass_fds)
-        self.emit("spawned", {"agent": self.name, "pid": process.pid})
+        out = stdout.decode("utf-8", errors="replace")
+        self.command_result = (process.returncode, out, stderr.decode("utf-8", errors="replace"))
+
+    async def _feed_command(
+        self, process: Any, stdout: bytearray, stderr: bytearray, limit: int
+    ) -> None:
+        p = self.p
 
         async def feed() -> None:
             assert process.stdin is not None
@@ -467,21 +466,15 @@ class _Attempt:
                 if len(into) > limit:
                     del into[: len(into) - limit]
 
-        try:
-            with trio.move_on_after(p.spec.timeout) as deadline:
-                async with trio.open_nursery() as n:
-                    n.start_soon(feed)
-                    n.start_soon(drain, process.stdout, stdout)
-                    n.start_soon(drain, process.stderr, stderr)
-                await process.wait()
-            self.timed_out = deadline.cancelled_caught
-        finally:
-            await _kill_tree(process)
-        out = stdout.decode("utf-8", errors="replace")
-        self.command_result = (process.returncode, out, stderr.decode("utf-8", errors="replace"))
-
-    async def _watch_exit(self, process: trio.Process, conn: Connection) -> None:
-        await process.wait()
+        with trio.move_on_after(p.spec.timeout) as deadline:
+            async with trio.open_nursery() as n:
+                n.start_soon(feed)
+                n.start_soon(drain, process.stdout, stdout)
+                n.start_soon(drain, process.stderr, stderr)
+            await process.wait()
+        self.timed_out = deadline.cancelled_caught
+        if self.timed_out:
+            await _terminate(process)
 
     async def _session(self, conn: Connection, nursery: trio.Nursery) -> None:
         p = self.p
@@ -595,11 +588,15 @@ class _Attempt:
                 ):
                     await conn.notify("session/cancel", {"sessionId": self.session_id})
 
-    async def _shutdown(self, process: trio.Process, conn: Connection) -> None:
+    async def _shutdown(self, process: Any, conn: Connection) -> None:
+        """Close stdin and give the agent a moment; then SIGTERM; the sandbox's
+        block SIGKILLs whatever is left of its tree."""
         with trio.move_on_after(EXIT_GRACE):
             with contextlib.suppress(Exception):  # the agent may be gone already
                 await conn.close_stdin()
             await process.wait()
+        if process.returncode is None:
+            await _terminate(process)
 
     async def _pick_mode(self, conn: Connection, session: schema.NewSessionResponse) -> None:
         modes = session.modes
@@ -903,19 +900,13 @@ def _version() -> str:
     return __version__
 
 
-async def _kill_tree(process: trio.Process) -> None:
-    """SIGTERM then SIGKILL the agent's process group (a sandboxed agent's whole
-    PID namespace dies with bwrap); always reaped."""
-    if process.returncode is None:
-        for sig, wait in ((signal.SIGTERM, EXIT_GRACE), (signal.SIGKILL, 5.0)):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(process.pid, sig)
-            with trio.move_on_after(wait):
-                await process.wait()
-            if process.returncode is not None:
-                break
-    else:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGKILL)  # stragglers in its group
-    with trio.CancelScope(shield=True):
+async def _terminate(process: Any) -> None:
+    """SIGTERM the agent (its process group where it leads one) and wait a moment;
+    the SIGKILL of the whole tree is the sandbox block's, on the way out."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        if getattr(process, "group", False):
+            os.killpg(process.pid, signal.SIGTERM)
+        else:
+            os.kill(process.pid, signal.SIGTERM)
+    with trio.move_on_after(EXIT_GRACE):
         await process.wait()

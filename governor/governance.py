@@ -35,6 +35,7 @@ from policies.decide import Decision, decide
 from policies.options import Option, choose
 from policies.policy import Policy
 from policies.rules import Verdict
+from sandbox import BwrapUnavailable, ProfileError
 
 log = structlog.get_logger("governor.governance")
 
@@ -42,7 +43,6 @@ REFUSED: Final = -32001
 """Our answer to a refused fs or terminal request (ACP defines no code for it)."""
 
 UNASKED_KINDS: Final = frozenset({"edit", "delete", "move", "execute"})
-_SHELL_CHARS: Final = frozenset(" \t\n;&|<>()$`\\\"'*?[]{}~#=")
 
 
 @dataclass
@@ -367,8 +367,9 @@ class Governor:
         """Decide the command first; a refused command never starts."""
         self._check_session(req.session_id)
         args = list(req.args or [])
-        shell_line = not args and any(c in _SHELL_CHARS for c in req.command)
-        command: str | tuple[str, ...] = req.command if shell_line else (req.command, *args)
+        # As the sandbox runs it: no args means a shell line (claude-code-acp sends
+        # whole lines in `command`), args mean `command` is the program.
+        command: str | tuple[str, ...] = (req.command, *args) if args else req.command
         cwd = req.cwd or self.policy.workspace
         if not cwd.startswith("/"):
             raise RpcError(INVALID_PARAMS, "Invalid params: cwd: must be an absolute path")
@@ -387,12 +388,15 @@ class Governor:
             raise RpcError(REFUSED, f"Refused by the governor: {reason}")
         assert self.terminals is not None
         env = {e.name: e.value for e in (req.env or [])}
-        terminal_id: str = await self.terminals.create(
-            command if isinstance(command, str) else list(command),
-            env=env,
-            cwd=cwd,
-            output_byte_limit=req.output_byte_limit,
-        )
+        try:
+            terminal_id: str = await self.terminals.create(
+                req.command, args, env=env, cwd=cwd, output_byte_limit=req.output_byte_limit
+            )
+        except ProfileError as e:
+            raise RpcError(INVALID_PARAMS, f"Invalid params: {e}") from None
+        except BwrapUnavailable as e:
+            self.failure = f"the sandbox stopped working: {e}"
+            raise RpcError(REFUSED, f"Refused by the governor: {self.failure}") from None
         self.governed_terminals.add(terminal_id)
         return schema.CreateTerminalResponse(terminal_id=terminal_id)
 
@@ -446,7 +450,7 @@ class Governor:
                 return self.terminals.output(terminal_id)
             self.terminals.output(terminal_id)
             return None
-        except KeyError:
+        except LookupError:
             raise RpcError(RESOURCE_NOT_FOUND, f"unknown terminal {terminal_id[:64]!r}") from None
 
     # -- what the agent reports --------------------------------------------------------

@@ -1,53 +1,191 @@
-"""The governor's use of `sandbox/`: preflight, the agent's wrapper, the terminals.
+"""The governor's use of `sandbox/`: profiles from a policy, the preflight, the
+agent process and the terminals.
 
-(Interim: wired to the sandbox package as it lands.)
+One place translates a bound `Policy` into `sandbox.Profile`s, so the agent's
+wrapper and every command see the same roots, capability and protected paths:
+
+- commands (``terminal/*``): the policy's capability, its roots, its network
+  switch, only the variables the agent declares for that command;
+- the agent process: the same roots and capability, network on (it must reach
+  its model API), its preset's home folders kept writable on the empty
+  ``$HOME``, its install kept visible, its environment as the attempt built it.
+  ``--no-sandbox-agent`` (or full-access) runs it bare, and the outcome says so.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import trio
 
-from governor.presets import Preset
+from governor.presets import NPM_HOME, Preset
+from policies.capability import Capability
+from policies.paths import is_literal
 from policies.policy import Policy
+from sandbox import BwrapUnavailable, Profile, ProfileError, Terminals, agent_process, preflight
+from sandbox.agent import resolve_install
+from sandbox.spawn import Child
 
 
 class SandboxUnavailable(Exception):
     """bwrap cannot work here; the message says what to install or enable."""
 
 
-def preflight(policy: Policy, *, sandbox_agent: bool) -> None:
-    return None
+def needs_bwrap(policy: Policy, *, sandbox_agent: bool) -> bool:
+    """Whether this attempt runs anything under bwrap (everything below full-access)."""
+    return policy.capability < Capability.FULL_ACCESS
 
 
-def agent_command(
+async def check(policy: Policy, *, sandbox_agent: bool) -> None:
+    """Preflight bwrap once per run when anything will be sandboxed; fail closed."""
+    if not needs_bwrap(policy, sandbox_agent=sandbox_agent):
+        return
+    try:
+        await preflight(os.environ.get("ACP_GOVERNOR_BWRAP") or None)
+    except BwrapUnavailable as e:
+        raise SandboxUnavailable(f"the sandbox cannot work here: {e}") from None
+
+
+def _literal_paths(globs: Sequence[str]) -> tuple[str, ...]:
+    """The policy's extra protected globs that name one path (bwrap binds paths;
+    globbed ones are enforced by the policy engine for governed writes only)."""
+    out = []
+    for g in globs:
+        g = g.removesuffix("/**")
+        if g and not g.startswith("/") and is_literal(g) and ".." not in g.split("/"):
+            out.append(g.removeprefix("./"))
+    return tuple(out)
+
+
+def command_profile(policy: Policy) -> Profile:
+    """The profile every governed command runs under."""
+    return Profile(
+        capability=policy.capability,
+        workspace=Path(policy.workspace),
+        extra_roots=tuple(Path(r) for r in policy.roots[1:]),
+        network=policy.network,
+        env={},
+        protected=_literal_paths(policy.protected_extra),
+        hidden=_literal_paths(tuple(h for h in policy.hidden_globs if not h.startswith("**/"))),
+    )
+
+
+def agent_profile(
     argv: Sequence[str],
     policy: Policy,
     preset: Preset | None,
     env: Mapping[str, str],
     *,
     sandbox: bool,
-) -> tuple[list[str], list[int]]:
-    return list(argv), []
+    via_npx: bool = False,
+) -> Profile:
+    """The profile that wraps the agent process itself."""
+    capability = policy.capability if sandbox else Capability.FULL_ACCESS
+    home_folders: list[str] = []
+    if preset is not None:
+        home_folders += [h.removeprefix("~/") for h in preset.home if h.startswith("~/")]
+    if via_npx:
+        home_folders.append(NPM_HOME.removeprefix("~/"))
+    try:
+        install = (
+            resolve_install(argv, search_path=env.get("PATH"))
+            if capability < Capability.FULL_ACCESS
+            else ()
+        )
+    except ProfileError as e:
+        raise SandboxUnavailable(str(e)) from None
+    return Profile.for_agent(
+        capability,
+        Path(policy.workspace),
+        extra_roots=tuple(Path(r) for r in policy.roots[1:]),
+        home_folders=tuple(dict.fromkeys(h for h in home_folders if h and h != ".")),
+        install=install,
+        env=dict(env),
+        network=True,
+        protected=_literal_paths(policy.protected_extra),
+    )
 
 
-def close_fds(fds: Sequence[int]) -> None:
-    for fd in fds:
-        with contextlib.suppress(OSError):
-            os.close(fd)
+@asynccontextmanager
+async def spawn_agent(profile: Profile, argv: Sequence[str]) -> AsyncIterator[Child]:
+    """Start the agent under its profile with piped stdio; the block owns it and
+    kills it (its whole tree) when left."""
+    try:
+        async with agent_process(profile, argv) as child:
+            yield child
+    except BwrapUnavailable as e:
+        raise SandboxUnavailable(f"the sandbox cannot work here: {e}") from None
 
 
-def terminals(policy: Policy, nursery: trio.Nursery) -> Any:
-    return None
+class GovernedTerminals:
+    """`sandbox.Terminals` plus the time window of each command, which the
+    attempt uses to attribute workspace changes to governed commands."""
 
+    def __init__(self, nursery: trio.Nursery, policy: Policy) -> None:
+        self.inner = Terminals(
+            nursery, command_profile(policy), bwrap=os.environ.get("ACP_GOVERNOR_BWRAP") or None
+        )
+        self.windows: dict[str, list[int | None]] = {}
 
-async def close_terminals(terminals: Any) -> None:
-    return None
+    async def create(
+        self,
+        command: str,
+        args: Sequence[str],
+        *,
+        env: Mapping[str, str],
+        cwd: str,
+        output_byte_limit: int | None,
+    ) -> str:
+        started = time.time_ns()
+        terminal_id = await self.inner.create(
+            command, args, env=env, cwd=cwd, output_byte_limit=output_byte_limit
+        )
+        self.windows[terminal_id] = [started, None]
+        return terminal_id
+
+    def output(self, terminal_id: str) -> tuple[str, bool, tuple[int | None, str | None] | None]:
+        out = self.inner.output(terminal_id)
+        status = out.exit_status
+        if status is not None:
+            self._ended(terminal_id)
+        return (
+            out.output,
+            out.truncated,
+            None if status is None else (status.exit_code, status.signal),
+        )
+
+    async def wait_for_exit(self, terminal_id: str) -> tuple[int | None, str | None]:
+        status = await self.inner.wait_for_exit(terminal_id)
+        self._ended(terminal_id)
+        return status.exit_code, status.signal
+
+    async def kill(self, terminal_id: str) -> None:
+        self.inner.kill(terminal_id)
+
+    async def release(self, terminal_id: str) -> None:
+        await self.inner.release(terminal_id)
+        self._ended(terminal_id)
+
+    def _ended(self, terminal_id: str) -> None:
+        window = self.windows.get(terminal_id)
+        if window is not None and window[1] is None:
+            window[1] = time.time_ns()
+
+    async def close(self) -> None:
+        await self.inner.close()
+        now = time.time_ns()
+        for window in self.windows.values():
+            if window[1] is None:
+                window[1] = now
 
 
 def command_windows(terminals: Any) -> list[tuple[int, int | None]]:
-    return []
+    """(start, end) of each governed command, for attributing changes."""
+    if not isinstance(terminals, GovernedTerminals):
+        return []
+    return [(a, b) for a, b in terminals.windows.values() if a is not None]

@@ -88,8 +88,16 @@ def resolve_install(argv: Sequence[str], *, search_path: str | None = None) -> t
         root = _package_root(real)
         if root is not None:
             found.append(root)
+        # An interpreter installed under a prefix (pyenv, nvm, a venv's base
+        # Python) needs its whole prefix (stdlib, node_modules), not just itself.
+        bin_dir = os.path.dirname(real)
+        if os.path.basename(bin_dir) == "bin":
+            found.append(os.path.dirname(bin_dir))
 
     add(exe)
+    venv = os.path.dirname(os.path.dirname(os.path.abspath(exe)))
+    if os.path.isfile(os.path.join(venv, "pyvenv.cfg")):
+        found.append(venv)  # a venv's bin/python is a symlink out of it
     interpreter = _shebang_interpreter(os.path.realpath(exe), search_path)
     if interpreter is not None:
         add(interpreter)
