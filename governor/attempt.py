@@ -280,13 +280,18 @@ def _approver(value: Approver | Callable[[Ask], Any] | None, policy: Policy) -> 
     return Callback(value)
 
 
+def default_log_dir() -> Path:
+    """Where per-attempt audit logs go: ``$XDG_STATE_HOME/acp-governor/``."""
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state) / "acp-governor"
+
+
 def _log_path(spec: AttemptSpec, workspace: str) -> Path | None:
     if spec.log is not None:
         return Path(spec.log).expanduser().resolve()
-    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     stamp = time.strftime("%Y%m%dT%H%M%S")
     name = f"{Path(workspace).name or 'root'}-{stamp}-{uuid.uuid4().hex[:6]}.jsonl"
-    return Path(state) / "acp-governor" / name
+    return default_log_dir() / name
 
 
 # -- the attempt ------------------------------------------------------------------------
