@@ -400,8 +400,13 @@ def _starts_attempt(record: dict[str, Any] | None) -> bool:
 
 
 def verify(lines: Iterable[tuple[int, dict[str, Any] | None, str]]) -> Verification:
-    """Check every record's hash and its link to the previous record of its attempt."""
-    last: dict[str, tuple[str, int]] = {}  # attempt -> (hash, seq)
+    """Check every record's hash and its link to the previous record of its attempt.
+
+    The problem names the first line where the chain breaks; where two lines are
+    involved (a record edited and re-hashed breaks the link of the next one; a
+    forged record duplicates the number of the genuine one), it names both.
+    """
+    last: dict[str, tuple[str, int, int]] = {}  # attempt -> (hash, seq, line)
     ended: dict[str, bool] = {}
     incomplete: list[int] = []
     count = 0
@@ -419,22 +424,22 @@ def verify(lines: Iterable[tuple[int, dict[str, Any] | None, str]]) -> Verificat
         n, record, text = current
         count += 1
         if record is None:
-            if not text.strip("\x00 \t\r"):
-                if pending is None:  # zeros a crash left after the last write
-                    incomplete.append(n)
-                    continue
-                return found(n, f"line {n} is empty or blank (a record was removed from it)")
-            # A crash cuts only the last line written; after a restart, a new
-            # attempt's chain follows it.
-            if pending is None or _starts_attempt(pending[1]):
+            cut = text.strip("\x00 \t\r")
+            # A crash cuts only the last line written (zeros may follow it on
+            # disk); after a restart, a new attempt's chain follows it.
+            if (not cut or cut.startswith('{"')) and (
+                pending is None or (cut and _starts_attempt(pending[1]))
+            ):
                 incomplete.append(n)
                 continue
+            if not cut:
+                return found(n, f"line {n} is empty (a record was removed from it)")
             return found(n, f"line {n} is not a JSON record (edited or corrupted)")
         attempt = record.get("attempt")
         if not isinstance(attempt, str) or "hash" not in record:
             return found(n, f"line {n} is not an audit record (inserted?)")
         if chain_hash(record) != record["hash"]:
-            return found(n, f"line {n} does not match its hash (edited)")
+            return found(n, f"line {n} was edited: it does not match its hash")
         seq = record.get("seq")
         seq = seq if isinstance(seq, int) else -1
         before = last.get(attempt)
@@ -447,23 +452,30 @@ def verify(lines: Iterable[tuple[int, dict[str, Any] | None, str]]) -> Verificat
                     "a record before it was deleted, or this one was inserted or moved",
                 )
         elif record.get("prev") != before[0] or seq != before[1] + 1:
-            if seq > before[1] + 1:
+            prev_hash, prev_seq, prev_line = before
+            if seq > prev_seq + 1:
                 what = (
-                    f"record {before[1] + 1} of attempt {attempt} is missing before it "
+                    f"record {prev_seq + 1} of attempt {attempt} is missing before it "
                     "(deleted, or moved later)"
                 )
-            elif seq <= before[1]:
+            elif seq == prev_seq:
                 what = (
-                    f"record {seq} of attempt {attempt} comes after record {before[1]} "
-                    "(reordered or duplicated)"
+                    f"record {seq} of attempt {attempt} is also on line {prev_line} "
+                    "(one of the two was inserted)"
+                )
+            elif seq < prev_seq:
+                what = (
+                    f"record {seq} of attempt {attempt} comes after record {prev_seq} "
+                    f"(line {prev_line}): reordered or duplicated"
                 )
             else:
                 what = (
-                    f"it does not link to record {before[1]} of attempt {attempt} "
-                    "(a record was replaced or inserted)"
+                    f"it does not link to record {prev_seq} of attempt {attempt} "
+                    f"(line {prev_line}): that record was edited and re-hashed, or this one "
+                    "was replaced"
                 )
             return found(n, f"line {n}: {what}")
-        last[attempt] = (record["hash"], seq)
+        last[attempt] = (record["hash"], seq, n)
         ended[attempt] = record.get("kind") == "attempt-end"
     unfinished = tuple(a for a, done in ended.items() if not done)
     return Verification(None, unfinished, len(ended), count, tuple(incomplete))

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from governor.audit import AuditLog, AuditUnavailable, chain_hash, read_lines, verify
 from governor.secrets import _SHAPES, Masker
 
-KNOWN = ["hunter2-\"quoted\"-\\back", "plain-known-value-123", "line\nbreak-secret"]
+KNOWN = ['hunter2-"quoted"-\\back', "plain-known-value-123", "line\nbreak-secret"]
 
 
 def lines_of(path: Path) -> list[dict[str, Any]]:
