@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 
-import governor.sandboxing
 from governor.attempt import AttemptSpec
 from governor.audit import read_lines, verify
 from governor.outcome import Outcome
@@ -36,25 +35,6 @@ CLAUDE_ENV = (
     "IS_SANDBOX",
 )
 """What the Claude adapters need besides the governor's base variables."""
-
-SANDBOX_INTERIM = "(Interim" in (governor.sandboxing.__doc__ or "")
-"""Whether `governor.sandboxing` is still the stub that runs the agent unconfined
-and answers no terminal requests. Tests that need the agent sandbox or the
-governed terminals are strict xfails until it is replaced, so they flip to
-failures (XPASS) or passes the day it lands, never silently."""
-
-needs_terminals = pytest.mark.xfail(
-    SANDBOX_INTERIM,
-    reason="governor/sandboxing.py is the interim stub: terminal/create is answered -32601",
-    strict=True,
-    raises=AssertionError,
-)
-needs_agent_sandbox = pytest.mark.xfail(
-    SANDBOX_INTERIM,
-    reason="governor/sandboxing.py is the interim stub: the agent runs unconfined",
-    strict=True,
-    raises=AssertionError,
-)
 
 
 def installed(relative: str) -> list[str]:

@@ -9,8 +9,7 @@ sandbox confines where it can write.
 from __future__ import annotations
 
 import pytest
-import trio
-from npm_agents import CLAUDE_AGENT_ACP, Job, installed, needs_agent_sandbox, records
+from npm_agents import CLAUDE_AGENT_ACP, Job, installed, records
 from standin import OUTPUT_TOKENS, StandIn, bash, write
 
 from governor.attempt import run_attempt
@@ -49,24 +48,27 @@ async def test_a_write_it_does_itself_is_reported_unasked_and_one_outside_is_ref
     job.verified_log()
 
 
-@needs_agent_sandbox
-def test_a_command_it_runs_itself_cannot_write_outside_the_workspace_but_can_inside(
-    job: Job,
+@pytest.mark.parametrize("sandboxed", [True, False], ids=["agent-sandbox", "no-agent-sandbox"])
+async def test_a_command_it_runs_itself_writes_outside_the_workspace_only_without_the_agent_sandbox(
+    job: Job, sandboxed: bool
 ) -> None:
     # `touch` is allowed by the policy because commands run sandboxed; this
     # agent runs it itself, so only the agent sandbox stands in its way.
     sibling = job.root / "sibling"
     sibling.mkdir()
     outside, inside = sibling / "touched.txt", job.workspace / "touched.txt"
-    # Sync (trio.run) so that a failed assertion is a bare AssertionError for the xfail.
     steps = [bash(f"touch {outside}"), bash(f"touch {inside}")]
     with StandIn(steps) as model:
-        spec = job.spec(installed(CLAUDE_AGENT_ACP), **job.claude(model.url))
-        outcome = trio.run(run_attempt, spec)
+        spec = job.spec(
+            installed(CLAUDE_AGENT_ACP), sandbox_agent=sandboxed, **job.claude(model.url)
+        )
+        outcome = await run_attempt(spec)
     assert model.tool_uses() == ["Bash", "Bash"], model.describe()
     assert [r["verdict"] for r in records(outcome, "permission")] == ["allow", "allow"]
     assert records(outcome, "terminal") == []  # it never used the client's terminals
     assert inside.exists()
-    assert not outside.exists()
-    assert outcome.acp is not None and outcome.acp.sandboxed_agent
+    assert outside.exists() is not sandboxed
+    assert outcome.acp is not None and outcome.acp.sandboxed_agent is sandboxed
     assert str(inside) in outcome.acp.unasked_paths
+    unconfined = any("without the agent sandbox" in n for n in outcome.acp.notices)
+    assert unconfined is not sandboxed, outcome.acp.notices

@@ -9,8 +9,7 @@ comes to the governor: a permission request first (not for reads), then
 from __future__ import annotations
 
 import pytest
-import trio
-from npm_agents import CLAUDE_CODE_ACP, Job, installed, needs_terminals, records
+from npm_agents import CLAUDE_CODE_ACP, Job, installed, records
 from standin import StandIn, bash, edit, read, stalled, write
 
 from governor.attempt import run_attempt
@@ -64,15 +63,12 @@ async def test_a_read_is_served_by_the_governor_without_a_permission_request(job
     assert "marmalade" in str(result["content"]), model.tool_results()
 
 
-@needs_terminals
-def test_a_shell_line_runs_whole_in_a_governed_terminal_and_its_output_reaches_the_model(
+async def test_a_shell_line_runs_whole_in_a_governed_terminal_and_its_output_reaches_the_model(
     job: Job,
 ) -> None:
-    # Sync (trio.run) so that a failed assertion is a bare AssertionError for the xfail.
     line = "echo governed-$((6*7)); printf '%s\\n' one two | wc -l"
     with StandIn([bash(line)]) as model:
-        spec = job.spec(installed(CLAUDE_CODE_ACP), **job.claude(model.url))
-        outcome = trio.run(run_attempt, spec)
+        outcome = await run_attempt(job.spec(installed(CLAUDE_CODE_ACP), **job.claude(model.url)))
     assert model.tool_uses() == ["mcp__acp__Bash"], model.describe()
     assert outcome.status == "completed", outcome.reason
     assert {r["verdict"] for r in records(outcome, "permission")} == {"allow"}
