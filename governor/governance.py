@@ -96,6 +96,7 @@ class Governor:
         self._requests = 0
         self.failure: str | None = None
         self._cancelled = False
+        self._cancel_event = trio.Event()
 
     # -- the handler table ----------------------------------------------------------
 
@@ -157,9 +158,13 @@ class Governor:
                 f"allowed by a person's grant for this attempt ({decision.reason})",
             )
         self.on_event("waiting", {"kind": kind, "subject": shown, "reason": decision.reason})
-        answer: Answer = await self.approver(
-            Ask(kind, shown, decision.reason, decision.rule, detail)
-        )
+        answer = await self._ask_approver(Ask(kind, shown, decision.reason, decision.rule, detail))
+        if answer is None:
+            return (
+                Verdict.DENY,
+                "policy",
+                f"the turn was cancelled while waiting for approval ({decision.reason})",
+            )
         if answer == "once":
             return Verdict.ALLOW, "person", f"allowed once by a person ({decision.reason})"
         if answer == "always":
@@ -528,9 +533,29 @@ class Governor:
                 c.terminal_id for c in content if getattr(c, "type", None) == "terminal"
             ]
 
+    async def _ask_approver(self, ask: Ask) -> Answer | None:
+        """The approver's answer, or None when the turn is cancelled first: after
+        ``session/cancel`` every pending ask must be answered cancelled."""
+        answer: Answer | None = None
+        async with trio.open_nursery() as nursery:
+
+            async def approve() -> None:
+                nonlocal answer
+                answer = await self.approver(ask)
+                nursery.cancel_scope.cancel()
+
+            async def cancelled() -> None:
+                await self._cancel_event.wait()
+                nursery.cancel_scope.cancel()
+
+            nursery.start_soon(approve)
+            nursery.start_soon(cancelled)
+        return answer
+
     def cancel(self) -> None:
-        """After ``session/cancel``: every later ask is answered cancelled."""
+        """After ``session/cancel``: pending and later asks are answered cancelled."""
         self._cancelled = True
+        self._cancel_event.set()
 
 
 def os_normal(path: str) -> str:

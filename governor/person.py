@@ -25,7 +25,7 @@ class Person:
 
     async def __call__(self, ask: Ask) -> Answer:
         async with self.lock:  # one question at a time
-            return await trio.to_thread.run_sync(self._ask, ask)
+            return await trio.to_thread.run_sync(self._ask, ask, abandon_on_cancel=True)
 
     def _ask(self, ask: Ask) -> Answer:
         try:

@@ -214,3 +214,20 @@ async def test_a_plain_command_that_exits_non_zero_fails_with_its_words(tmp_path
     outcome = await run_attempt(spec(tmp_path, agent=None, argv=[str(script)], kind="command"))
     assert outcome.status == "failed"
     assert "exited 3: cannot find the spec" in (outcome.reason or "")
+
+
+async def test_an_ask_still_waiting_at_the_timeout_is_answered_cancelled_and_logged(
+    tmp_path: Path,
+) -> None:
+    import trio
+
+    async def never(ask: Ask) -> bool:
+        await trio.sleep_forever()
+        return True
+
+    policy = parse_policy('capability = "edit-workspace"\n[ask]\ntools = ["edit"]', "t")
+    outcome = await run_attempt(spec(tmp_path, policy=policy, approver=never, timeout=1.0))
+    assert outcome.status == "failed" and "did not finish within 1 s" in (outcome.reason or "")
+    asked = [r for r in outcome.tool_calls if r["kind"] == "permission"]
+    assert asked and asked[0]["verdict"] == "deny" and "cancelled" in asked[0]["reason"]
+    assert not (tmp_path / "ws" / "hello.py").exists()
