@@ -372,7 +372,8 @@ def describe(record: dict[str, Any], t0: float | None) -> str:
     """One record as one line of an attempt's story."""
     kind = record.get("kind")
     at = record.get("time")
-    clock = f"+{at - t0:7.3f}s" if isinstance(at, int | float) and t0 is not None else " " * 9
+    clock = f"+{at - t0:.3f}s" if isinstance(at, int | float) and t0 is not None else ""
+    clock = clock.rjust(9)
     head = f"{clock} #{record.get('seq')}"
     if kind == "attempt-start":
         argv = " ".join(map(str, record.get("argv") or []))
