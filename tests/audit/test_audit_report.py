@@ -111,7 +111,7 @@ def test_the_report_has_one_row_per_attempt_with_agent_status_and_counts(
 def test_refused_lists_every_refused_action_with_its_rule_and_reason(
     varied: tuple[Path, list[dict[str, Any]]], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    log, outcomes = varied
+    log, _ = varied
     code, out, _ = audit(capsys, "--refused", "--json", str(log))
     refused = json.loads(out)
     denied = [r for r in records(log) if r.get("verdict") == "deny"]
@@ -289,5 +289,6 @@ def test_an_ask_under_the_new_policy_counts_as_refused_when_nobody_could_answer(
     unattended, with_person = outcomes[0]["run_id"], outcomes[1]["run_id"]
     code, out, _ = audit(capsys, "replay", str(log), "--policy", str(asking), "--json")
     results = {r["attempt"]: r for r in json.loads(out)}
+    assert code == 0
     assert {c["change"] for c in results[unattended]["changes"]} == {"allowed -> refused"}
     assert {c["change"] for c in results[with_person]["changes"]} == {"allowed -> asked"}
