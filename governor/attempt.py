@@ -31,7 +31,7 @@ from pydantic import ValidationError
 
 from governor import sandboxing
 from governor.approver import Approver, Ask, Callback, for_on_ask
-from governor.audit import AuditLog, AuditUnavailable, Durability
+from governor.audit import AuditLog, AuditUnavailable, Durability, inside
 from governor.ceilings import load_ceiling
 from governor.connection import Connection, ConnectionClosed, RemoteError, RequestTimeout
 from governor.governance import Governor
@@ -188,6 +188,14 @@ def prepare(spec: AttemptSpec) -> _Prepared:
             raise RefusedBeforeStart(
                 [f"an extra directory of the policy does not exist: {d}" for d in missing_dirs]
             )
+    log_path = _log_path(spec, ws)
+    if log_path is not None and (root := inside(log_path, bound.roots)) is not None:
+        raise RefusedBeforeStart(
+            [
+                f"the audit log {log_path} is inside the root {root}, where the agent could "
+                "rewrite it: give --log (or $XDG_STATE_HOME) a place outside every root"
+            ]
+        )
     env = _agent_env(environ, preset, [*spec.env, *policy.env])
     masker = Masker.from_environ(environ, spec.agent_args)
     approver = _approver(spec.approver, bound)
@@ -200,7 +208,7 @@ def prepare(spec: AttemptSpec) -> _Prepared:
         argv,
         env,
         masker,
-        _log_path(spec, ws),
+        log_path,
         approver,
         via_npx,
     )
