@@ -849,6 +849,8 @@ class _Attempt:
         outcome.reason = masked.text(outcome.reason) if outcome.reason else None
         outcome.summary = masked.text(outcome.summary) if outcome.summary else None
         acp.notices = [masked.text(n) for n in acp.notices]
+        acp.plan = masked.json(acp.plan)  # the agent's words
+        outcome.pending = masked.json(outcome.pending)  # the request as the agent sent it
         return outcome
 
 
