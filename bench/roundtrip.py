@@ -267,28 +267,29 @@ def run_governor(
         outcome = trio.run(run_attempt, spec)
     if outcome.status != "completed":
         raise RuntimeError(f"the governed flood did not complete: {outcome.reason}")
+    if outcome.acp is None or outcome.acp.sandboxed_agent != sandboxed:
+        raise RuntimeError(f"the agent was not run {'in' if sandboxed else 'outside'} its sandbox")
     checked = verify(read_lines(log))
     if checked.problem is not None or checked.records != 2 * n + 2:
         raise RuntimeError(f"the audit log is not whole: {checked}")
     return outcome.summary or ""
 
 
-def sandbox_wraps_the_agent() -> bool:
-    """Whether `governor.sandboxing` really wraps the agent yet (not the interim pass-through)."""
-    from governor import sandboxing
-    from policies.policy import parse_policy
-
-    with tempfile.TemporaryDirectory() as d:
-        policy = parse_policy('capability = "edit-workspace"', "probe").bind(d)
-        try:
-            sandboxing.preflight(policy, sandbox_agent=True)
-            command, fds = sandboxing.agent_command(
-                agent_argv(1), policy, None, {"PATH": os.environ.get("PATH", "")}, sandbox=True
-            )
-        except Exception:
-            return False
-        sandboxing.close_fds(fds)
-        return command != agent_argv(1)
+def fsync_floor(root: Path, count: int = 200) -> float:
+    """Median seconds of one appended audit-sized line plus its fsync on this disk: what
+    ``durability="always"`` adds to every answer of a one-at-a-time agent at the least."""
+    line = b"x" * 400 + b"\n"
+    fd = os.open(root / "fsync-probe", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    times = []
+    try:
+        for _ in range(count):
+            started = time.perf_counter()
+            os.write(fd, line)
+            os.fsync(fd)
+            times.append(time.perf_counter() - started)
+    finally:
+        os.close(fd)
+    return statistics.median(times)
 
 
 RUNNERS: dict[str, Callable[[int, Path, Clock], str]] = {
@@ -347,16 +348,20 @@ def run_in_child(variant: str, n: int) -> dict[str, Any]:
 # -- the table -------------------------------------------------------------------------
 
 
-def summarize(results: dict[str, list[dict[str, Any]]], n: int) -> list[dict[str, Any]]:
+def summarize(results: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Medians per variant; per-request figures divide by that variant's own 2N."""
     rows = []
     for variant, runs in results.items():
+        n = runs[0]["n"]
         wall = statistics.median(r["wall_s"] for r in runs)
         rows.append(
             {
                 "variant": variant,
+                "n": n,
                 "wall_s": wall,
                 "spread": (min(r["wall_s"] for r in runs), max(r["wall_s"] for r in runs)),
                 "req_s": 2 * n / wall,
+                "wall_us": wall / (2 * n) * 1e6,
                 "perm_us": statistics.median(r["permission_s"] for r in runs) / n * 1e6,
                 "read_us": statistics.median(r["read_s"] for r in runs) / n * 1e6,
                 "cpu_us": statistics.median(r["client_cpu_s"] for r in runs) / (2 * n) * 1e6,
@@ -369,30 +374,32 @@ def summarize(results: dict[str, list[dict[str, Any]]], n: int) -> list[dict[str
 def print_table(rows: list[dict[str, Any]], n: int, reps: int, notes: list[str]) -> None:
     by = {r["variant"]: r for r in rows}
     floor, sdk = by["floor"], by["sdk"]
-    print(f"\nroundtrip: N = {n} permission asks + {n} reads per attempt, median of {reps} runs")
-    print("(wall: the whole attempt; perm/read: the agent's clock per round trip;")
+    print(f"\nroundtrip: N = {n} permission asks + N reads per attempt, median of {reps} runs")
+    print("  wall: the whole attempt (spawn to exit); perm/read: the agent's clock per round trip;")
     print(
-        " client/agent cpu: user+sys CPU of the client process (all threads) / the agent, per request)\n"
+        "  cpu: user+sys CPU per request of the client process (all its threads) and of the agent;"
     )
+    print("  /floor, /sdk: wall time per request against the floor's and the SDK client's\n")
     head = (
-        f"{'variant':<20}{'wall s':>8}{'(min..max)':>16}{'req/s':>8}{'perm us':>9}{'read us':>9}"
-        f"{'client cpu us':>15}{'agent cpu us':>14}{'wall/floor':>12}{'wall/sdk':>10}"
+        f"{'variant':<20}{'N':>7}{'wall s':>8}{'(min..max)':>16}{'req/s':>7}{'perm us':>9}"
+        f"{'read us':>9}{'client cpu':>12}{'agent cpu':>11}{'/floor':>8}{'/sdk':>7}"
     )
     print(head)
     print("-" * len(head))
     for r in rows:
         lo, hi = r["spread"]
         print(
-            f"{r['variant']:<20}{r['wall_s']:>8.2f}{f'({lo:.2f}..{hi:.2f})':>16}{r['req_s']:>8.0f}"
-            f"{r['perm_us']:>9.0f}{r['read_us']:>9.0f}{r['cpu_us']:>15.0f}{r['agent_us']:>14.0f}"
-            f"{r['wall_s'] / floor['wall_s']:>12.2f}{r['wall_s'] / sdk['wall_s']:>10.2f}"
+            f"{r['variant']:<20}{r['n']:>7}{r['wall_s']:>8.2f}{f'({lo:.2f}..{hi:.2f})':>16}"
+            f"{r['req_s']:>7.0f}{r['perm_us']:>9.0f}{r['read_us']:>9.0f}{r['cpu_us']:>12.0f}"
+            f"{r['agent_us']:>11.0f}{r['wall_us'] / floor['wall_us']:>8.2f}"
+            f"{r['wall_us'] / sdk['wall_us']:>7.2f}"
         )
     gov = by.get("governor")
     if gov is not None:
-        cb, ca = gov["wall_s"] / sdk["wall_s"], gov["wall_s"] / floor["wall_s"]
+        cb, ca = gov["wall_us"] / sdk["wall_us"], gov["wall_us"] / floor["wall_us"]
         verdict = "met" if cb <= 1.0 else "NOT met"
         print(
-            f"\nc/b = {cb:.2f}  c/a = {ca:.2f}  (b/a = {sdk['wall_s'] / floor['wall_s']:.2f});"
+            f"\nc/b = {cb:.2f}  c/a = {ca:.2f}  (b/a = {sdk['wall_us'] / floor['wall_us']:.2f});"
             f" target c/b <= 1.0: {verdict}"
         )
         print(
@@ -422,6 +429,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=20_000, help="asks and reads each (default 20000)")
     parser.add_argument("--reps", type=int, default=3, help="runs per variant (median; default 3)")
     parser.add_argument("--variants", nargs="+", choices=VARIANTS, default=None)
+    parser.add_argument(
+        "--always-n",
+        type=int,
+        default=None,
+        help="N for governor-always (default N/4: it waits for an fsync per answer)",
+    )
     parser.add_argument("--one", choices=VARIANTS, help=argparse.SUPPRESS)
     parser.add_argument(
         "--profile",
@@ -431,8 +444,8 @@ def main(argv: list[str] | None = None) -> int:
         help="profile one governor run with cProfile and write STATS",
     )
     args = parser.parse_args(argv)
-    if args.n <= 0 or args.reps <= 0:
-        parser.error("--n and --reps must be positive")
+    if args.n <= 0 or args.reps <= 0 or (args.always_n is not None and args.always_n <= 0):
+        parser.error("--n, --reps and --always-n must be positive")
     if args.one is not None:
         print(json.dumps(run_one(args.one, args.n)))
         return 0
@@ -441,23 +454,36 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     notes = []
     variants = list(args.variants or VARIANTS)
-    for needed in ("floor", "sdk"):
+    for needed in ("sdk", "floor"):
         if needed not in variants:
             variants.insert(0, needed)
-    if "governor-sandboxed" in variants and not sandbox_wraps_the_agent():
-        variants.remove("governor-sandboxed")
-        notes.append(
-            "governor-sandboxed not measured: governor.sandboxing does not wrap the agent yet "
-            "(interim pass-through); the governor rows ran the agent unsandboxed"
-        )
+    if "governor-sandboxed" in variants:
+        try:
+            run_in_child("governor-sandboxed", 2)
+        except SystemExit as e:
+            variants.remove("governor-sandboxed")
+            notes.append(f"governor-sandboxed not measured: the sandboxed attempt failed: {e}")
+    always_n = args.always_n or max(1, args.n // 4)
+    sizes = {v: always_n if v == "governor-always" else args.n for v in variants}
     results: dict[str, list[dict[str, Any]]] = {v: [] for v in variants}
     for rep in range(args.reps):
         order = variants[rep % len(variants) :] + variants[: rep % len(variants)]
         for variant in order:
-            result = run_in_child(variant, args.n)
+            result = run_in_child(variant, sizes[variant])
             results[variant].append(result)
             print(f"  rep {rep + 1} {variant:<20}{result['wall_s']:.2f} s", file=sys.stderr)
-    print_table(summarize(results, args.n), args.n, args.reps, notes)
+    if "governor-always" in variants:
+        with tempfile.TemporaryDirectory() as d:
+            notes.append(
+                f"governor-always ran N = {always_n} (an fsync per answer); one appended line"
+                f" + fsync on this disk alone takes {fsync_floor(Path(d)) * 1e6:.0f} us"
+            )
+    if "governor-sandboxed" in variants:
+        notes.append(
+            "governor-sandboxed: the agent under bwrap (agent cpu is not counted: bwrap's"
+            " children are not reaped through the bench)"
+        )
+    print_table(summarize(results), args.n, args.reps, notes)
     return 0
 
 
