@@ -114,7 +114,7 @@ def test_a_governor_killed_at_random_points_leaves_a_log_that_verifies_and_holds
                 durability = "always" if n % 2 else "batch"
                 runs.append((base, start(proc, base, durability), rng.uniform(0.1, 0.9)))
             began = time.monotonic()
-            for base, pid, delay in sorted(runs, key=lambda r: r[2]):
+            for _, pid, delay in sorted(runs, key=lambda r: r[2]):
                 time.sleep(max(0.0, began + delay - time.monotonic()))
                 os.kill(pid, signal.SIGKILL)
             for base, pid, _ in runs:
