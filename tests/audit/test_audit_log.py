@@ -99,12 +99,13 @@ def test_the_screen_never_lets_a_secret_through_unmasked(
     whatever surrounds it (escapes, quotes, newlines, non-ASCII)."""
     masker = Masker(KNOWN)
     value = before + secret + after
-    subject: dict[str, Any] = {
+    subjects: dict[str, dict[str, Any]] = {
         "title": {"title": value},
         "command": {"command": value, "cwd": "/ws"},
         "nested": {"input": {"deep": [{"x": value}]}},
         "listed": {"paths": ["/ws/a", value]},
-    }[where]
+    }
+    subject = subjects[where]
     path = tmp_path / "screen.jsonl"
     path.unlink(missing_ok=True)
     log = AuditLog(path, "att", masker=masker)

@@ -40,7 +40,7 @@ async def varied_attempts(tmp_path: Path) -> tuple[Path, list[Outcome]]:
     pausing = parse_policy(
         'capability = "edit-workspace"\non_ask = "pause"\n[ask]\ntools = ["execute"]', "pause.toml"
     )
-    specs = [
+    specs: list[dict[str, Any]] = [
         {},
         {"policy": asking, "approver": approve},
         {"policy": None, "capability": Capability.READ_ONLY},
