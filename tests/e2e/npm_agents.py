@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,7 @@ from governor.audit import read_lines, verify
 from governor.outcome import Outcome
 
 REPO = Path(__file__).resolve().parents[2]
+WIRETAP = Path(__file__).resolve().with_name("wiretap.py")
 MODULES = REPO / ".npm-agents" / "node_modules"
 
 TS_EXAMPLE = "@agentclientprotocol/sdk/dist/examples/agent.js"
@@ -61,6 +63,15 @@ class Job:
     home: Path
     log: Path
     events: list[tuple[str, dict[str, Any]]]
+
+    @property
+    def wire(self) -> Path:
+        """Where `tapped` agents write the wire (see `wiretap`)."""
+        return self.root / "wire.jsonl"
+
+    def tapped(self, argv: Sequence[str]) -> list[str]:
+        """``argv`` behind the wiretap relay (run it with ``sandbox_agent=False``)."""
+        return [sys.executable, str(WIRETAP), str(self.wire), "--", *argv]
 
     @classmethod
     def under(cls, root: Path) -> Job:

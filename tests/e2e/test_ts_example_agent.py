@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import trio
 from npm_agents import TS_EXAMPLE, Job, installed, records
+from wiretap import read as read_wire
 
 from governor.approver import Ask
 from governor.attempt import run_attempt
@@ -30,18 +31,45 @@ FULL = Ceiling(max_capability=Capability.FULL_ACCESS, allowed_agents=(CUSTOM_AGE
 write outside the roots is not a boundary refusal."""
 
 
-def shared_attempt(factory: pytest.TempPathFactory, name: str, **kw: Any) -> tuple[Outcome, Job]:
-    """One attempt that several tests look at (a turn of this agent takes seconds)."""
+def shared_attempt(
+    factory: pytest.TempPathFactory, name: str, *, tap: bool = False, **kw: Any
+) -> tuple[Outcome, Job]:
+    """One attempt that several tests look at (a turn of this agent takes seconds).
+    With ``tap``, behind the wiretap (unsandboxed: this agent touches no files)."""
     job = Job.under(factory.mktemp(name))
-    outcome = trio.run(run_attempt, job.spec(installed(TS_EXAMPLE), **kw))
+    argv = installed(TS_EXAMPLE)
+    if tap:
+        argv, kw = job.tapped(argv), {**kw, "sandbox_agent": False}
+    outcome = trio.run(run_attempt, job.spec(argv, **kw))
     return outcome, job
+
+
+def answer_to(wire: list[dict[str, Any]], method: str, to: str) -> tuple[int, dict[str, Any]]:
+    """(index, message) of the answer to the first ``method`` request sent towards ``to``'s
+    peer, as it crossed the wire towards ``to``; (-1, {}) if it never did."""
+    sender = "governor" if to == "agent" else "agent"
+    request = next(
+        r["msg"] for r in wire if r.get("to") == sender and r.get("msg", {}).get("method") == method
+    )
+    for i, r in enumerate(wire):
+        msg = r.get("msg")
+        if not isinstance(msg, dict) or r.get("to") != to:
+            continue
+        if "method" not in msg and msg.get("id") == request["id"]:
+            return i, msg
+    return -1, {}
+
+
+def stdin_closed(wire: list[dict[str, Any]]) -> int:
+    """The index of the governor closing the agent's stdin (len(wire) if it never did)."""
+    return next((i for i, r in enumerate(wire) if r.get("closed")), len(wire))
 
 
 @pytest.fixture(scope="module")
 def timed_out(tmp_path_factory: pytest.TempPathFactory) -> tuple[Outcome, Job]:
     """A 3.5 s limit: the prompt goes out well inside it, and the agent would ask
     only about 4 s into its turn, so the timeout falls while it sleeps between steps."""
-    return shared_attempt(tmp_path_factory, "timed-out", timeout=3.5)
+    return shared_attempt(tmp_path_factory, "timed-out", tap=True, timeout=3.5)
 
 
 @pytest.fixture(scope="module")
@@ -57,6 +85,7 @@ def unanswered(tmp_path_factory: pytest.TempPathFactory) -> tuple[Outcome, Job]:
     return shared_attempt(
         tmp_path_factory,
         "unanswered",
+        tap=True,
         policy=policy,
         capability=None,
         ceiling=FULL,
@@ -126,42 +155,45 @@ def test_a_timeout_while_it_works_cancels_the_turn_before_it_asks(
     strict=True,
     raises=AssertionError,
     reason="governor gap: on a timeout it sends session/cancel and closes the agent's stdin "
-    "at once, abandoning the prompt, so the agent's `cancelled` answer is never read or logged",
+    "at once, so the agent never gets to answer the prompt `cancelled`",
 )
-def test_after_a_timeout_the_log_shows_the_agent_answered_cancelled(
+def test_after_a_timeout_the_agent_answers_the_prompt_cancelled_before_its_stdin_closes(
     timed_out: tuple[Outcome, Job],
 ) -> None:
     _, job = timed_out
-    end = job.verified_log()[-1]
-    assert end["kind"] == "attempt-end"
-    assert end.get("stop_reason") == "cancelled", end
+    wire = read_wire(job.wire)
+    i, answer = answer_to(wire, "session/prompt", "governor")
+    assert answer.get("result", {}).get("stopReason") == "cancelled", wire[-4:]
+    assert i < stdin_closed(wire)
 
 
-def test_an_ask_still_waiting_for_a_person_at_the_timeout_is_not_granted(
+def test_an_ask_still_waiting_for_a_person_at_the_timeout_is_refused_as_cancelled_and_logged(
     unanswered: tuple[Outcome, Job],
 ) -> None:
     outcome, job = unanswered
     assert outcome.status == "failed"
     assert "did not finish within 6 s" in (outcome.reason or "")
     assert not any(c["id"] == "call_2" for c in job.tool_calls("completed"))
-    assert not any(r["verdict"] == "allow" for r in records(outcome, "permission"))
+    (asked,) = [r for r in records(outcome, "permission") if r["rule"] == "ask: tool edit"]
+    assert asked["subject"]["tool_call"] == "call_2"
+    assert asked["verdict"] == "deny" and "cancelled" in asked["reason"], asked
     assert [r["kind"] for r in job.verified_log()][-1] == "attempt-end"
 
 
 @pytest.mark.xfail(
     strict=True,
     raises=AssertionError,
-    reason="governor bug: session/cancel does not end an approver's wait, so the permission "
-    "request open at the timeout is never answered `cancelled` (ACP requires it) nor logged",
+    reason="governor gap: the `cancelled` answer to the open permission request is made after "
+    "the agent's stdin is closed (agent.reply_not_sent), so it never reaches the agent",
 )
-def test_an_ask_still_waiting_for_a_person_at_the_timeout_is_answered_cancelled_and_logged(
+def test_an_ask_still_waiting_at_the_timeout_is_answered_cancelled_on_the_wire(
     unanswered: tuple[Outcome, Job],
 ) -> None:
-    outcome, _ = unanswered
-    asked = [r for r in records(outcome, "permission") if r["subject"]["tool_call"] == "call_2"]
-    assert asked, outcome.tool_calls
-    assert {r["verdict"] for r in asked} == {"deny"}
-    assert any("cancelled" in r["reason"] for r in asked), asked
+    _, job = unanswered
+    wire = read_wire(job.wire)
+    i, answer = answer_to(wire, "session/request_permission", "agent")
+    assert answer.get("result", {}).get("outcome") == {"outcome": "cancelled"}, wire[-4:]
+    assert i < stdin_closed(wire)
 
 
 def test_an_ask_answered_pause_rejects_the_edit_and_ends_needing_approval(
