@@ -100,7 +100,9 @@ def paused(tmp_path_factory: pytest.TempPathFactory) -> tuple[Outcome, Job]:
     policy = parse_policy(
         'capability = "full-access"\non_ask = "pause"\n[ask]\ntools = ["edit"]', "e2e"
     )
-    return shared_attempt(tmp_path_factory, "paused", policy=policy, capability=None, ceiling=FULL)
+    return shared_attempt(
+        tmp_path_factory, "paused", tap=True, policy=policy, capability=None, ceiling=FULL
+    )
 
 
 async def test_at_edit_workspace_its_edit_outside_the_workspace_is_refused_and_the_turn_still_ends(
@@ -208,6 +210,21 @@ def test_an_ask_answered_pause_rejects_the_edit_and_ends_needing_approval(
     assert outcome.acp is not None and outcome.acp.tally.waited == 1
     assert not any(c["id"] == "call_2" for c in job.tool_calls("completed"))
     assert [r["kind"] for r in job.verified_log()][-1] == "attempt-end"
+
+
+def test_a_pause_answers_reject_then_cancels_and_the_agent_answers_the_prompt_cancelled(
+    paused: tuple[Outcome, Job],
+) -> None:
+    _, job = paused
+    wire = read_wire(job.wire)
+    _, permission = answer_to(wire, "session/request_permission", "agent")
+    assert permission["result"]["outcome"] == {"outcome": "selected", "optionId": "reject"}
+    cancel = next(
+        i for i, r in enumerate(wire) if r.get("msg", {}).get("method") == "session/cancel"
+    )
+    i, prompt = answer_to(wire, "session/prompt", "governor")
+    assert prompt["result"]["stopReason"] == "cancelled", wire[-4:]
+    assert cancel < i < stdin_closed(wire)
 
 
 @pytest.mark.xfail(
