@@ -327,7 +327,12 @@ async def run_attempt(spec: AttemptSpec) -> Outcome:
         await sandboxing.check(prepared.policy, sandbox_agent=spec.sandbox_agent)
     except sandboxing.SandboxUnavailable as e:
         raise RefusedBeforeStart([str(e)]) from None
-    return await _Attempt(prepared).run()
+    attempt = _Attempt(prepared)
+    # Operational logs carry the attempt; the session joins once the agent opens
+    # one (bound in this same task, so unbound here afterwards: ... is "unset").
+    ids = {"attempt": attempt.id, "agent": prepared.agent_id, "session": ...}
+    with structlog.contextvars.bound_contextvars(**ids):
+        return await attempt.run()
 
 
 def run(spec: AttemptSpec) -> Outcome:
@@ -553,6 +558,7 @@ class _Attempt:
             self.error = f"{self.name} could not start a session: {_short_error(e)}"
             return
         self.session_id = gov.session_id = session.session_id
+        structlog.contextvars.bind_contextvars(session=session.session_id)
         await self._pick_mode(conn, session)
         prompt = p.spec.prompt + (RULES_FOR_THE_AGENT if p.spec.append_rules else "")
         self.prompted = True
