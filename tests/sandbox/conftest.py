@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from sandbox_procs import processes_matching
 
 from policies.capability import Capability
 from sandbox.profile import Profile
@@ -34,22 +35,6 @@ def ws(tmp_path: Path) -> Path:
 @pytest.fixture
 def edit(ws: Path, home: Path) -> Profile:
     return Profile(capability=Capability.EDIT_WORKSPACE, workspace=ws, home=home)
-
-
-def processes_matching(marker: str) -> list[int]:
-    """Host pids whose command line contains ``marker``."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as handle:
-                cmdline = handle.read().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if marker in cmdline and int(entry) != os.getpid():
-            found.append(int(entry))
-    return found
 
 
 @pytest.fixture

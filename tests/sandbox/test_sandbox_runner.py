@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import trio
-from conftest import processes_matching
+from sandbox_procs import processes_matching
 
 from policies.capability import Capability
 from sandbox.bwrap import USERNS_ADVICE, BwrapUnavailable

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 import trio
-from conftest import processes_matching
+from sandbox_procs import processes_matching
 
 from sandbox.execution import ExitStatus
 from sandbox.profile import Profile, ProfileError

@@ -1,0 +1,87 @@
+"""Runs sandboxed commands for the escape suite as an unprivileged user.
+
+Started once per test session as that user (``runuser``/``setpriv``) with the
+repository and the venv's site-packages on ``PYTHONPATH``; reads one JSON
+request per line on stdin and answers one JSON line on stdout. It builds the
+same `Profile` and calls the same `sandbox.runner.run` as the root half of the
+suite does in-process, so both halves exercise one code path.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import resource
+import sys
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from policies.capability import Capability
+from sandbox.bwrap import BwrapUnavailable
+from sandbox.profile import HomeFolder, Profile, ProfileError
+from sandbox.runner import Command, start
+
+
+def build_profile(spec: dict[str, Any]) -> Profile:
+    return Profile(
+        capability=Capability.parse(spec["capability"]),
+        workspace=Path(spec["workspace"]),
+        extra_roots=tuple(Path(p) for p in spec.get("extra_roots", ())),
+        network=spec.get("network", False),
+        env=spec.get("env", {}),
+        home=Path(spec["home"]) if spec.get("home") else None,
+        home_folders=tuple(HomeFolder(n, w) for n, w in spec.get("home_folders", ())),
+        allow_unix_sockets=spec.get("allow_unix_sockets", False),
+        cwd=Path(spec["cwd"]) if spec.get("cwd") else None,
+    )
+
+
+async def execute(request: dict[str, Any]) -> dict[str, Any]:
+    """Run one request; the answer shape is the same for root and the driver."""
+    for name, value in request.get("environ", {}).items():
+        os.environ[name] = value
+    try:
+        profile = build_profile(request["profile"])
+        async with start(
+            Command.of(request["argv"]), profile, output_limit=request["output_limit"]
+        ) as execution:
+            timeout = request.get("timeout")
+            with trio.move_on_after(timeout if timeout is not None else 60) as scope:
+                await execution.finish()
+            if scope.cancelled_caught:
+                execution.kill()
+                with trio.CancelScope(shield=True):
+                    await execution.finish()
+            status = await execution.wait()
+    except (ProfileError, BwrapUnavailable) as exc:
+        return {"error": f"{type(exc).__name__}: {exc}"}
+    finally:
+        for name in request.get("environ", {}):
+            os.environ.pop(name, None)
+    output, truncated = execution.ring.snapshot()
+    return {
+        "error": None,
+        "exit_code": status.exit_code,
+        "signal": status.signal,
+        "output": base64.b64encode(output).decode(),
+        "truncated": truncated,
+        "timed_out": scope.cancelled_caught,
+        "total": execution.ring.total,
+        "peak": execution.ring.peak,
+        "maxrss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+    }
+
+
+def main() -> None:
+    print(json.dumps({"ready": os.getuid()}), flush=True)
+    for line in sys.stdin:
+        request = json.loads(line)
+        answer = trio.run(execute, request)
+        print(json.dumps(answer), flush=True)
+
+
+if __name__ == "__main__":
+    main()
