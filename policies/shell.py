@@ -365,7 +365,14 @@ class _Walker:
         extras = self._extra
         handlers = _HANDLERS
         stack.append((root, _NO_REDIRECTS))
+        # Each node is visited once and each command emitted once; a walk that runs
+        # past this is a bug, and a bug must end as `ask`, never as a hung governor.
+        budget = 8 * len(self._src) + 64
         while stack:
+            budget -= 1
+            if budget < 0:
+                self.unknown.append("internal splitter error: the walk did not finish")
+                return
             item = stack.pop()
             if isinstance(item, SimpleCommand):
                 self.emit(item)
@@ -595,6 +602,13 @@ class _Walker:
                 redirects = _merge(redirects, self._redirect(child, subs, after, inline))
                 continue
             elif kind == "comment":
+                continue
+            elif kind in _STATEMENTS:
+                # `time (a; b)` or bash's syntax error `echo (a)`: a group where a word goes.
+                self.unknown.append(
+                    f"a command group inside a command: {_short(self._text(child))}"
+                )
+                subs.append(child)
                 continue
             else:
                 word = child
@@ -834,12 +848,19 @@ class _Walker:
     # -- words
 
     def _substitutions(self, node: Node) -> list[Node]:
-        """The command and process substitutions inside a word, in source order."""
+        """The command and process substitutions inside a word, in source order.
+
+        A statement the grammar put inside a word is collected too: whatever it
+        runs is then walked rather than hidden in a word's text.
+        """
+        if node.type in _SUBSTITUTIONS:
+            return [node]
         found: list[Node] = []
-        todo = [node]
+        todo = list(reversed(node.named_children))
         while todo:
             n = todo.pop()
-            if n.type in _SUBSTITUTIONS:
+            kind = n.type
+            if kind in _SUBSTITUTIONS or kind in _STATEMENTS:
                 found.append(n)
             elif n.named_child_count:
                 todo.extend(reversed(n.named_children))

@@ -226,6 +226,14 @@ def test_a_dynamic_command_name_is_unknown() -> None:
     assert split("rm x").unknown == ()
 
 
+def test_a_command_group_where_a_word_goes_is_walked_and_unknown() -> None:
+    # tree-sitter-bash accepts `echo (rm x)` (bash refuses it) and `time (a; b)`.
+    for line, inner in (("echo (rm x)", ("rm", "x")), ("time (a; b)", ("a",))):
+        result = split(line)
+        assert inner in argvs(result), line
+        assert result.unknown, line
+
+
 def test_constructs_the_splitter_does_not_model_are_unknown() -> None:
     for line in ("f() { ls; }", "function g { ls; }", "coproc cat", "((i++))", "((x = 3))"):
         assert split(line).unknown, line
