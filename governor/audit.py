@@ -173,7 +173,7 @@ class AuditLog:
         if path is not None:
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
-                self._fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+                self._fd = _open_log(path)
                 _end_torn_line(self._fd)
             except OSError as e:
                 raise AuditUnavailable(f"cannot open the audit log {path}: {e.strerror}") from None
@@ -274,7 +274,7 @@ class AuditLog:
 
     def _fsync(self, fd: int) -> int:
         target = self._written
-        os.fsync(fd)
+        _sync_data(fd)
         self.fsyncs += 1
         return target
 
@@ -291,9 +291,29 @@ class AuditLog:
         """Fsync what is left and close (at attempt end)."""
         if self._fd is not None:
             with contextlib.suppress(OSError):
-                os.fsync(self._fd)
+                _sync_data(self._fd)
             os.close(self._fd)
             self._fd = None
+
+
+# fdatasync flushes the data and the size an append changed, not the times.
+_sync_data: Final = getattr(os, "fdatasync", os.fsync)
+
+
+def _open_log(path: Path) -> int:
+    """Open for appending; a log this creates has its directory entry synced too,
+    or a power cut could lose the whole file with every record fsynced in it."""
+    flags = os.O_RDWR | os.O_APPEND | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return os.open(path, flags)
+    directory = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
+    return fd
 
 
 def _end_torn_line(fd: int) -> None:
@@ -452,7 +472,7 @@ def verify(lines: Iterable[tuple[int, dict[str, Any] | None, str]]) -> Verificat
                     "a record before it was deleted, or this one was inserted or moved",
                 )
         elif record.get("prev") != before[0] or seq != before[1] + 1:
-            prev_hash, prev_seq, prev_line = before
+            _, prev_seq, prev_line = before
             if seq > prev_seq + 1:
                 what = (
                     f"record {prev_seq + 1} of attempt {attempt} is missing before it "
