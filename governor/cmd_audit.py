@@ -58,6 +58,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=main)
 
 
+def _report_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="governor audit", usage=USAGE)
+    p.add_argument("paths", nargs="*", metavar="LOG|DIR")
+    p.add_argument("--refused", action="store_true")
+    p.add_argument("--attempt", metavar="ID")
+    p.add_argument("--json", action="store_true")
+    return p
+
+
 def _verify_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="governor audit verify", description="Check the hash chain of each log."
@@ -101,11 +110,15 @@ def main(args: argparse.Namespace) -> int:
                 attempt=sub.attempt or args.attempt,
                 as_json=sub.json or args.json,
             )
-        if not rest:
+        sub = _report_parser().parse_intermixed_args(rest)  # options may follow the logs
+        refused, attempt = sub.refused or args.refused, sub.attempt or args.attempt
+        if not sub.paths:
             raise UsageError(f"name the logs to read\nusage: {USAGE}")
-        if args.refused and args.attempt:
+        if refused and attempt:
             raise UsageError("--refused and --attempt are two different views: choose one")
-        return run_report(rest, refused=args.refused, attempt=args.attempt, as_json=args.json)
+        return run_report(
+            sub.paths, refused=refused, attempt=attempt, as_json=sub.json or args.json
+        )
     except UsageError as e:
         print(f"governor audit: {e}", file=sys.stderr)
         return 2

@@ -65,7 +65,7 @@ def test_the_tally_of_audit_json_equals_the_outcome_tally_for_each_attempt(
     varied: tuple[Path, list[dict[str, Any]]], capsys: pytest.CaptureFixture[str]
 ) -> None:
     log, outcomes = varied
-    code, out, _ = audit(capsys, "--json", str(log))
+    code, out, _ = audit(capsys, str(log), "--json")  # as the issue writes it
     rows = {r["attempt"]: r for r in json.loads(out)}
     assert code == 0 and len(rows) == len(outcomes) == 4
     for outcome in outcomes:
