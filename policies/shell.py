@@ -423,6 +423,8 @@ class _Walker:
                     self.unknown.append(f"{kind} outside a case statement")
                 continue
             if kind in _STATEMENTS or kind in _CLAUSES or kind in _SUBSTITUTIONS or kind == "ERROR":
+                if kind == "negated_command" and todo and node.type == "pipeline":
+                    self.unknown.append("the line does not parse as shell: '!' inside a pipeline")
                 todo.append(child)
             elif kind == "comment" or kind == "variable_name":
                 continue
@@ -973,6 +975,9 @@ class _Walker:
             self.unknown.append(
                 f"{inner.label} runs a command whose name is not known until run time: {_short(argv[0])}"
             )
+        elif inner.label == "time" and argv[0] in _MISPLACED:
+            # `time` is a keyword: `time fi` is bash's syntax error, not a program named fi.
+            self.unknown.append(f"the line does not parse as shell: unexpected {argv[0]!r}")
         self.emit(
             SimpleCommand(argv, dynamic, inner.assignments, (), (), (*command.via, inner.label))
         )
