@@ -20,6 +20,7 @@ from sandbox.execution import Execution, ExitStatus, start_launch
 from sandbox.launch import prepare
 from sandbox.preflight import preflight
 from sandbox.profile import Profile
+from sandbox.stubs import LEDGER, StubLedger
 
 DEFAULT_OUTPUT_LIMIT = 1024 * 1024
 """ACP's ``outputByteLimit`` when the agent gives none: 1 MiB."""
@@ -74,6 +75,7 @@ async def start(
     *,
     output_limit: int = DEFAULT_OUTPUT_LIMIT,
     bwrap: str | os.PathLike[str] | None = None,
+    ledger: StubLedger = LEDGER,
 ) -> AsyncIterator[Execution]:
     """Start ``command``; the block owns it. Leaving the block kills and reaps it
     if it is still running, and removes the stubs made for it.
@@ -83,7 +85,7 @@ async def start(
     a profile that cannot be rendered safely.
     """
     probed = await preflight(bwrap) if profile.sandboxed else None
-    with prepare(profile, command.argv, probed) as launch:
+    with prepare(profile, command.argv, probed, ledger=ledger) as launch:
         execution = await start_launch(launch, output_limit=output_limit)
         try:
             yield execution
@@ -98,9 +100,12 @@ async def run(
     timeout: float | None = None,
     output_limit: int = DEFAULT_OUTPUT_LIMIT,
     bwrap: str | os.PathLike[str] | None = None,
+    ledger: StubLedger = LEDGER,
 ) -> RunResult:
     """Run ``command`` to completion (or until ``timeout`` seconds, then kill the tree)."""
-    async with start(command, profile, output_limit=output_limit, bwrap=bwrap) as execution:
+    async with start(
+        command, profile, output_limit=output_limit, bwrap=bwrap, ledger=ledger
+    ) as execution:
         with trio.move_on_after(math.inf if timeout is None else timeout) as scope:
             await execution.finish()
         if scope.cancelled_caught:

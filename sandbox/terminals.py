@@ -68,6 +68,7 @@ class Terminals:
         self._terminals: dict[str, Execution] = {}
         self._closed = False
         self._stack = ExitStack()
+        self._ledger = ledger
         self._stack.enter_context(ledger.hold())
 
     async def __aenter__(self) -> Terminals:
@@ -116,7 +117,9 @@ class Terminals:
         limit: int,
         task_status: trio.TaskStatus[Execution] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        async with start(command, profile, output_limit=limit, bwrap=self._bwrap) as execution:
+        async with start(
+            command, profile, output_limit=limit, bwrap=self._bwrap, ledger=self._ledger
+        ) as execution:
             task_status.started(execution)
             await execution.finish()
 

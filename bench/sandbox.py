@@ -1,0 +1,163 @@
+"""Sandbox overhead: bare process vs minimal bwrap vs our runner (vs srt).
+
+Median wall time of three commands (``true``, ``sh -c 'echo hi'``, a 10 MB
+output) run
+
+  (a) bare, with ``subprocess.run`` reading all output;
+  (b) under a minimal bwrap line (``--ro-bind / / --dev /dev --proc /proc
+      --unshare-all --die-with-parent --new-session``);
+  (c) through `sandbox.runner.run` with the full edit-workspace profile on a
+      git workspace (survey, stubs, ~25 mounts, seccomp, --info-fd, trio):
+      c1 inside a session (stubs kept between commands, as `Terminals` does),
+      c2 one-shot (stubs made and removed every time), c3 read-only;
+  (d) Anthropic's ``srt -c`` (sandbox-runtime) when installed, e.g.
+      ``npm install --prefix /tmp/srt @anthropic-ai/sandbox-runtime``; srt also
+      needs ``rg`` and ``socat`` (with libwrap0) on PATH: ``SRT_EXTRA_PATH`` and
+      ``SRT_EXTRA_LD_LIBRARY_PATH`` default to a ``dpkg -x`` of those packages
+      under ``/tmp/srt/root``. Skipped with a note when absent or failing.
+
+Rounds are interleaved (each round runs every variant once) so that load from
+other processes hits all variants alike. Ratios c/a and c/b are printed; the
+targets are c/b <= 1.5 and a few milliseconds over bare.
+
+Run: ``python bench/sandbox.py [--rounds N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+
+# This file is bench/sandbox.py: run as a script, its directory comes first on
+# sys.path and "import sandbox" would import this file instead of the package.
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+sys.path.insert(0, str(_HERE.parent))
+
+import trio  # noqa: E402
+
+from policies.capability import Capability  # noqa: E402
+from sandbox.preflight import preflight  # noqa: E402
+from sandbox.profile import Profile  # noqa: E402
+from sandbox.runner import Command, run  # noqa: E402
+from sandbox.stubs import LEDGER, StubLedger  # noqa: E402
+
+COMMANDS: dict[str, list[str]] = {
+    "true": ["true"],
+    "echo hi": ["sh", "-c", "echo hi"],
+    "10 MB out": ["sh", "-c", "head -c 10000000 /dev/zero"],
+}
+MINIMAL = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all",
+           "--die-with-parent", "--new-session"]
+SRT_DEFAULT = "/tmp/srt/node_modules/.bin/srt"
+
+
+def bare(argv: Sequence[str]) -> None:
+    subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=True)
+
+
+def srt_command() -> tuple[list[str], dict[str, str]] | None:
+    srt = os.environ.get("SRT", SRT_DEFAULT)
+    if not os.access(srt, os.X_OK):
+        return None
+    env = dict(os.environ)
+    extra = os.environ.get("SRT_EXTRA_PATH", "/tmp/srt/root/usr/bin")
+    env["PATH"] = f"{extra}:{env['PATH']}:{os.path.dirname(os.environ.get('BWRAP_FOR_SRT', ''))}"
+    libs = os.environ.get("SRT_EXTRA_LD_LIBRARY_PATH", "/tmp/srt/root/usr/lib/x86_64-linux-gnu")
+    env["LD_LIBRARY_PATH"] = ":".join(p for p in (libs, env.get("LD_LIBRARY_PATH", "")) if p)
+    return [srt, "-c"], env
+
+
+async def main(rounds: int, srt_rounds: int) -> None:
+    bwrap = await preflight()
+    if shutil.which("bwrap") is None:  # srt looks for bwrap on PATH
+        os.environ["BWRAP_FOR_SRT"] = bwrap.path
+    scratch = Path(tempfile.mkdtemp(prefix="bench-sandbox-"))
+    workspace = scratch / "ws"
+    workspace.mkdir()
+    subprocess.run(["git", "init", "-q", str(workspace)], check=True)
+    edit = Profile(capability=Capability.EDIT_WORKSPACE, workspace=workspace)
+    read_only = Profile(capability=Capability.READ_ONLY, workspace=workspace)
+    srt = srt_command()
+    if srt is not None:
+        probe = subprocess.run([*srt[0], "true"], env=srt[1], capture_output=True, cwd=workspace)
+        if probe.returncode != 0:
+            print(f"(d) srt skipped: {probe.stderr.decode(errors='replace').strip()[-200:]}")
+            srt = None
+
+    one_shot = StubLedger()  # never held: stubs made and removed around every run
+
+    async def runner(profile: Profile, argv: list[str], ledger: StubLedger = LEDGER) -> None:
+        result = await run(Command.of(argv), profile, ledger=ledger)
+        assert result.status.exit_code == 0, result.text[-500:]
+
+    variants: dict[str, Callable[[list[str]], Awaitable[None] | None]] = {
+        "a bare": bare,
+        "b bwrap minimal": lambda argv: bare([bwrap.path, *MINIMAL, *argv]),
+        "c1 runner, session": lambda argv: runner(edit, argv),
+        "c2 runner, one-shot": lambda argv: runner(edit, argv, one_shot),
+        "c3 runner, read-only": lambda argv: runner(read_only, argv),
+    }
+    if srt is not None:
+        srt_argv, srt_env = srt
+        variants["d srt -c"] = lambda argv: bare_env([*srt_argv, subprocess.list2cmdline(argv)], srt_env, workspace)
+
+    times: dict[tuple[str, str], list[float]] = {}
+    try:
+        with LEDGER.hold():
+            for label, argv in COMMANDS.items():
+                for round_ in range(rounds):
+                    for name, call in variants.items():
+                        if name.startswith("d") and round_ >= srt_rounds:
+                            continue
+                        start = time.perf_counter()
+                        pending = call(argv)
+                        if pending is not None:
+                            await pending
+                        times.setdefault((label, name), []).append(time.perf_counter() - start)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+    names = list(variants)
+    print(f"\nmedian wall time in ms ({rounds} rounds, srt {srt_rounds}; bwrap {bwrap.version}, "
+          f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f})")
+    print(f"{'command':<12}" + "".join(f"{n:>22}" for n in names))
+    medians: dict[tuple[str, str], float] = {}
+    for label in COMMANDS:
+        row = f"{label:<12}"
+        for name in names:
+            samples = times.get((label, name))
+            value = statistics.median(samples) * 1000 if samples else float("nan")
+            medians[(label, name)] = value
+            row += f"{value:>22.2f}"
+        print(row)
+    print("\nratios and overhead of the runner (c1, session) and one-shot (c2):")
+    for label in COMMANDS:
+        a, b = medians[(label, "a bare")], medians[(label, "b bwrap minimal")]
+        c1, c2 = medians[(label, "c1 runner, session")], medians[(label, "c2 runner, one-shot")]
+        print(f"  {label:<12} c1/a {c1 / a:5.2f}  c1/b {c1 / b:5.2f}  c1-a {c1 - a:6.2f} ms"
+              f"   c2/b {c2 / b:5.2f}  c2-a {c2 - a:6.2f} ms")
+    if srt is not None:
+        for label in COMMANDS:
+            d = medians[(label, "d srt -c")]
+            print(f"  {label:<12} srt/c1 {d / medians[(label, 'c1 runner, session')]:6.1f}x")
+
+
+def bare_env(argv: Sequence[str], env: dict[str, str], cwd: Path) -> None:
+    subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=cwd, check=True)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=60)
+    parser.add_argument("--srt-rounds", type=int, default=8)
+    args = parser.parse_args()
+    trio.run(main, args.rounds, args.srt_rounds)
