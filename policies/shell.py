@@ -389,8 +389,8 @@ class _Walker:
             handler(self, node, inherited)
 
     def _push_all(self, nodes: Sequence[Node], inherited: _Redirects) -> None:
-        for node in reversed(nodes):
-            self._stack.append((node, inherited))
+        if nodes:
+            self._stack.extend([(node, inherited) for node in reversed(nodes)])
 
     def _text(self, node: Node) -> str:
         return self._decode(self._src[node.start_byte : node.end_byte])
