@@ -7,7 +7,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from policies.actions import ReadFile, RunCommand, ToolPermission, WriteFile
-from policies.capability import Capability
 from policies.decide import decide
 from policies.policy import Policy, parse_policy
 from policies.rules import Verdict
