@@ -47,8 +47,9 @@ def test_the_readmes_demo_run_completes_with_a_refusal_and_an_unasked_change(
 
 
 def test_the_worked_loop_example_finishes_the_task(tmp_path: Path) -> None:
+    (tmp_path / "ws").mkdir()
     done = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "loop.py"), "--workspace", str(tmp_path)],
+        [sys.executable, str(ROOT / "examples" / "loop.py"), "--workspace", str(tmp_path / "ws")],
         capture_output=True,
         text=True,
         timeout=300,
