@@ -35,6 +35,7 @@ import argparse
 import asyncio
 import cProfile
 import importlib
+import importlib.util
 import json
 import os
 import pstats
@@ -47,14 +48,30 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
 FLOOD = HERE / "flood_agent.py"
-sys.path.insert(0, str(HERE))
-sys.path.insert(1, str(HERE.parent))
+# Run as a script, this file has bench/ first on sys.path, and bench/ holds scripts
+# named like the project's packages (bench/sandbox.py): the project's root goes first
+# instead, and the flood agent is loaded from its file.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
+sys.path.insert(0, str(HERE.parent))
 
-from flood_agent import EDIT_FILE, READ_FILE, parse_report  # noqa: E402
+
+def _flood_agent() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("flood_agent", FLOOD)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_flood = _flood_agent()
+EDIT_FILE: str = _flood.EDIT_FILE
+READ_FILE: str = _flood.READ_FILE
+parse_report: Callable[[str], dict[str, Any]] = _flood.parse_report
 
 READ_CONTENT = "".join(
     f"line {i}: the flood agent reads this file again and again\n" for i in range(4)

@@ -6,6 +6,7 @@ Real subprocesses over real pipes: the flood agent driven by the governor
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -17,9 +18,15 @@ from policies.policy import parse_policy
 ROOT = Path(__file__).resolve().parents[2]
 FLOOD = ROOT / "bench" / "flood_agent.py"
 ROUNDTRIP = ROOT / "bench" / "roundtrip.py"
-sys.path.insert(0, str(ROOT / "bench"))
-
-from flood_agent import EDIT_FILE, READ_FILE, parse_report  # noqa: E402
+# Loaded from its file: bench/ is not put on sys.path (its scripts are named like the
+# project's packages).
+_spec = importlib.util.spec_from_file_location("flood_agent", FLOOD)
+assert _spec is not None and _spec.loader is not None
+flood_agent = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(flood_agent)
+EDIT_FILE: str = flood_agent.EDIT_FILE
+READ_FILE: str = flood_agent.READ_FILE
+parse_report = flood_agent.parse_report
 
 N = 5
 
