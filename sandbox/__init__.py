@@ -8,7 +8,7 @@ from sandbox.profile import BwrapFeatures, HomeFolder, HostFacts, Profile, Profi
 from sandbox.protected import HIDDEN_PATTERNS, PROTECTED_NAMES
 from sandbox.runner import DEFAULT_OUTPUT_LIMIT, Command, RunResult, run, start
 from sandbox.survey import survey
-from sandbox.terminals import TerminalOutput, Terminals, UnknownTerminal
+from sandbox.terminals import TerminalOutput, Terminals, TerminalsClosed, UnknownTerminal
 
 __all__ = [
     "DEFAULT_OUTPUT_LIMIT",
@@ -27,6 +27,7 @@ __all__ = [
     "RunResult",
     "TerminalOutput",
     "Terminals",
+    "TerminalsClosed",
     "UnknownTerminal",
     "agent_process",
     "preflight",

@@ -25,7 +25,7 @@ import trio
 
 from sandbox.launch import open_launch, prepare
 from sandbox.preflight import preflight
-from sandbox.profile import Profile, ProfileError
+from sandbox.profile import Profile, ProfileError, is_within
 from sandbox.spawn import PIPE, Child, Std
 from sandbox.stubs import LEDGER
 from sandbox.survey import caller_home
@@ -81,23 +81,30 @@ def resolve_install(argv: Sequence[str], *, search_path: str | None = None) -> t
     if exe is None or not os.path.exists(exe):
         raise ProfileError(f"agent program {program!r} not found")
     found: list[str] = []
+    homes = {os.path.realpath(caller_home(os.getuid())), os.path.realpath(os.environ.get("HOME", "/"))}
+
+    def keep(directory: str) -> None:
+        # A prefix that is "/", $HOME or an ancestor of it would re-expose the
+        # secrets the empty $HOME hides (``~/bin/agent`` has the prefix ``~``).
+        if directory != "/" and not any(is_within(home, directory) for home in homes):
+            found.append(directory)
 
     def add(path: str) -> None:
         real = os.path.realpath(path)
         found.append(real)
         root = _package_root(real)
         if root is not None:
-            found.append(root)
+            keep(root)
         # An interpreter installed under a prefix (pyenv, nvm, a venv's base
         # Python) needs its whole prefix (stdlib, node_modules), not just itself.
         bin_dir = os.path.dirname(real)
         if os.path.basename(bin_dir) == "bin":
-            found.append(os.path.dirname(bin_dir))
+            keep(os.path.dirname(bin_dir))
 
     add(exe)
     venv = os.path.dirname(os.path.dirname(os.path.abspath(exe)))
     if os.path.isfile(os.path.join(venv, "pyvenv.cfg")):
-        found.append(venv)  # a venv's bin/python is a symlink out of it
+        keep(venv)  # a venv's bin/python is a symlink out of it
     interpreter = _shebang_interpreter(os.path.realpath(exe), search_path)
     if interpreter is not None:
         add(interpreter)
@@ -109,10 +116,18 @@ def resolve_install(argv: Sequence[str], *, search_path: str | None = None) -> t
 
 def ensure_home_folders(profile: Profile) -> None:
     """Create the agent's missing writable home folders (mode 0700), so that what
-    it stores there (a login, a cache) survives the sandbox."""
+    it stores there (a login, a cache) survives the sandbox.
+
+    A name with an extension (``.claude.json``) is a file: it is bound when it
+    exists and never created (an empty file or, worse, a directory in its place
+    would break the agent on the host too); until it exists the agent writes it
+    into its private home.
+    """
     home = Path(profile.home) if profile.home is not None else Path(caller_home(os.getuid()))
     for folder in profile.home_folders:
-        if folder.writable and not os.path.lexists(home / folder.name):
+        if not folder.writable or Path(folder.name).suffix:
+            continue
+        if not os.path.lexists(home / folder.name):
             (home / folder.name).mkdir(mode=0o700, parents=True, exist_ok=True)
 
 

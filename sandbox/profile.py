@@ -222,6 +222,12 @@ def validate(profile: Profile, facts: HostFacts) -> None:
             for system in SYSTEM_DIRS:
                 if is_within(root, system):
                     raise ProfileError(f"writable root {root} lies in the system directory {system}")
+    for path in facts.visible:
+        if path == "/" or (facts.home is not None and is_within(facts.home, path)):
+            raise ProfileError(
+                f"path to keep visible {path} is '/' or contains the home directory; "
+                "that would expose ~/.ssh, ~/.aws and agent credentials"
+            )
     if not any(is_within(facts.cwd, root) for root in facts.roots):
         raise ProfileError(f"working directory {facts.cwd} is outside the roots")
 

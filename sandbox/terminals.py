@@ -18,9 +18,9 @@ import os
 import secrets
 from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
+from typing import NamedTuple
 
 import trio
 
@@ -42,9 +42,8 @@ class TerminalsClosed(RuntimeError):
     """`Terminals.create` after `Terminals.close`."""
 
 
-@dataclass(frozen=True)
-class TerminalOutput:
-    """What ``terminal/output`` answers."""
+class TerminalOutput(NamedTuple):
+    """What ``terminal/output`` answers: ``(output, truncated, exit_status)``."""
 
     output: str
     truncated: bool

@@ -102,3 +102,31 @@ async def test_without_the_install_kept_visible_an_agent_under_tmp_cannot_start(
     profile = Profile.for_agent(Capability.READ_ONLY, ws, home=home, home_folders=(".fakeagent",))
     async with agent_process(profile, argv, stderr=None) as agent:
         assert await agent.wait() != 0  # /tmp is a private tmpfs: the script is gone
+
+
+def test_an_agent_in_home_bin_does_not_make_the_whole_home_visible(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    (home / "bin").mkdir(parents=True)
+    agent = home / "bin" / "agent"
+    agent.write_text("#!/bin/sh\n")
+    agent.chmod(0o755)
+    monkeypatch.setenv("HOME", str(home))
+    found = resolve_install([str(agent)])
+    assert agent in found
+    assert home not in found  # the bin/.. prefix rule stops at $HOME
+
+
+def test_missing_home_folders_are_created_but_file_entries_never_are(tmp_path: Path, ws: Path) -> None:
+    from sandbox.agent import ensure_home_folders
+
+    home = tmp_path / "fresh-home"
+    home.mkdir()
+    profile = Profile.for_agent(
+        Capability.READ_ONLY, ws, home=home, home_folders=(".claude", ".claude.json", ".local/share/x")
+    )
+    ensure_home_folders(profile)
+    assert (home / ".claude").is_dir()
+    assert (home / ".local" / "share" / "x").is_dir()
+    assert not (home / ".claude.json").exists()

@@ -250,3 +250,10 @@ def test_with_command_adds_cwd_and_env_without_touching_the_base() -> None:
 def test_ancestors_between_lists_the_directories_strictly_inside() -> None:
     assert ancestors_between("/w", "/w/a/b/.git") == ["/w/a", "/w/a/b"]
     assert ancestors_between("/w", "/w/.git") == []
+
+
+@pytest.mark.parametrize("visible", ["/", "/home", "/home/u"])
+def test_a_visible_install_path_may_not_expose_the_home_directory(visible: str) -> None:
+    with pytest.raises(ProfileError, match="home directory"):
+        render(profile(), replace(FACTS, visible=(visible,)), ALL, seccomp_fd=9)
+    assert render(profile(), replace(FACTS, visible=("/home/u/.nvm/versions/node",)), ALL, seccomp_fd=9)

@@ -20,10 +20,10 @@ async def test_a_terminal_runs_a_shell_line_and_reports_output_and_exit(edit: Pr
         tid = await terminals.create("echo hi; echo there >&2; exit 4")
         status = await terminals.wait_for_exit(tid)
         assert status == ExitStatus(exit_code=4)
-        out = terminals.output(tid)
-        assert out.output == "hi\nthere\n"
-        assert not out.truncated
-        assert out.exit_status == status
+        output, truncated, exit_status = terminals.output(tid)
+        assert output == "hi\nthere\n"
+        assert not truncated
+        assert exit_status == status
 
 
 async def test_output_is_available_while_the_command_still_runs(edit: Profile) -> None:
