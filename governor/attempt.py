@@ -319,15 +319,23 @@ class _Turn:
     bad_updates: int = 0
 
 
-async def run_attempt(spec: AttemptSpec) -> Outcome:
+async def run_attempt(spec: AttemptSpec, *, stop: trio.Event | None = None) -> Outcome:
     """Run one governed attempt under trio. Raises `RefusedBeforeStart` when a check
-    fails before anything starts; every other ending is an `Outcome`."""
+    fails before anything starts (an audit log that cannot be written included);
+    every other ending is an `Outcome`.
+
+    Setting `stop` ends the attempt early the way a timeout does -- the turn is
+    cancelled, the agent shut down, the outcome ``failed`` and the log complete;
+    `governor run` sets it on SIGINT and SIGTERM."""
     prepared = prepare(spec)
     try:
         await sandboxing.check(prepared.policy, sandbox_agent=spec.sandbox_agent)
     except sandboxing.SandboxUnavailable as e:
         raise RefusedBeforeStart([str(e)]) from None
-    attempt = _Attempt(prepared)
+    try:
+        attempt = _Attempt(prepared, stop)
+    except AuditUnavailable as e:
+        raise RefusedBeforeStart([f"{e}; nothing was started"]) from None
     # Operational logs carry the attempt; the session joins once the agent opens
     # one (bound in this same task, so unbound here afterwards: ... is "unset").
     ids = {"attempt": attempt.id, "agent": prepared.agent_id, "session": ...}
@@ -341,8 +349,11 @@ def run(spec: AttemptSpec) -> Outcome:
 
 
 class _Attempt:
-    def __init__(self, p: _Prepared) -> None:
+    def __init__(self, p: _Prepared, stop: trio.Event | None = None) -> None:
         self.p = p
+        self.stop = stop
+        self.interrupted = False
+        self.deadline: trio.CancelScope | None = None
         self.id = f"{p.agent_id}-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
         self.name = p.preset.name if p.preset else (Path(p.argv[0]).name if p.argv else p.agent_id)
         self.turn = _Turn()
@@ -361,27 +372,34 @@ class _Attempt:
     async def run(self) -> Outcome:
         p = self.p
         policy = p.policy
-        start = self.audit.record(
-            "attempt-start",
-            agent=p.agent_id,
-            preset=p.preset.id if p.preset else None,
-            argv=_redacted_argv(p.argv, len(p.spec.agent_args)),
-            capability=str(policy.capability),
-            workspace=policy.workspace,
-            roots=list(policy.roots),
-            policy=_digest(repr(policy)),
-            policy_source=policy.source,
-            ceiling=_digest(repr(p.ceiling)),
-            ceiling_source=p.ceiling.source,
-            sandboxed_agent=p.spec.sandbox_agent and policy.capability < Capability.FULL_ACCESS,
-            approvals=p.approver.name,
-        )
-        await self.audit.durable(start)
+        try:
+            start = self.audit.record(
+                "attempt-start",
+                agent=p.agent_id,
+                preset=p.preset.id if p.preset else None,
+                argv=_redacted_argv(p.argv, len(p.spec.agent_args)),
+                capability=str(policy.capability),
+                workspace=policy.workspace,
+                roots=list(policy.roots),
+                policy=_digest(repr(policy)),
+                policy_source=policy.source,
+                ceiling=_digest(repr(p.ceiling)),
+                ceiling_source=p.ceiling.source,
+                sandboxed_agent=p.spec.sandbox_agent
+                and policy.capability < Capability.FULL_ACCESS,
+                approvals=p.approver.name,
+            )
+            await self.audit.durable(start)
+        except AuditUnavailable as e:
+            self.audit.close()
+            raise RefusedBeforeStart([f"{e}; nothing was started"]) from None
         before = await trio.to_thread.run_sync(snapshot, policy.roots)
         command_start = time.time_ns()
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self.audit.run_batch_sync)
+                if self.stop is not None:
+                    nursery.start_soon(self._watch_stop, self.stop)
                 terminals = sandboxing.GovernedTerminals(nursery, policy)
                 self.governor = Governor(
                     policy, self.audit, p.approver, terminals=terminals, on_event=self.emit
@@ -437,11 +455,12 @@ class _Attempt:
                 self.conn = conn
                 async with trio.open_nursery() as inner:
                     await inner.start(conn.serve, gov.routes(), self._on_notification)
-                    with trio.move_on_after(p.spec.timeout) as deadline:
+                    with self._deadline() as deadline:
                         await self._session(conn, inner)
                     if deadline.cancelled_caught:
-                        self.timed_out = True
+                        self._timed_out_or_interrupted()
                         await self._cancel_turn(conn)
+                    gov.cancel()  # the turn is over: later requests are refused, never acted on
                     await self._shutdown(process, conn)
                     inner.cancel_scope.cancel()
         except (OSError, sandboxing.SandboxUnavailable) as e:
@@ -484,15 +503,31 @@ class _Attempt:
                 if len(into) > limit:
                     del into[: len(into) - limit]
 
-        with trio.move_on_after(p.spec.timeout) as deadline:
+        with self._deadline() as deadline:
             async with trio.open_nursery() as n:
                 n.start_soon(feed)
                 n.start_soon(drain, process.stdout, stdout)
                 n.start_soon(drain, process.stderr, stderr)
             await process.wait()
-        self.timed_out = deadline.cancelled_caught
-        if self.timed_out:
+        if deadline.cancelled_caught:
+            self._timed_out_or_interrupted()
             await _terminate(process)
+
+    def _deadline(self) -> trio.CancelScope:
+        """The scope of the turn: it ends at the timeout, or when `stop` is set."""
+        self.deadline = trio.move_on_after(self.p.spec.timeout)
+        if self.stop is not None and self.stop.is_set():
+            self.deadline.cancel()
+        return self.deadline
+
+    def _timed_out_or_interrupted(self) -> None:
+        self.interrupted = self.stop is not None and self.stop.is_set()
+        self.timed_out = not self.interrupted
+
+    async def _watch_stop(self, stop: trio.Event) -> None:
+        await stop.wait()
+        if self.deadline is not None:
+            self.deadline.cancel()
 
     async def _session(self, conn: Connection, nursery: trio.Nursery) -> None:
         p = self.p
@@ -764,7 +799,7 @@ class _Attempt:
         message = "".join(self.turn.message)
         judgement: Judgement
         command_result = getattr(self, "command_result", None)
-        if command_result is not None and not self.timed_out:
+        if command_result is not None and not (self.timed_out or self.interrupted):
             code, out, err = command_result
             if code == 0:
                 judgement = judged(out)
@@ -780,6 +815,16 @@ class _Attempt:
             )
         elif gov is not None and gov.failure:
             judgement = Judgement("failed", gov.failure)
+        elif (gave_up := getattr(getattr(self, "conn", None), "gave_up", None)) is not None:
+            judgement = Judgement(
+                "failed", f"{self.name} {gave_up}; the governor stopped listening to it"
+            )
+        elif self.interrupted:
+            judgement = Judgement(
+                "failed",
+                f"the governor was interrupted after {time.monotonic() - self.started:.0f} s; "
+                f"{self.name}'s turn was cancelled",
+            )
         elif self.sign_in is not None:
             judgement = Judgement("failed", self.error)
         elif self.timed_out:

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 from pathlib import Path
 from typing import Any
 
-from governor.attempt import AttemptSpec, RefusedBeforeStart, run
+import trio
+
+from governor.attempt import AttemptSpec, RefusedBeforeStart, run_attempt
 from governor.outcome import Outcome
 from policies.capability import CAPABILITY_NAMES, Capability
 
@@ -164,7 +167,7 @@ def main(args: argparse.Namespace) -> int:
             kind=args.kind,
             on_event=None if args.json else _progress(),
         )
-        outcome = run(spec)
+        outcome = trio.run(run_until_signalled, spec)
     except RefusedBeforeStart as e:
         for problem in e.problems:
             print(f"governor: {problem}", file=sys.stderr)
@@ -177,6 +180,41 @@ def main(args: argparse.Namespace) -> int:
     else:
         print_summary(outcome)
     return EXIT_BY_STATUS[outcome.status]
+
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+async def run_until_signalled(spec: AttemptSpec) -> Outcome:
+    """The attempt, ended cleanly by SIGINT or SIGTERM: the turn is cancelled, the
+    agent shut down, and the outcome and the log's end record are still written.
+
+    Left to trio's default, SIGINT raises KeyboardInterrupt wherever the attempt
+    happens to be (wrapped in exception groups by the nurseries it crosses):
+    no outcome, no end record, a traceback. SIGTERM would kill the governor
+    outright. A second signal while the attempt winds down is ignored: the
+    shutdown is bounded (cancel, grace, SIGTERM, SIGKILL of the agent's tree).
+    """
+    stop = trio.Event()
+    with trio.open_signal_receiver(*STOP_SIGNALS) as signals:
+        async with trio.open_nursery() as nursery:
+
+            async def watch() -> None:
+                async for signum in signals:
+                    if not stop.is_set():
+                        name = signal.Signals(signum).name
+                        print(f"governor: {name}: cancelling the attempt", file=sys.stderr)
+                        stop.set()
+
+            nursery.start_soon(watch)
+            try:
+                outcome: Outcome | RefusedBeforeStart = await run_attempt(spec, stop=stop)
+            except RefusedBeforeStart as e:  # raised here, not wrapped in the nursery's group
+                outcome = e
+            nursery.cancel_scope.cancel()
+    if isinstance(outcome, RefusedBeforeStart):
+        raise outcome
+    return outcome
 
 
 def _approver(name: str | None) -> Any:

@@ -24,6 +24,25 @@ pipe deadlock when both sides fill each other's buffers), notifications
 reordered by per-message tasks (the official SDK's habit), and a line that
 grows memory without bound (the core discards over-long lines as it reads).
 
+**Giving up on a hopeless agent.** Each line that is not a JSON-RPC message
+(`governor.jsonrpc.Malformed`: not UTF-8, not JSON, over the line limit, not
+an object, a batch, a bad id or method) is answered as JSON-RPC says and
+counted. The reader stops reading -- as if the agent's stdout had ended, so
+every pending request fails with `ConnectionClosed` -- when either
+
+- the agent's last `give_up_after` lines (default 1,000) were all malformed,
+  with no usable message between them; or
+- more than ``10 * give_up_after`` of its lines were malformed and they are
+  more than 9 in 10 of all its lines (a little valid traffic does not keep a
+  garbage stream alive).
+
+`Connection.gave_up` then says what the agent did ("sent 1,000 lines in a row
+that are not JSON-RPC (1,000 not JSON)"). The thresholds are far above what a
+sloppy but working agent does (a stray console line on stdout now and then)
+and low enough that a broken one is stopped in well under a second instead
+of at the attempt's timeout. The rule is checked once per chunk read, so the
+hot path pays one local assignment per message.
+
 Logs are structlog events on ``governor.connection``; they carry sizes, ids
 and reasons, never the content of a line beyond a short prefix.
 """
@@ -128,11 +147,16 @@ class Connection:
         stderr_lines: int = 20,
         stderr_line_chars: int = 2000,
         stderr_grace: float = 1.0,
+        give_up_after: int = 1000,
         log: Any = None,
     ) -> None:
         """`max_in_flight` caps the agent's concurrent requests; `write_buffer` is the
         number of lines queued for stdin before senders wait; `stderr_grace` is how
-        long `serve` waits for stderr to end once stdout has."""
+        long `serve` waits for stderr to end once stdout has; `give_up_after` is the
+        number of malformed lines in a row after which the agent is hopeless (see
+        the module docstring)."""
+        if give_up_after < 1:
+            raise ValueError(f"give_up_after must be at least 1, got {give_up_after}")
         self._stdin = stdin
         self._stdout = stdout
         self._stderr = stderr
@@ -150,6 +174,11 @@ class Connection:
         self._stdout_closed = False
         self._stdin_closed = trio.Event()
         self._dropped_replies = 0
+        self._give_up_after = give_up_after
+        self._lines = 0
+        self._malformed: dict[str, int] = {}
+        self._malformed_total = 0
+        self._gave_up: str | None = None
         self._nursery: trio.Nursery | None = None
         self._handlers: HandlerTable = {}
 
@@ -174,6 +203,16 @@ class Connection:
             lines.append(self._decode_stderr(self._tail_partial))
             del lines[: max(0, len(lines) - (self._tail.maxlen or 0))]
         return lines
+
+    @property
+    def malformed(self) -> dict[str, int]:
+        """How many lines the agent sent that are not JSON-RPC, by kind."""
+        return dict(self._malformed)
+
+    @property
+    def gave_up(self) -> str | None:
+        """Why the reader gave up on the agent (what it sent), or None."""
+        return self._gave_up
 
     @property
     def closed(self) -> bool:
@@ -207,6 +246,11 @@ class Connection:
             return outcome.result
         if type(outcome) is ErrorResponse:
             raise RemoteError(outcome.code, outcome.message, outcome.data, method=method)
+        if self._gave_up is not None:
+            raise ConnectionClosed(
+                f"the governor stopped reading the agent before it answered {method!r}: "
+                f"it {self._gave_up}"
+            )
         raise ConnectionClosed(f"the agent's stdout closed before it answered {method!r}")
 
     async def notify(self, method: str, params: Any = None) -> None:
@@ -304,6 +348,8 @@ class Connection:
         others = self._on_event
         wanted = frozenset(notifications)
         log = self._log
+        run = 0  # malformed lines since the last usable message
+        give_up_after = self._give_up_after
         while True:
             try:
                 data = await receive()
@@ -312,6 +358,7 @@ class Connection:
             events = feed(data) if data else self._rpc.feed_eof()
             for event in events:
                 if type(event) is Notification:
+                    run = 0
                     method = event.method
                     if method in wanted:
                         if queue is not None:
@@ -323,11 +370,38 @@ class Connection:
                             log.error("notification.failed", method=method, exc_info=True)
                     else:
                         self._unwanted_notification(event)
+                elif type(event) is Malformed:
+                    run += 1
+                    self._on_malformed(event)
                 else:
+                    run = 0
                     others[type(event)](self, event)
+            if events:
+                self._lines += len(events)
+                if run >= give_up_after or self._malformed_total > 10 * give_up_after:
+                    self._judge(run)
+                    if self._gave_up is not None:
+                        break
             if not data:
                 break
         self._close_stdout()
+
+    def _judge(self, run: int) -> None:
+        """Give up on the agent if its malformed lines meet the rule (module docstring)."""
+        total = self._malformed_total
+        if run >= self._give_up_after:
+            what = f"sent {run:,} lines in a row that are not JSON-RPC"
+        elif total > 10 * self._give_up_after and total * 10 > self._lines * 9:
+            what = f"sent {total:,} lines that are not JSON-RPC out of {self._lines:,}"
+        else:
+            return
+        kinds = ", ".join(
+            f"{n:,} {kind}" for kind, n in sorted(self._malformed.items(), key=lambda kv: -kv[1])
+        )
+        self._gave_up = f"{what} ({kinds})"
+        self._log.error(
+            "agent.hopeless", malformed=total, lines=self._lines, run=run, reason=self._gave_up
+        )
 
     def _unwanted_notification(self, event: Notification) -> None:
         if event.method == CANCEL_REQUEST:
@@ -375,6 +449,9 @@ class Connection:
         self._log.warning("agent.unknown_response", id=_short(repr(event.id)), error_code=event.code)
 
     def _on_malformed(self, event: Malformed) -> None:
+        kind = _MALFORMED_KINDS.get(event.reason, "over the line limit")
+        self._malformed[kind] = self._malformed.get(kind, 0) + 1
+        self._malformed_total += 1
         self._log.warning(
             "agent.malformed_line",
             reason=event.reason,
@@ -595,6 +672,18 @@ def _sender(stream: trio.abc.SendStream) -> Callable[[bytes], Awaitable[None]]:
                 raise trio.BrokenResourceError from exc
 
     return send_fd
+
+
+_MALFORMED_KINDS: Final = {
+    "not UTF-8": "not UTF-8",
+    "not JSON": "not JSON",
+    "a batch": "batches",
+    "not an object": "not a JSON object",
+    "request id of a bad type": "with an id of a bad type",
+    "method is not a string": "with a method that is not a string",
+    "neither request nor response": "neither request nor response",
+}
+"""`Malformed.reason` -> how `Connection.gave_up` names it (over-long lines name their size)."""
 
 
 def _plain(params: Any) -> Any:
