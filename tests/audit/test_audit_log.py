@@ -83,7 +83,7 @@ def test_every_top_level_shape_branch_is_covered_by_the_samples() -> None:
 
 
 @settings(
-    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
     before=st.text(max_size=20),
