@@ -368,6 +368,8 @@ class _Attempt:
         self.mode: dict[str, Any] | None = None
         self.started = time.monotonic()
         self.session_id: str | None = None
+        self.turn_over = trio.Event()
+        """Set when the prompt is answered (or when the governor stops waiting for it)."""
 
     async def run(self) -> Outcome:
         p = self.p
@@ -460,6 +462,7 @@ class _Attempt:
                     if deadline.cancelled_caught:
                         self._timed_out_or_interrupted()
                         await self._cancel_turn(conn)
+                        await self._await_turn(CANCEL_GRACE)
                     gov.cancel()  # the turn is over: later requests are refused, never acted on
                     await self._shutdown(process, conn)
                     inner.cancel_scope.cancel()
@@ -598,38 +601,49 @@ class _Attempt:
         prompt = p.spec.prompt + (RULES_FOR_THE_AGENT if p.spec.append_rules else "")
         self.prompted = True
         self.emit("prompt", {"session": session.session_id})
-        async with trio.open_nursery() as turn:
-            turn.start_soon(self._watch_pause, conn, turn)
-            try:
-                result = await conn.request(
-                    "session/prompt",
-                    {"sessionId": session.session_id, "prompt": [{"type": "text", "text": prompt}]},
-                )
-                response = schema.PromptResponse.model_validate(result)
-                self.stop_reason = response.stop_reason
-                if response.usage is not None:
-                    self.turn.usage = {
-                        **(self.turn.usage or {}),
-                        **response.usage.model_dump(by_alias=True, exclude_none=True),
-                    }
-            except RemoteError as e:
-                if e.code == AUTH_REQUIRED:
-                    self.sign_in = self._login_line()
-                    self.error = f"{self.name} needs signing in again: {self.sign_in}"
-                else:
-                    self.error = f"{self.name} answered the prompt with an error: {_short_error(e)}"
-            except (ConnectionClosed, ValidationError) as e:
-                self.error = f"{self.name} ended without an answer: {_short_error(e)}"
-            turn.cancel_scope.cancel()
+        # The prompt runs in the connection's nursery, outside the deadline: after a
+        # timeout or a pause the agent still gets to answer it `cancelled` (and to
+        # receive our `cancelled` answers) before its stdin is closed.
+        nursery.start_soon(self._prompt, conn, session.session_id, prompt)
+        nursery.start_soon(self._watch_pause, conn)
+        await self.turn_over.wait()
 
-    async def _watch_pause(self, conn: Connection, turn: trio.Nursery) -> None:
+    async def _prompt(self, conn: Connection, session_id: str, prompt: str) -> None:
+        try:
+            result = await conn.request(
+                "session/prompt",
+                {"sessionId": session_id, "prompt": [{"type": "text", "text": prompt}]},
+            )
+            response = schema.PromptResponse.model_validate(result)
+            self.stop_reason = response.stop_reason
+            if response.usage is not None:
+                self.turn.usage = {
+                    **(self.turn.usage or {}),
+                    **response.usage.model_dump(by_alias=True, exclude_none=True),
+                }
+        except RemoteError as e:
+            if e.code == AUTH_REQUIRED:
+                self.sign_in = self._login_line()
+                self.error = f"{self.name} needs signing in: {self.sign_in}"
+            else:
+                self.error = f"{self.name} answered the prompt with an error: {_short_error(e)}"
+        except (ConnectionClosed, ValidationError) as e:
+            self.error = f"{self.name} ended without an answer: {_short_error(e)}"
+        finally:
+            self.turn_over.set()
+
+    async def _watch_pause(self, conn: Connection) -> None:
         gov = self.governor
         assert gov is not None
         await gov.pause_requested.wait()
         await self._cancel_turn(conn)
-        # The agent should now answer the prompt `cancelled`; give it a moment.
-        await trio.sleep(CANCEL_GRACE)
-        turn.cancel_scope.cancel()
+        await self._await_turn(CANCEL_GRACE)
+
+    async def _await_turn(self, grace: float) -> None:
+        """Wait up to `grace` for the agent to answer the prompt, then stop waiting."""
+        with trio.move_on_after(grace):
+            await self.turn_over.wait()
+        self.turn_over.set()
 
     async def _cancel_turn(self, conn: Connection) -> None:
         gov = self.governor
@@ -811,7 +825,7 @@ class _Attempt:
                 judgement = Judgement("failed", f"{self.name} exited {how}: {why[:500]}")
         elif gov is not None and gov.pending is not None:
             judgement = Judgement(
-                "needs_approval", f"waiting for a person's approval: {gov.pending.get('reason')}"
+                "needs_approval", str(gov.pending.get("reason"))
             )
         elif gov is not None and gov.failure:
             judgement = Judgement("failed", gov.failure)
