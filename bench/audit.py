@@ -29,6 +29,7 @@ import contextlib
 import io
 import json
 import os
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -36,10 +37,16 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import trio
+# Run as a script, this file has bench/ first on sys.path, and bench/ holds scripts
+# named like the project's packages (bench/sandbox.py): put the project first.
+HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
+sys.path.insert(0, str(HERE.parent))
 
-from governor.audit import AuditLog, Durability
-from governor.secrets import Masker
+import trio  # noqa: E402
+
+from governor.audit import AuditLog, Durability  # noqa: E402
+from governor.secrets import Masker  # noqa: E402
 
 WS = "/work/app"
 

@@ -55,7 +55,7 @@ def tally(records: Iterable[Mapping[str, Any]]) -> Tally:
         if r.get("verdict") == "reported" or kind == "reported":
             reported += 1
             continue
-        if kind not in ("permission", "read", "write", "terminal", "mode"):
+        if kind not in ("permission", "read", "write", "terminal"):  # what the agent asked
             continue
         key = r.get("request")
         groups.setdefault(("#", i) if key is None else ("r", json.dumps(key)), []).append(r)

@@ -153,12 +153,6 @@ def test_a_timeout_while_it_works_cancels_the_turn_before_it_asks(
     assert [r["kind"] for r in job.verified_log()][-1] == "attempt-end"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="governor gap: on a timeout it sends session/cancel and closes the agent's stdin "
-    "at once, so the agent never gets to answer the prompt `cancelled`",
-)
 def test_after_a_timeout_the_agent_answers_the_prompt_cancelled_before_its_stdin_closes(
     timed_out: tuple[Outcome, Job],
 ) -> None:
@@ -182,12 +176,6 @@ def test_an_ask_still_waiting_for_a_person_at_the_timeout_is_refused_as_cancelle
     assert [r["kind"] for r in job.verified_log()][-1] == "attempt-end"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="governor gap: the `cancelled` answer to the open permission request is made after "
-    "the agent's stdin is closed (agent.reply_not_sent), so it never reaches the agent",
-)
 def test_an_ask_still_waiting_at_the_timeout_is_answered_cancelled_on_the_wire(
     unanswered: tuple[Outcome, Job],
 ) -> None:
@@ -227,12 +215,6 @@ def test_a_pause_answers_reject_then_cancels_and_the_agent_answers_the_prompt_ca
     assert cancel < i < stdin_closed(wire)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="governor bug: the pending reason already starts with \"waiting for a person's "
-    'approval: " and `_outcome` prefixes it again',
-)
 def test_the_reason_of_a_paused_attempt_says_waiting_for_approval_once(
     paused: tuple[Outcome, Job],
 ) -> None:
