@@ -29,6 +29,12 @@ USAGE: Final = """governor audit [--refused | --attempt ID] [--json] LOG|DIR ...
        governor audit verify [--json] LOG|DIR ...
        governor audit replay LOG --policy FILE [--ceiling FILE] [--attempt ID] [--json]"""
 
+EXIT_CODES: Final = """exit codes:
+  0  done; every log verifies (unfinished attempts and a line cut by a crash are reported)
+  1  a log does not verify (the first bad line is named), or no attempt by that id
+  2  usage: a missing log, an unreadable or invalid policy
+"""
+
 TALLY_COLUMNS: Final = ("asked", "allowed", "waited", "refused", "reported", "unasked")
 
 
@@ -46,6 +52,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "edited, deleted, inserted or reordered); `replay` re-decides every recorded action "
         "under another policy and lists what would change.",
         usage=USAGE,
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
         "--refused", action="store_true", help="every refused action, with rule and reason"
