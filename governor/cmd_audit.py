@@ -30,8 +30,9 @@ USAGE: Final = """governor audit [--refused | --attempt ID] [--json] LOG|DIR ...
        governor audit replay LOG --policy FILE [--ceiling FILE] [--attempt ID] [--json]"""
 
 EXIT_CODES: Final = """exit codes:
-  0  done; every log verifies (unfinished attempts and a line cut by a crash are reported)
-  1  a log does not verify (the first bad line is named), or no attempt by that id
+  0  done (the report warns of a log that does not verify; verify reports unfinished
+     attempts and a line cut by a crash without failing)
+  1  verify: a log does not verify (its first bad line is named); --attempt: no such id
   2  usage: a missing log, an unreadable or invalid policy
 """
 
