@@ -13,20 +13,31 @@ session/new, the prompt's 2N round trips, the agent's exit -- is timed through:
   an audit log file (default durability ``batch``) and the CLI's structlog
   set-up: the full decision, validation and audit path, agent not sandboxed;
 - ``governor-always``: the same with ``durability="always"`` (an fsync before
-  every answer, shared by concurrent decisions);
-- ``governor-sandboxed``: the same as ``governor`` with the agent sandboxed, run
-  only once `governor.sandboxing` really wraps the agent (today it is an
-  interim pass-through, and the table says so).
+  every answer, shared by concurrent decisions; the disk's own time for one
+  appended line and its fsync is printed beside it);
+- ``governor-sandboxed``: the same as ``governor`` with the agent under bwrap.
+  It is skipped, with the reason, when the sandboxed attempt cannot run here.
+
+The two side variants run at N/4 by default (``--side-n``) to keep the whole
+bench to a few minutes; every comparison is per request.
 
 Every run is its own fresh Python process (no state shared between variants),
 the variants take turns in each repetition, and the median of the repetitions
 is reported. Every run must come back with all N permissions allowed and all N
-reads right, so a client that answers wrongly cannot pass for a fast one.
-Target (issue): ``governor / sdk <= 1.0``. The ``per-req`` columns come from
-the agent's own clock around each flood phase (no spawn, no start-up).
+reads right (the agent checks), so a client that answers wrongly cannot pass
+for a fast one; the governor's audit log must verify and hold every decision.
+Imports happen before the clock starts and the log check after it stops.
 
-Run: ``.venv/bin/python bench/roundtrip.py`` (``--n``, ``--reps``; ``--profile``
-profiles the governor variant once with cProfile and prints where time goes).
+Columns: wall time of the whole attempt; the agent's own clock per permission
+and per read round trip (no spawn, no start-up); CPU per request of the client
+process (all its threads, from getrusage) and of the agent. On a shared machine
+the CPU columns move much less than the wall times.
+
+Target (issue): ``c/b = governor / sdk <= 1.0``, wall time per request; ``c/a``
+is against the floor.
+
+Run: ``.venv/bin/python bench/roundtrip.py`` (``--n``, ``--reps``, ``--variants``;
+``--profile STATS`` runs the governor variant once under cProfile instead).
 """
 
 from __future__ import annotations
@@ -79,6 +90,8 @@ READ_CONTENT = "".join(
 """The small file the agent reads (about 220 bytes)."""
 
 VARIANTS = ("floor", "sdk", "governor", "governor-always", "governor-sandboxed")
+SIDE_VARIANTS = ("governor-always", "governor-sandboxed")
+"""Run at a smaller N by default (``--side-n``); compared per request."""
 
 
 def agent_argv(n: int) -> list[str]:
@@ -447,10 +460,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=3, help="runs per variant (median; default 3)")
     parser.add_argument("--variants", nargs="+", choices=VARIANTS, default=None)
     parser.add_argument(
-        "--always-n",
+        "--side-n",
         type=int,
         default=None,
-        help="N for governor-always (default N/4: it waits for an fsync per answer)",
+        help="N for governor-always and governor-sandboxed (default N/4, to keep the run short)",
     )
     parser.add_argument("--one", choices=VARIANTS, help=argparse.SUPPRESS)
     parser.add_argument(
@@ -461,8 +474,8 @@ def main(argv: list[str] | None = None) -> int:
         help="profile one governor run with cProfile and write STATS",
     )
     args = parser.parse_args(argv)
-    if args.n <= 0 or args.reps <= 0 or (args.always_n is not None and args.always_n <= 0):
-        parser.error("--n, --reps and --always-n must be positive")
+    if args.n <= 0 or args.reps <= 0 or (args.side_n is not None and args.side_n <= 0):
+        parser.error("--n, --reps and --side-n must be positive")
     if args.one is not None:
         print(json.dumps(run_one(args.one, args.n)))
         return 0
@@ -480,8 +493,8 @@ def main(argv: list[str] | None = None) -> int:
         except SystemExit as e:
             variants.remove("governor-sandboxed")
             notes.append(f"governor-sandboxed not measured: the sandboxed attempt failed: {e}")
-    always_n = args.always_n or max(1, args.n // 4)
-    sizes = {v: always_n if v == "governor-always" else args.n for v in variants}
+    side_n = args.side_n or max(1, args.n // 4)
+    sizes = {v: side_n if v in SIDE_VARIANTS else args.n for v in variants}
     results: dict[str, list[dict[str, Any]]] = {v: [] for v in variants}
     for rep in range(args.reps):
         order = variants[rep % len(variants) :] + variants[: rep % len(variants)]
@@ -492,7 +505,7 @@ def main(argv: list[str] | None = None) -> int:
     if "governor-always" in variants:
         with tempfile.TemporaryDirectory() as d:
             notes.append(
-                f"governor-always ran N = {always_n} (an fsync per answer); one appended line"
+                "governor-always waits for an fsync before each answer; one appended line"
                 f" + fsync on this disk alone takes {fsync_floor(Path(d)) * 1e6:.0f} us"
             )
     if "governor-sandboxed" in variants:
