@@ -712,9 +712,8 @@ class _Attempt:
         try:
             note = schema.SessionNotification.model_validate(params)
         except ValidationError:
-            kind = (
-                params.get("update", {}).get("sessionUpdate") if isinstance(params, dict) else None
-            )
+            update = params.get("update") if isinstance(params, dict) else None
+            kind = update.get("sessionUpdate") if isinstance(update, dict) else None
             if isinstance(kind, str) and kind not in _KNOWN_UPDATES:
                 self.turn.unknown_updates += 1
             else:
