@@ -31,6 +31,10 @@ DEFAULT_PATH: Final = Path(__file__).resolve().parent.parent / "presets.toml"
 """`presets.toml` at the top of the repository."""
 
 PYTHON_MARKER: Final = "{python}"
+AGENTS_MARKER: Final = "{agents}"
+"""Stands for the directory of the bundled agents (`governor/agents`): a script
+path, not ``-m governor.agents...``, so a sandboxed agent needs only that file
+visible, wherever the project is checked out (even under a private ``/tmp``)."""
 """An argv element standing for the interpreter running acp-governor."""
 
 NPM_HOME: Final = "~/.npm"
@@ -160,7 +164,10 @@ def _argv(v: object) -> tuple[str, ...]:
     argv = _strings(v)
     if not argv:
         raise _Bad("a non-empty list of non-empty strings")
-    return tuple(sys.executable if a == PYTHON_MARKER else a for a in argv)
+    agents = str(Path(__file__).resolve().parent / "agents")
+    return tuple(
+        sys.executable if a == PYTHON_MARKER else a.replace(AGENTS_MARKER, agents) for a in argv
+    )
 
 
 def _argvs(v: object) -> tuple[tuple[str, ...], ...]:

@@ -13,7 +13,7 @@ every part of the governor:
 6. writes ``NOTES.md`` *itself*, without asking (an unasked change);
 7. ends the turn with a summary.
 
-Run it as ``python -m governor.agents.demo``; ``--steps N`` stops after N steps
+Run it as ``python governor/agents/demo.py`` (stdlib only, so a sandbox needs just this file); ``--steps N`` stops after N steps
 (for tests), ``--no-unasked`` skips step 6.
 """
 

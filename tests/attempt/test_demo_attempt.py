@@ -15,7 +15,10 @@ from policies.capability import Capability
 from policies.ceiling import Ceiling
 from policies.policy import parse_policy
 
-DEMO = [sys.executable, "-m", "governor.agents.demo"]
+DEMO = [
+    sys.executable,
+    str(Path(__file__).resolve().parents[2] / "governor" / "agents" / "demo.py"),
+]
 EDIT = parse_policy('capability = "edit-workspace"', "test")
 
 
