@@ -10,6 +10,8 @@ output) run
       git workspace (survey, stubs, ~25 mounts, seccomp, --info-fd, trio):
       c1 inside a session (stubs kept between commands, as `Terminals` does),
       c2 one-shot (stubs made and removed every time), c3 read-only;
+  (b2) our full argv (same survey, fds and mounts) started by plain
+      ``subprocess.run``: what c1 costs in bwrap itself, without the trio runner;
   (d) Anthropic's ``srt -c`` (sandbox-runtime) when installed, e.g.
       ``npm install --prefix /tmp/srt @anthropic-ai/sandbox-runtime``; srt also
       needs ``rg`` and ``socat`` (with libwrap0) on PATH: ``SRT_EXTRA_PATH`` and
@@ -45,6 +47,7 @@ sys.path.insert(0, str(_HERE.parent))
 import trio  # noqa: E402
 
 from policies.capability import Capability  # noqa: E402
+from sandbox.launch import prepare  # noqa: E402
 from sandbox.preflight import preflight  # noqa: E402
 from sandbox.profile import Profile  # noqa: E402
 from sandbox.runner import Command, run  # noqa: E402
@@ -93,6 +96,10 @@ async def main(rounds: int, srt_rounds: int) -> None:
             print(f"(d) srt skipped: {probe.stderr.decode(errors='replace').strip()[-200:]}")
             srt = None
 
+    def our_argv(profile: Profile, argv: list[str]) -> None:
+        with prepare(profile, argv, bwrap) as launch:
+            subprocess.run(launch.argv, pass_fds=launch.pass_fds, env={}, stdout=subprocess.PIPE, check=True)
+
     one_shot = StubLedger()  # never held: stubs made and removed around every run
 
     async def runner(profile: Profile, argv: list[str], ledger: StubLedger = LEDGER) -> None:
@@ -102,6 +109,7 @@ async def main(rounds: int, srt_rounds: int) -> None:
     variants: dict[str, Callable[[list[str]], Awaitable[None] | None]] = {
         "a bare": bare,
         "b bwrap minimal": lambda argv: bare([bwrap.path, *MINIMAL, *argv]),
+        "b2 our argv, no runner": lambda argv: our_argv(edit, argv),
         "c1 runner, session": lambda argv: runner(edit, argv),
         "c2 runner, one-shot": lambda argv: runner(edit, argv, one_shot),
         "c3 runner, read-only": lambda argv: runner(read_only, argv),
@@ -129,7 +137,7 @@ async def main(rounds: int, srt_rounds: int) -> None:
     names = list(variants)
     print(f"\nmedian wall time in ms ({rounds} rounds, srt {srt_rounds}; bwrap {bwrap.version}, "
           f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f})")
-    print(f"{'command':<12}" + "".join(f"{n:>22}" for n in names))
+    print(f"{'command':<12}" + "".join(f"{n:>24}" for n in names))
     medians: dict[tuple[str, str], float] = {}
     for label in COMMANDS:
         row = f"{label:<12}"
@@ -137,7 +145,7 @@ async def main(rounds: int, srt_rounds: int) -> None:
             samples = times.get((label, name))
             value = statistics.median(samples) * 1000 if samples else float("nan")
             medians[(label, name)] = value
-            row += f"{value:>22.2f}"
+            row += f"{value:>24.2f}"
         print(row)
     print("\nratios and overhead of the runner (c1, session) and one-shot (c2):")
     for label in COMMANDS:

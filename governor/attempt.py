@@ -34,7 +34,7 @@ from governor.approver import Approver, Ask, Callback, for_on_ask
 from governor.audit import AuditLog, AuditUnavailable, Durability, inside
 from governor.ceilings import load_ceiling
 from governor.connection import Connection, ConnectionClosed, RemoteError, RequestTimeout
-from governor.governance import Governor
+from governor.governance import REFUSED, Governor
 from governor.jsonrpc import AUTH_REQUIRED
 from governor.outcome import AcpReport, Judgement, Outcome, from_stop_reason, judged, tally
 from governor.presets import NotInstalled, Preset, find, resolve
@@ -613,6 +613,7 @@ class _Attempt:
             result = await conn.request(
                 "session/prompt",
                 {"sessionId": session_id, "prompt": [{"type": "text", "text": prompt}]},
+                then_refuse=(REFUSED, "Refused by the governor: the turn is over"),
             )
             response = schema.PromptResponse.model_validate(result)
             self.stop_reason = response.stop_reason

@@ -1,8 +1,10 @@
 """Everything between a profile and a spawn: survey, stubs, fds, the final argv.
 
-`prepare` is a context manager because what it creates must outlive the spawn
-and be undone after the process ends: stubs for missing protected paths (see
-`sandbox.stubs`) and the descriptors bwrap reads.
+`prepare` is a context manager because what it creates must be undone: the
+stubs for missing protected paths (see `sandbox.stubs`) must outlive the
+process, the descriptors bwrap reads are closed on our side right after the
+spawn (`Launch.spawned`) and in any case when the block ends. `open_launch`
+spawns a prepared launch.
 
 Why every bwrap option goes through ``--args FD`` (a memfd): ``--setenv NAME
 VALUE`` on the command line would put the declared secrets (API keys for an
@@ -60,12 +62,6 @@ class Launch:
             if fd in self._open:
                 self._open.discard(fd)
                 os.close(fd)
-
-    def close(self) -> None:
-        self.spawned()
-        if self.info_fd is not None and self.info_fd in self._open:
-            self._open.discard(self.info_fd)
-            os.close(self.info_fd)
 
 
 @functools.cache

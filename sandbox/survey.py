@@ -263,5 +263,5 @@ def _read_pointer(path: str, prefix: str) -> str | None:
         os.close(fd)
     if not text.startswith(prefix):
         return None
-    value = text[len(prefix):].strip().splitlines()[0].strip() if text[len(prefix):].strip() else ""
-    return value or None
+    lines = text[len(prefix) :].strip().splitlines()
+    return lines[0].strip() or None if lines else None
