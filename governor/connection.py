@@ -120,11 +120,12 @@ class RequestTimeout(trio.TooSlowError):
 
 
 class _Waiter:
-    __slots__ = ("event", "outcome")
+    __slots__ = ("event", "outcome", "then_refuse")
 
-    def __init__(self) -> None:
+    def __init__(self, then_refuse: tuple[int, str] | None = None) -> None:
         self.event = trio.Event()
         self.outcome: Response | ErrorResponse | None = None
+        self.then_refuse = then_refuse
 
 
 class Connection:
@@ -179,6 +180,7 @@ class Connection:
         self._malformed: dict[str, int] = {}
         self._malformed_total = 0
         self._gave_up: str | None = None
+        self._refusing: tuple[int, str] | None = None
         self._nursery: trio.Nursery | None = None
         self._handlers: HandlerTable = {}
 
@@ -219,17 +221,31 @@ class Connection:
         """True once the agent's stdout has ended (or `serve` stopped): no answer can come."""
         return self._stdout_closed
 
-    async def request(self, method: str, params: Any = None, *, timeout: float | None = None) -> Any:
+    async def request(
+        self,
+        method: str,
+        params: Any = None,
+        *,
+        timeout: float | None = None,
+        then_refuse: tuple[int, str] | None = None,
+    ) -> Any:
         """Send a request and wait for its result.
 
         Raises `RemoteError` for an error answer, `ConnectionClosed` if the agent's
         stdout ends first (or its stdin is closed), `RequestTimeout` after `timeout`
         seconds (a late answer is then logged and dropped). A pydantic model as
         `params` is sent dumped by alias, without ``None`` fields.
+
+        `then_refuse` (code, message): from the moment the answer is *read*, every
+        later request of the agent is answered with this error at once and never
+        dispatched. Ordering is the wire's: a request on the line after the answer
+        is refused even when both arrive in one chunk, which a flag set by the
+        awaiting task could not promise (the handlers would run first). For
+        ``session/prompt``: after its result the agent has no turn to act in.
         """
         self._check_open(method)
         id, line = self._rpc.request(method, _plain(params))
-        waiter = _Waiter()
+        waiter = _Waiter(then_refuse)
         self._waiters[id] = waiter
         deadline = math.inf if timeout is None else trio.current_time() + timeout
         try:
@@ -412,6 +428,12 @@ class Connection:
             self._log.warning("agent.unknown_notification", method=_short(event.method))
 
     def _on_request(self, event: Request) -> None:
+        if self._refusing is not None:
+            self._send_nowait(self._rpc.error(event.id, *self._refusing))
+            self._log.warning(
+                "agent.request_refused", method=_short(event.method), why=self._refusing[1]
+            )
+            return
         if event.id in self._in_flight:
             self._send_nowait(
                 self._rpc.error(
@@ -444,6 +466,8 @@ class Connection:
             return
         waiter.outcome = event
         waiter.event.set()
+        if waiter.then_refuse is not None:
+            self._refusing = waiter.then_refuse
 
     def _on_unknown_response(self, event: UnknownResponse) -> None:
         self._log.warning("agent.unknown_response", id=_short(repr(event.id)), error_code=event.code)
