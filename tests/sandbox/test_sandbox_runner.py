@@ -61,7 +61,7 @@ async def test_gigantic_output_is_read_to_the_end_in_bounded_memory(edit: Profil
 async def test_a_timeout_kills_the_whole_sandbox_and_says_so(edit: Profile, no_leftovers: list[str]) -> None:
     no_leftovers.append("sleep 31.71")
     result = await run(
-        Command.shell("echo started; setsid sleep 31.71 & sleep 31.71"), edit, timeout=0.5
+        Command.shell("echo started; setsid sleep 31.71 & sleep 31.71"), edit, timeout=2
     )
     assert result.timed_out
     assert result.status.signal == "SIGKILL"
@@ -75,7 +75,14 @@ async def test_a_command_killed_by_a_signal_inside_reports_128_plus_n(edit: Prof
 
 async def test_cancelling_the_caller_kills_and_reaps_the_command(edit: Profile, no_leftovers: list[str]) -> None:
     no_leftovers.append("sleep 32.12")
-    with trio.move_on_after(0.5):
+    async with trio.open_nursery() as nursery:
+
+        async def cancel_once_running() -> None:
+            while not processes_matching("sleep 32.12"):
+                await trio.sleep(0.01)
+            nursery.cancel_scope.cancel()
+
+        nursery.start_soon(cancel_once_running)
         await run(Command.shell("sleep 32.12"), edit)
     assert processes_matching("sleep 32.12") == []
 

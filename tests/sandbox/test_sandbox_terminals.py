@@ -123,9 +123,9 @@ async def test_cancelling_the_owning_nursery_kills_the_commands(
     edit: Profile, no_leftovers: list[str]
 ) -> None:
     no_leftovers.append("sleep 38.8")
-    with trio.move_on_after(0.5):
-        async with trio.open_nursery() as nursery:
-            terminals = Terminals(nursery, edit)
-            await terminals.create("sleep 38.8")
-            await trio.sleep_forever()
+    async with trio.open_nursery() as nursery:
+        terminals = Terminals(nursery, edit)
+        tid = await terminals.create("sleep 38.8")
+        assert terminals.output(tid).exit_status is None
+        nursery.cancel_scope.cancel()
     assert processes_matching("sleep 38.8") == []
