@@ -387,6 +387,7 @@ class _Attempt:
                 policy_source=policy.source,
                 ceiling=_digest(repr(p.ceiling)),
                 ceiling_source=p.ceiling.source,
+                protected=list(p.ceiling.protected) or None,
                 sandboxed_agent=p.spec.sandbox_agent
                 and policy.capability < Capability.FULL_ACCESS,
                 approvals=p.approver.name,

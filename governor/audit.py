@@ -73,6 +73,13 @@ _SCREEN: Final = re.compile(
             r"=(?<=key=)",  # ?api_key=, &key=
             r"=(?<=token=)",
             r"=(?<=secret=)",
+            r"=(?<=TOKEN=)",  # NAME=value assignments of secret-looking variables
+            r"=(?<=SECRET=)",
+            r"=(?<=PASSWORD=)",
+            r"=(?<=PASSWD=)",
+            r"=(?<=KEY=)",
+            r"=(?<=CREDENTIAL=)",
+            r"=(?<=CREDENTIALS=)",
         ]
     )
 )
@@ -155,7 +162,7 @@ class AuditLog:
         # The screen needs the masker's known values; any other masker is
         # asked about every string.
         self._known: re.Pattern[str] | None = (
-            getattr(self.masker, "_known", _EVERYTHING)
+            self.masker.known
             if type(self.masker) is Masker
             else _EVERYTHING
         )

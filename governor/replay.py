@@ -73,6 +73,9 @@ def bound_policy(policy: Policy, start: Mapping[str, Any], protected: tuple[str,
         if not isinstance(workspace, str):
             raise NotReplayable("its attempt-start record names no workspace")
         roots = [workspace]
+    recorded = start.get("protected")
+    if isinstance(recorded, list):  # the ceiling's protected paths at the time
+        protected = tuple(dict.fromkeys([*protected, *(p for p in recorded if isinstance(p, str))]))
     return policy.bind(roots[0], tuple(roots[1:]), protected=protected)
 
 

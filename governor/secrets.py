@@ -30,6 +30,7 @@ _SHAPES: Final = re.compile(
             r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
             r"\b[Bb][Ee][Aa][Rr][Ee][Rr]\s+[A-Za-z0-9._~+/\-]{16,}=*",
             r"(?<=[?&])(?:api_?key|token|access_token|key|secret)=[^&\s\"']{8,}",
+            r"\b(?:[A-Z0-9]+_)*(?:TOKEN|SECRET|PASSWORD|PASSWD|APIKEY|KEY|CREDENTIALS?)=[^\s\"'&;]{4,}",
         ]
     )
 )
@@ -51,6 +52,11 @@ class Masker:
     def from_environ(cls, environ: Mapping[str, str], extra: Iterable[str] = ()) -> Masker:
         """A masker for the secret-looking variables of an environment, plus extra values."""
         return cls([v for k, v in environ.items() if secret_looking(k)] + list(extra))
+
+    @property
+    def known(self) -> re.Pattern[str] | None:
+        """The known secret values as one pattern (None when there are none)."""
+        return self._known
 
     def text(self, value: str) -> str:
         """The string with every known secret and token shape replaced by `MASK`."""
