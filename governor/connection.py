@@ -40,8 +40,9 @@ every pending request fails with `ConnectionClosed` -- when either
 that are not JSON-RPC (1,000 not JSON)"). The thresholds are far above what a
 sloppy but working agent does (a stray console line on stdout now and then)
 and low enough that a broken one is stopped in well under a second instead
-of at the attempt's timeout. The rule is checked once per chunk read, so the
-hot path pays one local assignment per message.
+of at the attempt's timeout. The run is checked at each malformed line, the
+share once per chunk read, so the hot path pays one local assignment per
+message.
 
 Logs are structlog events on ``governor.connection``; they carry sizes, ids
 and reasons, never the content of a line beyond a short prefix.
@@ -389,6 +390,8 @@ class Connection:
                 elif type(event) is Malformed:
                     run += 1
                     self._on_malformed(event)
+                    if run == give_up_after:
+                        break  # hopeless: judged below; the rest of this chunk is not read
                 else:
                     run = 0
                     others[type(event)](self, event)

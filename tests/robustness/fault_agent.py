@@ -23,7 +23,11 @@ Modes:
 - ``ignore-term``: ignores SIGTERM and, after its turn, the end of its stdin;
 - ``daemon``: forks a daemon (new session, new argv with MARKER) that sleeps
   ten minutes, then ends its turn;
-- ``garbage N``: sends N lines that are not JSON-RPC (0: forever), then ends its turn;
+- ``garbage N[/K]``: sends N lines that are not JSON-RPC (0: forever), with a
+  harmless ``session/update`` after every K of them if K is given, then ends
+  its turn;
+- ``after-turn``: writes ``during.txt`` through the client, then sends its
+  prompt result and, in the same write, three writes of ``after-I.txt``;
 - ``terminals``: runs ``touch ran-1`` in a terminal, waits for the file
   ``go`` in its cwd, then runs ``touch ran-2``; each answer goes to SIDE_FILE.
 """
@@ -117,10 +121,25 @@ class Agent:
             else:
                 self.send({"id": message["id"], "error": {"code": -32601, "message": "no"}})
                 continue
+            if method == "session/prompt" and self.mode == "after-turn":
+                self.late(message["id"], result)
+                continue
             self.send({"id": message["id"], "result": result})
             if method == "session/prompt" and self.mode == "ignore-term":
                 while True:  # deaf to the end of stdin and to SIGTERM
                     time.sleep(60)
+
+    def late(self, prompt_id: Any, result: dict[str, Any]) -> None:
+        lines = [{"jsonrpc": "2.0", "id": prompt_id, "result": result}]
+        for i in range(3):
+            path = os.path.join(self.cwd, f"after-{i}.txt")
+            lines.append({"jsonrpc": "2.0", "id": f"after-{i}", "method": "fs/write_text_file",
+                          "params": {"sessionId": self.session, "path": path, "content": "late\n"}})
+        _out.write(b"".join(json.dumps(m).encode() + b"\n" for m in lines))
+        _out.flush()
+        while (message := self.receive()) is not None:
+            if str(message.get("id", "")).startswith("after-"):
+                self.note({"kind": "late", "answer": message})
 
     def turn_steady(self) -> str:
         subprocess.Popen(
@@ -218,13 +237,21 @@ class Agent:
         return "end_turn"
 
     def turn_garbage(self) -> str:
-        count = int(self.arg or 0)
+        count, _, every = (self.arg or "0").partition("/")
+        total, k = int(count), int(every or 0)
         junk = [b"this is not json\n", b"\xff\xfe not utf-8\n", b"[1,2,3]\n", b'{"jsonrpc":"2.0"}\n']
+        body = {"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "."}}
+        good = json.dumps(
+            {"jsonrpc": "2.0", "method": "session/update",
+             "params": {"sessionId": self.session, "update": body}}
+        ).encode() + b"\n"
         sent = 0
         try:
-            while count == 0 or sent < count:
+            while total == 0 or sent < total:
                 _out.write(junk[sent % len(junk)])
                 sent += 1
+                if k and sent % k == 0:
+                    _out.write(good)
                 if sent % 100 == 0:
                     _out.flush()
             _out.flush()
@@ -233,6 +260,13 @@ class Agent:
         self.update(
             {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "done"}}
         )
+        return "end_turn"
+
+    def turn_after_turn(self) -> str:
+        during = self.ask(
+            "fs/write_text_file", {"path": os.path.join(self.cwd, "during.txt"), "content": "ok\n"}
+        )
+        self.note({"kind": "during", "answer": during})
         return "end_turn"
 
     def turn_terminals(self) -> str:
