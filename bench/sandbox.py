@@ -153,6 +153,12 @@ async def main(rounds: int, srt_rounds: int) -> None:
         c1, c2 = medians[(label, "c1 runner, session")], medians[(label, "c2 runner, one-shot")]
         print(f"  {label:<12} c1/a {c1 / a:5.2f}  c1/b {c1 / b:5.2f}  c1-a {c1 - a:6.2f} ms"
               f"   c2/b {c2 / b:5.2f}  c2-a {c2 - a:6.2f} ms")
+    print("\nthe same from the fastest run of each (less sensitive to other load on the machine):")
+    for label in COMMANDS:
+        best = {name: min(times[(label, name)]) * 1000 for name in names if (label, name) in times}
+        a, b, c1 = best["a bare"], best["b bwrap minimal"], best["c1 runner, session"]
+        print(f"  {label:<12} a {a:6.2f}  b {b:6.2f}  b2 {best['b2 our argv, no runner']:6.2f}"
+              f"  c1 {c1:6.2f} ms   c1/b {c1 / b:5.2f}  c1-a {c1 - a:6.2f} ms")
     if srt is not None:
         for label in COMMANDS:
             d = medians[(label, "d srt -c")]
