@@ -91,7 +91,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="ARG",
         action="append",
         default=[],
-        help="a raw argument appended to a preset's argv (needs the ceiling's allow_agent_args)",
+        help="a raw argument appended to a preset's argv, written --agent-arg=ARG when it starts with - (needs the ceiling's allow_agent_args; its value is never shown)",
     )
     p.add_argument(
         "--append-rules", action="store_true", help="append the governor's rules to the prompt"
