@@ -62,10 +62,24 @@ def read_text(
         raise FileAccessError(RESOURCE_NOT_FOUND, f"no such file: {path}") from None
     except OSError as e:
         raise FileAccessError(_code(e), f"cannot read {path}: {e.strerror}") from None
-    with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
             raise FileAccessError(INVALID_PARAMS, f"{path} is not a regular file")
-        data = f.read(max_bytes + 1)
+        # Sized from fstat: reading with a max_bytes buffer would allocate 64 MiB
+        # for every small file (the read path is hot).
+        chunks: list[bytes] = []
+        total = 0
+        want = min(st.st_size, max_bytes) + 1  # one byte more tells a file that grew too big
+        while total <= max_bytes:
+            chunk = os.read(fd, max(want - total, 65536))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        data = b"".join(chunks)
+    finally:
+        os.close(fd)
     if len(data) > max_bytes:
         raise FileAccessError(
             INVALID_PARAMS, f"{path} is larger than the read limit of {max_bytes} bytes"

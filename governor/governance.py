@@ -320,7 +320,10 @@ class Governor:
             raise RpcError(REFUSED, f"Refused by the governor: {reason}")
         self.read_paths.add(os_normal(req.path))
         try:
-            content = await trio.to_thread.run_sync(read_text, path, req.line, req.limit)
+            if _small(path):  # a page-cache read costs less than a thread hand-off
+                content = read_text(path, req.line, req.limit)
+            else:
+                content = await trio.to_thread.run_sync(read_text, path, req.line, req.limit)
         except FileAccessError as e:
             raise RpcError(e.code, str(e)) from None
         return schema.ReadTextFileResponse(content=content)
@@ -556,6 +559,17 @@ class Governor:
         """After ``session/cancel``: pending and later asks are answered cancelled."""
         self._cancelled = True
         self._cancel_event.set()
+
+
+INLINE_READ_BYTES: Final = 256 * 1024
+"""Files up to this size are read on the trio thread; larger ones in a worker."""
+
+
+def _small(path: str) -> bool:
+    try:
+        return os.stat(path).st_size <= INLINE_READ_BYTES
+    except OSError:
+        return True  # read_text reports the error
 
 
 def os_normal(path: str) -> str:
