@@ -16,7 +16,11 @@ none outlives it:
 - one task per **incoming request**, each in its own cancel scope (the agent
   may withdraw a request with ``$/cancel_request``), at most `max_in_flight`
   at once: beyond that a request is refused at once, so a flood from an agent
-  that does not read our answers cannot grow memory without bound;
+  that does not read our answers cannot grow memory without bound. Counting
+  requests is not enough when answers are big (300 reads of a 1 MiB file held
+  300 MiB for an agent that stopped reading): an answer that would take the
+  bytes waiting to be written past `max_unwritten_bytes` is replaced by a short
+  ``-32603`` error, unless nothing else waits;
 - an optional **notification** task awaits an async callback, in order.
 
 Hazards this layout avoids: the reader blocked behind a write (the classic
@@ -61,9 +65,10 @@ from typing import Any, Final, TypeAlias, cast
 
 import structlog
 import trio
+from jsonrpcserver.result import Result
 from pydantic import BaseModel
 
-from governor.dispatch import HandlerTable, answer
+from governor.dispatch import HandlerTable, begin, reply
 from governor.jsonrpc import (
     DEFAULT_MAX_LINE_BYTES,
     INTERNAL_ERROR,
@@ -150,13 +155,15 @@ class Connection:
         stderr_line_chars: int = 2000,
         stderr_grace: float = 1.0,
         give_up_after: int = 1000,
+        max_unwritten_bytes: int = 64 * 2**20,
         log: Any = None,
     ) -> None:
         """`max_in_flight` caps the agent's concurrent requests; `write_buffer` is the
         number of lines queued for stdin before senders wait; `stderr_grace` is how
         long `serve` waits for stderr to end once stdout has; `give_up_after` is the
         number of malformed lines in a row after which the agent is hopeless (see
-        the module docstring)."""
+        the module docstring); `max_unwritten_bytes` bounds the answers held for an
+        agent that does not read them."""
         if give_up_after < 1:
             raise ValueError(f"give_up_after must be at least 1, got {give_up_after}")
         self._stdin = stdin
@@ -182,6 +189,8 @@ class Connection:
         self._malformed_total = 0
         self._gave_up: str | None = None
         self._refusing: tuple[int, str] | None = None
+        self._max_unwritten = max_unwritten_bytes
+        self._unwritten = 0  # bytes queued for stdin (or waiting to be), not yet written
         self._nursery: trio.Nursery | None = None
         self._handlers: HandlerTable = {}
 
@@ -457,10 +466,23 @@ class Connection:
                 "agent.too_many_requests", limit=self._max_in_flight, method=_short(event.method)
             )
             return
+        outcome = begin(self._handlers, event.method, event.params)
+        if not inspect.isawaitable(outcome):
+            # Answered at once, here in the reader: no task, no scope, no pass.
+            line = reply(event.id, outcome)
+            self._unwritten += len(line)
+            try:
+                self._out_send.send_nowait(line)
+            except trio.WouldBlock:  # the agent is slow to read: a task waits to send
+                assert self._nursery is not None
+                self._nursery.start_soon(self._send_later, line)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                self._log.info("agent.reply_not_sent", reason="stdin closed")
+            return
         scope = trio.CancelScope()
         self._in_flight[event.id] = scope
         assert self._nursery is not None
-        self._nursery.start_soon(self._serve_request, event, scope)
+        self._nursery.start_soon(self._serve_request, event, outcome, scope)
 
     def _on_response(self, event: Response | ErrorResponse) -> None:
         waiter = self._waiters.get(event.id)
@@ -517,22 +539,32 @@ class Connection:
 
     # --- the tasks ---
 
-    async def _serve_request(self, event: Request, scope: trio.CancelScope) -> None:
+    async def _serve_request(
+        self, event: Request, outcome: Awaitable[Result], scope: trio.CancelScope
+    ) -> None:
         try:
             line = None
             with scope:
-                line = await answer(self._handlers, event)
+                line = reply(event.id, await outcome)
             if line is None:  # withdrawn by $/cancel_request
                 line = self._rpc.error(event.id, REQUEST_CANCELLED, "Request cancelled")
+            elif self._unwritten and self._unwritten + len(line) > self._max_unwritten:
+                line = self._not_reading(event, len(line))
+            self._unwritten += len(line)
             try:
-                try:
-                    self._out_send.send_nowait(line)  # the usual case: no extra scheduler pass
-                except trio.WouldBlock:
-                    await self._out_send.send(line)  # the agent is slow to read: wait here
+                self._out_send.send_nowait(line)  # the usual case: no extra scheduler pass
+            except trio.WouldBlock:
+                await self._send_later(line)  # the agent is slow to read: wait here
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 self._log.info("agent.reply_not_sent", reason="stdin closed")
         finally:
             del self._in_flight[event.id]
+
+    async def _send_later(self, line: bytes) -> None:
+        try:
+            await self._out_send.send(line)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            self._log.info("agent.reply_not_sent", reason="stdin closed")
 
     async def _write(self) -> None:
         """The only writer of stdin: batches whatever is queued into one write."""
@@ -558,6 +590,7 @@ class Connection:
                 try:
                     if data:
                         await send_all(data)
+                        self._unwritten -= len(data)
                     if end:
                         await self._stdin.aclose()
                         return
@@ -626,7 +659,21 @@ class Connection:
         if not self._serving:
             raise RuntimeError(f"cannot send {method!r}: serve() is not running yet")
 
+    def _not_reading(self, event: Request, size: int) -> bytes:
+        """The short error that stands for an answer the agent would not read in time."""
+        self._log.warning(
+            "agent.not_reading", method=_short(event.method), dropped_bytes=size,
+            unwritten_bytes=self._unwritten,
+        )  # fmt: skip
+        return self._rpc.error(
+            event.id,
+            INTERNAL_ERROR,
+            f"Internal error: the agent is not reading its answers ({self._unwritten:,} bytes "
+            f"wait to be written); this answer of {size:,} bytes was not kept",
+        )
+
     async def _send(self, line: bytes, method: str) -> None:
+        self._unwritten += len(line)
         try:
             await self._out_send.send(line)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
@@ -638,6 +685,7 @@ class Connection:
         """Queue a reply from the reader itself, which must never wait to write."""
         try:
             self._out_send.send_nowait(line)
+            self._unwritten += len(line)
         except trio.WouldBlock:
             self._dropped_replies += 1
             if self._dropped_replies == 1 or self._dropped_replies % 1000 == 0:

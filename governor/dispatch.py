@@ -28,6 +28,7 @@ JSON schema check, which the sans-IO core already does, cheaper.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, NamedTuple, TypeAlias
 
@@ -53,8 +54,9 @@ from governor.jsonrpc import (
 
 log = structlog.get_logger("governor.dispatch")
 
-Handler: TypeAlias = Callable[[Any], Awaitable[Any]]
-"""An async function of the validated params model, returning the result."""
+Handler: TypeAlias = Callable[[Any], Any]
+"""A function of the validated params model: ``async def`` (answers later), or a
+plain function returning the result (answers at once) or an awaitable of it."""
 
 
 class Route(NamedTuple):
@@ -80,11 +82,16 @@ class RpcError(JsonRpcError):
         return f"{self.code}: {self.message}"
 
 
-async def dispatch(table: HandlerTable, method: str, params: Any) -> Result:
-    """Validate `params` with the method's model, await its handler, return the outcome.
+def begin(table: HandlerTable, method: str, params: Any) -> Result | Awaitable[Result]:
+    """Validate `params` and call the method's handler.
 
-    Never raises for anything the agent or the handler did wrong; only
-    cancellation (and other BaseExceptions) pass through.
+    A handler may answer at once (a plain function returning its result) or
+    later (an ``async def``, or a plain function returning an awaitable for the
+    slow cases). An immediate answer comes back as a `Result`, so the caller can
+    reply from where it stands -- no task, no scheduler pass, which is most of a
+    permission round trip's cost; otherwise an awaitable of the `Result`.
+
+    Never raises for anything the agent or the handler did wrong.
     """
     route = table.get(method)
     if route is None:
@@ -96,13 +103,34 @@ async def dispatch(table: HandlerTable, method: str, params: Any) -> Result:
         message, data = invalid_params(exc)
         return Error(INVALID_PARAMS, message, data)
     try:
-        value = await handler(validated)
+        value = handler(validated)
+    except JsonRpcError as exc:
+        return Error(exc.code, exc.message, exc.data)
+    except Exception as exc:
+        log.error("handler.failed", method=method, error=type(exc).__name__, exc_info=True)
+        return Error(INTERNAL_ERROR, f"Internal error ({type(exc).__name__})")
+    if inspect.isawaitable(value):
+        return _finish(method, value)
+    return as_result(value)
+
+
+async def _finish(method: str, pending: Awaitable[Any]) -> Result:
+    try:
+        value = await pending
     except JsonRpcError as exc:
         return Error(exc.code, exc.message, exc.data)
     except Exception as exc:
         log.error("handler.failed", method=method, error=type(exc).__name__, exc_info=True)
         return Error(INTERNAL_ERROR, f"Internal error ({type(exc).__name__})")
     return as_result(value)
+
+
+async def dispatch(table: HandlerTable, method: str, params: Any) -> Result:
+    """`begin`, awaiting the handler when it answers later."""
+    outcome = begin(table, method, params)
+    if inspect.isawaitable(outcome):
+        return await outcome
+    return outcome
 
 
 def as_result(value: Any) -> Result:

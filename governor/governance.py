@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -133,6 +133,36 @@ class Governor:
         if self.session_id is not None and session_id != self.session_id:
             raise RpcError(RESOURCE_NOT_FOUND, f"unknown session {session_id[:64]!r}")
 
+    def _settle_now(
+        self, kind: str, subject: dict[str, Any], shown: str, decision: Decision
+    ) -> tuple[Verdict, str, str] | None:
+        """The final verdict as (verdict, by, reason) when no approver is needed
+        (allow, deny, a grant, a broken log, a cancelled turn); None for an ask."""
+        if self.audit.broken is not None or self.failure is not None:
+            return Verdict.DENY, "ceiling", f"refused: {self.audit.broken or self.failure}"
+        if self._cancelled:
+            return Verdict.DENY, "policy", "the turn was cancelled"
+        if decision.verdict is not Verdict.ASK:
+            return decision.verdict, decision.by, decision.reason
+        if self._grant_key(kind, subject, shown) in self.grants:
+            return (
+                Verdict.ALLOW,
+                "grant",
+                f"allowed by a person's grant for this attempt ({decision.reason})",
+            )
+        return None
+
+    @staticmethod
+    def _grant_key(kind: str, subject: dict[str, Any], shown: str) -> tuple[str, str]:
+        # A grant covers the same subject however it comes back: a command granted in
+        # a permission request is the same command in the terminal/create after it.
+        return ("command" if kind == "terminal" or "command" in subject else kind, shown)
+
+    def _answers_now(self) -> bool:
+        """Whether a settled decision may be answered without waiting: only an
+        fsync (durability always) makes the answer wait for the disk."""
+        return self.audit.durability != "always"
+
     async def _settle(
         self,
         kind: str,
@@ -142,21 +172,10 @@ class Governor:
         detail: dict[str, Any],
     ) -> tuple[Verdict, str, str]:
         """The final verdict after the approver, as (verdict, by, reason)."""
-        if self.audit.broken is not None or self.failure is not None:
-            return Verdict.DENY, "ceiling", f"refused: {self.audit.broken or self.failure}"
-        if self._cancelled:
-            return Verdict.DENY, "policy", "the turn was cancelled"
-        if decision.verdict is not Verdict.ASK:
-            return decision.verdict, decision.by, decision.reason
-        # A grant covers the same subject however it comes back: a command granted in
-        # a permission request is the same command in the terminal/create after it.
-        key = ("command" if kind == "terminal" or "command" in subject else kind, shown)
-        if key in self.grants:
-            return (
-                Verdict.ALLOW,
-                "grant",
-                f"allowed by a person's grant for this attempt ({decision.reason})",
-            )
+        settled = self._settle_now(kind, subject, shown, decision)
+        if settled is not None:
+            return settled
+        key = self._grant_key(kind, subject, shown)
         self.on_event("waiting", {"kind": kind, "subject": shown, "reason": decision.reason})
         answer = await self._ask_approver(Ask(kind, shown, decision.reason, decision.rule, detail))
         if answer is None:
@@ -184,7 +203,7 @@ class Governor:
         by = "person" if self.approver.name in ("person", "callback") else "policy"
         return Verdict.DENY, by, f"refused: {decision.reason}; {who}"
 
-    async def _record(
+    def _write_record(
         self,
         kind: str,
         request: int,
@@ -220,7 +239,6 @@ class Governor:
                     reason=reason if final else part.reason,
                     option=option,
                 )
-            await self.audit.durable(record)
         except AuditUnavailable as e:
             self.failure = str(e)
             raise RpcError(REFUSED, f"refused: {e}") from None
@@ -236,16 +254,35 @@ class Governor:
         )
         return record
 
-    async def _pause(self, kind: str, request: int, subject: dict[str, Any], reason: str) -> None:
+    async def _record(
+        self,
+        kind: str,
+        request: int,
+        subject: dict[str, Any],
+        decision: Decision,
+        verdict: Verdict,
+        by: str,
+        reason: str,
+        option: str | None = None,
+    ) -> dict[str, Any]:
+        """`_write_record`, then wait for the disk when durability says so."""
+        record = self._write_record(kind, request, subject, decision, verdict, by, reason, option)
+        await self.audit.durable(record)
+        return record
+
+    def _pause(self, kind: str, request: int, subject: dict[str, Any], reason: str) -> None:
         self.pending = {"kind": kind, "request": request, "subject": subject, "reason": reason}
         self.pause_requested.set()
 
     # -- session/request_permission -------------------------------------------------
 
-    async def request_permission(
+    def request_permission(
         self, req: schema.RequestPermissionRequest
-    ) -> schema.RequestPermissionResponse:
-        """Decide a tool call from its kind, title and raw input; choose the option by effect."""
+    ) -> schema.RequestPermissionResponse | Awaitable[schema.RequestPermissionResponse]:
+        """Decide a tool call from its kind, title and raw input; choose the option by effect.
+
+        Answered at once when no approver and no fsync is needed (the usual case:
+        the record is still handed to the OS first); otherwise later."""
         self._check_session(req.session_id)
         call = req.tool_call
         state = self.tool_calls.setdefault(call.tool_call_id, ToolCallState(call.tool_call_id))
@@ -271,16 +308,51 @@ class Governor:
             subject["input"] = recorded_input(raw)  # what `governor audit replay` rebuilds from
         shown = subject.get("command") or state.title or call.tool_call_id
         request = self._next_request()
-        verdict, by, reason = await self._settle(
-            "permission", subject, str(shown), decision, {"tool_kind": kind, "raw_input": raw or {}}
-        )
+        shown = str(shown)
+        settled = self._settle_now("permission", subject, shown, decision)
+        if settled is None or not self._answers_now():
+            return self._permission_later(req, subject, shown, decision, request, settled, raw)
+        return self._permission_answer(req, subject, decision, request, settled)[0]
+
+    async def _permission_later(
+        self,
+        req: schema.RequestPermissionRequest,
+        subject: dict[str, Any],
+        shown: str,
+        decision: Decision,
+        request: int,
+        settled: tuple[Verdict, str, str] | None,
+        raw: Mapping[str, Any] | None,
+    ) -> schema.RequestPermissionResponse:
+        if settled is None:
+            settled = await self._settle(
+                "permission",
+                subject,
+                shown,
+                decision,
+                {"tool_kind": subject.get("tool_kind"), "raw_input": raw or {}},
+            )
+        response, record = self._permission_answer(req, subject, decision, request, settled)
+        await self.audit.durable(record)
+        return response
+
+    def _permission_answer(
+        self,
+        req: schema.RequestPermissionRequest,
+        subject: dict[str, Any],
+        decision: Decision,
+        request: int,
+        settled: tuple[Verdict, str, str],
+    ) -> tuple[schema.RequestPermissionResponse, dict[str, Any]]:
+        """Choose the option by effect, write the record, build the answer."""
+        verdict, by, reason = settled
         options = [Option(o.option_id, o.name, o.kind) for o in req.options]
         choice = choose(options, verdict, allow_mode_switch=self.policy.allow_mode_switch)
         if verdict is Verdict.ALLOW and choice.option_id is None:
             verdict, by, reason = Verdict.DENY, "policy", f"{reason}; but {choice.reason}"
         elif verdict is not Verdict.ALLOW:
             choice = choose(options, Verdict.DENY)
-        await self._record(
+        record = self._write_record(
             "permission",
             request,
             subject,
@@ -291,18 +363,21 @@ class Governor:
             choice.option_id or "cancelled",
         )
         if verdict is Verdict.ASK:
-            await self._pause("permission", request, subject, reason)
+            self._pause("permission", request, subject, reason)
         outcome: schema.AllowedOutcome | schema.DeniedOutcome
         if choice.option_id is None or self._cancelled:
             outcome = schema.DeniedOutcome(outcome="cancelled")
         else:
             outcome = schema.AllowedOutcome(outcome="selected", option_id=choice.option_id)
-        return schema.RequestPermissionResponse(outcome=outcome)
+        return schema.RequestPermissionResponse(outcome=outcome), record
 
     # -- fs ---------------------------------------------------------------------------
 
-    async def read_text_file(self, req: schema.ReadTextFileRequest) -> schema.ReadTextFileResponse:
-        """A governed read: resolved, inside the roots, not hidden."""
+    def read_text_file(
+        self, req: schema.ReadTextFileRequest
+    ) -> schema.ReadTextFileResponse | Awaitable[schema.ReadTextFileResponse]:
+        """A governed read: resolved, inside the roots, not hidden. A small file
+        whose read needs no approver and no fsync is answered at once."""
         self._check_session(req.session_id)
         path = self._resolved(req.path)
         decision = decide(ReadFile(path), self.policy)
@@ -312,18 +387,44 @@ class Governor:
             decision = first if not first.allowed else decision
         subject = {"path": req.path} | ({"resolved": path} if path != req.path else {})
         request = self._next_request()
-        verdict, by, reason = await self._settle("read", subject, path, decision, {})
-        await self._record("read", request, subject, decision, verdict, by, reason)
-        if verdict is Verdict.ASK:
-            await self._pause("read", request, subject, reason)
+        settled = self._settle_now("read", subject, path, decision)
+        if settled is None or not self._answers_now() or not _small(path):
+            return self._read_later(req, path, subject, decision, request, settled)
+        self._write_record("read", request, subject, decision, *settled)
+        return self._read(req, path, settled)
+
+    async def _read_later(
+        self,
+        req: schema.ReadTextFileRequest,
+        path: str,
+        subject: dict[str, Any],
+        decision: Decision,
+        request: int,
+        settled: tuple[Verdict, str, str] | None,
+    ) -> schema.ReadTextFileResponse:
+        if settled is None:
+            settled = await self._settle("read", subject, path, decision, {})
+        await self._record("read", request, subject, decision, *settled)
+        if settled[0] is Verdict.ASK:
+            self._pause("read", request, subject, settled[2])
+        if settled[0] is Verdict.ALLOW and not _small(path):
+            self.read_paths.add(os_normal(req.path))
+            try:
+                content = await trio.to_thread.run_sync(read_text, path, req.line, req.limit)
+            except FileAccessError as e:
+                raise RpcError(e.code, str(e)) from None
+            return schema.ReadTextFileResponse(content=content)
+        return self._read(req, path, settled)
+
+    def _read(
+        self, req: schema.ReadTextFileRequest, path: str, settled: tuple[Verdict, str, str]
+    ) -> schema.ReadTextFileResponse:
+        verdict, _, reason = settled
         if verdict is not Verdict.ALLOW:
             raise RpcError(REFUSED, f"Refused by the governor: {reason}")
         self.read_paths.add(os_normal(req.path))
         try:
-            if _small(path):  # a page-cache read costs less than a thread hand-off
-                content = read_text(path, req.line, req.limit)
-            else:
-                content = await trio.to_thread.run_sync(read_text, path, req.line, req.limit)
+            content = read_text(path, req.line, req.limit)
         except FileAccessError as e:
             raise RpcError(e.code, str(e)) from None
         return schema.ReadTextFileResponse(content=content)
@@ -347,7 +448,7 @@ class Governor:
         )
         await self._record("write", request, subject, decision, verdict, by, reason)
         if verdict is Verdict.ASK:
-            await self._pause("write", request, subject, reason)
+            self._pause("write", request, subject, reason)
         if verdict is not Verdict.ALLOW:
             raise RpcError(REFUSED, f"Refused by the governor: {reason}")
         try:
@@ -391,7 +492,7 @@ class Governor:
         verdict, by, reason = await self._settle("terminal", subject, shown, decision, {})
         await self._record("terminal", request, subject, decision, verdict, by, reason)
         if verdict is Verdict.ASK:
-            await self._pause("terminal", request, subject, reason)
+            self._pause("terminal", request, subject, reason)
         if verdict is not Verdict.ALLOW:
             raise RpcError(REFUSED, f"Refused by the governor: {reason}")
         assert self.terminals is not None

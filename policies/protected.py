@@ -20,30 +20,17 @@ from __future__ import annotations
 
 from typing import Final
 
-VCS: Final = (
-    ".git",
-    ".git/**",
-    "**/.git",
-    "**/.git/**",
-    ".gitmodules",
-    ".githooks/**",
-    ".husky/**",
-)
+VCS: Final = (".git", ".gitmodules", ".githooks", ".husky")
 CONTROL_PLANE: Final = (
-    ".acp-governor/**",
-    ".claude/**",
-    ".codex/**",
-    ".gemini/**",
-    ".agents/**",
-    ".cursor/**",
+    ".acp-governor",
+    ".claude",
+    ".codex",
+    ".gemini",
+    ".agents",
+    ".cursor",
     ".mcp.json",
 )
-AUTO_RUN: Final = (
-    ".vscode/**",
-    ".idea/**",
-    ".devcontainer/**",
-    ".envrc",
-)
+AUTO_RUN: Final = (".vscode", ".idea", ".devcontainer", ".envrc")
 RC_FILES: Final = (
     ".bashrc",
     ".bash_profile",
@@ -60,8 +47,19 @@ RC_FILES: Final = (
     ".ripgreprc",
 )
 
-ALWAYS_PROTECTED: Final = VCS + CONTROL_PLANE + AUTO_RUN + RC_FILES
-"""Write-protected in every writable root, whatever the policy says."""
+PROTECTED_NAMES: Final = VCS + CONTROL_PLANE + AUTO_RUN + RC_FILES
+"""Names protected at the top of every writable root, file or folder, existing or
+not. The sandbox pins exactly these (`sandbox.protected` imports them)."""
 
-HIDDEN_BY_DEFAULT: Final = ("**/.env", "**/.env.*")
+ALWAYS_PROTECTED: Final = (
+    *(glob for name in PROTECTED_NAMES for glob in (name, f"{name}/**")),
+    "**/.git",  # nested repositories
+    "**/.git/**",
+)
+"""Write-protected in every writable root, whatever the policy says (globs)."""
+
+HIDDEN_NAMES: Final = (".env", ".env.*")
+"""File names no governed read may see, at any depth (the sandbox masks them)."""
+
+HIDDEN_BY_DEFAULT: Final = tuple(f"**/{name}" for name in HIDDEN_NAMES)
 """Read-denied in the roots unless a policy replaces the list."""

@@ -1,9 +1,9 @@
 """The paths a sandboxed command may never change or read, as data.
 
-This module is the single list. The profile renderer and the workspace survey
-read it; the policy engine (`policies/`) should import these tuples (or mirror
-them, if it must stay free of `sandbox` imports) so that the in-process
-`fs/write_text_file` check and the bwrap mounts refuse the same names.
+The names themselves come from `policies.protected`, the one list: the policy
+engine refuses governed writes to them and the profile renderer and the
+workspace survey pin them here, so the in-process `fs/write_text_file` check and
+the bwrap mounts refuse the same names.
 
 Why each group is here:
 
@@ -29,35 +29,11 @@ from __future__ import annotations
 import fnmatch
 from typing import Final
 
-PROTECTED_NAMES: Final[tuple[str, ...]] = (
-    # version control
-    ".git",
-    ".gitmodules",
-    ".githooks",
-    ".husky",
-    # agent / governor control plane
-    ".acp-governor",
-    ".claude",
-    ".codex",
-    ".gemini",
-    ".agents",
-    ".cursor",
-    ".mcp.json",
-    # editor and auto-run configuration
-    ".vscode",
-    ".idea",
-    ".devcontainer",
-    ".envrc",
-    # shell and tool rc files
-    ".bashrc",
-    ".bash_profile",
-    ".profile",
-    ".zshrc",
-    ".zprofile",
-    ".gitconfig",
-    ".npmrc",
-)
-"""Names pinned read-only at the top of every writable root (existing or not)."""
+from policies import protected as policy_protected
+
+PROTECTED_NAMES: Final[tuple[str, ...]] = policy_protected.PROTECTED_NAMES
+"""Names pinned read-only at the top of every writable root (existing or not): the
+policy engine's list, so governed writes and sandboxed commands refuse the same."""
 
 NESTED_GIT_NAME: Final = ".git"
 """Nested repositories (``**/.git``) are pinned too: a nested ``.git/hooks`` runs as
@@ -74,7 +50,7 @@ SCAN_SKIP_DIRS: Final[frozenset[str]] = frozenset(
 """Directories the bounded scan never enters: huge, generated, or (``.git``)
 already protected as a whole."""
 
-HIDDEN_PATTERNS: Final[tuple[str, ...]] = (".env", ".env.*")
+HIDDEN_PATTERNS: Final[tuple[str, ...]] = policy_protected.HIDDEN_NAMES
 """File-name globs (matched on the last component) masked with an empty file."""
 
 HOST_DAEMON_SOCKETS: Final[tuple[str, ...]] = (
