@@ -65,10 +65,9 @@ from typing import Any, Final, TypeAlias, cast
 
 import structlog
 import trio
-from jsonrpcserver.result import Result
 from pydantic import BaseModel
 
-from governor.dispatch import HandlerTable, begin, reply
+from governor.dispatch import HandlerTable, answer
 from governor.jsonrpc import (
     DEFAULT_MAX_LINE_BYTES,
     INTERNAL_ERROR,
@@ -466,23 +465,10 @@ class Connection:
                 "agent.too_many_requests", limit=self._max_in_flight, method=_short(event.method)
             )
             return
-        outcome = begin(self._handlers, event.method, event.params)
-        if not inspect.isawaitable(outcome):
-            # Answered at once, here in the reader: no task, no scope, no pass.
-            line = reply(event.id, outcome)
-            self._unwritten += len(line)
-            try:
-                self._out_send.send_nowait(line)
-            except trio.WouldBlock:  # the agent is slow to read: a task waits to send
-                assert self._nursery is not None
-                self._nursery.start_soon(self._send_later, line)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                self._log.info("agent.reply_not_sent", reason="stdin closed")
-            return
         scope = trio.CancelScope()
         self._in_flight[event.id] = scope
         assert self._nursery is not None
-        self._nursery.start_soon(self._serve_request, event, outcome, scope)
+        self._nursery.start_soon(self._serve_request, event, scope)
 
     def _on_response(self, event: Response | ErrorResponse) -> None:
         waiter = self._waiters.get(event.id)
@@ -539,32 +525,25 @@ class Connection:
 
     # --- the tasks ---
 
-    async def _serve_request(
-        self, event: Request, outcome: Awaitable[Result], scope: trio.CancelScope
-    ) -> None:
+    async def _serve_request(self, event: Request, scope: trio.CancelScope) -> None:
         try:
             line = None
             with scope:
-                line = reply(event.id, await outcome)
+                line = await answer(self._handlers, event)
             if line is None:  # withdrawn by $/cancel_request
                 line = self._rpc.error(event.id, REQUEST_CANCELLED, "Request cancelled")
             elif self._unwritten and self._unwritten + len(line) > self._max_unwritten:
                 line = self._not_reading(event, len(line))
             self._unwritten += len(line)
             try:
-                self._out_send.send_nowait(line)  # the usual case: no extra scheduler pass
-            except trio.WouldBlock:
-                await self._send_later(line)  # the agent is slow to read: wait here
+                try:
+                    self._out_send.send_nowait(line)  # the usual case: no extra scheduler pass
+                except trio.WouldBlock:
+                    await self._out_send.send(line)  # the agent is slow to read: wait here
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 self._log.info("agent.reply_not_sent", reason="stdin closed")
         finally:
             del self._in_flight[event.id]
-
-    async def _send_later(self, line: bytes) -> None:
-        try:
-            await self._out_send.send(line)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            self._log.info("agent.reply_not_sent", reason="stdin closed")
 
     async def _write(self) -> None:
         """The only writer of stdin: batches whatever is queued into one write."""
