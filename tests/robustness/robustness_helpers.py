@@ -92,3 +92,22 @@ def fault_spec(
     }
     base.update(kw)
     return AttemptSpec(**base)
+
+
+def rss_mb() -> float:
+    """This process's resident set size now, in MB (VmRSS)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmRSS in /proc/self/status")
+
+
+async def sample_rss(
+    into: list[tuple[Any, float]], progress: Any = lambda: 0, interval: float = 0.02
+) -> None:
+    """Append ``(progress(), rss_mb())`` every `interval` seconds until cancelled (start it
+    in the test's nursery, cancel it when the run is over)."""
+    while True:
+        into.append((progress(), rss_mb()))
+        await trio.sleep(interval)
