@@ -643,11 +643,16 @@ def _special(corpus: Corpus, which: str, new_id: Any, session: str, workspace: s
         corpus.many_options[rid] = f"yes{chosen}"
         flush(batch)
     else:  # two requests with one id, in one small write right after a probe was answered
+        # The first must still be in flight when the second is read: a permission
+        # the policy asks about waits for the (unattended) approver, which refuses.
         rid = new_id()
-        first = {"jsonrpc": "2.0", "id": rid, "method": "_fuzz/unknown", "params": {}}
+        params = copy.deepcopy(BASE["session/request_permission"])
+        params["toolCall"] = {"toolCallId": f"dup-{rid}", "title": "Do something", "kind": "other"}
+        params["sessionId"] = session
+        first = {"jsonrpc": "2.0", "id": rid, "method": "session/request_permission", "params": params}
         second = {"jsonrpc": "2.0", "id": rid, "method": "fs/read_text_file",
                   "params": {"sessionId": session, "path": f"{workspace}/{PROBE_FILE}"}}
-        add(json.dumps(first).encode(), ("error", METHOD_NOT_FOUND), rid, "duplicate id", batch)
+        add(json.dumps(first).encode(), ("outcome", "no"), rid, "duplicate id", batch)
         add(json.dumps(second).encode(), ("error", INVALID_REQUEST), rid, "duplicate id", batch)
         flush(batch, wait=False)
 
