@@ -23,6 +23,18 @@ promises and not from its code:
 
 Every request id is unique in a corpus, so an answer to an id that expected
 none is caught, and id-null errors are checked by count.
+
+Besides the drawn kinds, a corpus holds a few special lines: one line of 100
+MiB (over the 32 MiB limit, its id sniffed: ``-32600`` to that id), permission
+requests offering 20,000 options (the one ``allow_once`` among them is
+chosen), and pairs of requests sharing an id, written together right after a
+probe was answered so that both are read at once (the second: ``-32600``).
+
+Lines go out in batches of 100, each ended by a probe read of a known file
+that the agent waits for. Besides proving the governor still serves, this
+keeps the id-null errors of one batch within the governor's reply queue (256
+lines): the reader never waits to write, so a burst of more unanswerable lines
+than that, sent without reading, would see some answers dropped by design.
 """
 
 from __future__ import annotations
