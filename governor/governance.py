@@ -15,6 +15,7 @@ request is refused (fail closed) and the attempt ends ``failed``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 from collections.abc import Awaitable, Callable, Mapping
@@ -503,8 +504,22 @@ class Governor:
             )
         except ProfileError as e:
             raise RpcError(INVALID_PARAMS, f"Invalid params: {e}") from None
-        except BwrapUnavailable as e:
-            self.failure = f"the sandbox stopped working: {e}"
+        except (BwrapUnavailable, OSError) as e:
+            # The command could not start in its sandbox (bwrap gone, broken): it never
+            # runs bare. The log says so next to the allow, and the attempt fails closed.
+            why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+            self.failure = f"the sandbox stopped working: {why}"
+            with contextlib.suppress(AuditUnavailable):
+                self.audit.record(
+                    "terminal",
+                    session=self.session_id,
+                    request=request,
+                    subject=subject,
+                    verdict="deny",
+                    by="sandbox",
+                    rule="sandbox: unavailable",
+                    reason=f"not started: {self.failure}",
+                )
             raise RpcError(REFUSED, f"Refused by the governor: {self.failure}") from None
         self.governed_terminals.add(terminal_id)
         return schema.CreateTerminalResponse(terminal_id=terminal_id)
