@@ -16,7 +16,7 @@ from collections.abc import Callable
 from policies.actions import ReadFile, RunCommand, ToolPermission, WriteFile
 from policies.decide import decide
 from policies.policy import parse_policy
-from policies.shell import split
+from policies.shell import _split_cached
 
 WS = "/work/app"
 
@@ -102,7 +102,7 @@ def median_us(fn: Callable[[], object], rounds: int = 7, inner: int = 2000) -> f
 def per_item(actions: list, *, cold: bool) -> float:
     def one_pass() -> None:
         if cold:
-            split.cache_clear()
+            _split_cached.cache_clear()
         for a in actions:
             decide(a, POLICY)
 
