@@ -94,6 +94,8 @@ class Agent:
                 raise SystemExit(0)
             if message.get("id") == rid and "method" not in message:
                 return message
+            if message.get("method") == "session/cancel":
+                self.note({"kind": "session/cancel"})
 
     def update(self, body: dict[str, Any]) -> None:
         self.send(
