@@ -115,8 +115,8 @@ def main() -> int:
     for kind, count in corpus.kinds.most_common():
         print(f"  {count:>9,}  {kind}")
     print(f"wrong answers: {len(verdict.wrong)}")
-    for line in verdict.wrong[:20]:
-        print(f"  {line}")
+    for wrong in verdict.wrong[:20]:
+        print(f"  {wrong}")
     ok = (
         not verdict.wrong
         and outcome.status == "completed"

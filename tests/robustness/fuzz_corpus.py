@@ -705,7 +705,7 @@ def check(corpus: Corpus, received: list[dict[str, Any]]) -> Verdict:
         rid = message.get("id")
         if rid is None:
             code = (message.get("error") or {}).get("code")
-            verdict.nulls[code] += 1
+            verdict.nulls[code if isinstance(code, int) else 0] += 1
             continue
         answers[json.dumps(rid)].append(message)
     for code in set(corpus.nulls) | set(verdict.nulls):

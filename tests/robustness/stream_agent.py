@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from typing import Any
 
 SESSION = "stream-session"
@@ -41,8 +42,8 @@ def lines(n: int) -> list[bytes]:
             "content": {"type": "text", "text": f"part {i} of the answer, "},
         }
 
-    kinds = [
-        lambda i: chunk(i),
+    kinds: list[Callable[[int], dict[str, Any]]] = [
+        chunk,
         lambda i: {
             "sessionUpdate": "agent_thought_chunk",
             "content": {"type": "text", "text": f"thinking about step {i}"},
