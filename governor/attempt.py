@@ -311,12 +311,20 @@ class _Turn:
 
     message: list[str] = field(default_factory=list)
     message_id: str | None = None
-    plan: list[dict[str, Any]] = field(default_factory=list)
+    plan_update: Any = None
+    """The last ``plan`` update (a full snapshot), kept as its model."""
     usage: dict[str, Any] | None = None
     mode_id: str | None = None
     notices: list[str] = field(default_factory=list)
     unknown_updates: int = 0
     bad_updates: int = 0
+
+    @property
+    def plan(self) -> list[dict[str, Any]]:
+        """The agent's last plan, as JSON values."""
+        if self.plan_update is None:
+            return []
+        return [e.model_dump(by_alias=True, exclude_none=True) for e in self.plan_update.entries]
 
 
 async def run_attempt(spec: AttemptSpec, *, stop: trio.Event | None = None) -> Outcome:
@@ -708,25 +716,37 @@ class _Attempt:
             )
 
     def _on_notification(self, method: str, params: Any) -> None:
+        """Fold one ``session/update`` into the turn.
+
+        The hot path of a chatty agent: the session id and the ``sessionUpdate``
+        kind are read first, kinds the attempt does not fold (thoughts, command
+        lists, titles...) are dropped unvalidated, and only the update itself is
+        validated, with its own schema model (`_UPDATE_MODELS`), not the whole
+        notification union."""
         if method != "session/update":
             return
-        gov = self.governor
-        try:
-            note = schema.SessionNotification.model_validate(params)
-        except ValidationError:
-            update = params.get("update") if isinstance(params, dict) else None
-            kind = update.get("sessionUpdate") if isinstance(update, dict) else None
-            if isinstance(kind, str) and kind not in _KNOWN_UPDATES:
+        update = params.get("update") if isinstance(params, dict) else None
+        kind = update.get("sessionUpdate") if isinstance(update, dict) else None
+        model = _UPDATE_MODELS.get(kind) if isinstance(kind, str) else None
+        if model is None:
+            if isinstance(kind, str) and kind in _KNOWN_UPDATES:
+                return  # a known kind the attempt does not fold
+            if isinstance(kind, str):
                 self.turn.unknown_updates += 1
             else:
                 self.turn.bad_updates += 1
                 log.warning("agent.bad_update", kind=str(kind)[:40])
             return
-        if self.session_id is not None and note.session_id != self.session_id:
+        if self.session_id is not None and params.get("sessionId") != self.session_id:
             log.warning("agent.update_for_unknown_session")
             return
-        update = note.update
-        kind = update.session_update
+        try:
+            update = model.model_validate(update)
+        except ValidationError:
+            self.turn.bad_updates += 1
+            log.warning("agent.bad_update", kind=str(kind)[:40])
+            return
+        gov = self.governor
         if kind == "agent_message_chunk":
             mid = getattr(update, "message_id", None)
             if mid is not None and mid != self.turn.message_id:
@@ -745,10 +765,9 @@ class _Attempt:
                 {"id": state.id, "title": state.title, "kind": state.kind, "status": state.status},
             )
         elif kind == "plan":
-            self.turn.plan = [
-                e.model_dump(by_alias=True, exclude_none=True) for e in update.entries
-            ]
-            self.emit("plan", {"entries": self.turn.plan})
+            self.turn.plan_update = update  # dumped once, for the outcome
+            if self.p.spec.on_event is not None:
+                self.emit("plan", {"entries": self.turn.plan})
         elif kind == "usage_update":
             self.turn.usage = {
                 **(self.turn.usage or {}),
@@ -935,6 +954,16 @@ _KNOWN_UPDATES: Final = frozenset(
         "usage_update",
     }
 )
+
+_UPDATE_MODELS: Final[Mapping[str, Any]] = {
+    "agent_message_chunk": schema.AgentMessageChunk,
+    "tool_call": schema.ToolCallStart,
+    "tool_call_update": schema.ToolCallProgress,
+    "plan": schema.AgentPlanUpdate,
+    "usage_update": schema.UsageUpdate,
+    "current_mode_update": schema.CurrentModeUpdate,
+}
+"""The updates the attempt folds, each validated with its own schema model."""
 
 _ASKS: Final = re.compile(
     r"(?i)^(default|ask|read-only|readonly|manual|normal)$|requires? approval|ask(s)? (before|first|for)"

