@@ -17,7 +17,8 @@ Modes:
   ends mid-turn it does not exit, it waits to be killed;
 - ``exit-mid-request``: starts a long command in a terminal, asks to wait for
   it and to read a file, and exits without reading any answer;
-- ``no-read``: sends 300 reads of ``big.txt`` and never reads stdin again;
+- ``no-read [N]``: sends N reads (default 300) of ``big.txt`` and never reads
+  stdin again;
 - ``flood``: writes ``session/update`` notifications (and stderr lines) forever;
 - ``close-stdout``: closes its stdout and goes on running;
 - ``ignore-term``: ignores SIGTERM and, after its turn, the end of its stdin;
@@ -192,9 +193,10 @@ class Agent:
         os._exit(3)
 
     def turn_no_read(self) -> str:
-        for _ in range(300):
+        count = int(self.arg or 300)
+        for _ in range(count):
             self.ask("fs/read_text_file", {"path": os.path.join(self.cwd, "big.txt")}, wait=False)
-        self.note({"kind": "sent", "requests": 300})
+        self.note({"kind": "sent", "requests": count})
         while True:
             time.sleep(60)
 
