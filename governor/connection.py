@@ -65,9 +65,10 @@ from typing import Any, Final, TypeAlias, cast
 
 import structlog
 import trio
+from jsonrpcserver.result import Result
 from pydantic import BaseModel
 
-from governor.dispatch import HandlerTable, answer
+from governor.dispatch import HandlerTable, begin, reply
 from governor.jsonrpc import (
     DEFAULT_MAX_LINE_BYTES,
     INTERNAL_ERROR,
@@ -190,6 +191,7 @@ class Connection:
         self._refusing: tuple[int, str] | None = None
         self._max_unwritten = max_unwritten_bytes
         self._unwritten = 0  # bytes queued for stdin (or waiting to be), not yet written
+        self._sends_waiting = 0  # immediate answers waiting for room in the write queue
         self._nursery: trio.Nursery | None = None
         self._handlers: HandlerTable = {}
 
@@ -465,10 +467,28 @@ class Connection:
                 "agent.too_many_requests", limit=self._max_in_flight, method=_short(event.method)
             )
             return
+        outcome = begin(self._handlers, event.method, event.params)
+        if not inspect.isawaitable(outcome):
+            # Answered at once, here in the reader: no task, no scope, no pass.
+            line = reply(event.id, outcome)
+            if self._unwritten and self._unwritten + len(line) > self._max_unwritten:
+                line = self._not_reading(event, len(line))
+            self._unwritten += len(line)
+            try:
+                self._out_send.send_nowait(line)
+            except trio.WouldBlock:  # the agent is slow to read: a task waits to send
+                if self._sends_waiting >= self._max_in_flight:  # as many as requests in flight
+                    self._send_nowait(line)  # counted and dropped: the agent reads nothing
+                    return
+                assert self._nursery is not None
+                self._nursery.start_soon(self._send_later, line)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                self._log.info("agent.reply_not_sent", reason="stdin closed")
+            return
         scope = trio.CancelScope()
         self._in_flight[event.id] = scope
         assert self._nursery is not None
-        self._nursery.start_soon(self._serve_request, event, scope)
+        self._nursery.start_soon(self._serve_request, event, outcome, scope)
 
     def _on_response(self, event: Response | ErrorResponse) -> None:
         waiter = self._waiters.get(event.id)
@@ -525,25 +545,35 @@ class Connection:
 
     # --- the tasks ---
 
-    async def _serve_request(self, event: Request, scope: trio.CancelScope) -> None:
+    async def _serve_request(
+        self, event: Request, outcome: Awaitable[Result], scope: trio.CancelScope
+    ) -> None:
         try:
             line = None
             with scope:
-                line = await answer(self._handlers, event)
+                line = reply(event.id, await outcome)
             if line is None:  # withdrawn by $/cancel_request
                 line = self._rpc.error(event.id, REQUEST_CANCELLED, "Request cancelled")
             elif self._unwritten and self._unwritten + len(line) > self._max_unwritten:
                 line = self._not_reading(event, len(line))
             self._unwritten += len(line)
             try:
-                try:
-                    self._out_send.send_nowait(line)  # the usual case: no extra scheduler pass
-                except trio.WouldBlock:
-                    await self._out_send.send(line)  # the agent is slow to read: wait here
+                self._out_send.send_nowait(line)  # the usual case: no extra scheduler pass
+            except trio.WouldBlock:
+                await self._send_later(line)  # the agent is slow to read: wait here
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 self._log.info("agent.reply_not_sent", reason="stdin closed")
         finally:
             del self._in_flight[event.id]
+
+    async def _send_later(self, line: bytes) -> None:
+        self._sends_waiting += 1
+        try:
+            await self._out_send.send(line)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            self._log.info("agent.reply_not_sent", reason="stdin closed")
+        finally:
+            self._sends_waiting -= 1
 
     async def _write(self) -> None:
         """The only writer of stdin: batches whatever is queued into one write."""
