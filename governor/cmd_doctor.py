@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import tempfile
 from dataclasses import fields
 from pathlib import Path
@@ -12,6 +11,7 @@ import trio
 
 from governor.attempt import default_log_dir
 from governor.presets import NotInstalled, presets, resolve
+from governor.sandboxing import configured_bwrap
 from sandbox import BwrapUnavailable, preflight
 
 
@@ -42,7 +42,7 @@ def main(args: argparse.Namespace) -> int:
     """Print one line per check; exit 1 when the default run cannot work."""
     broken = False
     try:
-        bwrap = trio.run(preflight, os.environ.get("ACP_GOVERNOR_BWRAP") or None)
+        bwrap = trio.run(preflight, configured_bwrap())
     except BwrapUnavailable as e:
         print(f"FAIL  sandbox: {e}")
         broken = True

@@ -36,6 +36,12 @@ class SandboxUnavailable(Exception):
     """bwrap cannot work here; the message says what to install or enable."""
 
 
+def configured_bwrap() -> str | None:
+    """The bwrap an operator configured (``$ACP_GOVERNOR_BWRAP``), for the agent and
+    every command alike; None lets `sandbox` find one."""
+    return os.environ.get("ACP_GOVERNOR_BWRAP") or None
+
+
 def needs_bwrap(policy: Policy, *, sandbox_agent: bool) -> bool:
     """Whether this attempt runs anything under bwrap (everything below full-access)."""
     return policy.capability < Capability.FULL_ACCESS
@@ -46,7 +52,7 @@ async def check(policy: Policy, *, sandbox_agent: bool) -> None:
     if not needs_bwrap(policy, sandbox_agent=sandbox_agent):
         return
     try:
-        await preflight(os.environ.get("ACP_GOVERNOR_BWRAP") or None)
+        await preflight(configured_bwrap())
     except BwrapUnavailable as e:
         raise SandboxUnavailable(f"the sandbox cannot work here: {e}") from None
 
@@ -116,7 +122,7 @@ async def spawn_agent(profile: Profile, argv: Sequence[str]) -> AsyncIterator[Ch
     """Start the agent under its profile with piped stdio; the block owns it and
     kills it (its whole tree) when left."""
     try:
-        async with agent_process(profile, argv) as child:
+        async with agent_process(profile, argv, bwrap=configured_bwrap()) as child:
             yield child
     except BwrapUnavailable as e:
         raise SandboxUnavailable(f"the sandbox cannot work here: {e}") from None
@@ -128,7 +134,7 @@ class GovernedTerminals:
 
     def __init__(self, nursery: trio.Nursery, policy: Policy) -> None:
         self.inner = Terminals(
-            nursery, command_profile(policy), bwrap=os.environ.get("ACP_GOVERNOR_BWRAP") or None
+            nursery, command_profile(policy), bwrap=configured_bwrap()
         )
         self.windows: dict[str, list[int | None]] = {}
 
