@@ -405,7 +405,6 @@ class _Attempt:
             self.audit.close()
             raise RefusedBeforeStart([f"{e}; nothing was started"]) from None
         before = await trio.to_thread.run_sync(snapshot, policy.roots)
-        command_start = time.time_ns()
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self.audit.run_batch_sync)
@@ -426,7 +425,7 @@ class _Attempt:
         except AuditUnavailable as e:
             self.error = str(e)
         after = await trio.to_thread.run_sync(snapshot, policy.roots)
-        self._unasked_changes(before, after, command_start)
+        self._unasked_changes(before, after)
         outcome = self._outcome()
         with contextlib.suppress(AuditUnavailable):
             self.audit.record(
@@ -798,7 +797,7 @@ class _Attempt:
                 return str(m.description)
         return "its own login"
 
-    def _unasked_changes(self, before: Any, after: Any, since: int) -> None:
+    def _unasked_changes(self, before: Any, after: Any) -> None:
         gov = self.governor
         if gov is None:
             return

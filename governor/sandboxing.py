@@ -42,15 +42,10 @@ def configured_bwrap() -> str | None:
     return os.environ.get("ACP_GOVERNOR_BWRAP") or None
 
 
-def needs_bwrap(policy: Policy, *, sandbox_agent: bool) -> bool:
-    """Whether this attempt runs anything under bwrap (everything below full-access)."""
-    return policy.capability < Capability.FULL_ACCESS
-
-
 async def check(policy: Policy, *, sandbox_agent: bool) -> None:
     """Preflight bwrap once per run when anything will be sandboxed; fail closed."""
-    if not needs_bwrap(policy, sandbox_agent=sandbox_agent):
-        return
+    if policy.capability >= Capability.FULL_ACCESS:
+        return  # full-access runs nothing under bwrap
     try:
         await preflight(configured_bwrap())
     except BwrapUnavailable as e:
