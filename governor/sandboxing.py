@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import time
+import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -23,6 +24,7 @@ from typing import Any
 
 import trio
 
+from governor import leftovers
 from governor.presets import NPM_HOME, Preset
 from policies.capability import Capability
 from policies.paths import is_literal
@@ -100,13 +102,16 @@ def agent_profile(
         )
     except ProfileError as e:
         raise SandboxUnavailable(str(e)) from None
+    env = dict(env)
+    if capability >= Capability.FULL_ACCESS:
+        env[leftovers.MARKER] = uuid.uuid4().hex  # to find its setsid daemons at the end
     return Profile.for_agent(
         capability,
         Path(policy.workspace),
         extra_roots=tuple(Path(r) for r in policy.roots[1:]),
         home_folders=tuple(dict.fromkeys(h for h in home_folders if h and h != ".")),
         install=install,
-        env=dict(env),
+        env=env,
         network=True,
         protected=_literal_paths(policy.protected_extra),
     )
@@ -116,11 +121,15 @@ def agent_profile(
 async def spawn_agent(profile: Profile, argv: Sequence[str]) -> AsyncIterator[Child]:
     """Start the agent under its profile with piped stdio; the block owns it and
     kills it (its whole tree) when left."""
+    marker = profile.env.get(leftovers.MARKER)
     try:
         async with agent_process(profile, argv, bwrap=configured_bwrap()) as child:
             yield child
     except BwrapUnavailable as e:
         raise SandboxUnavailable(f"the sandbox cannot work here: {e}") from None
+    finally:
+        if marker is not None:  # unsandboxed: what left its process group dies too
+            leftovers.kill_marked(marker)
 
 
 class GovernedTerminals:

@@ -204,11 +204,6 @@ async def test_a_daemon_forked_by_a_sandboxed_agent_dies_with_the_attempt(
     assert await none_left(marker) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="without the agent sandbox a daemon that calls setsid() leaves the agent's "
-    "process group, and the governor only kills that group: it survives the attempt",
-)
 async def test_a_daemon_forked_by_an_unsandboxed_agent_dies_with_the_attempt(
     tmp_path: Path, marker: str
 ) -> None:
