@@ -166,7 +166,11 @@ class AuditLog:
             if type(self.masker) is Masker
             else _EVERYTHING
         )
-        self.records: list[dict[str, Any]] = []
+        # The records are kept as the lines written, not as dicts: tens of thousands
+        # of nested dicts made every full garbage collection walk them, a cost per
+        # decision that grew with the attempt. `records` parses them when asked.
+        self._lines: list[bytes] = []
+        self._parsed: list[dict[str, Any]] = []
         self._prev: str | None = None
         self._seq = 0
         self._fd: int | None = None
@@ -215,8 +219,15 @@ class AuditLog:
             self._dirty = True
         self._seq = seq
         self._prev = digest
-        self.records.append(body)
+        self._lines.append(line)
         return body
+
+    @property
+    def records(self) -> list[dict[str, Any]]:
+        """Every record of this log so far, in order (parsed on demand, then cached)."""
+        if len(self._parsed) < len(self._lines):
+            self._parsed.extend(json.loads(line) for line in self._lines[len(self._parsed) :])
+        return self._parsed
 
     def _serialized(self, body: dict[str, Any]) -> tuple[bytes, str]:
         """The masked body's line (``hash`` appended last) and its hash; masks in place."""
