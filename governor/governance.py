@@ -255,19 +255,9 @@ class Governor:
         )
         return record
 
-    async def _record(
-        self,
-        kind: str,
-        request: int,
-        subject: dict[str, Any],
-        decision: Decision,
-        verdict: Verdict,
-        by: str,
-        reason: str,
-        option: str | None = None,
-    ) -> dict[str, Any]:
+    async def _record(self, *args: Any) -> dict[str, Any]:
         """`_write_record`, then wait for the disk when durability says so."""
-        record = self._write_record(kind, request, subject, decision, verdict, by, reason, option)
+        record = self._write_record(*args)
         await self.audit.durable(record)
         return record
 

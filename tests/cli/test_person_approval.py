@@ -46,37 +46,30 @@ def drive(argv: list[str], answers: list[str], timeout: float = 60) -> tuple[int
     return os.waitstatus_to_exitcode(status), screen.decode(errors="replace")
 
 
+def run_demo_as_a_person(tmp_path: Path, policy: str, answers: list[str]) -> tuple[int, str, dict]:
+    """`governor run --approvals person` on the demo agent in a pty, answering in turn;
+    returns the exit code, the screen and the outcome JSON."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    policy_file = tmp_path / "p.toml"
+    policy_file.write_text(policy)
+    argv = [str(GOVERNOR), "run", "--agent", "demo", "--policy", str(policy_file)]
+    argv += ["--workspace", str(ws), "--approvals", "person"]
+    argv += ["--log", str(tmp_path / "audit.jsonl"), "--json", "do it"]
+    code, screen = drive(argv, answers=answers)
+    assert code == 0, screen
+    outcome = json.loads(screen[screen.index('{\r\n  "status"') :].replace("\r\n", "\n"))
+    return code, screen, outcome
+
+
 def test_a_person_allows_once_then_refuses_and_both_are_recorded_as_a_persons(
     tmp_path: Path,
 ) -> None:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    policy = tmp_path / "p.toml"
-    policy.write_text('capability = "edit-workspace"\n[ask]\ntools = ["edit", "execute"]\n')
-    log = tmp_path / "audit.jsonl"
-    code, screen = drive(
-        [
-            str(GOVERNOR),
-            "run",
-            "--agent",
-            "demo",
-            "--policy",
-            str(policy),
-            "--workspace",
-            str(ws),
-            "--approvals",
-            "person",
-            "--log",
-            str(log),
-            "--json",
-            "do it",
-        ],
-        answers=["o", "r"],
+    _, screen, outcome = run_demo_as_a_person(
+        tmp_path, 'capability = "edit-workspace"\n[ask]\ntools = ["edit", "execute"]\n', ["o", "r"]
     )
     assert "the agent asks: permission: Write hello.py" in screen
     assert "content to write" not in screen or "hello" in screen
-    assert code == 0, screen
-    outcome = json.loads(screen[screen.index('{\r\n  "status"') :].replace("\r\n", "\n"))
     by = [
         (r["subject"].get("title"), r["verdict"], r["by"])
         for r in outcome["tool_calls"]
@@ -85,36 +78,13 @@ def test_a_person_allows_once_then_refuses_and_both_are_recorded_as_a_persons(
     assert ("Write hello.py", "allow", "person") in by
     assert ("Run `python3 hello.py`", "deny", "person") in by
     assert outcome["acp"]["tally"]["waited"] == 2
-    assert (ws / "hello.py").exists()
+    assert (tmp_path / "ws" / "hello.py").exists()
 
 
 def test_allow_for_the_rest_of_the_attempt_becomes_a_grant(tmp_path: Path) -> None:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    policy = tmp_path / "p.toml"
-    policy.write_text('capability = "edit-workspace"\n[ask]\ncommands = ["python3 *"]\n')
-    log = tmp_path / "audit.jsonl"
-    code, screen = drive(
-        [
-            str(GOVERNOR),
-            "run",
-            "--agent",
-            "demo",
-            "--policy",
-            str(policy),
-            "--workspace",
-            str(ws),
-            "--approvals",
-            "person",
-            "--log",
-            str(log),
-            "--json",
-            "do it",
-        ],
-        answers=["a"],
+    _, screen, outcome = run_demo_as_a_person(
+        tmp_path, 'capability = "edit-workspace"\n[ask]\ncommands = ["python3 *"]\n', ["a"]
     )
-    assert code == 0, screen
     assert screen.count("or [r]efuse?") == 1  # the terminal/create of the same command was granted
-    outcome = json.loads(screen[screen.index('{\r\n  "status"') :].replace("\r\n", "\n"))
     bys = [r["by"] for r in outcome["tool_calls"] if r["kind"] in ("permission", "terminal")]
-    assert "person" in bys
+    assert "person" in bys and "grant" in bys  # asked once, then covered by the grant
