@@ -241,14 +241,17 @@ def _basename(word: str) -> str:
 # ---------------------------------------------------------------- quote removal
 
 
-def _unescape_unquoted(text: str) -> str:
+def _unescape(text: str, escapable: str | None) -> str:
+    """Backslash removal: any character after a backslash (unquoted, ``escapable``
+    None) or only those in ``escapable`` (inside double quotes); an escaped newline
+    is a line continuation and vanishes."""
     if "\\" not in text:
         return text
     out: list[str] = []
     i, n = 0, len(text)
     while i < n:
         ch = text[i]
-        if ch == "\\" and i + 1 < n:
+        if ch == "\\" and i + 1 < n and (escapable is None or text[i + 1] in escapable):
             if text[i + 1] != "\n":
                 out.append(text[i + 1])
             i += 2
@@ -256,6 +259,10 @@ def _unescape_unquoted(text: str) -> str:
         out.append(ch)
         i += 1
     return "".join(out)
+
+
+def _unescape_unquoted(text: str) -> str:
+    return _unescape(text, None)
 
 
 def _bare_blank(text: str) -> bool:
@@ -275,20 +282,7 @@ def _bare_blank(text: str) -> bool:
 
 
 def _unescape_double(text: str) -> str:
-    if "\\" not in text:
-        return text
-    out: list[str] = []
-    i, n = 0, len(text)
-    while i < n:
-        ch = text[i]
-        if ch == "\\" and i + 1 < n and text[i + 1] in '$`"\\\n':
-            if text[i + 1] != "\n":
-                out.append(text[i + 1])
-            i += 2
-            continue
-        out.append(ch)
-        i += 1
-    return "".join(out)
+    return _unescape(text, '$`"\\\n')
 
 
 def _ansi_c(body: str) -> str | None:

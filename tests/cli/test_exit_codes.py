@@ -41,8 +41,14 @@ def ws(tmp_path: Path) -> Path:
 
 
 def run_demo(
-    ws: Path, *extra: str, agent_args: tuple[str, ...] = ()
+    ws: Path,
+    *extra: str,
+    agent_args: tuple[str, ...] = (),
+    prompt: tuple[str, ...] = ("the task",),
+    json_output: bool = True,
+    stdin: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
+    """`governor run` on the demo agent (as an argv after --) at edit-workspace."""
     log = str(ws.parent / "audit.jsonl")
     return governor(
         "run",
@@ -52,13 +58,14 @@ def run_demo(
         str(ws),
         "--log",
         log,
-        "--json",
+        *(("--json",) if json_output else ()),
         *extra,
-        "the task",
+        *prompt,
         "--",
         sys.executable,
         DEMO,
         *agent_args,
+        stdin=stdin,
     )
 
 
@@ -224,40 +231,11 @@ def test_no_agent_or_both_agents_is_a_usage_error(ws: Path) -> None:
 
 
 def test_the_prompt_may_come_from_stdin_or_a_file(ws: Path) -> None:
-    log = str(ws.parent / "e.jsonl")
-    done = governor(
-        "run",
-        "--policy",
-        EDIT,
-        "--workspace",
-        str(ws),
-        "--log",
-        log,
-        "--json",
-        "-",
-        "--",
-        sys.executable,
-        DEMO,
-        stdin="from stdin",
-    )
+    done = run_demo(ws, prompt=("-",), stdin="from stdin")
     assert done.returncode == 0, done.stderr
     prompt = ws.parent / "prompt.md"
     prompt.write_text("from a file")
-    done = governor(
-        "run",
-        "--policy",
-        EDIT,
-        "--workspace",
-        str(ws),
-        "--log",
-        log,
-        "--json",
-        "--prompt-file",
-        str(prompt),
-        "--",
-        sys.executable,
-        DEMO,
-    )
+    done = run_demo(ws, prompt=("--prompt-file", str(prompt)))
     assert done.returncode == 0, done.stderr
     refused(
         governor(
@@ -268,19 +246,7 @@ def test_the_prompt_may_come_from_stdin_or_a_file(ws: Path) -> None:
 
 
 def test_without_a_terminal_there_is_no_animation_and_logs_are_json_lines(ws: Path) -> None:
-    done = governor(
-        "run",
-        "--policy",
-        EDIT,
-        "--workspace",
-        str(ws),
-        "--log",
-        str(ws.parent / "f.jsonl"),
-        "t",
-        "--",
-        sys.executable,
-        DEMO,
-    )
+    done = run_demo(ws, json_output=False)
     assert done.returncode == 0
     assert "\r" not in done.stdout + done.stderr and "\x1b[" not in done.stdout + done.stderr
     assert "status  completed" in done.stdout
