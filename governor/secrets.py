@@ -46,6 +46,7 @@ class Masker:
 
     def __init__(self, values: Iterable[str] = ()) -> None:
         known = sorted({v for v in values if len(v) >= 6}, key=len, reverse=True)
+        self._values = tuple(known)
         self._known = re.compile("|".join(re.escape(v) for v in known)) if known else None
 
     @classmethod
@@ -57,6 +58,11 @@ class Masker:
     def known(self) -> re.Pattern[str] | None:
         """The known secret values as one pattern (None when there are none)."""
         return self._known
+
+    @property
+    def values(self) -> tuple[str, ...]:
+        """The known secret values, longest first."""
+        return self._values
 
     def text(self, value: str) -> str:
         """The string with every known secret and token shape replaced by `MASK`."""

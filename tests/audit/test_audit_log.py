@@ -8,13 +8,14 @@ import re
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 import trio
 import trio.testing
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from governor.audit import AuditLog, AuditUnavailable, chain_hash, read_lines, verify
+from governor.audit import _SCREEN, AuditLog, AuditUnavailable, chain_hash, read_lines, verify
 from governor.secrets import _SHAPES, Masker
 
 KNOWN = ['hunter2-"quoted"-\\back', "plain-known-value-123", "line\nbreak-secret"]
@@ -74,6 +75,19 @@ def shape_samples() -> st.SearchStrategy[str]:
         pattern = branch.replace("(?<=[?&])", "[?&]")
         strategies.append(st.from_regex(pattern, fullmatch=True))
     return st.one_of(strategies)
+
+
+@pytest.mark.parametrize("branch", SHAPE_BRANCHES)
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_the_screen_flags_every_sample_of_every_shape(branch: str, data: st.DataObject) -> None:
+    """Branch by branch (so that every letter of a class like ``xox[abposr]`` gets
+    its samples): a record holding the shape is flagged by the screen, or carries a
+    backslash, which sends it to the masker whole."""
+    pattern = branch.replace("(?<=[?&])", "[?&]")
+    sample = data.draw(st.from_regex(pattern, fullmatch=True))
+    line = orjson.dumps({"kind": "permission", "subject": {"title": f"run {sample} now"}})
+    assert b"\\" in line or _SCREEN.search(line) is not None, (sample, line)
 
 
 def test_every_top_level_shape_branch_is_covered_by_the_samples() -> None:

@@ -14,22 +14,28 @@ import trio
 from audit_helpers import demo_attempts, log_lines
 
 from governor import cli
-from governor.audit import INCOMPLETE, UNFINISHED, chain_hash, read_lines, verify
+from governor.audit import INCOMPLETE, UNFINISHED, chain_hash, read_lines, sealed, verify
 
 Lines = list[str]
 
 
 def rewrite(line: str, **changes: object) -> str:
+    """The line with fields changed, written as the governor writes it, its hash kept."""
     record = json.loads(line)
     record.update(changes)
-    return json.dumps(record)
+    return sealed(record).decode().rstrip("\n")
+
+
+def reformatted(line: str) -> str:
+    """The same record, every value unchanged, in another JSON formatting."""
+    return json.dumps(json.loads(line), indent=None, separators=(", ", ": "))
 
 
 def rehashed(line: str, **changes: object) -> str:
     record = json.loads(line)
     record.update(changes)
     record["hash"] = chain_hash(record)
-    return json.dumps(record)
+    return sealed(record).decode().rstrip("\n")
 
 
 def forged_after(lines: Lines, index: int) -> str:
@@ -46,7 +52,7 @@ def forged_after(lines: Lines, index: int) -> str:
         "prev": before["hash"],
     }
     record["hash"] = chain_hash(record)
-    return json.dumps(record)
+    return sealed(record).decode().rstrip("\n")
 
 
 # The log: two demo attempts of the same records each (start, permission, write,
@@ -55,6 +61,12 @@ CASES: list[tuple[str, Callable[[Lines], Lines], int, str]] = [
     (
         "a refusal edited to look allowed",
         lambda ls: [*ls[:6], rewrite(ls[6], verdict="allow"), *ls[7:]],
+        7,
+        "line 7 was edited",
+    ),
+    (
+        "a line re-formatted, no value changed",
+        lambda ls: [*ls[:6], reformatted(ls[6]), *ls[7:]],
         7,
         "line 7 was edited",
     ),
