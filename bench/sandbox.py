@@ -58,8 +58,18 @@ COMMANDS: dict[str, list[str]] = {
     "echo hi": ["sh", "-c", "echo hi"],
     "10 MB out": ["sh", "-c", "head -c 10000000 /dev/zero"],
 }
-MINIMAL = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all",
-           "--die-with-parent", "--new-session"]
+MINIMAL = [
+    "--ro-bind",
+    "/",
+    "/",
+    "--dev",
+    "/dev",
+    "--proc",
+    "/proc",
+    "--unshare-all",
+    "--die-with-parent",
+    "--new-session",
+]
 SRT_DEFAULT = "/tmp/srt/node_modules/.bin/srt"
 
 
@@ -98,7 +108,9 @@ async def main(rounds: int, srt_rounds: int) -> None:
 
     def our_argv(profile: Profile, argv: list[str]) -> None:
         with prepare(profile, argv, bwrap) as launch:
-            subprocess.run(launch.argv, pass_fds=launch.pass_fds, env={}, stdout=subprocess.PIPE, check=True)
+            subprocess.run(
+                launch.argv, pass_fds=launch.pass_fds, env={}, stdout=subprocess.PIPE, check=True
+            )
 
     one_shot = StubLedger()  # never held: stubs made and removed around every run
 
@@ -116,7 +128,9 @@ async def main(rounds: int, srt_rounds: int) -> None:
     }
     if srt is not None:
         srt_argv, srt_env = srt
-        variants["d srt -c"] = lambda argv: bare_env([*srt_argv, subprocess.list2cmdline(argv)], srt_env, workspace)
+        variants["d srt -c"] = lambda argv: bare_env(
+            [*srt_argv, subprocess.list2cmdline(argv)], srt_env, workspace
+        )
 
     times: dict[tuple[str, str], list[float]] = {}
     try:
@@ -135,8 +149,10 @@ async def main(rounds: int, srt_rounds: int) -> None:
         shutil.rmtree(scratch, ignore_errors=True)
 
     names = list(variants)
-    print(f"\nmedian wall time in ms ({rounds} rounds, srt {srt_rounds}; bwrap {bwrap.version}, "
-          f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f})")
+    print(
+        f"\nmedian wall time in ms ({rounds} rounds, srt {srt_rounds}; bwrap {bwrap.version}, "
+        f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f})"
+    )
     print(f"{'command':<12}" + "".join(f"{n:>24}" for n in names))
     medians: dict[tuple[str, str], float] = {}
     for label in COMMANDS:
@@ -151,14 +167,18 @@ async def main(rounds: int, srt_rounds: int) -> None:
     for label in COMMANDS:
         a, b = medians[(label, "a bare")], medians[(label, "b bwrap minimal")]
         c1, c2 = medians[(label, "c1 runner, session")], medians[(label, "c2 runner, one-shot")]
-        print(f"  {label:<12} c1/a {c1 / a:5.2f}  c1/b {c1 / b:5.2f}  c1-a {c1 - a:6.2f} ms"
-              f"   c2/b {c2 / b:5.2f}  c2-a {c2 - a:6.2f} ms")
+        print(
+            f"  {label:<12} c1/a {c1 / a:5.2f}  c1/b {c1 / b:5.2f}  c1-a {c1 - a:6.2f} ms"
+            f"   c2/b {c2 / b:5.2f}  c2-a {c2 - a:6.2f} ms"
+        )
     print("\nthe same from the fastest run of each (less sensitive to other load on the machine):")
     for label in COMMANDS:
         best = {name: min(times[(label, name)]) * 1000 for name in names if (label, name) in times}
         a, b, c1 = best["a bare"], best["b bwrap minimal"], best["c1 runner, session"]
-        print(f"  {label:<12} a {a:6.2f}  b {b:6.2f}  b2 {best['b2 our argv, no runner']:6.2f}"
-              f"  c1 {c1:6.2f} ms   c1/b {c1 / b:5.2f}  c1-a {c1 - a:6.2f} ms")
+        print(
+            f"  {label:<12} a {a:6.2f}  b {b:6.2f}  b2 {best['b2 our argv, no runner']:6.2f}"
+            f"  c1 {c1:6.2f} ms   c1/b {c1 / b:5.2f}  c1-a {c1 - a:6.2f} ms"
+        )
     if srt is not None:
         for label in COMMANDS:
             d = medians[(label, "d srt -c")]
@@ -166,7 +186,9 @@ async def main(rounds: int, srt_rounds: int) -> None:
 
 
 def bare_env(argv: Sequence[str], env: dict[str, str], cwd: Path) -> None:
-    subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=cwd, check=True)
+    subprocess.run(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=cwd, check=True
+    )
 
 
 if __name__ == "__main__":

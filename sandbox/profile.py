@@ -108,7 +108,9 @@ class Profile:
     def roots(self) -> tuple[Path, ...]:
         return (self.workspace, *self.extra_roots)
 
-    def with_command(self, *, cwd: Path | None = None, env: Mapping[str, str] | None = None) -> Profile:
+    def with_command(
+        self, *, cwd: Path | None = None, env: Mapping[str, str] | None = None
+    ) -> Profile:
         """The same profile for one command: its cwd and extra declared variables."""
         return replace(
             self,
@@ -221,7 +223,9 @@ def validate(profile: Profile, facts: HostFacts) -> None:
         if profile.writable:
             for system in SYSTEM_DIRS:
                 if is_within(root, system):
-                    raise ProfileError(f"writable root {root} lies in the system directory {system}")
+                    raise ProfileError(
+                        f"writable root {root} lies in the system directory {system}"
+                    )
     for path in facts.visible:
         if path == "/" or (facts.home is not None and is_within(facts.home, path)):
             raise ProfileError(
@@ -261,7 +265,9 @@ def render(
     """
     validate(profile, facts)
     if not features.seccomp:
-        raise ProfileError("this bwrap has no --seccomp; refusing to run without the syscall filter")
+        raise ProfileError(
+            "this bwrap has no --seccomp; refusing to run without the syscall filter"
+        )
     fds = pin_fds or {}
     argv: list[str] = ["--unshare-all", "--unshare-user"]
     if profile.network:

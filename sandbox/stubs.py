@@ -65,7 +65,9 @@ class StubLedger:
             self._held[path] = parked
             return True
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o444)
+            fd = os.open(
+                path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o444
+            )
         except FileExistsError:
             return False
         except OSError as exc:

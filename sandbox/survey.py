@@ -62,9 +62,7 @@ def survey(profile: Profile, *, uid: int | None = None) -> HostFacts:
     if not os.path.isdir(cwd):
         raise ProfileError(f"working directory {cwd} does not exist or is not a directory")
 
-    private_dirs = _dedupe(
-        os.path.realpath(d) for d in PRIVATE_DIRS if os.path.isdir(d)
-    )
+    private_dirs = _dedupe(os.path.realpath(d) for d in PRIVATE_DIRS if os.path.isdir(d))
     hidden_roots = (*private_dirs, *([home] if home else []))
 
     home_mounts: list[HomeMount] = []
@@ -72,9 +70,7 @@ def survey(profile: Profile, *, uid: int | None = None) -> HostFacts:
         for folder in profile.home_folders:
             source = os.path.join(home, folder.name)
             if os.path.exists(source):
-                home_mounts.append(
-                    HomeMount(os.path.realpath(source), source, folder.writable)
-                )
+                home_mounts.append(HomeMount(os.path.realpath(source), source, folder.writable))
 
     run_user = f"/run/user/{uid}"
     run_user_dir = run_user if os.path.isdir(run_user) else None
@@ -130,9 +126,7 @@ def survey(profile: Profile, *, uid: int | None = None) -> HostFacts:
 def _visible_inside(path: str, roots: tuple[str, ...], tmpfs_dirs: tuple[str, ...]) -> bool:
     """Whether ``path`` can be seen in the sandbox: inside a root (bound back on
     top of any tmpfs) or not under a tmpfs at all. Only visible files need a mask."""
-    return any(is_within(path, r) for r in roots) or not any(
-        is_within(path, d) for d in tmpfs_dirs
-    )
+    return any(is_within(path, r) for r in roots) or not any(is_within(path, d) for d in tmpfs_dirs)
 
 
 def _resolve_root(path: Path) -> str:
@@ -225,7 +219,9 @@ class _Plan:
         if common is not None:
             targets.append(os.path.realpath(os.path.join(gitdir, common)))
         for target in targets:
-            root = next((r for r in self.writable_roots if is_within(target, r) and target != r), None)
+            root = next(
+                (r for r in self.writable_roots if is_within(target, r) and target != r), None
+            )
             if root is not None:
                 self.pin(root, os.path.relpath(target, root))
             elif os.path.isdir(target):
