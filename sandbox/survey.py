@@ -104,6 +104,7 @@ def survey(profile: Profile, *, uid: int | None = None) -> HostFacts:
                 hidden.append(target)
 
     pins = plan.kept_pins()
+    pinned = set(pins)
     return HostFacts(
         home=home,
         home_env=home_env,
@@ -118,7 +119,7 @@ def survey(profile: Profile, *, uid: int | None = None) -> HostFacts:
         git_dirs=_dedupe(plan.git_dirs),
         ancestors=plan.ancestors_for(pins),
         pins=pins,
-        stubs=tuple(s for s in _dedupe(plan.stubs) if s in pins),
+        stubs=tuple(s for s in _dedupe(plan.stubs) if s in pinned),
         hidden=_dedupe(hidden),
     )
 
@@ -228,21 +229,45 @@ class _Plan:
                 self.git_dirs.append(target)
 
     def kept_pins(self) -> tuple[str, ...]:
-        """Pins, minus those already inside another pin (mounted read-only anyway)."""
+        """Pins, minus those already inside another pin (mounted read-only anyway).
+
+        A pin lies inside another one exactly when one of its parent
+        directories is a pin, so each pin looks up its own parents in a set
+        (linear in the pins, not quadratic: the survey runs before every command).
+        """
         ordered = sorted(self.pins_with_root, key=lambda p: (p.count("/"), p))
-        kept: list[str] = []
+        kept: set[str] = set()
+        out: list[str] = []
         for pin in ordered:
-            if not any(is_within(pin, other) for other in kept):
-                kept.append(pin)
-        return tuple(kept)
+            if not _within_any(pin, kept):
+                kept.add(pin)
+                out.append(pin)
+        return tuple(out)
 
     def ancestors_for(self, pins: tuple[str, ...]) -> tuple[str, ...]:
-        out: list[str] = []
+        pinned = set(pins)
+        out: set[str] = set()
         for pin in pins:
-            for ancestor in ancestors_between(self.pins_with_root[pin], pin):
-                if not any(is_within(ancestor, p) for p in pins):
-                    out.append(ancestor)
-        return _dedupe(sorted(set(out), key=lambda p: (p.count("/"), p)))
+            root = self.pins_with_root[pin]
+            if os.path.dirname(pin) == root:
+                continue  # the common case: a pin right at the top of its root
+            for ancestor in ancestors_between(root, pin):
+                if not _within_any(ancestor, pinned):
+                    out.add(ancestor)
+        return tuple(sorted(out, key=lambda p: (p.count("/"), p)))
+
+
+def _within_any(path: str, paths: set[str]) -> bool:
+    """Whether ``path`` equals or lies below one of ``paths`` (`is_within` against
+    each, but by looking up ``path``'s own parents: linear, not quadratic)."""
+    if path in paths or "/" in paths:
+        return True
+    end = path.rfind("/")
+    while end > 0:
+        if path[:end] in paths:
+            return True
+        end = path.rfind("/", 0, end)
+    return False
 
 
 def _read_pointer(path: str, prefix: str) -> str | None:

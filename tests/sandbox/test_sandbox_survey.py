@@ -72,6 +72,16 @@ def test_nested_repositories_are_pinned_with_their_ancestors(ws: Path) -> None:
     assert str(nested) in facts.ancestors
 
 
+def test_a_pin_inside_another_pin_is_left_out_and_so_are_ancestors_inside_a_pin(ws: Path) -> None:
+    inner = ws / "ci" / "deploy" / "sub"
+    inner.mkdir(parents=True)
+    git("init", "-q", cwd=inner)
+    facts = survey(edit(ws, protected=("ci/deploy",)))
+    assert str(ws / "ci" / "deploy") in facts.pins
+    assert not any(p.startswith(str(ws / "ci" / "deploy") + "/") for p in facts.pins)
+    assert facts.ancestors == (str(ws / "ci"),)  # not ci/deploy/sub: inside the pin
+
+
 def test_the_nested_scan_is_bounded_and_skips_node_modules(ws: Path) -> None:
     shallow = ws / "a" / "b" / "c"
     deep = ws / "a" / "b" / "c" / "d" / "e"
@@ -103,6 +113,7 @@ def test_a_worktree_pins_its_real_gitdir_and_commondir_inside_a_writable_root(tm
     facts = survey(profile)
     assert str(worktree / ".git") in facts.pins  # the pointer file itself
     assert str(main / ".git") in facts.pins  # commondir (contains worktrees/wt)
+    assert str(main / ".git" / "worktrees" / "wt") not in facts.pins  # inside the pin above
     alone = survey(
         Profile(capability=Capability.EDIT_WORKSPACE, workspace=worktree, home=tmp_path / "home")
     )
