@@ -11,26 +11,36 @@ An agent's install under ``/tmp`` (npx caches, CI scratch dirs) or ``$HOME``
 `resolve_install` returns the executable (through its symlinks), its package
 root (the directory holding the outermost ``node_modules``, or a ``pyvenv.cfg``
 venv) and the interpreter its shebang names; they are bound read-only.
+
+An unsandboxed agent (full-access) runs under a watchdog instead
+(`sandbox.watchdog`): no namespace, but the agent and everything it started
+die with the governor, SIGKILL included, and at the end of the block.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import socket
+import sys
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 
 import trio
 
-from sandbox.launch import open_launch, prepare
+from sandbox import watchdog
+from sandbox.launch import Launch, open_launch, prepare
 from sandbox.preflight import preflight
 from sandbox.profile import Profile, ProfileError, is_within
-from sandbox.spawn import PIPE, Child, Std
+from sandbox.spawn import PIPE, Child, Std, spawn
 from sandbox.stubs import LEDGER
 from sandbox.survey import caller_home
 
 SHEBANG_MAX_BYTES = 256
+WATCHDOG_GRACE = 2 * watchdog.SWEEP_LIMIT
+"""Seconds a watchdog gets, once told to kill, to sweep and exit before it is
+SIGKILLed itself (it normally takes milliseconds)."""
 
 
 def _package_root(path: str) -> str | None:
@@ -81,7 +91,10 @@ def resolve_install(argv: Sequence[str], *, search_path: str | None = None) -> t
     if exe is None or not os.path.exists(exe):
         raise ProfileError(f"agent program {program!r} not found")
     found: list[str] = []
-    homes = {os.path.realpath(caller_home(os.getuid())), os.path.realpath(os.environ.get("HOME", "/"))}
+    homes = {
+        os.path.realpath(caller_home(os.getuid())),
+        os.path.realpath(os.environ.get("HOME", "/")),
+    }
 
     def keep(directory: str) -> None:
         # A prefix that is "/", $HOME or an ancestor of it would re-expose the
@@ -131,6 +144,83 @@ def ensure_home_folders(profile: Profile) -> None:
             (home / folder.name).mkdir(mode=0o700, parents=True, exist_ok=True)
 
 
+def _memfd(name: str, data: bytes) -> int:
+    fd = os.memfd_create(name, os.MFD_CLOEXEC)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.lseek(fd, 0, os.SEEK_SET)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+async def _watched(launch: Launch, *, stdin: Std, stdout: Std, stderr: Std) -> Child:
+    """Start an unsandboxed ``launch`` under a watchdog and wait for its report:
+    the agent started (its pidfd is adopted) or why not (`OSError`, as a direct
+    spawn would have raised)."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    env_fd = -1
+    try:
+        env_fd = _memfd("governor-agent-env", watchdog.encode_environment(launch.env))
+        child = spawn(
+            watchdog.command(theirs.fileno(), env_fd, launch.argv),
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            pass_fds=(theirs.fileno(), env_fd),
+            env={},
+            cwd=launch.cwd,
+            start_new_session=True,
+        )
+    except BaseException:
+        ours.close()
+        raise
+    finally:
+        theirs.close()
+        if env_fd >= 0:
+            os.close(env_fd)
+    ours.setblocking(False)
+    child.hold_lifeline(ours)
+    try:
+        while True:
+            await trio.lowlevel.wait_readable(ours)
+            try:
+                report, fds, _, _ = socket.recv_fds(ours, watchdog.REPORT_MAX_BYTES, 1)
+                break
+            except BlockingIOError:
+                continue
+        if report == b"ok" and fds:
+            child.adopt_inner_pidfd(fds[0])
+            return child
+        for fd in fds:
+            os.close(fd)
+        code = report.removeprefix(b"error ")
+        if code != report and code.isdigit():
+            raise OSError(int(code), os.strerror(int(code)), launch.argv[0])
+        raise OSError(
+            f"the agent's watchdog ({sys.executable} -I -S) ended before "
+            "starting the agent; its stderr is the agent's"
+        )
+    except BaseException:
+        with trio.CancelScope(shield=True):
+            await _reap(child)
+        raise
+
+
+async def _reap(child: Child) -> None:
+    """Kill ``child`` (a watchdog sweeps first) and reap it; close our pipes."""
+    child.kill()
+    with trio.move_on_after(WATCHDOG_GRACE):
+        await child.wait()
+    if child.returncode is None:  # a watchdog that did not finish (stopped, stuck)
+        child.kill(hard=True)
+        await child.wait()
+    await child.aclose()
+
+
 @asynccontextmanager
 async def agent_process(
     profile: Profile,
@@ -141,24 +231,28 @@ async def agent_process(
     stderr: Std = PIPE,
     bwrap: str | os.PathLike[str] | None = None,
 ) -> AsyncIterator[Child]:
-    """Start the agent under ``profile`` (bwrap unless full-access) with its stdio
-    as given (pipes by default, passed through unchanged).
+    """Start the agent under ``profile`` with its stdio as given (pipes by
+    default, passed through unchanged): under bwrap, or, at full-access, under
+    a watchdog (`sandbox.watchdog`) whose pid is the `Child`'s.
 
     Use this instead of `trio.lowlevel.open_process` for a sandboxed agent: see
     `sandbox.spawn` for why (bwrap's ``--die-with-parent`` would kill the agent
     ten seconds after trio's spawning worker thread retires). Leaving the block
-    SIGKILLs the agent if it is still running and reaps it; a graceful shutdown
-    (close stdin, wait, terminate) is the caller's, inside the block.
+    SIGKILLs the agent and its whole tree if it is still running and reaps it;
+    a graceful shutdown (close stdin, wait, terminate) is the caller's, inside
+    the block. An unsandboxed agent's exit code or signal is the `Child`'s: the
+    watchdog exits as the agent did, once nothing the agent started is left.
     """
     probed = await preflight(bwrap) if profile.sandboxed else None
     if profile.sandboxed:
         ensure_home_folders(profile)
     with LEDGER.hold(), prepare(profile, argv, probed) as launch:
-        child = await open_launch(launch, stdin=stdin, stdout=stdout, stderr=stderr)
+        if launch.sandboxed:
+            child = await open_launch(launch, stdin=stdin, stdout=stdout, stderr=stderr)
+        else:
+            child = await _watched(launch, stdin=stdin, stdout=stdout, stderr=stderr)
         try:
             yield child
         finally:
             with trio.CancelScope(shield=True):
-                child.kill()
-                await child.wait()
-                await child.aclose()
+                await _reap(child)

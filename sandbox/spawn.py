@@ -12,6 +12,10 @@ we want. The fork itself blocks the loop for well under a millisecond.
 
 Waiting uses ``pidfd_open`` + `trio.lowlevel.wait_readable`: no SIGCHLD handler,
 no polling, and killing through the pidfd cannot hit a recycled pid.
+
+A `Child` may be a watchdog (`sandbox.watchdog`) holding the other end of a
+lifeline: then `Child.kill` ends the lifeline and SIGKILLs the agent behind it,
+and leaves the watchdog alive to kill the agent's descendants and exit.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import socket
 import subprocess
 from collections.abc import Mapping, Sequence
 
@@ -52,6 +57,8 @@ class Child:
         self.stderr = stderr
         self.group = group
         self._inner_pidfd: int | None = None
+        self._lifeline: socket.socket | None = None
+        self.watchdog = False
 
     def adopt_inner(self, pid: int) -> None:
         """Also kill ``pid`` (a sandbox's pid 1, whose death ends its namespace)."""
@@ -59,6 +66,18 @@ class Child:
             self._inner_pidfd = os.pidfd_open(pid)
         except ProcessLookupError:
             self._inner_pidfd = None
+
+    def adopt_inner_pidfd(self, pidfd: int) -> None:
+        """Also kill the process behind ``pidfd`` (taken over: we close it)."""
+        if self._inner_pidfd is not None:
+            os.close(self._inner_pidfd)
+        self._inner_pidfd = pidfd
+
+    def hold_lifeline(self, lifeline: socket.socket) -> None:
+        """This child is a watchdog holding the other end of ``lifeline``: the
+        end of it (our `kill`, or our death) makes the watchdog kill its tree."""
+        self._lifeline = lifeline
+        self.watchdog = True
 
     @property
     def returncode(self) -> int | None:
@@ -74,8 +93,21 @@ class Child:
             self._close_pidfd()
         return self._popen.returncode
 
-    def kill(self) -> None:
-        """SIGKILL the process, and its whole process group when it leads one."""
+    def kill(self, *, hard: bool = False) -> None:
+        """SIGKILL the process, and its whole process group when it leads one.
+
+        A watchdog (see `hold_lifeline`) is not killed but told to kill, by the
+        end of its lifeline; the agent behind it is SIGKILLed directly as well.
+        Killing the watchdog itself would leave the agent's descendants without
+        the one process that can find them: ``hard`` does it anyway, for a
+        watchdog that did not exit by itself.
+        """
+        self._end_lifeline()
+        if self.watchdog and not hard:
+            if self._inner_pidfd is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    signal.pidfd_send_signal(self._inner_pidfd, signal.SIGKILL)
+            return
         if self.group:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.pid, signal.SIGKILL)
@@ -86,7 +118,14 @@ class Child:
             with contextlib.suppress(ProcessLookupError):
                 signal.pidfd_send_signal(self._inner_pidfd, signal.SIGKILL)
 
+    def _end_lifeline(self) -> None:
+        if self._lifeline is not None:
+            trio.lowlevel.notify_closing(self._lifeline)
+            self._lifeline.close()
+            self._lifeline = None
+
     def _close_pidfd(self) -> None:
+        self._end_lifeline()
         if self._pidfd is not None:
             trio.lowlevel.notify_closing(self._pidfd)
             os.close(self._pidfd)
