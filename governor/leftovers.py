@@ -1,12 +1,17 @@
-"""Finding what an unsandboxed agent left running.
+"""Finding what an unsandboxed agent left running, past its watchdog.
 
 A sandboxed agent dies with its PID namespace. An unsandboxed one (full-access,
-``--no-sandbox-agent``) is killed as a process group, and a daemon that called
-``setsid()`` leaves that group. It keeps its environment, though: the attempt
-gives the agent a marker variable (`MARKER`) and, when the attempt ends, kills
-every process of ours whose environment still holds this attempt's value. A
-daemon that clears its environment escapes this too; only the sandbox is a
-boundary.
+``--no-sandbox-agent``) runs under a watchdog (`sandbox.watchdog`): a child
+subreaper that SIGKILLs the agent and every descendant, ``setsid()`` daemons
+included, when the agent exits, when the attempt ends and when the governor
+dies. This sweep is the second net, for what is no longer in the watchdog's
+tree: everything the agent started, once the agent has killed (or stopped) the
+watchdog itself (same user: full-access is no boundary), and a process some
+already-running server started on the agent's behalf with its environment.
+Those keep their environment, often: the attempt gives the agent a marker
+variable (`MARKER`) and, when the attempt ends, kills every process of ours
+whose environment still holds this attempt's value. A process that both left
+the tree and cleared its environment escapes; only the sandbox is a boundary.
 """
 
 from __future__ import annotations

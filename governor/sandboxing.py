@@ -9,7 +9,9 @@ wrapper and every command see the same roots, capability and protected paths:
 - the agent process: the same roots and capability, network on (it must reach
   its model API), its preset's home folders kept writable on the empty
   ``$HOME``, its install kept visible, its environment as the attempt built it.
-  ``--no-sandbox-agent`` (or full-access) runs it bare, and the outcome says so.
+  ``--no-sandbox-agent`` (or full-access) runs it bare, under a watchdog that
+  takes it and everything it started down with the attempt or the governor
+  (`sandbox.watchdog`), and the outcome says so.
 """
 
 from __future__ import annotations
@@ -104,7 +106,7 @@ def agent_profile(
         raise SandboxUnavailable(str(e)) from None
     env = dict(env)
     if capability >= Capability.FULL_ACCESS:
-        env[leftovers.MARKER] = uuid.uuid4().hex  # to find its setsid daemons at the end
+        env[leftovers.MARKER] = uuid.uuid4().hex  # finds what left the watchdog's tree
     return Profile.for_agent(
         capability,
         Path(policy.workspace),
@@ -120,7 +122,8 @@ def agent_profile(
 @asynccontextmanager
 async def spawn_agent(profile: Profile, argv: Sequence[str]) -> AsyncIterator[Child]:
     """Start the agent under its profile with piped stdio; the block owns it and
-    kills it (its whole tree) when left."""
+    kills it (its whole tree: the sandbox's PID namespace, or what the unsandboxed
+    agent's watchdog finds) when left, then sweeps for the marker variable."""
     marker = profile.env.get(leftovers.MARKER)
     try:
         async with agent_process(profile, argv, bwrap=configured_bwrap()) as child:

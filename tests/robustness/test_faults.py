@@ -2,8 +2,9 @@
 leaves a daemon; a governor that is interrupted or killed; an audit disk that is full
 or read-only; a bwrap that vanishes. After each, no process of the attempt is left.
 
-Every agent is `fault_agent.py`, a real subprocess (inside the agent sandbox unless
-a test says otherwise); processes are found by a marker in their argv (`/proc`).
+Most agents are `fault_agent.py`, a real subprocess (inside the agent sandbox unless
+a test says otherwise); the few that fork a daemon with an empty environment are
+written out below. Processes are found by a marker in their argv (`/proc`).
 """
 
 from __future__ import annotations
@@ -271,22 +272,7 @@ async def test_sigint_cancels_the_attempt_cleanly_with_its_outcome_and_a_complet
     assert await none_left(marker) == []
 
 
-@pytest.mark.parametrize(
-    "sandboxed",
-    [
-        True,
-        pytest.param(
-            False,
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="an unsandboxed agent has no death signal: when the governor is "
-                "SIGKILLed the agent and its children live on (bwrap's --die-with-parent "
-                "is what kills a sandboxed one)",
-            ),
-        ),
-    ],
-    ids=["sandboxed", "unsandboxed"],
-)
+@pytest.mark.parametrize("sandboxed", [True, False], ids=["sandboxed", "unsandboxed"])
 async def test_sigkill_leaves_a_verifiable_log_with_every_answered_decision_and_no_agent(
     tmp_path: Path, marker: str, sandboxed: bool
 ) -> None:
@@ -301,6 +287,109 @@ async def test_sigkill_leaves_a_verifiable_log_with_every_answered_decision_and_
     log_verifies(tmp_path / "audit.jsonl", finished=False)
     assert every_allow_was_logged(entries, records(tmp_path / "audit.jsonl")) >= 60
     assert await none_left(marker, within=3) == []
+
+
+DAEMON_AGENT = """
+import json, os, signal, sys, time
+side, marker, then = sys.argv[1], sys.argv[2], sys.argv[3]
+def send(message):
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", **message}) + "\\n")
+    sys.stdout.flush()
+for line in sys.stdin:
+    message = json.loads(line)
+    if message.get("method") == "initialize":
+        send({"id": message["id"], "result": {"protocolVersion": 1, "authMethods": []}})
+    elif message.get("method") == "session/new":
+        send({"id": message["id"], "result": {"sessionId": "s"}})
+    elif message.get("method") == "session/prompt":
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                sleeper = [sys.executable, "-c", "import time; time.sleep(600)", marker, "daemon"]
+                # hang: an empty environment, no marker variable to find it by
+                os.execve(sys.executable, sleeper, {} if then == "hang" else os.environ)
+            os._exit(0)
+        os.wait()
+        with open(side, "a") as f:
+            f.write(json.dumps({"kind": "daemon forked"}) + "\\n")
+        if then == "hang":
+            while True:  # the turn never ends; the end of stdin changes nothing
+                time.sleep(60)
+        os.kill(os.getppid(), signal.SIGKILL)  # its watchdog: the same user may
+        send({"id": message["id"], "result": {"stopReason": "end_turn"}})
+"""
+
+
+async def test_sigkill_of_the_governor_takes_an_unsandboxed_agents_setsid_daemon_down(
+    tmp_path: Path, marker: str
+) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    governor = subprocess.Popen(
+        [sys.executable, "-m", "governor.cli", "run", "fork a daemon", "--json",
+         "--workspace", str(ws), "--capability", "edit-workspace", "--no-sandbox-agent",
+         "--log", str(tmp_path / "audit.jsonl"),
+         "--", sys.executable, "-c", DAEMON_AGENT, str(ws / "side.jsonl"), marker, "hang"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        await until_answered(tmp_path, 1)
+        started = {pid for pid, _ in marked_processes(marker)} - {governor.pid}
+        assert len(started) == 3  # the watchdog, the agent, its daemon
+        governor.send_signal(signal.SIGKILL)
+        await trio.to_thread.run_sync(governor.wait)
+    finally:
+        governor.kill()
+    assert await none_left(marker, within=3) == []
+
+
+async def test_a_daemon_of_an_agent_that_killed_its_watchdog_is_found_by_its_marker_variable(
+    tmp_path: Path, marker: str
+) -> None:
+    # The watchdog is no boundary (full-access): this is why the marker sweep stays.
+    argv = [sys.executable, "-c", DAEMON_AGENT, str(tmp_path / "ws" / "side.jsonl"), marker, "kill"]
+    with trio.fail_after(GUARD):
+        outcome = await run_attempt(
+            fault_spec(tmp_path, "-", marker, sandbox_agent=False, argv=argv)
+        )
+    assert outcome.status == "completed", outcome.reason
+    assert side_entries(tmp_path) == [{"kind": "daemon forked"}]
+    assert await none_left(marker, within=3) == []
+
+
+COMMAND_AGENT = """
+import os, signal, sys
+how, marker = sys.argv[1], sys.argv[2]
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        sleeper = [sys.executable, "-c", "import time; time.sleep(600)", marker, "daemon"]
+        os.execve(sys.executable, sleeper, {})
+    os._exit(0)
+os.wait()
+print("cannot find the spec", file=sys.stderr, flush=True)
+if how == "signal":
+    os.kill(os.getpid(), signal.SIGTERM)
+sys.exit(int(how))
+"""
+
+
+@pytest.mark.parametrize(
+    ("how", "reported"), [("3", "exited 3"), ("signal", "exited by a signal")], ids=["3", "signal"]
+)
+async def test_an_unsandboxed_command_reports_how_it_ended_and_its_daemon_is_gone_with_it(
+    tmp_path: Path, marker: str, how: str, reported: str
+) -> None:
+    argv = [sys.executable, "-c", COMMAND_AGENT, how, marker]
+    with trio.fail_after(GUARD):
+        outcome = await run_attempt(
+            fault_spec(
+                tmp_path, "-", marker, kind="command", sandbox_agent=False, argv=argv, timeout=10
+            )
+        )
+    assert outcome.status == "failed"
+    assert f"{reported}: cannot find the spec" in (outcome.reason or "")
+    assert marked_processes(marker) == []  # at once: nothing it started outlives the attempt
 
 
 # -- the audit disk -------------------------------------------------------------------

@@ -26,6 +26,7 @@ from policies.capability import Capability
 from sandbox.agent import agent_process
 from sandbox.launch import prepare
 from sandbox.profile import Profile
+from sandbox.spawn import Child
 
 GUARD = 30.0
 """Only a guard against a hang; never an assertion on speed."""
@@ -92,8 +93,9 @@ def agent_argv(mode: str, marker: str, *extra: str) -> list[str]:
     return [sys.executable, "-c", AGENT, mode, marker, *extra]
 
 
-async def read_line(agent: object) -> str:
-    stream = agent.stdout  # type: ignore[attr-defined]
+async def read_line(agent: Child) -> str:
+    stream = agent.stdout
+    assert stream is not None
     line = b""
     with trio.fail_after(GUARD):
         while not line.endswith(b"\n"):
