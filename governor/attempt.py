@@ -313,11 +313,39 @@ class _Turn:
     message_id: str | None = None
     plan_update: Any = None
     """The last ``plan`` update (a full snapshot), kept as its model."""
-    usage: dict[str, Any] | None = None
+    usage_merged: dict[str, Any] | None = None
+    """The usage reports folded so far, but for `usage_last`."""
+    usage_last: Any = None
+    """The last usage report, kept as its model (see `add_usage`)."""
     mode_id: str | None = None
     notices: list[str] = field(default_factory=list)
     unknown_updates: int = 0
     bad_updates: int = 0
+
+    def add_usage(self, report: Any) -> None:
+        """Fold a usage report (a schema model): later values win, fields a report
+        leaves out keep the earlier values.
+
+        Dumping a model costs more than the rest of a notification, and a chatty
+        agent reports usage often: the last report is kept as its model, and dumped
+        when `usage` is read or when a newer report does not set every field it set.
+        """
+        last = self.usage_last
+        if last is not None and not all(
+            getattr(report, name, None) is not None for name in last.model_fields_set
+        ):
+            self.usage_merged = self.usage
+        self.usage_last = report
+
+    @property
+    def usage(self) -> dict[str, Any] | None:
+        """Every usage report folded, as JSON values (None when there was none)."""
+        if self.usage_last is None:
+            return self.usage_merged
+        last = self.usage_last.model_dump(
+            by_alias=True, exclude_none=True, exclude={"session_update"}
+        )
+        return {**(self.usage_merged or {}), **last}
 
     @property
     def plan(self) -> list[dict[str, Any]]:
@@ -396,8 +424,7 @@ class _Attempt:
                 ceiling=_digest(repr(p.ceiling)),
                 ceiling_source=p.ceiling.source,
                 protected=list(p.ceiling.protected) or None,
-                sandboxed_agent=p.spec.sandbox_agent
-                and policy.capability < Capability.FULL_ACCESS,
+                sandboxed_agent=p.spec.sandbox_agent and policy.capability < Capability.FULL_ACCESS,
                 approvals=p.approver.name,
             )
             await self.audit.durable(start)
@@ -626,10 +653,7 @@ class _Attempt:
             response = schema.PromptResponse.model_validate(result)
             self.stop_reason = response.stop_reason
             if response.usage is not None:
-                self.turn.usage = {
-                    **(self.turn.usage or {}),
-                    **response.usage.model_dump(by_alias=True, exclude_none=True),
-                }
+                self.turn.add_usage(response.usage)
         except RemoteError as e:
             if e.code == AUTH_REQUIRED:
                 self.sign_in = self._login_line()
@@ -717,72 +741,81 @@ class _Attempt:
     def _on_notification(self, method: str, params: Any) -> None:
         """Fold one ``session/update`` into the turn.
 
-        The hot path of a chatty agent: the session id and the ``sessionUpdate``
-        kind are read first, kinds the attempt does not fold (thoughts, command
-        lists, titles...) are dropped unvalidated, and only the update itself is
-        validated, with its own schema model (`_UPDATE_MODELS`), not the whole
-        notification union."""
+        The hot path of a chatty agent: the ``sessionUpdate`` kind is read first,
+        kinds the attempt does not fold (thoughts, command lists, titles...) are
+        dropped unvalidated, and only the update itself is validated, with its own
+        schema model (`_UPDATE_MODELS`), not the whole notification union."""
         if method != "session/update":
             return
-        update = params.get("update") if isinstance(params, dict) else None
-        kind = update.get("sessionUpdate") if isinstance(update, dict) else None
-        model = _UPDATE_MODELS.get(kind) if isinstance(kind, str) else None
-        if model is None:
-            if isinstance(kind, str) and kind in _KNOWN_UPDATES:
-                return  # a known kind the attempt does not fold
-            if isinstance(kind, str):
-                self.turn.unknown_updates += 1
-            else:
+        try:
+            raw = params["update"]
+            kind = raw["sessionUpdate"]
+            fold = _FOLDS.get(kind)
+        except (TypeError, KeyError, IndexError):  # not objects, no kind, an unhashable kind
+            fold = kind = None
+        if fold is None:
+            if type(kind) is not str:
                 self.turn.bad_updates += 1
                 log.warning("agent.bad_update", kind=str(kind)[:40])
-            return
-        if self.session_id is not None and params.get("sessionId") != self.session_id:
+            elif kind not in _KNOWN_UPDATES:
+                self.turn.unknown_updates += 1
+            return  # or a known kind the attempt does not fold
+        if params.get("sessionId") != self.session_id and self.session_id is not None:
             log.warning("agent.update_for_unknown_session")
             return
+        validate, folder = fold
         try:
-            update = model.model_validate(update)
+            update = validate(raw)
         except ValidationError:
             self.turn.bad_updates += 1
-            log.warning("agent.bad_update", kind=str(kind)[:40])
+            log.warning("agent.bad_update", kind=kind[:40])
             return
+        folder(self, update, raw)
+
+    def _fold_message(self, update: Any, raw: Any) -> None:
+        turn = self.turn
+        mid = update.message_id
+        if mid is not None and mid != turn.message_id:
+            turn.message = []
+            turn.message_id = mid
+        text = getattr(update.content, "text", None)
+        if type(text) is str:
+            turn.message.append(text)
+            self.emit("message", {"text": text})
+
+    def _fold_tool_call(self, update: Any, raw: Any) -> None:
         gov = self.governor
-        if kind == "agent_message_chunk":
-            mid = getattr(update, "message_id", None)
-            if mid is not None and mid != self.turn.message_id:
-                self.turn.message = []
-                self.turn.message_id = mid
-            text = getattr(update.content, "text", None)
-            if isinstance(text, str):
-                self.turn.message.append(text)
-                self.emit("message", {"text": text})
-        elif kind in ("tool_call", "tool_call_update") and gov is not None:
-            if kind == "tool_call":
-                self.turn.message = []  # the final message is what follows the last tool call
-            state = gov.observe_tool_call(update)
-            self.emit(
-                "tool_call",
-                {"id": state.id, "title": state.title, "kind": state.kind, "status": state.status},
-            )
-        elif kind == "plan":
-            self.turn.plan_update = update  # dumped once, for the outcome
-            if self.p.spec.on_event is not None:
-                self.emit("plan", {"entries": self.turn.plan})
-        elif kind == "usage_update":
-            self.turn.usage = {
-                **(self.turn.usage or {}),
-                **update.model_dump(by_alias=True, exclude_none=True, exclude={"session_update"}),
+        if gov is None:
+            return
+        if update.session_update == "tool_call":
+            self.turn.message = []  # the final message is what follows the last tool call
+        state = gov.observe_tool_call(update)
+        self.emit(
+            "tool_call",
+            {"id": state.id, "title": state.title, "kind": state.kind, "status": state.status},
+        )
+
+    def _fold_plan(self, update: Any, raw: Any) -> None:
+        self.turn.plan_update = update  # dumped once, for the outcome
+        if self.p.spec.on_event is not None:
+            # The entries as the agent sent them (validated): dumping the model at
+            # every plan update would cost more than validating it.
+            self.emit("plan", {"entries": raw["entries"]})
+
+    def _fold_usage(self, update: Any, raw: Any) -> None:
+        self.turn.add_usage(update)
+
+    def _fold_mode(self, update: Any, raw: Any) -> None:
+        self.turn.mode_id = update.current_mode_id
+        if self.mode is None or self.mode.get("id") != update.current_mode_id:
+            self.mode = {
+                "id": update.current_mode_id,
+                "name": update.current_mode_id,
+                "asks": mode_asks(update.current_mode_id, None),
             }
-        elif kind == "current_mode_update":
-            self.turn.mode_id = update.current_mode_id
-            if self.mode is None or self.mode.get("id") != update.current_mode_id:
-                self.mode = {
-                    "id": update.current_mode_id,
-                    "name": update.current_mode_id,
-                    "asks": mode_asks(update.current_mode_id, None),
-                }
-                self.turn.notices.append(
-                    f"{self.name} switched itself to mode {update.current_mode_id}"
-                )
+            self.turn.notices.append(
+                f"{self.name} switched itself to mode {update.current_mode_id}"
+            )
 
     def _login_line(self) -> str:
         for m in getattr(self, "auth_methods", []) or []:
@@ -843,9 +876,7 @@ class _Attempt:
                 how = "by a signal" if code is not None and code < 0 else str(code)
                 judgement = Judgement("failed", f"{self.name} exited {how}: {why[:500]}")
         elif gov is not None and gov.pending is not None:
-            judgement = Judgement(
-                "needs_approval", str(gov.pending.get("reason"))
-            )
+            judgement = Judgement("needs_approval", str(gov.pending.get("reason")))
         elif gov is not None and gov.failure:
             judgement = Judgement("failed", gov.failure)
         elif (gave_up := getattr(getattr(self, "conn", None), "gave_up", None)) is not None:
@@ -963,6 +994,20 @@ _UPDATE_MODELS: Final[Mapping[str, Any]] = {
     "current_mode_update": schema.CurrentModeUpdate,
 }
 """The updates the attempt folds, each validated with its own schema model."""
+
+_FOLDERS: Final[Mapping[str, Callable[[_Attempt, Any, Any], None]]] = {
+    "agent_message_chunk": _Attempt._fold_message,
+    "tool_call": _Attempt._fold_tool_call,
+    "tool_call_update": _Attempt._fold_tool_call,
+    "plan": _Attempt._fold_plan,
+    "usage_update": _Attempt._fold_usage,
+    "current_mode_update": _Attempt._fold_mode,
+}
+_FOLDS: Final[Mapping[str, tuple[Callable[[Any], Any], Callable[[_Attempt, Any, Any], None]]]] = {
+    # The model's validator itself: `model_validate` adds a call around it.
+    kind: (model.__pydantic_validator__.validate_python, _FOLDERS[kind])
+    for kind, model in _UPDATE_MODELS.items()
+}
 
 _ASKS: Final = re.compile(
     r"(?i)^(default|ask|read-only|readonly|manual|normal)$|requires? approval|ask(s)? (before|first|for)"

@@ -578,7 +578,9 @@ class Governor:
 
     def observe_tool_call(self, update: Any) -> ToolCallState:
         """Upsert a ``tool_call`` / ``tool_call_update``; record unasked or reported work."""
-        state = self.tool_calls.setdefault(update.tool_call_id, ToolCallState(update.tool_call_id))
+        state = self.tool_calls.get(update.tool_call_id)
+        if state is None:
+            state = self.tool_calls[update.tool_call_id] = ToolCallState(update.tool_call_id)
         self._upsert(state, update)
         if state.status in ("completed", "failed") and not state.judged:
             state.judged = True

@@ -42,6 +42,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, TypeAlias, cast
 
+import orjson
+
 DEFAULT_MAX_LINE_BYTES: Final = 32 * 1024 * 1024
 """The TypeScript SDK's default; images travel base64-encoded, so lines can be big."""
 
@@ -93,6 +95,15 @@ def _parse_json(text: str) -> Any:
     if end != len(text) and text[end:].strip(" \t\n\r"):
         raise ValueError(f"extra data after the JSON value at position {end}")
     return value
+
+
+_fast_loads: Final = orjson.loads
+"""Parses a line in a quarter of `json.loads`' time. It refuses what the stdlib
+accepts (NaN, lone surrogate escapes, a BOM) and reads an integer beyond 64 bits
+as a float: a line it refuses takes `_parse_json`, whose verdict and errors
+stand; a beyond-64-bit number is out of range for every ACP field and id anyway.
+"""
+
 _encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
 _encode_ascii = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True, allow_nan=False).encode
 
@@ -360,9 +371,7 @@ class JsonRpc:
         self._parts_len = 0
 
     def _too_long(self, head: bytes, length: int) -> Malformed:
-        reason = (
-            f"a line of {length} bytes exceeds the {self._limit}-byte limit (max_line_bytes)"
-        )
+        reason = f"a line of {length} bytes exceeds the {self._limit}-byte limit (max_line_bytes)"
         reply = None
         id = _sniff_request_id(head)
         if id is not _NO_ID:
@@ -377,14 +386,17 @@ class JsonRpc:
     def _parse(self, line: bytes, events: list[Event]) -> None:
         """Classify one complete line (the hot path: keep the common case short)."""
         try:
-            message = _parse_json(line.decode("utf-8"))
-        except UnicodeDecodeError:
-            events.append(Malformed("not UTF-8", _REPLY_NOT_UTF8, len(line), _prefix(line)))
-            return
-        except (ValueError, RecursionError):
-            if line.strip():
-                events.append(Malformed("not JSON", _REPLY_NOT_JSON, len(line), _prefix(line)))
-            return
+            message = _fast_loads(line)
+        except ValueError:  # orjson refuses more than the stdlib: the stdlib decides
+            try:
+                message = _parse_json(line.decode("utf-8"))
+            except UnicodeDecodeError:
+                events.append(Malformed("not UTF-8", _REPLY_NOT_UTF8, len(line), _prefix(line)))
+                return
+            except (ValueError, RecursionError):
+                if line.strip():
+                    events.append(Malformed("not JSON", _REPLY_NOT_JSON, len(line), _prefix(line)))
+                return
         if type(message) is dict:
             method = message.get("method")
             if type(method) is str:
@@ -396,7 +408,9 @@ class JsonRpc:
                     events.append(Request(id, method, message.get("params")))
                 else:
                     events.append(
-                        Malformed("request id of a bad type", _REPLY_BAD_ID, len(line), _prefix(line))
+                        Malformed(
+                            "request id of a bad type", _REPLY_BAD_ID, len(line), _prefix(line)
+                        )
                     )
                 return
             if method is not None:
@@ -407,7 +421,9 @@ class JsonRpc:
                 events.append(self._response(message))
             else:
                 events.append(
-                    Malformed("neither request nor response", _REPLY_NO_METHOD, len(line), _prefix(line))
+                    Malformed(
+                        "neither request nor response", _REPLY_NO_METHOD, len(line), _prefix(line)
+                    )
                 )
         elif type(message) is list:
             events.append(Malformed("a batch", _REPLY_BATCH, len(line), _prefix(line)))
