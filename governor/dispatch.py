@@ -49,6 +49,7 @@ from governor.jsonrpc import (
     JsonId,
     Request,
     encode,
+    encode_id,
     error_line,
 )
 
@@ -109,6 +110,8 @@ def begin(table: HandlerTable, method: str, params: Any) -> Result | Awaitable[R
     except Exception as exc:
         log.error("handler.failed", method=method, error=type(exc).__name__, exc_info=True)
         return Error(INTERNAL_ERROR, f"Internal error ({type(exc).__name__})")
+    if isinstance(value, BaseModel):  # answered at once, the usual case
+        return as_result(value)
     if inspect.isawaitable(value):
         return _finish(method, value)
     return as_result(value)
@@ -133,10 +136,29 @@ async def dispatch(table: HandlerTable, method: str, params: Any) -> Result:
     return outcome
 
 
+class Encoded(bytes):
+    """A result already encoded as JSON (a schema model, by pydantic's own
+    serializer), spliced into the response line as it is."""
+
+    __slots__ = ()
+
+
 def as_result(value: Any) -> Result:
-    """A handler's return value as a jsonrpcserver `Result` with a JSON-ready payload."""
+    """A handler's return value as a jsonrpcserver `Result` with a JSON-ready payload.
+
+    A schema model is encoded here, by pydantic's serializer, straight to bytes:
+    a third of the cost of dumping it to dicts and encoding those. A model it
+    cannot encode (a lone surrogate in a string) is dumped to dicts instead,
+    which `encode` writes with ``\\udcxx`` escapes."""
     if isinstance(value, BaseModel):  # the usual case first
-        return Success(value.model_dump(mode="json", by_alias=True, exclude_none=True))
+        try:
+            return Success(
+                Encoded(
+                    value.__pydantic_serializer__.to_json(value, by_alias=True, exclude_none=True)
+                )
+            )
+        except ValueError:  # PydanticSerializationError
+            return Success(value.model_dump(mode="json", by_alias=True, exclude_none=True))
     if isinstance(value, Left):
         return value
     if isinstance(value, Right):
@@ -152,7 +174,10 @@ def reply(id: JsonId, result: Result) -> bytes:
     than an exception: the agent still gets its answer.
     """
     if isinstance(result, Right):  # the hot path: skip the namedtuple round trip
-        payload: Any = {"jsonrpc": "2.0", "id": id, "result": result._value.result}
+        value = result._value.result
+        if type(value) is Encoded:
+            return b'{"jsonrpc":"2.0","id":%s,"result":%s}\n' % (encode_id(id), value)
+        payload: Any = {"jsonrpc": "2.0", "id": id, "result": value}
     else:
         request = _JsonRpcServerRequest(method="", params={}, id=id)
         payload = to_serializable_one(to_response(request, result))

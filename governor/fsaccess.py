@@ -45,7 +45,21 @@ def resolve(path: str) -> str:
         raise FileAccessError(
             INVALID_PARAMS, f"path: {path!r} is not absolute (ACP paths are absolute)"
         )
-    return os.path.realpath(path)
+    try:
+        # The kernel resolves the whole path in one call (O_PATH opens nothing:
+        # no FIFO blocks, no device reacts); /proc names what it resolved to.
+        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    except OSError:  # missing (it may be created), or not searchable
+        return os.path.realpath(path)
+    try:
+        real = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:  # no /proc
+        real = ""
+    finally:
+        os.close(fd)
+    if not real.startswith("/") or real.endswith(" (deleted)"):
+        return os.path.realpath(path)
+    return real
 
 
 def read_text(
@@ -57,7 +71,8 @@ def read_text(
     if limit is not None and limit < 0:
         raise FileAccessError(INVALID_PARAMS, f"limit: must be 0 or more, got {limit}")
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        # O_NONBLOCK: a FIFO would otherwise block the governor until a writer came.
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     except FileNotFoundError:
         raise FileAccessError(RESOURCE_NOT_FOUND, f"no such file: {path}") from None
     except OSError as e:

@@ -198,6 +198,14 @@ def encode(message: dict[str, Any]) -> bytes:
         return _encode_ascii(message).encode("ascii") + b"\n"
 
 
+def encode_id(id: JsonId) -> bytes:
+    """A request id as JSON (an int, a string, or null)."""
+    try:
+        return orjson.dumps(id)
+    except orjson.JSONEncodeError:  # a lone surrogate, or an int beyond 64 bits
+        return _encode_ascii(id).encode("ascii")
+
+
 def error_line(id: JsonId, code: int, message: str, data: Any = None) -> bytes:
     """An error response line; `data` is omitted when it is ``None``."""
     error: dict[str, Any] = {"code": code, "message": message}

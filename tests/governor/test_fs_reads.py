@@ -1,0 +1,122 @@
+"""Governed reads on real files: how a path is resolved, what a symlink can
+reach, and a FIFO that must not block the governor."""
+
+from __future__ import annotations
+
+import inspect
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import trio
+
+from governor.approver import Unattended
+from governor.audit import AuditLog
+from governor.dispatch import begin, reply
+from governor.fsaccess import resolve
+from governor.governance import Governor
+from policies.policy import parse_policy
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    """A workspace with symlinks in and out of it, and a sibling outside."""
+    ws = tmp_path / "ws"
+    (ws / "src" / "deep").mkdir(parents=True)
+    (ws / "src" / "deep" / "file.txt").write_text("inside\n")
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "secret.txt").write_text("outside\n")
+    (ws / "to-outside").symlink_to(tmp_path / "outside" / "secret.txt")
+    (ws / "dir-outside").symlink_to(tmp_path / "outside")
+    (ws / "to-inside").symlink_to("src/deep/file.txt")  # relative
+    (ws / "up-and-in").symlink_to("../ws/src")
+    (ws / "dangling").symlink_to(tmp_path / "nowhere" / "x")
+    return ws
+
+
+CASES = [
+    "src/deep/file.txt",
+    "src/deep",
+    "to-outside",
+    "dir-outside/secret.txt",
+    "to-inside",
+    "up-and-in/deep/file.txt",
+    "dangling",
+    "missing.txt",
+    "dir-outside/missing.txt",
+    "src/deep/file.txt/not-a-dir",
+    "src/../src/./deep//file.txt",
+]
+
+
+@pytest.mark.parametrize("relative", CASES)
+def test_resolve_agrees_with_realpath(tree: Path, relative: str) -> None:
+    path = f"{tree}/{relative}"
+    assert resolve(path) == os.path.realpath(path)
+
+
+def governed_read(ws: Path, log: Path, path: str) -> bytes:
+    async def main() -> bytes:
+        policy = parse_policy('capability = "edit-workspace"\n').bind(str(ws), None, protected=())
+        gov = Governor(policy, AuditLog(log, "att"), Unattended())
+        gov.session_id = "s"
+        params = {"sessionId": "s", "path": path}
+        result = begin(gov.routes(), "fs/read_text_file", params)
+        if inspect.isawaitable(result):  # a refusal is recorded first, then answered
+            result = await result
+        return reply(1, result)
+
+    return trio.run(main)
+
+
+def test_a_symlink_is_judged_by_where_it_points(tree: Path, tmp_path: Path) -> None:
+    log = tmp_path / "audit.jsonl"
+    inside = governed_read(tree, log, f"{tree}/to-inside")
+    assert b'"content":"inside\\n"' in inside
+    for attack in ("to-outside", "dir-outside/secret.txt"):
+        answer = governed_read(tree, log, f"{tree}/{attack}")
+        assert b'"error"' in answer and b"outside\\n" not in answer, answer
+    assert b"outside\n" not in log.read_bytes()  # refused, and its content nowhere
+
+
+def test_a_fifo_in_the_workspace_is_refused_without_blocking(tree: Path) -> None:
+    """Opening a FIFO for reading blocks until a writer comes; the governor answers
+    at once instead. Run in a child process so that a regression shows as a
+    timeout, not as a hung test run."""
+    fifo = tree / "src" / "pipe"
+    os.mkfifo(fifo)
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1])\n"
+        "from governor.fsaccess import FileAccessError, read_text\n"
+        "try:\n"
+        "    read_text(sys.argv[2])\n"
+        "except FileAccessError as e:\n"
+        "    print('refused:', e)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(REPO), str(fifo)],
+        capture_output=True,
+        text=True,
+        timeout=20,
+        check=False,
+    )
+    assert done.stdout.strip() == f"refused: {fifo} is not a regular file", done.stderr
+    (tree / "src" / "plain").write_text("plain\n")  # the neighbour: a plain file reads
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            code.replace("read_text(sys.argv[2])", "print(read_text(sys.argv[2]), end='')"),
+            str(REPO),
+            str(tree / "src" / "plain"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=20,
+        check=False,
+    )
+    assert done.stdout == "plain\n", done.stderr
