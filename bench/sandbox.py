@@ -7,10 +7,16 @@ output) run
   (b) under a minimal bwrap line (``--ro-bind / / --dev /dev --proc /proc
       --unshare-all --die-with-parent --new-session``);
   (c) through `sandbox.runner.run` with the full edit-workspace profile on a
-      git workspace (survey, stubs, ~25 mounts, seccomp, --info-fd, trio):
+      git workspace (survey, 27 stubs for the missing protected names, the
+      .git pin, seccomp, --info-fd, trio):
       c1 inside a session (stubs kept between commands, as `Terminals` does),
-      c2 one-shot (stubs made and removed every time), c3 read-only;
-  (b2) our full argv (same survey, fds and mounts) started by plain
+      c2 one-shot (stubs made and removed every time, its own workspace),
+      c3 read-only (no pins at all),
+      c4 like c1 with stubs that are never sealed (its own workspace): each
+      one pinned by a bwrap mount, what a governor without
+      CAP_LINUX_IMMUTABLE (not root) pays; c1 and c2 seal them when they can
+      (see `sandbox.stubs`; the header line says whether they did);
+  (b2) our full argv (same survey, fds and mounts as c1) started by plain
       ``subprocess.run``: what c1 costs in bwrap itself, without the trio runner;
   (d) Anthropic's ``srt -c`` (sandbox-runtime) when installed, e.g.
       ``npm install --prefix /tmp/srt @anthropic-ai/sandbox-runtime``; srt also
@@ -52,6 +58,7 @@ from sandbox.preflight import preflight  # noqa: E402
 from sandbox.profile import Profile  # noqa: E402
 from sandbox.runner import Command, run  # noqa: E402
 from sandbox.stubs import LEDGER, StubLedger  # noqa: E402
+from sandbox.sweeper import FS_IMMUTABLE_FL, get_flags  # noqa: E402
 
 COMMANDS: dict[str, list[str]] = {
     "true": ["true"],
@@ -94,10 +101,15 @@ async def main(rounds: int, srt_rounds: int) -> None:
     if shutil.which("bwrap") is None:  # srt looks for bwrap on PATH
         os.environ["BWRAP_FOR_SRT"] = bwrap.path
     scratch = Path(tempfile.mkdtemp(prefix="bench-sandbox-"))
-    workspace = scratch / "ws"
-    workspace.mkdir()
-    subprocess.run(["git", "init", "-q", str(workspace)], check=True)
+    workspace, ws_one_shot, ws_unsealed = (
+        scratch / n for n in ("ws", "ws-one-shot", "ws-unsealed")
+    )
+    for ws in (workspace, ws_one_shot, ws_unsealed):
+        ws.mkdir()
+        subprocess.run(["git", "init", "-q", str(ws)], check=True)
     edit = Profile(capability=Capability.EDIT_WORKSPACE, workspace=workspace)
+    edit_one_shot = Profile(capability=Capability.EDIT_WORKSPACE, workspace=ws_one_shot)
+    edit_unsealed = Profile(capability=Capability.EDIT_WORKSPACE, workspace=ws_unsealed)
     read_only = Profile(capability=Capability.READ_ONLY, workspace=workspace)
     srt = srt_command()
     if srt is not None:
@@ -113,6 +125,7 @@ async def main(rounds: int, srt_rounds: int) -> None:
             )
 
     one_shot = StubLedger()  # never held: stubs made and removed around every run
+    unsealed = StubLedger(seal=False)  # held like LEDGER, but every stub needs its mount
 
     async def runner(profile: Profile, argv: list[str], ledger: StubLedger = LEDGER) -> None:
         result = await run(Command.of(argv), profile, ledger=ledger)
@@ -123,8 +136,9 @@ async def main(rounds: int, srt_rounds: int) -> None:
         "b bwrap minimal": lambda argv: bare([bwrap.path, *MINIMAL, *argv]),
         "b2 our argv, no runner": lambda argv: our_argv(edit, argv),
         "c1 runner, session": lambda argv: runner(edit, argv),
-        "c2 runner, one-shot": lambda argv: runner(edit, argv, one_shot),
+        "c2 runner, one-shot": lambda argv: runner(edit_one_shot, argv, one_shot),
         "c3 runner, read-only": lambda argv: runner(read_only, argv),
+        "c4 session, unsealed": lambda argv: runner(edit_unsealed, argv, unsealed),
     }
     if srt is not None:
         srt_argv, srt_env = srt
@@ -134,7 +148,7 @@ async def main(rounds: int, srt_rounds: int) -> None:
 
     times: dict[tuple[str, str], list[float]] = {}
     try:
-        with LEDGER.hold():
+        with LEDGER.hold(), unsealed.hold():
             for label, argv in COMMANDS.items():
                 for round_ in range(rounds):
                     for name, call in variants.items():
@@ -145,13 +159,15 @@ async def main(rounds: int, srt_rounds: int) -> None:
                         if pending is not None:
                             await pending
                         times.setdefault((label, name), []).append(time.perf_counter() - start)
-    finally:
+            sealed = _is_sealed(workspace / ".claude")
+    finally:  # after the holds: a sealed stub cannot be removed before its ledger unseals it
         shutil.rmtree(scratch, ignore_errors=True)
 
     names = list(variants)
     print(
         f"\nmedian wall time in ms ({rounds} rounds, srt {srt_rounds}; bwrap {bwrap.version}, "
-        f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f})"
+        f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; uid {os.getuid()}, "
+        f"c1's stubs {'sealed, no mounts' if sealed else 'not sealed: one mount each'})"
     )
     print(f"{'command':<12}" + "".join(f"{n:>24}" for n in names))
     medians: dict[tuple[str, str], float] = {}
@@ -163,13 +179,14 @@ async def main(rounds: int, srt_rounds: int) -> None:
             medians[(label, name)] = value
             row += f"{value:>24.2f}"
         print(row)
-    print("\nratios and overhead of the runner (c1, session) and one-shot (c2):")
+    print("\nratios and overhead of the runner (c1, session), one-shot (c2) and unsealed (c4):")
     for label in COMMANDS:
         a, b = medians[(label, "a bare")], medians[(label, "b bwrap minimal")]
         c1, c2 = medians[(label, "c1 runner, session")], medians[(label, "c2 runner, one-shot")]
+        c4 = medians[(label, "c4 session, unsealed")]
         print(
             f"  {label:<12} c1/a {c1 / a:5.2f}  c1/b {c1 / b:5.2f}  c1-a {c1 - a:6.2f} ms"
-            f"   c2/b {c2 / b:5.2f}  c2-a {c2 - a:6.2f} ms"
+            f"   c2/b {c2 / b:5.2f}  c2-a {c2 - a:6.2f} ms   c4/b {c4 / b:5.2f}"
         )
     print("\nthe same from the fastest run of each (less sensitive to other load on the machine):")
     for label in COMMANDS:
@@ -183,6 +200,17 @@ async def main(rounds: int, srt_rounds: int) -> None:
         for label in COMMANDS:
             d = medians[(label, "d srt -c")]
             print(f"  {label:<12} srt/c1 {d / medians[(label, 'c1 runner, session')]:6.1f}x")
+
+
+def _is_sealed(path: Path) -> bool:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        return bool(get_flags(fd) & FS_IMMUTABLE_FL)
+    finally:
+        os.close(fd)
 
 
 def bare_env(argv: Sequence[str], env: dict[str, str], cwd: Path) -> None:

@@ -132,17 +132,24 @@ def prepare(
             return fd
 
         stack.callback(_close_open, opened)
+        sealed: set[str] = set()
         if profile.writable:
             # A pin that is one of our stubs (made for another sandbox still
             # running, or parked) is counted too, or that sandbox's end would
-            # delete a mount point this one relies on.
+            # delete a mount point this one relies on. Another governor's
+            # sealed stub (or one it left behind) is shared the same way.
             for pin in facts.pins:
-                if (pin in facts.stubs or ledger.owns(pin)) and ledger.acquire(pin):
+                if (
+                    (pin in facts.stubs or ledger.owns(pin)) and ledger.acquire(pin)
+                ) or ledger.adopt(pin):
                     stack.callback(ledger.release, pin)
+                    if ledger.sealed(pin):
+                        sealed.add(pin)
         pin_fds: dict[str, int] = {}
         if bwrap.features.ro_bind_fd and profile.writable:
             for pin in facts.pins:
-                pin_fds[pin] = track(_open_pin(pin))
+                if pin not in sealed:
+                    pin_fds[pin] = track(_open_pin(pin))
         seccomp_fd = track(_memfd("governor-seccomp", _filter(profile.allow_unix_sockets)))
         info_read, info_write = os.pipe2(os.O_CLOEXEC)
         opened.add(info_read)
@@ -154,6 +161,7 @@ def prepare(
             seccomp_fd=seccomp_fd,
             pin_fds=pin_fds,
             info_fd=info_write,
+            sealed=sealed,
         )
         args_fd = track(
             _memfd("governor-bwrap-args", b"".join(o.encode() + b"\0" for o in options))

@@ -20,7 +20,10 @@ this file:
    a mount point cannot be renamed (EBUSY), which stops ``mv sub sub2`` from
    carrying a nested repository's pinned ``.git`` away and rebuilding it.
 6. Read-only pins of protected paths (existing ones, and the stubs made for
-   missing ones), by ``O_PATH`` fd when bwrap supports ``--ro-bind-fd``.
+   missing ones), by ``O_PATH`` fd when bwrap supports ``--ro-bind-fd``. A
+   stub the launcher *sealed* (immutable, see `sandbox.stubs`) needs no pin:
+   nothing in the sandbox can unlink, rename or write it. Its ancestors are
+   still bound (5): renaming a directory carries an immutable file along.
 7. ``/dev/null`` over hidden files.
 """
 
@@ -29,7 +32,7 @@ from __future__ import annotations
 import os
 import posixpath
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Final
@@ -255,13 +258,16 @@ def render(
     seccomp_fd: int,
     pin_fds: Mapping[str, int] | None = None,
     info_fd: int | None = None,
+    sealed: Collection[str] = (),
 ) -> list[str]:
     """bwrap options (no program name, no ``--``, no command) for ``profile`` on ``facts``.
 
     ``info_fd`` is where bwrap reports the host pid of the sandbox's pid 1.
     ``pin_fds`` maps pinned paths to ``O_PATH|O_NOFOLLOW`` descriptors; with
     ``--ro-bind-fd`` the mount source is the inode that was checked, not a path
-    that could have been swapped for a symlink since.
+    that could have been swapped for a symlink since. ``sealed`` lists pins that
+    are immutable stubs (checked by the launcher just before): they get no mount,
+    only a ``--lock-file`` (see `sandbox.stubs`).
     """
     validate(profile, facts)
     if not features.seccomp:
@@ -303,6 +309,11 @@ def render(
         for ancestor in facts.ancestors:
             argv += ["--bind", ancestor, ancestor]
         for pin in facts.pins:
+            if pin in sealed:
+                # no mount; the sandbox's pid 1 holds a read lock on it instead,
+                # which tells any governor's sweeper that it is still relied on
+                argv += ["--lock-file", pin]
+                continue
             fd = fds.get(pin)
             if fd is not None and features.ro_bind_fd:
                 argv += ["--ro-bind-fd", str(fd), pin]

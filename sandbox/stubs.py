@@ -13,19 +13,60 @@ long-lived sandbox (or a concurrent command B) still relied on the same stub,
 the protection would vanish mid-run. So a stub is deleted only when the last
 sandbox of this process that uses it has ended, and only if it is still the
 empty regular file we created (same device and inode). Limit: another governor
-*process* sharing the workspace does not see our counts.
+*process* sharing the workspace does not see our counts (sealed stubs, below,
+do: they are counted across processes by their file locks).
+
+Sealed stubs (when the governor holds ``CAP_LINUX_IMMUTABLE``, i.e. runs as
+root outside a container that drops it): the stub is made immutable
+(``chattr +i``). Nothing without that capability in the *initial* user
+namespace can then unlink, rename, replace, write, chmod or link it, which is
+exactly what the read-only pin mount guaranteed; a sandbox has no capability at
+all, so such a stub needs no mount. Why bother: each bwrap bind re-reads the
+whole mount table (``/proc/self/mountinfo``, about 1 us per line), so the ~27
+pins of a workspace's missing names were most of a small command's sandbox cost
+(bench/sandbox.py). The hazards and what answers them:
+
+* Who relies on a sealed stub is known to the kernel, across processes: every
+  governor that uses one holds a shared ``flock`` on it, and every sandbox that
+  relies on it holds a POSIX read lock on it (bwrap ``--lock-file``, taken by
+  the sandbox's pid 1, so it lasts exactly as long as the sandbox). A stub is
+  unsealed and deleted only when neither kind of lock is held by anyone else.
+* An immutable file left behind (governor SIGKILLed) would be litter nobody can
+  ``rm``. So the first seal starts a *sweeper*: a small process in its own
+  session that is told every sealed stub over a pipe and, when that pipe closes
+  without the stub having been deleted (the governor died), waits `SWEEP_GRACE`
+  (bwrap's ``--die-with-parent`` ends the sandboxes meanwhile), then for the
+  sandbox locks to go, and deletes what is still ours. Sealed stubs also carry
+  the ``trusted.acp-governor.stub`` attribute (only ``CAP_SYS_ADMIN`` can set
+  it): a later governor that finds one takes a share of it (`StubLedger.adopt`)
+  instead of treating it as a user's file, so even a sweeper killed too leaves
+  nothing for good once a governor runs there again.
+* Sealing can fail (no capability, a filesystem without the flag or the
+  attribute): the stub then stays a plain one and is pinned by mount, as before.
 """
 
 from __future__ import annotations
 
 import atexit
+import fcntl
+import json
 import os
 import stat
+import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
+from typing import IO, Final
 
+from sandbox import sweeper
 from sandbox.profile import ProfileError
+from sandbox.sweeper import FS_IMMUTABLE_FL, SEAL_MARK, get_flags, set_flags
+
+SWEEP_GRACE: Final = 3.0
+"""Seconds the sweeper waits after its governor died before it looks at the
+sandbox locks: a sandbox still in bwrap's setup (its lock not yet taken) has
+been orphaned or killed well within that."""
 
 
 @dataclass
@@ -33,6 +74,8 @@ class _Held:
     count: int
     dev: int
     ino: int
+    seal_fd: int | None = None
+    """Open read-only descriptor of a sealed stub, holding a shared ``flock``."""
 
 
 class StubLedger:
@@ -40,17 +83,33 @@ class StubLedger:
 
     A *hold* (a session: the ACP terminals of one attempt, an agent sandbox)
     keeps unused stubs parked on disk instead of deleting and re-creating them
-    for every command; they are deleted when the last hold ends.
+    for every command; they are deleted when the last hold ends. ``seal=False``
+    never seals (plain stubs, each pinned by a mount).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, seal: bool = True) -> None:
         self._held: dict[str, _Held] = {}
         self._parked: dict[str, _Held] = {}
         self._holds = 0
+        self._seal = seal
+        self._unsealable: set[int] = set()  # devices where sealing failed once
 
     def owns(self, path: str) -> bool:
         """Whether ``path`` is a stub this process created and has not deleted."""
         return path in self._held or path in self._parked
+
+    def sealed(self, path: str) -> bool:
+        """Whether ``path`` is a stub we hold that is still sealed (immutable, same
+        inode at that path): such a stub needs no pin mount. Checked live."""
+        held = self._held.get(path)
+        if held is None or held.seal_fd is None:
+            return False
+        try:
+            st = os.lstat(path)
+            flags = get_flags(held.seal_fd)
+        except OSError:
+            return False
+        return (st.st_dev, st.st_ino) == (held.dev, held.ino) and bool(flags & FS_IMMUTABLE_FL)
 
     def acquire(self, path: str) -> bool:
         """Make sure ``path`` exists; True when it is (now) one of our stubs and
@@ -60,16 +119,18 @@ class StubLedger:
             held.count += 1
             return True
         parked = self._parked.pop(path, None)
-        if parked is not None and self._still_ours(path, parked):
-            parked.count = 1
-            self._held[path] = parked
-            return True
+        if parked is not None:
+            if self._still_ours(path, parked):
+                parked.count = 1
+                self._held[path] = parked
+                return True
+            _close(parked.seal_fd)
         try:
             fd = os.open(
                 path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o444
             )
         except FileExistsError:
-            return False
+            return self.adopt(path)
         except OSError as exc:
             raise ProfileError(
                 f"cannot create the placeholder that protects missing path {path}: {exc.strerror}"
@@ -78,7 +139,36 @@ class StubLedger:
             st = os.fstat(fd)
         finally:
             os.close(fd)
-        self._held[path] = _Held(1, st.st_dev, st.st_ino)
+        held = _Held(1, st.st_dev, st.st_ino)
+        if self._seal and st.st_dev not in self._unsealable:
+            held.seal_fd = _seal(path, held)
+            if held.seal_fd is None:
+                self._unsealable.add(st.st_dev)
+            else:
+                _SWEEPER.tell("+", path, held)
+        self._held[path] = held
+        return True
+
+    def adopt(self, path: str) -> bool:
+        """Take a share of a sealed stub that another governor made (still running,
+        or dead and left it behind); True when it is now ours to `release` too."""
+        if self.owns(path):
+            return self.acquire(path)
+        fd = _open_sealed_stub(path)
+        if fd is None:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            st = os.fstat(fd)
+            here = os.lstat(path)
+        except OSError:  # being deleted by its last owner, or gone
+            os.close(fd)
+            return False
+        if (here.st_dev, here.st_ino) != (st.st_dev, st.st_ino):
+            os.close(fd)
+            return False
+        held = self._held[path] = _Held(1, st.st_dev, st.st_ino, fd)
+        _SWEEPER.tell("+", path, held)
         return True
 
     def release(self, path: str) -> None:
@@ -132,9 +222,108 @@ class StubLedger:
         )
 
     def _delete(self, path: str, held: _Held) -> None:
-        if self._still_ours(path, held):
+        if held.seal_fd is not None:
+            if sweeper.unseal_and_delete(path, held.dev, held.ino, held.seal_fd) == "deleted":
+                _SWEEPER.tell("-", path, held)
+            # else another governor or a sandbox still relies on it: the last
+            # governor to leave deletes it, or our sweeper once we are gone
+        elif self._still_ours(path, held):
             with suppress(OSError):
                 os.unlink(path)
+
+
+def _close(fd: int | None) -> None:
+    if fd is not None:
+        with suppress(OSError):
+            os.close(fd)
+
+
+def _seal(path: str, held: _Held) -> int | None:
+    """Mark, lock and make immutable the stub we just created; the locked
+    descriptor, or None (a plain stub) when any step is refused."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) != (held.dev, held.ino):
+            raise OSError("replaced")
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        os.setxattr(fd, SEAL_MARK, b"1")
+        set_flags(fd, get_flags(fd) | FS_IMMUTABLE_FL)
+    except OSError:
+        with suppress(OSError):
+            os.removexattr(fd, SEAL_MARK)
+        os.close(fd)
+        return None
+    return fd
+
+
+def _open_sealed_stub(path: str) -> int | None:
+    """A read-only descriptor of ``path`` if it is a sealed stub of a governor:
+    an empty regular file, immutable, carrying `SEAL_MARK`; else None."""
+    try:
+        fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size != 0:
+            return None
+        real = os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    try:
+        again = os.fstat(real)
+        if (
+            (again.st_dev, again.st_ino) == (st.st_dev, st.st_ino)
+            and get_flags(real) & FS_IMMUTABLE_FL
+            and os.getxattr(real, SEAL_MARK)
+        ):
+            return real
+    except OSError:
+        pass
+    os.close(real)
+    return None
+
+
+class _Sweeper:
+    """This process's sweeper (see `sandbox.sweeper`), started at the first seal."""
+
+    def __init__(self) -> None:
+        self._pipe: IO[bytes] | None = None
+        self._pid = 0
+
+    def tell(self, op: str, path: str, held: _Held) -> None:
+        line = json.dumps([op, path, held.dev, held.ino]).encode() + b"\n"
+        if self._pipe is None or self._pid != os.getpid():
+            if op != "+":
+                return
+            self._start()
+        assert self._pipe is not None
+        try:
+            self._pipe.write(line)
+            self._pipe.flush()
+        except OSError:  # the sweeper died: start another for what follows
+            self._pipe = None
+
+    def _start(self) -> None:
+        process = subprocess.Popen(
+            [sys.executable, "-I", "-S", sweeper.__file__, str(SWEEP_GRACE)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            cwd="/",
+            start_new_session=True,  # outlives a kill of the governor's process group
+        )
+        self._pipe, self._pid = process.stdin, os.getpid()
+        process.returncode = 0  # never waited for: it outlives us by design (no ResourceWarning)
+
+
+_SWEEPER = _Sweeper()
 
 
 LEDGER = StubLedger()

@@ -125,6 +125,18 @@ def test_ancestors_of_nested_pins_become_mount_points_before_the_pins() -> None:
     assert position(argv, "--bind", WS, WS) < ancestor < position(argv, "--ro-bind", nested, nested)
 
 
+def test_a_sealed_stub_gets_no_mount_but_its_neighbours_and_ancestors_still_do() -> None:
+    facts = replace(FACTS, pins=(*FACTS.pins, f"{WS}/vendor/lib/.claude"))
+    argv = render(profile(), facts, ALL, seccomp_fd=9, sealed={f"{WS}/.codex", f"{WS}/vendor/lib/.claude"})
+    for stub in (f"{WS}/.codex", f"{WS}/vendor/lib/.claude"):
+        assert argv.count(stub) == 1  # no mount, only the sandbox's lock on it
+        assert position(argv, "--lock-file", stub) >= 0
+    assert position(argv, "--ro-bind", f"{WS}/.git", f"{WS}/.git") >= 0
+    assert position(argv, "--bind", f"{WS}/vendor", f"{WS}/vendor") >= 0  # no rename of the parent
+    unsealed = render(profile(), facts, ALL, seccomp_fd=9)
+    assert position(unsealed, "--ro-bind", f"{WS}/.codex", f"{WS}/.codex") >= 0
+
+
 def test_read_only_binds_the_roots_read_only_and_needs_no_pins() -> None:
     argv = render(profile(Capability.READ_ONLY), FACTS, ALL, seccomp_fd=9)
     assert position(argv, "--ro-bind", WS, WS) >= 0

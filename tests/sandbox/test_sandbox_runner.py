@@ -14,11 +14,13 @@ from sandbox_procs import processes_matching
 
 from policies.capability import Capability
 from sandbox.bwrap import USERNS_ADVICE, BwrapUnavailable
+from sandbox.launch import prepare
 from sandbox.preflight import preflight
 from sandbox.profile import Profile, ProfileError
 from sandbox.runner import Command, run, start
 from sandbox.spawn import spawn
-from sandbox.stubs import LEDGER
+from sandbox.stubs import LEDGER, StubLedger
+from sandbox.sweeper import sandbox_holds
 
 
 async def test_a_shell_line_runs_in_the_workspace_and_reports_its_exit_code(edit: Profile, ws: Path) -> None:
@@ -154,6 +156,48 @@ async def test_a_stub_stays_while_another_sandbox_still_relies_on_it(edit: Profi
         await slow.finish()
     assert "BROKE-IN" not in slow.ring.snapshot()[0].decode()
     assert not (ws / ".vscode").exists()
+
+
+SEALED_ATTACKS = r"""
+chattr -i .claude; rm -f .claude; mv .claude moved; echo pwn > .claude; chmod 666 .claude
+ln .claude hard; touch .claude; mkdir -p .claude/x; echo decoy > decoy; mv -f decoy .claude
+python3 -c "import ctypes; l = ctypes.CDLL(None, use_errno=True); print('exchange', l.renameat2(-100, b'decoy', -100, b'.claude', 2), ctypes.get_errno())"
+[ -f .claude ] && [ ! -s .claude ] && echo STILL-THE-EMPTY-STUB
+echo ok > allowed.txt
+"""
+
+
+async def test_a_sealed_stub_gets_no_mount_and_still_refuses_every_change(edit: Profile, ws: Path) -> None:
+    ledger = StubLedger()
+    probed = await preflight()
+    with prepare(edit, ["true"], probed, ledger=ledger) as launch:
+        options = os.pread(int(launch.argv[2]), 1 << 20, 0).split(b"\0")
+        if not ledger.sealed(str(ws / ".claude")):
+            pytest.skip("stubs cannot be sealed here (needs root with CAP_LINUX_IMMUTABLE)")
+    assert options.count(str(ws / ".claude").encode()) == 1  # no pin mount, only its lock
+    assert str(ws / ".git").encode() in options  # an existing protected dir still has one
+    result = await run(Command.shell(SEALED_ATTACKS), edit, ledger=ledger)
+    assert "STILL-THE-EMPTY-STUB" in result.text
+    assert "exchange -1 1" in result.text  # EPERM
+    assert sorted(os.listdir(ws)) == [".git", "allowed.txt", "decoy"]  # neighbours; stub gone
+    assert (ws / "decoy").read_text() == "decoy\n"
+
+
+async def test_a_running_sandbox_holds_a_lock_on_each_sealed_stub_it_relies_on(
+    edit: Profile, ws: Path
+) -> None:
+    ledger = StubLedger()
+    async with start(Command.shell("sleep 0.5"), edit, ledger=ledger) as execution:
+        if not ledger.sealed(str(ws / ".claude")):
+            pytest.skip("stubs cannot be sealed here (needs root with CAP_LINUX_IMMUTABLE)")
+        await trio.sleep(0.2)  # pid 1 takes its locks right after the setup
+        fd = os.open(ws / ".claude", os.O_RDONLY)
+        try:
+            assert sandbox_holds(fd)  # a sweeper would wait for this sandbox
+        finally:
+            os.close(fd)
+        await execution.finish()
+    assert not (ws / ".claude").exists()
 
 
 async def test_declared_secrets_never_appear_on_the_bwrap_command_line(edit: Profile) -> None:

@@ -2,13 +2,58 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from sandbox.profile import ProfileError
 from sandbox.stubs import StubLedger
+from sandbox.sweeper import FS_IMMUTABLE_FL, SEAL_MARK, get_flags, set_flags
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _flags(path: Path) -> int:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    try:
+        return get_flags(fd)
+    finally:
+        os.close(fd)
+
+
+def _can_seal(directory: Path) -> bool:
+    ledger = StubLedger()
+    probe = directory / ".seal-probe"
+    ledger.acquire(str(probe))
+    try:
+        return ledger.sealed(str(probe))
+    finally:
+        ledger.release(str(probe))
+
+
+@pytest.fixture
+def sealing(tmp_path: Path) -> Iterator[Path]:
+    """A directory where this process can seal stubs (root with
+    CAP_LINUX_IMMUTABLE on a filesystem with the flag); skip otherwise."""
+    if not _can_seal(tmp_path):
+        pytest.skip("stubs cannot be sealed here (needs root with CAP_LINUX_IMMUTABLE)")
+    yield tmp_path
+    for path in tmp_path.rglob("*"):  # never leave an immutable file behind a failure
+        if path.is_file() and not path.is_symlink():
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+            try:
+                set_flags(fd, get_flags(fd) & ~FS_IMMUTABLE_FL)
+            except OSError:
+                pass
+            finally:
+                os.close(fd)
 
 
 def test_a_stub_is_an_empty_read_only_file_removed_after_its_last_use(tmp_path: Path) -> None:
@@ -34,7 +79,7 @@ def test_an_existing_path_is_never_claimed_or_removed(tmp_path: Path) -> None:
 
 
 def test_a_stub_replaced_or_written_meanwhile_is_left_alone(tmp_path: Path) -> None:
-    ledger = StubLedger()
+    ledger = StubLedger(seal=False)  # a sealed stub cannot be changed at all (below)
     stub = tmp_path / ".envrc"
     ledger.acquire(str(stub))
     os.chmod(stub, 0o644)
@@ -74,3 +119,133 @@ def test_release_all_removes_everything(tmp_path: Path) -> None:
         ledger.release(str(paths[0]))
         ledger.release_all()
     assert not any(p.exists() for p in paths)
+
+
+def test_as_root_a_stub_is_sealed_marked_and_unsealed_before_its_removal(sealing: Path) -> None:
+    ledger = StubLedger()
+    stub = sealing / ".claude"
+    assert ledger.acquire(str(stub))
+    assert ledger.sealed(str(stub))
+    assert _flags(stub) & FS_IMMUTABLE_FL
+    assert os.getxattr(stub, SEAL_MARK) == b"1"
+    with pytest.raises(PermissionError):
+        stub.unlink()  # even root, while it is sealed
+    ledger.release(str(stub))
+    assert not stub.exists()
+
+
+def test_without_sealing_a_stub_is_a_plain_file_that_needs_its_mount(tmp_path: Path) -> None:
+    ledger = StubLedger(seal=False)
+    stub = tmp_path / ".claude"
+    assert ledger.acquire(str(stub))
+    assert not ledger.sealed(str(stub))
+    assert not _flags(stub) & FS_IMMUTABLE_FL
+    ledger.release(str(stub))
+    assert not stub.exists()
+
+
+def test_a_sealed_stub_another_governor_relies_on_is_shared_and_removed_by_the_last(
+    sealing: Path,
+) -> None:
+    first, second = StubLedger(), StubLedger()
+    stub = sealing / ".mcp.json"
+    assert first.acquire(str(stub))
+    assert second.acquire(str(stub))  # exists: taken over as a share, not refused
+    assert second.sealed(str(stub))
+    first.release(str(stub))
+    assert stub.exists() and _flags(stub) & FS_IMMUTABLE_FL  # the second still relies on it
+    second.release(str(stub))
+    assert not stub.exists()
+
+
+LEFT_BEHIND = """
+import os, signal, sys
+import sandbox.stubs
+sandbox.stubs.SWEEP_GRACE = float(sys.argv[1])
+for path in sys.argv[2:]:
+    assert sandbox.stubs.LEDGER.acquire(path) and sandbox.stubs.LEDGER.sealed(path)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def _killed_governor(grace: float, *stubs: Path) -> None:
+    """A governor process that seals ``stubs`` and is SIGKILLed (no cleanup)."""
+    argv = [sys.executable, "-c", LEFT_BEHIND, str(grace), *map(str, stubs)]
+    killed = subprocess.run(argv, cwd=REPO, capture_output=True, text=True)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    for stub in stubs:
+        assert get_flags_of(stub) & FS_IMMUTABLE_FL  # the litter nobody could rm
+
+
+def get_flags_of(path: Path) -> int:
+    return _flags(path)
+
+
+def _gone_within(path: Path, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while path.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not path.exists()
+
+
+def test_a_sealed_stub_left_by_a_killed_governor_is_taken_over_and_removed(sealing: Path) -> None:
+    stub = sealing / ".vscode"
+    _killed_governor(30.0, stub)  # its own sweeper waits half a minute
+    ledger = StubLedger()
+    assert ledger.adopt(str(stub))
+    ledger.release(str(stub))
+    assert not stub.exists()
+
+
+def test_a_users_own_immutable_empty_file_is_never_taken_over_or_removed(sealing: Path) -> None:
+    mine = sealing / ".envrc"
+    mine.touch()
+    fd = os.open(mine, os.O_RDONLY)
+    try:
+        set_flags(fd, get_flags(fd) | FS_IMMUTABLE_FL)
+    finally:
+        os.close(fd)
+    ledger = StubLedger()
+    assert not ledger.acquire(str(mine))
+    assert not ledger.adopt(str(mine))
+    ledger.release(str(mine))
+    ledger.release_all()
+    assert mine.exists()
+
+
+def test_a_stub_locked_exclusively_by_someone_else_is_not_taken_over(sealing: Path) -> None:
+    owner = StubLedger()
+    stub = sealing / ".codex"
+    assert owner.acquire(str(stub))
+    fd = os.open(stub, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)  # another process relies on it too
+        owner.release(str(stub))
+        assert stub.exists()  # so the owner leaves it
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # ... and is now deleting it
+        assert not StubLedger().adopt(str(stub))
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        late = StubLedger()
+        assert late.adopt(str(stub))
+        late.release(str(stub))
+        assert not stub.exists()
+    finally:
+        os.close(fd)
+
+
+def test_a_killed_governors_sweeper_removes_its_sealed_stubs_after_the_grace(sealing: Path) -> None:
+    stubs = [sealing / ".claude", sealing / ".idea"]
+    _killed_governor(0.3, *stubs)
+    assert all(_gone_within(stub, 10) for stub in stubs)
+
+
+def test_the_sweeper_waits_while_a_sandbox_still_holds_its_lock(sealing: Path) -> None:
+    stub = sealing / ".gemini"
+    _killed_governor(0.1, stub)
+    fd = os.open(stub, os.O_RDONLY)
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_SH)  # what a sandbox's pid 1 holds (bwrap --lock-file)
+        assert not _gone_within(stub, 2.5)  # an orphaned sandbox still relies on it
+    finally:
+        os.close(fd)  # the sandbox ends
+    assert _gone_within(stub, 10)

@@ -1,0 +1,33 @@
+"""Escapes aimed at the placeholders of missing protected names (``sandbox.stubs``).
+
+As root (with ``CAP_LINUX_IMMUTABLE``) those placeholders are *sealed*: immutable
+files with no pin mount; as the unprivileged user they are plain files pinned by a
+read-only mount. Either way every change below must fail, seen from the host.
+"""
+
+from __future__ import annotations
+
+from escape_harness import Box
+
+EXCHANGE = (
+    "python3 -c \"import ctypes; l = ctypes.CDLL(None, use_errno=True); "
+    "l.renameat2(-100, b'decoy', -100, b'{name}', 2)\""  # RENAME_EXCHANGE
+)
+
+
+def test_a_missing_names_placeholder_cannot_be_unsealed_swapped_linked_or_chmodded(box: Box) -> None:
+    names = (".claude", ".mcp.json", ".envrc")
+    attacks = "; ".join(
+        f"chattr -i {n}; chmod 666 {n}; echo pwn > {n}; ln {n} {n}.hard; "
+        f"echo decoy > decoy; {EXCHANGE.format(name=n)}; mv -f decoy {n}; "
+        f"rm -f {n}; mkdir -p {n}/x && echo pwn > {n}/x/y"
+        for n in names
+    )
+    outcome = box.run(attacks + "; echo ok > allowed.txt; cat README.md")
+    assert outcome.error is None, outcome.error
+    for name in names:
+        assert not (box.ws / name).exists(), name  # no content, no folder, and no litter
+        assert not (box.ws / f"{name}.hard").exists()
+    assert (box.ws / "decoy").read_text() == "decoy\n"  # neighbour: writes next to them work
+    assert (box.ws / "allowed.txt").read_text() == "ok\n"
+    assert "hello" in outcome.text
