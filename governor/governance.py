@@ -283,7 +283,9 @@ class Governor:
         the record is still handed to the OS first); otherwise later."""
         self._check_session(req.session_id)
         call = req.tool_call
-        state = self.tool_calls.setdefault(call.tool_call_id, ToolCallState(call.tool_call_id))
+        state = self.tool_calls.get(call.tool_call_id)
+        if state is None:
+            state = self.tool_calls[call.tool_call_id] = ToolCallState(call.tool_call_id)
         self._upsert(state, call)
         state.governed = True
         kind = state.kind
@@ -296,7 +298,7 @@ class Governor:
             "tool_kind": kind,
         }
         command = raw.get("command") if raw else None
-        if isinstance(command, str | list):
+        if isinstance(command, (str, list)):
             subject["command"] = (
                 command if isinstance(command, str) else shlex.join(map(str, command))
             )
