@@ -138,13 +138,16 @@ def prepare(
             # running, or parked) is counted too, or that sandbox's end would
             # delete a mount point this one relies on. Another governor's
             # sealed stub (or one it left behind) is shared the same way.
+            counted: list[str] = []
+            stack.callback(_release, ledger, counted)
+            stubs = set(facts.stubs)
             for pin in facts.pins:
-                if (
-                    (pin in facts.stubs or ledger.owns(pin)) and ledger.acquire(pin)
-                ) or ledger.adopt(pin):
-                    stack.callback(ledger.release, pin)
+                ours = (pin in stubs or ledger.owns(pin)) and ledger.acquire(pin)
+                if ours or ledger.adopt(pin):
+                    counted.append(pin)
                     if ledger.sealed(pin):
                         sealed.add(pin)
+            ledger.commit()
         pin_fds: dict[str, int] = {}
         if bwrap.features.ro_bind_fd and profile.writable:
             for pin in facts.pins:
@@ -176,6 +179,11 @@ def prepare(
             info_fd=info_read,
             _open=opened,
         )
+
+
+def _release(ledger: StubLedger, paths: list[str]) -> None:
+    for path in reversed(paths):
+        ledger.release(path)
 
 
 def _close_open(opened: set[int]) -> None:

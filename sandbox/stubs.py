@@ -171,6 +171,11 @@ class StubLedger:
         _SWEEPER.tell("+", path, held)
         return True
 
+    def commit(self) -> None:
+        """Tell the sweeper about the stubs sealed or taken over so far; call it
+        before a sandbox that relies on them starts."""
+        _SWEEPER.flush()
+
     def release(self, path: str) -> None:
         """Drop one use; the last one deletes the stub (or parks it during a hold)."""
         held = self._held.get(path)
@@ -197,6 +202,7 @@ class StubLedger:
                 parked, self._parked = self._parked, {}
                 for path, held in parked.items():
                     self._delete(path, held)
+                _SWEEPER.flush()
 
     def held(self) -> dict[str, int]:
         """Path -> use count (for tests and diagnostics); parked stubs count 0."""
@@ -208,6 +214,7 @@ class StubLedger:
         self._parked, self._held = {}, {}
         for path, held in everything.items():
             self._delete(path, held)
+        _SWEEPER.flush()
 
     @staticmethod
     def _still_ours(path: str, held: _Held) -> bool:
@@ -291,23 +298,33 @@ def _open_sealed_stub(path: str) -> int | None:
 
 
 class _Sweeper:
-    """This process's sweeper (see `sandbox.sweeper`), started at the first seal."""
+    """This process's sweeper (see `sandbox.sweeper`), started at the first seal.
+
+    Lines are buffered and sent by `flush`, which `StubLedger.commit` calls
+    before any sandbox relies on a stub: one write (one wake-up of the sweeper)
+    per launch, not one per stub. A deletion not sent yet costs nothing if we
+    die: the sweeper then finds the stub gone.
+    """
 
     def __init__(self) -> None:
         self._pipe: IO[bytes] | None = None
         self._pid = 0
+        self._pending: list[bytes] = []
 
     def tell(self, op: str, path: str, held: _Held) -> None:
-        line = json.dumps([op, path, held.dev, held.ino]).encode() + b"\n"
+        self._pending.append(json.dumps([op, path, held.dev, held.ino]).encode() + b"\n")
+
+    def flush(self) -> None:
+        if not self._pending:
+            return
+        lines, self._pending = b"".join(self._pending), []
         if self._pipe is None or self._pid != os.getpid():
-            if op != "+":
-                return
             self._start()
         assert self._pipe is not None
         try:
-            self._pipe.write(line)
+            self._pipe.write(lines)
             self._pipe.flush()
-        except OSError:  # the sweeper died: start another for what follows
+        except OSError:  # the sweeper died: start another one next time
             self._pipe = None
 
     def _start(self) -> None:

@@ -93,7 +93,7 @@ def survey(profile: Profile, *, uid: int | None = None) -> HostFacts:
         found = _scan(root)
         if profile.writable:
             for rel in (*PROTECTED_NAMES, *profile.protected):
-                plan.pin(root, rel)
+                plan.pin(root, rel, found.top)
             for rel in found.nested_git:
                 plan.pin(root, rel)
         for rel in found.git_files:
@@ -146,6 +146,9 @@ class _Found:
     nested_git: list[str] = field(default_factory=list)
     git_files: list[str] = field(default_factory=list)
     hidden: list[str] = field(default_factory=list)
+    top: dict[str, int] | None = None
+    """The root's own entries: name -> file type bits (``stat.S_IFMT``); None
+    when the root could not be listed."""
 
 
 def _scan(root: str) -> _Found:
@@ -159,11 +162,23 @@ def _scan(root: str) -> _Found:
             entries = list(os.scandir(os.path.join(root, rel_dir)))
         except OSError:
             continue
+        if depth == 1:
+            found.top = {}
         for entry in entries:
             rel = os.path.join(rel_dir, entry.name) if rel_dir else entry.name
             try:
                 is_dir = entry.is_dir(follow_symlinks=False)
                 is_file = entry.is_file(follow_symlinks=False)
+                if found.top is not None and depth == 1:
+                    found.top[entry.name] = (
+                        stat.S_IFDIR
+                        if is_dir
+                        else stat.S_IFREG
+                        if is_file
+                        else stat.S_IFLNK
+                        if entry.is_symlink()
+                        else stat.S_IFMT(entry.stat(follow_symlinks=False).st_mode)
+                    )
             except OSError:
                 continue
             if entry.name == NESTED_GIT_NAME:
@@ -188,23 +203,31 @@ class _Plan:
     stubs: list[str] = field(default_factory=list)
     git_dirs: list[str] = field(default_factory=list)
 
-    def pin(self, root: str, rel: str) -> None:
+    def pin(self, root: str, rel: str, top: dict[str, int] | None = None) -> None:
+        """Pin ``rel`` under ``root``, or the stub for its first missing component.
+        ``top`` is the root's listing from the scan: the first component needs no
+        ``lstat`` of its own (most protected names are missing, one level deep)."""
         current = root
         parts = rel.split("/")
         for index, part in enumerate(parts):
             current = os.path.join(current, part)
-            try:
-                st = os.lstat(current)
-            except FileNotFoundError:
+            if index == 0 and top is not None:
+                mode = top.get(part)
+            else:
+                try:
+                    mode = stat.S_IFMT(os.lstat(current).st_mode)
+                except FileNotFoundError:
+                    mode = None
+            if mode is None:
                 self.stubs.append(current)
                 break
-            if stat.S_ISLNK(st.st_mode):
+            if stat.S_ISLNK(mode):
                 raise ProfileError(
                     f"protected path {current} is a symlink; a link cannot be pinned "
                     "read-only inside a writable root (replace it with the real file, "
                     "or run read-only)"
                 )
-            if not stat.S_ISDIR(st.st_mode) and index < len(parts) - 1:
+            if not stat.S_ISDIR(mode) and index < len(parts) - 1:
                 break
         self.pins_with_root.setdefault(current, root)
 

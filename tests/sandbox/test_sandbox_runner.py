@@ -187,15 +187,17 @@ async def test_a_running_sandbox_holds_a_lock_on_each_sealed_stub_it_relies_on(
     edit: Profile, ws: Path
 ) -> None:
     ledger = StubLedger()
-    async with start(Command.shell("sleep 0.5"), edit, ledger=ledger) as execution:
+    async with start(Command.shell("sleep 10"), edit, ledger=ledger) as execution:
         if not ledger.sealed(str(ws / ".claude")):
             pytest.skip("stubs cannot be sealed here (needs root with CAP_LINUX_IMMUTABLE)")
-        await trio.sleep(0.2)  # pid 1 takes its locks right after the setup
         fd = os.open(ws / ".claude", os.O_RDONLY)
         try:
-            assert sandbox_holds(fd)  # a sweeper would wait for this sandbox
+            with trio.fail_after(8):  # pid 1 takes its locks once the sandbox is set up
+                while not sandbox_holds(fd):  # what a sweeper waits for
+                    await trio.sleep(0.02)
         finally:
             os.close(fd)
+        execution.kill()
         await execution.finish()
     assert not (ws / ".claude").exists()
 

@@ -164,6 +164,7 @@ import sandbox.stubs
 sandbox.stubs.SWEEP_GRACE = float(sys.argv[1])
 for path in sys.argv[2:]:
     assert sandbox.stubs.LEDGER.acquire(path) and sandbox.stubs.LEDGER.sealed(path)
+sandbox.stubs.LEDGER.commit()  # as the launcher does before the sandbox starts
 os.kill(os.getpid(), signal.SIGKILL)
 """
 
