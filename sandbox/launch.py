@@ -166,9 +166,7 @@ def prepare(
             info_fd=info_write,
             sealed=sealed,
         )
-        args_fd = track(
-            _memfd("governor-bwrap-args", b"".join(o.encode() + b"\0" for o in options))
-        )
+        args_fd = track(_memfd("governor-bwrap-args", "\0".join(options).encode() + b"\0"))
         yield Launch(
             argv=(bwrap.path, "--args", str(args_fd), "--", *command),
             pass_fds=tuple(fds),

@@ -76,6 +76,8 @@ class _Held:
     ino: int
     seal_fd: int | None = None
     """Open read-only descriptor of a sealed stub, holding a shared ``flock``."""
+    checked: bool = False
+    """`acquire` has just seen this inode at its path (`sealed` need not look again)."""
 
 
 class StubLedger:
@@ -104,24 +106,27 @@ class StubLedger:
         held = self._held.get(path)
         if held is None or held.seal_fd is None:
             return False
+        checked, held.checked = held.checked, False
         try:
-            st = os.lstat(path)
-            flags = get_flags(held.seal_fd)
+            if not checked:
+                st = os.lstat(path)
+                if (st.st_dev, st.st_ino) != (held.dev, held.ino):
+                    return False
+            return bool(get_flags(held.seal_fd) & FS_IMMUTABLE_FL)
         except OSError:
             return False
-        return (st.st_dev, st.st_ino) == (held.dev, held.ino) and bool(flags & FS_IMMUTABLE_FL)
 
     def acquire(self, path: str) -> bool:
         """Make sure ``path`` exists; True when it is (now) one of our stubs and
         must be `release`d, False when something else already exists there."""
         held = self._held.get(path)
         if held is not None:
-            held.count += 1
+            held.count, held.checked = held.count + 1, False
             return True
         parked = self._parked.pop(path, None)
         if parked is not None:
             if self._still_ours(path, parked):
-                parked.count = 1
+                parked.count, parked.checked = 1, True
                 self._held[path] = parked
                 return True
             _close(parked.seal_fd)
@@ -181,7 +186,7 @@ class StubLedger:
         held = self._held.get(path)
         if held is None:
             return
-        held.count -= 1
+        held.count, held.checked = held.count - 1, False
         if held.count > 0:
             return
         del self._held[path]

@@ -13,8 +13,10 @@ inside the writable root, and the next host tool would follow the replacement.
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import pwd
+import re
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -29,16 +31,19 @@ from sandbox.profile import (
     is_within,
 )
 from sandbox.protected import (
+    HIDDEN_PATTERNS,
     HOST_DAEMON_SOCKETS,
     NESTED_GIT_NAME,
     PROTECTED_NAMES,
     SCAN_MAX_DEPTH,
     SCAN_SKIP_DIRS,
-    is_hidden_name,
 )
 
 PRIVATE_DIRS = ("/tmp", "/var/tmp")
 GITFILE_MAX_BYTES = 4096
+_HIDDEN_NAME = re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in HIDDEN_PATTERNS))
+"""`sandbox.protected.is_hidden_name` as one compiled pattern (the same
+``fnmatchcase`` translation): the scan asks it for every entry it sees."""
 
 
 def caller_home(uid: int) -> str:
@@ -187,7 +192,7 @@ def _scan(root: str) -> _Found:
                 if is_file:
                     found.git_files.append(rel)
                 continue
-            if is_hidden_name(entry.name) and not is_dir:
+            if not is_dir and _HIDDEN_NAME.match(entry.name):
                 found.hidden.append(rel)
             if is_dir and depth < SCAN_MAX_DEPTH and entry.name not in SCAN_SKIP_DIRS:
                 stack.append((rel, depth + 1))

@@ -186,3 +186,12 @@ def test_the_caller_home_comes_from_the_password_database(tmp_path: Path, monkey
     monkeypatch.setenv("HOME", str(tmp_path))
     facts = survey(Profile(capability=Capability.READ_ONLY, workspace=tmp_path))
     assert facts.home_env == pwd.getpwuid(os.getuid()).pw_dir
+
+
+def test_the_scans_hidden_name_pattern_agrees_with_is_hidden_name() -> None:
+    from sandbox.protected import is_hidden_name
+    from sandbox.survey import _HIDDEN_NAME
+
+    names = [".env", ".env.local", ".env.", ".envrc", "env", "x.env", ".Env", ".env\n", "a", ""]
+    for name in names:
+        assert bool(_HIDDEN_NAME.match(name)) == is_hidden_name(name), name
