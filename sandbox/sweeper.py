@@ -62,7 +62,9 @@ def unseal_and_delete(path: str, dev: int, ino: int, fd: int | None = None) -> S
     "Nobody" means: no other governor holds a ``flock`` on it (an exclusive one
     is taken here, so a governor cannot take a share meanwhile) and no sandbox
     holds a POSIX lock on it. ``fd`` is the caller's own locked descriptor, if
-    it has one; it is closed in any case.
+    it has one; it is closed in any case. A file that is not sealed and marked
+    is never touched, even with the same device and inode: inode numbers are
+    reused, and the sweeper may hear of a deletion late or never.
     """
     if fd is None:
         try:
@@ -72,6 +74,8 @@ def unseal_and_delete(path: str, dev: int, ino: int, fd: int | None = None) -> S
     try:
         st = os.fstat(fd)
         if (st.st_dev, st.st_ino) != (dev, ino) or not stat.S_ISREG(st.st_mode) or st.st_size:
+            return "not ours"
+        if not get_flags(fd) & FS_IMMUTABLE_FL or not os.getxattr(fd, SEAL_MARK):
             return "not ours"
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

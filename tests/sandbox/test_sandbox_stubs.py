@@ -15,7 +15,7 @@ import pytest
 
 from sandbox.profile import ProfileError
 from sandbox.stubs import StubLedger
-from sandbox.sweeper import FS_IMMUTABLE_FL, SEAL_MARK, get_flags, set_flags
+from sandbox.sweeper import FS_IMMUTABLE_FL, SEAL_MARK, get_flags, set_flags, unseal_and_delete
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -250,3 +250,11 @@ def test_the_sweeper_waits_while_a_sandbox_still_holds_its_lock(sealing: Path) -
     finally:
         os.close(fd)  # the sandbox ends
     assert _gone_within(stub, 10)
+
+
+def test_the_sweeper_never_deletes_an_unsealed_file_even_with_a_stubs_inode(tmp_path: Path) -> None:
+    users = tmp_path / ".envrc"  # created where a stub was, and given its freed inode number
+    users.touch()
+    st = users.stat()
+    assert unseal_and_delete(str(users), st.st_dev, st.st_ino) == "not ours"
+    assert users.exists()
