@@ -323,13 +323,16 @@ class _Sweeper:
         if not self._pending:
             return
         lines, self._pending = b"".join(self._pending), []
-        if self._pipe is None or self._pid != os.getpid():
-            self._start()
-        assert self._pipe is not None
         try:
+            if self._pipe is None or self._pid != os.getpid():
+                self._start()
+            assert self._pipe is not None
             self._pipe.write(lines)
             self._pipe.flush()
-        except OSError:  # the sweeper died: start another one next time
+        except (OSError, subprocess.SubprocessError):
+            # No sweeper (it died, or cannot start): the stubs stay protected;
+            # only a crash would now leave them behind, for the next governor
+            # there to take over. Try again next time.
             self._pipe = None
 
     def _start(self) -> None:
