@@ -63,7 +63,7 @@ from sandbox import sweeper
 from sandbox.profile import ProfileError
 from sandbox.sweeper import FS_IMMUTABLE_FL, SEAL_MARK, get_flags, set_flags
 
-SWEEP_GRACE: Final = 3.0
+SWEEP_GRACE: Final = 10.0
 """Seconds the sweeper waits after its governor died before it looks at the
 sandbox locks: a sandbox still in bwrap's setup (its lock not yet taken) has
 been orphaned or killed well within that."""
