@@ -46,7 +46,7 @@ REFUSED: Final = -32001
 UNASKED_KINDS: Final = frozenset({"edit", "delete", "move", "execute"})
 
 
-@dataclass
+@dataclass(slots=True)
 class ToolCallState:
     """What the agent has reported about one tool call (upserted)."""
 

@@ -101,7 +101,7 @@ class PathGlobs:
 
     def first(self, path: str, roots: tuple[str, ...]) -> str | None:
         """The first pattern the path matches (for the decision's rule), or None."""
-        if not self.matches(path, roots):
+        if not self._each or not self.matches(path, roots):
             return None
         rels = relative_forms(path, roots)
         for pattern, absolute, rx in self._each:
@@ -149,6 +149,8 @@ def normalize(path: str, cwd: str | None = None) -> str:
         if cwd is None:
             return path
         path = posixpath.join(cwd, path)
+    elif "//" not in path and "/." not in path and not path.endswith("/"):
+        return path  # already normal: no empty, "." or ".." segment, no trailing slash
     normal = posixpath.normpath(path)
     # POSIX keeps a leading "//"; we never mean anything special by it.
     return "/" + normal.lstrip("/")
