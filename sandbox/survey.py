@@ -14,6 +14,7 @@ inside the writable root, and the next host tool would follow the replacement.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
 import pwd
 import re
@@ -257,32 +258,44 @@ class _Plan:
                 self.git_dirs.append(target)
 
     def kept_pins(self) -> tuple[str, ...]:
-        """Pins, minus those already inside another pin (mounted read-only anyway).
-
-        A pin lies inside another one exactly when one of its parent
-        directories is a pin, so each pin looks up its own parents in a set
-        (linear in the pins, not quadratic: the survey runs before every command).
-        """
-        ordered = sorted(self.pins_with_root, key=lambda p: (p.count("/"), p))
-        kept: set[str] = set()
-        out: list[str] = []
-        for pin in ordered:
-            if not _within_any(pin, kept):
-                kept.add(pin)
-                out.append(pin)
-        return tuple(out)
+        """Pins, minus those already inside another pin (mounted read-only anyway)."""
+        return _kept_pins(tuple(self.pins_with_root))
 
     def ancestors_for(self, pins: tuple[str, ...]) -> tuple[str, ...]:
-        pinned = set(pins)
-        out: set[str] = set()
-        for pin in pins:
-            root = self.pins_with_root[pin]
-            if os.path.dirname(pin) == root:
-                continue  # the common case: a pin right at the top of its root
-            for ancestor in ancestors_between(root, pin):
-                if not _within_any(ancestor, pinned):
-                    out.add(ancestor)
-        return tuple(sorted(out, key=lambda p: (p.count("/"), p)))
+        return _ancestors_for(pins, tuple(self.pins_with_root[pin] for pin in pins))
+
+
+@functools.lru_cache(maxsize=64)
+def _kept_pins(pins: tuple[str, ...]) -> tuple[str, ...]:
+    """`_Plan.kept_pins`, pure and cached: a session asks the same again and again.
+
+    A pin lies inside another one exactly when one of its parent directories
+    is a pin, so each pin looks up its own parents in a set (linear in the
+    pins, not quadratic).
+    """
+    ordered = sorted(pins, key=lambda p: (p.count("/"), p))
+    kept: set[str] = set()
+    out: list[str] = []
+    for pin in ordered:
+        if not _within_any(pin, kept):
+            kept.add(pin)
+            out.append(pin)
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=64)
+def _ancestors_for(pins: tuple[str, ...], roots: tuple[str, ...]) -> tuple[str, ...]:
+    """Directories between each pin and its root (same index in ``roots``) that
+    are not inside a pin themselves; pure and cached like `_kept_pins`."""
+    pinned = set(pins)
+    out: set[str] = set()
+    for pin, root in zip(pins, roots, strict=True):
+        if os.path.dirname(pin) == root:
+            continue  # the common case: a pin right at the top of its root
+        for ancestor in ancestors_between(root, pin):
+            if not _within_any(ancestor, pinned):
+                out.add(ancestor)
+    return tuple(sorted(out, key=lambda p: (p.count("/"), p)))
 
 
 def _within_any(path: str, paths: set[str]) -> bool:
