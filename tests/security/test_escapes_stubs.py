@@ -10,12 +10,14 @@ from __future__ import annotations
 from escape_harness import Box
 
 EXCHANGE = (
-    "python3 -c \"import ctypes; l = ctypes.CDLL(None, use_errno=True); "
+    'python3 -c "import ctypes; l = ctypes.CDLL(None, use_errno=True); '
     "l.renameat2(-100, b'decoy', -100, b'{name}', 2)\""  # RENAME_EXCHANGE
 )
 
 
-def test_a_missing_names_placeholder_cannot_be_unsealed_swapped_linked_or_chmodded(box: Box) -> None:
+def test_a_missing_names_placeholder_cannot_be_unsealed_swapped_linked_or_chmodded(
+    box: Box,
+) -> None:
     names = (".claude", ".mcp.json", ".envrc")
     attacks = "; ".join(
         f"chattr -i {n}; chmod 666 {n}; echo pwn > {n}; ln {n} {n}.hard; "
