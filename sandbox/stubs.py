@@ -54,6 +54,7 @@ import os
 import stat
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -63,6 +64,10 @@ from sandbox import sweeper
 from sandbox.profile import ProfileError
 from sandbox.sweeper import FS_IMMUTABLE_FL, SEAL_MARK, get_flags, set_flags
 
+LINGER: Final = 1.0
+"""Seconds a release waits for a sandbox that has been reaped but whose pid 1
+is still exiting (it holds its lock on the stub until its files are closed):
+a library caller may delete or reuse the workspace as soon as we return."""
 SWEEP_GRACE: Final = 10.0
 """Seconds the sweeper waits after its governor died before it looks at the
 sandbox locks: a sandbox still in bwrap's setup (its lock not yet taken) has
@@ -95,6 +100,7 @@ class StubLedger:
         self._holds = 0
         self._seal = seal
         self._unsealable: set[int] = set()  # devices where sealing failed once
+        self._lingering: dict[str, _Held] = {}  # sealed, still locked by a sandbox
 
     def owns(self, path: str) -> bool:
         """Whether ``path`` is a stub this process created and has not deleted."""
@@ -179,6 +185,7 @@ class StubLedger:
     def commit(self) -> None:
         """Tell the sweeper about the stubs sealed or taken over so far; call it
         before a sandbox that relies on them starts."""
+        self._retry_lingering()
         _SWEEPER.flush()
 
     def release(self, path: str) -> None:
@@ -193,7 +200,7 @@ class StubLedger:
         if self._holds > 0:
             self._parked[path] = held
         else:
-            self._delete(path, held)
+            self._delete(path, held, time.monotonic() + LINGER)
 
     @contextmanager
     def hold(self) -> Iterator[None]:
@@ -205,8 +212,10 @@ class StubLedger:
             self._holds -= 1
             if self._holds == 0:
                 parked, self._parked = self._parked, {}
+                deadline = time.monotonic() + LINGER
                 for path, held in parked.items():
-                    self._delete(path, held)
+                    self._delete(path, held, deadline)
+                self._retry_lingering()
                 _SWEEPER.flush()
 
     def held(self) -> dict[str, int]:
@@ -217,8 +226,10 @@ class StubLedger:
         """Remove every stub regardless of counts (process exit)."""
         everything = {**self._parked, **self._held}
         self._parked, self._held = {}, {}
+        deadline = time.monotonic() + LINGER
         for path, held in everything.items():
-            self._delete(path, held)
+            self._delete(path, held, deadline)
+        self._retry_lingering()
         _SWEEPER.flush()
 
     @staticmethod
@@ -233,15 +244,32 @@ class StubLedger:
             and (st.st_dev, st.st_ino) == (held.dev, held.ino)
         )
 
-    def _delete(self, path: str, held: _Held) -> None:
+    def _delete(self, path: str, held: _Held, deadline: float) -> None:
+        """Delete our stub; a sealed one still locked by a sandbox is waited for
+        until ``deadline`` (one per batch), then left to `_retry_lingering`."""
         if held.seal_fd is not None:
-            if sweeper.unseal_and_delete(path, held.dev, held.ino, held.seal_fd) == "deleted":
+            fd, held.seal_fd = held.seal_fd, None
+            result = sweeper.unseal_and_delete(path, held.dev, held.ino, fd)
+            while result == "in use" and time.monotonic() < deadline:
+                time.sleep(0.002)  # a reaped sandbox's pid 1, still exiting
+                result = sweeper.unseal_and_delete(path, held.dev, held.ino)
+            if result == "deleted":
                 _SWEEPER.tell("-", path, held)
-            # else another governor or a sandbox still relies on it: the last
-            # governor to leave deletes it, or our sweeper once we are gone
+            elif result == "in use":
+                self._lingering[path] = held  # retried later, and by the sweeper
+            # "not ours": another governor relies on it now and deletes it last
         elif self._still_ours(path, held):
             with suppress(OSError):
                 os.unlink(path)
+
+    def _retry_lingering(self) -> None:
+        """One more try (no waiting) at each sealed stub a sandbox still held."""
+        for path, held in list(self._lingering.items()):
+            result = sweeper.unseal_and_delete(path, held.dev, held.ino)
+            if result != "in use":
+                del self._lingering[path]
+            if result == "deleted":
+                _SWEEPER.tell("-", path, held)
 
 
 def _close(fd: int | None) -> None:

@@ -258,3 +258,54 @@ def test_the_sweeper_never_deletes_an_unsealed_file_even_with_a_stubs_inode(tmp_
     st = users.stat()
     assert unseal_and_delete(str(users), st.st_dev, st.st_ino) == "not ours"
     assert users.exists()
+
+
+HOLD_LOCK = """
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDONLY)
+fcntl.lockf(fd, fcntl.LOCK_SH)  # what a sandbox's pid 1 holds (bwrap --lock-file)
+print("locked", flush=True)
+time.sleep(float(sys.argv[2]))
+"""
+
+
+def _sandbox_lock(stub: Path, seconds: float) -> subprocess.Popen[str]:
+    """A process holding a sandbox's lock on ``stub`` for ``seconds``."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(stub), str(seconds)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None and holder.stdout.readline() == "locked\n"
+    return holder
+
+
+def test_a_release_waits_for_a_sandbox_whose_pid_1_is_still_exiting(sealing: Path) -> None:
+    ledger = StubLedger()
+    stub = sealing / ".cursor"
+    assert ledger.acquire(str(stub)) and ledger.sealed(str(stub))
+    holder = _sandbox_lock(stub, 0.2)
+    try:
+        ledger.release(str(stub))
+        assert not stub.exists()  # gone when release returns, not at process exit
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_stub_still_locked_after_the_wait_is_deleted_at_the_next_commit(
+    sealing: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("sandbox.stubs.LINGER", 0.05)
+    ledger = StubLedger()
+    stub = sealing / ".devcontainer"
+    assert ledger.acquire(str(stub))
+    holder = _sandbox_lock(stub, 60)
+    try:
+        ledger.release(str(stub))
+        assert stub.exists() and _flags(stub) & FS_IMMUTABLE_FL  # an orphaned sandbox
+    finally:
+        holder.kill()
+        holder.wait()
+    ledger.commit()
+    assert not stub.exists()
