@@ -30,7 +30,7 @@ from pathlib import Path
 import trio
 
 from sandbox import watchdog
-from sandbox.launch import Launch, open_launch, prepare
+from sandbox.launch import Launch, memfd, open_launch, prepare
 from sandbox.preflight import preflight
 from sandbox.profile import Profile, ProfileError, is_within
 from sandbox.spawn import PIPE, Child, Std, spawn
@@ -144,19 +144,6 @@ def ensure_home_folders(profile: Profile) -> None:
             (home / folder.name).mkdir(mode=0o700, parents=True, exist_ok=True)
 
 
-def _memfd(name: str, data: bytes) -> int:
-    fd = os.memfd_create(name, os.MFD_CLOEXEC)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.lseek(fd, 0, os.SEEK_SET)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
 async def _watched(launch: Launch, *, stdin: Std, stdout: Std, stderr: Std) -> Child:
     """Start an unsandboxed ``launch`` under a watchdog and wait for its report:
     the agent started (its pidfd is adopted) or why not (`OSError`, as a direct
@@ -164,7 +151,7 @@ async def _watched(launch: Launch, *, stdin: Std, stdout: Std, stderr: Std) -> C
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     env_fd = -1
     try:
-        env_fd = _memfd("governor-agent-env", watchdog.encode_environment(launch.env))
+        env_fd = memfd("governor-agent-env", watchdog.encode_environment(launch.env))
         child = spawn(
             watchdog.command(theirs.fileno(), env_fd, launch.argv),
             stdin=stdin,

@@ -69,7 +69,8 @@ def _filter(allow_unix_sockets: bool) -> bytes:
     return seccomp.build(allow_unix_sockets=allow_unix_sockets)
 
 
-def _memfd(name: str, data: bytes) -> int:
+def memfd(name: str, data: bytes) -> int:
+    """A close-on-exec memfd holding ``data``, rewound to its start."""
     fd = os.memfd_create(name, os.MFD_CLOEXEC)
     try:
         view = memoryview(data)
@@ -153,7 +154,7 @@ def prepare(
             for pin in facts.pins:
                 if pin not in sealed:
                     pin_fds[pin] = track(_open_pin(pin))
-        seccomp_fd = track(_memfd("governor-seccomp", _filter(profile.allow_unix_sockets)))
+        seccomp_fd = track(memfd("governor-seccomp", _filter(profile.allow_unix_sockets)))
         info_read, info_write = os.pipe2(os.O_CLOEXEC)
         opened.add(info_read)
         track(info_write)
@@ -166,7 +167,7 @@ def prepare(
             info_fd=info_write,
             sealed=sealed,
         )
-        args_fd = track(_memfd("governor-bwrap-args", "\0".join(options).encode() + b"\0"))
+        args_fd = track(memfd("governor-bwrap-args", "\0".join(options).encode() + b"\0"))
         yield Launch(
             argv=(bwrap.path, "--args", str(args_fd), "--", *command),
             pass_fds=tuple(fds),
