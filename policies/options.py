@@ -12,6 +12,7 @@ it stops the agent asking about that tool at all.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -44,6 +45,7 @@ class Choice:
     reason: str
 
 
+@functools.lru_cache(maxsize=1024)  # an agent offers the same few options every time
 def stops_asking(option: Option) -> bool:
     """Whether choosing this option would let the agent act without asking later."""
     return option.kind == "allow_always" or bool(
