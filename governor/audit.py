@@ -131,8 +131,12 @@ def chain_hash(record: dict[str, Any]) -> str:
 
 def sealed(record: dict[str, Any]) -> bytes:
     """The line a record (with its ``hash``) is written as."""
-    body = _dumped({k: v for k, v in record.items() if k != "hash"})
-    return b'%s,"hash":"%s"}\n' % (body[:-1], record["hash"].encode())
+    return _line(_dumped({k: v for k, v in record.items() if k != "hash"}), record["hash"])
+
+
+def _line(body: bytes, digest: str) -> bytes:
+    """``{...}`` (the body's JSON) closed with its hash as the last field, and a newline."""
+    return b'%s,"hash":"%s"}\n' % (body[:-1], digest.encode())
 
 
 def _scrubbed(value: Any) -> Any:
@@ -254,7 +258,7 @@ class AuditLog:
             data = self._replace(body, self.masker.json(body))
         digest = hashlib.sha256(data).hexdigest()
         body["hash"] = digest
-        return b'%s,"hash":"%s"}\n' % (data[:-1], digest.encode()), digest
+        return _line(data, digest), digest
 
     @staticmethod
     def _replace(body: dict[str, Any], new: dict[str, Any]) -> bytes:

@@ -283,9 +283,7 @@ class Governor:
         the record is still handed to the OS first); otherwise later."""
         self._check_session(req.session_id)
         call = req.tool_call
-        state = self.tool_calls.get(call.tool_call_id)
-        if state is None:
-            state = self.tool_calls[call.tool_call_id] = ToolCallState(call.tool_call_id)
+        state = self._tool_call(call.tool_call_id)
         self._upsert(state, call)
         state.governed = True
         kind = state.kind
@@ -580,9 +578,7 @@ class Governor:
 
     def observe_tool_call(self, update: Any) -> ToolCallState:
         """Upsert a ``tool_call`` / ``tool_call_update``; record unasked or reported work."""
-        state = self.tool_calls.get(update.tool_call_id)
-        if state is None:
-            state = self.tool_calls[update.tool_call_id] = ToolCallState(update.tool_call_id)
+        state = self._tool_call(update.tool_call_id)
         self._upsert(state, update)
         if state.status in ("completed", "failed") and not state.judged:
             state.judged = True
@@ -632,6 +628,13 @@ class Governor:
         except AuditUnavailable as e:
             self._fail(str(e))
         self.on_event("unasked" if unasked else "reported", {"subject": subject})
+
+    def _tool_call(self, tool_call_id: str) -> ToolCallState:
+        """The state of a tool call, made at its first mention (not at every one)."""
+        state = self.tool_calls.get(tool_call_id)
+        if state is None:
+            state = self.tool_calls[tool_call_id] = ToolCallState(tool_call_id)
+        return state
 
     @staticmethod
     def _upsert(state: ToolCallState, update: Any) -> None:

@@ -55,11 +55,6 @@ class Masker:
         return cls([v for k, v in environ.items() if secret_looking(k)] + list(extra))
 
     @property
-    def known(self) -> re.Pattern[str] | None:
-        """The known secret values as one pattern (None when there are none)."""
-        return self._known
-
-    @property
     def values(self) -> tuple[str, ...]:
         """The known secret values, longest first."""
         return self._values
