@@ -61,6 +61,7 @@ import math
 import os
 from collections import deque
 from collections.abc import Awaitable, Callable, Collection
+from types import CoroutineType
 from typing import Any, Final, TypeAlias, cast
 
 import structlog
@@ -198,6 +199,7 @@ class Connection:
         self._unwritten = 0  # bytes queued for stdin (or waiting to be), not yet written
         self._sends_waiting = 0  # immediate answers waiting for room in the write queue
         self._writer_busy = False  # the writer task is in the middle of a write
+        self._closing = False  # close_stdin() queued the end marker
         self._nursery: trio.Nursery | None = None
         self._handlers: HandlerTable = {}
 
@@ -302,6 +304,7 @@ class Connection:
                 await self._stdin.aclose()
             self._stdin_closed.set()
         if not self._stdin_closed.is_set():
+            self._closing = True  # nothing is written past the end marker
             try:
                 await self._out_send.send(None)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
@@ -474,7 +477,7 @@ class Connection:
             )
             return
         outcome = begin(self._handlers, event.method, event.params)
-        if not inspect.isawaitable(outcome):
+        if type(outcome) is not CoroutineType:  # `begin`'s later answers are coroutines
             # Answered at once, here in the reader: no task, no scope, no pass.
             line = reply(event.id, outcome)
             if self._unwritten and self._unwritten + len(line) > self._max_unwritten:
@@ -586,7 +589,8 @@ class Connection:
             fd is None
             or self._writer_busy
             or self._stdin_closed.is_set()
-            or self._out_send.statistics().current_buffer_used
+            or self._unwritten  # lines queued: they go first
+            or self._closing
         ):
             return False
         try:

@@ -33,7 +33,7 @@ from governor.fsaccess import FileAccessError, read_text, resolve, write_text
 from governor.jsonrpc import INVALID_PARAMS, RESOURCE_NOT_FOUND
 from policies.actions import ReadFile, RunCommand, ToolPermission, WriteFile
 from policies.decide import Decision, decide
-from policies.options import Option, choose
+from policies.options import choose_offered
 from policies.policy import Policy
 from policies.rules import Verdict
 from sandbox import BwrapUnavailable, ProfileError
@@ -44,6 +44,9 @@ REFUSED: Final = -32001
 """Our answer to a refused fs or terminal request (ACP defines no code for it)."""
 
 UNASKED_KINDS: Final = frozenset({"edit", "delete", "move", "execute"})
+
+_RESPONSES_KEPT: Final = 32
+"""Permission answers kept built, one per option id (ids are the agent's to choose)."""
 
 
 @dataclass(slots=True)
@@ -98,6 +101,7 @@ class Governor:
         self.failure: str | None = None
         self._cancelled = False
         self._cancel_event = trio.Event()
+        self._responses: dict[str | None, schema.RequestPermissionResponse] = {}
 
     # -- the handler table ----------------------------------------------------------
 
@@ -344,12 +348,12 @@ class Governor:
     ) -> tuple[schema.RequestPermissionResponse, dict[str, Any]]:
         """Choose the option by effect, write the record, build the answer."""
         verdict, by, reason = settled
-        options = [Option(o.option_id, o.name, o.kind) for o in req.options]
-        choice = choose(options, verdict, allow_mode_switch=self.policy.allow_mode_switch)
+        offered = tuple((o.option_id, o.name, o.kind) for o in req.options)
+        choice = choose_offered(offered, verdict, self.policy.allow_mode_switch)
         if verdict is Verdict.ALLOW and choice.option_id is None:
             verdict, by, reason = Verdict.DENY, "policy", f"{reason}; but {choice.reason}"
         elif verdict is not Verdict.ALLOW:
-            choice = choose(options, Verdict.DENY)
+            choice = choose_offered(offered, Verdict.DENY, False)
         record = self._write_record(
             "permission",
             request,
@@ -362,12 +366,23 @@ class Governor:
         )
         if verdict is Verdict.ASK:
             self._pause("permission", request, subject, reason)
-        outcome: schema.AllowedOutcome | schema.DeniedOutcome
-        if choice.option_id is None or self._cancelled:
-            outcome = schema.DeniedOutcome(outcome="cancelled")
-        else:
-            outcome = schema.AllowedOutcome(outcome="selected", option_id=choice.option_id)
-        return schema.RequestPermissionResponse(outcome=outcome), record
+        chosen = None if self._cancelled else choice.option_id
+        return self._permission_response(chosen), record
+
+    def _permission_response(self, option_id: str | None) -> schema.RequestPermissionResponse:
+        """The answer selecting `option_id` (None: ``cancelled``). Agents offer the
+        same few option ids every time: each answer is built once (a few kept)."""
+        response = self._responses.get(option_id)
+        if response is None:
+            outcome: schema.AllowedOutcome | schema.DeniedOutcome
+            if option_id is None:
+                outcome = schema.DeniedOutcome(outcome="cancelled")
+            else:
+                outcome = schema.AllowedOutcome(outcome="selected", option_id=option_id)
+            response = schema.RequestPermissionResponse(outcome=outcome)
+            if len(self._responses) < _RESPONSES_KEPT:
+                self._responses[option_id] = response
+        return response
 
     # -- fs ---------------------------------------------------------------------------
 

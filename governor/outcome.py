@@ -44,40 +44,62 @@ def tally(records: Iterable[Mapping[str, Any]]) -> Tally:
     ls b``) are one ask; a file or command call is its own. Refused: any deny in
     the group. Waited: a person decided (a grant is not a wait). Unasked records
     are counted apart.
+
+    One pass, a few flags per request: it runs over every record of an attempt
+    (tens of thousands for a busy agent) when the attempt ends.
     """
-    groups: dict[Any, list[Mapping[str, Any]]] = {}
+    # request -> [refused, waiting, a person decided]
+    groups: dict[Any, list[bool]] = {}
     reported = unasked = 0
     for i, r in enumerate(records):
         kind = r.get("kind")
         if kind == "unasked":
             unasked += 1
             continue
-        if r.get("verdict") == "reported" or kind == "reported":
+        verdict = r.get("verdict")
+        if verdict == "reported" or kind == "reported":
             reported += 1
             continue
-        if kind not in ("permission", "read", "write", "terminal"):  # what the agent asked
+        if kind not in _ASKED_KINDS:
             continue
-        key = r.get("request")
-        groups.setdefault(("#", i) if key is None else ("r", json.dumps(key)), []).append(r)
-
-    def refused(g: list[Mapping[str, Any]]) -> bool:
-        return any(e.get("verdict") == "deny" for e in g)
-
-    def waiting(g: list[Mapping[str, Any]]) -> bool:
-        return any(e.get("verdict") == "approval" for e in g)
-
-    def person(e: Mapping[str, Any]) -> bool:
-        return e.get("by") == "person" or e.get("verdict") == "approval"
-
-    values = list(groups.values())
+        key = _group_key(r.get("request"), i)
+        flags = groups.get(key)
+        if flags is None:
+            flags = groups[key] = [False, False, False]
+        if verdict == "deny":
+            flags[0] = True
+        elif verdict == "approval":
+            flags[1] = flags[2] = True
+        if r.get("by") == "person":
+            flags[2] = True
+    refused = waiting = waited = 0
+    for was_refused, was_waiting, person in groups.values():
+        refused += was_refused
+        waiting += was_refused or was_waiting
+        waited += person
     return Tally(
-        asked=len(values),
-        allowed=sum(1 for g in values if not refused(g) and not waiting(g)),
-        waited=sum(1 for g in values if any(person(e) for e in g)),
-        refused=sum(1 for g in values if refused(g)),
+        asked=len(groups),
+        allowed=len(groups) - waiting,
+        waited=waited,
+        refused=refused,
         reported=reported,
         unasked=unasked,
     )
+
+
+_ASKED_KINDS: Final = frozenset({"permission", "read", "write", "terminal"})
+"""The record kinds that stand for something the agent asked."""
+
+
+def _group_key(request: Any, index: int) -> Any:
+    """The key that groups the records of one request: a record without a request
+    id is a group of its own. The value's type is part of the key, as in its JSON
+    (``1``, ``1.0``, ``true`` and ``"1"`` are different requests)."""
+    if request is None:
+        return ("#", index)
+    if isinstance(request, (str, int, float)):
+        return (type(request), request)
+    return ("json", json.dumps(request, sort_keys=True))
 
 
 @dataclass(slots=True)

@@ -82,3 +82,11 @@ def choose(
         if o.kind == "reject_once":
             return Choice(o.option_id, f"reject once: {o.name or o.option_id}")
     return Choice(None, "the agent offered no reject-once option; answered cancelled")
+
+
+@functools.lru_cache(maxsize=256)  # the same few options, offered again and again
+def choose_offered(
+    offered: tuple[tuple[str, str, str], ...], verdict: Verdict, allow_mode_switch: bool
+) -> Choice:
+    """`choose` among options given as ``(option_id, name, kind)`` tuples."""
+    return choose([Option(*o) for o in offered], verdict, allow_mode_switch=allow_mode_switch)

@@ -32,7 +32,11 @@ class Verdict(enum.IntEnum):
     DENY = 2
 
     def __str__(self) -> str:
-        return self.name.lower()
+        return _VERDICT_WORDS[self]
+
+
+_VERDICT_WORDS: Final = {v: v.name.lower() for v in Verdict}
+"""``allow``, ``ask``, ``deny``: what a record says (``.name`` is a slow property)."""
 
 
 TOOL_KINDS: Final = (

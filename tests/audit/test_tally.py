@@ -1,0 +1,59 @@
+"""The tally's counting rules (the seed `external.rs`), on records written by hand:
+one count per request, a deny anywhere refuses the request, a person's decision
+is a wait, reported and unasked records are counted apart."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from governor.outcome import Tally, tally
+
+
+def rec(kind: str, request: Any, verdict: str, by: str = "policy") -> dict[str, Any]:
+    return {"kind": kind, "request": request, "verdict": verdict, "by": by}
+
+
+def test_each_rule_counts_as_the_seed_says() -> None:
+    records = [
+        {"kind": "attempt-start"},
+        rec("mode", None, "allow"),  # not something the agent asked
+        # request 1: `cat a; rm -rf b`, one part allowed, one refused -> one refused ask
+        rec("permission", 1, "allow"),
+        rec("permission", 1, "deny"),
+        # request 2: a read, allowed
+        rec("read", 2, "allow"),
+        # request 3: a write a person allowed -> waited and allowed
+        rec("write", 3, "allow", by="person"),
+        # request 4: a command paused for approval -> waited, not allowed
+        rec("terminal", 4, "approval"),
+        # request 5: a person refused -> waited and refused
+        rec("permission", 5, "deny", by="person"),
+        # request 6 allowed by a grant: not a wait
+        rec("permission", 6, "allow", by="grant"),
+        # the same number as a string is another request
+        rec("read", "6", "deny"),
+        # no request id: each record is its own ask
+        rec("read", None, "allow"),
+        rec("read", None, "allow"),
+        {"kind": "reported", "verdict": "reported", "by": "agent"},
+        {"kind": "permission", "verdict": "reported", "by": "agent"},
+        {"kind": "unasked", "verdict": "reported", "by": "sandbox"},
+        {"kind": "attempt-end", "status": "completed"},
+    ]
+    assert tally(records) == Tally(asked=9, allowed=5, waited=3, refused=3, reported=2, unasked=1)
+
+
+def test_an_empty_log_counts_nothing() -> None:
+    assert tally([]) == Tally()
+
+
+def test_ids_of_other_json_types_group_their_records() -> None:
+    records = [
+        rec("permission", {"b": 1, "a": 2}, "allow"),
+        rec("permission", {"a": 2, "b": 1}, "deny"),
+        rec("permission", [1, 2], "allow"),
+        rec("permission", 1.0, "allow"),
+        rec("permission", 1, "allow"),
+        rec("permission", True, "allow"),
+    ]
+    assert tally(records) == Tally(asked=5, allowed=4, refused=1)
