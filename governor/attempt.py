@@ -462,7 +462,7 @@ class _Attempt:
                     nursery.start_soon(self._watch_stop, self.stop)
                 terminals = sandboxing.GovernedTerminals(nursery, policy)
                 self.governor = Governor(
-                    policy, self.audit, p.approver, terminals=terminals, on_event=self.emit
+                    policy, self.audit, p.approver, terminals=terminals, on_event=p.spec.on_event
                 )
                 try:
                     if p.spec.kind == "command":

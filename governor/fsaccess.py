@@ -66,6 +66,30 @@ def read_text(
     path: str, line: int | None = None, limit: int | None = None, max_bytes: int = 64 * 2**20
 ) -> str:
     """A file's text, from 1-based ``line`` for at most ``limit`` lines."""
+    opened = open_text(path, line, limit)
+    return read_opened(opened, line, limit, max_bytes)
+
+
+class Opened:
+    """A file opened for `read_opened`: its descriptor, path and size (from fstat)."""
+
+    __slots__ = ("fd", "path", "size")
+
+    def __init__(self, fd: int, path: str, size: int) -> None:
+        self.fd = fd
+        self.path = path
+        self.size = size
+
+    def close(self) -> None:
+        """Close the file (again: nothing)."""
+        if self.fd >= 0:
+            fd, self.fd = self.fd, -1
+            os.close(fd)
+
+
+def open_text(path: str, line: int | None = None, limit: int | None = None) -> Opened:
+    """Open a regular file for reading (``line`` and ``limit`` are checked first);
+    `read_opened` reads and closes it."""
     if line is not None and line < 1:
         raise FileAccessError(INVALID_PARAMS, f"line: must be 1 or more, got {line}")
     if limit is not None and limit < 0:
@@ -81,20 +105,38 @@ def read_text(
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise FileAccessError(INVALID_PARAMS, f"{path} is not a regular file")
+    except BaseException:
+        os.close(fd)
+        raise
+    return Opened(fd, path, st.st_size)
+
+
+def read_opened(
+    opened: Opened, line: int | None = None, limit: int | None = None, max_bytes: int = 64 * 2**20
+) -> str:
+    """The text of a file `open_text` opened (closing it), from 1-based ``line`` for
+    at most ``limit`` lines."""
+    fd, path = opened.fd, opened.path
+    if fd < 0:
+        raise ValueError(f"{path} was closed before it was read")
+    try:
         # Sized from fstat: reading with a max_bytes buffer would allocate 64 MiB
         # for every small file (the read path is hot).
         chunks: list[bytes] = []
         total = 0
-        want = min(st.st_size, max_bytes) + 1  # one byte more tells a file that grew too big
+        want = min(opened.size, max_bytes) + 1  # one byte more tells a file that grew too big
         while total <= max_bytes:
-            chunk = os.read(fd, max(want - total, 65536))
+            asked = max(want - total, 65536)
+            chunk = os.read(fd, asked)
             if not chunk:
                 break
             chunks.append(chunk)
             total += len(chunk)
-        data = b"".join(chunks)
+            if len(chunk) < asked and total >= opened.size:
+                break  # a short read past the size fstat gave: the end (no read for b"")
+        data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
     finally:
-        os.close(fd)
+        opened.close()
     if len(data) > max_bytes:
         raise FileAccessError(
             INVALID_PARAMS, f"{path} is larger than the read limit of {max_bytes} bytes"

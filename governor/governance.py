@@ -19,8 +19,8 @@ import contextlib
 import os
 import shlex
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Final
+from dataclasses import dataclass
+from typing import Any, Final, cast
 
 import structlog
 import trio
@@ -29,11 +29,19 @@ from acp import schema
 from governor.approver import Answer, Approver, Ask
 from governor.audit import AuditLog, AuditUnavailable, recorded_input
 from governor.dispatch import Route, RpcError
-from governor.fsaccess import FileAccessError, read_text, resolve, write_text
+from governor.fsaccess import (
+    FileAccessError,
+    Opened,
+    open_text,
+    read_opened,
+    resolve,
+    write_text,
+)
 from governor.jsonrpc import INVALID_PARAMS, RESOURCE_NOT_FOUND
 from policies.actions import ReadFile, RunCommand, ToolPermission, WriteFile
 from policies.decide import Decision, decide
 from policies.options import choose_offered
+from policies.paths import normalize
 from policies.policy import Policy
 from policies.rules import Verdict
 from sandbox import BwrapUnavailable, ProfileError
@@ -58,8 +66,8 @@ class ToolCallState:
     kind: str | None = None
     status: str = "pending"
     raw_input: Any = None
-    locations: list[str] = field(default_factory=list)
-    terminals: list[str] = field(default_factory=list)
+    locations: tuple[str, ...] = ()
+    terminals: tuple[str, ...] = ()
     governed: bool = False
     judged: bool = False
 
@@ -85,6 +93,7 @@ class Governor:
         self.approver = approver
         self.terminals = terminals
         self.on_event = on_event or (lambda kind, info: None)
+        self._quiet = on_event is None  # nobody listens: no event to build
         self.session_id: str | None = None
         self.tool_calls: dict[str, ToolCallState] = {}
         self.grants: set[tuple[str, str]] = set()
@@ -220,7 +229,25 @@ class Governor:
         option: str | None = None,
     ) -> dict[str, Any]:
         word = "approval" if verdict is Verdict.ASK else str(verdict)
-        parts = decision.parts or (decision,)
+        if not decision.parts:  # one decision, one record: the usual case
+            try:
+                one = self.audit.record(
+                    kind,
+                    session=self.session_id,
+                    request=request,
+                    subject=subject,
+                    verdict=word,
+                    by=by,
+                    rule=decision.rule,
+                    reason=reason,
+                    option=option,
+                )
+            except AuditUnavailable as e:
+                self._fail(str(e))
+                raise RpcError(REFUSED, f"refused: {e}") from None
+            self._recorded(kind, subject, word, by, reason, decision)
+            return one
+        parts = decision.parts
         # A part the approver (or the option choice) settled takes the final word;
         # the others keep their own verdict, so the log shows which part was asked.
         settled = [p.verdict is Verdict.ASK or len(parts) == 1 for p in parts]
@@ -247,6 +274,20 @@ class Governor:
         except AuditUnavailable as e:
             self._fail(str(e))
             raise RpcError(REFUSED, f"refused: {e}") from None
+        self._recorded(kind, subject, word, by, reason, decision)
+        return record
+
+    def _recorded(
+        self,
+        kind: str,
+        subject: dict[str, Any],
+        word: str,
+        by: str,
+        reason: str,
+        decision: Decision,
+    ) -> None:
+        if self._quiet:
+            return
         self.on_event(
             kind,
             {
@@ -257,7 +298,6 @@ class Governor:
                 "rule": decision.rule,
             },
         )
-        return record
 
     async def _record(self, *args: Any) -> dict[str, Any]:
         """`_write_record`, then wait for the disk when durability says so."""
@@ -292,7 +332,7 @@ class Governor:
         state.governed = True
         kind = state.kind
         raw = state.raw_input if isinstance(state.raw_input, Mapping) else None
-        action = ToolPermission(kind, state.title, raw, tuple(state.locations))
+        action = ToolPermission(kind, state.title, raw, state.locations)
         decision = decide(action, self.policy)
         subject: dict[str, Any] = {
             "tool_call": call.tool_call_id,
@@ -401,7 +441,7 @@ class Governor:
         subject = {"path": req.path} | ({"resolved": path} if path != req.path else {})
         request = self._next_request()
         settled = self._settle_now("read", subject, path, decision)
-        if settled is None or not self._answers_now() or not _small(path):
+        if settled is None or not self._answers_now():
             return self._read_later(req, path, subject, decision, request, settled)
         self._write_record("read", request, subject, decision, *settled)
         return self._read(req, path, settled)
@@ -420,26 +460,38 @@ class Governor:
         await self._record("read", request, subject, decision, *settled)
         if settled[0] is Verdict.ASK:
             self._pause("read", request, subject, settled[2])
-        if settled[0] is Verdict.ALLOW and not _small(path):
-            self.read_paths.add(os_normal(req.path))
-            try:
-                content = await trio.to_thread.run_sync(read_text, path, req.line, req.limit)
-            except FileAccessError as e:
-                raise RpcError(e.code, str(e)) from None
-            return schema.ReadTextFileResponse(content=content)
-        return self._read(req, path, settled)
+        answer = self._read(req, path, settled)
+        if isinstance(answer, schema.ReadTextFileResponse):
+            return answer
+        return await cast(Awaitable[schema.ReadTextFileResponse], answer)
 
     def _read(
         self, req: schema.ReadTextFileRequest, path: str, settled: tuple[Verdict, str, str]
-    ) -> schema.ReadTextFileResponse:
+    ) -> schema.ReadTextFileResponse | Awaitable[schema.ReadTextFileResponse]:
+        """The file's text once the read is allowed: a small file read here and now,
+        a larger one in a worker thread (the answer then comes later)."""
         verdict, _, reason = settled
         if verdict is not Verdict.ALLOW:
             raise RpcError(REFUSED, f"Refused by the governor: {reason}")
         self.read_paths.add(os_normal(req.path))
         try:
-            content = read_text(path, req.line, req.limit)
+            opened = open_text(path, req.line, req.limit)
+            if opened.size > INLINE_READ_BYTES:
+                return self._read_in_worker(opened, req)
+            content = read_opened(opened, req.line, req.limit)
         except FileAccessError as e:
             raise RpcError(e.code, str(e)) from None
+        return schema.ReadTextFileResponse(content=content)
+
+    async def _read_in_worker(
+        self, opened: Opened, req: schema.ReadTextFileRequest
+    ) -> schema.ReadTextFileResponse:
+        try:
+            content = await trio.to_thread.run_sync(read_opened, opened, req.line, req.limit)
+        except FileAccessError as e:
+            raise RpcError(e.code, str(e)) from None
+        finally:
+            opened.close()  # when the hand-off was cancelled before the read
         return schema.ReadTextFileResponse(content=content)
 
     async def write_text_file(
@@ -664,12 +716,12 @@ class Governor:
             state.raw_input = raw
         locations = getattr(update, "locations", None)
         if locations is not None:
-            state.locations = [loc.path for loc in locations]
+            state.locations = tuple(loc.path for loc in locations)
         content = getattr(update, "content", None)
         if content is not None:
-            state.terminals = [
+            state.terminals = tuple(
                 c.terminal_id for c in content if getattr(c, "type", None) == "terminal"
-            ]
+            )
 
     async def _ask_approver(self, ask: Ask) -> Answer | None:
         """The approver's answer, or None when the turn is cancelled first: after
@@ -700,15 +752,6 @@ INLINE_READ_BYTES: Final = 256 * 1024
 """Files up to this size are read on the trio thread; larger ones in a worker."""
 
 
-def _small(path: str) -> bool:
-    try:
-        return os.stat(path).st_size <= INLINE_READ_BYTES
-    except OSError:
-        return True  # read_text reports the error
-
-
 def os_normal(path: str) -> str:
     """A lexically normalized absolute path (no symlinks resolved)."""
-    from policies.paths import normalize
-
     return normalize(path)

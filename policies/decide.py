@@ -15,7 +15,7 @@ the splitter does not fully understand is at least ``ask``, never ``allow``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -23,7 +23,7 @@ from policies.actions import Action, ReadFile, RunCommand, ToolPermission, Write
 from policies.capability import Capability
 from policies.paths import normalize, within
 from policies.policy import Policy
-from policies.rules import RuleList, Verdict
+from policies.rules import Verdict
 from policies.shell import SimpleCommand, split, split_argv
 
 ALLOW: Final = Verdict.ALLOW
@@ -129,7 +129,11 @@ def decide_read(action: ReadFile, policy: Policy) -> Decision:
         return Decision(
             DENY, f"hidden: {hidden}", f"{path} is hidden from the agent ({hidden})", "ceiling"
         )
-    return _by_rules(policy, "read", path, None, lambda r: r.paths.first(path, roots))
+    for verdict, rules in policy.rules.path_tiers:
+        hit = rules.paths.first(path, roots)
+        if hit is not None:
+            return _rule_hit(verdict, hit, "path", path)
+    return _by_capability(policy, "read", path)
 
 
 def decide_write(action: WriteFile, policy: Policy) -> Decision:
@@ -157,31 +161,21 @@ def decide_write(action: WriteFile, policy: Policy) -> Decision:
         return Decision(
             DENY, f"protected: {protected}", f"{path} is protected ({protected})", "ceiling"
         )
-    return _by_rules(
-        policy,
-        "write",
-        path,
-        None,
-        lambda r: r.paths.first(path, roots) or r.writes.first(path, roots),
+    for verdict, rules in policy.rules.write_tiers:
+        hit = rules.paths.first(path, roots) or rules.writes.first(path, roots)
+        if hit is not None:
+            return _rule_hit(verdict, hit, "path", path)
+    return _by_capability(policy, "write", path)
+
+
+def _rule_hit(verdict: Verdict, hit: str, what: str, shown: str) -> Decision:
+    return Decision(
+        verdict, f"{verdict}: {hit}", f"the {what} {shown} matches the {verdict} rule `{hit}`"
     )
 
 
-def _by_rules(
-    policy: Policy,
-    subject: str,
-    shown: str,
-    kind: str | None,
-    match: Callable[[RuleList], str | None],
-) -> Decision:
-    for verdict, rules in policy.rules.tiers():
-        hit = match(rules)
-        if hit is not None:
-            what = "path" if subject in ("read", "write") else subject
-            return Decision(
-                verdict,
-                f"{verdict}: {hit}",
-                f"the {what} {shown} matches the {verdict} rule `{hit}`",
-            )
+def _by_capability(policy: Policy, subject: str, shown: str) -> Decision:
+    """No rule matched: the capability's default for the subject."""
     default = DEFAULTS[subject][policy.capability]
     return Decision(
         default,
@@ -298,7 +292,7 @@ def decide_permission(action: ToolPermission, policy: Policy) -> Decision:
             )
             break
     cwd = action.cwd or (policy.roots[0] if policy.roots else None)
-    subjects = list(_subjects(action, kind, cwd, policy))
+    subjects = _subjects(action, kind, cwd, policy)
     if not subjects:
         if tool is not None:
             return tool
@@ -316,26 +310,18 @@ def decide_permission(action: ToolPermission, policy: Policy) -> Decision:
     return _strictest(subjects)
 
 
-def _subjects(
-    action: ToolPermission, kind: str, cwd: str | None, policy: Policy
-) -> Iterable[Decision]:
+def _subjects(action: ToolPermission, kind: str, cwd: str | None, policy: Policy) -> list[Decision]:
     raw = action.raw_input if isinstance(action.raw_input, Mapping) else {}
     for key in _COMMAND_KEYS:
         value = raw.get(key)
         if isinstance(value, str) and value.strip():
-            yield decide_command(RunCommand(value, _cwd(raw, cwd)), policy)
-            return
+            return [decide_command(RunCommand(value, _cwd(raw, cwd)), policy)]
         if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-            yield decide_command(RunCommand(tuple(value), _cwd(raw, cwd)), policy)
-            return
-    paths = list(_paths(raw, action.locations))
-    write = kind in _WRITE_KINDS or (kind == "other" and _looks_like_write(raw))
-    for p in paths:
-        path = normalize(p, cwd)
-        if write:
-            yield decide_write(WriteFile(path), policy)
-        else:
-            yield decide_read(ReadFile(path), policy)
+            return [decide_command(RunCommand(tuple(value), _cwd(raw, cwd)), policy)]
+    paths = _paths(raw, action.locations)
+    if kind in _WRITE_KINDS or (kind == "other" and _looks_like_write(raw)):
+        return [decide_write(WriteFile(normalize(p, cwd)), policy) for p in paths]
+    return [decide_read(ReadFile(normalize(p, cwd)), policy) for p in paths]
 
 
 def _cwd(raw: Mapping[str, Any], default: str | None) -> str | None:
@@ -346,13 +332,9 @@ def _cwd(raw: Mapping[str, Any], default: str | None) -> str | None:
     return default
 
 
-def _paths(raw: Mapping[str, Any], locations: tuple[str, ...]) -> Iterable[str]:
-    seen: set[str] = set()
-    found: list[str] = []
-    for key in _PATH_KEYS:
-        value = raw.get(key)
-        if isinstance(value, str) and value:
-            found.append(value)
+def _paths(raw: Mapping[str, Any], locations: tuple[str, ...]) -> list[str]:
+    """Every path the input and the locations name, once each, in a fixed order."""
+    found = [v for key in _PATH_KEYS if isinstance(v := raw.get(key), str) and v]
     for key in _PATH_LIST_KEYS:
         value = raw.get(key)
         if isinstance(value, list):
@@ -361,10 +343,7 @@ def _paths(raw: Mapping[str, Any], locations: tuple[str, ...]) -> Iterable[str]:
     if isinstance(changes, Mapping):
         found.extend(k for k in changes if isinstance(k, str) and k)
     found.extend(locations)
-    for p in found:
-        if p not in seen:
-            seen.add(p)
-            yield p
+    return list(dict.fromkeys(found)) if len(found) > 1 else found
 
 
 def _looks_like_write(raw: Mapping[str, Any]) -> bool:

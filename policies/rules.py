@@ -146,10 +146,24 @@ class Rules:
     deny: RuleList = field(default_factory=RuleList)
     ask: RuleList = field(default_factory=RuleList)
     allow: RuleList = field(default_factory=RuleList)
+    # Built once: every decision walks them.
+    _tiers: tuple[tuple[Verdict, RuleList], ...] = field(init=False, repr=False, compare=False)
+    path_tiers: tuple[tuple[Verdict, RuleList], ...] = field(init=False, repr=False, compare=False)
+    """The tiers with ``paths`` rules: the only ones a read can match."""
+    write_tiers: tuple[tuple[Verdict, RuleList], ...] = field(init=False, repr=False, compare=False)
+    """The tiers with ``paths`` or ``writes`` rules: the only ones a write can match."""
+
+    def __post_init__(self) -> None:
+        tiers = ((Verdict.DENY, self.deny), (Verdict.ASK, self.ask), (Verdict.ALLOW, self.allow))
+        object.__setattr__(self, "_tiers", tiers)
+        object.__setattr__(self, "path_tiers", tuple(t for t in tiers if t[1].paths))
+        object.__setattr__(
+            self, "write_tiers", tuple(t for t in tiers if t[1].paths or t[1].writes)
+        )
 
     def tiers(self) -> tuple[tuple[Verdict, RuleList], ...]:
         """(verdict, rules) from the strongest to the weakest."""
-        return ((Verdict.DENY, self.deny), (Verdict.ASK, self.ask), (Verdict.ALLOW, self.allow))
+        return self._tiers
 
 
 def rule_list(

@@ -4,6 +4,7 @@ reach, and a FIFO that must not block the governor."""
 from __future__ import annotations
 
 import inspect
+import json
 import os
 import subprocess
 import sys
@@ -120,3 +121,44 @@ def test_a_fifo_in_the_workspace_is_refused_without_blocking(tree: Path) -> None
         check=False,
     )
     assert done.stdout == "plain\n", done.stderr
+
+
+def open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.parametrize("size", [0, 220, 64 * 1024 + 1, 300 * 1024])
+def test_small_and_large_files_read_whole_and_by_lines_without_leaking_descriptors(
+    tmp_path: Path, size: int
+) -> None:
+    """A file up to 256 KiB is read at once, a larger one in a worker thread: both
+    give the whole text, or the lines asked for, and close what they opened."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    lines = [f"line {i} " + "x" * (i % 50) + "\n" for i in range(100_000)]
+    text = "".join(lines)[:size]
+    target = ws / "file.txt"
+    target.write_text(text)
+    log = tmp_path / "audit.jsonl"
+
+    async def main() -> list[bytes]:
+        policy = parse_policy('capability = "edit-workspace"\n').bind(str(ws), None, protected=())
+        gov = Governor(policy, AuditLog(log, "att"), Unattended())
+        gov.session_id = "s"
+        out = []
+        for extra in ({}, {"line": 3, "limit": 2}):
+            result = begin(
+                gov.routes(), "fs/read_text_file", {"sessionId": "s", "path": str(target), **extra}
+            )
+            if inspect.isawaitable(result):
+                result = await result
+            out.append(reply(1, result))
+        gov.audit.close()
+        return out
+
+    before = open_fds()
+    for _ in range(3):
+        whole, some = trio.run(main)
+    assert open_fds() == before
+    assert json.loads(whole)["result"]["content"] == text
+    assert json.loads(some)["result"]["content"] == "".join(text.splitlines(keepends=True)[2:4])
