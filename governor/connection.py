@@ -66,10 +66,9 @@ from typing import Any, Final, TypeAlias, cast
 
 import structlog
 import trio
-from jsonrpcserver.result import Result
 from pydantic import BaseModel
 
-from governor.dispatch import HandlerTable, begin, reply
+from governor.dispatch import Answer, HandlerTable, begin, reply
 from governor.jsonrpc import (
     DEFAULT_MAX_LINE_BYTES,
     INTERNAL_ERROR,
@@ -512,7 +511,9 @@ class Connection:
             self._refusing = waiter.then_refuse
 
     def _on_unknown_response(self, event: UnknownResponse) -> None:
-        self._log.warning("agent.unknown_response", id=_short(repr(event.id)), error_code=event.code)
+        self._log.warning(
+            "agent.unknown_response", id=_short(repr(event.id)), error_code=event.code
+        )
 
     def _on_malformed(self, event: Malformed) -> None:
         kind = _MALFORMED_KINDS.get(event.reason, "over the line limit")
@@ -557,7 +558,7 @@ class Connection:
     # --- the tasks ---
 
     async def _serve_request(
-        self, event: Request, outcome: Awaitable[Result], scope: trio.CancelScope
+        self, event: Request, outcome: Awaitable[Answer], scope: trio.CancelScope
     ) -> None:
         try:
             line = None
@@ -704,9 +705,9 @@ class Connection:
             done.set()
 
     def _decode_stderr(self, line: bytes) -> str:
-        return line[: self._line_chars * 4].decode("utf-8", "replace").rstrip("\r")[
-            : self._line_chars
-        ]
+        return (
+            line[: self._line_chars * 4].decode("utf-8", "replace").rstrip("\r")[: self._line_chars]
+        )
 
     # --- sending ---
 
@@ -734,9 +735,7 @@ class Connection:
         try:
             await self._out_send.send(line)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
-            raise ConnectionClosed(
-                f"cannot send {method!r}: the agent's stdin is closed"
-            ) from None
+            raise ConnectionClosed(f"cannot send {method!r}: the agent's stdin is closed") from None
 
     def _send_nowait(self, line: bytes) -> None:
         """Queue a reply from the reader itself, which must never wait to write."""

@@ -19,7 +19,8 @@ Built from jsonrpcserver 5's pieces where they fit: its `Result` type and
 `to_response` + `to_serializable_one` shape error responses (its `NODATA`
 sentinel decides whether ``data`` is sent). A success is shaped here directly:
 it is the one path every permission answer takes, and jsonrpcserver's detour
-through two namedtuples costs more than the encoding. Not used: its
+through two namedtuples costs more than the encoding; a schema model's result
+travels as `Encoded` bytes, not wrapped in a `Success`. Not used: its
 `async_dispatch` awaits through `asyncio.gather`, which fails under trio, and it
 re-parses JSON text we already parsed; its `validate_args` binds params to a
 Python signature, where the schema models are the validation; its request
@@ -83,14 +84,19 @@ class RpcError(JsonRpcError):
         return f"{self.code}: {self.message}"
 
 
-def begin(table: HandlerTable, method: str, params: Any) -> Result | Awaitable[Result]:
+Answer: TypeAlias = "Result | Encoded"
+"""What a request is answered with: a jsonrpcserver `Result`, or a schema model's
+result already encoded (`Encoded`, the usual case)."""
+
+
+def begin(table: HandlerTable, method: str, params: Any) -> Answer | Awaitable[Answer]:
     """Validate `params` and call the method's handler.
 
     A handler may answer at once (a plain function returning its result) or
     later (an ``async def``, or a plain function returning an awaitable for the
-    slow cases). An immediate answer comes back as a `Result`, so the caller can
+    slow cases). An immediate answer comes back as an `Answer`, so the caller can
     reply from where it stands -- no task, no scheduler pass, which is most of a
-    permission round trip's cost; otherwise an awaitable of the `Result`.
+    permission round trip's cost; otherwise a coroutine of the `Answer`.
 
     Never raises for anything the agent or the handler did wrong.
     """
@@ -99,7 +105,7 @@ def begin(table: HandlerTable, method: str, params: Any) -> Result | Awaitable[R
         return Error(METHOD_NOT_FOUND, f"Method not found: {_short(method)}")
     model, handler = route
     try:
-        validated = model.model_validate(params)
+        validated = model.__pydantic_validator__.validate_python(params)  # = model_validate
     except ValidationError as exc:
         message, data = invalid_params(exc)
         return Error(INVALID_PARAMS, message, data)
@@ -117,7 +123,7 @@ def begin(table: HandlerTable, method: str, params: Any) -> Result | Awaitable[R
     return as_result(value)
 
 
-async def _finish(method: str, pending: Awaitable[Any]) -> Result:
+async def _finish(method: str, pending: Awaitable[Any]) -> Answer:
     try:
         value = await pending
     except JsonRpcError as exc:
@@ -128,7 +134,7 @@ async def _finish(method: str, pending: Awaitable[Any]) -> Result:
     return as_result(value)
 
 
-async def dispatch(table: HandlerTable, method: str, params: Any) -> Result:
+async def dispatch(table: HandlerTable, method: str, params: Any) -> Answer:
     """`begin`, awaiting the handler when it answers later."""
     outcome = begin(table, method, params)
     if inspect.isawaitable(outcome):
@@ -143,8 +149,9 @@ class Encoded(bytes):
     __slots__ = ()
 
 
-def as_result(value: Any) -> Result:
-    """A handler's return value as a jsonrpcserver `Result` with a JSON-ready payload.
+def as_result(value: Any) -> Answer:
+    """A handler's return value as an `Answer`: `Encoded` for a schema model, else a
+    jsonrpcserver `Result` with a JSON-ready payload.
 
     A schema model is encoded here, by pydantic's serializer, straight to bytes:
     a third of the cost of dumping it to dicts and encoding those. A model it
@@ -152,10 +159,8 @@ def as_result(value: Any) -> Result:
     which `encode` writes with ``\\udcxx`` escapes."""
     if isinstance(value, BaseModel):  # the usual case first
         try:
-            return Success(
-                Encoded(
-                    value.__pydantic_serializer__.to_json(value, by_alias=True, exclude_none=True)
-                )
+            return Encoded(
+                value.__pydantic_serializer__.to_json(value, by_alias=True, exclude_none=True)
             )
         except ValueError:  # PydanticSerializationError
             return Success(value.model_dump(mode="json", by_alias=True, exclude_none=True))
@@ -167,13 +172,15 @@ def as_result(value: Any) -> Result:
     return Success({} if value is None else value)
 
 
-def reply(id: JsonId, result: Result) -> bytes:
+def reply(id: JsonId, result: Answer) -> bytes:
     """The response line for the agent's request `id`.
 
     A result that cannot be encoded (not JSON, NaN) becomes ``-32603`` rather
     than an exception: the agent still gets its answer.
     """
-    if isinstance(result, Right):  # the hot path: skip the namedtuple round trip
+    if type(result) is Encoded:  # the hot path
+        return b'{"jsonrpc":"2.0","id":%s,"result":%s}\n' % (encode_id(id), result)
+    if isinstance(result, Right):  # skip the namedtuple round trip
         value = result._value.result
         if type(value) is Encoded:
             return b'{"jsonrpc":"2.0","id":%s,"result":%s}\n' % (encode_id(id), value)
