@@ -205,7 +205,12 @@ class AuditLog:
     # -- writing --------------------------------------------------------------------
 
     def record(self, kind: str, **fields: Any) -> dict[str, Any]:
-        """Append one record (masked, chained) and hand it to the OS before returning."""
+        """Append one record (masked, chained) and hand it to the OS before returning;
+        fields that are None are left out."""
+        return self.append(kind, {k: v for k, v in fields.items() if v is not None})
+
+    def append(self, kind: str, fields: dict[str, Any]) -> dict[str, Any]:
+        """`record` with its fields as a dict, none of them None (the decision path)."""
         if self.broken is not None:
             raise AuditUnavailable(self.broken)
         seq = self._seq + 1
@@ -214,11 +219,9 @@ class AuditLog:
             "time": round(time.time(), 6),
             "attempt": self.attempt,
             "kind": kind,
+            **fields,
+            "prev": self._prev,
         }
-        for k, v in fields.items():
-            if v is not None:
-                body[k] = v
-        body["prev"] = self._prev
         line, digest = self._serialized(body)
         if self._fd is not None:
             try:
@@ -263,12 +266,12 @@ class AuditLog:
             or b"\\" in data  # an escaped character: the screen cannot see through it
             or _SCREEN.search(data) is not None
             # `in` per value: a regex of them all scans far slower
-            or any(value in data for value in known)
+            or (known and any(value in data for value in known))
         ):
             data = self._replace(body, self.masker.json(body))
         digest = hashlib.sha256(data).hexdigest()
         body["hash"] = digest
-        return _line(data, digest), digest
+        return b'%s,"hash":"%s"}\n' % (data[:-1], digest.encode()), digest  # = _line
 
     @staticmethod
     def _replace(body: dict[str, Any], new: dict[str, Any]) -> bytes:

@@ -229,19 +229,20 @@ class Governor:
         option: str | None = None,
     ) -> dict[str, Any]:
         word = "approval" if verdict is Verdict.ASK else str(verdict)
-        if not decision.parts:  # one decision, one record: the usual case
+        if not decision.parts and self.session_id is not None:  # the usual case
+            fields = {
+                "session": self.session_id,
+                "request": request,
+                "subject": subject,
+                "verdict": word,
+                "by": by,
+                "rule": decision.rule,
+                "reason": reason,
+            }
+            if option is not None:
+                fields["option"] = option
             try:
-                one = self.audit.record(
-                    kind,
-                    session=self.session_id,
-                    request=request,
-                    subject=subject,
-                    verdict=word,
-                    by=by,
-                    rule=decision.rule,
-                    reason=reason,
-                    option=option,
-                )
+                one = self.audit.append(kind, fields)  # = record(kind, **fields)
             except AuditUnavailable as e:
                 self._fail(str(e))
                 raise RpcError(REFUSED, f"refused: {e}") from None
@@ -704,20 +705,23 @@ class Governor:
         return state
 
     @staticmethod
-    def _upsert(state: ToolCallState, update: Any) -> None:
-        if getattr(update, "title", None):
+    def _upsert(
+        state: ToolCallState,
+        update: schema.ToolCallStart | schema.ToolCallProgress | schema.ToolCallUpdate,
+    ) -> None:
+        if update.title:
             state.title = update.title
-        if getattr(update, "kind", None):
+        if update.kind:
             state.kind = update.kind
-        if getattr(update, "status", None):
+        if update.status:
             state.status = update.status
-        raw = getattr(update, "raw_input", None)
-        if raw not in (None, {}):
+        raw = update.raw_input
+        if raw is not None and raw != {}:
             state.raw_input = raw
-        locations = getattr(update, "locations", None)
+        locations = update.locations
         if locations is not None:
             state.locations = tuple(loc.path for loc in locations)
-        content = getattr(update, "content", None)
+        content = update.content
         if content is not None:
             state.terminals = tuple(
                 c.terminal_id for c in content if getattr(c, "type", None) == "terminal"
