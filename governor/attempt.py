@@ -37,7 +37,7 @@ from governor.ceilings import load_ceiling
 from governor.connection import Connection, ConnectionClosed, RemoteError, RequestTimeout
 from governor.governance import REFUSED, Governor
 from governor.jsonrpc import AUTH_REQUIRED
-from governor.outcome import AcpReport, Judgement, Outcome, from_stop_reason, judged, tally
+from governor.outcome import AcpReport, Judgement, Outcome, from_stop_reason, judged
 from governor.presets import NotInstalled, Preset, find, resolve
 from governor.secrets import Masker
 from governor.workspace import diff, snapshot, unexplained
@@ -858,10 +858,7 @@ class _Attempt:
         if gov is None:
             return
         changes = diff(before, after)
-        covered = set()
-        for r in self.audit.records:
-            if r.get("kind") == "unasked":
-                covered.update(r.get("subject", {}).get("paths", []))
+        covered = {p for subject in self.audit.unasked for p in subject.get("paths", [])}
         windows = [(a, b or time.time_ns()) for a, b in sandboxing.command_windows(gov.terminals)]
         for change in unexplained(changes, gov.written, windows, after):
             if change.path in covered:
@@ -931,14 +928,12 @@ class _Attempt:
             last = next((line for line in reversed(tail) if line.strip()), None)
             if last and reason and last not in reason:
                 reason = f"{reason} -- {self.name} said: {last[:500]}"
-        records = self.audit.records
-        t = tally(records)
+        t = self.audit.tallier.tally()
         unasked_paths = sorted(
             {
                 pth
-                for r in records
-                if r.get("kind") == "unasked"
-                for pth in (r["subject"].get("paths") or [r["subject"].get("path")])
+                for subject in self.audit.unasked
+                for pth in (subject.get("paths") or [subject.get("path")])
                 if pth
             }
         )
@@ -969,13 +964,15 @@ class _Attempt:
             notices=notices,
             sandboxed_agent=p.spec.sandbox_agent and p.policy.capability < Capability.FULL_ACCESS,
         )
-        tool_calls = [r for r in records if r.get("kind") not in ("attempt-start", "attempt-end")]
+        audit = self.audit
         outcome = Outcome(
             status=judgement.status,
             reason=reason,
             summary=judgement.summary,
             run_id=self.id,
-            tool_calls=tool_calls,
+            tool_calls=lambda: [
+                r for r in audit.records if r.get("kind") not in ("attempt-start", "attempt-end")
+            ],
             usage=self.turn.usage,
             acp=acp,
             pending=gov.pending if gov is not None else None,

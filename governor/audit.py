@@ -50,6 +50,7 @@ from typing import Any, Final, Literal
 import orjson
 import trio
 
+from governor.outcome import Tallier
 from governor.secrets import Masker
 
 Durability = Literal["always", "batch"]
@@ -194,6 +195,10 @@ class AuditLog:
         self._dirty = False
         self.broken: str | None = None
         self.fsyncs = 0
+        self.tallier = Tallier()
+        """The outcome's tally of every record written, kept as they are written."""
+        self.unasked: list[dict[str, Any]] = []
+        """The subjects of the ``unasked`` records written (as masked)."""
         if path is not None:
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
@@ -238,6 +243,9 @@ class AuditLog:
         self._seq = seq
         self._prev = digest
         self._lines.append(line)
+        self.tallier.add(kind, body.get("verdict"), body.get("by"), body.get("request"))
+        if kind == "unasked":
+            self.unasked.append(body.get("subject") or {})
         return body
 
     @property

@@ -9,7 +9,7 @@ Statuses: ``completed`` (the turn ended and the agent reported success),
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Final
 
@@ -44,62 +44,75 @@ def tally(records: Iterable[Mapping[str, Any]]) -> Tally:
     ls b``) are one ask; a file or command call is its own. Refused: any deny in
     the group. Waited: a person decided (a grant is not a wait). Unasked records
     are counted apart.
-
-    One pass, a few flags per request: it runs over every record of an attempt
-    (tens of thousands for a busy agent) when the attempt ends.
     """
-    # request -> [refused, waiting, a person decided]
-    groups: dict[Any, list[bool]] = {}
-    reported = unasked = 0
-    for i, r in enumerate(records):
-        kind = r.get("kind")
+    counter = Tallier()
+    for r in records:
+        counter.add(r.get("kind"), r.get("verdict"), r.get("by"), r.get("request"))
+    return counter.tally()
+
+
+_REFUSED, _WAITING, _PERSON = 1, 2, 4
+
+
+class Tallier:
+    """`tally`, one record at a time: the audit log counts as it writes, so the
+    end of an attempt does not walk (or parse) tens of thousands of records."""
+
+    __slots__ = ("_alone", "_groups", "_reported", "_unasked")
+
+    def __init__(self) -> None:
+        self._groups: dict[Any, int] = {}  # request -> _REFUSED | _WAITING | _PERSON flags
+        self._alone = 0  # records without a request id: each an ask of its own
+        self._reported = 0
+        self._unasked = 0
+
+    def add(self, kind: Any, verdict: Any, by: Any, request: Any) -> None:
+        """Count one record (its ``kind``, ``verdict``, ``by`` and ``request``)."""
         if kind == "unasked":
-            unasked += 1
-            continue
-        verdict = r.get("verdict")
+            self._unasked += 1
+            return
         if verdict == "reported" or kind == "reported":
-            reported += 1
-            continue
+            self._reported += 1
+            return
         if kind not in _ASKED_KINDS:
-            continue
-        key = _group_key(r.get("request"), i)
-        flags = groups.get(key)
-        if flags is None:
-            flags = groups[key] = [False, False, False]
+            return
+        flags = 0
         if verdict == "deny":
-            flags[0] = True
+            flags = _REFUSED
         elif verdict == "approval":
-            flags[1] = flags[2] = True
-        if r.get("by") == "person":
-            flags[2] = True
-    refused = waiting = waited = 0
-    for was_refused, was_waiting, person in groups.values():
-        refused += was_refused
-        waiting += was_refused or was_waiting
-        waited += person
-    return Tally(
-        asked=len(groups),
-        allowed=len(groups) - waiting,
-        waited=waited,
-        refused=refused,
-        reported=reported,
-        unasked=unasked,
-    )
+            flags = _WAITING | _PERSON
+        if by == "person":
+            flags |= _PERSON
+        if request is None:
+            self._alone += 1
+            key: Any = ("#", self._alone)
+        elif isinstance(request, (str, int, float)):
+            # The value's type is part of the key, as in its JSON (1, 1.0, true
+            # and "1" are different requests).
+            key = (type(request), request) if type(request) is not int else request
+        else:
+            key = ("json", json.dumps(request, sort_keys=True))
+        self._groups[key] = self._groups.get(key, 0) | flags
+
+    def tally(self) -> Tally:
+        """The counts so far."""
+        refused = waiting = waited = 0
+        for flags in self._groups.values():
+            refused += flags & _REFUSED
+            waiting += bool(flags & (_REFUSED | _WAITING))
+            waited += bool(flags & _PERSON)
+        return Tally(
+            asked=len(self._groups),
+            allowed=len(self._groups) - waiting,
+            waited=waited,
+            refused=refused,
+            reported=self._reported,
+            unasked=self._unasked,
+        )
 
 
 _ASKED_KINDS: Final = frozenset({"permission", "read", "write", "terminal"})
 """The record kinds that stand for something the agent asked."""
-
-
-def _group_key(request: Any, index: int) -> Any:
-    """The key that groups the records of one request: a record without a request
-    id is a group of its own. The value's type is part of the key, as in its JSON
-    (``1``, ``1.0``, ``true`` and ``"1"`` are different requests)."""
-    if request is None:
-        return ("#", index)
-    if isinstance(request, (str, int, float)):
-        return (type(request), request)
-    return ("json", json.dumps(request, sort_keys=True))
 
 
 @dataclass(slots=True)
@@ -155,27 +168,89 @@ class AcpReport:
     sandboxed_agent: bool = True
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class Outcome:
-    """What one governed attempt came to; JSON-serializable with `to_json`."""
+    """What one governed attempt came to; JSON-serializable with `to_json`.
+
+    ``tool_calls`` is the decision log: every record of the attempt but its start
+    and end. It may be given as a function that makes it, called when it is
+    first read -- an attempt of 40,000 decisions then parses its log only for a
+    caller that looks at them."""
 
     status: str
-    reason: str | None = None
-    summary: str | None = None
-    run_id: str = ""
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)
-    usage: dict[str, Any] | None = None
-    acp: AcpReport | None = None
-    pending: dict[str, Any] | None = None
-    log: str | None = None
-    duration_s: float = 0.0
-    sign_in: str | None = None
+    reason: str | None
+    summary: str | None
+    run_id: str
+    _tool_calls: list[dict[str, Any]] | Callable[[], list[dict[str, Any]]] = field(repr=False)
+    usage: dict[str, Any] | None
+    acp: AcpReport | None
+    pending: dict[str, Any] | None
+    log: str | None
+    duration_s: float
+    sign_in: str | None
 
-    def __post_init__(self) -> None:
-        if self.status not in STATUSES:
-            raise ValueError(f"unknown outcome status {self.status!r}")
+    def __init__(
+        self,
+        status: str,
+        reason: str | None = None,
+        summary: str | None = None,
+        run_id: str = "",
+        tool_calls: list[dict[str, Any]] | Callable[[], list[dict[str, Any]]] | None = None,
+        usage: dict[str, Any] | None = None,
+        acp: AcpReport | None = None,
+        pending: dict[str, Any] | None = None,
+        log: str | None = None,
+        duration_s: float = 0.0,
+        sign_in: str | None = None,
+    ) -> None:
+        if status not in STATUSES:
+            raise ValueError(f"unknown outcome status {status!r}")
+        self.status = status
+        self.reason = reason
+        self.summary = summary
+        self.run_id = run_id
+        self._tool_calls = [] if tool_calls is None else tool_calls
+        self.usage = usage
+        self.acp = acp
+        self.pending = pending
+        self.log = log
+        self.duration_s = duration_s
+        self.sign_in = sign_in
+
+    @property
+    def tool_calls(self) -> list[dict[str, Any]]:
+        """The decision log (made when first read, then kept)."""
+        calls = self._tool_calls
+        if callable(calls):
+            calls = self._tool_calls = calls()
+        return calls
+
+    @tool_calls.setter
+    def tool_calls(self, value: list[dict[str, Any]]) -> None:
+        self._tool_calls = value
 
     def to_json(self) -> dict[str, Any]:
-        """The outcome as plain JSON values (the `external.rs` shape)."""
-        out = asdict(self)
+        """The outcome as plain JSON values (the `external.rs` shape), copied."""
+        out = {
+            "status": self.status,
+            "reason": self.reason,
+            "summary": self.summary,
+            "run_id": self.run_id,
+            "tool_calls": _copied(self.tool_calls),
+            "usage": _copied(self.usage),
+            "acp": None if self.acp is None else asdict(self.acp),
+            "pending": _copied(self.pending),
+            "log": self.log,
+            "duration_s": self.duration_s,
+            "sign_in": self.sign_in,
+        }
         return {k: v for k, v in out.items() if v is not None}
+
+
+def _copied(value: Any) -> Any:
+    """A copy of a JSON value (its dicts and lists new), as `asdict` gives."""
+    if type(value) is dict:
+        return {k: _copied(v) for k, v in value.items()}
+    if type(value) is list:
+        return [_copied(v) for v in value]
+    return value
