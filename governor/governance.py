@@ -31,9 +31,9 @@ from governor.audit import AuditLog, AuditUnavailable, recorded_input
 from governor.dispatch import Route, RpcError
 from governor.fsaccess import (
     FileAccessError,
-    Opened,
     open_text,
     read_opened,
+    read_text,
     resolve,
     write_text,
 )
@@ -421,7 +421,7 @@ class Governor:
             else:
                 outcome = schema.AllowedOutcome(outcome="selected", option_id=option_id)
             response = schema.RequestPermissionResponse(outcome=outcome)
-            if len(self._responses) < _RESPONSES_KEPT:
+            if len(self._responses) < _RESPONSES_KEPT and len(option_id or "") <= 256:
                 self._responses[option_id] = response
         return response
 
@@ -478,21 +478,22 @@ class Governor:
         try:
             opened = open_text(path, req.line, req.limit)
             if opened.size > INLINE_READ_BYTES:
-                return self._read_in_worker(opened, req)
+                # Read again by the worker: no descriptor waits in a task that
+                # may never start.
+                opened.close()
+                return self._read_in_worker(path, req)
             content = read_opened(opened, req.line, req.limit)
         except FileAccessError as e:
             raise RpcError(e.code, str(e)) from None
         return schema.ReadTextFileResponse(content=content)
 
     async def _read_in_worker(
-        self, opened: Opened, req: schema.ReadTextFileRequest
+        self, path: str, req: schema.ReadTextFileRequest
     ) -> schema.ReadTextFileResponse:
         try:
-            content = await trio.to_thread.run_sync(read_opened, opened, req.line, req.limit)
+            content = await trio.to_thread.run_sync(read_text, path, req.line, req.limit)
         except FileAccessError as e:
             raise RpcError(e.code, str(e)) from None
-        finally:
-            opened.close()  # when the hand-off was cancelled before the read
         return schema.ReadTextFileResponse(content=content)
 
     async def write_text_file(

@@ -45,12 +45,26 @@ class Choice:
     reason: str
 
 
-@functools.lru_cache(maxsize=1024)  # an agent offers the same few options every time
+_CACHED_TEXT: Final = 256
+"""Options whose id and name are longer together are judged afresh each time:
+the caches hold what agents send, and must not hold much of it."""
+
+
 def stops_asking(option: Option) -> bool:
     """Whether choosing this option would let the agent act without asking later."""
+    if len(option.option_id) + len(option.name) > _CACHED_TEXT:
+        return _stops_asking(option)
+    return _stops_asking_cached(option)
+
+
+def _stops_asking(option: Option) -> bool:
     return option.kind == "allow_always" or bool(
         _STOPS_ASKING.search(option.option_id) or _STOPS_ASKING.search(option.name)
     )
+
+
+_stops_asking_cached = functools.lru_cache(maxsize=1024)(_stops_asking)
+"""An agent offers the same few options every time."""
 
 
 def choose(
@@ -84,9 +98,20 @@ def choose(
     return Choice(None, "the agent offered no reject-once option; answered cancelled")
 
 
-@functools.lru_cache(maxsize=256)  # the same few options, offered again and again
 def choose_offered(
     offered: tuple[tuple[str, str, str], ...], verdict: Verdict, allow_mode_switch: bool
 ) -> Choice:
-    """`choose` among options given as ``(option_id, name, kind)`` tuples."""
+    """`choose` among options given as ``(option_id, name, kind)`` tuples; the
+    same few options, offered again and again, are chosen among once."""
+    if sum(len(i) + len(n) for i, n, _ in offered) > _CACHED_TEXT * 4:
+        return _choose_offered(offered, verdict, allow_mode_switch)
+    return _choose_offered_cached(offered, verdict, allow_mode_switch)
+
+
+def _choose_offered(
+    offered: tuple[tuple[str, str, str], ...], verdict: Verdict, allow_mode_switch: bool
+) -> Choice:
     return choose([Option(*o) for o in offered], verdict, allow_mode_switch=allow_mode_switch)
+
+
+_choose_offered_cached = functools.lru_cache(maxsize=256)(_choose_offered)

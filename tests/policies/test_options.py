@@ -65,3 +65,25 @@ def test_effects_are_read_from_ids_and_names() -> None:
     assert stops_asking(Option("proceed_always_server", "Always allow this server", "allow_always"))
     assert stops_asking(Option("x", "Don't ask again this session", "allow_once"))
     assert not stops_asking(Option("proceed_once", "Allow once", "allow_once"))
+
+
+def test_the_choice_caches_keep_no_long_text_an_agent_sends() -> None:
+    """Options are agent text: short ones are chosen among once and kept, long ones
+    (a flood of unique 100 KB names) are judged each time and never kept."""
+    from policies import options
+
+    chosen_before = options._choose_offered_cached.cache_info().currsize
+    judged_before = options._stops_asking_cached.cache_info().currsize
+    for i in range(50):
+        offered = ((f"allow-{i}", "A" * 100_000, "allow_once"), ("no", "No", "reject_once"))
+        assert options.choose_offered(offered, Verdict.ALLOW, False).option_id == f"allow-{i}"
+        assert options.stops_asking(Option(f"always-{i}", "x" * 100_000, "allow_once"))
+    assert options._choose_offered_cached.cache_info().currsize == chosen_before
+    assert options._stops_asking_cached.cache_info().currsize == judged_before
+
+    short = (("ok", "Allow", "allow_once"), ("no", "Reject", "reject_once"))
+    first = options.choose_offered(short, Verdict.DENY, False)
+    hits = options._choose_offered_cached.cache_info().hits
+    assert options.choose_offered(short, Verdict.DENY, False) == first
+    assert first.option_id == "no"
+    assert options._choose_offered_cached.cache_info().hits == hits + 1
