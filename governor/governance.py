@@ -229,54 +229,68 @@ class Governor:
         option: str | None = None,
     ) -> dict[str, Any]:
         word = "approval" if verdict is Verdict.ASK else str(verdict)
-        if not decision.parts and self.session_id is not None:  # the usual case
-            fields = {
-                "session": self.session_id,
-                "request": request,
-                "subject": subject,
-                "verdict": word,
-                "by": by,
-                "rule": decision.rule,
-                "reason": reason,
-            }
-            if option is not None:
-                fields["option"] = option
-            try:
-                one = self.audit.append(kind, fields)  # = record(kind, **fields)
-            except AuditUnavailable as e:
-                self._fail(str(e))
-                raise RpcError(REFUSED, f"refused: {e}") from None
-            self._recorded(kind, subject, word, by, reason, decision)
-            return one
         parts = decision.parts
-        # A part the approver (or the option choice) settled takes the final word;
-        # the others keep their own verdict, so the log shows which part was asked.
-        settled = [p.verdict is Verdict.ASK or len(parts) == 1 for p in parts]
-        if (
-            verdict is Verdict.DENY
-            and not any(p.verdict is Verdict.DENY for p in parts)
-            and not any(p.verdict is Verdict.ASK for p in parts)
-        ):
-            settled = [True] * len(parts)
-        record: dict[str, Any] = {}
         try:
-            for part, final in zip(parts, settled, strict=True):
-                record = self.audit.record(
+            if not parts:  # one decision, one record: the usual case
+                record = self.audit.append(
                     kind,
-                    session=self.session_id,
-                    request=request,
-                    subject=subject,
-                    verdict=word if final else str(part.verdict),
-                    by=by if final else part.by,
-                    rule=part.rule,
-                    reason=reason if final else part.reason,
-                    option=option,
+                    self._fields(request, subject, word, by, decision.rule, reason, option),
                 )
+            else:
+                # A part the approver (or the option choice) settled takes the final
+                # word; the others keep their own verdict, so the log shows which
+                # part was asked.
+                settled = [p.verdict is Verdict.ASK or len(parts) == 1 for p in parts]
+                if (
+                    verdict is Verdict.DENY
+                    and not any(p.verdict is Verdict.DENY for p in parts)
+                    and not any(p.verdict is Verdict.ASK for p in parts)
+                ):
+                    settled = [True] * len(parts)
+                for part, final in zip(parts, settled, strict=True):
+                    record = self.audit.append(
+                        kind,
+                        self._fields(
+                            request,
+                            subject,
+                            word if final else str(part.verdict),
+                            by if final else part.by,
+                            part.rule,
+                            reason if final else part.reason,
+                            option,
+                        ),
+                    )
         except AuditUnavailable as e:
             self._fail(str(e))
             raise RpcError(REFUSED, f"refused: {e}") from None
         self._recorded(kind, subject, word, by, reason, decision)
         return record
+
+    def _fields(
+        self,
+        request: int,
+        subject: dict[str, Any],
+        verdict: str,
+        by: str,
+        rule: str,
+        reason: str,
+        option: str | None,
+    ) -> dict[str, Any]:
+        """A decision record's fields in their order in the log (`AuditLog.append`)."""
+        fields: dict[str, Any] = {
+            "session": self.session_id,
+            "request": request,
+            "subject": subject,
+            "verdict": verdict,
+            "by": by,
+            "rule": rule,
+            "reason": reason,
+        }
+        if self.session_id is None:
+            del fields["session"]
+        if option is not None:
+            fields["option"] = option
+        return fields
 
     def _recorded(
         self,
