@@ -132,8 +132,10 @@ def read_opened(
                 break
             chunks.append(chunk)
             total += len(chunk)
-            if len(chunk) < asked and total >= opened.size:
-                break  # a short read past the size fstat gave: the end (no read for b"")
+            if len(chunk) < asked and total >= opened.size > 0:
+                # A short read past the size fstat gave: the end, without a read for
+                # b"". Not for a file that says it is empty (/proc gives one page a read).
+                break
         data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
     finally:
         opened.close()
