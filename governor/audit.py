@@ -219,11 +219,10 @@ class AuditLog:
         if self.broken is not None:
             raise AuditUnavailable(self.broken)
         seq = self._seq + 1
+        now = time.time_ns() // 1000 / 1e6  # microseconds: round(time.time(), 6), 5x cheaper
         body: dict[str, Any] = {
             "seq": seq,
-            "time": time.time_ns()
-            // 1000
-            / 1e6,  # microseconds, as round(time.time(), 6) but 5x cheaper
+            "time": now,
             "attempt": self.attempt,
             "kind": kind,
             **fields,
@@ -281,7 +280,7 @@ class AuditLog:
             data = self._replace(body, self.masker.json(body))
         digest = hashlib.sha256(data).hexdigest()
         body["hash"] = digest
-        return b'%s,"hash":"%s"}\n' % (data[:-1], digest.encode()), digest  # = _line
+        return _line(data, digest), digest
 
     @staticmethod
     def _replace(body: dict[str, Any], new: dict[str, Any]) -> bytes:
