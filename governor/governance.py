@@ -40,7 +40,7 @@ from governor.fsaccess import (
 from governor.jsonrpc import INVALID_PARAMS, RESOURCE_NOT_FOUND
 from policies.actions import ReadFile, RunCommand, ToolPermission, WriteFile
 from policies.decide import Decision, decide
-from policies.options import choose_offered
+from policies.options import CACHED_TEXT, choose_offered
 from policies.paths import normalize
 from policies.policy import Policy
 from policies.rules import Verdict
@@ -435,7 +435,7 @@ class Governor:
             else:
                 outcome = schema.AllowedOutcome(outcome="selected", option_id=option_id)
             response = schema.RequestPermissionResponse(outcome=outcome)
-            if len(self._responses) < _RESPONSES_KEPT and len(option_id or "") <= 256:
+            if len(self._responses) < _RESPONSES_KEPT and len(option_id or "") <= CACHED_TEXT:
                 self._responses[option_id] = response
         return response
 

@@ -45,14 +45,14 @@ class Choice:
     reason: str
 
 
-_CACHED_TEXT: Final = 256
+CACHED_TEXT: Final = 256
 """Options whose id and name are longer together are judged afresh each time:
 the caches hold what agents send, and must not hold much of it."""
 
 
 def stops_asking(option: Option) -> bool:
     """Whether choosing this option would let the agent act without asking later."""
-    if len(option.option_id) + len(option.name) > _CACHED_TEXT:
+    if len(option.option_id) + len(option.name) > CACHED_TEXT:
         return _stops_asking(option)
     return _stops_asking_cached(option)
 
@@ -103,7 +103,7 @@ def choose_offered(
 ) -> Choice:
     """`choose` among options given as ``(option_id, name, kind)`` tuples; the
     same few options, offered again and again, are chosen among once."""
-    if sum(len(i) + len(n) for i, n, _ in offered) > _CACHED_TEXT * 4:
+    if sum(len(i) + len(n) for i, n, _ in offered) > CACHED_TEXT * 4:
         return _choose_offered(offered, verdict, allow_mode_switch)
     return _choose_offered_cached(offered, verdict, allow_mode_switch)
 
