@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import signal
 from dataclasses import dataclass
+from typing import Protocol
 
 import trio
 
 from sandbox.capture import OutputRing
 from sandbox.launch import Launch, open_launch
-from sandbox.spawn import DEVNULL, PIPE, STDOUT, Child
+from sandbox.spawn import DEVNULL, PIPE, STDOUT
 
 READ_CHUNK = 64 * 1024
 DRAIN_GRACE = 1.0
@@ -66,10 +67,24 @@ class ExitStatus:
             return 255
 
 
+class Process(Protocol):
+    """What an `Execution` drives: a `sandbox.spawn.Child`, or a command the
+    session's fork server started (`sandbox.session.SessionChild`)."""
+
+    stdout: trio.lowlevel.FdStream | None
+    group: bool
+
+    async def wait(self) -> int: ...
+
+    def kill(self) -> None: ...
+
+    async def aclose(self) -> None: ...
+
+
 class Execution:
     """A running (or finished) command owned by whoever called `start_launch`."""
 
-    def __init__(self, child: Child, ring: OutputRing) -> None:
+    def __init__(self, child: Process, ring: OutputRing) -> None:
         self.child = child
         self.ring = ring
         self.status: ExitStatus | None = None

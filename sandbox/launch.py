@@ -65,7 +65,8 @@ class Launch:
 
 
 @functools.cache
-def _filter(allow_unix_sockets: bool) -> bytes:
+def filter_program(allow_unix_sockets: bool) -> bytes:
+    """The seccomp program for sandboxed commands (built once per variant)."""
     return seccomp.build(allow_unix_sockets=allow_unix_sockets)
 
 
@@ -103,11 +104,16 @@ def prepare(
     *,
     facts: HostFacts | None = None,
     ledger: StubLedger = LEDGER,
+    fork_server: Sequence[int] | None = None,
 ) -> Iterator[Launch]:
     """Build the `Launch` for ``command`` under ``profile``; undo it on exit.
 
     Full-access needs no bwrap: the command runs as is, in its own session
     (so the runner can kill its process group), with the declared environment.
+
+    ``fork_server`` makes a session's sandbox (`sandbox.session`): the
+    descriptors it lists are handed to ``command`` (the caller's; not closed
+    here), and bwrap gets no filter (see `sandbox.profile.render`).
     """
     if not command:
         raise ProfileError("empty command")
@@ -154,7 +160,13 @@ def prepare(
             for pin in facts.pins:
                 if pin not in sealed:
                     pin_fds[pin] = track(_open_pin(pin))
-        seccomp_fd = track(memfd("governor-seccomp", _filter(profile.allow_unix_sockets)))
+        seccomp_fd: int | None = None
+        if fork_server is None:
+            seccomp_fd = track(
+                memfd("governor-seccomp", filter_program(profile.allow_unix_sockets))
+            )
+        else:
+            fds.extend(fork_server)
         info_read, info_write = os.pipe2(os.O_CLOEXEC)
         opened.add(info_read)
         track(info_write)
@@ -166,6 +178,7 @@ def prepare(
             pin_fds=pin_fds,
             info_fd=info_write,
             sealed=sealed,
+            fork_server=fork_server is not None,
         )
         args_fd = track(memfd("governor-bwrap-args", "\0".join(options).encode() + b"\0"))
         yield Launch(

@@ -255,10 +255,11 @@ def render(
     facts: HostFacts,
     features: BwrapFeatures,
     *,
-    seccomp_fd: int,
+    seccomp_fd: int | None,
     pin_fds: Mapping[str, int] | None = None,
     info_fd: int | None = None,
     sealed: Collection[str] = (),
+    fork_server: bool = False,
 ) -> list[str]:
     """bwrap options (no program name, no ``--``, no command) for ``profile`` on ``facts``.
 
@@ -268,8 +269,19 @@ def render(
     that could have been swapped for a symlink since. ``sealed`` lists pins that
     are immutable stubs (checked by the launcher just before): they get no mount,
     only a ``--lock-file`` (see `sandbox.stubs`).
+
+    ``fork_server`` renders a session's sandbox (`sandbox.session`), whose
+    program is `sandbox.forkserver`: it keeps ``CAP_SYS_ADMIN``,
+    ``CAP_SETPCAP`` and ``CAP_SYS_RESOURCE`` inside the sandbox's user
+    namespace, and bwrap neither installs the filter (``seccomp_fd`` must be
+    None) nor disables user namespaces: the server does both itself (the filter
+    in each command's pid 1, after dropping every capability).
     """
     validate(profile, facts)
+    if (seccomp_fd is None) != fork_server:
+        raise ProfileError(
+            "a seccomp filter is required, and only a fork server installs its own"
+        )
     if not features.seccomp:
         raise ProfileError(
             "this bwrap has no --seccomp; refusing to run without the syscall filter"
@@ -278,11 +290,22 @@ def render(
     argv: list[str] = ["--unshare-all", "--unshare-user"]
     if profile.network:
         argv.append("--share-net")
-    if features.disable_userns:
+    if fork_server:
+        # the server sets the user namespace limit itself (sandbox.forkserver):
+        # bwrap's nested namespace would lock the mounts the server needs to
+        # copy and make a fresh /proc for each command impossible as root
+        pass
+    elif features.disable_userns:
         argv.append("--disable-userns")
         if features.assert_userns_disabled:
             argv.append("--assert-userns-disabled")
-    argv += ["--cap-drop", "ALL", "--die-with-parent", "--new-session", "--clearenv"]
+    argv += ["--cap-drop", "ALL"]
+    if fork_server:
+        argv += [
+            "--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP",
+            "--cap-add", "CAP_SYS_RESOURCE",
+        ]  # fmt: skip
+    argv += ["--die-with-parent", "--new-session", "--clearenv"]
     for name, value in environment(profile, facts).items():
         argv += ["--setenv", name, value]
 
@@ -322,7 +345,9 @@ def render(
     for hidden in facts.hidden:
         argv += ["--ro-bind", os.devnull, hidden]
 
-    argv += ["--chdir", facts.cwd, "--seccomp", str(seccomp_fd)]
+    argv += ["--chdir", facts.cwd]
+    if seccomp_fd is not None:
+        argv += ["--seccomp", str(seccomp_fd)]
     if info_fd is not None:
         argv += ["--info-fd", str(info_fd)]
     return argv

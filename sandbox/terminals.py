@@ -7,9 +7,11 @@ command never reaches this module.
 
 Each terminal is one task in a nursery the caller owns, so no command outlives
 the attempt that started it; `Terminals.close` kills whatever is still running.
-While the manager is open it holds the stub ledger (`sandbox.stubs`), so the
-placeholders for missing protected paths are made once per session, not once
-per command.
+Sandboxed commands run in the session's one sandbox (`sandbox.session`), built
+at the first command and ended by `Terminals.close`; a sandbox that ended on
+its own (killed from outside) is built again for the next command. While the
+manager is open it holds the stub ledger (`sandbox.stubs`), so the placeholders
+for missing protected paths are made once per session, not once per command.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import trio
 from sandbox.execution import Execution, ExitStatus
 from sandbox.profile import Profile
 from sandbox.runner import DEFAULT_OUTPUT_LIMIT, Command, start
+from sandbox.session import SandboxSession, SessionEnded
 from sandbox.stubs import LEDGER, StubLedger
 
 
@@ -69,6 +72,8 @@ class Terminals:
         self._stack = ExitStack()
         self._ledger = ledger
         self._stack.enter_context(ledger.hold())
+        self._session: SandboxSession | None = None
+        self._session_lock = trio.Lock()
 
     async def __aenter__(self) -> Terminals:
         return self
@@ -116,11 +121,40 @@ class Terminals:
         limit: int,
         task_status: trio.TaskStatus[Execution] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        async with start(
-            command, profile, output_limit=limit, bwrap=self._bwrap, ledger=self._ledger
-        ) as execution:
-            task_status.started(execution)
-            await execution.finish()
+        if not profile.sandboxed:
+            async with start(
+                command, profile, output_limit=limit, bwrap=self._bwrap, ledger=self._ledger
+            ) as execution:
+                task_status.started(execution)
+                await execution.finish()
+            return
+        began = False
+        for last_try in (False, True):
+            session = await self._shared_session()
+            try:
+                async with session.start(command.argv, profile, output_limit=limit) as execution:
+                    began = True
+                    task_status.started(execution)
+                    await execution.finish()
+                return
+            except SessionEnded:
+                # the sandbox was gone before the command started: once more in a new one
+                if last_try or began:
+                    raise
+
+    async def _shared_session(self) -> SandboxSession:
+        """The session's sandbox, built (again) when there is none running."""
+        async with self._session_lock:
+            if self._closed:
+                raise TerminalsClosed("the terminals of this session are closed")
+            if self._session is not None and self._session.ended:
+                await self._session.aclose()
+                self._session = None
+            if self._session is None:
+                session = SandboxSession(self._profile, bwrap=self._bwrap, ledger=self._ledger)
+                await session.open()
+                self._session = session
+            return self._session
 
     def _get(self, terminal_id: str) -> Execution:
         try:
@@ -163,6 +197,10 @@ class Terminals:
         with trio.CancelScope(shield=True):
             for execution in executions:
                 await execution.wait()
+            async with self._session_lock:
+                if self._session is not None:
+                    await self._session.aclose()
+                    self._session = None
         self._stack.close()
 
     def __len__(self) -> int:

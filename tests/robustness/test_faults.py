@@ -9,7 +9,9 @@ written out below. Processes are found by a marker in their argv (`/proc`).
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -513,11 +515,43 @@ def bwrap_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path
     forget()  # the preflight cache still holds the deleted copy
 
 
+def session_servers() -> list[int]:
+    """The fork servers of this process's session sandboxes (sandbox.session)."""
+    me, found = os.getpid(), []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                if b"-I\0-S\0-B\0/proc/self/fd/" not in handle.read():
+                    continue
+            pid = int(entry)
+            while pid > 1:
+                with open(f"/proc/{pid}/stat") as handle:
+                    pid = int(handle.read().rsplit(")", 1)[1].split()[1])
+                if pid == me:
+                    found.append(int(entry))
+                    break
+        except OSError:
+            continue
+    return found
+
+
 async def vanish_mid_run(tmp_path: Path, marker: str, copy: Path) -> Any:
+    """bwrap's binary vanishes after the first command, and so does the session's
+    sandbox that ran it (killed), so the next command needs a new sandbox."""
+
     async def remove_after_first_command() -> None:
         while not side_entries(tmp_path):
             await trio.sleep(0.02)
         copy.unlink()
+        servers = session_servers()
+        assert servers, "the first command ran without a session sandbox"
+        for pid in servers:
+            with contextlib.suppress(ProcessLookupError):  # it may be on its way out
+                os.kill(pid, signal.SIGKILL)
+        while session_servers():
+            await trio.sleep(0.02)
         (tmp_path / "ws" / "go").write_text("")
 
     with trio.fail_after(GUARD):

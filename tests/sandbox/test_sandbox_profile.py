@@ -171,6 +171,27 @@ def test_userns_flags_are_left_out_when_bwrap_lacks_them() -> None:
     assert "--assert-userns-disabled" not in argv
 
 
+def test_a_session_sandbox_keeps_three_capabilities_for_its_fork_server_only() -> None:
+    argv = render(profile(), FACTS, ALL, seccomp_fd=None, fork_server=True)
+    drop = position(argv, "--cap-drop", "ALL")
+    added = [argv[i + 1] for i, word in enumerate(argv) if word == "--cap-add"]
+    assert added == ["CAP_SYS_ADMIN", "CAP_SETPCAP", "CAP_SYS_RESOURCE"]
+    assert drop < argv.index("--cap-add")
+    # the server installs the filter and the user namespace limit itself
+    assert "--seccomp" not in argv and "--disable-userns" not in argv
+    # everything else is the command's profile, pins included
+    plain = render(profile(), FACTS, ALL, seccomp_fd=9)
+    assert pairs(argv, "--ro-bind") == pairs(plain, "--ro-bind")
+    assert pairs(argv, "--bind") == pairs(plain, "--bind")
+
+
+def test_a_filter_is_required_unless_a_fork_server_installs_it() -> None:
+    with pytest.raises(ProfileError, match="seccomp filter is required"):
+        render(profile(), FACTS, ALL, seccomp_fd=None)
+    with pytest.raises(ProfileError, match="seccomp filter is required"):
+        render(profile(), FACTS, ALL, seccomp_fd=9, fork_server=True)
+
+
 def test_a_bwrap_without_seccomp_is_refused() -> None:
     with pytest.raises(ProfileError, match="--seccomp"):
         render(profile(), FACTS, replace(ALL, seccomp=False), seccomp_fd=9)

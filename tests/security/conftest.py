@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from escape_harness import USERS, Account, Box, unprivileged_account
+from escape_harness import USERS, VIAS, Account, Box, unprivileged_account
 
 
 @pytest.fixture(scope="session")
@@ -64,15 +64,16 @@ def accounts(session_base: Path) -> Iterator[dict[str, Account | str]]:
         shutil.rmtree(base, ignore_errors=True)
 
 
-@pytest.fixture(params=USERS)
+@pytest.fixture(params=[f"{user}-{via}" for user in USERS for via in VIAS])
 def box(request: pytest.FixtureRequest, accounts: dict[str, Account | str]) -> Box:
-    account = accounts[request.param]
+    user, via = request.param.split("-")
+    account = accounts[user]
     if isinstance(account, str):
-        pytest.skip(f"{request.param}: {account}")
+        pytest.skip(f"{user}: {account}")
     # short: Unix socket paths inside the workspace must stay under 108 bytes
     digest = hashlib.sha1(request.node.name.encode()).hexdigest()[:6]
     name = re.sub(r"[^A-Za-z0-9_.-]", "_", request.node.name)[5:30] + "-" + digest
     assert account.base is not None
-    return Box(request.param, account, account.base / name)
+    return Box(user, account, account.base / name, via)
 
 

@@ -36,6 +36,9 @@ REPO = Path(__file__).resolve().parents[2]
 DRIVER = Path(__file__).with_name("sandbox_driver.py")
 TEST_USER = "govtest"
 USERS = ("root", "unprivileged")
+VIAS = ("command", "session")
+"""How a command reaches its sandbox: a bwrap of its own, or a session's sandbox
+(`sandbox.session`). Every attack runs both ways."""
 REPLY_TIMEOUT = 120
 
 
@@ -167,8 +170,9 @@ class Box:
     """One attack's world: a workspace (a git repo), a fake home with secrets,
     a sibling directory, and a way to run commands in the sandbox as the user."""
 
-    def __init__(self, user: str, account: Account, root: Path) -> None:
+    def __init__(self, user: str, account: Account, root: Path, via: str = "command") -> None:
         self.user = user
+        self.via = via
         self.account = account
         self.uid = account.uid
         self.gid = account.gid
@@ -237,7 +241,11 @@ class Box:
         timeout: float = 30,
         output_limit: int = 1 << 20,
         environ: dict[str, str] | None = None,
+        then: str | None = None,
     ) -> Outcome:
+        """Run ``command`` in the sandbox; with ``then``, run that shell line
+        next (in the same session's sandbox, or in a bwrap of its own, per
+        `via`) and report the second."""
         argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
         request = {
             "argv": argv,
@@ -253,6 +261,8 @@ class Box:
                 "cwd": str(cwd) if cwd else None,
             },
             "timeout": timeout,
+            "via": self.via,
+            "then": ["/bin/sh", "-c", then] if then is not None else None,
             "output_limit": output_limit,
             "environ": environ or {},
         }

@@ -3,13 +3,17 @@
 Started once per test session as that user (``runuser``/``setpriv``) with the
 repository and the venv's site-packages on ``PYTHONPATH``; reads one JSON
 request per line on stdin and answers one JSON line on stdout. It builds the
-same `Profile` and calls the same `sandbox.runner.run` as the root half of the
-suite does in-process, so both halves exercise one code path.
+same `Profile` and runs the command the same way as the root half of the suite
+does in-process, so both halves exercise one code path: through a bwrap of its
+own (`sandbox.runner.start`, ``"via": "command"``, what ``governor sandbox``
+does) or through a session's sandbox and its fork server
+(`sandbox.session.SandboxSession`, ``"via": "session"``, what ACP terminals do).
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import resource
@@ -21,8 +25,10 @@ import trio
 
 from policies.capability import Capability
 from sandbox.bwrap import BwrapUnavailable
+from sandbox.execution import Execution, ExitStatus
 from sandbox.profile import HomeFolder, Profile, ProfileError
 from sandbox.runner import Command, start
+from sandbox.session import SandboxSession
 
 
 def build_profile(spec: dict[str, Any]) -> Profile:
@@ -39,23 +45,40 @@ def build_profile(spec: dict[str, Any]) -> Profile:
     )
 
 
+async def _finish(execution: Execution, timeout: float | None) -> tuple[ExitStatus, bool]:
+    with trio.move_on_after(timeout if timeout is not None else 60) as scope:
+        await execution.finish()
+    if scope.cancelled_caught:
+        execution.kill()
+        with trio.CancelScope(shield=True):
+            await execution.finish()
+    return await execution.wait(), scope.cancelled_caught
+
+
 async def execute(request: dict[str, Any]) -> dict[str, Any]:
-    """Run one request; the answer shape is the same for root and the driver."""
+    """Run one request; the answer shape is the same for root and the driver.
+
+    ``then`` (optional) is a second argv run after the first, in the same
+    session's sandbox or in a bwrap of its own; the answer is the second's."""
     for name, value in request.get("environ", {}).items():
         os.environ[name] = value
     try:
         profile = build_profile(request["profile"])
-        async with start(
-            Command.of(request["argv"]), profile, output_limit=request["output_limit"]
-        ) as execution:
-            timeout = request.get("timeout")
-            with trio.move_on_after(timeout if timeout is not None else 60) as scope:
-                await execution.finish()
-            if scope.cancelled_caught:
-                execution.kill()
-                with trio.CancelScope(shield=True):
-                    await execution.finish()
-            status = await execution.wait()
+        limit = request["output_limit"]
+        argvs = [request["argv"], *([request["then"]] if request.get("then") else [])]
+        async with contextlib.AsyncExitStack() as stack:
+            session = None
+            if request.get("via", "command") == "session":
+                session = await stack.enter_async_context(SandboxSession(profile))
+            for argv in argvs:
+                command = Command.of(argv)
+                async with contextlib.AsyncExitStack() as one:
+                    if session is not None:
+                        starting = session.start(command.argv, profile, output_limit=limit)
+                    else:
+                        starting = start(command, profile, output_limit=limit)
+                    execution = await one.enter_async_context(starting)
+                    status, timed_out = await _finish(execution, request.get("timeout"))
     except (ProfileError, BwrapUnavailable) as exc:
         return {"error": f"{type(exc).__name__}: {exc}"}
     finally:
@@ -68,7 +91,7 @@ async def execute(request: dict[str, Any]) -> dict[str, Any]:
         "signal": status.signal,
         "output": base64.b64encode(output).decode(),
         "truncated": truncated,
-        "timed_out": scope.cancelled_caught,
+        "timed_out": timed_out,
         "total": execution.ring.total,
         "peak": execution.ring.peak,
         "maxrss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,

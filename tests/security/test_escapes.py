@@ -595,6 +595,32 @@ def test_a_nested_repository_cannot_be_tampered_with_or_renamed_away(box: Box) -
     assert not proof.exists()
 
 
+def test_a_repository_one_command_makes_is_protected_from_the_next(box: Box) -> None:
+    """In a session's sandbox the second command runs in mounts built before the
+    repository existed: it is pinned for that command alone (sandbox.session)."""
+    proof = box.dir / marker()
+    hook = f"printf '#!/bin/sh\\ntouch {proof}\\n' > made/.git/hooks/pre-commit"
+    box.run(
+        "git init -q made && echo code > made/src.c",
+        then=f"{hook}; mv made made2; echo more >> made/src.c",
+    )
+    assert not (box.ws / "made" / ".git" / "hooks" / "pre-commit").exists()
+    assert not (box.ws / "made2").exists()
+    assert (box.ws / "made" / "src.c").read_text() == "code\nmore\n"  # neighbour
+    box.git("commit", "-q", "--allow-empty", "-m", "x", cwd=box.ws / "made")
+    assert not proof.exists()
+
+
+def test_a_secret_file_one_command_writes_is_masked_from_the_next(box: Box) -> None:
+    outcome = box.run(
+        f"echo {CANARY} > .env.local; echo plain > notes.txt", then="cat .env.local notes.txt"
+    )
+    assert outcome.error is None
+    assert CANARY not in outcome.text
+    assert "plain" in outcome.text  # neighbour
+    assert CANARY in (box.ws / ".env.local").read_text()  # it was written, only hidden
+
+
 def test_a_worktrees_real_git_dir_in_an_extra_root_is_protected(box: Box) -> None:
     worktree = box.dir / "wt"
     assert box.git("worktree", "add", "-q", str(worktree)).returncode == 0

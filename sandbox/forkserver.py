@@ -1,0 +1,334 @@
+"""The fork server that runs *inside* a session's sandbox and starts its commands.
+
+Why it exists: one bwrap per command costs 4 ms of bwrap itself, and each
+read-only pin costs about 90 us more, because bwrap re-reads the whole mount
+table for every bind. A governor without CAP_LINUX_IMMUTABLE cannot seal the
+27 placeholders for missing protected names (`sandbox.stubs`), so every command
+paid for 27 pins. A session now builds its sandbox once (`sandbox.session`):
+one bwrap with the full profile, pins included, running this program. The
+program forks each command into a fresh PID and mount namespace of its own.
+
+This file is stdlib only and is not imported by the governor: it is read into a
+memfd and run as ``python -I -S /proc/self/fd/N CONTROL_FD FILTER_FD`` by the
+governor's own interpreter, whose install the session keeps visible.
+
+The server keeps ``CAP_SYS_ADMIN`` (to make namespaces and mount ``/proc``) and
+``CAP_SETPCAP`` (to empty the bounding set) *inside the sandbox's user
+namespace*, where they give power over that namespace's mounts and processes
+only. It holds no other descriptor a command could reach, and a command never
+shares its PID namespace, so nothing a command runs can see, signal or trace it.
+
+One command, three processes:
+
+* **A**, forked by the server: ``unshare(CLONE_NEWPID | CLONE_NEWNS)``, the
+  per-command binds (pins for nested repositories and masks for secret files
+  that appeared after the session started), then it forks B. It sends B's
+  pidfd to the governor, then waits for B *or* for the governor's end of the
+  reply socket to close; the latter kills B (a governor that stops caring about
+  a command never leaves it running). It sends B's wait status and exits.
+* **B**, pid 1 of the new PID namespace: mounts a fresh ``/proc``, sets up the
+  standard streams and the working directory, drops every capability (bounding
+  set, ambient, inheritable, permitted), sets ``no_new_privs``, installs the
+  seccomp filter, then spawns C and reaps until C is gone. It exits with C's
+  code, or 128 + the signal that killed C (as bwrap's own pid 1 reports it).
+  When B ends, the kernel kills whatever is left in the namespace: daemons and
+  ``setsid`` grandchildren included.
+* **C**, the command, in a new session (no controlling terminal), with exactly
+  the declared environment.
+
+Protocol on the control socket (``SOCK_SEQPACKET``): the server sends
+``ready`` once. Each request is the datagram ``run`` with descriptors
+``[reply socket, output pipe, request memfd, *bind sources]``; the memfd holds
+JSON ``{"argv", "env", "cwd", "binds": [[kind, index, path], ...]}`` where
+``kind`` is ``rw`` (self-bind, so the directory cannot be renamed), ``ro``
+(read-only self-bind) or ``null`` (``/dev/null`` over it), and ``index`` points
+into the bind sources: the governor's ``O_PATH`` descriptors of the checked
+paths, which ``path`` must still lead to (see `_bind`). On the reply socket A answers
+``started`` with B's pidfd, then ``exit <wait status>``; or ``error <text>``.
+"""
+
+from __future__ import annotations
+
+import array
+import contextlib
+import ctypes
+import json
+import os
+import select
+import signal
+import socket
+import sys
+from typing import Any
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWPID = 0x20000000
+MS_RDONLY = 1
+MS_NOSUID = 2
+MS_NODEV = 4
+MS_NOEXEC = 8
+MS_REMOUNT = 32
+MS_BIND = 4096
+MS_REC = 16384
+MS_PRIVATE = 1 << 18
+KEPT_FLAGS = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC | 1024 | 2048 | 4096
+"""statvfs bits that equal their mount flags (rdonly, nosuid, nodev, noexec,
+noatime, nodiratime, relatime): a remount in a user namespace must repeat the
+locked ones or it fails with EPERM."""
+
+PR_CAPBSET_DROP = 24
+PR_SET_NO_NEW_PRIVS = 38
+PR_SET_SECCOMP = 22
+PR_CAP_AMBIENT = 47
+PR_CAP_AMBIENT_CLEAR_ALL = 4
+SECCOMP_MODE_FILTER = 2
+CAP_VERSION_3 = 0x20080522
+MAX_FDS = 253
+REQUEST_MAX_BYTES = 64 * 1024 * 1024
+
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_void_p]
+libc.unshare.argtypes = [ctypes.c_int]
+libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+
+
+class SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, f"{what}: {os.strerror(code)}")
+
+
+def _prctl(option: int, arg: int = 0, what: str = "prctl") -> None:
+    _check(libc.prctl(option, arg, 0, 0, 0), what)
+
+
+def _mount(source: bytes | None, target: bytes, fstype: bytes | None, flags: int, what: str) -> None:
+    _check(libc.mount(source, target, fstype, flags, None), what)
+
+
+def _bind(kind: str, path: str, checked: int) -> None:
+    """One per-command bind onto ``path``, which must still be the object the
+    governor checked (``checked``, its O_PATH descriptor from the host).
+
+    The mount needs a descriptor of *this* mount namespace (the kernel refuses
+    a target from another one), so the path is opened again here, without
+    following a final symlink, and compared with the governor's by device and
+    inode: a path swapped for a symlink or another file in between is refused.
+    """
+    fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        here, there = os.fstat(fd), os.fstat(checked)
+        if (here.st_dev, here.st_ino) != (there.st_dev, there.st_ino):
+            raise OSError(f"{path} changed while its command was set up; refusing to run")
+        target = f"/proc/self/fd/{fd}".encode()
+        source = b"/dev/null" if kind == "null" else target
+        flags = (os.statvfs(source) if kind == "null" else os.fstatvfs(fd)).f_flag & KEPT_FLAGS
+        _mount(source, target, None, MS_BIND | MS_REC, f"bind {path}")
+        if kind != "rw":
+            # the old descriptor still names the object *under* the new mount;
+            # a fresh lookup lands on the mount, which must hold what we bound
+            top = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+            try:
+                now = os.fstat(top)
+                bound = os.stat(source, follow_symlinks=False) if kind == "null" else here
+                if (now.st_dev, now.st_ino) != (bound.st_dev, bound.st_ino):
+                    raise OSError(f"{path} changed while its command was set up; refusing to run")
+                ro = flags | MS_RDONLY | MS_NOSUID | MS_NODEV
+                where = f"/proc/self/fd/{top}".encode()
+                _mount(None, where, None, MS_BIND | MS_REMOUNT | ro, f"make {path} read-only")
+            finally:
+                os.close(top)
+    finally:
+        os.close(fd)
+
+
+PROC_COVERS = ("sys", "sysrq-trigger", "irq", "bus")
+"""Parts of a fresh ``/proc`` that stay read-only when a root caller could write
+them, as bwrap covers them."""
+
+
+USERNS_LIMIT = "/proc/sys/user/max_user_namespaces"
+
+
+def _mount_proc() -> None:
+    """B's fresh ``/proc``, and through it the end of user namespaces.
+
+    No process of the sandbox may create a user namespace: B sets the limit of
+    nested ones in the sandbox's user namespace to 0 before its command starts
+    (writing it takes CAP_SYS_RESOURCE there, which no command has; every B
+    writes it, so it holds before any command runs). bwrap's
+    ``--disable-userns`` would use a nested user namespace instead, which locks
+    the mounts each command copies and, as root, forbids this very ``/proc``.
+    """
+    _mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mount /proc")
+    with open(USERNS_LIMIT, "w") as handle:
+        handle.write("0")
+    with open(USERNS_LIMIT) as handle:
+        if handle.read().strip() != "0":
+            raise OSError(f"{USERNS_LIMIT} did not take 0")
+    for name in PROC_COVERS:
+        path = f"/proc/{name}"
+        if os.access(path, os.W_OK):
+            target = path.encode()
+            _mount(target, target, None, MS_BIND | MS_REC, f"cover {path}")
+            flags = os.statvfs(path).f_flag & KEPT_FLAGS
+            _mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | flags, f"cover {path}")
+
+
+def _install_filter(program: bytes) -> None:
+    buffer = ctypes.create_string_buffer(program, len(program))
+    fprog = SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
+    _check(
+        libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(fprog), 0, 0),
+        "install the seccomp filter",
+    )
+
+
+def _init(request: dict[str, Any], output: int, program: bytes) -> None:
+    """B: pid 1 of the command's namespace. Never returns."""
+    try:
+        null = os.open("/dev/null", os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(output, 1)
+        os.dup2(output, 2)
+        os.closerange(3, 1 << 20)
+        _mount_proc()
+        cwd = request["cwd"]
+        try:
+            os.chdir(cwd)
+        except OSError as exc:
+            why = f"cannot enter the working directory {cwd}: {exc.strerror}"
+            raise OSError(exc.errno, why) from None
+        env = request["env"]
+        os.environ.clear()
+        os.environ["PATH"] = env.get("PATH", "/usr/bin:/bin")
+        _drop_privileges_and_filter(program)
+        argv = request["argv"]
+        try:
+            child = os.posix_spawnp(argv[0], argv, env, setsid=True)
+        except OSError as exc:
+            os.write(2, f"sandbox: cannot run {argv[0]}: {exc.strerror}\n".encode())
+            os._exit(127)
+    except BaseException as exc:  # pid 1 reports and exits, it never unwinds
+        os.write(2, f"sandbox: {exc}\n".encode())
+        os._exit(126)
+    for fd in (0, 1, 2):
+        os.close(fd)
+    while True:
+        try:
+            pid, status = os.wait()
+        except ChildProcessError:
+            os._exit(126)
+        if pid == child:
+            if os.WIFSIGNALED(status):
+                os._exit(128 + os.WTERMSIG(status))
+            os._exit(os.waitstatus_to_exitcode(status))
+
+
+def _drop_privileges_and_filter(program: bytes) -> None:
+    """Everything B does before it may spawn the command: no capability left
+    anywhere, no way to gain one, and the syscall filter on."""
+    _prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, "clear ambient capabilities")
+    for cap in range(64):
+        if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() != 22:
+            _check(-1, f"drop capability {cap} from the bounding set")
+    header = (ctypes.c_uint32 * 2)(CAP_VERSION_3, 0)
+    data = (ctypes.c_uint32 * 6)()
+    _check(libc.capset(header, data), "capset")
+    _prctl(PR_SET_NO_NEW_PRIVS, 1, "no_new_privs")
+    _install_filter(program)
+
+
+def _send(reply: socket.socket, message: bytes, fds: list[int] | None = None) -> None:
+    ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
+    reply.sendmsg([message], ancillary)
+
+
+def _command(fds: list[int], program: bytes) -> None:
+    """A: one command's namespaces and its lifetime. Never returns."""
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    reply = socket.socket(fileno=fds[0])
+    output = fds[1]
+    init = 0
+    try:
+        with os.fdopen(fds[2], "rb", closefd=True) as handle:
+            request = json.loads(handle.read(REQUEST_MAX_BYTES))
+        _check(libc.unshare(CLONE_NEWPID | CLONE_NEWNS), "unshare")
+        _mount(None, b"/", None, MS_REC | MS_PRIVATE, "make mounts private")
+        sources = fds[3:]
+        for kind, index, path in request["binds"]:
+            _bind(kind, path, sources[index])
+        init = os.fork()
+        if init == 0:
+            reply.close()
+            _init(request, output, program)
+        for fd in (output, *sources):
+            os.close(fd)
+        pidfd = os.pidfd_open(init)
+        _send(reply, b"started", [pidfd])
+    except BaseException as exc:  # report, then exit: never back into the server loop
+        if init:
+            os.kill(init, signal.SIGKILL)
+        try:
+            _send(reply, f"error {exc}".encode())
+        finally:
+            os._exit(0)
+    poller = select.poll()
+    poller.register(pidfd, select.POLLIN)
+    poller.register(reply.fileno(), select.POLLIN | select.POLLHUP)
+    killed = False
+    while True:
+        events = dict(poller.poll())
+        if pidfd in events:
+            break
+        if not killed:
+            killed = True
+            signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+        poller.unregister(reply.fileno())
+    _, status = os.waitpid(init, 0)
+    with contextlib.suppress(OSError):  # the governor has stopped listening
+        _send(reply, f"exit {status}".encode())
+    os._exit(0)
+
+
+def _receive(control: socket.socket) -> tuple[bytes, list[int]]:
+    fds = array.array("i")
+    message, ancillary, _flags, _addr = control.recvmsg(64, socket.CMSG_SPACE(MAX_FDS * fds.itemsize))
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
+    return message, list(fds)
+
+
+def main(argv: list[str]) -> None:
+    control = socket.socket(fileno=int(argv[1]))
+    with os.fdopen(int(argv[2]), "rb") as handle:
+        program = handle.read()
+    for number in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE):
+        signal.signal(number, signal.SIG_DFL)
+    # Finished commands' A processes are reaped by the kernel; A resets this.
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    control.send(b"ready")
+    null = os.open("/dev/null", os.O_WRONLY)
+    os.dup2(null, 2)
+    os.close(null)
+    while True:
+        message, fds = _receive(control)
+        if not message:
+            return
+        if message != b"run" or len(fds) < 3:
+            for fd in fds:
+                os.close(fd)
+            continue
+        if os.fork() == 0:
+            control.close()
+            _command(fds, program)
+        for fd in fds:
+            os.close(fd)
+
+
+if __name__ == "__main__":
+    main(sys.argv)

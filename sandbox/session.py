@@ -1,0 +1,377 @@
+"""One sandbox per session, built once, with every command forked inside it.
+
+Why: a bwrap per command costs bwrap's own 4 ms plus about 90 us per mount, and
+a governor that cannot seal the placeholders for missing protected names (not
+root: `sandbox.stubs`) needs 27 read-only pins for a git workspace. That made a
+command 2.1x the cost of a minimal bwrap. A session instead starts one bwrap
+with the full profile (pins and all) around `sandbox.forkserver`, and each
+command costs two forks and a spawn inside it, each into a PID and mount
+namespace of its own (see that module for what each process does).
+
+What a command gets is what a bwrap of its own gave it: the same mounts, pins
+and masks, a fresh ``/proc`` showing only its own processes, no capability,
+``no_new_privs``, the same seccomp filter, a new session, exactly the declared
+environment, and the end of its whole process tree when it ends or is killed.
+What differs, on purpose: ``/tmp``, ``/var/tmp`` and the empty ``$HOME`` are
+the session's, shared by its commands (as in a terminal) and still private from
+the host and from other sessions.
+
+The workspace can change between commands. Each command's survey is compared
+with the session's: a nested repository or a secret file that appeared since
+is pinned or masked in that command's own mount namespace, through ``O_PATH``
+descriptors (no path is looked up twice). Protected names at the top of a root
+are all pinned from the start, existing or not.
+"""
+
+from __future__ import annotations
+
+import array
+import contextlib
+import json
+import os
+import signal
+import socket
+import stat
+import sys
+from collections.abc import AsyncIterator
+from contextlib import ExitStack, asynccontextmanager
+from dataclasses import replace
+from pathlib import Path
+
+import trio
+
+from sandbox.bwrap import BwrapUnavailable
+from sandbox.capture import OutputRing
+from sandbox.execution import Execution
+from sandbox.launch import filter_program, memfd, open_launch, prepare
+from sandbox.preflight import preflight
+from sandbox.profile import (
+    HostFacts,
+    Profile,
+    ProfileError,
+    environment,
+    is_within,
+    validate,
+)
+from sandbox.spawn import DEVNULL, PIPE, Child
+from sandbox.stubs import LEDGER, StubLedger
+from sandbox.survey import survey
+
+SERVER = Path(__file__).with_name("forkserver.py")
+READY_TIMEOUT = 30.0
+"""Seconds the fork server gets to start (an interpreter start, normally 20 ms)."""
+STDERR_MAX_BYTES = 16 * 1024
+MAX_BINDS = 250
+"""Per-command binds travel as descriptors in one message (the kernel allows 253)."""
+
+
+class SessionError(BwrapUnavailable):
+    """The session's sandbox could not start, or could not start a command: the
+    command does not run (fail closed, as when bwrap itself cannot work)."""
+
+
+class SessionEnded(SessionError):
+    """The session's sandbox is gone (killed, or its server died)."""
+
+
+def interpreter() -> tuple[str, tuple[Path, ...]]:
+    """The interpreter that runs the fork server and the paths that keep it
+    working inside the sandbox: its install, when it lies where the sandbox
+    puts a tmpfs (pyenv or uv under ``$HOME``, a CI Python under ``/tmp``)."""
+    exe = os.path.realpath(getattr(sys, "_base_executable", None) or sys.executable)
+    prefix = os.path.realpath(sys.base_prefix)
+    keep = [prefix] if not is_within(prefix, "/usr") else []
+    if not is_within(exe, prefix) and not is_within(exe, "/usr"):
+        keep.append(os.path.dirname(exe))
+    return exe, tuple(Path(p) for p in keep)
+
+
+class SessionChild:
+    """One command started by the fork server: its output pipe, its end and its
+    kill. Quacks like `sandbox.spawn.Child` for `sandbox.execution.Execution`."""
+
+    group = False
+
+    def __init__(self, reply: socket.socket, stdout: trio.lowlevel.FdStream) -> None:
+        self._reply: socket.socket | None = reply
+        self.stdout: trio.lowlevel.FdStream | None = stdout
+        self._pidfd: int | None = None
+        self.returncode: int | None = None
+
+    async def started(self) -> None:
+        """Wait for the server's word: the command's pid 1 is running, or why not."""
+        message, fds = await self._receive()
+        if message == b"started" and len(fds) == 1:
+            self._pidfd = fds[0]
+            return
+        for fd in fds:
+            os.close(fd)
+        if message.startswith(b"error "):
+            raise SessionError(
+                "the session's sandbox could not start the command: "
+                + message[6:].decode("utf-8", "replace")
+            )
+        raise SessionEnded("the session's sandbox ended before the command started")
+
+    async def _receive(self) -> tuple[bytes, list[int]]:
+        assert self._reply is not None
+        await trio.lowlevel.wait_readable(self._reply)
+        fds = array.array("i")
+        message, ancillary, _flags, _addr = self._reply.recvmsg(
+            256, socket.CMSG_SPACE(fds.itemsize)
+        )
+        for level, kind, data in ancillary:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
+        return message, list(fds)
+
+    async def wait(self) -> int:
+        """The command's end, as `subprocess` reports it (negative for a signal).
+        Safe to call again, and to cancel."""
+        while self.returncode is None:
+            message, fds = await self._receive()
+            for fd in fds:
+                os.close(fd)
+            if message.startswith(b"exit "):
+                self.returncode = os.waitstatus_to_exitcode(int(message[5:]))
+            elif not message:
+                # the server's process for this command is gone: the session
+                # was killed or ended, and the command with it
+                self.returncode = -signal.SIGKILL
+        self._close_pidfd()
+        return self.returncode
+
+    def kill(self) -> None:
+        """SIGKILL the command's pid 1: the kernel ends its whole namespace."""
+        if self.returncode is None and self._pidfd is not None:
+            with contextlib.suppress(ProcessLookupError):
+                signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+
+    def _close_pidfd(self) -> None:
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
+
+    async def aclose(self) -> None:
+        """Close our ends. Closing the reply socket also makes the server kill
+        the command if it still runs (nothing runs on unowned)."""
+        self._close_pidfd()
+        if self._reply is not None:
+            trio.lowlevel.notify_closing(self._reply)
+            self._reply.close()
+            self._reply = None
+        if self.stdout is not None:
+            await self.stdout.aclose()
+
+
+class SandboxSession:
+    """The sandbox of one session under ``profile`` (its cwd and environment
+    come with each command). Open it with ``async with``; `start` runs commands."""
+
+    def __init__(
+        self,
+        profile: Profile,
+        *,
+        bwrap: str | os.PathLike[str] | None = None,
+        ledger: StubLedger = LEDGER,
+    ) -> None:
+        if not profile.sandboxed:
+            raise ProfileError("a full-access profile has no sandbox to share")
+        self._profile = profile
+        self._bwrap = bwrap
+        self._ledger = ledger
+        self._stack = ExitStack()
+        self._control: socket.socket | None = None
+        self._child: Child | None = None
+        self._facts: HostFacts | None = None
+        self._broken = False
+
+    async def __aenter__(self) -> SandboxSession:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    @property
+    def ended(self) -> bool:
+        """Whether the session's sandbox is known to be gone (or was never opened)."""
+        return self._broken or self._child is None or self._child.returncode is not None
+
+    async def open(self) -> None:
+        """Build the sandbox and wait for the fork server's ``ready``.
+
+        Raises `sandbox.bwrap.BwrapUnavailable` where bwrap cannot work and
+        `SessionError` (with bwrap's or Python's own words) if the server does
+        not come up.
+        """
+        probed = await preflight(self._bwrap)
+        exe, keep = interpreter()
+        profile = replace(self._profile, visible=(*self._profile.visible, *keep))
+        facts = survey(profile)
+        control, remote = socket.socketpair(
+            socket.AF_UNIX, socket.SOCK_SEQPACKET | socket.SOCK_CLOEXEC
+        )
+        with ExitStack() as handed:
+            handed.callback(remote.close)
+            program = memfd("governor-seccomp", filter_program(profile.allow_unix_sockets))
+            handed.callback(os.close, program)
+            script = memfd("governor-forkserver", SERVER.read_bytes())
+            handed.callback(os.close, script)
+            argv = (
+                exe, "-I", "-S", "-B", f"/proc/self/fd/{script}",
+                str(remote.fileno()), str(program),
+            )  # fmt: skip
+            try:
+                launch = self._stack.enter_context(
+                    prepare(
+                        profile,
+                        argv,
+                        probed,
+                        facts=facts,
+                        ledger=self._ledger,
+                        fork_server=(remote.fileno(), program, script),
+                    )
+                )
+                child = await open_launch(launch, stdin=DEVNULL, stdout=DEVNULL, stderr=PIPE)
+            except BaseException:
+                control.close()
+                self._stack.close()
+                raise
+        self._control = control
+        self._child = child
+        self._facts = facts
+        try:
+            with trio.fail_after(READY_TIMEOUT):
+                await trio.lowlevel.wait_readable(control)
+            ready = control.recv(16)
+        except BaseException:
+            await self._reason_and_close()
+            raise
+        if ready != b"ready":
+            reason = await self._reason_and_close()
+            raise SessionError(f"the session's sandbox did not start: {reason}")
+        if child.stderr is not None:
+            await child.stderr.aclose()
+            child.stderr = None
+
+    async def _reason_and_close(self) -> str:
+        child = self._child
+        text = b""
+        if child is not None and child.stderr is not None:
+            with trio.move_on_after(1), contextlib.suppress(trio.ClosedResourceError):
+                while len(text) < STDERR_MAX_BYTES:
+                    data = await child.stderr.receive_some(4096)
+                    if not data:
+                        break
+                    text += data
+        await self.aclose()
+        reason = text.decode("utf-8", "replace").strip()
+        if "bwrap:" in reason:
+            raise BwrapUnavailable(reason)
+        return reason or "no word from bwrap or the fork server"
+
+    async def aclose(self) -> None:
+        """End the sandbox and everything still running in it; release the stubs."""
+        with trio.CancelScope(shield=True):
+            if self._control is not None:
+                self._control.close()
+                self._control = None
+            child, self._child = self._child, None
+            if child is not None:
+                child.kill()
+                await child.wait()
+                await child.aclose()
+            self._stack.close()
+
+    @asynccontextmanager
+    async def start(
+        self, command: tuple[str, ...], profile: Profile, *, output_limit: int
+    ) -> AsyncIterator[Execution]:
+        """Start ``command`` under ``profile`` (this session's, with the command's
+        cwd and environment); the block owns it. Leaving the block kills and
+        reaps it if it is still running.
+
+        Raises `sandbox.profile.ProfileError` (bad cwd, bad env name, too many
+        new paths to pin), `SessionEnded` when the sandbox is gone, and
+        `SessionError` when the server could not start the command.
+        """
+        if self._control is None or self._facts is None or self.ended:
+            raise SessionEnded("the session's sandbox has ended")
+        facts = survey(profile)
+        validate(profile, facts)
+        env = environment(profile, facts)
+        with ExitStack() as handed:
+            kinds, sources = _new_binds(self._facts, facts, handed)
+            request = {"argv": list(command), "env": env, "cwd": facts.cwd, "binds": kinds}
+            read_end, write_end = os.pipe2(os.O_CLOEXEC)
+            handed.callback(os.close, write_end)
+            stdout = trio.lowlevel.FdStream(read_end)
+            ours, theirs = socket.socketpair(
+                socket.AF_UNIX, socket.SOCK_SEQPACKET | socket.SOCK_CLOEXEC
+            )
+            handed.callback(theirs.close)
+            child = SessionChild(ours, stdout)
+            document = memfd("governor-command", json.dumps(request).encode())
+            handed.callback(os.close, document)
+            fds = array.array("i", [theirs.fileno(), write_end, document, *sources])
+            try:
+                self._control.sendmsg([b"run"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])
+            except OSError as exc:
+                self._broken = True
+                await child.aclose()
+                raise SessionEnded(f"the session's sandbox has ended ({exc.strerror})") from None
+        execution = Execution(child, OutputRing(output_limit))
+        try:
+            try:
+                await child.started()
+            except SessionEnded:
+                self._broken = True
+                raise
+            yield execution
+        finally:
+            await execution.reap()
+
+
+def _new_binds(
+    base: HostFacts, facts: HostFacts, stack: ExitStack
+) -> tuple[list[tuple[str, int, str]], list[int]]:
+    """What ``facts`` (a command's survey) must bind on top of the session's
+    mounts (``base``): in the renderer's order, each as (kind, index of its
+    checked descriptor, path)."""
+    if set(facts.stubs) - set(base.pins):
+        missing = sorted(set(facts.stubs) - set(base.pins))
+        raise ProfileError(
+            f"protected path {missing[0]} vanished while the session ran; refusing to run"
+        )
+    wanted = [
+        *(("rw", p) for p in facts.ancestors if p not in base.ancestors),
+        *(("ro", p) for p in facts.git_dirs if p not in base.git_dirs),
+        *(("ro", p) for p in facts.pins if p not in base.pins),
+        *(("null", p) for p in facts.hidden if p not in base.hidden),
+    ]
+    if len(wanted) > MAX_BINDS:
+        raise ProfileError(
+            f"{len(wanted)} nested repositories and secret files appeared since the "
+            f"session started (at most {MAX_BINDS}); start a new session"
+        )
+    kinds: list[tuple[str, int, str]] = []
+    sources: list[int] = []
+    for kind, path in wanted:
+        fd = _open_path(path)
+        stack.callback(os.close, fd)
+        kinds.append((kind, len(sources), path))
+        sources.append(fd)
+    return kinds, sources
+
+
+def _open_path(path: str) -> int:
+    try:
+        fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        raise ProfileError(f"cannot open {path} to protect it: {exc.strerror}") from None
+    if stat.S_ISLNK(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ProfileError(f"{path} turned into a symlink; refusing to run")
+    return fd
+
