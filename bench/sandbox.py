@@ -6,18 +6,22 @@ output) run
   (a) bare, with ``subprocess.run`` reading all output;
   (b) under a minimal bwrap line (``--ro-bind / / --dev /dev --proc /proc
       --unshare-all --die-with-parent --new-session``);
-  (c) through `sandbox.runner.run` with the full edit-workspace profile on a
-      git workspace (survey, 27 stubs for the missing protected names, the
-      .git pin, seccomp, --info-fd, trio):
-      c1 inside a session (stubs kept between commands, as `Terminals` does),
-      c2 one-shot (stubs made and removed every time, its own workspace),
-      c3 read-only (no pins at all),
-      c4 like c1 with stubs that are never sealed (its own workspace): each
-      one pinned by a bwrap mount, what a governor without
-      CAP_LINUX_IMMUTABLE (not root) pays; c1 and c2 seal them when they can
-      (see `sandbox.stubs`; the header line says whether they did);
-  (b2) our full argv (same survey, fds and mounts as c1) started by plain
-      ``subprocess.run``: what c1 costs in bwrap itself, without the trio runner;
+  (c) through our code with the full edit-workspace profile on a git workspace
+      (survey, 27 placeholders for the missing protected names, the .git pin,
+      seccomp, trio):
+      c1 in a session's sandbox (`sandbox.session`): one bwrap per session, the
+      command forked inside it by the fork server; what ACP terminals do. The
+      session is opened once, before the clock; its opening is timed apart;
+      c2 one-shot through `sandbox.runner.run` (a bwrap of its own, stubs made
+      and removed every time, its own workspace): what ``governor sandbox`` does;
+      c3 read-only one-shot (no pins at all);
+      c4 a bwrap per command with the stubs kept between commands (what
+      terminals did before the session sandbox); c4 seals the stubs when it can
+      (root: CAP_LINUX_IMMUTABLE, see `sandbox.stubs`; the header says whether);
+      c5 like c4 with stubs that are never sealed (its own workspace): each one
+      pinned by a bwrap mount, what a governor that is not root pays per bwrap;
+  (b2) our full argv (same survey, fds and mounts as c4) started by plain
+      ``subprocess.run``: what c4 costs in bwrap itself, without the trio runner;
   (d) Anthropic's ``srt -c`` (sandbox-runtime) when installed, e.g.
       ``npm install --prefix /tmp/srt @anthropic-ai/sandbox-runtime``; srt also
       needs ``rg`` and ``socat`` (with libwrap0) on PATH: ``SRT_EXTRA_PATH`` and
@@ -57,6 +61,7 @@ from sandbox.launch import prepare  # noqa: E402
 from sandbox.preflight import preflight  # noqa: E402
 from sandbox.profile import Profile  # noqa: E402
 from sandbox.runner import Command, run  # noqa: E402
+from sandbox.session import SandboxSession  # noqa: E402
 from sandbox.stubs import LEDGER, StubLedger  # noqa: E402
 from sandbox.sweeper import FS_IMMUTABLE_FL, get_flags  # noqa: E402
 
@@ -78,6 +83,7 @@ MINIMAL = [
     "--new-session",
 ]
 SRT_DEFAULT = "/tmp/srt/node_modules/.bin/srt"
+OPENINGS = 5
 
 
 def bare(argv: Sequence[str]) -> None:
@@ -101,13 +107,14 @@ async def main(rounds: int, srt_rounds: int) -> None:
     if shutil.which("bwrap") is None:  # srt looks for bwrap on PATH
         os.environ["BWRAP_FOR_SRT"] = bwrap.path
     scratch = Path(tempfile.mkdtemp(prefix="bench-sandbox-"))
-    workspace, ws_one_shot, ws_unsealed = (
-        scratch / n for n in ("ws", "ws-one-shot", "ws-unsealed")
+    workspace, ws_one_shot, ws_unsealed, ws_session = (
+        scratch / n for n in ("ws", "ws-one-shot", "ws-unsealed", "ws-session")
     )
-    for ws in (workspace, ws_one_shot, ws_unsealed):
+    for ws in (workspace, ws_one_shot, ws_unsealed, ws_session):
         ws.mkdir()
         subprocess.run(["git", "init", "-q", str(ws)], check=True)
     edit = Profile(capability=Capability.EDIT_WORKSPACE, workspace=workspace)
+    edit_session = Profile(capability=Capability.EDIT_WORKSPACE, workspace=ws_session)
     edit_one_shot = Profile(capability=Capability.EDIT_WORKSPACE, workspace=ws_one_shot)
     edit_unsealed = Profile(capability=Capability.EDIT_WORKSPACE, workspace=ws_unsealed)
     read_only = Profile(capability=Capability.READ_ONLY, workspace=workspace)
@@ -131,14 +138,28 @@ async def main(rounds: int, srt_rounds: int) -> None:
         result = await run(Command.of(argv), profile, ledger=ledger)
         assert result.status.exit_code == 0, result.text[-500:]
 
+    session_ledger = StubLedger()
+    opened = []
+    for _ in range(OPENINGS):
+        start = time.perf_counter()
+        async with SandboxSession(edit_session, ledger=session_ledger):
+            opened.append(time.perf_counter() - start)
+    session = SandboxSession(edit_session, ledger=session_ledger)
+
+    async def in_session(argv: list[str]) -> None:
+        async with session.start(tuple(argv), edit_session, output_limit=1 << 20) as execution:
+            status = await execution.finish()
+        assert status.exit_code == 0, execution.ring.snapshot()[0][-500:]
+
     variants: dict[str, Callable[[list[str]], Awaitable[None] | None]] = {
         "a bare": bare,
         "b bwrap minimal": lambda argv: bare([bwrap.path, *MINIMAL, *argv]),
         "b2 our argv, no runner": lambda argv: our_argv(edit, argv),
-        "c1 runner, session": lambda argv: runner(edit, argv),
+        "c1 session sandbox": in_session,
         "c2 runner, one-shot": lambda argv: runner(edit_one_shot, argv, one_shot),
         "c3 runner, read-only": lambda argv: runner(read_only, argv),
-        "c4 session, unsealed": lambda argv: runner(edit_unsealed, argv, unsealed),
+        "c4 bwrap per command": lambda argv: runner(edit, argv),
+        "c5 per command, unsealed": lambda argv: runner(edit_unsealed, argv, unsealed),
     }
     if srt is not None:
         srt_argv, srt_env = srt
@@ -148,7 +169,8 @@ async def main(rounds: int, srt_rounds: int) -> None:
 
     times: dict[tuple[str, str], list[float]] = {}
     try:
-        with LEDGER.hold(), unsealed.hold():
+        with LEDGER.hold(), unsealed.hold(), session_ledger.hold():
+            await session.open()
             for label, argv in COMMANDS.items():
                 for round_ in range(rounds):
                     for name, call in variants.items():
@@ -160,6 +182,7 @@ async def main(rounds: int, srt_rounds: int) -> None:
                             await pending
                         times.setdefault((label, name), []).append(time.perf_counter() - start)
             sealed = _is_sealed(workspace / ".claude")
+            await session.aclose()
     finally:  # after the holds: a sealed stub cannot be removed before its ledger unseals it
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -167,9 +190,13 @@ async def main(rounds: int, srt_rounds: int) -> None:
     print(
         f"\nmedian wall time in ms ({rounds} rounds, srt {srt_rounds}; bwrap {bwrap.version}, "
         f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; uid {os.getuid()}, "
-        f"c1's stubs {'sealed, no mounts' if sealed else 'not sealed: one mount each'})"
+        f"c4's stubs {'sealed, no mounts' if sealed else 'not sealed: one mount each'})"
     )
-    print(f"{'command':<12}" + "".join(f"{n:>24}" for n in names))
+    print(
+        f"opening a session's sandbox (c1, once per session): median "
+        f"{statistics.median(opened) * 1000:.1f} ms of {OPENINGS}"
+    )
+    print(f"{'command':<12}" + "".join(f"{n:>26}" for n in names))
     medians: dict[tuple[str, str], float] = {}
     for label in COMMANDS:
         row = f"{label:<12}"
@@ -177,29 +204,32 @@ async def main(rounds: int, srt_rounds: int) -> None:
             samples = times.get((label, name))
             value = statistics.median(samples) * 1000 if samples else float("nan")
             medians[(label, name)] = value
-            row += f"{value:>24.2f}"
+            row += f"{value:>26.2f}"
         print(row)
-    print("\nratios and overhead of the runner (c1, session), one-shot (c2) and unsealed (c4):")
+    c1_name = "c1 session sandbox"
+    print("\nratios to bwrap minimal (b) and overhead over bare (a):")
     for label in COMMANDS:
         a, b = medians[(label, "a bare")], medians[(label, "b bwrap minimal")]
-        c1, c2 = medians[(label, "c1 runner, session")], medians[(label, "c2 runner, one-shot")]
-        c4 = medians[(label, "c4 session, unsealed")]
+        c1, c2 = medians[(label, c1_name)], medians[(label, "c2 runner, one-shot")]
+        c4 = medians[(label, "c4 bwrap per command")]
+        c5 = medians[(label, "c5 per command, unsealed")]
         print(
             f"  {label:<12} c1/a {c1 / a:5.2f}  c1/b {c1 / b:5.2f}  c1-a {c1 - a:6.2f} ms"
-            f"   c2/b {c2 / b:5.2f}  c2-a {c2 - a:6.2f} ms   c4/b {c4 / b:5.2f}"
+            f"   c2/b {c2 / b:5.2f}  c2-a {c2 - a:6.2f} ms   c4/b {c4 / b:5.2f}  c5/b {c5 / b:5.2f}"
         )
     print("\nthe same from the fastest run of each (less sensitive to other load on the machine):")
     for label in COMMANDS:
         best = {name: min(times[(label, name)]) * 1000 for name in names if (label, name) in times}
-        a, b, c1 = best["a bare"], best["b bwrap minimal"], best["c1 runner, session"]
+        a, b, c1 = best["a bare"], best["b bwrap minimal"], best[c1_name]
         print(
             f"  {label:<12} a {a:6.2f}  b {b:6.2f}  b2 {best['b2 our argv, no runner']:6.2f}"
             f"  c1 {c1:6.2f} ms   c1/b {c1 / b:5.2f}  c1-a {c1 - a:6.2f} ms"
+            f"   c4/b {best['c4 bwrap per command'] / b:5.2f}"
         )
     if srt is not None:
         for label in COMMANDS:
             d = medians[(label, "d srt -c")]
-            print(f"  {label:<12} srt/c1 {d / medians[(label, 'c1 runner, session')]:6.1f}x")
+            print(f"  {label:<12} srt/c1 {d / medians[(label, c1_name)]:6.1f}x")
 
 
 def _is_sealed(path: Path) -> bool:

@@ -75,6 +75,7 @@ KEPT_FLAGS = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC | 1024 | 2048 | 4096
 noatime, nodiratime, relatime): a remount in a user namespace must repeat the
 locked ones or it fails with EPERM."""
 
+PR_SET_PDEATHSIG = 1
 PR_CAPBSET_DROP = 24
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_SECCOMP = 22
@@ -123,7 +124,7 @@ def _bind(kind: str, path: str, checked: int) -> None:
         here, there = os.fstat(fd), os.fstat(checked)
         if (here.st_dev, here.st_ino) != (there.st_dev, there.st_ino):
             raise OSError(f"{path} changed while its command was set up; refusing to run")
-        target = f"/proc/self/fd/{fd}".encode()
+        target = str(fd).encode()  # relative to A's cwd: its fd directory (see _spare)
         source = b"/dev/null" if kind == "null" else target
         flags = (os.statvfs(source) if kind == "null" else os.fstatvfs(fd)).f_flag & KEPT_FLAGS
         _mount(source, target, None, MS_BIND | MS_REC, f"bind {path}")
@@ -137,7 +138,7 @@ def _bind(kind: str, path: str, checked: int) -> None:
                 if (now.st_dev, now.st_ino) != (bound.st_dev, bound.st_ino):
                     raise OSError(f"{path} changed while its command was set up; refusing to run")
                 ro = flags | MS_RDONLY | MS_NOSUID | MS_NODEV
-                where = f"/proc/self/fd/{top}".encode()
+                where = str(top).encode()
                 _mount(None, where, None, MS_BIND | MS_REMOUNT | ro, f"make {path} read-only")
             finally:
                 os.close(top)
@@ -187,15 +188,39 @@ def _install_filter(program: bytes) -> None:
     )
 
 
-def _init(request: dict[str, Any], output: int, program: bytes) -> None:
-    """B: pid 1 of the command's namespace. Never returns."""
+def _read_request(fd: int) -> dict[str, Any]:
+    size = os.fstat(fd).st_size
+    if size > REQUEST_MAX_BYTES:
+        raise OSError(f"the command's request is {size} bytes; the limit is {REQUEST_MAX_BYTES}")
+    request: dict[str, Any] = json.loads(os.pread(fd, size, 0))
+    return request
+
+
+def _init(channel: socket.socket, program: bytes) -> None:
+    """B: pid 1 of a command's namespace, made before its command. Never returns."""
+    try:
+        # the namespace ends with A: nothing of a command runs on without the
+        # process that answers for it
+        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL, "parent-death signal")
+        os.chdir("/")
+        _mount_proc()
+        _drop_privileges_and_filter(program)
+    except BaseException as exc:  # no command yet: A reports it with the next one
+        with contextlib.suppress(OSError):
+            _send(channel, f"error {exc}".encode())
+        os._exit(126)
+    _send(channel, b"ready")
+    message, fds = _receive(channel)
+    if message != b"go" or len(fds) != 2:
+        os._exit(126)
+    output, document = fds
     try:
         null = os.open("/dev/null", os.O_RDONLY)
         os.dup2(null, 0)
         os.dup2(output, 1)
         os.dup2(output, 2)
+        request = _read_request(document)
         os.closerange(3, 1 << 20)
-        _mount_proc()
         cwd = request["cwd"]
         try:
             os.chdir(cwd)
@@ -205,7 +230,6 @@ def _init(request: dict[str, Any], output: int, program: bytes) -> None:
         env = request["env"]
         os.environ.clear()
         os.environ["PATH"] = env.get("PATH", "/usr/bin:/bin")
-        _drop_privileges_and_filter(program)
         argv = request["argv"]
         try:
             child = os.posix_spawnp(argv[0], argv, env, setsid=True)
@@ -244,28 +268,49 @@ def _drop_privileges_and_filter(program: bytes) -> None:
 
 def _send(reply: socket.socket, message: bytes, fds: list[int] | None = None) -> None:
     ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
-    reply.sendmsg([message], ancillary)
+    # no SIGPIPE: a closed peer is an error to handle, not the end of this process
+    reply.sendmsg([message], ancillary, socket.MSG_NOSIGNAL)
 
 
-def _command(fds: list[int], program: bytes) -> None:
-    """A: one command's namespaces and its lifetime. Never returns."""
+def _spare(server: socket.socket, program: bytes) -> None:
+    """A, made before its command: the namespaces and B are ready when the
+    request comes, so a command waits for none of it. Never returns."""
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    reply = socket.socket(fileno=fds[0])
-    output = fds[1]
+    problem = ""
     init = 0
     try:
-        with os.fdopen(fds[2], "rb", closefd=True) as handle:
-            request = json.loads(handle.read(REQUEST_MAX_BYTES))
         _check(libc.unshare(CLONE_NEWPID | CLONE_NEWNS), "unshare")
         _mount(None, b"/", None, MS_REC | MS_PRIVATE, "make mounts private")
+        # B mounts the new namespace's /proc over the one that shows A, so A
+        # reaches its descriptors (the mount targets of _bind) from here
+        os.chdir("/proc/self/fd")
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET | socket.SOCK_CLOEXEC)
+        init = os.fork()
+        if init == 0:
+            server.close()
+            ours.close()
+            _init(theirs, program)
+        theirs.close()
+        word = ours.recv(4096)
+        if word != b"ready":
+            problem = word[6:].decode("utf-8", "replace") or "the command's pid 1 did not start"
+    except BaseException as exc:
+        problem = str(exc)
+    message, fds = _receive(server)
+    if message != b"run" or len(fds) < 3:  # the session is ending
+        if init:
+            os.kill(init, signal.SIGKILL)
+        os._exit(0)
+    reply = socket.socket(fileno=fds[0])
+    try:
+        if problem:
+            raise OSError(problem)
+        request = _read_request(fds[2])
         sources = fds[3:]
         for kind, index, path in request["binds"]:
             _bind(kind, path, sources[index])
-        init = os.fork()
-        if init == 0:
-            reply.close()
-            _init(request, output, program)
-        for fd in (output, *sources):
+        _send(ours, b"go", fds[1:3])
+        for fd in fds[1:]:
             os.close(fd)
         pidfd = os.pidfd_open(init)
         _send(reply, b"started", [pidfd])
@@ -294,6 +339,21 @@ def _command(fds: list[int], program: bytes) -> None:
     os._exit(0)
 
 
+def _make_spare(control: socket.socket, program: bytes) -> socket.socket | None:
+    """Fork the next command's A (and through it B); None if that fails now."""
+    try:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET | socket.SOCK_CLOEXEC)
+        pid = os.fork()
+    except OSError:
+        return None
+    if pid == 0:
+        control.close()
+        ours.close()
+        _spare(theirs, program)
+    theirs.close()
+    return ours
+
+
 def _receive(control: socket.socket) -> tuple[bytes, list[int]]:
     fds = array.array("i")
     message, ancillary, _flags, _addr = control.recvmsg(64, socket.CMSG_SPACE(MAX_FDS * fds.itemsize))
@@ -311,7 +371,8 @@ def main(argv: list[str]) -> None:
         signal.signal(number, signal.SIG_DFL)
     # Finished commands' A processes are reaped by the kernel; A resets this.
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
-    control.send(b"ready")
+    spare = _make_spare(control, program)
+    _send(control, b"ready")
     null = os.open("/dev/null", os.O_WRONLY)
     os.dup2(null, 2)
     os.close(null)
@@ -319,15 +380,28 @@ def main(argv: list[str]) -> None:
         message, fds = _receive(control)
         if not message:
             return
-        if message != b"run" or len(fds) < 3:
-            for fd in fds:
-                os.close(fd)
-            continue
-        if os.fork() == 0:
-            control.close()
-            _command(fds, program)
+        if message == b"run" and len(fds) >= 3:
+            sent = False
+            for _ in range(2):  # a spare that died meanwhile is replaced once
+                spare = spare or _make_spare(control, program)
+                if spare is None:
+                    break
+                try:
+                    _send(spare, b"run", fds)
+                    sent = True
+                    break
+                except OSError:
+                    spare.close()
+                    spare = None
+            if not sent:
+                with socket.socket(fileno=os.dup(fds[0])) as reply, contextlib.suppress(OSError):
+                    _send(reply, b"error the fork server cannot fork a process for it")
+            if spare is not None:
+                spare.close()
+            spare = None
         for fd in fds:
             os.close(fd)
+        spare = _make_spare(control, program)
 
 
 if __name__ == "__main__":

@@ -684,9 +684,10 @@ def test_remounting_the_root_read_write_fails(box: Box) -> None:
 def test_a_user_namespace_cannot_be_created(box: Box) -> None:
     outcome = box.run(
         "unshare -U true; echo rc=$?; unshare -Ur id; "
+        "echo 1000 > /proc/sys/user/max_user_namespaces; echo limit_rc=$?; "
         + syscalls(("unshare", nr("unshare"), (0x10000000,)), ("clone3", nr("clone3"), (0, 0)))
     )
-    assert "rc=0" not in outcome.text
+    assert "rc=0" not in outcome.text and "limit_rc=" in outcome.text
     assert "unshare=EPERM" in outcome.text and "clone3=ENOSYS" in outcome.text
     assert box.host("unshare", "-U", "true").returncode == 0  # neighbour: it works on the host
 
