@@ -130,6 +130,9 @@ class SessionChild:
         Safe to call again, and to cancel."""
         while self.returncode is None:
             message, fds = await self._receive()
+            if message == b"started" and len(fds) == 1 and self._pidfd is None:
+                self._pidfd = fds[0]  # `started` was cancelled before it read this
+                continue
             for fd in fds:
                 os.close(fd)
             if message.startswith(b"exit "):
@@ -142,10 +145,19 @@ class SessionChild:
         return self.returncode
 
     def kill(self) -> None:
-        """SIGKILL the command's pid 1: the kernel ends its whole namespace."""
-        if self.returncode is None and self._pidfd is not None:
+        """SIGKILL the command's pid 1: the kernel ends its whole namespace.
+
+        Before the server has said ``started`` there is no pid 1 to name yet:
+        shutting our end of the reply socket makes the server's side kill it
+        (or never start it), and `wait` then reads the end of the socket."""
+        if self.returncode is not None:
+            return
+        if self._pidfd is not None:
             with contextlib.suppress(ProcessLookupError):
                 signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+        elif self._reply is not None:
+            with contextlib.suppress(OSError):
+                self._reply.shutdown(socket.SHUT_RDWR)
 
     def _close_pidfd(self) -> None:
         if self._pidfd is not None:

@@ -207,3 +207,18 @@ def test_the_server_is_stdlib_only() -> None:
         text=True,
     )  # fmt: skip
     assert probe.returncode == 0, probe.stderr
+
+
+async def test_a_command_cancelled_while_it_starts_never_runs_on(
+    edit: Profile, ws: Path, no_leftovers: list[str]
+) -> None:
+    no_leftovers.append("sleep 4.45")
+    async with session(edit) as box:
+        for delay in (0, 0.0005, 0.002, 0.01):
+            with trio.move_on_after(delay):
+                async with box.start(
+                    ("/bin/sh", "-c", "sleep 4.45; touch late"), edit, output_limit=LIMIT
+                ):
+                    await trio.sleep_forever()
+        assert await run(box, edit, "echo after") == (ExitStatus(exit_code=0), "after\n")
+    assert not (ws / "late").exists()
