@@ -24,6 +24,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import structlog
 import trio
 
 from governor import leftovers
@@ -34,6 +35,8 @@ from policies.policy import Policy
 from sandbox import BwrapUnavailable, Profile, ProfileError, Terminals, agent_process, preflight
 from sandbox.agent import resolve_install
 from sandbox.spawn import Child
+
+log = structlog.get_logger("governor.sandboxing")
 
 
 class SandboxUnavailable(Exception):
@@ -155,9 +158,16 @@ class GovernedTerminals:
         output_byte_limit: int | None,
     ) -> str:
         started = time.time_ns()
+        fallback = self.inner.fallback
         terminal_id = await self.inner.create(
             command, args, env=env, cwd=cwd, output_byte_limit=output_byte_limit
         )
+        if fallback is None and self.inner.fallback is not None:
+            log.warning(
+                "session_sandbox_unavailable",
+                reason=self.inner.fallback,
+                effect="each command runs in a bwrap of its own (as strong, slower)",
+            )
         self.windows[terminal_id] = [started, None]
         return terminal_id
 

@@ -7,6 +7,7 @@ from sandbox.preflight import preflight
 from sandbox.profile import BwrapFeatures, HomeFolder, HostFacts, Profile, ProfileError, render
 from sandbox.protected import HIDDEN_PATTERNS, PROTECTED_NAMES
 from sandbox.runner import DEFAULT_OUTPUT_LIMIT, Command, RunResult, run, start
+from sandbox.session import SandboxSession, SessionEnded, SessionError
 from sandbox.survey import survey
 from sandbox.terminals import TerminalOutput, Terminals, TerminalsClosed, UnknownTerminal
 
@@ -25,6 +26,9 @@ __all__ = [
     "Profile",
     "ProfileError",
     "RunResult",
+    "SandboxSession",
+    "SessionEnded",
+    "SessionError",
     "TerminalOutput",
     "Terminals",
     "TerminalsClosed",

@@ -9,9 +9,13 @@ Each terminal is one task in a nursery the caller owns, so no command outlives
 the attempt that started it; `Terminals.close` kills whatever is still running.
 Sandboxed commands run in the session's one sandbox (`sandbox.session`), built
 at the first command and ended by `Terminals.close`; a sandbox that ended on
-its own (killed from outside) is built again for the next command. While the
-manager is open it holds the stub ledger (`sandbox.stubs`), so the placeholders
-for missing protected paths are made once per session, not once per command.
+its own (killed from outside) is built again for the next command. If the
+session's sandbox cannot be built at all while bwrap itself works (its fork
+server did not start: an interpreter that cannot run inside, say), commands
+get a bwrap of their own instead, as strong and slower, and `Terminals.fallback`
+says why. While the manager is open it holds the stub ledger
+(`sandbox.stubs`), so the placeholders for missing protected paths are made
+once per session, not once per command.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ import trio
 from sandbox.execution import Execution, ExitStatus
 from sandbox.profile import Profile
 from sandbox.runner import DEFAULT_OUTPUT_LIMIT, Command, start
-from sandbox.session import SandboxSession, SessionEnded
+from sandbox.session import SandboxSession, SessionEnded, SessionError
 from sandbox.stubs import LEDGER, StubLedger
 
 
@@ -74,6 +78,8 @@ class Terminals:
         self._stack.enter_context(ledger.hold())
         self._session: SandboxSession | None = None
         self._session_lock = trio.Lock()
+        self.fallback: str | None = None
+        """Why commands run in a bwrap each instead of the session's sandbox."""
 
     async def __aenter__(self) -> Terminals:
         return self
@@ -121,18 +127,17 @@ class Terminals:
         limit: int,
         task_status: trio.TaskStatus[Execution] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        if not profile.sandboxed:
-            async with start(
-                command, profile, output_limit=limit, bwrap=self._bwrap, ledger=self._ledger
-            ) as execution:
-                task_status.started(execution)
-                await execution.finish()
-            return
         began = False
         for last_try in (False, True):
-            session = await self._shared_session()
+            session = await self._shared_session() if profile.sandboxed else None
+            if session is None:
+                starting = start(
+                    command, profile, output_limit=limit, bwrap=self._bwrap, ledger=self._ledger
+                )
+            else:
+                starting = session.start(command.argv, profile, output_limit=limit)
             try:
-                async with session.start(command.argv, profile, output_limit=limit) as execution:
+                async with starting as execution:
                     began = True
                     task_status.started(execution)
                     await execution.finish()
@@ -142,17 +147,24 @@ class Terminals:
                 if last_try or began:
                     raise
 
-    async def _shared_session(self) -> SandboxSession:
-        """The session's sandbox, built (again) when there is none running."""
+    async def _shared_session(self) -> SandboxSession | None:
+        """The session's sandbox, built (again) when there is none running; None
+        when it cannot be built but bwrap works (see `fallback`)."""
         async with self._session_lock:
             if self._closed:
                 raise TerminalsClosed("the terminals of this session are closed")
+            if self.fallback is not None:
+                return None
             if self._session is not None and self._session.ended:
                 await self._session.aclose()
                 self._session = None
             if self._session is None:
                 session = SandboxSession(self._profile, bwrap=self._bwrap, ledger=self._ledger)
-                await session.open()
+                try:
+                    await session.open()
+                except SessionError as exc:
+                    self.fallback = str(exc)
+                    return None
                 self._session = session
             return self._session
 

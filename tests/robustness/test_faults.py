@@ -583,3 +583,21 @@ async def test_after_bwrap_vanished_a_command_is_refused_naming_the_sandbox_and_
     assert outcome.status == "failed" and "sandbox" in (outcome.reason or "")
     assert not [e for e in logs if "exc_info" in e]
 
+
+
+async def test_when_the_session_sandbox_cannot_start_commands_run_in_a_bwrap_each_and_it_is_logged(
+    tmp_path: Path, marker: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broken = tmp_path / "forkserver.py"
+    broken.write_text("raise SystemExit('this fork server cannot start')\n")
+    monkeypatch.setattr("sandbox.session.SERVER", broken)
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "go").write_text("")
+    with capture_logs() as logs, trio.fail_after(GUARD):
+        outcome = await run_attempt(fault_spec(tmp_path, "terminals", marker))
+    ws = tmp_path / "ws"
+    assert outcome.status == "completed", outcome.reason
+    assert (ws / "ran-1").exists() and (ws / "ran-2").exists()
+    warnings = [e for e in logs if e["event"] == "session_sandbox_unavailable"]
+    assert len(warnings) == 1 and "this fork server cannot start" in warnings[0]["reason"]
+    assert await none_left(marker) == []

@@ -222,3 +222,18 @@ async def test_a_command_cancelled_while_it_starts_never_runs_on(
                     await trio.sleep_forever()
         assert await run(box, edit, "echo after") == (ExitStatus(exit_code=0), "after\n")
     assert not (ws / "late").exists()
+
+
+async def test_terminals_fall_back_to_a_bwrap_per_command_when_the_server_cannot_start(
+    edit: Profile, ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broken = tmp_path / "forkserver.py"
+    broken.write_text("raise SystemExit('this fork server cannot start')\n")
+    monkeypatch.setattr("sandbox.session.SERVER", broken)
+    async with trio.open_nursery() as nursery, Terminals(nursery, edit) as terminals:
+        tid = await terminals.create("echo fine; touch .envrc 2>/dev/null || echo pinned")
+        assert (await terminals.wait_for_exit(tid)).exit_code == 0
+        assert terminals.output(tid).output == "fine\npinned\n"
+        assert terminals.fallback is not None
+        assert "this fork server cannot start" in terminals.fallback
+    assert not (ws / ".envrc").exists()
