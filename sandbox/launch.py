@@ -84,8 +84,9 @@ def memfd(name: str, data: bytes) -> int:
     return fd
 
 
-def _open_pin(path: str) -> int:
-    """An ``O_PATH|O_NOFOLLOW`` descriptor of ``path``, refusing a symlink."""
+def open_pin(path: str) -> int:
+    """An ``O_PATH|O_NOFOLLOW`` descriptor of ``path`` (a path to pin, mask or
+    self-bind), refusing a symlink."""
     try:
         fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as exc:
@@ -159,7 +160,7 @@ def prepare(
         if bwrap.features.ro_bind_fd and profile.writable:
             for pin in facts.pins:
                 if pin not in sealed:
-                    pin_fds[pin] = track(_open_pin(pin))
+                    pin_fds[pin] = track(open_pin(pin))
         seccomp_fd: int | None = None
         if fork_server is None:
             seccomp_fd = track(

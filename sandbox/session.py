@@ -31,7 +31,6 @@ import json
 import os
 import signal
 import socket
-import stat
 import sys
 from collections.abc import AsyncIterator
 from contextlib import ExitStack, asynccontextmanager
@@ -43,7 +42,7 @@ import trio
 from sandbox.bwrap import BwrapUnavailable
 from sandbox.capture import OutputRing
 from sandbox.execution import Execution
-from sandbox.launch import filter_program, memfd, open_launch, prepare
+from sandbox.launch import filter_program, memfd, open_launch, open_pin, prepare
 from sandbox.preflight import preflight
 from sandbox.profile import (
     HostFacts,
@@ -370,20 +369,9 @@ def _new_binds(
     kinds: list[tuple[str, int, str]] = []
     sources: list[int] = []
     for kind, path in wanted:
-        fd = _open_path(path)
+        fd = open_pin(path)
         stack.callback(os.close, fd)
         kinds.append((kind, len(sources), path))
         sources.append(fd)
     return kinds, sources
-
-
-def _open_path(path: str) -> int:
-    try:
-        fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError as exc:
-        raise ProfileError(f"cannot open {path} to protect it: {exc.strerror}") from None
-    if stat.S_ISLNK(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise ProfileError(f"{path} turned into a symlink; refusing to run")
-    return fd
 
