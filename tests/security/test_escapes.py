@@ -770,6 +770,21 @@ def test_a_host_process_cannot_be_killed_or_traced(box: Box) -> None:
 # === process lifetime and resources ==========================================
 
 
+def test_a_command_cannot_reach_what_runs_it_or_the_next_command(box: Box) -> None:
+    """``kill -9 -1`` signals every process the command may signal. In a
+    session's sandbox the fork server, the other commands' processes and the
+    spare pid 1 made for the next command share the user and the sandbox: they
+    must all be out of its reach, so the next command still runs."""
+    first = "sleep 31.7 & kill -9 -1; wait $!; echo own-child-$?"
+    outcome = box.run(first)
+    assert "own-child-137" in outcome.text  # neighbour: its own processes it can kill
+    outcome = box.run(first, then="echo still here; ls /proc | grep -cE '^[0-9]+$'")
+    assert outcome.error is None and outcome.exit_code == 0, outcome
+    lines = outcome.text.split()
+    assert lines[:2] == ["still", "here"]
+    assert int(lines[2]) <= 4  # pid 1, the shell, ls, grep: nothing of anyone else
+
+
 def test_a_daemon_does_not_survive_its_command(box: Box) -> None:
     needle = f"sleep 48.{secrets.randbelow(999)}"
     outcome = box.run(
