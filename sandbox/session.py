@@ -253,15 +253,16 @@ class SandboxSession:
         self._child = child
         self._facts = facts
         try:
-            with trio.fail_after(READY_TIMEOUT):
+            with trio.move_on_after(READY_TIMEOUT) as waited:
                 await trio.lowlevel.wait_readable(control)
-            ready = control.recv(16)
-        except BaseException:
-            await self._reason_and_close()
+            ready = b"" if waited.cancelled_caught else control.recv(16)
+        except BaseException:  # cancelled from outside: nothing to report
+            await self.aclose()
             raise
         if ready != b"ready":
             reason = await self._reason_and_close()
-            raise SessionError(f"the session's sandbox did not start: {reason}")
+            late = f" within {READY_TIMEOUT:.0f} s" if waited.cancelled_caught else ""
+            raise SessionError(f"the session's sandbox did not start{late}: {reason}")
         if child.stderr is not None:
             await child.stderr.aclose()
             child.stderr = None

@@ -18,7 +18,7 @@ from sandbox_procs import processes_matching
 
 from sandbox.execution import ExitStatus
 from sandbox.profile import Profile, ProfileError
-from sandbox.session import SandboxSession, SessionEnded
+from sandbox.session import SandboxSession, SessionEnded, SessionError
 from sandbox.stubs import StubLedger
 from sandbox.terminals import Terminals
 
@@ -237,3 +237,19 @@ async def test_terminals_fall_back_to_a_bwrap_per_command_when_the_server_cannot
         assert terminals.fallback is not None
         assert "this fork server cannot start" in terminals.fallback
     assert not (ws / ".envrc").exists()
+
+
+async def test_a_server_that_never_says_ready_is_ended_with_a_clear_error(
+    edit: Profile, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    silent = tmp_path / "forkserver.py"
+    silent.write_text("import time\ntime.sleep(45.25)\n")
+    monkeypatch.setattr("sandbox.session.SERVER", silent)
+    monkeypatch.setattr("sandbox.session.READY_TIMEOUT", 0.5)
+    with pytest.raises(SessionError, match="did not start within 0 s"):
+        await SandboxSession(edit, ledger=StubLedger()).open()
+    with trio.move_on_after(5):  # the kernel ends a namespace asynchronously
+        while [p for p in processes_matching("-I -S -B /proc/self/fd/") if _ours(p)]:
+            await trio.sleep(0.02)
+    # the silent server was ended with its sandbox
+    assert [p for p in processes_matching("-I -S -B /proc/self/fd/") if _ours(p)] == []
