@@ -424,9 +424,17 @@ from pathlib import Path
 from policies.capability import Capability
 from sandbox.profile import Profile
 from sandbox.runner import Command, run
+from sandbox.session import SandboxSession
 profile = Profile(capability=Capability.EDIT_WORKSPACE, workspace=Path(sys.argv[1]), home=Path(sys.argv[2]))
-result = trio.run(run, Command.shell("printf 'IN%sED' JECT > /dev/tty; printf 'IN%sED' JECT >&0; tty"), profile)
-print("DONE", result.status)
+command = Command.shell("printf 'IN%sED' JECT > /dev/tty; printf 'IN%sED' JECT >&0; tty")
+async def in_session():
+    async with SandboxSession(profile) as session:
+        async with session.start(command.argv, profile, output_limit=4096) as execution:
+            return await execution.finish()
+if sys.argv[3] == "session":
+    print("DONE", trio.run(in_session))
+else:
+    print("DONE", trio.run(run, command, profile).status)
 """
 
 
@@ -443,7 +451,7 @@ def test_the_governors_terminal_is_out_of_reach(box: Box) -> None:
     pid, master = pty.fork()
     if pid == 0:  # the child: a governor whose controlling terminal is the pty
         os.execvpe(prefix[0] if prefix else python,
-                   [*prefix, python, "-c", TTY_PROBE, str(box.ws), str(box.home)], env)
+                   [*prefix, python, "-c", TTY_PROBE, str(box.ws), str(box.home), box.via], env)
     seen = b""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -814,11 +822,14 @@ def test_a_crashed_governor_takes_its_sandboxes_with_it(box: Box) -> None:
         request = {
             "argv": ["/bin/sh", "-c", needle], "output_limit": 1024, "timeout": 60,
             "profile": {"capability": "edit-workspace", "workspace": str(box.ws), "home": str(box.home)},
+            "via": box.via,
         }
         governor.stdin.write(json.dumps(request) + "\n")
         governor.stdin.flush()
         deadline = time.monotonic() + 20
-        while len(processes_matching(needle)) < 3 and time.monotonic() < deadline:
+        # bwrap, its pid 1 and the shell carry the needle; in a session only the shell
+        started = 3 if box.via == "command" else 1
+        while len(processes_matching(needle)) < started and time.monotonic() < deadline:
             time.sleep(0.02)
         assert processes_matching(needle), "the sandboxed command never started"
         governor.kill()  # SIGKILL: no cleanup code runs
