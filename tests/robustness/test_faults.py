@@ -542,8 +542,8 @@ async def vanish_mid_run(tmp_path: Path, marker: str, copy: Path) -> Any:
     sandbox that ran it (killed), so the next command needs a new sandbox."""
 
     async def remove_after_first_command() -> None:
-        while not side_entries(tmp_path):
-            await trio.sleep(0.02)
+        while not side_entries(tmp_path) or not (tmp_path / "ws" / "ran-1").exists():
+            await trio.sleep(0.02)  # the first command has run (its terminal may still be open)
         copy.unlink()
         servers = session_servers()
         assert servers, "the first command ran without a session sandbox"
