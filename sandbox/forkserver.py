@@ -152,6 +152,11 @@ them, as bwrap covers them."""
 
 
 USERNS_LIMIT = "/proc/sys/user/max_user_namespaces"
+DEFAULT_SIGNALS = tuple(
+    number for number in signal.valid_signals() if number not in (signal.SIGKILL, signal.SIGSTOP)
+)
+"""Every signal starts at its default action in a command: Python ignores some
+(SIGXFSZ), and an ignored signal stays ignored across exec."""
 
 
 def _mount_proc() -> None:
@@ -232,7 +237,7 @@ def _init(channel: socket.socket, program: bytes) -> None:
         os.environ["PATH"] = env.get("PATH", "/usr/bin:/bin")
         argv = request["argv"]
         try:
-            child = os.posix_spawnp(argv[0], argv, env, setsid=True)
+            child = os.posix_spawnp(argv[0], argv, env, setsid=True, setsigdef=DEFAULT_SIGNALS)
         except OSError as exc:
             os.write(2, f"sandbox: cannot run {argv[0]}: {exc.strerror}\n".encode())
             os._exit(127)

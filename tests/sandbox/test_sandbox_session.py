@@ -42,7 +42,7 @@ async def test_a_command_has_no_capability_a_filter_and_no_user_namespaces(edit:
         status, out = await run(
             box,
             edit,
-            "grep -E '^(Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs|Seccomp):' /proc/self/status;"
+            "grep -E '^(Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs|Seccomp|SigIgn):' /proc/self/status;"
             " cat /proc/sys/user/max_user_namespaces",
         )
     assert status == ExitStatus(exit_code=0)
@@ -51,6 +51,10 @@ async def test_a_command_has_no_capability_a_filter_and_no_user_namespaces(edit:
     assert fields["NoNewPrivs"] == "1"
     assert fields["Seccomp"] == "2"
     assert out.splitlines()[-1] == "0"
+    # no signal the server's Python ignores (SIGPIPE, SIGXFSZ) stays ignored in a
+    # command; glibc's posix_spawn leaves its own two internal signals (32, 33)
+    ignored = int(fields["SigIgn"], 16)
+    assert [n for n in range(1, 32) if ignored & 1 << (n - 1)] == []
 
 
 async def test_each_command_sees_only_its_own_processes(edit: Profile, no_leftovers: list[str]) -> None:
