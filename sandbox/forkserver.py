@@ -146,9 +146,14 @@ def _bind(kind: str, path: str, checked: int) -> None:
         os.close(fd)
 
 
-PROC_COVERS = ("sys", "sysrq-trigger", "irq", "bus")
-"""Parts of a fresh ``/proc`` that stay read-only when a root caller could write
-them, as bwrap covers them."""
+PROC_COVERS = ("sys", "sysrq-trigger", "irq", "bus")  # sandbox.profile.PROC_HOST_KNOBS
+"""Parts of a fresh ``/proc`` that are always read-only in a command. They act on
+the host and are owned by root with owner-write modes: a root caller is root
+inside too (uid 0 maps to 0), so the mode alone would let a command without
+any capability open ``/proc/irq/*/smp_affinity`` or ``/proc/sysrq-trigger``
+for writing. bwrap covers them only when its own access check says they are
+writable; B has no CAP_DAC_OVERRIDE, so that check would miss the
+directories, and they are covered whatever it says."""
 
 
 USERNS_LIMIT = "/proc/sys/user/max_user_namespaces"
@@ -177,7 +182,7 @@ def _mount_proc() -> None:
             raise OSError(f"{USERNS_LIMIT} did not take 0")
     for name in PROC_COVERS:
         path = f"/proc/{name}"
-        if os.access(path, os.W_OK):
+        if os.path.lexists(path):
             target = path.encode()
             _mount(target, target, None, MS_BIND | MS_REC, f"cover {path}")
             flags = os.statvfs(path).f_flag & KEPT_FLAGS

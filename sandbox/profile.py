@@ -9,7 +9,8 @@ filesystem, so every rule below is unit-testable with synthetic facts.
 Mount order matters (bwrap applies options left to right) and is the heart of
 this file:
 
-1. ``--ro-bind / /``: everything read-only, then fresh ``/dev`` and ``/proc``.
+1. ``--ro-bind / /``: everything read-only, then fresh ``/dev`` and ``/proc``,
+   whose host-wide knobs (``/proc/sys``, ...) are bound read-only again.
 2. Private tmpfs over ``/tmp``, ``/var/tmp``, ``$HOME`` and ``/run/user/$UID``;
    ``/dev/null`` over host daemon sockets. These come *before* the roots so a
    workspace under ``$HOME`` or ``/tmp`` is bound back on top of its tmpfs.
@@ -39,6 +40,15 @@ from typing import Final
 
 from policies.capability import Capability
 from sandbox.protected import SYSTEM_DIRS
+
+PROC_HOST_KNOBS: Final = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus")
+"""Parts of the fresh ``/proc`` that act on the host and are always bound
+read-only over themselves. They are owned by root with owner-write modes, and a
+root caller stays uid 0 inside (mapped to 0): the mode alone lets a process
+without any capability write a host-wide sysctl (``kernel.core_pattern``) or
+an IRQ's affinity. bwrap covers them only when its own access check calls them
+writable, which misses ``/proc/sys`` (its directories are 0555). What
+``/proc/sys`` shows still follows the reader's namespaces."""
 
 DEFAULT_PATH: Final = "/usr/local/bin:/usr/bin:/bin"
 DEFAULT_LANG: Final = "C.UTF-8"
@@ -310,6 +320,11 @@ def render(
         argv += ["--setenv", name, value]
 
     argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    if not fork_server:
+        # a fork server covers them in each command's own /proc instead: a
+        # fresh /proc cannot be mounted where these mounts hide parts of one
+        for knob in PROC_HOST_KNOBS:
+            argv += ["--ro-bind-try", knob, knob]
     for private in facts.private_dirs:
         argv += ["--tmpfs", private]
     if facts.home is not None:

@@ -30,6 +30,11 @@ for line in sys.stdin:
             report[name] = "written"
         except OSError as e:
             report[name] = e.strerror
+    try:  # opened for appending, closed without a byte: a host-wide sysctl
+        open("/proc/sys/fs/lease-break-time", "a").close()
+        report["sysctl"] = "opened"
+    except OSError as e:
+        report["sysctl"] = e.strerror
     report["interfaces"] = len(socket.if_nameindex())
     print(json.dumps(report), flush=True)
 """
@@ -90,6 +95,8 @@ async def test_a_sandboxed_agent_keeps_its_state_sees_its_install_and_talks_over
     assert report["home"] == [".fakeagent"]  # ~/.ssh is not there
     assert report["ws"] == "written"
     assert report["git"] == "Read-only file system"
+    # even a root caller's agent (uid 0 inside) cannot write host-wide sysctls
+    assert report["sysctl"] in ("Read-only file system", "Permission denied")
     assert report["interfaces"] > 1  # the agent's network is on
     assert (home / ".fakeagent" / "state").read_text() == "logged-in"  # persisted on the host
     assert (ws / "edited").read_text() == "x"

@@ -185,6 +185,16 @@ def test_a_session_sandbox_keeps_three_capabilities_for_its_fork_server_only() -
     assert pairs(argv, "--bind") == pairs(plain, "--bind")
 
 
+def test_host_wide_proc_knobs_are_bound_read_only_after_the_fresh_proc() -> None:
+    argv = render(profile(), FACTS, ALL, seccomp_fd=9)
+    proc = position(argv, "--proc", "/proc")
+    for knob in ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"):
+        assert position(argv, "--ro-bind-try", knob, knob) > proc
+    # a fork server covers them in each command's own /proc (sandbox.forkserver)
+    served = render(profile(), FACTS, ALL, seccomp_fd=None, fork_server=True)
+    assert "/proc/sys" not in served
+
+
 def test_a_filter_is_required_unless_a_fork_server_installs_it() -> None:
     with pytest.raises(ProfileError, match="seccomp filter is required"):
         render(profile(), FACTS, ALL, seccomp_fd=None)

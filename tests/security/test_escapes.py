@@ -689,6 +689,28 @@ def test_remounting_the_root_read_write_fails(box: Box) -> None:
         assert (target / "escaped").exists()
 
 
+def test_host_kernel_knobs_under_proc_cannot_be_opened_for_writing(box: Box) -> None:
+    """``/proc/sys`` (host-wide sysctls such as ``kernel.core_pattern``),
+    ``/proc/irq/*/smp_affinity``, ``/proc/sysrq-trigger`` and PCI config space
+    are owned by root with owner-write modes and act on the host. A root caller
+    is root inside too (uid 0 maps to 0), so the file mode alone lets it open
+    them, capabilities or not: they must be read-only mounts. Files are opened
+    for appending and closed without a byte written; one sysctl is written with
+    the value it has."""
+    outcome = box.run(
+        "for f in /proc/irq/*/smp_affinity /proc/sysrq-trigger /proc/bus/pci/*/*"
+        " /proc/sys/kernel/core_pattern /proc/sys/fs/protected_symlinks; do"
+        ' [ -e "$f" ] && (exec 3>>"$f") 2>/dev/null && echo "OPENED $f"; done;'
+        # a host-wide sysctl written with the value it already has: no change if it works
+        " v=$(cat /proc/sys/fs/lease-break-time);"
+        ' echo "$v" > /proc/sys/fs/lease-break-time 2>/dev/null && echo SYSCTL-WRITTEN;'
+        " cat /proc/irq/*/smp_affinity 2>/dev/null | head -1 | grep -q . && echo read-ok; true"
+    )
+    assert "OPENED" not in outcome.text and "SYSCTL-WRITTEN" not in outcome.text, outcome.text
+    if os.path.exists("/proc/irq"):
+        assert "read-ok" in outcome.text  # neighbour: reading them works
+
+
 def test_a_user_namespace_cannot_be_created(box: Box) -> None:
     outcome = box.run(
         "unshare -U true; echo rc=$?; unshare -Ur id; "
