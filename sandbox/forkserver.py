@@ -411,7 +411,8 @@ def main(argv: list[str]) -> None:
             spare = None
         for fd in fds:
             os.close(fd)
-        spare = _make_spare(control, program)
+        if spare is None:
+            spare = _make_spare(control, program)
 
 
 if __name__ == "__main__":

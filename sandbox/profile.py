@@ -300,12 +300,10 @@ def render(
     argv: list[str] = ["--unshare-all", "--unshare-user"]
     if profile.network:
         argv.append("--share-net")
-    if fork_server:
-        # the server sets the user namespace limit itself (sandbox.forkserver):
-        # bwrap's nested namespace would lock the mounts the server needs to
-        # copy and make a fresh /proc for each command impossible as root
-        pass
-    elif features.disable_userns:
+    # A fork server sets the user namespace limit itself (sandbox.forkserver):
+    # bwrap's nested namespace would lock the mounts the server needs to copy
+    # and make a fresh /proc for each command impossible as root.
+    if features.disable_userns and not fork_server:
         argv.append("--disable-userns")
         if features.assert_userns_disabled:
             argv.append("--assert-userns-disabled")

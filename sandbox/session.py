@@ -4,9 +4,9 @@ Why: a bwrap per command costs bwrap's own 4 ms plus about 90 us per mount, and
 a governor that cannot seal the placeholders for missing protected names (not
 root: `sandbox.stubs`) needs 27 read-only pins for a git workspace. That made a
 command 2.1x the cost of a minimal bwrap. A session instead starts one bwrap
-with the full profile (pins and all) around `sandbox.forkserver`, and each
-command costs two forks and a spawn inside it, each into a PID and mount
-namespace of its own (see that module for what each process does).
+with the full profile (pins and all) around `sandbox.forkserver`, which keeps
+the next command's PID and mount namespaces ready: a command costs a request
+over a socket and a spawn (see that module for what each process does).
 
 What a command gets is what a bwrap of its own gave it: the same mounts, pins
 and masks, a fresh ``/proc`` showing only its own processes, no capability,
@@ -18,9 +18,10 @@ the host and from other sessions.
 
 The workspace can change between commands. Each command's survey is compared
 with the session's: a nested repository or a secret file that appeared since
-is pinned or masked in that command's own mount namespace, through ``O_PATH``
-descriptors (no path is looked up twice). Protected names at the top of a root
-are all pinned from the start, existing or not.
+is pinned or masked in that command's own mount namespace; the server checks
+each path against the governor's ``O_PATH`` descriptor of it (same device and
+inode) before it mounts there. Protected names at the top of a root are all
+pinned from the start, existing or not.
 """
 
 from __future__ import annotations
@@ -129,10 +130,7 @@ class SessionChild:
         Safe to call again, and to cancel."""
         while self.returncode is None:
             message, fds = await self._receive()
-            if message == b"started" and len(fds) == 1 and self._pidfd is None:
-                self._pidfd = fds[0]  # `started` was cancelled before it read this
-                continue
-            for fd in fds:
+            for fd in fds:  # a late `started`: the command was killed before it began
                 os.close(fd)
             if message.startswith(b"exit "):
                 self.returncode = os.waitstatus_to_exitcode(int(message[5:]))
@@ -351,8 +349,8 @@ def _new_binds(
     """What ``facts`` (a command's survey) must bind on top of the session's
     mounts (``base``): in the renderer's order, each as (kind, index of its
     checked descriptor, path)."""
-    if set(facts.stubs) - set(base.pins):
-        missing = sorted(set(facts.stubs) - set(base.pins))
+    missing = sorted(set(facts.stubs) - set(base.pins))
+    if missing:
         raise ProfileError(
             f"protected path {missing[0]} vanished while the session ran; refusing to run"
         )

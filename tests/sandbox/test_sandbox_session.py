@@ -257,3 +257,12 @@ async def test_a_server_that_never_says_ready_is_ended_with_a_clear_error(
             await trio.sleep(0.02)
     # the silent server was ended with its sandbox
     assert [p for p in processes_matching("-I -S -B /proc/self/fd/") if _ours(p)] == []
+
+
+def test_the_server_covers_the_same_proc_knobs_as_every_bwrap_profile() -> None:
+    """sandbox/forkserver.py cannot import the profile (it runs stdlib-only from
+    a memfd), so its copy of the list is checked here."""
+    from sandbox import forkserver
+    from sandbox.profile import PROC_HOST_KNOBS
+
+    assert tuple(f"/proc/{name}" for name in forkserver.PROC_COVERS) == PROC_HOST_KNOBS
