@@ -45,7 +45,7 @@ sys.path.insert(0, str(HERE.parent))
 
 import trio  # noqa: E402
 
-from governor.audit import AuditLog, Durability  # noqa: E402
+from governor.audit.log import AuditLog, Durability  # noqa: E402
 from governor.secrets import Masker  # noqa: E402
 
 WS = "/work/app"

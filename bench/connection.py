@@ -202,7 +202,7 @@ async def connection_notifications(count: int, callback_kind: str) -> Sample:
     """(b) and (c): our Connection, with or without schema validation per notification."""
     from acp.schema import SessionNotification
 
-    from governor.connection import Connection
+    from governor.acp.connection import Connection
 
     seen = 0
     done = trio.Event()
@@ -298,7 +298,7 @@ async def bare_round_trips(count: int) -> Sample:
 async def connection_round_trips(count: int) -> Sample:
     from acp.schema import AllowedOutcome, RequestPermissionRequest, RequestPermissionResponse
 
-    from governor.connection import Connection
+    from governor.acp.connection import Connection
 
     async def permission(params: RequestPermissionRequest) -> RequestPermissionResponse:
         option = next(o for o in params.options if o.kind == "allow_once")

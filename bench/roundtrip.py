@@ -288,7 +288,7 @@ def run_governor(
 
     from governor import logs
     from governor.attempt import run_attempt
-    from governor.audit import read_lines, verify
+    from governor.audit.verify import read_lines, verify
 
     logs.configure(json_lines=True)
     log = ws.parent / "audit.jsonl"
@@ -334,7 +334,7 @@ RUNNERS: dict[str, Callable[[int, Path, Clock], str]] = {
 WARM_UP: dict[str, tuple[str, ...]] = {
     "floor": (),
     "sdk": ("acp", "acp.schema"),
-    "governor": ("trio", "governor.attempt", "governor.audit", "governor.logs"),
+    "governor": ("trio", "governor.attempt", "governor.audit.log", "governor.logs"),
 }
 """Modules each variant imports before the clock starts (start-up is not the subject)."""
 

@@ -30,13 +30,13 @@ import trio
 from acp import schema
 from pydantic import ValidationError
 
-from governor import sandboxing
+from governor import confine
+from governor.acp.connection import Connection, ConnectionClosed, RemoteError, RequestTimeout
+from governor.acp.jsonrpc import AUTH_REQUIRED
 from governor.approver import Approver, Ask, Callback, for_on_ask
-from governor.audit import AuditLog, AuditUnavailable, Durability, inside
+from governor.audit.log import AuditLog, AuditUnavailable, Durability, inside
 from governor.ceilings import load_ceiling
-from governor.connection import Connection, ConnectionClosed, RemoteError, RequestTimeout
-from governor.governance import REFUSED, Governor
-from governor.jsonrpc import AUTH_REQUIRED
+from governor.gate import REFUSED, Gate
 from governor.outcome import AcpReport, Judgement, Outcome, from_stop_reason, judged
 from governor.presets import NotInstalled, Preset, find, resolve
 from governor.secrets import Masker
@@ -388,8 +388,8 @@ async def run_attempt(spec: AttemptSpec, *, stop: trio.Event | None = None) -> O
     _freeze_startup_heap()
     prepared = prepare(spec)
     try:
-        await sandboxing.check(prepared.policy, sandbox_agent=spec.sandbox_agent)
-    except sandboxing.SandboxUnavailable as e:
+        await confine.check(prepared.policy, sandbox_agent=spec.sandbox_agent)
+    except confine.SandboxUnavailable as e:
         raise RefusedBeforeStart([str(e)]) from None
     try:
         attempt = _Attempt(prepared, stop)
@@ -418,7 +418,7 @@ class _Attempt:
         self.turn = _Turn()
         self.emit = p.spec.on_event or (lambda kind, info: None)
         self.audit = AuditLog(p.log_path, self.id, durability=p.spec.durability, masker=p.masker)
-        self.governor: Governor | None = None
+        self.governor: Gate | None = None
         self.stop_reason: str | None = None
         self.error: str | None = None
         self.sign_in: str | None = None
@@ -460,8 +460,8 @@ class _Attempt:
                 nursery.start_soon(self.audit.run_batch_sync)
                 if self.stop is not None:
                     nursery.start_soon(self._watch_stop, self.stop)
-                terminals = sandboxing.GovernedTerminals(nursery, policy)
-                self.governor = Governor(
+                terminals = confine.GovernedTerminals(nursery, policy)
+                self.governor = Gate(
                     policy, self.audit, p.approver, terminals=terminals, on_event=p.spec.on_event
                 )
                 try:
@@ -493,10 +493,10 @@ class _Attempt:
         gov = self.governor
         assert gov is not None
         try:
-            profile = sandboxing.agent_profile(
+            profile = confine.agent_profile(
                 p.argv, p.policy, p.preset, p.env, sandbox=p.spec.sandbox_agent, via_npx=p.via_npx
             )
-            async with sandboxing.spawn_agent(profile, p.argv) as process:
+            async with confine.spawn_agent(profile, p.argv) as process:
                 self.emit(
                     "spawned",
                     {
@@ -524,7 +524,7 @@ class _Attempt:
                     gov.cancel()  # the turn is over: later requests are refused, never acted on
                     await self._shutdown(process, conn)
                     inner.cancel_scope.cancel()
-        except (OSError, sandboxing.SandboxUnavailable) as e:
+        except (OSError, confine.SandboxUnavailable) as e:
             self.error = f"{self.name} could not be started: {getattr(e, 'strerror', None) or e}"
 
     async def _drive_command(self) -> None:
@@ -534,13 +534,13 @@ class _Attempt:
         stderr = bytearray()
         limit = 2**20
         try:
-            profile = sandboxing.agent_profile(
+            profile = confine.agent_profile(
                 p.argv, p.policy, p.preset, p.env, sandbox=p.spec.sandbox_agent
             )
-            async with sandboxing.spawn_agent(profile, p.argv) as process:
+            async with confine.spawn_agent(profile, p.argv) as process:
                 self.emit("spawned", {"agent": self.name, "pid": process.pid})
                 await self._feed_command(process, stdout, stderr, limit)
-        except (OSError, sandboxing.SandboxUnavailable) as e:
+        except (OSError, confine.SandboxUnavailable) as e:
             self.error = f"{self.name} could not be started: {getattr(e, 'strerror', None) or e}"
             return
         out = stdout.decode("utf-8", errors="replace")
@@ -859,7 +859,7 @@ class _Attempt:
             return
         changes = diff(before, after)
         covered = {p for subject in self.audit.unasked for p in subject.get("paths", [])}
-        windows = [(a, b or time.time_ns()) for a, b in sandboxing.command_windows(gov.terminals)]
+        windows = [(a, b or time.time_ns()) for a, b in confine.command_windows(gov.terminals)]
         for change in unexplained(changes, gov.written, windows, after):
             if change.path in covered:
                 continue

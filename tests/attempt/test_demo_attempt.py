@@ -10,7 +10,7 @@ import pytest
 
 from governor.approver import Ask
 from governor.attempt import AttemptSpec, RefusedBeforeStart, run_attempt
-from governor.audit import read_lines, verify
+from governor.audit.verify import read_lines, verify
 from policies.capability import Capability
 from policies.ceiling import Ceiling
 from policies.policy import parse_policy

@@ -20,7 +20,7 @@ from typing import Any
 
 from audit_helpers import HERE, records
 
-from governor.audit import read_lines, verify
+from governor.audit.verify import read_lines, verify
 
 KILLS = 50
 AT_ONCE = 5

@@ -15,7 +15,8 @@ import trio.testing
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from governor.audit import _SCREEN, AuditLog, AuditUnavailable, chain_hash, read_lines, verify
+from governor.audit.log import _SCREEN, AuditLog, AuditUnavailable, chain_hash
+from governor.audit.verify import read_lines, verify
 from governor.secrets import _SHAPES, Masker
 
 KNOWN = ['hunter2-"quoted"-\\back', "plain-known-value-123", "line\nbreak-secret"]

@@ -15,7 +15,8 @@ from audit_helpers import demo_spec, log_lines, records
 from governor import cli
 from governor.approver import Ask
 from governor.attempt import run_attempt
-from governor.audit import UNFINISHED, AuditLog
+from governor.audit.log import AuditLog
+from governor.audit.verify import UNFINISHED
 from governor.outcome import Outcome
 from policies.capability import Capability
 from policies.policy import parse_policy

@@ -13,7 +13,7 @@ from typing import Any
 from audit_helpers import records, scripted_spec
 
 from governor.attempt import run_attempt
-from governor.audit import read_lines, verify
+from governor.audit.verify import read_lines, verify
 from policies.ceiling import CUSTOM_AGENT, Ceiling
 from policies.policy import parse_policy
 

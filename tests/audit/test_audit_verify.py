@@ -14,7 +14,8 @@ import trio
 from audit_helpers import demo_attempts, log_lines
 
 from governor import cli
-from governor.audit import INCOMPLETE, UNFINISHED, chain_hash, read_lines, sealed, verify
+from governor.audit.log import chain_hash, sealed
+from governor.audit.verify import INCOMPLETE, UNFINISHED, read_lines, verify
 
 Lines = list[str]
 

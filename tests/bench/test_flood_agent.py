@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from governor.attempt import AttemptSpec, run_attempt
-from governor.audit import read_lines, verify
+from governor.audit.verify import read_lines, verify
 from policies.policy import parse_policy
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 import trio
 
-from governor.connection import DEFAULT_NOTIFICATIONS, Connection
-from governor.dispatch import HandlerTable
+from governor.acp.connection import DEFAULT_NOTIFICATIONS, Connection
+from governor.acp.dispatch import HandlerTable
 
 PEERS = Path(__file__).parent / "peers"
 PEER_DEADLINE = 30.0

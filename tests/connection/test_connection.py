@@ -18,8 +18,8 @@ from acp.schema import (
 )
 from structlog.testing import capture_logs
 
-from governor.connection import Connection, ConnectionClosed, RemoteError, RequestTimeout
-from governor.dispatch import RpcError
+from governor.acp.connection import Connection, ConnectionClosed, RemoteError, RequestTimeout
+from governor.acp.dispatch import RpcError
 
 RPC = "2.0"
 

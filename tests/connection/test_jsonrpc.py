@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from governor.jsonrpc import (
+from governor.acp.jsonrpc import (
     ErrorResponse,
     Event,
     JsonRpc,
@@ -250,7 +250,7 @@ def test_arbitrary_bytes_never_raise_and_every_reply_is_one_json_line(
     )
 )
 def test_the_fast_line_parser_agrees_with_json_loads(text: str) -> None:
-    from governor.jsonrpc import _parse_json
+    from governor.acp.jsonrpc import _parse_json
 
     def outcome(parse: Any) -> tuple[str, Any]:
         try:

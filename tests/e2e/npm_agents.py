@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from governor.attempt import AttemptSpec
-from governor.audit import read_lines, verify
+from governor.audit.verify import read_lines, verify
 from governor.outcome import Outcome
 
 REPO = Path(__file__).resolve().parents[2]

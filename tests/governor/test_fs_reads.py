@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 import trio
 
+from governor.acp.dispatch import begin, reply
 from governor.approver import Unattended
-from governor.audit import AuditLog
-from governor.dispatch import begin, reply
+from governor.audit.log import AuditLog
 from governor.fsaccess import resolve
-from governor.governance import Governor
+from governor.gate import Gate
 from policies.policy import parse_policy
 
 REPO = Path(__file__).resolve().parents[2]
@@ -63,7 +63,7 @@ def test_resolve_agrees_with_realpath(tree: Path, relative: str) -> None:
 def governed_read(ws: Path, log: Path, path: str) -> bytes:
     async def main() -> bytes:
         policy = parse_policy('capability = "edit-workspace"\n').bind(str(ws), None, protected=())
-        gov = Governor(policy, AuditLog(log, "att"), Unattended())
+        gov = Gate(policy, AuditLog(log, "att"), Unattended())
         gov.session_id = "s"
         params = {"sessionId": "s", "path": path}
         result = begin(gov.routes(), "fs/read_text_file", params)
@@ -143,7 +143,7 @@ def test_small_and_large_files_read_whole_and_by_lines_without_leaking_descripto
 
     async def main() -> list[bytes]:
         policy = parse_policy('capability = "edit-workspace"\n').bind(str(ws), None, protected=())
-        gov = Governor(policy, AuditLog(log, "att"), Unattended())
+        gov = Gate(policy, AuditLog(log, "att"), Unattended())
         gov.session_id = "s"
         out = []
         for extra in ({}, {"line": 3, "limit": 2}):

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 import trio
 
+from governor.acp.dispatch import begin, reply
 from governor.approver import Unattended
-from governor.audit import AuditLog
-from governor.dispatch import begin, reply
-from governor.governance import Governor
+from governor.audit.log import AuditLog
+from governor.gate import Gate
 from policies.policy import parse_policy
 
 COMMANDS = {"echo hi": 1, "git status; pytest -q": 2, "ls && cat a | grep b": 3}
@@ -48,7 +48,7 @@ def test_each_decision_has_its_records_with_or_without_a_session(
 
     async def main() -> tuple[list[bytes], list[dict[str, Any]]]:
         policy = parse_policy('capability = "edit-workspace"\n').bind(str(ws))
-        gov = Governor(policy, AuditLog(log, "att"), Unattended())
+        gov = Gate(policy, AuditLog(log, "att"), Unattended())
         gov.session_id = session
         answers = []
         requests = [("session/request_permission", permission(c)) for c in COMMANDS]

@@ -8,7 +8,7 @@ nesting) so that 100,000 lines cost a second, not a Hypothesis run per line.
 What each line must get back is decided here, from the rules the governor
 promises and not from its code:
 
-- framing (JSON-RPC 2.0 over newline-delimited UTF-8, see `governor.jsonrpc`):
+- framing (JSON-RPC 2.0 over newline-delimited UTF-8, see `governor.acp.jsonrpc`):
   not UTF-8 or not JSON -> ``-32700`` with ``id: null``; a JSON value that is
   not an object, a batch, a bad id type, a method that is not a string, or
   neither request nor response -> ``-32600`` with ``id: null``; a notification

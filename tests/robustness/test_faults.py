@@ -35,7 +35,7 @@ from robustness_helpers import (
 from structlog.testing import capture_logs
 
 from governor.attempt import RefusedBeforeStart, run_attempt
-from governor.audit import read_lines, verify
+from governor.audit.verify import read_lines, verify
 from sandbox.preflight import forget
 
 ROOT = Path(__file__).resolve().parents[2]

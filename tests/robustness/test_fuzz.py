@@ -22,7 +22,7 @@ import trio
 from structlog.testing import capture_logs
 
 from governor.attempt import AttemptSpec, run_attempt
-from governor.audit import read_lines, verify
+from governor.audit.verify import read_lines, verify
 
 sys.path.insert(0, str(Path(__file__).parent))
 

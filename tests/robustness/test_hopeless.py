@@ -2,7 +2,7 @@
 attempt ``failed`` with a reason naming what it sent; a sloppy one that also sends
 real messages is served to the end.
 
-The rule (`governor.connection`): 1,000 malformed lines in a row, or more than
+The rule (`governor.acp.connection`): 1,000 malformed lines in a row, or more than
 10,000 malformed lines that are more than 9 in 10 of everything the agent sent.
 Each test has its control: the same garbage just under the line completes.
 """
@@ -16,7 +16,7 @@ import trio
 from robustness_helpers import GUARD, fault_spec, none_left
 
 from governor.attempt import run_attempt
-from governor.audit import read_lines, verify
+from governor.audit.verify import read_lines, verify
 from governor.outcome import Outcome
 
 

@@ -19,7 +19,7 @@ import trio
 from robustness_helpers import EDIT, GUARD, HERE, rss_mb, sample_rss
 
 from governor.attempt import AttemptSpec, run_attempt
-from governor.audit import read_lines, verify
+from governor.audit.verify import read_lines, verify
 from governor.outcome import Outcome
 
 ROOT = HERE.parents[1]

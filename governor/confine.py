@@ -36,7 +36,7 @@ from sandbox import BwrapUnavailable, Profile, ProfileError, Terminals, agent_pr
 from sandbox.agent import resolve_install
 from sandbox.spawn import Child
 
-log = structlog.get_logger("governor.sandboxing")
+log = structlog.get_logger("governor.confine")
 
 
 class SandboxUnavailable(Exception):
@@ -143,9 +143,7 @@ class GovernedTerminals:
     attempt uses to attribute workspace changes to governed commands."""
 
     def __init__(self, nursery: trio.Nursery, policy: Policy) -> None:
-        self.inner = Terminals(
-            nursery, command_profile(policy), bwrap=configured_bwrap()
-        )
+        self.inner = Terminals(nursery, command_profile(policy), bwrap=configured_bwrap())
         self.windows: dict[str, list[int | None]] = {}
 
     async def create(

@@ -27,15 +27,7 @@ EXIT_CODES = """exit codes:
 
 def build_parser() -> argparse.ArgumentParser:
     """The whole `governor` parser, every subcommand registered."""
-    from governor import (
-        cmd_audit,
-        cmd_check,
-        cmd_completion,
-        cmd_doctor,
-        cmd_presets,
-        cmd_run,
-        cmd_sandbox,
-    )
+    from governor.cli import audit, check, completion, doctor, presets, run, sandbox
 
     parser = argparse.ArgumentParser(
         prog="governor",
@@ -46,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"acp-governor {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module in (cmd_run, cmd_audit, cmd_check, cmd_presets, cmd_sandbox, cmd_doctor, cmd_completion):
+    for module in (run, audit, check, presets, sandbox, doctor, completion):
         module.register(sub)
     return parser
 

@@ -1,4 +1,4 @@
-"""The trio loop around `governor.jsonrpc.JsonRpc`: one agent's stdio, read, written and served.
+"""The trio loop around `governor.acp.jsonrpc.JsonRpc`: one agent's stdio, read, written and served.
 
 `Connection.serve` opens the nursery that owns every task of the connection;
 none outlives it:
@@ -29,7 +29,7 @@ reordered by per-message tasks (the official SDK's habit), and a line that
 grows memory without bound (the core discards over-long lines as it reads).
 
 **Giving up on a hopeless agent.** Each line that is not a JSON-RPC message
-(`governor.jsonrpc.Malformed`: not UTF-8, not JSON, over the line limit, not
+(`governor.acp.jsonrpc.Malformed`: not UTF-8, not JSON, over the line limit, not
 an object, a batch, a bad id or method) is answered as JSON-RPC says and
 counted. The reader stops reading -- as if the agent's stdout had ended, so
 every pending request fails with `ConnectionClosed` -- when either
@@ -48,7 +48,7 @@ of at the attempt's timeout. The run is checked at each malformed line, the
 share once per chunk read, so the hot path pays one local assignment per
 message.
 
-Logs are structlog events on ``governor.connection``; they carry sizes, ids
+Logs are structlog events on ``governor.acp.connection``; they carry sizes, ids
 and reasons, never the content of a line beyond a short prefix.
 """
 
@@ -68,8 +68,8 @@ import structlog
 import trio
 from pydantic import BaseModel
 
-from governor.dispatch import Answer, HandlerTable, begin, reply
-from governor.jsonrpc import (
+from governor.acp.dispatch import Answer, HandlerTable, begin, reply
+from governor.acp.jsonrpc import (
     DEFAULT_MAX_LINE_BYTES,
     INTERNAL_ERROR,
     INVALID_REQUEST,
@@ -183,7 +183,7 @@ class Connection:
         self._tail_partial = b""
         self._line_chars = stderr_line_chars
         self._stderr_grace = stderr_grace
-        self._log = log if log is not None else structlog.get_logger("governor.connection")
+        self._log = log if log is not None else structlog.get_logger("governor.acp.connection")
         self._serving = False
         self._stdout_closed = False
         self._stdin_closed = trio.Event()
@@ -320,7 +320,7 @@ class Connection:
     ) -> None:
         """Read and answer the agent until its stdout ends.
 
-        `handlers` answers the agent's requests (see `governor.dispatch`), each in
+        `handlers` answers the agent's requests (see `governor.acp.dispatch`), each in
         its own task. Notifications whose method is in `notifications` go to
         `on_notification`, in the order they arrived; ``$/cancel_request`` is
         handled here; others are ignored (unknown ``_`` extensions quietly).

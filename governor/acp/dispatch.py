@@ -43,7 +43,7 @@ from jsonrpcserver.sentinels import NODATA
 from oslash.either import Left, Right  # type: ignore[import-untyped]
 from pydantic import BaseModel, ValidationError
 
-from governor.jsonrpc import (
+from governor.acp.jsonrpc import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
@@ -54,7 +54,7 @@ from governor.jsonrpc import (
     error_line,
 )
 
-log = structlog.get_logger("governor.dispatch")
+log = structlog.get_logger("governor.acp.dispatch")
 
 Handler: TypeAlias = Callable[[Any], Any]
 """A function of the validated params model: ``async def`` (answers later), or a

@@ -2,7 +2,7 @@
 
 Everything that decides what a line on the agent's stdout *means* lives here,
 and nothing here does I/O: `JsonRpc.feed(data)` turns bytes into events, the
-encoders turn messages into lines. The trio loop in `governor.connection` is a
+encoders turn messages into lines. The trio loop in `governor.acp.connection` is a
 thin shell around this class, and a test can drive it with plain bytes.
 
 Rules of this file:

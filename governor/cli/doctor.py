@@ -11,8 +11,8 @@ from pathlib import Path
 import trio
 
 from governor.attempt import default_log_dir
+from governor.confine import configured_bwrap
 from governor.presets import NotInstalled, presets, resolve
-from governor.sandboxing import configured_bwrap
 from policies.capability import Capability
 from sandbox import BwrapUnavailable, Profile, SandboxSession, SessionError, preflight
 

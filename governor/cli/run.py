@@ -223,20 +223,20 @@ def _approver(name: str | None) -> Any:
     if name is None:
         return None
     if name == "person":
-        from governor.person import Person
+        from governor.cli.person import Person
 
         return Person()
     return Pause() if name == "pause" else Unattended()
 
 
 def _progress() -> Any:
-    from governor.progress import Progress
+    from governor.cli.progress import Progress
 
     return Progress(sys.stderr)
 
 
 def print_summary(outcome: Outcome) -> None:
     """A plain summary of the outcome for a person."""
-    from governor.progress import summary
+    from governor.cli.progress import summary
 
     print(summary(outcome))

@@ -1,4 +1,4 @@
-"""The governor: every request the agent makes is decided here, recorded, then answered.
+"""The gate: every request the agent makes is decided here, recorded, then answered.
 
 Rules of this file (everything that turns an agent's request into an answer):
 
@@ -26,9 +26,10 @@ import structlog
 import trio
 from acp import schema
 
+from governor.acp.dispatch import Route, RpcError
+from governor.acp.jsonrpc import INVALID_PARAMS, RESOURCE_NOT_FOUND
 from governor.approver import Answer, Approver, Ask
-from governor.audit import AuditLog, AuditUnavailable, recorded_input
-from governor.dispatch import Route, RpcError
+from governor.audit.log import AuditLog, AuditUnavailable, recorded_input
 from governor.fsaccess import (
     FileAccessError,
     open_text,
@@ -37,7 +38,6 @@ from governor.fsaccess import (
     resolve,
     write_text,
 )
-from governor.jsonrpc import INVALID_PARAMS, RESOURCE_NOT_FOUND
 from policies.actions import ReadFile, RunCommand, ToolPermission, WriteFile
 from policies.decide import Decision, decide
 from policies.options import CACHED_TEXT, choose_offered
@@ -46,7 +46,7 @@ from policies.policy import Policy
 from policies.rules import Verdict
 from sandbox import BwrapUnavailable, ProfileError
 
-log = structlog.get_logger("governor.governance")
+log = structlog.get_logger("governor.gate")
 
 REFUSED: Final = -32001
 """Our answer to a refused fs or terminal request (ACP defines no code for it)."""
@@ -76,7 +76,7 @@ class Paused(Exception):
     """An ask was answered ``pause``: the attempt ends needs_approval."""
 
 
-class Governor:
+class Gate:
     """The single decision point for one attempt's agent-to-client requests."""
 
     def __init__(
@@ -115,7 +115,7 @@ class Governor:
     # -- the handler table ----------------------------------------------------------
 
     def routes(self) -> dict[str, Route]:
-        """Method -> (params model, handler) for `governor.dispatch`."""
+        """Method -> (params model, handler) for `governor.acp.dispatch`."""
         table = {
             "session/request_permission": Route(
                 schema.RequestPermissionRequest, self.request_permission

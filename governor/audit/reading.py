@@ -1,0 +1,159 @@
+"""Reading audit logs back: the files a name stands for, each log's records
+grouped by attempt (read and verified in one pass over its bytes), and one row
+per attempt with the tally computed the same way the outcome computes it.
+
+`governor audit` and anything that sums up logs (a batch's output) read here;
+nothing in this file writes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from governor.audit.verify import UNFINISHED, Verification, verify
+from governor.outcome import Tally, tally
+
+
+class LogUnreadable(Exception):
+    """A log named that cannot be read: missing, not a file, unreadable."""
+
+
+def log_files(paths: Sequence[str]) -> list[Path]:
+    """The logs named: files as given, directories as every ``*.jsonl`` under them."""
+    found: list[Path] = []
+    for name in paths:
+        p = Path(name)
+        if p.is_dir():
+            found.extend(sorted(q for q in p.rglob("*.jsonl") if q.is_file()))
+        elif p.is_file():
+            found.append(p)
+        elif p.exists():
+            raise LogUnreadable(f"{name} is neither a file nor a directory")
+        else:
+            raise LogUnreadable(f"{name}: no such file or directory")
+    return found
+
+
+@dataclass(slots=True)
+class AttemptRecords:
+    """One attempt's records as read back from a log, in order."""
+
+    attempt: str
+    source: str
+    records: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def start(self) -> dict[str, Any] | None:
+        """Its attempt-start record, when the log holds it."""
+        first = self.records[0] if self.records else None
+        return first if first is not None and first.get("kind") == "attempt-start" else None
+
+    @property
+    def end(self) -> dict[str, Any] | None:
+        """Its attempt-end record, or None when the governor stopped before it."""
+        final = self.records[-1] if self.records else None
+        return final if final is not None and final.get("kind") == "attempt-end" else None
+
+
+@dataclass(slots=True)
+class LogFile:
+    """One log read once: its attempts, its records with their line numbers, and
+    its verification."""
+
+    path: Path
+    attempts: list[AttemptRecords]
+    numbered: list[tuple[int, dict[str, Any]]]
+    check: Verification
+
+
+def read_log(path: Path) -> LogFile:
+    """Read, group by attempt and verify one log in a single pass over its bytes."""
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise LogUnreadable(f"{path}: cannot read the log: {e.strerror}") from None
+    raws = data.split(b"\n")
+    if raws and not raws[-1]:
+        raws.pop()  # what follows the final newline
+    lines: list[tuple[int, dict[str, Any] | None, str]] = []
+    numbered: list[tuple[int, dict[str, Any]]] = []
+    attempts: dict[str, AttemptRecords] = {}
+    source = str(path)
+    loads = json.loads
+    for n, raw in enumerate(raws, 1):
+        text = raw.decode("utf-8", errors="replace")
+        try:
+            value = loads(text)
+        except ValueError:
+            lines.append((n, None, text))
+            continue
+        if not isinstance(value, dict):
+            lines.append((n, None, text))
+            continue
+        lines.append((n, value, text))
+        numbered.append((n, value))
+        attempt = value.get("attempt")
+        if isinstance(attempt, str):
+            group = attempts.get(attempt)
+            if group is None:
+                group = attempts[attempt] = AttemptRecords(attempt, source)
+            group.records.append(value)
+    return LogFile(path, list(attempts.values()), numbered, verify(lines))
+
+
+def read_logs(paths: Sequence[str]) -> list[LogFile]:
+    """Every log named, read and verified."""
+    files = log_files(paths)
+    return [read_log(p) for p in files]
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One attempt, summed up."""
+
+    attempt: str
+    log: str
+    agent: str
+    status: str
+    reason: str | None
+    tally: Tally
+    duration_s: float | None
+    started: float | None
+    workspace: str | None
+    finished: bool
+
+    def to_json(self) -> dict[str, Any]:
+        """The row as plain JSON values."""
+        out = asdict(self)
+        out["tally"] = asdict(self.tally)
+        return out
+
+
+def row(group: AttemptRecords) -> Row:
+    """An attempt's row: the tally is computed from its records (the same function
+    the outcome uses), so the log and the outcome agree."""
+    start, end = group.start, group.end
+    records = group.records
+    agent = str((start or {}).get("preset") or (start or {}).get("agent") or "?")
+    t0 = (start or records[0]).get("time")
+    duration: float | None = None
+    if end is not None and isinstance(end.get("duration_s"), int | float):
+        duration = float(end["duration_s"])
+    elif isinstance(t0, int | float) and isinstance(records[-1].get("time"), int | float):
+        duration = round(float(records[-1]["time"]) - float(t0), 3)
+    return Row(
+        attempt=group.attempt,
+        log=group.source,
+        agent=agent,
+        status=str(end.get("status")) if end is not None else "unfinished",
+        reason=(end or {}).get("reason") if end is not None else UNFINISHED,
+        tally=tally(records),
+        duration_s=duration,
+        started=float(t0) if isinstance(t0, int | float) else None,
+        workspace=(start or {}).get("workspace"),
+        finished=end is not None,
+    )
