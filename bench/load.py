@@ -45,7 +45,9 @@ import orjson  # noqa: E402
 import trio  # noqa: E402
 
 from governor import logs  # noqa: E402
-from governor.attempt import AttemptSpec, run_attempt  # noqa: E402
+from governor.attempt import run_attempt  # noqa: E402
+from governor.cli.run import freeze_startup_heap  # noqa: E402
+from governor.spec import AttemptSpec  # noqa: E402
 from policies.policy import parse_policy  # noqa: E402
 
 ROOT = HERE.parent
@@ -248,6 +250,7 @@ def main() -> int:
     args = parser.parse_args()
 
     logs.configure(json_lines=False, level=logging.ERROR)  # errors only, on stderr
+    freeze_startup_heap()  # as `governor run` does before its attempt
     if args.child:
         with tempfile.TemporaryDirectory(prefix="bench-load-") as tmp:
             print(json.dumps(trio.run(level, args.child, args.rounds, Path(tmp))))

@@ -264,7 +264,7 @@ def run_sdk(n: int, ws: Path, clock: Clock) -> str:
 
 
 def governor_spec(n: int, ws: Path, log: Path, *, durability: str, sandboxed: bool) -> Any:
-    from governor.attempt import AttemptSpec
+    from governor.spec import AttemptSpec
     from policies.policy import parse_policy
 
     return AttemptSpec(
@@ -293,7 +293,10 @@ def run_governor(
     logs.configure(json_lines=True)
     log = ws.parent / "audit.jsonl"
     spec = governor_spec(n, ws, log, durability=durability, sandboxed=sandboxed)
+    from governor.cli.run import freeze_startup_heap
+
     with clock:
+        freeze_startup_heap()  # as `governor run` does before its attempt
         outcome = trio.run(run_attempt, spec)
     if outcome.status != "completed":
         raise RuntimeError(f"the governed flood did not complete: {outcome.reason}")

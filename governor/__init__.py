@@ -30,16 +30,18 @@ __all__ = [
 
 if TYPE_CHECKING:
     from governor.approver import Ask
-    from governor.attempt import AttemptSpec, RefusedBeforeStart, run, run_attempt
-    from governor.outcome import Outcome, Tally
+    from governor.attempt import run, run_attempt
+    from governor.audit.tally import Tally
+    from governor.outcome import Outcome
+    from governor.spec import AttemptSpec, RefusedBeforeStart
 
 _LAZY = {
-    "AttemptSpec": "governor.attempt",
-    "RefusedBeforeStart": "governor.attempt",
+    "AttemptSpec": "governor.spec",
+    "RefusedBeforeStart": "governor.spec",
     "run": "governor.attempt",
     "run_attempt": "governor.attempt",
     "Outcome": "governor.outcome",
-    "Tally": "governor.outcome",
+    "Tally": "governor.audit.tally",
     "Ask": "governor.approver",
 }
 

@@ -1,4 +1,5 @@
-"""Which of an agent's permission options answers a verdict, judged by effect.
+"""Which of an agent's permission options answers a verdict, and whether a mode
+asks before acting: both judged by effect.
 
 Agents offer options with agent-specific ids (Claude ``allow``/``allow_always``/
 ``reject``; Gemini ``proceed_once``/``cancel``; Codex ``allow_permissions_session``
@@ -8,6 +9,10 @@ Agents offer options with agent-specific ids (Claude ``allow``/``allow_always``/
 an option would end governance for the rest of the attempt, so it is refused
 unless the policy allows mode switches; ``allow_always`` is never chosen, since
 it stops the agent asking about that tool at all.
+
+The same words decide whether a session mode asks (`mode_asks`): one list of
+what "acts without asking" looks like in an id or a name (`_ALONE`), so an
+option and a mode that say the same thing are judged the same.
 """
 
 from __future__ import annotations
@@ -20,11 +25,17 @@ from typing import Final
 
 from policies.rules import Verdict
 
-# Words in an option's id or name that mean "from now on, without asking".
-_STOPS_ASKING: Final = re.compile(
-    r"bypass|accept.?edits|dont.?ask|don't ask|always|session|yolo|auto|"
-    r"full.?access|trust|skip.?permission|without (?:asking|approval)|remember",
-    re.IGNORECASE,
+# Words in an id or a name that mean "acts without asking" (modes and options alike).
+_ALONE_WORDS: Final = (
+    r"bypass|accept.?edits|dont.?ask|don't ask|yolo|auto|full.?access|"
+    r"skip.?permission|without (?:asking|approval)"
+)
+# An option also stops the agent asking when it lasts: always, this session, remember.
+_STOPS_ASKING: Final = re.compile(_ALONE_WORDS + r"|always|session|trust|remember", re.IGNORECASE)
+# A mode named for the agent itself (Cursor's, Copilot's "agent") acts alone.
+_ALONE: Final = re.compile(_ALONE_WORDS + r"|agent", re.IGNORECASE)
+_ASKS: Final = re.compile(
+    r"(?i)^(default|ask|read-only|readonly|manual|normal)$|requires? approval|ask(s)? (before|first|for)"
 )
 
 
@@ -115,3 +126,21 @@ def _choose_offered(
 
 
 _choose_offered_cached = functools.lru_cache(maxsize=256)(_choose_offered)
+
+
+def mode_asks(mode_id: str | None, mode: object = None) -> bool | None:
+    """Whether a session mode asks before acting: True, False, or None when it
+    cannot be told. `mode` is the agent's ``SessionMode`` (its name and
+    description are read too), or None when only the id is known."""
+    if mode_id is None:
+        return None
+    text = " ".join(
+        str(part)
+        for part in (mode_id, getattr(mode, "name", None), getattr(mode, "description", None))
+        if part
+    )
+    if _ALONE.search(mode_id) or (_ALONE.search(text) and not _ASKS.search(mode_id)):
+        return False
+    if _ASKS.search(mode_id) or _ASKS.search(text) or mode_id == "plan":
+        return True
+    return None

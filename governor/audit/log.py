@@ -49,7 +49,7 @@ from typing import Any, Final, Literal
 import orjson
 import trio
 
-from governor.outcome import Tallier
+from governor.audit.tally import Tallier
 from governor.secrets import Masker
 
 Durability = Literal["always", "batch"]

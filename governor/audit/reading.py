@@ -14,8 +14,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from governor.audit.tally import Tally, tally
 from governor.audit.verify import UNFINISHED, Verification, verify
-from governor.outcome import Tally, tally
 
 
 class LogUnreadable(Exception):

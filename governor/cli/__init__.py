@@ -2,7 +2,7 @@
 
 Each subcommand lives in its own module with a ``register(subparsers)`` function
 that adds its parser and sets ``func``; this file only wires them together and
-owns the exit-code convention:
+owns the exit-code convention (`EXITS`):
 
 0 completed · 1 failed or incomplete · 2 refused before start (usage, config,
 ceiling, environment) · 3 blocked · 4 needs approval.
@@ -13,16 +13,22 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import Final
 
 from governor import __version__
 
-EXIT_CODES = """exit codes:
-  0  completed
-  1  failed or incomplete
-  2  refused before start (usage, config, ceiling, environment)
-  3  blocked (the agent said BLOCKED:)
-  4  needs approval
-"""
+EXITS: Final[tuple[tuple[int, str, tuple[str, ...]], ...]] = (
+    (0, "completed", ("completed",)),
+    (1, "failed or incomplete", ("failed", "incomplete")),
+    (2, "refused before start (usage, config, ceiling, environment)", ()),
+    (3, "blocked (the agent said BLOCKED:)", ("blocked",)),
+    (4, "needs approval", ("needs_approval",)),
+)
+"""The exit-code convention: code, what it means, the outcome statuses it stands for."""
+
+EXIT_BY_STATUS: Final = {status: code for code, _, statuses in EXITS for status in statuses}
+REFUSED_BEFORE_START: Final = 2
+EXIT_CODES: Final = "exit codes:\n" + "".join(f"  {code}  {text}\n" for code, text, _ in EXITS)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -32,8 +32,8 @@ from governor.audit.reading import (
     row,
 )
 from governor.audit.replay import Replay, replay, shown
+from governor.audit.tally import Tally
 from governor.audit.verify import INCOMPLETE, UNFINISHED
-from governor.outcome import Tally
 
 USAGE: Final = """governor audit [--refused | --attempt ID] [--json] LOG|DIR ...
        governor audit verify [--json] LOG|DIR ...

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import trio
 
-from governor.attempt import default_log_dir
 from governor.confine import configured_bwrap
 from governor.presets import NotInstalled, presets, resolve
+from governor.spec import default_log_dir
 from policies.capability import Capability
 from sandbox import BwrapUnavailable, Profile, SandboxSession, SessionError, preflight
 

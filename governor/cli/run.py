@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import signal
 import sys
@@ -11,17 +12,15 @@ from typing import Any
 
 import trio
 
-from governor.attempt import AttemptSpec, RefusedBeforeStart, run_attempt
+from governor.attempt import run_attempt
+from governor.cli import EXIT_BY_STATUS, EXIT_CODES, REFUSED_BEFORE_START
 from governor.outcome import Outcome
+from governor.spec import AttemptSpec, RefusedBeforeStart
 from policies.capability import CAPABILITY_NAMES, Capability
-
-EXIT_BY_STATUS = {"completed": 0, "failed": 1, "incomplete": 1, "blocked": 3, "needs_approval": 4}
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the `run` subcommand."""
-    from governor.cli import EXIT_CODES
-
     p = sub.add_parser(
         "run",
         help="run one governed attempt of an agent at a task",
@@ -136,14 +135,6 @@ def main(args: argparse.Namespace) -> int:
     command = list(args.command)
     try:
         prompt = _prompt(args)
-        if args.agent and command:
-            raise RefusedBeforeStart(
-                ["say which agent: --agent ID or a command after --, not both"]
-            )
-        if not args.agent and not command:
-            raise RefusedBeforeStart(
-                ["say which agent: --agent ID (see `governor presets`) or an ACP command after --"]
-            )
         approver = _approver(args.approvals)
         spec = AttemptSpec(
             prompt=prompt,
@@ -167,11 +158,12 @@ def main(args: argparse.Namespace) -> int:
             kind=args.kind,
             on_event=None if args.json else _progress(),
         )
+        freeze_startup_heap()
         outcome = trio.run(run_until_signalled, spec)
     except RefusedBeforeStart as e:
         for problem in e.problems:
             print(f"governor: {problem}", file=sys.stderr)
-        return 2
+        return REFUSED_BEFORE_START
     except KeyboardInterrupt:
         print("governor: interrupted", file=sys.stderr)
         return 1
@@ -180,6 +172,21 @@ def main(args: argparse.Namespace) -> int:
     else:
         print_summary(outcome)
     return EXIT_BY_STATUS[outcome.status]
+
+
+def freeze_startup_heap() -> None:
+    """Collect, then move every object alive (modules, the schema's models and
+    validators) out of the garbage collector's sight (`gc.freeze`), once, before
+    the attempt.
+
+    A chatty agent makes the collector run full collections often, and each
+    would walk that whole startup heap again. Reference counting still frees
+    frozen objects; only reference cycles among them, which startup objects do
+    not form, would stay. Done here, in the `governor` process, and never by the
+    library: freezing a host application's heap is not ours to do.
+    """
+    gc.collect()
+    gc.freeze()
 
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)

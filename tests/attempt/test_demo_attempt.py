@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from governor.approver import Ask
-from governor.attempt import AttemptSpec, RefusedBeforeStart, run_attempt
+from governor.attempt import run_attempt
 from governor.audit.verify import read_lines, verify
+from governor.spec import AttemptSpec, RefusedBeforeStart
 from policies.capability import Capability
 from policies.ceiling import Ceiling
 from policies.policy import parse_policy

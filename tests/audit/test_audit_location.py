@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from audit_helpers import demo_spec, records
 
-from governor.attempt import RefusedBeforeStart, run_attempt
+from governor.attempt import run_attempt
+from governor.spec import RefusedBeforeStart
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from governor.outcome import Tally, tally
+from governor.audit.tally import Tally, tally
 
 
 def rec(kind: str, request: Any, verdict: str, by: str = "policy") -> dict[str, Any]:

@@ -11,8 +11,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from governor.attempt import AttemptSpec, run_attempt
+from governor.attempt import run_attempt
 from governor.audit.verify import read_lines, verify
+from governor.spec import AttemptSpec
 from policies.policy import parse_policy
 
 ROOT = Path(__file__).resolve().parents[2]

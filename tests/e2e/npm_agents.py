@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from governor.attempt import AttemptSpec
 from governor.audit.verify import read_lines, verify
 from governor.outcome import Outcome
+from governor.spec import AttemptSpec
 
 REPO = Path(__file__).resolve().parents[2]
 WIRETAP = Path(__file__).resolve().with_name("wiretap.py")

@@ -34,8 +34,9 @@ from robustness_helpers import (
 )
 from structlog.testing import capture_logs
 
-from governor.attempt import RefusedBeforeStart, run_attempt
+from governor.attempt import run_attempt
 from governor.audit.verify import read_lines, verify
+from governor.spec import RefusedBeforeStart
 from sandbox.preflight import forget
 
 ROOT = Path(__file__).resolve().parents[2]

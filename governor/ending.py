@@ -1,0 +1,221 @@
+"""How an attempt ended, as a value, and the one pure function that judges it.
+
+The lifecycle (`governor.attempt`) fills an `Ending` with what happened -- the
+facts, in the words of whoever saw them -- and `judge` turns it into the
+`Outcome`. Nothing here reaches back into the connection, the gate or the
+sandbox: a test builds an `Ending` by hand and reads the outcome.
+
+Rules of this file:
+
+- **Precedence is a table** (`PRECEDENCE`): the first row whose fact holds
+  decides the status and the reason. In order: a plain command's own exit
+  (unless it was stopped), an ask that paused the attempt, the gate failing
+  closed, the connection giving up on a hopeless agent, an interruption, a
+  sign-in the agent needs, the timeout, the agent's stop reason (with its final
+  message judged: ``BLOCKED:`` / ``FAILED:``), an error talking to the agent,
+  and last an agent that ended without an answer.
+- **A failure says what the agent said**: the last line of its stderr is
+  appended to a failed reason that does not hold it already.
+- **Masked last**: every text that came from the agent or the environment is
+  masked before it leaves (reason, summary, notices, plan, pending request).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from governor.audit.tally import Tally
+from governor.outcome import AcpReport, Judgement, Outcome, from_stop_reason, judged
+from governor.secrets import Masker
+
+
+@dataclass(frozen=True, slots=True)
+class CommandResult:
+    """A plain program's end: its exit code (negative for a signal), its stdout
+    (the newest bytes kept) and its stderr."""
+
+    code: int | None
+    stdout: str
+    stderr: str
+
+
+@dataclass(slots=True)
+class Ending:
+    """What happened in one attempt: the facts `judge` reads, nothing decided yet.
+    The lifecycle fills it in as the attempt goes; `judge` only reads it."""
+
+    agent: str
+    """The agent's name in reasons (as it introduced itself, or its preset's)."""
+    preset: str
+    """The preset id, or ``acp`` / ``command`` for a program of your own."""
+    run_id: str
+    elapsed_s: float
+    timeout_s: float
+    timed_out: bool = False
+    interrupted: bool = False
+    """Ended by the caller's `stop` (SIGINT or SIGTERM for `governor run`)."""
+    stop_reason: str | None = None
+    final_message: str = ""
+    error: str | None = None
+    """What went wrong starting or talking to the agent, in its words."""
+    sign_in: str | None = None
+    """The login command, when the agent said it needs signing in."""
+    gave_up: str | None = None
+    """Why the connection stopped listening to the agent (what it sent)."""
+    failure: str | None = None
+    """Why the gate failed closed (the audit log or the sandbox broke)."""
+    pending: dict[str, Any] | None = None
+    """The ask that paused the attempt, as the agent sent it."""
+    command: CommandResult | None = None
+    stderr_tail: tuple[str, ...] = ()
+    tally: Tally = field(default_factory=Tally)
+    unasked_paths: tuple[str, ...] = ()
+    mode: dict[str, Any] | None = None
+    plan: list[dict[str, Any]] = field(default_factory=list)
+    usage: dict[str, Any] | None = None
+    notices: tuple[str, ...] = ()
+    bad_updates: int = 0
+    sandboxed_agent: bool = True
+    log: str | None = None
+    decisions: Callable[[], list[dict[str, Any]]] = list
+    """The decision log, made when the outcome's ``tool_calls`` is first read."""
+    masker: Masker = field(default_factory=Masker)
+
+
+def _command(e: Ending) -> Judgement | None:
+    result = e.command
+    if result is None or e.timed_out or e.interrupted:
+        return None
+    if result.code == 0:
+        return judged(result.stdout)
+    why = result.stdout.strip() or " | ".join(
+        line for line in result.stderr.splitlines()[-5:] if line.strip()
+    )
+    how = "by a signal" if result.code is not None and result.code < 0 else str(result.code)
+    return Judgement("failed", f"{e.agent} exited {how}: {why[:500]}")
+
+
+def _paused(e: Ending) -> Judgement | None:
+    if e.pending is None:
+        return None
+    return Judgement("needs_approval", str(e.pending.get("reason")))
+
+
+def _failed_closed(e: Ending) -> Judgement | None:
+    return Judgement("failed", e.failure) if e.failure else None
+
+
+def _gave_up(e: Ending) -> Judgement | None:
+    if e.gave_up is None:
+        return None
+    return Judgement("failed", f"{e.agent} {e.gave_up}; the governor stopped listening to it")
+
+
+def _interrupted(e: Ending) -> Judgement | None:
+    if not e.interrupted:
+        return None
+    return Judgement(
+        "failed",
+        f"the governor was interrupted after {e.elapsed_s:.0f} s; {e.agent}'s turn was cancelled",
+    )
+
+
+def _sign_in(e: Ending) -> Judgement | None:
+    return Judgement("failed", e.error) if e.sign_in is not None else None
+
+
+def _timed_out(e: Ending) -> Judgement | None:
+    if not e.timed_out:
+        return None
+    return Judgement(
+        "failed", f"{e.agent} did not finish within {e.timeout_s:g} s; its turn was cancelled"
+    )
+
+
+def _stopped(e: Ending) -> Judgement | None:
+    if e.stop_reason is None:
+        return None
+    return from_stop_reason(e.stop_reason, e.final_message, e.agent)
+
+
+def _error(e: Ending) -> Judgement | None:
+    return Judgement("failed", e.error) if e.error is not None else None
+
+
+def _no_answer(e: Ending) -> Judgement:
+    return Judgement("failed", f"{e.agent} ended without an answer")
+
+
+PRECEDENCE: Final[tuple[tuple[str, Callable[[Ending], Judgement | None]], ...]] = (
+    ("a plain command's exit", _command),
+    ("an ask paused the attempt", _paused),
+    ("the gate failed closed", _failed_closed),
+    ("the connection gave up on the agent", _gave_up),
+    ("the governor was interrupted", _interrupted),
+    ("the agent needs signing in", _sign_in),
+    ("the attempt timed out", _timed_out),
+    ("the agent ended its turn", _stopped),
+    ("an error talking to the agent", _error),
+    ("no answer", _no_answer),
+)
+"""The first row whose fact holds decides; the last always does."""
+
+
+def judgement(e: Ending) -> Judgement:
+    """The status, reason and summary the facts come to (`PRECEDENCE`), with the
+    agent's last stderr line added to a failure."""
+    found = next(j for _, row in PRECEDENCE if (j := row(e)) is not None)
+    if found.status == "failed" and e.stderr_tail:
+        last = next((line for line in reversed(e.stderr_tail) if line.strip()), None)
+        if last and found.reason and last not in found.reason:
+            found.reason = f"{found.reason} -- {e.agent} said: {last[:500]}"
+    return found
+
+
+def judge(e: Ending) -> Outcome:
+    """The outcome of an attempt that ended as `e`; every text masked."""
+    j = judgement(e)
+    t = e.tally
+    notices = list(e.notices)
+    if t.unasked:
+        notices.append(
+            f"{e.agent} did {t.unasked} thing(s) without asking: {', '.join(e.unasked_paths) or 'see the log'}"
+        )
+    if not e.sandboxed_agent:
+        notices.append(
+            f"{e.agent} ran without the agent sandbox: what it did without asking was not confined"
+        )
+    if e.bad_updates:
+        notices.append(
+            f"{e.agent} sent {e.bad_updates} malformed session update(s); they were logged and ignored"
+        )
+    asks = None if e.mode is None else e.mode.get("asks")
+    masked = e.masker
+    acp = AcpReport(
+        agent=e.agent,
+        preset=e.preset,
+        mode=e.mode,
+        decides_alone=asks is False or t.unasked > 0,
+        known=asks is not None,
+        unasked=t.unasked,
+        unasked_paths=list(e.unasked_paths),
+        tally=t,
+        plan=masked.json(e.plan),  # the agent's words
+        notices=[masked.text(n) for n in notices],
+        sandboxed_agent=e.sandboxed_agent,
+    )
+    return Outcome(
+        status=j.status,
+        reason=masked.text(j.reason) if j.reason else None,
+        summary=masked.text(j.summary) if j.summary else None,
+        run_id=e.run_id,
+        tool_calls=e.decisions,
+        usage=e.usage,
+        acp=acp,
+        pending=masked.json(e.pending),  # the request as the agent sent it
+        log=e.log,
+        duration_s=round(e.elapsed_s, 3),
+        sign_in=e.sign_in,
+    )

@@ -1,0 +1,326 @@
+"""An attempt described before it happens, and every check that must pass first.
+
+Rules of this file:
+
+- **Least authority by default.** No policy means read-only; the agent is
+  sandboxed; asks are refused (unattended); the agent's environment is the
+  basics plus what its preset and the job declare, nothing else of ours.
+- **Every problem at once.** `prepare` looks at the whole spec and raises
+  `RefusedBeforeStart` with every problem it found (the ceiling's violations,
+  unset variables, missing directories, an agent that is not installed...),
+  so an operator fixes a job in one round, not one error at a time.
+- **The agent is a sum type.** After `prepare`, what runs is an `Agent` (an ACP
+  program: a preset's or an argv of your own) or a `Command` (a plain program),
+  never a bag of optional fields to re-check later.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from governor.approver import Approver, Ask, Callback, for_on_ask
+from governor.audit.log import Durability, inside
+from governor.ceilings import load_ceiling
+from governor.presets import NotInstalled, Preset, PresetError, find, resolve
+from governor.secrets import Masker
+from policies.capability import Capability
+from policies.ceiling import CUSTOM_AGENT, CUSTOM_COMMAND, Ceiling, RunRequest, check, parse_ceiling
+from policies.policy import Policy, parse_policy
+
+
+class RefusedBeforeStart(Exception):
+    """Nothing was started: every problem found, one per line (exit code 2)."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        self.problems = list(problems)
+        super().__init__("\n".join(self.problems))
+
+
+@dataclass
+class AttemptSpec:
+    """Everything one attempt needs; mirrors `governor run`.
+
+    The agent is a preset id (``agent``) or a program of your own (``argv``,
+    an ACP agent, or with ``kind="command"`` a plain program), never both.
+    Least authority by default: the policy's capability (read-only when no
+    policy), the agent sandboxed, unattended approvals.
+    """
+
+    prompt: str
+    agent: str | None = None
+    argv: Sequence[str] | None = None
+    workspace: str | Path = "."
+    extra_dirs: Sequence[str | Path] = ()
+    policy: Policy | str | Path | None = None
+    capability: Capability | str | None = None
+    ceiling: Ceiling | str | Path | None = None
+    approver: Approver | Callable[[Ask], Any] | None = None
+    timeout: float = 1800.0
+    log: str | Path | None = None
+    sandbox_agent: bool = True
+    env: Sequence[str] = ()
+    model: str | None = None
+    mode: str | None = None
+    agent_args: Sequence[str] = ()
+    append_rules: bool = False
+    durability: Durability = "batch"
+    on_event: Callable[[str, dict[str, Any]], None] | None = None
+    max_line_bytes: int = 32 * 2**20
+    environ: Mapping[str, str] | None = None
+    """The environment the agent's variables come from (default: ``os.environ``)."""
+    kind: Literal["acp", "command"] = "acp"
+    """``command``: a plain program, not ACP: the prompt on its stdin, judged from its
+    exit status, its last stdout line and the workspace diff."""
+
+
+@dataclass(frozen=True)
+class Agent:
+    """An ACP agent: a preset's program (``id`` is the preset's) or an argv of your
+    own (``id`` is ``acp``). ``argv[0]`` is what runs; raw args are appended."""
+
+    id: str
+    argv: tuple[str, ...]
+    preset: Preset | None = None
+    via_npx: bool = False
+    """Found through ``npx -y <package>``: its sandbox keeps npm's cache too."""
+
+
+@dataclass(frozen=True)
+class Command:
+    """A plain program: the prompt on its stdin, judged from its exit status, its
+    last output and the workspace diff."""
+
+    argv: tuple[str, ...]
+    id: str = CUSTOM_COMMAND
+    preset: None = None
+    via_npx: bool = False
+
+
+Executor = Agent | Command
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A spec that passed every check: the bound policy, the ceiling, what runs,
+    its environment, the masker, the log's path and the approver."""
+
+    spec: AttemptSpec
+    policy: Policy
+    ceiling: Ceiling
+    executor: Executor
+    env: dict[str, str]
+    masker: Masker
+    log_path: Path | None
+    approver: Approver
+
+    @property
+    def sandboxed_agent(self) -> bool:
+        """Whether the agent process runs inside the sandbox."""
+        return self.spec.sandbox_agent and self.policy.capability < Capability.FULL_ACCESS
+
+    @property
+    def name(self) -> str:
+        """The agent's name in reasons until it introduces itself."""
+        e = self.executor
+        if e.preset is not None:
+            return e.preset.name
+        return Path(e.argv[0]).name if e.argv else e.id
+
+
+BASE_ENV: Final = (
+    "PATH",
+    "HOME",
+    "LANG",
+    "LC_ALL",
+    "TERM",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "TZ",
+    "TMPDIR",
+)
+
+
+def prepare(spec: AttemptSpec) -> Prepared:
+    """Every check that must pass before anything starts; all problems at once."""
+    problems: list[str] = []
+    environ = dict(os.environ if spec.environ is None else spec.environ)
+    policy = _load(problems, _load_policy, spec.policy) or Policy()
+    if spec.capability is not None:
+        try:
+            cap = (
+                spec.capability
+                if isinstance(spec.capability, Capability)
+                else Capability.parse(spec.capability)
+            )
+        except ValueError as e:
+            problems.append(str(e))
+        else:
+            policy = replace(policy, capability=cap)
+    ceiling = _load(problems, _load_ceiling, spec.ceiling)
+    if ceiling is not None:
+        request = RunRequest(
+            _agent_id(spec), policy.capability, tuple(spec.agent_args), policy.network
+        )
+        verdict = check(request, ceiling)
+        if isinstance(verdict, list):
+            problems.extend(f"refused by the ceiling ({ceiling.source}): {v}" for v in verdict)
+    missing = [n for n in [*spec.env, *policy.env] if not environ.get(n)]
+    if missing:
+        problems.append(
+            f"required environment variables are unset or empty: {', '.join(dict.fromkeys(missing))}"
+        )
+    workspace = Path(spec.workspace).expanduser()
+    if not workspace.is_dir():
+        problems.append(f"the workspace does not exist or is not a directory: {workspace}")
+    extra = []
+    for d in spec.extra_dirs:
+        p = Path(d).expanduser()
+        if not p.is_dir():
+            problems.append(f"an extra directory does not exist or is not a directory: {p}")
+        extra.append(str(p.resolve()))
+    executor = _executor(spec, environ, problems)
+    if problems or ceiling is None or executor is None:
+        raise RefusedBeforeStart(problems)
+    ws = str(workspace.resolve())
+    bound = policy.bind(ws, tuple(extra) if spec.extra_dirs else None, protected=ceiling.protected)
+    if not spec.extra_dirs:
+        problems.extend(
+            f"an extra directory of the policy does not exist: {d}"
+            for d in bound.roots[1:]
+            if not os.path.isdir(d)
+        )
+    log_path = _log_path(spec, ws)
+    if log_path is not None and (root := inside(log_path, bound.roots)) is not None:
+        problems.append(
+            f"the audit log {log_path} is inside the root {root}, where the agent could "
+            "rewrite it: give --log (or $XDG_STATE_HOME) a place outside every root"
+        )
+    if problems:
+        raise RefusedBeforeStart(problems)
+    return Prepared(
+        spec=spec,
+        policy=bound,
+        ceiling=ceiling,
+        executor=executor,
+        env=_agent_env(environ, executor.preset, [*spec.env, *policy.env]),
+        masker=Masker.from_environ(environ, spec.agent_args),
+        log_path=log_path,
+        approver=_approver(spec.approver, bound),
+    )
+
+
+def _agent_id(spec: AttemptSpec) -> str:
+    return spec.agent or (CUSTOM_COMMAND if spec.kind == "command" else CUSTOM_AGENT)
+
+
+def _executor(
+    spec: AttemptSpec, environ: Mapping[str, str], problems: list[str]
+) -> Executor | None:
+    """What runs, or None with the reasons added to `problems`."""
+    own = [*(spec.argv or [])]
+    if (spec.agent is None) == (not own):
+        problems.append(
+            "say which agent: a preset (--agent ID, see `governor presets`) or an ACP "
+            "command (after --), not both"
+        )
+        return None
+    if spec.agent is None:
+        argv = (*own, *spec.agent_args)
+        if "/" not in argv[0] and not shutil.which(argv[0], path=environ.get("PATH")):
+            problems.append(f"the agent command {argv[0]!r} is not on PATH")
+            return None
+        return Command(argv) if spec.kind == "command" else Agent(CUSTOM_AGENT, argv)
+    if spec.kind == "command":
+        problems.append(
+            f"--kind command runs the program after --, not a preset ({spec.agent!r})"
+        )
+        return None
+    try:
+        preset = find(spec.agent)
+    except PresetError as e:  # an unknown id, with the known ones
+        problems.append(str(e))
+        return None
+    found = resolve(preset)
+    if isinstance(found, NotInstalled):
+        problems.append(found.message)
+        return None
+    return Agent(preset.id, (*found.argv, *spec.agent_args), preset, found.via_npx)
+
+
+def _load(problems: list[str], loader: Callable[[Any], Any], value: Any) -> Any:
+    """`loader(value)`, or None with its problem added."""
+    try:
+        return loader(value)
+    except RefusedBeforeStart as e:
+        problems.extend(e.problems)
+        return None
+
+
+def _load_policy(value: Policy | str | Path | None) -> Policy:
+    if value is None or isinstance(value, Policy):
+        return value or Policy()
+    path = Path(value)
+    try:
+        return parse_policy(path.read_text(encoding="utf-8"), str(path))
+    except OSError as e:
+        raise RefusedBeforeStart([f"{path}: cannot read the policy: {e.strerror}"]) from None
+    except ValueError as e:
+        raise RefusedBeforeStart([str(e)]) from None
+
+
+def _load_ceiling(value: Ceiling | str | Path | None) -> Ceiling:
+    if isinstance(value, Ceiling):
+        return value
+    try:
+        if value is None:
+            return load_ceiling(None)
+        path = Path(value)
+        return parse_ceiling(path.read_text(encoding="utf-8"), f"{path} (--ceiling)")
+    except OSError as e:
+        raise RefusedBeforeStart([f"{value}: cannot read the ceiling: {e.strerror}"]) from None
+    except ValueError as e:
+        raise RefusedBeforeStart([str(e)]) from None
+
+
+def _agent_env(
+    environ: Mapping[str, str], preset: Preset | None, names: Sequence[str]
+) -> dict[str, str]:
+    """The agent's environment: the basics, its preset's credential and relocation
+    variables that are set, and the names the job declared. Nothing else of ours."""
+    keep = list(BASE_ENV) + list(names)
+    if preset is not None:
+        keep += list(preset.env) + [r.var for r in preset.relocate]
+    env = {k: environ[k] for k in dict.fromkeys(keep) if environ.get(k)}
+    if environ.get("IS_SANDBOX") == "yes":
+        env["IS_SANDBOX"] = "1"  # "yes" makes Claude's adapters fail session/new as root
+    return env
+
+
+def _approver(value: Approver | Callable[[Ask], Any] | None, policy: Policy) -> Approver:
+    if value is None:
+        return for_on_ask(policy.on_ask)
+    if hasattr(value, "name") and callable(value):
+        return value  # type: ignore[return-value]
+    return Callback(value)
+
+
+def default_log_dir() -> Path:
+    """Where per-attempt audit logs go: ``$XDG_STATE_HOME/acp-governor/``."""
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state) / "acp-governor"
+
+
+def _log_path(spec: AttemptSpec, workspace: str) -> Path | None:
+    if spec.log is not None:
+        return Path(spec.log).expanduser().resolve()
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    name = f"{Path(workspace).name or 'root'}-{stamp}-{uuid.uuid4().hex[:6]}.jsonl"
+    return default_log_dir() / name
