@@ -9,6 +9,10 @@ it. Its answer is one of `ANSWERS`:
 - ``refuse``: deny it;
 - ``pause``: deny it *and* end the attempt as ``needs_approval`` with the
   request recorded, so that a person can decide later and run again.
+
+`Approvals` is the gate's second step: it holds the attempt's approver, the
+grants a person gave, and the turn's cancellation (after ``session/cancel``,
+every pending and later ask is answered cancelled, whatever the approver does).
 """
 
 from __future__ import annotations
@@ -17,6 +21,11 @@ import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, Protocol
+
+import trio
+
+from policies.decide import Decision
+from policies.rules import Verdict
 
 Answer = Literal["once", "always", "refuse", "pause"]
 ANSWERS: Final = ("once", "always", "refuse", "pause")
@@ -89,3 +98,76 @@ class Callback:
 def for_on_ask(on_ask: str) -> Approver:
     """The approver a policy's ``on_ask`` names when no other is given."""
     return Pause() if on_ask == "pause" else Unattended()
+
+
+Settled = tuple[Verdict, str, str]
+"""(verdict, by, reason): a decision once the approver, a grant or the state of
+the attempt has had its say."""
+
+
+class Approvals:
+    """One attempt's approver, its grants, and the turn's cancellation."""
+
+    def __init__(self, approver: Approver) -> None:
+        self.approver = approver
+        self.grants: set[tuple[str, str]] = set()
+        self.cancelled = False
+        self._cancel_event = trio.Event()
+
+    @staticmethod
+    def _key(kind: str, subject: dict[str, Any], shown: str) -> tuple[str, str]:
+        # A grant covers the same subject however it comes back: a command granted in
+        # a permission request is the same command in the terminal/create after it.
+        return ("command" if kind == "terminal" or "command" in subject else kind, shown)
+
+    def granted(self, kind: str, subject: dict[str, Any], shown: str) -> bool:
+        """Whether a person's "always" covers this request."""
+        return self._key(kind, subject, shown) in self.grants
+
+    async def settle(self, kind: str, subject: dict[str, Any], shown: str, decision: Decision,
+                     detail: dict[str, Any]) -> Settled:  # fmt: skip
+        """The final verdict of an ``ask``, once the approver has answered."""
+        answer = await self._answer(Ask(kind, shown, decision.reason, decision.rule, detail))
+        if answer is None:
+            return (
+                Verdict.DENY,
+                "policy",
+                f"the turn was cancelled while waiting for approval ({decision.reason})",
+            )
+        if answer == "once":
+            return Verdict.ALLOW, "person", f"allowed once by a person ({decision.reason})"
+        if answer == "always":
+            self.grants.add(self._key(kind, subject, shown))
+            return (
+                Verdict.ALLOW,
+                "person",
+                f"allowed by a person for the rest of this attempt ({decision.reason})",
+            )
+        if answer == "pause":
+            return Verdict.ASK, "policy", f"waiting for a person's approval: {decision.reason}"
+        person = self.approver.name in ("person", "callback")
+        who = "a person" if person else "nobody is there to approve (unattended)"
+        return Verdict.DENY, "person" if person else "policy", f"refused: {decision.reason}; {who}"
+
+    async def _answer(self, ask: Ask) -> Answer | None:
+        """The approver's answer, or None when the turn is cancelled first."""
+        answer: Answer | None = None
+        async with trio.open_nursery() as nursery:
+
+            async def approve() -> None:
+                nonlocal answer
+                answer = await self.approver(ask)
+                nursery.cancel_scope.cancel()
+
+            async def cancelled() -> None:
+                await self._cancel_event.wait()
+                nursery.cancel_scope.cancel()
+
+            nursery.start_soon(approve)
+            nursery.start_soon(cancelled)
+        return answer
+
+    def cancel(self) -> None:
+        """After ``session/cancel``: pending and later asks are answered cancelled."""
+        self.cancelled = True
+        self._cancel_event.set()

@@ -266,7 +266,9 @@ class Attempt:
                     self.end.gave_up = conn.gave_up
                     self.end.stderr_tail = tuple(conn.stderr_tail)
         except (OSError, confine.SandboxUnavailable) as e:
-            self.end.error = f"{self.name} could not be started: {getattr(e, 'strerror', None) or e}"
+            self.end.error = (
+                f"{self.name} could not be started: {getattr(e, 'strerror', None) or e}"
+            )
 
     async def _session(self, conn: Connection, nursery: trio.Nursery) -> None:
         """initialize -> session/new -> the asking mode -> the prompt, whose turn runs
@@ -504,7 +506,9 @@ class Attempt:
                 self.emit("spawned", {"agent": self.name, "pid": process.pid})
                 await self._feed_command(process, stdout, stderr)
         except (OSError, confine.SandboxUnavailable) as e:
-            self.end.error = f"{self.name} could not be started: {getattr(e, 'strerror', None) or e}"
+            self.end.error = (
+                f"{self.name} could not be started: {getattr(e, 'strerror', None) or e}"
+            )
             return
         self.end.command = CommandResult(
             process.returncode,

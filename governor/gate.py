@@ -9,6 +9,12 @@ Rules of this file (everything that turns an agent's request into an answer):
 4. Only then does anything happen: a refused write never touches the disk, a
    refused command never starts.
 
+One method owns the four steps, `Gate.govern`; each handler builds its
+action and subject, calls it once, and acts on the `Ruling` it gets. A ruling
+that needs neither an approver nor an fsync is made at once, and the answer
+goes back in the same pass over the agent's line (no task); otherwise it
+comes later. `govern` and `_then` are the only places that know the two apart.
+
 If the audit log cannot be written, nothing more is allowed: every further
 request is refused (fail closed) and the attempt ends ``failed``.
 """
@@ -16,11 +22,12 @@ request is refused (fail closed) and the attempt ends ``failed``.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
 import shlex
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, cast
+from typing import Any, Final, TypeVar, cast
 
 import structlog
 import trio
@@ -28,8 +35,9 @@ from acp import schema
 
 from governor.acp.dispatch import Route, RpcError
 from governor.acp.jsonrpc import INVALID_PARAMS, RESOURCE_NOT_FOUND
-from governor.approver import Answer, Approver, Ask
+from governor.approver import Approvals, Approver, Settled
 from governor.audit.log import AuditLog, AuditUnavailable, recorded_input
+from governor.confine import GovernedTerminals
 from governor.fsaccess import (
     FileAccessError,
     open_text,
@@ -37,6 +45,14 @@ from governor.fsaccess import (
     read_text,
     resolve,
     write_text,
+)
+from governor.toolcalls import (
+    Mention,
+    ToolCalls,
+    ToolCallState,
+    explained,
+    newly_completed,
+    report,
 )
 from policies.actions import ReadFile, RunCommand, ToolPermission, WriteFile
 from policies.decide import Decision, decide
@@ -51,29 +67,46 @@ log = structlog.get_logger("governor.gate")
 REFUSED: Final = -32001
 """Our answer to a refused fs or terminal request (ACP defines no code for it)."""
 
-UNASKED_KINDS: Final = frozenset({"edit", "delete", "move", "execute"})
-
 _RESPONSES_KEPT: Final = 32
 """Permission answers kept built, one per option id (ids are the agent's to choose)."""
 
 
-@dataclass(slots=True)
-class ToolCallState:
-    """What the agent has reported about one tool call (upserted)."""
+@dataclass(frozen=True, slots=True)
+class Ruling:
+    """The final word on one request, as recorded: the verdict, who gave it and
+    why, the permission option chosen (permissions only)."""
 
-    id: str
-    title: str = ""
-    kind: str | None = None
-    status: str = "pending"
-    raw_input: Any = None
-    locations: tuple[str, ...] = ()
-    terminals: tuple[str, ...] = ()
-    governed: bool = False
-    judged: bool = False
+    request: int
+    verdict: Verdict
+    by: str
+    reason: str
+    option: str | None = None
+
+    @property
+    def allowed(self) -> bool:
+        """Whether the request may be carried out."""
+        return self.verdict is Verdict.ALLOW
 
 
-class Paused(Exception):
-    """An ask was answered ``pause``: the attempt ends needs_approval."""
+Choose = Callable[[Settled], tuple[Settled, str | None]]
+"""How a permission picks its option: the settled verdict -> (final, option id)."""
+
+T = TypeVar("T")
+
+
+def _then(ruling: Ruling | Awaitable[Ruling], act: Callable[[Ruling], T]) -> T | Awaitable[T]:
+    """`act` on the ruling now when it is made, or once it is (the fast path's
+    other half: see the module docstring)."""
+    if isinstance(ruling, Ruling):
+        return act(ruling)
+
+    async def later() -> T:
+        answer: Any = act(await ruling)
+        if inspect.isawaitable(answer):
+            answer = await answer
+        return cast(T, answer)
+
+    return later()
 
 
 class Gate:
@@ -85,31 +118,26 @@ class Gate:
         audit: AuditLog,
         approver: Approver,
         *,
-        terminals: Any | None = None,
+        terminals: GovernedTerminals | None = None,
         on_event: Callable[[str, dict[str, Any]], None] | None = None,
     ) -> None:
         self.policy = policy
         self.audit = audit
-        self.approver = approver
+        self.approvals = Approvals(approver)
         self.terminals = terminals
         self.on_event = on_event or (lambda kind, info: None)
         self._quiet = on_event is None  # nobody listens: no event to build
         self.session_id: str | None = None
-        self.tool_calls: dict[str, ToolCallState] = {}
-        self.grants: set[tuple[str, str]] = set()
+        self.tool_calls = ToolCalls()
         self.pending: dict[str, Any] | None = None
         self.pause_requested = trio.Event()
         self.written: dict[str, tuple[int, int]] = {}
         """Paths the governor wrote, with (size, mtime_ns) right after the write."""
-        self.command_windows: list[tuple[int, int | None]] = []
-        """(start, end) in time.time_ns of each governed command, for attributing changes."""
         self.governed_terminals: set[str] = set()
         self.read_paths: set[str] = set()
         """Paths read through the governor (as the agent named them)."""
         self._requests = 0
         self.failure: str | None = None
-        self._cancelled = False
-        self._cancel_event = trio.Event()
         self._responses: dict[str | None, schema.RequestPermissionResponse] = {}
 
     # -- the handler table ----------------------------------------------------------
@@ -137,7 +165,68 @@ class Gate:
             )
         return table
 
-    # -- deciding, recording --------------------------------------------------------
+    # -- the four steps: decide -> approve -> record -> (answer) ---------------------
+
+    def govern(
+        self,
+        kind: str,
+        subject: dict[str, Any],
+        shown: str,
+        decision: Decision,
+        detail: dict[str, Any],
+        choose: Choose | None = None,
+    ) -> Ruling | Awaitable[Ruling]:
+        """The ruling on one request, recorded before it is returned.
+
+        `decision` is the engine's; an ``ask`` goes to the approver (unless a
+        person's grant covers it); `choose` picks a permission's option by
+        effect. The record is handed to the OS before the ruling is returned,
+        and fsynced first when durability is ``always``. Made at once (a
+        `Ruling`) when nothing needs waiting for, else later (an awaitable)."""
+        request = self._next_request()
+        settled = self._settle_now(kind, subject, shown, decision)
+        if settled is not None and self.audit.durability != "always":
+            return self._rule(kind, request, subject, decision, settled, choose)[0]
+        return self._govern_later(kind, request, subject, shown, decision, detail, settled, choose)
+
+    async def _govern_later(
+        self,
+        kind: str,
+        request: int,
+        subject: dict[str, Any],
+        shown: str,
+        decision: Decision,
+        detail: dict[str, Any],
+        settled: Settled | None,
+        choose: Choose | None,
+    ) -> Ruling:
+        if settled is None:
+            self.on_event("waiting", {"kind": kind, "subject": shown, "reason": decision.reason})
+            settled = await self.approvals.settle(kind, subject, shown, decision, detail)
+        ruling, record = self._rule(kind, request, subject, decision, settled, choose)
+        await self.audit.durable(record)
+        return ruling
+
+    def _rule(
+        self,
+        kind: str,
+        request: int,
+        subject: dict[str, Any],
+        decision: Decision,
+        settled: Settled,
+        choose: Choose | None,
+    ) -> tuple[Ruling, dict[str, Any]]:
+        """Choose the option, write the record(s), pause on a ``pause`` answer; the
+        ruling and its (last) record."""
+        option = None
+        if choose is not None:
+            settled, option = choose(settled)
+        verdict, by, reason = settled
+        record = self._write_record(kind, request, subject, decision, verdict, by, reason, option)
+        if verdict is Verdict.ASK:
+            self.pending = {"kind": kind, "request": request, "subject": subject, "reason": reason}
+            self.pause_requested.set()
+        return Ruling(request, verdict, by, reason, option), record
 
     def _next_request(self) -> int:
         self._requests += 1
@@ -149,73 +238,22 @@ class Gate:
 
     def _settle_now(
         self, kind: str, subject: dict[str, Any], shown: str, decision: Decision
-    ) -> tuple[Verdict, str, str] | None:
-        """The final verdict as (verdict, by, reason) when no approver is needed
-        (allow, deny, a grant, a broken log, a cancelled turn); None for an ask."""
+    ) -> Settled | None:
+        """The final verdict when no approver is needed (allow, deny, a grant, a
+        broken log, a cancelled turn); None for an ask."""
         if self.audit.broken is not None or self.failure is not None:
             return Verdict.DENY, "ceiling", f"refused: {self.audit.broken or self.failure}"
-        if self._cancelled:
+        if self.approvals.cancelled:
             return Verdict.DENY, "policy", "the turn was cancelled"
         if decision.verdict is not Verdict.ASK:
             return decision.verdict, decision.by, decision.reason
-        if self._grant_key(kind, subject, shown) in self.grants:
+        if self.approvals.granted(kind, subject, shown):
             return (
                 Verdict.ALLOW,
                 "grant",
                 f"allowed by a person's grant for this attempt ({decision.reason})",
             )
         return None
-
-    @staticmethod
-    def _grant_key(kind: str, subject: dict[str, Any], shown: str) -> tuple[str, str]:
-        # A grant covers the same subject however it comes back: a command granted in
-        # a permission request is the same command in the terminal/create after it.
-        return ("command" if kind == "terminal" or "command" in subject else kind, shown)
-
-    def _answers_now(self) -> bool:
-        """Whether a settled decision may be answered without waiting: only an
-        fsync (durability always) makes the answer wait for the disk."""
-        return self.audit.durability != "always"
-
-    async def _settle(
-        self,
-        kind: str,
-        subject: dict[str, Any],
-        shown: str,
-        decision: Decision,
-        detail: dict[str, Any],
-    ) -> tuple[Verdict, str, str]:
-        """The final verdict after the approver, as (verdict, by, reason)."""
-        settled = self._settle_now(kind, subject, shown, decision)
-        if settled is not None:
-            return settled
-        key = self._grant_key(kind, subject, shown)
-        self.on_event("waiting", {"kind": kind, "subject": shown, "reason": decision.reason})
-        answer = await self._ask_approver(Ask(kind, shown, decision.reason, decision.rule, detail))
-        if answer is None:
-            return (
-                Verdict.DENY,
-                "policy",
-                f"the turn was cancelled while waiting for approval ({decision.reason})",
-            )
-        if answer == "once":
-            return Verdict.ALLOW, "person", f"allowed once by a person ({decision.reason})"
-        if answer == "always":
-            self.grants.add(key)
-            return (
-                Verdict.ALLOW,
-                "person",
-                f"allowed by a person for the rest of this attempt ({decision.reason})",
-            )
-        if answer == "pause":
-            return Verdict.ASK, "policy", f"waiting for a person's approval: {decision.reason}"
-        who = (
-            "a person"
-            if self.approver.name in ("person", "callback")
-            else "nobody is there to approve (unattended)"
-        )
-        by = "person" if self.approver.name in ("person", "callback") else "policy"
-        return Verdict.DENY, by, f"refused: {decision.reason}; {who}"
 
     def _write_record(
         self,
@@ -228,6 +266,8 @@ class Gate:
         reason: str,
         option: str | None = None,
     ) -> dict[str, Any]:
+        """Append the decision's record (one per part of a compound decision) and
+        tell whoever listens; the last record written."""
         word = "approval" if verdict is Verdict.ASK else str(verdict)
         parts = decision.parts
         try:
@@ -263,7 +303,17 @@ class Gate:
         except AuditUnavailable as e:
             self._fail(str(e))
             raise RpcError(REFUSED, f"refused: {e}") from None
-        self._recorded(kind, subject, word, by, reason, decision)
+        if not self._quiet:
+            self.on_event(
+                kind,
+                {
+                    "subject": subject,
+                    "verdict": word,
+                    "by": by,
+                    "reason": reason,
+                    "rule": decision.rule,
+                },
+            )
         return record
 
     def _fields(
@@ -292,34 +342,6 @@ class Gate:
             fields["option"] = option
         return fields
 
-    def _recorded(
-        self,
-        kind: str,
-        subject: dict[str, Any],
-        word: str,
-        by: str,
-        reason: str,
-        decision: Decision,
-    ) -> None:
-        if self._quiet:
-            return
-        self.on_event(
-            kind,
-            {
-                "subject": subject,
-                "verdict": word,
-                "by": by,
-                "reason": reason,
-                "rule": decision.rule,
-            },
-        )
-
-    async def _record(self, *args: Any) -> dict[str, Any]:
-        """`_write_record`, then wait for the disk when durability says so."""
-        record = self._write_record(*args)
-        await self.audit.durable(record)
-        return record
-
     def _fail(self, why: str) -> None:
         """Fail closed: refuse everything from now on and end the turn (the attempt
         sends session/cancel, as for a pause, and ends failed naming `why`)."""
@@ -327,28 +349,19 @@ class Gate:
             self.failure = why
         self.pause_requested.set()
 
-    def _pause(self, kind: str, request: int, subject: dict[str, Any], reason: str) -> None:
-        self.pending = {"kind": kind, "request": request, "subject": subject, "reason": reason}
-        self.pause_requested.set()
-
     # -- session/request_permission -------------------------------------------------
 
     def request_permission(
         self, req: schema.RequestPermissionRequest
     ) -> schema.RequestPermissionResponse | Awaitable[schema.RequestPermissionResponse]:
-        """Decide a tool call from its kind, title and raw input; choose the option by effect.
-
-        Answered at once when no approver and no fsync is needed (the usual case:
-        the record is still handed to the OS first); otherwise later."""
+        """Decide a tool call from its kind, title and raw input; choose the option by effect."""
         self._check_session(req.session_id)
         call = req.tool_call
-        state = self._tool_call(call.tool_call_id)
-        self._upsert(state, call)
+        state = self.tool_calls.upsert(call)
         state.governed = True
         kind = state.kind
         raw = state.raw_input if isinstance(state.raw_input, Mapping) else None
-        action = ToolPermission(kind, state.title, raw, state.locations)
-        decision = decide(action, self.policy)
+        decision = decide(ToolPermission(kind, state.title, raw, state.locations), self.policy)
         subject: dict[str, Any] = {
             "tool_call": call.tool_call_id,
             "title": state.title,
@@ -363,70 +376,29 @@ class Gate:
             subject["paths"] = list(state.locations)
         if raw:
             subject["input"] = recorded_input(raw)  # what `governor audit replay` rebuilds from
-        shown = subject.get("command") or state.title or call.tool_call_id
-        request = self._next_request()
-        shown = str(shown)
-        settled = self._settle_now("permission", subject, shown, decision)
-        if settled is None or not self._answers_now():
-            return self._permission_later(req, subject, shown, decision, request, settled, raw)
-        return self._permission_answer(req, subject, decision, request, settled)[0]
-
-    async def _permission_later(
-        self,
-        req: schema.RequestPermissionRequest,
-        subject: dict[str, Any],
-        shown: str,
-        decision: Decision,
-        request: int,
-        settled: tuple[Verdict, str, str] | None,
-        raw: Mapping[str, Any] | None,
-    ) -> schema.RequestPermissionResponse:
-        if settled is None:
-            settled = await self._settle(
-                "permission",
-                subject,
-                shown,
-                decision,
-                {"tool_kind": subject.get("tool_kind"), "raw_input": raw or {}},
-            )
-        response, record = self._permission_answer(req, subject, decision, request, settled)
-        await self.audit.durable(record)
-        return response
-
-    def _permission_answer(
-        self,
-        req: schema.RequestPermissionRequest,
-        subject: dict[str, Any],
-        decision: Decision,
-        request: int,
-        settled: tuple[Verdict, str, str],
-    ) -> tuple[schema.RequestPermissionResponse, dict[str, Any]]:
-        """Choose the option by effect, write the record, build the answer."""
-        verdict, by, reason = settled
+        shown = str(subject.get("command") or state.title or call.tool_call_id)
         offered = tuple((o.option_id, o.name, o.kind) for o in req.options)
-        choice = choose_offered(offered, verdict, self.policy.allow_mode_switch)
-        if verdict is Verdict.ALLOW and choice.option_id is None:
-            verdict, by, reason = Verdict.DENY, "policy", f"{reason}; but {choice.reason}"
-        elif verdict is not Verdict.ALLOW:
-            choice = choose_offered(offered, Verdict.DENY, False)
-        record = self._write_record(
-            "permission",
-            request,
-            subject,
-            decision,
-            verdict,
-            by,
-            reason,
-            choice.option_id or "cancelled",
-        )
-        if verdict is Verdict.ASK:
-            self._pause("permission", request, subject, reason)
-        chosen = None if self._cancelled else choice.option_id
-        return self._permission_response(chosen), record
 
-    def _permission_response(self, option_id: str | None) -> schema.RequestPermissionResponse:
-        """The answer selecting `option_id` (None: ``cancelled``). Agents offer the
-        same few option ids every time: each answer is built once (a few kept)."""
+        def choose(settled: Settled) -> tuple[Settled, str | None]:
+            verdict, by, reason = settled
+            choice = choose_offered(offered, verdict, self.policy.allow_mode_switch)
+            if verdict is Verdict.ALLOW and choice.option_id is None:
+                verdict, by, reason = Verdict.DENY, "policy", f"{reason}; but {choice.reason}"
+            elif verdict is not Verdict.ALLOW:
+                choice = choose_offered(offered, Verdict.DENY, False)
+            return (verdict, by, reason), choice.option_id or "cancelled"
+
+        detail = {"tool_kind": kind, "raw_input": raw or {}}
+        ruling = self.govern("permission", subject, shown, decision, detail, choose)
+        return _then(ruling, self._permission_response)
+
+    def _permission_response(self, ruling: Ruling) -> schema.RequestPermissionResponse:
+        """The answer selecting the ruling's option (``cancelled`` after session/cancel).
+        Agents offer the same few option ids every time: each answer is built once
+        (a few kept)."""
+        option_id = (
+            None if self.approvals.cancelled or ruling.option == "cancelled" else ruling.option
+        )
         response = self._responses.get(option_id)
         if response is None:
             outcome: schema.AllowedOutcome | schema.DeniedOutcome
@@ -444,51 +416,29 @@ class Gate:
     def read_text_file(
         self, req: schema.ReadTextFileRequest
     ) -> schema.ReadTextFileResponse | Awaitable[schema.ReadTextFileResponse]:
-        """A governed read: resolved, inside the roots, not hidden. A small file
-        whose read needs no approver and no fsync is answered at once."""
+        """A governed read: resolved, inside the roots, not hidden."""
         self._check_session(req.session_id)
         path = self._resolved(req.path)
         decision = decide(ReadFile(path), self.policy)
         if path != req.path and decision.allowed:
             # A symlink's own name may be hidden even when its target is not.
-            first = decide(ReadFile(os_normal(req.path)), self.policy)
+            first = decide(ReadFile(normalize(req.path)), self.policy)
             decision = first if not first.allowed else decision
         subject = {"path": req.path} | ({"resolved": path} if path != req.path else {})
-        request = self._next_request()
-        settled = self._settle_now("read", subject, path, decision)
-        if settled is None or not self._answers_now():
-            return self._read_later(req, path, subject, decision, request, settled)
-        self._write_record("read", request, subject, decision, *settled)
-        return self._read(req, path, settled)
-
-    async def _read_later(
-        self,
-        req: schema.ReadTextFileRequest,
-        path: str,
-        subject: dict[str, Any],
-        decision: Decision,
-        request: int,
-        settled: tuple[Verdict, str, str] | None,
-    ) -> schema.ReadTextFileResponse:
-        if settled is None:
-            settled = await self._settle("read", subject, path, decision, {})
-        await self._record("read", request, subject, decision, *settled)
-        if settled[0] is Verdict.ASK:
-            self._pause("read", request, subject, settled[2])
-        answer = self._read(req, path, settled)
-        if isinstance(answer, schema.ReadTextFileResponse):
-            return answer
-        return await cast(Awaitable[schema.ReadTextFileResponse], answer)
+        ruling = self.govern("read", subject, path, decision, {})
+        return cast(
+            schema.ReadTextFileResponse | Awaitable[schema.ReadTextFileResponse],
+            _then(ruling, lambda r: self._read(req, path, r)),
+        )
 
     def _read(
-        self, req: schema.ReadTextFileRequest, path: str, settled: tuple[Verdict, str, str]
+        self, req: schema.ReadTextFileRequest, path: str, ruling: Ruling
     ) -> schema.ReadTextFileResponse | Awaitable[schema.ReadTextFileResponse]:
         """The file's text once the read is allowed: a small file read here and now,
         a larger one in a worker thread (the answer then comes later)."""
-        verdict, _, reason = settled
-        if verdict is not Verdict.ALLOW:
-            raise RpcError(REFUSED, f"Refused by the governor: {reason}")
-        self.read_paths.add(os_normal(req.path))
+        if not ruling.allowed:
+            raise RpcError(REFUSED, f"Refused by the governor: {ruling.reason}")
+        self.read_paths.add(normalize(req.path))
         try:
             opened = open_text(path, req.line, req.limit)
             if opened.size > INLINE_READ_BYTES:
@@ -510,28 +460,30 @@ class Gate:
             raise RpcError(e.code, str(e)) from None
         return schema.ReadTextFileResponse(content=content)
 
-    async def write_text_file(
+    def write_text_file(
         self, req: schema.WriteTextFileRequest
-    ) -> schema.WriteTextFileResponse:
+    ) -> Awaitable[schema.WriteTextFileResponse]:
         """A governed write: capability, roots, protected paths; symlink-safe and atomic."""
         self._check_session(req.session_id)
         path = self._resolved(req.path)
         decision = decide(WriteFile(path), self.policy)
         if path != req.path and decision.allowed:
-            first = decide(WriteFile(os_normal(req.path)), self.policy)
+            first = decide(WriteFile(normalize(req.path)), self.policy)
             decision = first if not first.allowed else decision
         subject = {"path": req.path, "bytes": len(req.content.encode())} | (
             {"resolved": path} if path != req.path else {}
         )
-        request = self._next_request()
-        verdict, by, reason = await self._settle(
-            "write", subject, path, decision, {"content": req.content[:4000]}
+        ruling = self.govern("write", subject, path, decision, {"content": req.content[:4000]})
+        return cast(
+            Awaitable[schema.WriteTextFileResponse],
+            _then(ruling, lambda r: self._write(req, path, r)),
         )
-        await self._record("write", request, subject, decision, verdict, by, reason)
-        if verdict is Verdict.ASK:
-            self._pause("write", request, subject, reason)
-        if verdict is not Verdict.ALLOW:
-            raise RpcError(REFUSED, f"Refused by the governor: {reason}")
+
+    async def _write(
+        self, req: schema.WriteTextFileRequest, path: str, ruling: Ruling
+    ) -> schema.WriteTextFileResponse:
+        if not ruling.allowed:
+            raise RpcError(REFUSED, f"Refused by the governor: {ruling.reason}")
         try:
             await trio.to_thread.run_sync(write_text, path, req.content)
         except FileAccessError as e:
@@ -551,9 +503,9 @@ class Gate:
 
     # -- terminals ----------------------------------------------------------------------
 
-    async def create_terminal(
+    def create_terminal(
         self, req: schema.CreateTerminalRequest
-    ) -> schema.CreateTerminalResponse:
+    ) -> Awaitable[schema.CreateTerminalResponse]:
         """Decide the command first; a refused command never starts."""
         self._check_session(req.session_id)
         args = list(req.args or [])
@@ -569,13 +521,22 @@ class Gate:
         subject = {"command": shown, "cwd": cwd} | ({"env": list(env_names)} if env_names else {})
         if not isinstance(command, str):
             subject["argv"] = list(command)  # an argv is judged without a shell: replay needs it
-        request = self._next_request()
-        verdict, by, reason = await self._settle("terminal", subject, shown, decision, {})
-        await self._record("terminal", request, subject, decision, verdict, by, reason)
-        if verdict is Verdict.ASK:
-            self._pause("terminal", request, subject, reason)
-        if verdict is not Verdict.ALLOW:
-            raise RpcError(REFUSED, f"Refused by the governor: {reason}")
+        ruling = self.govern("terminal", subject, shown, decision, {})
+        return cast(
+            Awaitable[schema.CreateTerminalResponse],
+            _then(ruling, lambda r: self._start(req, args, cwd, subject, r)),
+        )
+
+    async def _start(
+        self,
+        req: schema.CreateTerminalRequest,
+        args: list[str],
+        cwd: str,
+        subject: dict[str, Any],
+        ruling: Ruling,
+    ) -> schema.CreateTerminalResponse:
+        if not ruling.allowed:
+            raise RpcError(REFUSED, f"Refused by the governor: {ruling.reason}")
         assert self.terminals is not None
         env = {e.name: e.value for e in (req.env or [])}
         try:
@@ -593,7 +554,7 @@ class Gate:
                 self.audit.record(
                     "terminal",
                     session=self.session_id,
-                    request=request,
+                    request=ruling.request,
                     subject=subject,
                     verdict="deny",
                     by="sandbox",
@@ -608,8 +569,9 @@ class Gate:
         self, req: schema.TerminalOutputRequest
     ) -> schema.TerminalOutputResponse:
         """The output so far (newest bytes), truncation flag, exit status once exited."""
-        self._check_session(req.session_id)
-        output, truncated, status = self._terminal(req.terminal_id, "output")
+        output, truncated, status = self._known(req.session_id, req.terminal_id).output(
+            req.terminal_id
+        )
         exit_status = (
             None
             if status is None
@@ -623,154 +585,62 @@ class Gate:
         self, req: schema.WaitForTerminalExitRequest
     ) -> schema.WaitForTerminalExitResponse:
         """Answered when the command exits."""
-        self._check_session(req.session_id)
-        self._terminal(req.terminal_id, "check")
-        assert self.terminals is not None
-        code, signal = await self.terminals.wait_for_exit(req.terminal_id)
+        terminals = self._known(req.session_id, req.terminal_id)
+        code, signal = await terminals.wait_for_exit(req.terminal_id)
         return schema.WaitForTerminalExitResponse(exit_code=code, signal=signal)
 
     async def kill_terminal(self, req: schema.KillTerminalRequest) -> schema.KillTerminalResponse:
         """Kill the command; the terminal stays valid for output and wait."""
-        self._check_session(req.session_id)
-        self._terminal(req.terminal_id, "check")
-        assert self.terminals is not None
-        await self.terminals.kill(req.terminal_id)
+        await self._known(req.session_id, req.terminal_id).kill(req.terminal_id)
         return schema.KillTerminalResponse()
 
     async def release_terminal(
         self, req: schema.ReleaseTerminalRequest
     ) -> schema.ReleaseTerminalResponse:
         """Kill a still-running command and free its buffer; the id is then invalid."""
-        self._check_session(req.session_id)
-        self._terminal(req.terminal_id, "check")
-        assert self.terminals is not None
-        await self.terminals.release(req.terminal_id)
+        await self._known(req.session_id, req.terminal_id).release(req.terminal_id)
         return schema.ReleaseTerminalResponse()
 
-    def _terminal(self, terminal_id: str, what: str) -> Any:
+    def _known(self, session_id: str, terminal_id: str) -> GovernedTerminals:
+        """The terminals, once the session and the terminal id are known ones."""
+        self._check_session(session_id)
         assert self.terminals is not None
         try:
-            if what == "output":
-                return self.terminals.output(terminal_id)
             self.terminals.output(terminal_id)
-            return None
+            return self.terminals
         except LookupError:
             raise RpcError(RESOURCE_NOT_FOUND, f"unknown terminal {terminal_id[:64]!r}") from None
 
     # -- what the agent reports --------------------------------------------------------
 
-    def observe_tool_call(self, update: Any) -> ToolCallState:
+    def observe_tool_call(self, update: Mention) -> ToolCallState:
         """Upsert a ``tool_call`` / ``tool_call_update``; record unasked or reported work."""
-        state = self._tool_call(update.tool_call_id)
-        self._upsert(state, update)
-        if state.status in ("completed", "failed") and not state.judged:
-            state.judged = True
-            if state.status == "completed" and not self._explained(state):
-                self._report(state)
+        state = self.tool_calls.upsert(update)
+        if newly_completed(state) and not explained(
+            state, self.written, self.read_paths, self.governed_terminals
+        ):
+            self._report(state)
         return state
 
-    def _explained(self, state: ToolCallState) -> bool:
-        if state.governed:
-            return True
-        if any(t in self.governed_terminals for t in state.terminals):
-            return True
-        if state.locations:
-            done = (
-                self.written.keys() | self.read_paths
-                if state.kind == "read"
-                else self.written.keys()
-            )
-            return all(os_normal(p) in done for p in state.locations)
-        return False
-
     def _report(self, state: ToolCallState) -> None:
-        unasked = state.kind in UNASKED_KINDS
-        subject: dict[str, Any] = {
-            "tool_call": state.id,
-            "title": state.title,
-            "tool_kind": state.kind,
-        }
-        if state.locations:
-            subject["paths"] = list(state.locations)
-        raw = state.raw_input if isinstance(state.raw_input, Mapping) else {}
-        if isinstance(raw.get("command"), str):
-            subject["command"] = raw["command"]
+        kind, subject, reason = report(state)
         try:
             self.audit.record(
-                "unasked" if unasked else "reported",
+                kind,
                 session=self.session_id,
                 subject=subject,
                 verdict="reported",
                 by="agent",
-                reason=(
-                    f"the agent reports a completed {state.kind} tool call that never came through the governor"
-                    if unasked
-                    else f"the agent reports a completed {state.kind or 'other'} tool call"
-                ),
+                reason=reason,
             )
         except AuditUnavailable as e:
             self._fail(str(e))
-        self.on_event("unasked" if unasked else "reported", {"subject": subject})
-
-    def _tool_call(self, tool_call_id: str) -> ToolCallState:
-        """The state of a tool call, made at its first mention (not at every one)."""
-        state = self.tool_calls.get(tool_call_id)
-        if state is None:
-            state = self.tool_calls[tool_call_id] = ToolCallState(tool_call_id)
-        return state
-
-    @staticmethod
-    def _upsert(
-        state: ToolCallState,
-        update: schema.ToolCallStart | schema.ToolCallProgress | schema.ToolCallUpdate,
-    ) -> None:
-        if update.title:
-            state.title = update.title
-        if update.kind:
-            state.kind = update.kind
-        if update.status:
-            state.status = update.status
-        raw = update.raw_input
-        if raw is not None and raw != {}:
-            state.raw_input = raw
-        locations = update.locations
-        if locations is not None:
-            state.locations = tuple(loc.path for loc in locations)
-        content = update.content
-        if content is not None:
-            state.terminals = tuple(
-                c.terminal_id for c in content if getattr(c, "type", None) == "terminal"
-            )
-
-    async def _ask_approver(self, ask: Ask) -> Answer | None:
-        """The approver's answer, or None when the turn is cancelled first: after
-        ``session/cancel`` every pending ask must be answered cancelled."""
-        answer: Answer | None = None
-        async with trio.open_nursery() as nursery:
-
-            async def approve() -> None:
-                nonlocal answer
-                answer = await self.approver(ask)
-                nursery.cancel_scope.cancel()
-
-            async def cancelled() -> None:
-                await self._cancel_event.wait()
-                nursery.cancel_scope.cancel()
-
-            nursery.start_soon(approve)
-            nursery.start_soon(cancelled)
-        return answer
+        self.on_event(kind, {"subject": subject})
 
     def cancel(self) -> None:
         """After ``session/cancel``: pending and later asks are answered cancelled."""
-        self._cancelled = True
-        self._cancel_event.set()
+        self.approvals.cancel()
 
 
 INLINE_READ_BYTES: Final = 256 * 1024
 """Files up to this size are read on the trio thread; larger ones in a worker."""
-
-
-def os_normal(path: str) -> str:
-    """A lexically normalized absolute path (no symlinks resolved)."""
-    return normalize(path)

@@ -239,9 +239,7 @@ def _executor(
             return None
         return Command(argv) if spec.kind == "command" else Agent(CUSTOM_AGENT, argv)
     if spec.kind == "command":
-        problems.append(
-            f"--kind command runs the program after --, not a preset ({spec.agent!r})"
-        )
+        problems.append(f"--kind command runs the program after --, not a preset ({spec.agent!r})")
         return None
     try:
         preset = find(spec.agent)
