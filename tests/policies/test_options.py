@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from policies.options import Option, choose, stops_asking
+import pytest
+
+from policies.options import Option, choose, mode_asks, stops_asking
 from policies.rules import Verdict
 
 CLAUDE = [
@@ -87,3 +89,40 @@ def test_the_choice_caches_keep_no_long_text_an_agent_sends() -> None:
     assert options.choose_offered(short, Verdict.DENY, False) == first
     assert first.option_id == "no"
     assert options._choose_offered_cached.cache_info().hits == hits + 1
+
+
+class _Mode:
+    def __init__(self, name: str, description: str | None = None) -> None:
+        self.name = name
+        self.description = description
+
+
+@pytest.mark.parametrize(
+    ("mode_id", "mode", "asks"),
+    [
+        ("default", None, True),
+        ("ask", _Mode("Ask"), True),
+        ("read-only", None, True),
+        ("plan", _Mode("Plan", "Claude can analyze but not modify files"), True),
+        ("custom", _Mode("Careful", "Requires approval for every edit"), True),
+        ("bypassPermissions", _Mode("Bypass Permissions"), False),
+        ("acceptEdits", None, False),
+        ("yolo", None, False),
+        ("auto", None, False),
+        ("https://agentclientprotocol.com/protocol/session-modes#autopilot", None, False),
+        ("agent", _Mode("Agent"), False),
+        ("x", _Mode("Skip permission prompts"), False),
+        ("code", _Mode("Code"), None),
+        (None, None, None),
+    ],
+)
+def test_a_mode_asks_unless_its_id_or_name_says_it_acts_alone(
+    mode_id: str | None, mode: object, asks: bool | None
+) -> None:
+    assert mode_asks(mode_id, mode) is asks
+
+
+def test_a_mode_and_an_option_that_say_the_same_are_judged_the_same() -> None:
+    for words in ["bypass permissions", "accept edits", "yolo", "don't ask again", "full access"]:
+        assert mode_asks("m", _Mode(words)) is False, words
+        assert stops_asking(Option("o", words, "allow_once")), words

@@ -1,0 +1,90 @@
+"""The turn, sans-IO: fed ``session/update`` params as plain dicts, it keeps the
+final message, the plan, the usage, the mode and what was malformed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from governor.turn import Turn
+
+
+def update(what: str, session: str = "s1", **fields: Any) -> dict[str, Any]:
+    return {"sessionId": session, "update": {"sessionUpdate": what, **fields}}
+
+
+def chunk(text: str, **fields: Any) -> dict[str, Any]:
+    return update("agent_message_chunk", content={"type": "text", "text": text}, **fields)
+
+
+def tool_call(call_id: str, status: str = "pending") -> dict[str, Any]:
+    return update("tool_call", toolCallId=call_id, title="Run", kind="execute", status=status)
+
+
+def test_the_final_message_is_what_follows_the_last_tool_call() -> None:
+    seen: list[str] = []
+    turn = Turn("Agent", on_tool_call=lambda u: seen.append(u.tool_call_id))
+    for params in [chunk("Let me look. "), tool_call("c1"), chunk("Done "), chunk("now.")]:
+        turn.feed(params)
+    assert turn.final_message == "Done now."
+    assert seen == ["c1"]
+
+
+def test_a_new_message_id_starts_the_message_afresh_and_updates_of_a_tool_call_keep_it() -> None:
+    turn = Turn("Agent")
+    turn.feed(chunk("draft", messageId="m1"))
+    turn.feed(chunk("final", messageId="m2"))
+    turn.feed(update("tool_call_update", toolCallId="c0", status="completed"))
+    assert turn.final_message == "final"
+
+
+def test_the_plan_is_the_last_snapshot_and_is_announced_as_sent() -> None:
+    events: list[tuple[str, dict[str, Any]]] = []
+    turn = Turn("Agent", emit=lambda kind, info: events.append((kind, info)))
+    first = [{"content": "read", "priority": "high", "status": "pending"}]
+    second = [{"content": "read", "priority": "high", "status": "completed"}]
+    turn.feed(update("plan", entries=first))
+    turn.feed(update("plan", entries=second))
+    assert turn.plan == second
+    assert [info["entries"] for kind, info in events if kind == "plan"] == [first, second]
+
+
+def test_usage_reports_fold_later_values_over_earlier_ones() -> None:
+    turn = Turn("Agent")
+    assert turn.usage is None
+    turn.feed(update("usage_update", used=10, size=1000, cost={"amount": 0.5, "currency": "USD"}))
+    turn.feed(update("usage_update", used=20, size=1000))
+    assert turn.usage == {"used": 20, "size": 1000, "cost": {"amount": 0.5, "currency": "USD"}}
+
+
+def test_a_mode_the_agent_switches_itself_into_is_noticed_once() -> None:
+    turn = Turn("Agent")
+    turn.mode = {"id": "default", "name": "Default", "asks": True}
+    turn.feed(update("current_mode_update", currentModeId="bypassPermissions"))
+    turn.feed(update("current_mode_update", currentModeId="bypassPermissions"))
+    assert turn.mode == {"id": "bypassPermissions", "name": "bypassPermissions", "asks": False}
+    assert turn.notices == ["Agent switched itself to mode bypassPermissions"]
+
+
+def test_malformed_updates_are_counted_and_the_turn_goes_on() -> None:
+    turn = Turn("Agent")
+    for bad in [
+        None,
+        {"update": 3},
+        {"update": {"sessionUpdate": ["x"]}},
+        update("agent_message_chunk", content={"type": "text"}),  # no text
+        update("tool_call", toolCallId=7),
+    ]:
+        turn.feed(bad)
+    turn.feed(update("agent_thought_chunk", content={"type": "text", "text": "hmm"}))
+    turn.feed(chunk("still here"))
+    assert turn.bad_updates == 5
+    assert turn.final_message == "still here"
+
+
+def test_updates_for_another_session_are_ignored_once_the_session_is_known() -> None:
+    turn = Turn("Agent")
+    turn.feed(chunk("before", session="other"))
+    turn.session_id = "s1"
+    turn.feed(chunk(" ignored", session="other"))
+    turn.feed(chunk(" mine"))
+    assert turn.final_message == "before mine"
