@@ -1,8 +1,8 @@
 """The fork server that runs *inside* a session's sandbox and starts its commands.
 
-Why it exists: one bwrap per command costs 4 ms of bwrap itself, and each
-read-only pin costs about 90 us more, because bwrap re-reads the whole mount
-table for every bind. A governor without CAP_LINUX_IMMUTABLE cannot seal the
+Why it exists: one bwrap per command costs bwrap's own start, and each
+read-only pin costs more on top, because bwrap re-reads the whole mount table
+for every bind (figures: bench/README.md, the sandbox). A governor without CAP_LINUX_IMMUTABLE cannot seal the
 27 placeholders for missing protected names (`sandbox.stubs`), so every command
 paid for 27 pins. A session now builds its sandbox once (`sandbox.session`):
 one bwrap with the full profile, pins included, running this program. The

@@ -1,9 +1,10 @@
 """One sandbox per session, built once, with every command forked inside it.
 
-Why: a bwrap per command costs bwrap's own 4 ms plus about 90 us per mount, and
-a governor that cannot seal the placeholders for missing protected names (not
-root: `sandbox.stubs`) needs 27 read-only pins for a git workspace. That made a
-command 2.1x the cost of a minimal bwrap. A session instead starts one bwrap
+Why: a bwrap per command costs bwrap's own start plus a re-read of the mount
+table per mount, and a governor that cannot seal the placeholders for missing
+protected names (not root: `sandbox.stubs`) needs 27 read-only pins for a git
+workspace. That made a command about twice the cost of a minimal bwrap
+(bench/README.md has the figures). A session instead starts one bwrap
 with the full profile (pins and all) around `sandbox.forkserver`, which keeps
 the next command's PID and mount namespaces ready: a command costs a request
 over a socket and a spawn (see that module for what each process does).
@@ -59,7 +60,7 @@ from sandbox.survey import survey
 
 SERVER = Path(__file__).with_name("forkserver.py")
 READY_TIMEOUT = 30.0
-"""Seconds the fork server gets to start (an interpreter start, normally 20 ms)."""
+"""Seconds the fork server gets to start (an interpreter start: far less, normally)."""
 STDERR_MAX_BYTES = 16 * 1024
 MAX_BINDS = 250
 """Per-command binds travel as descriptors in one message (the kernel allows 253)."""

@@ -22,7 +22,7 @@ root outside a container that drops it): the stub is made immutable
 namespace can then unlink, rename, replace, write, chmod or link it, which is
 exactly what the read-only pin mount guaranteed; a sandbox has no capability at
 all, so such a stub needs no mount. Why bother: each bwrap bind re-reads the
-whole mount table (``/proc/self/mountinfo``, about 1 us per line), so the ~27
+whole mount table (``/proc/self/mountinfo``, line by line), so the ~27
 pins of a workspace's missing names were most of a small command's sandbox cost
 (bench/sandbox.py). The hazards and what answers them:
 
