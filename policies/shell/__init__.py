@@ -1,18 +1,23 @@
 """Split a shell command line into the simple commands it would run.
 
-Everything that decides what a line *is* lives here; nothing here decides
-whether it may run. The policy engine asks every part, so the one hazard this
-module must never commit is a silent omission: a construct it cannot read
+Everything that decides what a line *is* lives in this package; nothing here
+decides whether it may run. The policy engine asks every part, so the one hazard
+the splitter must never commit is a silent omission: a construct it cannot read
 becomes a plain-English reason in `Split.unknown` (the engine turns that into
-`ask`), never a shorter list of commands that looks complete.
+`ask`, never `allow`), never a shorter list of commands that looks complete.
 
 The line is parsed once with tree-sitter-bash and the tree is walked with an
 explicit stack, so a long `a && b && c ...` chain cannot exhaust Python's
 recursion limit. Wrappers that run another command (`sudo`, `env`, `xargs`,
 `timeout`, `find -exec`, ...) are unwrapped, and shells given a script as a
-string (`bash -c`, `eval`, `trap`) have that string parsed again, to a fixed
-depth. The wrapper itself stays in the result so a rule such as `sudo *` can
-still match it.
+string (`bash -c`, `eval`, `trap`) have that string parsed again. The wrapper
+itself stays in the result so a rule such as `sudo *` can still match it.
+
+Limits, each an unknown reason when passed, never a truncated result: at most
+`MAX_DEPTH` wrappers nest (`sudo bash -c 'env bash -c ...'`); a line longer
+than `MAX_LINE` characters is not parsed at all; a line nested too deeply for
+the parser, or a walk that does not finish, is unknown too. Results are cached
+for lines up to `_CACHED_LENGTH` characters.
 
 The grammar (tree-sitter-bash 0.25) misreads some lines; each misreading
 found is either repaired, where bash's reading is certain, or made unknown:
@@ -33,6 +38,16 @@ found is either repaired, where bash's reading is certain, or made unknown:
   unknown; a property test holds this against `bash -n`.
 - It segfaults on some code points above U+E0000. The parser is given a copy
   with every non-ASCII byte read as `x` (see `_ASCII_MASK`).
+
+The modules, each depending only on those above it:
+
+- `words`: quote removal, ANSI-C strings, and the text tests on words and gaps;
+- `grammar`: the tree-sitter-bash node types and bash words the walker tests;
+- `result`: `SimpleCommand` and `Split`, what a split returns;
+- `wrappers`: the commands that run another command, and what each runs;
+- `walker`: the walk over one parsed tree, and the handler of each node type;
+- this module: the per-thread parser, the cache, and the entry points `split`
+  and `split_argv` (the walker calls back into `_split_text` for a script).
 """
 
 from __future__ import annotations
