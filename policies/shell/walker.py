@@ -748,7 +748,7 @@ _HANDLERS: dict[str, Callable[[_Walker, Node, _Redirects], None]] = {
     "variable_assignments": _Walker.assignment,
     "function_definition": _Walker.function_definition,
     "comment": _Walker.skip,
-    # The parse failure is already a reason (see `_first_error`); what did parse is
+    # The parse failure is already a reason (`_first_error`, in the package); what did parse is
     # still walked, so a deny rule can see it.
     "ERROR": _Walker.container,
 }
