@@ -47,7 +47,7 @@ The modules, each depending only on those above it:
 - `wrappers`: the commands that run another command, and what each runs;
 - `walker`: the walk over one parsed tree, and the handler of each node type;
 - this module: the per-thread parser, the cache, and the entry points `split`
-  and `split_argv` (the walker calls back into `_split_text` for a script).
+  and `split_argv` (each walker is given `_split_text`, to split a script).
 """
 
 from __future__ import annotations
@@ -123,7 +123,7 @@ def _split_text(text: str, via: tuple[str, ...]) -> Split:
     if not text.strip():
         return Split((), ())
     src = text.encode("utf-8", "surrogatepass")
-    walker = _Walker(src, via)
+    walker = _Walker(src, via, _split_text)
     try:
         tree = _parser().parse(src if src.isascii() else src.translate(_ASCII_MASK))
         root = tree.root_node
@@ -173,7 +173,7 @@ def split_argv(argv: Sequence[str]) -> Split:
     """
     if not argv:
         return Split((), ("an empty command",))
-    walker = _Walker(b"", ())
+    walker = _Walker(b"", (), _split_text)
     try:
         walker.emit(SimpleCommand(tuple(argv)))
     except RecursionError:

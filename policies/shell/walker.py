@@ -11,7 +11,8 @@ are put back or made unknown (see the package docstring for each misreading).
 
 Every emitted command is looked up in `policies.shell.wrappers`: what a wrapper
 runs is emitted after it, one level deeper in `via`, and a script it runs is
-split again by the package's entry point, up to `MAX_DEPTH` wrappers.
+split again by the function the walker was given (`_Resplit`), up to
+`MAX_DEPTH` wrappers.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from policies.shell.grammar import (
     _WRITE_OPS,
     _hazardous,
 )
-from policies.shell.result import SimpleCommand
+from policies.shell.result import SimpleCommand, Split
 from policies.shell.words import (
     _PLAIN,
     _ansi_c,
@@ -56,6 +57,13 @@ from policies.shell.wrappers import _WRAPPERS, _Inner, _Script
 MAX_DEPTH = 8
 """How many wrappers (`sudo`, `bash -c`, `env`, ...) may nest before a part is unknown."""
 
+_Resplit = Callable[[str, tuple[str, ...]], Split]
+"""How a script (`bash -c`, `eval`, `trap`) is split: as a line of its own, under `via`.
+
+The package passes its `_split_text` (which builds a walker of its own); it is
+passed in rather than imported because the package imports this module.
+"""
+
 _Redirects = tuple[tuple[str, ...], tuple[str, ...]]
 _NO_REDIRECTS: _Redirects = ((), ())
 
@@ -71,11 +79,12 @@ def _merge(a: _Redirects, b: _Redirects) -> _Redirects:
 class _Walker:
     """Collects the parts of one parsed line; one instance per parse."""
 
-    __slots__ = ("_args", "_extra", "_src", "_stack", "commands", "unknown", "via")
+    __slots__ = ("_args", "_extra", "_resplit", "_src", "_stack", "commands", "unknown", "via")
 
-    def __init__(self, src: bytes, via: tuple[str, ...]) -> None:
+    def __init__(self, src: bytes, via: tuple[str, ...], resplit: _Resplit) -> None:
         self._src = src
         self.via = via
+        self._resplit = resplit
         self.commands: list[SimpleCommand] = []
         self.unknown: list[str] = []
         self._extra: dict[int, _Redirects] = {}
@@ -712,11 +721,7 @@ class _Walker:
                 f"{script.label} runs a script not known until run time: {_short(script.text)}"
             )
             return
-        # A script is a line of its own: parsed and walked afresh by the package's entry
-        # point, which imports this module, hence the import here rather than at the top.
-        from policies.shell import _split_text
-
-        nested = _split_text(script.text, (*via, script.label))
+        nested = self._resplit(script.text, (*via, script.label))
         self.commands.extend(nested.commands)
         self.unknown.extend(f"inside {script.label}: {reason}" for reason in nested.unknown)
 
