@@ -32,6 +32,8 @@ import trio
 PIPE = subprocess.PIPE
 DEVNULL = subprocess.DEVNULL
 STDOUT = subprocess.STDOUT
+INNER_GRACE = 5.0
+"""Seconds `Child.wait` gives a killed sandbox's pid 1 to end its namespace."""
 
 Std = int | None
 """`PIPE`, `DEVNULL`, `STDOUT` (stderr only), an fd to hand over, or None (inherit)."""
@@ -89,6 +91,11 @@ class Child:
         if self._popen.returncode is None:
             assert self._pidfd is not None
             await trio.lowlevel.wait_readable(self._pidfd)
+            if self._inner_pidfd is not None and not self.watchdog:
+                # A sandbox's pid 1 exits only once every process of its namespace
+                # is gone, which can be after bwrap itself has: wait for that too.
+                with trio.move_on_after(INNER_GRACE):
+                    await trio.lowlevel.wait_readable(self._inner_pidfd)
             self._popen.wait()
             self._close_pidfd()
         return self._popen.returncode
