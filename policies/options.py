@@ -32,8 +32,9 @@ _ALONE_WORDS: Final = (
 )
 # An option also stops the agent asking when it lasts: always, this session, remember.
 _STOPS_ASKING: Final = re.compile(_ALONE_WORDS + r"|always|session|trust|remember", re.IGNORECASE)
-# A mode named for the agent itself (Cursor's, Copilot's "agent") acts alone.
-_ALONE: Final = re.compile(_ALONE_WORDS + r"|agent", re.IGNORECASE)
+_ALONE: Final = re.compile(_ALONE_WORDS, re.IGNORECASE)
+"""A mode named for the agent itself says nothing either way: Copilot's ``#agent``
+asks before it acts, its ``#autopilot`` does not."""
 _ASKS: Final = re.compile(
     r"(?i)^(default|ask|read-only|readonly|manual|normal)$|requires? approval|ask(s)? (before|first|for)"
 )
