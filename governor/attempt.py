@@ -41,6 +41,16 @@ from governor.audit.log import AuditLog, AuditUnavailable
 from governor.ending import CommandResult, Ending, judge
 from governor.gate import REFUSED, Gate
 from governor.outcome import Outcome
+from governor.settings import (
+    ConfigOption,
+    SelectOption,
+    Setting,
+    Unavailable,
+    acts_alone,
+    asking_settings,
+    choose_model,
+    select_choices,
+)
 from governor.spec import AttemptSpec, Command, Prepared, RefusedBeforeStart, prepare
 from governor.turn import Turn
 from governor.workspace import Snapshot, diff, snapshot, unexplained
@@ -209,6 +219,7 @@ class Attempt:
             )
         )
         end.mode = turn.mode
+        end.title = turn.title
         end.plan = turn.plan
         end.usage = turn.usage
         end.notices = tuple(turn.notices)
@@ -284,6 +295,7 @@ class Attempt:
                     "clientCapabilities": {
                         "fs": {"readTextFile": True, "writeTextFile": True},
                         "terminal": True,
+                        "session": {"configOptions": {"boolean": {}}},
                     },
                     "clientInfo": {
                         "name": "acp-governor",
@@ -322,9 +334,8 @@ class Attempt:
                     f"{self.name} does not take extra directories; they are governed roots but the agent was not told of them"
                 )
         try:
-            session = schema.NewSessionResponse.model_validate(
-                await conn.request("session/new", new_params, timeout=SESSION_TIMEOUT)
-            )
+            raw = await conn.request("session/new", new_params, timeout=SESSION_TIMEOUT)
+            session = schema.NewSessionResponse.model_validate(raw)
         except RemoteError as e:
             if e.code == AUTH_REQUIRED:
                 self._needs_sign_in()
@@ -336,7 +347,8 @@ class Attempt:
             return
         self.turn.session_id = gate.session_id = session.session_id
         structlog.contextvars.bind_contextvars(session=session.session_id)
-        await self._pick_mode(conn, session)
+        if not await self._configure(conn, session, raw.get("models")):
+            return
         prompt = p.spec.prompt + (RULES_FOR_THE_AGENT if p.spec.append_rules else "")
         self.emit("prompt", {"session": session.session_id})
         # The prompt runs in the connection's nursery, outside the deadline: after a
@@ -371,8 +383,141 @@ class Attempt:
         self.end.sign_in = self._login_line()
         self.end.error = f"{self.name} needs signing in: {self.end.sign_in}"
 
+    async def _configure(
+        self, conn: Connection, session: schema.NewSessionResponse, models: Any
+    ) -> bool:
+        """The model asked for, then a way of working in which the agent asks
+        (`governor.settings`); False when the attempt must end before the prompt."""
+        spec, preset = self.p.spec, self.p.executor.preset
+        options = list(session.config_options or [])
+        if spec.model is not None:
+            choice = choose_model(
+                spec.model,
+                options,
+                models,
+                agent=self.name,
+                own_way=preset.model_env if preset is not None else None,
+            )
+            if isinstance(choice, Unavailable):
+                self.end.error = choice.reason
+                self._record_setting("model", spec.model, "deny", choice.reason)
+                return False
+            if choice.setting is not None:
+                updated = await self._apply(conn, session.session_id, choice.setting)
+                if updated is None:
+                    self.end.error = f"{self.name} could not switch to the model {choice.model}"
+                    return False
+                options = updated or options
+            self.end.model = choice.model
+            if choice.setting is not None:
+                how = f"set with {choice.setting.method}"
+            elif choice.offered:
+                how = "the agent's current model already"
+            else:
+                how = (
+                    f"passed in ${preset.model_env if preset else '?'}: the agent offers no choice"
+                )
+            self._record_setting("model", choice.model, "allow", f"the model asked for, {how}")
+        mode_option = next(
+            (o for o in options if isinstance(o, SelectOption) and o.category == "mode"), None
+        )
+        if (
+            mode_option is not None
+            and spec.mode is not None
+            and spec.mode != mode_option.current_value
+        ):
+            wanted = Setting(
+                "session/set_config_option",
+                {"configId": mode_option.id, "value": spec.mode},
+                f"the mode {spec.mode}, as asked",
+            )
+            options = await self._apply(conn, session.session_id, wanted) or options
+        mode_id = mode_option.id if mode_option is not None else None
+        asking = asking_settings(
+            [o for o in options if spec.mode is None or o.id != mode_id],
+            preferred=preset.asking_mode if preset is not None else None,
+        )
+        for setting in asking.settings:
+            options = await self._apply(conn, session.session_id, setting) or options
+        self.end.alone = asking.alone
+        self.turn.config_options = options
+        if mode_option is None:
+            await self._pick_mode(conn, session)
+        else:
+            self._mode_from(options)
+        return True
+
+    async def _apply(
+        self, conn: Connection, session_id: str, setting: Setting
+    ) -> list[ConfigOption] | None:
+        """Make one setting's request and record it: the config options the agent
+        then reports ([] when it reports none), or None when it refused."""
+        option = setting.params.get("configId") or "model"
+        value = setting.params.get("value", setting.params.get("modelId"))
+        try:
+            result = await conn.request(
+                setting.method, {"sessionId": session_id, **setting.params}, timeout=30
+            )
+        except (RemoteError, RequestTimeout) as e:
+            self.turn.notices.append(
+                f"could not set {self.name}'s {option} to {value}: {short_error(e)}"
+            )
+            return None
+        if option != "model":
+            self._record_setting(option, value, "allow", setting.why)
+        if setting.method != "session/set_config_option" or not isinstance(result, dict):
+            return []
+        try:
+            response = schema.SetSessionConfigOptionResponse.model_validate(result)
+        except ValidationError:
+            return []
+        return list(response.config_options or [])
+
+    def _record_setting(self, option: str, value: Any, verdict: str, reason: str) -> None:
+        with contextlib.suppress(AuditUnavailable):
+            self.audit.record(
+                "config",
+                session=self.turn.session_id,
+                subject={"option": option, "value": value},
+                verdict=verdict,
+                by="policy",
+                reason=reason,
+            )
+
+    def _mode_from(self, options: list[ConfigOption]) -> None:
+        """The mode the agent runs in, from its ``mode`` config option."""
+        for option in options:
+            if isinstance(option, SelectOption) and option.category == "mode":
+                choice = next(
+                    (c for c in select_choices(option) if c.value == option.current_value), None
+                )
+                name = choice.name if choice is not None else option.current_value
+                alone = acts_alone(option)
+                self.turn.mode = {
+                    "id": option.current_value,
+                    "name": name,
+                    "asks": None if alone is None else not alone,
+                }
+                self._record_mode()
+                return
+
+    def _record_mode(self) -> None:
+        mode = self.turn.mode
+        if mode is None:
+            return
+        with contextlib.suppress(AuditUnavailable):
+            self.audit.record(
+                "mode",
+                session=self.turn.session_id,
+                subject=mode,
+                verdict="allow",
+                by="policy",
+                reason=f"{self.name} runs in mode {mode['id']}",
+            )
+
     async def _pick_mode(self, conn: Connection, session: schema.NewSessionResponse) -> None:
-        """Put the agent in the mode `--mode` names, else in one where it asks."""
+        """Put the agent in the mode `--mode` names, else in one where it asks
+        (the legacy ``modes`` of an agent with no ``mode`` config option)."""
         modes = session.modes
         if modes is None:
             return
@@ -401,15 +546,7 @@ class Attempt:
             "name": mode.name if mode else current,
             "asks": mode_asks(current, mode),
         }
-        with contextlib.suppress(AuditUnavailable):
-            self.audit.record(
-                "mode",
-                session=self.turn.session_id,
-                subject=self.turn.mode,
-                verdict="allow",
-                by="policy",
-                reason=f"{self.name} runs in mode {current}",
-            )
+        self._record_mode()
 
     def _on_notification(self, method: str, params: Any) -> None:
         if method == "session/update":

@@ -73,6 +73,11 @@ class Ending:
     tally: Tally = field(default_factory=Tally)
     unasked_paths: tuple[str, ...] = ()
     mode: dict[str, Any] | None = None
+    model: str | None = None
+    """The model the agent was put on (``--model``), as the agent names it."""
+    alone: tuple[str, ...] = ()
+    """Config options left letting the agent act without asking (no asking value)."""
+    title: str | None = None
     plan: list[dict[str, Any]] = field(default_factory=list)
     usage: dict[str, Any] | None = None
     notices: tuple[str, ...] = ()
@@ -191,13 +196,17 @@ def judge(e: Ending) -> Outcome:
         notices.append(
             f"{e.agent} sent {e.bad_updates} malformed session update(s); they were logged and ignored"
         )
+    if e.alone:
+        notices.append(
+            f"{e.agent} decides alone: its {', '.join(e.alone)} cannot be set to a value that asks"
+        )
     asks = None if e.mode is None else e.mode.get("asks")
     masked = e.masker
     acp = AcpReport(
         agent=e.agent,
         preset=e.preset,
         mode=e.mode,
-        decides_alone=asks is False or t.unasked > 0,
+        decides_alone=asks is False or t.unasked > 0 or bool(e.alone),
         known=asks is not None,
         unasked=t.unasked,
         unasked_paths=list(e.unasked_paths),
@@ -205,6 +214,8 @@ def judge(e: Ending) -> Outcome:
         plan=masked.json(e.plan),  # the agent's words
         notices=[masked.text(n) for n in notices],
         sandboxed_agent=e.sandboxed_agent,
+        model=e.model,
+        title=masked.text(e.title) if e.title else None,
     )
     return Outcome(
         status=j.status,

@@ -77,6 +77,10 @@ class AcpReport:
     plan: list[dict[str, Any]] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
     sandboxed_agent: bool = True
+    model: str | None = None
+    """The model the agent was put on (``--model``), as the agent names it."""
+    title: str | None = None
+    """The session's title, when the agent gave it one."""
 
 
 @dataclass(slots=True, init=False)

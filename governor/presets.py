@@ -74,6 +74,11 @@ class Preset:
     relocate: tuple[Relocation, ...]
     env: tuple[str, ...]
     notes: str
+    model_env: str | None = None
+    """The variable the agent reads its model from: how `--model` reaches an agent
+    that offers no choice of model over ACP."""
+    asking_mode: str | None = None
+    """The agent's mode in which it asks before acting, when it has several."""
 
     def home_paths(self, environ: Mapping[str, str], home: Path) -> tuple[Path, ...]:
         """Where the `home` entries are for a person with this environment and $HOME.
@@ -184,6 +189,12 @@ def _env_names(v: object) -> tuple[str, ...]:
     return names
 
 
+def _env_name(v: object) -> str:
+    if not isinstance(v, str) or not _ENV_NAME.match(v):
+        raise _Bad(f"an environment variable name, not {v!r}")
+    return v
+
+
 def _home(v: object) -> tuple[str, ...]:
     entries = _strings(v)
     for e in entries:
@@ -223,6 +234,8 @@ _SCHEMA: Final[dict[str, tuple[bool, Callable[[object], Any]]]] = {
     "relocate": (False, _relocate),
     "env": (False, _env_names),
     "notes": (False, _str),
+    "model_env": (False, _env_name),
+    "asking_mode": (False, _text),
 }
 _DEFAULTS: Final[dict[str, object]] = {
     "alternatives": (),
@@ -233,6 +246,8 @@ _DEFAULTS: Final[dict[str, object]] = {
     "relocate": (),
     "env": (),
     "notes": "",
+    "model_env": None,
+    "asking_mode": None,
 }
 
 

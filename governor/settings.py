@@ -35,6 +35,7 @@ from acp import schema
 
 from policies.options import mode_asks
 
+SelectOption = schema.SessionConfigOptionSelect
 ConfigOption = schema.SessionConfigOptionSelect | schema.SessionConfigOptionBoolean
 
 _ON: Final = frozenset({"on", "true", "yes", "enabled", "1", "always"})
@@ -69,15 +70,20 @@ class Unavailable:
     reason: str
 
 
-def _select_values(option: schema.SessionConfigOptionSelect) -> list[tuple[str, str]]:
-    """(value, name) of every choice of a select option, groups flattened, in order."""
-    out: list[tuple[str, str]] = []
+def select_choices(option: SelectOption) -> list[schema.SessionConfigSelectOption]:
+    """Every choice of a select option, groups flattened, in the agent's order."""
+    out: list[schema.SessionConfigSelectOption] = []
     for entry in option.options:
         if isinstance(entry, schema.SessionConfigSelectGroup):
-            out.extend((o.value, o.name) for o in entry.options)
+            out.extend(entry.options)
         else:
-            out.append((entry.value, entry.name))
+            out.append(entry)
     return out
+
+
+def _select_values(option: SelectOption) -> list[tuple[str, str]]:
+    """(value, name) of every choice of a select option, in order."""
+    return [(c.value, c.name) for c in select_choices(option)]
 
 
 def _match(wanted: str, choices: Sequence[tuple[str, str]]) -> str | None:
@@ -165,12 +171,10 @@ def acts_alone(option: ConfigOption, value: str | bool | None = None) -> bool | 
         return is_on(current)
     if isinstance(option, schema.SessionConfigOptionBoolean) or not _about_modes(option):
         return None
-    for entry in option.options:
-        choices = entry.options if isinstance(entry, schema.SessionConfigSelectGroup) else [entry]
-        for choice in choices:
-            if choice.value == current:
-                asks = mode_asks(choice.value, choice)
-                return None if asks is None else not asks
+    for choice in select_choices(option):
+        if choice.value == current:
+            asks = mode_asks(choice.value, choice)
+            return None if asks is None else not asks
     return None
 
 

@@ -210,7 +210,7 @@ def prepare(spec: AttemptSpec) -> Prepared:
         policy=bound,
         ceiling=ceiling,
         executor=executor,
-        env=_agent_env(environ, executor.preset, [*spec.env, *policy.env]),
+        env=_agent_env(environ, executor.preset, [*spec.env, *policy.env], model=spec.model),
         masker=Masker.from_environ(environ, spec.agent_args),
         log_path=log_path,
         approver=_approver(spec.approver, bound),
@@ -289,14 +289,21 @@ def _load_ceiling(value: Ceiling | str | Path | None) -> Ceiling:
 
 
 def _agent_env(
-    environ: Mapping[str, str], preset: Preset | None, names: Sequence[str]
+    environ: Mapping[str, str],
+    preset: Preset | None,
+    names: Sequence[str],
+    *,
+    model: str | None = None,
 ) -> dict[str, str]:
     """The agent's environment: the basics, its preset's credential and relocation
-    variables that are set, and the names the job declared. Nothing else of ours."""
+    variables that are set, and the names the job declared. Nothing else of ours,
+    but the model asked for in the variable its preset reads it from."""
     keep = list(BASE_ENV) + list(names)
     if preset is not None:
         keep += list(preset.env) + [r.var for r in preset.relocate]
     env = {k: environ[k] for k in dict.fromkeys(keep) if environ.get(k)}
+    if model is not None and preset is not None and preset.model_env is not None:
+        env[preset.model_env] = model
     if environ.get("IS_SANDBOX") == "yes":
         env["IS_SANDBOX"] = "1"  # "yes" makes Claude's adapters fail session/new as root
     return env

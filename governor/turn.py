@@ -27,6 +27,7 @@ import structlog
 from acp import schema
 from pydantic import ValidationError
 
+from governor.settings import acts_alone
 from policies.options import mode_asks
 
 log = structlog.get_logger("governor.turn")
@@ -62,6 +63,9 @@ class Turn:
         """The mode the agent runs in: ``{"id", "name", "asks"}``."""
         self.notices: list[str] = []
         self.bad_updates = 0
+        self.config_options: list[Any] = []
+        """The agent's config options, as it last reported them."""
+        self.title: str | None = None
 
     # -- folding -------------------------------------------------------------------
 
@@ -123,6 +127,32 @@ class Turn:
             self.mode = {"id": current, "name": current, "asks": mode_asks(current, None)}
             self.notices.append(f"{self.agent} switched itself to mode {current}")
 
+    def _fold_config(self, update: Any, raw: Any) -> None:
+        """A new snapshot of the config options: an option the agent turned to a
+        value that acts without asking is noticed, and so is its new mode."""
+        before = {o.id: o.current_value for o in self.config_options}
+        self.config_options = list(update.config_options)
+        for option in self.config_options:
+            if before.get(option.id, option.current_value) == option.current_value:
+                continue
+            if acts_alone(option) is True:
+                self.notices.append(
+                    f"{self.agent} set its {option.id} to {option.current_value} itself: "
+                    "it may act without asking"
+                )
+            if getattr(option, "category", None) == "mode":
+                alone = acts_alone(option)
+                value = str(option.current_value)
+                self.mode = {
+                    "id": value,
+                    "name": value,
+                    "asks": None if alone is None else not alone,
+                }
+
+    def _fold_info(self, update: Any, raw: Any) -> None:
+        if "title" in raw:
+            self.title = update.title
+
     def add_usage(self, report: Any) -> None:
         """Fold a usage report (a schema model): later values win, fields a report
         leaves out keep the earlier values.
@@ -170,6 +200,8 @@ _UPDATE_MODELS: Final[Mapping[str, Any]] = {
     "plan": schema.AgentPlanUpdate,
     "usage_update": schema.UsageUpdate,
     "current_mode_update": schema.CurrentModeUpdate,
+    "config_option_update": schema.ConfigOptionUpdate,
+    "session_info_update": schema.SessionInfoUpdate,
 }
 """The updates the turn folds, each validated with its own schema model."""
 
@@ -180,6 +212,8 @@ _FOLDERS: Final[Mapping[str, Callable[[Turn, Any, Any], None]]] = {
     "plan": Turn._fold_plan,
     "usage_update": Turn._fold_usage,
     "current_mode_update": Turn._fold_mode,
+    "config_option_update": Turn._fold_config,
+    "session_info_update": Turn._fold_info,
 }
 _FOLDS: Final[Mapping[str, tuple[Callable[[Any], Any], Callable[[Turn, Any, Any], None]]]] = {
     # The model's validator itself: `model_validate` adds a call around it.

@@ -88,6 +88,8 @@ class Served:
     answer: str
     """``tool_use NAME``, ``text``, ``count_tokens`` or ``404``."""
     tool_results: list[dict[str, Any]] = field(default_factory=list)
+    model: str | None = None
+    """The model the request names."""
 
 
 class StandIn:
@@ -130,6 +132,10 @@ class StandIn:
             for s in self.served
             if s.answer.startswith("tool_use")
         ]
+
+    def models(self) -> list[str | None]:
+        """The model each main-loop request (with tools) named, in order."""
+        return [s.model for s in self.served if s.path == "/v1/messages" and s.tools]
 
     def turns(self) -> int:
         """How many main-loop model requests (with tools) were answered."""
@@ -280,7 +286,8 @@ def _handler(standin: StandIn) -> type[BaseHTTPRequestHandler]:
                 f"tool_use {content[0]['name']}" if content[0]["type"] == "tool_use" else "text"
             )
             streamed = bool(body.get("stream"))
-            standin.log(Served(path, streamed, tools, len(results), answer, list(results)))
+            model = body.get("model") if isinstance(body.get("model"), str) else None
+            standin.log(Served(path, streamed, tools, len(results), answer, list(results), model))
             if not streamed:
                 self._json(200, _message(content, stop))
                 return

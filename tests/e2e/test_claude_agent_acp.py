@@ -72,3 +72,47 @@ async def test_a_command_it_runs_itself_writes_outside_the_workspace_only_withou
     assert str(inside) in outcome.acp.unasked_paths
     unconfined = any("without the agent sandbox" in n for n in outcome.acp.notices)
     assert unconfined is not sandboxed, outcome.acp.notices
+
+
+async def test_the_model_asked_for_is_the_one_the_model_api_sees(job: Job) -> None:
+    steps = [write(str(job.workspace / "a.txt"), "a\n")]
+    with StandIn(steps) as model:
+        outcome = await run_attempt(
+            job.spec(installed(CLAUDE_AGENT_ACP), model="haiku", **job.claude(model.url))
+        )
+    assert outcome.status == "completed", outcome.reason
+    seen = model.models()
+    assert seen and all(m is not None and "haiku" in m for m in seen), seen
+    assert outcome.acp is not None and outcome.acp.model == "haiku"
+    (config,) = records(outcome, "config")
+    assert config["subject"] == {"option": "model", "value": "haiku"}
+    assert config["verdict"] == "allow"
+    assert "session/set_config_option" in config["reason"]
+    job.verified_log()
+
+
+async def test_without_a_model_asked_for_the_agents_default_is_left_alone(job: Job) -> None:
+    with StandIn([]) as model:
+        outcome = await run_attempt(job.spec(installed(CLAUDE_AGENT_ACP), **job.claude(model.url)))
+    assert outcome.status == "completed", outcome.reason
+    seen = model.models()
+    assert seen and not any("haiku" in (m or "") for m in seen), seen
+    assert records(outcome, "config") == []
+    assert outcome.acp is not None and outcome.acp.model is None
+
+
+async def test_a_model_the_agent_does_not_offer_ends_the_attempt_before_the_prompt(
+    job: Job,
+) -> None:
+    with StandIn([]) as model:
+        outcome = await run_attempt(
+            job.spec(installed(CLAUDE_AGENT_ACP), model="gpt-5", **job.claude(model.url))
+        )
+    assert outcome.status == "failed"
+    assert outcome.reason is not None
+    assert "does not offer the model 'gpt-5'; it offers: default" in outcome.reason
+    assert "haiku (Haiku)" in outcome.reason
+    assert model.turns() == 0, model.describe()  # nothing was prompted
+    (config,) = records(outcome, "config")
+    assert config["verdict"] == "deny" and config["subject"]["value"] == "gpt-5"
+    job.verified_log()
