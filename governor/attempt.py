@@ -37,6 +37,7 @@ from pydantic import ValidationError
 from governor import confine
 from governor.acp.connection import Connection, ConnectionClosed, RemoteError, RequestTimeout
 from governor.acp.jsonrpc import AUTH_REQUIRED
+from governor.attribution import Evidence, explain
 from governor.audit.log import AuditLog, AuditUnavailable
 from governor.ending import CommandResult, Ending, judge
 from governor.gate import REFUSED, Gate
@@ -53,7 +54,7 @@ from governor.settings import (
 )
 from governor.spec import AttemptSpec, Command, Prepared, RefusedBeforeStart, prepare
 from governor.turn import Turn
-from governor.workspace import Snapshot, diff, snapshot, unexplained
+from governor.workspace import Snapshot, diff, snapshot
 from policies.options import mode_asks
 
 log = structlog.get_logger("governor.attempt")
@@ -682,24 +683,49 @@ class Attempt:
     # -- what changed without asking ---------------------------------------------------
 
     def _unasked_changes(self, before: Snapshot, after: Snapshot) -> None:
+        """Record each change in the roots that no governed action explains
+        (``unasked``), and each that only an allowed permission explains (the agent
+        did it itself: ``changed``, with what explains it); `governor.attribution`
+        holds the rule."""
         gate = self.gate
         if gate is None:
             return
-        changes = diff(before, after)
         covered = {p for subject in self.audit.unasked for p in subject.get("paths", [])}
-        windows = [(a, b or time.time_ns()) for a, b in confine.command_windows(gate.terminals)]
-        for change in unexplained(changes, gate.written, windows, after):
+        now = time.time_ns()
+        evidence = Evidence(
+            written=gate.written,
+            current=after,
+            commands=[(a, b or now) for a, b in confine.command_windows(gate.terminals)],
+            allowed=gate.allowed,
+            ended_ns=now,
+        )
+        for change in diff(before, after):
             if change.path in covered:
                 continue
+            cause = explain(change, evidence)
+            if cause is not None and cause.tool_call is None:
+                continue  # a governed write or command: its own record says so
+            subject = {"path": change.path, "change": change.how}
             try:
-                self.audit.record(
-                    "unasked",
-                    session=self.turn.session_id,
-                    subject={"path": change.path, "change": change.how},
-                    verdict="reported",
-                    by="sandbox",
-                    reason=f"{change.path} was {change.how} in the roots and no governed write or command explains it",
-                )
+                if cause is None:
+                    self.audit.record(
+                        "unasked",
+                        session=self.turn.session_id,
+                        subject=subject,
+                        verdict="reported",
+                        by="sandbox",
+                        reason=f"{change.path} was {change.how} in the roots and no governed write, command or allowed permission explains it",
+                    )
+                else:
+                    self.audit.record(
+                        "changed",
+                        session=self.turn.session_id,
+                        subject=subject,
+                        verdict="reported",
+                        by="agent",
+                        reason=f"{change.path} was {change.how} by the agent itself, under the permission allowed for tool call {cause.tool_call}",
+                        explained_by=cause.to_json(),
+                    )
             except AuditUnavailable:
                 break
         if not after.complete:

@@ -25,6 +25,7 @@ import contextlib
 import inspect
 import os
 import shlex
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar, cast
@@ -36,6 +37,7 @@ from acp import schema
 from governor.acp.dispatch import Route, RpcError
 from governor.acp.jsonrpc import INVALID_PARAMS, RESOURCE_NOT_FOUND
 from governor.approver import Approvals, Approver, Settled
+from governor.attribution import Allowance
 from governor.audit.log import AuditLog, AuditUnavailable, recorded_input
 from governor.confine import GovernedTerminals
 from governor.fsaccess import (
@@ -51,6 +53,7 @@ from governor.toolcalls import (
     ToolCalls,
     ToolCallState,
     explained,
+    named_paths,
     newly_completed,
     report,
 )
@@ -81,6 +84,8 @@ class Ruling:
     by: str
     reason: str
     option: str | None = None
+    seq: int | None = None
+    """The seq of its (last) record in the audit log."""
 
     @property
     def allowed(self) -> bool:
@@ -136,6 +141,8 @@ class Gate:
         self.governed_terminals: set[str] = set()
         self.read_paths: set[str] = set()
         """Paths read through the governor (as the agent named them)."""
+        self.allowed: list[Allowance] = []
+        """Every allowed permission, for what the agent then did itself."""
         self._requests = 0
         self.failure: str | None = None
         self._responses: dict[str | None, schema.RequestPermissionResponse] = {}
@@ -226,7 +233,7 @@ class Gate:
         if verdict is Verdict.ASK:
             self.pending = {"kind": kind, "request": request, "subject": subject, "reason": reason}
             self.pause_requested.set()
-        return Ruling(request, verdict, by, reason, option), record
+        return Ruling(request, verdict, by, reason, option, record.get("seq")), record
 
     def _next_request(self) -> int:
         self._requests += 1
@@ -389,8 +396,19 @@ class Gate:
             return (verdict, by, reason), choice.option_id or "cancelled"
 
         detail = {"tool_kind": kind, "raw_input": raw or {}}
+        self._close_allowances(tool_call=None)  # the next permission ends the last one's window
+        named = named_paths(state.locations, command, self.policy.workspace)
         ruling = self.govern("permission", subject, shown, decision, detail, choose)
-        return _then(ruling, self._permission_response)
+
+        def answer(ruling: Ruling) -> schema.RequestPermissionResponse:
+            response = self._permission_response(ruling)
+            if ruling.allowed and isinstance(response.outcome, schema.AllowedOutcome):
+                self.allowed.append(
+                    Allowance(call.tool_call_id, ruling.seq, named, time.time_ns())
+                )
+            return response
+
+        return _then(ruling, answer)
 
     def _permission_response(self, ruling: Ruling) -> schema.RequestPermissionResponse:
         """The answer selecting the ruling's option (``cancelled`` after session/cancel).
@@ -616,11 +634,20 @@ class Gate:
     def observe_tool_call(self, update: Mention) -> ToolCallState:
         """Upsert a ``tool_call`` / ``tool_call_update``; record unasked or reported work."""
         state = self.tool_calls.upsert(update)
+        if state.status in ("completed", "failed"):
+            self._close_allowances(tool_call=state.id)
         if newly_completed(state) and not explained(
             state, self.written, self.read_paths, self.governed_terminals
         ):
             self._report(state)
         return state
+
+    def _close_allowances(self, *, tool_call: str | None) -> None:
+        """End the window of `tool_call`'s allowance (None: of every open one)."""
+        now = time.time_ns()
+        for a in self.allowed:
+            if a.end_ns is None and (tool_call is None or a.tool_call == tool_call):
+                a.end_ns = now
 
     def _report(self, state: ToolCallState) -> None:
         kind, subject, reason = report(state)

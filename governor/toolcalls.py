@@ -14,13 +14,14 @@ Pure bookkeeping: no I/O; the gate writes the records.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Set
+from collections.abc import Collection, Mapping, Sequence, Set
 from dataclasses import dataclass
 from typing import Any, Final
 
 from acp import schema
 
 from policies.paths import normalize
+from policies.shell import split
 
 UNASKED_KINDS: Final = frozenset({"edit", "delete", "move", "execute"})
 """Tool kinds that change something: done without the gate, they are unasked."""
@@ -122,3 +123,15 @@ def report(state: ToolCallState) -> tuple[str, dict[str, Any], str]:
         why = f"the agent reports a completed {state.kind} tool call that never came through the governor"
         return "unasked", subject, why
     return "reported", subject, f"the agent reports a completed {state.kind or 'other'} tool call"
+
+
+def named_paths(locations: Sequence[str], command: object, cwd: str) -> frozenset[str]:
+    """The files a permission's tool call names: its locations, and the files its
+    shell command redirects to (relative ones against `cwd`), normalized."""
+    paths = {normalize(p) for p in locations if p.startswith("/")}
+    if isinstance(command, str):
+        for part in split(command).commands:
+            for target in part.writes:
+                if "$" not in target and not target.startswith("~"):
+                    paths.add(normalize(target if target.startswith("/") else f"{cwd}/{target}"))
+    return frozenset(paths)

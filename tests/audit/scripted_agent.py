@@ -6,6 +6,9 @@ time), and on ``session/prompt`` plays a script: a JSON list of steps, each
 - ``{"request": METHOD, "params": {...}}``: a request to the client, waited for;
 - ``{"update": {...}}``: a ``session/update`` notification;
 - ``{"say": TEXT}``: an agent message;
+- ``{"write": PATH, "text": TEXT}``: a file written by the agent itself, as
+  agents that run their own tools do (no ``fs/*``);
+- ``{"sleep": SECONDS}``: a pause;
 - ``{"repeat": N, "steps": [...]}``: the steps N times (``{i}`` is the round).
 
 Strings may hold ``{cwd}``, ``{session}``, ``{i}``, ``{arg}`` (this program's
@@ -24,6 +27,7 @@ import fcntl
 import json
 import os
 import sys
+import time
 import uuid
 from typing import Any
 
@@ -122,6 +126,11 @@ class Agent:
                 self.request(step["request"], self.fill(step.get("params", {}), i))
             elif "update" in step:
                 self.notify(self.fill(step["update"], i))
+            elif "write" in step:
+                with open(self.fill(step["write"], i), "w", encoding="utf-8") as handle:
+                    handle.write(self.fill(step.get("text", ""), i))
+            elif "sleep" in step:
+                time.sleep(float(step["sleep"]))
             elif "say" in step:
                 self.notify(
                     {

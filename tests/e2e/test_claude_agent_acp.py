@@ -17,7 +17,7 @@ from governor.attempt import run_attempt
 pytestmark = pytest.mark.e2e
 
 
-async def test_a_write_it_does_itself_is_reported_unasked_and_one_outside_is_refused(
+async def test_a_write_it_does_itself_is_explained_by_its_allowed_permission_and_one_outside_is_refused(
     job: Job,
 ) -> None:
     sibling = job.root / "sibling"
@@ -32,19 +32,48 @@ async def test_a_write_it_does_itself_is_reported_unasked_and_one_outside_is_ref
     refused, allowed = records(outcome, "permission")
     assert (refused["subject"]["paths"], refused["verdict"]) == ([str(outside)], "deny")
     assert not outside.exists()
-    # Inside: allowed, then written by the agent itself, with no fs/write_text_file.
+    # Inside: allowed, then written by the agent itself, with no fs/write_text_file:
+    # the change is the allowed permission's, not unasked.
     assert (allowed["subject"]["paths"], allowed["verdict"]) == ([str(inside)], "allow")
     assert inside.read_text() == "written by the agent\n"
     assert records(outcome, "write") == []
-    (unasked,) = records(outcome, "unasked")
-    assert unasked["subject"] == {"path": str(inside), "change": "created"}
+    (changed,) = records(outcome, "changed")
+    assert changed["subject"] == {"path": str(inside), "change": "created"}
+    assert changed["explained_by"] == {
+        "rule": "named",
+        "tool_call": allowed["subject"]["tool_call"],
+        "seq": allowed["seq"],
+    }
+    assert records(outcome, "unasked") == []
     assert outcome.acp is not None
-    assert outcome.acp.unasked_paths == [str(inside)]
-    assert outcome.acp.decides_alone
-    assert any("without asking" in n for n in outcome.acp.notices), outcome.acp.notices
+    assert outcome.acp.unasked == 0 and outcome.acp.unasked_paths == []
+    assert not outcome.acp.decides_alone  # its mode (default) asks, and it did
     # The model's usage, as the stand-in reported it, reaches the outcome.
     assert outcome.usage is not None
     assert outcome.usage.get("outputTokens") == OUTPUT_TOKENS * model.turns(), outcome.usage
+    job.verified_log()
+
+
+async def test_write_and_bash_all_asked_and_allowed_end_with_nothing_unasked(job: Job) -> None:
+    made = job.workspace / "made.txt"
+    steps = [
+        write(str(job.workspace / "notes.md"), "# notes\n"),
+        bash(f"echo built > {made} && touch {job.workspace / 'stamp'}"),
+    ]
+    with StandIn(steps) as model:
+        outcome = await run_attempt(job.spec(installed(CLAUDE_AGENT_ACP), **job.claude(model.url)))
+    assert model.tool_uses() == ["Write", "Bash"], model.describe()
+    assert outcome.status == "completed", outcome.reason
+    assert made.read_text() == "built\n" and (job.workspace / "stamp").exists()
+    assert {r["verdict"] for r in records(outcome, "permission")} == {"allow"}
+    assert outcome.acp is not None
+    assert outcome.acp.tally.unasked == 0, outcome.tool_calls
+    rules = {
+        r["subject"]["path"].rsplit("/", 1)[-1]: r["explained_by"]["rule"]
+        for r in records(outcome, "changed")
+    }
+    # named: the Write's location and the redirect target; the window: `touch stamp`
+    assert rules == {"notes.md": "named", "made.txt": "named", "stamp": "window"}, rules
     job.verified_log()
 
 
@@ -69,7 +98,9 @@ async def test_a_command_it_runs_itself_writes_outside_the_workspace_only_withou
     assert inside.exists()
     assert outside.exists() is not sandboxed
     assert outcome.acp is not None and outcome.acp.sandboxed_agent is sandboxed
-    assert str(inside) in outcome.acp.unasked_paths
+    # It asked and was allowed: what it then did itself is explained by that permission.
+    assert str(inside) not in outcome.acp.unasked_paths
+    assert str(inside) in [r["subject"]["path"] for r in records(outcome, "changed")]
     unconfined = any("without the agent sandbox" in n for n in outcome.acp.notices)
     assert unconfined is not sandboxed, outcome.acp.notices
 
