@@ -293,11 +293,7 @@ class Attempt:
                 "initialize",
                 {
                     "protocolVersion": PROTOCOL_VERSION,
-                    "clientCapabilities": {
-                        "fs": {"readTextFile": True, "writeTextFile": True},
-                        "terminal": True,
-                        "session": {"configOptions": {"boolean": {}}},
-                    },
+                    "clientCapabilities": self._capabilities(),
                     "clientInfo": {
                         "name": "acp-governor",
                         "title": "acp-governor",
@@ -358,6 +354,18 @@ class Attempt:
         nursery.start_soon(self._prompt, conn, session.session_id, prompt)
         nursery.start_soon(self._watch_pause, conn)
         await self.turn_over.wait()
+
+    def _capabilities(self) -> dict[str, Any]:
+        """What the governor offers the agent: fs and terminals (all governed),
+        boolean config options, and forms only when a person is there to fill them."""
+        caps: dict[str, Any] = {
+            "fs": {"readTextFile": True, "writeTextFile": True},
+            "terminal": True,
+            "session": {"configOptions": {"boolean": {}}},
+        }
+        if hasattr(self.p.approver, "fill"):
+            caps["elicitation"] = {"form": {}}
+        return caps
 
     async def _prompt(self, conn: Connection, session_id: str, prompt: str) -> None:
         try:

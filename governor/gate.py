@@ -34,6 +34,7 @@ import structlog
 import trio
 from acp import schema
 
+from governor import elicitation
 from governor.acp.dispatch import Route, RpcError
 from governor.acp.jsonrpc import INVALID_PARAMS, RESOURCE_NOT_FOUND
 from governor.approver import Approvals, Approver, Settled
@@ -157,6 +158,7 @@ class Gate:
             ),
             "fs/read_text_file": Route(schema.ReadTextFileRequest, self.read_text_file),
             "fs/write_text_file": Route(schema.WriteTextFileRequest, self.write_text_file),
+            "elicitation/create": Route(elicitation.Request, self.create_elicitation),
         }
         if self.terminals is not None:
             table.update(
@@ -403,9 +405,7 @@ class Gate:
         def answer(ruling: Ruling) -> schema.RequestPermissionResponse:
             response = self._permission_response(ruling)
             if ruling.allowed and isinstance(response.outcome, schema.AllowedOutcome):
-                self.allowed.append(
-                    Allowance(call.tool_call_id, ruling.seq, named, time.time_ns())
-                )
+                self.allowed.append(Allowance(call.tool_call_id, ruling.seq, named, time.time_ns()))
             return response
 
         return _then(ruling, answer)
@@ -518,6 +518,35 @@ class Gate:
             return resolve(path)
         except FileAccessError as e:
             raise RpcError(INVALID_PARAMS, f"Invalid params: {e}") from None
+
+    # -- elicitation/create -------------------------------------------------------------
+
+    async def create_elicitation(self, req: elicitation.Request) -> elicitation.Answer:
+        """Put the agent's form to the person, or decline (`governor.elicitation`)."""
+        request = req.root
+        session = getattr(request, "session_id", None)
+        if isinstance(session, str):
+            self._check_session(session)
+        approver = self.approvals.approver
+        person = cast(elicitation.FillsForms, approver) if hasattr(approver, "fill") else None
+        number = self._next_request()
+        subject = elicitation.subject_of(request)
+
+        async def record(verdict: str, by: str, reason: str, answer: elicitation.Answer) -> None:
+            fields = self._fields(number, subject, verdict, by, "elicitation", reason, None)
+            fields["answer"] = {
+                "action": answer["action"],
+                "fields": list(answer.get("content") or {}),
+            }
+            try:
+                await self.audit.durable(self.audit.append("elicitation", fields))
+            except AuditUnavailable as e:
+                self._fail(str(e))
+                raise RpcError(REFUSED, f"refused: {e}") from None
+
+        if self.approvals.cancelled:
+            person = None
+        return await elicitation.answer(request, person, record)
 
     # -- terminals ----------------------------------------------------------------------
 

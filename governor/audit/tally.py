@@ -103,5 +103,5 @@ class Tallier:
         )
 
 
-_ASKED_KINDS: Final = frozenset({"permission", "read", "write", "terminal"})
+_ASKED_KINDS: Final = frozenset({"permission", "read", "write", "terminal", "elicitation"})
 """The record kinds that stand for something the agent asked."""

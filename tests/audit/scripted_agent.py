@@ -102,15 +102,16 @@ class Agent:
         call = params.get("toolCall") or {}
         key = call.get("toolCallId") or params.get("path") or params.get("command")
         error = answer.get("error")
+        line: dict[str, Any] = {
+            "session": self.session,
+            "method": method,
+            "key": key,
+            "error": None if error is None else error.get("code"),
+        }
+        if method == "elicitation/create" and isinstance(answer.get("result"), dict):
+            line["result"] = answer["result"]
         self.received.write(
-            json.dumps(
-                {
-                    "session": self.session,
-                    "method": method,
-                    "key": key,
-                    "error": None if error is None else error.get("code"),
-                }
-            )
+            json.dumps(line)
             + "\n"
         )
         self.received.flush()
@@ -152,6 +153,10 @@ class Agent:
             method, mid = message.get("method"), message.get("id")
             params = message.get("params") or {}
             if method == "initialize":
+                if self.received is not None:
+                    caps = params.get("clientCapabilities")
+                    self.received.write(json.dumps({"method": method, "capabilities": caps}) + "\n")
+                    self.received.flush()
                 self.send(
                     {
                         "id": mid,

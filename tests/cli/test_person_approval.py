@@ -88,3 +88,99 @@ def test_allow_for_the_rest_of_the_attempt_becomes_a_grant(tmp_path: Path) -> No
     assert screen.count("or [r]efuse?") == 1  # the terminal/create of the same command was granted
     bys = [r["by"] for r in outcome["tool_calls"] if r["kind"] in ("permission", "terminal")]
     assert "person" in bys and "grant" in bys  # asked once, then covered by the grant
+
+
+SCRIPTED = Path(__file__).resolve().parents[1] / "audit" / "scripted_agent.py"
+
+
+def converse(argv: list[str], turns: list[tuple[str, str]], timeout: float = 60) -> tuple[int, str]:
+    """Run argv on a pty; each time the screen shows the next marker, type its answer."""
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execv(argv[0], argv)
+    screen = b""
+    pending = list(turns)
+    seen = 0  # where the next marker is looked for
+    deadline = time.monotonic() + timeout
+    status = None
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.2)
+        if ready:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                break
+            screen += chunk
+            while pending and (at := screen.find(pending[0][0].encode(), seen)) >= 0:
+                seen = at + len(pending[0][0])
+                os.write(fd, pending.pop(0)[1].encode() + b"\n")
+        done, code = os.waitpid(pid, os.WNOHANG)
+        if done:
+            status = code
+            break
+    if status is None:
+        _, status = os.waitpid(pid, 0)
+    os.close(fd)
+    return os.waitstatus_to_exitcode(status), screen.decode(errors="replace")
+
+
+def test_a_person_fills_in_the_form_an_agent_sends(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    received = tmp_path / "received.jsonl"
+    form = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "title": "Project name"},
+            "level": {"type": "string", "title": "Level", "enum": ["low", "high"]},
+            "tests": {"type": "boolean", "title": "Add tests?"},
+            "count": {"type": "integer", "title": "How many"},
+        },
+    }
+    script = [
+        {
+            "request": "elicitation/create",
+            "params": {"sessionId": "{session}", "mode": "form", "message": "Set up the project",
+                       "requestedSchema": form},
+        },
+        {"say": "Done."},
+    ]  # fmt: skip
+    (tmp_path / "script.json").write_text(json.dumps(script))
+    argv = [
+        str(GOVERNOR),
+        "run",
+        "--workspace",
+        str(ws),
+        "--approvals",
+        "person",
+        "--no-sandbox-agent",
+    ]
+    argv += ["--log", str(tmp_path / "audit.jsonl"), "--json", "go"]
+    argv += ["--", sys.executable, str(SCRIPTED), "--script", str(tmp_path / "script.json")]
+    argv += ["--received", str(received)]
+    turns = [
+        ("or [d]ecline? ", "f"),
+        ("Project name (string): ", "hello-app"),
+        ("Level (string, one of: low, high): ", "medium"),  # not offered: asked again
+        ("not a valid string, one of: low, high", "high"),
+        ("Add tests? (boolean): ", "y"),
+        ("How many (integer): ", "3"),
+    ]
+    code, screen = converse(argv, turns)
+    assert code == 0, screen
+    assert "the agent asks for input: Set up the project" in screen
+    lines = [json.loads(line) for line in received.read_text().splitlines()]
+    (init,) = [line for line in lines if line["method"] == "initialize"]
+    assert init["capabilities"]["elicitation"] == {"form": {}}
+    (answered,) = [line for line in lines if line["method"] == "elicitation/create"]
+    assert answered["result"] == {
+        "action": "accept",
+        "content": {"name": "hello-app", "level": "high", "tests": True, "count": 3},
+    }
+    records = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    (record,) = [r for r in records if r["kind"] == "elicitation"]
+    assert (record["verdict"], record["by"]) == ("allow", "person")
+    assert record["answer"] == {"action": "accept", "fields": ["name", "level", "tests", "count"]}
+    assert "hello-app" not in json.dumps(record)  # what the person typed is not logged

@@ -1,0 +1,85 @@
+"""``elicitation/create``: the agent asks the person for input (ACP 1.7).
+
+Rules of this file:
+
+- **Advertised only when a person answers** (``--approvals person``): the
+  capability ``elicitation.form`` is sent at initialize then, and never
+  otherwise. An agent that asks anyway is declined.
+- **Unattended, the answer is decline**; a person sees the message and the
+  form's fields at the terminal and fills them in, or declines.
+- **URL mode is declined**: it would send the person to a page the governor
+  cannot see.
+- **Recorded before it is answered**: a decision record of kind
+  ``elicitation`` with the message (masked, as every record is), the mode, the
+  fields asked for, and the answer's action and field names. The values a
+  person typed are not recorded: a form may hold what should not be logged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Protocol
+
+from acp import schema
+from pydantic import RootModel
+
+Answer = dict[str, Any]
+"""``{"action": "accept", "content": {...}}``, ``{"action": "decline"}`` or ``{"action": "cancel"}``."""
+
+
+class Request(RootModel[schema.CreateElicitationRequest]):
+    """The params of ``elicitation/create``, as a model the dispatcher validates."""
+
+
+class FillsForms(Protocol):
+    """An approver that can put a form to a person (`governor.cli.person.Person`)."""
+
+    async def fill(self, message: str, fields: Mapping[str, Any]) -> dict[str, Any] | None: ...
+
+
+DECLINE: Answer = {"action": "decline"}
+
+
+def fields_of(request: Any) -> dict[str, Any]:
+    """The form's fields as plain JSON schema (name -> property), in order."""
+    requested = getattr(request, "requested_schema", None)
+    properties = getattr(requested, "properties", None) or {}
+    return {
+        name: prop.model_dump(by_alias=True, exclude_none=True) for name, prop in properties.items()
+    }
+
+
+def subject_of(request: Any) -> dict[str, Any]:
+    """What the record says was asked: message, mode, the fields' names."""
+    subject: dict[str, Any] = {"message": request.message, "mode": request.mode}
+    fields = fields_of(request)
+    if fields:
+        subject["fields"] = list(fields)
+    if getattr(request, "tool_call_id", None):
+        subject["tool_call"] = request.tool_call_id
+    return subject
+
+
+async def answer(
+    request: Any,
+    person: FillsForms | None,
+    record: Callable[[str, str, str, Answer], Awaitable[None]],
+) -> Answer:
+    """Ask `person` (None: nobody is there) and record the answer before returning it.
+
+    `record(verdict, by, reason, answer)` writes the decision record."""
+    if person is None:
+        await record("deny", "policy", "declined: nobody is there to answer (unattended)", DECLINE)
+        return DECLINE
+    if request.mode != "form":
+        await record(
+            "deny", "policy", "declined: a URL elicitation sends the person to a page", DECLINE
+        )
+        return DECLINE
+    content = await person.fill(request.message, fields_of(request))
+    if content is None:
+        await record("deny", "person", "declined by the person", DECLINE)
+        return DECLINE
+    accepted: Answer = {"action": "accept", "content": content}
+    await record("allow", "person", "filled in by the person", accepted)
+    return accepted

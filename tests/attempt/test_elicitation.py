@@ -1,0 +1,61 @@
+"""``elicitation/create`` unattended: not advertised, declined, and recorded first."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "audit"))
+
+from audit_helpers import scripted_spec
+
+from governor.attempt import run_attempt
+
+SECRET = "sk-live-0123456789abcdefghij"
+
+
+def elicit(message: str) -> dict[str, Any]:
+    return {
+        "request": "elicitation/create",
+        "params": {
+            "sessionId": "{session}",
+            "mode": "form",
+            "message": message,
+            "requestedSchema": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string", "title": "Project name"},
+                    "tests": {"type": "boolean", "title": "Add tests?"},
+                },
+                "required": ["name"],
+            },
+        },
+    }
+
+
+async def test_unattended_an_elicitation_is_declined_recorded_and_never_advertised(
+    tmp_path: Path,
+) -> None:
+    received = tmp_path / "received.jsonl"
+    steps = [elicit(f"Name the project (token {SECRET})"), {"say": "Done."}]
+    outcome = await run_attempt(
+        scripted_spec(
+            tmp_path, steps, received=received, environ={"PATH": "/usr/bin", "API_TOKEN": SECRET}
+        )
+    )
+    assert outcome.status == "completed", outcome.reason
+    lines = [json.loads(line) for line in received.read_text().splitlines()]
+    (init,) = [line for line in lines if line["method"] == "initialize"]
+    assert "elicitation" not in init["capabilities"]
+    (answered,) = [line for line in lines if line["method"] == "elicitation/create"]
+    assert answered["result"] == {"action": "decline"} and answered["error"] is None
+    (record,) = [r for r in outcome.tool_calls if r["kind"] == "elicitation"]
+    assert (record["verdict"], record["by"]) == ("deny", "policy")
+    assert record["subject"]["fields"] == ["name", "tests"]
+    assert record["answer"] == {"action": "decline", "fields": []}
+    assert SECRET not in json.dumps(record) and "[secret]" in record["subject"]["message"]
+    assert outcome.acp is not None and outcome.acp.tally.refused == 1
+    log = (tmp_path / "audit.jsonl").read_text()
+    assert SECRET not in log
