@@ -221,6 +221,7 @@ class Attempt:
         )
         end.mode = turn.mode
         end.title = turn.title
+        end.config = {o.id: o.current_value for o in turn.config_options}
         end.plan = turn.plan
         end.usage = turn.usage
         end.notices = tuple(turn.notices)
@@ -502,13 +503,19 @@ class Attempt:
                 )
                 name = choice.name if choice is not None else option.current_value
                 alone = acts_alone(option)
+                asks = None if alone is None else not alone
                 self.turn.mode = {
                     "id": option.current_value,
                     "name": name,
-                    "asks": None if alone is None else not alone,
+                    "asks": True if self._asking_mode(option.current_value) else asks,
                 }
                 self._record_mode()
                 return
+
+    def _asking_mode(self, mode_id: str) -> bool:
+        """Whether the preset names `mode_id` as the agent's asking mode."""
+        preset = self.p.executor.preset
+        return preset is not None and preset.asking_mode == mode_id
 
     def _record_mode(self) -> None:
         mode = self.turn.mode
@@ -533,9 +540,19 @@ class Attempt:
         available = {m.id: m for m in modes.available_modes}
         current = modes.current_mode_id
         wanted = self.p.spec.mode
-        if wanted is None and mode_asks(current, available.get(current)) is not True:
-            wanted = next(
-                (i for i, m in available.items() if mode_asks(i, m) is True and i != "plan"), None
+        if (
+            wanted is None
+            and not self._asking_mode(current)
+            and mode_asks(current, available.get(current)) is not True
+        ):
+            preferred = self.p.executor.preset.asking_mode if self.p.executor.preset else None
+            wanted = (
+                preferred
+                if preferred in available
+                else next(
+                    (i for i, m in available.items() if mode_asks(i, m) is True and i != "plan"),
+                    None,
+                )
             )
         if wanted and wanted != current:
             try:
@@ -553,7 +570,7 @@ class Attempt:
         self.turn.mode = {
             "id": current,
             "name": mode.name if mode else current,
-            "asks": mode_asks(current, mode),
+            "asks": True if self._asking_mode(current) else mode_asks(current, mode),
         }
         self._record_mode()
 

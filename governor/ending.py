@@ -78,6 +78,8 @@ class Ending:
     alone: tuple[str, ...] = ()
     """Config options left letting the agent act without asking (no asking value)."""
     title: str | None = None
+    config: dict[str, Any] = field(default_factory=dict)
+    """The agent's config options at the end, id -> value."""
     plan: list[dict[str, Any]] = field(default_factory=list)
     usage: dict[str, Any] | None = None
     notices: tuple[str, ...] = ()
@@ -216,6 +218,7 @@ def judge(e: Ending) -> Outcome:
         sandboxed_agent=e.sandboxed_agent,
         model=e.model,
         title=masked.text(e.title) if e.title else None,
+        config=masked.json(e.config),
     )
     return Outcome(
         status=j.status,

@@ -81,6 +81,8 @@ class AcpReport:
     """The model the agent was put on (``--model``), as the agent names it."""
     title: str | None = None
     """The session's title, when the agent gave it one."""
+    config: dict[str, Any] = field(default_factory=dict)
+    """The agent's config options at the end, id -> value (``allow_all``, ``mode``...)."""
 
 
 @dataclass(slots=True, init=False)

@@ -16,6 +16,7 @@ Rules of this file:
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import time
@@ -246,7 +247,7 @@ def _executor(
     except PresetError as e:  # an unknown id, with the known ones
         problems.append(str(e))
         return None
-    found = resolve(preset)
+    found = resolve(preset, which=functools.partial(shutil.which, path=environ.get("PATH")))
     if isinstance(found, NotInstalled):
         problems.append(found.message)
         return None

