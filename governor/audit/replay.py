@@ -26,6 +26,9 @@ from policies.policy import Policy
 from policies.rules import Verdict
 
 REPLAYED_KINDS: Final = ("permission", "read", "write", "terminal")
+UNAFFECTED_KINDS: Final = ("config", "elicitation", "mode")
+"""Decisions no policy makes: the model and the asking mode follow the job and the
+agent's offer, a form follows who answers; another policy leaves them as they were."""
 PEOPLE: Final = frozenset({"person", "callback"})
 
 
@@ -63,6 +66,8 @@ class Replay:
     actions: int
     changes: tuple[Change, ...]
     skipped: tuple[str, ...] = ()
+    unaffected: int = 0
+    """Records of `UNAFFECTED_KINDS`: kept as they were."""
 
 
 def bound_policy(policy: Policy, start: Mapping[str, Any], protected: tuple[str, ...]) -> Policy:
@@ -200,6 +205,7 @@ def replay(
             continue
         approvals = str(start.get("approvals") or "unattended")
         groups: dict[Any, list[tuple[int, Mapping[str, Any]]]] = {}
+        unaffected = sum(1 for _, r in lines if r.get("kind") in UNAFFECTED_KINDS)
         for n, r in lines:
             if r.get("kind") not in REPLAYED_KINDS or r.get("verdict") == "reported":
                 continue
@@ -233,5 +239,5 @@ def replay(
                     approximate,
                 )
             )
-        out.append(Replay(attempt, len(groups), tuple(changes), tuple(skipped)))
+        out.append(Replay(attempt, len(groups), tuple(changes), tuple(skipped), unaffected))
     return out

@@ -420,6 +420,7 @@ def _replay_json(r: Replay) -> dict[str, Any]:
         "actions": r.actions,
         "changes": [asdict(c) | {"change": c.label} for c in r.changes],
         "skipped": list(r.skipped),
+        "unaffected": r.unaffected,
     }
 
 
@@ -431,6 +432,11 @@ def _print_replay(r: Replay, policy_file: str) -> None:
         print(f"      {c.label} [{c.rule}]: {c.reason}{note}")
     for s in r.skipped:
         print(f"  not replayed: {s}")
+    if r.unaffected:
+        print(
+            f"  {r.unaffected} decision(s) no policy makes (model, mode, settings, forms) "
+            "stay as they were"
+        )
     if not r.changes:
         print("  nothing would change")
     else:

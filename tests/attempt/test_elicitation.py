@@ -59,3 +59,20 @@ async def test_unattended_an_elicitation_is_declined_recorded_and_never_advertis
     assert outcome.acp is not None and outcome.acp.tally.refused == 1
     log = (tmp_path / "audit.jsonl").read_text()
     assert SECRET not in log
+
+
+async def test_replay_under_another_policy_keeps_the_elicitation_as_it_was(
+    tmp_path: Path, capsys: Any
+) -> None:
+    from governor import cli
+
+    steps = [elicit("Name the project"), {"say": "Done."}]
+    await run_attempt(scripted_spec(tmp_path, steps))
+    stricter = tmp_path / "read-only.toml"
+    stricter.write_text('capability = "read-only"\n')
+    log = str(tmp_path / "audit.jsonl")
+    assert cli.main(["audit", "replay", log, "--policy", str(stricter), "--json"]) == 0
+    (result,) = json.loads(capsys.readouterr().out)
+    assert result["unaffected"] == 1 and result["changes"] == [] and result["skipped"] == []
+    assert cli.main(["audit", "replay", log, "--policy", str(stricter)]) == 0
+    assert "1 decision(s) no policy makes" in capsys.readouterr().out
