@@ -82,6 +82,7 @@ from governor.acp.jsonrpc import (
     Request,
     Response,
     UnknownResponse,
+    short,
 )
 
 DEFAULT_NOTIFICATIONS: Final = frozenset({"session/update", "elicitation/complete"})
@@ -223,11 +224,6 @@ class Connection:
             lines.append(self._decode_stderr(self._tail_partial))
             del lines[: max(0, len(lines) - (self._tail.maxlen or 0))]
         return lines
-
-    @property
-    def malformed(self) -> dict[str, int]:
-        """How many lines the agent sent that are not JSON-RPC, by kind."""
-        return dict(self._malformed)
 
     @property
     def gave_up(self) -> str | None:
@@ -444,15 +440,15 @@ class Connection:
         if event.method == CANCEL_REQUEST:
             self._cancel_incoming(event.params)
         elif event.method.startswith("_"):
-            self._log.debug("agent.extension_notification_ignored", method=_short(event.method))
+            self._log.debug("agent.extension_notification_ignored", method=short(event.method))
         else:
-            self._log.warning("agent.unknown_notification", method=_short(event.method))
+            self._log.warning("agent.unknown_notification", method=short(event.method))
 
     def _on_request(self, event: Request) -> None:
         if self._refusing is not None:
             self._send_nowait(self._rpc.error(event.id, *self._refusing))
             self._log.warning(
-                "agent.request_refused", method=_short(event.method), why=self._refusing[1]
+                "agent.request_refused", method=short(event.method), why=self._refusing[1]
             )
             return
         if event.id in self._in_flight:
@@ -461,7 +457,7 @@ class Connection:
                     event.id, INVALID_REQUEST, "Invalid request: this id is already in flight"
                 )
             )
-            self._log.warning("agent.duplicate_request_id", id=_short(repr(event.id)))
+            self._log.warning("agent.duplicate_request_id", id=short(repr(event.id)))
             return
         if len(self._in_flight) >= self._max_in_flight:
             self._send_nowait(
@@ -472,7 +468,7 @@ class Connection:
                 )
             )
             self._log.warning(
-                "agent.too_many_requests", limit=self._max_in_flight, method=_short(event.method)
+                "agent.too_many_requests", limit=self._max_in_flight, method=short(event.method)
             )
             return
         outcome = begin(self._handlers, event.method, event.params)
@@ -512,7 +508,7 @@ class Connection:
 
     def _on_unknown_response(self, event: UnknownResponse) -> None:
         self._log.warning(
-            "agent.unknown_response", id=_short(repr(event.id)), error_code=event.code
+            "agent.unknown_response", id=short(repr(event.id)), error_code=event.code
         )
 
     def _on_malformed(self, event: Malformed) -> None:
@@ -544,7 +540,7 @@ class Connection:
         except TypeError:  # an unhashable id names no request of ours
             scope = None
         if scope is None:
-            self._log.debug("agent.cancel_unknown_request", id=_short(repr(request_id)))
+            self._log.debug("agent.cancel_unknown_request", id=short(repr(request_id)))
             return
         scope.cancel()
 
@@ -720,7 +716,7 @@ class Connection:
     def _not_reading(self, event: Request, size: int) -> bytes:
         """The short error that stands for an answer the agent would not read in time."""
         self._log.warning(
-            "agent.not_reading", method=_short(event.method), dropped_bytes=size,
+            "agent.not_reading", method=short(event.method), dropped_bytes=size,
             unwritten_bytes=self._unwritten,
         )  # fmt: skip
         return self._rpc.error(
@@ -822,6 +818,3 @@ def _plain(params: Any) -> Any:
         return params.model_dump(mode="json", by_alias=True, exclude_none=True)
     return params
 
-
-def _short(text: str, limit: int = 100) -> str:
-    return text if len(text) <= limit else text[:limit] + "..."

@@ -48,10 +48,10 @@ from governor.acp.jsonrpc import (
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
     JsonId,
-    Request,
     encode,
     encode_id,
     error_line,
+    short,
 )
 
 log = structlog.get_logger("governor.acp.dispatch")
@@ -102,7 +102,7 @@ def begin(table: HandlerTable, method: str, params: Any) -> Answer | Awaitable[A
     """
     route = table.get(method)
     if route is None:
-        return Error(METHOD_NOT_FOUND, f"Method not found: {_short(method)}")
+        return Error(METHOD_NOT_FOUND, f"Method not found: {short(method)}")
     model, handler = route
     try:
         validated = model.__pydantic_validator__.validate_python(params)  # = model_validate
@@ -132,14 +132,6 @@ async def _finish(method: str, pending: Awaitable[Any]) -> Answer:
         log.error("handler.failed", method=method, error=type(exc).__name__, exc_info=True)
         return Error(INTERNAL_ERROR, f"Internal error ({type(exc).__name__})")
     return as_result(value)
-
-
-async def dispatch(table: HandlerTable, method: str, params: Any) -> Answer:
-    """`begin`, awaiting the handler when it answers later."""
-    outcome = begin(table, method, params)
-    if inspect.isawaitable(outcome):
-        return await outcome
-    return outcome
 
 
 class Encoded(bytes):
@@ -195,11 +187,6 @@ def reply(id: JsonId, result: Answer) -> bytes:
         return error_line(id, INTERNAL_ERROR, "Internal error (the result is not JSON)")
 
 
-async def answer(table: HandlerTable, request: Request) -> bytes:
-    """`dispatch` then `reply`: the one line that answers `request`."""
-    return reply(request.id, await dispatch(table, request.method, request.params))
-
-
 def invalid_params(exc: ValidationError) -> tuple[str, dict[str, Any]]:
     """A ``-32602`` message naming the first bad field, and every error as data.
 
@@ -214,6 +201,3 @@ def invalid_params(exc: ValidationError) -> tuple[str, dict[str, Any]]:
     more = f" (and {len(listed) - 1} more)" if len(listed) > 1 else ""
     return f"Invalid params: {first['field']}: {first['message']}{more}", {"errors": listed}
 
-
-def _short(text: str, limit: int = 100) -> str:
-    return text if len(text) <= limit else text[:limit] + "..."

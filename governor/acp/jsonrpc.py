@@ -64,6 +64,15 @@ Lines can carry secrets (file contents, tokens in stray console output); a
 short prefix is enough to recognise "Debugger listening on ..." and no more.
 """
 
+SHORT_CHARS: Final = 100
+"""How much of a string the agent chose (a method name, an id) a message or log repeats."""
+
+
+def short(text: str, limit: int = SHORT_CHARS) -> str:
+    """`text`, cut to `limit` characters with ``...`` when longer."""
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 _SNIFF_BYTES: Final = 256
 """How much of an over-long line is kept to find the request id to answer."""
 
