@@ -17,8 +17,8 @@ none outlives it:
   may withdraw a request with ``$/cancel_request``), at most `max_in_flight`
   at once: beyond that a request is refused at once, so a flood from an agent
   that does not read our answers cannot grow memory without bound. Counting
-  requests is not enough when answers are big (300 reads of a 1 MiB file held
-  300 MiB for an agent that stopped reading): an answer that would take the
+  requests is not enough when answers are big (many reads of a large file,
+  all held for an agent that stopped reading): an answer that would take the
   bytes waiting to be written past `max_unwritten_bytes` is replaced by a short
   ``-32603`` error, unless nothing else waits;
 - an optional **notification** task awaits an async callback, in order.
@@ -43,10 +43,9 @@ every pending request fails with `ConnectionClosed` -- when either
 `Connection.gave_up` then says what the agent did ("sent 1,000 lines in a row
 that are not JSON-RPC (1,000 not JSON)"). The thresholds are far above what a
 sloppy but working agent does (a stray console line on stdout now and then)
-and low enough that a broken one is stopped in well under a second instead
-of at the attempt's timeout. The run is checked at each malformed line, the
-share once per chunk read, so the hot path pays one local assignment per
-message.
+and low enough that a broken one is stopped long before the attempt's
+timeout. The run is checked at each malformed line, the share once per chunk
+read, so a usable message costs the hot path no more than resetting the run.
 
 Logs are structlog events on ``governor.acp.connection``; they carry sizes, ids
 and reasons, never the content of a line beyond a short prefix.
@@ -577,8 +576,8 @@ class Connection:
     def _write_now(self, line: bytes) -> bool:
         """Write an immediate answer straight to the agent's pipe when nothing is
         queued and the writer is idle -- the order of lines on the wire stays the
-        order they were answered in, and a permission round trip saves the writer's
-        scheduler pass. Whatever the pipe does not take at once is queued as usual.
+        order they were answered in, and a permission round trip does not wait for
+        the writer's turn. Whatever the pipe does not take at once is queued as usual.
         False when the line must go through the queue (a stream of our own making,
         a busy writer, a full pipe, stdin closing)."""
         fd = self._stdin_fd
@@ -751,8 +750,8 @@ class Connection:
 # A trio stream call costs a scheduler pass of its own: `FdStream.receive_some`
 # and `send_all` each start with a checkpoint. On the agent's pipes the
 # connection does the same non-blocking reads and writes itself, parking only
-# when the pipe is empty or full, so a permission round trip takes three passes
-# (reader, handler, writer) instead of five. Any other stream goes the usual way.
+# when the pipe is empty or full, so a round trip pays for no pass but the ones
+# where a task really waits. Any other stream goes the usual way.
 
 
 def _receiver(stream: trio.abc.ReceiveStream) -> Callable[[], Awaitable[bytes]]:

@@ -18,8 +18,8 @@ Built from jsonrpcserver 5's pieces where they fit: its `Result` type and
 `JsonRpcError` is the base of `RpcError` (so a handler may raise either), and
 `to_response` + `to_serializable_one` shape error responses (its `NODATA`
 sentinel decides whether ``data`` is sent). A success is shaped here directly:
-it is the one path every permission answer takes, and jsonrpcserver's detour
-through two namedtuples costs more than the encoding; a schema model's result
+it is the one path every permission answer takes, so it skips jsonrpcserver's
+detour through two namedtuples; a schema model's result
 travels as `Encoded` bytes, not wrapped in a `Success`. Not used: its
 `async_dispatch` awaits through `asyncio.gather`, which fails under trio, and it
 re-parses JSON text we already parsed; its `validate_args` binds params to a
@@ -95,8 +95,8 @@ def begin(table: HandlerTable, method: str, params: Any) -> Answer | Awaitable[A
     A handler may answer at once (a plain function returning its result) or
     later (an ``async def``, or a plain function returning an awaitable for the
     slow cases). An immediate answer comes back as an `Answer`, so the caller can
-    reply from where it stands -- no task, no scheduler pass, which is most of a
-    permission round trip's cost; otherwise a coroutine of the `Answer`.
+    reply from where it stands -- no task and no scheduler pass on the path every
+    permission takes; otherwise a coroutine of the `Answer`.
 
     Never raises for anything the agent or the handler did wrong.
     """
@@ -145,8 +145,8 @@ def as_result(value: Any) -> Answer:
     """A handler's return value as an `Answer`: `Encoded` for a schema model, else a
     jsonrpcserver `Result` with a JSON-ready payload.
 
-    A schema model is encoded here, by pydantic's serializer, straight to bytes:
-    a third of the cost of dumping it to dicts and encoding those. A model it
+    A schema model is encoded here, by pydantic's serializer, straight to bytes,
+    not dumped to dicts that are then encoded again. A model it
     cannot encode (a lone surrogate in a string) is dumped to dicts instead,
     which `encode` writes with ``\\udcxx`` escapes."""
     if isinstance(value, BaseModel):  # the usual case first
