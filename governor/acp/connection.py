@@ -167,11 +167,6 @@ class Connection:
         if give_up_after < 1:
             raise ValueError(f"give_up_after must be at least 1, got {give_up_after}")
         self._stdin = stdin
-        self._stdin_fd: int | None = (
-            stdin.fileno() if isinstance(stdin, trio.lowlevel.FdStream) else None
-        )
-        """For `_write_now`; None once the writer starts closing stdin (a closed fd
-        number may be reused by another file before we would notice)."""
         self._stdout = stdout
         self._stderr = stderr
         self._rpc = JsonRpc(max_line_bytes=max_line_bytes)
@@ -197,8 +192,6 @@ class Connection:
         self._max_unwritten = max_unwritten_bytes
         self._unwritten = 0  # bytes queued for stdin (or waiting to be), not yet written
         self._sends_waiting = 0  # immediate answers waiting for room in the write queue
-        self._writer_busy = False  # the writer task is in the middle of a write
-        self._closing = False  # close_stdin() queued the end marker
         self._nursery: trio.Nursery | None = None
         self._handlers: HandlerTable = {}
 
@@ -298,7 +291,6 @@ class Connection:
                 await self._stdin.aclose()
             self._stdin_closed.set()
         if not self._stdin_closed.is_set():
-            self._closing = True  # nothing is written past the end marker
             try:
                 await self._out_send.send(None)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
@@ -476,8 +468,6 @@ class Connection:
             line = reply(event.id, outcome)
             if self._unwritten and self._unwritten + len(line) > self._max_unwritten:
                 line = self._not_reading(event, len(line))
-            if self._write_now(line):
-                return
             self._unwritten += len(line)
             try:
                 self._out_send.send_nowait(line)
@@ -573,37 +563,6 @@ class Connection:
         finally:
             del self._in_flight[event.id]
 
-    def _write_now(self, line: bytes) -> bool:
-        """Write an immediate answer straight to the agent's pipe when nothing is
-        queued and the writer is idle -- the order of lines on the wire stays the
-        order they were answered in, and a permission round trip does not wait for
-        the writer's turn. Whatever the pipe does not take at once is queued as usual.
-        False when the line must go through the queue (a stream of our own making,
-        a busy writer, a full pipe, stdin closing)."""
-        fd = self._stdin_fd
-        if (
-            fd is None
-            or self._writer_busy
-            or self._stdin_closed.is_set()
-            or self._unwritten  # lines queued: they go first
-            or self._closing
-        ):
-            return False
-        try:
-            written = os.write(fd, line)
-        except BlockingIOError:
-            return False
-        except OSError:
-            return False  # the writer meets the same error and reports it
-        if written < len(line):
-            rest = line[written:]
-            self._unwritten += len(rest)
-            try:
-                self._out_send.send_nowait(rest)
-            except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
-                self._log.warning("agent.reply_not_sent", reason="partial write")
-        return True
-
     async def _send_later(self, line: bytes) -> None:
         self._sends_waiting += 1
         try:
@@ -636,14 +595,9 @@ class Connection:
                 data = lines[0] if len(lines) == 1 else b"".join(lines)
                 try:
                     if data:
-                        self._writer_busy = True
-                        try:
-                            await send_all(data)
-                        finally:
-                            self._writer_busy = False
+                        await send_all(data)
                         self._unwritten -= len(data)
                     if end:
-                        self._stdin_fd = None
                         await self._stdin.aclose()
                         return
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
@@ -651,7 +605,6 @@ class Connection:
                     return
         finally:
             # Nobody writes any more: senders get BrokenResourceError instead of waiting.
-            self._stdin_fd = None
             receive.close()
             self._stdin_closed.set()
 
