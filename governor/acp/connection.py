@@ -386,6 +386,7 @@ class Connection:
             self._nursery.start_soon(self._send_answer, request.id, line)
             return
         except (trio.BrokenResourceError, trio.ClosedResourceError):
+            self._peer.abandoned(line)
             self._log.info("agent.reply_not_sent", reason="stdin closed")
         self._peer.done(request.id)
 
@@ -396,7 +397,7 @@ class Connection:
         except trio.WouldBlock:
             self._peer.dropped(line)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass
+            self._peer.abandoned(line)
 
     def _wake(self, event: Response | ErrorResponse) -> None:
         waiter = self._waiters.get(event.id)
@@ -437,10 +438,14 @@ class Connection:
         try:
             try:
                 self._out_send.send_nowait(line)  # the usual case: no extra scheduler pass
-            except trio.WouldBlock:
-                await self._out_send.send(line)  # the agent is slow to read: wait here
+            except trio.WouldBlock:  # the agent is slow to read: wait here
+                await self._out_send.send(line)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
+            self._peer.abandoned(line)
             self._log.info("agent.reply_not_sent", reason="stdin closed")
+        except BaseException:  # cancelled while it waited for room: never queued
+            self._peer.abandoned(line)
+            raise
 
     async def _write(self) -> None:
         """The only writer of stdin: batches whatever is queued into one write."""
@@ -536,10 +541,15 @@ class Connection:
             raise RuntimeError(f"cannot send {method!r}: serve() is not running yet")
 
     async def _send(self, line: bytes, method: str) -> None:
+        """Queue one of our lines, waiting for room; a line not queued is abandoned."""
         try:
             await self._out_send.send(line)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
+            self._peer.abandoned(line)
             raise ConnectionClosed(f"cannot send {method!r}: the agent's stdin is closed") from None
+        except BaseException:  # cancelled while it waited for room (a timeout): never queued
+            self._peer.abandoned(line)
+            raise
 
 
 # --- pipes ---------------------------------------------------------------------------

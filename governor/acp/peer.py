@@ -40,7 +40,7 @@ Rules of this file:
   The run is checked at each malformed line (the rest of the chunk is not
   read), the share once per chunk.
 - **Unwritten bytes.** Every line made here counts as waiting to be written
-  until `written` says it was. Counting requests is not enough when answers are
+  until `written` says it was (or `abandoned` that it never will be). Counting requests is not enough when answers are
   big (many reads of a large file, all held for an agent that stopped reading):
   an answer that would take the bytes waiting past `max_unwritten_bytes` is
   replaced by a short ``-32603`` error, unless nothing else waits.
@@ -111,7 +111,7 @@ class Peer:
     Use: `request` and `notify` make our lines; `receive` turns the agent's
     bytes into actions; every `Request` it yields is answered with `answer` and
     released with `done`; the writer reports with `written`, a reply that found
-    no room with `dropped`.
+    no room with `dropped`, a line that was never queued with `abandoned`.
     """
 
     __slots__ = (
@@ -299,6 +299,11 @@ class Peer:
     def written(self, size: int) -> None:
         """`size` bytes of lines made here were written to the agent."""
         self._unwritten -= size
+
+    def abandoned(self, line: bytes) -> None:
+        """A line made here will never be written: it was not queued after all (its
+        sender was cancelled while it waited for room, or stdin is closed)."""
+        self._unwritten -= len(line)
 
     def dropped(self, line: bytes) -> None:
         """A `Reply` found no room and was dropped: the agent reads nothing."""

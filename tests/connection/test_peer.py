@@ -301,3 +301,16 @@ def test_every_line_made_counts_as_unwritten_until_written_or_dropped() -> None:
 def test_give_up_after_must_be_at_least_one() -> None:
     with pytest.raises(ValueError, match="give_up_after must be at least 1"):
         Peer(give_up_after=0)
+
+
+def test_a_line_abandoned_before_it_was_queued_no_longer_counts_as_unwritten() -> None:
+    peer = Peer(max_unwritten_bytes=100)
+    _, ours = peer.request("session/prompt", {"prompt": []})
+    peer.abandoned(ours)  # its sender timed out while it waited for room
+    assert peer.unwritten == 0
+    (request,) = peer.receive(req(1))
+    assert type(request) is Request
+    big = {"content": "x" * 200}
+    assert json.loads(peer.answer(request, as_result(big)))["result"] == big, (
+        "nothing waits, so a big answer is kept"
+    )
