@@ -12,11 +12,15 @@ none outlives it:
   notification callback, on the bounded in-order notification queue), so a
   slow decision can never stop it from reading. A request whose handler
   answers at once is answered here, without a task;
-- the **writer** is the only task that writes the agent's stdin; every line
-  goes to it through one bounded channel. If the agent stops reading, only
-  the writer and the tasks that want to send wait; the reader goes on: a
-  reply of its own that finds the channel full is dropped (the peer counts
-  it), an immediate answer that finds it full gets a task that waits;
+- the **writer** task writes the agent's stdin: every line goes to it through
+  one bounded channel, and it writes them in order. If the agent stops
+  reading, only the writer and the tasks that want to send wait; the reader
+  goes on: a reply of its own that finds the channel full is dropped (the
+  peer counts it), an immediate answer that finds it full gets a task that
+  waits. One shortcut passes the writer, and only in
+  `Connection._write_through`: an answer made at once while nothing else waits
+  to be written goes from the reader straight into the pipe, because handing
+  it to the writer costs every permission round trip a scheduler pass;
 - the **stderr drain** reads the agent's stderr all the time (a chatty agent
   must never block on a full pipe) and keeps its last lines for failure
   reasons (`Connection.stderr_tail`);
@@ -159,6 +163,11 @@ class Connection:
             log=self._log,
         )
         self._stdin = stdin
+        self._stdin_fd: int | None = (
+            stdin.fileno() if isinstance(stdin, trio.lowlevel.FdStream) and write_buffer else None
+        )
+        """The pipe for `_write_through` (whose partial write must fit in the queue);
+        None from `close_stdin` on, so that nothing is written past the end."""
         self._stdout = stdout
         self._stderr = stderr
         self._out_send, self._out_receive = trio.open_memory_channel[bytes | None](write_buffer)
@@ -267,6 +276,7 @@ class Connection:
             with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
                 await self._stdin.aclose()
             self._stdin_closed.set()
+        self._stdin_fd = None
         if not self._stdin_closed.is_set():
             try:
                 await self._out_send.send(None)
@@ -380,6 +390,9 @@ class Connection:
             return
         # Answered at once, here in the reader: no task, no scope.
         line = self._peer.answer(request, outcome)
+        if self._write_through(line):
+            self._peer.done(request.id)
+            return
         try:
             self._out_send.send_nowait(line)
         except trio.WouldBlock:  # the agent is slow to read: a task waits, holding the slot
@@ -389,6 +402,24 @@ class Connection:
             self._peer.abandoned(line)
             self._log.info("agent.reply_not_sent", reason="stdin closed")
         self._peer.done(request.id)
+
+    def _write_through(self, line: bytes) -> bool:
+        """Write an answer made at once straight into the pipe, if nothing else waits
+        to be written (the peer counts every line until it is written: only this one
+        is counted) and the writer still runs; False when it must be queued. The
+        only write outside the writer task (module docstring); what the pipe does not
+        take at once is queued, behind nothing."""
+        fd = self._stdin_fd
+        if fd is None or self._peer.unwritten != len(line) or self._stdin_closed.is_set():
+            return False
+        try:
+            written = os.write(fd, line)
+        except OSError:  # a full pipe; or a broken one, which the writer will meet too
+            return False
+        self._peer.written(written)
+        if written < len(line):
+            self._out_send.send_nowait(line[written:])  # the queue is empty: it fits
+        return True
 
     def _reply(self, line: bytes) -> None:
         """Queue a reply from the reader itself, which must never wait to write."""
