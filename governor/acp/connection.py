@@ -404,11 +404,11 @@ class Connection:
         self._peer.done(request.id)
 
     def _write_through(self, line: bytes) -> bool:
-        """Write an answer made at once straight into the pipe, if nothing else waits
-        to be written (the peer counts every line until it is written: only this one
-        is counted) and the writer still runs; False when it must be queued. The
-        only write outside the writer task (module docstring); what the pipe does not
-        take at once is queued, behind nothing."""
+        """The shortcut past the writer (module docstring): write an answer made at
+        once straight into the pipe when nothing else waits to be written -- the peer
+        counts every line until it is written, so only this one is counted -- and the
+        writer still runs. False when the line must be queued instead. What the pipe
+        does not take at once is queued, behind nothing."""
         fd = self._stdin_fd
         if fd is None or self._peer.unwritten != len(line) or self._stdin_closed.is_set():
             return False

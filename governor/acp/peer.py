@@ -73,7 +73,6 @@ from governor.acp.jsonrpc import (
     Request,
     Response,
     UnknownResponse,
-    error_line,
     short,
 )
 
@@ -281,7 +280,7 @@ class Peer:
         if request.id in self._in_flight:
             self._in_flight[request.id] = True  # no longer to be cancelled
         if answer is None:
-            line = error_line(request.id, REQUEST_CANCELLED, "Request cancelled")
+            line = self._rpc.error(request.id, REQUEST_CANCELLED, "Request cancelled")
         else:
             line = reply(request.id, answer)
             if self._unwritten and self._unwritten + len(line) > self._max_unwritten:
@@ -322,17 +321,17 @@ class Peer:
             self._log.warning(
                 "agent.request_refused", method=short(event.method), why=self._refusing[1]
             )
-            return error_line(event.id, *self._refusing)
+            return self._rpc.error(event.id, *self._refusing)
         if event.id in self._in_flight:
             self._log.warning("agent.duplicate_request_id", id=short(repr(event.id)))
-            return error_line(
+            return self._rpc.error(
                 event.id, INVALID_REQUEST, "Invalid request: this id is already in flight"
             )
         if len(self._in_flight) >= self._max_in_flight:
             self._log.warning(
                 "agent.too_many_requests", limit=self._max_in_flight, method=short(event.method)
             )
-            return error_line(
+            return self._rpc.error(
                 event.id,
                 INTERNAL_ERROR,
                 f"Too many requests in flight (the limit is {self._max_in_flight})",
@@ -356,7 +355,7 @@ class Peer:
             "agent.not_reading", method=short(request.method), dropped_bytes=size,
             unwritten_bytes=self._unwritten,
         )  # fmt: skip
-        return error_line(
+        return self._rpc.error(
             request.id,
             INTERNAL_ERROR,
             f"Internal error: the agent is not reading its answers ({self._unwritten:,} bytes "
