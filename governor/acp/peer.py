@@ -40,10 +40,11 @@ Rules of this file:
   The run is checked at each malformed line (the rest of the chunk is not
   read), the share once per chunk.
 - **Unwritten bytes.** Every line made here counts as waiting to be written
-  until `written` says it was (or `abandoned` that it never will be). Counting requests is not enough when answers are
-  big (many reads of a large file, all held for an agent that stopped reading):
-  an answer that would take the bytes waiting past `max_unwritten_bytes` is
-  replaced by a short ``-32603`` error, unless nothing else waits.
+  until `written` says it was (or `abandoned` that it never will be).
+  Counting requests is not enough when answers are big (many reads of a large
+  file, all held for an agent that stopped reading): an answer that would take
+  the bytes waiting past `max_unwritten_bytes` is replaced by a short
+  ``-32603`` error, unless nothing else waits.
 - **A `Reply` never waits.** It is sent where the message was read; when there
   is no room for it, it is dropped and `dropped` counts it.
 

@@ -36,10 +36,15 @@ def result(id: int, value: Any) -> bytes:
     return line({"jsonrpc": RPC, "id": id, "result": value})
 
 
-def error_of(action: Action) -> dict[str, Any]:
-    """The error object of a `Reply` (or of an answer line)."""
+def replied(action: Action) -> dict[str, Any]:
+    """The message a `Reply` sends."""
     assert type(action) is Reply, f"expected a reply, got {action!r}"
-    return dict(json.loads(action.line)["error"])
+    return dict(json.loads(action.line))
+
+
+def error_of(action: Action) -> dict[str, Any]:
+    """The error object a `Reply` sends."""
+    return dict(replied(action)["error"])
 
 
 def ids(actions: list[Action]) -> list[Any]:
@@ -73,10 +78,11 @@ def test_a_request_is_passed_on_and_answered_with_its_handlers_result() -> None:
 def test_a_request_whose_id_is_already_in_flight_is_refused_and_the_first_is_still_served() -> None:
     peer = Peer()
     (first,) = peer.receive(req(1))
+    assert type(first) is Request
     (refused,) = peer.receive(req(1, "/again"))
     assert error_of(refused)["code"] == -32600
     assert "already in flight" in error_of(refused)["message"]
-    assert json.loads(refused.line)["id"] == 1  # type: ignore[union-attr]
+    assert replied(refused)["id"] == 1
     peer.answer(first, as_result({"content": "x"}))
     peer.done(1)
     assert ids(list(peer.receive(req(1, "/later")))) == [1], "a finished id is free again"
@@ -120,7 +126,8 @@ def test_cancel_request_of_an_unknown_or_already_answered_id_is_ignored() -> Non
     assert type(request) is Request
     peer.answer(request, as_result({}))  # answered, not yet queued: nothing left to stop
     with capture_logs() as logs:
-        actions = list(peer.receive(cancel(1) + cancel(99) + cancel([1]) + note("$/cancel_request")))
+        data = cancel(1) + cancel(99) + cancel([1]) + note("$/cancel_request")
+        actions = list(peer.receive(data))
     assert actions == []
     assert [e["event"] for e in logs] == ["agent.cancel_unknown_request"] * 4
 
@@ -157,7 +164,7 @@ def test_after_the_answer_to_a_then_refuse_request_is_read_later_requests_are_re
     assert answered_other == Response(other, {})
     assert answered == Response(prompt, {"stopReason": "end_turn"})
     assert error_of(after) == {"code": -32000, "message": "the turn is over"}
-    assert json.loads(after.line)["id"] == 3  # type: ignore[union-attr]
+    assert replied(after)["id"] == 3
     assert type(update) is Notification, "notifications still pass"
     assert error_of(later)["code"] == -32000
     (next_chunk,) = peer.receive(req(5))
@@ -207,7 +214,7 @@ def test_only_wanted_notifications_are_passed_on_in_order() -> None:
 def test_a_malformed_line_is_answered_with_the_framings_reply_and_blank_lines_are_not() -> None:
     peer = Peer()
     actions = list(peer.receive(b"Debugger attached.\n\n  \n[1,2]\n"))
-    assert [(json.loads(a.line)["id"], error_of(a)["code"]) for a in actions] == [  # type: ignore[union-attr]
+    assert [(replied(a)["id"], error_of(a)["code"]) for a in actions] == [
         (None, -32700),
         (None, -32600),
     ]
