@@ -1,52 +1,44 @@
-"""The trio loop around `governor.acp.jsonrpc.JsonRpc`: one agent's stdio, read, written and served.
+"""The trio loop around `governor.acp.peer.Peer`: one agent's stdio, read, written and served.
 
+The protocol's rules -- which requests are dispatched or refused, the in-flight
+cap, ``$/cancel_request``, `then_refuse`, giving up on a hopeless agent, the bound
+on unwritten bytes -- are the peer's, decided without I/O. This file only
+carries them out: pipes, tasks, cancel scopes and channels.
 `Connection.serve` opens the nursery that owns every task of the connection;
 none outlives it:
 
-- the **reader** receives the agent's stdout and feeds the sans-IO core. It
-  never waits on anything but the pipe (and, with an async notification
-  callback, on the bounded in-order notification queue), so a slow decision
-  can never stop it from reading;
-- the **writer** is the only task that writes the agent's stdin; every line
-  goes to it through one bounded channel. If the agent stops reading, only
-  the writer and the tasks that want to send wait; the reader goes on;
+- the **reader** receives the agent's stdout, feeds the peer and does what it
+  says. It never waits on anything but the pipe (and, with an async
+  notification callback, on the bounded in-order notification queue), so a
+  slow decision can never stop it from reading. A request whose handler
+  answers at once is answered here, without a task;
+- the **writer** task writes the agent's stdin: every line goes to it through
+  one bounded channel, and it writes them in order. If the agent stops
+  reading, only the writer and the tasks that want to send wait; the reader
+  goes on: a reply of its own that finds the channel full is dropped (the
+  peer counts it), an immediate answer that finds it full gets a task that
+  waits. One shortcut passes the writer, and only in
+  `Connection._write_through`: an answer made at once while nothing else waits
+  to be written goes from the reader straight into the pipe, because handing
+  it to the writer costs every permission round trip a scheduler pass;
 - the **stderr drain** reads the agent's stderr all the time (a chatty agent
   must never block on a full pipe) and keeps its last lines for failure
   reasons (`Connection.stderr_tail`);
-- one task per **incoming request**, each in its own cancel scope (the agent
-  may withdraw a request with ``$/cancel_request``), at most `max_in_flight`
-  at once: beyond that a request is refused at once, so a flood from an agent
-  that does not read our answers cannot grow memory without bound. Counting
-  requests is not enough when answers are big (300 reads of a 1 MiB file held
-  300 MiB for an agent that stopped reading): an answer that would take the
-  bytes waiting to be written past `max_unwritten_bytes` is replaced by a short
-  ``-32603`` error, unless nothing else waits;
+- one task per **incoming request** whose handler answers later, each in its
+  own cancel scope (the agent may withdraw a request), at most `max_in_flight`
+  of them with the answers waiting for room;
 - an optional **notification** task awaits an async callback, in order.
 
 Hazards this layout avoids: the reader blocked behind a write (the classic
-pipe deadlock when both sides fill each other's buffers), notifications
-reordered by per-message tasks (the official SDK's habit), and a line that
-grows memory without bound (the core discards over-long lines as it reads).
+pipe deadlock when both sides fill each other's buffers), two tasks writing
+one pipe (a line split by another's partial write), notifications reordered
+by per-message tasks (the official SDK's habit), and a line that grows memory
+without bound (the framing discards over-long lines as it reads).
 
-**Giving up on a hopeless agent.** Each line that is not a JSON-RPC message
-(`governor.acp.jsonrpc.Malformed`: not UTF-8, not JSON, over the line limit, not
-an object, a batch, a bad id or method) is answered as JSON-RPC says and
-counted. The reader stops reading -- as if the agent's stdout had ended, so
-every pending request fails with `ConnectionClosed` -- when either
-
-- the agent's last `give_up_after` lines (default 1,000) were all malformed,
-  with no usable message between them; or
-- more than ``10 * give_up_after`` of its lines were malformed and they are
-  more than 9 in 10 of all its lines (a little valid traffic does not keep a
-  garbage stream alive).
-
-`Connection.gave_up` then says what the agent did ("sent 1,000 lines in a row
-that are not JSON-RPC (1,000 not JSON)"). The thresholds are far above what a
-sloppy but working agent does (a stray console line on stdout now and then)
-and low enough that a broken one is stopped in well under a second instead
-of at the attempt's timeout. The run is checked at each malformed line, the
-share once per chunk read, so the hot path pays one local assignment per
-message.
+When the peer gives up on the agent, the reader stops as if the agent's
+stdout had ended: every pending request fails with `ConnectionClosed`, and
+`Connection.gave_up` says what the agent did ("sent 1,000 lines in a row that
+are not JSON-RPC (1,000 not JSON)").
 
 Logs are structlog events on ``governor.acp.connection``; they carry sizes, ids
 and reasons, never the content of a line beyond a short prefix.
@@ -68,26 +60,25 @@ import structlog
 import trio
 from pydantic import BaseModel
 
-from governor.acp.dispatch import Answer, HandlerTable, begin, reply
+from governor.acp.dispatch import Answer, HandlerTable, begin
 from governor.acp.jsonrpc import (
     DEFAULT_MAX_LINE_BYTES,
-    INTERNAL_ERROR,
-    INVALID_REQUEST,
-    REQUEST_CANCELLED,
     ErrorResponse,
     JsonId,
-    JsonRpc,
-    Malformed,
     Notification,
     Request,
     Response,
-    UnknownResponse,
+    short,
 )
-
-DEFAULT_NOTIFICATIONS: Final = frozenset({"session/update", "elicitation/complete"})
-"""The agent->client notifications of ACP v1 handed to the callback by default."""
-
-CANCEL_REQUEST: Final = "$/cancel_request"
+from governor.acp.peer import (
+    DEFAULT_GIVE_UP_AFTER,
+    DEFAULT_MAX_IN_FLIGHT,
+    DEFAULT_MAX_UNWRITTEN_BYTES,
+    DEFAULT_NOTIFICATIONS,
+    Cancel,
+    Peer,
+    Reply,
+)
 
 NotificationCallback: TypeAlias = Callable[[str, Any], None] | Callable[[str, Any], Awaitable[None]]
 """``(method, params)``; a plain function is called inline, an ``async def`` awaited in order."""
@@ -126,12 +117,11 @@ class RequestTimeout(trio.TooSlowError):
 
 
 class _Waiter:
-    __slots__ = ("event", "outcome", "then_refuse")
+    __slots__ = ("event", "outcome")
 
-    def __init__(self, then_refuse: tuple[int, str] | None = None) -> None:
+    def __init__(self) -> None:
         self.event = trio.Event()
         self.outcome: Response | ErrorResponse | None = None
-        self.then_refuse = then_refuse
 
 
 class Connection:
@@ -149,56 +139,47 @@ class Connection:
         stderr: trio.abc.ReceiveStream | None = None,
         *,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
-        max_in_flight: int = 256,
+        max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
         write_buffer: int = 256,
         stderr_lines: int = 20,
         stderr_line_chars: int = 2000,
         stderr_grace: float = 1.0,
-        give_up_after: int = 1000,
-        max_unwritten_bytes: int = 64 * 2**20,
+        give_up_after: int = DEFAULT_GIVE_UP_AFTER,
+        max_unwritten_bytes: int = DEFAULT_MAX_UNWRITTEN_BYTES,
         log: Any = None,
     ) -> None:
         """`max_in_flight` caps the agent's concurrent requests; `write_buffer` is the
         number of lines queued for stdin before senders wait; `stderr_grace` is how
         long `serve` waits for stderr to end once stdout has; `give_up_after` is the
-        number of malformed lines in a row after which the agent is hopeless (see
-        the module docstring); `max_unwritten_bytes` bounds the answers held for an
-        agent that does not read them."""
-        if give_up_after < 1:
-            raise ValueError(f"give_up_after must be at least 1, got {give_up_after}")
+        number of malformed lines in a row after which the agent is hopeless;
+        `max_unwritten_bytes` bounds the answers held for an agent that does not
+        read them (the rules: `governor.acp.peer`)."""
+        self._log = log if log is not None else structlog.get_logger("governor.acp.connection")
+        self._peer = Peer(
+            max_line_bytes=max_line_bytes,
+            max_in_flight=max_in_flight,
+            give_up_after=give_up_after,
+            max_unwritten_bytes=max_unwritten_bytes,
+            log=self._log,
+        )
         self._stdin = stdin
         self._stdin_fd: int | None = (
-            stdin.fileno() if isinstance(stdin, trio.lowlevel.FdStream) else None
+            stdin.fileno() if isinstance(stdin, trio.lowlevel.FdStream) and write_buffer else None
         )
-        """For `_write_now`; None once the writer starts closing stdin (a closed fd
-        number may be reused by another file before we would notice)."""
+        """The pipe for `_write_through` (whose partial write must fit in the queue);
+        None from `close_stdin` on, so that nothing is written past the end."""
         self._stdout = stdout
         self._stderr = stderr
-        self._rpc = JsonRpc(max_line_bytes=max_line_bytes)
-        self._max_in_flight = max_in_flight
         self._out_send, self._out_receive = trio.open_memory_channel[bytes | None](write_buffer)
         self._waiters: dict[int, _Waiter] = {}
-        self._in_flight: dict[JsonId, trio.CancelScope] = {}
+        self._scopes: dict[JsonId, trio.CancelScope] = {}  # handlers that answer later
         self._tail: deque[str] = deque(maxlen=stderr_lines)
         self._tail_partial = b""
         self._line_chars = stderr_line_chars
         self._stderr_grace = stderr_grace
-        self._log = log if log is not None else structlog.get_logger("governor.acp.connection")
         self._serving = False
         self._stdout_closed = False
         self._stdin_closed = trio.Event()
-        self._dropped_replies = 0
-        self._give_up_after = give_up_after
-        self._lines = 0
-        self._malformed: dict[str, int] = {}
-        self._malformed_total = 0
-        self._gave_up: str | None = None
-        self._refusing: tuple[int, str] | None = None
-        self._max_unwritten = max_unwritten_bytes
-        self._unwritten = 0  # bytes queued for stdin (or waiting to be), not yet written
-        self._sends_waiting = 0  # immediate answers waiting for room in the write queue
-        self._writer_busy = False  # the writer task is in the middle of a write
-        self._closing = False  # close_stdin() queued the end marker
         self._nursery: trio.Nursery | None = None
         self._handlers: HandlerTable = {}
 
@@ -225,14 +206,9 @@ class Connection:
         return lines
 
     @property
-    def malformed(self) -> dict[str, int]:
-        """How many lines the agent sent that are not JSON-RPC, by kind."""
-        return dict(self._malformed)
-
-    @property
     def gave_up(self) -> str | None:
         """Why the reader gave up on the agent (what it sent), or None."""
-        return self._gave_up
+        return self._peer.gave_up
 
     @property
     def closed(self) -> bool:
@@ -256,14 +232,12 @@ class Connection:
 
         `then_refuse` (code, message): from the moment the answer is *read*, every
         later request of the agent is answered with this error at once and never
-        dispatched. Ordering is the wire's: a request on the line after the answer
-        is refused even when both arrive in one chunk, which a flag set by the
-        awaiting task could not promise (the handlers would run first). For
+        dispatched, in the wire's order (`governor.acp.peer`). For
         ``session/prompt``: after its result the agent has no turn to act in.
         """
         self._check_open(method)
-        id, line = self._rpc.request(method, _plain(params))
-        waiter = _Waiter(then_refuse)
+        id, line = self._peer.request(method, _plain(params), then_refuse=then_refuse)
+        waiter = _Waiter()
         self._waiters[id] = waiter
         deadline = math.inf if timeout is None else trio.current_time() + timeout
         try:
@@ -272,7 +246,7 @@ class Connection:
                 await waiter.event.wait()
         finally:
             del self._waiters[id]
-            self._rpc.forget(id)
+            self._peer.forget(id)
         if scope.cancelled_caught:
             raise RequestTimeout(method, timeout or 0.0)
         outcome = waiter.outcome
@@ -280,17 +254,17 @@ class Connection:
             return outcome.result
         if type(outcome) is ErrorResponse:
             raise RemoteError(outcome.code, outcome.message, outcome.data, method=method)
-        if self._gave_up is not None:
+        if self._peer.gave_up is not None:
             raise ConnectionClosed(
                 f"the governor stopped reading the agent before it answered {method!r}: "
-                f"it {self._gave_up}"
+                f"it {self._peer.gave_up}"
             )
         raise ConnectionClosed(f"the agent's stdout closed before it answered {method!r}")
 
     async def notify(self, method: str, params: Any = None) -> None:
         """Send a notification (queued for the writer; waits only if the queue is full)."""
         self._check_open(method)
-        await self._send(self._rpc.notify(method, _plain(params)), method)
+        await self._send(self._peer.notify(method, _plain(params)), method)
 
     async def close_stdin(self) -> None:
         """Close the agent's stdin once everything queued before has been written.
@@ -302,8 +276,8 @@ class Connection:
             with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
                 await self._stdin.aclose()
             self._stdin_closed.set()
+        self._stdin_fd = None
         if not self._stdin_closed.is_set():
-            self._closing = True  # nothing is written past the end marker
             try:
                 await self._out_send.send(None)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
@@ -320,10 +294,10 @@ class Connection:
     ) -> None:
         """Read and answer the agent until its stdout ends.
 
-        `handlers` answers the agent's requests (see `governor.acp.dispatch`), each in
-        its own task. Notifications whose method is in `notifications` go to
-        `on_notification`, in the order they arrived; ``$/cancel_request`` is
-        handled here; others are ignored (unknown ``_`` extensions quietly).
+        `handlers` answers the agent's requests (see `governor.acp.dispatch`).
+        Notifications whose method is in `notifications` go to
+        `on_notification`, in the order they arrived; ``$/cancel_request`` stops
+        the handler it names; others are ignored (unknown ``_`` extensions quietly).
         When stdout ends, pending requests fail with `ConnectionClosed`, queued
         notifications are still delivered, in-flight handlers are cancelled.
         """
@@ -331,6 +305,7 @@ class Connection:
             raise RuntimeError("serve() runs once per connection")
         self._serving = True
         self._handlers = handlers
+        self._peer.notifications = frozenset(notifications)
         is_async = inspect.iscoroutinefunction(on_notification) or inspect.iscoroutinefunction(
             type(on_notification).__call__  # an object with an async __call__
         )
@@ -356,12 +331,12 @@ class Connection:
                     )
                     task_status.started()
                     async with queue_send:
-                        await self._read(notifications, None, queue_send)
+                        await self._read(None, queue_send)
                     await delivered.wait()
                 else:
                     task_status.started()
                     callback = cast(Callable[[str, Any], None], on_notification)
-                    await self._read(notifications, callback, None)
+                    await self._read(callback, None)
                 with trio.move_on_after(self._stderr_grace):
                     await stderr_done.wait()
                 nursery.cancel_scope.cancel()
@@ -374,179 +349,94 @@ class Connection:
 
     async def _read(
         self,
-        notifications: Collection[str],
         callback: Callable[[str, Any], None] | None,
         queue: trio.MemorySendChannel[Notification] | None,
     ) -> None:
+        """Feed the peer until it is closed (stdout ended, or it gave up) and do what it says."""
         receive = _receiver(self._stdout)
-        feed = self._rpc.feed
-        others = self._on_event
-        wanted = frozenset(notifications)
+        peer = self._peer
         log = self._log
-        run = 0  # malformed lines since the last usable message
-        give_up_after = self._give_up_after
-        while True:
+        while not peer.closed:
             try:
                 data = await receive()
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 data = b""
-            events = feed(data) if data else self._rpc.feed_eof()
-            for event in events:
-                if type(event) is Notification:
-                    run = 0
-                    method = event.method
-                    if method in wanted:
-                        if queue is not None:
-                            await queue.send(event)
-                            continue
-                        try:
-                            callback(method, event.params)  # type: ignore[misc]  # set when queue is None
-                        except Exception:
-                            log.error("notification.failed", method=method, exc_info=True)
-                    else:
-                        self._unwanted_notification(event)
-                elif type(event) is Malformed:
-                    run += 1
-                    self._on_malformed(event)
-                    if run == give_up_after:
-                        break  # hopeless: judged below; the rest of this chunk is not read
-                else:
-                    run = 0
-                    others[type(event)](self, event)
-            if events:
-                self._lines += len(events)
-                if run >= give_up_after or self._malformed_total > 10 * give_up_after:
-                    self._judge(run)
-                    if self._gave_up is not None:
-                        break
-            if not data:
-                break
+            for action in peer.receive(data):
+                if type(action) is Notification:
+                    if queue is not None:
+                        await queue.send(action)
+                        continue
+                    try:
+                        callback(action.method, action.params)  # type: ignore[misc]  # set when queue is None
+                    except Exception:
+                        log.error("notification.failed", method=action.method, exc_info=True)
+                elif type(action) is Request:
+                    self._dispatch(action)
+                elif type(action) is Response or type(action) is ErrorResponse:
+                    self._wake(action)
+                elif type(action) is Reply:
+                    self._reply(action.line)
+                elif type(action) is Cancel:
+                    self._scopes[action.id].cancel()  # its task answers -32800
         self._close_stdout()
 
-    def _judge(self, run: int) -> None:
-        """Give up on the agent if its malformed lines meet the rule (module docstring)."""
-        total = self._malformed_total
-        if run >= self._give_up_after:
-            what = f"sent {run:,} lines in a row that are not JSON-RPC"
-        elif total > 10 * self._give_up_after and total * 10 > self._lines * 9:
-            what = f"sent {total:,} lines that are not JSON-RPC out of {self._lines:,}"
-        else:
-            return
-        kinds = ", ".join(
-            f"{n:,} {kind}" for kind, n in sorted(self._malformed.items(), key=lambda kv: -kv[1])
-        )
-        self._gave_up = f"{what} ({kinds})"
-        self._log.error(
-            "agent.hopeless", malformed=total, lines=self._lines, run=run, reason=self._gave_up
-        )
-
-    def _unwanted_notification(self, event: Notification) -> None:
-        if event.method == CANCEL_REQUEST:
-            self._cancel_incoming(event.params)
-        elif event.method.startswith("_"):
-            self._log.debug("agent.extension_notification_ignored", method=_short(event.method))
-        else:
-            self._log.warning("agent.unknown_notification", method=_short(event.method))
-
-    def _on_request(self, event: Request) -> None:
-        if self._refusing is not None:
-            self._send_nowait(self._rpc.error(event.id, *self._refusing))
-            self._log.warning(
-                "agent.request_refused", method=_short(event.method), why=self._refusing[1]
-            )
-            return
-        if event.id in self._in_flight:
-            self._send_nowait(
-                self._rpc.error(
-                    event.id, INVALID_REQUEST, "Invalid request: this id is already in flight"
-                )
-            )
-            self._log.warning("agent.duplicate_request_id", id=_short(repr(event.id)))
-            return
-        if len(self._in_flight) >= self._max_in_flight:
-            self._send_nowait(
-                self._rpc.error(
-                    event.id,
-                    INTERNAL_ERROR,
-                    f"Too many requests in flight (the limit is {self._max_in_flight})",
-                )
-            )
-            self._log.warning(
-                "agent.too_many_requests", limit=self._max_in_flight, method=_short(event.method)
-            )
-            return
-        outcome = begin(self._handlers, event.method, event.params)
-        if type(outcome) is not CoroutineType:  # `begin`'s later answers are coroutines
-            # Answered at once, here in the reader: no task, no scope, no pass.
-            line = reply(event.id, outcome)
-            if self._unwritten and self._unwritten + len(line) > self._max_unwritten:
-                line = self._not_reading(event, len(line))
-            if self._write_now(line):
-                return
-            self._unwritten += len(line)
-            try:
-                self._out_send.send_nowait(line)
-            except trio.WouldBlock:  # the agent is slow to read: a task waits to send
-                if self._sends_waiting >= self._max_in_flight:  # as many as requests in flight
-                    self._send_nowait(line)  # counted and dropped: the agent reads nothing
-                    return
-                assert self._nursery is not None
-                self._nursery.start_soon(self._send_later, line)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                self._log.info("agent.reply_not_sent", reason="stdin closed")
-            return
-        scope = trio.CancelScope()
-        self._in_flight[event.id] = scope
+    def _dispatch(self, request: Request) -> None:
+        outcome = begin(self._handlers, request.method, request.params)
         assert self._nursery is not None
-        self._nursery.start_soon(self._serve_request, event, outcome, scope)
+        if type(outcome) is CoroutineType:  # `begin`'s later answers are coroutines
+            scope = trio.CancelScope()
+            self._scopes[request.id] = scope
+            self._nursery.start_soon(self._serve_request, request, outcome, scope)
+            return
+        # Answered at once, here in the reader: no task, no scope.
+        line = self._peer.answer(request, outcome)
+        if self._write_through(line):
+            self._peer.done(request.id)
+            return
+        try:
+            self._out_send.send_nowait(line)
+        except trio.WouldBlock:  # the agent is slow to read: a task waits, holding the slot
+            self._nursery.start_soon(self._send_answer, request.id, line)
+            return
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            self._peer.abandoned(line)
+            self._log.info("agent.reply_not_sent", reason="stdin closed")
+        self._peer.done(request.id)
 
-    def _on_response(self, event: Response | ErrorResponse) -> None:
+    def _write_through(self, line: bytes) -> bool:
+        """The shortcut past the writer (module docstring): write an answer made at
+        once straight into the pipe when nothing else waits to be written -- the peer
+        counts every line until it is written, so only this one is counted -- and the
+        writer still runs. False when the line must be queued instead. What the pipe
+        does not take at once is queued, behind nothing."""
+        fd = self._stdin_fd
+        if fd is None or self._peer.unwritten != len(line) or self._stdin_closed.is_set():
+            return False
+        try:
+            written = os.write(fd, line)
+        except OSError:  # a full pipe; or a broken one, which the writer will meet too
+            return False
+        self._peer.written(written)
+        if written < len(line):
+            self._out_send.send_nowait(line[written:])  # the queue is empty: it fits
+        return True
+
+    def _reply(self, line: bytes) -> None:
+        """Queue a reply from the reader itself, which must never wait to write."""
+        try:
+            self._out_send.send_nowait(line)
+        except trio.WouldBlock:
+            self._peer.dropped(line)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            self._peer.abandoned(line)
+
+    def _wake(self, event: Response | ErrorResponse) -> None:
         waiter = self._waiters.get(event.id)
-        if waiter is None:  # cannot happen: the core only correlates ids we wait on
-            self._log.warning("agent.unknown_response", id=event.id)
+        if waiter is None:  # timed out while the reader waited on the notification queue
+            self._log.warning("agent.unknown_response", id=short(repr(event.id)))
             return
         waiter.outcome = event
         waiter.event.set()
-        if waiter.then_refuse is not None:
-            self._refusing = waiter.then_refuse
-
-    def _on_unknown_response(self, event: UnknownResponse) -> None:
-        self._log.warning(
-            "agent.unknown_response", id=_short(repr(event.id)), error_code=event.code
-        )
-
-    def _on_malformed(self, event: Malformed) -> None:
-        kind = _MALFORMED_KINDS.get(event.reason, "over the line limit")
-        self._malformed[kind] = self._malformed.get(kind, 0) + 1
-        self._malformed_total += 1
-        self._log.warning(
-            "agent.malformed_line",
-            reason=event.reason,
-            length=event.length,
-            prefix=event.prefix,
-            answered=event.reply is not None,
-        )
-        if event.reply is not None:
-            self._send_nowait(event.reply)
-
-    _on_event: Final[dict[type, Callable[[Connection, Any], None]]] = {
-        Request: _on_request,
-        Response: _on_response,
-        ErrorResponse: _on_response,
-        UnknownResponse: _on_unknown_response,
-        Malformed: _on_malformed,
-    }
-
-    def _cancel_incoming(self, params: Any) -> None:
-        request_id = params.get("requestId") if isinstance(params, dict) else None
-        try:
-            scope = self._in_flight.get(request_id)
-        except TypeError:  # an unhashable id names no request of ours
-            scope = None
-        if scope is None:
-            self._log.debug("agent.cancel_unknown_request", id=_short(repr(request_id)))
-            return
-        scope.cancel()
 
     def _close_stdout(self) -> None:
         if self._stdout_closed:
@@ -558,65 +448,35 @@ class Connection:
     # --- the tasks ---
 
     async def _serve_request(
-        self, event: Request, outcome: Awaitable[Answer], scope: trio.CancelScope
+        self, request: Request, outcome: Awaitable[Answer], scope: trio.CancelScope
     ) -> None:
         try:
-            line = None
+            answer = None
             with scope:
-                line = reply(event.id, await outcome)
-            if line is None:  # withdrawn by $/cancel_request
-                line = self._rpc.error(event.id, REQUEST_CANCELLED, "Request cancelled")
-            elif self._unwritten and self._unwritten + len(line) > self._max_unwritten:
-                line = self._not_reading(event, len(line))
-            self._unwritten += len(line)
+                answer = await outcome
+            await self._queue_answer(self._peer.answer(request, answer))  # None: withdrawn
+        finally:
+            del self._scopes[request.id]
+            self._peer.done(request.id)
+
+    async def _send_answer(self, id: JsonId, line: bytes) -> None:
+        try:
+            await self._queue_answer(line)
+        finally:
+            self._peer.done(id)
+
+    async def _queue_answer(self, line: bytes) -> None:
+        try:
             try:
                 self._out_send.send_nowait(line)  # the usual case: no extra scheduler pass
-            except trio.WouldBlock:
-                await self._send_later(line)  # the agent is slow to read: wait here
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                self._log.info("agent.reply_not_sent", reason="stdin closed")
-        finally:
-            del self._in_flight[event.id]
-
-    def _write_now(self, line: bytes) -> bool:
-        """Write an immediate answer straight to the agent's pipe when nothing is
-        queued and the writer is idle -- the order of lines on the wire stays the
-        order they were answered in, and a permission round trip saves the writer's
-        scheduler pass. Whatever the pipe does not take at once is queued as usual.
-        False when the line must go through the queue (a stream of our own making,
-        a busy writer, a full pipe, stdin closing)."""
-        fd = self._stdin_fd
-        if (
-            fd is None
-            or self._writer_busy
-            or self._stdin_closed.is_set()
-            or self._unwritten  # lines queued: they go first
-            or self._closing
-        ):
-            return False
-        try:
-            written = os.write(fd, line)
-        except BlockingIOError:
-            return False
-        except OSError:
-            return False  # the writer meets the same error and reports it
-        if written < len(line):
-            rest = line[written:]
-            self._unwritten += len(rest)
-            try:
-                self._out_send.send_nowait(rest)
-            except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
-                self._log.warning("agent.reply_not_sent", reason="partial write")
-        return True
-
-    async def _send_later(self, line: bytes) -> None:
-        self._sends_waiting += 1
-        try:
-            await self._out_send.send(line)
+            except trio.WouldBlock:  # the agent is slow to read: wait here
+                await self._out_send.send(line)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
+            self._peer.abandoned(line)
             self._log.info("agent.reply_not_sent", reason="stdin closed")
-        finally:
-            self._sends_waiting -= 1
+        except BaseException:  # cancelled while it waited for room: never queued
+            self._peer.abandoned(line)
+            raise
 
     async def _write(self) -> None:
         """The only writer of stdin: batches whatever is queued into one write."""
@@ -641,14 +501,9 @@ class Connection:
                 data = lines[0] if len(lines) == 1 else b"".join(lines)
                 try:
                     if data:
-                        self._writer_busy = True
-                        try:
-                            await send_all(data)
-                        finally:
-                            self._writer_busy = False
-                        self._unwritten -= len(data)
+                        await send_all(data)
+                        self._peer.written(len(data))
                     if end:
-                        self._stdin_fd = None
                         await self._stdin.aclose()
                         return
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
@@ -656,7 +511,6 @@ class Connection:
                     return
         finally:
             # Nobody writes any more: senders get BrokenResourceError instead of waiting.
-            self._stdin_fd = None
             receive.close()
             self._stdin_closed.set()
 
@@ -717,37 +571,16 @@ class Connection:
         if not self._serving:
             raise RuntimeError(f"cannot send {method!r}: serve() is not running yet")
 
-    def _not_reading(self, event: Request, size: int) -> bytes:
-        """The short error that stands for an answer the agent would not read in time."""
-        self._log.warning(
-            "agent.not_reading", method=_short(event.method), dropped_bytes=size,
-            unwritten_bytes=self._unwritten,
-        )  # fmt: skip
-        return self._rpc.error(
-            event.id,
-            INTERNAL_ERROR,
-            f"Internal error: the agent is not reading its answers ({self._unwritten:,} bytes "
-            f"wait to be written); this answer of {size:,} bytes was not kept",
-        )
-
     async def _send(self, line: bytes, method: str) -> None:
-        self._unwritten += len(line)
+        """Queue one of our lines, waiting for room; a line not queued is abandoned."""
         try:
             await self._out_send.send(line)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
+            self._peer.abandoned(line)
             raise ConnectionClosed(f"cannot send {method!r}: the agent's stdin is closed") from None
-
-    def _send_nowait(self, line: bytes) -> None:
-        """Queue a reply from the reader itself, which must never wait to write."""
-        try:
-            self._out_send.send_nowait(line)
-            self._unwritten += len(line)
-        except trio.WouldBlock:
-            self._dropped_replies += 1
-            if self._dropped_replies == 1 or self._dropped_replies % 1000 == 0:
-                self._log.warning("agent.not_reading", dropped_replies=self._dropped_replies)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass
+        except BaseException:  # cancelled while it waited for room (a timeout): never queued
+            self._peer.abandoned(line)
+            raise
 
 
 # --- pipes ---------------------------------------------------------------------------
@@ -755,8 +588,8 @@ class Connection:
 # A trio stream call costs a scheduler pass of its own: `FdStream.receive_some`
 # and `send_all` each start with a checkpoint. On the agent's pipes the
 # connection does the same non-blocking reads and writes itself, parking only
-# when the pipe is empty or full, so a permission round trip takes three passes
-# (reader, handler, writer) instead of five. Any other stream goes the usual way.
+# when the pipe is empty or full, so a round trip pays for no pass but the ones
+# where a task really waits. Any other stream goes the usual way.
 
 
 def _receiver(stream: trio.abc.ReceiveStream) -> Callable[[], Awaitable[bytes]]:
@@ -805,23 +638,8 @@ def _sender(stream: trio.abc.SendStream) -> Callable[[bytes], Awaitable[None]]:
     return send_fd
 
 
-_MALFORMED_KINDS: Final = {
-    "not UTF-8": "not UTF-8",
-    "not JSON": "not JSON",
-    "a batch": "batches",
-    "not an object": "not a JSON object",
-    "request id of a bad type": "with an id of a bad type",
-    "method is not a string": "with a method that is not a string",
-    "neither request nor response": "neither request nor response",
-}
-"""`Malformed.reason` -> how `Connection.gave_up` names it (over-long lines name their size)."""
-
-
 def _plain(params: Any) -> Any:
     if isinstance(params, BaseModel):
         return params.model_dump(mode="json", by_alias=True, exclude_none=True)
     return params
 
-
-def _short(text: str, limit: int = 100) -> str:
-    return text if len(text) <= limit else text[:limit] + "..."

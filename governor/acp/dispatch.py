@@ -18,8 +18,8 @@ Built from jsonrpcserver 5's pieces where they fit: its `Result` type and
 `JsonRpcError` is the base of `RpcError` (so a handler may raise either), and
 `to_response` + `to_serializable_one` shape error responses (its `NODATA`
 sentinel decides whether ``data`` is sent). A success is shaped here directly:
-it is the one path every permission answer takes, and jsonrpcserver's detour
-through two namedtuples costs more than the encoding; a schema model's result
+it is the one path every permission answer takes, so it skips jsonrpcserver's
+detour through two namedtuples; a schema model's result
 travels as `Encoded` bytes, not wrapped in a `Success`. Not used: its
 `async_dispatch` awaits through `asyncio.gather`, which fails under trio, and it
 re-parses JSON text we already parsed; its `validate_args` binds params to a
@@ -48,10 +48,10 @@ from governor.acp.jsonrpc import (
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
     JsonId,
-    Request,
     encode,
     encode_id,
     error_line,
+    short,
 )
 
 log = structlog.get_logger("governor.acp.dispatch")
@@ -95,14 +95,14 @@ def begin(table: HandlerTable, method: str, params: Any) -> Answer | Awaitable[A
     A handler may answer at once (a plain function returning its result) or
     later (an ``async def``, or a plain function returning an awaitable for the
     slow cases). An immediate answer comes back as an `Answer`, so the caller can
-    reply from where it stands -- no task, no scheduler pass, which is most of a
-    permission round trip's cost; otherwise a coroutine of the `Answer`.
+    reply from where it stands -- no task and no scheduler pass on the path every
+    permission takes; otherwise a coroutine of the `Answer`.
 
     Never raises for anything the agent or the handler did wrong.
     """
     route = table.get(method)
     if route is None:
-        return Error(METHOD_NOT_FOUND, f"Method not found: {_short(method)}")
+        return Error(METHOD_NOT_FOUND, f"Method not found: {short(method)}")
     model, handler = route
     try:
         validated = model.__pydantic_validator__.validate_python(params)  # = model_validate
@@ -134,14 +134,6 @@ async def _finish(method: str, pending: Awaitable[Any]) -> Answer:
     return as_result(value)
 
 
-async def dispatch(table: HandlerTable, method: str, params: Any) -> Answer:
-    """`begin`, awaiting the handler when it answers later."""
-    outcome = begin(table, method, params)
-    if inspect.isawaitable(outcome):
-        return await outcome
-    return outcome
-
-
 class Encoded(bytes):
     """A result already encoded as JSON (a schema model, by pydantic's own
     serializer), spliced into the response line as it is."""
@@ -153,8 +145,8 @@ def as_result(value: Any) -> Answer:
     """A handler's return value as an `Answer`: `Encoded` for a schema model, else a
     jsonrpcserver `Result` with a JSON-ready payload.
 
-    A schema model is encoded here, by pydantic's serializer, straight to bytes:
-    a third of the cost of dumping it to dicts and encoding those. A model it
+    A schema model is encoded here, by pydantic's serializer, straight to bytes,
+    not dumped to dicts that are then encoded again. A model it
     cannot encode (a lone surrogate in a string) is dumped to dicts instead,
     which `encode` writes with ``\\udcxx`` escapes."""
     if isinstance(value, BaseModel):  # the usual case first
@@ -195,11 +187,6 @@ def reply(id: JsonId, result: Answer) -> bytes:
         return error_line(id, INTERNAL_ERROR, "Internal error (the result is not JSON)")
 
 
-async def answer(table: HandlerTable, request: Request) -> bytes:
-    """`dispatch` then `reply`: the one line that answers `request`."""
-    return reply(request.id, await dispatch(table, request.method, request.params))
-
-
 def invalid_params(exc: ValidationError) -> tuple[str, dict[str, Any]]:
     """A ``-32602`` message naming the first bad field, and every error as data.
 
@@ -214,6 +201,3 @@ def invalid_params(exc: ValidationError) -> tuple[str, dict[str, Any]]:
     more = f" (and {len(listed) - 1} more)" if len(listed) > 1 else ""
     return f"Invalid params: {first['field']}: {first['message']}{more}", {"errors": listed}
 
-
-def _short(text: str, limit: int = 100) -> str:
-    return text if len(text) <= limit else text[:limit] + "..."

@@ -23,11 +23,10 @@ Rules of this file:
   have not `forget`-ten; anything else is an `UnknownResponse`.
 - Newlines are found in each chunk as it arrives (``bytes.split``), never by
   re-scanning what is already buffered; a long line is collected as a list of
-  chunks and joined once, so a 32 MiB line in 64 KiB chunks costs one copy,
-  not 512.
-- Events are plain slotted records (not frozen: a frozen dataclass costs three
-  times as much to build, on the path every notification takes); treat them
-  as read-only.
+  chunks and joined once, so a long line costs one copy, not one per chunk.
+- Events are plain slotted records (not frozen: a frozen dataclass sets each
+  field through ``object.__setattr__``, and every notification builds one);
+  treat them as read-only.
 - Leniency where real agents are sloppy: ``"jsonrpc": "2.0"`` is not checked,
   a response with neither ``result`` nor ``error`` is a ``null`` result (a
   JavaScript ``undefined`` result serialises that way), ``"error": null`` next
@@ -64,6 +63,15 @@ Lines can carry secrets (file contents, tokens in stray console output); a
 short prefix is enough to recognise "Debugger listening on ..." and no more.
 """
 
+SHORT_CHARS: Final = 100
+"""How much of a string the agent chose (a method name, an id) a message or log repeats."""
+
+
+def short(text: str, limit: int = SHORT_CHARS) -> str:
+    """`text`, cut to `limit` characters with ``...`` when longer."""
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 _SNIFF_BYTES: Final = 256
 """How much of an over-long line is kept to find the request id to answer."""
 
@@ -82,7 +90,7 @@ _scan_once: Callable[[str, int], tuple[Any, int]] = cast(Any, json.JSONDecoder()
 
 
 def _parse_json(text: str) -> Any:
-    """`json.loads` for one line, minus its per-call wrapping (a third of its cost).
+    """`json.loads` for one line, minus its per-call wrapping (type checks, whitespace scans).
 
     The scanner reads one value from position 0; only what json.loads also
     allows (whitespace) may follow it. Anything unusual, such as leading
@@ -98,7 +106,7 @@ def _parse_json(text: str) -> Any:
 
 
 _fast_loads: Final = orjson.loads
-"""Parses a line in a quarter of `json.loads`' time. It refuses what the stdlib
+"""Every line meets orjson first, the faster parser. It refuses what the stdlib
 accepts (NaN, lone surrogate escapes, a BOM) and reads an integer beyond 64 bits
 as a float: a line it refuses takes `_parse_json`, whose verdict and errors
 stand; a beyond-64-bit number is out of range for every ACP field and id anyway.

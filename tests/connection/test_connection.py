@@ -282,6 +282,24 @@ async def test_a_peer_that_never_reads_stdin_does_not_deadlock_the_governor(peer
     assert len(files.calls) < flood, "every request got a task: memory is not bounded"
 
 
+async def test_an_answer_made_at_once_that_the_pipe_takes_in_part_arrives_whole_and_first(
+    peer: Any,
+) -> None:
+    big = "y" * (4 << 20)  # far beyond a pipe buffer: the first write is partial
+
+    def read(params: ReadTextFileRequest) -> ReadTextFileResponse:  # answers at once
+        return ReadTextFileResponse(content=big if params.path == "/big" else "small")
+
+    run = await peer(
+        [read_file(1, "/big"), read_file(2, "/small"), read_file(3, "/small"),
+         {"read": {"responses": 3}}],
+        {"fs/read_text_file": (ReadTextFileRequest, read)},
+    )
+    assert [r["id"] for r in run.responses] == [1, 2, 3]
+    assert run.answer(1)["result"]["content"] == big
+    assert run.answer(3)["result"]["content"] == "small"
+
+
 async def test_a_chatty_stderr_never_blocks_and_its_tail_is_kept(peer: Any) -> None:
     run = await peer(
         [

@@ -2,7 +2,7 @@
 attempt ``failed`` with a reason naming what it sent; a sloppy one that also sends
 real messages is served to the end.
 
-The rule (`governor.acp.connection`): 1,000 malformed lines in a row, or more than
+The rule (`governor.acp.peer`): 1,000 malformed lines in a row, or more than
 10,000 malformed lines that are more than 9 in 10 of everything the agent sent.
 Each test has its control: the same garbage just under the line completes.
 """
