@@ -36,26 +36,16 @@ from pydantic import ValidationError
 
 from governor import confine
 from governor.acp.connection import Connection, ConnectionClosed, RemoteError, RequestTimeout
-from governor.acp.jsonrpc import AUTH_REQUIRED
+from governor.acp.jsonrpc import AUTH_REQUIRED, short_error
 from governor.attribution import Evidence, explain
 from governor.audit.log import AuditLog, AuditUnavailable
 from governor.ending import CommandResult, Ending, judge
 from governor.gate import REFUSED, Gate
 from governor.outcome import Outcome
-from governor.settings import (
-    ConfigOption,
-    SelectOption,
-    Setting,
-    Unavailable,
-    acts_alone,
-    asking_settings,
-    choose_model,
-    select_choices,
-)
+from governor.setup import SessionSetup
 from governor.spec import AttemptSpec, Command, Prepared, RefusedBeforeStart, prepare
 from governor.turn import Turn
 from governor.workspace import Snapshot, diff, snapshot
-from policies.options import mode_asks
 
 log = structlog.get_logger("governor.attempt")
 
@@ -345,7 +335,8 @@ class Attempt:
             return
         self.turn.session_id = gate.session_id = session.session_id
         structlog.contextvars.bind_contextvars(session=session.session_id)
-        if not await self._configure(conn, session, raw.get("models")):
+        setup = SessionSetup(conn, self.p, self.turn, self.end, self.audit)
+        if not await setup.run(session, raw.get("models")):
             return
         prompt = p.spec.prompt + (RULES_FOR_THE_AGENT if p.spec.append_rules else "")
         self.emit("prompt", {"session": session.session_id})
@@ -392,187 +383,6 @@ class Attempt:
     def _needs_sign_in(self) -> None:
         self.end.sign_in = self._login_line()
         self.end.error = f"{self.name} needs signing in: {self.end.sign_in}"
-
-    async def _configure(
-        self, conn: Connection, session: schema.NewSessionResponse, models: Any
-    ) -> bool:
-        """The model asked for, then a way of working in which the agent asks
-        (`governor.settings`); False when the attempt must end before the prompt."""
-        spec, preset = self.p.spec, self.p.executor.preset
-        options = list(session.config_options or [])
-        if spec.model is not None:
-            choice = choose_model(
-                spec.model,
-                options,
-                models,
-                agent=self.name,
-                own_way=preset.model_env if preset is not None else None,
-            )
-            if isinstance(choice, Unavailable):
-                self.end.error = choice.reason
-                self._record_setting("model", spec.model, "deny", choice.reason)
-                return False
-            if choice.setting is not None:
-                updated = await self._apply(conn, session.session_id, choice.setting)
-                if updated is None:
-                    self.end.error = f"{self.name} could not switch to the model {choice.model}"
-                    return False
-                options = updated or options
-            self.end.model = choice.model
-            if choice.setting is not None:
-                how = f"set with {choice.setting.method}"
-            elif choice.offered:
-                how = "the agent's current model already"
-            else:
-                how = (
-                    f"passed in ${preset.model_env if preset else '?'}: the agent offers no choice"
-                )
-            self._record_setting("model", choice.model, "allow", f"the model asked for, {how}")
-        mode_option = next(
-            (o for o in options if isinstance(o, SelectOption) and o.category == "mode"), None
-        )
-        if (
-            mode_option is not None
-            and spec.mode is not None
-            and spec.mode != mode_option.current_value
-        ):
-            wanted = Setting(
-                "session/set_config_option",
-                {"configId": mode_option.id, "value": spec.mode},
-                f"the mode {spec.mode}, as asked",
-            )
-            options = await self._apply(conn, session.session_id, wanted) or options
-        mode_id = mode_option.id if mode_option is not None else None
-        asking = asking_settings(
-            [o for o in options if spec.mode is None or o.id != mode_id],
-            preferred=preset.asking_mode if preset is not None else None,
-        )
-        for setting in asking.settings:
-            options = await self._apply(conn, session.session_id, setting) or options
-        self.end.alone = asking.alone
-        self.turn.config_options = options
-        if mode_option is None:
-            await self._pick_mode(conn, session)
-        else:
-            self._mode_from(options)
-        return True
-
-    async def _apply(
-        self, conn: Connection, session_id: str, setting: Setting
-    ) -> list[ConfigOption] | None:
-        """Make one setting's request and record it: the config options the agent
-        then reports ([] when it reports none), or None when it refused."""
-        option = setting.params.get("configId") or "model"
-        value = setting.params.get("value", setting.params.get("modelId"))
-        try:
-            result = await conn.request(
-                setting.method, {"sessionId": session_id, **setting.params}, timeout=30
-            )
-        except (RemoteError, RequestTimeout) as e:
-            self.turn.notices.append(
-                f"could not set {self.name}'s {option} to {value}: {short_error(e)}"
-            )
-            return None
-        if option != "model":
-            self._record_setting(option, value, "allow", setting.why)
-        if setting.method != "session/set_config_option" or not isinstance(result, dict):
-            return []
-        try:
-            response = schema.SetSessionConfigOptionResponse.model_validate(result)
-        except ValidationError:
-            return []
-        return list(response.config_options or [])
-
-    def _record_setting(self, option: str, value: Any, verdict: str, reason: str) -> None:
-        with contextlib.suppress(AuditUnavailable):
-            self.audit.record(
-                "config",
-                session=self.turn.session_id,
-                subject={"option": option, "value": value},
-                verdict=verdict,
-                by="policy",
-                reason=reason,
-            )
-
-    def _mode_from(self, options: list[ConfigOption]) -> None:
-        """The mode the agent runs in, from its ``mode`` config option."""
-        for option in options:
-            if isinstance(option, SelectOption) and option.category == "mode":
-                choice = next(
-                    (c for c in select_choices(option) if c.value == option.current_value), None
-                )
-                name = choice.name if choice is not None else option.current_value
-                alone = acts_alone(option)
-                asks = None if alone is None else not alone
-                self.turn.mode = {
-                    "id": option.current_value,
-                    "name": name,
-                    "asks": True if self._asking_mode(option.current_value) else asks,
-                }
-                self._record_mode()
-                return
-
-    def _asking_mode(self, mode_id: str) -> bool:
-        """Whether the preset names `mode_id` as the agent's asking mode."""
-        preset = self.p.executor.preset
-        return preset is not None and preset.asking_mode == mode_id
-
-    def _record_mode(self) -> None:
-        mode = self.turn.mode
-        if mode is None:
-            return
-        with contextlib.suppress(AuditUnavailable):
-            self.audit.record(
-                "mode",
-                session=self.turn.session_id,
-                subject=mode,
-                verdict="allow",
-                by="policy",
-                reason=f"{self.name} runs in mode {mode['id']}",
-            )
-
-    async def _pick_mode(self, conn: Connection, session: schema.NewSessionResponse) -> None:
-        """Put the agent in the mode `--mode` names, else in one where it asks
-        (the legacy ``modes`` of an agent with no ``mode`` config option)."""
-        modes = session.modes
-        if modes is None:
-            return
-        available = {m.id: m for m in modes.available_modes}
-        current = modes.current_mode_id
-        wanted = self.p.spec.mode
-        if (
-            wanted is None
-            and not self._asking_mode(current)
-            and mode_asks(current, available.get(current)) is not True
-        ):
-            preferred = self.p.executor.preset.asking_mode if self.p.executor.preset else None
-            wanted = (
-                preferred
-                if preferred in available
-                else next(
-                    (i for i, m in available.items() if mode_asks(i, m) is True and i != "plan"),
-                    None,
-                )
-            )
-        if wanted and wanted != current:
-            try:
-                await conn.request(
-                    "session/set_mode",
-                    {"sessionId": session.session_id, "modeId": wanted},
-                    timeout=30,
-                )
-                current = wanted
-            except (RemoteError, RequestTimeout) as e:
-                self.turn.notices.append(
-                    f"could not switch {self.name} to mode {wanted}: {short_error(e)}"
-                )
-        mode = available.get(current)
-        self.turn.mode = {
-            "id": current,
-            "name": mode.name if mode else current,
-            "asks": True if self._asking_mode(current) else mode_asks(current, mode),
-        }
-        self._record_mode()
 
     def _on_notification(self, method: str, params: Any) -> None:
         if method == "session/update":
@@ -771,12 +581,6 @@ def _redacted_argv(argv: Sequence[str], secret_tail: int) -> list[str]:
 
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def short_error(e: BaseException, limit: int = 300) -> str:
-    """An exception as one short line for a reason (its type when it says nothing)."""
-    text = str(e) or type(e).__name__
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _version() -> str:

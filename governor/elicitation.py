@@ -10,18 +10,21 @@ Rules of this file:
 - **URL mode is declined**: it would send the person to a page the governor
   cannot see.
 - **Recorded before it is answered**: a decision record of kind
-  ``elicitation`` with the message (masked, as every record is), the mode, the
-  fields asked for, and the answer's action and field names. The values a
+  ``elicitation`` with the message (masked, as every record is), the mode and
+  the fields asked for, and the answer's action as its ``option``. The values a
   person typed are not recorded: a form may hold what should not be logged.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from acp import schema
 from pydantic import RootModel
+
+from policies.decide import Decision
+from policies.rules import Verdict
 
 Answer = dict[str, Any]
 """``{"action": "accept", "content": {...}}``, ``{"action": "decline"}`` or ``{"action": "cancel"}``."""
@@ -38,6 +41,7 @@ class FillsForms(Protocol):
 
 
 DECLINE: Answer = {"action": "decline"}
+RULE = "elicitation"
 
 
 def fields_of(request: Any) -> dict[str, Any]:
@@ -60,26 +64,17 @@ def subject_of(request: Any) -> dict[str, Any]:
     return subject
 
 
-async def answer(
-    request: Any,
-    person: FillsForms | None,
-    record: Callable[[str, str, str, Answer], Awaitable[None]],
-) -> Answer:
-    """Ask `person` (None: nobody is there) and record the answer before returning it.
-
-    `record(verdict, by, reason, answer)` writes the decision record."""
+async def answer(request: Any, person: FillsForms | None) -> tuple[Decision, Answer]:
+    """Ask `person` (None: nobody is there): the decision to record, whose
+    verdict, ``by`` and reason say who answered and how, and the answer."""
     if person is None:
-        await record("deny", "policy", "declined: nobody is there to answer (unattended)", DECLINE)
-        return DECLINE
+        why = "declined: nobody is there to answer (unattended)"
+        return Decision(Verdict.DENY, RULE, why), DECLINE
     if request.mode != "form":
-        await record(
-            "deny", "policy", "declined: a URL elicitation sends the person to a page", DECLINE
-        )
-        return DECLINE
+        why = "declined: a URL elicitation sends the person to a page"
+        return Decision(Verdict.DENY, RULE, why), DECLINE
     content = await person.fill(request.message, fields_of(request))
     if content is None:
-        await record("deny", "person", "declined by the person", DECLINE)
-        return DECLINE
-    accepted: Answer = {"action": "accept", "content": content}
-    await record("allow", "person", "filled in by the person", accepted)
-    return accepted
+        return Decision(Verdict.DENY, RULE, "declined by the person", by="person"), DECLINE
+    filled = Decision(Verdict.ALLOW, RULE, "filled in by the person", by="person")
+    return filled, {"action": "accept", "content": content}

@@ -522,31 +522,23 @@ class Gate:
     # -- elicitation/create -------------------------------------------------------------
 
     async def create_elicitation(self, req: elicitation.Request) -> elicitation.Answer:
-        """Put the agent's form to the person, or decline (`governor.elicitation`)."""
+        """Put the agent's form to the person, or decline (`governor.elicitation`);
+        recorded before it is answered."""
         request = req.root
-        session = getattr(request, "session_id", None)
-        if isinstance(session, str):
-            self._check_session(session)
+        if isinstance(getattr(request, "session_id", None), str):
+            self._check_session(request.session_id)
         approver = self.approvals.approver
-        person = cast(elicitation.FillsForms, approver) if hasattr(approver, "fill") else None
+        fills = hasattr(approver, "fill") and not self.approvals.cancelled
+        person = cast(elicitation.FillsForms, approver) if fills else None
         number = self._next_request()
+        decision, answer = await elicitation.answer(request, person)
+        verdict, by, reason = decision.verdict, decision.by, decision.reason
         subject = elicitation.subject_of(request)
-
-        async def record(verdict: str, by: str, reason: str, answer: elicitation.Answer) -> None:
-            fields = self._fields(number, subject, verdict, by, "elicitation", reason, None)
-            fields["answer"] = {
-                "action": answer["action"],
-                "fields": list(answer.get("content") or {}),
-            }
-            try:
-                await self.audit.durable(self.audit.append("elicitation", fields))
-            except AuditUnavailable as e:
-                self._fail(str(e))
-                raise RpcError(REFUSED, f"refused: {e}") from None
-
-        if self.approvals.cancelled:
-            person = None
-        return await elicitation.answer(request, person, record)
+        record = self._write_record(
+            "elicitation", number, subject, decision, verdict, by, reason, answer["action"]
+        )
+        await self.audit.durable(record)
+        return answer
 
     # -- terminals ----------------------------------------------------------------------
 

@@ -72,6 +72,13 @@ def short(text: str, limit: int = SHORT_CHARS) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
+def short_error(e: BaseException, limit: int = 300) -> str:
+    """An exception (a remote error, a closed pipe, a timeout) as one short line
+    for a reason: its type when it says nothing."""
+    text = str(e) or type(e).__name__
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 _SNIFF_BYTES: Final = 256
 """How much of an over-long line is kept to find the request id to answer."""
 

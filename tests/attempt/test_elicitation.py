@@ -54,7 +54,7 @@ async def test_unattended_an_elicitation_is_declined_recorded_and_never_advertis
     (record,) = [r for r in outcome.tool_calls if r["kind"] == "elicitation"]
     assert (record["verdict"], record["by"]) == ("deny", "policy")
     assert record["subject"]["fields"] == ["name", "tests"]
-    assert record["answer"] == {"action": "decline", "fields": []}
+    assert record["option"] == "decline"
     assert SECRET not in json.dumps(record) and "[secret]" in record["subject"]["message"]
     assert outcome.acp is not None and outcome.acp.tally.refused == 1
     log = (tmp_path / "audit.jsonl").read_text()

@@ -182,5 +182,6 @@ def test_a_person_fills_in_the_form_an_agent_sends(tmp_path: Path) -> None:
     records = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
     (record,) = [r for r in records if r["kind"] == "elicitation"]
     assert (record["verdict"], record["by"]) == ("allow", "person")
-    assert record["answer"] == {"action": "accept", "fields": ["name", "level", "tests", "count"]}
+    assert record["option"] == "accept"
+    assert record["subject"]["fields"] == ["name", "level", "tests", "count"]
     assert "hello-app" not in json.dumps(record)  # what the person typed is not logged
