@@ -216,6 +216,8 @@ class Attempt:
         end.usage = turn.usage
         end.notices = tuple(turn.notices)
         end.bad_updates = turn.bad_updates
+        if self.gate is not None:
+            end.unknown_requests = dict(self.gate.routes().unknown)
         end.decisions = lambda: [
             r for r in audit.records if r.get("kind") not in ("attempt-start", "attempt-end")
         ]

@@ -84,6 +84,8 @@ class Ending:
     usage: dict[str, Any] | None = None
     notices: tuple[str, ...] = ()
     bad_updates: int = 0
+    unknown_requests: dict[str, int] = field(default_factory=dict)
+    """Requests the agent made of methods the governor does not know: name -> calls."""
     sandboxed_agent: bool = True
     log: str | None = None
     decisions: Callable[[], list[dict[str, Any]]] = list
@@ -197,6 +199,11 @@ def judge(e: Ending) -> Outcome:
     if e.bad_updates:
         notices.append(
             f"{e.agent} sent {e.bad_updates} malformed session update(s); they were logged and ignored"
+        )
+    for method, calls in e.unknown_requests.items():
+        notices.append(
+            f"{e.agent} sent {calls} request(s) of {method}, a method the governor does not "
+            "know; each was answered -32601"
         )
     if e.alone:
         notices.append(

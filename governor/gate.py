@@ -35,7 +35,7 @@ import trio
 from acp import schema
 
 from governor import elicitation
-from governor.acp.dispatch import Route, RpcError
+from governor.acp.dispatch import Route, Routes, RpcError
 from governor.acp.jsonrpc import INVALID_PARAMS, RESOURCE_NOT_FOUND
 from governor.approver import Approvals, Approver, Settled
 from governor.attribution import Allowance
@@ -147,11 +147,18 @@ class Gate:
         self._requests = 0
         self.failure: str | None = None
         self._responses: dict[str | None, schema.RequestPermissionResponse] = {}
+        self._routes: Routes | None = None
 
     # -- the handler table ----------------------------------------------------------
 
-    def routes(self) -> dict[str, Route]:
-        """Method -> (params model, handler) for `governor.acp.dispatch`."""
+    def routes(self) -> Routes:
+        """Method -> (params model, handler) for `governor.acp.dispatch`, built once:
+        it also counts the methods the agent asked for that the governor does not know."""
+        if self._routes is None:
+            self._routes = Routes(self._table())
+        return self._routes
+
+    def _table(self) -> dict[str, Route]:
         table = {
             "session/request_permission": Route(
                 schema.RequestPermissionRequest, self.request_permission

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, NamedTuple, TypeAlias
+from typing import Any, Final, NamedTuple, TypeAlias
 
 import structlog
 from jsonrpcserver import Error, JsonRpcError, Success
@@ -71,6 +71,27 @@ class Route(NamedTuple):
 HandlerTable: TypeAlias = Mapping[str, "Route | tuple[type[BaseModel], Handler]"]
 """Method name -> (params model, async handler), e.g.
 ``{"fs/read_text_file": (acp.schema.ReadTextFileRequest, read_file)}``."""
+
+
+class Routes(dict[str, Route]):
+    """A handler table that also remembers the methods it was asked for and does
+    not hold (answered ``-32601``): how many calls of each, for at most
+    `UNKNOWN_KEPT` distinct names (an agent chooses them), each cut short."""
+
+    UNKNOWN_KEPT: Final = 32
+
+    def __init__(self, routes: Mapping[str, Route]) -> None:
+        super().__init__(routes)
+        self.unknown: dict[str, int] = {}
+
+    def get(self, method: str, default: Any = None) -> Any:
+        route = dict.get(self, method)
+        if route is None:
+            name = short(method)
+            if name in self.unknown or len(self.unknown) < self.UNKNOWN_KEPT:
+                self.unknown[name] = self.unknown.get(name, 0) + 1
+            return default
+        return route
 
 
 class RpcError(JsonRpcError):

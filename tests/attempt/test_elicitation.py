@@ -76,3 +76,21 @@ async def test_replay_under_another_policy_keeps_the_elicitation_as_it_was(
     assert result["unaffected"] == 1 and result["changes"] == [] and result["skipped"] == []
     assert cli.main(["audit", "replay", log, "--policy", str(stricter)]) == 0
     assert "1 decision(s) no policy makes" in capsys.readouterr().out
+
+
+async def test_an_unknown_request_is_answered_method_not_found_and_noticed_once(
+    tmp_path: Path,
+) -> None:
+    received = tmp_path / "received.jsonl"
+    drain = {"request": "craft/drainMidTurnQueue", "params": {"sessionId": "{session}"}}
+    steps = [drain, drain, drain, {"request": "_vendor/x", "params": {}}, {"say": "Done."}]
+    outcome = await run_attempt(scripted_spec(tmp_path, steps, received=received))
+    assert outcome.status == "completed", outcome.reason
+    answers = [json.loads(line) for line in received.read_text().splitlines()]
+    assert [a["error"] for a in answers if a["method"] != "initialize"] == [-32601] * 4
+    assert outcome.acp is not None
+    noticed = [n for n in outcome.acp.notices if "a method the governor does not know" in n]
+    assert noticed == [
+        "scripted sent 3 request(s) of craft/drainMidTurnQueue, a method the governor does not know; each was answered -32601",
+        "scripted sent 1 request(s) of _vendor/x, a method the governor does not know; each was answered -32601",
+    ]
