@@ -79,6 +79,9 @@ class Preset:
     that offers no choice of model over ACP."""
     asking_mode: str | None = None
     """The agent's mode in which it asks before acting, when it has several."""
+    alone_env: tuple[str, ...] = ()
+    """Variables that make the agent act without asking (``COPILOT_ALLOW_ALL``):
+    a job that passes one is refused unless its policy allows mode switches."""
 
     def home_paths(self, environ: Mapping[str, str], home: Path) -> tuple[Path, ...]:
         """Where the `home` entries are for a person with this environment and $HOME.
@@ -236,6 +239,7 @@ _SCHEMA: Final[dict[str, tuple[bool, Callable[[object], Any]]]] = {
     "notes": (False, _str),
     "model_env": (False, _env_name),
     "asking_mode": (False, _text),
+    "alone_env": (False, _env_names),
 }
 _DEFAULTS: Final[dict[str, object]] = {
     "alternatives": (),
@@ -248,6 +252,7 @@ _DEFAULTS: Final[dict[str, object]] = {
     "notes": "",
     "model_env": None,
     "asking_mode": None,
+    "alone_env": (),
 }
 
 

@@ -188,6 +188,14 @@ def prepare(spec: AttemptSpec) -> Prepared:
             problems.append(f"an extra directory does not exist or is not a directory: {p}")
         extra.append(str(p.resolve()))
     executor = _executor(spec, environ, problems)
+    preset = executor.preset if executor is not None else None
+    if preset is not None and not policy.allow_mode_switch:
+        switches = [n for n in dict.fromkeys([*spec.env, *policy.env]) if n in preset.alone_env]
+        if switches:
+            problems.append(
+                f"{', '.join(switches)} would make {preset.id} act without asking: "
+                "not passed unless the policy sets allow_mode_switch"
+            )
     if problems or ceiling is None or executor is None:
         raise RefusedBeforeStart(problems)
     ws = str(workspace.resolve())

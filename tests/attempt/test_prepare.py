@@ -59,3 +59,27 @@ def test_what_runs_is_an_agent_or_a_command_once_prepared(tmp_path: Path) -> Non
         AttemptSpec(prompt="x", argv=["/bin/cat"], kind="command", workspace=ws, log=log)
     )
     assert plain.executor == Command(("/bin/cat",)) and plain.executor.id == "command"
+
+
+def test_a_variable_that_makes_the_agent_act_alone_is_refused_unless_mode_switches_are_allowed(
+    tmp_path: Path,
+) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "copilot").write_text("#!/bin/sh\n")
+    (bin_dir / "copilot").chmod(0o755)
+    environ = {"PATH": str(bin_dir), "COPILOT_ALLOW_ALL": "true"}
+    common = {"agent": "copilot", "workspace": ws, "log": tmp_path / "a.jsonl", "environ": environ}
+    found = problems(env=["COPILOT_ALLOW_ALL"], **common)
+    assert found == [
+        "COPILOT_ALLOW_ALL would make copilot act without asking: not passed unless the policy "
+        "sets allow_mode_switch"
+    ]
+    allowed = tmp_path / "p.toml"
+    allowed.write_text('capability = "edit-workspace"\nallow_mode_switch = true\n')
+    ok = prepare(AttemptSpec(prompt="x", env=["COPILOT_ALLOW_ALL"], policy=allowed, **common))  # type: ignore[arg-type]
+    assert ok.env["COPILOT_ALLOW_ALL"] == "true"
+    plain = prepare(AttemptSpec(prompt="x", **common))  # type: ignore[arg-type]
+    assert "COPILOT_ALLOW_ALL" not in plain.env  # never passed unless declared

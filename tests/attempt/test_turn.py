@@ -88,3 +88,45 @@ def test_updates_for_another_session_are_ignored_once_the_session_is_known() -> 
     turn.feed(chunk(" ignored", session="other"))
     turn.feed(chunk(" mine"))
     assert turn.final_message == "before mine"
+
+
+def _select(option_id: str, current: str, values: list[str], **extra: Any) -> dict[str, Any]:
+    return {
+        "id": option_id,
+        "name": option_id,
+        "type": "select",
+        "currentValue": current,
+        "options": [{"value": v, "name": v} for v in values],
+        **extra,
+    }
+
+
+def test_a_config_option_the_agent_turns_to_acting_alone_is_noticed_and_its_mode_follows() -> None:
+    turn = Turn("Agent")
+    modes = ["default", "acceptEdits", "bypassPermissions"]
+    first = [
+        _select("mode", "default", modes, category="mode"),
+        _select("allow_all", "off", ["on", "off"]),
+    ]
+    turn.feed(update("config_option_update", configOptions=first))
+    assert turn.notices == [] and [o.id for o in turn.config_options] == ["mode", "allow_all"]
+    later = [
+        _select("mode", "bypassPermissions", modes, category="mode"),
+        _select("allow_all", "on", ["on", "off"]),
+    ]
+    turn.feed(update("config_option_update", configOptions=later))
+    assert turn.notices == [
+        "Agent set its mode to bypassPermissions itself: it may act without asking",
+        "Agent set its allow_all to on itself: it may act without asking",
+    ]
+    assert turn.mode == {"id": "bypassPermissions", "name": "bypassPermissions", "asks": False}
+
+
+def test_the_session_title_is_kept_and_can_be_cleared() -> None:
+    turn = Turn("Agent")
+    turn.feed(update("session_info_update", title="Fix the tests"))
+    assert turn.title == "Fix the tests"
+    turn.feed(update("session_info_update", updatedAt="2026-12-01T00:00:00Z"))
+    assert turn.title == "Fix the tests"  # an update without a title keeps it
+    turn.feed(update("session_info_update", title=None))
+    assert turn.title is None
