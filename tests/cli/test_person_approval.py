@@ -13,15 +13,18 @@ from pathlib import Path
 GOVERNOR = Path(sys.executable).parent / "governor"
 
 
-def drive(argv: list[str], answers: list[str], timeout: float = 60) -> tuple[int, str]:
-    """Run argv on a pty; answer each approval question in turn; return (exit, screen)."""
+SCRIPTED = Path(__file__).resolve().parents[1] / "audit" / "scripted_agent.py"
+
+
+def converse(argv: list[str], turns: list[tuple[str, str]], timeout: float = 60) -> tuple[int, str]:
+    """Run argv on a pty; each time the screen shows the next marker, type its answer."""
     pid, fd = pty.fork()
-    if pid == 0:  # the child: its controlling terminal is the pty
+    if pid == 0:
         os.execv(argv[0], argv)
     screen = b""
-    pending = list(answers)
+    pending = list(turns)
+    seen = 0  # where the next marker is looked for
     deadline = time.monotonic() + timeout
-    asked = 0
     status = None
     while time.monotonic() < deadline:
         ready, _, _ = select.select([fd], [], [], 0.2)
@@ -33,9 +36,9 @@ def drive(argv: list[str], answers: list[str], timeout: float = 60) -> tuple[int
             if not chunk:
                 break
             screen += chunk
-            if screen.count(b"or [r]efuse?") > asked and pending:
-                asked += 1
-                os.write(fd, pending.pop(0).encode() + b"\n")
+            while pending and (at := screen.find(pending[0][0].encode(), seen)) >= 0:
+                seen = at + len(pending[0][0])
+                os.write(fd, pending.pop(0)[1].encode() + b"\n")
         done, code = os.waitpid(pid, os.WNOHANG)
         if done:
             status = code
@@ -44,6 +47,11 @@ def drive(argv: list[str], answers: list[str], timeout: float = 60) -> tuple[int
         _, status = os.waitpid(pid, 0)
     os.close(fd)
     return os.waitstatus_to_exitcode(status), screen.decode(errors="replace")
+
+
+def drive(argv: list[str], answers: list[str], timeout: float = 60) -> tuple[int, str]:
+    """Run argv on a pty; answer each approval question in turn; return (exit, screen)."""
+    return converse(argv, [("or [r]efuse?", answer) for answer in answers], timeout)
 
 
 def run_demo_as_a_person(tmp_path: Path, policy: str, answers: list[str]) -> tuple[int, str, dict]:
@@ -88,42 +96,6 @@ def test_allow_for_the_rest_of_the_attempt_becomes_a_grant(tmp_path: Path) -> No
     assert screen.count("or [r]efuse?") == 1  # the terminal/create of the same command was granted
     bys = [r["by"] for r in outcome["tool_calls"] if r["kind"] in ("permission", "terminal")]
     assert "person" in bys and "grant" in bys  # asked once, then covered by the grant
-
-
-SCRIPTED = Path(__file__).resolve().parents[1] / "audit" / "scripted_agent.py"
-
-
-def converse(argv: list[str], turns: list[tuple[str, str]], timeout: float = 60) -> tuple[int, str]:
-    """Run argv on a pty; each time the screen shows the next marker, type its answer."""
-    pid, fd = pty.fork()
-    if pid == 0:
-        os.execv(argv[0], argv)
-    screen = b""
-    pending = list(turns)
-    seen = 0  # where the next marker is looked for
-    deadline = time.monotonic() + timeout
-    status = None
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([fd], [], [], 0.2)
-        if ready:
-            try:
-                chunk = os.read(fd, 65536)
-            except OSError:
-                chunk = b""
-            if not chunk:
-                break
-            screen += chunk
-            while pending and (at := screen.find(pending[0][0].encode(), seen)) >= 0:
-                seen = at + len(pending[0][0])
-                os.write(fd, pending.pop(0)[1].encode() + b"\n")
-        done, code = os.waitpid(pid, os.WNOHANG)
-        if done:
-            status = code
-            break
-    if status is None:
-        _, status = os.waitpid(pid, 0)
-    os.close(fd)
-    return os.waitstatus_to_exitcode(status), screen.decode(errors="replace")
 
 
 def test_a_person_fills_in_the_form_an_agent_sends(tmp_path: Path) -> None:

@@ -20,9 +20,11 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import urlsplit
+
+from loopback import LoopbackServer
 
 
 @dataclass(frozen=True)
@@ -44,7 +46,7 @@ class Served:
     tool_messages: list[str] = field(default_factory=list)
 
 
-class OpenAIStandIn:
+class OpenAIStandIn(LoopbackServer):
     """The server on a random loopback port, in a daemon thread (a context manager)."""
 
     def __init__(self, steps: Sequence[Call], final: str = "Done.", model: str = "gpt-4.1") -> None:
@@ -53,25 +55,12 @@ class OpenAIStandIn:
         self.model = model
         self.served: list[Served] = []
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
+        super().__init__(_handler(self))
 
     @property
     def url(self) -> str:
         """The base URL, ``/v1`` included."""
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
-
-    def __enter__(self) -> OpenAIStandIn:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
+        return f"http://127.0.0.1:{self.port}/v1"
 
     def tool_calls(self) -> list[str]:
         """The names of the tools called, in order."""

@@ -27,9 +27,11 @@ import threading
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Final
 from urllib.parse import urlsplit
+
+from loopback import LoopbackServer
 
 MODEL: Final = "claude-standin-1"
 OUTPUT_TOKENS: Final = 8
@@ -92,7 +94,7 @@ class Served:
     """The model the request names."""
 
 
-class StandIn:
+class StandIn(LoopbackServer):
     """The HTTP server on a random loopback port, in a daemon thread (a context manager)."""
 
     def __init__(self, steps: Sequence[Step], final: str = "Done.") -> None:
@@ -103,27 +105,16 @@ class StandIn:
         self.stalling = threading.Event()
         """Set when a stalled step's request has arrived and is being held."""
         self._closing = threading.Event()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
+        super().__init__(_handler(self))
 
     @property
     def url(self) -> str:
         """The base URL for ``ANTHROPIC_BASE_URL``."""
-        port = self._server.server_address[1]
-        return f"http://127.0.0.1:{port}"
-
-    def __enter__(self) -> StandIn:
-        self._thread.start()
-        return self
+        return f"http://127.0.0.1:{self.port}"
 
     def __exit__(self, *exc: object) -> None:
-        self._closing.set()
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
+        self._closing.set()  # stalled answers let go first
+        super().__exit__(*exc)
 
     def tool_uses(self) -> list[str]:
         """The names of the tool calls served, in order."""
