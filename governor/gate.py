@@ -144,6 +144,8 @@ class Gate:
         """Paths read through the governor (as the agent named them)."""
         self.allowed: list[Allowance] = []
         """Every allowed permission, for what the agent then did itself."""
+        self._open: dict[str, Allowance] = {}
+        """The allowed permissions whose tool call has not ended, by tool call."""
         self._requests = 0
         self.failure: str | None = None
         self._responses: dict[str | None, schema.RequestPermissionResponse] = {}
@@ -412,7 +414,9 @@ class Gate:
         def answer(ruling: Ruling) -> schema.RequestPermissionResponse:
             response = self._permission_response(ruling)
             if ruling.allowed and isinstance(response.outcome, schema.AllowedOutcome):
-                self.allowed.append(Allowance(call.tool_call_id, ruling.seq, named, time.time_ns()))
+                allowance = Allowance(call.tool_call_id, ruling.seq, named, time.time_ns())
+                self.allowed.append(allowance)
+                self._open[call.tool_call_id] = allowance
             return response
 
         return _then(ruling, answer)
@@ -672,10 +676,15 @@ class Gate:
 
     def _close_allowances(self, *, tool_call: str | None) -> None:
         """End the window of `tool_call`'s allowance (None: of every open one)."""
+        if not self._open:
+            return
         now = time.time_ns()
-        for a in self.allowed:
-            if a.end_ns is None and (tool_call is None or a.tool_call == tool_call):
+        if tool_call is None:
+            for a in self._open.values():
                 a.end_ns = now
+            self._open.clear()
+        elif tool_call in self._open:
+            self._open.pop(tool_call).end_ns = now
 
     def _report(self, state: ToolCallState) -> None:
         kind, subject, reason = report(state)
