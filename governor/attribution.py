@@ -22,6 +22,7 @@ Pure: the gate collects the evidence (`Allowance`s), the attempt the snapshots.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -40,6 +41,34 @@ class Allowance:
     start_ns: int
     end_ns: int | None = None
     """When its tool call ended (None while it runs: the turn's end closes it)."""
+
+
+class Allowances:
+    """An attempt's allowed permissions, in order, and the windows still open."""
+
+    __slots__ = ("_open", "all")
+
+    def __init__(self) -> None:
+        self.all: list[Allowance] = []
+        self._open: dict[str, Allowance] = {}
+
+    def allow(self, tool_call: str, seq: int | None, paths: frozenset[str]) -> None:
+        """A permission was allowed just now: its window opens."""
+        allowance = Allowance(tool_call, seq, paths, time.time_ns())
+        self.all.append(allowance)
+        self._open[tool_call] = allowance
+
+    def end(self, tool_call: str | None = None) -> None:
+        """`tool_call` ended (None: every open window ends, at the next permission)."""
+        if not self._open:
+            return
+        now = time.time_ns()
+        if tool_call is None:
+            for a in self._open.values():
+                a.end_ns = now
+            self._open.clear()
+        elif tool_call in self._open:
+            self._open.pop(tool_call).end_ns = now
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,7 +25,6 @@ import contextlib
 import inspect
 import os
 import shlex
-import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar, cast
@@ -38,7 +37,7 @@ from governor import elicitation
 from governor.acp.dispatch import Route, Routes, RpcError
 from governor.acp.jsonrpc import INVALID_PARAMS, RESOURCE_NOT_FOUND
 from governor.approver import Approvals, Approver, Settled
-from governor.attribution import Allowance
+from governor.attribution import Allowances
 from governor.audit.log import AuditLog, AuditUnavailable, recorded_input
 from governor.confine import GovernedTerminals
 from governor.fsaccess import (
@@ -142,10 +141,8 @@ class Gate:
         self.governed_terminals: set[str] = set()
         self.read_paths: set[str] = set()
         """Paths read through the governor (as the agent named them)."""
-        self.allowed: list[Allowance] = []
+        self.allowed = Allowances()
         """Every allowed permission, for what the agent then did itself."""
-        self._open: dict[str, Allowance] = {}
-        """The allowed permissions whose tool call has not ended, by tool call."""
         self._requests = 0
         self.failure: str | None = None
         self._responses: dict[str | None, schema.RequestPermissionResponse] = {}
@@ -407,16 +404,14 @@ class Gate:
             return (verdict, by, reason), choice.option_id or "cancelled"
 
         detail = {"tool_kind": kind, "raw_input": raw or {}}
-        self._close_allowances(tool_call=None)  # the next permission ends the last one's window
+        self.allowed.end()  # the next permission ends the last one's window
         named = named_paths(state.locations, command, self.policy.workspace)
         ruling = self.govern("permission", subject, shown, decision, detail, choose)
 
         def answer(ruling: Ruling) -> schema.RequestPermissionResponse:
             response = self._permission_response(ruling)
             if ruling.allowed and isinstance(response.outcome, schema.AllowedOutcome):
-                allowance = Allowance(call.tool_call_id, ruling.seq, named, time.time_ns())
-                self.allowed.append(allowance)
-                self._open[call.tool_call_id] = allowance
+                self.allowed.allow(call.tool_call_id, ruling.seq, named)
             return response
 
         return _then(ruling, answer)
@@ -667,24 +662,12 @@ class Gate:
         """Upsert a ``tool_call`` / ``tool_call_update``; record unasked or reported work."""
         state = self.tool_calls.upsert(update)
         if state.status in ("completed", "failed"):
-            self._close_allowances(tool_call=state.id)
+            self.allowed.end(state.id)
         if newly_completed(state) and not explained(
             state, self.written, self.read_paths, self.governed_terminals
         ):
             self._report(state)
         return state
-
-    def _close_allowances(self, *, tool_call: str | None) -> None:
-        """End the window of `tool_call`'s allowance (None: of every open one)."""
-        if not self._open:
-            return
-        now = time.time_ns()
-        if tool_call is None:
-            for a in self._open.values():
-                a.end_ns = now
-            self._open.clear()
-        elif tool_call in self._open:
-            self._open.pop(tool_call).end_ns = now
 
     def _report(self, state: ToolCallState) -> None:
         kind, subject, reason = report(state)

@@ -1,10 +1,9 @@
 """Workspace snapshots: what changed in the roots, and what no governed action explains.
 
 A snapshot maps each file (relative to its root) to ``(size, mtime_ns)``. Two
-snapshots differ in created, changed and deleted files. The attempt attributes
-each difference to a governed write (same size and mtime as right after the
-governor wrote it) or to a governed command (its mtime falls inside the command's
-run); whatever is left was done without asking.
+snapshots differ in created, changed and deleted files; `governor.attribution`
+says what explains each difference (a governed write or command, an allowed
+permission), and whatever nothing explains was done without asking.
 
 Bounded: a walk stops after `MAX_FILES` files and says so, rather than stalling
 an attempt on a huge tree. ``.git`` is walked only for what runs code later
@@ -14,7 +13,7 @@ an attempt on a huge tree. ``.git`` is walked only for what runs code later
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -72,23 +71,3 @@ def diff(before: Snapshot, after: Snapshot) -> list[Change]:
     if before.complete and after.complete:
         out.extend(Change(p, "deleted", None) for p in before.files.keys() - after.files.keys())
     return sorted(out, key=lambda c: c.path)
-
-
-def unexplained(
-    changes: Iterable[Change],
-    written: Mapping[str, tuple[int, int]],
-    windows: Iterable[tuple[int, int]],
-    current: Snapshot,
-) -> list[Change]:
-    """The changes no governed write or governed command explains."""
-    spans = list(windows)
-    left: list[Change] = []
-    for change in changes:
-        if change.how != "deleted" and written.get(change.path) == current.files.get(change.path):
-            continue
-        if change.mtime_ns is not None and any(a <= change.mtime_ns <= b for a, b in spans):
-            continue
-        if change.how == "deleted" and spans:
-            continue  # a governed command ran; deletions carry no time to tell
-        left.append(change)
-    return left
