@@ -141,7 +141,7 @@ class Gate:
         self.governed_terminals: set[str] = set()
         self.read_paths: set[str] = set()
         """Paths read through the governor (as the agent named them)."""
-        self.allowed = Allowances()
+        self.allowances = Allowances()
         """Every allowed permission, for what the agent then did itself."""
         self._requests = 0
         self.failure: str | None = None
@@ -404,14 +404,14 @@ class Gate:
             return (verdict, by, reason), choice.option_id or "cancelled"
 
         detail = {"tool_kind": kind, "raw_input": raw or {}}
-        self.allowed.end()  # the next permission ends the last one's window
+        self.allowances.end()  # the next permission ends the last one's window
         named = named_paths(state.locations, command, self.policy.workspace)
         ruling = self.govern("permission", subject, shown, decision, detail, choose)
 
         def answer(ruling: Ruling) -> schema.RequestPermissionResponse:
             response = self._permission_response(ruling)
             if ruling.allowed and isinstance(response.outcome, schema.AllowedOutcome):
-                self.allowed.allow(call.tool_call_id, ruling.seq, named)
+                self.allowances.allow(call.tool_call_id, ruling.seq, named)
             return response
 
         return _then(ruling, answer)
@@ -662,7 +662,7 @@ class Gate:
         """Upsert a ``tool_call`` / ``tool_call_update``; record unasked or reported work."""
         state = self.tool_calls.upsert(update)
         if state.status in ("completed", "failed"):
-            self.allowed.end(state.id)
+            self.allowances.end(state.id)
         if newly_completed(state) and not explained(
             state, self.written, self.read_paths, self.governed_terminals
         ):

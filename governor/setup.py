@@ -81,10 +81,8 @@ class SessionSetup:
                 how = f"set with {choice.setting.method}"
             elif choice.offered:
                 how = "the agent's current model already"
-            else:
-                how = (
-                    f"passed in ${preset.model_env if preset else '?'}: the agent offers no choice"
-                )
+            else:  # the agent offers no choice: its preset's variable carried it
+                how = f"passed in ${preset.model_env if preset else ''} at start"
             self._record_setting("model", choice.model, "allow", f"the model asked for, {how}")
         mode_option = next(
             (o for o in options if isinstance(o, SelectOption) and o.category == "mode"), None
@@ -105,9 +103,13 @@ class SessionSetup:
             [o for o in options if spec.mode is None or o.id != mode_id],
             preferred=preset.asking_mode if preset is not None else None,
         )
+        alone = list(asking.alone)
         for setting in asking.settings:
-            options = await self._apply(session.session_id, setting) or options
-        self.end.alone = asking.alone
+            updated = await self._apply(session.session_id, setting)
+            if updated is None:  # it refused to ask: it decides alone
+                alone.append(str(setting.params.get("configId")))
+            options = updated or options
+        self.end.alone = tuple(alone)
         self.turn.config_options = options
         if mode_option is None:
             await self._pick_mode(session)
