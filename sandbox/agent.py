@@ -35,7 +35,7 @@ from sandbox.preflight import preflight
 from sandbox.profile import Profile, ProfileError, is_within
 from sandbox.spawn import PIPE, Child, Std, spawn
 from sandbox.stubs import LEDGER
-from sandbox.survey import caller_home
+from sandbox.survey import caller_home, process_home
 
 SHEBANG_MAX_BYTES = 256
 WATCHDOG_GRACE = 2 * watchdog.SWEEP_LIMIT
@@ -136,7 +136,7 @@ def ensure_home_folders(profile: Profile) -> None:
     would break the agent on the host too); until it exists the agent writes it
     into its private home.
     """
-    home = Path(profile.home) if profile.home is not None else Path(caller_home(os.getuid()))
+    home = Path(process_home(profile))
     for folder in profile.home_folders:
         if not folder.writable or Path(folder.name).suffix:
             continue

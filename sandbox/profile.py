@@ -195,6 +195,8 @@ class HostFacts:
     roots: tuple[str, ...]
     cwd: str
     private_dirs: tuple[str, ...] = ("/tmp",)
+    other_homes: tuple[str, ...] = ()
+    """Homes hidden besides `home` (the password database's, the governor's $HOME)."""
     home_mounts: tuple[HomeMount, ...] = ()
     run_user_dir: str | None = None
     sockets: tuple[str, ...] = ()
@@ -239,8 +241,9 @@ def validate(profile: Profile, facts: HostFacts) -> None:
                     raise ProfileError(
                         f"writable root {root} lies in the system directory {system}"
                     )
+    homes = [*([facts.home] if facts.home is not None else []), *facts.other_homes]
     for path in facts.visible:
-        if path == "/" or (facts.home is not None and is_within(facts.home, path)):
+        if path == "/" or any(is_within(home, path) for home in homes):
             raise ProfileError(
                 f"path to keep visible {path} is '/' or contains the home directory; "
                 "that would expose ~/.ssh, ~/.aws and agent credentials"
@@ -325,6 +328,8 @@ def render(
             argv += ["--ro-bind-try", knob, knob]
     for private in facts.private_dirs:
         argv += ["--tmpfs", private]
+    for other in facts.other_homes:  # first: `home` may lie inside one of them
+        argv += ["--tmpfs", other]
     if facts.home is not None:
         argv += ["--tmpfs", facts.home]
     for mount in facts.home_mounts:

@@ -56,10 +56,40 @@ def caller_home(uid: int) -> str:
         return os.environ.get("HOME", "/")
 
 
+def process_home(profile: Profile, uid: int | None = None) -> str:
+    """The ``$HOME`` the sandboxed process is given, where its kept folders are:
+    the profile's home, else the ``HOME`` it declares (an agent's, as the person
+    set it), else the password database's."""
+    if profile.home is not None:
+        return str(profile.home)
+    declared = profile.env.get("HOME", "")
+    if os.path.isabs(declared):
+        return declared
+    return caller_home(os.getuid() if uid is None else uid)
+
+
+def other_homes(home: str | None, uid: int, roots: tuple[str, ...]) -> tuple[str, ...]:
+    """Every other home that holds the person's secrets, hidden too: the password
+    database's and the governor's own ``$HOME`` when they are not `home` (a CI
+    container sets ``HOME=/github/home``; ``sudo -E`` keeps the caller's). A home
+    inside a root, or a root inside it, is left: the root's rules hold there."""
+    found = []
+    for candidate in (caller_home(uid), os.environ.get("HOME", "")):
+        if not os.path.isabs(candidate):
+            continue
+        real = os.path.realpath(candidate)
+        if real == "/" or real == home or not os.path.isdir(real):
+            continue
+        if any(is_within(real, r) or is_within(r, real) for r in roots):
+            continue
+        found.append(real)
+    return _dedupe(found)
+
+
 def survey(profile: Profile, *, uid: int | None = None) -> HostFacts:
     """Inspect the host for ``profile``; raises `ProfileError` naming a bad path."""
     uid = os.getuid() if uid is None else uid
-    home_env = str(profile.home) if profile.home is not None else caller_home(uid)
+    home_env = process_home(profile, uid)
     home_real = os.path.realpath(home_env)
     home: str | None = home_real if home_real != "/" and os.path.isdir(home_real) else None
 
@@ -69,7 +99,12 @@ def survey(profile: Profile, *, uid: int | None = None) -> HostFacts:
         raise ProfileError(f"working directory {cwd} does not exist or is not a directory")
 
     private_dirs = _dedupe(os.path.realpath(d) for d in PRIVATE_DIRS if os.path.isdir(d))
-    hidden_roots = (*private_dirs, *([home] if home else []))
+    others = tuple(
+        h
+        for h in other_homes(home, uid, roots)
+        if not any(is_within(h, d) for d in private_dirs)  # a private /tmp hides it already
+    )
+    hidden_roots = (*private_dirs, *others, *([home] if home else []))
 
     home_mounts: list[HomeMount] = []
     if home is not None:
@@ -118,6 +153,7 @@ def survey(profile: Profile, *, uid: int | None = None) -> HostFacts:
         roots=roots,
         cwd=cwd,
         private_dirs=private_dirs,
+        other_homes=others,
         home_mounts=tuple(home_mounts),
         run_user_dir=run_user_dir,
         sockets=sockets,

@@ -3,10 +3,9 @@
 Its ACP session starts in mode ``auto`` (writes unasked, a model call decides
 about shell commands): the governor puts it in ``default``, where it asks for
 writes, edits and shell, writes through the client's ``fs/write_text_file`` and
-runs shell commands itself.
-
-Unsandboxed: inside the agent's sandbox a ``$HOME`` that is not the password
-database's does not exist yet, and Qwen Code cannot start without it.
+runs shell commands itself. It runs in the agent's sandbox, with its test
+``$HOME`` (not the password database's) kept as an empty home of its own: Qwen
+Code does not start where its ``$HOME`` does not exist.
 """
 
 from __future__ import annotations
@@ -34,9 +33,7 @@ def steps(job: Job) -> list[Call]:
 
 async def test_qwen_code_is_put_in_its_asking_mode_and_every_action_is_asked(job: Job) -> None:
     with OpenAIStandIn(steps(job)) as model:
-        outcome = await run_attempt(
-            job.spec(qwen_argv(), sandbox_agent=False, **job.qwen(model.url))
-        )
+        outcome = await run_attempt(job.spec(qwen_argv(), **job.qwen(model.url)))
     assert outcome.status == "completed", f"{outcome.reason}\n{model.describe()}"
     assert model.tool_calls() == ["write_file", "run_shell_command"], model.describe()
     assert (job.workspace / "hello.txt").read_text() == "hello\n"
@@ -54,7 +51,7 @@ async def test_qwen_code_is_put_in_its_asking_mode_and_every_action_is_asked(job
     assert ran["subject"]["path"] == str(job.workspace / "ran.txt")
     t = outcome.acp.tally
     assert (t.refused, t.unasked) == (0, 0) and t.asked == t.allowed >= 3, t
-    assert not outcome.acp.decides_alone
+    assert not outcome.acp.decides_alone and outcome.acp.sandboxed_agent
     job.verified_log()
 
 
@@ -63,7 +60,7 @@ async def test_the_qwen_preset_runs_it_on_the_path_with_the_model_asked_for(job:
         kw = job.qwen(model.url)
         # `qwen` (npm's link to cli-entry.js) and the Node 22 its shebang finds.
         kw["environ"]["PATH"] = f"{MODULES / '.bin'}:{kw['environ']['PATH']}"
-        spec = job.spec(None, agent="qwen", sandbox_agent=False, model="qwen3-coder-next", **kw)
+        spec = job.spec(None, agent="qwen", model="qwen3-coder-next", **kw)
         outcome = await run_attempt(spec)
     assert outcome.status == "completed", f"{outcome.reason}\n{model.describe()}"
     assert outcome.acp is not None and outcome.acp.preset == "qwen"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -288,3 +289,50 @@ async def test_a_kill_during_bwrap_setup_still_ends_the_whole_sandbox(
             status = await execution.finish()
         assert status.signal == "SIGKILL"
     assert processes_matching("sleep 39.9") == []
+
+
+# -- $HOME is not the password database's home ----------------------------------------
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def outer_home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A $HOME outside /tmp and outside the passwd home (CI sets HOME=/github/home),
+    holding a secret and an agent folder; the governor's own $HOME points at it."""
+    import shutil
+    import uuid
+
+    path = REPO / ".pytest-homes" / uuid.uuid4().hex[:8]
+    (path / ".ssh").mkdir(parents=True)
+    (path / ".ssh" / "id_ed25519").write_text("OUTER-HOME-CANARY")
+    (path / ".qwen").mkdir()
+    (path / ".qwen" / "settings.json").write_text('{"kept": true}')
+    monkeypatch.setenv("HOME", str(path))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path.parent)
+
+
+async def test_a_home_that_is_not_the_passwd_home_is_hidden_too(ws: Path, outer_home: Path) -> None:
+    profile = Profile(capability=Capability.EDIT_WORKSPACE, workspace=ws)
+    secret = outer_home / ".ssh" / "id_ed25519"
+    result = await run(Command.shell(f"cat {secret}; echo HOME=$HOME"), profile)
+    assert "OUTER-HOME-CANARY" not in result.text
+    assert "No such file" in result.text
+    # The neighbour: the same file is readable when nothing hides it.
+    assert secret.read_text() == "OUTER-HOME-CANARY"
+
+
+async def test_an_agents_own_home_exists_inside_with_only_its_kept_folders(
+    ws: Path, outer_home: Path
+) -> None:
+    profile = Profile.for_agent(
+        Capability.EDIT_WORKSPACE, ws, home_folders=(".qwen",), env={"HOME": str(outer_home)}
+    )
+    line = 'echo HOME=$HOME; ls -A "$HOME"; cat "$HOME/.qwen/settings.json"; cat "$HOME/.ssh/id_ed25519"'
+    result = await run(Command.shell(line), profile)
+    assert f"HOME={outer_home}\n.qwen\n" in result.text  # it exists, with .qwen alone in it
+    assert '{"kept": true}' in result.text
+    assert "OUTER-HOME-CANARY" not in result.text
