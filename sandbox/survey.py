@@ -80,20 +80,26 @@ def other_homes(home: str | None, uid: int, roots: tuple[str, ...]) -> tuple[str
         real = os.path.realpath(candidate)
         if real == "/" or real == home or not os.path.isdir(real):
             continue
-        if any(is_within(real, r) or is_within(r, real) for r in roots):
+        if _overlaps(real, roots):
             continue
         found.append(real)
     return _dedupe(found)
 
 
+def _overlaps(path: str, roots: tuple[str, ...]) -> bool:
+    return any(is_within(path, r) or is_within(r, path) for r in roots)
+
+
 def survey(profile: Profile, *, uid: int | None = None) -> HostFacts:
     """Inspect the host for ``profile``; raises `ProfileError` naming a bad path."""
     uid = os.getuid() if uid is None else uid
+    roots = tuple(_resolve_root(path) for path in profile.roots)
     home_env = process_home(profile, uid)
+    if profile.home is None and _overlaps(os.path.realpath(home_env), roots):
+        home_env = caller_home(uid)  # a declared $HOME in (or around) a root: the root's rules
     home_real = os.path.realpath(home_env)
     home: str | None = home_real if home_real != "/" and os.path.isdir(home_real) else None
 
-    roots = tuple(_resolve_root(path) for path in profile.roots)
     cwd = os.path.realpath(profile.cwd if profile.cwd is not None else profile.workspace)
     if not os.path.isdir(cwd):
         raise ProfileError(f"working directory {cwd} does not exist or is not a directory")

@@ -336,3 +336,13 @@ async def test_an_agents_own_home_exists_inside_with_only_its_kept_folders(
     assert f"HOME={outer_home}\n.qwen\n" in result.text  # it exists, with .qwen alone in it
     assert '{"kept": true}' in result.text
     assert "OUTER-HOME-CANARY" not in result.text
+
+
+async def test_a_declared_home_inside_the_workspace_leaves_the_workspace_to_its_rules(
+    ws: Path,
+) -> None:
+    (ws / "home").mkdir()
+    (ws / "home" / "notes.txt").write_text("in the workspace\n")
+    profile = Profile.for_agent(Capability.EDIT_WORKSPACE, ws, env={"HOME": str(ws / "home")})
+    result = await run(Command.shell('cat "$HOME/notes.txt"'), profile)
+    assert result.status.exit_code == 0 and result.text == "in the workspace\n"
