@@ -543,26 +543,22 @@ class Attempt:
             if cause is not None and cause.tool_call is None:
                 continue  # a governed write or command: its own record says so
             subject = {"path": change.path, "change": change.how}
+            if cause is None:
+                kind, by, explained_by = "unasked", "sandbox", None
+                reason = f"{change.path} was {change.how} in the roots and no governed write, command or allowed permission explains it"
+            else:
+                kind, by, explained_by = "changed", "agent", cause.to_json()
+                reason = f"{change.path} was {change.how} by the agent itself, under the permission allowed for tool call {cause.tool_call}"
             try:
-                if cause is None:
-                    self.audit.record(
-                        "unasked",
-                        session=self.turn.session_id,
-                        subject=subject,
-                        verdict="reported",
-                        by="sandbox",
-                        reason=f"{change.path} was {change.how} in the roots and no governed write, command or allowed permission explains it",
-                    )
-                else:
-                    self.audit.record(
-                        "changed",
-                        session=self.turn.session_id,
-                        subject=subject,
-                        verdict="reported",
-                        by="agent",
-                        reason=f"{change.path} was {change.how} by the agent itself, under the permission allowed for tool call {cause.tool_call}",
-                        explained_by=cause.to_json(),
-                    )
+                self.audit.record(
+                    kind,
+                    session=self.turn.session_id,
+                    subject=subject,
+                    verdict="reported",
+                    by=by,
+                    reason=reason,
+                    explained_by=explained_by,
+                )
             except AuditUnavailable:
                 break
         if not after.complete:
