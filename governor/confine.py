@@ -33,7 +33,7 @@ from policies.capability import Capability
 from policies.paths import is_literal
 from policies.policy import Policy
 from sandbox import BwrapUnavailable, Profile, ProfileError, Terminals, agent_process, preflight
-from sandbox.agent import resolve_install
+from sandbox.agent import resolve_install, resolve_links
 from sandbox.spawn import Child
 
 log = structlog.get_logger("governor.confine")
@@ -100,11 +100,9 @@ def agent_profile(
     if via_npx:
         home_folders.append(NPM_HOME.removeprefix("~/"))
     try:
-        install = (
-            resolve_install(argv, search_path=env.get("PATH"))
-            if capability < Capability.FULL_ACCESS
-            else ()
-        )
+        sandboxed = capability < Capability.FULL_ACCESS
+        install = resolve_install(argv, search_path=env.get("PATH")) if sandboxed else ()
+        links = resolve_links(argv, search_path=env.get("PATH")) if sandboxed else ()
     except ProfileError as e:
         raise SandboxUnavailable(str(e)) from None
     env = dict(env)
@@ -116,6 +114,7 @@ def agent_profile(
         extra_roots=tuple(Path(r) for r in policy.roots[1:]),
         home_folders=tuple(dict.fromkeys(h for h in home_folders if h and h != ".")),
         install=install,
+        links=links,
         env=env,
         network=True,
         protected=_literal_paths(policy.protected_extra),

@@ -127,6 +127,34 @@ def resolve_install(argv: Sequence[str], *, search_path: str | None = None) -> t
     return tuple(Path(p) for p in dict.fromkeys(found))
 
 
+def resolve_links(
+    argv: Sequence[str], *, search_path: str | None = None
+) -> tuple[tuple[str, str], ...]:
+    """The symlinks from ``argv[0]`` as found to the program itself, each as
+    (path, target as read), so that the sandbox can recreate the ones it would
+    hide: the program then runs by the path it was found at (a node script's
+    imports, a venv's interpreter, depend on it)."""
+    if not argv:
+        return ()
+    program = argv[0]
+    found = program if "/" in program else shutil.which(program, path=search_path)
+    if found is None:
+        return ()
+    path = os.path.abspath(found)
+    out: list[tuple[str, str]] = []
+    for _ in range(MAX_LINKS):
+        if not os.path.islink(path):
+            break
+        target = os.readlink(path)
+        out.append((path, target))
+        path = os.path.normpath(os.path.join(os.path.dirname(path), target))
+    return tuple(out)
+
+
+MAX_LINKS = 40
+"""As the kernel's limit on links followed in one lookup."""
+
+
 def ensure_home_folders(profile: Profile) -> None:
     """Create the agent's missing writable home folders (mode 0700), so that what
     it stores there (a login, a cache) survives the sandbox.

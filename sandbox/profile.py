@@ -90,6 +90,10 @@ class Profile:
     home: Path | None = None
     home_folders: tuple[HomeFolder, ...] = ()
     visible: tuple[Path, ...] = ()
+    links: tuple[tuple[str, str], ...] = ()
+    """Symlinks to recreate inside, as (path, target as read): the links through
+    which the agent was found, where the sandbox would hide them (a link under
+    ``/tmp`` or ``$HOME`` to an install kept visible)."""
     protected: tuple[str, ...] = ()
     hidden: tuple[str, ...] = ()
     allow_unix_sockets: bool = False
@@ -141,6 +145,7 @@ class Profile:
         home: Path | None = None,
         home_folders: Sequence[str] = (),
         install: Sequence[Path] = (),
+        links: Sequence[tuple[str, str]] = (),
         env: Mapping[str, str] | None = None,
         network: bool = True,
         protected: Sequence[str] = (),
@@ -165,6 +170,7 @@ class Profile:
             home=home,
             home_folders=tuple(HomeFolder(name, writable=True) for name in home_folders),
             visible=tuple(install),
+            links=tuple(links),
             protected=tuple(protected),
             hidden=tuple(hidden),
             allow_unix_sockets=allow_unix_sockets,
@@ -201,6 +207,8 @@ class HostFacts:
     run_user_dir: str | None = None
     sockets: tuple[str, ...] = ()
     visible: tuple[str, ...] = ()
+    links: tuple[tuple[str, str], ...] = ()
+    """The profile's links that lie where the sandbox hides the host's files."""
     git_dirs: tuple[str, ...] = ()
     ancestors: tuple[str, ...] = ()
     pins: tuple[str, ...] = ()
@@ -340,6 +348,8 @@ def render(
         argv += ["--ro-bind", os.devnull, sock]
     for path in facts.visible:
         argv += ["--ro-bind", path, path]
+    for path, target in facts.links:
+        argv += ["--symlink", target, path]
 
     root_bind = "--bind" if profile.writable else "--ro-bind"
     for root in facts.roots:

@@ -134,6 +134,14 @@ def survey(profile: Profile, *, uid: int | None = None) -> HostFacts:
             raise ProfileError(f"path to keep visible {path} does not exist")
         visible.append(os.path.realpath(path))
 
+    kept = (*visible, *(m.dest for m in home_mounts))
+    links = tuple(
+        (path, target)
+        for path, target in profile.links
+        if any(is_within(path, h) for h in hidden_roots)
+        and not any(is_within(path, k) for k in kept)
+    )
+
     plan = _Plan(writable_roots=roots if profile.writable else ())
     hidden: list[str] = []
     for root in roots:
@@ -164,6 +172,7 @@ def survey(profile: Profile, *, uid: int | None = None) -> HostFacts:
         run_user_dir=run_user_dir,
         sockets=sockets,
         visible=_dedupe(visible),
+        links=links,
         git_dirs=_dedupe(plan.git_dirs),
         ancestors=plan.ancestors_for(pins),
         pins=pins,

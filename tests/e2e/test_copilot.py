@@ -61,13 +61,13 @@ async def test_the_copilot_preset_runs_it_and_knows_its_asking_mode(
     with OpenAIStandIn(steps(job)[:1]) as model:
         kw = job.copilot(model.url)
         kw["environ"]["PATH"] = f"{bin_dir}:{kw['environ']['PATH']}"
-        # Unsandboxed: a link under /tmp is not visible inside the agent's sandbox yet.
-        spec = job.spec(None, agent="copilot", sandbox_agent=False, model="gpt-4.1", **kw)
+        # The link lies under /tmp, which the agent's sandbox hides: it is recreated inside.
+        spec = job.spec(None, agent="copilot", model="gpt-4.1", **kw)
         outcome = await run_attempt(spec)
     assert outcome.status == "completed", f"{outcome.reason}\n{model.describe()}"
     assert outcome.acp is not None and outcome.acp.preset == "copilot"
     assert outcome.acp.mode == {"id": AGENT_MODE, "name": "Agent", "asks": True}
-    assert outcome.acp.known and not outcome.acp.decides_alone
+    assert outcome.acp.known and not outcome.acp.decides_alone and outcome.acp.sandboxed_agent
     assert set(model.models()) == {"gpt-4.1"}, model.describe()
     (start,) = [r for r in job.verified_log() if r["kind"] == "attempt-start"]
     assert start["argv"] == [str(bin_dir / "copilot"), "--acp", "--no-auto-update"]

@@ -11,7 +11,7 @@ import pytest
 import trio
 
 from policies.capability import Capability
-from sandbox.agent import agent_process, resolve_install
+from sandbox.agent import agent_process, resolve_install, resolve_links
 from sandbox.profile import Profile, ProfileError
 
 AGENT = """#!/usr/bin/env python3
@@ -109,6 +109,41 @@ async def test_without_the_install_kept_visible_an_agent_under_tmp_cannot_start(
     profile = Profile.for_agent(Capability.READ_ONLY, ws, home=home, home_folders=(".fakeagent",))
     async with agent_process(profile, argv, stderr=None) as agent:
         assert await agent.wait() != 0  # /tmp is a private tmpfs: the script is gone
+
+
+@pytest.mark.parametrize("recreated", [True, False], ids=["links-kept", "links-hidden"])
+async def test_an_agent_found_through_a_link_in_a_hidden_folder_starts_by_that_path(
+    install: Path, ws: Path, home: Path, tmp_path: Path, recreated: bool
+) -> None:
+    links = tmp_path / "links"  # under /tmp, which the sandbox hides
+    links.mkdir()
+    (links / "agent").symlink_to(install / "fakeagent")  # a link to a link to the script
+    argv = [str(links / "agent")]
+    profile = Profile.for_agent(
+        Capability.READ_ONLY,
+        ws,
+        home=home,
+        home_folders=(".fakeagent",),
+        install=resolve_install(argv),
+        links=resolve_links(argv) if recreated else (),
+    )
+    assert resolve_links(argv) == (
+        (str(links / "agent"), str(install / "fakeagent")),
+        (str(install / "fakeagent"), str(install.parent / "node_modules/@acme/fakeagent/agent.py")),
+    )
+    async with agent_process(profile, argv, stderr=None) as agent:
+        assert agent.stdin is not None and agent.stdout is not None
+        await agent.stdin.send_all(f"{ws}\n".encode())
+        await agent.stdin.aclose()
+        with trio.fail_after(20):
+            out = b""
+            while chunk := await agent.stdout.receive_some(4096):
+                out += chunk
+        code = await agent.wait()
+    if recreated:
+        assert json.loads(out)["home"] == [".fakeagent"]
+    else:
+        assert code != 0 and out == b""  # bwrap cannot exec a path the sandbox hides
 
 
 def test_an_agent_in_home_bin_does_not_make_the_whole_home_visible(
