@@ -34,7 +34,7 @@ import trio
 from acp import schema
 from pydantic import ValidationError
 
-from governor import confine
+from governor import confine, elicitation
 from governor.acp.connection import Connection, ConnectionClosed, RemoteError, RequestTimeout
 from governor.acp.jsonrpc import AUTH_REQUIRED, short_error
 from governor.attribution import Evidence, explain
@@ -357,7 +357,7 @@ class Attempt:
             "terminal": True,
             "session": {"configOptions": {"boolean": {}}},
         }
-        if hasattr(self.p.approver, "fill"):
+        if elicitation.person_of(self.p.approver) is not None:
             caps["elicitation"] = {"form": {}}
         return caps
 

@@ -18,7 +18,7 @@ Rules of this file:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from acp import schema
 from pydantic import RootModel
@@ -38,6 +38,11 @@ class FillsForms(Protocol):
     """An approver that can put a form to a person (`governor.cli.person.Person`)."""
 
     async def fill(self, message: str, fields: Mapping[str, Any]) -> dict[str, Any] | None: ...
+
+
+def person_of(approver: object) -> FillsForms | None:
+    """The approver as one that puts forms to a person, or None (nobody can)."""
+    return cast(FillsForms, approver) if callable(getattr(approver, "fill", None)) else None
 
 
 DECLINE: Answer = {"action": "decline"}

@@ -405,12 +405,12 @@ class Gate:
 
         detail = {"tool_kind": kind, "raw_input": raw or {}}
         self.allowances.end()  # the next permission ends the last one's window
-        named = named_paths(state.locations, command, self.policy.workspace)
         ruling = self.govern("permission", subject, shown, decision, detail, choose)
 
         def answer(ruling: Ruling) -> schema.RequestPermissionResponse:
             response = self._permission_response(ruling)
             if ruling.allowed and isinstance(response.outcome, schema.AllowedOutcome):
+                named = named_paths(state.locations, command, self.policy.workspace)
                 self.allowances.allow(call.tool_call_id, ruling.seq, named)
             return response
 
@@ -533,9 +533,9 @@ class Gate:
         request = req.root
         if isinstance(getattr(request, "session_id", None), str):
             self._check_session(request.session_id)
-        approver = self.approvals.approver
-        fills = hasattr(approver, "fill") and not self.approvals.cancelled
-        person = cast(elicitation.FillsForms, approver) if fills else None
+        person = (
+            None if self.approvals.cancelled else elicitation.person_of(self.approvals.approver)
+        )
         number = self._next_request()
         decision, answer = await elicitation.answer(request, person)
         verdict, by, reason = decision.verdict, decision.by, decision.reason
