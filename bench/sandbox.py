@@ -10,8 +10,12 @@ output) run
       (survey, 27 placeholders for the missing protected names, the .git pin,
       seccomp, trio):
       c1 in a session's sandbox (`sandbox.session`): one bwrap per session, the
-      command forked inside it by the fork server; what ACP terminals do. The
-      session is opened once, before the clock; its opening is timed apart;
+      command forked inside it by the fork server; what ACP terminals do, with
+      this shell's ``PATH`` and the toolchains under ``$HOME`` it leads to kept
+      (`sandbox.toolchains`). The session is opened once, before the clock;
+      its opening is timed apart;
+      c0 the same with toolchain detection off (``toolchains = false``: no
+      folders kept, no caches overlaid): c1/c0 is what detection costs;
       c2 one-shot through `sandbox.runner.run` (a bwrap of its own, stubs made
       and removed every time, its own workspace): what ``governor sandbox`` does;
       c3 read-only one-shot (no pins at all);
@@ -63,6 +67,7 @@ from sandbox.profile import Profile  # noqa: E402
 from sandbox.runner import Command, run  # noqa: E402
 from sandbox.session import SandboxSession  # noqa: E402
 from sandbox.stubs import LEDGER, StubLedger  # noqa: E402
+from sandbox.survey import survey  # noqa: E402
 from sandbox.sweeper import FS_IMMUTABLE_FL, get_flags  # noqa: E402
 
 COMMANDS: dict[str, list[str]] = {
@@ -107,14 +112,17 @@ async def main(rounds: int, srt_rounds: int) -> None:
     if shutil.which("bwrap") is None:  # srt looks for bwrap on PATH
         os.environ["BWRAP_FOR_SRT"] = bwrap.path
     scratch = Path(tempfile.mkdtemp(prefix="bench-sandbox-"))
-    workspace, ws_one_shot, ws_unsealed, ws_session = (
-        scratch / n for n in ("ws", "ws-one-shot", "ws-unsealed", "ws-session")
+    workspace, ws_one_shot, ws_unsealed, ws_session, ws_plain = (
+        scratch / n for n in ("ws", "ws-one-shot", "ws-unsealed", "ws-session", "ws-plain")
     )
-    for ws in (workspace, ws_one_shot, ws_unsealed, ws_session):
+    for ws in (workspace, ws_one_shot, ws_unsealed, ws_session, ws_plain):
         ws.mkdir()
         subprocess.run(["git", "init", "-q", str(ws)], check=True)
     edit = Profile(capability=Capability.EDIT_WORKSPACE, workspace=workspace)
-    edit_session = Profile(capability=Capability.EDIT_WORKSPACE, workspace=ws_session)
+    edit_session = Profile(
+        capability=Capability.EDIT_WORKSPACE, workspace=ws_session, path=os.environ.get("PATH")
+    )
+    edit_plain = Profile(capability=Capability.EDIT_WORKSPACE, workspace=ws_plain, toolchains=False)
     edit_one_shot = Profile(capability=Capability.EDIT_WORKSPACE, workspace=ws_one_shot)
     edit_unsealed = Profile(capability=Capability.EDIT_WORKSPACE, workspace=ws_unsealed)
     read_only = Profile(capability=Capability.READ_ONLY, workspace=workspace)
@@ -139,23 +147,31 @@ async def main(rounds: int, srt_rounds: int) -> None:
         assert result.status.exit_code == 0, result.text[-500:]
 
     session_ledger = StubLedger()
-    opened = []
+    opened: dict[str, list[float]] = {"c1": [], "c0": []}
     for _ in range(OPENINGS):
-        start = time.perf_counter()
-        async with SandboxSession(edit_session, ledger=session_ledger):
-            opened.append(time.perf_counter() - start)
+        for name, profile in (("c1", edit_session), ("c0", edit_plain)):
+            start = time.perf_counter()
+            async with SandboxSession(profile, ledger=session_ledger):
+                opened[name].append(time.perf_counter() - start)
     session = SandboxSession(edit_session, ledger=session_ledger)
+    plain = SandboxSession(edit_plain, ledger=session_ledger)
 
-    async def in_session(argv: list[str]) -> None:
-        async with session.start(tuple(argv), edit_session, output_limit=1 << 20) as execution:
-            status = await execution.finish()
-        assert status.exit_code == 0, execution.ring.snapshot()[0][-500:]
+    def in_session(
+        chosen: SandboxSession, profile: Profile
+    ) -> Callable[[list[str]], Awaitable[None]]:
+        async def call(argv: list[str]) -> None:
+            async with chosen.start(tuple(argv), profile, output_limit=1 << 20) as execution:
+                status = await execution.finish()
+            assert status.exit_code == 0, execution.ring.snapshot()[0][-500:]
+
+        return call
 
     variants: dict[str, Callable[[list[str]], Awaitable[None] | None]] = {
         "a bare": bare,
         "b bwrap minimal": lambda argv: bare([bwrap.path, *MINIMAL, *argv]),
         "b2 our argv, no runner": lambda argv: our_argv(edit, argv),
-        "c1 session sandbox": in_session,
+        "c0 session, no toolchains": in_session(plain, edit_plain),
+        "c1 session sandbox": in_session(session, edit_session),
         "c2 runner, one-shot": lambda argv: runner(edit_one_shot, argv, one_shot),
         "c3 runner, read-only": lambda argv: runner(read_only, argv),
         "c4 bwrap per command": lambda argv: runner(edit, argv),
@@ -171,6 +187,7 @@ async def main(rounds: int, srt_rounds: int) -> None:
     try:
         with LEDGER.hold(), unsealed.hold(), session_ledger.hold():
             await session.open()
+            await plain.open()
             for label, argv in COMMANDS.items():
                 for round_ in range(rounds):
                     for name, call in variants.items():
@@ -183,6 +200,7 @@ async def main(rounds: int, srt_rounds: int) -> None:
                         times.setdefault((label, name), []).append(time.perf_counter() - start)
             sealed = _is_sealed(workspace / ".claude")
             await session.aclose()
+            await plain.aclose()
     finally:  # after the holds: a sealed stub cannot be removed before its ledger unseals it
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -193,8 +211,10 @@ async def main(rounds: int, srt_rounds: int) -> None:
         f"c4's stubs {'sealed, no mounts' if sealed else 'not sealed: one mount each'})"
     )
     print(
-        f"opening a session's sandbox (c1, once per session): median "
-        f"{statistics.median(opened) * 1000:.1f} ms of {OPENINGS}"
+        f"opening a session's sandbox (once per session), median of {OPENINGS}: "
+        f"c1 {statistics.median(opened['c1']) * 1000:.1f} ms with "
+        f"{len(survey(edit_session).kept)} toolchain folders kept, "
+        f"c0 {statistics.median(opened['c0']) * 1000:.1f} ms without"
     )
     print(f"{'command':<12}" + "".join(f"{n:>26}" for n in names))
     medians: dict[tuple[str, str], float] = {}
@@ -213,8 +233,9 @@ async def main(rounds: int, srt_rounds: int) -> None:
         c1, c2 = medians[(label, c1_name)], medians[(label, "c2 runner, one-shot")]
         c4 = medians[(label, "c4 bwrap per command")]
         c5 = medians[(label, "c5 per command, unsealed")]
+        c0 = medians[(label, "c0 session, no toolchains")]
         print(
-            f"  {label:<12} c1/a {c1 / a:5.2f}  c1/b {c1 / b:5.2f}  c1-a {c1 - a:6.2f} ms"
+            f"  {label:<12} c1/c0 {c1 / c0:5.2f}  c1/a {c1 / a:5.2f}  c1/b {c1 / b:5.2f}  c1-a {c1 - a:6.2f} ms"
             f"   c2/b {c2 / b:5.2f}  c2-a {c2 - a:6.2f} ms   c4/b {c4 / b:5.2f}  c5/b {c5 / b:5.2f}"
         )
     print("\nthe same from the fastest run of each (less sensitive to other load on the machine):")

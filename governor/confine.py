@@ -5,7 +5,9 @@ One place translates a bound `Policy` into `sandbox.Profile`s, so the agent's
 wrapper and every command see the same roots, capability and protected paths:
 
 - commands (``terminal/*``): the policy's capability, its roots, its network
-  switch, only the variables the agent declares for that command;
+  switch, the agent's ``$HOME`` and ``PATH`` (with the toolchains under the
+  homes it leads to, `sandbox.toolchains`), and otherwise only the variables
+  the agent declares for that command;
 - the agent process: the same roots and capability, network on (it must reach
   its model API), its preset's home folders kept writable on the empty
   ``$HOME``, its install kept visible, its environment as the attempt built it.
@@ -70,14 +72,27 @@ def _literal_paths(globs: Sequence[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def command_profile(policy: Policy) -> Profile:
-    """The profile every governed command runs under."""
+def kept_folders(policy: Policy) -> tuple[Path, ...]:
+    """The policy's ``[sandbox] keep`` folders, ``~/`` taken as the governor's
+    ``$HOME`` (the person's, where their toolchain is)."""
+    return tuple(Path(os.path.expanduser(folder)) for folder in policy.keep)
+
+
+def command_profile(policy: Policy, agent_env: Mapping[str, str] | None = None) -> Profile:
+    """The profile every governed command runs under. With the agent's
+    environment, a command gets the agent's ``$HOME`` and ``PATH`` (it runs the
+    command for the agent, as if it ran it itself); else the governor's own."""
+    env = os.environ if agent_env is None else agent_env
+    home = env.get("HOME", "")
     return Profile(
         capability=policy.capability,
         workspace=Path(policy.workspace),
         extra_roots=tuple(Path(r) for r in policy.roots[1:]),
         network=policy.network,
-        env={},
+        env={"HOME": home} if agent_env is not None and os.path.isabs(home) else {},
+        path=env.get("PATH"),
+        keep=kept_folders(policy),
+        toolchains=policy.toolchains,
         protected=_literal_paths(policy.protected_extra),
         hidden=_literal_paths(tuple(h for h in policy.hidden_globs if not h.startswith("**/"))),
     )
@@ -118,6 +133,8 @@ def agent_profile(
         env=env,
         network=True,
         protected=_literal_paths(policy.protected_extra),
+        keep=kept_folders(policy),
+        toolchains=policy.toolchains,
     )
 
 
@@ -141,8 +158,12 @@ class GovernedTerminals:
     """`sandbox.Terminals` plus the time window of each command, which the
     attempt uses to attribute workspace changes to governed commands."""
 
-    def __init__(self, nursery: trio.Nursery, policy: Policy) -> None:
-        self.inner = Terminals(nursery, command_profile(policy), bwrap=configured_bwrap())
+    def __init__(
+        self, nursery: trio.Nursery, policy: Policy, agent_env: Mapping[str, str] | None = None
+    ) -> None:
+        self.inner = Terminals(
+            nursery, command_profile(policy, agent_env), bwrap=configured_bwrap()
+        )
         self.windows: dict[str, list[int | None]] = {}
 
     async def create(

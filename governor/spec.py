@@ -168,7 +168,11 @@ def prepare(spec: AttemptSpec) -> Prepared:
     ceiling = _load(problems, _load_ceiling, spec.ceiling)
     if ceiling is not None:
         request = RunRequest(
-            _agent_id(spec), policy.capability, tuple(spec.agent_args), policy.network
+            _agent_id(spec),
+            policy.capability,
+            tuple(spec.agent_args),
+            policy.network,
+            keep=policy.keep,
         )
         verdict = check(request, ceiling)
         if isinstance(verdict, list):

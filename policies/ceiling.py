@@ -33,6 +33,8 @@ class RunRequest:
     """Raw arguments appended to a preset's argv: a privileged channel, secret."""
     network: bool = False
     """Network for the commands the governor runs (the agent's own is separate)."""
+    keep: tuple[str, ...] = ()
+    """Folders the job's ``[sandbox] keep`` names, as written (``~/`` or absolute)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +47,9 @@ class Ceiling:
     allow_network: bool = False
     protected: tuple[str, ...] = ()
     """Extra globs (relative to each root) no governed write may touch."""
+    keep_within: tuple[str, ...] = ()
+    """Folders inside which a job's ``[sandbox] keep`` may name one to keep
+    visible (``~/`` or absolute); empty: none."""
     source: str = field(default="built-in default", compare=False)
 
     @classmethod
@@ -107,7 +112,21 @@ class NetworkForbidden:
         return "network for commands was requested and the ceiling does not permit it"
 
 
-Violation = CapabilityExceeded | AgentArgsForbidden | AgentForbidden | NetworkForbidden
+@dataclass(frozen=True, slots=True)
+class KeepForbidden:
+    """A folder to keep visible that no ``keep_within`` of the ceiling holds."""
+
+    folder: str
+    permitted: tuple[str, ...]
+
+    def __str__(self) -> str:
+        within = ", ".join(self.permitted) if self.permitted else "none (keep_within is empty)"
+        return f"keeping {self.folder} visible is not permitted; permitted within: {within}"
+
+
+Violation = (
+    CapabilityExceeded | AgentArgsForbidden | AgentForbidden | NetworkForbidden | KeepForbidden
+)
 
 
 class CeilingRejected(Exception):
@@ -129,7 +148,21 @@ def check(request: RunRequest, ceiling: Ceiling) -> RunRequest | list[Violation]
         violations.append(AgentArgsForbidden(request.agent_args))
     if request.network and not ceiling.allow_network:
         violations.append(NetworkForbidden())
+    violations.extend(
+        KeepForbidden(folder, ceiling.keep_within)
+        for folder in request.keep
+        if not any(_within(folder, bound) for bound in ceiling.keep_within)
+    )
     return violations if violations else request
+
+
+def _within(folder: str, bound: str) -> bool:
+    """Whether ``folder`` is ``bound`` or below it, as written (both ``~/`` or
+    both absolute; ``..`` never is)."""
+    if ".." in folder.split("/"):
+        return False
+    folder, bound = folder.rstrip("/"), bound.rstrip("/")
+    return folder == bound or folder.startswith(bound + "/")
 
 
 _KEYS: Final = {
@@ -138,6 +171,7 @@ _KEYS: Final = {
     "allow_agent_args",
     "allow_network",
     "protected",
+    "keep_within",
 }
 
 
@@ -161,6 +195,7 @@ def parse_ceiling(text: str, source: str = "ceiling.toml") -> Ceiling:
         allow_agent_args=boolean(source, "allow_agent_args", data.get("allow_agent_args", False)),
         allow_network=boolean(source, "allow_network", data.get("allow_network", False)),
         protected=string_list(source, "protected", data.get("protected", [])),
+        keep_within=string_list(source, "keep_within", data.get("keep_within", [])),
         source=source,
     )
 

@@ -13,6 +13,10 @@ closest key suggested for a typo). The format, every key::
     protected = ["specs/**"]          # more globs no governed write may touch
     hidden = ["**/.env", "**/.env.*"] # globs no governed read may see (this replaces the default)
 
+    [sandbox]
+    keep = ["~/tools", "/opt/sdk"]    # more folders kept visible, read-only (absolute or ~/)
+    toolchains = true                 # keep the toolchains under $HOME that PATH leads to
+
     [deny]                            # [ask] and [allow] take the same keys
     commands = ["rm *", "git push *"]
     paths = ["secrets/**"]            # reads and writes
@@ -52,7 +56,9 @@ _TOP_KEYS: Final = {
     "allow",
     "ask",
     "deny",
+    "sandbox",
 }
+_SANDBOX_KEYS: Final = {"keep", "toolchains"}
 _RULE_KEYS: Final = {"commands", "paths", "writes", "tools"}
 
 
@@ -70,6 +76,11 @@ class Policy:
     rules: Rules = field(default_factory=Rules)
     protected_extra: tuple[str, ...] = ()
     hidden_globs: tuple[str, ...] = HIDDEN_BY_DEFAULT
+    keep: tuple[str, ...] = ()
+    """Folders kept visible read-only in every sandbox, as written (``~/`` expanded
+    by the caller)."""
+    toolchains: bool = True
+    """Whether the sandboxes keep the toolchains under the homes (`sandbox.toolchains`)."""
     roots: tuple[str, ...] = ()
     """Absolute roots, the workspace first; empty until `bind`."""
     source: str = field(default="built-in", compare=False)
@@ -161,12 +172,33 @@ def policy_from_mapping(data: Mapping[str, Any], source: str) -> Policy:
         kwargs["protected_extra"] = string_list(source, "protected", data["protected"])
     if "hidden" in data:
         kwargs["hidden_globs"] = string_list(source, "hidden", data["hidden"])
+    if "sandbox" in data:
+        kwargs.update(_sandbox(source, data["sandbox"]))
     kwargs["rules"] = Rules(
         deny=_tier(source, "deny", data.get("deny")),
         ask=_tier(source, "ask", data.get("ask")),
         allow=_tier(source, "allow", data.get("allow")),
     )
     return Policy(**kwargs)
+
+
+def _sandbox(source: str, value: Any) -> dict[str, Any]:
+    body = table(source, "sandbox", value)
+    for key in body:
+        if key not in _SANDBOX_KEYS:
+            raise unknown_key(source, "sandbox", key, _SANDBOX_KEYS)
+    out: dict[str, Any] = {}
+    if "keep" in body:
+        keep = string_list(source, "sandbox.keep", body["keep"])
+        for folder in keep:
+            if not (folder.startswith("/") or folder.startswith("~/")):
+                raise ConfigError(
+                    source, "sandbox.keep", f"{folder!r} must be absolute or start with ~/"
+                )
+        out["keep"] = keep
+    if "toolchains" in body:
+        out["toolchains"] = boolean(source, "sandbox.toolchains", body["toolchains"])
+    return out
 
 
 def _tier(source: str, name: str, value: Any) -> RuleList:

@@ -36,8 +36,8 @@ from sandbox.profile import Profile, ProfileError, is_within
 from sandbox.spawn import PIPE, Child, Std, spawn
 from sandbox.stubs import LEDGER
 from sandbox.survey import caller_home, process_home
+from sandbox.toolchains import shebang_interpreter
 
-SHEBANG_MAX_BYTES = 256
 WATCHDOG_GRACE = 2 * watchdog.SWEEP_LIMIT
 """Seconds a watchdog gets, once told to kill, to sweep and exit before it is
 SIGKILLed itself (it normally takes milliseconds)."""
@@ -54,27 +54,6 @@ def _package_root(path: str) -> str | None:
         if (parent / "pyvenv.cfg").is_file():
             return str(parent)
     return None
-
-
-def _shebang_interpreter(path: str, search_path: str | None) -> str | None:
-    try:
-        with open(path, "rb") as handle:
-            first = handle.read(SHEBANG_MAX_BYTES).split(b"\n", 1)[0]
-    except OSError:
-        return None
-    if not first.startswith(b"#!"):
-        return None
-    words = first[2:].decode("utf-8", "replace").split()
-    if not words:
-        return None
-    program = words[0]
-    if os.path.basename(program) == "env":
-        rest = [w for w in words[1:] if not w.startswith("-")]
-        if not rest:
-            return None
-        found = shutil.which(rest[0], path=search_path)
-        return os.path.realpath(found) if found else None
-    return os.path.realpath(program) if os.path.exists(program) else None
 
 
 def resolve_install(argv: Sequence[str], *, search_path: str | None = None) -> tuple[Path, ...]:
@@ -118,7 +97,7 @@ def resolve_install(argv: Sequence[str], *, search_path: str | None = None) -> t
     venv = os.path.dirname(os.path.dirname(os.path.abspath(exe)))
     if os.path.isfile(os.path.join(venv, "pyvenv.cfg")):
         keep(venv)  # a venv's bin/python is a symlink out of it
-    interpreter = _shebang_interpreter(os.path.realpath(exe), search_path)
+    interpreter = shebang_interpreter(os.path.realpath(exe), search_path)
     if interpreter is not None:
         add(interpreter)
     for arg in argv[1:]:

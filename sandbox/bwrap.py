@@ -94,6 +94,7 @@ def parse_features(help_text: str) -> BwrapFeatures:
         disable_userns=has("--disable-userns"),
         assert_userns_disabled=has("--assert-userns-disabled"),
         ro_bind_fd=has("--ro-bind-fd"),
+        tmp_overlay=has("--tmp-overlay"),
     )
 
 

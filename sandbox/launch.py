@@ -31,7 +31,7 @@ import trio
 
 from sandbox import seccomp
 from sandbox.bwrap import Bwrap
-from sandbox.profile import HostFacts, Profile, ProfileError, environment, render
+from sandbox.profile import DEFAULT_PATH, HostFacts, Profile, ProfileError, environment, render
 from sandbox.spawn import DEVNULL, PIPE, STDOUT, Child, Std, spawn
 from sandbox.stubs import LEDGER, StubLedger
 from sandbox.survey import caller_home, survey
@@ -123,7 +123,14 @@ def prepare(
         home = str(profile.home) if profile.home is not None else caller_home(os.getuid())
         env = environment(
             profile,
-            HostFacts(home=None, home_env=home, uid=os.getuid(), roots=(), cwd=cwd),
+            HostFacts(
+                home=None,
+                home_env=home,
+                uid=os.getuid(),
+                roots=(),
+                cwd=cwd,
+                path=profile.path or DEFAULT_PATH,
+            ),
         )
         yield Launch(tuple(command), (), env, cwd, True, False)
         return

@@ -98,6 +98,14 @@ class Profile:
     hidden: tuple[str, ...] = ()
     allow_unix_sockets: bool = False
     cwd: Path | None = None
+    path: str | None = None
+    """The ``PATH`` to pass through (its entries that are visible inside), unless
+    ``env`` declares one; None: `DEFAULT_PATH`. Toolchain detection reads it."""
+    keep: tuple[Path, ...] = ()
+    """More host folders to keep visible read-only (the policy's ``[sandbox] keep``)."""
+    toolchains: bool = True
+    """Whether the toolchains under the homes are detected and kept
+    (`sandbox.toolchains`)."""
 
     def __post_init__(self) -> None:
         for name, value in self.env.items():
@@ -107,7 +115,7 @@ class Profile:
                 raise ProfileError(f"environment variable {name} contains a NUL byte")
         for rel in (*self.protected, *self.hidden):
             _check_relative("protected/hidden path", rel)
-        for path in (self.workspace, *self.extra_roots, *self.visible):
+        for path in (self.workspace, *self.extra_roots, *self.visible, *self.keep):
             if not Path(path).is_absolute():
                 raise ProfileError(f"path {str(path)!r} must be absolute")
 
@@ -151,6 +159,8 @@ class Profile:
         protected: Sequence[str] = (),
         hidden: Sequence[str] = (),
         allow_unix_sockets: bool = False,
+        keep: Sequence[Path] = (),
+        toolchains: bool = True,
     ) -> Profile:
         """The profile that wraps an agent process itself.
 
@@ -159,14 +169,17 @@ class Profile:
         read-write on the empty ``$HOME``; its install stays visible read-only;
         network is on (it must reach its model API), independent of the
         commands' network switch. Everything else, protected paths included, is
-        the same as for a command at that capability.
+        the same as for a command at that capability. Its ``PATH`` is passed
+        through like a command's: only the entries visible inside.
         """
+        env = dict(env or {})
+        search_path = env.pop("PATH", None)
         return cls(
             capability=capability,
             workspace=workspace,
             extra_roots=tuple(extra_roots),
             network=network,
-            env=dict(env or {}),
+            env=env,
             home=home,
             home_folders=tuple(HomeFolder(name, writable=True) for name in home_folders),
             visible=tuple(install),
@@ -174,6 +187,9 @@ class Profile:
             protected=tuple(protected),
             hidden=tuple(hidden),
             allow_unix_sockets=allow_unix_sockets,
+            path=search_path,
+            keep=tuple(keep),
+            toolchains=toolchains,
         )
 
 
@@ -188,6 +204,14 @@ class HomeMount:
     source: str
     dest: str
     writable: bool
+
+
+@dataclass(frozen=True)
+class Kept:
+    """A host folder kept visible read-only, and why (`sandbox.toolchains`)."""
+
+    path: str
+    why: str
 
 
 @dataclass(frozen=True)
@@ -214,6 +238,12 @@ class HostFacts:
     pins: tuple[str, ...] = ()
     stubs: tuple[str, ...] = ()
     hidden: tuple[str, ...] = ()
+    kept: tuple[Kept, ...] = ()
+    """Toolchain and operator folders under the homes, bound read-only."""
+    caches: tuple[str, ...] = ()
+    """Package caches, mounted as overlays whose writes stay in the sandbox."""
+    path: str = DEFAULT_PATH
+    toolchain_env: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -224,6 +254,7 @@ class BwrapFeatures:
     disable_userns: bool = True
     assert_userns_disabled: bool = True
     ro_bind_fd: bool = True
+    tmp_overlay: bool = True
 
 
 def is_within(path: str, parent: str) -> bool:
@@ -261,12 +292,15 @@ def validate(profile: Profile, facts: HostFacts) -> None:
 
 
 def environment(profile: Profile, facts: HostFacts) -> dict[str, str]:
-    """The whole environment of the sandboxed process: the four basics plus the declared."""
+    """The whole environment of the sandboxed process: the four basics (``PATH``
+    passed through, see `Profile.path`), the toolchain variables that were kept,
+    then the declared."""
     return {
-        "PATH": DEFAULT_PATH,
+        "PATH": facts.path or DEFAULT_PATH,
         "HOME": facts.home_env,
         "LANG": DEFAULT_LANG,
         "TERM": DEFAULT_TERM,
+        **facts.toolchain_env,
         **profile.env,
     }
 
@@ -350,6 +384,11 @@ def render(
         argv += ["--ro-bind", path, path]
     for path, target in facts.links:
         argv += ["--symlink", target, path]
+    for kept in facts.kept:
+        argv += ["--ro-bind", kept.path, kept.path]
+    if features.tmp_overlay:  # else a cache stays as its folder shows it (or hidden)
+        for cache in facts.caches:
+            argv += ["--overlay-src", cache, "--tmp-overlay", cache]
 
     root_bind = "--bind" if profile.writable else "--ro-bind"
     for root in facts.roots:

@@ -88,3 +88,59 @@ PATH and loader live there."""
 def is_hidden_name(name: str) -> bool:
     """Whether a file named ``name`` is read-denied (``.env``, ``.env.local``, ...)."""
     return any(fnmatch.fnmatchcase(name, pattern) for pattern in HIDDEN_PATTERNS)
+
+
+CREDENTIAL_DIRS: Final[tuple[str, ...]] = (
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".config/gcloud",
+    ".config/gh",
+    ".config/op",
+    ".docker",
+    ".kube",
+    ".password-store",
+    ".local/share/keyrings",
+    ".mozilla",
+    ".config/google-chrome",
+    ".config/chromium",
+)
+"""Home folders (relative to a home) that hold keys, tokens and logins as a
+whole. A toolchain folder that contains one is never kept by detection, and an
+operator's ``[sandbox] keep`` naming one is refused."""
+
+CREDENTIAL_FILES: Final[tuple[str, ...]] = (
+    ".npmrc",
+    ".yarnrc.yml",
+    ".pypirc",
+    ".netrc",
+    ".git-credentials",
+    ".config/git/credentials",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".docker/config.json",
+    ".kube/config",
+    ".config/gh/hosts.yml",
+    ".gem/credentials",
+    ".m2/settings.xml",
+    ".m2/settings-security.xml",
+    ".gradle/gradle.properties",
+    ".composer/auth.json",
+    ".config/pip/pip.conf",
+    ".pip/pip.conf",
+    ".terraform.d/credentials.tfrc.json",
+    ".vault-token",
+)
+"""Files (relative to a home) where tools keep tokens and passwords; each one
+inside a kept folder is covered with an empty file."""
+
+CREDENTIALS_IN_TOOLCHAIN: Final[tuple[str, ...]] = (
+    "credentials",
+    "credentials.toml",
+    ".npmrc",
+    "etc/npmrc",
+    "gradle.properties",
+)
+"""The same, relative to the top of any kept folder: ``$CARGO_HOME`` elsewhere,
+an nvm prefix's global ``etc/npmrc``."""

@@ -358,6 +358,7 @@ def _new_binds(
     wanted = [
         *(("rw", p) for p in facts.ancestors if p not in base.ancestors),
         *(("ro", p) for p in facts.git_dirs if p not in base.git_dirs),
+        *(("ro", k.path) for k in facts.kept if k not in base.kept),
         *(("ro", p) for p in facts.pins if p not in base.pins),
         *(("null", p) for p in facts.hidden if p not in base.hidden),
     ]

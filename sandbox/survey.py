@@ -19,11 +19,13 @@ import os
 import pwd
 import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sandbox import toolchains
 from sandbox.profile import (
+    DEFAULT_PATH,
     HomeMount,
     HostFacts,
     Profile,
@@ -134,7 +136,18 @@ def survey(profile: Profile, *, uid: int | None = None) -> HostFacts:
             raise ProfileError(f"path to keep visible {path} does not exist")
         visible.append(os.path.realpath(path))
 
-    kept = (*visible, *(m.dest for m in home_mounts))
+    homes = (*([home] if home else []), *others)
+    mounted = (*visible, *(m.dest for m in home_mounts))
+    chains = toolchains.detect(
+        profile.env.get("PATH", profile.path if profile.path is not None else DEFAULT_PATH),
+        _toolchain_variables(profile.env),
+        homes=homes,
+        roots=roots,
+        visible=mounted,
+        keep=_operator_folders(profile.keep, homes),
+        detection=profile.toolchains,
+    )
+    kept = (*mounted, *(k.path for k in chains.kept))
     links = tuple(
         (path, target)
         for path, target in profile.links
@@ -157,6 +170,7 @@ def survey(profile: Profile, *, uid: int | None = None) -> HostFacts:
             target = os.path.realpath(os.path.join(root, rel))
             if os.path.isfile(target) and _visible_inside(target, roots, hidden_roots):
                 hidden.append(target)
+    hidden += chains.masked
 
     pins = plan.kept_pins()
     pinned = set(pins)
@@ -178,7 +192,41 @@ def survey(profile: Profile, *, uid: int | None = None) -> HostFacts:
         pins=pins,
         stubs=tuple(s for s in _dedupe(plan.stubs) if s in pinned),
         hidden=_dedupe(hidden),
+        kept=chains.kept,
+        caches=tuple(c for c in chains.caches if not any(is_within(c, m) for m in mounted)),
+        path=chains.path,
+        toolchain_env=chains.env,
     )
+
+
+def _toolchain_variables(env: Mapping[str, str]) -> dict[str, str]:
+    """The toolchain variables as the sandboxed process has them: declared in
+    its environment, else the governor's own (the person's shell set them)."""
+    names = toolchains.TOOLCHAIN_VARIABLES
+    return {n: env.get(n, os.environ.get(n, "")) for n in names if env.get(n, os.environ.get(n))}
+
+
+def _operator_folders(folders: tuple[Path, ...], homes: tuple[str, ...]) -> tuple[str, ...]:
+    """The policy's ``[sandbox] keep`` folders, resolved; `ProfileError` for one
+    that does not exist, is a home or holds one, or holds credentials."""
+    out = []
+    for folder in folders:
+        real = os.path.realpath(folder)
+        if not os.path.isdir(real):
+            raise ProfileError(f"folder to keep {folder} does not exist or is not a directory")
+        if real == "/" or any(is_within(h, real) for h in homes):
+            raise ProfileError(
+                f"folder to keep {folder} is '/' or a home or holds one; that would expose "
+                "~/.ssh, ~/.aws and agent credentials"
+            )
+        inside = toolchains.credential_dirs_in(real, homes)
+        if inside:
+            raise ProfileError(
+                f"folder to keep {folder} holds {inside[0]} (credentials); name a folder "
+                "beside it instead"
+            )
+        out.append(real)
+    return tuple(out)
 
 
 def _visible_inside(path: str, roots: tuple[str, ...], tmpfs_dirs: tuple[str, ...]) -> bool:

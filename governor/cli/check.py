@@ -48,7 +48,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"governor: {e}", file=sys.stderr)
         return 2
     request = RunRequest(
-        agent=args.agent or CUSTOM_AGENT, capability=policy.capability, network=policy.network
+        agent=args.agent or CUSTOM_AGENT,
+        capability=policy.capability,
+        network=policy.network,
+        keep=policy.keep,
     )
     verdict = check(request, ceiling)
     if isinstance(verdict, list) and args.agent is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
 import time
 from dataclasses import fields
@@ -15,6 +16,8 @@ from governor.presets import NotInstalled, presets, resolve
 from governor.spec import default_log_dir
 from policies.capability import Capability
 from sandbox import BwrapUnavailable, Profile, SandboxSession, SessionError, preflight
+from sandbox.survey import survey
+from sandbox.toolchains import describe
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -70,6 +73,29 @@ async def _session_check() -> str:
     )
 
 
+def _toolchains(overlays: bool) -> list[str]:
+    """What a command's sandbox keeps of the homes here, and why (`sandbox.toolchains`):
+    the folders ``PATH`` and the toolchain variables lead to, the package caches."""
+    with tempfile.TemporaryDirectory(prefix="governor-doctor-") as scratch:
+        profile = Profile(
+            capability=Capability.EDIT_WORKSPACE,
+            workspace=Path(scratch),
+            path=os.environ.get("PATH"),
+        )
+        facts = survey(profile)
+    if not facts.kept and not facts.caches:
+        return ["ok    toolchains: nothing under $HOME to keep (PATH names none of it)"]
+    caches = facts.caches if overlays else ()
+    lines = [
+        f"ok    toolchains: {len(facts.kept)} folders kept read-only, {len(caches)} caches "
+        "overlaid (a policy's [sandbox] keep adds folders, toolchains = false turns this off)"
+    ]
+    if facts.caches and not overlays:
+        lines.append("--    caches: this bwrap has no --tmp-overlay; package caches stay hidden")
+    lines += [f"        {line}" for line in describe(facts.kept, caches, ())]
+    return lines
+
+
 def main(args: argparse.Namespace) -> int:
     """Print one line per check; exit 1 when the default run cannot work."""
     broken = False
@@ -85,6 +111,8 @@ def main(args: argparse.Namespace) -> int:
             f"a test run of the full profile passed (features: {', '.join(features)})"
         )
         print(trio.run(_session_check))
+        for line in _toolchains(bwrap.features.tmp_overlay):
+            print(line)
     logs = default_log_dir()
     why = _writable(logs)
     if why is None:

@@ -25,6 +25,8 @@ from sandbox.launch import open_launch, prepare
 from sandbox.preflight import preflight
 from sandbox.profile import Profile, ProfileError
 from sandbox.runner import Command
+from sandbox.survey import survey
+from sandbox.toolchains import describe
 
 EXIT_REFUSED = 2
 
@@ -59,8 +61,19 @@ def register(subparsers: Any) -> None:
         help="do not refuse socket(AF_UNIX) inside the sandbox",
     )
     parser.add_argument(
+        "--keep", type=Path, action="append", default=[], metavar="DIR",
+        help="keep this host folder visible, read-only (repeatable), like a policy's "
+        "[sandbox] keep",
+    )
+    parser.add_argument(
+        "--no-toolchains", action="store_false", dest="toolchains",
+        help="do not keep the toolchains under $HOME that PATH leads to (pyenv, nvm, "
+        "cargo, ~/.local/bin, a .venv's interpreter)",
+    )
+    parser.add_argument(
         "--print-argv", action="store_true",
-        help="print the bwrap options (variable values masked) instead of running",
+        help="print the bwrap options (variable values masked) instead of running; "
+        "what was kept visible, and why, goes to stderr",
     )
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD [ARGS...]")
     parser.set_defaults(func=main)
@@ -80,6 +93,9 @@ def _profile(args: argparse.Namespace) -> Profile:
         network=args.network,
         env=env,
         allow_unix_sockets=args.allow_unix_sockets,
+        path=os.environ.get("PATH"),
+        keep=tuple(Path(os.path.expanduser(p)).absolute() for p in args.keep),
+        toolchains=args.toolchains,
         cwd=Path.cwd() if args.workspace is None else None,
     )
 
@@ -94,8 +110,13 @@ def _masked(options: list[str]) -> list[str]:
 
 async def _run(args: argparse.Namespace, profile: Profile, command: Command) -> int:
     probed = await preflight(args.bwrap) if profile.sandboxed else None
-    with prepare(profile, command.argv, probed) as launch:
+    facts = survey(profile) if profile.sandboxed else None
+    with prepare(profile, command.argv, probed, facts=facts) as launch:
         if args.print_argv:
+            if facts is not None:
+                for line in describe(facts.kept, facts.caches, facts.hidden):
+                    print(line, file=sys.stderr)
+                print(f"PATH   {facts.path}", file=sys.stderr)
             if launch.sandboxed:
                 fd = int(launch.argv[2])
                 os.lseek(fd, 0, os.SEEK_SET)

@@ -9,8 +9,9 @@ sandbox confines where it can write.
 from __future__ import annotations
 
 import pytest
-from npm_agents import CLAUDE_AGENT_ACP, Job, installed, records
+from npm_agents import CLAUDE_AGENT_ACP, MODULES, Job, installed, records
 from standin import OUTPUT_TOKENS, StandIn, bash, write
+from toolchain_home import AVAILABLE, PROBE, WHY_NOT, make_toolchain
 
 from governor.attempt import run_attempt
 
@@ -147,3 +148,48 @@ async def test_a_model_the_agent_does_not_offer_ends_the_attempt_before_the_prom
     (config,) = records(outcome, "config")
     assert config["verdict"] == "deny" and config["subject"]["value"] == "gpt-5"
     job.verified_log()
+
+
+@pytest.mark.skipif(not AVAILABLE, reason=WHY_NOT)
+async def test_the_persons_toolchain_in_home_runs_in_its_own_bash_and_secrets_stay_hidden(
+    job: Job,
+) -> None:
+    # its own Bash, inside the agent's sandbox; HOME is the job's, not the
+    # password database's (as in a CI container)
+    canary = "CANARY-toolchain-agent"
+    toolchain = make_toolchain(job.home, job.workspace, canary)
+    with StandIn([bash(PROBE)]) as model:
+        kw = job.claude(model.url)
+        kw["environ"]["PATH"] = f"{toolchain.path}:{kw['environ']['PATH']}"
+        outcome = await run_attempt(job.spec(installed(CLAUDE_AGENT_ACP), **kw))
+    assert model.tool_uses() == ["Bash"], model.describe()
+    assert outcome.status == "completed", outcome.reason
+    assert outcome.acp is not None and outcome.acp.sandboxed_agent
+    assert records(outcome, "terminal") == []  # not through the governor's terminals
+    (result,) = model.tool_results()
+    text = str(result["content"])
+    assert toolchain.worked(text), text
+    assert canary not in text
+
+
+async def test_with_home_not_the_password_databases_it_finds_its_settings_there(job: Job) -> None:
+    # HOME is the job's folder (as CI containers set it), not the password
+    # database's: the preset's ~/.claude must be kept from where the agent looks.
+    claude = job.home / ".claude"
+    claude.mkdir()
+    (claude / "settings.json").write_text('{"model": "model-from-home-settings"}')
+
+    async def models_seen() -> list[str | None]:
+        with StandIn([]) as model:
+            kw = job.claude(model.url)
+            kw["environ"]["PATH"] = f"{MODULES / '.bin'}:{kw['environ']['PATH']}"
+            outcome = await run_attempt(job.spec(None, agent="claude", **kw))
+        assert outcome.status == "completed", outcome.reason
+        assert outcome.acp is not None and outcome.acp.sandboxed_agent
+        return model.models()
+
+    seen = await models_seen()
+    assert seen and set(seen) == {"model-from-home-settings"}, seen
+    (claude / "settings.json").write_text("{}")
+    seen = await models_seen()
+    assert seen and "model-from-home-settings" not in seen  # the neighbour: it was the file

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 from npm_agents import CLAUDE_CODE_ACP, Job, installed, records
 from standin import StandIn, bash, edit, read, stalled, write
+from toolchain_home import AVAILABLE, PROBE, WHY_NOT, make_toolchain
 
 from governor.attempt import run_attempt
 from policies.policy import parse_policy
@@ -148,3 +149,24 @@ async def test_with_no_model_credentials_the_prompt_fails_asking_to_sign_in(job:
     assert [r["kind"] for r in outcome.tool_calls] == ["mode"]  # session/new worked; nothing ran
     assert [p.name for p in job.workspace.iterdir()] == ["notes.txt"]
     job.verified_log()
+
+
+@pytest.mark.skipif(not AVAILABLE, reason=WHY_NOT)
+async def test_the_persons_toolchain_in_home_runs_in_a_governed_terminal_and_secrets_stay_hidden(
+    job: Job,
+) -> None:
+    # HOME is the job's, not the password database's (as in a CI container)
+    canary = "CANARY-toolchain-terminal"
+    toolchain = make_toolchain(job.home, job.workspace, canary)
+    with StandIn([bash(PROBE)]) as model:
+        kw = job.claude(model.url)
+        kw["environ"]["PATH"] = f"{toolchain.path}:{kw['environ']['PATH']}"
+        outcome = await run_attempt(job.spec(installed(CLAUDE_CODE_ACP), **kw))
+    assert model.tool_uses() == ["mcp__acp__Bash"], model.describe()
+    assert outcome.status == "completed", outcome.reason
+    commands = {r["request"]: r["verdict"] for r in records(outcome, "terminal")}
+    assert list(commands.values()) == ["allow"], outcome.tool_calls
+    (result,) = model.tool_results()
+    text = str(result["content"])
+    assert toolchain.worked(text), text
+    assert canary not in text

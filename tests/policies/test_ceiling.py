@@ -12,6 +12,7 @@ from policies.ceiling import (
     AgentForbidden,
     CapabilityExceeded,
     Ceiling,
+    KeepForbidden,
     NetworkForbidden,
     RunRequest,
     check,
@@ -139,6 +140,24 @@ def test_a_ceiling_file_is_parsed_strictly() -> None:
     assert c.allowed_agents == ("codex",)
     assert c.allow_network and not c.allow_agent_args
     assert c.protected == ("specs/**",)
+    assert c.keep_within == ()
+    assert parse_ceiling('keep_within = ["~/tools"]\n').keep_within == ("~/tools",)
+
+
+def test_a_folder_to_keep_must_lie_within_what_the_ceiling_names() -> None:
+    ceiling = Ceiling(allowed_agents=("acp",), keep_within=("~/tools", "/opt"))
+    fits = RunRequest("acp", keep=("~/tools", "~/tools/go", "/opt/sdk"))
+    assert check(fits, ceiling) == fits
+    over = RunRequest("acp", keep=("~/toolsx", "~/tools/../.ssh", "/opt/sdk", "~/.config"))
+    assert check(over, ceiling) == [
+        KeepForbidden("~/toolsx", ("~/tools", "/opt")),
+        KeepForbidden("~/tools/../.ssh", ("~/tools", "/opt")),
+        KeepForbidden("~/.config", ("~/tools", "/opt")),
+    ]
+    refused = check(RunRequest("acp", keep=("~/tools",)), Ceiling.default(["acp"]))
+    assert [str(v) for v in refused] == [  # type: ignore[union-attr]
+        "keeping ~/tools visible is not permitted; permitted within: none (keep_within is empty)"
+    ]
 
 
 @pytest.mark.parametrize(

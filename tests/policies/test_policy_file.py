@@ -53,6 +53,9 @@ tools = ["fetch"]
 [allow]
 commands = ["git status"]
 writes = ["build/**"]
+[sandbox]
+keep = ["~/tools", "/opt/sdk"]
+toolchains = false
 """,
         "job.toml",
     )
@@ -66,6 +69,9 @@ writes = ["build/**"]
     assert [c.text for c in p.rules.deny.commands] == ["rm *"]
     assert p.rules.ask.tools == frozenset({"fetch"})
     assert p.rules.allow.writes.patterns == ("build/**",)
+    assert p.keep == ("~/tools", "/opt/sdk")
+    assert p.toolchains is False
+    assert Policy().toolchains is True and Policy().keep == ()
 
 
 @pytest.mark.parametrize(
@@ -96,6 +102,18 @@ writes = ["build/**"]
             "job.toml: ask.commands: an empty command pattern matches nothing",
         ),
         ("deny = 3", "job.toml: deny: expected a table, got an integer"),
+        (
+            '[sandbox]\nkeeps = ["/opt"]',
+            "job.toml: sandbox.keeps: unknown key; did you mean `keep`?",
+        ),
+        (
+            '[sandbox]\nkeep = ["tools"]',
+            "job.toml: sandbox.keep: 'tools' must be absolute or start with ~/",
+        ),
+        (
+            '[sandbox]\ntoolchains = "no"',
+            "job.toml: sandbox.toolchains: expected true or false, got a string",
+        ),
         ("[deny\n", "job.toml: not valid TOML"),
     ],
 )

@@ -16,6 +16,7 @@ from sandbox.profile import (
     Profile,
     ProfileError,
     ancestors_between,
+    environment,
     render,
 )
 
@@ -280,6 +281,17 @@ def test_an_agent_profile_keeps_its_folders_writable_and_has_network() -> None:
         argv, "--tmpfs", "/tmp"
     )
     assert "--disable-userns" in argv
+
+
+def test_an_agent_path_is_passed_through_as_the_visible_entries() -> None:
+    agent = Profile.for_agent(
+        Capability.EDIT_WORKSPACE, Path(WS), env={"PATH": "/home/u/.local/bin:/usr/bin", "A": "1"}
+    )
+    assert agent.path == "/home/u/.local/bin:/usr/bin" and "PATH" not in agent.env
+    facts = replace(FACTS, path="/usr/bin")  # what the survey found visible
+    assert environment(agent, facts)["PATH"] == "/usr/bin"
+    declared = agent.with_command(env={"PATH": "/opt/bin"})
+    assert environment(declared, facts)["PATH"] == "/opt/bin"  # a declared PATH wins
 
 
 def test_with_command_adds_cwd_and_env_without_touching_the_base() -> None:

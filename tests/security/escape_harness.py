@@ -242,6 +242,9 @@ class Box:
         output_limit: int = 1 << 20,
         environ: dict[str, str] | None = None,
         then: str | None = None,
+        path: str | None = None,
+        keep: Sequence[Path] = (),
+        toolchains: bool = True,
     ) -> Outcome:
         """Run ``command`` in the sandbox; with ``then``, run that shell line
         next (in the same session's sandbox, or in a bwrap of its own, per
@@ -259,6 +262,9 @@ class Box:
                 "home_folders": [list(f) for f in home_folders],
                 "allow_unix_sockets": allow_unix_sockets,
                 "cwd": str(cwd) if cwd else None,
+                "path": path,
+                "keep": [str(p) for p in keep],
+                "toolchains": toolchains,
             },
             "timeout": timeout,
             "via": self.via,

@@ -1,0 +1,36 @@
+"""`governor.confine`: what a policy's ``[sandbox]`` table becomes in the
+profiles of the commands and of the agent."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from governor.confine import agent_profile, command_profile
+from policies.policy import parse_policy
+
+
+def test_the_sandbox_table_reaches_both_profiles(tmp_path: Path) -> None:
+    policy = parse_policy(
+        'capability = "edit-workspace"\n[sandbox]\nkeep = ["~/tools", "/opt/sdk"]\n'
+        "toolchains = false\n",
+        "job.toml",
+    ).bind(str(tmp_path))
+    expected = (Path(os.path.expanduser("~/tools")), Path("/opt/sdk"))
+    command = command_profile(policy)
+    assert (command.keep, command.toolchains) == (expected, False)
+    assert command.path == os.environ.get("PATH") and command.env == {}
+    given = command_profile(policy, {"HOME": str(tmp_path / "home"), "PATH": "/opt/bin:/usr/bin"})
+    assert given.path == "/opt/bin:/usr/bin"  # the agent's, for a command it runs
+    assert given.env == {"HOME": str(tmp_path / "home")}
+    agent = agent_profile(
+        [sys.executable], policy, None, {"PATH": "/usr/bin:/bin"}, sandbox=True
+    )
+    assert (agent.keep, agent.toolchains, agent.path) == (expected, False, "/usr/bin:/bin")
+
+
+def test_by_default_toolchains_are_detected(tmp_path: Path) -> None:
+    policy = parse_policy('capability = "read-only"\n', "job.toml").bind(str(tmp_path))
+    assert command_profile(policy).toolchains is True
+    assert command_profile(policy).keep == ()
