@@ -155,6 +155,7 @@ async def main(rounds: int, srt_rounds: int) -> None:
                 opened[name].append(time.perf_counter() - start)
     session = SandboxSession(edit_session, ledger=session_ledger)
     plain = SandboxSession(edit_plain, ledger=session_ledger)
+    kept = len(survey(edit_session).kept)
 
     def in_session(
         chosen: SandboxSession, profile: Profile
@@ -213,7 +214,7 @@ async def main(rounds: int, srt_rounds: int) -> None:
     print(
         f"opening a session's sandbox (once per session), median of {OPENINGS}: "
         f"c1 {statistics.median(opened['c1']) * 1000:.1f} ms with "
-        f"{len(survey(edit_session).kept)} toolchain folders kept, "
+        f"{kept} toolchain folders kept, "
         f"c0 {statistics.median(opened['c0']) * 1000:.1f} ms without"
     )
     print(f"{'command':<12}" + "".join(f"{n:>26}" for n in names))

@@ -176,7 +176,7 @@ class _Found:
         if not operator and (
             not self.hidden(path)
             or any(is_within(h, path) for h in self.homes)
-            or _holds_credentials(path, self.homes)
+            or _holds_credentials(path, _credential_dirs(self.homes))
         ):
             return False
         self.kept[path] = why
@@ -234,10 +234,11 @@ def _mtime(directory: str) -> int:
 
 @functools.lru_cache(maxsize=256)
 def _programs(directory: str, mtime_ns: int) -> tuple[tuple[str, str], ...]:
-    """(program, what it leads to) for the links and scripts in ``directory``
-    at modification time ``mtime_ns`` (the cache key)."""
+    """(program, the folder it leads to) for the links and scripts in
+    ``directory`` at modification time ``mtime_ns`` (the cache key), one per
+    folder: pyenv's shims and rustup's proxies are dozens leading to one place."""
     del mtime_ns
-    out: list[tuple[str, str]] = []
+    out: dict[str, str] = {}
     try:
         entries = sorted(os.scandir(directory), key=lambda e: e.name)[:ENTRIES_MAX]
     except OSError:
@@ -245,12 +246,12 @@ def _programs(directory: str, mtime_ns: int) -> tuple[tuple[str, str], ...]:
     for entry in entries:
         path = entry.path
         if entry.is_symlink():
-            out.append((path, os.path.realpath(path)))
             path = os.path.realpath(path)
+            out.setdefault(os.path.dirname(path), entry.path)
         interpreter = shebang_interpreter(path)
         if interpreter is not None:
-            out.append((entry.path, interpreter))
-    return tuple(out)
+            out.setdefault(os.path.dirname(interpreter), entry.path)
+    return tuple((program, folder) for folder, program in out.items())
 
 
 def shebang_interpreter(path: str, search_path: str | None = None) -> str | None:
@@ -313,19 +314,27 @@ def _venv_home(prefix: str) -> str | None:
     return ""
 
 
-def _holds_credentials(path: str, homes: Sequence[str]) -> bool:
-    """Whether ``path`` holds a credential folder or lies inside one."""
-    folders = [os.path.join(home, rel) for home in homes for rel in CREDENTIAL_DIRS]
+@functools.lru_cache(maxsize=16)
+def _credential_dirs(homes: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(os.path.join(home, rel) for home in homes for rel in CREDENTIAL_DIRS)
+
+
+@functools.lru_cache(maxsize=16)
+def _credential_files(homes: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(os.path.join(home, rel) for home in homes for rel in CREDENTIAL_FILES)
+
+
+def _holds_credentials(path: str, folders: tuple[str, ...]) -> bool:
+    """Whether ``path`` holds one of the credential ``folders`` or lies inside one."""
     return any(is_within(f, path) or is_within(path, f) for f in folders)
 
 
 def credential_dirs_in(path: str, homes: Sequence[str]) -> list[str]:
     """The credential folders (`CREDENTIAL_DIRS`) that lie inside ``path`` or
     around it."""
-    folders = [os.path.join(home, rel) for home in homes for rel in CREDENTIAL_DIRS]
     return [
         f
-        for f in folders
+        for f in _credential_dirs(tuple(homes))
         if (is_within(f, path) and os.path.exists(f)) or is_within(path, f)
     ]
 
@@ -338,7 +347,7 @@ def _credentials(
     ``tops``, nested ones too (`CREDENTIALS_IN_TOOLCHAIN`:
     ``$CARGO_HOME/credentials.toml``, an nvm version's ``etc/npmrc``)."""
     out: list[str] = []
-    candidates = [os.path.join(h, rel) for h in homes for rel in CREDENTIAL_FILES]
+    candidates = [*_credential_files(tuple(homes))]
     candidates += [os.path.join(top, rel) for top in tops for rel in CREDENTIALS_IN_TOOLCHAIN]
     for path in candidates:
         if any(is_within(path, k.path) for k in kept) and os.path.isfile(path):
