@@ -533,7 +533,7 @@ class Attempt:
             written=gate.written,
             current=after,
             commands=[(a, b or now) for a, b in confine.command_windows(gate.terminals)],
-            allowed=gate.allowances.all,
+            allowed=gate.allowances,
             ended_ns=now,
         )
         for change in diff(before, after):

@@ -22,8 +22,11 @@ Pure: the gate collects the evidence (`Allowance`s), the attempt the snapshots.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import time
-from collections.abc import Callable, Mapping, Sequence
+from array import array
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -44,31 +47,86 @@ class Allowance:
 
 
 class Allowances:
-    """An attempt's allowed permissions, in order, and the windows still open."""
+    """An attempt's allowed permissions, kept small: an attempt of 60,000 of them
+    must not hold 60,000 objects. What the rules need is kept, no more: the
+    first allowance naming each path (`named`), and the windows in order, as
+    arrays (`window`). An attempt's allowances then cost a few dozen bytes each
+    (three integers and the tool call's id), and the named paths one entry per
+    path."""
 
-    __slots__ = ("_open", "all")
+    __slots__ = ("_calls", "_ends", "_named", "_open", "_reach", "_seqs", "_starts")
 
-    def __init__(self) -> None:
-        self.all: list[Allowance] = []
-        self._open: dict[str, Allowance] = {}
+    def __init__(self, given: Iterable[Allowance] = ()) -> None:
+        self._named: dict[str, tuple[str, int | None]] = {}
+        self._starts = array("q")
+        self._ends = array("q")  # OPEN while its tool call runs
+        self._seqs = array("q")  # NO_SEQ for None
+        self._calls: list[str] = []
+        self._open: dict[str, int] = {}  # tool call -> index of its open window
+        self._reach: array[int] | None = None  # the ends' running maximum, made when asked
+        for a in given:  # as a test states them
+            self.allow(a.tool_call, a.seq, a.paths, now=a.start_ns)
+            if a.end_ns is not None:
+                self.end(a.tool_call, now=a.end_ns)
 
-    def allow(self, tool_call: str, seq: int | None, paths: frozenset[str]) -> None:
+    def __len__(self) -> int:
+        return len(self._starts)
+
+    def allow(
+        self, tool_call: str, seq: int | None, paths: frozenset[str], *, now: int | None = None
+    ) -> None:
         """A permission was allowed just now: its window opens."""
-        allowance = Allowance(tool_call, seq, paths, time.time_ns())
-        self.all.append(allowance)
-        self._open[tool_call] = allowance
+        for path in paths:
+            self._named.setdefault(path, (tool_call, seq))
+        self._open[tool_call] = len(self._starts)
+        self._starts.append(time.time_ns() if now is None else now)
+        self._ends.append(OPEN)
+        self._seqs.append(NO_SEQ if seq is None else seq)
+        self._calls.append(tool_call)
+        self._reach = None
 
-    def end(self, tool_call: str | None = None) -> None:
+    def end(self, tool_call: str | None = None, *, now: int | None = None) -> None:
         """`tool_call` ended (None: every open window ends, at the next permission)."""
         if not self._open:
             return
-        now = time.time_ns()
+        now = time.time_ns() if now is None else now
         if tool_call is None:
-            for a in self._open.values():
-                a.end_ns = now
+            for index in self._open.values():
+                self._ends[index] = now
             self._open.clear()
         elif tool_call in self._open:
-            self._open.pop(tool_call).end_ns = now
+            self._ends[self._open.pop(tool_call)] = now
+        self._reach = None
+
+    def naming(self, path: str) -> Cause | None:
+        """The first allowance whose tool call named ``path``."""
+        found = self._named.get(path)
+        return None if found is None else Cause("named", found[0], found[1])
+
+    def window(self, t: int, ended_ns: int) -> Cause | None:
+        """The first allowance whose window holds ``t`` (open ones end at ``ended_ns``)."""
+        starts, ends = self._starts, self._ends
+        if self._reach is None:
+            self._reach = array("q", itertools.accumulate(ends, max))
+        reach = self._reach
+        found = None
+        # Windows start in order; only those started by t can hold it, and going
+        # back, none can once the running maximum of their ends falls before t
+        # (an open window's end counts as OPEN, past any time).
+        i = bisect.bisect_right(starts, t) - 1
+        while i >= 0 and reach[i] >= t:
+            end = ends[i] if ends[i] != OPEN else ended_ns
+            if end >= t:
+                found = i
+            i -= 1
+        if found is None:
+            return None
+        seq = self._seqs[found]
+        return Cause("window", self._calls[found], None if seq == NO_SEQ else seq)
+
+
+OPEN: Final = 2**63 - 1
+NO_SEQ: Final = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +156,7 @@ class Evidence:
     current: Snapshot
     commands: Sequence[tuple[int, int]] = ()
     """(start, end) of each governed terminal's run."""
-    allowed: Sequence[Allowance] = field(default_factory=list)
+    allowed: Allowances = field(default_factory=Allowances)
     ended_ns: int = 0
     """The turn's end, closing the windows still open."""
 
@@ -111,10 +169,7 @@ def _written(change: Change, e: Evidence) -> Cause | None:
 
 
 def _named(change: Change, e: Evidence) -> Cause | None:
-    for a in e.allowed:
-        if change.path in a.paths:
-            return Cause("named", a.tool_call, a.seq)
-    return None
+    return e.allowed.naming(change.path)
 
 
 def _command(change: Change, e: Evidence) -> Cause | None:
@@ -126,16 +181,11 @@ def _command(change: Change, e: Evidence) -> Cause | None:
 
 def _window(change: Change, e: Evidence) -> Cause | None:
     t = change.mtime_ns
-    if t is None:
-        return None
-    for a in e.allowed:
-        if a.start_ns <= t <= (a.end_ns if a.end_ns is not None else e.ended_ns):
-            return Cause("window", a.tool_call, a.seq)
-    return None
+    return None if t is None else e.allowed.window(t, e.ended_ns)
 
 
 def _deleted(change: Change, e: Evidence) -> Cause | None:
-    if change.how == "deleted" and (e.commands or e.allowed):
+    if change.how == "deleted" and (e.commands or len(e.allowed)):
         return Cause("deleted")
     return None
 

@@ -14,6 +14,7 @@ Pure bookkeeping: no I/O; the gate writes the records.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Collection, Mapping, Sequence, Set
 from dataclasses import dataclass
 from typing import Any, Final
@@ -22,6 +23,12 @@ from acp import schema
 
 from policies.paths import normalize
 from policies.shell import split
+
+MAX_TOOL_CALLS: Final = 2048
+"""Tool calls remembered at once, the ones mentioned last: an attempt's memory
+must not grow with its length. A call mentioned again after 2,048 others were
+starts afresh: a permission asked for it then is forgotten, and its completion
+may be reported as done without asking (a conservative error)."""
 
 UNASKED_KINDS: Final = frozenset({"edit", "delete", "move", "execute"})
 """Tool kinds that change something: done without the gate, they are unasked."""
@@ -45,18 +52,23 @@ class ToolCallState:
 
 
 class ToolCalls:
-    """The attempt's tool calls by id."""
+    """The attempt's tool calls by id, the `MAX_TOOL_CALLS` mentioned last."""
 
     __slots__ = ("_states",)
 
     def __init__(self) -> None:
-        self._states: dict[str, ToolCallState] = {}
+        self._states: OrderedDict[str, ToolCallState] = OrderedDict()
 
     def upsert(self, mention: Mention) -> ToolCallState:
         """The call's state with this mention folded in (made at its first mention)."""
-        state = self._states.get(mention.tool_call_id)
+        states = self._states
+        state = states.get(mention.tool_call_id)
         if state is None:
-            state = self._states[mention.tool_call_id] = ToolCallState(mention.tool_call_id)
+            state = states[mention.tool_call_id] = ToolCallState(mention.tool_call_id)
+            if len(states) > MAX_TOOL_CALLS:
+                states.popitem(last=False)
+        else:
+            states.move_to_end(mention.tool_call_id)
         if mention.title:
             state.title = mention.title
         if mention.kind:

@@ -179,10 +179,13 @@ class AuditLog:
             if type(self.masker) is Masker
             else None
         )
-        # The records are kept as the lines written, not as dicts: tens of thousands
-        # of nested dicts made every full garbage collection walk them, a cost per
-        # decision that grew with the attempt. `records` parses them when asked.
+        # A log without a file keeps its records as the lines written, not as
+        # dicts: tens of thousands of nested dicts made every full garbage
+        # collection walk them. A log with a file keeps none: `records` reads
+        # them back from where this log began, so an attempt's memory does not
+        # grow with its decisions.
         self._lines: list[bytes] = []
+        self._begins = 0  # the file's size when this log opened it
         self._parsed: list[dict[str, Any]] = []
         self._prev: str | None = None
         self._seq = 0
@@ -203,6 +206,7 @@ class AuditLog:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 self._fd = _open_log(path)
                 _end_torn_line(self._fd)
+                self._begins = os.fstat(self._fd).st_size
             except OSError as e:
                 raise AuditUnavailable(f"cannot open the audit log {path}: {e.strerror}") from None
 
@@ -240,7 +244,8 @@ class AuditLog:
             self._dirty = True
         self._seq = seq
         self._prev = digest
-        self._lines.append(line)
+        if self.path is None:
+            self._lines.append(line)
         self.tallier.add(kind, body.get("verdict"), body.get("by"), body.get("request"))
         if kind == "unasked":
             self.unasked.append(body.get("subject") or {})
@@ -248,7 +253,13 @@ class AuditLog:
 
     @property
     def records(self) -> list[dict[str, Any]]:
-        """Every record of this log so far, in order (parsed on demand, then cached)."""
+        """Every record of this log so far, in order: read back from its file (the
+        lines of this attempt after where it began), else parsed from the lines
+        kept; cached until the next record."""
+        if self.path is not None:
+            if len(self._parsed) != self._seq:
+                self._parsed = self._read_back()
+            return self._parsed
         if len(self._parsed) < len(self._lines):
             # Parsed records are plain JSON values, without cycles: collecting while
             # tens of thousands of them are made would only walk them, several
@@ -261,6 +272,28 @@ class AuditLog:
                 if was_enabled:
                     gc.enable()
         return self._parsed
+
+    def _read_back(self) -> list[dict[str, Any]]:
+        assert self.path is not None
+        was_enabled = gc.isenabled()
+        gc.disable()  # plain JSON values, no cycles: see `records`
+        out: list[dict[str, Any]] = []
+        try:
+            with self.path.open("rb") as f:
+                f.seek(self._begins)
+                for line in f:
+                    try:
+                        record = orjson.loads(line)
+                    except orjson.JSONDecodeError:
+                        continue  # another writer's torn line: not ours
+                    if isinstance(record, dict) and record.get("attempt") == self.attempt:
+                        out.append(record)
+        except OSError as e:
+            raise AuditUnavailable(f"cannot read the audit log {self.path} back: {e}") from None
+        finally:
+            if was_enabled:
+                gc.enable()
+        return out
 
     def _serialized(self, body: dict[str, Any]) -> tuple[bytes, str]:
         """The masked body's line (``hash`` appended last) and its hash; masks in place."""

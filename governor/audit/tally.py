@@ -12,6 +12,7 @@ so a log and its outcome agree.
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -46,14 +47,23 @@ def tally(records: Iterable[Mapping[str, Any]]) -> Tally:
 _REFUSED, _WAITING, _PERSON = 1, 2, 4
 
 
+OPEN_GROUPS: Final = 256
+"""Requests whose records are still gathered: the last ones seen. The gate writes
+a request's records one after another, so a request that has dropped out of the
+last 256 is complete: it is counted and forgotten, and a long attempt's tally
+takes no more memory than a short one's."""
+
+
 class Tallier:
     """`tally`, one record at a time: the audit log counts as it writes, so the
     end of an attempt does not walk (or parse) tens of thousands of records."""
 
-    __slots__ = ("_alone", "_groups", "_reported", "_unasked")
+    __slots__ = ("_alone", "_closed", "_groups", "_reported", "_unasked")
 
     def __init__(self) -> None:
-        self._groups: dict[Any, int] = {}  # request -> _REFUSED | _WAITING | _PERSON flags
+        # request -> _REFUSED | _WAITING | _PERSON flags, for the `OPEN_GROUPS` last
+        self._groups: OrderedDict[Any, int] = OrderedDict()
+        self._closed = [0, 0, 0, 0]  # asked, refused, waiting, waited of the forgotten
         self._alone = 0  # records without a request id: each an ask of its own
         self._reported = 0
         self._unasked = 0
@@ -84,23 +94,37 @@ class Tallier:
             key = (type(request), request) if type(request) is not int else request
         else:
             key = ("json", json.dumps(request, sort_keys=True))
-        self._groups[key] = self._groups.get(key, 0) | flags
+        groups = self._groups
+        if key in groups:
+            groups[key] |= flags
+            groups.move_to_end(key)
+            return
+        groups[key] = flags
+        if len(groups) > OPEN_GROUPS:
+            _count(self._closed, groups.popitem(last=False)[1])
 
     def tally(self) -> Tally:
         """The counts so far."""
-        refused = waiting = waited = 0
+        counts = list(self._closed)
         for flags in self._groups.values():
-            refused += flags & _REFUSED
-            waiting += bool(flags & (_REFUSED | _WAITING))
-            waited += bool(flags & _PERSON)
+            _count(counts, flags)
+        asked, refused, waiting, waited = counts
         return Tally(
-            asked=len(self._groups),
-            allowed=len(self._groups) - waiting,
+            asked=asked,
+            allowed=asked - waiting,
             waited=waited,
             refused=refused,
             reported=self._reported,
             unasked=self._unasked,
         )
+
+
+def _count(counts: list[int], flags: int) -> None:
+    """Add one request's flags to (asked, refused, waiting, waited)."""
+    counts[0] += 1
+    counts[1] += flags & _REFUSED
+    counts[2] += bool(flags & (_REFUSED | _WAITING))
+    counts[3] += bool(flags & _PERSON)
 
 
 _ASKED_KINDS: Final = frozenset({"permission", "read", "write", "terminal", "elicitation"})

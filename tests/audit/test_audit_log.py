@@ -260,3 +260,25 @@ def test_the_log_file_is_private_to_its_owner(tmp_path: Path) -> None:
     path = tmp_path / "a.jsonl"
     AuditLog(path, "att").close()
     assert os.stat(path).st_mode & 0o077 == 0
+
+
+def test_a_log_with_a_file_keeps_no_records_in_memory_and_reads_them_back(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "shared.jsonl"
+    earlier = AuditLog(path, "att-0")  # another attempt's records before ours
+    earlier.record("read", request=1, verdict="allow")
+    earlier.close()
+    log = AuditLog(path, "att-1")
+    for n in range(1, 501):
+        log.record("read", request=n, subject={"path": f"/ws/{n}"}, verdict="allow")
+    assert log._lines == []  # nothing held per record: read back when asked
+    records = log.records
+    assert [r["request"] for r in records] == list(range(1, 501))
+    assert {r["attempt"] for r in records} == {"att-1"}
+    log.record("read", request=501, verdict="deny")
+    assert log.records[-1]["request"] == 501 and len(log.records) == 501
+    assert log.tallier.tally().refused == 1
+    log.close()
+    assert len(log.records) == 501  # still readable once closed
+    assert len(lines_of(path)) == 502

@@ -57,3 +57,24 @@ def test_ids_of_other_json_types_group_their_records() -> None:
         rec("permission", True, "allow"),
     ]
     assert tally(records) == Tally(asked=5, allowed=4, refused=1)
+
+
+def test_a_long_attempt_is_counted_as_a_short_one_is_with_bounded_memory() -> None:
+    from governor.audit.tally import OPEN_GROUPS, Tallier
+
+    n = 20 * OPEN_GROUPS
+    records = []
+    for i in range(n):
+        # compound permissions (two records, one request), denies and person
+        # decisions, as the gate writes them: a request's records together
+        records.append(rec("permission", i, "deny" if i % 7 == 0 else "allow"))
+        if i % 3 == 0:
+            records.append(rec("permission", i, "allow", by="person" if i % 5 == 0 else "policy"))
+    counted = Tallier()
+    for r in records:
+        counted.add(r["kind"], r["verdict"], r["by"], r["request"])
+        assert len(counted._groups) <= OPEN_GROUPS
+    refused = len(range(0, n, 7))
+    assert counted.tally() == Tally(
+        asked=n, allowed=n - refused, waited=len(range(0, n, 15)), refused=refused
+    )

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from governor.attribution import RULES, Allowance, Cause, Evidence, explain
+from governor.attribution import RULES, Allowance, Allowances, Cause, Evidence, explain
 from governor.workspace import Change, Snapshot
 
 WRITTEN = "/ws/written.txt"
@@ -17,10 +17,12 @@ def evidence(**kw: Any) -> Evidence:
         "written": {WRITTEN: (3, 100)},
         "current": Snapshot({WRITTEN: (3, 100), "/ws/later.txt": (3, 999)}),
         "commands": [(200, 300)],
-        "allowed": [
-            Allowance("call-1", 7, frozenset({"/ws/named.txt"}), 400, 500),
-            Allowance("call-2", 9, frozenset(), 600, None),
-        ],
+        "allowed": Allowances(
+            [
+                Allowance("call-1", 7, frozenset({"/ws/named.txt"}), 400, 500),
+                Allowance("call-2", 9, frozenset(), 600, None),
+            ]
+        ),
         "ended_ns": 700,
     }
     base.update(kw)
@@ -49,13 +51,13 @@ def test_a_change_is_explained_by_the_first_rule_that_holds(
 
 
 def test_a_governed_write_changed_again_afterwards_is_not_explained_by_it() -> None:
-    later = evidence(current=Snapshot({WRITTEN: (5, 150)}), allowed=[], commands=[])
+    later = evidence(current=Snapshot({WRITTEN: (5, 150)}), allowed=Allowances(), commands=[])
     assert explain(Change(WRITTEN, "changed", 150), later) is None
 
 
 def test_a_deletion_is_unexplained_when_nothing_governed_happened() -> None:
     assert (
-        explain(Change("/ws/old.txt", "deleted", None), evidence(commands=[], allowed=[])) is None
+        explain(Change("/ws/old.txt", "deleted", None), evidence(commands=[], allowed=Allowances())) is None
     )
 
 
@@ -71,3 +73,49 @@ def test_a_cause_names_its_tool_call_and_decision() -> None:
         "seq": 7,
     }
     assert Cause("command").to_json() == {"rule": "command"}
+
+
+def test_overlapping_windows_credit_the_first_and_the_first_naming_wins() -> None:
+    # two permissions allowed while both calls run (a person answered the first
+    # after the second was asked): a change in both windows is the first's
+    allowed = Allowances(
+        [
+            Allowance("call-a", 1, frozenset({"/ws/x"}), 100, None),
+            Allowance("call-b", 2, frozenset({"/ws/x", "/ws/y"}), 150, 200),
+            Allowance("call-c", 3, frozenset(), 300, 400),
+        ]
+    )
+    assert allowed.window(180, ended_ns=1000) == Cause("window", "call-a", 1)
+    assert allowed.window(350, ended_ns=1000) == Cause("window", "call-a", 1)  # a is open
+    assert allowed.window(50, ended_ns=1000) is None
+    assert allowed.naming("/ws/x") == Cause("named", "call-a", 1)
+    assert allowed.naming("/ws/y") == Cause("named", "call-b", 2)
+    allowed.end("call-a", now=250)
+    assert allowed.window(350, ended_ns=1000) == Cause("window", "call-c", 3)
+    assert allowed.window(260, ended_ns=1000) is None  # between a's end and c's start
+
+
+def test_many_allowances_answer_as_the_linear_rule_would() -> None:
+    given = [Allowance(f"c{i}", i, frozenset(), i * 10, i * 10 + 5) for i in range(5000)]
+    allowed = Allowances(given)
+    for t in (0, 3, 5, 7, 49_995, 49_996, 12_344, 12_346):
+        linear = next((a for a in given if a.start_ns <= t <= (a.end_ns or 0)), None)
+        expected = None if linear is None else Cause("window", linear.tool_call, linear.seq)
+        assert allowed.window(t, ended_ns=10**9) == expected, t
+
+
+def test_the_tool_calls_kept_are_the_last_mentioned_and_bounded() -> None:
+    from acp import schema
+
+    from governor.toolcalls import MAX_TOOL_CALLS, ToolCalls
+
+    calls = ToolCalls()
+    first = calls.upsert(schema.ToolCallStart(session_update="tool_call", tool_call_id="call-0", title="first"))
+    first.governed = True
+    for i in range(1, MAX_TOOL_CALLS + 50):
+        calls.upsert(schema.ToolCallStart(session_update="tool_call", tool_call_id=f"call-{i}", title="t"))
+        if i % 100 == 0:  # mentioned again: kept
+            assert calls.upsert(schema.ToolCallProgress(session_update="tool_call_update", tool_call_id="call-0")) is first
+    assert len(calls) == MAX_TOOL_CALLS
+    assert calls.upsert(schema.ToolCallProgress(session_update="tool_call_update", tool_call_id="call-0")).governed
+    assert not calls.upsert(schema.ToolCallProgress(session_update="tool_call_update", tool_call_id="call-1")).governed  # forgotten
