@@ -18,6 +18,7 @@ every pending and later ask is answered cancelled, whatever the approver does).
 from __future__ import annotations
 
 import inspect
+import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, Protocol
@@ -111,6 +112,9 @@ class Approvals:
     def __init__(self, approver: Approver) -> None:
         self.approver = approver
         self.grants: set[tuple[str, str]] = set()
+        self.carried: dict[tuple[str, str], int] = {}
+        """What a person's yes to a permission also covers, once each: the command
+        it runs and the files it names (key -> seq of that yes)."""
         self.cancelled = False
         self._cancel_event = trio.Event()
 
@@ -123,6 +127,28 @@ class Approvals:
     def granted(self, kind: str, subject: dict[str, Any], shown: str) -> bool:
         """Whether a person's "always" covers this request."""
         return self._key(kind, subject, shown) in self.grants
+
+    def carry(self, subject: dict[str, Any], seq: int | None) -> None:
+        """A person allowed a permission (record ``seq``): the governed requests that
+        carry out its tool call (its command's ``terminal/create``, its writes of
+        the paths it named) are not asked again. What the last yes covers replaces
+        what the one before covered: a yes is about one action."""
+        if seq is None:
+            return
+        self.carried.clear()
+        command = subject.get("command")
+        if isinstance(command, str):
+            self.carried[("command", command)] = seq
+        for path in subject.get("paths") or ():
+            if isinstance(path, str) and path.startswith("/"):
+                self.carried[("write", os.path.normpath(path))] = seq
+
+    def carried_by(self, kind: str, subject: dict[str, Any], shown: str) -> int | None:
+        """The seq of the person's yes that covers this request (used up), or None."""
+        if kind not in ("terminal", "write"):
+            return None
+        key = ("command", shown) if kind == "terminal" else ("write", shown)
+        return self.carried.pop(key, None)
 
     async def settle(self, kind: str, subject: dict[str, Any], shown: str, decision: Decision,
                      detail: dict[str, Any]) -> Settled:  # fmt: skip

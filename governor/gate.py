@@ -268,6 +268,14 @@ class Gate:
                 "grant",
                 f"allowed by a person's grant for this attempt ({decision.reason})",
             )
+        carried = self.approvals.carried_by(kind, subject, shown)
+        if carried is not None:  # one question per action: not a second wait
+            return (
+                Verdict.ALLOW,
+                "grant",
+                f"allowed by a person (seq {carried}): the permission they allowed carries "
+                f"it out ({decision.reason})",
+            )
         return None
 
     def _write_record(
@@ -412,6 +420,8 @@ class Gate:
             if ruling.allowed and isinstance(response.outcome, schema.AllowedOutcome):
                 named = named_paths(state.locations, command, self.policy.workspace)
                 self.allowances.allow(call.tool_call_id, ruling.seq, named)
+                if ruling.by == "person":
+                    self.approvals.carry(subject, ruling.seq)
             return response
 
         return _then(ruling, answer)

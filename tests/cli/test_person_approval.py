@@ -157,3 +157,16 @@ def test_a_person_fills_in_the_form_an_agent_sends(tmp_path: Path) -> None:
     assert record["option"] == "accept"
     assert record["subject"]["fields"] == ["name", "level", "tests", "count"]
     assert "hello-app" not in json.dumps(record)  # what the person typed is not logged
+
+
+def test_a_yes_once_is_one_question_for_the_demos_command(tmp_path: Path) -> None:
+    # the permission for `python3 hello.py` and its terminal/create are one action
+    _, screen, outcome = run_demo_as_a_person(
+        tmp_path, 'capability = "edit-workspace"\n[ask]\ncommands = ["python3 *"]\n', ["o"]
+    )
+    assert screen.count("or [r]efuse?") == 1
+    assert outcome["status"] == "completed"
+    yes = next(r for r in outcome["tool_calls"] if r["kind"] == "permission" and r["by"] == "person")
+    carried = [r for r in outcome["tool_calls"] if r["kind"] == "terminal" and r["by"] == "grant"]
+    assert carried and f"allowed by a person (seq {yes['seq']})" in carried[0]["reason"]
+    assert outcome["acp"]["tally"]["waited"] == 1
