@@ -142,20 +142,7 @@ def prepare(
         stack.callback(_close_open, opened)
         sealed: set[str] = set()
         if profile.writable:
-            # A pin that is one of our stubs (made for another sandbox still
-            # running, or parked) is counted too, or that sandbox's end would
-            # delete a mount point this one relies on. Another governor's
-            # sealed stub (or one it left behind) is shared the same way.
-            counted: list[str] = []
-            stack.callback(_release, ledger, counted)
-            stubs = set(facts.stubs)
-            for pin in facts.pins:
-                ours = (pin in stubs or ledger.owns(pin)) and ledger.acquire(pin)
-                if ours or ledger.adopt(pin):
-                    counted.append(pin)
-                    if ledger.sealed(pin):
-                        sealed.add(pin)
-            ledger.commit()
+            sealed = acquire_stubs(ledger, facts.pins, facts.stubs, stack)
         pin_fds: dict[str, int] = {}
         if bwrap.features.ro_bind_fd and profile.writable:
             for pin in facts.pins:
@@ -192,6 +179,31 @@ def prepare(
             info_fd=info_read,
             _open=opened,
         )
+
+
+def acquire_stubs(
+    ledger: StubLedger, pins: Sequence[str], stubs: Sequence[str], stack: ExitStack
+) -> set[str]:
+    """Make the stubs among ``pins`` and count this sandbox's use of them until
+    ``stack`` closes; the ones that are sealed (they need no mount).
+
+    A pin that is one of our stubs (made for another sandbox still running, or
+    parked) is counted too, or that sandbox's end would delete a mount point
+    this one relies on. Another governor's sealed stub (or one it left behind)
+    is shared the same way.
+    """
+    counted: list[str] = []
+    sealed: set[str] = set()
+    stack.callback(_release, ledger, counted)
+    missing = set(stubs)
+    for pin in pins:
+        ours = (pin in missing or ledger.owns(pin)) and ledger.acquire(pin)
+        if ours or ledger.adopt(pin):
+            counted.append(pin)
+            if ledger.sealed(pin):
+                sealed.add(pin)
+    ledger.commit()
+    return sealed
 
 
 def _release(ledger: StubLedger, paths: list[str]) -> None:

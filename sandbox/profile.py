@@ -15,17 +15,25 @@ this file:
    ``/dev/null`` over host daemon sockets. These come *before* the roots so a
    workspace under ``$HOME`` or ``/tmp`` is bound back on top of its tmpfs.
 3. Kept home folders and visible install paths.
-4. The roots (read-write only at ``edit-workspace``), then git dirs a ``.git``
-   file points to (kept visible for ``git``).
-5. Read-write self-binds of every directory between a root and a pinned path:
-   a mount point cannot be renamed (EBUSY), which stops ``mv sub sub2`` from
-   carrying a nested repository's pinned ``.git`` away and rebuilding it.
-6. Read-only pins of protected paths (existing ones, and the stubs made for
-   missing ones), by ``O_PATH`` fd when bwrap supports ``--ro-bind-fd``. A
-   stub the launcher *sealed* (immutable, see `sandbox.stubs`) needs no pin:
-   nothing in the sandbox can unlink, rename or write it. Its ancestors are
-   still bound (5): renaming a directory carries an immutable file along.
-7. ``/dev/null`` over hidden files.
+4. The roots (read-write only at ``edit-workspace``), then git dirs outside
+   the roots that a ``.git`` file points to (kept visible, read-only).
+5. Read-write self-binds and read-only pins, together, outer paths first (a
+   mount hides what an earlier one put below it, so depth decides):
+
+   * self-binds of every directory between a root and a pinned path, and of
+     each git dir where commits are allowed: a mount point cannot be renamed
+     or removed (EBUSY), which stops ``mv sub sub2`` (or ``mv .git x``) from
+     carrying a repository's pinned parts away and rebuilding them;
+   * pins of protected paths (existing ones, and the stubs made for missing
+     ones), by ``O_PATH`` fd when bwrap supports ``--ro-bind-fd``. A stub the
+     launcher *sealed* (immutable, see `sandbox.stubs`) needs no pin: nothing
+     in the sandbox can unlink, rename or write it. Its ancestors are still
+     bound: renaming a directory carries an immutable file along.
+
+   A submodule's git dir inside a pinned ``.git/modules`` is self-bound after
+   that pin, from the host's path, so it is writable again under its own
+   pins (`sandbox.survey`).
+6. ``/dev/null`` over hidden files.
 """
 
 from __future__ import annotations
@@ -80,6 +88,8 @@ class Profile:
     ``hidden`` add root-relative paths to the built-in lists in
     `sandbox.protected`. ``visible`` keeps host paths readable even where a tmpfs
     would hide them (an agent installed under ``/tmp`` or ``$HOME``).
+    ``git_read_only`` pins every git dir in the roots read-only as a whole, for a
+    job that must not commit; otherwise edit-workspace may commit.
     """
 
     capability: Capability
@@ -98,6 +108,7 @@ class Profile:
     hidden: tuple[str, ...] = ()
     allow_unix_sockets: bool = False
     cwd: Path | None = None
+    git_read_only: bool = False
 
     def __post_init__(self) -> None:
         for name, value in self.env.items():
@@ -120,6 +131,13 @@ class Profile:
     def writable(self) -> bool:
         """Whether the roots are bound read-write."""
         return self.capability == Capability.EDIT_WORKSPACE
+
+    @property
+    def commits(self) -> bool:
+        """Whether git may commit: the roots are writable and git is not held
+        read-only, so a git dir is writable but for
+        `sandbox.protected.GIT_DIR_PROTECTED`."""
+        return self.writable and not self.git_read_only
 
     @property
     def roots(self) -> tuple[Path, ...]:
@@ -151,6 +169,7 @@ class Profile:
         protected: Sequence[str] = (),
         hidden: Sequence[str] = (),
         allow_unix_sockets: bool = False,
+        git_read_only: bool = False,
     ) -> Profile:
         """The profile that wraps an agent process itself.
 
@@ -174,6 +193,7 @@ class Profile:
             protected=tuple(protected),
             hidden=tuple(hidden),
             allow_unix_sockets=allow_unix_sockets,
+            git_read_only=git_read_only,
         )
 
 
@@ -210,7 +230,9 @@ class HostFacts:
     links: tuple[tuple[str, str], ...] = ()
     """The profile's links that lie where the sandbox hides the host's files."""
     git_dirs: tuple[str, ...] = ()
+    """Git dirs outside the writable roots that a ``.git`` file leads to: read-only."""
     ancestors: tuple[str, ...] = ()
+    """Directories bound writable over themselves (see `render`, step 5)."""
     pins: tuple[str, ...] = ()
     stubs: tuple[str, ...] = ()
     hidden: tuple[str, ...] = ()
@@ -357,19 +379,18 @@ def render(
     for git_dir in facts.git_dirs:
         argv += ["--ro-bind", git_dir, git_dir]
     if profile.writable:
-        for ancestor in facts.ancestors:
-            argv += ["--bind", ancestor, ancestor]
-        for pin in facts.pins:
-            if pin in sealed:
+        opened = set(facts.ancestors)
+        for path in sorted((*facts.ancestors, *facts.pins), key=_outer_first):
+            if path in opened:
+                argv += ["--bind", path, path]
+            elif path in sealed:
                 # no mount; the sandbox's pid 1 holds a read lock on it instead,
                 # which tells any governor's sweeper that it is still relied on
-                argv += ["--lock-file", pin]
-                continue
-            fd = fds.get(pin)
-            if fd is not None and features.ro_bind_fd:
-                argv += ["--ro-bind-fd", str(fd), pin]
+                argv += ["--lock-file", path]
+            elif (fd := fds.get(path)) is not None and features.ro_bind_fd:
+                argv += ["--ro-bind-fd", str(fd), path]
             else:
-                argv += ["--ro-bind", pin, pin]
+                argv += ["--ro-bind", path, path]
     for hidden in facts.hidden:
         argv += ["--ro-bind", os.devnull, hidden]
 
@@ -379,6 +400,10 @@ def render(
     if info_fd is not None:
         argv += ["--info-fd", str(info_fd)]
     return argv
+
+
+def _outer_first(path: str) -> tuple[int, str]:
+    return path.count("/"), path
 
 
 def ancestors_between(root: str, path: str) -> list[str]:

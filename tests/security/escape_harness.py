@@ -40,6 +40,11 @@ VIAS = ("command", "session")
 """How a command reaches its sandbox: a bwrap of its own, or a session's sandbox
 (`sandbox.session`). Every attack runs both ways."""
 REPLY_TIMEOUT = 120
+GIT_IDENTITY = {
+    "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
+    "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid",
+}  # fmt: skip
+"""A declared identity for commits inside (the sandbox's $HOME has no .gitconfig)."""
 
 
 @dataclass(frozen=True)
@@ -242,6 +247,7 @@ class Box:
         output_limit: int = 1 << 20,
         environ: dict[str, str] | None = None,
         then: str | None = None,
+        git_read_only: bool = False,
     ) -> Outcome:
         """Run ``command`` in the sandbox; with ``then``, run that shell line
         next (in the same session's sandbox, or in a bwrap of its own, per
@@ -259,6 +265,7 @@ class Box:
                 "home_folders": [list(f) for f in home_folders],
                 "allow_unix_sockets": allow_unix_sockets,
                 "cwd": str(cwd) if cwd else None,
+                "git_read_only": git_read_only,
             },
             "timeout": timeout,
             "via": self.via,

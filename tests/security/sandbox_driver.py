@@ -42,6 +42,7 @@ def build_profile(spec: dict[str, Any]) -> Profile:
         home_folders=tuple(HomeFolder(n, w) for n, w in spec.get("home_folders", ())),
         allow_unix_sockets=spec.get("allow_unix_sockets", False),
         cwd=Path(spec["cwd"]) if spec.get("cwd") else None,
+        git_read_only=spec.get("git_read_only", False),
     )
 
 
