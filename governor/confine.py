@@ -6,6 +6,8 @@ wrapper and every command see the same roots, capability and protected paths:
 
 - commands (``terminal/*``): the policy's capability, its roots, its network
   switch, only the variables the agent declares for that command;
+- both: the policy's ``[sandbox] git`` (commits allowed at edit-workspace, or
+  ``.git`` read-only as a whole);
 - the agent process: the same roots and capability, network on (it must reach
   its model API), its preset's home folders kept writable on the empty
   ``$HOME``, its install kept visible, its environment as the attempt built it.
@@ -80,6 +82,7 @@ def command_profile(policy: Policy) -> Profile:
         env={},
         protected=_literal_paths(policy.protected_extra),
         hidden=_literal_paths(tuple(h for h in policy.hidden_globs if not h.startswith("**/"))),
+        git_read_only=policy.git == "read-only",
     )
 
 
@@ -118,6 +121,7 @@ def agent_profile(
         env=env,
         network=True,
         protected=_literal_paths(policy.protected_extra),
+        git_read_only=policy.git == "read-only",
     )
 
 

@@ -13,6 +13,9 @@ closest key suggested for a typo). The format, every key::
     protected = ["specs/**"]          # more globs no governed write may touch
     hidden = ["**/.env", "**/.env.*"] # globs no governed read may see (this replaces the default)
 
+    [sandbox]
+    git = "commit"                    # commit | read-only: may commands and the agent commit
+
     [deny]                            # [ask] and [allow] take the same keys
     commands = ["rm *", "git push *"]
     paths = ["secrets/**"]            # reads and writes
@@ -39,6 +42,12 @@ from policies.rules import TOOL_KINDS, RuleList, Rules, rule_list
 
 OnAsk = Literal["refuse", "pause", "person"]
 ON_ASK: Final = ("refuse", "pause", "person")
+GitAccess = Literal["commit", "read-only"]
+GIT_ACCESS: Final = ("commit", "read-only")
+"""``[sandbox] git``: at edit-workspace a sandboxed command or agent may commit
+(the parts of ``.git`` that run code stay read-only), or ``.git`` is read-only
+as a whole for a job that must not commit. Governed writes (``fs/*``) under
+``.git`` are refused either way."""
 
 _TOP_KEYS: Final = {
     "capability",
@@ -52,8 +61,10 @@ _TOP_KEYS: Final = {
     "allow",
     "ask",
     "deny",
+    "sandbox",
 }
 _RULE_KEYS: Final = {"commands", "paths", "writes", "tools"}
+_SANDBOX_KEYS: Final = {"git"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +81,7 @@ class Policy:
     rules: Rules = field(default_factory=Rules)
     protected_extra: tuple[str, ...] = ()
     hidden_globs: tuple[str, ...] = HIDDEN_BY_DEFAULT
+    git: GitAccess = "commit"
     roots: tuple[str, ...] = ()
     """Absolute roots, the workspace first; empty until `bind`."""
     source: str = field(default="built-in", compare=False)
@@ -161,12 +173,32 @@ def policy_from_mapping(data: Mapping[str, Any], source: str) -> Policy:
         kwargs["protected_extra"] = string_list(source, "protected", data["protected"])
     if "hidden" in data:
         kwargs["hidden_globs"] = string_list(source, "hidden", data["hidden"])
+    if "sandbox" in data:
+        kwargs.update(_sandbox(source, data["sandbox"]))
     kwargs["rules"] = Rules(
         deny=_tier(source, "deny", data.get("deny")),
         ask=_tier(source, "ask", data.get("ask")),
         allow=_tier(source, "allow", data.get("allow")),
     )
     return Policy(**kwargs)
+
+
+def _sandbox(source: str, value: Any) -> dict[str, Any]:
+    body = table(source, "sandbox", value)
+    for key in body:
+        if key not in _SANDBOX_KEYS:
+            raise unknown_key(source, "sandbox", key, _SANDBOX_KEYS)
+    out: dict[str, Any] = {}
+    if "git" in body:
+        git = body["git"]
+        if git not in GIT_ACCESS:
+            raise ConfigError(
+                source,
+                "sandbox.git",
+                f"{git!r} is not accepted (accepted: {', '.join(GIT_ACCESS)})",
+            )
+        out["git"] = git
+    return out
 
 
 def _tier(source: str, name: str, value: Any) -> RuleList:

@@ -12,8 +12,8 @@ Why each group (``shared/sandbox-reference.md`` section 7):
   at edit-workspace: it pins only the parts of a git dir that run code
   (`sandbox.protected.GIT_DIR_PROTECTED`) and binds the git dir over itself, so
   ``mv .git .git-old`` and a rebuilt ``.git`` with a hook fail (protecting only
-  ``.git/hooks`` would be beaten that way); a profile with ``git_read_only``
-  pins ``.git`` as a whole.
+  ``.git/hooks`` would be beaten that way); a policy's ``[sandbox] git =
+  "read-only"`` pins ``.git`` as a whole.
 - The agent and governor control plane: an agent must not rewrite its own
   policy, settings or future instructions.
 - Editor and auto-run config: ``.vscode/tasks.json`` and ``.envrc`` run code when

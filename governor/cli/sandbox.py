@@ -19,6 +19,7 @@ from typing import Any
 import trio
 
 from policies.capability import CAPABILITY_NAMES, Capability, CapabilityError
+from policies.policy import GIT_ACCESS
 from sandbox.bwrap import BwrapUnavailable
 from sandbox.execution import ExitStatus
 from sandbox.launch import open_launch, prepare
@@ -59,6 +60,12 @@ def register(subparsers: Any) -> None:
         help="do not refuse socket(AF_UNIX) inside the sandbox",
     )
     parser.add_argument(
+        "--git", choices=GIT_ACCESS, default="commit",
+        help="at edit-workspace: commit (default; hooks, config and the rest that runs "
+        "code stay read-only) or read-only (.git read-only as a whole), as a policy's "
+        "[sandbox] git",
+    )
+    parser.add_argument(
         "--print-argv", action="store_true",
         help="print the bwrap options (variable values masked) instead of running",
     )
@@ -81,6 +88,7 @@ def _profile(args: argparse.Namespace) -> Profile:
         env=env,
         allow_unix_sockets=args.allow_unix_sockets,
         cwd=Path.cwd() if args.workspace is None else None,
+        git_read_only=args.git == "read-only",
     )
 
 
