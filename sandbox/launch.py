@@ -155,6 +155,10 @@ def prepare(
             )
         else:
             fds.extend(fork_server)
+        excludes_fd: int | None = None
+        if facts.git_excludes is not None:
+            lines = "".join(f"{line}\n" for line in facts.git_excludes)
+            excludes_fd = track(memfd("governor-git-excludes", lines.encode()))
         info_read, info_write = os.pipe2(os.O_CLOEXEC)
         opened.add(info_read)
         track(info_write)
@@ -167,6 +171,7 @@ def prepare(
             info_fd=info_write,
             sealed=sealed,
             fork_server=fork_server is not None,
+            excludes_fd=excludes_fd,
         )
         args_fd = track(memfd("governor-bwrap-args", "\0".join(options).encode() + b"\0"))
         yield Launch(

@@ -33,7 +33,8 @@ this file:
    A submodule's git dir inside a pinned ``.git/modules`` is self-bound after
    that pin, from the host's path, so it is writable again under its own
    pins (`sandbox.survey`).
-6. ``/dev/null`` over hidden files.
+6. ``/dev/null`` over hidden files; where commits are allowed, the excludes
+   file of the sandbox's git on its private ``/tmp`` (`sandbox.hostgit`).
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from pathlib import Path
 from typing import Final
 
 from policies.capability import Capability
+from sandbox.hostgit import EXCLUDES_PATH
 from sandbox.protected import SYSTEM_DIRS
 
 PROC_HOST_KNOBS: Final = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus")
@@ -236,6 +238,11 @@ class HostFacts:
     pins: tuple[str, ...] = ()
     stubs: tuple[str, ...] = ()
     hidden: tuple[str, ...] = ()
+    git_env: tuple[tuple[str, str], ...] = ()
+    """The host's git identity for commits inside (`sandbox.hostgit`)."""
+    git_excludes: tuple[str, ...] | None = None
+    """The lines of the excludes file the sandbox's git reads (`sandbox.hostgit`);
+    None: no file (commits are not allowed)."""
 
 
 @dataclass(frozen=True)
@@ -283,12 +290,22 @@ def validate(profile: Profile, facts: HostFacts) -> None:
 
 
 def environment(profile: Profile, facts: HostFacts) -> dict[str, str]:
-    """The whole environment of the sandboxed process: the four basics plus the declared."""
+    """The whole environment of the sandboxed process: the four basics, what git
+    needs where commits are allowed (`sandbox.hostgit`), then the declared
+    variables, which win."""
+    git = dict(facts.git_env)
+    if facts.git_excludes is not None and "GIT_CONFIG_COUNT" not in profile.env:
+        git.update(
+            GIT_CONFIG_COUNT="1",
+            GIT_CONFIG_KEY_0="core.excludesFile",
+            GIT_CONFIG_VALUE_0=EXCLUDES_PATH,
+        )
     return {
         "PATH": DEFAULT_PATH,
         "HOME": facts.home_env,
         "LANG": DEFAULT_LANG,
         "TERM": DEFAULT_TERM,
+        **git,
         **profile.env,
     }
 
@@ -303,6 +320,7 @@ def render(
     info_fd: int | None = None,
     sealed: Collection[str] = (),
     fork_server: bool = False,
+    excludes_fd: int | None = None,
 ) -> list[str]:
     """bwrap options (no program name, no ``--``, no command) for ``profile`` on ``facts``.
 
@@ -311,7 +329,8 @@ def render(
     ``--ro-bind-fd`` the mount source is the inode that was checked, not a path
     that could have been swapped for a symlink since. ``sealed`` lists pins that
     are immutable stubs (checked by the launcher just before): they get no mount,
-    only a ``--lock-file`` (see `sandbox.stubs`).
+    only a ``--lock-file`` (see `sandbox.stubs`). ``excludes_fd`` holds the
+    excludes file of ``facts.git_excludes``, required when there is one.
 
     ``fork_server`` renders a session's sandbox (`sandbox.session`), whose
     program is `sandbox.forkserver`: it keeps ``CAP_SYS_ADMIN``,
@@ -329,6 +348,8 @@ def render(
         raise ProfileError(
             "this bwrap has no --seccomp; refusing to run without the syscall filter"
         )
+    if (facts.git_excludes is None) != (excludes_fd is None):
+        raise ProfileError("the git excludes file and its descriptor go together")
     fds = pin_fds or {}
     argv: list[str] = ["--unshare-all", "--unshare-user"]
     if profile.network:
@@ -393,6 +414,8 @@ def render(
                 argv += ["--ro-bind", path, path]
     for hidden in facts.hidden:
         argv += ["--ro-bind", os.devnull, hidden]
+    if excludes_fd is not None:
+        argv += ["--ro-bind-data", str(excludes_fd), EXCLUDES_PATH]
 
     argv += ["--chdir", facts.cwd]
     if seccomp_fd is not None:

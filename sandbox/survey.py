@@ -35,6 +35,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sandbox.hostgit import EXCLUDES_PATH, anchored, read_host_git
 from sandbox.profile import (
     HomeMount,
     HostFacts,
@@ -158,8 +159,13 @@ def survey(profile: Profile, *, uid: int | None = None) -> HostFacts:
 
     plan = _Plan(writable_roots=roots if profile.writable else (), commits=profile.commits)
     hidden: list[str] = []
+    worktrees: list[str] = []  # where a repository's files are, for its excludes
     for root in roots:
         found = _scan(root)
+        if profile.commits:
+            worktrees += [os.path.dirname(os.path.join(root, rel)) for rel in found.nested_git]
+            if found.top is not None and NESTED_GIT_NAME in found.top:
+                worktrees.append(root)
         if profile.writable:
             for rel in (*PROTECTED_NAMES, *profile.protected):
                 if rel == NESTED_GIT_NAME:
@@ -177,6 +183,15 @@ def survey(profile: Profile, *, uid: int | None = None) -> HostFacts:
 
     pins = plan.kept_pins()
     pinned = set(pins)
+    stubs = tuple(s for s in _dedupe(plan.stubs) if s in pinned)
+    hidden_files = _dedupe(hidden)
+    git_env: tuple[tuple[str, str], ...] = ()
+    excludes: tuple[str, ...] | None = None
+    if profile.commits:
+        host = read_host_git(roots[0])
+        git_env = host.identity
+        if "/tmp" in private_dirs and not any(is_within(EXCLUDES_PATH, r) for r in roots):
+            excludes = (*host.excludes, *anchored((*stubs, *hidden_files), worktrees))
     return HostFacts(
         home=home,
         home_env=home_env,
@@ -193,8 +208,10 @@ def survey(profile: Profile, *, uid: int | None = None) -> HostFacts:
         git_dirs=_dedupe(plan.git_dirs),
         ancestors=plan.ancestors_for(pins),
         pins=pins,
-        stubs=tuple(s for s in _dedupe(plan.stubs) if s in pinned),
-        hidden=_dedupe(hidden),
+        stubs=stubs,
+        hidden=hidden_files,
+        git_env=git_env,
+        git_excludes=excludes,
     )
 
 

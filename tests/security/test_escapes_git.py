@@ -245,3 +245,37 @@ def test_a_repository_one_command_makes_commits_in_the_next_and_stays_protected(
     for name in ("config.worktree", "modules", "worktrees", "commondir"):
         assert not (made / ".git" / name).exists(), name  # held for the command, then gone
     host_commit_runs_no_hook(box, proof, made)
+
+
+def test_the_hosts_identity_signs_a_commit_inside_and_nothing_else_of_its_config_shows(
+    box: Box,
+) -> None:
+    canary = "CANARY-" + secrets.token_hex(6)
+    config = box.write(
+        box.dir / "gitconfig",
+        "[user]\n\tname = Person\n\temail = person@example.invalid\n"
+        f"[http]\n\textraheader = Authorization: Bearer {canary}\n[credential]\n\thelper = store\n",
+    )
+    environ = {"GIT_CONFIG_GLOBAL": str(config)}  # the governor's own global config
+    outcome = box.run(f"{commit_inside('inside')}; git config --list; env", environ=environ)
+    assert canary not in outcome.text
+    assert "helper=store" not in outcome.text
+    who = ["log", "-1", "--format=%an <%ae>|%cn <%ce>"]
+    assert box.git(*who).stdout == "Person <person@example.invalid>|Person <person@example.invalid>\n"
+    box.run(commit_inside("declared"), env={"GIT_AUTHOR_NAME": "Bot"}, environ=environ)
+    assert box.git(*who).stdout == "Bot <person@example.invalid>|Person <person@example.invalid>\n"
+
+
+def test_git_add_all_inside_adds_neither_placeholders_nor_masked_secrets(box: Box) -> None:
+    box.write(box.ws / ".env", "TOKEN=1\n")
+    box.write(box.ws / "svc" / ".env.production", "TOKEN=2\n")
+    outcome = box.run(
+        "git status --porcelain --untracked-files=all; echo ---; "
+        "echo new > new.txt && git add -A && git commit -q -m all; echo rc=$?",
+        env=GIT_IDENTITY,
+    )
+    before, _, after = outcome.text.partition("---\n")
+    assert before == ""  # the 27 placeholders and the two masks are not there to git
+    assert "rc=0" in after, after
+    assert box.git("show", "--name-only", "--format=", "HEAD").stdout.split() == ["new.txt"]
+    assert box.git("status", "--porcelain").stdout == "?? .env\n?? svc/\n"  # the host's own view
