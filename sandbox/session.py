@@ -2,8 +2,8 @@
 
 Why: a bwrap per command costs bwrap's own start plus a re-read of the mount
 table per mount, and a governor that cannot seal the placeholders for missing
-protected names (not root: `sandbox.stubs`) needs 27 read-only pins for a git
-workspace. That made a command about twice the cost of a minimal bwrap
+protected names (not root: `sandbox.stubs`) needs over 30 read-only pins for a
+git workspace. That made a command about twice the cost of a minimal bwrap
 (bench/README.md has the figures). A session instead starts one bwrap
 with the full profile (pins and all) around `sandbox.forkserver`, which keeps
 the next command's PID and mount namespaces ready: a command costs a request
