@@ -139,10 +139,13 @@ def _read_patterns(path: str) -> tuple[str, ...]:
 def anchored(paths: Iterable[str], worktrees: Iterable[str]) -> tuple[str, ...]:
     """Exclude patterns matching exactly ``paths`` in each repository whose
     worktree (in ``worktrees``) holds them: ``/rel/path``, glob characters
-    escaped. Paths inside a ``.git`` are left out (git never lists them)."""
+    escaped. Paths inside a ``.git`` are left out (git never lists them), and
+    so are names with a line break, which no pattern line can hold."""
     tops = tuple(worktrees)
     out: list[str] = []
     for path in paths:
+        if "\n" in path or "\r" in path:
+            continue
         for top in tops:
             if not path.startswith(top.rstrip("/") + "/"):
                 continue

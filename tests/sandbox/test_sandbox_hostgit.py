@@ -126,7 +126,10 @@ def test_an_excludes_file_that_is_a_fifo_is_not_waited_for(global_config: Path, 
 
 
 def test_anchored_patterns_are_literal_and_per_repository() -> None:
-    paths = ["/w/.mcp.json", "/w/a/b[1]*.env", "/w/.git/modules", "/w/sub/.env ", "/elsewhere/x"]
+    paths = [
+        "/w/.mcp.json", "/w/a/b[1]*.env", "/w/.git/modules", "/w/sub/.env ", "/elsewhere/x",
+        "/w/.env\n*",
+    ]  # fmt: skip
     assert anchored(paths, ["/w", "/w/sub"]) == (
         "/.mcp.json", "/a/b\\[1]\\*.env", "/sub/.env\\ ", "/.env\\ ",
     )  # fmt: skip
