@@ -7,8 +7,8 @@ output) run
   (b) under a minimal bwrap line (``--ro-bind / / --dev /dev --proc /proc
       --unshare-all --die-with-parent --new-session``);
   (c) through our code with the full edit-workspace profile on a git workspace
-      (survey, 27 placeholders for the missing protected names, the .git pin,
-      seccomp, trio):
+      (survey, 31 placeholders for the missing protected names and the git
+      dir's, the pins of .git's parts and its self-bind, seccomp, trio):
       c1 in a session's sandbox (`sandbox.session`): one bwrap per session, the
       command forked inside it by the fork server; what ACP terminals do, with
       this shell's ``PATH`` and the toolchains under ``$HOME`` it leads to kept

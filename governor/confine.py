@@ -8,6 +8,8 @@ wrapper and every command see the same roots, capability and protected paths:
   switch, the agent's ``$HOME`` and ``PATH`` (with the toolchains under the
   homes it leads to, `sandbox.toolchains`), and otherwise only the variables
   the agent declares for that command;
+- both: the policy's ``[sandbox] git`` (commits allowed at edit-workspace, or
+  ``.git`` read-only as a whole);
 - the agent process: the same roots and capability, network on (it must reach
   its model API), its preset's home folders kept writable on the empty
   ``$HOME``, its install kept visible, its environment as the attempt built it.
@@ -95,6 +97,7 @@ def command_profile(policy: Policy, agent_env: Mapping[str, str] | None = None) 
         toolchains=policy.toolchains,
         protected=_literal_paths(policy.protected_extra),
         hidden=_literal_paths(tuple(h for h in policy.hidden_globs if not h.startswith("**/"))),
+        git_read_only=policy.git == "read-only",
     )
 
 
@@ -135,6 +138,7 @@ def agent_profile(
         protected=_literal_paths(policy.protected_extra),
         keep=kept_folders(policy),
         toolchains=policy.toolchains,
+        git_read_only=policy.git == "read-only",
     )
 
 

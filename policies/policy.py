@@ -16,6 +16,7 @@ closest key suggested for a typo). The format, every key::
     [sandbox]
     keep = ["~/tools", "/opt/sdk"]    # more folders kept visible, read-only (absolute or ~/)
     toolchains = true                 # keep the toolchains under $HOME that PATH leads to
+    git = "commit"                    # commit | read-only: may commands and the agent commit
 
     [deny]                            # [ask] and [allow] take the same keys
     commands = ["rm *", "git push *"]
@@ -43,6 +44,12 @@ from policies.rules import TOOL_KINDS, RuleList, Rules, rule_list
 
 OnAsk = Literal["refuse", "pause", "person"]
 ON_ASK: Final = ("refuse", "pause", "person")
+GitAccess = Literal["commit", "read-only"]
+GIT_ACCESS: Final = ("commit", "read-only")
+"""``[sandbox] git``: at edit-workspace a sandboxed command or agent may commit
+(the parts of ``.git`` that run code stay read-only), or ``.git`` is read-only
+as a whole for a job that must not commit. Governed writes (``fs/*``) under
+``.git`` are refused either way."""
 
 _TOP_KEYS: Final = {
     "capability",
@@ -58,8 +65,8 @@ _TOP_KEYS: Final = {
     "deny",
     "sandbox",
 }
-_SANDBOX_KEYS: Final = {"keep", "toolchains"}
 _RULE_KEYS: Final = {"commands", "paths", "writes", "tools"}
+_SANDBOX_KEYS: Final = {"git", "keep", "toolchains"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +88,7 @@ class Policy:
     by the caller)."""
     toolchains: bool = True
     """Whether the sandboxes keep the toolchains under the homes (`sandbox.toolchains`)."""
+    git: GitAccess = "commit"
     roots: tuple[str, ...] = ()
     """Absolute roots, the workspace first; empty until `bind`."""
     source: str = field(default="built-in", compare=False)
@@ -198,6 +206,15 @@ def _sandbox(source: str, value: Any) -> dict[str, Any]:
         out["keep"] = keep
     if "toolchains" in body:
         out["toolchains"] = boolean(source, "sandbox.toolchains", body["toolchains"])
+    if "git" in body:
+        git = body["git"]
+        if git not in GIT_ACCESS:
+            raise ConfigError(
+                source,
+                "sandbox.git",
+                f"{git!r} is not accepted (accepted: {', '.join(GIT_ACCESS)})",
+            )
+        out["git"] = git
     return out
 
 

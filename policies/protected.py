@@ -6,9 +6,14 @@ Each entry is a glob relative to a root (see `policies.paths`).
 
 Why each group (``shared/sandbox-reference.md`` section 7):
 - VCS execution surface: hooks and config run code at the operator's next
-  ``git commit``, outside any sandbox. ``.git`` is protected *as a whole*:
-  protecting only ``.git/hooks`` is beaten by ``mv .git .git-old`` and a rebuilt
-  ``.git`` with a hook.
+  ``git commit``, outside any sandbox. The policy engine refuses every governed
+  write under ``.git`` (and nested repositories' ``.git``): agents write files,
+  never git internals. The sandbox is finer, so that ``git commit`` works in it
+  at edit-workspace: it pins only the parts of a git dir that run code
+  (`sandbox.protected.GIT_DIR_PROTECTED`) and binds the git dir over itself, so
+  ``mv .git .git-old`` and a rebuilt ``.git`` with a hook fail (protecting only
+  ``.git/hooks`` would be beaten that way); a policy's ``[sandbox] git =
+  "read-only"`` pins ``.git`` as a whole.
 - The agent and governor control plane: an agent must not rewrite its own
   policy, settings or future instructions.
 - Editor and auto-run config: ``.vscode/tasks.json`` and ``.envrc`` run code when
@@ -49,14 +54,16 @@ RC_FILES: Final = (
 
 PROTECTED_NAMES: Final = VCS + CONTROL_PLANE + AUTO_RUN + RC_FILES
 """Names protected at the top of every writable root, file or folder, existing or
-not. The sandbox pins exactly these (`sandbox.protected` imports them)."""
+not. The sandbox pins exactly these (`sandbox.protected` imports them), ``.git``
+by its own rules (see above)."""
 
 ALWAYS_PROTECTED: Final = (
     *(glob for name in PROTECTED_NAMES for glob in (name, f"{name}/**")),
     "**/.git",  # nested repositories
     "**/.git/**",
 )
-"""Write-protected in every writable root, whatever the policy says (globs)."""
+"""Write-protected for governed writes (``fs/write_text_file``) in every writable
+root, whatever the policy says (globs); all of ``.git`` included, commits or not."""
 
 HIDDEN_NAMES: Final = (".env", ".env.*")
 """File names no governed read may see, at any depth (the sandbox masks them)."""

@@ -149,20 +149,7 @@ def prepare(
         stack.callback(_close_open, opened)
         sealed: set[str] = set()
         if profile.writable:
-            # A pin that is one of our stubs (made for another sandbox still
-            # running, or parked) is counted too, or that sandbox's end would
-            # delete a mount point this one relies on. Another governor's
-            # sealed stub (or one it left behind) is shared the same way.
-            counted: list[str] = []
-            stack.callback(_release, ledger, counted)
-            stubs = set(facts.stubs)
-            for pin in facts.pins:
-                ours = (pin in stubs or ledger.owns(pin)) and ledger.acquire(pin)
-                if ours or ledger.adopt(pin):
-                    counted.append(pin)
-                    if ledger.sealed(pin):
-                        sealed.add(pin)
-            ledger.commit()
+            sealed = acquire_stubs(ledger, facts.pins, facts.stubs, stack)
         pin_fds: dict[str, int] = {}
         if bwrap.features.ro_bind_fd and profile.writable:
             for pin in facts.pins:
@@ -175,6 +162,10 @@ def prepare(
             )
         else:
             fds.extend(fork_server)
+        excludes_fd: int | None = None
+        if facts.git_excludes is not None:
+            lines = "".join(f"{line}\n" for line in facts.git_excludes)
+            excludes_fd = track(memfd("governor-git-excludes", lines.encode()))
         info_read, info_write = os.pipe2(os.O_CLOEXEC)
         opened.add(info_read)
         track(info_write)
@@ -187,6 +178,7 @@ def prepare(
             info_fd=info_write,
             sealed=sealed,
             fork_server=fork_server is not None,
+            excludes_fd=excludes_fd,
         )
         args_fd = track(memfd("governor-bwrap-args", "\0".join(options).encode() + b"\0"))
         yield Launch(
@@ -199,6 +191,31 @@ def prepare(
             info_fd=info_read,
             _open=opened,
         )
+
+
+def acquire_stubs(
+    ledger: StubLedger, pins: Sequence[str], stubs: Sequence[str], stack: ExitStack
+) -> set[str]:
+    """Make the stubs among ``pins`` and count this sandbox's use of them until
+    ``stack`` closes; the ones that are sealed (they need no mount).
+
+    A pin that is one of our stubs (made for another sandbox still running, or
+    parked) is counted too, or that sandbox's end would delete a mount point
+    this one relies on. Another governor's sealed stub (or one it left behind)
+    is shared the same way.
+    """
+    counted: list[str] = []
+    sealed: set[str] = set()
+    stack.callback(_release, ledger, counted)
+    missing = set(stubs)
+    for pin in pins:
+        ours = (pin in missing or ledger.owns(pin)) and ledger.acquire(pin)
+        if ours or ledger.adopt(pin):
+            counted.append(pin)
+            if ledger.sealed(pin):
+                sealed.add(pin)
+    ledger.commit()
+    return sealed
 
 
 def _release(ledger: StubLedger, paths: list[str]) -> None:

@@ -15,17 +15,26 @@ this file:
    ``/dev/null`` over host daemon sockets. These come *before* the roots so a
    workspace under ``$HOME`` or ``/tmp`` is bound back on top of its tmpfs.
 3. Kept home folders and visible install paths.
-4. The roots (read-write only at ``edit-workspace``), then git dirs a ``.git``
-   file points to (kept visible for ``git``).
-5. Read-write self-binds of every directory between a root and a pinned path:
-   a mount point cannot be renamed (EBUSY), which stops ``mv sub sub2`` from
-   carrying a nested repository's pinned ``.git`` away and rebuilding it.
-6. Read-only pins of protected paths (existing ones, and the stubs made for
-   missing ones), by ``O_PATH`` fd when bwrap supports ``--ro-bind-fd``. A
-   stub the launcher *sealed* (immutable, see `sandbox.stubs`) needs no pin:
-   nothing in the sandbox can unlink, rename or write it. Its ancestors are
-   still bound (5): renaming a directory carries an immutable file along.
-7. ``/dev/null`` over hidden files.
+4. The roots (read-write only at ``edit-workspace``), then git dirs outside
+   the roots that a ``.git`` file points to (kept visible, read-only).
+5. Read-write self-binds and read-only pins, together, outer paths first (a
+   mount hides what an earlier one put below it, so depth decides):
+
+   * self-binds of every directory between a root and a pinned path, and of
+     each git dir where commits are allowed: a mount point cannot be renamed
+     or removed (EBUSY), which stops ``mv sub sub2`` (or ``mv .git x``) from
+     carrying a repository's pinned parts away and rebuilding them;
+   * pins of protected paths (existing ones, and the stubs made for missing
+     ones), by ``O_PATH`` fd when bwrap supports ``--ro-bind-fd``. A stub the
+     launcher *sealed* (immutable, see `sandbox.stubs`) needs no pin: nothing
+     in the sandbox can unlink, rename or write it. Its ancestors are still
+     bound: renaming a directory carries an immutable file along.
+
+   A submodule's git dir inside a pinned ``.git/modules`` is self-bound after
+   that pin, from the host's path, so it is writable again under its own
+   pins (`sandbox.survey`).
+6. ``/dev/null`` over hidden files; where commits are allowed, the excludes
+   file of the sandbox's git on its private ``/tmp`` (`sandbox.hostgit`).
 """
 
 from __future__ import annotations
@@ -39,6 +48,7 @@ from pathlib import Path
 from typing import Final
 
 from policies.capability import Capability
+from sandbox.hostgit import EXCLUDES_PATH
 from sandbox.protected import SYSTEM_DIRS
 
 PROC_HOST_KNOBS: Final = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus")
@@ -80,6 +90,8 @@ class Profile:
     ``hidden`` add root-relative paths to the built-in lists in
     `sandbox.protected`. ``visible`` keeps host paths readable even where a tmpfs
     would hide them (an agent installed under ``/tmp`` or ``$HOME``).
+    ``git_read_only`` pins every git dir in the roots read-only as a whole, for a
+    job that must not commit; otherwise edit-workspace may commit.
     """
 
     capability: Capability
@@ -106,6 +118,7 @@ class Profile:
     toolchains: bool = True
     """Whether the toolchains under the homes are detected and kept
     (`sandbox.toolchains`)."""
+    git_read_only: bool = False
 
     def __post_init__(self) -> None:
         for name, value in self.env.items():
@@ -128,6 +141,13 @@ class Profile:
     def writable(self) -> bool:
         """Whether the roots are bound read-write."""
         return self.capability == Capability.EDIT_WORKSPACE
+
+    @property
+    def commits(self) -> bool:
+        """Whether git may commit: the roots are writable and git is not held
+        read-only, so a git dir is writable but for
+        `sandbox.protected.GIT_DIR_PROTECTED`."""
+        return self.writable and not self.git_read_only
 
     @property
     def roots(self) -> tuple[Path, ...]:
@@ -161,6 +181,7 @@ class Profile:
         allow_unix_sockets: bool = False,
         keep: Sequence[Path] = (),
         toolchains: bool = True,
+        git_read_only: bool = False,
     ) -> Profile:
         """The profile that wraps an agent process itself.
 
@@ -190,6 +211,7 @@ class Profile:
             path=search_path,
             keep=tuple(keep),
             toolchains=toolchains,
+            git_read_only=git_read_only,
         )
 
 
@@ -234,7 +256,9 @@ class HostFacts:
     links: tuple[tuple[str, str], ...] = ()
     """The profile's links that lie where the sandbox hides the host's files."""
     git_dirs: tuple[str, ...] = ()
+    """Git dirs outside the writable roots that a ``.git`` file leads to: read-only."""
     ancestors: tuple[str, ...] = ()
+    """Directories bound writable over themselves (see `render`, step 5)."""
     pins: tuple[str, ...] = ()
     stubs: tuple[str, ...] = ()
     hidden: tuple[str, ...] = ()
@@ -244,6 +268,11 @@ class HostFacts:
     """Package caches, mounted as overlays whose writes stay in the sandbox."""
     path: str = DEFAULT_PATH
     toolchain_env: Mapping[str, str] = field(default_factory=dict)
+    git_env: tuple[tuple[str, str], ...] = ()
+    """The host's git identity for commits inside (`sandbox.hostgit`)."""
+    git_excludes: tuple[str, ...] | None = None
+    """The lines of the excludes file the sandbox's git reads (`sandbox.hostgit`);
+    None: no file (commits are not allowed)."""
 
 
 @dataclass(frozen=True)
@@ -294,13 +323,22 @@ def validate(profile: Profile, facts: HostFacts) -> None:
 def environment(profile: Profile, facts: HostFacts) -> dict[str, str]:
     """The whole environment of the sandboxed process: the four basics (``PATH``
     passed through, see `Profile.path`), the toolchain variables that were kept,
-    then the declared."""
+    what git needs where commits are allowed (`sandbox.hostgit`), then the
+    declared variables, which win."""
+    git = dict(facts.git_env)
+    if facts.git_excludes is not None and "GIT_CONFIG_COUNT" not in profile.env:
+        git.update(
+            GIT_CONFIG_COUNT="1",
+            GIT_CONFIG_KEY_0="core.excludesFile",
+            GIT_CONFIG_VALUE_0=EXCLUDES_PATH,
+        )
     return {
         "PATH": facts.path or DEFAULT_PATH,
         "HOME": facts.home_env,
         "LANG": DEFAULT_LANG,
         "TERM": DEFAULT_TERM,
         **facts.toolchain_env,
+        **git,
         **profile.env,
     }
 
@@ -315,6 +353,7 @@ def render(
     info_fd: int | None = None,
     sealed: Collection[str] = (),
     fork_server: bool = False,
+    excludes_fd: int | None = None,
 ) -> list[str]:
     """bwrap options (no program name, no ``--``, no command) for ``profile`` on ``facts``.
 
@@ -323,7 +362,8 @@ def render(
     ``--ro-bind-fd`` the mount source is the inode that was checked, not a path
     that could have been swapped for a symlink since. ``sealed`` lists pins that
     are immutable stubs (checked by the launcher just before): they get no mount,
-    only a ``--lock-file`` (see `sandbox.stubs`).
+    only a ``--lock-file`` (see `sandbox.stubs`). ``excludes_fd`` holds the
+    excludes file of ``facts.git_excludes``, required when there is one.
 
     ``fork_server`` renders a session's sandbox (`sandbox.session`), whose
     program is `sandbox.forkserver`: it keeps ``CAP_SYS_ADMIN``,
@@ -341,6 +381,8 @@ def render(
         raise ProfileError(
             "this bwrap has no --seccomp; refusing to run without the syscall filter"
         )
+    if (facts.git_excludes is None) != (excludes_fd is None):
+        raise ProfileError("the git excludes file and its descriptor go together")
     fds = pin_fds or {}
     argv: list[str] = ["--unshare-all", "--unshare-user"]
     if profile.network:
@@ -396,21 +438,22 @@ def render(
     for git_dir in facts.git_dirs:
         argv += ["--ro-bind", git_dir, git_dir]
     if profile.writable:
-        for ancestor in facts.ancestors:
-            argv += ["--bind", ancestor, ancestor]
-        for pin in facts.pins:
-            if pin in sealed:
+        opened = set(facts.ancestors)
+        for path in sorted((*facts.ancestors, *facts.pins), key=_outer_first):
+            if path in opened:
+                argv += ["--bind", path, path]
+            elif path in sealed:
                 # no mount; the sandbox's pid 1 holds a read lock on it instead,
                 # which tells any governor's sweeper that it is still relied on
-                argv += ["--lock-file", pin]
-                continue
-            fd = fds.get(pin)
-            if fd is not None and features.ro_bind_fd:
-                argv += ["--ro-bind-fd", str(fd), pin]
+                argv += ["--lock-file", path]
+            elif (fd := fds.get(path)) is not None and features.ro_bind_fd:
+                argv += ["--ro-bind-fd", str(fd), path]
             else:
-                argv += ["--ro-bind", pin, pin]
+                argv += ["--ro-bind", path, path]
     for hidden in facts.hidden:
         argv += ["--ro-bind", os.devnull, hidden]
+    if excludes_fd is not None:
+        argv += ["--ro-bind-data", str(excludes_fd), EXCLUDES_PATH]
 
     argv += ["--chdir", facts.cwd]
     if seccomp_fd is not None:
@@ -418,6 +461,10 @@ def render(
     if info_fd is not None:
         argv += ["--info-fd", str(info_fd)]
     return argv
+
+
+def _outer_first(path: str) -> tuple[int, str]:
+    return path.count("/"), path
 
 
 def ancestors_between(root: str, path: str) -> list[str]:

@@ -7,12 +7,15 @@ the bwrap mounts refuse the same names.
 
 Why each group is here:
 
-* Version-control execution surface. Anything under ``.git`` can run code at the
-  user's next *host* ``git`` command (hooks, ``core.fsmonitor``, filters,
-  ``core.hooksPath``). ``.git`` is protected **as a whole** because protecting
-  only ``.git/hooks`` is bypassed by ``mv .git .git-old`` and rebuilding it
-  (sandbox-reference §4.2). ``.githooks``/``.husky`` are where hook managers
-  point ``core.hooksPath``.
+* Version-control execution surface. Parts of ``.git`` run code at the user's
+  next *host* ``git`` command (hooks, ``core.fsmonitor``, filters,
+  ``core.hooksPath``). Where commits are allowed (edit-workspace, unless the
+  profile says ``git_read_only``) those parts, `GIT_DIR_PROTECTED`, are pinned
+  and the rest of the git dir (objects, refs, index, logs, ``HEAD``) is
+  writable; the git dir itself is bound over itself, so ``mv .git .git-old``
+  and rebuilding it (sandbox-reference §4.2) fail with EBUSY. Otherwise
+  ``.git`` is pinned as a whole. ``.githooks``/``.husky`` are where hook
+  managers point ``core.hooksPath``.
 * Agent and governor control plane: an agent must not rewrite its own policy,
   permissions, MCP servers or future instructions.
 * Editor and auto-run configs: opening the folder in an IDE or ``cd``-ing into it
@@ -36,8 +39,49 @@ PROTECTED_NAMES: Final[tuple[str, ...]] = policy_protected.PROTECTED_NAMES
 policy engine's list, so governed writes and sandboxed commands refuse the same."""
 
 NESTED_GIT_NAME: Final = ".git"
-"""Nested repositories (``**/.git``) are pinned too: a nested ``.git/hooks`` runs as
-soon as the user commits inside that directory (openai/codex#37081)."""
+"""Nested repositories (``**/.git``) are protected like the top one: a nested
+``.git/hooks`` runs as soon as the user commits inside that directory
+(openai/codex#37081)."""
+
+GIT_DIR_PROTECTED: Final[tuple[str, ...]] = (
+    "config",
+    "config.worktree",
+    "hooks",
+    "info",
+    "modules",
+    "worktrees",
+    "commondir",
+)
+"""What stays read-only inside a git dir where commits are allowed, existing or
+not (a placeholder holds a missing one; git takes each for absent, see
+`sandbox.stubs`). Each can run code at the person's next host ``git``:
+
+* ``config``: ``core.fsmonitor``, ``core.hooksPath``, ``core.sshCommand``,
+  aliases, filter and diff drivers, credential helpers.
+* ``config.worktree``: the same keys. git reads it only when the pinned
+  ``config`` sets ``extensions.worktreeConfig``, and it is pinned even so: the
+  person may turn the extension on later (``git sparse-checkout``), and a file
+  planted today would take effect then.
+* ``hooks/``: run by commit, merge, checkout, push.
+* ``info/``: ``attributes`` picks filter and diff drivers; ``exclude``,
+  ``sparse-checkout`` and ``grafts`` change what git sees.
+* ``modules/``: the submodules' git dirs, whose config and hooks run at
+  ``git submodule update`` and recursive commands.
+* ``worktrees/``: the linked worktrees' git dirs, whose ``commondir`` and
+  ``config.worktree`` decide what a worktree elsewhere runs.
+* ``commondir``: names the directory whose config and hooks git uses; pointing
+  it elsewhere swaps them all.
+
+Not here, on purpose: ``rebase-merge/``, ``rebase-apply/`` and ``sequencer/``.
+A planted ``git-rebase-todo`` with ``exec`` lines runs only if the person runs
+``git rebase --continue`` on a rebase ``git status`` shows as in progress;
+protecting them would break rebases inside the sandbox."""
+
+GIT_DIR_CONTAINERS: Final[frozenset[str]] = frozenset({"modules", "worktrees"})
+"""The parts of `GIT_DIR_PROTECTED` that hold other git dirs (a submodule's, a
+linked worktree's). Such a git dir, when a ``.git`` file leads to it, is opened
+again inside its pinned container under the same rules; nothing else inside a
+pinned path is ever made writable."""
 
 SCAN_MAX_DEPTH: Final = 4
 """How many directory levels below a root the survey descends looking for nested
@@ -48,7 +92,8 @@ SCAN_SKIP_DIRS: Final[frozenset[str]] = frozenset(
     {"node_modules", ".venv", "venv", "__pycache__", ".tox", ".mypy_cache", ".git"}
 )
 """Directories the bounded scan never enters: huge, generated, or (``.git``)
-already protected as a whole."""
+protected by its own rules; the git dirs inside one (``modules/*``) are found
+through their checkouts' ``.git`` files."""
 
 HIDDEN_PATTERNS: Final[tuple[str, ...]] = policy_protected.HIDDEN_NAMES
 """File-name globs (matched on the last component) masked with an empty file."""

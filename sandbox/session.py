@@ -2,8 +2,8 @@
 
 Why: a bwrap per command costs bwrap's own start plus a re-read of the mount
 table per mount, and a governor that cannot seal the placeholders for missing
-protected names (not root: `sandbox.stubs`) needs 27 read-only pins for a git
-workspace. That made a command about twice the cost of a minimal bwrap
+protected names (not root: `sandbox.stubs`) needs over 30 read-only pins for a
+git workspace. That made a command about twice the cost of a minimal bwrap
 (bench/README.md has the figures). A session instead starts one bwrap
 with the full profile (pins and all) around `sandbox.forkserver`, which keeps
 the next command's PID and mount namespaces ready: a command costs a request
@@ -21,8 +21,10 @@ The workspace can change between commands. Each command's survey is compared
 with the session's: a nested repository or a secret file that appeared since
 is pinned or masked in that command's own mount namespace; the server checks
 each path against the governor's ``O_PATH`` descriptor of it (same device and
-inode) before it mounts there. Protected names at the top of a root are all
-pinned from the start, existing or not.
+inode) before it mounts there. The placeholders such a repository's git dir
+needs (its missing ``modules``, ``commondir``, ...) are made for that command
+and counted until it ends, as a bwrap of its own would. Protected names at the
+top of a root are all pinned from the start, existing or not.
 """
 
 from __future__ import annotations
@@ -44,7 +46,14 @@ import trio
 from sandbox.bwrap import BwrapUnavailable
 from sandbox.capture import OutputRing
 from sandbox.execution import Execution
-from sandbox.launch import filter_program, memfd, open_launch, open_pin, prepare
+from sandbox.launch import (
+    acquire_stubs,
+    filter_program,
+    memfd,
+    open_launch,
+    open_pin,
+    prepare,
+)
 from sandbox.preflight import preflight
 from sandbox.profile import (
     HostFacts,
@@ -312,49 +321,56 @@ class SandboxSession:
         facts = survey(profile)
         validate(profile, facts)
         env = environment(profile, facts)
-        with ExitStack() as handed:
-            kinds, sources = _new_binds(self._facts, facts, handed)
-            request = {"argv": list(command), "env": env, "cwd": facts.cwd, "binds": kinds}
-            read_end, write_end = os.pipe2(os.O_CLOEXEC)
-            handed.callback(os.close, write_end)
-            stdout = trio.lowlevel.FdStream(read_end)
-            ours, theirs = socket.socketpair(
-                socket.AF_UNIX, socket.SOCK_SEQPACKET | socket.SOCK_CLOEXEC
-            )
-            handed.callback(theirs.close)
-            child = SessionChild(ours, stdout)
-            document = memfd("governor-command", json.dumps(request).encode())
-            handed.callback(os.close, document)
-            fds = array.array("i", [theirs.fileno(), write_end, document, *sources])
+        with ExitStack() as lasting:  # the stubs the command relies on, until it is reaped
+            new_pins = [p for p in facts.pins if p not in self._facts.pins]
+            if new_pins:
+                acquire_stubs(self._ledger, new_pins, facts.stubs, lasting)
+            with ExitStack() as handed:
+                kinds, sources = _new_binds(self._facts, facts, handed)
+                request = {"argv": list(command), "env": env, "cwd": facts.cwd, "binds": kinds}
+                read_end, write_end = os.pipe2(os.O_CLOEXEC)
+                handed.callback(os.close, write_end)
+                stdout = trio.lowlevel.FdStream(read_end)
+                ours, theirs = socket.socketpair(
+                    socket.AF_UNIX, socket.SOCK_SEQPACKET | socket.SOCK_CLOEXEC
+                )
+                handed.callback(theirs.close)
+                child = SessionChild(ours, stdout)
+                document = memfd("governor-command", json.dumps(request).encode())
+                handed.callback(os.close, document)
+                fds = array.array("i", [theirs.fileno(), write_end, document, *sources])
+                try:
+                    self._control.sendmsg(
+                        [b"run"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)]
+                    )
+                except OSError as exc:
+                    self._broken = True
+                    await child.aclose()
+                    raise SessionEnded(
+                        f"the session's sandbox has ended ({exc.strerror})"
+                    ) from None
+            execution = Execution(child, OutputRing(output_limit))
             try:
-                self._control.sendmsg([b"run"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])
-            except OSError as exc:
-                self._broken = True
-                await child.aclose()
-                raise SessionEnded(f"the session's sandbox has ended ({exc.strerror})") from None
-        execution = Execution(child, OutputRing(output_limit))
-        try:
-            try:
-                await child.started()
-            except SessionEnded:
-                self._broken = True
-                raise
-            yield execution
-        finally:
-            await execution.reap()
+                try:
+                    await child.started()
+                except SessionEnded:
+                    self._broken = True
+                    raise
+                yield execution
+            finally:
+                await execution.reap()
 
 
 def _new_binds(
     base: HostFacts, facts: HostFacts, stack: ExitStack
 ) -> tuple[list[tuple[str, int, str]], list[int]]:
     """What ``facts`` (a command's survey) must bind on top of the session's
-    mounts (``base``): in the renderer's order, each as (kind, index of its
-    checked descriptor, path)."""
-    missing = sorted(set(facts.stubs) - set(base.pins))
-    if missing:
-        raise ProfileError(
-            f"protected path {missing[0]} vanished while the session ran; refusing to run"
-        )
+    mounts (``base``), each as (kind, index of its checked descriptor, path).
+
+    The writable self-binds come first, then the read-only ones: the server's
+    binds are recursive and make only their top mount read-only, so a git dir
+    opened inside a new pin (a submodule's, inside ``.git/modules``) stays
+    writable inside that pin's copy, and the pins inside it come after."""
     wanted = [
         *(("rw", p) for p in facts.ancestors if p not in base.ancestors),
         *(("ro", p) for p in facts.git_dirs if p not in base.git_dirs),

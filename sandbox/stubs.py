@@ -2,9 +2,15 @@
 
 A missing ``.claude`` or ``.vscode`` in a writable workspace must still be
 unwritable, and a mount needs a host-side mount point, so the launcher creates
-an empty, read-only file at the first missing component and pins it. Left
-behind, those 0-byte files are litter (claude-code#25603, srt#139), so they are
-deleted afterwards.
+a read-only file at the first missing component and pins it. Left behind, those
+files are litter (claude-code#25603, srt#139), so they are deleted afterwards.
+
+A placeholder must read as "nothing here" to whatever reads that name, or it
+changes what an agent sees: most are empty, a ``*.json`` one holds ``{}`` (an
+empty ``.mcp.json`` made Qwen Code warn "Unexpected end of JSON input") and a
+git dir's ``commondir`` holds ``.`` (git dies on an empty one); the table is
+`sandbox.sweeper.placeholder`. Whatever decides that a file is still our stub
+(before deleting or reusing it) checks that it holds exactly that content.
 
 Why a count and not "delete when the command ends": since Linux 3.18, unlinking
 a file that is a mount point in *another* mount namespace succeeds and silently
@@ -12,7 +18,7 @@ detaches that mount there. If command A deleted its stub while the agent's
 long-lived sandbox (or a concurrent command B) still relied on the same stub,
 the protection would vanish mid-run. So a stub is deleted only when the last
 sandbox of this process that uses it has ended, and only if it is still the
-empty regular file we created (same device and inode). Limit: another governor
+regular file we created (same device and inode, the placeholder's content). Limit: another governor
 *process* sharing the workspace does not see our counts (sealed stubs, below,
 do: they are counted across processes by their file locks).
 
@@ -62,7 +68,14 @@ from typing import IO, Final
 
 from sandbox import sweeper
 from sandbox.profile import ProfileError
-from sandbox.sweeper import FS_IMMUTABLE_FL, SEAL_MARK, get_flags, set_flags
+from sandbox.sweeper import (
+    FS_IMMUTABLE_FL,
+    SEAL_MARK,
+    get_flags,
+    holds_placeholder,
+    placeholder,
+    set_flags,
+)
 
 LINGER: Final = 1.0
 """Seconds a release waits for a sandbox that has been reaped but whose pid 1
@@ -148,8 +161,15 @@ class StubLedger:
             ) from None
         try:
             st = os.fstat(fd)
-        finally:
+            _write_all(fd, placeholder(path))
+        except OSError as exc:
             os.close(fd)
+            with suppress(OSError):
+                os.unlink(path)
+            raise ProfileError(
+                f"cannot write the placeholder that protects missing path {path}: {exc.strerror}"
+            ) from None
+        os.close(fd)
         held = _Held(1, st.st_dev, st.st_ino)
         if self._seal and st.st_dev not in self._unsealable:
             held.seal_fd = _seal(path, held)
@@ -234,15 +254,31 @@ class StubLedger:
 
     @staticmethod
     def _still_ours(path: str, held: _Held) -> bool:
+        """Whether ``path`` is still the stub ``held``: the same inode, holding
+        exactly the placeholder's content (a person's file is never deleted)."""
         try:
             st = os.lstat(path)
         except OSError:
             return False
-        return (
-            stat.S_ISREG(st.st_mode)
-            and st.st_size == 0
-            and (st.st_dev, st.st_ino) == (held.dev, held.ino)
-        )
+        if (st.st_dev, st.st_ino) != (held.dev, held.ino) or not stat.S_ISREG(st.st_mode):
+            return False
+        if st.st_size != len(placeholder(path)):
+            return False
+        if st.st_size == 0:
+            return True  # nothing to read: the common case costs one lstat
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            return False
+        try:
+            here = os.fstat(fd)
+            return (here.st_dev, here.st_ino) == (held.dev, held.ino) and holds_placeholder(
+                fd, path, here
+            )
+        except OSError:
+            return False
+        finally:
+            os.close(fd)
 
     def _delete(self, path: str, held: _Held, deadline: float) -> None:
         """Delete our stub; a sealed one still locked by a sandbox is waited for
@@ -270,6 +306,12 @@ class StubLedger:
                 del self._lingering[path]
             if result == "deleted":
                 _SWEEPER.tell("-", path, held)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def _close(fd: int | None) -> None:
@@ -302,14 +344,15 @@ def _seal(path: str, held: _Held) -> int | None:
 
 def _open_sealed_stub(path: str) -> int | None:
     """A read-only descriptor of ``path`` if it is a sealed stub of a governor:
-    an empty regular file, immutable, carrying `SEAL_MARK`; else None."""
+    a regular file holding the placeholder's content, immutable, carrying
+    `SEAL_MARK`; else None."""
     try:
         fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return None
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size != 0:
+        if not stat.S_ISREG(st.st_mode) or st.st_size != len(placeholder(path)):
             return None
         real = os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
@@ -320,6 +363,7 @@ def _open_sealed_stub(path: str) -> int | None:
         again = os.fstat(real)
         if (
             (again.st_dev, again.st_ino) == (st.st_dev, st.st_ino)
+            and holds_placeholder(real, path, again)
             and get_flags(real) & FS_IMMUTABLE_FL
             and os.getxattr(real, SEAL_MARK)
         ):

@@ -6,6 +6,18 @@ must be stubbed), follows a ``.git`` file to its ``gitdir``/``commondir``, scans
 a bounded depth for nested repositories and ``.env`` files, and lists the host
 sockets that exist.
 
+Git dirs (`_Plan.protect_git`): where the profile allows commits, a git dir in
+a writable root (the top ``.git``, a nested one, or one a ``.git`` file or a
+``commondir`` leads to) is bound writable over itself with its
+`GIT_DIR_PROTECTED` parts pinned; otherwise, and when one of those parts is a
+symlink, it is pinned as a whole. A git dir outside the writable roots stays
+read-only (kept visible), so a linked worktree whose repository is not a root
+cannot commit. A submodule's or worktree's git dir lies in a pinned
+``modules/`` or ``worktrees/``: it is opened again there only when it is a git
+dir (its ``HEAD`` exists, which nothing in the sandbox could have put there)
+and no other protected part lies on the way (`_opened`), so a planted ``.git``
+file can never open a pinned path.
+
 A protected path that is a symlink is refused (`ProfileError`) rather than
 pinned: mounting follows the link, so the link itself would stay replaceable
 inside the writable root, and the next host tool would follow the replacement.
@@ -24,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sandbox import toolchains
+from sandbox.hostgit import EXCLUDES_PATH, anchored, read_host_git
 from sandbox.profile import (
     DEFAULT_PATH,
     HomeMount,
@@ -34,6 +47,8 @@ from sandbox.profile import (
     is_within,
 )
 from sandbox.protected import (
+    GIT_DIR_CONTAINERS,
+    GIT_DIR_PROTECTED,
     HIDDEN_PATTERNS,
     HOST_DAEMON_SOCKETS,
     NESTED_GIT_NAME,
@@ -155,15 +170,23 @@ def survey(profile: Profile, *, uid: int | None = None) -> HostFacts:
         and not any(is_within(path, k) for k in kept)
     )
 
-    plan = _Plan(writable_roots=roots if profile.writable else ())
+    plan = _Plan(writable_roots=roots if profile.writable else (), commits=profile.commits)
     hidden: list[str] = []
+    worktrees: list[str] = []  # where a repository's files are, for its excludes
     for root in roots:
         found = _scan(root)
+        if profile.commits:
+            worktrees += [os.path.dirname(os.path.join(root, rel)) for rel in found.nested_git]
+            if found.top is not None and NESTED_GIT_NAME in found.top:
+                worktrees.append(root)
         if profile.writable:
             for rel in (*PROTECTED_NAMES, *profile.protected):
-                plan.pin(root, rel, found.top)
+                if rel == NESTED_GIT_NAME:
+                    plan.protect_git(root, rel, found.top)
+                else:
+                    plan.pin(root, rel, found.top)
             for rel in found.nested_git:
-                plan.pin(root, rel)
+                plan.protect_git(root, rel)
         for rel in found.git_files:
             plan.follow_gitfile(os.path.join(root, rel))
         for rel in (*found.hidden, *profile.hidden):
@@ -174,6 +197,15 @@ def survey(profile: Profile, *, uid: int | None = None) -> HostFacts:
 
     pins = plan.kept_pins()
     pinned = set(pins)
+    stubs = tuple(s for s in _dedupe(plan.stubs) if s in pinned)
+    hidden_files = _dedupe(hidden)
+    git_env: tuple[tuple[str, str], ...] = ()
+    excludes: tuple[str, ...] | None = None
+    if profile.commits:
+        host = read_host_git(roots[0])
+        git_env = host.identity
+        if "/tmp" in private_dirs and not any(is_within(EXCLUDES_PATH, r) for r in roots):
+            excludes = (*host.excludes, *anchored((*stubs, *hidden_files), worktrees))
     return HostFacts(
         home=home,
         home_env=home_env,
@@ -190,12 +222,14 @@ def survey(profile: Profile, *, uid: int | None = None) -> HostFacts:
         git_dirs=_dedupe(plan.git_dirs),
         ancestors=plan.ancestors_for(pins),
         pins=pins,
-        stubs=tuple(s for s in _dedupe(plan.stubs) if s in pinned),
-        hidden=_dedupe(hidden),
         kept=chains.kept,
         caches=tuple(c for c in chains.caches if not any(is_within(c, m) for m in mounted)),
         path=chains.path,
         toolchain_env=chains.env,
+        stubs=stubs,
+        hidden=hidden_files,
+        git_env=git_env,
+        git_excludes=excludes,
     )
 
 
@@ -301,12 +335,17 @@ def _scan(root: str) -> _Found:
 
 @dataclass
 class _Plan:
-    """Pins, stubs and visible git dirs accumulated over the roots."""
+    """Pins, stubs, writable git dirs and visible git dirs accumulated over the roots."""
 
     writable_roots: tuple[str, ...]
+    commits: bool = False
     pins_with_root: dict[str, str] = field(default_factory=dict)
     stubs: list[str] = field(default_factory=list)
     git_dirs: list[str] = field(default_factory=list)
+    open_dirs: dict[str, tuple[str, bool]] = field(default_factory=dict)
+    """Git dirs to bind writable over themselves -> (their root, whether ``HEAD``
+    is there); `_opened` decides which of them are."""
+    followed: set[str] = field(default_factory=set)
 
     def pin(self, root: str, rel: str, top: dict[str, int] | None = None) -> None:
         """Pin ``rel`` under ``root``, or the stub for its first missing component.
@@ -336,78 +375,196 @@ class _Plan:
                 break
         self.pins_with_root.setdefault(current, root)
 
-    def follow_gitfile(self, gitfile: str) -> None:
-        """Keep a worktree's or submodule's real git dir (and its commondir)
-        visible, and pinned when it lies inside a writable root."""
-        gitdir = _read_pointer(gitfile, "gitdir:")
-        if gitdir is None:
+    def protect_git(self, root: str, rel: str, top: dict[str, int] | None = None) -> None:
+        """Protect the git dir (or ``.git`` file) ``rel`` under ``root``.
+
+        Where commits are allowed and it is a directory: bound writable over
+        itself, its `GIT_DIR_PROTECTED` parts pinned (stubs for missing ones).
+        Otherwise (commits off, a file, missing, or a protected part that is a
+        symlink, such as a shared hooks folder, which cannot be pinned alone)
+        it is pinned as a whole, as `pin` does. Its ``commondir`` is followed.
+        """
+        path = os.path.join(root, rel)
+        if path in self.followed:
             return
-        gitdir = os.path.realpath(os.path.join(os.path.dirname(gitfile), gitdir))
-        targets = [gitdir]
+        self.followed.add(path)
+        mode = top.get(rel) if top is not None and "/" not in rel else _mode(path)
+        listing = _modes(path) if self.commits and mode == stat.S_IFDIR else None
+        if listing is None or any(
+            stat.S_ISLNK(listing.get(name, 0)) for name in GIT_DIR_PROTECTED
+        ):
+            self.pin(root, rel, top)
+        else:
+            self.open_dirs.setdefault(path, (root, listing.get("HEAD") == stat.S_IFREG))
+            for name in GIT_DIR_PROTECTED:
+                self.pin(path, name, listing)
+        if mode == stat.S_IFDIR:
+            self._follow_commondir(path)
+
+    def follow_gitfile(self, gitfile: str) -> None:
+        """Follow a worktree's or submodule's ``.git`` file to its real git dir."""
+        gitdir = _read_pointer(gitfile, "gitdir:")
+        if gitdir is not None:
+            self._git_dir(os.path.realpath(os.path.join(os.path.dirname(gitfile), gitdir)))
+
+    def _follow_commondir(self, gitdir: str) -> None:
         common = _read_pointer(os.path.join(gitdir, "commondir"), "")
-        if common is not None:
-            targets.append(os.path.realpath(os.path.join(gitdir, common)))
-        for target in targets:
-            root = next(
-                (r for r in self.writable_roots if is_within(target, r) and target != r), None
-            )
-            if root is not None:
-                self.pin(root, os.path.relpath(target, root))
-            elif os.path.isdir(target):
+        if common is not None:  # our placeholder's "." leads back to gitdir: followed
+            self._git_dir(os.path.realpath(os.path.join(gitdir, common)))
+
+    def _git_dir(self, target: str) -> None:
+        """A git dir a pointer leads to: protected when it lies inside a writable
+        root, else kept visible (read-only); its own commondir followed."""
+        root = next((r for r in self.writable_roots if is_within(target, r) and target != r), None)
+        if root is not None:
+            self.protect_git(root, os.path.relpath(target, root))
+        elif target not in self.followed:
+            self.followed.add(target)
+            if os.path.isdir(target):
                 self.git_dirs.append(target)
+                self._follow_commondir(target)
+
+    def opened(self) -> tuple[str, ...]:
+        """The git dirs bound writable over themselves (see `_opened`)."""
+        dirs = tuple(self.open_dirs)
+        heads = tuple(self.open_dirs[d][1] for d in dirs)
+        return _opened(dirs, heads, tuple(self.pins_with_root), tuple(self.pins_with_root.values()))
 
     def kept_pins(self) -> tuple[str, ...]:
-        """Pins, minus those already inside another pin (mounted read-only anyway)."""
-        return _kept_pins(tuple(self.pins_with_root))
+        """Pins, minus those already inside another pin (mounted read-only anyway)
+        with no writable git dir in between."""
+        return _kept_pins(tuple(self.pins_with_root), self.opened())
 
     def ancestors_for(self, pins: tuple[str, ...]) -> tuple[str, ...]:
-        return _ancestors_for(pins, tuple(self.pins_with_root[pin] for pin in pins))
+        opened = self.opened()
+        return _ancestors_for(
+            pins,
+            tuple(self.pins_with_root[pin] for pin in pins),
+            opened,
+            tuple(self.open_dirs[d][0] for d in opened),
+        )
+
+
+def _mode(path: str) -> int | None:
+    try:
+        return stat.S_IFMT(os.lstat(path).st_mode)
+    except FileNotFoundError:
+        return None
+
+
+def _modes(directory: str) -> dict[str, int]:
+    """Name -> file type bits of the entries of ``directory`` (one listing, for
+    `_Plan.pin` to use as its ``top``); empty when it cannot be listed."""
+    modes: dict[str, int] = {}
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return modes
+    for entry in entries:
+        try:
+            modes[entry.name] = stat.S_IFMT(entry.stat(follow_symlinks=False).st_mode)
+        except OSError:
+            continue
+    return modes
+
+
+def _outer_first(path: str) -> tuple[int, str]:
+    return path.count("/"), path
 
 
 @functools.lru_cache(maxsize=64)
-def _kept_pins(pins: tuple[str, ...]) -> tuple[str, ...]:
+def _opened(
+    dirs: tuple[str, ...],
+    heads: tuple[bool, ...],
+    pins: tuple[str, ...],
+    pin_roots: tuple[str, ...],
+) -> tuple[str, ...]:
+    """Which git dirs of `_Plan.open_dirs` are bound writable; pure and cached.
+
+    One that lies inside no pin (the top ``.git``, a nested repository's) is.
+    One inside a pin is only when that pin is the ``modules/`` or
+    ``worktrees/`` of a git dir opened itself, nothing between them is another
+    protected part, and its ``HEAD`` exists: a submodule's or a linked
+    worktree's git dir. Anything else a ``.git`` file points into (``hooks/``,
+    a policy's protected folder, ``modules/`` itself) stays read-only, and
+    the pins planned inside a git dir that is not opened count for nothing.
+    """
+    pinned = set(pins)
+    inside: dict[str, list[str]] = {}
+    for pin, root in zip(pins, pin_roots, strict=True):
+        inside.setdefault(root, []).append(pin)
+    head = dict(zip(dirs, heads, strict=True))
+    opened: set[str] = set()
+    closed = frozenset(GIT_DIR_PROTECTED) - GIT_DIR_CONTAINERS
+    for path in sorted(dirs, key=_outer_first):  # outer first: a parent is decided before
+        near = None if path in pinned else _nearest(path, pinned, opened)
+        if path in pinned or (
+            near is not None
+            and near not in opened
+            and (
+                os.path.basename(near) not in GIT_DIR_CONTAINERS
+                or os.path.dirname(near) not in opened
+                or closed.intersection(os.path.relpath(path, near).split("/"))
+                or not head[path]
+            )
+        ):
+            pinned.difference_update(inside.get(path, ()))
+            continue
+        opened.add(path)
+    return tuple(sorted(opened, key=_outer_first))
+
+
+@functools.lru_cache(maxsize=64)
+def _kept_pins(pins: tuple[str, ...], opened: tuple[str, ...]) -> tuple[str, ...]:
     """`_Plan.kept_pins`, pure and cached: a session asks the same again and again.
 
-    A pin lies inside another one exactly when one of its parent directories
-    is a pin, so each pin looks up its own parents in a set (linear in the
-    pins, not quadratic).
+    A pin is left out when the nearest pin or writable git dir above it is a
+    pin. Each pin looks up its own parents in sets (linear in the pins, not
+    quadratic).
     """
-    ordered = sorted(pins, key=lambda p: (p.count("/"), p))
-    kept: set[str] = set()
-    out: list[str] = []
-    for pin in ordered:
-        if not _within_any(pin, kept):
-            kept.add(pin)
-            out.append(pin)
-    return tuple(out)
+    pinned, writable = set(pins), set(opened)
+    return tuple(
+        pin
+        for pin in sorted(pins, key=_outer_first)
+        if (near := _nearest(pin, pinned, writable)) is None or near in writable
+    )
 
 
 @functools.lru_cache(maxsize=64)
-def _ancestors_for(pins: tuple[str, ...], roots: tuple[str, ...]) -> tuple[str, ...]:
-    """Directories between each pin and its root (same index in ``roots``) that
-    are not inside a pin themselves; pure and cached like `_kept_pins`."""
-    pinned = set(pins)
-    out: set[str] = set()
-    for pin, root in zip(pins, roots, strict=True):
-        if os.path.dirname(pin) == root:
-            continue  # the common case: a pin right at the top of its root
-        for ancestor in ancestors_between(root, pin):
-            if not _within_any(ancestor, pinned):
+def _ancestors_for(
+    pins: tuple[str, ...],
+    roots: tuple[str, ...],
+    opened: tuple[str, ...],
+    opened_roots: tuple[str, ...],
+) -> tuple[str, ...]:
+    """The directories bound writable over themselves: the writable git dirs and
+    the directories between each pin or git dir and its root (same index in
+    ``roots``, ``opened_roots``) that are not pinned, nor inside a pin; pure
+    and cached like `_kept_pins`."""
+    pinned, writable = set(pins), set(opened)
+    out: set[str] = set(opened)
+    for path, root in zip((*pins, *opened), (*roots, *opened_roots), strict=True):
+        if os.path.dirname(path) == root:
+            continue  # the common case: right at the top of its root (or its git dir)
+        for ancestor in ancestors_between(root, path):
+            if ancestor in pinned or ancestor in out:
+                continue
+            near = _nearest(ancestor, pinned, writable)
+            if near is None or near in writable:
                 out.add(ancestor)
-    return tuple(sorted(out, key=lambda p: (p.count("/"), p)))
+    return tuple(sorted(out, key=_outer_first))
 
 
-def _within_any(path: str, paths: set[str]) -> bool:
-    """Whether ``path`` equals or lies below one of ``paths`` (`is_within` against
-    each, but by looking up ``path``'s own parents: linear, not quadratic)."""
-    if path in paths or "/" in paths:
-        return True
+def _nearest(path: str, pins: set[str], opened: set[str]) -> str | None:
+    """The nearest directory above ``path`` that is in ``pins`` or ``opened``, if
+    any; by looking up ``path``'s own parents (linear, not quadratic)."""
     end = path.rfind("/")
     while end > 0:
-        if path[:end] in paths:
-            return True
+        parent = path[:end]
+        if parent in pins or parent in opened:
+            return parent
         end = path.rfind("/", 0, end)
-    return False
+    return None
 
 
 def _read_pointer(path: str, prefix: str) -> str | None:

@@ -33,6 +33,12 @@ SEAL_MARK: Final = "trusted.acp-governor.stub"
 """Extended attribute naming a sealed stub as ours; only ``CAP_SYS_ADMIN`` can set
 ``trusted.*``, so a sandbox cannot make a user's file look like one."""
 POLL_SECONDS: Final = 1.0
+PLACEHOLDER_CONTENT: Final = {"commondir": b".\n"}
+"""What a placeholder holds, by name, where an empty file is not "nothing here"
+to the tools that read it: git dies on an empty ``commondir`` ("failed to
+read"), and ``.`` names the git dir itself as its common dir. A ``*.json`` name
+holds ``{}`` (see `placeholder`): agents parse ``.mcp.json`` and warn on an empty
+one. Every other placeholder is empty."""
 
 Sweep = Literal["deleted", "in use", "not ours"]
 
@@ -45,6 +51,24 @@ def get_flags(fd: int) -> int:
 
 def set_flags(fd: int, flags: int) -> None:
     fcntl.ioctl(fd, FS_IOC_SETFLAGS, struct.pack("i", flags) + bytes(4))
+
+
+def placeholder(path: str) -> bytes:
+    """The content of the placeholder for ``path`` (see `PLACEHOLDER_CONTENT`)."""
+    name = os.path.basename(path)
+    if name in PLACEHOLDER_CONTENT:
+        return PLACEHOLDER_CONTENT[name]
+    return b"{}\n" if name.endswith(".json") else b""
+
+
+def holds_placeholder(fd: int, path: str, st: os.stat_result) -> bool:
+    """Whether the open regular file ``fd`` (``st``: its fstat) holds exactly what
+    a placeholder for ``path`` is written with, and nothing else: a person's
+    file that happens to sit where a stub was is never taken for one."""
+    expected = placeholder(path)
+    if not stat.S_ISREG(st.st_mode) or st.st_size != len(expected):
+        return False
+    return not expected or os.pread(fd, len(expected) + 1, 0) == expected
 
 
 def sandbox_holds(fd: int) -> bool:
@@ -62,9 +86,10 @@ def unseal_and_delete(path: str, dev: int, ino: int, fd: int | None = None) -> S
     "Nobody" means: no other governor holds a ``flock`` on it (an exclusive one
     is taken here, so a governor cannot take a share meanwhile) and no sandbox
     holds a POSIX lock on it. ``fd`` is the caller's own locked descriptor, if
-    it has one; it is closed in any case. A file that is not sealed and marked
-    is never touched, even with the same device and inode: inode numbers are
-    reused, and the sweeper may hear of a deletion late or never.
+    it has one; it is closed in any case. A file that is not sealed, marked and
+    holding exactly the placeholder's content is never touched, even with the
+    same device and inode: inode numbers are reused, and the sweeper may hear of
+    a deletion late or never.
     """
     if fd is None:
         try:
@@ -73,7 +98,7 @@ def unseal_and_delete(path: str, dev: int, ino: int, fd: int | None = None) -> S
             return "not ours"
     try:
         st = os.fstat(fd)
-        if (st.st_dev, st.st_ino) != (dev, ino) or not stat.S_ISREG(st.st_mode) or st.st_size:
+        if (st.st_dev, st.st_ino) != (dev, ino) or not holds_placeholder(fd, path, st):
             return "not ours"
         if not get_flags(fd) & FS_IMMUTABLE_FL or not os.getxattr(fd, SEAL_MARK):
             return "not ours"

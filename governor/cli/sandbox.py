@@ -19,6 +19,7 @@ from typing import Any
 import trio
 
 from policies.capability import CAPABILITY_NAMES, Capability, CapabilityError
+from policies.policy import GIT_ACCESS
 from sandbox.bwrap import BwrapUnavailable
 from sandbox.execution import ExitStatus
 from sandbox.launch import open_launch, prepare
@@ -71,6 +72,12 @@ def register(subparsers: Any) -> None:
         "cargo, ~/.local/bin, a .venv's interpreter)",
     )
     parser.add_argument(
+        "--git", choices=GIT_ACCESS, default="commit",
+        help="at edit-workspace: commit (default; hooks, config and the rest that runs "
+        "code stay read-only) or read-only (.git read-only as a whole), as a policy's "
+        "[sandbox] git",
+    )
+    parser.add_argument(
         "--print-argv", action="store_true",
         help="print the bwrap options (variable values masked) instead of running; "
         "what was kept visible, and why, goes to stderr",
@@ -97,6 +104,7 @@ def _profile(args: argparse.Namespace) -> Profile:
         keep=tuple(Path(os.path.expanduser(p)).absolute() for p in args.keep),
         toolchains=args.toolchains,
         cwd=Path.cwd() if args.workspace is None else None,
+        git_read_only=args.git == "read-only",
     )
 
 

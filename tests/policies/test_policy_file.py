@@ -45,6 +45,10 @@ on_ask = "pause"
 allow_mode_switch = true
 protected = ["specs/**"]
 hidden = ["secrets/**"]
+[sandbox]
+git = "read-only"
+keep = ["~/tools", "/opt/sdk"]
+toolchains = false
 [deny]
 commands = ["rm *"]
 paths = ["private/**"]
@@ -53,9 +57,6 @@ tools = ["fetch"]
 [allow]
 commands = ["git status"]
 writes = ["build/**"]
-[sandbox]
-keep = ["~/tools", "/opt/sdk"]
-toolchains = false
 """,
         "job.toml",
     )
@@ -66,6 +67,7 @@ toolchains = false
     assert p.on_ask == "pause"
     assert p.protected_extra == ("specs/**",)
     assert p.hidden_globs == ("secrets/**",)
+    assert p.git == "read-only"
     assert [c.text for c in p.rules.deny.commands] == ["rm *"]
     assert p.rules.ask.tools == frozenset({"fetch"})
     assert p.rules.allow.writes.patterns == ("build/**",)
@@ -132,3 +134,14 @@ def test_binding_gives_absolute_roots_with_the_workspace_first() -> None:
 def test_a_relative_workspace_is_refused() -> None:
     with pytest.raises(ValueError, match="absolute"):
         Policy().bind("app")
+
+
+def test_git_commits_by_default_and_the_sandbox_table_is_strict() -> None:
+    assert Policy().git == "commit"
+    assert parse_policy('capability = "edit-workspace"', "job.toml").git == "commit"
+    with pytest.raises(ConfigError, match=r"sandbox\.git.*'never'.*accepted: commit, read-only"):
+        parse_policy('[sandbox]\ngit = "never"', "job.toml")
+    with pytest.raises(ConfigError, match=r"sandbox\.gti.*did you mean `git`"):
+        parse_policy('[sandbox]\ngti = "read-only"', "job.toml")
+    with pytest.raises(ConfigError, match=r"sandbox.*expected a table"):
+        parse_policy('sandbox = "read-only"', "job.toml")

@@ -117,3 +117,32 @@ def test_a_timeout_kills_and_reports_128_plus_sigkill(governor: Callable[..., Ou
     result = governor("--timeout", "0.3", "--", "sleep 30", cwd=ws)
     assert result.returncode == 128 + 9
     assert "killed after" in result.stderr
+
+
+IDENTITY = {
+    "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
+    "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid",
+}  # fmt: skip
+PASS_IDENTITY = [word for name in IDENTITY for word in ("--env", name)]
+
+
+def subjects(ws: Path) -> list[str]:
+    log = subprocess.run(["git", "log", "--format=%s"], cwd=ws, capture_output=True, text=True)
+    return log.stdout.split()
+
+
+def test_git_commits_at_edit_workspace_unless_git_is_read_only(
+    governor: Callable[..., Outcome], ws: Path
+) -> None:
+    edit = ["--capability", "edit-workspace", *PASS_IDENTITY]
+    commit = "echo {0} > {0} && git add {0} && git commit -q -m {0} && echo committed"
+    allowed = governor(*edit, "--", commit.format("inside"), cwd=ws, env=IDENTITY)
+    assert "committed" in allowed.stdout, allowed.stdout + allowed.stderr
+    assert subjects(ws) == ["inside"]
+    refused = governor(*edit, "--git", "read-only", "--", commit.format("no"), cwd=ws, env=IDENTITY)
+    assert refused.returncode != 0
+    assert "Read-only file system" in refused.stdout + refused.stderr
+    assert subjects(ws) == ["inside"]
+    assert (ws / "no").exists()  # neighbour: the workspace itself stays writable
+    again = governor(*edit, "--git", "commit", "--", commit.format("again"), cwd=ws, env=IDENTITY)
+    assert "committed" in again.stdout and subjects(ws) == ["again", "inside"]

@@ -126,6 +126,26 @@ def test_ancestors_of_nested_pins_become_mount_points_before_the_pins() -> None:
     assert position(argv, "--bind", WS, WS) < ancestor < position(argv, "--ro-bind", nested, nested)
 
 
+def test_self_binds_and_pins_mount_outer_first_so_a_submodules_git_dir_opens_inside_modules() -> None:
+    git = f"{WS}/.git"
+    sub = f"{git}/modules/sub"
+    facts = replace(
+        FACTS,
+        ancestors=(git, sub),
+        pins=(f"{git}/config", f"{git}/modules", f"{sub}/config"),
+        stubs=(),
+    )
+    argv = render(profile(), facts, ALL, seccomp_fd=9)
+    order = [
+        position(argv, "--bind", git, git),
+        position(argv, "--ro-bind", f"{git}/modules", f"{git}/modules"),
+        position(argv, "--bind", sub, sub),
+        position(argv, "--ro-bind", f"{sub}/config", f"{sub}/config"),
+    ]
+    assert order == sorted(order)
+    assert position(argv, "--bind", git, git) < position(argv, "--ro-bind", f"{git}/config", f"{git}/config")
+
+
 def test_a_sealed_stub_gets_no_mount_but_its_neighbours_and_ancestors_still_do() -> None:
     facts = replace(FACTS, pins=(*FACTS.pins, f"{WS}/vendor/lib/.claude"))
     argv = render(profile(), facts, ALL, seccomp_fd=9, sealed={f"{WS}/.codex", f"{WS}/vendor/lib/.claude"})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import signal
 import subprocess
@@ -67,6 +68,50 @@ def test_a_stub_is_an_empty_read_only_file_removed_after_its_last_use(tmp_path: 
     assert stub.exists()  # another sandbox still relies on it
     ledger.release(str(stub))
     assert not stub.exists()
+
+
+def test_a_json_placeholder_holds_an_empty_object_and_a_commondir_one_a_dot(tmp_path: Path) -> None:
+    ledger = StubLedger()
+    (tmp_path / ".git").mkdir()
+    stubs = {tmp_path / ".mcp.json": "{}\n", tmp_path / ".git" / "commondir": ".\n"}
+    for stub, content in stubs.items():
+        assert ledger.acquire(str(stub))
+        assert stub.read_text() == content
+        assert stub.stat().st_mode & 0o777 == 0o444
+    assert json.loads((tmp_path / ".mcp.json").read_text()) == {}
+    for stub in stubs:
+        ledger.release(str(stub))
+        assert not stub.exists()
+
+
+def test_a_placeholder_whose_content_changed_in_place_is_left_alone(tmp_path: Path) -> None:
+    ledger = StubLedger(seal=False)
+    stub = tmp_path / "settings.json"
+    with ledger.hold():
+        ledger.acquire(str(stub))
+        inode = stub.stat().st_ino
+        os.chmod(stub, 0o644)
+        stub.write_text("[]\n")  # same length, same inode: only the content tells
+        assert stub.stat().st_ino == inode
+        ledger.release(str(stub))
+        assert not ledger.acquire(str(stub))  # a parked stub that changed is not reused
+    assert stub.read_text() == "[]\n"
+
+
+def test_a_users_file_with_the_placeholders_content_is_never_claimed_or_removed(
+    tmp_path: Path,
+) -> None:
+    ledger = StubLedger()
+    mine = tmp_path / ".mcp.json"
+    mine.write_text("{}\n")
+    assert not ledger.acquire(str(mine))
+    assert not ledger.adopt(str(mine))
+    ledger.release(str(mine))
+    ledger.release_all()
+    assert mine.read_text() == "{}\n"
+    st = mine.stat()
+    assert unseal_and_delete(str(mine), st.st_dev, st.st_ino) == "not ours"
+    assert mine.exists()
 
 
 def test_an_existing_path_is_never_claimed_or_removed(tmp_path: Path) -> None:
@@ -198,12 +243,16 @@ def test_a_sealed_stub_left_by_a_killed_governor_is_taken_over_and_removed(seali
     assert not stub.exists()
 
 
-def test_a_users_own_immutable_empty_file_is_never_taken_over_or_removed(sealing: Path) -> None:
-    mine = sealing / ".envrc"
-    mine.touch()
+@pytest.mark.parametrize(("name", "content"), [(".envrc", ""), (".mcp.json", "{}\n")])
+def test_a_users_own_immutable_file_like_a_placeholder_is_never_taken_over_or_removed(
+    sealing: Path, name: str, content: str
+) -> None:
+    mine = sealing / name
+    mine.write_text(content)
     fd = os.open(mine, os.O_RDONLY)
     try:
         set_flags(fd, get_flags(fd) | FS_IMMUTABLE_FL)
+        st = os.fstat(fd)
     finally:
         os.close(fd)
     ledger = StubLedger()
@@ -211,7 +260,18 @@ def test_a_users_own_immutable_empty_file_is_never_taken_over_or_removed(sealing
     assert not ledger.adopt(str(mine))
     ledger.release(str(mine))
     ledger.release_all()
-    assert mine.exists()
+    assert unseal_and_delete(str(mine), st.st_dev, st.st_ino) == "not ours"
+    assert mine.read_text() == content
+
+
+def test_a_sealed_json_placeholder_is_taken_over_and_removed_by_its_content(sealing: Path) -> None:
+    stub = sealing / ".mcp.json"
+    _killed_governor(30.0, stub)
+    assert stub.read_text() == "{}\n"
+    ledger = StubLedger()
+    assert ledger.adopt(str(stub))
+    ledger.release(str(stub))
+    assert not stub.exists()
 
 
 def test_a_stub_locked_exclusively_by_someone_else_is_not_taken_over(sealing: Path) -> None:

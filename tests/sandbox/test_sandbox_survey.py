@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from policies.capability import Capability
 from sandbox.profile import HomeFolder, Profile, ProfileError
-from sandbox.protected import PROTECTED_NAMES, SCAN_MAX_DEPTH
+from sandbox.protected import GIT_DIR_PROTECTED, PROTECTED_NAMES, SCAN_MAX_DEPTH
 from sandbox.survey import survey
 
 
@@ -36,8 +38,31 @@ def ws(tmp_path: Path) -> Path:
     return root
 
 
-def test_an_existing_git_dir_is_pinned_whole_and_missing_names_get_stubs(ws: Path) -> None:
+def test_where_commits_are_allowed_the_git_dir_is_bound_over_itself_and_its_code_is_pinned(
+    ws: Path,
+) -> None:
     facts = survey(edit(ws))
+    git_dir = ws / ".git"
+    assert str(git_dir) in facts.ancestors  # a mount point: mv .git and rm -r .git fail
+    assert str(git_dir) not in facts.pins
+    for name in GIT_DIR_PROTECTED:
+        assert str(git_dir / name) in facts.pins
+    for name in ("config.worktree", "modules", "worktrees", "commondir"):  # git init makes none
+        assert str(git_dir / name) in facts.stubs
+    for name in ("config", "hooks", "info"):
+        assert str(git_dir / name) not in facts.stubs
+    for name in ("HEAD", "objects", "refs", "index", "logs"):
+        assert not any(p.startswith(str(git_dir / name)) for p in facts.pins)
+    for name in PROTECTED_NAMES:
+        if name != ".git":
+            assert str(ws / name) in facts.stubs
+            assert str(ws / name) in facts.pins
+
+
+def test_with_git_read_only_the_git_dir_is_pinned_whole_and_missing_names_get_stubs(
+    ws: Path,
+) -> None:
+    facts = survey(edit(ws, git_read_only=True))
     assert str(ws / ".git") in facts.pins
     assert str(ws / ".git") not in facts.stubs
     for name in PROTECTED_NAMES:
@@ -45,6 +70,28 @@ def test_an_existing_git_dir_is_pinned_whole_and_missing_names_get_stubs(ws: Pat
             assert str(ws / name) in facts.stubs
             assert str(ws / name) in facts.pins
     assert not any(p.startswith(str(ws / ".git") + "/") for p in facts.pins)
+    assert facts.ancestors == ()
+
+
+def test_a_git_dir_with_a_symlinked_hooks_folder_is_pinned_whole(ws: Path) -> None:
+    """A symlink cannot be pinned alone (the link stays replaceable): the repository
+    falls back to read-only instead of refusing the whole profile."""
+    (ws / "shared-hooks").mkdir()
+    shutil.rmtree(ws / ".git" / "hooks")
+    (ws / ".git" / "hooks").symlink_to(ws / "shared-hooks")
+    facts = survey(edit(ws))
+    assert str(ws / ".git") in facts.pins
+    assert str(ws / ".git") not in facts.ancestors
+
+
+def test_a_git_dirs_commondir_is_followed_and_protected_too(ws: Path) -> None:
+    common = ws / "common.git"
+    git("init", "-q", "--bare", str(common), cwd=ws)
+    (ws / ".git" / "commondir").write_text("../common.git\n")
+    facts = survey(edit(ws))
+    assert str(ws / ".git" / "commondir") in facts.pins  # exists: pinned, not stubbed
+    assert str(common) in facts.ancestors
+    assert str(common / "hooks") in facts.pins and str(common / "config") in facts.pins
 
 
 def test_a_missing_nested_protected_path_is_stubbed_at_its_first_missing_component(ws: Path) -> None:
@@ -62,14 +109,19 @@ def test_a_file_where_a_protected_directory_would_be_is_pinned_itself(ws: Path) 
     assert str(ws / ".github") not in facts.stubs
 
 
-def test_nested_repositories_are_pinned_with_their_ancestors(ws: Path) -> None:
+def test_nested_repositories_get_the_same_rules_and_their_ancestors_are_bound(ws: Path) -> None:
     nested = ws / "vendor" / "lib"
     nested.mkdir(parents=True)
     git("init", "-q", cwd=nested)
     facts = survey(edit(ws))
-    assert str(nested / ".git") in facts.pins
+    assert str(nested / ".git") in facts.ancestors
+    assert str(nested / ".git" / "hooks") in facts.pins
+    assert str(nested / ".git" / "modules") in facts.stubs
     assert str(ws / "vendor") in facts.ancestors
     assert str(nested) in facts.ancestors
+    read_only = survey(edit(ws, git_read_only=True))
+    assert str(nested / ".git") in read_only.pins
+    assert read_only.ancestors == (str(ws / "vendor"), str(nested))
 
 
 def test_a_pin_inside_another_pin_is_left_out_and_so_are_ancestors_inside_a_pin(ws: Path) -> None:
@@ -79,7 +131,7 @@ def test_a_pin_inside_another_pin_is_left_out_and_so_are_ancestors_inside_a_pin(
     facts = survey(edit(ws, protected=("ci/deploy",)))
     assert str(ws / "ci" / "deploy") in facts.pins
     assert not any(p.startswith(str(ws / "ci" / "deploy") + "/") for p in facts.pins)
-    assert facts.ancestors == (str(ws / "ci"),)  # not ci/deploy/sub: inside the pin
+    assert facts.ancestors == (str(ws / ".git"), str(ws / "ci"))  # not ci/deploy/sub: inside the pin
 
 
 def test_the_nested_scan_is_bounded_and_skips_node_modules(ws: Path) -> None:
@@ -90,13 +142,16 @@ def test_the_nested_scan_is_bounded_and_skips_node_modules(ws: Path) -> None:
         path.mkdir(parents=True, exist_ok=True)
         (path / ".git").mkdir()
     facts = survey(edit(ws))
-    assert str(shallow / ".git") in facts.pins  # depth 4
+    found = {*facts.pins, *facts.ancestors}
+    assert str(shallow / ".git") in found  # depth 4
     assert SCAN_MAX_DEPTH == 4
-    assert str(deep / ".git") not in facts.pins  # documented limit
-    assert str(skipped / ".git") not in facts.pins
+    assert str(deep / ".git") not in found  # documented limit
+    assert str(skipped / ".git") not in found
 
 
-def test_a_worktree_pins_its_real_gitdir_and_commondir_inside_a_writable_root(tmp_path: Path) -> None:
+def test_a_worktrees_git_dir_inside_a_writable_root_is_opened_inside_the_pinned_worktrees(
+    tmp_path: Path,
+) -> None:
     (tmp_path / "home").mkdir()
     main = tmp_path / "main"
     main.mkdir()
@@ -111,14 +166,71 @@ def test_a_worktree_pins_its_real_gitdir_and_commondir_inside_a_writable_root(tm
         home=tmp_path / "home",
     )
     facts = survey(profile)
+    gitdir = main / ".git" / "worktrees" / "wt"
     assert str(worktree / ".git") in facts.pins  # the pointer file itself
-    assert str(main / ".git") in facts.pins  # commondir (contains worktrees/wt)
-    assert str(main / ".git" / "worktrees" / "wt") not in facts.pins  # inside the pin above
+    assert str(main / ".git" / "worktrees") in facts.pins
+    assert str(gitdir) in facts.ancestors  # its HEAD and index: the worktree commits
+    assert str(gitdir / "commondir") in facts.pins and str(gitdir / "commondir") not in facts.stubs
+    assert str(gitdir / "config.worktree") in facts.stubs
+    assert str(main / ".git" / "hooks") in facts.pins  # the common dir's rules
+    read_only = survey(replace(profile, git_read_only=True))
+    assert str(main / ".git") in read_only.pins
+    assert not any(p.startswith(str(main / ".git") + "/") for p in read_only.pins)
     alone = survey(
         Profile(capability=Capability.EDIT_WORKSPACE, workspace=worktree, home=tmp_path / "home")
     )
-    assert str(main / ".git" / "worktrees" / "wt") in alone.git_dirs  # outside: kept visible
+    assert str(gitdir) in alone.git_dirs  # outside the roots: kept visible, read-only
     assert str(main / ".git") in alone.git_dirs
+    assert not any(p.startswith(str(main)) for p in (*alone.pins, *alone.ancestors))
+
+
+def test_a_submodules_git_dir_is_opened_again_inside_the_pinned_modules(ws: Path, tmp_path: Path) -> None:
+    upstream = tmp_path / "upstream"
+    upstream.mkdir()
+    git("init", "-q", cwd=upstream)
+    git("commit", "-q", "--allow-empty", "-m", "up", cwd=upstream)
+    git("-c", "protocol.file.allow=always", "submodule", "add", "-q", str(upstream), "lib/up", cwd=ws)
+    facts = survey(edit(ws))
+    modules = ws / ".git" / "modules"
+    assert str(modules) in facts.pins and str(modules) not in facts.stubs
+    assert str(modules / "lib" / "up") in facts.ancestors
+    for name in ("config", "hooks", "info"):
+        assert str(modules / "lib" / "up" / name) in facts.pins
+    assert str(ws / "lib" / "up" / ".git") in facts.pins  # the checkout's pointer file
+    assert str(ws / ".gitmodules") in facts.pins
+
+
+def test_a_planted_git_file_cannot_open_a_pinned_path(ws: Path, tmp_path: Path) -> None:
+    """Only a real git dir (its HEAD exists) in a git dir's own modules/ or
+    worktrees/ is opened again; a pointer into anything else pinned changes nothing."""
+    (ws / ".git" / "modules" / "sub" / "hooks").mkdir(parents=True)
+    (ws / ".git" / "modules" / "sub" / "modules" / "deep").mkdir(parents=True)
+    (ws / ".git" / "modules" / "sub" / "modules" / "deep" / "HEAD").write_text("ref: refs/heads/x\n")
+    (ws / "kept" / "repo" / ".git").mkdir(parents=True)
+    (ws / "kept" / "repo" / ".git" / "HEAD").write_text("ref: refs/heads/x\n")
+    targets = {
+        "a": "../.git/hooks",
+        "b": "../.git/modules",
+        "c": "../.git/modules/sub",  # no HEAD: not a git dir
+        "d": "../.git/modules/sub/hooks",
+        "e": "../.git/modules/sub/modules",
+        "f": "../kept/repo/.git",  # inside a policy's protected folder
+        "g": "../.git/info",
+    }
+    for name, target in targets.items():
+        (ws / name).mkdir()
+        (ws / name / ".git").write_text(f"gitdir: {target}\n")
+    facts = survey(edit(ws, protected=("kept",)))
+    opened = set(facts.ancestors)
+    for target in targets.values():
+        path = os.path.normpath(str(ws / "a" / target))
+        assert path not in opened, target
+        assert not any(p.startswith(path + "/") for p in (*facts.pins, *facts.ancestors)), target
+    # neighbour: a git dir under modules/ with a HEAD is opened, even below another's modules/
+    deep = ws / ".git" / "modules" / "sub" / "modules" / "deep"
+    (ws / "h").mkdir()
+    (ws / "h" / ".git").write_text(f"gitdir: {deep}\n")
+    assert str(deep) in survey(edit(ws, protected=("kept",))).ancestors
 
 
 def test_a_symlinked_protected_path_is_refused_by_name(ws: Path, tmp_path: Path) -> None:

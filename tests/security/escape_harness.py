@@ -40,6 +40,11 @@ VIAS = ("command", "session")
 """How a command reaches its sandbox: a bwrap of its own, or a session's sandbox
 (`sandbox.session`). Every attack runs both ways."""
 REPLY_TIMEOUT = 120
+GIT_IDENTITY = {
+    "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
+    "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid",
+}  # fmt: skip
+"""A declared identity for commits inside (the sandbox's $HOME has no .gitconfig)."""
 
 
 @dataclass(frozen=True)
@@ -245,6 +250,7 @@ class Box:
         path: str | None = None,
         keep: Sequence[Path] = (),
         toolchains: bool = True,
+        git_read_only: bool = False,
     ) -> Outcome:
         """Run ``command`` in the sandbox; with ``then``, run that shell line
         next (in the same session's sandbox, or in a bwrap of its own, per
@@ -265,6 +271,7 @@ class Box:
                 "path": path,
                 "keep": [str(p) for p in keep],
                 "toolchains": toolchains,
+                "git_read_only": git_read_only,
             },
             "timeout": timeout,
             "via": self.via,

@@ -45,6 +45,7 @@ def build_profile(spec: dict[str, Any]) -> Profile:
         path=spec.get("path"),
         keep=tuple(Path(p) for p in spec.get("keep", ())),
         toolchains=spec.get("toolchains", True),
+        git_read_only=spec.get("git_read_only", False),
     )
 
 

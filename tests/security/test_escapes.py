@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from escape_harness import DRIVER, REPO, Box, processes_matching
+from escape_harness import DRIVER, GIT_IDENTITY, REPO, Box, processes_matching
 
 from sandbox.bwrap import locate
 
@@ -481,17 +481,24 @@ def _git_state(ws: Path) -> dict[str, bytes]:
     }
 
 
-def test_moving_git_away_and_rebuilding_it_with_a_hook_fails(box: Box) -> None:
+def test_with_git_read_only_moving_git_away_and_rebuilding_it_with_a_hook_fails(box: Box) -> None:
+    """The policy switch for jobs that must not commit: ``.git`` is pinned whole
+    (where commits are allowed, test_escapes_git.py has the same attacks)."""
     proof = box.dir / marker()
     before = _git_state(box.ws)
     outcome = box.run(
+        "git commit -q --allow-empty -m inside 2>&1; "
         "mv .git .git-old; rm -rf .git; git init -q . ; mkdir -p .git/hooks; "
         f"printf '#!/bin/sh\\ntouch {proof}\\n' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit; "
-        "git status --short; git log --oneline | head -1"
+        "git status --short; git log --oneline | head -1",
+        env=GIT_IDENTITY,
+        git_read_only=True,
     )
     assert _git_state(box.ws) == before
     assert not (box.ws / ".git-old").exists()
     assert "init" in outcome.text  # neighbour: git works read-only inside
+    assert "Read-only file system" in outcome.text  # ... and cannot commit
+    assert box.git("log", "--format=%s").stdout.split() == ["init"]
     assert box.git("commit", "-q", "--allow-empty", "-m", "after").returncode == 0
     assert not proof.exists()  # the next host commit runs no planted hook
 
@@ -629,21 +636,37 @@ def test_a_secret_file_one_command_writes_is_masked_from_the_next(box: Box) -> N
     assert CANARY in (box.ws / ".env.local").read_text()  # it was written, only hidden
 
 
-def test_a_worktrees_real_git_dir_in_an_extra_root_is_protected(box: Box) -> None:
+def test_a_worktrees_real_git_dir_in_an_extra_root_commits_but_stays_protected(box: Box) -> None:
     worktree = box.dir / "wt"
     assert box.git("worktree", "add", "-q", str(worktree)).returncode == 0
     gitdir = box.ws / ".git" / "worktrees" / "wt"
-    head = (gitdir / "HEAD").read_bytes()
+    common = (gitdir / "commondir").read_bytes()
     outcome = box.run(
-        f"echo pwn > {box.ws}/.git/hooks/pre-commit; echo pwn > {gitdir}/HEAD; "
-        f"echo notes > {box.ws}/notes.txt; git status --short --branch",
+        f"echo pwn > {box.ws}/.git/hooks/pre-commit; echo .. > {gitdir}/commondir; "
+        f"echo '[core]' > {gitdir}/config.worktree; mkdir {box.ws}/.git/worktrees/x; "
+        f"echo notes > {box.ws}/notes.txt; echo wt > in-wt.txt; git add in-wt.txt; "
+        "git commit -q -m in-worktree; git status --short --branch",
         workspace=worktree,
         extra_roots=[box.ws],
+        env=GIT_IDENTITY,
     )
     assert not (box.ws / ".git" / "hooks" / "pre-commit").exists()
-    assert (gitdir / "HEAD").read_bytes() == head
+    assert (gitdir / "commondir").read_bytes() == common
+    assert not (gitdir / "config.worktree").exists()
+    assert sorted(p.name for p in (box.ws / ".git" / "worktrees").iterdir()) == ["wt"]
     assert (box.ws / "notes.txt").read_text() == "notes\n"  # neighbour: the extra root is writable
     assert "## wt" in outcome.text  # neighbour: git works in the worktree
+    log = box.git("log", "--format=%s", "wt", cwd=worktree)
+    assert log.stdout.split() == ["in-worktree", "init"]  # ... and commits there
+    read_only = box.run(
+        f"echo pwn > {gitdir}/HEAD; git commit -q --allow-empty -m no 2>&1",
+        workspace=worktree,
+        extra_roots=[box.ws],
+        env=GIT_IDENTITY,
+        git_read_only=True,
+    )
+    assert (gitdir / "HEAD").read_text() == "ref: refs/heads/wt\n"
+    assert "Read-only file system" in read_only.text
 
 
 def test_the_read_only_capability_cannot_write_the_workspace(box: Box) -> None:

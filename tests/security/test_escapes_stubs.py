@@ -33,3 +33,23 @@ def test_a_missing_names_placeholder_cannot_be_unsealed_swapped_linked_or_chmodd
     assert (box.ws / "decoy").read_text() == "decoy\n"  # neighbour: writes next to them work
     assert (box.ws / "allowed.txt").read_text() == "ok\n"
     assert "hello" in outcome.text
+
+
+PARSE = "python3 -c \"import json, sys; print('parsed', json.load(open(sys.argv[1])))\""
+
+
+def test_a_json_placeholder_parses_inside_and_is_gone_from_the_host_afterwards(box: Box) -> None:
+    outcome = box.run(f"{PARSE} .mcp.json; echo pwn > .mcp.json; cat .mcp.json")
+    assert outcome.error is None, outcome.error
+    assert "parsed {}" in outcome.text
+    assert "pwn" not in outcome.text
+    assert not (box.ws / ".mcp.json").exists()
+
+
+def test_a_users_file_holding_exactly_a_placeholders_content_is_never_deleted(box: Box) -> None:
+    """Existing before the run, it is pinned as the person's file, not taken for ours."""
+    mine = box.write(box.ws / ".mcp.json", "{}\n")
+    inode = mine.stat().st_ino
+    outcome = box.run(f"{PARSE} .mcp.json; echo pwn > .mcp.json", then=f"{PARSE} .mcp.json")
+    assert "parsed {}" in outcome.text
+    assert mine.read_text() == "{}\n" and mine.stat().st_ino == inode
