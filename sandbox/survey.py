@@ -72,7 +72,9 @@ def other_homes(home: str | None, uid: int, roots: tuple[str, ...]) -> tuple[str
     """Every other home that holds the person's secrets, hidden too: the password
     database's and the governor's own ``$HOME`` when they are not `home` (a CI
     container sets ``HOME=/github/home``; ``sudo -E`` keeps the caller's). A home
-    inside a root, or a root inside it, is left: the root's rules hold there."""
+    inside a root is left: the root's rules hold there. A root inside one (the
+    workspace at ``~/src/project`` while ``$HOME`` is elsewhere) is bound back
+    on top of the home's tmpfs, as in `home`."""
     found = []
     for candidate in (caller_home(uid), os.environ.get("HOME", "")):
         if not os.path.isabs(candidate):
@@ -80,7 +82,7 @@ def other_homes(home: str | None, uid: int, roots: tuple[str, ...]) -> tuple[str
         real = os.path.realpath(candidate)
         if real == "/" or real == home or not os.path.isdir(real):
             continue
-        if _overlaps(real, roots):
+        if any(is_within(real, r) for r in roots):
             continue
         found.append(real)
     return _dedupe(found)

@@ -283,6 +283,84 @@ def test_commands_cannot_read_agent_credentials_but_the_agent_can_read_its_own(b
     assert f"{CANARY}-.codex/auth.json" not in agent.text
 
 
+@contextlib.contextmanager
+def planted(box: Box, home: Path, rels: tuple[str, ...], text: str) -> Iterator[list[str]]:
+    """Plant ``text`` at each of ``rels`` under ``home`` where nothing is there
+    yet, and remove what was made afterwards. A real file already there (root's
+    own ``~/.npmrc``) is left alone and never read: the test then checks that
+    the sandbox cannot even see it. Yields the paths planted."""
+    made: list[Path] = []
+    files: list[str] = []
+    try:
+        for rel in rels:
+            path = home / rel
+            if path.exists() or path.is_symlink():
+                continue
+            missing = [p for p in (path.parent, *path.parent.parents) if not p.exists()]
+            made += reversed(missing)
+            for directory in reversed(missing):
+                directory.mkdir(mode=0o700)
+                box.own(directory)
+            box.write(path, text, mode=0o600)
+            made.append(path)
+            files.append(str(path))
+        yield files
+    finally:
+        for path in reversed(made):
+            with contextlib.suppress(OSError):
+                path.rmdir() if path.is_dir() else path.unlink()
+
+
+def test_both_homes_stay_hidden_when_home_is_not_the_passwd_home(box: Box) -> None:
+    """The two-homes attack: ``HOME`` names a directory that is not the password
+    database's home (as CI containers do: ``HOME=/github/home``), for the
+    governor and for the command, with the workspace under the passwd home (as
+    in ``~/src/project``). Secrets in either home stay unreadable, whichever
+    way the command names that home."""
+    if os.getuid() != 0:
+        pytest.skip("a HOME outside every home and /tmp (as /github/home) is made under /srv")
+    outside = Path("/srv") / marker()
+    ci_home = outside / "home"
+    passwd_home = Path(box.account.home)
+    assert box.ws.is_relative_to(passwd_home)  # the harness's layout, the usual one
+    secrets = (".ssh/id_ed25519", ".npmrc")
+    user = box.account.name
+    try:
+        for rel in secrets:
+            box.write(ci_home / rel, f"{CANARY}-ci-{rel}", mode=0o600)
+        box.write(ci_home / ".config" / "tool" / "settings", "kept-settings")
+        box.write(box.ws / "notes.txt", "workspace-notes")
+        with planted(box, passwd_home, secrets, f"{CANARY}-passwd") as planted_files:
+            ours = [rel for rel in secrets if str(passwd_home / rel) in planted_files]
+            names = [  # each home, named every way a command can name it
+                *(f"$HOME/{rel}" for rel in secrets),
+                *(f"{ci_home}/{rel}" for rel in secrets),
+                *(f"{passwd_home}/{rel}" for rel in secrets),
+                *(f'"$pw"/{rel}' for rel in secrets),
+                *(f"~{user}/{rel}" for rel in secrets),
+            ]
+            read = names[: 2 * len(secrets)] + [  # a real file is looked for, not read
+                name for name in names[2 * len(secrets) :] if name.endswith(tuple(ours))
+            ]
+            outcome = box.run(
+                f"pw=$(getent passwd {user} | cut -d: -f6); echo \"passwd home: $pw\"; "
+                f"for f in {' '.join(names)}; do test -e \"$f\" && echo \"VISIBLE $f\"; done; "
+                f"cat {' '.join(read)} ~/.config/tool/settings notes.txt 2>/dev/null",
+                home=None,
+                env={"HOME": str(ci_home)},
+                environ={"HOME": str(ci_home)},
+                home_folders=[(".config/tool", False)],
+            )
+    finally:
+        shutil.rmtree(outside, ignore_errors=True)
+    assert planted_files or user == "root", "nothing planted in the passwd home"
+    assert f"passwd home: {passwd_home}\n" in outcome.text  # getent worked inside
+    assert CANARY not in outcome.text
+    assert "VISIBLE" not in outcome.text, outcome.text
+    assert "kept-settings" in outcome.text  # neighbour: a kept folder of $HOME
+    assert "workspace-notes" in outcome.text  # neighbour: the workspace under the passwd home
+
+
 def test_env_files_in_the_workspace_are_unreadable(box: Box) -> None:
     box.write(box.ws / ".env", CANARY)
     box.write(box.ws / "svc" / ".env.production", CANARY)
