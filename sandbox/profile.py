@@ -96,7 +96,8 @@ class Profile:
     ``/tmp`` or ``$HOME`` to an install kept visible)."""
     protected: tuple[str, ...] = ()
     hidden: tuple[str, ...] = ()
-    allow_unix_sockets: bool = False
+    allow_unix_sockets: bool | None = None
+    """None: as `unix_sockets` says by default; True or False overrides it."""
     cwd: Path | None = None
 
     def __post_init__(self) -> None:
@@ -125,6 +126,18 @@ class Profile:
     def roots(self) -> tuple[Path, ...]:
         return (self.workspace, *self.extra_roots)
 
+    @property
+    def unix_sockets(self) -> bool:
+        """Whether the filter lets the process make ``socket(AF_UNIX)``: by
+        default exactly when it has a network namespace of its own (network
+        off), where abstract sockets are its own; the survey then hides the
+        host's socket files (`sandbox.sockets`). One that shares the host's
+        namespace (`governor.confine` says which do) would reach the host's
+        abstract sockets (X11, D-Bus), which no mount can hide."""
+        if self.allow_unix_sockets is not None:
+            return self.allow_unix_sockets
+        return not self.network
+
     def with_command(
         self, *, cwd: Path | None = None, env: Mapping[str, str] | None = None
     ) -> Profile:
@@ -150,7 +163,7 @@ class Profile:
         network: bool = True,
         protected: Sequence[str] = (),
         hidden: Sequence[str] = (),
-        allow_unix_sockets: bool = False,
+        allow_unix_sockets: bool | None = None,
     ) -> Profile:
         """The profile that wraps an agent process itself.
 

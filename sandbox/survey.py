@@ -4,7 +4,8 @@ This is the only place that inspects paths for the profile; `render` stays pure.
 It resolves roots, finds which protected paths exist (and where a missing one
 must be stubbed), follows a ``.git`` file to its ``gitdir``/``commondir``, scans
 a bounded depth for nested repositories and ``.env`` files, and lists the host
-sockets that exist.
+sockets to cover (where the process may make Unix sockets, `sandbox.sockets`
+decides how ``/run`` looks and finds the rest).
 
 A protected path that is a symlink is refused (`ProfileError`) rather than
 pinned: mounting follows the link, so the link itself would stay replaceable
@@ -39,6 +40,7 @@ from sandbox.protected import (
     SCAN_MAX_DEPTH,
     SCAN_SKIP_DIRS,
 )
+from sandbox.sockets import host_sockets, run_view
 
 PRIVATE_DIRS = ("/tmp", "/var/tmp")
 GITFILE_MAX_BYTES = 4096
@@ -92,8 +94,13 @@ def _overlaps(path: str, roots: tuple[str, ...]) -> bool:
     return any(is_within(path, r) or is_within(r, path) for r in roots)
 
 
-def survey(profile: Profile, *, uid: int | None = None) -> HostFacts:
-    """Inspect the host for ``profile``; raises `ProfileError` naming a bad path."""
+def survey(
+    profile: Profile, *, uid: int | None = None, sockets: tuple[str, ...] | None = None
+) -> HostFacts:
+    """Inspect the host for ``profile``; raises `ProfileError` naming a bad path.
+
+    ``sockets`` are host sockets an earlier survey found (a session's, for
+    each of its commands): the scan for them is made once per sandbox."""
     uid = os.getuid() if uid is None else uid
     roots = tuple(_resolve_root(path) for path in profile.roots)
     home_env = process_home(profile, uid)
@@ -107,6 +114,9 @@ def survey(profile: Profile, *, uid: int | None = None) -> HostFacts:
         raise ProfileError(f"working directory {cwd} does not exist or is not a directory")
 
     private_dirs = _dedupe(os.path.realpath(d) for d in PRIVATE_DIRS if os.path.isdir(d))
+    run = run_view() if profile.unix_sockets else None
+    if run is not None:
+        private_dirs = _dedupe((*private_dirs, *run.tmpfs))
     others = tuple(
         h
         for h in other_homes(home, uid, roots)
@@ -122,15 +132,18 @@ def survey(profile: Profile, *, uid: int | None = None) -> HostFacts:
                 home_mounts.append(HomeMount(os.path.realpath(source), source, folder.writable))
 
     run_user = f"/run/user/{uid}"
-    run_user_dir = run_user if os.path.isdir(run_user) else None
-    sockets = _dedupe(
-        os.path.realpath(s)
-        for s in HOST_DAEMON_SOCKETS
-        if os.path.exists(s)
-        and not any(is_within(os.path.realpath(s), d) for d in (*hidden_roots, run_user))
-    )
+    run_user_dir = run_user if os.path.isdir(run_user) and run is None else None
+    if run is None:
+        sockets = _dedupe(
+            os.path.realpath(s)
+            for s in HOST_DAEMON_SOCKETS
+            if os.path.exists(s)
+            and not any(is_within(os.path.realpath(s), d) for d in (*hidden_roots, run_user))
+        )
+    elif sockets is None:
+        sockets = host_sockets(hidden=(*roots, *hidden_roots))
 
-    visible = []
+    visible = [*(run.kept if run is not None else ())]
     for path in profile.visible:
         if not os.path.exists(path):
             raise ProfileError(f"path to keep visible {path} does not exist")
@@ -142,7 +155,7 @@ def survey(profile: Profile, *, uid: int | None = None) -> HostFacts:
         for path, target in profile.links
         if any(is_within(path, h) for h in hidden_roots)
         and not any(is_within(path, k) for k in kept)
-    )
+    ) + (run.links if run is not None else ())
 
     plan = _Plan(writable_roots=roots if profile.writable else ())
     hidden: list[str] = []

@@ -300,3 +300,11 @@ def test_a_visible_install_path_may_not_expose_the_home_directory(visible: str) 
     with pytest.raises(ProfileError, match="home directory"):
         render(profile(), replace(FACTS, visible=(visible,)), ALL, seccomp_fd=9)
     assert render(profile(), replace(FACTS, visible=("/home/u/.nvm/versions/node",)), ALL, seccomp_fd=9)
+
+
+def test_unix_sockets_are_allowed_exactly_where_the_network_namespace_is_its_own() -> None:
+    assert profile().unix_sockets
+    assert not profile(network=True).unix_sockets
+    assert not Profile.for_agent(Capability.EDIT_WORKSPACE, Path(WS)).unix_sockets
+    assert profile(network=True, allow_unix_sockets=True).unix_sockets  # explicit wins
+    assert not profile(allow_unix_sockets=False).unix_sockets

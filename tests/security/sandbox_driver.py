@@ -40,7 +40,7 @@ def build_profile(spec: dict[str, Any]) -> Profile:
         env=spec.get("env", {}),
         home=Path(spec["home"]) if spec.get("home") else None,
         home_folders=tuple(HomeFolder(n, w) for n, w in spec.get("home_folders", ())),
-        allow_unix_sockets=spec.get("allow_unix_sockets", False),
+        allow_unix_sockets=spec.get("allow_unix_sockets"),
         cwd=Path(spec["cwd"]) if spec.get("cwd") else None,
     )
 

@@ -1,0 +1,164 @@
+"""The host's Unix sockets, kept out of reach of a sandbox that may make its own.
+
+Who may call ``socket(AF_UNIX)`` is `sandbox.profile.Profile.unix_sockets`: by
+default a process with a network namespace of its own (`governor.confine` says
+which processes share the host's). Its abstract sockets are then its own (they
+belong to a network namespace), but every socket *file* it can see and write
+is reachable: a read-only mount does not stop ``connect()``, which checks write
+permission on the socket's inode and never the mount's flags. The survey asks
+this module what to hide so that the host's daemons stay out of reach:
+
+* ``/run`` (and ``/var/run`` where it is a directory of its own), where daemons
+  keep their sockets (PostgreSQL, MySQL, journald, D-Bus, docker, nscd,
+  systemd's userdb, the user's ``/run/user/UID``, ...), becomes an empty
+  tmpfs. A tmpfs rather than a mask per socket: a socket made after the
+  survey, by a daemon started or restarted later, is hidden too (a restart
+  would even drop a mask: the kernel detaches a mount whose path is unlinked
+  in another namespace). What must stay comes back (`run_view`): the links at
+  the top of ``/run`` as links (NixOS's ``current-system``, on its PATH; a link
+  grants nothing its target's own path does not), the directories named by
+  `sandbox.protected.RUN_KEPT`, and the file ``/etc/resolv.conf`` leads to.
+* Everywhere else outside the system directories (``/var``, ``/srv``,
+  ``/opt``, ``/mnt``, other users' homes, ...), a bounded breadth-first scan
+  (`host_sockets`, about 10 ms here, once per sandbox)
+  finds socket files, and the profile covers each with ``/dev/null``: MySQL's
+  ``/var/lib/mysql/mysql.sock``, postfix's, SSSD's, LXD's, the Nix daemon's,
+  WSLg's under ``/mnt/wslg``, one made at ``/srv/x.sock``.
+
+What stays reachable (the limits of this design):
+
+* sockets inside the roots: they are the command's own (a test server on
+  ``./t.sock``), and so is one a host process made there;
+* outside ``/run``: a socket at a new path made after the survey (for a
+  session's sandbox, any time after it was built: the scan is made once per
+  sandbox; a socket a restarted daemon made again at a covered path is covered
+  again for each later command, `sandbox.session`), one deeper than
+  `sandbox.protected.SOCKET_SCAN_DEPTH` or beyond the scan's budget of
+  directories, and one in a directory the caller can traverse but not list
+  (mode 0711) whose name the process knows;
+* sockets under the system directories (``/usr``, ``/etc``, ...), and in
+  folders kept visible inside a hidden home or ``/tmp`` (an agent's own
+  folders, toolchains: kept on purpose), none of which is scanned.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections import deque
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
+
+from sandbox.profile import is_within
+from sandbox.protected import (
+    RUN_DIRS,
+    RUN_KEPT,
+    RUN_LINKED_FROM,
+    SCAN_SKIP_DIRS,
+    SOCKET_SCAN_DEPTH,
+    SOCKET_SCAN_MAX_DIRS,
+    SOCKET_SCAN_SKIP,
+    SYSTEM_DIRS,
+)
+
+
+@dataclass(frozen=True)
+class RunView:
+    """What a process that may make Unix sockets sees of ``/run``."""
+
+    tmpfs: tuple[str, ...]
+    """Empty tmpfs over these (``/run``; ``/var/run`` when it is not a link)."""
+    kept: tuple[str, ...]
+    """Directories and files bound back read-only on that tmpfs."""
+    links: tuple[tuple[str, str], ...]
+    """Links recreated on it, as (path, target as read)."""
+
+
+def run_view() -> RunView:
+    """The tmpfs over ``/run`` and what comes back on it (one listing of ``/run``)."""
+    tmpfs = tuple(dict.fromkeys(os.path.realpath(d) for d in RUN_DIRS if os.path.isdir(d)))
+    kept: list[str] = []
+    links: list[tuple[str, str]] = []
+    for top in tmpfs:
+        try:
+            entries = list(os.scandir(top))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.is_symlink():
+                    links.append((entry.path, os.readlink(entry.path)))
+                elif entry.name in RUN_KEPT and entry.is_dir(follow_symlinks=False):
+                    kept.append(entry.path)
+            except OSError:
+                continue
+    for path in RUN_LINKED_FROM:
+        target = os.path.realpath(path)
+        if target != path and os.path.isfile(target) and any(is_within(target, d) for d in tmpfs):
+            kept.append(target)
+    return RunView(tmpfs, tuple(kept), tuple(links))
+
+
+def find_sockets(
+    starts: Iterable[str],
+    *,
+    skip: Collection[str] = (),
+    depth: int = SOCKET_SCAN_DEPTH,
+    max_dirs: int = SOCKET_SCAN_MAX_DIRS,
+) -> tuple[str, ...]:
+    """Socket files under ``starts`` (absolute, resolved), breadth-first: each
+    start is level 1, and directories down to level ``depth`` are listed, at most
+    ``max_dirs`` of them. Symlinks are not followed; directories in ``skip``,
+    and those named in `sandbox.protected.SCAN_SKIP_DIRS`, are not entered;
+    unreadable ones are passed over."""
+    queue = deque((start, 1) for start in dict.fromkeys(starts))
+    found: list[str] = []
+    listed: set[str] = set()
+    while queue and len(listed) < max_dirs:
+        directory, level = queue.popleft()
+        if directory in listed:
+            continue
+        listed.add(directory)
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if (
+                        level < depth
+                        and entry.name not in SCAN_SKIP_DIRS
+                        and entry.path not in skip
+                    ):
+                        queue.append((entry.path, level + 1))
+                elif (
+                    # the entry's type says "other": one lstat tells a socket
+                    not entry.is_file(follow_symlinks=False)
+                    and not entry.is_symlink()
+                    and stat.S_ISSOCK(entry.stat(follow_symlinks=False).st_mode)
+                ):
+                    found.append(entry.path)
+            except OSError:
+                continue
+    return tuple(dict.fromkeys(found))
+
+
+def host_sockets(*, hidden: Collection[str]) -> tuple[str, ...]:
+    """The host's socket files a process that may make Unix sockets would see:
+    under every directory at the top of ``/`` that is not a system directory,
+    leaving out ``hidden`` (the roots, which are the process's own, and the
+    homes and private directories it gets an empty tmpfs over)."""
+    skip = {*hidden, *SYSTEM_DIRS, *SOCKET_SCAN_SKIP}
+    tops: list[str] = []
+    try:
+        entries = list(os.scandir("/"))
+    except OSError:
+        entries = []
+    for entry in entries:
+        try:
+            if entry.is_dir(follow_symlinks=False) and entry.path not in skip:
+                tops.append(entry.path)
+        except OSError:
+            continue
+    return find_sockets(tops, skip=skip)
