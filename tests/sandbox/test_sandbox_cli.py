@@ -117,3 +117,16 @@ def test_a_timeout_kills_and_reports_128_plus_sigkill(governor: Callable[..., Ou
     result = governor("--timeout", "0.3", "--", "sleep 30", cwd=ws)
     assert result.returncode == 128 + 9
     assert "killed after" in result.stderr
+
+
+def test_unix_sockets_work_without_network_and_are_refused_with_it(
+    governor: Callable[..., Outcome], ws: Path
+) -> None:
+    line = (
+        "python3 -c 'import socket; s = socket.socket(socket.AF_UNIX); "
+        "s.bind(\"/tmp/t.sock\"); print(\"bound\")'"
+    )
+    own = governor("--", line, cwd=ws)
+    shared = governor("--network", "--", line, cwd=ws)
+    assert (own.returncode, own.stdout) == (0, "bound\n")
+    assert shared.returncode != 0 and "PermissionError" in shared.stdout + shared.stderr
