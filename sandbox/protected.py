@@ -91,12 +91,13 @@ fifth level). Shallow levels of every directory come first (breadth-first)."""
 
 SOCKET_SCAN_MAX_DIRS: Final = 3000
 """At most this many directories are listed by one scan for host sockets (about
-10 us each here: a bound of some 30 ms); a socket beyond is not found
+7 us each here: a bound of some 25 ms); a socket beyond is not found
 (documented limit). Deterministic, unlike a clock: what is found does not
 depend on the load of the machine."""
 
-SOCKET_SCAN_SKIP: Final[tuple[str, ...]] = ("/nix/store",)
-"""Large trees the scan never enters: read-only, so no live socket is in them."""
+SOCKET_SCAN_SKIP: Final[tuple[str, ...]] = ("/nix/store", "/snap")
+"""Large trees the scan never enters: read-only (the Nix store, snaps' squashfs
+images), so no daemon can bind a socket in them."""
 
 SYSTEM_DIRS: Final[tuple[str, ...]] = (
     "/bin",

@@ -6,6 +6,7 @@ import os
 import socket
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -110,3 +111,35 @@ def test_where_unix_sockets_are_allowed_run_is_hidden_and_the_scan_masks_the_res
     )
     assert "/run" not in shared.private_dirs
     assert set(shared.sockets) <= {os.path.realpath(s) for s in HOST_DAEMON_SOCKETS}
+
+
+def test_a_scan_holds_while_no_directory_it_listed_has_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    fresh = sockets.scan([str(tmp_path)])
+    assert {path for path, _ in fresh.listed} == {str(tmp_path), str(tmp_path / "a"), str(tmp_path / "a" / "b")}
+    # just made: the next change could carry the same coarse timestamp
+    assert not fresh.holds()
+    monkeypatch.setattr(sockets, "RACY_NS", 0)
+    assert fresh.holds()
+    changed = replace(fresh, listed=(*fresh.listed[:-1], (fresh.listed[-1][0], 1)))
+    assert not changed.holds()
+    gone = replace(fresh, listed=(*fresh.listed, (str(tmp_path / "gone"), 1)))
+    assert not gone.holds()
+
+
+def test_host_sockets_reuse_the_last_scan_while_it_holds(monkeypatch: pytest.MonkeyPatch) -> None:
+    scans: list[frozenset[str]] = []
+
+    def fake_scan(starts: list[str], *, skip: set[str], depth: int) -> sockets.Scan:
+        scans.append(frozenset(skip))
+        return sockets.Scan(("/srv/x.sock",), (), 0)  # lists nothing: holds forever
+
+    monkeypatch.setattr(sockets, "scan", fake_scan)
+    monkeypatch.setattr(sockets, "_last", None)
+    assert sockets.host_sockets(hidden=("/home/u",)) == ("/srv/x.sock",)
+    assert sockets.host_sockets(hidden=("/home/u",)) == ("/srv/x.sock",)
+    assert len(scans) == 1
+    sockets.host_sockets(hidden=("/home/v",))  # other paths left out: scanned again
+    assert len(scans) == 2 and "/home/v" in scans[1] and "/usr" in scans[1]
