@@ -190,8 +190,10 @@ def find_sockets(
     return scan(starts, skip=skip, depth=depth, max_dirs=max_dirs).found
 
 
-_last: tuple[frozenset[str], Scan] | None = None
-"""This process's last scan of the host, and the paths it left out."""
+_scans: dict[frozenset[str], Scan] = {}
+"""This process's last scans of the host, by the paths each left out (a few
+workspaces at once: one per set of roots and homes)."""
+KEPT_SCANS = 8
 
 
 def host_sockets(*, hidden: Collection[str]) -> tuple[str, ...]:
@@ -200,16 +202,17 @@ def host_sockets(*, hidden: Collection[str]) -> tuple[str, ...]:
     leaving out ``hidden`` (the roots, which are the process's own, and the
     homes and private directories it gets an empty tmpfs over).
 
-    The last scan is reused while it `Scan.holds` (checking costs one ``stat``
-    per directory it listed, about a sixth of a scan): sandboxes built one
-    after another (a bwrap per command) do not scan again for nothing."""
-    global _last
+    The last scan for the same ``hidden`` is reused while it `Scan.holds`
+    (checking costs one ``stat`` per directory it listed, about a fifth of a
+    scan): sandboxes built one after another (a bwrap per command) do not scan
+    again for nothing."""
     key = frozenset(hidden)
-    last = _last
-    if last is not None and last[0] == key and last[1].holds():
-        return last[1].found
-    skip = {*hidden, *SYSTEM_DIRS, *SOCKET_SCAN_SKIP}
-    # from "/" itself: a socket or a new directory right there is seen too
-    whole = scan(["/"], skip=skip, depth=SOCKET_SCAN_DEPTH + 1)
-    _last = (key, whole)
-    return whole.found
+    last = _scans.pop(key, None)
+    if last is None or not last.holds():
+        skip = {*hidden, *SYSTEM_DIRS, *SOCKET_SCAN_SKIP}
+        # from "/" itself: a socket or a new directory right there is seen too
+        last = scan(["/"], skip=skip, depth=SOCKET_SCAN_DEPTH + 1)
+    _scans[key] = last  # the newest last
+    while len(_scans) > KEPT_SCANS:
+        del _scans[next(iter(_scans))]
+    return last.found

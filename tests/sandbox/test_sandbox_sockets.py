@@ -137,9 +137,11 @@ def test_host_sockets_reuse_the_last_scan_while_it_holds(monkeypatch: pytest.Mon
         return sockets.Scan(("/srv/x.sock",), (), 0)  # lists nothing: holds forever
 
     monkeypatch.setattr(sockets, "scan", fake_scan)
-    monkeypatch.setattr(sockets, "_last", None)
+    monkeypatch.setattr(sockets, "_scans", {})
     assert sockets.host_sockets(hidden=("/home/u",)) == ("/srv/x.sock",)
     assert sockets.host_sockets(hidden=("/home/u",)) == ("/srv/x.sock",)
     assert len(scans) == 1
     sockets.host_sockets(hidden=("/home/v",))  # other paths left out: scanned again
     assert len(scans) == 2 and "/home/v" in scans[1] and "/usr" in scans[1]
+    sockets.host_sockets(hidden=("/home/u",))  # and the first is still at hand
+    assert len(scans) == 2
