@@ -11,10 +11,12 @@ this file:
 
 1. ``--ro-bind / /``: everything read-only, then fresh ``/dev`` and ``/proc``,
    whose host-wide knobs (``/proc/sys``, ...) are bound read-only again.
-2. Private tmpfs over ``/tmp``, ``/var/tmp``, ``$HOME`` and ``/run/user/$UID``;
-   ``/dev/null`` over host daemon sockets. These come *before* the roots so a
+2. Private tmpfs over ``/tmp``, ``/var/tmp``, ``$HOME`` and ``/run/user/$UID``
+   (or all of ``/run``, `sandbox.sockets`). These come *before* the roots so a
    workspace under ``$HOME`` or ``/tmp`` is bound back on top of its tmpfs.
-3. Kept home folders and visible install paths.
+3. Kept home folders and visible install paths, then ``/dev/null`` over host
+   daemon sockets (after them: a visible path's bind would uncover a socket
+   inside it).
 4. The roots (read-write only at ``edit-workspace``), then git dirs a ``.git``
    file points to (kept visible for ``git``).
 5. Read-write self-binds of every directory between a root and a pinned path:
@@ -357,12 +359,12 @@ def render(
         argv += ["--bind" if mount.writable else "--ro-bind", mount.source, mount.dest]
     if facts.run_user_dir is not None:
         argv += ["--tmpfs", facts.run_user_dir]
-    for sock in facts.sockets:
-        argv += ["--ro-bind", os.devnull, sock]
     for path in facts.visible:
         argv += ["--ro-bind", path, path]
     for path, target in facts.links:
         argv += ["--symlink", target, path]
+    for sock in facts.sockets:
+        argv += ["--ro-bind", os.devnull, sock]
 
     root_bind = "--bind" if profile.writable else "--ro-bind"
     for root in facts.roots:

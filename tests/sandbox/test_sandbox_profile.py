@@ -95,9 +95,12 @@ def test_the_workspace_is_bound_after_the_home_tmpfs_that_would_hide_it() -> Non
     assert position(argv, "--tmpfs", "/home/u") < position(argv, "--bind", WS, WS)
 
 
-def test_host_daemon_sockets_are_covered_with_dev_null() -> None:
-    argv = render(profile(), FACTS, ALL, seccomp_fd=9)
-    assert position(argv, "--ro-bind", "/dev/null", "/run/docker.sock") >= 0
+def test_host_daemon_sockets_are_covered_with_dev_null_after_the_visible_paths() -> None:
+    facts = replace(FACTS, sockets=("/srv/app/x.sock",), visible=("/srv/app",))
+    argv = render(profile(), facts, ALL, seccomp_fd=9)
+    assert position(argv, "--ro-bind", "/dev/null", "/srv/app/x.sock") > position(
+        argv, "--ro-bind", "/srv/app", "/srv/app"
+    )
 
 
 def test_edit_workspace_binds_roots_writable_then_pins_protected_paths_read_only() -> None:
