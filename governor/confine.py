@@ -16,6 +16,25 @@ wrapper and every command see the same roots, capability and protected paths:
   ``--no-sandbox-agent`` (or full-access) runs it bare, under a watchdog that
   takes it and everything it started down with the attempt or the governor
   (`sandbox.watchdog`), and the outcome says so.
+
+Which processes share the host's network namespace, and so may not make Unix
+sockets (`sandbox.profile.Profile.unix_sockets` follows this; the seccomp
+filter refuses ``socket(AF_UNIX)`` for them):
+
+- the agent's own sandbox: it has ``--share-net`` to reach its model API, and
+  every process it starts inherits its namespace and its filter;
+- the commands of a policy with ``network`` on.
+
+There the host's abstract sockets (X11's ``@/tmp/.X11-unix/X0``, D-Bus,
+anything bound with a leading NUL) are reachable, and no mount can hide them:
+they live in the network namespace, not the file system. Every other sandboxed
+process, i.e. the commands of a policy without network (``terminal/*``, and
+``governor sandbox`` without ``--network``), has a network namespace of its own:
+it may make Unix sockets (a test server on ``./t.sock`` in the workspace or in
+the private ``/tmp``), its abstract sockets are its own, and the survey hides
+the host's socket files from it (``/run`` is an empty tmpfs, the sockets found
+elsewhere are covered; `sandbox.sockets` says how, and what stays reachable).
+A full-access agent or command is not sandboxed at all.
 """
 
 from __future__ import annotations

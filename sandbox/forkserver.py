@@ -41,7 +41,9 @@ Protocol on the control socket (``SOCK_SEQPACKET``): the server sends
 ``[reply socket, output pipe, request memfd, *bind sources]``; the memfd holds
 JSON ``{"argv", "env", "cwd", "binds": [[kind, index, path], ...]}`` where
 ``kind`` is ``rw`` (self-bind, so the directory cannot be renamed), ``ro``
-(read-only self-bind) or ``null`` (``/dev/null`` over it), and ``index`` points
+(read-only self-bind), ``null`` (``/dev/null`` over it) or ``mask`` (``null``
+unless ``/dev/null`` is there already: a host socket the session's sandbox
+covered, which its daemon made again since), and ``index`` points
 into the bind sources: the governor's ``O_PATH`` descriptors of the checked
 paths, which ``path`` must still lead to (see `_bind`). On the reply socket A answers
 ``started`` with B's pidfd, then ``exit <wait status>``; or ``error <text>``.
@@ -57,6 +59,7 @@ import os
 import select
 import signal
 import socket
+import stat
 import sys
 from typing import Any
 
@@ -75,6 +78,7 @@ KEPT_FLAGS = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC | 1024 | 2048 | 4096
 noatime, nodiratime, relatime): a remount in a user namespace must repeat the
 locked ones or it fails with EPERM."""
 
+NULL_DEVICE = os.makedev(1, 3)
 PR_SET_PDEATHSIG = 1
 PR_CAPBSET_DROP = 24
 PR_SET_NO_NEW_PRIVS = 38
@@ -122,6 +126,12 @@ def _bind(kind: str, path: str, checked: int) -> None:
     fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
         here, there = os.fstat(fd), os.fstat(checked)
+        if kind == "mask":
+            if stat.S_ISCHR(here.st_mode) and here.st_rdev == NULL_DEVICE:
+                return  # the session's mask still holds
+            # gone: the daemon unlinked its socket and made it again, and the
+            # kernel detached the mount from the unlinked one
+            kind = "null"
         if (here.st_dev, here.st_ino) != (there.st_dev, there.st_ino):
             raise OSError(f"{path} changed while its command was set up; refusing to run")
         target = str(fd).encode()  # relative to A's cwd: its fd directory (see _spare)

@@ -158,7 +158,7 @@ def prepare(
         seccomp_fd: int | None = None
         if fork_server is None:
             seccomp_fd = track(
-                memfd("governor-seccomp", filter_program(profile.allow_unix_sockets))
+                memfd("governor-seccomp", filter_program(profile.unix_sockets))
             )
         else:
             fds.extend(fork_server)

@@ -11,10 +11,12 @@ this file:
 
 1. ``--ro-bind / /``: everything read-only, then fresh ``/dev`` and ``/proc``,
    whose host-wide knobs (``/proc/sys``, ...) are bound read-only again.
-2. Private tmpfs over ``/tmp``, ``/var/tmp``, ``$HOME`` and ``/run/user/$UID``;
-   ``/dev/null`` over host daemon sockets. These come *before* the roots so a
+2. Private tmpfs over ``/tmp``, ``/var/tmp``, ``$HOME`` and ``/run/user/$UID``
+   (or all of ``/run``, `sandbox.sockets`). These come *before* the roots so a
    workspace under ``$HOME`` or ``/tmp`` is bound back on top of its tmpfs.
-3. Kept home folders and visible install paths.
+3. Kept home folders, visible install paths and the toolchain folders kept
+   (`sandbox.toolchains`), then ``/dev/null`` over host daemon sockets (after
+   them: a visible path's bind would uncover a socket inside it).
 4. The roots (read-write only at ``edit-workspace``), then git dirs outside
    the roots that a ``.git`` file points to (kept visible, read-only).
 5. Read-write self-binds and read-only pins, together, outer paths first (a
@@ -108,7 +110,8 @@ class Profile:
     ``/tmp`` or ``$HOME`` to an install kept visible)."""
     protected: tuple[str, ...] = ()
     hidden: tuple[str, ...] = ()
-    allow_unix_sockets: bool = False
+    allow_unix_sockets: bool | None = None
+    """None: as `unix_sockets` says by default; True or False overrides it."""
     cwd: Path | None = None
     path: str | None = None
     """The ``PATH`` to pass through (its entries that are visible inside), unless
@@ -153,6 +156,18 @@ class Profile:
     def roots(self) -> tuple[Path, ...]:
         return (self.workspace, *self.extra_roots)
 
+    @property
+    def unix_sockets(self) -> bool:
+        """Whether the filter lets the process make ``socket(AF_UNIX)``: by
+        default exactly when it has a network namespace of its own (network
+        off), where abstract sockets are its own; the survey then hides the
+        host's socket files (`sandbox.sockets`). One that shares the host's
+        namespace (`governor.confine` says which do) would reach the host's
+        abstract sockets (X11, D-Bus), which no mount can hide."""
+        if self.allow_unix_sockets is not None:
+            return self.allow_unix_sockets
+        return not self.network
+
     def with_command(
         self, *, cwd: Path | None = None, env: Mapping[str, str] | None = None
     ) -> Profile:
@@ -178,7 +193,7 @@ class Profile:
         network: bool = True,
         protected: Sequence[str] = (),
         hidden: Sequence[str] = (),
-        allow_unix_sockets: bool = False,
+        allow_unix_sockets: bool | None = None,
         keep: Sequence[Path] = (),
         toolchains: bool = True,
         git_read_only: bool = False,
@@ -420,8 +435,6 @@ def render(
         argv += ["--bind" if mount.writable else "--ro-bind", mount.source, mount.dest]
     if facts.run_user_dir is not None:
         argv += ["--tmpfs", facts.run_user_dir]
-    for sock in facts.sockets:
-        argv += ["--ro-bind", os.devnull, sock]
     for path in facts.visible:
         argv += ["--ro-bind", path, path]
     for path, target in facts.links:
@@ -431,6 +444,8 @@ def render(
     if features.tmp_overlay:  # else a cache stays as its folder shows it (or hidden)
         for cache in facts.caches:
             argv += ["--overlay-src", cache, "--tmp-overlay", cache]
+    for sock in facts.sockets:
+        argv += ["--ro-bind", os.devnull, sock]
 
     root_bind = "--bind" if profile.writable else "--ro-bind"
     for root in facts.roots:

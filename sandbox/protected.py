@@ -109,7 +109,40 @@ HOST_DAEMON_SOCKETS: Final[tuple[str, ...]] = (
     "/var/run/dbus/system_bus_socket",
 )
 """Host sockets that grant root-equivalent or session-wide power; each one that
-exists is covered with ``/dev/null`` (a read-only bind does not stop ``connect``)."""
+exists is covered with ``/dev/null`` (a read-only bind does not stop ``connect``)
+where the filter refuses ``socket(AF_UNIX)`` anyway: a second wall. Where a
+process may make Unix sockets, all of ``/run`` is hidden instead
+(`sandbox.sockets`)."""
+
+RUN_DIRS: Final[tuple[str, ...]] = ("/run", "/var/run")
+"""Where daemons keep their sockets; an empty tmpfs for a process that may make
+Unix sockets (``/var/run`` is usually a link to ``/run``: one tmpfs then)."""
+
+RUN_KEPT: Final[tuple[str, ...]] = ("wrappers", "binfmt")
+"""Directories at the top of ``/run`` bound back on its tmpfs when they exist:
+NixOS's setuid wrappers (``/run/wrappers/bin`` is on its PATH) and its
+binfmt_misc interpreters (opened at exec time, from the caller's mounts).
+Neither holds a socket. The links at the top of ``/run`` (NixOS's
+``current-system``, ``opengl-driver``) are recreated as links."""
+
+RUN_LINKED_FROM: Final[tuple[str, ...]] = ("/etc/resolv.conf",)
+"""Files outside ``/run`` that are links into it; the file they lead to is bound
+back (``/etc/resolv.conf`` to systemd-resolved's or NetworkManager's copy)."""
+
+SOCKET_SCAN_DEPTH: Final = 5
+"""How many directory levels below ``/`` the scan for host sockets lists
+(``/var/snap/lxd/common/lxd/unix.socket`` is found, its directory being the
+fifth level). Shallow levels of every directory come first (breadth-first)."""
+
+SOCKET_SCAN_MAX_DIRS: Final = 3000
+"""At most this many directories are listed by one scan for host sockets (about
+7 us each here: a bound of some 25 ms); a socket beyond is not found
+(documented limit). Deterministic, unlike a clock: what is found does not
+depend on the load of the machine."""
+
+SOCKET_SCAN_SKIP: Final[tuple[str, ...]] = ("/nix/store", "/snap")
+"""Large trees the scan never enters: read-only (the Nix store, snaps' squashfs
+images), so no daemon can bind a socket in them."""
 
 SYSTEM_DIRS: Final[tuple[str, ...]] = (
     "/bin",

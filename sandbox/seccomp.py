@@ -20,9 +20,14 @@ Why these rules (sandbox-reference §5, §6):
 * ``ioctl(TIOCSTI|TIOCLINUX)`` pushes keystrokes into a terminal; only the low
   32 bits of the request are loaded because the kernel ignores the upper half
   (CVE-2019-10063: a full 64-bit compare lets ``TIOCSTI | 1 << 32`` through).
-* ``socket(AF_UNIX, ...)`` is refused by default: a read-only bind does not stop
-  ``connect()`` to a host socket (docker, D-Bus, ssh-agent). ``socketpair`` stays
-  allowed: it creates a private pair and is what pipes between processes use.
+* ``socket(AF_UNIX, ...)`` is refused for a process that shares the host's
+  network namespace (`sandbox.profile.Profile.unix_sockets`; the agent, and
+  commands with network on): the host's abstract sockets (X11, D-Bus) would be
+  reachable there, and no mount hides them. A process with a namespace of its
+  own may make them; the survey hides the host's socket files from it (a
+  read-only bind does not stop ``connect()``: `sandbox.sockets`).
+  ``socketpair`` stays allowed: it creates a private pair and is what pipes
+  between processes use.
 * ``clone`` with a namespace flag is refused; creating namespaces is how a
   process would rearrange its mounts.
 """

@@ -24,7 +24,11 @@ each path against the governor's ``O_PATH`` descriptor of it (same device and
 inode) before it mounts there. The placeholders such a repository's git dir
 needs (its missing ``modules``, ``commondir``, ...) are made for that command
 and counted until it ends, as a bwrap of its own would. Protected names at the
-top of a root are all pinned from the start, existing or not.
+top of a root are all pinned from the start, existing or not. The host sockets
+the survey found outside ``/run`` (`sandbox.sockets`) are found once, for the
+sandbox; one that its daemon made again since (a restart) is covered again in
+each command's namespace, since the kernel detached the session's cover from
+the old one.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from collections.abc import AsyncIterator
 from contextlib import ExitStack, asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
+from stat import S_ISSOCK
 
 import trio
 
@@ -203,6 +208,8 @@ class SandboxSession:
         self._control: socket.socket | None = None
         self._child: Child | None = None
         self._facts: HostFacts | None = None
+        self._sockets: dict[str, tuple[int, int, int] | None] = {}
+        """The host sockets the sandbox covers, as they were when it was built."""
         self._broken = False
 
     async def __aenter__(self) -> SandboxSession:
@@ -233,7 +240,7 @@ class SandboxSession:
         )
         with ExitStack() as handed:
             handed.callback(remote.close)
-            program = memfd("governor-seccomp", filter_program(profile.allow_unix_sockets))
+            program = memfd("governor-seccomp", filter_program(profile.unix_sockets))
             handed.callback(os.close, program)
             script = memfd("governor-forkserver", SERVER.read_bytes())
             handed.callback(os.close, script)
@@ -260,6 +267,7 @@ class SandboxSession:
         self._control = control
         self._child = child
         self._facts = facts
+        self._sockets = {path: _socket_identity(path) for path in facts.sockets}
         try:
             with trio.move_on_after(READY_TIMEOUT) as waited:
                 await trio.lowlevel.wait_readable(control)
@@ -318,7 +326,7 @@ class SandboxSession:
         """
         if self._control is None or self._facts is None or self.ended:
             raise SessionEnded("the session's sandbox has ended")
-        facts = survey(profile)
+        facts = survey(profile, sockets=self._facts.sockets)  # the sandbox's, once
         validate(profile, facts)
         env = environment(profile, facts)
         with ExitStack() as lasting:  # the stubs the command relies on, until it is reaped
@@ -326,7 +334,8 @@ class SandboxSession:
             if new_pins:
                 acquire_stubs(self._ledger, new_pins, facts.stubs, lasting)
             with ExitStack() as handed:
-                kinds, sources = _new_binds(self._facts, facts, handed)
+                remade = [p for p, was in self._sockets.items() if _socket_identity(p) != was]
+                kinds, sources = _new_binds(self._facts, facts, handed, remade)
                 request = {"argv": list(command), "env": env, "cwd": facts.cwd, "binds": kinds}
                 read_end, write_end = os.pipe2(os.O_CLOEXEC)
                 handed.callback(os.close, write_end)
@@ -361,8 +370,18 @@ class SandboxSession:
                 await execution.reap()
 
 
+def _socket_identity(path: str) -> tuple[int, int, int] | None:
+    """What tells a host socket from one made again at its path (a new inode,
+    or the same number reused, with a later ctime); None if no socket is there."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_ctime_ns) if S_ISSOCK(st.st_mode) else None
+
+
 def _new_binds(
-    base: HostFacts, facts: HostFacts, stack: ExitStack
+    base: HostFacts, facts: HostFacts, stack: ExitStack, remade: list[str] | None = None
 ) -> tuple[list[tuple[str, int, str]], list[int]]:
     """What ``facts`` (a command's survey) must bind on top of the session's
     mounts (``base``), each as (kind, index of its checked descriptor, path).
@@ -370,18 +389,25 @@ def _new_binds(
     The writable self-binds come first, then the read-only ones: the server's
     binds are recursive and make only their top mount read-only, so a git dir
     opened inside a new pin (a submodule's, inside ``.git/modules``) stays
-    writable inside that pin's copy, and the pins inside it come after."""
+    writable inside that pin's copy, and the pins inside it come after.
+
+    ``remade`` are host sockets the sandbox covers that changed since it was
+    built: a daemon that restarts unlinks its socket and binds a new one, and
+    the kernel then detaches the sandbox's ``/dev/null`` from the old one. Each
+    is covered again in the command's own mounts (``mask``: left as it is
+    where the cover still holds)."""
     wanted = [
         *(("rw", p) for p in facts.ancestors if p not in base.ancestors),
         *(("ro", p) for p in facts.git_dirs if p not in base.git_dirs),
         *(("ro", k.path) for k in facts.kept if k not in base.kept),
         *(("ro", p) for p in facts.pins if p not in base.pins),
         *(("null", p) for p in facts.hidden if p not in base.hidden),
+        *(("mask", p) for p in remade or () if _socket_identity(p) is not None),
     ]
     if len(wanted) > MAX_BINDS:
         raise ProfileError(
-            f"{len(wanted)} nested repositories and secret files appeared since the "
-            f"session started (at most {MAX_BINDS}); start a new session"
+            f"{len(wanted)} nested repositories, secret files and remade host sockets "
+            f"appeared since the session started (at most {MAX_BINDS}); start a new session"
         )
     kinds: list[tuple[str, int, str]] = []
     sources: list[int] = []

@@ -4,7 +4,8 @@ This is the only place that inspects paths for the profile; `render` stays pure.
 It resolves roots, finds which protected paths exist (and where a missing one
 must be stubbed), follows a ``.git`` file to its ``gitdir``/``commondir``, scans
 a bounded depth for nested repositories and ``.env`` files, and lists the host
-sockets that exist.
+sockets to cover (where the process may make Unix sockets, `sandbox.sockets`
+decides how ``/run`` looks and finds the rest).
 
 Git dirs (`_Plan.protect_git`): where the profile allows commits, a git dir in
 a writable root (the top ``.git``, a nested one, or one a ``.git`` file or a
@@ -56,6 +57,7 @@ from sandbox.protected import (
     SCAN_MAX_DEPTH,
     SCAN_SKIP_DIRS,
 )
+from sandbox.sockets import host_sockets, run_view
 
 PRIVATE_DIRS = ("/tmp", "/var/tmp")
 GITFILE_MAX_BYTES = 4096
@@ -89,7 +91,9 @@ def other_homes(home: str | None, uid: int, roots: tuple[str, ...]) -> tuple[str
     """Every other home that holds the person's secrets, hidden too: the password
     database's and the governor's own ``$HOME`` when they are not `home` (a CI
     container sets ``HOME=/github/home``; ``sudo -E`` keeps the caller's). A home
-    inside a root, or a root inside it, is left: the root's rules hold there."""
+    inside a root is left: the root's rules hold there. A root inside one (the
+    workspace at ``~/src/project`` while ``$HOME`` is elsewhere) is bound back
+    on top of the home's tmpfs, as in `home`."""
     found = []
     for candidate in (caller_home(uid), os.environ.get("HOME", "")):
         if not os.path.isabs(candidate):
@@ -97,7 +101,7 @@ def other_homes(home: str | None, uid: int, roots: tuple[str, ...]) -> tuple[str
         real = os.path.realpath(candidate)
         if real == "/" or real == home or not os.path.isdir(real):
             continue
-        if _overlaps(real, roots):
+        if any(is_within(real, r) for r in roots):
             continue
         found.append(real)
     return _dedupe(found)
@@ -107,8 +111,13 @@ def _overlaps(path: str, roots: tuple[str, ...]) -> bool:
     return any(is_within(path, r) or is_within(r, path) for r in roots)
 
 
-def survey(profile: Profile, *, uid: int | None = None) -> HostFacts:
-    """Inspect the host for ``profile``; raises `ProfileError` naming a bad path."""
+def survey(
+    profile: Profile, *, uid: int | None = None, sockets: tuple[str, ...] | None = None
+) -> HostFacts:
+    """Inspect the host for ``profile``; raises `ProfileError` naming a bad path.
+
+    ``sockets`` are host sockets an earlier survey found (a session's, for
+    each of its commands): the scan for them is made once per sandbox."""
     uid = os.getuid() if uid is None else uid
     roots = tuple(_resolve_root(path) for path in profile.roots)
     home_env = process_home(profile, uid)
@@ -122,6 +131,9 @@ def survey(profile: Profile, *, uid: int | None = None) -> HostFacts:
         raise ProfileError(f"working directory {cwd} does not exist or is not a directory")
 
     private_dirs = _dedupe(os.path.realpath(d) for d in PRIVATE_DIRS if os.path.isdir(d))
+    run = run_view() if profile.unix_sockets else None
+    if run is not None:
+        private_dirs = _dedupe((*private_dirs, *run.tmpfs))
     others = tuple(
         h
         for h in other_homes(home, uid, roots)
@@ -137,15 +149,18 @@ def survey(profile: Profile, *, uid: int | None = None) -> HostFacts:
                 home_mounts.append(HomeMount(os.path.realpath(source), source, folder.writable))
 
     run_user = f"/run/user/{uid}"
-    run_user_dir = run_user if os.path.isdir(run_user) else None
-    sockets = _dedupe(
-        os.path.realpath(s)
-        for s in HOST_DAEMON_SOCKETS
-        if os.path.exists(s)
-        and not any(is_within(os.path.realpath(s), d) for d in (*hidden_roots, run_user))
-    )
+    run_user_dir = run_user if os.path.isdir(run_user) and run is None else None
+    if run is None:
+        sockets = _dedupe(
+            os.path.realpath(s)
+            for s in HOST_DAEMON_SOCKETS
+            if os.path.exists(s)
+            and not any(is_within(os.path.realpath(s), d) for d in (*hidden_roots, run_user))
+        )
+    elif sockets is None:
+        sockets = host_sockets(hidden=(*roots, *hidden_roots))
 
-    visible = []
+    visible = [*(run.kept if run is not None else ())]
     for path in profile.visible:
         if not os.path.exists(path):
             raise ProfileError(f"path to keep visible {path} does not exist")
@@ -168,7 +183,7 @@ def survey(profile: Profile, *, uid: int | None = None) -> HostFacts:
         for path, target in profile.links
         if any(is_within(path, h) for h in hidden_roots)
         and not any(is_within(path, k) for k in kept)
-    )
+    ) + (run.links if run is not None else ())
 
     plan = _Plan(writable_roots=roots if profile.writable else (), commits=profile.commits)
     hidden: list[str] = []

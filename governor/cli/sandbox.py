@@ -50,17 +50,17 @@ def register(subparsers: Any) -> None:
         "--add-dir", type=Path, action="append", default=[], dest="add_dirs",
         help="an extra root, like the workspace (repeatable)",
     )
-    parser.add_argument("--network", action="store_true", help="share the host network")
+    parser.add_argument(
+        "--network", action="store_true",
+        help="share the host network (Unix sockets are then refused: the host's abstract "
+        "sockets would be reachable)",
+    )
     parser.add_argument(
         "--env", action="append", default=[], dest="env_names", metavar="NAME",
         help="pass this variable from the current environment (repeatable)",
     )
     parser.add_argument("--timeout", type=float, default=None, help="kill after this many seconds")
     parser.add_argument("--bwrap", default=None, help="path of the bwrap binary to use")
-    parser.add_argument(
-        "--allow-unix-sockets", action="store_true",
-        help="do not refuse socket(AF_UNIX) inside the sandbox",
-    )
     parser.add_argument(
         "--keep", type=Path, action="append", default=[], metavar="DIR",
         help="keep this host folder visible, read-only (repeatable), like a policy's "
@@ -99,7 +99,6 @@ def _profile(args: argparse.Namespace) -> Profile:
         extra_roots=tuple(p.absolute() for p in args.add_dirs),
         network=args.network,
         env=env,
-        allow_unix_sockets=args.allow_unix_sockets,
         path=os.environ.get("PATH"),
         keep=tuple(Path(os.path.expanduser(p)).absolute() for p in args.keep),
         toolchains=args.toolchains,

@@ -146,3 +146,16 @@ def test_git_commits_at_edit_workspace_unless_git_is_read_only(
     assert (ws / "no").exists()  # neighbour: the workspace itself stays writable
     again = governor(*edit, "--git", "commit", "--", commit.format("again"), cwd=ws, env=IDENTITY)
     assert "committed" in again.stdout and subjects(ws) == ["again", "inside"]
+
+
+def test_unix_sockets_work_without_network_and_are_refused_with_it(
+    governor: Callable[..., Outcome], ws: Path
+) -> None:
+    line = (
+        "python3 -c 'import socket; s = socket.socket(socket.AF_UNIX); "
+        "s.bind(\"/tmp/t.sock\"); print(\"bound\")'"
+    )
+    own = governor("--", line, cwd=ws)
+    shared = governor("--network", "--", line, cwd=ws)
+    assert (own.returncode, own.stdout) == (0, "bound\n")
+    assert shared.returncode != 0 and "PermissionError" in shared.stdout + shared.stderr

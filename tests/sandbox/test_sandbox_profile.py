@@ -96,9 +96,12 @@ def test_the_workspace_is_bound_after_the_home_tmpfs_that_would_hide_it() -> Non
     assert position(argv, "--tmpfs", "/home/u") < position(argv, "--bind", WS, WS)
 
 
-def test_host_daemon_sockets_are_covered_with_dev_null() -> None:
-    argv = render(profile(), FACTS, ALL, seccomp_fd=9)
-    assert position(argv, "--ro-bind", "/dev/null", "/run/docker.sock") >= 0
+def test_host_daemon_sockets_are_covered_with_dev_null_after_the_visible_paths() -> None:
+    facts = replace(FACTS, sockets=("/srv/app/x.sock",), visible=("/srv/app",))
+    argv = render(profile(), facts, ALL, seccomp_fd=9)
+    assert position(argv, "--ro-bind", "/dev/null", "/srv/app/x.sock") > position(
+        argv, "--ro-bind", "/srv/app", "/srv/app"
+    )
 
 
 def test_edit_workspace_binds_roots_writable_then_pins_protected_paths_read_only() -> None:
@@ -332,3 +335,11 @@ def test_a_visible_install_path_may_not_expose_the_home_directory(visible: str) 
     with pytest.raises(ProfileError, match="home directory"):
         render(profile(), replace(FACTS, visible=(visible,)), ALL, seccomp_fd=9)
     assert render(profile(), replace(FACTS, visible=("/home/u/.nvm/versions/node",)), ALL, seccomp_fd=9)
+
+
+def test_unix_sockets_are_allowed_exactly_where_the_network_namespace_is_its_own() -> None:
+    assert profile().unix_sockets
+    assert not profile(network=True).unix_sockets
+    assert not Profile.for_agent(Capability.EDIT_WORKSPACE, Path(WS)).unix_sockets
+    assert profile(network=True, allow_unix_sockets=True).unix_sockets  # explicit wins
+    assert not profile(allow_unix_sockets=False).unix_sockets

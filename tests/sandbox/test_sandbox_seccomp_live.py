@@ -59,7 +59,8 @@ def expected(name: str) -> int:
 async def test_every_refused_syscall_is_refused_inside_the_sandbox_and_the_rest_work(
     ws: Path, home: Path
 ) -> None:
-    profile = Profile(capability=Capability.EDIT_WORKSPACE, workspace=ws, home=home)
+    # network on: the host's network namespace, where AF_UNIX is refused too
+    profile = Profile(capability=Capability.EDIT_WORKSPACE, workspace=ws, home=home, network=True)
     table = calls()
     result = await run(Command.of(["python3", "-c", PROBE, json.dumps(table)]), profile)
     assert result.status.exit_code == 0, result.text
@@ -83,10 +84,18 @@ async def test_every_refused_syscall_is_refused_inside_the_sandbox_and_the_rest_
         assert name in differs, (name, inside[name], unfiltered[name])
 
 
-async def test_unix_sockets_work_when_the_profile_opts_out(ws: Path, home: Path) -> None:
+async def test_unix_sockets_are_refused_only_where_the_host_network_is_shared(
+    ws: Path, home: Path
+) -> None:
     profile = Profile(capability=Capability.READ_ONLY, workspace=ws, home=home)
     line = "python3 -c 'import socket; socket.socket(socket.AF_UNIX); print(\"made\")'"
-    refused = await run(Command.shell(line), profile)
-    allowed = await run(Command.shell(line), replace(profile, allow_unix_sockets=True))
-    assert "PermissionError" in refused.text
-    assert allowed.text == "made\n"
+    own_netns = await run(Command.shell(line), profile)
+    shared = await run(Command.shell(line), replace(profile, network=True))
+    shared_allowed = await run(
+        Command.shell(line), replace(profile, network=True, allow_unix_sockets=True)
+    )
+    own_refused = await run(Command.shell(line), replace(profile, allow_unix_sockets=False))
+    assert own_netns.text == "made\n"
+    assert "PermissionError" in shared.text
+    assert shared_allowed.text == "made\n"  # a profile's explicit choice wins
+    assert "PermissionError" in own_refused.text

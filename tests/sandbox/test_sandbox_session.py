@@ -88,6 +88,45 @@ async def test_tmp_is_shared_by_the_commands_of_a_session_and_by_nothing_else(
     assert out.endswith("absent\n")
 
 
+SERVER = """
+import os, socket
+listeners = []
+for path in ("t.sock", "/tmp/t.sock"):
+    s = socket.socket(socket.AF_UNIX)
+    s.bind(path)
+    s.listen(1)
+    listeners.append(s)
+open("ready", "w").close()
+for s in listeners:
+    conn, _ = s.accept()
+    conn.sendall(b"hello from " + s.getsockname().encode())
+"""
+CLIENT = """
+import socket
+for path in ("t.sock", "/tmp/t.sock"):
+    c = socket.socket(socket.AF_UNIX)
+    c.connect(path)
+    print(c.recv(100).decode())
+"""
+
+
+async def test_a_unix_socket_server_in_one_command_serves_a_client_in_the_next(
+    edit: Profile, ws: Path
+) -> None:
+    """A test server in one terminal, its client in another: a socket in the
+    workspace and one in the session's /tmp."""
+    async with session(edit) as box:
+        argv = ("python3", "-c", SERVER)
+        async with box.start(argv, edit, output_limit=LIMIT) as server:
+            with trio.fail_after(20):
+                while not (ws / "ready").exists():
+                    await trio.sleep(0.02)
+            status, out = await run(box, edit, f"python3 -c '{CLIENT}'")
+            assert (await server.finish()).exit_code == 0, server.ring.snapshot()
+    assert status.exit_code == 0, out
+    assert out == "hello from t.sock\nhello from /tmp/t.sock\n"
+
+
 async def test_a_repository_made_by_one_command_is_pinned_for_the_next(edit: Profile, ws: Path) -> None:
     async with session(edit) as box:
         status, _ = await run(box, edit, "git init -q sub && echo ok > sub/kept")

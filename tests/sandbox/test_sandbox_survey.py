@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import pytest
 from policies.capability import Capability
 from sandbox.profile import HomeFolder, Profile, ProfileError
 from sandbox.protected import GIT_DIR_PROTECTED, PROTECTED_NAMES, SCAN_MAX_DEPTH
-from sandbox.survey import survey
+from sandbox.survey import other_homes, survey
 
 
 def git(*args: str, cwd: Path) -> None:
@@ -307,3 +308,23 @@ def test_the_scans_hidden_name_pattern_agrees_with_is_hidden_name() -> None:
     names = [".env", ".env.local", ".env.", ".envrc", "env", "x.env", ".Env", ".env\n", "a", ""]
     for name in names:
         assert bool(_HIDDEN_NAME.match(name)) == is_hidden_name(name), name
+
+
+def test_the_passwd_home_is_hidden_when_home_is_elsewhere_and_the_workspace_inside_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The two-homes case: ``HOME=/github/home`` while the workspace lies under
+    the password database's home (``~/src/proj``): that home gets its tmpfs all
+    the same, the workspace bound back on top. A home inside a root is left to
+    the root's rules."""
+    passwd_home, ci_home = tmp_path / "passwd-home", tmp_path / "ci-home"
+    root = passwd_home / "src" / "proj"
+    (root / "home").mkdir(parents=True)
+    ci_home.mkdir()
+    # the module, not the function `sandbox.survey` that the package exports
+    monkeypatch.setattr(sys.modules["sandbox.survey"], "caller_home", lambda uid: str(passwd_home))
+    monkeypatch.setenv("HOME", str(ci_home))
+    # (`survey` leaves out homes under its private /tmp, as tmp_path is: asked directly)
+    assert other_homes(str(ci_home), os.getuid(), (str(root),)) == (str(passwd_home),)
+    monkeypatch.setenv("HOME", str(root / "home"))
+    assert other_homes(str(ci_home), os.getuid(), (str(root),)) == (str(passwd_home),)

@@ -129,3 +129,30 @@ async def test_cancelling_the_owning_nursery_kills_the_commands(
         assert terminals.output(tid).exit_status is None
         nursery.cancel_scope.cancel()
     assert processes_matching("sleep 38.8") == []
+
+
+@pytest.mark.parametrize("network", [False, True])
+async def test_governed_terminals_allow_unix_sockets_only_without_network(
+    ws: Path, network: bool
+) -> None:
+    from governor.confine import GovernedTerminals
+    from policies.capability import Capability
+    from policies.policy import Policy
+
+    policy = Policy(capability=Capability.EDIT_WORKSPACE, network=network).bind(str(ws))
+    line = (
+        "python3 -c 'import socket; s = socket.socket(socket.AF_UNIX); "
+        "s.bind(\"t.sock\"); print(\"bound\")'"
+    )
+    async with trio.open_nursery() as nursery:
+        terminals = GovernedTerminals(nursery, policy)
+        try:
+            tid = await terminals.create(line, [], env={}, cwd=str(ws), output_byte_limit=None)
+            code, _signal = await terminals.wait_for_exit(tid)
+            output = terminals.output(tid)[0]
+        finally:
+            await terminals.close()
+    if network:
+        assert code != 0 and "PermissionError" in output
+    else:
+        assert (code, output) == (0, "bound\n")

@@ -239,7 +239,7 @@ class Box:
         env: dict[str, str] | None = None,
         home: Path | str | None = "fake",
         home_folders: Sequence[tuple[str, bool]] = (),
-        allow_unix_sockets: bool = False,
+        allow_unix_sockets: bool | None = None,
         extra_roots: Sequence[Path] = (),
         cwd: Path | None = None,
         workspace: Path | None = None,

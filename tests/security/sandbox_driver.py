@@ -40,7 +40,7 @@ def build_profile(spec: dict[str, Any]) -> Profile:
         env=spec.get("env", {}),
         home=Path(spec["home"]) if spec.get("home") else None,
         home_folders=tuple(HomeFolder(n, w) for n, w in spec.get("home_folders", ())),
-        allow_unix_sockets=spec.get("allow_unix_sockets", False),
+        allow_unix_sockets=spec.get("allow_unix_sockets"),
         cwd=Path(spec["cwd"]) if spec.get("cwd") else None,
         path=spec.get("path"),
         keep=tuple(Path(p) for p in spec.get("keep", ())),
@@ -64,6 +64,7 @@ async def execute(request: dict[str, Any]) -> dict[str, Any]:
 
     ``then`` (optional) is a second argv run after the first, in the same
     session's sandbox or in a bwrap of its own; the answer is the second's."""
+    saved = {name: os.environ.get(name) for name in request.get("environ", {})}
     for name, value in request.get("environ", {}).items():
         os.environ[name] = value
     try:
@@ -86,8 +87,11 @@ async def execute(request: dict[str, Any]) -> dict[str, Any]:
     except (ProfileError, BwrapUnavailable) as exc:
         return {"error": f"{type(exc).__name__}: {exc}"}
     finally:
-        for name in request.get("environ", {}):
-            os.environ.pop(name, None)
+        for name, old in saved.items():  # as it was: HOME, for the next request
+            if old is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = old
     output, truncated = execution.ring.snapshot()
     return {
         "error": None,

@@ -283,6 +283,84 @@ def test_commands_cannot_read_agent_credentials_but_the_agent_can_read_its_own(b
     assert f"{CANARY}-.codex/auth.json" not in agent.text
 
 
+@contextlib.contextmanager
+def planted(box: Box, home: Path, rels: tuple[str, ...], text: str) -> Iterator[list[str]]:
+    """Plant ``text`` at each of ``rels`` under ``home`` where nothing is there
+    yet, and remove what was made afterwards. A real file already there (root's
+    own ``~/.npmrc``) is left alone and never read: the test then checks that
+    the sandbox cannot even see it. Yields the paths planted."""
+    made: list[Path] = []
+    files: list[str] = []
+    try:
+        for rel in rels:
+            path = home / rel
+            if path.exists() or path.is_symlink():
+                continue
+            missing = [p for p in (path.parent, *path.parent.parents) if not p.exists()]
+            made += reversed(missing)
+            for directory in reversed(missing):
+                directory.mkdir(mode=0o700)
+                box.own(directory)
+            box.write(path, text, mode=0o600)
+            made.append(path)
+            files.append(str(path))
+        yield files
+    finally:
+        for path in reversed(made):
+            with contextlib.suppress(OSError):
+                path.rmdir() if path.is_dir() else path.unlink()
+
+
+def test_both_homes_stay_hidden_when_home_is_not_the_passwd_home(box: Box) -> None:
+    """The two-homes attack: ``HOME`` names a directory that is not the password
+    database's home (as CI containers do: ``HOME=/github/home``), for the
+    governor and for the command, with the workspace under the passwd home (as
+    in ``~/src/project``). Secrets in either home stay unreadable, whichever
+    way the command names that home."""
+    if os.getuid() != 0:
+        pytest.skip("a HOME outside every home and /tmp (as /github/home) is made under /srv")
+    outside = Path("/srv") / marker()
+    ci_home = outside / "home"
+    passwd_home = Path(box.account.home)
+    assert box.ws.is_relative_to(passwd_home)  # the harness's layout, the usual one
+    secrets = (".ssh/id_ed25519", ".npmrc")
+    user = box.account.name
+    try:
+        for rel in secrets:
+            box.write(ci_home / rel, f"{CANARY}-ci-{rel}", mode=0o600)
+        box.write(ci_home / ".config" / "tool" / "settings", "kept-settings")
+        box.write(box.ws / "notes.txt", "workspace-notes")
+        with planted(box, passwd_home, secrets, f"{CANARY}-passwd") as planted_files:
+            ours = [rel for rel in secrets if str(passwd_home / rel) in planted_files]
+            names = [  # each home, named every way a command can name it
+                *(f"$HOME/{rel}" for rel in secrets),
+                *(f"{ci_home}/{rel}" for rel in secrets),
+                *(f"{passwd_home}/{rel}" for rel in secrets),
+                *(f'"$pw"/{rel}' for rel in secrets),
+                *(f"~{user}/{rel}" for rel in secrets),
+            ]
+            read = names[: 2 * len(secrets)] + [  # a real file is looked for, not read
+                name for name in names[2 * len(secrets) :] if name.endswith(tuple(ours))
+            ]
+            outcome = box.run(
+                f"pw=$(getent passwd {user} | cut -d: -f6); echo \"passwd home: $pw\"; "
+                f"for f in {' '.join(names)}; do test -e \"$f\" && echo \"VISIBLE $f\"; done; "
+                f"cat {' '.join(read)} ~/.config/tool/settings notes.txt 2>/dev/null",
+                home=None,
+                env={"HOME": str(ci_home)},
+                environ={"HOME": str(ci_home)},
+                home_folders=[(".config/tool", False)],
+            )
+    finally:
+        shutil.rmtree(outside, ignore_errors=True)
+    assert planted_files or user == "root", "nothing planted in the passwd home"
+    assert f"passwd home: {passwd_home}\n" in outcome.text  # getent worked inside
+    assert CANARY not in outcome.text
+    assert "VISIBLE" not in outcome.text, outcome.text
+    assert "kept-settings" in outcome.text  # neighbour: a kept folder of $HOME
+    assert "workspace-notes" in outcome.text  # neighbour: the workspace under the passwd home
+
+
 def test_env_files_in_the_workspace_are_unreadable(box: Box) -> None:
     box.write(box.ws / ".env", CANARY)
     box.write(box.ws / "svc" / ".env.production", CANARY)
@@ -329,12 +407,122 @@ def test_loopback_tcp_is_unreachable_without_network_and_reachable_with_it(box: 
     assert f"BANNER-{CANARY}" in on.text  # neighbour
 
 
-def test_a_host_unix_socket_is_refused_by_the_filter(box: Box) -> None:
+def test_a_unix_socket_is_refused_by_the_filter_only_where_the_host_network_is_shared(
+    box: Box,
+) -> None:
     with unix_server(str(box.ws / "a.sock"), box) as path:
-        refused = box.run(connect_unix(path))
-        allowed = box.run(connect_unix(path), allow_unix_sockets=True)
-    assert refused.text.strip() == "ERR EPERM"
-    assert f"BANNER-{CANARY}" in allowed.text  # neighbour: reachable once opted out
+        shared = box.run(connect_unix(path), network=True)
+        own = box.run(connect_unix(path))
+    assert shared.text.strip() == "ERR EPERM"
+    # neighbour: with a network namespace of its own a command may make Unix
+    # sockets, and a socket inside its roots is its own to reach
+    assert f"BANNER-{CANARY}" in own.text
+
+
+SERVE_AND_CONNECT = r"""
+import os, socket, subprocess, sys
+path = sys.argv[1]
+server = subprocess.Popen([sys.executable, "-c", "\n".join([
+    "import socket, sys",
+    "s = socket.socket(socket.AF_UNIX)",
+    "s.bind(sys.argv[1])",
+    "s.listen(1)",
+    "print('listening', flush=True)",
+    "conn, _ = s.accept()",
+    "conn.sendall(conn.recv(100).upper())",
+]), path], stdout=subprocess.PIPE, text=True)
+assert server.stdout.readline() == "listening\n"
+client = socket.socket(socket.AF_UNIX)
+client.connect(path)
+client.sendall(b"ping " + path.encode())
+print(client.recv(100).decode())
+server.wait(timeout=10)
+os.unlink(path)
+"""
+
+
+def test_a_unix_socket_server_and_client_work_in_the_workspace_and_the_private_tmp(
+    box: Box,
+) -> None:
+    serve = f"python3 -c {shlex.quote(SERVE_AND_CONNECT)}"
+    outcome = box.run(f"{serve} ./t.sock && {serve} /tmp/t.sock")
+    assert "PING ./T.SOCK" in outcome.text, outcome.text
+    assert "PING /TMP/T.SOCK" in outcome.text, outcome.text
+    assert not (box.ws / "t.sock").exists()
+
+
+@contextlib.contextmanager
+def host_daemon_sockets(box: Box) -> Iterator[list[str]]:
+    """Host servers on sockets where daemons keep theirs: under ``/run`` (hidden
+    by its tmpfs) and elsewhere outside the roots (found by the survey's scan
+    and masked), each world-writable and owned by the user under test, so that
+    only the sandbox stands between the user and the server."""
+    if os.getuid() != 0:
+        pytest.skip("making a socket under /run, /srv and /var/lib needs root")
+    name = marker()
+    dirs = [Path(f"/run/{name}"), Path(f"/var/lib/{name}")]
+    paths = [
+        f"/run/{name}/daemon.sock", f"/run/{name}.sock", f"/srv/{name}.sock",
+        f"/var/lib/{name}/mysqld.sock",
+    ]
+    for directory in dirs:
+        directory.mkdir(mode=0o755)
+    try:
+        with contextlib.ExitStack() as stack:
+            yield [stack.enter_context(unix_server(path, box)) for path in paths]
+    finally:
+        for directory in dirs:
+            shutil.rmtree(directory, ignore_errors=True)
+
+
+def test_host_daemon_sockets_stay_unreachable_where_unix_sockets_are_allowed(box: Box) -> None:
+    with host_daemon_sockets(box) as daemons, unix_server(str(box.ws / "d.sock"), box) as own:
+        outcome = box.run(" ; ".join(connect_unix(path) for path in (*daemons, own)))
+    lines = outcome.text.strip().splitlines()
+    assert len(lines) == len(daemons) + 1, outcome.text
+    for path, line in zip(daemons, lines, strict=False):
+        # under /run: not there (a tmpfs); elsewhere /dev/null, which no one listens on
+        expected = "ERR ENOENT" if path.startswith("/run/") else "ERR ECONNREFUSED"
+        assert line == expected, (path, line)
+    assert lines[-1] == f"BANNER-{CANARY}"  # neighbour: the same server, in the workspace
+
+
+def test_a_host_daemon_that_makes_its_socket_again_stays_unreachable(box: Box) -> None:
+    """A daemon's restart unlinks its socket and binds a new one at the same
+    path; the kernel then detaches a sandbox's ``/dev/null`` from the old one.
+    The next command (in the same session's sandbox, or a bwrap of its own) is
+    kept from the new socket all the same."""
+    if os.getuid() != 0:
+        pytest.skip("making a socket under /srv needs root")
+    path = f"/srv/{marker()}.sock"
+    go, restarted = box.ws / "go", box.ws / "restarted"
+    first, second = contextlib.ExitStack(), contextlib.ExitStack()
+    first.enter_context(unix_server(path, box))
+
+    def restart() -> None:
+        deadline = time.monotonic() + 60
+        while not go.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        first.close()  # the daemon stops: its socket is unlinked
+        second.enter_context(unix_server(path, box))  # and starts again
+        box.write(restarted)
+
+    thread = threading.Thread(target=restart, daemon=True)
+    thread.start()
+    try:
+        with unix_server(str(box.ws / "e.sock"), box) as own:
+            outcome = box.run(
+                f"{connect_unix(path)} > before.txt; touch go; i=0; "
+                "while [ ! -e restarted ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done",
+                then=f"{connect_unix(path)}; {connect_unix(own)}",
+            )
+    finally:
+        thread.join(timeout=60)
+        first.close()
+        second.close()
+    assert (box.ws / "before.txt").read_text().strip() == "ERR ECONNREFUSED"
+    assert restarted.exists()
+    assert outcome.text.strip().splitlines() == ["ERR ECONNREFUSED", f"BANNER-{CANARY}"]
 
 
 def test_sockets_under_run_user_are_hidden(box: Box) -> None:
@@ -347,9 +535,7 @@ def test_sockets_under_run_user_are_hidden(box: Box) -> None:
         with unix_server(str(run_user / "gov.sock"), box) as hidden, unix_server(
             str(box.ws / "b.sock"), box
         ) as visible:
-            outcome = box.run(
-                connect_unix(hidden) + "; " + connect_unix(visible), allow_unix_sockets=True
-            )
+            outcome = box.run(connect_unix(hidden) + "; " + connect_unix(visible))
     finally:
         if created:
             shutil.rmtree(run_user, ignore_errors=True)
@@ -364,24 +550,26 @@ def test_the_docker_socket_is_masked(box: Box) -> None:
         pytest.skip("/run/docker.sock exists and is not a socket")
     owned = not docker.exists()
     context = unix_server(str(docker), box) if owned else contextlib.nullcontext(str(docker))
-    with context, unix_server(str(box.ws / "c.sock"), box) as visible:
-        outcome = box.run(
-            connect_unix(str(docker)) + "; " + connect_unix(visible), allow_unix_sockets=True
-        )
-    lines = outcome.text.strip().splitlines()
-    assert lines[0].startswith("ERR")  # /dev/null: ECONNREFUSED
-    assert lines[1] == f"BANNER-{CANARY}"  # neighbour
+    line = connect_unix(str(docker)) + "; " + connect_unix(str(box.ws / "c.sock"))
+    with context, unix_server(str(box.ws / "c.sock"), box):
+        # network off (Unix sockets allowed by default), and network on with
+        # them allowed all the same (a profile's explicit choice): /run is hidden
+        runs = [box.run(line), box.run(line, network=True, allow_unix_sockets=True)]
+    for outcome in runs:
+        lines = outcome.text.strip().splitlines()
+        assert lines[0].startswith("ERR"), outcome.text
+        assert lines[1] == f"BANNER-{CANARY}"  # neighbour
 
 
 def test_an_abstract_socket_is_cut_off_by_the_netns_or_by_the_filter(box: Box) -> None:
     name = "\0" + marker()
     with unix_server(name):
-        off = box.run(connect_unix(name), allow_unix_sockets=True)
+        off = box.run(connect_unix(name))
         shared_filtered = box.run(connect_unix(name), network=True)
         shared_open = box.run(connect_unix(name), network=True, allow_unix_sockets=True)
-    assert off.text.strip() == "ERR ECONNREFUSED"
+    assert off.text.strip() == "ERR ECONNREFUSED"  # its own netns: not the host's socket
     assert shared_filtered.text.strip() == "ERR EPERM"
-    assert f"BANNER-{CANARY}" in shared_open.text  # why the filter is on by default
+    assert f"BANNER-{CANARY}" in shared_open.text  # why the filter refuses them there
 
 
 # === terminal injection ======================================================
