@@ -32,6 +32,32 @@ PROBE = (
 )
 """A shell line that uses each tool and tries each secret (run in the workspace)."""
 
+COMMIT = "echo made > made.txt && git add made.txt && git commit -q -m from-the-sandbox && echo committed"
+"""A shell line that commits a new file (the workspace must be a git repository)."""
+
+
+def make_repository(workspace: Path) -> None:
+    """``git init`` with an identity of its own (a fresh machine has none) and a
+    first commit, as the person's repository."""
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=workspace, check=True, capture_output=True)
+
+    git("init", "-q", "-b", "main")
+    git("config", "user.name", "Tool Chain")
+    git("config", "user.email", "toolchain@example.invalid")
+    (workspace / "README.md").write_text("hello\n")
+    git("add", "README.md")
+    git("commit", "-q", "-m", "first")
+
+
+def commits(workspace: Path) -> list[str]:
+    """The repository's commit subjects, newest first, as the host sees them."""
+    log = subprocess.run(
+        ["git", "log", "--format=%s"], cwd=workspace, capture_output=True, text=True, check=True
+    )
+    return log.stdout.split()
+
 
 @dataclass(frozen=True)
 class Toolchain:

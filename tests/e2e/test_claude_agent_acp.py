@@ -11,7 +11,15 @@ from __future__ import annotations
 import pytest
 from npm_agents import CLAUDE_AGENT_ACP, MODULES, Job, installed, records
 from standin import OUTPUT_TOKENS, StandIn, bash, write
-from toolchain_home import AVAILABLE, PROBE, WHY_NOT, make_toolchain
+from toolchain_home import (
+    AVAILABLE,
+    COMMIT,
+    PROBE,
+    WHY_NOT,
+    commits,
+    make_repository,
+    make_toolchain,
+)
 
 from governor.attempt import run_attempt
 
@@ -157,8 +165,10 @@ async def test_the_persons_toolchain_in_home_runs_in_its_own_bash_and_secrets_st
     # its own Bash, inside the agent's sandbox; HOME is the job's, not the
     # password database's (as in a CI container)
     canary = "CANARY-toolchain-agent"
+    make_repository(job.workspace)
     toolchain = make_toolchain(job.home, job.workspace, canary)
-    with StandIn([bash(PROBE)]) as model:
+    (job.workspace / ".gitignore").write_text(".venv/\n")
+    with StandIn([bash(f"{PROBE}; {COMMIT}")]) as model:
         kw = job.claude(model.url)
         kw["environ"]["PATH"] = f"{toolchain.path}:{kw['environ']['PATH']}"
         outcome = await run_attempt(job.spec(installed(CLAUDE_AGENT_ACP), **kw))
@@ -170,6 +180,7 @@ async def test_the_persons_toolchain_in_home_runs_in_its_own_bash_and_secrets_st
     text = str(result["content"])
     assert toolchain.worked(text), text
     assert canary not in text
+    assert "committed" in text and commits(job.workspace) == ["from-the-sandbox", "first"]
 
 
 async def test_with_home_not_the_password_databases_it_finds_its_settings_there(job: Job) -> None:

@@ -11,7 +11,15 @@ from __future__ import annotations
 import pytest
 from npm_agents import CLAUDE_CODE_ACP, Job, installed, records
 from standin import StandIn, bash, edit, read, stalled, write
-from toolchain_home import AVAILABLE, PROBE, WHY_NOT, make_toolchain
+from toolchain_home import (
+    AVAILABLE,
+    COMMIT,
+    PROBE,
+    WHY_NOT,
+    commits,
+    make_repository,
+    make_toolchain,
+)
 
 from governor.attempt import run_attempt
 from policies.policy import parse_policy
@@ -157,8 +165,10 @@ async def test_the_persons_toolchain_in_home_runs_in_a_governed_terminal_and_sec
 ) -> None:
     # HOME is the job's, not the password database's (as in a CI container)
     canary = "CANARY-toolchain-terminal"
+    make_repository(job.workspace)
     toolchain = make_toolchain(job.home, job.workspace, canary)
-    with StandIn([bash(PROBE)]) as model:
+    (job.workspace / ".gitignore").write_text(".venv/\n")
+    with StandIn([bash(f"{PROBE}; {COMMIT}")]) as model:
         kw = job.claude(model.url)
         kw["environ"]["PATH"] = f"{toolchain.path}:{kw['environ']['PATH']}"
         outcome = await run_attempt(job.spec(installed(CLAUDE_CODE_ACP), **kw))
@@ -170,3 +180,4 @@ async def test_the_persons_toolchain_in_home_runs_in_a_governed_terminal_and_sec
     text = str(result["content"])
     assert toolchain.worked(text), text
     assert canary not in text
+    assert "committed" in text and commits(job.workspace) == ["from-the-sandbox", "first"]
