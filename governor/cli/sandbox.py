@@ -87,7 +87,10 @@ def register(subparsers: Any) -> None:
 
 
 def _profile(args: argparse.Namespace) -> Profile:
-    env: dict[str, str] = {}
+    # $HOME as a governed command gets the agent's: this shell's, where its
+    # toolchain and its user site are (not the password database's)
+    home = os.environ.get("HOME", "")
+    env: dict[str, str] = {"HOME": home} if os.path.isabs(home) else {}
     for name in args.env_names:
         if name not in os.environ:
             raise ProfileError(f"--env {name}: not set in the current environment")

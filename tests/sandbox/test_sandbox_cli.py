@@ -159,3 +159,23 @@ def test_unix_sockets_work_without_network_and_are_refused_with_it(
     shared = governor("--network", "--", line, cwd=ws)
     assert (own.returncode, own.stdout) == (0, "bound\n")
     assert shared.returncode != 0 and "PermissionError" in shared.stdout + shared.stderr
+
+
+def test_its_home_is_this_shells_and_the_toolchain_there_runs(
+    governor: Callable[..., Outcome], ws: Path, tmp_path: Path
+) -> None:
+    home = tmp_path / "ci-home"  # not the password database's, as in a CI container
+    tool = home / ".local" / "bin" / "mytool"
+    tool.parent.mkdir(parents=True)
+    tool.write_text("#!/bin/sh\necho mytool ran\n")
+    tool.chmod(0o755)
+    (home / ".npmrc").write_text("//registry.npmjs.org/:_authToken=CANARY-cli\n")
+    env = {"HOME": str(home), "PATH": f"{tool.parent}:/usr/bin:/bin"}
+    line = "echo HOME=$HOME; mytool; cat ~/.npmrc"
+    kept = governor("--", line, cwd=ws, env=env)
+    assert f"HOME={home}" in kept.stdout and "mytool ran" in kept.stdout, kept.stderr
+    assert "CANARY-cli" not in kept.stdout + kept.stderr
+    off = governor("--no-toolchains", "--", line, cwd=ws, env=env)
+    assert "mytool ran" not in off.stdout and "CANARY-cli" not in off.stdout + off.stderr
+    shown = governor("--print-argv", "--", "true", cwd=ws, env=env)
+    assert f"kept   {tool.parent} (read-only: on PATH)" in shown.stderr
