@@ -25,7 +25,7 @@ import os
 import signal
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import Any, Final
 
@@ -42,6 +42,7 @@ from governor.audit.log import AuditLog, AuditUnavailable
 from governor.ending import CommandResult, Ending, judge
 from governor.gate import REFUSED, Gate
 from governor.outcome import Outcome
+from governor.secrets import Masker
 from governor.setup import SessionSetup
 from governor.spec import AttemptSpec, Command, Prepared, RefusedBeforeStart, prepare
 from governor.turn import Turn
@@ -104,10 +105,12 @@ class Attempt:
         self.deadline: trio.CancelScope | None = None
         self.id = f"{p.executor.id}-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
         self.started = time.monotonic()
-        self.emit = p.spec.on_event or _nobody
+        listener = _masked(p.spec.on_event, p.masker)
+        self.listener = listener
+        self.emit = listener or _nobody
         self.audit = AuditLog(p.log_path, self.id, durability=p.spec.durability, masker=p.masker)
         self.gate: Gate | None = None
-        self.turn = Turn(p.name, on_tool_call=self._on_tool_call, emit=p.spec.on_event)
+        self.turn = Turn(p.name, on_tool_call=self._on_tool_call, emit=listener)
         self.end = Ending(
             agent=p.name,
             preset=p.executor.id,
@@ -153,6 +156,7 @@ class Attempt:
                 approvals=p.approver.name,
             )
             await self.audit.durable(start)
+            self.emit("attempt", {"id": self.id, "agent": self.name, "log": str(p.log_path)})
         except AuditUnavailable as e:
             self.audit.close()
             raise RefusedBeforeStart([f"{e}; nothing was started"]) from None
@@ -164,7 +168,7 @@ class Attempt:
                     nursery.start_soon(self._watch_stop, self.stop)
                 terminals = confine.GovernedTerminals(nursery, policy, p.env)
                 self.gate = Gate(
-                    policy, self.audit, p.approver, terminals=terminals, on_event=p.spec.on_event
+                    policy, self.audit, p.approver, terminals=terminals, on_event=self.listener
                 )
                 try:
                     if isinstance(p.executor, Command):
@@ -536,9 +540,10 @@ class Attempt:
             allowed=gate.allowances,
             ended_ns=now,
         )
+        masked = self.audit.masker.text
         for change in diff(before, after):
-            if change.path in covered:
-                continue
+            if change.path in covered or masked(change.path) in covered:
+                continue  # (the record holds the path as masked: a secret in it)
             cause = explain(change, evidence)
             if cause is not None and cause.tool_call is None:
                 continue  # a governed write or command: its own record says so
@@ -565,6 +570,25 @@ class Attempt:
             self.turn.notices.append(
                 "the workspace has more files than the governor walks; unasked changes beyond the first 50,000 files were not looked for"
             )
+
+
+def _masked(
+    listener: Callable[[str, dict[str, Any]], None] | None, masker: Masker
+) -> Callable[[str, dict[str, Any]], None] | None:
+    """``listener`` given only masked events, as the audit log holds them: what
+    the agent said and did, the paths and commands (a decision's ``records`` are
+    the log's own, masked already)."""
+    if listener is None:
+        return None
+
+    def emit(kind: str, info: dict[str, Any]) -> None:
+        records = info.get("records")
+        shown = masker.json({k: v for k, v in info.items() if k != "records"})
+        if records is not None:
+            shown["records"] = records
+        listener(kind, shown)
+
+    return emit
 
 
 def _nobody(kind: str, info: dict[str, Any]) -> None:

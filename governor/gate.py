@@ -293,12 +293,14 @@ class Gate:
         tell whoever listens; the last record written."""
         word = "approval" if verdict is Verdict.ASK else str(verdict)
         parts = decision.parts
+        written: list[dict[str, Any]] = []
         try:
             if not parts:  # one decision, one record: the usual case
                 record = self.audit.append(
                     kind,
                     self._fields(request, subject, word, by, decision.rule, reason, option),
                 )
+                written.append(record)
             else:
                 # A part the approver (or the option choice) settled takes the final
                 # word; the others keep their own verdict, so the log shows which
@@ -323,18 +325,20 @@ class Gate:
                             option,
                         ),
                     )
+                    written.append(record)
         except AuditUnavailable as e:
             self._fail(str(e))
             raise RpcError(REFUSED, f"refused: {e}") from None
         if not self._quiet:
             self.on_event(
                 kind,
-                {
-                    "subject": subject,
+                {  # as logged: masked (a secret in a path or a command stays out)
+                    "subject": record.get("subject", subject),
                     "verdict": word,
                     "by": by,
-                    "reason": reason,
+                    "reason": record.get("reason", reason),
                     "rule": decision.rule,
+                    "records": written,  # one per part
                 },
             )
         return record

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import signal
 import sys
 from pathlib import Path
@@ -13,7 +14,7 @@ from typing import Any
 import trio
 
 from governor.attempt import run_attempt
-from governor.cli import EXIT_BY_STATUS, EXIT_CODES, REFUSED_BEFORE_START
+from governor.cli import EXIT_BY_STATUS, EXIT_CODES, REFUSED_BEFORE_START, ci
 from governor.outcome import Outcome
 from governor.spec import AttemptSpec, RefusedBeforeStart
 from policies.capability import CAPABILITY_NAMES, Capability
@@ -107,6 +108,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="audit durability (default batch)",
     )
     p.add_argument("--json", action="store_true", help="print only the outcome JSON on stdout")
+    p.add_argument(
+        "--events",
+        metavar="FILE",
+        help="write every event as a JSON line to FILE as it happens ('-': stdout, which "
+        "then holds only the events, the outcome last); the format is in the README",
+    )
+    p.add_argument(
+        "--annotate",
+        action="store_true",
+        help="print GitHub Actions ::error/::warning lines for refusals and unasked changes "
+        "(the job summary is written whenever $GITHUB_STEP_SUMMARY is set)",
+    )
     p.set_defaults(func=main, command=[])
 
 
@@ -133,6 +146,9 @@ def main(args: argparse.Namespace) -> int:
 
     logs.configure(json_lines=args.json or not sys.stderr.isatty())
     command = list(args.command)
+    events, sink = _events(args)
+    progress = None if args.json or args.events == "-" else _progress()
+    on_event = _both(progress, events)
     try:
         prompt = _prompt(args)
         approver = _approver(args.approvals)
@@ -156,10 +172,13 @@ def main(args: argparse.Namespace) -> int:
             append_rules=args.append_rules,
             durability=args.fsync,
             kind=args.kind,
-            on_event=None if args.json else _progress(),
+            on_event=on_event,
         )
         freeze_startup_heap()
         outcome = trio.run(run_until_signalled, spec)
+        if events is not None:
+            events.outcome(outcome)
+        ci.report(outcome, annotate=args.annotate)
     except RefusedBeforeStart as e:
         for problem in e.problems:
             print(f"governor: {problem}", file=sys.stderr)
@@ -167,11 +186,45 @@ def main(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("governor: interrupted", file=sys.stderr)
         return 1
-    if args.json:
+    finally:
+        if sink is not None and sink is not sys.stdout:
+            sink.close()
+    if args.events == "-":
+        pass  # stdout holds only the events; the outcome was the last
+    elif args.json:
         print(json.dumps(outcome.to_json(), indent=2, ensure_ascii=False))
     else:
         print_summary(outcome)
     return EXIT_BY_STATUS[outcome.status]
+
+
+def _events(args: argparse.Namespace) -> tuple[Any, Any]:
+    """The event stream of ``--events`` and the file it writes (None, None without)."""
+    if not args.events:
+        return None, None
+    from governor.cli.events import Events
+    from governor.secrets import Masker
+
+    try:
+        sink = sys.stdout if args.events == "-" else open(args.events, "w", encoding="utf-8")  # noqa: SIM115
+    except OSError as e:
+        raise SystemExit(f"governor: --events {args.events}: {e.strerror}") from None
+    return Events(sink, Masker.from_environ(os.environ, args.agent_arg)), sink
+
+
+def _both(*listeners: Any) -> Any:
+    """One ``on_event`` callback for the listeners given (None: nobody listens)."""
+    chosen = [listener for listener in listeners if listener is not None]
+    if not chosen:
+        return None
+    if len(chosen) == 1:
+        return chosen[0]
+
+    def call(kind: str, info: dict[str, Any]) -> None:
+        for listener in chosen:
+            listener(kind, info)
+
+    return call
 
 
 def freeze_startup_heap() -> None:

@@ -8,7 +8,12 @@ comes to the governor: a permission request first (not for reads), then
 
 from __future__ import annotations
 
+import json
+import sys
+from pathlib import Path
+
 import pytest
+import trio
 from npm_agents import CLAUDE_CODE_ACP, Job, installed, records
 from standin import StandIn, bash, edit, read, stalled, write
 from toolchain_home import (
@@ -181,3 +186,26 @@ async def test_the_persons_toolchain_in_home_runs_in_a_governed_terminal_and_sec
     assert toolchain.worked(text), text
     assert canary not in text
     assert "committed" in text and commits(job.workspace) == ["from-the-sandbox", "first"]
+
+
+async def test_the_event_stream_holds_every_decision_of_the_log_in_order(job: Job) -> None:
+    line = "echo governed; ls"
+    steps = [write(str(job.workspace / "a.txt"), "a\n"), bash(line), read(str(job.workspace / "a.txt"))]
+    with StandIn(steps) as model:
+        kw = job.claude(model.url)
+        names = [word for name in kw["env"] for word in ("--env", name)]
+        argv = [str(Path(sys.executable).parent / "governor"), "run", "--capability",
+                "edit-workspace", "--workspace", str(job.workspace), "--log", str(job.log),
+                "--events", "-", *names, "Do the task.", "--", *installed(CLAUDE_CODE_ACP)]
+        done = await trio.run_process(argv, env=kw["environ"], capture_stdout=True, check=False)
+    assert done.returncode == 0, done.stdout[-2000:]
+    events = [json.loads(x) for x in done.stdout.decode().splitlines()]  # nothing else
+    assert events[-1]["type"] == "outcome" and events[-1]["outcome"]["status"] == "completed"
+    decided = [(e["seq"], e["kind"], e["verdict"]) for e in events if e["type"] == "decision"]
+    logged = [
+        (r["seq"], r["kind"], r["verdict"])
+        for r in job.verified_log()
+        if r["kind"] in ("permission", "read", "write", "terminal")
+    ]
+    assert decided == logged and len(decided) >= 5, (decided, logged)
+    assert [e["n"] for e in events] == list(range(1, len(events) + 1))

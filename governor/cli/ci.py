@@ -1,0 +1,119 @@
+"""What an attempt shows on a CI runner: a job summary and annotations.
+
+Where ``GITHUB_STEP_SUMMARY`` names a file (GitHub Actions sets it for every
+step), ``governor run`` appends a Markdown summary of the attempt to it: the
+status, the tally, each refusal with its rule and reason, the changes made
+without asking, and the audit log's path. With ``--annotate`` it also prints
+workflow commands (``::error`` for each refusal, ``::warning`` for each
+unasked change), which the runner shows on the run's page. Everything comes
+from the outcome, which is masked like the audit log.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, Final
+
+from governor.outcome import Outcome
+
+SUMMARY_VARIABLE: Final = "GITHUB_STEP_SUMMARY"
+MAX_ROWS: Final = 200
+"""Refusals listed in full; more are counted."""
+
+
+def refusals(outcome: Outcome) -> list[dict[str, Any]]:
+    """The decision records that refused something."""
+    return [r for r in outcome.tool_calls if r.get("verdict") == "deny"]
+
+
+def _what(record: dict[str, Any]) -> str:
+    subject = record.get("subject") or {}
+    found = subject.get("command") or subject.get("path") or subject.get("title")
+    return str(found or record.get("kind", ""))
+
+
+def _cell(text: object) -> str:
+    """Text safe in a Markdown table cell: one line, pipes and backticks escaped."""
+    flat = " ".join(str(text).split())
+    return flat.replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`")[:300]
+
+
+def step_summary(outcome: Outcome) -> str:
+    """The attempt as Markdown for the job summary."""
+    lines = [f"### acp-governor: `{_cell(outcome.run_id)}` {outcome.status}", ""]
+    if outcome.reason:
+        lines += [_cell(outcome.reason), ""]
+    acp = outcome.acp
+    if acp is not None:
+        t = acp.tally
+        lines += [
+            "| asked | allowed | waited | refused | reported | unasked |",
+            "|---:|---:|---:|---:|---:|---:|",
+            f"| {t.asked} | {t.allowed} | {t.waited} | {t.refused} | {t.reported} | {t.unasked} |",
+            "",
+        ]
+    refused = refusals(outcome)
+    if refused:
+        lines += [
+            "**Refused**",
+            "",
+            "| seq | kind | what | rule | reason |",
+            "|---:|---|---|---|---|",
+        ]
+        for r in refused[:MAX_ROWS]:
+            lines.append(
+                f"| {r.get('seq', '')} | {_cell(r.get('kind', ''))} | {_cell(_what(r))} "
+                f"| {_cell(r.get('rule') or '')} | {_cell(r.get('reason') or '')} |"
+            )
+        if len(refused) > MAX_ROWS:
+            lines.append(f"| | | {len(refused) - MAX_ROWS} more | | |")
+        lines.append("")
+    unasked = acp.unasked_paths if acp is not None else []
+    if unasked:
+        lines += ["**Changed without asking**", ""]
+        lines += [f"- `{_cell(path)}`" for path in unasked[:MAX_ROWS]]
+        lines.append("")
+    if outcome.log:
+        lines += [f"Audit log: `{_cell(outcome.log)}` (check it with `governor audit verify`)", ""]
+    return "\n".join(lines) + "\n"
+
+
+def workflow_commands(outcome: Outcome) -> list[str]:
+    """Workflow commands: an error per refusal, a warning per unasked change."""
+    out = [
+        f"::error title={_property('acp-governor refused ' + str(r.get('kind', '')))}::"
+        f"{_data(_what(r))}: {_data(r.get('reason') or '')}"
+        for r in refusals(outcome)[:MAX_ROWS]
+    ]
+    acp = outcome.acp
+    for path in (acp.unasked_paths if acp is not None else [])[:MAX_ROWS]:
+        out.append(f"::warning file={_property(path)},title=acp-governor::changed without asking")
+    return out
+
+
+def _data(text: object) -> str:
+    """A workflow command's message, escaped as the runner unescapes it."""
+    return str(text).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _property(text: object) -> str:
+    """A workflow command's property value: its message escapes, and ``:`` and ``,``."""
+    return _data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def report(outcome: Outcome, *, annotate: bool) -> None:
+    """Append the summary where the runner asks for it; print the annotations."""
+    target = os.environ.get(SUMMARY_VARIABLE)
+    if target:
+        try:
+            with open(target, "a", encoding="utf-8") as f:
+                f.write(step_summary(outcome))
+        except OSError as e:
+            print(
+                f"governor: cannot append to ${SUMMARY_VARIABLE} ({target}): {e.strerror}",
+                file=sys.stderr,
+            )
+    if annotate:  # on stderr, which the runner reads for commands too: stdout may be JSON
+        for line in workflow_commands(outcome):
+            print(line, file=sys.stderr, flush=True)

@@ -1,0 +1,76 @@
+"""``governor run --events FILE``: the attempt as it happens, one JSON object per line.
+
+For tools that follow an attempt while it runs (CI dashboards, loop drivers):
+every event carries the schema version (``v``), the attempt id (``attempt``,
+from the first event on) and a sequence number (``n``, from 1), then its
+``type`` and fields:
+
+- ``attempt``: the attempt began (``agent``, ``log``);
+- ``spawned``, ``prompt``: the agent started, the prompt was sent;
+- ``plan``: the agent's plan (``entries``);
+- ``message``: the agent's words, its chunks folded into one event per message
+  (sent when something else happens, or at the end);
+- ``tool_call``: a tool call's state (``id``, ``title``, ``kind``, ``status``);
+- ``waiting``: a request waits for a person;
+- ``decision``: one per audit record of a decision, as logged (``seq``,
+  ``kind``, ``verdict``, ``by``, ``rule``, ``reason``, ``subject``): the same
+  records, in the same order, as the audit log's;
+- ``reported``, ``unasked``, ``changed``: what the agent did on its own;
+- ``outcome``: the last line, the outcome as ``--json`` prints it.
+
+Text from the agent is masked like the audit log (known secret values and token
+shapes). ``-`` writes to stdout, which then holds only the events.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final, TextIO
+
+from governor.outcome import Outcome
+from governor.secrets import Masker
+
+SCHEMA: Final = 1
+_DECISION_FIELDS: Final = ("seq", "kind", "verdict", "by", "rule", "reason", "subject")
+
+
+class Events:
+    """An ``on_event`` callback writing the event stream to ``out``."""
+
+    def __init__(self, out: TextIO, masker: Masker) -> None:
+        self.out = out
+        self.masker = masker
+        self.attempt: str | None = None
+        self.n = 0
+        self._message: list[str] = []
+
+    def __call__(self, kind: str, info: dict[str, Any]) -> None:
+        if kind == "message":
+            self._message.append(str(info.get("text", "")))
+            return
+        self._flush_message()
+        if kind == "attempt":
+            self.attempt = info.get("id")
+        records = info.get("records")
+        if isinstance(records, list):  # a decision: one event per record, as logged
+            for record in records:
+                self._write("decision", {k: record[k] for k in _DECISION_FIELDS if k in record})
+            return
+        self._write(kind, self.masker.json(info))
+
+    def outcome(self, outcome: Outcome) -> None:
+        """The last event: the outcome."""
+        self._flush_message()
+        self.attempt = self.attempt or outcome.run_id
+        self._write("outcome", {"outcome": outcome.to_json()})
+
+    def _flush_message(self) -> None:
+        if self._message:
+            text, self._message = "".join(self._message), []
+            self._write("message", {"text": self.masker.text(text)})
+
+    def _write(self, kind: str, fields: dict[str, Any]) -> None:
+        self.n += 1
+        event = {"v": SCHEMA, "attempt": self.attempt, "n": self.n, "type": kind, **fields}
+        self.out.write(json.dumps(event, ensure_ascii=False) + "\n")
+        self.out.flush()

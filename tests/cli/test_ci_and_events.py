@@ -1,0 +1,85 @@
+"""`governor run` on a CI runner (the job summary, annotations) and `--events`,
+through the real console entry point and the bundled demo agent."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+GOVERNOR = Path(sys.executable).parent / "governor"
+SECRET = "planted-secret-value-7f3a9c"
+
+
+def run_demo(
+    tmp_path: Path, *extra: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    ws = tmp_path / f"ws-{SECRET}"  # the secret is in every path the demo touches
+    ws.mkdir(exist_ok=True)
+    argv = [str(GOVERNOR), "run", "--agent", "demo", "--capability", "edit-workspace",
+            "--workspace", str(ws), "--log", str(tmp_path / "audit.jsonl"), *extra, "make hello"]  # fmt: skip
+    environ = {**os.environ, "MY_SERVICE_TOKEN": SECRET, **(env or {})}
+    return subprocess.run(argv, capture_output=True, text=True, env=environ, timeout=120)
+
+
+def test_the_job_summary_has_the_tally_and_each_refusal_and_no_secret(tmp_path: Path) -> None:
+    summary = tmp_path / "summary.md"
+    summary.write_text("earlier step\n")
+    done = run_demo(tmp_path, "--annotate", env={"GITHUB_STEP_SUMMARY": str(summary)})
+    assert done.returncode == 0, done.stderr
+    text = summary.read_text()
+    assert text.startswith("earlier step\n")  # appended, as the runner expects
+    assert "| asked | allowed | waited | refused | reported | unasked |" in text
+    assert "| 6 | 5 | 0 | 1 | 0 | 1 |" in text
+    assert "Install .git/hooks/pre-commit" in text and "protected: .git/\\*\\*" not in text
+    assert "| protected: .git/** |" in text
+    assert "NOTES.md" in text  # the change made without asking
+    errors = [line for line in done.stderr.splitlines() if line.startswith("::error ")]
+    warnings = [line for line in done.stderr.splitlines() if line.startswith("::warning ")]
+    assert len(errors) == 1 and "pre-commit" in errors[0]
+    assert len(warnings) == 1 and "NOTES.md" in warnings[0]
+    assert SECRET not in text and SECRET not in done.stderr and SECRET not in done.stdout
+
+
+def test_without_the_variable_or_the_flag_nothing_is_written(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
+    done = subprocess.run(
+        [
+            str(GOVERNOR),
+            "run",
+            "--agent",
+            "demo",
+            "--workspace",
+            str(tmp_path),
+            "--log",
+            str(tmp_path.parent / f"{tmp_path.name}.jsonl"),
+            "make hello",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "::error" not in done.stderr and "::warning" not in done.stderr
+
+
+def test_events_on_stdout_are_every_decision_of_the_log_in_order(tmp_path: Path) -> None:
+    done = run_demo(tmp_path, "--events", "-")
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines()]  # nothing else on stdout
+    assert [e["n"] for e in events] == list(range(1, len(events) + 1))
+    assert {e["v"] for e in events} == {1}
+    attempt = events[0]["attempt"]
+    assert events[0]["type"] == "attempt" and {e["attempt"] for e in events} == {attempt}
+    assert events[-1]["type"] == "outcome" and events[-1]["outcome"]["status"] == "completed"
+    logged = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    decisions = [r for r in logged if r["kind"] in ("permission", "read", "write", "terminal")]
+    seen = [e for e in events if e["type"] == "decision"]
+    assert [(e["seq"], e["kind"], e["verdict"], e["by"]) for e in seen] == [
+        (r["seq"], r["kind"], r["verdict"], r["by"]) for r in decisions
+    ]
+    assert any(e["type"] == "message" for e in events) and any(e["type"] == "plan" for e in events)
+    assert SECRET not in done.stdout
