@@ -80,7 +80,9 @@ async def git_bytes(*args: str, cwd: Path | None = None) -> bytes:
         raise GitFailed(f"git could not be run: {e.strerror}") from None
     if done.returncode != 0:
         tail = done.stderr.decode(errors="replace").strip().splitlines()[-3:]
-        raise GitFailed(f"git {args[0]} exited {done.returncode}: {' / '.join(tail) or 'no output'}")
+        raise GitFailed(
+            f"git {args[0]} exited {done.returncode}: {' / '.join(tail) or 'no output'}"
+        )
     return bytes(done.stdout)
 
 
@@ -91,7 +93,14 @@ async def clone(repo: str, ref: str | None, into: Path) -> Clone:
     target = ref or "HEAD"
     try:
         commit = (
-            await git("rev-parse", "--verify", "--quiet", "--end-of-options", f"{target}^{{commit}}", cwd=into)
+            await git(
+                "rev-parse",
+                "--verify",
+                "--quiet",
+                "--end-of-options",
+                f"{target}^{{commit}}",
+                cwd=into,
+            )
         ).strip()
     except GitFailed:
         if ref is None:  # a repository without a commit: an empty workspace

@@ -168,12 +168,12 @@ def _drive(
     on_progress: OnProgress,
 ) -> bool:
     refused = _check_nodes(ray, on_progress)
-    task = ray.remote(job_task).options(
+    task = ray.remote(
         num_cpus=options.num_cpus,
         memory=options.memory,
         max_retries=options.max_retries,
         retry_exceptions=False,
-    )
+    )(job_task)
     waiting = deque(j for j in jobs if j.id not in output.finished)
     pending: dict[Any, Job] = {}
 

@@ -343,7 +343,9 @@ def as_jobs(items: Iterable[Job | Mapping[str, Any]]) -> list[Job]:
         if job is None:
             continue
         if job.id in seen:
-            problems.append(f"job {n}: key 'id': {job.id!r} is already the id of job {seen[job.id]}")
+            problems.append(
+                f"job {n}: key 'id': {job.id!r} is already the id of job {seen[job.id]}"
+            )
             continue
         seen[job.id] = n
         jobs.append(job)
@@ -450,7 +452,9 @@ def _repo_problems(job: Job) -> list[str]:
         return [f"key 'repo': {repo} is not a git repository"]
     if job.ref is None:
         return []
-    done = _git(repo, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{job.ref}^{{commit}}")
+    done = _git(
+        repo, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{job.ref}^{{commit}}"
+    )
     if done.returncode != 0:
         return [f"key 'ref': {repo} has no commit {job.ref!r}"]
     return []

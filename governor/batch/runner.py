@@ -23,7 +23,9 @@ from policies.ceiling import Ceiling
 Jobs = str | Path | Iterable[Job | Mapping[str, Any]]
 
 
-def prepare_jobs(jobs: Jobs, ceiling: Ceiling | str | Path | None = None) -> tuple[list[Job], Ceiling]:
+def prepare_jobs(
+    jobs: Jobs, ceiling: Ceiling | str | Path | None = None
+) -> tuple[list[Job], Ceiling]:
     """The jobs read (a jobs file's path, or `Job`s and dicts) and checked
     against the ceiling in force, with that ceiling; `BadJobs` with every
     problem of every job."""

@@ -17,6 +17,7 @@ Rules of this file:
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import tempfile
@@ -86,7 +87,7 @@ async def run_job(
             log = log_path.read_bytes() if log_path.exists() else b""
             with trio.CancelScope(shield=True):  # removed even when the job is cancelled
                 await trio.to_thread.run_sync(_remove, folder)
-    outcome["host"] = socket.gethostname()
+    outcome["host"], outcome["pid"] = socket.gethostname(), os.getpid()
     outcome["job_s"] = round(time.monotonic() - started, 3)
     interrupted = stop is not None and stop.is_set()
     return JobResult(job.id, outcome, patch, log, interrupted)

@@ -48,7 +48,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("jobs_file", metavar="JOBS.jsonl", help="the jobs, one JSON object per line")
-    p.add_argument("--out", metavar="DIR", required=True, help="the output folder (made if missing)")
+    p.add_argument(
+        "--out", metavar="DIR", required=True, help="the output folder (made if missing)"
+    )
     p.add_argument(
         "--jobs",
         metavar="N",
@@ -66,7 +68,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--ceiling", metavar="FILE", help="the operator's ceiling for every job")
     p.add_argument(
-        "--ray-cpus", metavar="C", type=float, default=1.0, help="CPUs each task declares (default 1)"
+        "--ray-cpus",
+        metavar="C",
+        type=float,
+        default=1.0,
+        help="CPUs each task declares (default 1)",
     )
     p.add_argument(
         "--ray-memory",
@@ -204,7 +210,9 @@ class BatchProgress:
             return
         if kind == "queued":
             self.queued = event.count
-            earlier = f"; {self.skipped} finished by an earlier run, skipped" if self.skipped else ""
+            earlier = (
+                f"; {self.skipped} finished by an earlier run, skipped" if self.skipped else ""
+            )
             self._line(f"{event.count} job(s) to run{earlier}")
         elif kind == "node":
             self._line(f"ray: {event.info}")
