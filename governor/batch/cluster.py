@@ -167,7 +167,6 @@ def _drive(
     options: RayOptions,
     on_progress: OnProgress,
 ) -> bool:
-    refused = _check_nodes(ray, on_progress)
     task = ray.remote(
         num_cpus=options.num_cpus,
         memory=options.memory,
@@ -176,6 +175,7 @@ def _drive(
     )(job_task)
     waiting = deque(j for j in jobs if j.id not in output.finished)
     pending: dict[Any, Job] = {}
+    refused: dict[str, str] = {}
 
     def submit() -> None:
         room = options.in_flight or _room(ray, options.num_cpus)
@@ -192,6 +192,7 @@ def _drive(
             on_progress(Event("finished", job.id, line))
 
     try:
+        refused = _check_nodes(ray, on_progress)
         submit()
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.5)
@@ -200,6 +201,7 @@ def _drive(
             collect(ready)
             submit()
     except KeyboardInterrupt:
+        on_progress(Event("interrupted", info="interrupted"))
         _cancel(ray, pending, output, on_progress)
         return True
     return False

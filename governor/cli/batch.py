@@ -239,7 +239,8 @@ class BatchProgress:
     def _counts(self) -> str:
         failed = self.done - self.statuses["completed"]
         elapsed = time.monotonic() - self.started
-        parts = [f"{self.done} done", f"{len(self.running)} running", f"{failed} not completed"]
+        of = f"/{self.queued}" if self.queued is not None else ""
+        parts = [f"{self.done}{of} done", f"{len(self.running)} running", f"{failed} not completed"]
         by_status = ", ".join(f"{n} {s}" for s, n in sorted(self.statuses.items()))
         return "; ".join(parts) + (f" [{by_status}]" if by_status else "") + self._eta(elapsed)
 

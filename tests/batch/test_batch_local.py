@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -135,3 +136,17 @@ def test_a_repository_that_cannot_be_cloned_ends_its_job_failed_naming_the_step(
     assert done.status == "failed" and done.reason is not None
     assert done.reason.startswith("could not clone file:///nonexistent/repo.git")
     assert (out / "gone" / "changes.patch").read_bytes() == b""
+
+
+def test_the_batch_example_grades_every_patch_and_a_rerun_skips_the_finished_jobs(
+    tmp_path: Path,
+) -> None:
+    example = Path(__file__).resolve().parents[2] / "examples" / "batch.py"
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path / "s")}
+    argv = [sys.executable, str(example), "--out", str(tmp_path / "out")]
+    first = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "3/3 passed" in first.stdout and "graded PASS: hello from the demo agent" in first.stdout
+    again = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert again.stdout.count("(finished by an earlier run)") == 3
