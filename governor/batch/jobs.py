@@ -355,8 +355,14 @@ def as_jobs(items: Iterable[Job | Mapping[str, Any]]) -> list[Job]:
 
 
 def anchored(job: Job, base: Path) -> Job:
-    """The job with its relative local paths (``repo``, ``policy``) taken from ``base``."""
+    """The job with its relative local paths (``repo``, ``policy``, ``extra_dirs``)
+    taken from ``base``."""
     changes: dict[str, Any] = {}
+    if any(not os.path.isabs(os.path.expanduser(d)) for d in job.extra_dirs):
+        changes["extra_dirs"] = tuple(
+            d if os.path.isabs(os.path.expanduser(d)) else str((base / d).resolve())
+            for d in job.extra_dirs
+        )
     if not is_url(job.repo) and not os.path.isabs(os.path.expanduser(job.repo)):
         changes["repo"] = str((base / job.repo).resolve())
     if isinstance(job.policy, str) and not os.path.isabs(os.path.expanduser(job.policy)):

@@ -107,6 +107,8 @@ async def _run(
     except GitFailed as e:
         return failed(job, f"could not clone {job.repo}{at}: {e}"), b""
     facts = {**_facts(job), "commit": workspace.commit}
+    if stop is not None and stop.is_set():  # stopped while cloning: start no agent
+        return {**failed(job, "interrupted before its attempt"), **facts}, b""
     spec = job.spec(workspace.path, log_path, ceiling=ceiling, on_event=on_event)
     try:
         outcome = (await run_attempt(spec, stop=stop)).to_json()
