@@ -240,7 +240,8 @@ async def agent_process(
     probed = await preflight(bwrap) if profile.sandboxed else None
     if profile.sandboxed:
         ensure_home_folders(profile)
-    with LEDGER.hold(), prepare(profile, argv, probed) as launch:
+    roots = (profile.workspace, *profile.extra_roots)
+    with LEDGER.hold(roots), prepare(profile, argv, probed) as launch:
         if launch.sandboxed:
             child = await open_launch(launch, stdin=stdin, stdout=stdout, stderr=stderr)
         else:

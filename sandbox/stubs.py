@@ -61,7 +61,7 @@ import stat
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import IO, Final
@@ -103,14 +103,18 @@ class StubLedger:
 
     A *hold* (a session: the ACP terminals of one attempt, an agent sandbox)
     keeps unused stubs parked on disk instead of deleting and re-creating them
-    for every command; they are deleted when the last hold ends. ``seal=False``
+    for every command; they are deleted when the last hold that covers them
+    ends. A hold covers the roots it names (every path when it names none):
+    two attempts at once in one process (a batch) must not keep each other's
+    stubs, or the first to end would find them in its workspace as changes. ``seal=False``
     never seals (plain stubs, each pinned by a mount).
     """
 
     def __init__(self, *, seal: bool = True) -> None:
         self._held: dict[str, _Held] = {}
         self._parked: dict[str, _Held] = {}
-        self._holds = 0
+        self._holds: list[tuple[str, ...]] = []
+        """Each open hold's roots (with a trailing ``/``); an empty one covers every path."""
         self._seal = seal
         self._unsealable: set[int] = set()  # devices where sealing failed once
         self._lingering: dict[str, _Held] = {}  # sealed, still locked by a sandbox
@@ -217,26 +221,32 @@ class StubLedger:
         if held.count > 0:
             return
         del self._held[path]
-        if self._holds > 0:
+        if self._covered(path):
             self._parked[path] = held
         else:
             self._delete(path, held, time.monotonic() + LINGER)
 
     @contextmanager
-    def hold(self) -> Iterator[None]:
-        """Keep stubs between commands until the block ends."""
-        self._holds += 1
+    def hold(self, roots: Iterable[str | os.PathLike[str]] = ()) -> Iterator[None]:
+        """Keep the stubs under ``roots`` (default: every stub) between commands
+        until the block ends."""
+        scope = tuple(os.path.join(os.path.abspath(r), "") for r in roots)
+        self._holds.append(scope)
         try:
             yield
         finally:
-            self._holds -= 1
-            if self._holds == 0:
-                parked, self._parked = self._parked, {}
+            self._holds.remove(scope)
+            done = [p for p in self._parked if not self._covered(p)]
+            if done:
                 deadline = time.monotonic() + LINGER
-                for path, held in parked.items():
-                    self._delete(path, held, deadline)
-                self._retry_lingering()
-                _SWEEPER.flush()
+                for path in done:
+                    self._delete(path, self._parked.pop(path), deadline)
+            self._retry_lingering()
+            _SWEEPER.flush()
+
+    def _covered(self, path: str) -> bool:
+        """Whether an open hold keeps ``path`` parked when it is not in use."""
+        return any(not scope or path.startswith(scope) for scope in self._holds)
 
     def held(self) -> dict[str, int]:
         """Path -> use count (for tests and diagnostics); parked stubs count 0."""

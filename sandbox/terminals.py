@@ -75,7 +75,7 @@ class Terminals:
         self._closed = False
         self._stack = ExitStack()
         self._ledger = ledger
-        self._stack.enter_context(ledger.hold())
+        self._stack.enter_context(ledger.hold((profile.workspace, *profile.extra_roots)))
         self._session: SandboxSession | None = None
         self._session_lock = trio.Lock()
         self.fallback: str | None = None

@@ -12,7 +12,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from governor.audit.tally import Tally, tally
 from governor.audit.verify import UNFINISHED, Verification, verify
@@ -22,12 +22,26 @@ class LogUnreadable(Exception):
     """A log named that cannot be read: missing, not a file, unreadable."""
 
 
+BATCH_OUTCOMES: Final = "outcomes.jsonl"
+"""A folder holding this file is a batch's output (`governor.batch.output`): its
+logs are ``<job>/audit.jsonl``; the outcomes file is not a log."""
+BATCH_LOG: Final = "audit.jsonl"
+
+
+def is_batch_output(path: Path) -> bool:
+    """Whether ``path`` is the output folder of a `governor batch`."""
+    return (path / BATCH_OUTCOMES).is_file()
+
+
 def log_files(paths: Sequence[str]) -> list[Path]:
-    """The logs named: files as given, directories as every ``*.jsonl`` under them."""
+    """The logs named: files as given, directories as every ``*.jsonl`` under them
+    (a batch's output as each job's ``audit.jsonl``)."""
     found: list[Path] = []
     for name in paths:
         p = Path(name)
-        if p.is_dir():
+        if p.is_dir() and is_batch_output(p):
+            found.extend(sorted(q for q in p.glob(f"*/{BATCH_LOG}") if q.is_file()))
+        elif p.is_dir():
             found.extend(sorted(q for q in p.rglob("*.jsonl") if q.is_file()))
         elif p.is_file():
             found.append(p)

@@ -5,7 +5,9 @@ verification of the hash chain, and replay under another policy.
     governor audit verify [--json] LOG|DIR ...
     governor audit replay LOG --policy FILE [--ceiling FILE] [--attempt ID] [--json]
 
-A directory stands for every ``*.jsonl`` file under it. Exit codes: 0 done (a
+A directory stands for every ``*.jsonl`` file under it; a batch's output
+(``governor batch --out DIR``) for its jobs: one row per job and the batch's
+total tally. Exit codes: 0 done (a
 log that verifies, unfinished attempts included); 1 a log that does not verify,
 or no attempt by that id; 2 usage (a missing file, a bad policy).
 """
@@ -17,7 +19,7 @@ import json
 import sys
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Final
 
@@ -26,6 +28,7 @@ from governor.audit.reading import (
     LogFile,
     LogUnreadable,
     Row,
+    is_batch_output,
     log_files,
     read_log,
     read_logs,
@@ -185,6 +188,13 @@ def run_report(
     as_json: bool = False,
 ) -> int:
     """The summary table, the refusals, or one attempt's story."""
+    if (
+        paths
+        and not refused
+        and attempt is None
+        and all(is_batch_output(Path(p)) for p in paths)
+    ):
+        return run_batch_report(paths, as_json=as_json)
     logs = read_logs(paths)
     groups = [g for log in logs for g in log.attempts]
     for note in _integrity_notes(logs):
@@ -209,6 +219,126 @@ def run_report(
         + ", ".join(f"{getattr(total, c)} {c}" for c in TALLY_COLUMNS)
         + (f"; {unfinished} unfinished ({UNFINISHED})" if unfinished else "")
     )
+    return 0
+
+
+# -- a batch's output -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class JobRow:
+    """One finished job of a batch: its outcome line and its attempt's row (None
+    when it ended before an attempt: a clone that failed, a refusal)."""
+
+    job: str
+    line: dict[str, Any]
+    attempt: Row | None
+    files: int
+    """Files its patch changes."""
+
+    @property
+    def tally(self) -> Tally:
+        """From the log (as the outcome computes it), else from the outcome line."""
+        if self.attempt is not None:
+            return self.attempt.tally
+        counts = (self.line.get("acp") or {}).get("tally") or {}
+        return Tally(**{c: int(counts.get(c, 0)) for c in TALLY_COLUMNS})
+
+    def to_json(self) -> dict[str, Any]:
+        """The row as plain JSON values."""
+        return {
+            "job": self.job,
+            "status": self.line.get("status"),
+            "reason": self.line.get("reason"),
+            "agent": self.attempt.agent if self.attempt else None,
+            "tally": asdict(self.tally),
+            "duration_s": self.line.get("duration_s"),
+            "files_changed": self.files,
+            "log": self.line.get("log"),
+            "changes": self.line.get("changes"),
+        }
+
+
+def batch_rows(root: Path) -> tuple[list[JobRow], list[LogFile]]:
+    """Every finished job of a batch's output, in the order they finished, with
+    the logs read (and verified) for them."""
+    from governor.batch.output import LOG, PATCH, read_outcomes
+
+    rows: list[JobRow] = []
+    logs: list[LogFile] = []
+    for job, line in read_outcomes(root).items():
+        log = read_log(root / job / LOG)
+        logs.append(log)
+        attempt = row(log.attempts[-1]) if log.attempts else None
+        patch = (root / job / PATCH).read_bytes()
+        files = patch.count(b"\ndiff --git ") + patch.startswith(b"diff --git ")
+        rows.append(JobRow(job, line, attempt, files))
+    return rows, logs
+
+
+def _batch_table(rows: list[JobRow]) -> Iterator[str]:
+    header = ("JOB", "STATUS", "AGENT", *(c.upper() for c in TALLY_COLUMNS), "DURATION", "FILES", "REASON")
+    body = []
+    for r in rows:
+        duration = r.line.get("duration_s")
+        reason = str(r.line.get("reason") or "")
+        body.append(
+            (
+                r.job,
+                str(r.line.get("status")),
+                r.attempt.agent if r.attempt else "-",
+                *(str(getattr(r.tally, c)) for c in TALLY_COLUMNS),
+                f"{duration:.1f}s" if isinstance(duration, int | float) else "-",
+                str(r.files),
+                reason if len(reason) <= 60 else reason[:59] + "…",
+            )
+        )
+    widths = [max(len(x) for x in col) for col in zip(header, *body, strict=False)]
+    numeric = set(range(3, len(header) - 1))
+    for cells in (header, *body):
+        yield "  ".join(
+            c.rjust(w) if i in numeric else c.ljust(w)
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ).rstrip()
+
+
+def batch_totals(rows: list[JobRow]) -> str:
+    """The closing line of a batch's table: jobs by status and the total tally."""
+    by_status: dict[str, int] = {}
+    for r in rows:
+        status = str(r.line.get("status"))
+        by_status[status] = by_status.get(status, 0) + 1
+    total = Tally(*(sum(getattr(r.tally, c) for r in rows) for c in TALLY_COLUMNS))
+    statuses = ", ".join(f"{n} {s}" for s, n in sorted(by_status.items()))
+    return (
+        f"{len(rows)} job(s): {statuses or 'none finished'}; "
+        + ", ".join(f"{getattr(total, c)} {c}" for c in TALLY_COLUMNS)
+    )
+
+
+def print_batch(root: Path, *, as_json: bool = False) -> int:
+    """The per-job table of a batch's output and its total tally (or JSON)."""
+    rows, logs = batch_rows(root)
+    for note in _integrity_notes(logs):
+        print(f"warning: {note}", file=sys.stderr)
+    if as_json:
+        print(json.dumps([r.to_json() for r in rows], indent=1, ensure_ascii=False))
+        return 0
+    if not rows:
+        print(f"no finished job in {root}")
+        return 0
+    for line in _batch_table(rows):
+        print(line)
+    print(f"\n{batch_totals(rows)}")
+    return 0
+
+
+def run_batch_report(paths: Sequence[str], *, as_json: bool = False) -> int:
+    """`print_batch` for each batch output named."""
+    for n, path in enumerate(paths):
+        if len(paths) > 1 and not as_json:
+            print(("\n" if n else "") + f"{path}:")
+        print_batch(Path(path), as_json=as_json)
     return 0
 
 

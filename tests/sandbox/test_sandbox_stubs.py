@@ -369,3 +369,22 @@ def test_a_stub_still_locked_after_the_wait_is_deleted_at_the_next_commit(
         holder.wait()
     ledger.commit()
     assert not stub.exists()
+
+
+def test_a_hold_keeps_only_the_stubs_under_its_own_roots(tmp_path: Path) -> None:
+    # Two attempts at once in one process (a batch): the first to end must not
+    # find its stubs kept on disk by the other's session.
+    ledger = StubLedger()
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    with ledger.hold([second]):
+        with ledger.hold([first]):
+            ledger.acquire(str(first / ".claude"))
+            ledger.acquire(str(second / ".claude"))
+            ledger.release(str(first / ".claude"))
+            assert (first / ".claude").exists()  # parked by its own hold
+        assert not (first / ".claude").exists()
+        ledger.release(str(second / ".claude"))
+        assert (second / ".claude").exists()
+    assert not (second / ".claude").exists()

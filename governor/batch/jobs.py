@@ -1,0 +1,482 @@
+"""The jobs file: one JSON object per line, each a `Job`, every bad line named.
+
+Rules of this file:
+
+- **Every problem at once, before anything runs.** `parse_jobs` reads the
+  whole file and raises `BadJobs` listing every bad line (its number, the key,
+  why); `check_jobs` then puts each job through the same `prepare` a run
+  would (policy file, capability, ceiling, agent installed, variables set,
+  repository and ref found) and adds what it refuses. A batch with one bad
+  line runs nothing.
+- **The keys are a table.** `KEYS` says, for each key a line may hold, what
+  its value must be; `OWNED` names the keys the batch decides for every job
+  (the workspace is a fresh clone, the log goes to the output, the ceiling is
+  the operator's), so a job that names one is told why, not silently
+  overridden.
+- **Pure where it can be.** Parsing touches no file; only `check_jobs` looks
+  at the file system (policy files, local repositories) and runs ``git``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from governor.spec import AttemptSpec, RefusedBeforeStart, prepare
+from policies.capability import CAPABILITY_NAMES
+from policies.ceiling import Ceiling
+from policies.errors import closest
+from policies.policy import Policy
+
+ID_PATTERN: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+"""A job's id names its folder in the output: letters, digits, ``.``, ``_``, ``-``."""
+
+
+class BadJobs(Exception):
+    """Every bad line of a jobs file, one problem per entry (exit code 2)."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        self.problems = list(problems)
+        super().__init__("\n".join(self.problems))
+
+
+@dataclass(frozen=True)
+class Job:
+    """One attempt of a batch: a task, an agent, a repository at a ref, and the
+    `AttemptSpec` fields a job may set. ``repo`` is a local path or a git URL;
+    ``ref`` defaults to the repository's ``HEAD``."""
+
+    id: str
+    prompt: str
+    repo: str
+    agent: str | None = None
+    argv: tuple[str, ...] | None = None
+    ref: str | None = None
+    kind: Literal["acp", "command"] = "acp"
+    policy: Policy | str | None = None
+    capability: str | None = None
+    model: str | None = None
+    mode: str | None = None
+    timeout: float = 1800.0
+    env: tuple[str, ...] = ()
+    extra_dirs: tuple[str, ...] = ()
+    sandbox_agent: bool = True
+    agent_args: tuple[str, ...] = ()
+    append_rules: bool = False
+    approvals: Literal["unattended", "pause"] | None = None
+    durability: Literal["batch", "always"] = "batch"
+    line: int | None = field(default=None, compare=False)
+    """The line of the jobs file it came from, for messages."""
+
+    @property
+    def where(self) -> str:
+        """How messages name this job: its line and id."""
+        return f"line {self.line} ({self.id})" if self.line is not None else f"job {self.id}"
+
+    def spec(
+        self,
+        workspace: str | Path,
+        log: str | Path,
+        *,
+        ceiling: Ceiling | str | Path | None = None,
+        on_event: Callable[[str, dict[str, Any]], None] | None = None,
+    ) -> AttemptSpec:
+        """The job's attempt in ``workspace``, logging to ``log``."""
+        from governor.approver import Pause, Unattended
+
+        approver = {None: None, "unattended": Unattended(), "pause": Pause()}[self.approvals]
+        return AttemptSpec(
+            prompt=self.prompt,
+            agent=self.agent,
+            argv=list(self.argv) if self.argv is not None else None,
+            workspace=workspace,
+            extra_dirs=list(self.extra_dirs),
+            policy=self.policy,
+            capability=self.capability,
+            ceiling=ceiling,
+            approver=approver,
+            timeout=self.timeout,
+            log=log,
+            sandbox_agent=self.sandbox_agent,
+            env=list(self.env),
+            model=self.model,
+            mode=self.mode,
+            agent_args=list(self.agent_args),
+            append_rules=self.append_rules,
+            durability=self.durability,
+            kind=self.kind,
+            on_event=on_event,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The job as a jobs-file line would give it (defaults left out)."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "line" or value == f.default:
+                continue
+            if isinstance(value, Policy):
+                value = value.source
+            out[f.name] = list(value) if isinstance(value, tuple) else value
+        return out
+
+
+# -- the keys ----------------------------------------------------------------------------
+
+Check = Callable[[Any], str | None]
+"""A value's check: None when it is good, else why not."""
+
+
+def _text(value: Any) -> str | None:
+    return None if isinstance(value, str) and value.strip() else "must be a non-empty string"
+
+
+def _optional_text(value: Any) -> str | None:
+    return None if value is None else _text(value)
+
+
+def _ref(value: Any) -> str | None:
+    if value is None:
+        return None
+    why = _text(value)
+    if why is None and value.startswith("-"):
+        why = "must not start with '-'"
+    return why
+
+
+def _names(value: Any) -> str | None:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        return "must be a list of non-empty strings"
+    return None
+
+
+def _argv(value: Any) -> str | None:
+    if _names(value) is not None or not value:
+        return "must be a non-empty list of strings (the program, then its arguments)"
+    return None
+
+
+def _flag(value: Any) -> str | None:
+    return None if isinstance(value, bool) else "must be true or false"
+
+
+def _seconds(value: Any) -> str | None:
+    good = isinstance(value, int | float) and not isinstance(value, bool) and value > 0
+    return None if good else "must be a number of seconds greater than 0"
+
+
+def _one_of(*choices: str) -> Check:
+    def check(value: Any) -> str | None:
+        if value in choices:
+            return None
+        hint = closest(value, choices) if isinstance(value, str) else None
+        return f"must be one of {', '.join(choices)}" + (f" (did you mean {hint}?)" if hint else "")
+
+    return check
+
+
+def _job_id(value: Any) -> str | None:
+    if isinstance(value, str) and ID_PATTERN.fullmatch(value):
+        return None
+    return (
+        "must be 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or a digit "
+        "(it names the job's folder in the output)"
+    )
+
+
+KEYS: Final[Mapping[str, Check]] = {
+    "id": _job_id,
+    "prompt": _text,
+    "repo": _text,
+    "ref": _ref,
+    "agent": _optional_text,
+    "argv": _argv,
+    "kind": _one_of("acp", "command"),
+    "policy": _optional_text,
+    "capability": _one_of(*CAPABILITY_NAMES),
+    "model": _optional_text,
+    "mode": _optional_text,
+    "timeout": _seconds,
+    "env": _names,
+    "extra_dirs": _names,
+    "sandbox_agent": _flag,
+    "agent_args": _names,
+    "append_rules": _flag,
+    "approvals": _one_of("unattended", "pause"),
+    "durability": _one_of("batch", "always"),
+}
+"""Every key a job may hold, with its value's check."""
+
+REQUIRED: Final = ("id", "prompt", "repo")
+
+OWNED: Final[Mapping[str, str]] = {
+    "workspace": "the batch makes each job's workspace: a fresh clone of `repo` at `ref`",
+    "log": "the batch writes each job's audit log to OUT/<id>/audit.jsonl",
+    "ceiling": "the ceiling is the operator's, not a job's: give --ceiling to governor batch",
+    "approver": "a batch runs unattended: use `approvals` (unattended or pause)",
+    "on_event": "the batch shows its own progress",
+    "environ": "the agent's variables come from the governor's environment: name them in `env`",
+    "max_line_bytes": "not settable per job",
+}
+"""`AttemptSpec` fields the batch decides for every job, with the reason a job may not."""
+
+_TUPLES: Final = ("argv", "env", "extra_dirs", "agent_args")
+
+
+def parse_job(value: Any, line: int | None = None) -> tuple[Job | None, list[str]]:
+    """One job from its JSON value: the `Job`, or None and every problem
+    (each naming the line and the key)."""
+    at = f"line {line}: " if line is not None else ""
+    if not isinstance(value, dict):
+        return None, [f"{at}a job is a JSON object, not {_json_type(value)}"]
+    problems: list[str] = []
+    for key in value:
+        if key in KEYS:
+            continue
+        if key in OWNED:
+            problems.append(f"{at}key {key!r}: {OWNED[key]}")
+        else:
+            hint = closest(key, KEYS)
+            problems.append(
+                f"{at}unknown key {key!r}" + (f" (did you mean {hint!r}?)" if hint else "")
+            )
+    for key in REQUIRED:
+        if key not in value:
+            problems.append(f"{at}key {key!r}: missing")
+    for key, check in KEYS.items():
+        if key in value and (why := check(value[key])) is not None:
+            problems.append(f"{at}key {key!r}: {why}")
+    has_agent, has_argv = value.get("agent") is not None, value.get("argv") is not None
+    if has_agent == has_argv:
+        problems.append(
+            f"{at}key 'agent': give either `agent` (a preset id) or `argv` (an ACP command of "
+            "your own), " + ("not both" if has_agent else "one of them")
+        )
+    if problems:
+        return None, problems
+    kw: dict[str, Any] = {k: tuple(v) if k in _TUPLES else v for k, v in value.items()}
+    if "timeout" in kw:
+        kw["timeout"] = float(kw["timeout"])
+    return Job(**kw, line=line), []
+
+
+def parse_lines(text: str) -> tuple[list[Job], list[str]]:
+    """The good jobs of a jobs file's text and every problem of the bad lines
+    (blank lines are skipped; a duplicate id is a bad line)."""
+    jobs: list[Job] = []
+    problems: list[str] = []
+    first_line: dict[str, int] = {}
+    for n, raw in enumerate(text.splitlines(), 1):
+        if not raw.strip():
+            continue
+        try:
+            value = json.loads(raw)
+        except ValueError as e:
+            problems.append(f"line {n}: not JSON: {e}")
+            continue
+        job, found = parse_job(value, n)
+        problems.extend(found)
+        if isinstance(value, dict) and isinstance(value.get("id"), str):
+            job_id = value["id"]
+            if job_id in first_line:
+                problems.append(
+                    f"line {n}: key 'id': {job_id!r} is already the id of line {first_line[job_id]}"
+                )
+                continue
+            first_line[job_id] = n
+        if job is not None:
+            jobs.append(job)
+    if not jobs and not problems:
+        problems.append("the jobs file holds no job (one JSON object per line)")
+    return jobs, problems
+
+
+def parse_jobs(text: str) -> list[Job]:
+    """Every job of a jobs file's text; `BadJobs` with every bad line."""
+    jobs, problems = parse_lines(text)
+    if problems:
+        raise BadJobs(problems)
+    return jobs
+
+
+def read_jobs(path: str | Path) -> tuple[list[Job], list[str]]:
+    """`parse_lines` of a file, with relative ``repo`` and ``policy`` paths taken
+    from the file's folder."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        return [], [f"{path}: cannot read the jobs file: {e.strerror}"]
+    except UnicodeDecodeError as e:
+        return [], [f"{path}: not UTF-8 text: {e}"]
+    jobs, problems = parse_lines(text)
+    return [anchored(j, path.parent) for j in jobs], problems
+
+
+def load_jobs(path: str | Path) -> list[Job]:
+    """The jobs of a file (`read_jobs`); `BadJobs` with every bad line."""
+    jobs, problems = read_jobs(path)
+    if problems:
+        raise BadJobs(problems)
+    return jobs
+
+
+def as_jobs(items: Iterable[Job | Mapping[str, Any]]) -> list[Job]:
+    """Jobs given as `Job`s or as dicts (a jobs-file line each), with every problem
+    of the dicts at once (named by their position, from 1)."""
+    jobs: list[Job] = []
+    problems: list[str] = []
+    seen: dict[str, int] = {}
+    for n, item in enumerate(items, 1):
+        if isinstance(item, Job):
+            job: Job | None = item
+        else:
+            job, found = parse_job(dict(item), None)
+            problems.extend(f"job {n}: {p}" for p in found)
+        if job is None:
+            continue
+        if job.id in seen:
+            problems.append(
+                f"job {n}: key 'id': {job.id!r} is already the id of job {seen[job.id]}"
+            )
+            continue
+        seen[job.id] = n
+        jobs.append(job)
+    if problems:
+        raise BadJobs(problems)
+    return jobs
+
+
+def anchored(job: Job, base: Path) -> Job:
+    """The job with its relative local paths (``repo``, ``policy``, ``extra_dirs``)
+    taken from ``base``."""
+    changes: dict[str, Any] = {}
+    if any(not os.path.isabs(os.path.expanduser(d)) for d in job.extra_dirs):
+        changes["extra_dirs"] = tuple(
+            d if os.path.isabs(os.path.expanduser(d)) else str((base / d).resolve())
+            for d in job.extra_dirs
+        )
+    if not is_url(job.repo) and not os.path.isabs(os.path.expanduser(job.repo)):
+        changes["repo"] = str((base / job.repo).resolve())
+    if isinstance(job.policy, str) and not os.path.isabs(os.path.expanduser(job.policy)):
+        changes["policy"] = str((base / job.policy).resolve())
+    return replace(job, **changes) if changes else job
+
+
+_SCP_LIKE: Final = re.compile(r"[A-Za-z0-9_.-]+@[A-Za-z0-9_.-]+:")
+
+
+def is_url(repo: str) -> bool:
+    """Whether ``repo`` is a git URL (``scheme://...`` or ``user@host:path``), not a path."""
+    return "://" in repo or bool(_SCP_LIKE.match(repo))
+
+
+# -- checking against the world ------------------------------------------------------------
+
+
+def check_jobs(jobs: Sequence[Job], ceiling: Ceiling) -> list[Job]:
+    """Every job put through what a run would check before it starts: its policy
+    file loaded (the job then carries the `Policy`, so a Ray worker needs no
+    copy of the file), `prepare` (capability, ceiling, agent installed,
+    variables set), its local repository and ref found. `BadJobs` with every
+    problem of every job; nothing is started."""
+    problems: list[str] = []
+    checked: list[Job] = []
+    with tempfile.TemporaryDirectory(prefix="governor-batch-check-") as scratch:
+        workspace = Path(scratch) / "workspace"
+        workspace.mkdir()
+        log = Path(scratch) / "audit.jsonl"
+        for job in jobs:
+            found: list[str] = []
+            job = _with_policy(job, found)
+            trial = replace(job, policy=None) if found else job  # the rest of it still checked
+            try:
+                prepare(trial.spec(workspace, log, ceiling=ceiling))
+            except RefusedBeforeStart as e:
+                found.extend(p for p in e.problems if not _about_the_clone(p))
+            found.extend(_repo_problems(job))
+            problems.extend(f"{job.where}: {p}" for p in found)
+            checked.append(job)
+    if problems:
+        raise BadJobs(problems)
+    return checked
+
+
+_LINE: Final = re.compile(r"line (\d+)\b")
+
+
+def by_line(problems: Iterable[str]) -> list[str]:
+    """Problems in the order of the lines they name (those naming none first)."""
+
+    def line(problem: str) -> int:
+        m = _LINE.search(problem)
+        return int(m.group(1)) if m else 0
+
+    return sorted(problems, key=line)
+
+
+def _with_policy(job: Job, problems: list[str]) -> Job:
+    if not isinstance(job.policy, str):
+        return job
+    from policies.policy import parse_policy
+
+    path = Path(job.policy).expanduser()
+    try:
+        policy = parse_policy(path.read_text(encoding="utf-8"), str(path))
+    except OSError as e:
+        problems.append(f"key 'policy': {path}: cannot read the policy: {e.strerror}")
+        return job
+    except ValueError as e:
+        problems.append(f"key 'policy': {e}")
+        return job
+    return replace(job, policy=policy)
+
+
+def _about_the_clone(problem: str) -> bool:
+    """Problems of the stand-in workspace the check uses, not of the job: the
+    policy's extra directories are looked for again beside the real clone."""
+    return problem.startswith("an extra directory of the policy does not exist")
+
+
+def _repo_problems(job: Job) -> list[str]:
+    """A local repository that is not there, or a ref it does not have (a URL is
+    only reached when its job runs)."""
+    if is_url(job.repo):
+        return []
+    repo = Path(job.repo).expanduser()
+    if not repo.is_dir():
+        return [f"key 'repo': {repo} is not a directory (give a path to a git repository or a URL)"]
+    done = _git(repo, "rev-parse", "--git-dir")
+    if done.returncode != 0:
+        return [f"key 'repo': {repo} is not a git repository"]
+    if job.ref is None:
+        return []
+    done = _git(
+        repo, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{job.ref}^{{commit}}"
+    )
+    if done.returncode != 0:
+        return [f"key 'ref': {repo} has no commit {job.ref!r}"]
+    return []
+
+
+def _git(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["git", "-C", str(repo), *args],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+        env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},
+    )
+
+
+def _json_type(value: Any) -> str:
+    names = {list: "a list", str: "a string", bool: "a boolean", type(None): "null"}
+    return names.get(type(value), "a number")

@@ -1,0 +1,130 @@
+"""One job, start to end, wherever it runs (the local pool or a Ray worker):
+clone, attempt, diff, and the result as plain values.
+
+Rules of this file:
+
+- **A job always ends as a `JobResult`.** A clone that fails, an attempt
+  refused before start (a node that cannot sandbox included), a diff that
+  cannot be taken: each is a ``failed`` outcome whose reason names the step.
+  Only an interruption (`stop` set, Ctrl-C) makes a result the caller must
+  not record, flagged `JobResult.interrupted`.
+- **Nothing is left behind.** The workspace and the log are made in a fresh
+  temporary folder (never inside the batch's output, where a half-made job
+  could be mistaken for a finished one) and removed however the job ends;
+  what outlives it is in the result: the outcome, the patch and the log's
+  bytes, for the caller to write.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import structlog
+import trio
+
+from governor.attempt import run_attempt
+from governor.batch.clone import GitFailed, changes, clone
+from governor.batch.jobs import Job
+from governor.outcome import Outcome
+from governor.spec import RefusedBeforeStart
+from policies.ceiling import Ceiling
+
+
+@dataclass(slots=True)
+class JobResult:
+    """What a job came to: its outcome line (without the job's paths in the
+    output, which the writer adds), its patch and its audit log's bytes."""
+
+    job: str
+    outcome: dict[str, Any]
+    patch: bytes
+    log: bytes
+    interrupted: bool = False
+    """The job was stopped before its end (Ctrl-C): not to be recorded."""
+
+    @property
+    def status(self) -> str:
+        """The outcome's status."""
+        return str(self.outcome["status"])
+
+
+def failed(job: Job, reason: str, **facts: Any) -> dict[str, Any]:
+    """The outcome line of a job that ended ``failed`` without an attempt's outcome."""
+    return {**Outcome("failed", reason).to_json(), **_facts(job), **facts}
+
+
+def _facts(job: Job) -> dict[str, Any]:
+    return {"repo": job.repo, "ref": job.ref}
+
+
+async def run_job(
+    job: Job,
+    *,
+    ceiling: Ceiling | None = None,
+    stop: trio.Event | None = None,
+    on_event: Callable[[str, dict[str, Any]], None] | None = None,
+    scratch: str | Path | None = None,
+) -> JobResult:
+    """Clone the job's repository at its ref into a fresh workspace, run its
+    attempt, take the diff, and return everything as a `JobResult`; the
+    workspace is removed. ``scratch`` is where the temporary folder goes
+    (default: the system's)."""
+    started = time.monotonic()
+    folder = Path(tempfile.mkdtemp(prefix=f"governor-batch-{job.id}-", dir=scratch))
+    log_path = folder / "audit.jsonl"
+    with structlog.contextvars.bound_contextvars(job=job.id):
+        try:
+            outcome, patch = await _run(job, folder, log_path, ceiling, stop, on_event)
+        finally:
+            log = log_path.read_bytes() if log_path.exists() else b""
+            with trio.CancelScope(shield=True):  # removed even when the job is cancelled
+                await trio.to_thread.run_sync(_remove, folder)
+    outcome["host"], outcome["pid"] = socket.gethostname(), os.getpid()
+    outcome["job_s"] = round(time.monotonic() - started, 3)
+    interrupted = stop is not None and stop.is_set()
+    return JobResult(job.id, outcome, patch, log, interrupted)
+
+
+async def _run(
+    job: Job,
+    folder: Path,
+    log_path: Path,
+    ceiling: Ceiling | None,
+    stop: trio.Event | None,
+    on_event: Callable[[str, dict[str, Any]], None] | None,
+) -> tuple[dict[str, Any], bytes]:
+    at = f" at {job.ref}" if job.ref else ""
+    try:
+        workspace = await clone(job.repo, job.ref, folder / job.id)
+    except GitFailed as e:
+        return failed(job, f"could not clone {job.repo}{at}: {e}"), b""
+    facts = {**_facts(job), "commit": workspace.commit}
+    if stop is not None and stop.is_set():  # stopped while cloning: start no agent
+        return {**failed(job, "interrupted before its attempt"), **facts}, b""
+    spec = job.spec(workspace.path, log_path, ceiling=ceiling, on_event=on_event)
+    try:
+        outcome = (await run_attempt(spec, stop=stop)).to_json()
+    except RefusedBeforeStart as e:
+        outcome = failed(job, "refused before start: " + "; ".join(e.problems))
+    outcome.pop("tool_calls", None)  # the audit log beside the outcome holds them
+    outcome.update(facts)
+    try:
+        patch = await changes(workspace)
+    except (GitFailed, trio.TooSlowError) as e:
+        done = f" (the attempt was {outcome['status']})" if outcome["status"] != "failed" else ""
+        outcome["status"] = "failed"
+        outcome["reason"] = f"the workspace's changes could not be taken{done}: {e}"
+        patch = b""
+    return outcome, patch
+
+
+def _remove(folder: Path) -> None:
+    shutil.rmtree(folder, ignore_errors=True)
