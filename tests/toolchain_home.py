@@ -103,3 +103,19 @@ def make_toolchain(home: Path, workspace: Path, canary: str) -> Toolchain:
         capture_output=True,
     )
     return Toolchain(f"{local}/bin:{home}/.cargo/bin:/usr/bin:/bin", prefix)
+
+
+def developer_workspace(home: Path, workspace: Path, canary: str) -> Toolchain:
+    """A repository in ``workspace`` (its venv ignored) and the toolchain in ``home``."""
+    make_repository(workspace)
+    toolchain = make_toolchain(home, workspace, canary)
+    (workspace / ".gitignore").write_text(".venv/\n")
+    return toolchain
+
+
+def check_probe_and_commit(text: str, toolchain: Toolchain, canary: str, workspace: Path) -> None:
+    """What ``PROBE; COMMIT`` run inside must show: every tool ran, no secret was
+    read, and the commit landed in the host's repository."""
+    assert toolchain.worked(text), text
+    assert canary not in text
+    assert "committed" in text and commits(workspace) == ["from-the-sandbox", "first"]

@@ -16,9 +16,8 @@ from toolchain_home import (
     COMMIT,
     PROBE,
     WHY_NOT,
-    commits,
-    make_repository,
-    make_toolchain,
+    check_probe_and_commit,
+    developer_workspace,
 )
 
 from governor.attempt import run_attempt
@@ -165,9 +164,7 @@ async def test_the_persons_toolchain_in_home_runs_in_its_own_bash_and_secrets_st
     # its own Bash, inside the agent's sandbox; HOME is the job's, not the
     # password database's (as in a CI container)
     canary = "CANARY-toolchain-agent"
-    make_repository(job.workspace)
-    toolchain = make_toolchain(job.home, job.workspace, canary)
-    (job.workspace / ".gitignore").write_text(".venv/\n")
+    toolchain = developer_workspace(job.home, job.workspace, canary)
     with StandIn([bash(f"{PROBE}; {COMMIT}")]) as model:
         kw = job.claude(model.url)
         kw["environ"]["PATH"] = f"{toolchain.path}:{kw['environ']['PATH']}"
@@ -178,9 +175,7 @@ async def test_the_persons_toolchain_in_home_runs_in_its_own_bash_and_secrets_st
     assert records(outcome, "terminal") == []  # not through the governor's terminals
     (result,) = model.tool_results()
     text = str(result["content"])
-    assert toolchain.worked(text), text
-    assert canary not in text
-    assert "committed" in text and commits(job.workspace) == ["from-the-sandbox", "first"]
+    check_probe_and_commit(text, toolchain, canary, job.workspace)
 
 
 async def test_with_home_not_the_password_databases_it_finds_its_settings_there(job: Job) -> None:

@@ -21,9 +21,8 @@ from toolchain_home import (
     COMMIT,
     PROBE,
     WHY_NOT,
-    commits,
-    make_repository,
-    make_toolchain,
+    check_probe_and_commit,
+    developer_workspace,
 )
 
 from governor.attempt import run_attempt
@@ -170,9 +169,7 @@ async def test_the_persons_toolchain_in_home_runs_in_a_governed_terminal_and_sec
 ) -> None:
     # HOME is the job's, not the password database's (as in a CI container)
     canary = "CANARY-toolchain-terminal"
-    make_repository(job.workspace)
-    toolchain = make_toolchain(job.home, job.workspace, canary)
-    (job.workspace / ".gitignore").write_text(".venv/\n")
+    toolchain = developer_workspace(job.home, job.workspace, canary)
     with StandIn([bash(f"{PROBE}; {COMMIT}")]) as model:
         kw = job.claude(model.url)
         kw["environ"]["PATH"] = f"{toolchain.path}:{kw['environ']['PATH']}"
@@ -183,9 +180,7 @@ async def test_the_persons_toolchain_in_home_runs_in_a_governed_terminal_and_sec
     assert list(commands.values()) == ["allow"], outcome.tool_calls
     (result,) = model.tool_results()
     text = str(result["content"])
-    assert toolchain.worked(text), text
-    assert canary not in text
-    assert "committed" in text and commits(job.workspace) == ["from-the-sandbox", "first"]
+    check_probe_and_commit(text, toolchain, canary, job.workspace)
 
 
 async def test_the_event_stream_holds_every_decision_of_the_log_in_order(job: Job) -> None:
