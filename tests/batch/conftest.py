@@ -47,11 +47,14 @@ def repo(tmp_path: Path) -> Path:
 def slow_demo(seconds: float) -> list[str]:
     """The demo agent, started ``seconds`` late (a job that is still running when
     the test interrupts or kills something)."""
+    # The script's path is an argument of its own, not only inside the code: the
+    # agent sandbox keeps the absolute paths of an agent's argv visible, and a
+    # checkout under /tmp (a CI clone) is otherwise hidden by the private /tmp.
     code = (
-        f"import runpy, sys, time; time.sleep({seconds}); sys.argv = [{str(DEMO)!r}]; "
-        f"runpy.run_path({str(DEMO)!r}, run_name='__main__')"
+        f"import runpy, sys, time; time.sleep({seconds}); sys.argv = sys.argv[1:]; "
+        "runpy.run_path(sys.argv[0], run_name='__main__')"
     )
-    return [sys.executable, "-c", code]
+    return [sys.executable, "-c", code, str(DEMO)]
 
 
 def demo_job(job_id: str, repo: Path, **kw: Any) -> dict[str, Any]:
