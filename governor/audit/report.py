@@ -40,7 +40,6 @@ from governor.audit.replay import shown
 from governor.audit.tally import Tally
 from governor.audit.verify import INCOMPLETE, UNFINISHED, Verification
 
-TALLY_COLUMNS: Final = ("asked", "allowed", "waited", "refused", "reported", "unasked")
 UNASKED_KINDS: Final = ("unasked", "changed")
 """The records of changes made without asking: ``unasked`` (nothing explains
 them) and ``changed`` (only an allowed permission does: ``explained_by``)."""
@@ -167,11 +166,11 @@ def _verification(group: AttemptRecords, check: Verification, log_name: str) -> 
 
 
 def _tally(counted: Tally, recorded: Any) -> str:
-    values = asdict(counted)
+    values: dict[str, int] = asdict(counted)  # the counts in the order `Tally` names them
     top = max([1, *values.values()])
     bar_h, gap, label_w, bar_w = 20, 6, 80, 360
     bars = []
-    for i, name in enumerate(TALLY_COLUMNS):
+    for i, name in enumerate(values):
         y = i * (bar_h + gap)
         w = round(bar_w * values[name] / top)
         bars.append(
@@ -181,11 +180,11 @@ def _tally(counted: Tally, recorded: Any) -> str:
             f'<text x="{label_w + w + 6}" y="{y + 15}" class="count" '
             f'id="tally-{name}">{values[name]}</text>'
         )
-    height = len(TALLY_COLUMNS) * (bar_h + gap)
+    height = len(values) * (bar_h + gap)
     width = label_w + bar_w + 60
     note = ""
-    if isinstance(recorded, Mapping) and any(recorded.get(c) != values[c] for c in TALLY_COLUMNS):
-        written = ", ".join(f"{recorded.get(c)} {c}" for c in TALLY_COLUMNS)
+    if isinstance(recorded, Mapping) and any(recorded.get(c) != n for c, n in values.items()):
+        written = ", ".join(f"{recorded.get(c)} {c}" for c in values)
         note = (
             f'<p class="bad">the attempt-end record says {_e(written)}: not what its '
             "records count</p>"

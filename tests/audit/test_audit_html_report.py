@@ -258,6 +258,20 @@ def test_a_tampered_log_is_reported_as_such_in_the_page(logs: Logs, tmp_path: Pa
     assert "TAMPERED: line 3 was edited" in html
 
 
+def test_an_end_record_whose_tally_is_not_its_records_is_shown_apart(
+    logs: Logs, tmp_path: Path
+) -> None:
+    lines = logs.demo.read_text().splitlines(keepends=True)
+    assert '"asked":6,' in lines[-1]
+    lines[-1] = lines[-1].replace('"asked":6,', '"asked":2,')
+    edited = tmp_path / "tally.jsonl"
+    edited.write_text("".join(lines))
+    text = " ".join(Page(logs.page(edited, "tally.html")).text)
+    assert f"TAMPERED: line {len(lines)} was edited" in text
+    assert "the attempt-end record says 2 asked, 5 allowed" in text
+    assert "not what its records count" in text
+
+
 def test_an_attempt_the_governor_did_not_finish_says_so(logs: Logs, tmp_path: Path) -> None:
     cut = tmp_path / "cut.jsonl"
     cut.write_text("".join(logs.demo.read_text().splitlines(keepends=True)[:-1]))
