@@ -4,18 +4,21 @@ verification of the hash chain, and replay under another policy.
     governor audit [--refused | --attempt ID] [--json] LOG|DIR ...
     governor audit verify [--json] LOG|DIR ...
     governor audit replay LOG --policy FILE [--ceiling FILE] [--attempt ID] [--json]
+    governor audit report LOG|DIR [--attempt ID] -o FILE.html
 
 A directory stands for every ``*.jsonl`` file under it; a batch's output
 (``governor batch --out DIR``) for its jobs: one row per job and the batch's
 total tally. Exit codes: 0 done (a
 log that verifies, unfinished attempts included); 1 a log that does not verify,
-or no attempt by that id; 2 usage (a missing file, a bad policy).
+or no attempt by that id; 2 usage (a missing file, a bad policy, several
+attempts and no ``--attempt`` for the page).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -40,13 +43,15 @@ from governor.audit.verify import INCOMPLETE, UNFINISHED
 
 USAGE: Final = """governor audit [--refused | --attempt ID] [--json] LOG|DIR ...
        governor audit verify [--json] LOG|DIR ...
-       governor audit replay LOG --policy FILE [--ceiling FILE] [--attempt ID] [--json]"""
+       governor audit replay LOG --policy FILE [--ceiling FILE] [--attempt ID] [--json]
+       governor audit report LOG|DIR [--attempt ID] -o FILE.html"""
 
 EXIT_CODES: Final = """exit codes:
   0  done (the report warns of a log that does not verify; verify reports unfinished
      attempts and a line cut by a crash without failing)
   1  verify: a log does not verify (its first bad line is named); --attempt: no such id
-  2  usage: a missing log, an unreadable or invalid policy
+  2  usage: a missing log, an unreadable or invalid policy; report: several attempts
+     and no --attempt (the choices are named)
 """
 
 TALLY_COLUMNS: Final = ("asked", "allowed", "waited", "refused", "reported", "unasked")
@@ -64,7 +69,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description="Read audit logs back. With LOG|DIR: one row per attempt (its agent, "
         "status and tally). `verify` checks the hash chain (exit 1 names the first line "
         "edited, deleted, inserted or reordered); `replay` re-decides every recorded action "
-        "under another policy and lists what would change.",
+        "under another policy and lists what would change; `report` writes one attempt as a "
+        "self-contained HTML page (header, tally chart, refusals, unasked changes, a "
+        "filterable timeline, the chain's verification).",
         usage=USAGE,
         epilog=EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -114,6 +121,27 @@ def _replay_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _page_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="governor audit report",
+        description="Write one attempt as a self-contained HTML page (no network, no other "
+        "file): its header, the tally as a chart, each refusal with its rule and reason, the "
+        "changes made without asking and what explains them, a timeline of every decision "
+        "(filter by verdict and kind; report.html#verdict=deny opens filtered) and the "
+        "verification of the log's hash chain.",
+    )
+    p.add_argument("paths", nargs="+", metavar="LOG|DIR")
+    p.add_argument(
+        "--attempt",
+        metavar="ID",
+        help="the attempt (an id or a unique prefix); needed when the logs hold several",
+    )
+    p.add_argument(
+        "-o", "--output", metavar="FILE", required=True, help="the page to write ('-': stdout)"
+    )
+    return p
+
+
 def main(args: argparse.Namespace) -> int:
     """Dispatch to the report, `verify` or `replay`; map errors to exit 2."""
     rest = list(args.args)
@@ -123,6 +151,9 @@ def main(args: argparse.Namespace) -> int:
         if rest[:1] == ["verify"]:
             sub = _verify_parser().parse_args(rest[1:])
             return run_verify(sub.paths, as_json=sub.json or args.json)
+        if rest[:1] == ["report"]:
+            sub = _page_parser().parse_intermixed_args(rest[1:])
+            return run_page(sub.paths, sub.output, attempt=sub.attempt or args.attempt)
         if rest[:1] == ["replay"]:
             sub = _replay_parser().parse_args(rest[1:])
             return run_replay(
@@ -440,6 +471,57 @@ def _story(groups: list[AttemptRecords], wanted: str, as_json: bool) -> int:
     if group.end is None:
         print(f"          {UNFINISHED}")
     return 0
+
+
+# -- report: one attempt as an HTML page ----------------------------------------------
+
+
+def run_page(paths: Sequence[str], output: str, *, attempt: str | None = None) -> int:
+    """Write one attempt's page (`governor.audit.report`) to ``output``. Exit 1 for an
+    id that names no attempt (or several), 2 for several attempts and no id; both
+    name the choices."""
+    from governor.audit.report import render
+    from governor.secrets import Masker
+
+    logs = read_logs(paths)
+    owner = {id(g): log for log in logs for g in log.attempts}
+    groups = [g for log in logs for g in log.attempts]
+    if not groups:
+        raise UsageError(f"no attempts in {', '.join(paths)}")
+    if attempt is None:
+        if len(groups) > 1:
+            raise UsageError(
+                f"the logs hold {len(groups)} attempts: choose one with --attempt ID "
+                f"({_choices(groups)})"
+            )
+        group = groups[0]
+    else:
+        try:
+            group = find_attempt(groups, attempt)
+        except LookupError as e:
+            print(f"governor audit: {e}; the attempts: {_choices(groups)}", file=sys.stderr)
+            return 1
+    log = owner[id(group)]
+    for note in _integrity_notes([log]):
+        print(f"warning: {note}", file=sys.stderr)
+    # The records are masked as written; the log's name is the one thing the page adds.
+    masked = Masker.from_environ(os.environ).text
+    page = render(group, log.check, log_name=masked(str(log.path)))
+    if output == "-":
+        sys.stdout.write(page)
+        return 0
+    try:
+        Path(output).write_text(page, encoding="utf-8")
+    except OSError as e:
+        raise UsageError(f"{output}: cannot write the page: {e.strerror}") from None
+    print(f"wrote {output}: attempt {group.attempt}, {len(group.records)} record(s)")
+    return 0
+
+
+def _choices(groups: list[AttemptRecords], most: int = 20) -> str:
+    names = [g.attempt for g in groups]
+    more = f" and {len(names) - most} more" if len(names) > most else ""
+    return ", ".join(names[:most]) + more
 
 
 # -- verify ---------------------------------------------------------------------------

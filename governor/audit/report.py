@@ -1,0 +1,451 @@
+"""One attempt as one self-contained HTML page: ``governor audit report``.
+
+Rules of this file:
+
+- **Everything from the log is escaped.** Record fields come from the agent (a
+  tool's title, a command, a path), so every value reaches the page through
+  `_e` (``html.escape``, quotes included), as text or inside a quoted
+  attribute. No value from the log is put in the script, the style, a URL or an
+  unquoted attribute: the script reads the rows' ``data-*`` attributes and the
+  checkboxes' values, and sets only ``hidden`` and text.
+- **Self-contained.** No network and no other file: the style and the script
+  are inline, the chart is inline SVG, links are ``#`` anchors. The page's
+  Content-Security-Policy allows that one style and that one script (by hash)
+  and nothing else, so a value that ever slipped past the escaping could
+  neither run nor fetch.
+- **Nothing added unmasked.** The values are the log's, masked when they were
+  written; what the page adds besides them (the log's name) the caller masks.
+- **Read once.** The records come from `governor.audit.reading` (grouped and
+  verified in one pass); the tally is `tally`'s, as the outcome computes it.
+
+The timeline filters by verdict and kind with checkboxes; the URL's fragment
+holds the filter (``report.html#verdict=deny&kind=permission,terminal``), so a
+filtered view can be linked to, and opening such a link applies it.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import json
+import time
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import asdict
+from typing import Any, Final
+
+from governor.audit.reading import AttemptRecords, row
+from governor.audit.replay import shown
+from governor.audit.tally import Tally
+from governor.audit.verify import INCOMPLETE, UNFINISHED, Verification
+
+UNASKED_KINDS: Final = ("unasked", "changed")
+"""The records of changes made without asking: ``unasked`` (nothing explains
+them) and ``changed`` (only an allowed permission does: ``explained_by``)."""
+
+EXPLANATIONS: Final = {
+    "named": "the allowed permission's tool call named this path",
+    "window": "it changed while an allowed tool call ran (the time rule: "
+    "two tool calls at once can fool it)",
+}
+"""What each `governor.attribution` rule that reaches a ``changed`` record means."""
+
+
+def decisions(group: AttemptRecords) -> list[dict[str, Any]]:
+    """The attempt's decision records: every record but its start and end."""
+    return [r for r in group.records if r.get("kind") not in ("attempt-start", "attempt-end")]
+
+
+def render(group: AttemptRecords, check: Verification, *, log_name: str) -> str:
+    """The page for one attempt: its header, tally chart, refusals, unasked
+    changes, timeline (with filters) and the verification of its log's chain.
+
+    ``check`` is the verification of the whole log the attempt was read from;
+    ``log_name`` is shown as given (the caller masks it).
+    """
+    summary = row(group)
+    rows = decisions(group)
+    t0 = summary.started
+    body = "\n".join(
+        [
+            f"<h1>Attempt <code>{_e(group.attempt)}</code></h1>",
+            _header(group, summary.status, summary.reason, summary.duration_s, log_name),
+            _verification(group, check, log_name),
+            _tally(summary.tally, (group.end or {}).get("tally")),
+            _refusals(rows),
+            _unasked(rows),
+            _timeline(rows, t0),
+        ]
+    )
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{_e(_CSP)}">\n'
+        '<meta name="referrer" content="no-referrer">\n'
+        f"<title>governor audit report: {_e(group.attempt)}</title>\n"
+        f"<style>{_STYLE}</style>\n</head>\n<body>\n{body}\n"
+        f"<script>{_SCRIPT}</script>\n</body>\n</html>\n"
+    )
+
+
+# -- sections --------------------------------------------------------------------------
+
+
+def _header(
+    group: AttemptRecords,
+    status: str,
+    reason: str | None,
+    duration: float | None,
+    log_name: str,
+) -> str:
+    start, end = group.start or {}, group.end
+    t0 = start.get("time")
+    started = (
+        time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(t0))
+        if isinstance(t0, int | float)
+        else "?"
+    )
+    agent = start.get("preset") or start.get("agent") or "?"
+    argv = " ".join(map(str, start.get("argv") or []))
+    sandboxed = start.get("sandboxed_agent")
+    shown_status = status + (f": {reason}" if reason else "")
+    how_long = "?" if duration is None else f"{duration:.3f} s" + ("" if end else " (so far)")
+    fields: list[tuple[str, Any]] = [
+        ("agent", agent),
+        ("argv", argv or None),
+        ("capability", start.get("capability")),
+        ("approvals", start.get("approvals")),
+        ("agent sandboxed", None if sandboxed is None else ("yes" if sandboxed else "NO")),
+        ("policy", _digest(start.get("policy"), start.get("policy_source"))),
+        ("ceiling", _digest(start.get("ceiling"), start.get("ceiling_source"))),
+        ("workspace", start.get("workspace")),
+        ("roots", ", ".join(map(str, start.get("roots") or [])) or None),
+        ("started", started),
+        ("status", shown_status),
+        ("duration", how_long),
+        ("log", log_name),
+    ]
+    if not group.start:
+        fields.append(("note", "the log holds no attempt-start record for this attempt"))
+    items = "".join(
+        f"<dt>{_e(name)}</dt><dd>{_e(value)}</dd>" for name, value in fields if value is not None
+    )
+    css = "good" if status == "completed" else "bad"
+    return f'<section id="header"><dl class="{css}">{items}</dl></section>'
+
+
+def _digest(digest: Any, source: Any) -> str | None:
+    if digest is None and source is None:
+        return None
+    return f"{digest or '?'} ({source or 'source not recorded'})"
+
+
+def _verification(group: AttemptRecords, check: Verification, log_name: str) -> str:
+    notes: list[str] = []
+    if check.problem is None:
+        verdict = (
+            f"intact: {check.records} line(s), {check.attempts} attempt(s), "
+            "every record's hash and link checked"
+        )
+        css = "good"
+    else:
+        verdict = f"TAMPERED: {check.problem.what}"
+        css = "bad"
+    if group.attempt in check.unfinished or group.end is None:
+        notes.append(f"this attempt: {UNFINISHED}")
+    for n in check.incomplete:
+        notes.append(f"line {n}: {INCOMPLETE}")
+    items = "".join(f"<li>{_e(n)}</li>" for n in notes)
+    return (
+        '<section id="verify"><h2>The hash chain</h2>'
+        f'<p class="{css}" id="verify-result">{_e(log_name)}: {_e(verdict)}</p>'
+        + (f"<ul>{items}</ul>" if items else "")
+        + "</section>"
+    )
+
+
+def _tally(counted: Tally, recorded: Any) -> str:
+    values: dict[str, int] = asdict(counted)  # the counts in the order `Tally` names them
+    top = max([1, *values.values()])
+    bar_h, gap, label_w, bar_w = 20, 6, 80, 360
+    bars = []
+    for i, name in enumerate(values):
+        y = i * (bar_h + gap)
+        w = round(bar_w * values[name] / top)
+        bars.append(
+            f'<text x="{label_w - 8}" y="{y + 15}" class="label">{name}</text>'
+            f'<rect x="{label_w}" y="{y}" width="{w}" height="{bar_h}" class="bar {name}">'
+            f"<title>{name}: {values[name]}</title></rect>"
+            f'<text x="{label_w + w + 6}" y="{y + 15}" class="count" '
+            f'id="tally-{name}">{values[name]}</text>'
+        )
+    height = len(values) * (bar_h + gap)
+    width = label_w + bar_w + 60
+    note = ""
+    if isinstance(recorded, Mapping) and any(recorded.get(c) != n for c, n in values.items()):
+        written = ", ".join(f"{recorded.get(c)} {c}" for c in values)
+        note = (
+            f'<p class="bad">the attempt-end record says {_e(written)}: not what its '
+            "records count</p>"
+        )
+    return (
+        '<section id="tally"><h2>Tally</h2>'
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="tally">'
+        + "".join(bars)
+        + f"</svg>{note}</section>"
+    )
+
+
+def _refusals(rows: list[dict[str, Any]]) -> str:
+    refused = [r for r in rows if r.get("verdict") == "deny"]
+    if not refused:
+        return '<section id="refusals"><h2>Refused</h2><p>nothing was refused</p></section>'
+    lines = "".join(
+        f'<tr class="refusal">{_seq_link(r.get("seq"))}<td>{_e(r.get("kind"))}</td>'
+        f"<td>{_subject(r.get('subject'), r)}</td><td>{_e(r.get('by'))}</td>"
+        f'<td class="rule">{_e(r.get("rule"))}</td><td class="reason">{_e(r.get("reason"))}</td></tr>'
+        for r in refused
+    )
+    return (
+        f'<section id="refusals"><h2>Refused ({len(refused)})</h2><table>'
+        "<thead><tr><th>#</th><th>kind</th><th>what</th><th>by</th><th>rule</th>"
+        f"<th>reason</th></tr></thead><tbody>{lines}</tbody></table></section>"
+    )
+
+
+def _unasked(rows: list[dict[str, Any]]) -> str:
+    found = [r for r in rows if r.get("kind") in UNASKED_KINDS]
+    if not found:
+        return (
+            '<section id="unasked"><h2>Changes without asking</h2>'
+            "<p>every change is accounted for by a governed action</p></section>"
+        )
+    lines = "".join(
+        f'<tr class="{_e(r.get("kind"))}">{_seq_link(r.get("seq"))}<td>{_e(r.get("kind"))}</td>'
+        f"<td>{_subject(r.get('subject'), r)}</td>"
+        f"<td>{_e(_field(r.get('subject'), 'change'))}</td><td>{_e(r.get('by'))}</td>"
+        f'<td class="explained">{_explained(r)}</td></tr>'
+        for r in found
+    )
+    return (
+        f'<section id="unasked"><h2>Changes without asking ({len(found)})</h2><table>'
+        "<thead><tr><th>#</th><th>kind</th><th>what</th><th>change</th><th>found by</th>"
+        f"<th>what explains it</th></tr></thead><tbody>{lines}</tbody></table></section>"
+    )
+
+
+def _explained(record: Mapping[str, Any]) -> str:
+    cause = record.get("explained_by")
+    reason = f'<div class="reason">{_e(record.get("reason"))}</div>'
+    if not isinstance(cause, Mapping):
+        return f'<strong class="bad">nothing explains it</strong>{reason}'
+    rule = str(cause.get("rule"))
+    parts = [f"rule <code>{_e(rule)}</code>"]
+    if cause.get("tool_call") is not None:
+        parts.append(f"tool call <code>{_e(cause.get('tool_call'))}</code>")
+    seq = cause.get("seq")
+    if isinstance(seq, int):
+        parts.append(f'allowed at <a href="#r{seq}">#{seq}</a>')
+    meaning = EXPLANATIONS.get(rule)
+    why = f"<div>{_e(meaning)}</div>" if meaning else ""
+    return f"explained by {', '.join(parts)}{why}{reason}"
+
+
+def _timeline(rows: list[dict[str, Any]], t0: float | None) -> str:
+    verdicts = Counter(_value(r.get("verdict")) for r in rows)
+    kinds = Counter(_value(r.get("kind")) for r in rows)
+    body = "".join(_timeline_row(r, t0) for r in rows)
+    return (
+        '<section id="timeline-section"><h2>Timeline: requests and decisions</h2>'
+        '<form id="filters" action="#">'
+        + _boxes("verdict", verdicts)
+        + _boxes("kind", kinds)
+        + '<a href="#all=">show all</a></form>'
+        "<noscript><p>The filters need JavaScript; every decision is shown.</p></noscript>"
+        f'<p id="shown" data-shown="{len(rows)}" data-total="{len(rows)}">'
+        f"{len(rows)} of {len(rows)} decisions shown</p>"
+        '<table id="timeline"><thead><tr><th>#</th><th>time</th><th>kind</th>'
+        "<th>request</th><th>what</th><th>verdict</th><th>by</th><th>rule</th>"
+        f"<th>reason</th><th>option</th></tr></thead><tbody>{body}</tbody></table></section>"
+    )
+
+
+def _boxes(group: str, counts: Counter[str]) -> str:
+    boxes = "".join(
+        f'<label><input type="checkbox" name="{group}" value="{_e(value)}" checked> '
+        f"{_e(value)} ({n})</label>"
+        for value, n in sorted(counts.items())
+    )
+    return f"<fieldset><legend>{group}</legend>{boxes}</fieldset>"
+
+
+def _timeline_row(r: Mapping[str, Any], t0: float | None) -> str:
+    at = r.get("time")
+    clock = f"+{at - t0:.3f}s" if isinstance(at, int | float) and t0 is not None else ""
+    verdict, kind = _value(r.get("verdict")), _value(r.get("kind"))
+    seq = r.get("seq")
+    anchor = f' id="r{seq}"' if isinstance(seq, int) else ""
+    return (
+        f'<tr{anchor} data-verdict="{_e(verdict)}" data-kind="{_e(kind)}" '
+        f'class="v-{_css(verdict)}"><td>{_e(seq)}</td><td>{_e(clock)}</td>'
+        f"<td>{_e(kind)}</td><td>{_e(r.get('request'))}</td>"
+        f"<td>{_subject(r.get('subject'), r)}</td><td>{_e(verdict)}</td>"
+        f"<td>{_e(r.get('by'))}</td><td>{_e(r.get('rule'))}</td>"
+        f"<td>{_e(r.get('reason'))}</td><td>{_e(r.get('option'))}</td></tr>"
+    )
+
+
+def _subject(subject: Any, record: Mapping[str, Any]) -> str:
+    """What a record is about: its command, path or title, the title apart when the
+    command is shown, and every field of the subject folded away."""
+    main = shown(record)
+    if not main and subject is not None:
+        main = _json(subject)
+    title = _field(subject, "title")
+    parts = [f'<span class="what">{_e(main)}</span>']
+    if title and title != main:
+        parts.append(f'<div class="title">{_e(title)}</div>')
+    if isinstance(subject, Mapping) and subject:
+        parts.append(
+            f"<details><summary>fields</summary><pre>{_e(_json(subject, indent=1))}</pre></details>"
+        )
+    return "".join(parts)
+
+
+def _seq_link(seq: Any) -> str:
+    if isinstance(seq, int):
+        return f'<td><a href="#r{seq}">#{seq}</a></td>'
+    return f"<td>{_e(seq)}</td>"
+
+
+# -- values ----------------------------------------------------------------------------
+
+
+def _e(value: Any) -> str:
+    """Any value as escaped text (quotes too, so it may stand in a quoted attribute)."""
+    if value is None:
+        return ""
+    text = value if isinstance(value, str) else _json(value)
+    return html.escape(text, quote=True)
+
+
+def _json(value: Any, indent: int | None = None) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, indent=indent, default=str)
+
+
+def _field(subject: Any, key: str) -> str | None:
+    value = subject.get(key) if isinstance(subject, Mapping) else None
+    return value if isinstance(value, str) and value else None
+
+
+def _value(value: Any) -> str:
+    """A verdict or kind as the filter's value: ``-`` when the record has none."""
+    if value is None:
+        return "-"
+    return value if isinstance(value, str) else _json(value)
+
+
+def _css(value: str) -> str:
+    """A class name from a verdict: letters, digits and ``-`` only."""
+    return "".join(c if c.isascii() and (c.isalnum() or c == "-") else "_" for c in value)
+
+
+def _sha256(text: str) -> str:
+    return "sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode()
+
+
+_STYLE: Final = """
+body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; color: #1b1b1b; }
+h1 { font-size: 1.3em; } h2 { font-size: 1.1em; margin-top: 1.6em; }
+code, pre, td { font-family: ui-monospace, monospace; font-size: 12px; }
+dl { display: grid; grid-template-columns: max-content 1fr; gap: 2px 12px;
+     padding: 8px; border-left: 4px solid #888; }
+dl.good { border-color: #2e7d32; } dl.bad { border-color: #c62828; }
+dt { font-weight: 600; } dd { margin: 0; font-family: ui-monospace, monospace; }
+p.good { color: #2e7d32; } p.bad, .bad { color: #c62828; }
+table { border-collapse: collapse; width: 100%; }
+th, td { border: 1px solid #ddd; padding: 3px 6px; text-align: left; vertical-align: top; }
+th { background: #f3f3f3; font-family: system-ui, sans-serif; }
+tr.v-deny td { background: #fdecea; } tr.v-reported td { background: #fff8e1; }
+tr.v-approval td { background: #e8f0fe; }
+td .title { color: #555; } details summary { color: #777; cursor: pointer; }
+pre { white-space: pre-wrap; margin: 2px 0; }
+fieldset { display: inline-block; margin: 0 1em 0.5em 0; }
+label { margin-right: 0.8em; white-space: nowrap; }
+svg .label { text-anchor: end; font-size: 12px; }
+svg .count { font-size: 12px; }
+svg .bar { fill: #607d8b; } svg .allowed { fill: #2e7d32; } svg .refused { fill: #c62828; }
+svg .unasked { fill: #ef6c00; } svg .waited { fill: #1565c0; } svg .reported { fill: #f9a825; }
+"""
+
+_SCRIPT: Final = """
+(function () {
+  "use strict";
+  var rows = Array.prototype.slice.call(document.querySelectorAll("#timeline tbody tr"));
+  var boxes = Array.prototype.slice.call(
+    document.querySelectorAll("#filters input[type=checkbox]"));
+  var count = document.getElementById("shown");
+  var groups = ["verdict", "kind"];
+  function chosen(group) {
+    var on = {};
+    boxes.forEach(function (b) { if (b.name === group && b.checked) { on[b.value] = true; } });
+    return on;
+  }
+  function apply() {
+    var verdicts = chosen("verdict"), kinds = chosen("kind"), n = 0;
+    rows.forEach(function (r) {
+      var show = Object.prototype.hasOwnProperty.call(verdicts, r.dataset.verdict) &&
+        Object.prototype.hasOwnProperty.call(kinds, r.dataset.kind);
+      r.hidden = !show;
+      if (show) { n += 1; }
+    });
+    count.textContent = n + " of " + rows.length + " decisions shown";
+    count.dataset.shown = String(n);
+  }
+  function decoded(text) {
+    try { return decodeURIComponent(text); } catch (e) { return text; }
+  }
+  function fromFragment() {
+    var text = location.hash.replace(/^#/, "");
+    if (text.indexOf("=") < 0) { return false; }  /* an anchor (#r7), not a filter */
+    var given = {};
+    text.split("&").forEach(function (pair) {
+      var i = pair.indexOf("=");
+      if (i > 0) { given[decoded(pair.slice(0, i))] = pair.slice(i + 1).split(",").map(decoded); }
+    });
+    boxes.forEach(function (b) {
+      b.checked = !Object.prototype.hasOwnProperty.call(given, b.name) ||
+        given[b.name].indexOf(b.value) >= 0;
+    });
+    return true;
+  }
+  function toFragment() {
+    var parts = [];
+    groups.forEach(function (group) {
+      var mine = boxes.filter(function (b) { return b.name === group; });
+      var on = mine.filter(function (b) { return b.checked; });
+      if (on.length < mine.length) {
+        parts.push(group + "=" + on.map(function (b) { return encodeURIComponent(b.value); }).join(","));
+      }
+    });
+    try {
+      history.replaceState(null, "", parts.length ? "#" + parts.join("&") : "#all=");
+    } catch (e) { /* a page opened where history cannot change: the filter still applies */ }
+  }
+  boxes.forEach(function (b) {
+    b.addEventListener("change", function () { toFragment(); apply(); });
+  });
+  window.addEventListener("hashchange", function () { if (fromFragment()) { apply(); } });
+  fromFragment();
+  apply();
+})();
+"""
+
+_CSP: Final = (
+    f"default-src 'none'; style-src '{_sha256(_STYLE)}'; script-src '{_sha256(_SCRIPT)}'; "
+    "base-uri 'none'; form-action 'none'"
+)
