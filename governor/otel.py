@@ -134,21 +134,16 @@ class Telemetry:
             raise OtelMissing(
                 f"OpenTelemetry export needs the otel extra, which is not installed: {INSTALL}"
             )
-        self.failures = _Failures()
-        if quiet:  # the SDK's retries and errors as one line at the end, not a page of them
-            sdk_logs = logging.getLogger("opentelemetry")
-            sdk_logs.addHandler(self.failures)
-            sdk_logs.propagate = False
         from governor import __version__
 
         resource = Resource.create({"service.name": SCOPE, "service.version": __version__}).merge(
             OTELResourceDetector().detect()
         )  # the operator's OTEL_SERVICE_NAME wins
-        self._spans = BatchSpanProcessor(span_exporter or OTLPSpanExporter())
         self.tracer_provider = TracerProvider(resource=resource, shutdown_on_exit=False)
-        self.tracer_provider.add_span_processor(self._spans)
+        self.tracer_provider.add_span_processor(
+            BatchSpanProcessor(span_exporter or OTLPSpanExporter())
+        )
         reader: MetricReader = metric_reader or PeriodicExportingMetricReader(OTLPMetricExporter())
-        self._reader = reader
         self.meter_provider = MeterProvider(
             resource=resource, metric_readers=[reader], shutdown_on_exit=False
         )
@@ -172,6 +167,11 @@ class Telemetry:
             unit="{decision}",
             description="Decision records of the audit log, by kind and verdict",
         )
+        self.failures = _Failures()
+        if quiet:  # the SDK's retries and errors as one line at the end, not a page of them
+            sdk_logs = logging.getLogger("opentelemetry")
+            sdk_logs.addHandler(self.failures)
+            sdk_logs.propagate = False
 
     def attempt(self, masker: Masker | None = None) -> AttemptTrace:
         """Open the span of one attempt (before its spec is prepared, so that a
@@ -435,13 +435,16 @@ def for_run(
 ) -> AttemptTrace | None:
     """`governor run`'s trace: None when nobody asked for one; refused before start
     when ``--otel`` asks and the extra is missing; a warning and no trace when only
-    the environment asks (a variable meant for other tools must not stop a job)."""
+    the environment asks (a variable meant for other tools must not stop a job).
+    A setting the SDK refuses (``OTEL_METRIC_EXPORT_INTERVAL=-5``) is treated the same way."""
     if not wanted(flag, environ):
         return None
     try:
         return Telemetry(quiet=True).attempt(masker)
-    except OtelMissing as e:
+    except (OtelMissing, ValueError, TypeError) as e:
+        problem = str(e) if isinstance(e, OtelMissing) else f"OpenTelemetry cannot start: {e}"
+        problem = " ".join(masker.text(problem).split()).rstrip(".")
         if flag:
-            raise RefusedBeforeStart([f"--otel: {e}"]) from None
-        print(f"governor: {ENDPOINT} is set, but {e}; no trace is sent", file=sys.stderr)
+            raise RefusedBeforeStart([f"--otel: {problem}"]) from None
+        print(f"governor: {ENDPOINT} is set, but {problem}; no trace is sent", file=sys.stderr)
         return None

@@ -174,3 +174,16 @@ def test_without_the_extra_telemetry_is_an_error_naming_the_install_line(
     endpoint = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"}
     assert otel.for_run(False, Masker(), endpoint) is None  # the variable alone: a warning
     assert "pip install 'acp-governor[otel]'" in capsys.readouterr().err
+
+
+def test_a_setting_the_sdk_refuses_stops_an_otel_run_and_only_warns_otherwise(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    needs_otel()
+    monkeypatch.setenv("OTEL_METRIC_EXPORT_INTERVAL", "-5")
+    with pytest.raises(RefusedBeforeStart) as e:
+        otel.for_run(True, Masker(), {})
+    assert e.value.problems[0].startswith("--otel: OpenTelemetry cannot start: interval value")
+    endpoint = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"}
+    assert otel.for_run(False, Masker(), endpoint) is None
+    assert "OpenTelemetry cannot start" in capsys.readouterr().err
