@@ -168,9 +168,10 @@ class Telemetry:
             description="Decision records of the audit log, by kind and verdict",
         )
         self.failures = _Failures()
+        self._quiet = quiet
+        sdk_logs = logging.getLogger("opentelemetry")
+        sdk_logs.addHandler(self.failures)
         if quiet:  # the SDK's retries and errors as one line at the end, not a page of them
-            sdk_logs = logging.getLogger("opentelemetry")
-            sdk_logs.addHandler(self.failures)
             sdk_logs.propagate = False
 
     def attempt(self, masker: Masker | None = None) -> AttemptTrace:
@@ -179,9 +180,13 @@ class Telemetry:
         return AttemptTrace(self, masker or Masker())
 
     def shutdown(self, timeout: float = FLUSH_TIMEOUT) -> str | None:
-        """Send what is left, waiting at most ``timeout`` seconds in all; then a
-        notice (or None) saying that exports failed, for the operator."""
+        """Send what is left, waiting at most ``timeout`` seconds in all, and no
+        longer once an export of it has failed (the SDK would retry after a backoff
+        of a second or more: the collector is down, and a governor that waits for it
+        ends late every time); then a notice (or None) saying that exports ran into
+        trouble, for the operator."""
         deadline = time.monotonic() + timeout
+        before = self.failures.count
 
         def spans() -> None:
             self.tracer_provider.shutdown()  # the batch processor sends what is left
@@ -194,8 +199,13 @@ class Telemetry:
         threads = [threading.Thread(target=f, daemon=True) for f in (spans, metrics)]
         for t in threads:
             t.start()
-        for t in threads:
-            t.join(max(0.0, deadline - time.monotonic()))
+        while self.failures.count == before and (alive := [t for t in threads if t.is_alive()]):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            alive[0].join(min(left, 0.02))
+        if not self._quiet:  # (quiet, it stays: a thread left behind may still log)
+            logging.getLogger("opentelemetry").removeHandler(self.failures)
         return self.failures.notice()
 
 
