@@ -35,7 +35,8 @@ Hazards this design avoids:
   processor and metrics through a periodic reader, both exporting on their own
   threads; each request is bounded by the exporter's timeout
   (``OTEL_EXPORTER_OTLP_TIMEOUT``, 10 s by default), and `Telemetry.shutdown`
-  waits at most `FLUSH_TIMEOUT` for what is left, whatever the collector does.
+  waits at most `FLUSH_TIMEOUT` for what is left, whatever the collector does
+  (and no longer once an export has failed).
 - **Context leaking across trio tasks.** Nothing is made the current span (a
   context variable would follow whichever task touched it last): tool spans are
   parented on the attempt's span explicitly.

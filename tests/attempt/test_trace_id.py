@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from governor import cli
 from governor.attempt import run_attempt
 from governor.spec import AttemptSpec, RefusedBeforeStart
 from policies.policy import parse_policy
@@ -30,12 +31,17 @@ def spec(tmp_path: Path, **kw: object) -> AttemptSpec:
     )
 
 
-async def test_the_trace_id_is_in_the_first_record_and_in_the_outcome(tmp_path: Path) -> None:
+async def test_the_trace_id_is_in_the_first_record_and_in_the_outcome_and_the_story(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     outcome = await run_attempt(spec(tmp_path, trace_id=TRACE))
     assert outcome.status == "completed", outcome.reason
     assert outcome.trace_id == TRACE and outcome.to_json()["trace_id"] == TRACE
     first = json.loads((tmp_path / "audit.jsonl").read_text().splitlines()[0])
     assert first["kind"] == "attempt-start" and first["trace_id"] == TRACE
+    assert cli.main(["audit", "--attempt", outcome.run_id, str(tmp_path / "audit.jsonl")]) == 0
+    story = capsys.readouterr().out.splitlines()
+    assert "started demo" in story[1] and story[1].endswith(f", trace {TRACE}")
 
 
 async def test_without_a_trace_neither_the_log_nor_the_outcome_has_a_trace_id(
