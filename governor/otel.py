@@ -20,6 +20,8 @@ attempt's masked events, plus its start and its outcome):
 - a span event ``acp_governor.decision`` per decision record of the audit log,
   on its tool call's span when its subject names one, else on the attempt's:
   ``acp_governor.{seq,kind,verdict,by,rule,reason,hash}``, the record's own;
+  and ``acp_governor.waiting`` on the attempt's span when a request waits for a
+  person (``acp_governor.kind``, ``acp_governor.reason``);
 - counters: ``acp_governor.attempts`` (by status), ``acp_governor.requests``
   (the tally's allowed / waited / refused, by verdict: they add up to asked),
   ``acp_governor.unasked`` (the tally's reported and unasked, by kind), and
@@ -177,8 +179,9 @@ class Telemetry:
 
     def attempt(self, masker: Masker | None = None) -> AttemptTrace:
         """Open the span of one attempt (before its spec is prepared, so that a
-        refusal before start is in the trace too)."""
-        return AttemptTrace(self, masker or Masker())
+        refusal before start is in the trace too). ``masker`` masks what the trace
+        takes from the outcome (default: this process's secret-looking variables)."""
+        return AttemptTrace(self, masker or Masker.from_environ(os.environ))
 
     def shutdown(self, timeout: float = FLUSH_TIMEOUT) -> str | None:
         """Send what is left, waiting at most ``timeout`` seconds in all, and no
@@ -262,6 +265,12 @@ class AttemptTrace:
             self.span.set_attributes(_attributes({"gen_ai.conversation.id": info.get("session")}))
         elif kind == "tool_call":
             self._tool_call(info)
+        elif kind == "waiting":  # a request waits for a person; its decision follows
+            fields = {
+                "acp_governor.kind": info.get("kind"),
+                "acp_governor.reason": info.get("reason"),
+            }
+            self.span.add_event("acp_governor.waiting", _attributes(fields))
 
     def _tool_call(self, info: Mapping[str, Any]) -> None:
         call = _text(info.get("id"))

@@ -191,3 +191,34 @@ def test_a_setting_the_sdk_refuses_stops_an_otel_run_and_only_warns_otherwise(
     endpoint = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"}
     assert otel.for_run(False, Masker(), endpoint) is None
     assert "OpenTelemetry cannot start" in capsys.readouterr().err
+
+
+def test_a_request_that_waits_for_a_person_is_an_event_before_its_decision(
+    tmp_path: Path,
+) -> None:
+    memory = Memory()
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    asking = parse_policy('capability = "edit-workspace"\n[ask]\ntools = ["execute"]', "ask.toml")
+    trace = memory.telemetry.attempt()
+    spec = AttemptSpec(
+        prompt="make hello",
+        agent="demo",
+        workspace=ws,
+        policy=asking,
+        log=tmp_path / "audit.jsonl",
+        timeout=60,
+        approver=lambda ask: True,
+    )
+    import trio
+
+    trace.ended(trio.run(run_attempt, trace.traced(spec)))
+    spans, _ = memory.finish()
+    (root,) = [s for s in spans if s.attributes["gen_ai.operation.name"] == "invoke_agent"]
+    (waiting,) = [e for e in root.events if e.name == "acp_governor.waiting"]
+    assert waiting.attributes["acp_governor.kind"] == "permission"
+    (run,) = [s for s in spans if s.attributes.get("gen_ai.tool.call.id") == "run"]
+    # the request's records, one per part: the part the person settled, and the command's
+    (decided,) = [e for e in run.events if e.attributes["acp_governor.by"] == "person"]
+    assert decided.attributes["acp_governor.rule"] == "ask: tool execute"
+    assert waiting.timestamp <= decided.timestamp
