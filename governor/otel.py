@@ -231,6 +231,9 @@ class AttemptTrace:
         """The trace's id as 32 hex digits, for `AttemptSpec.trace_id`."""
         self._context = trace.set_span_in_context(self.span)
         self._tools: OrderedDict[str, Span] = OrderedDict()
+        self._done: OrderedDict[str, None] = OrderedDict()
+        """Tool calls whose span has ended (the last ones): a later mention is not a
+        second span of the same call."""
         self._ended = False
 
     def traced(self, spec: AttemptSpec) -> AttemptSpec:
@@ -251,7 +254,8 @@ class AttemptTrace:
                     self._decision(record)
         elif kind == "attempt":
             self.agent = _text(info.get("agent"))
-            self.span.update_name(f"invoke_agent {self.agent}")
+            if self.agent:
+                self.span.update_name(f"invoke_agent {self.agent}")
             self.span.set_attributes(
                 _attributes(
                     {
@@ -274,9 +278,9 @@ class AttemptTrace:
 
     def _tool_call(self, info: Mapping[str, Any]) -> None:
         call = _text(info.get("id"))
-        if call is None:
-            return
-        span = self._tool(call, info.get("kind"))
+        span = self._tool(call, info.get("kind")) if call is not None else None
+        if call is None or span is None:
+            return  # no id, or an update after the call's end
         span.set_attributes(
             _attributes(
                 {
@@ -291,13 +295,19 @@ class AttemptTrace:
                 span.set_status(Status(StatusCode.ERROR, "the tool call failed"))
             span.end()
             del self._tools[call]
+            self._done[call] = None
+            if len(self._done) > OPEN_TOOL_SPANS:
+                self._done.popitem(last=False)
 
-    def _tool(self, call: str, kind: Any) -> Span:
-        """The open span of tool call ``call``, opened at this first mention."""
+    def _tool(self, call: str, kind: Any) -> Span | None:
+        """The open span of tool call ``call``, opened at this first mention; None
+        once it has ended."""
         span = self._tools.get(call)
         if span is not None:
             self._tools.move_to_end(call)
             return span
+        if call in self._done:
+            return None
         name = _text(kind) or "other"
         span = self.telemetry.tracer.start_span(
             f"execute_tool {name}",
@@ -321,7 +331,8 @@ class AttemptTrace:
         call = _text(subject.get("tool_call")) if isinstance(subject, dict) else None
         span = self.span
         if call is not None:
-            span = self._tool(call, subject.get("tool_kind") if isinstance(subject, dict) else None)
+            kind = subject.get("tool_kind") if isinstance(subject, dict) else None
+            span = self._tool(call, kind) or self.span  # (a call ended: on the attempt's)
         attributes = _attributes({f"acp_governor.{k}": record.get(k) for k in _DECISION_FIELDS})
         when = record.get("time")
         stamp = round(when * 1e6) * 1000 if isinstance(when, int | float) else None  # µs, as logged

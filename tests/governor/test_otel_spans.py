@@ -222,3 +222,17 @@ def test_a_request_that_waits_for_a_person_is_an_event_before_its_decision(
     (decided,) = [e for e in run.events if e.attributes["acp_governor.by"] == "person"]
     assert decided.attributes["acp_governor.rule"] == "ask: tool execute"
     assert waiting.timestamp <= decided.timestamp
+
+
+def test_a_mention_after_a_tool_calls_end_is_not_a_second_span_of_it() -> None:
+    memory = Memory()
+    trace = memory.telemetry.attempt()
+    trace("tool_call", {"id": "t1", "kind": "edit", "status": "completed"})
+    trace("tool_call", {"id": "t1", "kind": "edit", "status": "completed"})
+    late = {"seq": 4, "kind": "permission", "verdict": "allow", "subject": {"tool_call": "t1"}}
+    trace("permission", {"records": [late]})
+    trace.ended(outcome())
+    spans, _ = memory.finish()
+    (tool,) = [s for s in spans if s.name == "execute_tool edit"]
+    (root,) = [s for s in spans if s.name == "invoke_agent Agent"]
+    assert not tool.events and [e.attributes["acp_governor.seq"] for e in root.events] == [4]
