@@ -154,6 +154,7 @@ class Attempt:
                 protected=list(p.ceiling.protected) or None,
                 sandboxed_agent=p.sandboxed_agent,
                 approvals=p.approver.name,
+                trace_id=p.spec.trace_id,
             )
             await self.audit.durable(start)
             self.emit("attempt", {"id": self.id, "agent": self.name, "log": str(p.log_path)})
@@ -183,6 +184,7 @@ class Attempt:
         after = await trio.to_thread.run_sync(snapshot, policy.roots)
         self._unasked_changes(before, after)
         outcome = judge(self._ended())
+        outcome.trace_id = p.spec.trace_id
         with contextlib.suppress(AuditUnavailable):
             self.audit.record(
                 "attempt-end",

@@ -105,6 +105,9 @@ class Outcome:
     log: str | None
     duration_s: float
     sign_in: str | None
+    trace_id: str | None
+    """The OpenTelemetry trace of the attempt (32 hex digits), also in the log's
+    attempt-start record: what joins a trace and a log."""
 
     def __init__(
         self,
@@ -119,6 +122,7 @@ class Outcome:
         log: str | None = None,
         duration_s: float = 0.0,
         sign_in: str | None = None,
+        trace_id: str | None = None,
     ) -> None:
         if status not in STATUSES:
             raise ValueError(f"unknown outcome status {status!r}")
@@ -133,6 +137,7 @@ class Outcome:
         self.log = log
         self.duration_s = duration_s
         self.sign_in = sign_in
+        self.trace_id = trace_id
 
     @property
     def tool_calls(self) -> list[dict[str, Any]]:
@@ -160,6 +165,7 @@ class Outcome:
             "log": self.log,
             "duration_s": self.duration_s,
             "sign_in": self.sign_in,
+            "trace_id": self.trace_id,
         }
         return {k: v for k, v in out.items() if v is not None}
 

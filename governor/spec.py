@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import shutil
 import time
 import uuid
@@ -79,6 +80,10 @@ class AttemptSpec:
     kind: Literal["acp", "command"] = "acp"
     """``command``: a plain program, not ACP: the prompt on its stdin, judged from its
     exit status, its last stdout line and the workspace diff."""
+    trace_id: str | None = None
+    """The OpenTelemetry trace this attempt belongs to (32 lowercase hex digits, as
+    `governor.otel` makes it): written in the attempt-start record and the outcome,
+    so that a trace and a log can be joined."""
 
 
 @dataclass(frozen=True)
@@ -149,6 +154,9 @@ BASE_ENV: Final = (
 )
 
 
+_TRACE_ID: Final = re.compile(r"(?!0{32})[0-9a-f]{32}")
+
+
 def prepare(spec: AttemptSpec) -> Prepared:
     """Every check that must pass before anything starts; all problems at once."""
     problems: list[str] = []
@@ -177,6 +185,8 @@ def prepare(spec: AttemptSpec) -> Prepared:
         verdict = check(request, ceiling)
         if isinstance(verdict, list):
             problems.extend(f"refused by the ceiling ({ceiling.source}): {v}" for v in verdict)
+    if spec.trace_id is not None and not _TRACE_ID.fullmatch(spec.trace_id):
+        problems.append(f"trace_id {spec.trace_id!r} is not a trace id: 32 lowercase hex digits")
     missing = [n for n in [*spec.env, *policy.env] if not environ.get(n)]
     if missing:
         problems.append(

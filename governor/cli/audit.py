@@ -433,6 +433,7 @@ def describe(record: dict[str, Any], t0: float | None) -> str:
             f"{record.get('approvals')}, agent {'sandboxed' if record.get('sandboxed_agent') else 'NOT sandboxed'}, "
             f"policy {record.get('policy_source')} ({record.get('policy')}), ceiling "
             f"{record.get('ceiling_source')} ({record.get('ceiling')})"
+            + (f", trace {record['trace_id']}" if record.get("trace_id") else "")
         )
     if kind == "attempt-end":
         t = record.get("tally") or {}

@@ -120,6 +120,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="print GitHub Actions ::error/::warning lines for refusals and unasked changes "
         "(the job summary is written whenever $GITHUB_STEP_SUMMARY is set)",
     )
+    p.add_argument(
+        "--otel",
+        action="store_true",
+        help="export the attempt's trace and metrics over OTLP/HTTP (on too when "
+        "$OTEL_EXPORTER_OTLP_ENDPOINT is set; needs pip install 'acp-governor[otel]')",
+    )
     p.set_defaults(func=main, command=[])
 
 
@@ -148,8 +154,10 @@ def main(args: argparse.Namespace) -> int:
     command = list(args.command)
     events, sink = _events(args)
     progress = None if args.json or args.events == "-" else _progress()
-    on_event = _both(progress, events)
+    trace = None
     try:
+        trace = _trace(args)
+        on_event = _both(progress, events, trace)
         prompt = _prompt(args)
         approver = _approver(args.approvals)
         spec = AttemptSpec(
@@ -173,13 +181,18 @@ def main(args: argparse.Namespace) -> int:
             durability=args.fsync,
             kind=args.kind,
             on_event=on_event,
+            trace_id=trace.trace_id if trace is not None else None,
         )
         freeze_startup_heap()
         outcome = trio.run(run_until_signalled, spec)
+        if trace is not None:
+            trace.ended(outcome)
         if events is not None:
             events.outcome(outcome)
         ci.report(outcome, annotate=args.annotate)
     except RefusedBeforeStart as e:
+        if trace is not None:
+            trace.refused(e.problems)
         for problem in e.problems:
             print(f"governor: {problem}", file=sys.stderr)
         return REFUSED_BEFORE_START
@@ -189,6 +202,8 @@ def main(args: argparse.Namespace) -> int:
     finally:
         if sink is not None and sink is not sys.stdout:
             sink.close()
+        if trace is not None and (failed := trace.telemetry.shutdown()) is not None:
+            print(f"governor: {trace.masker.text(failed)}", file=sys.stderr)
     if args.events == "-":
         pass  # stdout holds only the events; the outcome was the last
     elif args.json:
@@ -210,6 +225,18 @@ def _events(args: argparse.Namespace) -> tuple[Any, Any]:
     except OSError as e:
         raise SystemExit(f"governor: --events {args.events}: {e.strerror}") from None
     return Events(sink, Masker.from_environ(os.environ, args.agent_arg)), sink
+
+
+def _trace(args: argparse.Namespace) -> Any:
+    """The attempt's OpenTelemetry trace (``--otel`` or $OTEL_EXPORTER_OTLP_ENDPOINT),
+    or None; `governor.otel` is the only module that imports the extra, and loading
+    it costs a tenth of a second: not for a run that exports nothing."""
+    if not (args.otel or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")):
+        return None
+    from governor import otel
+    from governor.secrets import Masker
+
+    return otel.for_run(args.otel, Masker.from_environ(os.environ, args.agent_arg))
 
 
 def _both(*listeners: Any) -> Any:
