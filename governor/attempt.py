@@ -113,7 +113,7 @@ class Attempt:
             preset=p.executor.id,
             run_id=self.id,
             elapsed_s=0.0,
-            timeout_s=p.spec.timeout,
+            timeout_s=p.wall,
             sandboxed_agent=p.sandboxed_agent,
             log=str(p.log_path) if p.log_path else None,
             masker=p.masker,
@@ -419,7 +419,7 @@ class Attempt:
 
     def _deadline(self) -> trio.CancelScope:
         """The scope of the turn: it ends at the timeout, or when `stop` is set."""
-        self.deadline = trio.move_on_after(self.p.spec.timeout)
+        self.deadline = trio.move_on_after(self.p.wall)
         if self.stop is not None and self.stop.is_set():
             self.deadline.cancel()
         return self.deadline

@@ -139,7 +139,9 @@ def _timed_out(e: Ending) -> Judgement | None:
     if not e.timed_out:
         return None
     return Judgement(
-        "failed", f"{e.agent} did not finish within {e.timeout_s:g} s; its turn was cancelled"
+        "failed",
+        f"{e.agent} did not finish within {e.timeout_s:g} s (the wall limit); "
+        "its turn was cancelled",
     )
 
 
