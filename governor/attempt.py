@@ -46,6 +46,8 @@ from governor.setup import SessionSetup
 from governor.spec import AttemptSpec, Command, Prepared, RefusedBeforeStart, prepare
 from governor.turn import Turn
 from governor.workspace import Snapshot, diff, snapshot
+from sandbox.execution import ExitStatus
+from sandbox.limits import blame
 
 log = structlog.get_logger("governor.attempt")
 
@@ -270,6 +272,7 @@ class Attempt:
                 finally:
                     self.end.gave_up = conn.gave_up
                     self.end.stderr_tail = tuple(conn.stderr_tail)
+            self._blame_limit(process.returncode, "\n".join(self.end.stderr_tail))
         except (OSError, confine.SandboxUnavailable) as e:
             self.end.error = (
                 f"{self.name} could not be started: {getattr(e, 'strerror', None) or e}"
@@ -456,6 +459,18 @@ class Attempt:
                 ):
                     await conn.notify("session/cancel", {"sessionId": self.turn.session_id})
 
+    def _blame_limit(self, returncode: int | None, said: str) -> None:
+        """Name the limit the agent's process stopped at, if its end says one
+        (an agent the governor itself ended, at the end of its turn or at the
+        wall, stopped at none)."""
+        e = self.end
+        if returncode is None or e.stop_reason is not None or e.timed_out or e.interrupted:
+            return
+        if not self.p.sandboxed_agent:
+            return  # its limits are the sandbox's, and it had none
+        status = ExitStatus.from_returncode(returncode)
+        e.limit = blame(self.p.policy.limits, status.exit_code, status.signal, said.encode())
+
     async def _shutdown(self, process: Any, conn: Connection) -> None:
         """Close stdin and give the agent a moment; then SIGTERM; the sandbox's
         block SIGKILLs whatever is left of its tree."""
@@ -485,6 +500,7 @@ class Attempt:
                 f"{self.name} could not be started: {getattr(e, 'strerror', None) or e}"
             )
             return
+        self._blame_limit(process.returncode, stderr.decode("utf-8", errors="replace"))
         self.end.command = CommandResult(
             process.returncode,
             stdout.decode("utf-8", errors="replace"),

@@ -117,6 +117,7 @@ def command_profile(policy: Policy, agent_env: Mapping[str, str] | None = None) 
         protected=_literal_paths(policy.protected_extra),
         hidden=_literal_paths(tuple(h for h in policy.hidden_globs if not h.startswith("**/"))),
         git_read_only=policy.git == "read-only",
+        limits=policy.limits.effective(),
     )
 
 
@@ -158,6 +159,7 @@ def agent_profile(
         keep=kept_folders(policy),
         toolchains=policy.toolchains,
         git_read_only=policy.git == "read-only",
+        limits=policy.limits.effective(),
     )
 
 
