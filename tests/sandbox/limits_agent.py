@@ -35,6 +35,9 @@ def bad_thing(kind: str, cwd: str) -> None:
             try:
                 pid = os.fork()
             except OSError as exc:
+                if not refused:  # the test's sign that the bomb is at its limit
+                    with open(os.path.join(cwd, "at-limit"), "w") as sign:
+                        sign.write(str(children))
                 refused += 1
                 last = str(exc)
                 time.sleep(0.01)
