@@ -139,7 +139,7 @@ def _cgroup_v2() -> tuple[str | None, str]:
         for line in handle:
             if line.startswith("0::"):
                 own = line[3:].strip()
-    where = os.path.join(mount, own.lstrip("/"))
+    where = os.path.join(mount, own.lstrip("/")).rstrip("/") or "/"
     try:
         offered = set(Path(where, "cgroup.controllers").read_text().split())
     except OSError as exc:
