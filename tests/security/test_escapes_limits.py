@@ -189,3 +189,22 @@ def test_while_a_fork_bomb_s_attempt_runs_a_second_attempt_completes(
     reason = json.loads(out)["reason"]
     assert "stopped at its processes limit 64 (a new process was refused)" in reason
     assert int(at_limit.read_text()) < 64
+
+
+def test_a_sandboxed_process_cannot_raise_its_limits_or_leave_its_pids_group(box: Box) -> None:
+    limits = {**MEMORY, **PROCESSES, **CPU}
+    escape = box.run(
+        "python3 -c 'import resource as r; r.setrlimit(r.RLIMIT_NPROC, (10**6, 10**6))' "
+        "&& echo RAISED-NPROC; "
+        "python3 -c 'import resource as r; r.setrlimit(r.RLIMIT_DATA, (-1, -1))' "
+        "&& echo RAISED-DATA; "
+        "for g in /sys/fs/cgroup/pids /sys/fs/cgroup/unified /sys/fs/cgroup; do "
+        '  (echo $$ > "$g/cgroup.procs") 2>/dev/null && echo "LEFT-GROUP $g"; '
+        "done; "
+        "python3 -c 'import resource as r; print(r.getrlimit(r.RLIMIT_NPROC))'; echo checked",
+        limits=limits,
+    )
+    assert escape.error is None, escape.error
+    assert "checked" in escape.text
+    assert "RAISED" not in escape.text and "LEFT-GROUP" not in escape.text, escape.text
+    assert escape.text.split("checked")[0].strip().splitlines()[-1] == "(64, 64)"
