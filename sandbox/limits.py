@@ -89,7 +89,8 @@ SIGNS: Final[tuple[tuple[str, re.Pattern[str], str], ...]] = (
 )
 """What a process says when a limit refused it, per limit; the first that
 matches the end of its output names the limit."""
-TAIL_BYTES: Final = 8192
+TAIL_BYTES: Final = 2048
+"""Only the end of the output is read for `SIGNS`: a refusal ends a process."""
 
 
 @dataclass(frozen=True)
