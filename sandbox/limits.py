@@ -18,10 +18,12 @@ The mechanisms, and why each is where it is:
   user: 5 forks instead of 18 with 14 processes of the user outside).
 - **A pids cgroup for root.** The kernel never applies ``RLIMIT_NPROC`` to
   real uid 0 (``copy_process`` exempts ``INIT_USER``), and a root caller stays
-  uid 0 inside. Where ``/sys/fs/cgroup/pids`` (cgroup v1) or a cgroup v2 with
-  the pids controller is writable, each sandbox gets a group of its own with
-  ``pids.max``, joined by the shell that execs bwrap, so nothing of the
-  sandbox starts outside it.
+  uid 0 inside. Where a group made below the governor's own pids group gets a
+  ``pids.max`` (cgroup v1's pids hierarchy; a cgroup v2 only where pids is
+  delegated there: tried, not assumed), each sandbox gets a group of its own,
+  joined by the shell that execs bwrap, so nothing of the sandbox starts
+  outside it. Below, never above: a group elsewhere would leave the limits
+  an operator put on the governor's own group.
 - **tmpfs sizes**: bwrap's ``--size`` on every tmpfs the sandbox mounts.
 
 A cgroup v2 for memory and CPU (one group per sandbox, the whole tree counted)
@@ -156,12 +158,39 @@ def _cgroup_v2() -> tuple[str | None, str]:
     return where, f"available at {where}, not used yet (rlimits are)"
 
 
-def _pids_root(v2: str | None, v2_text: str) -> str | None:
-    """A writable place for pids groups: cgroup v2 with pids, else cgroup v1's."""
-    if v2 is not None and v2_text.startswith("available"):
-        return v2
-    if os.access(PIDS_V1, os.W_OK) and os.path.exists(os.path.join(PIDS_V1, "cgroup.procs")):
-        return PIDS_V1
+def _own_v1_pids() -> str:
+    """This process's group in the cgroup v1 pids hierarchy (``/`` if none)."""
+    with contextlib.suppress(OSError), open("/proc/self/cgroup") as handle:
+        for line in handle:
+            parts = line.strip().split(":", 2)
+            if len(parts) == 3 and "pids" in parts[1].split(","):
+                return parts[2] or "/"
+    return "/"
+
+
+def _makes_pids_groups(where: str) -> bool:
+    """Whether a group made below ``where`` gets a ``pids.max`` (tried: made and
+    removed). A cgroup v2 gives one only where the parent delegates pids."""
+    probe_dir = os.path.join(where, f"{GROUP_PREFIX}-probe-{secrets.token_hex(4)}")
+    try:
+        os.mkdir(probe_dir)
+    except OSError:
+        return False
+    try:
+        return os.path.exists(os.path.join(probe_dir, "pids.max"))
+    finally:
+        with contextlib.suppress(OSError):
+            os.rmdir(probe_dir)
+
+
+def _pids_root(v2: str | None) -> str | None:
+    """Where pids groups can be made for this process's sandboxes: below its own
+    group (never above it: that would leave the limits the operator put on the
+    governor), in cgroup v1's pids hierarchy, else in its cgroup v2 group."""
+    v1 = os.path.join(PIDS_V1, _own_v1_pids().lstrip("/")).rstrip("/")
+    for where in (v1 if os.path.isdir(PIDS_V1) else None, v2):
+        if where is not None and os.access(where, os.W_OK) and _makes_pids_groups(where):
+            return where
     return None
 
 
@@ -169,7 +198,7 @@ def probe() -> Enforcement:
     """How limits are enforced here, for this user."""
     v2, v2_text = _cgroup_v2()
     root = os.getuid() == 0
-    pids = _pids_root(v2, v2_text) if root else None
+    pids = _pids_root(v2) if root else None
     processes = "rlimit" if not root else "cgroup" if pids is not None else "none"
     return Enforcement(processes, pids, v2_text, find_prlimit())
 

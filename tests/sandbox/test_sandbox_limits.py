@@ -209,3 +209,15 @@ async def test_while_a_fork_bomb_runs_a_second_attempt_on_the_same_machine_compl
     assert (Path(neighbour.workspace) / "hello.py").exists()
     assert results["bomb"].status == "failed"
     assert "stopped at its processes limit 64" in (results["bomb"].reason or "")
+
+
+def test_a_cgroup_v2_without_the_pids_controller_is_not_taken_for_a_place_for_pids_groups() -> None:
+    from sandbox.limits import _cgroup_v2, _makes_pids_groups
+
+    where, _ = _cgroup_v2()
+    if where is None or not Path(where, "cgroup.controllers").exists():
+        pytest.skip("no cgroup v2 here")
+    if "pids" in Path(where, "cgroup.subtree_control").read_text().split():
+        pytest.skip("this cgroup v2 delegates pids")
+    assert not _makes_pids_groups(where)
+    assert not any(p.name.startswith("acp-governor-probe") for p in Path(where).iterdir())
