@@ -80,6 +80,8 @@ async def check(policy: Policy, *, sandbox_agent: bool) -> None:
         await preflight(configured_bwrap())
     except BwrapUnavailable as e:
         raise SandboxUnavailable(f"the sandbox cannot work here: {e}") from None
+    except ProfileError as e:  # e.g. limits this machine cannot set (sandbox.limits)
+        raise SandboxUnavailable(f"the agent's sandbox cannot be built: {e}") from None
 
 
 def _literal_paths(globs: Sequence[str]) -> tuple[str, ...]:
@@ -174,6 +176,8 @@ async def spawn_agent(profile: Profile, argv: Sequence[str]) -> AsyncIterator[Ch
             yield child
     except BwrapUnavailable as e:
         raise SandboxUnavailable(f"the sandbox cannot work here: {e}") from None
+    except ProfileError as e:  # e.g. limits this machine cannot set (sandbox.limits)
+        raise SandboxUnavailable(f"the agent's sandbox cannot be built: {e}") from None
     finally:
         if marker is not None:  # unsandboxed: what left its process group dies too
             leftovers.kill_marked(marker)

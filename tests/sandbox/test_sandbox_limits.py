@@ -221,3 +221,17 @@ def test_a_cgroup_v2_without_the_pids_controller_is_not_taken_for_a_place_for_pi
         pytest.skip("this cgroup v2 delegates pids")
     assert not _makes_pids_groups(where)
     assert not any(p.name.startswith("acp-governor-probe") for p in Path(where).iterdir())
+
+
+async def test_limits_that_cannot_be_set_here_fail_the_attempt_before_the_agent_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sandbox.limits
+
+    without = Enforcement("rlimit", None, "not available", None)  # no prlimit
+    monkeypatch.setattr(sandbox.limits, "enforcement", lambda: without)
+    spec = _spec(tmp_path, "fine", [sys.executable, str(AGENT), "fine"], 'memory = "1G"')
+    outcome = await run_attempt(spec)
+    assert outcome.status == "failed"
+    assert "the agent's sandbox cannot be built" in (outcome.reason or "")
+    assert "prlimit (util-linux)" in (outcome.reason or "")
