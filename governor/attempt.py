@@ -47,6 +47,8 @@ from governor.setup import SessionSetup
 from governor.spec import AttemptSpec, Command, Prepared, RefusedBeforeStart, prepare
 from governor.turn import Turn
 from governor.workspace import Snapshot, diff, snapshot
+from sandbox.execution import ExitStatus
+from sandbox.limits import blame
 
 log = structlog.get_logger("governor.attempt")
 
@@ -116,7 +118,7 @@ class Attempt:
             preset=p.executor.id,
             run_id=self.id,
             elapsed_s=0.0,
-            timeout_s=p.spec.timeout,
+            timeout_s=p.wall,
             sandboxed_agent=p.sandboxed_agent,
             log=str(p.log_path) if p.log_path else None,
             masker=p.masker,
@@ -276,6 +278,7 @@ class Attempt:
                 finally:
                     self.end.gave_up = conn.gave_up
                     self.end.stderr_tail = tuple(conn.stderr_tail)
+            self._blame_limit(process.returncode, "\n".join(self.end.stderr_tail))
         except (OSError, confine.SandboxUnavailable) as e:
             self.end.error = (
                 f"{self.name} could not be started: {getattr(e, 'strerror', None) or e}"
@@ -425,7 +428,7 @@ class Attempt:
 
     def _deadline(self) -> trio.CancelScope:
         """The scope of the turn: it ends at the timeout, or when `stop` is set."""
-        self.deadline = trio.move_on_after(self.p.spec.timeout)
+        self.deadline = trio.move_on_after(self.p.wall)
         if self.stop is not None and self.stop.is_set():
             self.deadline.cancel()
         return self.deadline
@@ -462,6 +465,18 @@ class Attempt:
                 ):
                     await conn.notify("session/cancel", {"sessionId": self.turn.session_id})
 
+    def _blame_limit(self, returncode: int | None, said: str) -> None:
+        """Name the limit the agent's process stopped at, if its end says one
+        (an agent the governor itself ended, at the end of its turn or at the
+        wall, stopped at none)."""
+        e = self.end
+        if returncode is None or e.stop_reason is not None or e.timed_out or e.interrupted:
+            return
+        if not self.p.sandboxed_agent:
+            return  # its limits are the sandbox's, and it had none
+        status = ExitStatus.from_returncode(returncode)
+        e.limit = blame(self.p.policy.limits, status.exit_code, status.signal, said.encode())
+
     async def _shutdown(self, process: Any, conn: Connection) -> None:
         """Close stdin and give the agent a moment; then SIGTERM; the sandbox's
         block SIGKILLs whatever is left of its tree."""
@@ -491,6 +506,7 @@ class Attempt:
                 f"{self.name} could not be started: {getattr(e, 'strerror', None) or e}"
             )
             return
+        self._blame_limit(process.returncode, stderr.decode("utf-8", errors="replace"))
         self.end.command = CommandResult(
             process.returncode,
             stdout.decode("utf-8", errors="replace"),

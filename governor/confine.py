@@ -80,6 +80,8 @@ async def check(policy: Policy, *, sandbox_agent: bool) -> None:
         await preflight(configured_bwrap())
     except BwrapUnavailable as e:
         raise SandboxUnavailable(f"the sandbox cannot work here: {e}") from None
+    except ProfileError as e:  # e.g. limits this machine cannot set (sandbox.limits)
+        raise SandboxUnavailable(f"the agent's sandbox cannot be built: {e}") from None
 
 
 def _literal_paths(globs: Sequence[str]) -> tuple[str, ...]:
@@ -117,6 +119,7 @@ def command_profile(policy: Policy, agent_env: Mapping[str, str] | None = None) 
         protected=_literal_paths(policy.protected_extra),
         hidden=_literal_paths(tuple(h for h in policy.hidden_globs if not h.startswith("**/"))),
         git_read_only=policy.git == "read-only",
+        limits=policy.limits.effective(),
     )
 
 
@@ -158,6 +161,7 @@ def agent_profile(
         keep=kept_folders(policy),
         toolchains=policy.toolchains,
         git_read_only=policy.git == "read-only",
+        limits=policy.limits.effective(),
     )
 
 
@@ -172,6 +176,8 @@ async def spawn_agent(profile: Profile, argv: Sequence[str]) -> AsyncIterator[Ch
             yield child
     except BwrapUnavailable as e:
         raise SandboxUnavailable(f"the sandbox cannot work here: {e}") from None
+    except ProfileError as e:  # e.g. limits this machine cannot set (sandbox.limits)
+        raise SandboxUnavailable(f"the agent's sandbox cannot be built: {e}") from None
     finally:
         if marker is not None:  # unsandboxed: what left its process group dies too
             leftovers.kill_marked(marker)

@@ -10,7 +10,8 @@ Rules of this file:
 - **Precedence is a table** (`PRECEDENCE`): the first row whose fact holds
   decides the status and the reason. In order: a plain command's own exit
   (unless it was stopped), an ask that paused the attempt, the gate failing
-  closed, the connection giving up on a hopeless agent, an interruption, a
+  closed, the agent's process stopped at one of its limits, the connection
+  giving up on a hopeless agent, an interruption, a
   sign-in the agent needs, the timeout, the agent's stop reason (with its final
   message judged: ``BLOCKED:`` / ``FAILED:``), an error talking to the agent,
   and last an agent that ended without an answer.
@@ -69,6 +70,8 @@ class Ending:
     pending: dict[str, Any] | None = None
     """The ask that paused the attempt, as the agent sent it."""
     command: CommandResult | None = None
+    limit: str | None = None
+    """The limit the agent's process stopped at, in words (`sandbox.limits.blame`)."""
     stderr_tail: tuple[str, ...] = ()
     tally: Tally = field(default_factory=Tally)
     unasked_paths: tuple[str, ...] = ()
@@ -103,6 +106,8 @@ def _command(e: Ending) -> Judgement | None:
         line for line in result.stderr.splitlines()[-5:] if line.strip()
     )
     how = "by a signal" if result.code is not None and result.code < 0 else str(result.code)
+    if e.limit is not None:
+        how += f", stopped at its {e.limit}"
     return Judgement("failed", f"{e.agent} exited {how}: {why[:500]}")
 
 
@@ -114,6 +119,12 @@ def _paused(e: Ending) -> Judgement | None:
 
 def _failed_closed(e: Ending) -> Judgement | None:
     return Judgement("failed", e.failure) if e.failure else None
+
+
+def _limit(e: Ending) -> Judgement | None:
+    if e.limit is None:
+        return None
+    return Judgement("failed", f"{e.agent} was stopped at its {e.limit}")
 
 
 def _gave_up(e: Ending) -> Judgement | None:
@@ -139,7 +150,9 @@ def _timed_out(e: Ending) -> Judgement | None:
     if not e.timed_out:
         return None
     return Judgement(
-        "failed", f"{e.agent} did not finish within {e.timeout_s:g} s; its turn was cancelled"
+        "failed",
+        f"{e.agent} did not finish within {e.timeout_s:g} s (the wall limit); "
+        "its turn was cancelled",
     )
 
 
@@ -161,6 +174,7 @@ PRECEDENCE: Final[tuple[tuple[str, Callable[[Ending], Judgement | None]], ...]] 
     ("a plain command's exit", _command),
     ("an ask paused the attempt", _paused),
     ("the gate failed closed", _failed_closed),
+    ("the agent stopped at a limit", _limit),
     ("the connection gave up on the agent", _gave_up),
     ("the governor was interrupted", _interrupted),
     ("the agent needs signing in", _sign_in),

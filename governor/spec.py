@@ -64,7 +64,9 @@ class AttemptSpec:
     capability: Capability | str | None = None
     ceiling: Ceiling | str | Path | None = None
     approver: Approver | Callable[[Ask], Any] | None = None
-    timeout: float = 1800.0
+    timeout: float | None = None
+    """Seconds for the attempt; None: the policy's ``[limits] wall`` (default 1800).
+    Given, it wins over the policy's, and the ceiling's ``max_wall`` bounds both."""
     log: str | Path | None = None
     sandbox_agent: bool = True
     env: Sequence[str] = ()
@@ -114,8 +116,10 @@ Executor = Agent | Command
 
 @dataclass(frozen=True)
 class Prepared:
-    """A spec that passed every check: the bound policy, the ceiling, what runs,
-    its environment, the masker, the log's path and the approver."""
+    """A spec that passed every check: the bound policy (its limits all set: the
+    job's, else the defaults lowered to the ceiling's maxima), the ceiling, what
+    runs, its environment, the masker, the log's path and the approver. The
+    spec's ``timeout`` is the limits' ``wall``."""
 
     spec: AttemptSpec
     policy: Policy
@@ -125,6 +129,11 @@ class Prepared:
     masker: Masker
     log_path: Path | None
     approver: Approver
+
+    @property
+    def wall(self) -> float:
+        """Seconds for the attempt: the limits' ``wall`` (``--timeout`` when given)."""
+        return self.policy.limits.wall or self.spec.timeout or 0.0
 
     @property
     def sandboxed_agent(self) -> bool:
@@ -181,6 +190,7 @@ def prepare(spec: AttemptSpec) -> Prepared:
             tuple(spec.agent_args),
             policy.network,
             keep=policy.keep,
+            limits=policy.limits.with_wall(spec.timeout),
         )
         verdict = check(request, ceiling)
         if isinstance(verdict, list):
@@ -228,8 +238,10 @@ def prepare(spec: AttemptSpec) -> Prepared:
         )
     if problems:
         raise RefusedBeforeStart(problems)
+    limits = bound.limits.with_wall(spec.timeout).effective(ceiling.max_limits)
+    bound = replace(bound, limits=limits)
     return Prepared(
-        spec=spec,
+        spec=replace(spec, timeout=limits.wall),
         policy=bound,
         ceiling=ceiling,
         executor=executor,

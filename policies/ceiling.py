@@ -16,6 +16,7 @@ from typing import Any, Final
 
 from policies.capability import Capability, CapabilityError
 from policies.errors import ConfigError, unknown_key
+from policies.limits import LIMIT_KEYS, Limits, limits_from_mapping
 
 CUSTOM_AGENT: Final = "acp"
 """The agent id of an ACP program given as an argv rather than a preset."""
@@ -35,6 +36,9 @@ class RunRequest:
     """Network for the commands the governor runs (the agent's own is separate)."""
     keep: tuple[str, ...] = ()
     """Folders the job's ``[sandbox] keep`` names, as written (``~/`` or absolute)."""
+    limits: Limits = field(default_factory=Limits)
+    """The limits the job set (its ``[limits]``, ``--timeout`` as ``wall``); unset
+    ones are None and take the defaults, lowered to the maxima (never refused)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +54,8 @@ class Ceiling:
     keep_within: tuple[str, ...] = ()
     """Folders inside which a job's ``[sandbox] keep`` may name one to keep
     visible (``~/`` or absolute); empty: none."""
+    max_limits: Limits = field(default_factory=Limits)
+    """The most a job's ``[limits]`` may ask for (``max_memory``, ...); None: no maximum."""
     source: str = field(default="built-in default", compare=False)
 
     @classmethod
@@ -124,8 +130,28 @@ class KeepForbidden:
         return f"keeping {self.folder} visible is not permitted; permitted within: {within}"
 
 
+@dataclass(frozen=True, slots=True)
+class LimitExceeded:
+    """A limit the job set above the ceiling's maximum (both rendered: ``512M``)."""
+
+    key: str
+    requested: str
+    permitted: str
+
+    def __str__(self) -> str:
+        return (
+            f"limits.{self.key} = {self.requested} exceeds the permitted maximum "
+            f"{self.permitted} (max_{self.key})"
+        )
+
+
 Violation = (
-    CapabilityExceeded | AgentArgsForbidden | AgentForbidden | NetworkForbidden | KeepForbidden
+    CapabilityExceeded
+    | AgentArgsForbidden
+    | AgentForbidden
+    | NetworkForbidden
+    | KeepForbidden
+    | LimitExceeded
 )
 
 
@@ -153,6 +179,7 @@ def check(request: RunRequest, ceiling: Ceiling) -> RunRequest | list[Violation]
         for folder in request.keep
         if not any(_within(folder, bound) for bound in ceiling.keep_within)
     )
+    violations.extend(LimitExceeded(*over) for over in request.limits.over(ceiling.max_limits))
     return violations if violations else request
 
 
@@ -172,13 +199,16 @@ _KEYS: Final = {
     "allow_network",
     "protected",
     "keep_within",
+    *(f"max_{name}" for name in LIMIT_KEYS),
 }
 
 
 def parse_ceiling(text: str, source: str = "ceiling.toml") -> Ceiling:
     """A ceiling from TOML text; strict: unknown keys, wrong types and bad values
     are `ConfigError`s naming the file and the key. Missing keys take the most
-    restrictive reading except ``max_capability`` (edit-workspace, as the default)."""
+    restrictive reading except ``max_capability`` (edit-workspace, as the default)
+    and the limits' maxima (``max_memory``, ``max_processes``, ``max_tmp``,
+    ``max_cpu_seconds``, ``max_wall``: none unless given)."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
@@ -196,6 +226,12 @@ def parse_ceiling(text: str, source: str = "ceiling.toml") -> Ceiling:
         allow_network=boolean(source, "allow_network", data.get("allow_network", False)),
         protected=string_list(source, "protected", data.get("protected", [])),
         keep_within=string_list(source, "keep_within", data.get("keep_within", [])),
+        max_limits=limits_from_mapping(
+            source,
+            "",
+            {k: v for k, v in data.items() if k.startswith("max_") and k != "max_capability"},
+            prefix="max_",
+        ),
         source=source,
     )
 

@@ -18,6 +18,13 @@ closest key suggested for a typo). The format, every key::
     toolchains = true                 # keep the toolchains under $HOME that PATH leads to
     git = "commit"                    # commit | read-only: may commands and the agent commit
 
+    [limits]                          # one attempt's resources (policies.limits; defaults there)
+    memory = "4G"                     # per process
+    processes = 1024                  # per sandbox (threads count)
+    tmp = "1G"                        # each private tmpfs: /tmp, /var/tmp, the empty homes
+    cpu_seconds = 1800                # per process
+    wall = 1800                       # the attempt's timeout (--timeout wins)
+
     [deny]                            # [ask] and [allow] take the same keys
     commands = ["rm *", "git push *"]
     paths = ["secrets/**"]            # reads and writes
@@ -38,6 +45,7 @@ from typing import Any, Final, Literal
 from policies.capability import Capability, CapabilityError
 from policies.ceiling import boolean, string_list, table, type_name
 from policies.errors import ConfigError, closest, unknown_key
+from policies.limits import Limits, limits_from_mapping
 from policies.paths import PathGlobs, normalize
 from policies.protected import ALWAYS_PROTECTED, HIDDEN_BY_DEFAULT
 from policies.rules import TOOL_KINDS, RuleList, Rules, rule_list
@@ -64,6 +72,7 @@ _TOP_KEYS: Final = {
     "ask",
     "deny",
     "sandbox",
+    "limits",
 }
 _RULE_KEYS: Final = {"commands", "paths", "writes", "tools"}
 _SANDBOX_KEYS: Final = {"git", "keep", "toolchains"}
@@ -89,6 +98,8 @@ class Policy:
     toolchains: bool = True
     """Whether the sandboxes keep the toolchains under the homes (`sandbox.toolchains`)."""
     git: GitAccess = "commit"
+    limits: Limits = field(default_factory=Limits)
+    """The ``[limits]`` as written (unset ones None: `Limits.effective` fills them)."""
     roots: tuple[str, ...] = ()
     """Absolute roots, the workspace first; empty until `bind`."""
     source: str = field(default="built-in", compare=False)
@@ -182,6 +193,10 @@ def policy_from_mapping(data: Mapping[str, Any], source: str) -> Policy:
         kwargs["hidden_globs"] = string_list(source, "hidden", data["hidden"])
     if "sandbox" in data:
         kwargs.update(_sandbox(source, data["sandbox"]))
+    if "limits" in data:
+        kwargs["limits"] = limits_from_mapping(
+            source, "limits", table(source, "limits", data["limits"])
+        )
     kwargs["rules"] = Rules(
         deny=_tier(source, "deny", data.get("deny")),
         ask=_tier(source, "ask", data.get("ask")),

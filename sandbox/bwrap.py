@@ -95,6 +95,7 @@ def parse_features(help_text: str) -> BwrapFeatures:
         assert_userns_disabled=has("--assert-userns-disabled"),
         ro_bind_fd=has("--ro-bind-fd"),
         tmp_overlay=has("--tmp-overlay"),
+        tmpfs_size=has("--size"),
     )
 
 

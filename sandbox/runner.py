@@ -86,7 +86,9 @@ async def start(
     """
     probed = await preflight(bwrap) if profile.sandboxed else None
     with prepare(profile, command.argv, probed, ledger=ledger) as launch:
-        execution = await start_launch(launch, output_limit=output_limit)
+        execution = await start_launch(
+            launch, output_limit=output_limit, limits=profile.limits
+        )
         try:
             yield execution
         finally:

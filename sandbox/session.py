@@ -59,6 +59,7 @@ from sandbox.launch import (
     open_pin,
     prepare,
 )
+from sandbox.limits import rlimits
 from sandbox.preflight import preflight
 from sandbox.profile import (
     HostFacts,
@@ -336,7 +337,13 @@ class SandboxSession:
             with ExitStack() as handed:
                 remade = [p for p, was in self._sockets.items() if _socket_identity(p) != was]
                 kinds, sources = _new_binds(self._facts, facts, handed, remade)
-                request = {"argv": list(command), "env": env, "cwd": facts.cwd, "binds": kinds}
+                request = {
+                    "argv": list(command),
+                    "env": env,
+                    "cwd": facts.cwd,
+                    "binds": kinds,
+                    "rlimits": rlimits(profile.limits) if profile.limits is not None else [],
+                }
                 read_end, write_end = os.pipe2(os.O_CLOEXEC)
                 handed.callback(os.close, write_end)
                 stdout = trio.lowlevel.FdStream(read_end)
@@ -358,7 +365,7 @@ class SandboxSession:
                     raise SessionEnded(
                         f"the session's sandbox has ended ({exc.strerror})"
                     ) from None
-            execution = Execution(child, OutputRing(output_limit))
+            execution = Execution(child, OutputRing(output_limit), profile.limits)
             try:
                 try:
                     await child.started()

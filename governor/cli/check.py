@@ -52,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
         capability=policy.capability,
         network=policy.network,
         keep=policy.keep,
+        limits=policy.limits,
     )
     verdict = check(request, ceiling)
     if isinstance(verdict, list) and args.agent is None:

@@ -15,7 +15,9 @@ from governor.confine import configured_bwrap
 from governor.presets import NotInstalled, presets, resolve
 from governor.spec import default_log_dir
 from policies.capability import Capability
+from policies.limits import DEFAULTS, render
 from sandbox import BwrapUnavailable, Profile, SandboxSession, SessionError, preflight
+from sandbox.limits import enforcement
 from sandbox.survey import survey
 from sandbox.toolchains import describe
 
@@ -96,6 +98,22 @@ def _toolchains(overlays: bool) -> list[str]:
     return lines
 
 
+def _limits(tmpfs_size: bool) -> list[str]:
+    """How a policy's ``[limits]`` are enforced here, for this user (`sandbox.limits`)."""
+    found = enforcement()
+    defaults = ", ".join(
+        f"{name} {render(name, getattr(DEFAULTS, name))}"
+        for name in ("memory", "processes", "tmp", "cpu_seconds", "wall")
+    )
+    ok = found.prlimit is not None and found.processes != "none" and tmpfs_size
+    head = "ok   " if ok else "--   "
+    lines = [f"{head} limits: enforced with rlimits and tmpfs sizes (defaults: {defaults})"]
+    lines += [f"        {line}" for line in found.lines()]
+    if not tmpfs_size:
+        lines.append("        tmp: this bwrap has no --size: a tmp limit is refused")
+    return lines
+
+
 def main(args: argparse.Namespace) -> int:
     """Print one line per check; exit 1 when the default run cannot work."""
     broken = False
@@ -112,6 +130,8 @@ def main(args: argparse.Namespace) -> int:
         )
         print(trio.run(_session_check))
         for line in _toolchains(bwrap.features.tmp_overlay):
+            print(line)
+        for line in _limits(bwrap.features.tmpfs_size):
             print(line)
     logs = default_log_dir()
     why = _writable(logs)

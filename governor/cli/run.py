@@ -64,8 +64,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--timeout",
         metavar="S",
         type=float,
-        default=1800.0,
-        help="seconds for the attempt (default 1800)",
+        default=None,
+        help="seconds for the attempt: wins over the policy's [limits] wall (default 1800)",
     )
     p.add_argument(
         "--approvals",

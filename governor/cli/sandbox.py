@@ -1,7 +1,12 @@
 """``governor sandbox``: run one command under the profile a policy would give it.
 
 For operators debugging a policy: the same profile machinery, preflight and
-bwrap argv as a governed command, with the terminal passed straight through
+bwrap argv as a governed command (`governor.confine.command_profile`), under
+``--policy FILE`` or the least-authority default, each flag given overriding
+the file (``--add-dir`` and ``--keep`` replace its lists; ``--timeout`` its
+``[limits] wall``, which is otherwise the command's timeout only when the file
+sets one: a wall is an attempt's). The limits are the file's, the defaults
+filling the rest, as for a governed command. The terminal is passed straight through
 (stdin, stdout and stderr are inherited, so ``governor sandbox -- bash`` is an
 interactive shell inside the sandbox). Exits with the command's status (128 + N
 for a signal). A bwrap that cannot work is one line on stderr and exit 2.
@@ -13,16 +18,20 @@ import argparse
 import math
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import trio
 
+from governor.confine import command_profile
 from policies.capability import CAPABILITY_NAMES, Capability, CapabilityError
-from policies.policy import GIT_ACCESS
+from policies.errors import ConfigError
+from policies.policy import GIT_ACCESS, Policy, parse_policy
 from sandbox.bwrap import BwrapUnavailable
 from sandbox.execution import ExitStatus
 from sandbox.launch import open_launch, prepare
+from sandbox.limits import blame
 from sandbox.preflight import preflight
 from sandbox.profile import Profile, ProfileError
 from sandbox.runner import Command
@@ -41,9 +50,13 @@ def register(subparsers: Any) -> None:
         "give it. One argument is a shell line (run by /bin/sh -c), several are an argv.",
     )
     parser.add_argument(
+        "--policy", type=Path, default=None, metavar="FILE",
+        help="run under this policy file's profile and [limits]; the flags below override it",
+    )
+    parser.add_argument(
         "--capability",
-        default="read-only",
-        help=f"one of {', '.join(CAPABILITY_NAMES)} (default: read-only)",
+        default=None,
+        help=f"one of {', '.join(CAPABILITY_NAMES)} (default: the policy's, else read-only)",
     )
     parser.add_argument("--workspace", type=Path, default=None, help="the workspace (default: cwd)")
     parser.add_argument(
@@ -51,7 +64,7 @@ def register(subparsers: Any) -> None:
         help="an extra root, like the workspace (repeatable)",
     )
     parser.add_argument(
-        "--network", action="store_true",
+        "--network", action="store_true", default=None,
         help="share the host network (Unix sockets are then refused: the host's abstract "
         "sockets would be reachable)",
     )
@@ -67,12 +80,12 @@ def register(subparsers: Any) -> None:
         "[sandbox] keep",
     )
     parser.add_argument(
-        "--no-toolchains", action="store_false", dest="toolchains",
+        "--no-toolchains", action="store_false", dest="toolchains", default=None,
         help="do not keep the toolchains under $HOME that PATH leads to (pyenv, nvm, "
         "cargo, ~/.local/bin, a .venv's interpreter)",
     )
     parser.add_argument(
-        "--git", choices=GIT_ACCESS, default="commit",
+        "--git", choices=GIT_ACCESS, default=None,
         help="at edit-workspace: commit (default; hooks, config and the rest that runs "
         "code stay read-only) or read-only (.git read-only as a whole), as a policy's "
         "[sandbox] git",
@@ -86,27 +99,47 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=main)
 
 
-def _profile(args: argparse.Namespace) -> Profile:
-    # $HOME as a governed command gets the agent's: this shell's, where its
-    # toolchain and its user site are (not the password database's)
-    home = os.environ.get("HOME", "")
-    env: dict[str, str] = {"HOME": home} if os.path.isabs(home) else {}
-    for name in args.env_names:
+def _policy(args: argparse.Namespace) -> Policy:
+    """The policy file (or the default), with each flag that was given on top."""
+    policy = Policy()
+    if args.policy is not None:
+        try:
+            text = args.policy.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ProfileError(f"{args.policy}: cannot read the policy: {exc.strerror}") from None
+        policy = parse_policy(text, str(args.policy))
+    given: dict[str, Any] = {}
+    if args.capability is not None:
+        given["capability"] = Capability.parse(args.capability)
+    if args.network is not None:
+        given["network"] = args.network
+    if args.toolchains is not None:
+        given["toolchains"] = args.toolchains
+    if args.git is not None:
+        given["git"] = args.git
+    if args.keep:
+        given["keep"] = tuple(str(Path(os.path.expanduser(p)).absolute()) for p in args.keep)
+    if args.timeout is not None:
+        given["limits"] = policy.limits.with_wall(args.timeout)
+    return replace(policy, **given)
+
+
+def _profile(args: argparse.Namespace, policy: Policy) -> Profile:
+    env: dict[str, str] = {}
+    for name in (*policy.env, *args.env_names):
         if name not in os.environ:
             raise ProfileError(f"--env {name}: not set in the current environment")
         env[name] = os.environ[name]
     workspace = args.workspace if args.workspace is not None else Path.cwd()
-    return Profile(
-        capability=Capability.parse(args.capability),
-        workspace=workspace.absolute(),
-        extra_roots=tuple(p.absolute() for p in args.add_dirs),
-        network=args.network,
-        env=env,
-        path=os.environ.get("PATH"),
-        keep=tuple(Path(os.path.expanduser(p)).absolute() for p in args.keep),
-        toolchains=args.toolchains,
+    extra = tuple(str(p.absolute()) for p in args.add_dirs) if args.add_dirs else None
+    bound = policy.bind(str(workspace.absolute()), extra)
+    # $HOME and PATH as a governed command gets the agent's: this shell's, where
+    # its toolchain and its user site are (not the password database's home)
+    profile = command_profile(bound, os.environ)
+    return replace(
+        profile,
+        env={**profile.env, **env},
         cwd=Path.cwd() if args.workspace is None else None,
-        git_read_only=args.git == "read-only",
     )
 
 
@@ -118,7 +151,9 @@ def _masked(options: list[str]) -> list[str]:
     return out
 
 
-async def _run(args: argparse.Namespace, profile: Profile, command: Command) -> int:
+async def _run(
+    args: argparse.Namespace, profile: Profile, command: Command, timeout: float | None
+) -> int:
     probed = await preflight(args.bwrap) if profile.sandboxed else None
     facts = survey(profile) if profile.sandboxed else None
     with prepare(profile, command.argv, probed, facts=facts) as launch:
@@ -128,22 +163,29 @@ async def _run(args: argparse.Namespace, profile: Profile, command: Command) -> 
                     print(line, file=sys.stderr)
                 print(f"PATH   {facts.path}", file=sys.stderr)
             if launch.sandboxed:
-                fd = int(launch.argv[2])
+                fd = int(launch.argv[launch.argv.index("--args") + 1])
                 os.lseek(fd, 0, os.SEEK_SET)
                 data = b""
                 while chunk := os.read(fd, 65536):
                     data += chunk
                 options = [o.decode() for o in data.split(b"\0")[:-1]]
-                print(" ".join([launch.argv[0], *_masked(options), "--", *command.argv]))
+                at = launch.argv.index("--args")  # a launcher (a pids group) may come first
+                words = [*launch.argv[:at], *_masked(options), *launch.argv[at + 2 :]]
+                print(" ".join(words))
             else:
                 print("(full-access: no sandbox) " + " ".join(command.argv))
             return 0
         child = await open_launch(launch, stdin=None, stdout=None, stderr=None)
         try:
-            with trio.move_on_after(math.inf if args.timeout is None else args.timeout):
-                return ExitStatus.from_returncode(await child.wait()).shell_code
+            with trio.move_on_after(math.inf if timeout is None else timeout):
+                status = ExitStatus.from_returncode(await child.wait())
+                # the output went to the terminal: only a limit's signal names it
+                limit = blame(profile.limits, status.exit_code, status.signal, b"")
+                if limit is not None:
+                    print(f"governor sandbox: stopped at the {limit}", file=sys.stderr)
+                return status.shell_code
             child.kill()
-            print(f"governor sandbox: killed after {args.timeout} s", file=sys.stderr)
+            print(f"governor sandbox: killed after {timeout:g} s", file=sys.stderr)
             return ExitStatus.from_returncode(await child.wait()).shell_code
         finally:
             with trio.CancelScope(shield=True):
@@ -160,9 +202,11 @@ def main(args: argparse.Namespace) -> int:
         print("governor sandbox: no command given (governor sandbox [options] -- CMD ...)", file=sys.stderr)
         return EXIT_REFUSED
     try:
-        profile = _profile(args)
-        return trio.run(_run, args, profile, Command.from_acp(words[0], words[1:]))
-    except (BwrapUnavailable, ProfileError, CapabilityError) as exc:
+        policy = _policy(args)
+        profile = _profile(args, policy)
+        timeout = policy.limits.wall  # --timeout, or the file's wall; None: none
+        return trio.run(_run, args, profile, Command.from_acp(words[0], words[1:]), timeout)
+    except (BwrapUnavailable, ProfileError, CapabilityError, ConfigError) as exc:
         print(f"governor sandbox: {exc}", file=sys.stderr)
         return EXIT_REFUSED
     except FileNotFoundError as exc:

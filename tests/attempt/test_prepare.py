@@ -83,3 +83,37 @@ def test_a_variable_that_makes_the_agent_act_alone_is_refused_unless_mode_switch
     assert ok.env["COPILOT_ALLOW_ALL"] == "true"
     plain = prepare(AttemptSpec(prompt="x", **common))  # type: ignore[arg-type]
     assert "COPILOT_ALLOW_ALL" not in plain.env  # never passed unless declared
+
+
+def test_the_timeout_and_the_policy_s_wall_agree_and_an_explicit_timeout_wins(
+    tmp_path: Path,
+) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    policy = tmp_path / "p.toml"
+    policy.write_text('[limits]\nwall = 90\nmemory = "512M"\n')
+    log = tmp_path / "a.jsonl"
+    by_policy = prepare(AttemptSpec(prompt="x", agent="demo", workspace=ws, policy=policy, log=log))
+    assert by_policy.wall == 90.0 and by_policy.spec.timeout == 90.0
+    assert by_policy.policy.limits.memory == 512 << 20
+    assert by_policy.policy.limits.processes == 1024  # the default fills the rest
+    given = prepare(
+        AttemptSpec(prompt="x", agent="demo", workspace=ws, policy=policy, timeout=30, log=log)
+    )
+    assert given.wall == 30.0 and given.policy.limits.wall == 30.0
+    assert prepare(AttemptSpec(prompt="x", agent="demo", workspace=ws, log=log)).wall == 1800.0
+
+
+def test_limits_over_the_ceiling_are_refused_with_every_other_problem(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    ceiling = tmp_path / "c.toml"
+    ceiling.write_text('allowed_agents = ["demo"]\nmax_memory = "1G"\nmax_wall = 60\n')
+    policy = tmp_path / "p.toml"
+    policy.write_text('[limits]\nmemory = "4G"\n')
+    found = problems(
+        agent="demo", workspace=ws, policy=policy, ceiling=ceiling, timeout=600, env=["GOVTEST_NO"]
+    )
+    assert any("limits.memory = 4G exceeds the permitted maximum 1G" in p for p in found)
+    assert any("limits.wall = 600 s exceeds the permitted maximum 60 s" in p for p in found)
+    assert any("GOVTEST_NO" in p for p in found)

@@ -65,3 +65,16 @@ def test_a_missing_named_ceiling_or_a_bad_policy_is_one_clear_line(tmp_path: Pat
     bad.write_text('[allow]\ntools = ["exec"]\n')
     done = check("--policy", str(bad))
     assert done.returncode == 2 and "did you mean `execute`?" in done.stderr
+
+
+def test_limits_over_the_ceiling_s_maxima_are_violations_too(tmp_path: Path) -> None:
+    policy = tmp_path / "p.toml"
+    policy.write_text('[limits]\nmemory = "16G"\nprocesses = 64\n')
+    ceiling = tmp_path / "c.toml"
+    ceiling.write_text('max_memory = "8G"\nmax_processes = 512\n')
+    done = check("--policy", str(policy), "--ceiling", str(ceiling))
+    assert done.returncode == 2
+    violations = [line for line in done.stderr.splitlines() if line.startswith("violation: ")]
+    assert violations == [
+        "violation: limits.memory = 16G exceeds the permitted maximum 8G (max_memory)"
+    ]

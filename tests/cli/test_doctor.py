@@ -37,3 +37,14 @@ def test_doctor_fails_naming_a_bwrap_that_is_not_there(tmp_path: Path) -> None:
     assert done.stdout.startswith(f"FAIL  sandbox: configured bwrap {missing} ")
     assert "session sandbox" not in done.stdout  # nothing to build it with
     assert done.stdout.rstrip().endswith("fix the FAIL lines above")
+
+
+def test_doctor_says_how_the_limits_are_enforced_here(tmp_path: Path) -> None:
+    done = doctor(tmp_path)
+    assert "limits: enforced with rlimits and tmpfs sizes (defaults: memory 4G" in done.stdout
+    processes = next(line for line in done.stdout.splitlines() if "processes: " in line)
+    if os.getuid() != 0:
+        assert "RLIMIT_NPROC set inside the sandbox" in processes
+    else:
+        assert "pids cgroup" in processes or "NOT enforced" in processes
+    assert "cgroup v2: " in done.stdout

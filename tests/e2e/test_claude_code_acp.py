@@ -136,7 +136,7 @@ async def test_a_timeout_while_the_model_thinks_cancels_the_turn_and_nothing_aft
         )
         assert model.stalling.is_set(), model.describe()  # the turn was mid-way
     assert outcome.status == "failed"
-    assert "did not finish within 10 s; its turn was cancelled" in (outcome.reason or "")
+    assert "did not finish within 10 s (the wall limit); its turn was cancelled" in (outcome.reason or "")
     assert first.read_text() == "1\n"
     assert not second.exists()
     assert [r["subject"]["path"] for r in records(outcome, "write")] == [str(first)]

@@ -147,7 +147,7 @@ def test_a_timeout_while_it_works_cancels_the_turn_before_it_asks(
     kinds = [k for k, _ in job.events]
     assert "prompt" in kinds and "message" in kinds  # the turn had started
     assert outcome.status == "failed"
-    assert "did not finish within 3.5 s; its turn was cancelled" in (outcome.reason or "")
+    assert "did not finish within 3.5 s (the wall limit); its turn was cancelled" in (outcome.reason or "")
     assert records(outcome, "permission") == []
     assert not any(c["id"] == "call_2" for c in job.tool_calls())
     assert [r["kind"] for r in job.verified_log()][-1] == "attempt-end"

@@ -179,3 +179,36 @@ def test_its_home_is_this_shells_and_the_toolchain_there_runs(
     assert "mytool ran" not in off.stdout and "CANARY-cli" not in off.stdout + off.stderr
     shown = governor("--print-argv", "--", "true", cwd=ws, env=env)
     assert f"kept   {tool.parent} (read-only: on PATH)" in shown.stderr
+
+
+def test_a_policy_file_gives_its_profile_and_limits_and_flags_override_it(
+    governor: Callable[..., Outcome], ws: Path, tmp_path: Path
+) -> None:
+    policy = tmp_path / "job.toml"
+    policy.write_text('capability = "edit-workspace"\n[limits]\ntmp = "8M"\ncpu_seconds = 1\n')
+    wrote = governor("--policy", str(policy), "--", "echo x > made.txt", cwd=ws)
+    assert wrote.returncode == 0, wrote.stderr
+    assert (ws / "made.txt").exists()  # the file's capability
+    dd = "dd if=/dev/zero of=/tmp/f bs=1M count=64"
+    full = governor("--policy", str(policy), "--", dd, cwd=ws)
+    assert full.returncode != 0 and "No space left on device" in full.stderr
+    spin = governor("--policy", str(policy), "--", "python3 -c 'while True: pass'", cwd=ws)
+    assert spin.returncode == 128 + 24
+    assert "governor sandbox: stopped at the cpu limit 1 s (killed by SIGXCPU)" in spin.stderr
+    read_only = governor(
+        "--policy", str(policy), "--capability", "read-only", "--", "echo y > other.txt", cwd=ws
+    )
+    assert read_only.returncode != 0 and not (ws / "other.txt").exists()  # the flag wins
+    argv = governor("--policy", str(policy), "--print-argv", "--", "true", cwd=ws)
+    assert f"--size {8 << 20} --tmpfs /tmp" in argv.stdout
+    assert "prlimit" in argv.stdout and "--cpu=1:" in argv.stdout
+
+
+def test_a_bad_policy_file_is_one_line_naming_the_key_and_exit_2(
+    governor: Callable[..., Outcome], ws: Path, tmp_path: Path
+) -> None:
+    policy = tmp_path / "bad.toml"
+    policy.write_text('[limits]\nmemory = "lots"\n')
+    result = governor("--policy", str(policy), "--", "true", cwd=ws)
+    assert result.returncode == 2
+    assert f"governor sandbox: {policy}: limits.memory: 'lots' is not a size" in result.stderr

@@ -60,6 +60,8 @@ class Outcome:
     peak: int
     maxrss_kib: int
     error: str | None
+    limit: str | None = None
+    """The limit the command stopped at, as `sandbox.execution.ExitStatus` names it."""
 
     @classmethod
     def from_answer(cls, answer: dict[str, Any]) -> Outcome:
@@ -75,6 +77,7 @@ class Outcome:
             answer["peak"],
             answer["maxrss_kib"],
             None,
+            answer.get("limit"),
         )
 
 
@@ -251,6 +254,7 @@ class Box:
         keep: Sequence[Path] = (),
         toolchains: bool = True,
         git_read_only: bool = False,
+        limits: dict[str, float] | None = None,
     ) -> Outcome:
         """Run ``command`` in the sandbox; with ``then``, run that shell line
         next (in the same session's sandbox, or in a bwrap of its own, per
@@ -272,6 +276,7 @@ class Box:
                 "keep": [str(p) for p in keep],
                 "toolchains": toolchains,
                 "git_read_only": git_read_only,
+                "limits": limits,
             },
             "timeout": timeout,
             "via": self.via,

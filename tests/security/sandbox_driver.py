@@ -24,6 +24,7 @@ from typing import Any
 import trio
 
 from policies.capability import Capability
+from policies.limits import Limits
 from sandbox.bwrap import BwrapUnavailable
 from sandbox.execution import Execution, ExitStatus
 from sandbox.profile import HomeFolder, Profile, ProfileError
@@ -46,6 +47,7 @@ def build_profile(spec: dict[str, Any]) -> Profile:
         keep=tuple(Path(p) for p in spec.get("keep", ())),
         toolchains=spec.get("toolchains", True),
         git_read_only=spec.get("git_read_only", False),
+        limits=Limits(**spec["limits"]) if spec.get("limits") else None,
     )
 
 
@@ -97,6 +99,7 @@ async def execute(request: dict[str, Any]) -> dict[str, Any]:
         "error": None,
         "exit_code": status.exit_code,
         "signal": status.signal,
+        "limit": status.limit,
         "output": base64.b64encode(output).decode(),
         "truncated": truncated,
         "timed_out": timed_out,
