@@ -25,7 +25,7 @@ import re
 import stat
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import trio
 
@@ -170,6 +170,12 @@ def prepare(
         info_read, info_write = os.pipe2(os.O_CLOEXEC)
         opened.add(info_read)
         track(info_write)
+        # A host socket found by a survey that may be a while old (it is reused
+        # while its folders hold) and gone since would fail bwrap's cover of it
+        # ("Can't create file"): cover only those still there, just before.
+        live = tuple(sock for sock in facts.sockets if os.path.lexists(sock))
+        if live != facts.sockets:
+            facts = replace(facts, sockets=live)
         options = render(
             profile,
             facts,

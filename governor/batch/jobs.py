@@ -64,7 +64,8 @@ class Job:
     capability: str | None = None
     model: str | None = None
     mode: str | None = None
-    timeout: float = 1800.0
+    timeout: float | None = None
+    """Seconds for the attempt; None: the policy's ``[limits] wall``."""
     env: tuple[str, ...] = ()
     extra_dirs: tuple[str, ...] = ()
     sandbox_agent: bool = True
