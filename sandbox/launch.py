@@ -23,7 +23,7 @@ import functools
 import os
 import re
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 
@@ -53,6 +53,9 @@ class Launch:
     new_session: bool
     sandboxed: bool
     info_fd: int | None = None
+    block_fd: int | None = None
+    """(behind the proxy only) the write end of bwrap's ``--block-fd``: the
+    command starts once a byte is written, after its listeners exist."""
     _open: set[int] = field(default_factory=set, repr=False)
 
     def spawned(self) -> None:
@@ -180,6 +183,11 @@ def prepare(
             fork_server=fork_server is not None,
             excludes_fd=excludes_fd,
         )
+        block_write: int | None = None
+        if profile.egress is not None:
+            block_read, block_write = os.pipe2(os.O_CLOEXEC)
+            opened.add(block_write)
+            options += ["--block-fd", str(track(block_read))]
         args_fd = track(memfd("governor-bwrap-args", "\0".join(options).encode() + b"\0"))
         yield Launch(
             argv=(bwrap.path, "--args", str(args_fd), "--", *command),
@@ -189,6 +197,7 @@ def prepare(
             new_session=False,
             sandboxed=True,
             info_fd=info_read,
+            block_fd=block_write,
             _open=opened,
         )
 
@@ -248,9 +257,13 @@ async def open_launch(
     stdin: Std = DEVNULL,
     stdout: Std = PIPE,
     stderr: Std = STDOUT,
+    attach: Callable[[int], Awaitable[None]] | None = None,
 ) -> Child:
     """Spawn ``launch`` (on the trio thread) and, when sandboxed, learn the host
     pid of the sandbox's pid 1 before returning.
+
+    A launch behind the proxy (``block_fd``) waits, before its command starts,
+    for ``attach(pid)`` to make its listeners (`sandbox.egress`); required then.
 
     Why: bwrap's pid 1 arms ``--die-with-parent`` only after its whole mount
     setup. SIGKILLing bwrap during those milliseconds orphans pid 1 and the
@@ -287,6 +300,13 @@ async def open_launch(
                 child.adopt_inner(int(match.group(1)))
             with trio.CancelScope(shield=True):
                 await stream.aclose()
+        if launch.block_fd is not None:
+            if attach is None or match is None:
+                raise ProfileError("a sandbox behind the proxy needs its listeners attached")
+            await attach(int(match.group(1)))
+            launch._open.discard(launch.block_fd)
+            os.write(launch.block_fd, b"x")
+            os.close(launch.block_fd)
     except BaseException:
         with trio.CancelScope(shield=True):
             child.kill()

@@ -51,6 +51,7 @@ from typing import Final
 
 from policies.capability import Capability
 from sandbox.hostgit import EXCLUDES_PATH
+from sandbox.netns import NO_PROXY_VARIABLES, Egress
 from sandbox.protected import SYSTEM_DIRS
 
 PROC_HOST_KNOBS: Final = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus")
@@ -122,6 +123,10 @@ class Profile:
     """Whether the toolchains under the homes are detected and kept
     (`sandbox.toolchains`)."""
     git_read_only: bool = False
+    egress: Egress | None = None
+    """A network namespace of its own whose only way out is the governor's
+    proxy (`sandbox.egress`), announced by the proxy variables; needs
+    ``network`` off (which shares the host's namespace)."""
 
     def __post_init__(self) -> None:
         for name, value in self.env.items():
@@ -134,6 +139,8 @@ class Profile:
         for path in (self.workspace, *self.extra_roots, *self.visible, *self.keep):
             if not Path(path).is_absolute():
                 raise ProfileError(f"path {str(path)!r} must be absolute")
+        if self.egress is not None and self.network:
+            raise ProfileError("a sandbox behind the proxy has no host network (network off)")
 
     @property
     def sandboxed(self) -> bool:
@@ -197,6 +204,7 @@ class Profile:
         keep: Sequence[Path] = (),
         toolchains: bool = True,
         git_read_only: bool = False,
+        egress: Egress | None = None,
     ) -> Profile:
         """The profile that wraps an agent process itself.
 
@@ -227,6 +235,7 @@ class Profile:
             keep=tuple(keep),
             toolchains=toolchains,
             git_read_only=git_read_only,
+            egress=egress,
         )
 
 
@@ -354,7 +363,8 @@ def environment(profile: Profile, facts: HostFacts) -> dict[str, str]:
         "TERM": DEFAULT_TERM,
         **facts.toolchain_env,
         **git,
-        **profile.env,
+        **{k: v for k, v in profile.env.items() if profile.egress is None or k not in NO_PROXY_VARIABLES},
+        **(profile.egress.environment() if profile.egress is not None else {}),
     }
 
 
