@@ -34,7 +34,7 @@ import trio
 from acp import schema
 from pydantic import ValidationError
 
-from governor import confine, elicitation
+from governor import confine, elicitation, network
 from governor.acp.connection import Connection, ConnectionClosed, RemoteError, RequestTimeout
 from governor.acp.jsonrpc import AUTH_REQUIRED, short_error
 from governor.attribution import Evidence, explain
@@ -46,6 +46,7 @@ from governor.setup import SessionSetup
 from governor.spec import AttemptSpec, Command, Prepared, RefusedBeforeStart, prepare
 from governor.turn import Turn
 from governor.workspace import Snapshot, diff, snapshot
+from sandbox.egress import EgressProxy, open_egress
 
 log = structlog.get_logger("governor.attempt")
 
@@ -107,6 +108,7 @@ class Attempt:
         self.emit = p.spec.on_event or _nobody
         self.audit = AuditLog(p.log_path, self.id, durability=p.spec.durability, masker=p.masker)
         self.gate: Gate | None = None
+        self.proxy: EgressProxy | None = None
         self.turn = Turn(p.name, on_tool_call=self._on_tool_call, emit=p.spec.on_event)
         self.end = Ending(
             agent=p.name,
@@ -167,10 +169,11 @@ class Attempt:
                     policy, self.audit, p.approver, terminals=terminals, on_event=p.spec.on_event
                 )
                 try:
-                    if isinstance(p.executor, Command):
-                        await self._drive_command()
-                    else:
-                        await self._drive()
+                    async with open_egress(network.judge(self.gate)) as self.proxy:
+                        if isinstance(p.executor, Command):
+                            await self._drive_command()
+                        else:
+                            await self._drive()
                 finally:
                     await terminals.close()
                 nursery.cancel_scope.cancel()
@@ -239,7 +242,7 @@ class Attempt:
                 sandbox=p.spec.sandbox_agent,
                 via_npx=p.executor.via_npx,
             )
-            async with confine.spawn_agent(profile, p.executor.argv) as process:
+            async with confine.spawn_agent(profile, p.executor.argv, self.proxy) as process:
                 self.emit(
                     "spawned",
                     {
@@ -477,7 +480,7 @@ class Attempt:
             profile = confine.agent_profile(
                 p.executor.argv, p.policy, None, p.env, sandbox=p.spec.sandbox_agent
             )
-            async with confine.spawn_agent(profile, p.executor.argv) as process:
+            async with confine.spawn_agent(profile, p.executor.argv, self.proxy) as process:
                 self.emit("spawned", {"agent": self.name, "pid": process.pid})
                 await self._feed_command(process, stdout, stderr)
         except (OSError, confine.SandboxUnavailable) as e:

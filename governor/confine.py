@@ -51,12 +51,14 @@ import structlog
 import trio
 
 from governor import leftovers
+from governor.network import egress_for
 from governor.presets import NPM_HOME, Preset
 from policies.capability import Capability
 from policies.paths import is_literal
 from policies.policy import Policy
 from sandbox import BwrapUnavailable, Profile, ProfileError, Terminals, agent_process, preflight
 from sandbox.agent import resolve_install, resolve_links
+from sandbox.egress import EgressProxy
 from sandbox.spawn import Child
 
 log = structlog.get_logger("governor.confine")
@@ -129,7 +131,9 @@ def agent_profile(
     sandbox: bool,
     via_npx: bool = False,
 ) -> Profile:
-    """The profile that wraps the agent process itself."""
+    """The profile that wraps the agent process itself: sandboxed, it has a
+    network namespace of its own whose only way out is the governor's proxy
+    (`governor.network`); unsandboxed, the host's network."""
     capability = policy.capability if sandbox else Capability.FULL_ACCESS
     home_folders: list[str] = []
     if preset is not None:
@@ -153,7 +157,11 @@ def agent_profile(
         install=install,
         links=links,
         env=env,
-        network=True,
+        network=not sandboxed,
+        egress=egress_for(policy.network_rules, "agent") if sandboxed else None,
+        # its filter refuses socket(AF_UNIX) as it did when it shared the host's
+        # network: what it needs goes through the proxy's TCP ports
+        allow_unix_sockets=False,
         protected=_literal_paths(policy.protected_extra),
         keep=kept_folders(policy),
         toolchains=policy.toolchains,
@@ -162,13 +170,27 @@ def agent_profile(
 
 
 @asynccontextmanager
-async def spawn_agent(profile: Profile, argv: Sequence[str]) -> AsyncIterator[Child]:
+async def spawn_agent(
+    profile: Profile, argv: Sequence[str], proxy: EgressProxy | None = None
+) -> AsyncIterator[Child]:
     """Start the agent under its profile with piped stdio; the block owns it and
     kills it (its whole tree: the sandbox's PID namespace, or what the unsandboxed
-    agent's watchdog finds) when left, then sweeps for the marker variable."""
+    agent's watchdog finds) when left, then sweeps for the marker variable. A
+    profile behind the proxy is attached to ``proxy`` before the agent starts."""
     marker = profile.env.get(leftovers.MARKER)
+    attach = None
+    egress = profile.egress
+    if egress is not None:
+        if proxy is None:
+            raise SandboxUnavailable("the agent's sandbox needs the egress proxy")
+
+        async def attach(pid: int) -> None:
+            await proxy.attach(pid, egress, "agent")
+
     try:
-        async with agent_process(profile, argv, bwrap=configured_bwrap()) as child:
+        async with agent_process(
+            profile, argv, bwrap=configured_bwrap(), attach=attach
+        ) as child:
             yield child
     except BwrapUnavailable as e:
         raise SandboxUnavailable(f"the sandbox cannot work here: {e}") from None

@@ -174,10 +174,26 @@ class NetworkRules:
         extra = tuple(parse_pattern(h) for h in hosts)
         return NetworkRules(self.enabled, self.allow, self.ask, self.deny, self.agent + extra)
 
-    def with_allowed(self, hosts: Sequence[str]) -> NetworkRules:
-        """These rules with ``hosts`` allowed (``--allow-host``): network on."""
+    def with_allowed(self, hosts: Sequence[str], *, enable: bool = False) -> NetworkRules:
+        """These rules with ``hosts`` allowed (``--allow-host``); ``enable``
+        turns network on for commands too."""
         extra = tuple(parse_pattern(h) for h in hosts)
-        return NetworkRules(True, self.allow + extra, self.ask, self.deny, self.agent)
+        on = self.enabled or enable
+        return NetworkRules(on, self.allow + extra, self.ask, self.deny, self.agent)
+
+    def loopback_forwards(self, origin: str) -> tuple[tuple[str, int], ...]:
+        """The loopback ``(host, port)`` pairs that an exact allow rule names for
+        ``origin``: each is forwarded into the sandbox at the same address."""
+        patterns = [*self.allow, *(self.agent if origin == "agent" else ())]
+        if origin != "agent" and not self.enabled:
+            return ()
+        out: list[tuple[str, int]] = []
+        for p in patterns:
+            if p.port is None or p.wildcard:
+                continue
+            if p.host == "localhost" or special(p.host) == "a loopback address":
+                out.append((p.host, p.port))
+        return tuple(dict.fromkeys(out))
 
     @property
     def patterns(self) -> tuple[str, ...]:

@@ -83,6 +83,7 @@ try:
     made = []
     for spec in sys.argv[3:]:
         host, port = spec.rsplit(",", 1)
+        host = "127.0.0.1" if host == "localhost" else host
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         s = socket.socket(family, socket.SOCK_STREAM)
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
