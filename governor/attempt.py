@@ -109,6 +109,8 @@ class Attempt:
         self.audit = AuditLog(p.log_path, self.id, durability=p.spec.durability, masker=p.masker)
         self.gate: Gate | None = None
         self.proxy: EgressProxy | None = None
+        self.refused: dict[str, str] = {}
+        """The agent's connections the proxy refused: host:port -> reason."""
         self.turn = Turn(p.name, on_tool_call=self._on_tool_call, emit=p.spec.on_event)
         self.end = Ending(
             agent=p.name,
@@ -169,7 +171,7 @@ class Attempt:
                     policy, self.audit, p.approver, terminals=terminals, on_event=p.spec.on_event
                 )
                 try:
-                    async with open_egress(network.judge(self.gate)) as self.proxy:
+                    async with open_egress(network.judge(self.gate, self.refused)) as self.proxy:
                         if isinstance(p.executor, Command):
                             await self._drive_command()
                         else:
@@ -201,6 +203,7 @@ class Attempt:
             end.pending = self.gate.pending
             end.failure = self.gate.failure
         end.final_message = turn.final_message
+        end.network_refused = tuple(self.refused)
         end.tally = audit.tallier.tally()
         end.unasked_paths = tuple(
             sorted(

@@ -83,10 +83,12 @@ def shown(request: Request) -> str:
     return what[:300]
 
 
-def judge(gate: Gate) -> Judge:
+def judge(gate: Gate, refused: dict[str, str] | None = None) -> Judge:
     """The proxy's judge for one attempt: decided by the engine under the
     gate's policy (the agent's hosts are in its network rules), recorded by the
-    gate, then answered. A log that cannot be written refuses (fail closed)."""
+    gate, then answered. A log that cannot be written refuses (fail closed).
+    ``refused`` collects the agent's refused ``host:port`` (for the outcome's
+    reason when it fails)."""
 
     async def ask(request: Request) -> Answer:
         def action(addresses: tuple[str, ...] = ()) -> Connect:
@@ -118,6 +120,10 @@ def judge(gate: Gate) -> Judge:
                 ruling = await ruling
         except RpcError as e:
             return Answer(False, str(e))
+        agent = request.origin == "agent" and request.problem is None
+        if not ruling.allowed and refused is not None and agent and len(refused) < 64:
+            host = f"[{request.host}]" if ":" in request.host else request.host
+            refused.setdefault(f"{host}:{request.port}", ruling.reason)
         return Answer(ruling.allowed, ruling.reason, addresses if ruling.allowed else ())
 
     return ask

@@ -186,6 +186,7 @@ def prepare(spec: AttemptSpec) -> Prepared:
             tuple(spec.agent_args),
             policy.network,
             keep=policy.keep,
+            hosts=(*policy.network_rules.patterns, *spec.allow_hosts),
         )
         verdict = check(request, ceiling)
         if isinstance(verdict, list):

@@ -16,6 +16,7 @@ from typing import Any, Final
 
 from policies.capability import Capability, CapabilityError
 from policies.errors import ConfigError, unknown_key
+from policies.network import HostPatternError, parse_pattern
 
 CUSTOM_AGENT: Final = "acp"
 """The agent id of an ACP program given as an argv rather than a preset."""
@@ -35,6 +36,8 @@ class RunRequest:
     """Network for the commands the governor runs (the agent's own is separate)."""
     keep: tuple[str, ...] = ()
     """Folders the job's ``[sandbox] keep`` names, as written (``~/`` or absolute)."""
+    hosts: tuple[str, ...] = ()
+    """Host patterns the job names (its ``[network]`` allow and ask, ``--allow-host``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +53,10 @@ class Ceiling:
     keep_within: tuple[str, ...] = ()
     """Folders inside which a job's ``[sandbox] keep`` may name one to keep
     visible (``~/`` or absolute); empty: none."""
+    allowed_hosts: tuple[str, ...] | None = None
+    """Host patterns a job may name at most (``*.example.com`` covers its
+    subdomains, no port covers every port, ``*`` everything); None (the
+    built-in default): any; a ceiling file without the key: none."""
     source: str = field(default="built-in default", compare=False)
 
     @classmethod
@@ -124,8 +131,25 @@ class KeepForbidden:
         return f"keeping {self.folder} visible is not permitted; permitted within: {within}"
 
 
+@dataclass(frozen=True, slots=True)
+class HostForbidden:
+    """A host pattern the job names that no ``allowed_hosts`` pattern covers."""
+
+    host: str
+    permitted: tuple[str, ...]
+
+    def __str__(self) -> str:
+        within = ", ".join(self.permitted) if self.permitted else "none (allowed_hosts is empty)"
+        return f"network access to {self.host} is not permitted; permitted hosts: {within}"
+
+
 Violation = (
-    CapabilityExceeded | AgentArgsForbidden | AgentForbidden | NetworkForbidden | KeepForbidden
+    CapabilityExceeded
+    | AgentArgsForbidden
+    | AgentForbidden
+    | NetworkForbidden
+    | KeepForbidden
+    | HostForbidden
 )
 
 
@@ -153,7 +177,29 @@ def check(request: RunRequest, ceiling: Ceiling) -> RunRequest | list[Violation]
         for folder in request.keep
         if not any(_within(folder, bound) for bound in ceiling.keep_within)
     )
+    if ceiling.allowed_hosts is not None:
+        violations.extend(
+            HostForbidden(host, ceiling.allowed_hosts)
+            for host in request.hosts
+            if not any(_covers(bound, host) for bound in ceiling.allowed_hosts)
+        )
     return violations if violations else request
+
+
+def _covers(bound: str, host: str) -> bool:
+    """Whether the ceiling's pattern ``bound`` covers the job's pattern ``host``."""
+    if bound.strip() == "*":
+        return True
+    try:
+        outer, inner = parse_pattern(bound), parse_pattern(host)
+    except HostPatternError:
+        return False
+    if outer.port is not None and outer.port != inner.port:
+        return False
+    if not outer.wildcard:
+        return not inner.wildcard and outer.host == inner.host
+    suffix = outer.host[1:]  # ".example.com"
+    return inner.host.endswith(suffix) and inner.host != outer.host[2:]
 
 
 def _within(folder: str, bound: str) -> bool:
@@ -172,6 +218,7 @@ _KEYS: Final = {
     "allow_network",
     "protected",
     "keep_within",
+    "allowed_hosts",
 }
 
 
@@ -196,8 +243,21 @@ def parse_ceiling(text: str, source: str = "ceiling.toml") -> Ceiling:
         allow_network=boolean(source, "allow_network", data.get("allow_network", False)),
         protected=string_list(source, "protected", data.get("protected", [])),
         keep_within=string_list(source, "keep_within", data.get("keep_within", [])),
+        allowed_hosts=_hosts(source, data.get("allowed_hosts", [])),
         source=source,
     )
+
+
+def _hosts(source: str, value: Any) -> tuple[str, ...]:
+    hosts = string_list(source, "allowed_hosts", value)
+    for host in hosts:
+        if host.strip() == "*":
+            continue
+        try:
+            parse_pattern(host)
+        except HostPatternError as e:
+            raise ConfigError(source, "allowed_hosts", str(e)) from None
+    return hosts
 
 
 def _capability(source: str, key: str, value: Any) -> Capability:

@@ -86,14 +86,18 @@ class HostPattern:
 
 def normalize_host(host: str) -> str:
     """A host as rules compare it: lower case, no trailing dot, no IPv6
-    brackets, an IP literal in its canonical form."""
+    brackets, an IP literal in its canonical form (an IPv4-mapped IPv6 one as
+    the IPv4 address)."""
     host = host.strip().lower().rstrip(".")
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]
     try:
-        return str(ipaddress.ip_address(host))
+        ip = ipaddress.ip_address(host)
     except ValueError:
         return host
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        return str(ip.ipv4_mapped)  # the same IPv4 host, judged as such
+    return str(ip)
 
 
 def parse_hostport(text: str, *, default_port: int | None = None) -> tuple[str, int | None]:

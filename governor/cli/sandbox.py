@@ -13,19 +13,27 @@ import argparse
 import math
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import trio
 
+from governor.network import egress_for
+from policies.actions import Connect
 from policies.capability import CAPABILITY_NAMES, Capability, CapabilityError
-from policies.policy import GIT_ACCESS
+from policies.decide import Decision, decide_network
+from policies.network import HostPatternError, NetworkRules
+from policies.policy import GIT_ACCESS, Policy
+from policies.rules import Verdict
 from sandbox.bwrap import BwrapUnavailable
+from sandbox.egress import Answer, Judge, Request, open_egress, resolve
 from sandbox.execution import ExitStatus
 from sandbox.launch import open_launch, prepare
 from sandbox.preflight import preflight
 from sandbox.profile import Profile, ProfileError
 from sandbox.runner import Command
+from sandbox.spawn import Child
 from sandbox.survey import survey
 from sandbox.toolchains import describe
 
@@ -52,8 +60,13 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--network", action="store_true",
-        help="share the host network (Unix sockets are then refused: the host's abstract "
-        "sockets would be reachable)",
+        help="network through the governor's proxy, to the --allow-host hosts only "
+        "(each connection decided and printed on stderr)",
+    )
+    parser.add_argument(
+        "--allow-host", action="append", default=[], dest="allow_hosts", metavar="HOST[:PORT]",
+        help="with --network: a host the command may reach (repeatable; no port: 443 and 80; "
+        "loopback and private addresses need the port, and are forwarded at the same address)",
     )
     parser.add_argument(
         "--env", action="append", default=[], dest="env_names", metavar="NAME",
@@ -93,11 +106,22 @@ def _profile(args: argparse.Namespace) -> Profile:
             raise ProfileError(f"--env {name}: not set in the current environment")
         env[name] = os.environ[name]
     workspace = args.workspace if args.workspace is not None else Path.cwd()
+    capability = Capability.parse(args.capability)
+    if args.allow_hosts and not args.network:
+        raise ProfileError("--allow-host needs --network")
+    if args.network and not args.allow_hosts and capability < Capability.FULL_ACCESS:
+        raise ProfileError(
+            "--network allows no host by itself: name each one with --allow-host HOST[:PORT]"
+        )
+    egress = None
+    if args.network and capability < Capability.FULL_ACCESS:
+        egress = egress_for(_rules(args), "command")
     return Profile(
-        capability=Capability.parse(args.capability),
+        capability=capability,
         workspace=workspace.absolute(),
         extra_roots=tuple(p.absolute() for p in args.add_dirs),
-        network=args.network,
+        network=args.network and egress is None,
+        egress=egress,
         env=env,
         path=os.environ.get("PATH"),
         keep=tuple(Path(os.path.expanduser(p)).absolute() for p in args.keep),
@@ -105,6 +129,35 @@ def _profile(args: argparse.Namespace) -> Profile:
         cwd=Path.cwd() if args.workspace is None else None,
         git_read_only=args.git == "read-only",
     )
+
+
+def _rules(args: argparse.Namespace) -> NetworkRules:
+    try:
+        return NetworkRules().with_allowed(args.allow_hosts, enable=True)
+    except HostPatternError as e:
+        raise ProfileError(f"--allow-host: {e}") from None
+
+
+def _judge(args: argparse.Namespace) -> Judge:
+    """Decide each connection as a policy with these hosts would, and say so on
+    stderr (`governor sandbox` keeps no audit log)."""
+    policy = Policy(network=True, network_rules=_rules(args))
+
+    async def judge(request: Request) -> Answer:
+        action = Connect(request.host, request.port, request.method, request.path,
+                         request.origin, problem=request.problem)  # fmt: skip
+        decision = decide_network(action, policy)
+        addresses: tuple[str, ...] = ()
+        if decision.allowed:
+            addresses = await resolve(request.host, request.port)
+            decision = decide_network(replace(action, addresses=addresses), policy)
+            if not addresses:
+                decision = Decision(Verdict.DENY, "network.dns", f"{request.host} does not resolve")
+        word = "allowed" if decision.allowed else "refused"
+        print(f"governor sandbox: network {word}: {decision.reason}", file=sys.stderr)
+        return Answer(decision.allowed, decision.reason, addresses if decision.allowed else ())
+
+    return judge
 
 
 def _masked(options: list[str]) -> list[str]:
@@ -135,17 +188,31 @@ async def _run(args: argparse.Namespace, profile: Profile, command: Command) -> 
             else:
                 print("(full-access: no sandbox) " + " ".join(command.argv))
             return 0
-        child = await open_launch(launch, stdin=None, stdout=None, stderr=None)
-        try:
-            with trio.move_on_after(math.inf if args.timeout is None else args.timeout):
-                return ExitStatus.from_returncode(await child.wait()).shell_code
-            child.kill()
-            print(f"governor sandbox: killed after {args.timeout} s", file=sys.stderr)
+        async with open_egress(_judge(args)) as proxy:
+            egress = profile.egress
+
+            async def attach(pid: int) -> None:
+                assert egress is not None
+                await proxy.attach(pid, egress, "command")
+
+            return await _wait(args, await open_launch(
+                launch, stdin=None, stdout=None, stderr=None,
+                attach=attach if egress is not None else None,
+            ))  # fmt: skip
+
+
+async def _wait(args: argparse.Namespace, child: Child) -> int:
+    """The command's status (killed after ``--timeout``); it is reaped either way."""
+    try:
+        with trio.move_on_after(math.inf if args.timeout is None else args.timeout):
             return ExitStatus.from_returncode(await child.wait()).shell_code
-        finally:
-            with trio.CancelScope(shield=True):
-                child.kill()
-                await child.wait()
+        child.kill()
+        print(f"governor sandbox: killed after {args.timeout} s", file=sys.stderr)
+        return ExitStatus.from_returncode(await child.wait()).shell_code
+    finally:
+        with trio.CancelScope(shield=True):
+            child.kill()
+            await child.wait()
 
 
 def main(args: argparse.Namespace) -> int:
