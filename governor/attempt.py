@@ -154,6 +154,7 @@ class Attempt:
                 ceiling_source=p.ceiling.source,
                 protected=list(p.ceiling.protected) or None,
                 sandboxed_agent=p.sandboxed_agent,
+                agent_hosts=[h.text for h in policy.network_rules.agent] or None,
                 approvals=p.approver.name,
             )
             await self.audit.durable(start)
