@@ -167,7 +167,9 @@ class Attempt:
                 nursery.start_soon(self.audit.run_batch_sync)
                 if self.stop is not None:
                     nursery.start_soon(self._watch_stop, self.stop)
-                terminals = confine.GovernedTerminals(nursery, policy, p.env)
+                terminals = confine.GovernedTerminals(
+                    nursery, policy, p.env, proxy=lambda: self.proxy
+                )
                 self.gate = Gate(
                     policy, self.audit, p.approver, terminals=terminals, on_event=p.spec.on_event
                 )

@@ -27,7 +27,7 @@ from typing import Protocol
 import trio
 
 from sandbox.capture import OutputRing
-from sandbox.launch import Launch, open_launch
+from sandbox.launch import Attach, Launch, open_launch
 from sandbox.spawn import DEVNULL, PIPE, STDOUT
 
 READ_CHUNK = 64 * 1024
@@ -145,9 +145,11 @@ class Execution:
             await self.child.aclose()
 
 
-async def start_launch(launch: Launch, *, output_limit: int) -> Execution:
+async def start_launch(
+    launch: Launch, *, output_limit: int, attach: Attach | None = None
+) -> Execution:
     """Spawn ``launch`` with stdin from /dev/null and stdout+stderr into one pipe."""
-    child = await open_launch(launch, stdin=DEVNULL, stdout=PIPE, stderr=STDOUT)
+    child = await open_launch(launch, stdin=DEVNULL, stdout=PIPE, stderr=STDOUT, attach=attach)
     return Execution(child, OutputRing(output_limit))
 
 

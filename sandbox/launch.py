@@ -238,6 +238,9 @@ def _close_open(opened: set[int]) -> None:
         os.close(fd)
 
 
+Attach = Callable[[int], Awaitable[None]]
+"""Makes the proxy's listeners in the network namespace of a sandbox's pid 1."""
+
 _CHILD_PID = re.compile(rb'"child-pid"\s*:\s*(\d+)')
 INFO_MAX_BYTES = 64 * 1024
 INFO_GRACE = 5.0
@@ -257,7 +260,7 @@ async def open_launch(
     stdin: Std = DEVNULL,
     stdout: Std = PIPE,
     stderr: Std = STDOUT,
-    attach: Callable[[int], Awaitable[None]] | None = None,
+    attach: Attach | None = None,
 ) -> Child:
     """Spawn ``launch`` (on the trio thread) and, when sandboxed, learn the host
     pid of the sandbox's pid 1 before returning.
