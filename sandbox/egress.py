@@ -73,7 +73,7 @@ class Limits:
     idle_timeout: float = 600.0
     connect_timeout: float = 15.0
     connections: int = 256
-    chunk: int = 64 * 1024
+    chunk: int = 256 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,23 +216,30 @@ class EgressProxy:
 
     async def _proxy(self, stream: trio.SocketStream, origin: str) -> None:
         conn = h11.Connection(h11.SERVER, max_incomplete_event_size=self.limits.head_bytes)
-        while True:
-            try:
-                request = await self._head(conn, stream)
-            except _Refused as refused:
-                await self.judge(Request("-", 0, via="http", origin=origin, problem=refused.reason))
-                await self._refuse(stream, refused.status, refused.reason)
-                return
-            if request is None:
-                return
-            if request.method == b"CONNECT":
-                await self._tunnel(conn, stream, request, origin)
-                return
-            if not await self._forward_http(conn, stream, request, origin):
-                return
-            if conn.our_state is not h11.DONE or conn.their_state is not h11.DONE:
-                return
-            conn.start_next_cycle()
+        kept = _Kept()
+        try:
+            while True:
+                try:
+                    request = await self._head(conn, stream)
+                except _Refused as refused:
+                    problem = Request("-", 0, via="http", origin=origin, problem=refused.reason)
+                    await self.judge(problem)
+                    await self._refuse(stream, refused.status, refused.reason)
+                    return
+                if request is None:
+                    return
+                if request.method == b"CONNECT":
+                    await kept.drop()
+                    await self._tunnel(conn, stream, request, origin)
+                    return
+                if not await self._forward_http(conn, stream, request, origin, kept):
+                    return
+                if conn.our_state is not h11.DONE or conn.their_state is not h11.DONE:
+                    return
+                conn.start_next_cycle()
+        finally:
+            with trio.CancelScope(shield=True):
+                await kept.drop()
 
     async def _head(self, conn: h11.Connection, stream: trio.SocketStream) -> h11.Request | None:
         """The next request head, or None when the client closed between requests."""
@@ -292,10 +299,16 @@ class EgressProxy:
             await self._relay(stream, upstream, bytes(early))
 
     async def _forward_http(
-        self, conn: h11.Connection, stream: trio.SocketStream, request: h11.Request, origin: str
+        self,
+        conn: h11.Connection,
+        stream: trio.SocketStream,
+        request: h11.Request,
+        origin: str,
+        kept: _Kept,
     ) -> bool:
         """Judge and forward one absolute-form request; whether the connection
-        may carry another."""
+        may carry another. The upstream connection is kept for the next
+        request to the same place (each request is judged all the same)."""
         target = request.target.decode("ascii", "replace")
         method = request.method.decode("ascii", "replace")
         url = urlsplit(target)
@@ -312,36 +325,53 @@ class EgressProxy:
         path = (url.path or "/") + (f"?{url.query}" if url.query else "")
         hosts = [v for k, v in request.headers if k == b"host"]
         if problem is None and hosts:
-            given = hosts[0].decode("ascii", "replace")
+            given = hosts[0].decode("ascii", "replace").lower()
             expected = {url.netloc.lower(), f"{url.hostname}:{port}".lower()}
-            if given.lower() not in expected and not (
-                port == 80 and given.lower() == (url.hostname or "").lower()
-            ):
-                problem = f"the Host header ({given[:200]!r}) disagrees with the target ({url.netloc[:200]!r})"
+            if port == 80:
+                expected.add((url.hostname or "").lower())
+            if given not in expected:
+                problem = (
+                    f"the Host header ({given[:200]!r}) disagrees with the target "
+                    f"({url.netloc[:200]!r})"
+                )
         asked = Request(host or "-", port or 0, method, path, "http", origin, problem)
         answer = await self.judge(asked)
         if not answer.allowed:
             await self._refuse(stream, 403 if problem is None else 400, answer.reason)
             return False
         assert port is not None
-        upstream = await self._connect(answer.addresses, port)
-        if upstream is None:
-            await self._refuse(stream, 502, f"cannot connect to {host}:{port}")
+        key = (answer.addresses, port)
+        if kept.key != key or kept.stream is None:
+            await kept.drop()
+            upstream = await self._connect(answer.addresses, port)
+            if upstream is None:
+                await self._refuse(stream, 502, f"cannot connect to {host}:{port}")
+                return False
+            kept.key, kept.stream, kept.client = key, upstream, h11.Connection(h11.CLIENT)
+        try:
+            reusable = await self._exchange(conn, stream, kept, request, path)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, h11.ProtocolError):
+            await kept.drop()
             return False
-        async with upstream:
-            return await self._exchange(conn, stream, upstream, request, path)
+        if not reusable:
+            await kept.drop()
+        elif kept.client is not None:
+            kept.client.start_next_cycle()
+        return conn.our_state is h11.DONE
 
     async def _exchange(
         self,
         conn: h11.Connection,
         stream: trio.SocketStream,
-        upstream: trio.SocketStream,
+        kept: _Kept,
         request: h11.Request,
         path: str,
     ) -> bool:
-        client = h11.Connection(h11.CLIENT)
+        """One request and its response, streamed as they come; whether the
+        upstream connection may carry another."""
+        upstream, client = kept.stream, kept.client
+        assert upstream is not None and client is not None
         headers = [(k, v) for k, v in request.headers if k not in _HOP_BY_HOP]
-        headers.append((b"connection", b"close"))
         out = client.send(h11.Request(method=request.method, target=path, headers=headers))
         await upstream.send_all(out or b"")
         while True:  # the request body
@@ -357,9 +387,12 @@ class EgressProxy:
                 break
             else:
                 return False
-        while True:  # the response, streamed as it comes
+        remaining: int | None = None
+        while True:  # the response
             event = client.next_event()
             if event is h11.NEED_DATA:
+                if remaining is not None:
+                    return await self._raw_body(conn, stream, upstream, remaining)
                 with trio.move_on_after(self.limits.idle_timeout) as idle:
                     client.receive_data(await upstream.receive_some(self.limits.chunk))
                 if idle.cancelled_caught:
@@ -368,18 +401,37 @@ class EgressProxy:
             if isinstance(event, h11.InformationalResponse):
                 continue
             if isinstance(event, h11.Response):
-                kept = [(k, v) for k, v in event.headers if k not in _HOP_BY_HOP]
+                kept_headers = [(k, v) for k, v in event.headers if k not in _HOP_BY_HOP]
                 response = h11.Response(
-                    status_code=event.status_code, headers=kept, reason=event.reason
+                    status_code=event.status_code, headers=kept_headers, reason=event.reason
                 )
                 await stream.send_all(conn.send(response) or b"")
+                remaining = _big_body(event, request.method)
             elif isinstance(event, h11.Data):
+                if remaining is not None:
+                    remaining -= len(event.data)
                 await stream.send_all(conn.send(h11.Data(data=event.data)) or b"")
             elif isinstance(event, h11.EndOfMessage):
                 await stream.send_all(conn.send(h11.EndOfMessage()) or b"")
-                return True
+                return client.our_state is h11.DONE and client.their_state is h11.DONE
             else:  # the upstream closed early
                 return False
+
+    async def _raw_body(
+        self, conn: h11.Connection, stream: trio.SocketStream, upstream: trio.SocketStream,
+        remaining: int,
+    ) -> bool:
+        """The rest of a large Content-Length body, copied without parsing it
+        (h11 would copy each chunk twice more); the upstream is not reused."""
+        while remaining > 0:
+            with trio.move_on_after(self.limits.idle_timeout) as idle:
+                data = await upstream.receive_some(min(self.limits.chunk, remaining))
+            if idle.cancelled_caught or not data:
+                return False
+            remaining -= len(data)
+            await stream.send_all(conn.send(h11.Data(data=data)) or b"")
+        await stream.send_all(conn.send(h11.EndOfMessage()) or b"")
+        return False
 
     # -- upstream and relay --------------------------------------------------------
 
@@ -415,6 +467,34 @@ class EgressProxy:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(pump, inside, upstream)
                 nursery.start_soon(pump, upstream, inside)
+
+
+_RAW_BODY_BYTES: Final = 1 << 20
+"""A response body at least this long is copied raw once its head is parsed."""
+
+
+def _big_body(response: h11.Response, method: bytes) -> int | None:
+    """The body length of a response worth copying raw, else None."""
+    if method == b"HEAD" or response.status_code in (204, 304):
+        return None
+    for name, value in response.headers:
+        if name == b"content-length" and value.isdigit() and int(value) >= _RAW_BODY_BYTES:
+            return int(value)
+    return None
+
+
+class _Kept:
+    """The upstream connection of one client connection, kept between its requests."""
+
+    def __init__(self) -> None:
+        self.key: tuple[tuple[str, ...], int] | None = None
+        self.stream: trio.SocketStream | None = None
+        self.client: h11.Connection | None = None
+
+    async def drop(self) -> None:
+        if self.stream is not None:
+            await self.stream.aclose()
+        self.key, self.stream, self.client = None, None, None
 
 
 def _authority(target: str) -> tuple[str | None, int | None]:
