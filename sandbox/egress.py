@@ -372,25 +372,34 @@ class EgressProxy:
         upstream, client = kept.stream, kept.client
         assert upstream is not None and client is not None
         headers = [(k, v) for k, v in request.headers if k not in _HOP_BY_HOP]
-        out = client.send(h11.Request(method=request.method, target=path, headers=headers))
-        await upstream.send_all(out or b"")
+        # What each side is sent is gathered and written once per read from the
+        # other side (a small exchange is one write each way, not three).
+        out = bytearray(client.send(h11.Request(method=request.method, target=path, headers=headers)) or b"")
         while True:  # the request body
             event = conn.next_event()
             if event is h11.NEED_DATA:
+                if out:
+                    await upstream.send_all(out)
+                    out.clear()
                 with trio.fail_after(self.limits.idle_timeout):
                     conn.receive_data(await stream.receive_some(self.limits.chunk))
                 continue
             if isinstance(event, h11.Data):
-                await upstream.send_all(client.send(h11.Data(data=event.data)) or b"")
+                out += client.send(h11.Data(data=event.data)) or b""
             elif isinstance(event, h11.EndOfMessage):
-                await upstream.send_all(client.send(h11.EndOfMessage()) or b"")
+                out += client.send(h11.EndOfMessage()) or b""
+                await upstream.send_all(out)
                 break
             else:
                 return False
         remaining: int | None = None
+        back = bytearray()
         while True:  # the response
             event = client.next_event()
             if event is h11.NEED_DATA:
+                if back:
+                    await stream.send_all(back)
+                    back.clear()
                 if remaining is not None:
                     return await self._raw_body(conn, stream, upstream, remaining)
                 with trio.move_on_after(self.limits.idle_timeout) as idle:
@@ -405,16 +414,19 @@ class EgressProxy:
                 response = h11.Response(
                     status_code=event.status_code, headers=kept_headers, reason=event.reason
                 )
-                await stream.send_all(conn.send(response) or b"")
+                back += conn.send(response) or b""
                 remaining = _big_body(event, request.method)
             elif isinstance(event, h11.Data):
                 if remaining is not None:
                     remaining -= len(event.data)
-                await stream.send_all(conn.send(h11.Data(data=event.data)) or b"")
+                back += conn.send(h11.Data(data=event.data)) or b""
             elif isinstance(event, h11.EndOfMessage):
-                await stream.send_all(conn.send(h11.EndOfMessage()) or b"")
+                back += conn.send(h11.EndOfMessage()) or b""
+                await stream.send_all(back)
                 return client.our_state is h11.DONE and client.their_state is h11.DONE
             else:  # the upstream closed early
+                if back:
+                    await stream.send_all(back)
                 return False
 
     async def _raw_body(
