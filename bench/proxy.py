@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -36,17 +35,17 @@ import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from governor.approver import Unattended  # noqa: E402
-from governor.audit.log import AuditLog  # noqa: E402
-from governor.gate import Gate  # noqa: E402
-from governor.network import egress_for, judge  # noqa: E402
-from policies.capability import Capability  # noqa: E402
-from policies.network import NetworkRules, parse_pattern  # noqa: E402
-from policies.policy import Policy  # noqa: E402
-from sandbox.agent import agent_process  # noqa: E402
-from sandbox.egress import open_egress  # noqa: E402
-from sandbox.profile import Profile  # noqa: E402
-from sandbox.spawn import PIPE  # noqa: E402
+from governor.approver import Unattended
+from governor.audit.log import AuditLog
+from governor.gate import Gate
+from governor.network import egress_for, judge
+from policies.capability import Capability
+from policies.network import NetworkRules, parse_pattern
+from policies.policy import Policy
+from sandbox.agent import agent_process
+from sandbox.egress import open_egress
+from sandbox.profile import Profile
+from sandbox.spawn import PIPE
 
 SERVER = r"""
 import http.server, socketserver, sys, time
@@ -77,6 +76,15 @@ s = S(("127.0.0.1", 0), H)
 print(s.server_address[1], flush=True)
 s.serve_forever()
 """
+
+
+def peak_rss_kb() -> int:
+    """This process's peak RSS since its exec (``VmHWM``; ``ru_maxrss`` would
+    include the parent's before the exec)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    return 0
 
 
 def script(port: int, big: int, small: int, sse: int) -> str:
@@ -131,7 +139,7 @@ async def inside(port: int, text: str, root: Path, concurrent: int) -> tuple[str
             return out.decode()
 
         out = await run(text)
-        rss["before"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        rss["before"] = peak_rss_kb()
         held = f"""{"/usr/bin/python3"} - <<'EOF'
 import socket, time
 socks = []
@@ -150,7 +158,7 @@ time.sleep(0.5)
 EOF
 """
         out += await run(held)
-        rss["peak"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        rss["peak"] = peak_rss_kb()
     audit.close()
     records = sum(1 for _ in (root / "audit.jsonl").open())
     return out, rss, records

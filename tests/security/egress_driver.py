@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import sys
 from pathlib import Path
 from typing import Any
@@ -34,6 +33,15 @@ from sandbox.agent import agent_process
 from sandbox.egress import Limits, open_egress
 from sandbox.profile import Profile
 from sandbox.spawn import PIPE
+
+
+def peak_rss_kb() -> int:
+    """This process's peak RSS since its exec (``VmHWM``; ``ru_maxrss`` would
+    include the parent's before the exec)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    return 0
 
 
 async def _tcp_server(name: str, hits: dict[str, int], task_status: Any) -> None:
@@ -128,7 +136,7 @@ async def main(request: dict[str, Any]) -> dict[str, Any]:
         "hits": hits,
         "ports": [a, b],
         "network": [r for r in records if r.get("kind") == "network"],
-        "peak_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+        "peak_rss_kb": peak_rss_kb(),
         "uid": os.getuid(),
     }
 
