@@ -73,7 +73,7 @@ class Limits:
     idle_timeout: float = 600.0
     connect_timeout: float = 15.0
     connections: int = 256
-    chunk: int = 256 * 1024
+    chunk: int = 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
