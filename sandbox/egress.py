@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -411,11 +412,13 @@ class EgressProxy:
                 continue
             if isinstance(event, h11.Response):
                 kept_headers = [(k, v) for k, v in event.headers if k not in _HOP_BY_HOP]
+                remaining = _big_body(event, request.method)
+                if remaining is not None:  # copied raw below: this connection ends with it
+                    kept_headers.append((b"connection", b"close"))
                 response = h11.Response(
                     status_code=event.status_code, headers=kept_headers, reason=event.reason
                 )
                 back += conn.send(response) or b""
-                remaining = _big_body(event, request.method)
             elif isinstance(event, h11.Data):
                 if remaining is not None:
                     remaining -= len(event.data)
@@ -434,7 +437,16 @@ class EgressProxy:
         remaining: int,
     ) -> bool:
         """The rest of a large Content-Length body, copied without parsing it
-        (h11 would copy each chunk twice more); the upstream is not reused."""
+        (h11 would copy each chunk twice more: spliced where the kernel can);
+        neither connection is reused after it."""
+        idle = trio.CancelScope(deadline=trio.current_time() + self.limits.idle_timeout)
+        left: int | None = 0
+        with idle:
+            left = await _splice(
+                upstream, stream, idle, self.limits.idle_timeout, self.limits.chunk, remaining
+            )
+        if idle.cancelled_caught or left is not None:
+            return False  # spliced (or idle too long): the client's connection ends here
         while remaining > 0:
             with trio.move_on_after(self.limits.idle_timeout) as idle:
                 data = await upstream.receive_some(min(self.limits.chunk, remaining))
@@ -466,6 +478,8 @@ class EgressProxy:
 
         async def pump(source: trio.SocketStream, sink: trio.SocketStream) -> None:
             with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                if await _splice(source, sink, idle, limit, self.limits.chunk) is not None:
+                    return
                 while True:
                     data = await source.receive_some(self.limits.chunk)
                     idle.deadline = trio.current_time() + limit
@@ -479,6 +493,51 @@ class EgressProxy:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(pump, inside, upstream)
                 nursery.start_soon(pump, upstream, inside)
+
+
+async def _splice(
+    source: trio.SocketStream,
+    sink: trio.SocketStream,
+    idle: trio.CancelScope,
+    limit: float,
+    chunk: int,
+    count: int | None = None,
+) -> int | None:
+    """Move bytes from ``source`` to ``sink`` through a pipe with splice(2),
+    never through Python: until the source ends (``count`` None: then the sink
+    is shut for writing), or ``count`` bytes. The bytes left (0 once done), or
+    None when there is no splice here (copy instead)."""
+    if not hasattr(os, "splice"):
+        return None
+    src, dst = source.socket.fileno(), sink.socket.fileno()
+    pipe_r, pipe_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    flags = os.SPLICE_F_MOVE | os.SPLICE_F_NONBLOCK
+    left = count
+    try:
+        while left is None or left > 0:
+            want = chunk if left is None else min(chunk, left)
+            try:
+                moved = os.splice(src, pipe_w, want, flags=flags)
+            except BlockingIOError:
+                await trio.lowlevel.wait_readable(source.socket)
+                continue
+            idle.deadline = trio.current_time() + limit
+            if moved == 0:
+                if count is None:
+                    with contextlib.suppress(OSError):
+                        await sink.send_eof()
+                return left if left is not None else 0
+            if left is not None:
+                left -= moved
+            while moved:
+                try:
+                    moved -= os.splice(pipe_r, dst, moved, flags=flags)
+                except BlockingIOError:
+                    await trio.lowlevel.wait_writable(sink.socket)
+        return 0
+    finally:
+        os.close(pipe_r)
+        os.close(pipe_w)
 
 
 _RAW_BODY_BYTES: Final = 1 << 20
