@@ -76,11 +76,11 @@ def subject(request: Request) -> dict[str, Any]:
 
 
 def shown(request: Request) -> str:
+    """A connection as a person is asked about it and as a grant covers it: the
+    host and port (a person's "always" allows the host for the rest of the
+    attempt, whatever paths follow; method and path are in the subject)."""
     host = f"[{request.host}]" if ":" in request.host else request.host
-    what = f"{host}:{request.port}"
-    if request.method is not None and request.method != "CONNECT":
-        what = f"{request.method} http://{what}{request.path or ''}"
-    return what[:300]
+    return f"{host}:{request.port}"[:300]
 
 
 def judge(gate: Gate, refused: dict[str, str] | None = None) -> Judge:

@@ -74,3 +74,26 @@ async def test_replay_re_decides_network_records_keeping_the_agents_own_hosts(
         ("GET http://127.0.0.1:8080/simple/", "allowed", "refused")
     ], attempt
     assert attempt["actions"] == 3
+
+
+async def test_a_persons_always_allows_a_host_for_the_rest_of_the_attempt(tmp_path: Path) -> None:
+    from governor.approver import Callback
+
+    asked: list[str] = []
+
+    def person(ask: object) -> str:
+        asked.append(getattr(ask, "subject", ""))
+        return "always"
+
+    rules = NetworkRules(enabled=True, ask=(parse_pattern("localhost:8443"),))  # resolves offline
+    policy = Policy(capability=Capability.EDIT_WORKSPACE, network_rules=rules).bind(str(tmp_path))
+    audit = AuditLog(tmp_path / "audit.jsonl", "att-ask")
+    gate = Gate(policy, audit, Callback(person))
+    ask = judge(gate)
+    first = await ask(Request("localhost", 8443, "GET", "/simple/a/", via="http", origin="command"))
+    later = await ask(Request("localhost", 8443, "GET", "/simple/b/", via="http", origin="command"))
+    assert first.allowed and later.allowed
+    assert asked == ["localhost:8443"]  # asked once, for the host
+    network = [r for r in audit.records if r["kind"] == "network"]
+    assert [r["by"] for r in network] == ["person", "grant"]
+    audit.close()
