@@ -34,7 +34,7 @@ import trio
 from acp import schema
 from pydantic import ValidationError
 
-from governor import confine, elicitation
+from governor import confine, elicitation, network
 from governor.acp.connection import Connection, ConnectionClosed, RemoteError, RequestTimeout
 from governor.acp.jsonrpc import AUTH_REQUIRED, short_error
 from governor.attribution import Evidence, explain
@@ -47,6 +47,7 @@ from governor.setup import SessionSetup
 from governor.spec import AttemptSpec, Command, Prepared, RefusedBeforeStart, prepare
 from governor.turn import Turn
 from governor.workspace import Snapshot, diff, snapshot
+from sandbox.egress import EgressProxy, open_egress
 from sandbox.execution import ExitStatus
 from sandbox.limits import blame
 
@@ -112,6 +113,9 @@ class Attempt:
         self.emit = listener or _nobody
         self.audit = AuditLog(p.log_path, self.id, durability=p.spec.durability, masker=p.masker)
         self.gate: Gate | None = None
+        self.proxy: EgressProxy | None = None
+        self.refused: dict[str, str] = {}
+        """The agent's connections the proxy refused: host:port -> reason."""
         self.turn = Turn(p.name, on_tool_call=self._on_tool_call, emit=listener)
         self.end = Ending(
             agent=p.name,
@@ -155,6 +159,7 @@ class Attempt:
                 ceiling_source=p.ceiling.source,
                 protected=list(p.ceiling.protected) or None,
                 sandboxed_agent=p.sandboxed_agent,
+                agent_hosts=[h.text for h in policy.network_rules.agent] or None,
                 approvals=p.approver.name,
                 trace_id=p.spec.trace_id,
             )
@@ -169,15 +174,18 @@ class Attempt:
                 nursery.start_soon(self.audit.run_batch_sync)
                 if self.stop is not None:
                     nursery.start_soon(self._watch_stop, self.stop)
-                terminals = confine.GovernedTerminals(nursery, policy, p.env)
+                terminals = confine.GovernedTerminals(
+                    nursery, policy, p.env, proxy=lambda: self.proxy
+                )
                 self.gate = Gate(
                     policy, self.audit, p.approver, terminals=terminals, on_event=self.listener
                 )
                 try:
-                    if isinstance(p.executor, Command):
-                        await self._drive_command()
-                    else:
-                        await self._drive()
+                    async with open_egress(network.judge(self.gate, self.refused)) as self.proxy:
+                        if isinstance(p.executor, Command):
+                            await self._drive_command()
+                        else:
+                            await self._drive()
                 finally:
                     await terminals.close()
                 nursery.cancel_scope.cancel()
@@ -206,6 +214,7 @@ class Attempt:
             end.pending = self.gate.pending
             end.failure = self.gate.failure
         end.final_message = turn.final_message
+        end.network_refused = tuple(self.refused)
         end.tally = audit.tallier.tally()
         end.unasked_paths = tuple(
             sorted(
@@ -247,7 +256,7 @@ class Attempt:
                 sandbox=p.spec.sandbox_agent,
                 via_npx=p.executor.via_npx,
             )
-            async with confine.spawn_agent(profile, p.executor.argv) as process:
+            async with confine.spawn_agent(profile, p.executor.argv, self.proxy) as process:
                 self.emit(
                     "spawned",
                     {
@@ -498,7 +507,7 @@ class Attempt:
             profile = confine.agent_profile(
                 p.executor.argv, p.policy, None, p.env, sandbox=p.spec.sandbox_agent
             )
-            async with confine.spawn_agent(profile, p.executor.argv) as process:
+            async with confine.spawn_agent(profile, p.executor.argv, self.proxy) as process:
                 self.emit("spawned", {"agent": self.name, "pid": process.pid})
                 await self._feed_command(process, stdout, stderr)
         except (OSError, confine.SandboxUnavailable) as e:

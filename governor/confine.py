@@ -10,31 +10,26 @@ wrapper and every command see the same roots, capability and protected paths:
   the agent declares for that command;
 - both: the policy's ``[sandbox] git`` (commits allowed at edit-workspace, or
   ``.git`` read-only as a whole);
-- the agent process: the same roots and capability, network on (it must reach
-  its model API), its preset's home folders kept writable on the empty
-  ``$HOME``, its install kept visible, its environment as the attempt built it.
-  ``--no-sandbox-agent`` (or full-access) runs it bare, under a watchdog that
-  takes it and everything it started down with the attempt or the governor
-  (`sandbox.watchdog`), and the outcome says so.
+- the agent process: the same roots and capability, its preset's home folders
+  kept writable on the empty ``$HOME``, its install kept visible, its
+  environment as the attempt built it. ``--no-sandbox-agent`` (or
+  full-access) runs it bare, under a watchdog that takes it and everything it
+  started down with the attempt or the governor (`sandbox.watchdog`), and the
+  outcome says so.
 
-Which processes share the host's network namespace, and so may not make Unix
-sockets (`sandbox.profile.Profile.unix_sockets` follows this; the seccomp
-filter refuses ``socket(AF_UNIX)`` for them):
-
-- the agent's own sandbox: it has ``--share-net`` to reach its model API, and
-  every process it starts inherits its namespace and its filter;
-- the commands of a policy with ``network`` on.
-
-There the host's abstract sockets (X11's ``@/tmp/.X11-unix/X0``, D-Bus,
-anything bound with a leading NUL) are reachable, and no mount can hide them:
-they live in the network namespace, not the file system. Every other sandboxed
-process, i.e. the commands of a policy without network (``terminal/*``, and
-``governor sandbox`` without ``--network``), has a network namespace of its own:
-it may make Unix sockets (a test server on ``./t.sock`` in the workspace or in
-the private ``/tmp``), its abstract sockets are its own, and the survey hides
-the host's socket files from it (``/run`` is an empty tmpfs, the sockets found
-elsewhere are covered; `sandbox.sockets` says how, and what stays reachable).
-A full-access agent or command is not sandboxed at all.
+Networks: below full-access every sandbox has a network namespace of its own.
+The agent's only way out is the attempt's egress proxy (`sandbox.egress`,
+`governor.network`): its model API and what the policy allows, each
+connection a ``network`` record. The commands' session sandbox is behind the
+same proxy when the policy has network on (its ``[network]`` hosts only), and
+has no way out at all otherwise. None shares the host's namespace any more, so
+the host's abstract sockets (X11, D-Bus) are out of every sandbox's reach;
+the agent's filter still refuses ``socket(AF_UNIX)`` (what it reaches goes
+through the proxy's TCP ports), the commands may make Unix sockets (a test
+server on ``./t.sock``), and the survey hides the host's socket files from
+them (``/run`` is an empty tmpfs, the sockets found elsewhere are covered;
+`sandbox.sockets` says how, and what stays reachable). A full-access agent or
+command is not sandboxed at all and has the host's network.
 """
 
 from __future__ import annotations
@@ -42,7 +37,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -51,12 +46,14 @@ import structlog
 import trio
 
 from governor import leftovers
+from governor.network import egress_for
 from governor.presets import NPM_HOME, Preset
 from policies.capability import Capability
 from policies.paths import is_literal
 from policies.policy import Policy
 from sandbox import BwrapUnavailable, Profile, ProfileError, Terminals, agent_process, preflight
 from sandbox.agent import resolve_install, resolve_links
+from sandbox.egress import EgressProxy
 from sandbox.spawn import Child
 
 log = structlog.get_logger("governor.confine")
@@ -107,11 +104,14 @@ def command_profile(policy: Policy, agent_env: Mapping[str, str] | None = None) 
     command for the agent, as if it ran it itself); else the governor's own."""
     env = os.environ if agent_env is None else agent_env
     home = env.get("HOME", "")
+    sandboxed = policy.capability < Capability.FULL_ACCESS
+    behind_proxy = sandboxed and policy.network
     return Profile(
         capability=policy.capability,
         workspace=Path(policy.workspace),
         extra_roots=tuple(Path(r) for r in policy.roots[1:]),
-        network=policy.network,
+        network=policy.network and not sandboxed,
+        egress=egress_for(policy.network_rules, "command") if behind_proxy else None,
         env={"HOME": home} if agent_env is not None and os.path.isabs(home) else {},
         path=env.get("PATH"),
         keep=kept_folders(policy),
@@ -132,7 +132,9 @@ def agent_profile(
     sandbox: bool,
     via_npx: bool = False,
 ) -> Profile:
-    """The profile that wraps the agent process itself."""
+    """The profile that wraps the agent process itself: sandboxed, it has a
+    network namespace of its own whose only way out is the governor's proxy
+    (`governor.network`); unsandboxed, the host's network."""
     capability = policy.capability if sandbox else Capability.FULL_ACCESS
     home_folders: list[str] = []
     if preset is not None:
@@ -156,7 +158,11 @@ def agent_profile(
         install=install,
         links=links,
         env=env,
-        network=True,
+        network=not sandboxed,
+        egress=egress_for(policy.network_rules, "agent") if sandboxed else None,
+        # its filter refuses socket(AF_UNIX) as it did when it shared the host's
+        # network: what it needs goes through the proxy's TCP ports
+        allow_unix_sockets=False,
         protected=_literal_paths(policy.protected_extra),
         keep=kept_folders(policy),
         toolchains=policy.toolchains,
@@ -166,13 +172,27 @@ def agent_profile(
 
 
 @asynccontextmanager
-async def spawn_agent(profile: Profile, argv: Sequence[str]) -> AsyncIterator[Child]:
+async def spawn_agent(
+    profile: Profile, argv: Sequence[str], proxy: EgressProxy | None = None
+) -> AsyncIterator[Child]:
     """Start the agent under its profile with piped stdio; the block owns it and
     kills it (its whole tree: the sandbox's PID namespace, or what the unsandboxed
-    agent's watchdog finds) when left, then sweeps for the marker variable."""
+    agent's watchdog finds) when left, then sweeps for the marker variable. A
+    profile behind the proxy is attached to ``proxy`` before the agent starts."""
     marker = profile.env.get(leftovers.MARKER)
+    attach = None
+    egress = profile.egress
+    if egress is not None:
+        if proxy is None:
+            raise SandboxUnavailable("the agent's sandbox needs the egress proxy")
+
+        async def attach(pid: int) -> None:
+            await proxy.attach(pid, egress, "agent")
+
     try:
-        async with agent_process(profile, argv, bwrap=configured_bwrap()) as child:
+        async with agent_process(
+            profile, argv, bwrap=configured_bwrap(), attach=attach
+        ) as child:
             yield child
     except BwrapUnavailable as e:
         raise SandboxUnavailable(f"the sandbox cannot work here: {e}") from None
@@ -188,11 +208,22 @@ class GovernedTerminals:
     attempt uses to attribute workspace changes to governed commands."""
 
     def __init__(
-        self, nursery: trio.Nursery, policy: Policy, agent_env: Mapping[str, str] | None = None
+        self,
+        nursery: trio.Nursery,
+        policy: Policy,
+        agent_env: Mapping[str, str] | None = None,
+        proxy: Callable[[], EgressProxy | None] | None = None,
     ) -> None:
-        self.inner = Terminals(
-            nursery, command_profile(policy, agent_env), bwrap=configured_bwrap()
-        )
+        profile = command_profile(policy, agent_env)
+        egress = profile.egress
+
+        async def attach(pid: int) -> None:
+            found = proxy() if proxy is not None else None
+            if found is None or egress is None:
+                raise ProfileError("the commands' sandbox needs the egress proxy")
+            await found.attach(pid, egress, "command")
+
+        self.inner = Terminals(nursery, profile, bwrap=configured_bwrap(), attach=attach)
         self.windows: dict[str, list[int | None]] = {}
 
     async def create(

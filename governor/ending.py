@@ -16,7 +16,9 @@ Rules of this file:
   message judged: ``BLOCKED:`` / ``FAILED:``), an error talking to the agent,
   and last an agent that ended without an answer.
 - **A failure says what the agent said**: the last line of its stderr is
-  appended to a failed reason that does not hold it already.
+  appended to a failed reason that does not hold it already, and before it
+  the hosts the proxy refused the agent, with the flag that would allow one
+  (an agent that cannot reach its API fails in its own words, often vaguely).
 - **Masked last**: every text that came from the agent or the environment is
   masked before it leaves (reason, summary, notices, plan, pending request).
 """
@@ -90,6 +92,8 @@ class Ending:
     unknown_requests: dict[str, int] = field(default_factory=dict)
     """Requests the agent made of methods the governor does not know: name -> calls."""
     sandboxed_agent: bool = True
+    network_refused: tuple[str, ...] = ()
+    """The agent's connections the proxy refused, as ``host:port``, first first."""
     log: str | None = None
     decisions: Callable[[], list[dict[str, Any]]] = list
     """The decision log, made when the outcome's ``tool_calls`` is first read."""
@@ -190,6 +194,13 @@ def judgement(e: Ending) -> Judgement:
     """The status, reason and summary the facts come to (`PRECEDENCE`), with the
     agent's last stderr line added to a failure."""
     found = next(j for _, row in PRECEDENCE if (j := row(e)) is not None)
+    if found.status == "failed" and e.network_refused and found.reason is not None:
+        hosts = e.network_refused[:3]
+        more = f" and {len(e.network_refused) - 3} more" if len(e.network_refused) > 3 else ""
+        found.reason = (
+            f"{found.reason} -- the proxy refused {e.agent}'s connection to "
+            f"{', '.join(hosts)}{more} (--allow-host {hosts[0]} would allow it)"
+        )
     if found.status == "failed" and e.stderr_tail:
         last = next((line for line in reversed(e.stderr_tail) if line.strip()), None)
         if last and found.reason and last not in found.reason:

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from policies.network import HostPatternError, parse_pattern
+
 DEFAULT_PATH: Final = Path(__file__).resolve().parent.parent / "presets.toml"
 """`presets.toml` at the top of the repository."""
 
@@ -82,6 +84,10 @@ class Preset:
     alone_env: tuple[str, ...] = ()
     """Variables that make the agent act without asking (``COPILOT_ALLOW_ALL``):
     a job that passes one is refused unless its policy allows mode switches."""
+    api_hosts: tuple[str, ...] = ()
+    """The model API hosts (``host[:port]`` patterns) its sandbox may reach."""
+    base_url_env: tuple[str, ...] = ()
+    """Variables holding the agent's API base URL: their host:port is allowed too."""
 
     def home_paths(self, environ: Mapping[str, str], home: Path) -> tuple[Path, ...]:
         """Where the `home` entries are for a person with this environment and $HOME.
@@ -223,6 +229,16 @@ def _relocate(v: object) -> tuple[Relocation, ...]:
     return tuple(out)
 
 
+def _host_patterns(v: object) -> tuple[str, ...]:
+    hosts = _strings(v)
+    for host in hosts:
+        try:
+            parse_pattern(host)
+        except HostPatternError as e:
+            raise _Bad(f"a list of host[:port] patterns ({e})") from None
+    return hosts
+
+
 # key -> (required, checker); a checker returns the converted value or raises _Bad.
 _SCHEMA: Final[dict[str, tuple[bool, Callable[[object], Any]]]] = {
     "name": (True, _text),
@@ -240,6 +256,8 @@ _SCHEMA: Final[dict[str, tuple[bool, Callable[[object], Any]]]] = {
     "model_env": (False, _env_name),
     "asking_mode": (False, _text),
     "alone_env": (False, _env_names),
+    "api_hosts": (False, _host_patterns),
+    "base_url_env": (False, _env_names),
 }
 _DEFAULTS: Final[dict[str, object]] = {
     "alternatives": (),
@@ -253,6 +271,8 @@ _DEFAULTS: Final[dict[str, object]] = {
     "model_env": None,
     "asking_mode": None,
     "alone_env": (),
+    "api_hosts": (),
+    "base_url_env": (),
 }
 
 

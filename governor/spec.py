@@ -30,10 +30,12 @@ from typing import Any, Final, Literal
 from governor.approver import Approver, Ask, Callback, for_on_ask
 from governor.audit.log import Durability, inside
 from governor.ceilings import load_ceiling
+from governor.network import agent_hosts
 from governor.presets import NotInstalled, Preset, PresetError, find, resolve
 from governor.secrets import Masker
 from policies.capability import Capability
 from policies.ceiling import CUSTOM_AGENT, CUSTOM_COMMAND, Ceiling, RunRequest, check, parse_ceiling
+from policies.network import HostPatternError, parse_pattern
 from policies.policy import Policy, parse_policy
 
 
@@ -79,6 +81,9 @@ class AttemptSpec:
     max_line_bytes: int = 32 * 2**20
     environ: Mapping[str, str] | None = None
     """The environment the agent's variables come from (default: ``os.environ``)."""
+    allow_hosts: Sequence[str] = ()
+    """More ``host[:port]`` patterns the agent (and, with network on, its
+    commands) may reach through the proxy (``--allow-host``)."""
     kind: Literal["acp", "command"] = "acp"
     """``command``: a plain program, not ACP: the prompt on its stdin, judged from its
     exit status, its last stdout line and the workspace diff."""
@@ -183,6 +188,14 @@ def prepare(spec: AttemptSpec) -> Prepared:
         else:
             policy = replace(policy, capability=cap)
     ceiling = _load(problems, _load_ceiling, spec.ceiling)
+    allowed: list[str] = []
+    for host in spec.allow_hosts:
+        try:
+            parse_pattern(host)
+        except HostPatternError as e:
+            problems.append(f"--allow-host: {e}")
+        else:
+            allowed.append(host)
     if ceiling is not None:
         request = RunRequest(
             _agent_id(spec),
@@ -191,6 +204,7 @@ def prepare(spec: AttemptSpec) -> Prepared:
             policy.network,
             keep=policy.keep,
             limits=policy.limits.with_wall(spec.timeout),
+            hosts=(*policy.network_rules.patterns, *spec.allow_hosts),
         )
         verdict = check(request, ceiling)
         if isinstance(verdict, list):
@@ -240,12 +254,19 @@ def prepare(spec: AttemptSpec) -> Prepared:
         raise RefusedBeforeStart(problems)
     limits = bound.limits.with_wall(spec.timeout).effective(ceiling.max_limits)
     bound = replace(bound, limits=limits)
+    agent_env = _agent_env(environ, executor.preset, [*spec.env, *policy.env], model=spec.model)
+    bound = replace(
+        bound,
+        network_rules=bound.network_rules.with_allowed(allowed).with_agent(
+            agent_hosts(executor.preset, agent_env)
+        ),
+    )
     return Prepared(
         spec=replace(spec, timeout=limits.wall),
         policy=bound,
         ceiling=ceiling,
         executor=executor,
-        env=_agent_env(environ, executor.preset, [*spec.env, *policy.env], model=spec.model),
+        env=agent_env,
         masker=Masker.from_environ(environ, spec.agent_args),
         log_path=log_path,
         approver=_approver(spec.approver, bound),

@@ -44,4 +44,23 @@ class ToolPermission:
     cwd: str | None = None
 
 
-Action = ReadFile | WriteFile | RunCommand | ToolPermission
+@dataclass(frozen=True, slots=True)
+class Connect:
+    """A connection through the egress proxy (`policies.network`): host and port,
+    and for plain HTTP the method and path.
+
+    ``origin`` is who asks: ``agent`` (the agent's own sandbox) or ``command``.
+    ``addresses`` are what the proxy resolved the host to (asked again with them
+    once the name was allowed); ``problem`` is a request the proxy refuses
+    whatever the rules (a Host header that disagrees with the target, ...)."""
+
+    host: str
+    port: int
+    method: str | None = None
+    path: str | None = None
+    origin: str = "command"
+    addresses: tuple[str, ...] = ()
+    problem: str | None = None
+
+
+Action = ReadFile | WriteFile | RunCommand | ToolPermission | Connect

@@ -17,6 +17,7 @@ from typing import Any, Final
 from policies.capability import Capability, CapabilityError
 from policies.errors import ConfigError, unknown_key
 from policies.limits import LIMIT_KEYS, Limits, limits_from_mapping
+from policies.network import HostPatternError, parse_pattern
 
 CUSTOM_AGENT: Final = "acp"
 """The agent id of an ACP program given as an argv rather than a preset."""
@@ -39,6 +40,8 @@ class RunRequest:
     limits: Limits = field(default_factory=Limits)
     """The limits the job set (its ``[limits]``, ``--timeout`` as ``wall``); unset
     ones are None and take the defaults, lowered to the maxima (never refused)."""
+    hosts: tuple[str, ...] = ()
+    """Host patterns the job names (its ``[network]`` allow and ask, ``--allow-host``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +59,10 @@ class Ceiling:
     visible (``~/`` or absolute); empty: none."""
     max_limits: Limits = field(default_factory=Limits)
     """The most a job's ``[limits]`` may ask for (``max_memory``, ...); None: no maximum."""
+    allowed_hosts: tuple[str, ...] | None = None
+    """Host patterns a job may name at most (``*.example.com`` covers its
+    subdomains, no port covers every port, ``*`` everything); None (the
+    built-in default): any; a ceiling file without the key: none."""
     source: str = field(default="built-in default", compare=False)
 
     @classmethod
@@ -145,6 +152,18 @@ class LimitExceeded:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class HostForbidden:
+    """A host pattern the job names that no ``allowed_hosts`` pattern covers."""
+
+    host: str
+    permitted: tuple[str, ...]
+
+    def __str__(self) -> str:
+        within = ", ".join(self.permitted) if self.permitted else "none (allowed_hosts is empty)"
+        return f"network access to {self.host} is not permitted; permitted hosts: {within}"
+
+
 Violation = (
     CapabilityExceeded
     | AgentArgsForbidden
@@ -152,6 +171,7 @@ Violation = (
     | NetworkForbidden
     | KeepForbidden
     | LimitExceeded
+    | HostForbidden
 )
 
 
@@ -180,7 +200,29 @@ def check(request: RunRequest, ceiling: Ceiling) -> RunRequest | list[Violation]
         if not any(_within(folder, bound) for bound in ceiling.keep_within)
     )
     violations.extend(LimitExceeded(*over) for over in request.limits.over(ceiling.max_limits))
+    if ceiling.allowed_hosts is not None:
+        violations.extend(
+            HostForbidden(host, ceiling.allowed_hosts)
+            for host in request.hosts
+            if not any(_covers(bound, host) for bound in ceiling.allowed_hosts)
+        )
     return violations if violations else request
+
+
+def _covers(bound: str, host: str) -> bool:
+    """Whether the ceiling's pattern ``bound`` covers the job's pattern ``host``."""
+    if bound.strip() == "*":
+        return True
+    try:
+        outer, inner = parse_pattern(bound), parse_pattern(host)
+    except HostPatternError:
+        return False
+    if outer.port is not None and outer.port != inner.port:
+        return False
+    if not outer.wildcard:
+        return not inner.wildcard and outer.host == inner.host
+    suffix = outer.host[1:]  # ".example.com"
+    return inner.host.endswith(suffix) and inner.host != outer.host[2:]
 
 
 def _within(folder: str, bound: str) -> bool:
@@ -200,6 +242,7 @@ _KEYS: Final = {
     "protected",
     "keep_within",
     *(f"max_{name}" for name in LIMIT_KEYS),
+    "allowed_hosts",
 }
 
 
@@ -232,8 +275,21 @@ def parse_ceiling(text: str, source: str = "ceiling.toml") -> Ceiling:
             {k: v for k, v in data.items() if k.startswith("max_") and k != "max_capability"},
             prefix="max_",
         ),
+        allowed_hosts=_hosts(source, data.get("allowed_hosts", [])),
         source=source,
     )
+
+
+def _hosts(source: str, value: Any) -> tuple[str, ...]:
+    hosts = string_list(source, "allowed_hosts", value)
+    for host in hosts:
+        if host.strip() == "*":
+            continue
+        try:
+            parse_pattern(host)
+        except HostPatternError as e:
+            raise ConfigError(source, "allowed_hosts", str(e)) from None
+    return hosts
 
 
 def _capability(source: str, key: str, value: Any) -> Capability:

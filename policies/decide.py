@@ -19,8 +19,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from policies.actions import Action, ReadFile, RunCommand, ToolPermission, WriteFile
+from policies.actions import Action, Connect, ReadFile, RunCommand, ToolPermission, WriteFile
 from policies.capability import Capability
+from policies.network import decide_connect
 from policies.paths import normalize, within
 from policies.policy import Policy
 from policies.rules import Verdict
@@ -364,9 +365,19 @@ def _clip(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def decide_network(action: Connect, policy: Policy) -> Decision:
+    """A connection through the egress proxy (`policies.network`). The proxy's
+    own refusals (a malformed request) and the special hosts are the ceiling's
+    word; the rest is the policy's."""
+    found = decide_connect(action, policy.network_rules)
+    by = "ceiling" if found.rule in ("network.proxy", "network.special") else "policy"
+    return Decision(found.verdict, found.rule, found.reason, by=by)
+
+
 _DECIDERS: Final[Mapping[type, Callable[[Any, Policy], Decision]]] = {
     ReadFile: decide_read,
     WriteFile: decide_write,
     RunCommand: decide_command,
     ToolPermission: decide_permission,
+    Connect: lambda action, policy: decide_network(action, policy),
 }

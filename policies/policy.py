@@ -6,7 +6,7 @@ closest key suggested for a typo). The format, every key::
 
     capability = "edit-workspace"     # read-only | edit-workspace | full-access
     extra_dirs = ["../shared-lib"]    # more roots besides the workspace
-    network = false                   # network for the commands the governor runs
+    network = false                   # network for the commands (true: on, no host allowed)
     env = ["CI"]                      # names of variables passed to commands
     on_ask = "refuse"                 # refuse | pause | person
     allow_mode_switch = false         # may the agent be put in a mode where it stops asking
@@ -24,6 +24,8 @@ closest key suggested for a typo). The format, every key::
     tmp = "1G"                        # each private tmpfs: /tmp, /var/tmp, the empty homes
     cpu_seconds = 1800                # per process
     wall = 1800                       # the attempt's timeout (--timeout wins)
+    [network]                         # instead of `network`: on, with these hosts only
+    allow = ["pypi.org", "*.npmjs.org:443", "127.0.0.1:8080"]   # ask, deny: the same
 
     [deny]                            # [ask] and [allow] take the same keys
     commands = ["rm *", "git push *"]
@@ -46,6 +48,7 @@ from policies.capability import Capability, CapabilityError
 from policies.ceiling import boolean, string_list, table, type_name
 from policies.errors import ConfigError, closest, unknown_key
 from policies.limits import Limits, limits_from_mapping
+from policies.network import HostPattern, HostPatternError, NetworkRules, parse_pattern
 from policies.paths import PathGlobs, normalize
 from policies.protected import ALWAYS_PROTECTED, HIDDEN_BY_DEFAULT
 from policies.rules import TOOL_KINDS, RuleList, Rules, rule_list
@@ -76,6 +79,7 @@ _TOP_KEYS: Final = {
 }
 _RULE_KEYS: Final = {"commands", "paths", "writes", "tools"}
 _SANDBOX_KEYS: Final = {"git", "keep", "toolchains"}
+_NETWORK_KEYS: Final = {"allow", "ask", "deny"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +90,8 @@ class Policy:
     capability: Capability = Capability.READ_ONLY
     extra_dirs: tuple[str, ...] = ()
     network: bool = False
+    network_rules: NetworkRules = field(default_factory=NetworkRules)
+    """The ``[network]`` allow/ask/deny host patterns (`policies.network`)."""
     env: tuple[str, ...] = ()
     on_ask: OnAsk = "refuse"
     allow_mode_switch: bool = False
@@ -167,7 +173,7 @@ def policy_from_mapping(data: Mapping[str, Any], source: str) -> Policy:
     if "extra_dirs" in data:
         kwargs["extra_dirs"] = string_list(source, "extra_dirs", data["extra_dirs"])
     if "network" in data:
-        kwargs["network"] = boolean(source, "network", data["network"])
+        kwargs.update(_network(source, data["network"]))
     if "env" in data:
         names = string_list(source, "env", data["env"])
         for name in names:
@@ -203,6 +209,28 @@ def policy_from_mapping(data: Mapping[str, Any], source: str) -> Policy:
         allow=_tier(source, "allow", data.get("allow")),
     )
     return Policy(**kwargs)
+
+
+def _network(source: str, value: Any) -> dict[str, Any]:
+    """``network = true|false``, or a ``[network]`` table of host patterns
+    (network on, with exactly those hosts)."""
+    if not isinstance(value, dict):
+        on = boolean(source, "network", value)
+        return {"network": on, "network_rules": NetworkRules(enabled=on)}
+    body = table(source, "network", value)
+    for key in body:
+        if key not in _NETWORK_KEYS:
+            raise unknown_key(source, "network", key, _NETWORK_KEYS)
+    tiers: dict[str, tuple[HostPattern, ...]] = {}
+    for key in ("allow", "ask", "deny"):
+        patterns = []
+        for text in string_list(source, f"network.{key}", body.get(key, [])):
+            try:
+                patterns.append(parse_pattern(text))
+            except HostPatternError as e:
+                raise ConfigError(source, f"network.{key}", str(e)) from None
+        tiers[key] = tuple(patterns)
+    return {"network": True, "network_rules": NetworkRules(enabled=True, **tiers)}
 
 
 def _sandbox(source: str, value: Any) -> dict[str, Any]:

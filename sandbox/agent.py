@@ -23,7 +23,7 @@ import os
 import shutil
 import socket
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -224,6 +224,7 @@ async def agent_process(
     stdout: Std = PIPE,
     stderr: Std = PIPE,
     bwrap: str | os.PathLike[str] | None = None,
+    attach: Callable[[int], Awaitable[None]] | None = None,
 ) -> AsyncIterator[Child]:
     """Start the agent under ``profile`` with its stdio as given (pipes by
     default, passed through unchanged): under bwrap, or, at full-access, under
@@ -236,6 +237,8 @@ async def agent_process(
     a graceful shutdown (close stdin, wait, terminate) is the caller's, inside
     the block. An unsandboxed agent's exit code or signal is the `Child`'s: the
     watchdog exits as the agent did, once nothing the agent started is left.
+    A profile behind the proxy (``egress``) needs ``attach``, which makes its
+    listeners before the agent starts (`sandbox.launch.open_launch`).
     """
     probed = await preflight(bwrap) if profile.sandboxed else None
     if profile.sandboxed:
@@ -243,7 +246,9 @@ async def agent_process(
     roots = (profile.workspace, *profile.extra_roots)
     with LEDGER.hold(roots), prepare(profile, argv, probed) as launch:
         if launch.sandboxed:
-            child = await open_launch(launch, stdin=stdin, stdout=stdout, stderr=stderr)
+            child = await open_launch(
+                launch, stdin=stdin, stdout=stdout, stderr=stderr, attach=attach
+            )
         else:
             child = await _watched(launch, stdin=stdin, stdout=stdout, stderr=stderr)
         try:

@@ -28,7 +28,7 @@ import trio
 
 from policies.limits import Limits
 from sandbox.capture import OutputRing
-from sandbox.launch import Launch, open_launch
+from sandbox.launch import Attach, Launch, open_launch
 from sandbox.limits import blame
 from sandbox.spawn import DEVNULL, PIPE, STDOUT
 
@@ -159,10 +159,14 @@ class Execution:
 
 
 async def start_launch(
-    launch: Launch, *, output_limit: int, limits: Limits | None = None
+    launch: Launch,
+    *,
+    output_limit: int,
+    limits: Limits | None = None,
+    attach: Attach | None = None,
 ) -> Execution:
     """Spawn ``launch`` with stdin from /dev/null and stdout+stderr into one pipe."""
-    child = await open_launch(launch, stdin=DEVNULL, stdout=PIPE, stderr=STDOUT)
+    child = await open_launch(launch, stdin=DEVNULL, stdout=PIPE, stderr=STDOUT, attach=attach)
     return Execution(child, OutputRing(output_limit), limits)
 
 

@@ -23,7 +23,7 @@ import functools
 import os
 import re
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 
@@ -54,6 +54,9 @@ class Launch:
     new_session: bool
     sandboxed: bool
     info_fd: int | None = None
+    block_fd: int | None = None
+    """(behind the proxy only) the write end of bwrap's ``--block-fd``: the
+    command starts once a byte is written, after its listeners exist."""
     _open: set[int] = field(default_factory=set, repr=False)
 
     def spawned(self) -> None:
@@ -187,6 +190,11 @@ def prepare(
             fork_server=fork_server is not None,
             excludes_fd=excludes_fd,
         )
+        block_write: int | None = None
+        if profile.egress is not None:
+            block_read, block_write = os.pipe2(os.O_CLOEXEC)
+            opened.add(block_write)
+            options += ["--block-fd", str(track(block_read))]
         args_fd = track(memfd("governor-bwrap-args", "\0".join(options).encode() + b"\0"))
         # limits (sandbox.limits): rlimits set inside, once bwrap made the user
         # namespace (a fork server sets them per command); root's pids group
@@ -200,6 +208,7 @@ def prepare(
             new_session=False,
             sandboxed=True,
             info_fd=info_read,
+            block_fd=block_write,
             _open=opened,
         )
 
@@ -240,6 +249,9 @@ def _close_open(opened: set[int]) -> None:
         os.close(fd)
 
 
+Attach = Callable[[int], Awaitable[None]]
+"""Makes the proxy's listeners in the network namespace of a sandbox's pid 1."""
+
 _CHILD_PID = re.compile(rb'"child-pid"\s*:\s*(\d+)')
 INFO_MAX_BYTES = 64 * 1024
 INFO_GRACE = 5.0
@@ -253,15 +265,35 @@ async def _read_info(stream: trio.lowlevel.FdStream, buffer: bytearray) -> None:
         buffer += data
 
 
+async def _last_words(child: Child) -> str:
+    """The last line bwrap wrote on a piped stderr before it exited (for an error
+    message), or ""; waits a second at most."""
+    if child.stderr is None:
+        return ""
+    text = b""
+    with trio.move_on_after(1):
+        while len(text) < 4096:
+            data = await child.stderr.receive_some(4096)
+            if not data:
+                break
+            text += data
+    lines = [line for line in text.decode("utf-8", "replace").splitlines() if line.strip()]
+    return lines[-1][:300] if lines else ""
+
+
 async def open_launch(
     launch: Launch,
     *,
     stdin: Std = DEVNULL,
     stdout: Std = PIPE,
     stderr: Std = STDOUT,
+    attach: Attach | None = None,
 ) -> Child:
     """Spawn ``launch`` (on the trio thread) and, when sandboxed, learn the host
     pid of the sandbox's pid 1 before returning.
+
+    A launch behind the proxy (``block_fd``) waits, before its command starts,
+    for ``attach(pid)`` to make its listeners (`sandbox.egress`); required then.
 
     Why: bwrap's pid 1 arms ``--die-with-parent`` only after its whole mount
     setup. SIGKILLing bwrap during those milliseconds orphans pid 1 and the
@@ -298,6 +330,16 @@ async def open_launch(
                 child.adopt_inner(int(match.group(1)))
             with trio.CancelScope(shield=True):
                 await stream.aclose()
+        if launch.block_fd is not None:
+            if attach is None:
+                raise ProfileError("a sandbox behind the proxy needs its listeners attached")
+            if match is None:
+                why = await _last_words(child)
+                raise ProfileError(f"the sandbox did not start{': ' + why if why else ''}")
+            await attach(int(match.group(1)))
+            launch._open.discard(launch.block_fd)
+            os.write(launch.block_fd, b"x")
+            os.close(launch.block_fd)
     except BaseException:
         with trio.CancelScope(shield=True):
             child.kill()

@@ -52,6 +52,7 @@ from typing import Final
 from policies.capability import Capability
 from policies.limits import Limits
 from sandbox.hostgit import EXCLUDES_PATH
+from sandbox.netns import NO_PROXY_VARIABLES, Egress
 from sandbox.protected import SYSTEM_DIRS
 
 PROC_HOST_KNOBS: Final = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus")
@@ -125,6 +126,10 @@ class Profile:
     git_read_only: bool = False
     limits: Limits | None = None
     """Resource limits (`sandbox.limits`); None: none but the host's."""
+    egress: Egress | None = None
+    """A network namespace of its own whose only way out is the governor's
+    proxy (`sandbox.egress`), announced by the proxy variables; needs
+    ``network`` off (which shares the host's namespace)."""
 
     def __post_init__(self) -> None:
         for name, value in self.env.items():
@@ -137,6 +142,8 @@ class Profile:
         for path in (self.workspace, *self.extra_roots, *self.visible, *self.keep):
             if not Path(path).is_absolute():
                 raise ProfileError(f"path {str(path)!r} must be absolute")
+        if self.egress is not None and self.network:
+            raise ProfileError("a sandbox behind the proxy has no host network (network off)")
 
     @property
     def sandboxed(self) -> bool:
@@ -201,6 +208,7 @@ class Profile:
         toolchains: bool = True,
         git_read_only: bool = False,
         limits: Limits | None = None,
+        egress: Egress | None = None,
     ) -> Profile:
         """The profile that wraps an agent process itself.
 
@@ -232,6 +240,7 @@ class Profile:
             toolchains=toolchains,
             git_read_only=git_read_only,
             limits=limits,
+            egress=egress,
         )
 
 
@@ -361,7 +370,8 @@ def environment(profile: Profile, facts: HostFacts) -> dict[str, str]:
         "TERM": DEFAULT_TERM,
         **facts.toolchain_env,
         **git,
-        **profile.env,
+        **{k: v for k, v in profile.env.items() if profile.egress is None or k not in NO_PROXY_VARIABLES},
+        **(profile.egress.environment() if profile.egress is not None else {}),
     }
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import trio
 
 from sandbox.execution import Execution, ExitStatus, start_launch
-from sandbox.launch import prepare
+from sandbox.launch import Attach, prepare
 from sandbox.preflight import preflight
 from sandbox.profile import Profile
 from sandbox.stubs import LEDGER, StubLedger
@@ -76,18 +76,20 @@ async def start(
     output_limit: int = DEFAULT_OUTPUT_LIMIT,
     bwrap: str | os.PathLike[str] | None = None,
     ledger: StubLedger = LEDGER,
+    attach: Attach | None = None,
 ) -> AsyncIterator[Execution]:
     """Start ``command``; the block owns it. Leaving the block kills and reaps it
     if it is still running, and removes the stubs made for it.
 
     Raises `sandbox.bwrap.BwrapUnavailable` for a sandboxed profile on a machine
     where bwrap cannot work (fail closed) and `sandbox.profile.ProfileError` for
-    a profile that cannot be rendered safely.
+    a profile that cannot be rendered safely. A profile behind the proxy needs
+    ``attach`` (`sandbox.launch.open_launch`).
     """
     probed = await preflight(bwrap) if profile.sandboxed else None
     with prepare(profile, command.argv, probed, ledger=ledger) as launch:
         execution = await start_launch(
-            launch, output_limit=output_limit, limits=profile.limits
+            launch, output_limit=output_limit, limits=profile.limits, attach=attach
         )
         try:
             yield execution

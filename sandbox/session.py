@@ -52,6 +52,7 @@ from sandbox.bwrap import BwrapUnavailable
 from sandbox.capture import OutputRing
 from sandbox.execution import Execution
 from sandbox.launch import (
+    Attach,
     acquire_stubs,
     filter_program,
     memfd,
@@ -199,12 +200,14 @@ class SandboxSession:
         *,
         bwrap: str | os.PathLike[str] | None = None,
         ledger: StubLedger = LEDGER,
+        attach: Attach | None = None,
     ) -> None:
         if not profile.sandboxed:
             raise ProfileError("a full-access profile has no sandbox to share")
         self._profile = profile
         self._bwrap = bwrap
         self._ledger = ledger
+        self._attach = attach
         self._stack = ExitStack()
         self._control: socket.socket | None = None
         self._child: Child | None = None
@@ -260,7 +263,9 @@ class SandboxSession:
                         fork_server=(remote.fileno(), program, script),
                     )
                 )
-                child = await open_launch(launch, stdin=DEVNULL, stdout=DEVNULL, stderr=PIPE)
+                child = await open_launch(
+                    launch, stdin=DEVNULL, stdout=DEVNULL, stderr=PIPE, attach=self._attach
+                )
             except BaseException:
                 control.close()
                 self._stack.close()

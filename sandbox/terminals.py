@@ -31,6 +31,7 @@ from typing import NamedTuple
 import trio
 
 from sandbox.execution import Execution, ExitStatus
+from sandbox.launch import Attach
 from sandbox.profile import Profile
 from sandbox.runner import DEFAULT_OUTPUT_LIMIT, Command, start
 from sandbox.session import SandboxSession, SessionEnded, SessionError
@@ -67,8 +68,11 @@ class Terminals:
         *,
         bwrap: str | os.PathLike[str] | None = None,
         ledger: StubLedger = LEDGER,
+        attach: Attach | None = None,
     ) -> None:
         self._nursery = nursery
+        self._attach = attach
+        """Makes the proxy's listeners in each sandbox behind it (``profile.egress``)."""
         self._profile = profile
         self._bwrap = bwrap
         self._terminals: dict[str, Execution] = {}
@@ -132,8 +136,9 @@ class Terminals:
             session = await self._shared_session() if profile.sandboxed else None
             if session is None:
                 starting = start(
-                    command, profile, output_limit=limit, bwrap=self._bwrap, ledger=self._ledger
-                )
+                    command, profile, output_limit=limit, bwrap=self._bwrap,
+                    ledger=self._ledger, attach=self._attach,
+                )  # fmt: skip
             else:
                 starting = session.start(command.argv, profile, output_limit=limit)
             try:
@@ -159,7 +164,9 @@ class Terminals:
                 await self._session.aclose()
                 self._session = None
             if self._session is None:
-                session = SandboxSession(self._profile, bwrap=self._bwrap, ledger=self._ledger)
+                session = SandboxSession(
+                    self._profile, bwrap=self._bwrap, ledger=self._ledger, attach=self._attach
+                )
                 try:
                     await session.open()
                 except SessionError as exc:

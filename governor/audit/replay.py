@@ -16,16 +16,17 @@ attempt ran unattended and the policy refuses asks).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
-from policies.actions import Action, ReadFile, RunCommand, ToolPermission, WriteFile
+from policies.actions import Action, Connect, ReadFile, RunCommand, ToolPermission, WriteFile
 from policies.decide import Decision, decide
+from policies.network import HostPatternError
 from policies.paths import normalize
 from policies.policy import Policy
 from policies.rules import Verdict
 
-REPLAYED_KINDS: Final = ("permission", "read", "write", "terminal")
+REPLAYED_KINDS: Final = ("permission", "read", "write", "terminal", "network")
 UNAFFECTED_KINDS: Final = ("config", "elicitation", "mode")
 """Decisions no policy makes: the model and the asking mode follow the job and the
 agent's offer, a form follows who answers; another policy leaves them as they were."""
@@ -81,7 +82,15 @@ def bound_policy(policy: Policy, start: Mapping[str, Any], protected: tuple[str,
     recorded = start.get("protected")
     if isinstance(recorded, list):  # the ceiling's protected paths at the time
         protected = tuple(dict.fromkeys([*protected, *(p for p in recorded if isinstance(p, str))]))
-    return policy.bind(roots[0], tuple(roots[1:]), protected=protected)
+    bound = policy.bind(roots[0], tuple(roots[1:]), protected=protected)
+    hosts = start.get("agent_hosts")
+    if isinstance(hosts, list):  # the agent's own API hosts: its preset's, not the policy's
+        try:
+            agent = bound.network_rules.with_agent([h for h in hosts if isinstance(h, str)])
+        except HostPatternError as e:
+            raise NotReplayable(f"its attempt-start record names a bad agent host: {e}") from None
+        bound = replace(bound, network_rules=agent)
+    return bound
 
 
 def action_of(record: Mapping[str, Any]) -> tuple[Action, Action | None, bool]:
@@ -128,6 +137,25 @@ def action_of(record: Mapping[str, Any]) -> tuple[Action, Action | None, bool]:
             None,
             approximate,
         )
+    if kind == "network":
+        host, port = subject.get("host"), subject.get("port")
+        if not isinstance(host, str) or not isinstance(port, int):
+            raise NotReplayable("the network record names no host and port")
+        method, path, problem = subject.get("method"), subject.get("path"), subject.get("problem")
+        addresses = subject.get("addresses") or record.get("addresses") or []
+        return (
+            Connect(
+                host,
+                port,
+                method if isinstance(method, str) else None,
+                path if isinstance(path, str) else None,
+                str(subject.get("origin") or "command"),
+                tuple(a for a in addresses if isinstance(a, str)),
+                problem if isinstance(problem, str) else None,
+            ),
+            None,
+            False,
+        )
     raise NotReplayable(f"a {kind} record is not an action")
 
 
@@ -166,6 +194,13 @@ def shown(record: Mapping[str, Any]) -> str:
     subject = record.get("subject")
     if not isinstance(subject, Mapping):
         return ""
+    host, port = subject.get("host"), subject.get("port")
+    if isinstance(host, str) and isinstance(port, int):
+        where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        method = subject.get("method")
+        if isinstance(method, str) and method != "CONNECT":
+            return f"{method} http://{where}{subject.get('path') or ''}"
+        return where
     for key in ("command", "path", "title", "tool_call"):
         value = subject.get(key)
         if isinstance(value, str) and value:

@@ -127,5 +127,7 @@ def _count(counts: list[int], flags: int) -> None:
     counts[3] += bool(flags & _PERSON)
 
 
-_ASKED_KINDS: Final = frozenset({"permission", "read", "write", "terminal", "elicitation"})
+_ASKED_KINDS: Final = frozenset(
+    {"permission", "read", "write", "terminal", "elicitation", "network"}
+)
 """The record kinds that stand for something the agent asked."""

@@ -1,7 +1,7 @@
 """`governor audit`: read audit logs back -- tallies, refusals, one attempt's story,
 verification of the hash chain, and replay under another policy.
 
-    governor audit [--refused | --attempt ID] [--json] LOG|DIR ...
+    governor audit [--refused | --network | --attempt ID] [--json] LOG|DIR ...
     governor audit verify [--json] LOG|DIR ...
     governor audit replay LOG --policy FILE [--ceiling FILE] [--attempt ID] [--json]
     governor audit report LOG|DIR [--attempt ID] -o FILE.html
@@ -41,7 +41,7 @@ from governor.audit.replay import Replay, replay, shown
 from governor.audit.tally import Tally
 from governor.audit.verify import INCOMPLETE, UNFINISHED
 
-USAGE: Final = """governor audit [--refused | --attempt ID] [--json] LOG|DIR ...
+USAGE: Final = """governor audit [--refused | --network | --attempt ID] [--json] LOG|DIR ...
        governor audit verify [--json] LOG|DIR ...
        governor audit replay LOG --policy FILE [--ceiling FILE] [--attempt ID] [--json]
        governor audit report LOG|DIR [--attempt ID] -o FILE.html"""
@@ -80,6 +80,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--refused", action="store_true", help="every refused action, with rule and reason"
     )
     p.add_argument(
+        "--network", action="store_true",
+        help="every connection through the proxy, with its verdict, rule and reason",
+    )
+    p.add_argument(
         "--attempt", metavar="ID", help="the full story of one attempt (an id or a unique prefix)"
     )
     p.add_argument("--json", action="store_true", help="JSON on stdout")
@@ -91,6 +95,7 @@ def _report_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="governor audit", usage=USAGE)
     p.add_argument("paths", nargs="*", metavar="LOG|DIR")
     p.add_argument("--refused", action="store_true")
+    p.add_argument("--network", action="store_true")
     p.add_argument("--attempt", metavar="ID")
     p.add_argument("--json", action="store_true")
     return p
@@ -108,7 +113,7 @@ def _verify_parser() -> argparse.ArgumentParser:
 def _replay_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="governor audit replay",
-        description="Re-decide every recorded permission, read, write and terminal action "
+        description="Re-decide every recorded permission, read, write, terminal and network action "
         "under another policy (bound to each attempt's own roots) and list what would change.",
     )
     p.add_argument("log", metavar="LOG")
@@ -167,10 +172,17 @@ def main(args: argparse.Namespace) -> int:
         refused, attempt = sub.refused or args.refused, sub.attempt or args.attempt
         if not sub.paths:
             raise UsageError(f"name the logs to read\nusage: {USAGE}")
-        if refused and attempt:
-            raise UsageError("--refused and --attempt are two different views: choose one")
+        network = sub.network or args.network
+        if sum(map(bool, (refused, attempt, network))) > 1:
+            raise UsageError(
+                "--refused, --network and --attempt are different views: choose one"
+            )
         return run_report(
-            sub.paths, refused=refused, attempt=attempt, as_json=sub.json or args.json
+            sub.paths,
+            refused=refused,
+            attempt=attempt,
+            network=network,
+            as_json=sub.json or args.json,
         )
     except (UsageError, LogUnreadable) as e:
         print(f"governor audit: {e}", file=sys.stderr)
@@ -216,12 +228,14 @@ def run_report(
     *,
     refused: bool = False,
     attempt: str | None = None,
+    network: bool = False,
     as_json: bool = False,
 ) -> int:
-    """The summary table, the refusals, or one attempt's story."""
+    """The summary table, the refusals, the connections, or one attempt's story."""
     if (
         paths
         and not refused
+        and not network
         and attempt is None
         and all(is_batch_output(Path(p)) for p in paths)
     ):
@@ -234,6 +248,8 @@ def run_report(
         return _story(groups, attempt, as_json)
     if refused:
         return _refusals(groups, as_json)
+    if network:
+        return _connections(groups, as_json)
     rows = sorted((row(g) for g in groups), key=lambda r: (r.started or 0.0, r.attempt))
     if as_json:
         print(json.dumps([r.to_json() for r in rows], indent=1, ensure_ascii=False))
@@ -387,6 +403,40 @@ def _refused(group: AttemptRecords) -> Iterator[dict[str, Any]]:
                 "rule": r.get("rule"),
                 "reason": r.get("reason"),
             }
+
+
+def _connections(groups: list[AttemptRecords], as_json: bool) -> int:
+    """Every ``network`` record: the connection, who asked, the verdict and why."""
+    found = [
+        {
+            "attempt": g.attempt,
+            "log": g.source,
+            "seq": r.get("seq"),
+            "time": r.get("time"),
+            "subject": shown(r),
+            "origin": (r.get("subject") or {}).get("origin"),
+            "verdict": r.get("verdict"),
+            "by": r.get("by"),
+            "rule": r.get("rule"),
+            "reason": r.get("reason"),
+        }
+        for g in groups
+        for r in g.records
+        if r.get("kind") == "network"
+    ]
+    if as_json:
+        print(json.dumps(found, indent=1, ensure_ascii=False))
+        return 0
+    if not found:
+        print(f"no connection in {len(groups)} attempt(s)")
+        return 0
+    for x in found:
+        print(f"{x['attempt']} #{x['seq']} {x['verdict']:<8} {x['origin']}: {x['subject']}")
+        print(f"    {x['by']} [{x['rule']}]: {x['reason']}")
+    allowed = sum(1 for x in found if x["verdict"] == "allow")
+    print(f"\n{len(found)} connection(s) in {len(groups)} attempt(s): {allowed} allowed, "
+          f"{len(found) - allowed} refused or waiting")  # fmt: skip
+    return 0
 
 
 def _refusals(groups: list[AttemptRecords], as_json: bool) -> int:

@@ -87,6 +87,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="pass this variable to the agent (names only)",
     )
     p.add_argument(
+        "--allow-host",
+        metavar="HOST[:PORT]",
+        action="append",
+        default=[],
+        help="a host the agent's sandbox may reach through the proxy, besides its model API "
+        "(repeatable; no port: 443 and 80; loopback and private addresses need the port)",
+    )
+    p.add_argument(
         "--agent-arg",
         metavar="ARG",
         action="append",
@@ -174,6 +182,7 @@ def main(args: argparse.Namespace) -> int:
             log=args.log,
             sandbox_agent=not args.no_sandbox_agent,
             env=args.env,
+            allow_hosts=args.allow_host,
             model=args.model,
             mode=args.mode,
             agent_args=args.agent_arg,

@@ -25,16 +25,22 @@ from typing import Any
 import trio
 
 from governor.confine import command_profile
+from policies.actions import Connect
 from policies.capability import CAPABILITY_NAMES, Capability, CapabilityError
+from policies.decide import Decision, decide_network
 from policies.errors import ConfigError
+from policies.network import HostPatternError
 from policies.policy import GIT_ACCESS, Policy, parse_policy
+from policies.rules import Verdict
 from sandbox.bwrap import BwrapUnavailable
+from sandbox.egress import Answer, Judge, Request, open_egress, resolve
 from sandbox.execution import ExitStatus
 from sandbox.launch import open_launch, prepare
 from sandbox.limits import blame
 from sandbox.preflight import preflight
 from sandbox.profile import Profile, ProfileError
 from sandbox.runner import Command
+from sandbox.spawn import Child
 from sandbox.survey import survey
 from sandbox.toolchains import describe
 
@@ -65,8 +71,13 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--network", action="store_true", default=None,
-        help="share the host network (Unix sockets are then refused: the host's abstract "
-        "sockets would be reachable)",
+        help="network through the governor's proxy, to the --allow-host hosts only "
+        "(each connection decided and printed on stderr)",
+    )
+    parser.add_argument(
+        "--allow-host", action="append", default=[], dest="allow_hosts", metavar="HOST[:PORT]",
+        help="with --network: a host the command may reach (repeatable; no port: 443 and 80; "
+        "loopback and private addresses need the port, and are forwarded at the same address)",
     )
     parser.add_argument(
         "--env", action="append", default=[], dest="env_names", metavar="NAME",
@@ -113,6 +124,15 @@ def _policy(args: argparse.Namespace) -> Policy:
         given["capability"] = Capability.parse(args.capability)
     if args.network is not None:
         given["network"] = args.network
+    if args.allow_hosts:
+        if not (args.network or policy.network):
+            raise ProfileError("--allow-host needs --network")
+        try:
+            given["network_rules"] = policy.network_rules.with_allowed(
+                args.allow_hosts, enable=True
+            )
+        except HostPatternError as e:
+            raise ProfileError(f"--allow-host: {e}") from None
     if args.toolchains is not None:
         given["toolchains"] = args.toolchains
     if args.git is not None:
@@ -121,7 +141,34 @@ def _policy(args: argparse.Namespace) -> Policy:
         given["keep"] = tuple(str(Path(os.path.expanduser(p)).absolute()) for p in args.keep)
     if args.timeout is not None:
         given["limits"] = policy.limits.with_wall(args.timeout)
-    return replace(policy, **given)
+    chosen = replace(policy, **given)
+    sandboxed = chosen.capability < Capability.FULL_ACCESS
+    if args.network and sandboxed and not chosen.network_rules.patterns:
+        raise ProfileError(
+            "--network allows no host by itself: name each one with --allow-host HOST[:PORT]"
+        )
+    return chosen
+
+
+def _judge(policy: Policy) -> Judge:
+    """Decide each connection as the policy does, and say so on stderr
+    (`governor sandbox` keeps no audit log)."""
+
+    async def judge(request: Request) -> Answer:
+        action = Connect(request.host, request.port, request.method, request.path,
+                         request.origin, problem=request.problem)  # fmt: skip
+        decision = decide_network(action, policy)
+        addresses: tuple[str, ...] = ()
+        if decision.allowed:
+            addresses = await resolve(request.host, request.port)
+            decision = decide_network(replace(action, addresses=addresses), policy)
+            if not addresses:
+                decision = Decision(Verdict.DENY, "network.dns", f"{request.host} does not resolve")
+        word = "allowed" if decision.allowed else "refused"
+        print(f"governor sandbox: network {word}: {decision.reason}", file=sys.stderr)
+        return Answer(decision.allowed, decision.reason, addresses if decision.allowed else ())
+
+    return judge
 
 
 def _profile(args: argparse.Namespace, policy: Policy) -> Profile:
@@ -152,7 +199,11 @@ def _masked(options: list[str]) -> list[str]:
 
 
 async def _run(
-    args: argparse.Namespace, profile: Profile, command: Command, timeout: float | None
+    args: argparse.Namespace,
+    policy: Policy,
+    profile: Profile,
+    command: Command,
+    timeout: float | None,
 ) -> int:
     probed = await preflight(args.bwrap) if profile.sandboxed else None
     facts = survey(profile) if profile.sandboxed else None
@@ -175,22 +226,37 @@ async def _run(
             else:
                 print("(full-access: no sandbox) " + " ".join(command.argv))
             return 0
-        child = await open_launch(launch, stdin=None, stdout=None, stderr=None)
-        try:
-            with trio.move_on_after(math.inf if timeout is None else timeout):
-                status = ExitStatus.from_returncode(await child.wait())
-                # the output went to the terminal: only a limit's signal names it
-                limit = blame(profile.limits, status.exit_code, status.signal, b"")
-                if limit is not None:
-                    print(f"governor sandbox: stopped at the {limit}", file=sys.stderr)
-                return status.shell_code
+        async with open_egress(_judge(policy)) as proxy:
+            egress = profile.egress
+
+            async def attach(pid: int) -> None:
+                assert egress is not None
+                await proxy.attach(pid, egress, "command")
+
+            child = await open_launch(
+                launch, stdin=None, stdout=None, stderr=None,
+                attach=attach if egress is not None else None,
+            )  # fmt: skip
+            return await _wait(child, profile, timeout)
+
+
+async def _wait(child: Child, profile: Profile, timeout: float | None) -> int:
+    """The command's status (killed after ``timeout``); it is reaped either way."""
+    try:
+        with trio.move_on_after(math.inf if timeout is None else timeout):
+            status = ExitStatus.from_returncode(await child.wait())
+            # the output went to the terminal: only a limit's signal names it
+            limit = blame(profile.limits, status.exit_code, status.signal, b"")
+            if limit is not None:
+                print(f"governor sandbox: stopped at the {limit}", file=sys.stderr)
+            return status.shell_code
+        child.kill()
+        print(f"governor sandbox: killed after {timeout:g} s", file=sys.stderr)
+        return ExitStatus.from_returncode(await child.wait()).shell_code
+    finally:
+        with trio.CancelScope(shield=True):
             child.kill()
-            print(f"governor sandbox: killed after {timeout:g} s", file=sys.stderr)
-            return ExitStatus.from_returncode(await child.wait()).shell_code
-        finally:
-            with trio.CancelScope(shield=True):
-                child.kill()
-                await child.wait()
+            await child.wait()
 
 
 def main(args: argparse.Namespace) -> int:
@@ -205,7 +271,8 @@ def main(args: argparse.Namespace) -> int:
         policy = _policy(args)
         profile = _profile(args, policy)
         timeout = policy.limits.wall  # --timeout, or the file's wall; None: none
-        return trio.run(_run, args, profile, Command.from_acp(words[0], words[1:]), timeout)
+        command = Command.from_acp(words[0], words[1:])
+        return trio.run(_run, args, policy, profile, command, timeout)
     except (BwrapUnavailable, ProfileError, CapabilityError, ConfigError) as exc:
         print(f"governor sandbox: {exc}", file=sys.stderr)
         return EXIT_REFUSED

@@ -9,7 +9,9 @@ time), and on ``session/prompt`` plays a script: a JSON list of steps, each
 - ``{"write": PATH, "text": TEXT}``: a file written by the agent itself, as
   agents that run their own tools do (no ``fs/*``);
 - ``{"sleep": SECONDS}``: a pause;
-- ``{"repeat": N, "steps": [...]}``: the steps N times (``{i}`` is the round).
+- ``{"repeat": N, "steps": [...]}``: the steps N times (``{i}`` is the round);
+- ``{"fetch": URL}``: a GET through the proxy variables, as an agent calls its
+  model API; one that fails ends the prompt with an error naming it.
 
 Strings may hold ``{cwd}``, ``{session}``, ``{i}``, ``{arg}`` (this program's
 last argument, e.g. a raw agent arg) and ``{env:NAME}`` (a variable it was given).
@@ -30,6 +32,10 @@ import sys
 import time
 import uuid
 from typing import Any
+
+
+class ApiError(Exception):
+    """A fetch step failed: the prompt ends with this error."""
 
 
 class Agent:
@@ -132,6 +138,16 @@ class Agent:
                     handle.write(self.fill(step.get("text", ""), i))
             elif "sleep" in step:
                 time.sleep(float(step["sleep"]))
+            elif "fetch" in step:
+                import urllib.request
+
+                url = self.fill(step["fetch"], i)
+                try:
+                    with urllib.request.urlopen(url, timeout=10) as answer:
+                        self.notify({"sessionUpdate": "agent_message_chunk",
+                                     "content": {"type": "text", "text": answer.read().decode()}})
+                except OSError as e:
+                    raise ApiError(f"API error: {url}: {e}") from None
             elif "say" in step:
                 self.notify(
                     {
@@ -174,7 +190,11 @@ class Agent:
                 self.send({"id": mid, "result": {"sessionId": self.session}})
             elif method == "session/prompt":
                 self.cancelled = False
-                self.play(self.script)
+                try:
+                    self.play(self.script)
+                except ApiError as e:
+                    self.send({"id": mid, "error": {"code": -32603, "message": str(e)}})
+                    continue
                 stop = "cancelled" if self.cancelled else "end_turn"
                 self.send({"id": mid, "result": {"stopReason": stop}})
             elif method == "session/cancel":

@@ -76,7 +76,7 @@ def test_events_on_stdout_are_every_decision_of_the_log_in_order(tmp_path: Path)
     assert events[0]["type"] == "attempt" and {e["attempt"] for e in events} == {attempt}
     assert events[-1]["type"] == "outcome" and events[-1]["outcome"]["status"] == "completed"
     logged = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
-    decisions = [r for r in logged if r["kind"] in ("permission", "read", "write", "terminal")]
+    decisions = [r for r in logged if r["kind"] in ("permission", "read", "write", "terminal", "network")]
     seen = [e for e in events if e["type"] == "decision"]
     assert [(e["seq"], e["kind"], e["verdict"], e["by"]) for e in seen] == [
         (r["seq"], r["kind"], r["verdict"], r["by"]) for r in decisions

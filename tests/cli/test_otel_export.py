@@ -16,7 +16,7 @@ from otel_receiver import Receiver, attributes, needs_otel
 
 GOVERNOR = Path(sys.executable).parent / "governor"
 SECRET = "planted-secret-value-5e1d0b"
-DECIDED = ("permission", "read", "write", "terminal")
+DECIDED = ("permission", "read", "write", "terminal", "network")
 
 
 def run_demo(

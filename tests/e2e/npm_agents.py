@@ -203,3 +203,17 @@ class Job:
 def records(outcome: Outcome, kind: str) -> list[dict[str, Any]]:
     """The outcome's decision records of one kind (permission, read, write, terminal, unasked)."""
     return [r for r in outcome.tool_calls if r.get("kind") == kind]
+
+
+def tally_without_network(outcome: Outcome, stand_in: str) -> tuple[int, int, int, int]:
+    """(asked, allowed, refused, unasked) of the attempt, its proxy's decisions
+    taken out: those count in the tally too, and each allowed one went to the
+    model stand-in at ``stand_in`` (``host:port``) and nowhere else."""
+    assert outcome.acp is not None
+    t = outcome.acp.tally
+    network = records(outcome, "network")
+    allowed = [r for r in network if r["verdict"] == "allow"]
+    for r in allowed:
+        assert f"{r['subject']['host']}:{r['subject']['port']}" == stand_in, r
+    refused = len(network) - len(allowed)
+    return (t.asked - len(network), t.allowed - len(allowed), t.refused - refused, t.unasked)

@@ -9,7 +9,7 @@ config option ``allow_all`` that, on, makes it stop asking.
 from __future__ import annotations
 
 import pytest
-from npm_agents import Job, copilot_argv, records
+from npm_agents import Job, copilot_argv, records, tally_without_network
 from openai_standin import Call, OpenAIStandIn
 
 from governor.attempt import run_attempt
@@ -39,7 +39,10 @@ async def test_copilot_in_its_sandbox_asks_and_what_it_does_is_explained(job: Jo
     assert records(outcome, "write") == [] and records(outcome, "terminal") == []
     assert outcome.acp is not None
     t = outcome.acp.tally
-    assert (t.asked, t.allowed, t.refused, t.unasked) == (2, 2, 0, 0), t
+    # its model requests went through the proxy, each an allowed network record
+    assert records(outcome, "network"), t
+    stand_in = model.url.split("//")[1].split("/")[0]
+    assert tally_without_network(outcome, stand_in) == (2, 2, 0, 0), t
     assert {r["subject"]["path"] for r in records(outcome, "changed")} == {
         str(job.workspace / "hello.txt"),
         str(job.workspace / "ran.txt"),

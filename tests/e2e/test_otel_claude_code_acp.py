@@ -17,7 +17,7 @@ from standin import StandIn, bash, read, write
 pytestmark = pytest.mark.e2e
 
 SECRET = "planted-secret-value-c0ffee42"
-DECIDED = ("permission", "read", "write", "terminal")
+DECIDED = ("permission", "read", "write", "terminal", "network")
 
 
 async def test_a_real_agents_trace_has_a_span_per_tool_call_and_an_event_per_decision(

@@ -82,11 +82,21 @@ def test_only_named_variables_pass_and_print_argv_masks_their_values(governor: C
     assert "shown-inside" not in printed.stdout
 
 
-def test_network_is_off_unless_asked(governor: Callable[..., Outcome], ws: Path) -> None:
-    probe = "python3 -c 'import socket; print(len(socket.if_nameindex()))'"
-    assert governor("--", probe, cwd=ws).stdout.strip() == "1"  # only lo
-    shared = governor("--network", "--", probe, cwd=ws).stdout.strip()
-    assert shared == str(len(socket_interfaces()))
+def test_network_is_off_unless_asked_and_then_only_through_the_proxy(
+    governor: Callable[..., Outcome], ws: Path
+) -> None:
+    probe = "python3 -c 'import os, socket; print(len(socket.if_nameindex()), os.environ.get(\"HTTPS_PROXY\"))'"
+    assert governor("--", probe, cwd=ws).stdout.strip() == "1 None"  # only lo
+    proxied = governor("--network", "--allow-host", "pypi.org", "--", probe, cwd=ws)
+    assert proxied.stdout.strip() == "1 http://127.0.0.1:3128", proxied.stderr
+    assert len(socket_interfaces()) >= 1
+
+
+def test_network_with_no_allowed_host_refuses_naming_the_flag(
+    governor: Callable[..., Outcome], ws: Path
+) -> None:
+    refused = governor("--network", "--", "true", cwd=ws)
+    assert refused.returncode == 2 and "--allow-host HOST[:PORT]" in refused.stderr
 
 
 def socket_interfaces() -> list[tuple[int, str]]:
@@ -148,7 +158,7 @@ def test_git_commits_at_edit_workspace_unless_git_is_read_only(
     assert "committed" in again.stdout and subjects(ws) == ["again", "inside"]
 
 
-def test_unix_sockets_work_without_network_and_are_refused_with_it(
+def test_unix_sockets_work_without_network_and_with_it_behind_the_proxy(
     governor: Callable[..., Outcome], ws: Path
 ) -> None:
     line = (
@@ -156,9 +166,10 @@ def test_unix_sockets_work_without_network_and_are_refused_with_it(
         "s.bind(\"/tmp/t.sock\"); print(\"bound\")'"
     )
     own = governor("--", line, cwd=ws)
-    shared = governor("--network", "--", line, cwd=ws)
+    proxied = governor("--network", "--allow-host", "pypi.org", "--", line, cwd=ws)
     assert (own.returncode, own.stdout) == (0, "bound\n")
-    assert shared.returncode != 0 and "PermissionError" in shared.stdout + shared.stderr
+    # behind the proxy the namespace is its own too: no host abstract socket is reachable
+    assert (proxied.returncode, proxied.stdout) == (0, "bound\n"), proxied.stderr
 
 
 def test_its_home_is_this_shells_and_the_toolchain_there_runs(

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import http.server
+import threading
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 import trio
 from sandbox_procs import processes_matching
 
+from sandbox.egress import Answer, Request, open_egress
 from sandbox.execution import ExitStatus
 from sandbox.profile import Profile, ProfileError
 from sandbox.runner import DEFAULT_OUTPUT_LIMIT
@@ -132,7 +136,7 @@ async def test_cancelling_the_owning_nursery_kills_the_commands(
 
 
 @pytest.mark.parametrize("network", [False, True])
-async def test_governed_terminals_allow_unix_sockets_only_without_network(
+async def test_governed_terminals_have_a_namespace_of_their_own_with_or_without_network(
     ws: Path, network: bool
 ) -> None:
     from governor.confine import GovernedTerminals
@@ -144,15 +148,77 @@ async def test_governed_terminals_allow_unix_sockets_only_without_network(
         "python3 -c 'import socket; s = socket.socket(socket.AF_UNIX); "
         "s.bind(\"t.sock\"); print(\"bound\")'"
     )
-    async with trio.open_nursery() as nursery:
-        terminals = GovernedTerminals(nursery, policy)
+    async with trio.open_nursery() as nursery, open_egress(_refuse_all) as proxy:
+        terminals = GovernedTerminals(nursery, policy, proxy=lambda: proxy)
         try:
             tid = await terminals.create(line, [], env={}, cwd=str(ws), output_byte_limit=None)
             code, _signal = await terminals.wait_for_exit(tid)
             output = terminals.output(tid)[0]
         finally:
             await terminals.close()
-    if network:
-        assert code != 0 and "PermissionError" in output
-    else:
-        assert (code, output) == (0, "bound\n")
+    # behind the proxy too: its abstract sockets are its own, the host's out of reach
+    assert (code, output) == (0, "bound\n")
+
+
+async def _refuse_all(request: Request) -> Answer:
+    return Answer(False, "no")
+
+
+async def test_governed_commands_with_network_reach_only_the_policys_hosts_through_the_proxy(
+    ws: Path,
+) -> None:
+    from governor.approver import Unattended
+    from governor.audit.log import AuditLog
+    from governor.confine import GovernedTerminals
+    from governor.gate import Gate
+    from governor.network import judge
+    from policies.capability import Capability
+    from policies.policy import parse_policy
+
+    servers = [http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Hello) for _ in range(2)]
+    for server in servers:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+    allowed, unlisted = (server.server_address[1] for server in servers)
+    policy = parse_policy(
+        f'capability = "edit-workspace"\n[network]\nallow = ["127.0.0.1:{allowed}"]', "job.toml"
+    ).bind(str(ws))
+    assert policy.capability is Capability.EDIT_WORKSPACE
+    audit = AuditLog(ws.parent / "audit.jsonl", "att")
+    gate = Gate(policy, audit, Unattended())
+    curl = "curl -s -m 10 -o /dev/null -w '%{http_code} '"
+    line = (
+        f"{curl} http://127.0.0.1:{allowed}/; {curl} --noproxy '*' http://127.0.0.1:{allowed}/; "
+        f"{curl} http://127.0.0.1:{unlisted}/; {curl} --noproxy '*' http://127.0.0.1:{unlisted}/"
+    )
+    try:
+        async with trio.open_nursery() as nursery, open_egress(judge(gate)) as proxy:
+            terminals = GovernedTerminals(nursery, policy, proxy=lambda: proxy)
+            try:
+                tid = await terminals.create(line, [], env={}, cwd=str(ws), output_byte_limit=None)
+                await terminals.wait_for_exit(tid)
+                output = terminals.output(tid)[0]
+            finally:
+                await terminals.close()
+    finally:
+        for server in servers:
+            server.shutdown()
+    assert output.split() == ["200", "200", "403", "000"], output
+    network = [r for r in audit.records if r["kind"] == "network"]
+    assert [(r["subject"]["origin"], r["verdict"]) for r in network] == [
+        ("command", "allow"), ("command", "allow"), ("command", "deny")
+    ]  # fmt: skip
+    assert _Hello.paths.count(f"{unlisted}") == 0
+    audit.close()
+
+
+class _Hello(http.server.BaseHTTPRequestHandler):
+    paths: ClassVar[list[str]] = []
+
+    def do_GET(self) -> None:
+        _Hello.paths.append(str(self.server.server_address[1]))
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass

@@ -1,0 +1,129 @@
+"""The governor's use of the egress proxy: what the agent may reach, and the judge.
+
+- The agent's own hosts: its preset's ``api_hosts`` plus the ``host:port`` of
+  each base-URL variable it is given (its preset's ``base_url_env``; for an
+  argv of your own, every preset's), so that a company gateway or a loopback
+  model stand-in is reached with no flag.
+- The judge (`judge`): a proxy `sandbox.egress.Request` becomes a
+  `policies.actions.Connect`, decided by the engine on its name first (a
+  refused name is never looked up: the lookup alone would leak it to a DNS
+  server), then, once allowed, again with the addresses the host's resolver
+  gave; the final decision goes through `Gate.govern` (approver, audit record
+  of kind ``network``, written before the proxy answers).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from governor.acp.dispatch import RpcError
+from governor.presets import Preset, presets
+from policies.actions import Connect
+from policies.decide import Decision, decide_network
+from policies.network import NetworkRules, normalize_host
+from policies.rules import Verdict
+from sandbox.egress import Answer, Judge, Request, resolve
+from sandbox.netns import Egress
+
+if TYPE_CHECKING:
+    from governor.gate import Gate
+
+
+def base_url_variables(preset: Preset | None) -> tuple[str, ...]:
+    """The variables whose URL names the agent's API host."""
+    if preset is not None:
+        return preset.base_url_env
+    return tuple(dict.fromkeys(v for p in presets().values() for v in p.base_url_env))
+
+
+def agent_hosts(preset: Preset | None, env: Mapping[str, str]) -> tuple[str, ...]:
+    """The ``host:port`` patterns the agent's sandbox may reach for its model API."""
+    hosts = list(preset.api_hosts if preset is not None else ())
+    for name in base_url_variables(preset):
+        value = env.get(name, "")
+        if not value:
+            continue
+        url = urlsplit(value if "://" in value else f"https://{value}")
+        try:
+            port = url.port or (80 if url.scheme == "http" else 443)
+        except ValueError:
+            continue
+        if url.hostname:
+            host = normalize_host(url.hostname)
+            hosts.append(f"[{host}]:{port}" if ":" in host else f"{host}:{port}")
+    return tuple(dict.fromkeys(hosts))
+
+
+def egress_for(rules: NetworkRules, origin: str) -> Egress:
+    """Where the proxy listens inside a sandbox of ``origin``."""
+    return Egress.plan(rules.loopback_forwards(origin))
+
+
+def subject(request: Request) -> dict[str, Any]:
+    """A network record's subject (what `governor audit` and replay read)."""
+    out: dict[str, Any] = {"host": request.host, "port": request.port, "via": request.via}
+    if request.method is not None:
+        out["method"] = request.method
+    if request.path is not None:
+        out["path"] = request.path[:512]
+    out["origin"] = request.origin
+    if request.problem is not None:
+        out["problem"] = request.problem
+    return out
+
+
+def shown(request: Request) -> str:
+    """A connection as a person is asked about it and as a grant covers it: the
+    host and port (a person's "always" allows the host for the rest of the
+    attempt, whatever paths follow; method and path are in the subject)."""
+    host = f"[{request.host}]" if ":" in request.host else request.host
+    return f"{host}:{request.port}"[:300]
+
+
+def judge(gate: Gate, refused: dict[str, str] | None = None) -> Judge:
+    """The proxy's judge for one attempt: decided by the engine under the
+    gate's policy (the agent's hosts are in its network rules), recorded by the
+    gate, then answered. A log that cannot be written refuses (fail closed).
+    ``refused`` collects the agent's refused ``host:port`` (for the outcome's
+    reason when it fails)."""
+
+    async def ask(request: Request) -> Answer:
+        def action(addresses: tuple[str, ...] = ()) -> Connect:
+            return Connect(
+                request.host,
+                request.port,
+                request.method,
+                request.path,
+                request.origin,
+                addresses,
+                request.problem,
+            )
+
+        decision = decide_network(action(), gate.policy)
+        addresses: tuple[str, ...] = ()
+        if decision.allowed:
+            addresses = await resolve(request.host, request.port)
+            if addresses:
+                decision = decide_network(action(addresses), gate.policy)
+            else:
+                reason = f"{shown(request)}: the host does not resolve"
+                decision = Decision(Verdict.DENY, "network.dns", reason)
+        record = subject(request)
+        if addresses:
+            record["addresses"] = list(addresses[:8])
+        try:
+            ruling = gate.govern("network", record, shown(request), decision, {})
+            if inspect.isawaitable(ruling):
+                ruling = await ruling
+        except RpcError as e:
+            return Answer(False, str(e))
+        agent = request.origin == "agent" and request.problem is None
+        if not ruling.allowed and refused is not None and agent and len(refused) < 64:
+            host = f"[{request.host}]" if ":" in request.host else request.host
+            refused.setdefault(f"{host}:{request.port}", ruling.reason)
+        return Answer(ruling.allowed, ruling.reason, addresses if ruling.allowed else ())
+
+    return ask

