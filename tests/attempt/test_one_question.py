@@ -6,6 +6,7 @@ is decided on its own."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,16 @@ from governor.attempt import run_attempt
 from policies.policy import parse_policy
 
 
+def _yes_to_all(asked: list[Ask]) -> Callable[[Ask], bool]:
+    """A callback approver that says yes to every ask, noting each in ``asked``."""
+
+    def approve(ask: Ask) -> bool:
+        asked.append(ask)
+        return True
+
+    return approve
+
+
 def _decisions(outcome: Any, kind: str) -> list[tuple[str, str, str]]:
     return [(r["verdict"], r["by"], r["reason"]) for r in outcome.tool_calls if r["kind"] == kind]
 
@@ -26,11 +37,7 @@ async def test_a_yes_to_the_demos_command_is_not_asked_again_at_its_terminal(
     tmp_path: Path,
 ) -> None:
     asked: list[Ask] = []
-
-    def approve(ask: Ask) -> bool:
-        asked.append(ask)
-        return True
-
+    approve = _yes_to_all(asked)
     policy = parse_policy('capability = "edit-workspace"\n[ask]\ncommands = ["python3 *"]', "t")
     outcome = await run_attempt(
         demo_spec(tmp_path, tmp_path / "a.jsonl", policy=policy, approver=approve)
@@ -80,11 +87,7 @@ async def test_the_yes_covers_that_command_once_and_a_deny_rule_still_wins(
     tmp_path: Path,
 ) -> None:
     asked: list[Ask] = []
-
-    def approve(ask: Ask) -> bool:
-        asked.append(ask)
-        return True
-
+    approve = _yes_to_all(asked)
     policy = parse_policy('capability = "edit-workspace"\n[ask]\ncommands = ["echo *"]\n', "t")
     outcome = await run_attempt(
         scripted_spec(tmp_path, _steps("echo hi", "echo hi"), policy=policy, approver=approve)
