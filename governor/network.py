@@ -25,7 +25,7 @@ from policies.actions import Connect
 from policies.decide import Decision, decide_network
 from policies.network import NetworkRules, normalize_host
 from policies.rules import Verdict
-from sandbox.egress import Answer, Judge, Request, resolve
+from sandbox.egress import Answer, Judge, Request, literal_address, resolve
 from sandbox.netns import Egress
 
 if TYPE_CHECKING:
@@ -102,9 +102,10 @@ def judge(gate: Gate, refused: dict[str, str] | None = None) -> Judge:
                 request.problem,
             )
 
-        decision = decide_network(action(), gate.policy)
-        addresses: tuple[str, ...] = ()
-        if decision.allowed:
+        literal = literal_address(request.host)
+        addresses: tuple[str, ...] = (literal,) if literal is not None else ()
+        decision = decide_network(action(addresses), gate.policy)
+        if decision.allowed and literal is None:  # a name: looked up only once allowed
             addresses = await resolve(request.host, request.port)
             if addresses:
                 decision = decide_network(action(addresses), gate.policy)

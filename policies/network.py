@@ -24,6 +24,7 @@ file:
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -84,6 +85,7 @@ class HostPattern:
         return not self.wildcard and self.port == port and self.host == host
 
 
+@functools.lru_cache(maxsize=4096)  # every request asks again for the same few hosts
 def normalize_host(host: str) -> str:
     """A host as rules compare it: lower case, no trailing dot, no IPv6
     brackets, an IP literal in its canonical form (an IPv4-mapped IPv6 one as
@@ -139,6 +141,7 @@ def parse_pattern(text: str) -> HostPattern:
     return HostPattern(text, name, port)
 
 
+@functools.lru_cache(maxsize=4096)  # as normalize_host: pure, and asked per request
 def special(host: str) -> str | None:
     """Why ``host`` (normalized) is special (refused unless named exactly), or None."""
     try:

@@ -13,14 +13,17 @@ Rules of this file (everything between an accepted socket and an upstream one):
    gate, or `governor sandbox`'s) decides and records; the proxy only carries
    out its answer, connecting to exactly the addresses the judge was told
    (no second DNS lookup between the check and the connect).
-2. HTTP is parsed with h11: ``CONNECT host:port`` opens a tunnel (bytes both
-   ways, never parsed again: a second ``CONNECT`` inside goes to the allowed
-   host as data); an absolute-form request (``GET http://host/path``) is
-   forwarded, its Host header must agree with its target, and each request
-   of a kept-alive connection is judged on its own (a request smuggled after
-   an allowed one is decided like any other).
-3. Bounded: a request head over ``Limits.head_bytes`` is a 431, a head not
-   complete in ``Limits.head_timeout`` ends the connection, at most
+2. HTTP is read by `sandbox.http1` (strict heads, bodies forwarded as they
+   came): ``CONNECT host:port`` opens a tunnel (bytes both ways, never parsed
+   again: a second ``CONNECT`` inside goes to the allowed host as data); an
+   absolute-form request (``GET http://host/path``) is forwarded, its Host
+   header must agree with its target, and each request of a kept-alive
+   connection is judged on its own (a request smuggled after an allowed one
+   is decided like any other). ``Expect: 100-continue`` is answered by the
+   proxy; other informational responses are not passed on.
+3. Bounded: a request head over ``Limits.head_bytes`` is a 431, a first head
+   not complete in ``Limits.head_timeout`` is a 408 (a kept-alive connection
+   with no next request in that time is closed), at most
    ``Limits.connections`` at once per proxy (more are answered 503), a
    tunnel or forward idle for ``Limits.idle_timeout`` is closed.
 4. DNS is the proxy's, on the host (`resolve`); the sandbox has no resolver
@@ -33,36 +36,25 @@ path, the headers, the body), nor whether an allowed host relays further.
 from __future__ import annotations
 
 import contextlib
+import errno
+import fcntl
+import functools
 import ipaddress
 import os
+import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Final
 from urllib.parse import urlsplit
 
-import h11
 import structlog
 import trio
 
+from sandbox import http1
 from sandbox.netns import PROXY_PORT, Egress, listen_inside
 
 log = structlog.get_logger("sandbox.egress")
-
-
-_HOP_BY_HOP: Final = frozenset(
-    {
-        b"connection",
-        b"keep-alive",
-        b"proxy-authenticate",
-        b"proxy-authorization",
-        b"proxy-connection",
-        b"te",
-        b"trailer",
-        b"transfer-encoding",
-        b"upgrade",
-    }
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,25 +98,26 @@ class Answer:
 Judge = Callable[[Request], Awaitable[Answer]]
 
 
+@functools.lru_cache(maxsize=4096)  # asked for every request; pure
+def literal_address(host: str) -> str | None:
+    """``host`` as an address if it is an IP literal (``[v6]`` too), else None."""
+    try:
+        return str(ipaddress.ip_address(host.strip("[]")))
+    except ValueError:
+        return None
+
+
 async def resolve(host: str, port: int) -> tuple[str, ...]:
     """The addresses of ``host`` (the host's resolver), an IP literal as itself;
     empty when it does not resolve."""
-    try:
-        return (str(ipaddress.ip_address(host.strip("[]"))),)
-    except ValueError:
-        pass
+    literal = literal_address(host)
+    if literal is not None:
+        return (literal,)
     try:
         infos = await trio.socket.getaddrinfo(host, port, type=trio.socket.SOCK_STREAM)
     except OSError:
         return ()
     return tuple(dict.fromkeys(str(info[4][0]) for info in infos))
-
-
-class _Refused(Exception):
-    def __init__(self, status: int, reason: str) -> None:
-        super().__init__(reason)
-        self.status = status
-        self.reason = reason
 
 
 _PHRASES: Final = {
@@ -148,6 +141,101 @@ def error_response(status: int, reason: str) -> bytes:
     return head.encode() + body
 
 
+class _Wire:
+    """One socket of the proxy, owned, with what was read from it and not yet
+    used (``pending``: a pipelined request, the start of a body).
+
+    Reads and writes wait only when the kernel says they would block: trio's
+    SocketStream takes two scheduler checkpoints per call even when it
+    completes at once, ~80 us of the ~400 the proxy added to a small request
+    (bench/README.md). So that a connection whose data is always ready cannot
+    hold the loop, every ``_CALLS_PER_YIELD`` calls that did not wait yield once."""
+
+    __slots__ = ("_calls", "pending", "sock")
+
+    def __init__(self, sock: socket.socket) -> None:
+        sock.setblocking(False)
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.sock = sock
+        self.pending = bytearray()
+        self._calls = 0
+
+    async def _ran(self) -> None:
+        self._calls += 1
+        if self._calls >= _CALLS_PER_YIELD:
+            self._calls = 0
+            await trio.lowlevel.checkpoint()
+
+    async def recv(self, size: int) -> bytes:
+        """What is pending, else up to ``size`` bytes from the socket (b"" at
+        its end)."""
+        if self.pending:
+            data = bytes(self.pending)
+            self.pending.clear()
+            return data
+        while True:
+            try:
+                data = self.sock.recv(size)
+            except BlockingIOError:
+                self._calls = 0
+                await trio.lowlevel.wait_readable(self.sock)
+                continue
+            await self._ran()
+            return data
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        view = memoryview(data)
+        while view:
+            try:
+                sent = self.sock.send(view, socket.MSG_NOSIGNAL)
+            except BlockingIOError:
+                self._calls = 0
+                await trio.lowlevel.wait_writable(self.sock)
+                continue
+            view = view[sent:]
+        await self._ran()
+
+    async def head(self, limit: int) -> bytes | None:
+        """The next head (up to its empty line, left off; the bytes after it
+        stay pending), or None when the peer closed before sending any."""
+        while True:
+            end = http1.head_end(self.pending, limit)
+            if end >= 0:
+                block = bytes(self.pending[: end - 4])
+                del self.pending[:end]
+                return block
+            data = await self.recv_more(limit)
+            if not data:
+                if self.pending.strip():
+                    raise http1.HttpError(400, "the connection ended inside a head")
+                return None
+
+    async def recv_more(self, size: int) -> bytes:
+        """Read from the socket onto ``pending``; what was read."""
+        while True:
+            try:
+                data = self.sock.recv(size)
+            except BlockingIOError:
+                self._calls = 0
+                await trio.lowlevel.wait_readable(self.sock)
+                continue
+            self.pending += data
+            await self._ran()
+            return data
+
+    def shut(self) -> None:
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_WR)
+
+    def close(self) -> None:
+        trio.lowlevel.notify_closing(self.sock)
+        self.sock.close()
+
+
+_CALLS_PER_YIELD: Final = 64
+
+
 class EgressProxy:
     """The proxy of one attempt: accept loops for each sandbox attached, each
     connection judged by ``judge``. Open it with `open_egress`."""
@@ -165,153 +253,154 @@ class EgressProxy:
         places = [("127.0.0.1", egress.port), *egress.forwards]
         listeners = await trio.to_thread.run_sync(listen_inside, pid, places)
         for index, (sock, (host, port)) in enumerate(zip(listeners, places, strict=True)):
-            listener = trio.SocketListener(trio.socket.from_stdlib_socket(sock))
-            forward = None if index == 0 else (host, port)
-            self._nursery.start_soon(self._accept, listener, origin, forward)
+            self.serve(sock, origin, None if index == 0 else (host, port))
+
+    def serve(
+        self, listener: socket.socket, origin: str, forward: tuple[str, int] | None = None
+    ) -> None:
+        """Serve the connections of ``listener`` (a listening TCP socket, now
+        the proxy's) until the proxy closes: as the proxy port, or as the
+        loopback ``forward`` ``(host, port)``."""
+        self._nursery.start_soon(self._accept, listener, origin, forward)
 
     async def _accept(
-        self, listener: trio.SocketListener, origin: str, forward: tuple[str, int] | None
+        self, listener: socket.socket, origin: str, forward: tuple[str, int] | None
     ) -> None:
-        async with listener:
+        listener.setblocking(False)
+        with listener:
             while True:
-                stream = await listener.accept()
-                self._nursery.start_soon(self._serve, stream, origin, forward)
+                try:
+                    sock, _ = listener.accept()
+                except BlockingIOError:
+                    await trio.lowlevel.wait_readable(listener)
+                    continue
+                except OSError as e:  # out of descriptors or memory: wait, as trio does
+                    if e.errno not in _ACCEPT_RETRY:
+                        raise
+                    await trio.sleep(0.1)
+                    continue
+                self._nursery.start_soon(self._serve, _Wire(sock), origin, forward)
 
-    async def _serve(
-        self, stream: trio.SocketStream, origin: str, forward: tuple[str, int] | None
-    ) -> None:
-        async with stream:
+    async def _serve(self, wire: _Wire, origin: str, forward: tuple[str, int] | None) -> None:
+        try:
             try:
                 self._slots.acquire_nowait()
             except trio.WouldBlock:
-                with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-                    await stream.send_all(
+                with contextlib.suppress(OSError):
+                    await wire.send_all(
                         error_response(503, f"over {self.limits.connections} connections")
                     )
                 return
             self.active += 1
             try:
                 if forward is not None:
-                    await self._forward(stream, origin, *forward)
+                    await self._forward(wire, origin, *forward)
                 else:
-                    await self._proxy(stream, origin)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                pass
+                    await self._proxy(wire, origin)
+            except OSError:
+                pass  # a reset or a closed peer: this connection ends
             finally:
                 self.active -= 1
                 self._slots.release()
+        finally:
+            wire.close()
 
     # -- a forwarded loopback port -------------------------------------------------
 
-    async def _forward(self, stream: trio.SocketStream, origin: str, host: str, port: int) -> None:
+    async def _forward(self, wire: _Wire, origin: str, host: str, port: int) -> None:
         answer = await self.judge(Request(host, port, via="forward", origin=origin))
         if not answer.allowed:
             return
         upstream = await self._connect(answer.addresses, port)
         if upstream is None:
             return
-        async with upstream:
-            await self._relay(stream, upstream, b"")
+        try:
+            await self._relay(wire, upstream)
+        finally:
+            upstream.close()
 
     # -- the proxy port: CONNECT and absolute-form HTTP ----------------------------
 
-    async def _proxy(self, stream: trio.SocketStream, origin: str) -> None:
-        conn = h11.Connection(h11.SERVER, max_incomplete_event_size=self.limits.head_bytes)
-        kept = _Kept()
+    async def _proxy(self, wire: _Wire, origin: str) -> None:
+        kept, served = _Kept(), 0
         try:
             while True:
                 try:
-                    request = await self._head(conn, stream)
-                except _Refused as refused:
-                    problem = Request("-", 0, via="http", origin=origin, problem=refused.reason)
-                    await self.judge(problem)
-                    await self._refuse(stream, refused.status, refused.reason)
+                    with trio.fail_after(self.limits.head_timeout):
+                        block = await wire.head(self.limits.head_bytes)
+                    if block is None:
+                        return
+                    head = http1.parse_request(block)
+                    if head.method == b"CONNECT":
+                        kept.drop()
+                        await self._tunnel(wire, head, origin)
+                        return
+                    framing = http1.request_framing(head)
+                except http1.HttpError as e:
+                    await self._refuse_problem(wire, origin, e.status, e.reason)
                     return
-                if request is None:
+                except trio.TooSlowError:
+                    if served and not wire.pending.strip():
+                        return  # a kept-alive connection with no next request: closed
+                    why = f"no complete request head in {self.limits.head_timeout:g} s"
+                    await self._refuse_problem(wire, origin, 408, why)
                     return
-                if request.method == b"CONNECT":
-                    await kept.drop()
-                    await self._tunnel(conn, stream, request, origin)
+                if not await self._forward_http(wire, head, framing, origin, kept):
                     return
-                if not await self._forward_http(conn, stream, request, origin, kept):
-                    return
-                if conn.our_state is not h11.DONE or conn.their_state is not h11.DONE:
-                    return
-                conn.start_next_cycle()
+                served += 1
         finally:
-            with trio.CancelScope(shield=True):
-                await kept.drop()
+            kept.drop()
 
-    async def _head(self, conn: h11.Connection, stream: trio.SocketStream) -> h11.Request | None:
-        """The next request head, or None when the client closed between requests."""
-        with trio.move_on_after(self.limits.head_timeout):
-            while True:
-                try:
-                    event = conn.next_event()
-                except h11.RemoteProtocolError as e:
-                    status = e.error_status_hint if e.error_status_hint in _PHRASES else 400
-                    if status == 431:
-                        why = f"the request head is over {self.limits.head_bytes} bytes"
-                    else:
-                        why = f"malformed request ({e})"
-                    raise _Refused(status, why) from None
-                if event is h11.NEED_DATA:
-                    data = await stream.receive_some(self.limits.chunk)
-                    conn.receive_data(data)
-                    continue
-                if isinstance(event, h11.Request):
-                    return event
-                return None  # ConnectionClosed (or PAUSED at the end)
-        raise _Refused(408, f"no complete request head in {self.limits.head_timeout:g} s")
+    async def _refuse_problem(self, wire: _Wire, origin: str, status: int, reason: str) -> None:
+        """A request refused whatever the rules: recorded, then answered."""
+        if status == 431:
+            reason = f"the request head is over {self.limits.head_bytes} bytes"
+        elif status == 400:
+            reason = f"malformed request ({reason})"
+        await self.judge(Request("-", 0, via="http", origin=origin, problem=reason))
+        await self._refuse(wire, status, reason)
 
-    async def _refuse(self, stream: trio.SocketStream, status: int, reason: str) -> None:
+    async def _refuse(self, wire: _Wire, status: int, reason: str) -> None:
         """Send the error, then read and drop what the client still sends for a
         moment (bounded), so that it reads the answer instead of a reset."""
-        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-            await stream.send_all(error_response(status, reason))
-            await stream.send_eof()
+        with contextlib.suppress(OSError):
+            await wire.send_all(error_response(status, reason))
+            wire.shut()
             with trio.move_on_after(1.0):
                 drained = 0
                 while drained < 16 * 1024 * 1024:
-                    data = await stream.receive_some(self.limits.chunk)
+                    data = await wire.recv(self.limits.chunk)
                     if not data:
                         break
                     drained += len(data)
 
-    async def _tunnel(
-        self, conn: h11.Connection, stream: trio.SocketStream, request: h11.Request, origin: str
-    ) -> None:
-        target = request.target.decode("ascii", "replace")
+    async def _tunnel(self, wire: _Wire, head: http1.Head, origin: str) -> None:
+        target = head.target.decode("ascii", "replace")
         host, port = _authority(target)
         problem = None if port is not None else f"CONNECT target {target[:200]!r} is not host:port"
         asked = Request(host or "-", port or 0, "CONNECT", None, "connect", origin, problem)
         answer = await self.judge(asked)
         if not answer.allowed:
-            await self._refuse(stream, 403 if problem is None else 400, answer.reason)
+            await self._refuse(wire, 403 if problem is None else 400, answer.reason)
             return
         assert port is not None
         upstream = await self._connect(answer.addresses, port)
         if upstream is None:
-            await self._refuse(stream, 502, f"cannot connect to {host}:{port}")
+            await self._refuse(wire, 502, f"cannot connect to {host}:{port}")
             return
-        async with upstream:
-            await stream.send_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
-            early, _ = conn.trailing_data
-            await self._relay(stream, upstream, bytes(early))
+        try:
+            await wire.send_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            await self._relay(wire, upstream)
+        finally:
+            upstream.close()
 
     async def _forward_http(
-        self,
-        conn: h11.Connection,
-        stream: trio.SocketStream,
-        request: h11.Request,
-        origin: str,
-        kept: _Kept,
+        self, wire: _Wire, head: http1.Head, framing: http1.Framing, origin: str, kept: _Kept
     ) -> bool:
         """Judge and forward one absolute-form request; whether the connection
         may carry another. The upstream connection is kept for the next
         request to the same place (each request is judged all the same)."""
-        target = request.target.decode("ascii", "replace")
-        method = request.method.decode("ascii", "replace")
+        target = head.target.decode("ascii", "replace")
         url = urlsplit(target)
         host, port, problem = url.hostname or "", None, None
         try:
@@ -324,7 +413,7 @@ class EgressProxy:
                 "http://host/path; use CONNECT for anything else)"
             )
         path = (url.path or "/") + (f"?{url.query}" if url.query else "")
-        hosts = [v for k, v in request.headers if k == b"host"]
+        hosts = head.values(b"host")
         if problem is None and hosts:
             given = hosts[0].decode("ascii", "replace").lower()
             expected = {url.netloc.lower(), f"{url.hostname}:{port}".lower()}
@@ -335,159 +424,211 @@ class EgressProxy:
                     f"the Host header ({given[:200]!r}) disagrees with the target "
                     f"({url.netloc[:200]!r})"
                 )
-        asked = Request(host or "-", port or 0, method, path, "http", origin, problem)
-        answer = await self.judge(asked)
+        method = head.method.decode("ascii", "replace")
+        answer = await self.judge(Request(host or "-", port or 0, method, path, "http", origin, problem))
         if not answer.allowed:
-            await self._refuse(stream, 403 if problem is None else 400, answer.reason)
+            await self._refuse(wire, 403 if problem is None else 400, answer.reason)
             return False
         assert port is not None
+        fields = [(k, v) for k, v in head.forwarded() if k not in _NOT_FORWARDED]
+        if framing.length or head.values(b"content-length"):  # one value, however it came
+            fields.append((b"content-length", b"%d" % framing.length))
+        if not hosts:
+            fields.insert(0, (b"host", url.netloc.encode("ascii", "replace")))
+        if framing.chunked:
+            fields.append((b"transfer-encoding", b"chunked"))
+        out = _head_bytes(b"%s %s %s" % (head.method, path.encode("ascii", "replace"), head.version), fields)
         key = (answer.addresses, port)
-        if kept.key != key or kept.stream is None:
-            await kept.drop()
+        reused = kept.key == key and kept.wire is not None
+        if not reused:
+            kept.drop()
             upstream = await self._connect(answer.addresses, port)
             if upstream is None:
-                await self._refuse(stream, 502, f"cannot connect to {host}:{port}")
+                await self._refuse(wire, 502, f"cannot connect to {host}:{port}")
                 return False
-            kept.key, kept.stream, kept.client = key, upstream, h11.Connection(h11.CLIENT)
-        try:
-            reusable = await self._exchange(conn, stream, kept, request, path)
-        except (trio.BrokenResourceError, trio.ClosedResourceError, h11.ProtocolError):
-            await kept.drop()
-            return False
-        if not reusable:
-            await kept.drop()
-        elif kept.client is not None:
-            kept.client.start_next_cycle()
-        return conn.our_state is h11.DONE
-
-    async def _exchange(
-        self,
-        conn: h11.Connection,
-        stream: trio.SocketStream,
-        kept: _Kept,
-        request: h11.Request,
-        path: str,
-    ) -> bool:
-        """One request and its response, streamed as they come; whether the
-        upstream connection may carry another."""
-        upstream, client = kept.stream, kept.client
-        assert upstream is not None and client is not None
-        headers = [(k, v) for k, v in request.headers if k not in _HOP_BY_HOP]
-        # What each side is sent is gathered and written once per read from the
-        # other side (a small exchange is one write each way, not three).
-        out = bytearray(client.send(h11.Request(method=request.method, target=path, headers=headers)) or b"")
-        while True:  # the request body
-            event = conn.next_event()
-            if event is h11.NEED_DATA:
-                if out:
-                    await upstream.send_all(out)
-                    out.clear()
-                with trio.fail_after(self.limits.idle_timeout):
-                    conn.receive_data(await stream.receive_some(self.limits.chunk))
-                continue
-            if isinstance(event, h11.Data):
-                out += client.send(h11.Data(data=event.data)) or b""
-            elif isinstance(event, h11.EndOfMessage):
-                out += client.send(h11.EndOfMessage()) or b""
-                await upstream.send_all(out)
-                break
-            else:
-                return False
-        remaining: int | None = None
-        back = bytearray()
-        while True:  # the response
-            event = client.next_event()
-            if event is h11.NEED_DATA:
-                if back:
-                    await stream.send_all(back)
-                    back.clear()
-                if remaining is not None:
-                    return await self._raw_body(conn, stream, upstream, remaining)
-                with trio.move_on_after(self.limits.idle_timeout) as idle:
-                    client.receive_data(await upstream.receive_some(self.limits.chunk))
-                if idle.cancelled_caught:
-                    return False
-                continue
-            if isinstance(event, h11.InformationalResponse):
-                continue
-            if isinstance(event, h11.Response):
-                kept_headers = [(k, v) for k, v in event.headers if k not in _HOP_BY_HOP]
-                remaining = _big_body(event, request.method)
-                if remaining is not None:  # copied raw below: this connection ends with it
-                    kept_headers.append((b"connection", b"close"))
-                response = h11.Response(
-                    status_code=event.status_code, headers=kept_headers, reason=event.reason
-                )
-                back += conn.send(response) or b""
-            elif isinstance(event, h11.Data):
-                if remaining is not None:
-                    remaining -= len(event.data)
-                back += conn.send(h11.Data(data=event.data)) or b""
-            elif isinstance(event, h11.EndOfMessage):
-                back += conn.send(h11.EndOfMessage()) or b""
-                await stream.send_all(back)
-                return client.our_state is h11.DONE and client.their_state is h11.DONE
-            else:  # the upstream closed early
-                if back:
-                    await stream.send_all(back)
-                return False
-
-    async def _raw_body(
-        self, conn: h11.Connection, stream: trio.SocketStream, upstream: trio.SocketStream,
-        remaining: int,
-    ) -> bool:
-        """The rest of a large Content-Length body, copied without parsing it
-        (h11 would copy each chunk twice more: spliced where the kernel can);
-        neither connection is reused after it."""
+            kept.key, kept.wire = key, upstream
+        if b"100-continue" in (v.lower() for v in head.values(b"expect")) and not framing.empty:
+            await wire.send_all(b"HTTP/1.1 100 Continue\r\n\r\n")  # ours: Expect is not forwarded
+        # A kept connection the server closed meanwhile fails at once: a request
+        # without a body is sent again on a new one.
+        again = bytes(out) if reused and framing.empty else None
         idle = trio.CancelScope(deadline=trio.current_time() + self.limits.idle_timeout)
-        left: int | None = 0
         with idle:
-            left = await _splice(
-                upstream, stream, idle, self.limits.idle_timeout, self.limits.chunk, remaining
-            )
-        if idle.cancelled_caught or left is not None:
-            return False  # spliced (or idle too long): the client's connection ends here
-        while remaining > 0:
-            with trio.move_on_after(self.limits.idle_timeout) as idle:
-                data = await upstream.receive_some(min(self.limits.chunk, remaining))
-            if idle.cancelled_caught or not data:
+            try:
+                assert kept.wire is not None
+                try:
+                    response = await self._request(wire, kept.wire, framing, out, idle)
+                except OSError:
+                    if again is None:
+                        raise
+                    response = None
+                if response is None and again is not None:
+                    kept.drop()
+                    upstream = await self._connect(answer.addresses, port)
+                    if upstream is not None:
+                        kept.key, kept.wire = key, upstream
+                        await upstream.send_all(again)
+                        response = await self._response(upstream, idle)
+                if response is None:
+                    kept.drop()
+                    await self._refuse(wire, 502, f"{host}:{port} closed without a response")
+                    return False
+                return await self._answer(wire, head, response, kept, idle)
+            except http1.HttpError as e:
+                kept.drop()
+                await self._refuse(wire, e.status, e.reason)
                 return False
-            remaining -= len(data)
-            await stream.send_all(conn.send(h11.Data(data=data)) or b"")
-        await stream.send_all(conn.send(h11.EndOfMessage()) or b"")
-        return False
+        kept.drop()
+        return False  # idle too long
+
+    async def _request(
+        self, wire: _Wire, upstream: _Wire, framing: http1.Framing, out: bytearray,
+        idle: trio.CancelScope,
+    ) -> http1.Head | None:
+        """Send the request (``out``, its head, then its body) and read the
+        response head (None if the upstream closed before one)."""
+        if not await self._body(wire, upstream, framing, out, idle):
+            raise OSError("the client's request body ended early")
+        return await self._response(upstream, idle)
+
+    async def _response(self, upstream: _Wire, idle: trio.CancelScope) -> http1.Head | None:
+        """The upstream's final response head (informational ones skipped: the
+        proxy answers ``Expect`` itself), or None if it closed before one."""
+        while True:
+            try:
+                block = await upstream.head(self.limits.head_bytes)
+            except http1.HttpError as e:
+                raise http1.HttpError(502, f"the server's response head: {e.reason}") from None
+            idle.deadline = trio.current_time() + self.limits.idle_timeout
+            if block is None:
+                return None
+            response = http1.parse_response(block)
+            if response.status == 101:
+                raise http1.HttpError(502, "the server switched protocols (never asked for)")
+            if response.status >= 200:
+                return response
+
+    async def _answer(
+        self, wire: _Wire, head: http1.Head, response: http1.Head, kept: _Kept, idle: trio.CancelScope
+    ) -> bool:
+        """Send ``response`` and its body to the client; whether both
+        connections may carry another request."""
+        assert kept.wire is not None
+        try:
+            framing = http1.response_framing(response, head.method)
+        except http1.HttpError as e:
+            kept.drop()
+            await self._refuse(wire, e.status, e.reason)
+            return False
+        ends = head.close or framing.until_close
+        fields = response.forwarded()
+        if framing.chunked:
+            fields.append((b"transfer-encoding", b"chunked"))
+        if ends:
+            fields.append((b"connection", b"close"))
+        first = b"HTTP/1.1 %d %s" % (response.status, response.reason)
+        try:
+            complete = await self._body(kept.wire, wire, framing, _head_bytes(first, fields), idle)
+        except http1.HttpError:
+            complete = False  # a malformed chunked body from the server: cut where it broke
+        if not complete or response.close or framing.until_close or head.version != b"HTTP/1.1":
+            kept.drop()
+        return complete and not ends
+
+    async def _body(
+        self, source: _Wire, sink: _Wire, framing: http1.Framing, out: bytearray, idle: trio.CancelScope
+    ) -> bool:
+        """Send ``out`` (a head) and then the body ``framing`` describes from
+        ``source`` to ``sink``, each read written as it comes (a stream is not
+        held back); whether the body came whole. A body of `_RAW_BODY_BYTES` or
+        more is spliced once its head is out. Bytes after the body stay
+        pending on ``source``."""
+        limit, chunk = self.limits.idle_timeout, self.limits.chunk
+        if framing.length:
+            left = framing.length
+            taken = source.pending[:left]
+            del source.pending[:left]
+            out += taken
+            left -= len(taken)
+            await sink.send_all(out)
+            if left >= _RAW_BODY_BYTES:
+                spliced = await _splice(source.sock, sink.sock, idle, limit, chunk, left)
+                if spliced is not None:
+                    return spliced == 0
+            while left > 0:
+                data = await source.recv(min(chunk, left))
+                if not data:
+                    return False
+                idle.deadline = trio.current_time() + limit
+                left -= len(data)
+                await sink.send_all(data)
+            return True
+        if framing.chunked:
+            body = http1.Chunked()
+            while True:
+                if not source.pending:
+                    if out:
+                        await sink.send_all(out)
+                        out.clear()
+                    if not await source.recv_more(chunk):
+                        return False
+                    idle.deadline = trio.current_time() + limit
+                used = body.feed(source.pending)
+                out += source.pending[:used]
+                del source.pending[:used]
+                if body.done:
+                    await sink.send_all(out)
+                    return True
+        await sink.send_all(out)
+        if framing.until_close:
+            if source.pending:
+                await sink.send_all(source.pending)
+                source.pending.clear()
+            if await _splice(source.sock, sink.sock, idle, limit, chunk) is None:
+                while data := await source.recv(chunk):
+                    idle.deadline = trio.current_time() + limit
+                    await sink.send_all(data)
+            return False
+        return True
 
     # -- upstream and relay --------------------------------------------------------
 
-    async def _connect(self, addresses: Sequence[str], port: int) -> trio.SocketStream | None:
+    async def _connect(self, addresses: Sequence[str], port: int) -> _Wire | None:
         for address in addresses:
-            with trio.move_on_after(self.limits.connect_timeout):
-                try:
-                    return await trio.open_tcp_stream(address, port)
-                except OSError:
-                    continue
+            family = socket.AF_INET6 if ":" in address else socket.AF_INET
+            sock = socket.socket(family, socket.SOCK_STREAM)
+            sock.setblocking(False)
+            try:
+                with trio.move_on_after(self.limits.connect_timeout):
+                    error = sock.connect_ex((address, port))
+                    if error == errno.EINPROGRESS:
+                        await trio.lowlevel.wait_writable(sock)
+                        error = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+                    if error == 0:
+                        return _Wire(sock)
+            except BaseException:
+                sock.close()
+                raise
+            sock.close()
         return None
 
-    async def _relay(self, inside: trio.SocketStream, upstream: trio.SocketStream, early: bytes) -> None:
-        """Bytes both ways until both sides are done, or nothing moves for
-        ``idle_timeout`` seconds."""
-        if early:
-            await upstream.send_all(early)
+    async def _relay(self, inside: _Wire, upstream: _Wire) -> None:
+        """Bytes both ways (what is pending first) until both sides are done,
+        or nothing moves for ``idle_timeout`` seconds."""
         idle = trio.CancelScope(deadline=trio.current_time() + self.limits.idle_timeout)
         limit = self.limits.idle_timeout
 
-        async def pump(source: trio.SocketStream, sink: trio.SocketStream) -> None:
-            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-                if await _splice(source, sink, idle, limit, self.limits.chunk) is not None:
+        async def pump(source: _Wire, sink: _Wire) -> None:
+            with contextlib.suppress(OSError):
+                if source.pending:
+                    await sink.send_all(source.pending)
+                    source.pending.clear()
+                if await _splice(source.sock, sink.sock, idle, limit, self.limits.chunk) is not None:
                     return
-                while True:
-                    data = await source.receive_some(self.limits.chunk)
+                while data := await source.recv(self.limits.chunk):
                     idle.deadline = trio.current_time() + limit
-                    if not data:
-                        with contextlib.suppress(OSError):
-                            await sink.send_eof()
-                        return
                     await sink.send_all(data)
+                sink.shut()
 
         with idle:
             async with trio.open_nursery() as nursery:
@@ -495,9 +636,24 @@ class EgressProxy:
                 nursery.start_soon(pump, upstream, inside)
 
 
+_NOT_FORWARDED: Final = (b"expect", b"content-length")
+"""Request fields the proxy writes itself (it answers ``Expect``)."""
+
+_ACCEPT_RETRY: Final = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
+
+
+def _head_bytes(first: bytes, fields: Sequence[tuple[bytes, bytes]]) -> bytearray:
+    out = bytearray(first)
+    out += b"\r\n"
+    for name, value in fields:
+        out += b"%s: %s\r\n" % (name, value)
+    out += b"\r\n"
+    return out
+
+
 async def _splice(
-    source: trio.SocketStream,
-    sink: trio.SocketStream,
+    source: socket.socket,
+    sink: socket.socket,
     idle: trio.CancelScope,
     limit: float,
     chunk: int,
@@ -509,23 +665,26 @@ async def _splice(
     None when there is no splice here (copy instead)."""
     if not hasattr(os, "splice"):
         return None
-    src, dst = source.socket.fileno(), sink.socket.fileno()
+    src, dst = source.fileno(), sink.fileno()
     pipe_r, pipe_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    with contextlib.suppress(OSError):  # a splice moves up to a pipe's size: 1 MiB, not 64 KiB
+        fcntl.fcntl(pipe_w, fcntl.F_SETPIPE_SZ, chunk)
     flags = os.SPLICE_F_MOVE | os.SPLICE_F_NONBLOCK
     left = count
+    moves = 0
     try:
         while left is None or left > 0:
             want = chunk if left is None else min(chunk, left)
             try:
                 moved = os.splice(src, pipe_w, want, flags=flags)
             except BlockingIOError:
-                await trio.lowlevel.wait_readable(source.socket)
+                await trio.lowlevel.wait_readable(source)
                 continue
             idle.deadline = trio.current_time() + limit
             if moved == 0:
                 if count is None:
                     with contextlib.suppress(OSError):
-                        await sink.send_eof()
+                        sink.shutdown(socket.SHUT_WR)
                 return left if left is not None else 0
             if left is not None:
                 left -= moved
@@ -533,7 +692,10 @@ async def _splice(
                 try:
                     moved -= os.splice(pipe_r, dst, moved, flags=flags)
                 except BlockingIOError:
-                    await trio.lowlevel.wait_writable(sink.socket)
+                    await trio.lowlevel.wait_writable(sink)
+            moves += 1
+            if moves % _CALLS_PER_YIELD == 0:
+                await trio.lowlevel.checkpoint()  # a fast source does not hold the loop
         return 0
     finally:
         os.close(pipe_r)
@@ -541,17 +703,7 @@ async def _splice(
 
 
 _RAW_BODY_BYTES: Final = 1 << 20
-"""A response body at least this long is copied raw once its head is parsed."""
-
-
-def _big_body(response: h11.Response, method: bytes) -> int | None:
-    """The body length of a response worth copying raw, else None."""
-    if method == b"HEAD" or response.status_code in (204, 304):
-        return None
-    for name, value in response.headers:
-        if name == b"content-length" and value.isdigit() and int(value) >= _RAW_BODY_BYTES:
-            return int(value)
-    return None
+"""A body at least this long is spliced once its head is out."""
 
 
 class _Kept:
@@ -559,13 +711,12 @@ class _Kept:
 
     def __init__(self) -> None:
         self.key: tuple[tuple[str, ...], int] | None = None
-        self.stream: trio.SocketStream | None = None
-        self.client: h11.Connection | None = None
+        self.wire: _Wire | None = None
 
-    async def drop(self) -> None:
-        if self.stream is not None:
-            await self.stream.aclose()
-        self.key, self.stream, self.client = None, None, None
+    def drop(self) -> None:
+        if self.wire is not None:
+            self.wire.close()
+        self.key, self.wire = None, None
 
 
 def _authority(target: str) -> tuple[str | None, int | None]:
@@ -605,6 +756,7 @@ __all__ = [
     "Limits",
     "Request",
     "error_response",
+    "literal_address",
     "open_egress",
     "resolve",
 ]
