@@ -6,7 +6,10 @@ A loopback HTTP server runs in a process of its own (``/big``, ``/small``,
 ``/sse``). The same curl script runs twice: on the host with no proxy
 (direct), and inside an agent's sandbox (own network namespace, the real
 proxy, the real judge over a `Gate` writing a real audit log: every request
-is decided and recorded as in an attempt). Figures:
+is decided and recorded as in an attempt), and a third time on the host
+through a bare hop (`HOP`: bytes copied both ways, nothing judged or
+parsed), which shows what one more process on the path costs on this machine
+whatever it does. Figures, each against direct (and the hop's beside it):
 
 - a ``--big-mb`` download through the proxy (plain-HTTP forwarding, and a
   CONNECT tunnel) against direct: throughput ratio (target >= 0.7);
@@ -55,6 +58,8 @@ class H(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     def log_message(self, *a): pass
     def do_GET(self):
+        if "://" in self.path:  # absolute form, from the bare hop
+            self.path = "/" + self.path.split("/", 3)[3]
         if self.path.startswith("/big"):
             n = int(sys.argv[1]) << 20
             self.send_response(200); self.send_header("Content-Length", str(n)); self.end_headers()
@@ -76,6 +81,31 @@ s = S(("127.0.0.1", 0), H)
 print(s.server_address[1], flush=True)
 s.serve_forever()
 """
+
+
+HOP = r"""
+import socket, sys, threading
+upstream = int(sys.argv[1])
+listener = socket.create_server(("127.0.0.1", 0))
+print(listener.getsockname()[1], flush=True)
+def pump(a, b):
+    try:
+        while data := a.recv(1 << 20):
+            b.sendall(data)
+        b.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass
+while True:
+    client, _ = listener.accept()
+    server = socket.create_connection(("127.0.0.1", upstream))
+    for s in (client, server):
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    threading.Thread(target=pump, args=(client, server), daemon=True).start()
+    threading.Thread(target=pump, args=(server, client), daemon=True).start()
+"""
+"""The bare hop: a process that copies bytes both ways between the client and
+the server (blocking threads; no parsing, no judge, no event loop). What an
+extra process on the path costs on this machine whatever it does."""
 
 
 def peak_rss_kb() -> int:
@@ -178,6 +208,14 @@ def main() -> None:
         text = script(port, args.big_mb, args.small, args.sse)
         env = {"PATH": "/usr/local/bin:/usr/bin:/bin"}
         direct = parse(subprocess.run(["bash", "-c", text], capture_output=True, text=True, env=env, check=True).stdout)
+        hop = subprocess.Popen([sys.executable, "-c", HOP, str(port)], stdout=subprocess.PIPE, text=True)
+        try:
+            assert hop.stdout is not None
+            via = {**env, "http_proxy": f"http://127.0.0.1:{int(hop.stdout.readline())}"}
+            hopped = parse(subprocess.run(["bash", "-c", text], capture_output=True, text=True, env=via, check=True).stdout)
+        finally:
+            hop.kill()
+            hop.wait()
         with tempfile.TemporaryDirectory(prefix="bench-proxy-") as tmp:
             out, rss, records = trio.run(inside, port, text, Path(tmp), args.concurrent)
         proxied = parse(out)
@@ -186,26 +224,28 @@ def main() -> None:
         server.wait()
     mb = args.big_mb
     rows = {
-        "big_http_mb_s": (mb / direct["big_http"][0], mb / proxied["big_http"][0]),
-        "small_total_ms": (direct["small"][0] / 1000, proxied["small"][0] / 1000),
+        "big_http_mb_s": (mb / direct["big_http"][0], mb / proxied["big_http"][0], mb / hopped["big_http"][0]),
+        "small_total_ms": (direct["small"][0] / 1000, proxied["small"][0] / 1000, hopped["small"][0] / 1000),
         "sse_first_byte_ms_median": (
             statistics.median(direct["sse"]) * 1000,
             statistics.median(proxied["sse"]) * 1000,
+            statistics.median(hopped["sse"]) * 1000,
         ),
     }
     if proxied.get("big_tunnel"):
-        rows["big_tunnel_mb_s"] = (mb / direct["big_http"][0], mb / proxied["big_tunnel"][0])
-    print(f"{'figure':28} {'direct':>10} {'proxy':>10}  ratio")
-    for name, (d, p) in rows.items():
-        print(f"{name:28} {d:10.2f} {p:10.2f}  {p / d:5.2f}")
-    extra = rows["sse_first_byte_ms_median"][1] - rows["sse_first_byte_ms_median"][0]
-    print(f"SSE first byte: +{extra:.2f} ms through the proxy (median of {args.sse})")
+        rows["big_tunnel_mb_s"] = (rows["big_http_mb_s"][0], mb / proxied["big_tunnel"][0], rows["big_http_mb_s"][2])
+    print(f"{'figure':26} {'direct':>9} {'proxy':>9} {'bare hop':>9}  proxy/direct  hop/direct")
+    for name, (d, p, h) in rows.items():
+        print(f"{name:26} {d:9.2f} {p:9.2f} {h:9.2f}  {p / d:12.2f}  {h / d:10.2f}")
+    first = rows["sse_first_byte_ms_median"]
+    extra, hop_extra = first[1] - first[0], first[2] - first[0]
+    print(f"SSE first byte: +{extra:.2f} ms through the proxy, +{hop_extra:.2f} through the bare hop (median of {args.sse})")
     held = int(proxied.get("held", [0])[0])
     print(
         f"proxy process RSS: {rss['before'] / 1024:.1f} MB before, {rss['peak'] / 1024:.1f} MB "
         f"at {held}/{args.concurrent} concurrent tunnels; {records} audit records written"
     )
-    print(json.dumps({"rows": rows, "sse_extra_ms": extra, "rss_kb": rss, "held": held,
+    print(json.dumps({"rows": rows, "sse_extra_ms": extra, "hop_sse_extra_ms": hop_extra, "rss_kb": rss, "held": held,
                       "records": records, "pid": os.getpid(), "time": time.time()}))  # fmt: skip
 
 
