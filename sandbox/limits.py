@@ -279,11 +279,12 @@ def pids_group(root: str, processes: int) -> Iterator[str]:
     """A pids group of its own under ``root`` allowing ``processes``: yields the
     path of its ``cgroup.procs`` (for `JOIN`); on exit, whatever is left in it
     is killed and the group removed. Groups left by a governor that died are
-    removed when empty."""
+    removed when empty (the name holds its owner's pid: a group another
+    governor just made, not joined yet, is empty too and must stay)."""
     base = os.path.join(root, GROUP_PREFIX)
     os.makedirs(base, exist_ok=True)
     _sweep(base)
-    group = os.path.join(base, secrets.token_hex(8))
+    group = os.path.join(base, f"{os.getpid()}-{secrets.token_hex(8)}")
     os.mkdir(group)
     try:
         Path(group, "pids.max").write_text(str(processes))
@@ -293,12 +294,26 @@ def pids_group(root: str, processes: int) -> Iterator[str]:
 
 
 def _sweep(base: str) -> None:
+    """Remove the empty groups of governors no longer running."""
     with contextlib.suppress(OSError):
         for name in os.listdir(base):
+            owner, _, _ = name.partition("-")
+            if owner.isdigit() and _alive(int(owner)):
+                continue
             path = os.path.join(base, name)
             with contextlib.suppress(OSError):
                 if not Path(path, "cgroup.procs").read_text().strip():
                     os.rmdir(path)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _remove(group: str) -> None:

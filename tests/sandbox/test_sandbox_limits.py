@@ -137,6 +137,24 @@ def test_a_pids_group_allows_its_processes_and_is_removed_at_the_end() -> None:
     assert not group.exists()
 
 
+@pytest.mark.skipif(probe().pids_root is None, reason="no writable pids cgroup here (root only)")
+def test_a_group_just_made_is_not_swept_by_the_next_but_a_dead_governors_is() -> None:
+    # found by a Ray batch: two attempts at once, the second's sweep removed the
+    # first's group between its mkdir and the sandbox joining it
+    import subprocess
+
+    root = probe().pids_root
+    assert root is not None
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    dead = Path(root, "acp-governor", f"{int(gone.stdout)}-{'0' * 16}")
+    dead.mkdir(parents=True)
+    # the second's sweep sees the first, empty
+    with pids_group(root, 5) as first, pids_group(root, 6) as second:
+        assert Path(first).exists() and Path(second).exists()
+        assert not dead.exists()
+
+
 def test_an_exit_status_carries_the_limit_it_stopped_at() -> None:
     status = ExitStatus(exit_code=1, limit="memory limit 512M (an allocation over it was refused)")
     assert status.shell_code == 1 and status.limit is not None
