@@ -24,10 +24,8 @@ connection a ``network`` record. The commands' session sandbox is behind the
 same proxy when the policy has network on (its ``[network]`` hosts only), and
 has no way out at all otherwise. None shares the host's namespace any more, so
 the host's abstract sockets (X11, D-Bus) are out of every sandbox's reach;
-the agent's filter still refuses ``socket(AF_UNIX)`` (what it reaches goes
-through the proxy's TCP ports), the commands may make Unix sockets (a test
-server on ``./t.sock``), and the survey hides the host's socket files from
-them (``/run`` is an empty tmpfs, the sockets found elsewhere are covered;
+the agent's own tools and the commands may make Unix sockets (a test server on
+``./t.sock``), and the survey hides the host's socket files from them (``/run`` is an empty tmpfs, the sockets found elsewhere are covered;
 `sandbox.sockets` says how, and what stays reachable). A full-access agent or
 command is not sandboxed at all and has the host's network.
 """
@@ -160,9 +158,10 @@ def agent_profile(
         env=env,
         network=not sandboxed,
         egress=egress_for(policy.network_rules, "agent") if sandboxed else None,
-        # its filter refuses socket(AF_UNIX) as it did when it shared the host's
-        # network: what it needs goes through the proxy's TCP ports
-        allow_unix_sockets=False,
+        # sandboxed, its network namespace is its own: it may make Unix sockets
+        # (the host's abstract ones are out of reach, the survey hides the
+        # host's socket files); unsandboxed there is no filter
+        allow_unix_sockets=None,
         protected=_literal_paths(policy.protected_extra),
         keep=kept_folders(policy),
         toolchains=policy.toolchains,

@@ -11,7 +11,9 @@ time), and on ``session/prompt`` plays a script: a JSON list of steps, each
 - ``{"sleep": SECONDS}``: a pause;
 - ``{"repeat": N, "steps": [...]}``: the steps N times (``{i}`` is the round);
 - ``{"fetch": URL}``: a GET through the proxy variables, as an agent calls its
-  model API; one that fails ends the prompt with an error naming it.
+  model API; one that fails ends the prompt with an error naming it;
+- ``{"shell": LINE}``: ``/bin/sh -c LINE`` run by the agent itself (its own
+  tool, in its own sandbox when it has one), its output said as a message.
 
 Strings may hold ``{cwd}``, ``{session}``, ``{i}``, ``{arg}`` (this program's
 last argument, e.g. a raw agent arg) and ``{env:NAME}`` (a variable it was given).
@@ -148,6 +150,13 @@ class Agent:
                                      "content": {"type": "text", "text": answer.read().decode()}})
                 except OSError as e:
                     raise ApiError(f"API error: {url}: {e}") from None
+            elif "shell" in step:
+                import subprocess
+
+                ran = subprocess.run(["/bin/sh", "-c", self.fill(step["shell"], i)],
+                                     capture_output=True, text=True, timeout=60)  # fmt: skip
+                self.notify({"sessionUpdate": "agent_message_chunk",
+                             "content": {"type": "text", "text": ran.stdout + ran.stderr}})  # fmt: skip
             elif "say" in step:
                 self.notify(
                     {

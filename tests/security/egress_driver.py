@@ -6,9 +6,8 @@ the loopback servers the attack aims at (``allowed`` and ``unlisted``, TCP
 and a UDP one on the unlisted port, each counting who reached it), opens the
 egress proxy with the real judge (`governor.network.judge` over a real `Gate`
 and a real audit log), starts ``bash -c SCRIPT`` in the agent's own sandbox
-(`governor.confine.agent_profile`'s shape: own network namespace, the proxy,
-the AF_UNIX filter) with ``$A`` and ``$B`` the two ports, and prints one JSON
-line: the script's output and exit code, the servers' hits, the audit log's
+(`governor.confine.agent_profile`'s shape: own network namespace, the proxy)
+with ``$A`` and ``$B`` the two ports, and prints one JSON line: the script's output and exit code, the servers' hits, the audit log's
 network records, the proxy process's peak RSS.
 """
 
@@ -103,7 +102,6 @@ async def main(request: dict[str, Any]) -> dict[str, Any]:
                 env={"PATH": "/usr/local/bin:/usr/bin:/bin", "A": str(a), "B": str(b)},
                 network=False,
                 egress=egress,
-                allow_unix_sockets=False,
             )
 
             async def attach(pid: int) -> None:
