@@ -174,6 +174,9 @@ class _Wire:
             data = bytes(self.pending)
             self.pending.clear()
             return data
+        return await self._read(size)
+
+    async def _read(self, size: int) -> bytes:
         while True:
             try:
                 data = self.sock.recv(size)
@@ -213,16 +216,9 @@ class _Wire:
 
     async def recv_more(self, size: int) -> bytes:
         """Read from the socket onto ``pending``; what was read."""
-        while True:
-            try:
-                data = self.sock.recv(size)
-            except BlockingIOError:
-                self._calls = 0
-                await trio.lowlevel.wait_readable(self.sock)
-                continue
-            self.pending += data
-            await self._ran()
-            return data
+        data = await self._read(size)
+        self.pending += data
+        return data
 
     def shut(self) -> None:
         with contextlib.suppress(OSError):
