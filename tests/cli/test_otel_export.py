@@ -191,3 +191,37 @@ def test_without_the_flag_or_the_variable_nothing_is_traced(tmp_path: Path) -> N
     done = run_demo(tmp_path, "--json")
     assert done.returncode == 0, done.stderr
     assert "trace_id" not in json.loads(done.stdout) and "trace_id" not in logged(tmp_path)[0]
+
+
+def test_an_attempt_interrupted_by_sigint_still_ends_its_span_failed(tmp_path: Path) -> None:
+    needs_otel()
+    import signal
+    import time
+
+    scripted = Path(__file__).resolve().parents[1] / "audit" / "scripted_agent.py"
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([{"write": "{cwd}/started", "text": "x"}, {"sleep": 60}]))
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    argv = [str(GOVERNOR), "run", "--capability", "edit-workspace", "--workspace", str(ws),
+            "--log", str(tmp_path / "audit.jsonl"), "--json", "--no-sandbox-agent", "wait",
+            "--", sys.executable, str(scripted), "--script", str(script)]  # fmt: skip
+    base = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    with Receiver() as rx:
+        governor = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                    env={**base, "OTEL_EXPORTER_OTLP_ENDPOINT": rx.url})  # fmt: skip
+        try:
+            deadline = time.monotonic() + 60
+            while not (ws / "started").exists():  # the agent's own write, then its sleep
+                assert time.monotonic() < deadline, "the agent never started"
+                time.sleep(0.05)
+            governor.send_signal(signal.SIGINT)  # the agent sleeps for a minute now
+            out, err = governor.communicate(timeout=60)
+        finally:
+            governor.kill()
+        spans = rx.spans()
+    assert json.loads(out)["status"] == "failed", err
+    (root,) = [s for s in spans if attributes(s.attributes)["gen_ai.operation.name"] == "invoke_agent"]
+    a = attributes(root.attributes)
+    assert a["acp_governor.status"] == "failed" and "interrupted" in str(a["acp_governor.reason"])
+    assert root.end_time_unix_nano > root.start_time_unix_nano
