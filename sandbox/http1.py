@@ -21,7 +21,7 @@ proxy added to a small request (bench/README.md); this costs ~26 us.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 _TOKEN: Final = rb"[-!#$%&'*+.^_`|~0-9A-Za-z]+"
@@ -78,14 +78,20 @@ class Head:
     """A response's."""
     reason: bytes = b""
     """A response's."""
+    index: dict[bytes, list[bytes]] = field(init=False, repr=False, compare=False)
+    """The fields' values by name (a head is asked for its fields several times)."""
+
+    def __post_init__(self) -> None:
+        self.index = {}
+        for key, value in self.fields:
+            self.index.setdefault(key, []).append(value)
 
     def values(self, name: bytes) -> list[bytes]:
         """Every value of the field ``name`` (lower case), comma lists split."""
-        out: list[bytes] = []
-        for key, value in self.fields:
-            if key == name:
-                out.extend(part.strip() for part in value.split(b","))
-        return [v for v in out if v]
+        found = self.index.get(name)
+        if found is None:
+            return []
+        return [v for value in found for part in value.split(b",") if (v := part.strip())]
 
     def forwarded(self) -> list[tuple[bytes, bytes]]:
         """The fields an intermediary passes on: not hop-by-hop, not named by
