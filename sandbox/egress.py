@@ -203,8 +203,10 @@ class _Wire:
     async def head(self, limit: int) -> bytes | None:
         """The next head (up to its empty line, left off; the bytes after it
         stay pending), or None when the peer closed before sending any."""
+        searched = 0
         while True:
-            end = http1.head_end(self.pending, limit)
+            end = http1.head_end(self.pending, limit, max(0, searched - 3))
+            searched = len(self.pending)
             if end >= 0:
                 block = bytes(self.pending[: end - 4])
                 del self.pending[:end]

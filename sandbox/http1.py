@@ -109,14 +109,16 @@ class Head:
         return b"close" in tokens
 
 
-def head_end(buffer: bytes | bytearray, limit: int) -> int:
+def head_end(buffer: bytes | bytearray, limit: int, start: int = 0) -> int:
     """Where the head in ``buffer`` ends (the index after its empty line), or
     -1 while it is incomplete; `HttpError` (431) once ``limit`` bytes hold no
-    end, (400) at a bare LF line end."""
-    end = buffer.find(b"\r\n\r\n")
+    end, (400) at a bare LF line end. ``start``: where to look from (the
+    length already searched, less 3: a head sent a byte at a time is not
+    searched from its start again at each byte)."""
+    end = buffer.find(b"\r\n\r\n", start)
     if end >= 0 and end + 4 <= limit:
         return end + 4
-    if end < 0 and b"\n\n" in buffer[:limit]:
+    if end < 0 and buffer.find(b"\n\n", start, limit) >= 0:
         raise HttpError(400, "malformed head: a line ends in a bare LF")
     if len(buffer) >= limit or end >= 0:
         raise HttpError(431, f"the head is over {limit} bytes")

@@ -342,3 +342,12 @@ async def test_a_smuggling_request_is_refused_recorded_and_never_reaches_the_ori
     c = await client(setup)
     await c.send(get(setup, "/echo", "POST", "Content-Length: 4\r\n", b"abcd"))
     assert (await c.response(b"POST"))[1] == b"abcd"
+
+
+async def test_a_head_sent_a_byte_at_a_time_is_read_whole(setup: Setup) -> None:
+    c = await client(setup)
+    c.stream.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    for byte in get(setup, "/hello"):
+        await c.send(bytes([byte]))
+        await trio.sleep(0.001)  # each its own segment: the proxy reads them one by one
+    assert (await c.response())[1] == b"hello"

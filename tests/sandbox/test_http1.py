@@ -279,3 +279,26 @@ def test_a_head_too_long_is_a_431_and_a_bare_lf_head_a_400() -> None:
         http1.head_end(b"GET / HTTP/1.1\nHost: a\n\n", 1024)
     assert caught.value.status == 400
     assert http1.head_end(b"GET / HTTP/1.1\r\nHost: a\r\n", 1024) == -1
+
+
+@pytest.mark.parametrize(
+    "data", [b"GET http://a/ HTTP/1.1\r\nHost: a\r\n\r\nBODY", b"GET http://a/ HTTP/1.1\nHost: a\n\n"]
+)
+def test_a_head_sent_a_byte_at_a_time_is_found_searching_only_what_is_new(data: bytes) -> None:
+    whole: int | str
+    try:
+        whole = http1.head_end(data, 1024)
+    except http1.HttpError as e:
+        whole = e.reason
+    searched, found = 0, None
+    for n in range(1, len(data) + 1):
+        try:
+            end = http1.head_end(data[:n], 1024, max(0, searched - 3))
+        except http1.HttpError as e:
+            found = e.reason
+            break
+        searched = n
+        if end >= 0:
+            found = end
+            break
+    assert found == whole
