@@ -30,6 +30,7 @@ from sandbox.netns import Egress
 
 if TYPE_CHECKING:
     from governor.gate import Gate
+    from policies.policy import Policy
 
 
 def base_url_variables(preset: Preset | None) -> tuple[str, ...]:
@@ -83,6 +84,35 @@ def shown(request: Request) -> str:
     return f"{host}:{request.port}"[:300]
 
 
+async def decide_connection(request: Request, policy: Policy) -> tuple[Decision, tuple[str, ...]]:
+    """The engine's decision on one connection and the addresses it holds for:
+    decided on the name first (a refused name is never looked up), then, once
+    allowed, again with what the host's resolver gave (an IP literal is its own
+    address: decided once)."""
+
+    def action(addresses: tuple[str, ...]) -> Connect:
+        return Connect(
+            request.host,
+            request.port,
+            request.method,
+            request.path,
+            request.origin,
+            addresses,
+            request.problem,
+        )
+
+    literal = literal_address(request.host)
+    addresses: tuple[str, ...] = (literal,) if literal is not None else ()
+    decision = decide_network(action(addresses), policy)
+    if decision.allowed and literal is None:
+        addresses = await resolve(request.host, request.port)
+        if not addresses:
+            reason = f"{shown(request)}: the host does not resolve"
+            return Decision(Verdict.DENY, "network.dns", reason), ()
+        decision = decide_network(action(addresses), policy)
+    return decision, addresses
+
+
 def judge(gate: Gate, refused: dict[str, str] | None = None) -> Judge:
     """The proxy's judge for one attempt: decided by the engine under the
     gate's policy (the agent's hosts are in its network rules), recorded by the
@@ -91,27 +121,7 @@ def judge(gate: Gate, refused: dict[str, str] | None = None) -> Judge:
     reason when it fails)."""
 
     async def ask(request: Request) -> Answer:
-        def action(addresses: tuple[str, ...] = ()) -> Connect:
-            return Connect(
-                request.host,
-                request.port,
-                request.method,
-                request.path,
-                request.origin,
-                addresses,
-                request.problem,
-            )
-
-        literal = literal_address(request.host)
-        addresses: tuple[str, ...] = (literal,) if literal is not None else ()
-        decision = decide_network(action(addresses), gate.policy)
-        if decision.allowed and literal is None:  # a name: looked up only once allowed
-            addresses = await resolve(request.host, request.port)
-            if addresses:
-                decision = decide_network(action(addresses), gate.policy)
-            else:
-                reason = f"{shown(request)}: the host does not resolve"
-                decision = Decision(Verdict.DENY, "network.dns", reason)
+        decision, addresses = await decide_connection(request, gate.policy)
         record = subject(request)
         if addresses:
             record["addresses"] = list(addresses[:8])

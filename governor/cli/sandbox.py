@@ -25,15 +25,13 @@ from typing import Any
 import trio
 
 from governor.confine import command_profile
-from policies.actions import Connect
+from governor.network import decide_connection
 from policies.capability import CAPABILITY_NAMES, Capability, CapabilityError
-from policies.decide import Decision, decide_network
 from policies.errors import ConfigError
 from policies.network import HostPatternError
 from policies.policy import GIT_ACCESS, Policy, parse_policy
-from policies.rules import Verdict
 from sandbox.bwrap import BwrapUnavailable
-from sandbox.egress import Answer, Judge, Request, open_egress, resolve
+from sandbox.egress import Answer, Judge, Request, open_egress
 from sandbox.execution import ExitStatus
 from sandbox.launch import open_launch, prepare
 from sandbox.limits import blame
@@ -155,15 +153,7 @@ def _judge(policy: Policy) -> Judge:
     (`governor sandbox` keeps no audit log)."""
 
     async def judge(request: Request) -> Answer:
-        action = Connect(request.host, request.port, request.method, request.path,
-                         request.origin, problem=request.problem)  # fmt: skip
-        decision = decide_network(action, policy)
-        addresses: tuple[str, ...] = ()
-        if decision.allowed:
-            addresses = await resolve(request.host, request.port)
-            decision = decide_network(replace(action, addresses=addresses), policy)
-            if not addresses:
-                decision = Decision(Verdict.DENY, "network.dns", f"{request.host} does not resolve")
+        decision, addresses = await decide_connection(request, policy)
         word = "allowed" if decision.allowed else "refused"
         print(f"governor sandbox: network {word}: {decision.reason}", file=sys.stderr)
         return Answer(decision.allowed, decision.reason, addresses if decision.allowed else ())
