@@ -325,6 +325,7 @@ class EgressProxy:
         # in head_timeout, an exchange may idle idle_timeout): two scopes a
         # request cost ~15 us of a small request's time (bench/README.md).
         kept, served, waiting = _Kept(), 0, True
+        problem: tuple[int, str] | None = None
         timer = trio.CancelScope()
         try:
             with timer:
@@ -344,19 +345,20 @@ class EgressProxy:
                             return
                         framing = http1.request_framing(head)
                     except http1.HttpError as e:
-                        await self._refuse_problem(wire, origin, e.status, e.reason)
-                        return
-                    timer.deadline = trio.current_time() + self.limits.idle_timeout
+                        problem = (e.status, e.reason)
+                        break
+                    timer.deadline = math.inf  # the judge may ask a person: no limit on them
                     if not await self._forward_http(wire, head, framing, origin, kept, timer):
                         return
                     served += 1
         finally:
             kept.drop()
-        if waiting and not (served and not wire.pending.strip()):
+        if timer.cancelled_caught and waiting and not (served and not wire.pending.strip()):
             # no complete head in time (a kept-alive connection with no next
             # request is just closed)
-            why = f"no complete request head in {self.limits.head_timeout:g} s"
-            await self._refuse_problem(wire, origin, 408, why)
+            problem = (408, f"no complete request head in {self.limits.head_timeout:g} s")
+        if problem is not None:
+            await self._refuse_problem(wire, origin, *problem)
 
     async def _refuse_problem(self, wire: _Wire, origin: str, status: int, reason: str) -> None:
         """A request refused whatever the rules: recorded, then answered."""
@@ -439,6 +441,7 @@ class EgressProxy:
                 )
         method = head.method.decode("ascii", "replace")
         answer = await self.judge(Request(host or "-", port or 0, method, path, "http", origin, problem))
+        idle.deadline = trio.current_time() + self.limits.idle_timeout
         if not answer.allowed:
             await self._refuse(wire, 403 if problem is None else 400, answer.reason)
             return False
