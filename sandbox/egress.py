@@ -552,9 +552,10 @@ class EgressProxy:
     ) -> bool:
         """Send ``out`` (a head) and then the body ``framing`` describes from
         ``source`` to ``sink``, each read written as it comes (a stream is not
-        held back); whether the body came whole. A body of `_RAW_BODY_BYTES` or
-        more is spliced once its head is out. Bytes after the body stay
-        pending on ``source``."""
+        held back); whether the body came whole with its end known, so that
+        both connections may go on (never for a body that runs until close). A
+        body of `_RAW_BODY_BYTES` or more is spliced once its head is out.
+        Bytes after the body stay pending on ``source``."""
         limit, chunk = self.limits.idle_timeout, self.limits.chunk
         if framing.length:
             left = framing.length

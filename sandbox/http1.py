@@ -156,7 +156,7 @@ def parse_request(block: bytes) -> Head:
         shown = lines[0][:120].decode("ascii", "backslashreplace")
         raise HttpError(400, f"malformed request line {shown!r}")
     head = Head(b"HTTP/" + match[3], _fields(lines[1:]), method=match[1], target=match[2])
-    hosts = [v for k, v in head.fields if k == b"host"]
+    hosts = head.index.get(b"host", [])
     if len(hosts) > 1:
         raise HttpError(400, "more than one Host header")
     if not hosts and head.version == b"HTTP/1.1":
@@ -245,11 +245,11 @@ class Chunked:
         self._left = 0
         self._line = bytearray()
 
-    def feed(self, data: bytes | bytearray | memoryview, start: int = 0) -> int:
-        """How many bytes of ``data`` from ``start`` belong to the body: all of
+    def feed(self, data: bytes | bytearray | memoryview) -> int:
+        """How many bytes at the start of ``data`` belong to the body: all of
         them while it goes on, fewer once it ended (`done`). `HttpError` (400) at
         a malformed size or trailer line."""
-        at = start
+        at = 0
         size = len(data)
         while at < size and self._state != "done":
             if self._state == "data":
@@ -269,7 +269,7 @@ class Chunked:
             self._line += data[at : at + newline + 1]
             at += newline + 1
             self._end_line()
-        return at - start
+        return at
 
     def _end_line(self) -> None:
         line = bytes(self._line)
