@@ -45,10 +45,10 @@ from governor.network import egress_for, judge
 from policies.capability import Capability
 from policies.network import NetworkRules, parse_pattern
 from policies.policy import Policy
-from sandbox.agent import agent_process
-from sandbox.egress import open_egress
-from sandbox.profile import Profile
-from sandbox.spawn import PIPE
+from sandbox.net.proxy import open_egress
+from sandbox.plan.profile import Profile
+from sandbox.run.agent import agent_process
+from sandbox.run.spawn import PIPE
 
 SERVER = r"""
 import http.server, socketserver, sys, time

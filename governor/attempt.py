@@ -47,9 +47,9 @@ from governor.setup import SessionSetup
 from governor.spec import AttemptSpec, Command, Prepared, RefusedBeforeStart, prepare
 from governor.turn import Turn
 from governor.workspace import Snapshot, diff, snapshot
-from sandbox.egress import EgressProxy, open_egress
-from sandbox.execution import ExitStatus
-from sandbox.limits import blame
+from sandbox.host.limits import blame
+from sandbox.net.proxy import EgressProxy, open_egress
+from sandbox.run.execution import ExitStatus
 
 log = structlog.get_logger("governor.attempt")
 

@@ -6,7 +6,7 @@ wrapper and every command see the same roots, capability and protected paths:
 
 - commands (``terminal/*``): the policy's capability, its roots, its network
   switch, the agent's ``$HOME`` and ``PATH`` (with the toolchains under the
-  homes it leads to, `sandbox.toolchains`), and otherwise only the variables
+  homes it leads to, `sandbox.host.toolchains`), and otherwise only the variables
   the agent declares for that command;
 - both: the policy's ``[sandbox] git`` (commits allowed at edit-workspace, or
   ``.git`` read-only as a whole);
@@ -14,11 +14,11 @@ wrapper and every command see the same roots, capability and protected paths:
   kept writable on the empty ``$HOME``, its install kept visible, its
   environment as the attempt built it. ``--no-sandbox-agent`` (or
   full-access) runs it bare, under a watchdog that takes it and everything it
-  started down with the attempt or the governor (`sandbox.watchdog`), and the
+  started down with the attempt or the governor (`sandbox.standalone.watchdog`), and the
   outcome says so.
 
 Networks: below full-access every sandbox has a network namespace of its own.
-The agent's only way out is the attempt's egress proxy (`sandbox.egress`,
+The agent's only way out is the attempt's egress proxy (`sandbox.net.proxy`,
 `governor.network`): its model API and what the policy allows, each
 connection a ``network`` record. The commands' session sandbox is behind the
 same proxy when the policy has network on (its ``[network]`` hosts only), and
@@ -26,7 +26,7 @@ has no way out at all otherwise. None shares the host's namespace any more, so
 the host's abstract sockets (X11, D-Bus) are out of every sandbox's reach;
 the agent's own tools and the commands may make Unix sockets (a test server on
 ``./t.sock``), and the survey hides the host's socket files from them (``/run`` is an empty tmpfs, the sockets found elsewhere are covered;
-`sandbox.sockets` says how, and what stays reachable). A full-access agent or
+`sandbox.host.sockets` says how, and what stays reachable). A full-access agent or
 command is not sandboxed at all and has the host's network.
 """
 
@@ -49,10 +49,11 @@ from governor.presets import NPM_HOME, Preset
 from policies.capability import Capability
 from policies.paths import is_literal
 from policies.policy import Policy
-from sandbox import BwrapUnavailable, Profile, ProfileError, Terminals, agent_process, preflight
-from sandbox.agent import resolve_install, resolve_links
-from sandbox.egress import EgressProxy
-from sandbox.spawn import Child
+from sandbox import BwrapUnavailable, Profile, ProfileError, Terminals, agent_process
+from sandbox.net.proxy import EgressProxy
+from sandbox.run.agent import resolve_install, resolve_links
+from sandbox.run.preflight import preflight
+from sandbox.run.spawn import Child
 
 log = structlog.get_logger("governor.confine")
 
@@ -75,7 +76,7 @@ async def check(policy: Policy, *, sandbox_agent: bool) -> None:
         await preflight(configured_bwrap())
     except BwrapUnavailable as e:
         raise SandboxUnavailable(f"the sandbox cannot work here: {e}") from None
-    except ProfileError as e:  # e.g. limits this machine cannot set (sandbox.limits)
+    except ProfileError as e:  # e.g. limits this machine cannot set (sandbox.host.limits)
         raise SandboxUnavailable(f"the agent's sandbox cannot be built: {e}") from None
 
 
@@ -195,7 +196,7 @@ async def spawn_agent(
             yield child
     except BwrapUnavailable as e:
         raise SandboxUnavailable(f"the sandbox cannot work here: {e}") from None
-    except ProfileError as e:  # e.g. limits this machine cannot set (sandbox.limits)
+    except ProfileError as e:  # e.g. limits this machine cannot set (sandbox.host.limits)
         raise SandboxUnavailable(f"the agent's sandbox cannot be built: {e}") from None
     finally:
         if marker is not None:  # unsandboxed: what left its process group dies too

@@ -73,7 +73,7 @@ class Ending:
     """The ask that paused the attempt, as the agent sent it."""
     command: CommandResult | None = None
     limit: str | None = None
-    """The limit the agent's process stopped at, in words (`sandbox.limits.blame`)."""
+    """The limit the agent's process stopped at, in words (`sandbox.host.limits.blame`)."""
     stderr_tail: tuple[str, ...] = ()
     tally: Tally = field(default_factory=Tally)
     unasked_paths: tuple[str, ...] = ()

@@ -4,7 +4,7 @@
   each base-URL variable it is given (its preset's ``base_url_env``; for an
   argv of your own, every preset's), so that a company gateway or a loopback
   model stand-in is reached with no flag.
-- The judge (`judge`): a proxy `sandbox.egress.Request` becomes a
+- The judge (`judge`): a proxy `sandbox.net.judge.ConnectionRequest` becomes a
   `policies.actions.Connect`, decided by the engine on its name first (a
   refused name is never looked up: the lookup alone would leak it to a DNS
   server), then, once allowed, again with the addresses the host's resolver
@@ -25,8 +25,8 @@ from policies.actions import Connect
 from policies.decide import Decision, decide_network
 from policies.network import NetworkRules, normalize_host
 from policies.rules import Verdict
-from sandbox.egress import Answer, Judge, Request, literal_address, resolve
-from sandbox.netns import Egress
+from sandbox.net.judge import ConnectionAnswer, ConnectionRequest, Judge, literal_address, resolve
+from sandbox.plan.egress import Egress
 
 if TYPE_CHECKING:
     from governor.gate import Gate
@@ -63,7 +63,7 @@ def egress_for(rules: NetworkRules, origin: str) -> Egress:
     return Egress.plan(rules.loopback_forwards(origin))
 
 
-def subject(request: Request) -> dict[str, Any]:
+def subject(request: ConnectionRequest) -> dict[str, Any]:
     """A network record's subject (what `governor audit` and replay read)."""
     out: dict[str, Any] = {"host": request.host, "port": request.port, "via": request.via}
     if request.method is not None:
@@ -76,7 +76,7 @@ def subject(request: Request) -> dict[str, Any]:
     return out
 
 
-def shown(request: Request) -> str:
+def shown(request: ConnectionRequest) -> str:
     """A connection as a person is asked about it and as a grant covers it: the
     host and port (a person's "always" allows the host for the rest of the
     attempt, whatever paths follow; method and path are in the subject)."""
@@ -84,7 +84,7 @@ def shown(request: Request) -> str:
     return f"{host}:{request.port}"[:300]
 
 
-async def decide_connection(request: Request, policy: Policy) -> tuple[Decision, tuple[str, ...]]:
+async def decide_connection(request: ConnectionRequest, policy: Policy) -> tuple[Decision, tuple[str, ...]]:
     """The engine's decision on one connection and the addresses it holds for:
     decided on the name first (a refused name is never looked up), then, once
     allowed, again with what the host's resolver gave (an IP literal is its own
@@ -120,7 +120,7 @@ def judge(gate: Gate, refused: dict[str, str] | None = None) -> Judge:
     ``refused`` collects the agent's refused ``host:port`` (for the outcome's
     reason when it fails)."""
 
-    async def ask(request: Request) -> Answer:
+    async def ask(request: ConnectionRequest) -> ConnectionAnswer:
         decision, addresses = await decide_connection(request, gate.policy)
         record = subject(request)
         if addresses:
@@ -130,11 +130,11 @@ def judge(gate: Gate, refused: dict[str, str] | None = None) -> Judge:
             if inspect.isawaitable(ruling):
                 ruling = await ruling
         except RpcError as e:
-            return Answer(False, str(e))
+            return ConnectionAnswer(False, str(e))
         agent = request.origin == "agent" and request.problem is None
         if not ruling.allowed and refused is not None and agent and len(refused) < 64:
             host = f"[{request.host}]" if ":" in request.host else request.host
             refused.setdefault(f"{host}:{request.port}", ruling.reason)
-        return Answer(ruling.allowed, ruling.reason, addresses if ruling.allowed else ())
+        return ConnectionAnswer(ruling.allowed, ruling.reason, addresses if ruling.allowed else ())
 
     return ask

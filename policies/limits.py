@@ -10,7 +10,7 @@ violation.
 Sizes are bytes, written as an integer or as a string with a binary suffix
 (``"512M"``, ``"4G"``, ``"1.5G"``; K, M, G, T are powers of 1024). What each
 limit means for the sandbox (rlimits or a cgroup, per process or per sandbox)
-is `sandbox.limits`'s business; this file is pure.
+is `sandbox.host.limits`'s business; this file is pure.
 """
 
 from __future__ import annotations

@@ -102,7 +102,7 @@ class Policy:
     """Folders kept visible read-only in every sandbox, as written (``~/`` expanded
     by the caller)."""
     toolchains: bool = True
-    """Whether the sandboxes keep the toolchains under the homes (`sandbox.toolchains`)."""
+    """Whether the sandboxes keep the toolchains under the homes (`sandbox.host.toolchains`)."""
     git: GitAccess = "commit"
     limits: Limits = field(default_factory=Limits)
     """The ``[limits]`` as written (unset ones None: `Limits.effective` fills them)."""
@@ -248,7 +248,7 @@ def _sandbox(source: str, value: Any) -> dict[str, Any]:
                 )
         out["keep"] = keep
     if "toolchains" in body:
-        out["toolchains"] = boolean(source, "sandbox.toolchains", body["toolchains"])
+        out["toolchains"] = boolean(source, "sandbox.host.toolchains", body["toolchains"])
     if "git" in body:
         git = body["git"]
         if git not in GIT_ACCESS:

@@ -10,7 +10,7 @@ Why each group (``shared/sandbox-reference.md`` section 7):
   write under ``.git`` (and nested repositories' ``.git``): agents write files,
   never git internals. The sandbox is finer, so that ``git commit`` works in it
   at edit-workspace: it pins only the parts of a git dir that run code
-  (`sandbox.protected.GIT_DIR_PROTECTED`) and binds the git dir over itself, so
+  (`sandbox.plan.protected.GIT_DIR_PROTECTED`) and binds the git dir over itself, so
   ``mv .git .git-old`` and a rebuilt ``.git`` with a hook fail (protecting only
   ``.git/hooks`` would be beaten that way); a policy's ``[sandbox] git =
   "read-only"`` pins ``.git`` as a whole.
@@ -54,7 +54,7 @@ RC_FILES: Final = (
 
 PROTECTED_NAMES: Final = VCS + CONTROL_PLANE + AUTO_RUN + RC_FILES
 """Names protected at the top of every writable root, file or folder, existing or
-not. The sandbox pins exactly these (`sandbox.protected` imports them), ``.git``
+not. The sandbox pins exactly these (`sandbox.plan.protected` imports them), ``.git``
 by its own rules (see above)."""
 
 ALWAYS_PROTECTED: Final = (

@@ -14,7 +14,7 @@ Rules of this file:
   output folder, so its commit point (`governor.batch.output`) holds on a
   cluster too.
 - **Each node's sandbox is checked once**, by one task pinned to it
-  (`sandbox.preflight`) before any job is sent; a node that cannot sandbox
+  (`sandbox.run.preflight`) before any job is sent; a node that cannot sandbox
   refuses its jobs with the reason in their outcomes (a full-access job needs
   no sandbox and still runs). The attempt's own preflight stays: it is the
   one that fails closed.
@@ -92,7 +92,8 @@ def check_node() -> tuple[str, str | None, str]:
     import ray
 
     from governor.confine import configured_bwrap
-    from sandbox import BwrapUnavailable, preflight
+    from sandbox import BwrapUnavailable
+    from sandbox.run.preflight import preflight
 
     node = ray.get_runtime_context().get_node_id()
     host = socket.gethostname()

@@ -16,10 +16,11 @@ from governor.presets import NotInstalled, presets, resolve
 from governor.spec import default_log_dir
 from policies.capability import Capability
 from policies.limits import DEFAULTS, render
-from sandbox import BwrapUnavailable, Profile, SandboxSession, SessionError, preflight
-from sandbox.limits import enforcement
-from sandbox.survey import survey
-from sandbox.toolchains import describe
+from sandbox import BwrapUnavailable, Profile, SandboxSession, SessionError
+from sandbox.host.limits import enforcement
+from sandbox.host.survey import survey
+from sandbox.host.toolchains import describe
+from sandbox.run.preflight import preflight
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -46,7 +47,7 @@ def _writable(directory: Path) -> str | None:
 
 
 async def _session_check() -> str:
-    """One command through a session's sandbox (`sandbox.session`), as ACP
+    """One command through a session's sandbox (`sandbox.run.session`), as ACP
     terminals run them; the line says how long the sandbox took to build."""
     with tempfile.TemporaryDirectory(prefix="governor-doctor-") as scratch:
         profile = Profile(capability=Capability.EDIT_WORKSPACE, workspace=Path(scratch))
@@ -76,7 +77,7 @@ async def _session_check() -> str:
 
 
 def _toolchains(overlays: bool) -> list[str]:
-    """What a command's sandbox keeps of the homes here, and why (`sandbox.toolchains`):
+    """What a command's sandbox keeps of the homes here, and why (`sandbox.host.toolchains`):
     the folders ``PATH`` and the toolchain variables lead to, the package caches."""
     with tempfile.TemporaryDirectory(prefix="governor-doctor-") as scratch:
         profile = Profile(
@@ -99,7 +100,7 @@ def _toolchains(overlays: bool) -> list[str]:
 
 
 def _limits(tmpfs_size: bool) -> list[str]:
-    """How a policy's ``[limits]`` are enforced here, for this user (`sandbox.limits`)."""
+    """How a policy's ``[limits]`` are enforced here, for this user (`sandbox.host.limits`)."""
     found = enforcement()
     defaults = ", ".join(
         f"{name} {render(name, getattr(DEFAULTS, name))}"

@@ -30,17 +30,18 @@ from policies.capability import CAPABILITY_NAMES, Capability, CapabilityError
 from policies.errors import ConfigError
 from policies.network import HostPatternError
 from policies.policy import GIT_ACCESS, Policy, parse_policy
-from sandbox.bwrap import BwrapUnavailable
-from sandbox.egress import Answer, Judge, Request, open_egress
-from sandbox.execution import ExitStatus
-from sandbox.launch import open_launch, prepare
-from sandbox.limits import blame
-from sandbox.preflight import preflight
-from sandbox.profile import Profile, ProfileError
-from sandbox.runner import Command
-from sandbox.spawn import Child
-from sandbox.survey import survey
-from sandbox.toolchains import describe
+from sandbox.host.bwrap import BwrapUnavailable
+from sandbox.host.limits import blame
+from sandbox.host.survey import survey
+from sandbox.host.toolchains import describe
+from sandbox.net.judge import ConnectionAnswer, ConnectionRequest, Judge
+from sandbox.net.proxy import open_egress
+from sandbox.plan.profile import Profile, ProfileError
+from sandbox.run.execution import ExitStatus
+from sandbox.run.launch import open_launch, prepare
+from sandbox.run.preflight import preflight
+from sandbox.run.runner import Command
+from sandbox.run.spawn import Child
 
 EXIT_REFUSED = 2
 
@@ -152,11 +153,11 @@ def _judge(policy: Policy) -> Judge:
     """Decide each connection as the policy does, and say so on stderr
     (`governor sandbox` keeps no audit log)."""
 
-    async def judge(request: Request) -> Answer:
+    async def judge(request: ConnectionRequest) -> ConnectionAnswer:
         decision, addresses = await decide_connection(request, policy)
         word = "allowed" if decision.allowed else "refused"
         print(f"governor sandbox: network {word}: {decision.reason}", file=sys.stderr)
-        return Answer(decision.allowed, decision.reason, addresses if decision.allowed else ())
+        return ConnectionAnswer(decision.allowed, decision.reason, addresses if decision.allowed else ())
 
     return judge
 

@@ -16,7 +16,7 @@ from governor.network import judge
 from policies.capability import Capability
 from policies.network import NetworkRules, parse_pattern
 from policies.policy import Policy
-from sandbox.egress import Request
+from sandbox.net.judge import ConnectionRequest
 
 
 async def write_log(path: Path, ws: Path) -> None:
@@ -31,9 +31,9 @@ async def write_log(path: Path, ws: Path) -> None:
     gate = Gate(policy, audit, Unattended())
     ask = judge(gate)
     answers = [
-        await ask(Request("127.0.0.1", 4000, "CONNECT", origin="agent")),
-        await ask(Request("127.0.0.1", 8080, "GET", "/simple/", via="http", origin="command")),
-        await ask(Request("169.254.169.254", 80, "GET", "/latest/", via="http", origin="agent")),
+        await ask(ConnectionRequest("127.0.0.1", 4000, "CONNECT", origin="agent")),
+        await ask(ConnectionRequest("127.0.0.1", 8080, "GET", "/simple/", via="http", origin="command")),
+        await ask(ConnectionRequest("169.254.169.254", 80, "GET", "/latest/", via="http", origin="agent")),
     ]
     assert [a.allowed for a in answers] == [True, True, False]
     assert answers[0].addresses == ("127.0.0.1",)
@@ -90,8 +90,8 @@ async def test_a_persons_always_allows_a_host_for_the_rest_of_the_attempt(tmp_pa
     audit = AuditLog(tmp_path / "audit.jsonl", "att-ask")
     gate = Gate(policy, audit, Callback(person))
     ask = judge(gate)
-    first = await ask(Request("localhost", 8443, "GET", "/simple/a/", via="http", origin="command"))
-    later = await ask(Request("localhost", 8443, "GET", "/simple/b/", via="http", origin="command"))
+    first = await ask(ConnectionRequest("localhost", 8443, "GET", "/simple/a/", via="http", origin="command"))
+    later = await ask(ConnectionRequest("localhost", 8443, "GET", "/simple/b/", via="http", origin="command"))
     assert first.allowed and later.allowed
     assert asked == ["localhost:8443"]  # asked once, for the host
     network = [r for r in audit.records if r["kind"] == "network"]

@@ -114,7 +114,7 @@ writes = ["build/**"]
         ),
         (
             '[sandbox]\ntoolchains = "no"',
-            "job.toml: sandbox.toolchains: expected true or false, got a string",
+            "job.toml: sandbox.host.toolchains: expected true or false, got a string",
         ),
         ("[deny\n", "job.toml: not valid TOML"),
     ],

@@ -12,7 +12,7 @@ import pytest
 from sandbox_procs import processes_matching
 
 from policies.capability import Capability
-from sandbox.profile import Profile
+from sandbox.plan.profile import Profile
 
 
 @pytest.fixture

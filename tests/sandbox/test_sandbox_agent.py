@@ -11,8 +11,8 @@ import pytest
 import trio
 
 from policies.capability import Capability
-from sandbox.agent import agent_process, resolve_install, resolve_links
-from sandbox.profile import Profile, ProfileError
+from sandbox.plan.profile import Profile, ProfileError
+from sandbox.run.agent import agent_process, resolve_install, resolve_links
 
 AGENT = """#!/usr/bin/env python3
 # A stand-in agent: answers each stdin line with what it can see and do.
@@ -161,7 +161,7 @@ def test_an_agent_in_home_bin_does_not_make_the_whole_home_visible(
 
 
 def test_missing_home_folders_are_created_but_file_entries_never_are(tmp_path: Path, ws: Path) -> None:
-    from sandbox.agent import ensure_home_folders
+    from sandbox.run.agent import ensure_home_folders
 
     home = tmp_path / "fresh-home"
     home.mkdir()

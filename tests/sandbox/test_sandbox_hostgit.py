@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from policies.capability import Capability
-from sandbox import hostgit
-from sandbox.hostgit import EXCLUDES_PATH, anchored, read_host_git
-from sandbox.profile import HostFacts, Profile, environment
-from sandbox.survey import survey
+from sandbox.host import git as hostgit
+from sandbox.host.git import anchored, read_host_git
+from sandbox.host.survey import survey
+from sandbox.plan.profile import EXCLUDES_PATH, HostFacts, Profile, environment
 
 SECRET = "Bearer CANARY-hostgit"
 

@@ -12,7 +12,7 @@ import trio
 
 from governor.confine import agent_profile, command_profile
 from policies.policy import parse_policy
-from sandbox.runner import Command, run
+from sandbox.run.runner import Command, run
 
 IDENTITY = {
     "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from policies.capability import Capability
-from sandbox.profile import (
+from sandbox.plan.profile import (
     BwrapFeatures,
     HomeFolder,
     HomeMount,
@@ -214,7 +214,7 @@ def test_host_wide_proc_knobs_are_bound_read_only_after_the_fresh_proc() -> None
     proc = position(argv, "--proc", "/proc")
     for knob in ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"):
         assert position(argv, "--ro-bind-try", knob, knob) > proc
-    # a fork server covers them in each command's own /proc (sandbox.forkserver)
+    # a fork server covers them in each command's own /proc (sandbox.standalone.forkserver)
     served = render(profile(), FACTS, ALL, seccomp_fd=None, fork_server=True)
     assert "/proc/sys" not in served
 

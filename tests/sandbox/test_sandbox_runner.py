@@ -14,14 +14,14 @@ import trio
 from sandbox_procs import processes_matching
 
 from policies.capability import Capability
-from sandbox.bwrap import USERNS_ADVICE, BwrapUnavailable
-from sandbox.launch import prepare
-from sandbox.preflight import preflight
-from sandbox.profile import Profile, ProfileError
-from sandbox.runner import Command, run, start
-from sandbox.spawn import spawn
-from sandbox.stubs import LEDGER, StubLedger
-from sandbox.sweeper import sandbox_holds
+from sandbox.host.bwrap import USERNS_ADVICE, BwrapUnavailable
+from sandbox.plan.profile import Profile, ProfileError
+from sandbox.run.launch import prepare
+from sandbox.run.preflight import preflight
+from sandbox.run.runner import Command, run, start
+from sandbox.run.spawn import spawn
+from sandbox.run.stubs import LEDGER, StubLedger
+from sandbox.standalone.sweeper import sandbox_holds
 
 
 async def test_a_shell_line_runs_in_the_workspace_and_reports_its_exit_code(edit: Profile, ws: Path) -> None:

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from sandbox_bpf import interpret, seccomp_data
 
-from sandbox import seccomp
-from sandbox.seccomp import (
+from sandbox.plan import seccomp
+from sandbox.plan.seccomp import (
     AARCH64,
     AF_UNIX,
     ENOSYS_SYSCALLS,

@@ -11,10 +11,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from policies.capability import Capability
-from sandbox.preflight import preflight
-from sandbox.profile import Profile
-from sandbox.runner import Command, run
-from sandbox.seccomp import AF_UNIX, ENOSYS_SYSCALLS, EPERM_SYSCALLS, TIOCSTI, native_arch
+from sandbox.plan.profile import Profile
+from sandbox.plan.seccomp import AF_UNIX, ENOSYS_SYSCALLS, EPERM_SYSCALLS, TIOCSTI, native_arch
+from sandbox.run.preflight import preflight
+from sandbox.run.runner import Command, run
 
 PROBE = r"""
 import ctypes, json, sys

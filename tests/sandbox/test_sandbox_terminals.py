@@ -11,12 +11,13 @@ import pytest
 import trio
 from sandbox_procs import processes_matching
 
-from sandbox.egress import Answer, Request, open_egress
-from sandbox.execution import ExitStatus
-from sandbox.profile import Profile, ProfileError
-from sandbox.runner import DEFAULT_OUTPUT_LIMIT
-from sandbox.stubs import LEDGER
-from sandbox.terminals import Terminals, TerminalsClosed, UnknownTerminal
+from sandbox.net.judge import ConnectionAnswer, ConnectionRequest
+from sandbox.net.proxy import open_egress
+from sandbox.plan.profile import Profile, ProfileError
+from sandbox.run.execution import ExitStatus
+from sandbox.run.runner import DEFAULT_OUTPUT_LIMIT
+from sandbox.run.stubs import LEDGER
+from sandbox.run.terminals import Terminals, TerminalsClosed, UnknownTerminal
 
 
 async def test_a_terminal_runs_a_shell_line_and_reports_output_and_exit(edit: Profile) -> None:
@@ -160,8 +161,8 @@ async def test_governed_terminals_have_a_namespace_of_their_own_with_or_without_
     assert (code, output) == (0, "bound\n")
 
 
-async def _refuse_all(request: Request) -> Answer:
-    return Answer(False, "no")
+async def _refuse_all(request: ConnectionRequest) -> ConnectionAnswer:
+    return ConnectionAnswer(False, "no")
 
 
 async def test_governed_commands_with_network_reach_only_the_policys_hosts_through_the_proxy(

@@ -23,10 +23,10 @@ import trio
 from sandbox_procs import processes_matching
 
 from policies.capability import Capability
-from sandbox.agent import agent_process
-from sandbox.launch import prepare
-from sandbox.profile import Profile
-from sandbox.spawn import Child
+from sandbox.plan.profile import Profile
+from sandbox.run.agent import agent_process
+from sandbox.run.launch import prepare
+from sandbox.run.spawn import Child
 
 GUARD = 30.0
 """Only a guard against a hang; never an assertion on speed."""
@@ -60,8 +60,8 @@ GOVERNOR = """
 import sys, trio
 from pathlib import Path
 from policies.capability import Capability
-from sandbox.agent import agent_process
-from sandbox.profile import Profile
+from sandbox.run.agent import agent_process
+from sandbox.plan.profile import Profile
 
 async def main() -> None:
     profile = Profile.for_agent(Capability.FULL_ACCESS, Path(sys.argv[1]))

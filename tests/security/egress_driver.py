@@ -28,10 +28,11 @@ from governor.network import egress_for, judge
 from policies.capability import Capability
 from policies.network import NetworkRules, parse_pattern
 from policies.policy import Policy
-from sandbox.agent import agent_process
-from sandbox.egress import Limits, open_egress
-from sandbox.profile import Profile
-from sandbox.spawn import PIPE
+from sandbox.net.judge import ProxyLimits
+from sandbox.net.proxy import open_egress
+from sandbox.plan.profile import Profile
+from sandbox.run.agent import agent_process
+from sandbox.run.spawn import PIPE
 
 
 def peak_rss_kb() -> int:
@@ -92,7 +93,7 @@ async def main(request: dict[str, Any]) -> dict[str, Any]:
         policy = Policy(capability=Capability.EDIT_WORKSPACE, network_rules=rules).bind(str(ws))
         audit = AuditLog(log, "net-attack")
         gate = Gate(policy, audit, Unattended())
-        limits = Limits(**request.get("limits", {}))
+        limits = ProxyLimits(**request.get("limits", {}))
         async with open_egress(judge(gate), limits) as proxy:
             egress = egress_for(rules, "agent")
             profile = Profile.for_agent(

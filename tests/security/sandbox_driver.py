@@ -5,9 +5,9 @@ repository and the venv's site-packages on ``PYTHONPATH``; reads one JSON
 request per line on stdin and answers one JSON line on stdout. It builds the
 same `Profile` and runs the command the same way as the root half of the suite
 does in-process, so both halves exercise one code path: through a bwrap of its
-own (`sandbox.runner.start`, ``"via": "command"``, what ``governor sandbox``
+own (`sandbox.run.runner.start`, ``"via": "command"``, what ``governor sandbox``
 does) or through a session's sandbox and its fork server
-(`sandbox.session.SandboxSession`, ``"via": "session"``, what ACP terminals do).
+(`sandbox.run.session.SandboxSession`, ``"via": "session"``, what ACP terminals do).
 """
 
 from __future__ import annotations
@@ -25,11 +25,11 @@ import trio
 
 from policies.capability import Capability
 from policies.limits import Limits
-from sandbox.bwrap import BwrapUnavailable
-from sandbox.execution import Execution, ExitStatus
-from sandbox.profile import HomeFolder, Profile, ProfileError
-from sandbox.runner import Command, start
-from sandbox.session import SandboxSession
+from sandbox.host.bwrap import BwrapUnavailable
+from sandbox.plan.profile import HomeFolder, Profile, ProfileError
+from sandbox.run.execution import Execution, ExitStatus
+from sandbox.run.runner import Command, start
+from sandbox.run.session import SandboxSession
 
 
 def build_profile(spec: dict[str, Any]) -> Profile:

@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 from escape_harness import DRIVER, GIT_IDENTITY, REPO, Box, processes_matching
 
-from sandbox.bwrap import locate
+from sandbox.host.bwrap import locate
 
 CANARY = "CANARY-" + secrets.token_hex(6)
 
@@ -142,7 +142,7 @@ def syscalls(*calls: tuple[str, int, tuple[int, ...]]) -> str:
 
 
 def nr(name: str) -> int:
-    from sandbox.seccomp import native_arch
+    from sandbox.plan.seccomp import native_arch
 
     return native_arch().syscalls[name]
 
@@ -610,9 +610,9 @@ TTY_PROBE = """
 import sys, trio
 from pathlib import Path
 from policies.capability import Capability
-from sandbox.profile import Profile
-from sandbox.runner import Command, run
-from sandbox.session import SandboxSession
+from sandbox.plan.profile import Profile
+from sandbox.run.runner import Command, run
+from sandbox.run.session import SandboxSession
 profile = Profile(capability=Capability.EDIT_WORKSPACE, workspace=Path(sys.argv[1]), home=Path(sys.argv[2]))
 command = Command.shell("printf 'IN%sED' JECT > /dev/tty; printf 'IN%sED' JECT >&0; tty")
 async def in_session():
@@ -800,7 +800,7 @@ def test_a_nested_repository_cannot_be_tampered_with_or_renamed_away(box: Box) -
 
 def test_a_repository_one_command_makes_is_protected_from_the_next(box: Box) -> None:
     """In a session's sandbox the second command runs in mounts built before the
-    repository existed: it is pinned for that command alone (sandbox.session)."""
+    repository existed: it is pinned for that command alone (sandbox.run.session)."""
     proof = box.dir / marker()
     hook = f"printf '#!/bin/sh\\ntouch {proof}\\n' > made/.git/hooks/pre-commit"
     box.run(

@@ -1,7 +1,7 @@
 """Everything between a profile and a spawn: survey, stubs, fds, the final argv.
 
 `prepare` is a context manager because what it creates must be undone: the
-stubs for missing protected paths (see `sandbox.stubs`) must outlive the
+stubs for missing protected paths (see `sandbox.run.stubs`) must outlive the
 process, the descriptors bwrap reads are closed on our side right after the
 spawn (`Launch.spawned`) and in any case when the block ends. `open_launch`
 spawns a prepared launch.
@@ -29,13 +29,13 @@ from dataclasses import dataclass, field, replace
 
 import trio
 
-from sandbox import seccomp
-from sandbox.bwrap import Bwrap
-from sandbox.limits import command_prefix, launcher
-from sandbox.profile import DEFAULT_PATH, HostFacts, Profile, ProfileError, environment, render
-from sandbox.spawn import DEVNULL, PIPE, STDOUT, Child, Std, spawn
-from sandbox.stubs import LEDGER, StubLedger
-from sandbox.survey import caller_home, survey
+from sandbox.host.bwrap import Bwrap
+from sandbox.host.limits import command_prefix, launcher
+from sandbox.host.survey import caller_home, survey
+from sandbox.plan import seccomp
+from sandbox.plan.profile import DEFAULT_PATH, HostFacts, Profile, ProfileError, environment, render
+from sandbox.run.spawn import DEVNULL, PIPE, STDOUT, Child, Std, spawn
+from sandbox.run.stubs import LEDGER, StubLedger
 
 
 @dataclass
@@ -116,9 +116,9 @@ def prepare(
     Full-access needs no bwrap: the command runs as is, in its own session
     (so the runner can kill its process group), with the declared environment.
 
-    ``fork_server`` makes a session's sandbox (`sandbox.session`): the
+    ``fork_server`` makes a session's sandbox (`sandbox.run.session`): the
     descriptors it lists are handed to ``command`` (the caller's; not closed
-    here), and bwrap gets no filter (see `sandbox.profile.render`).
+    here), and bwrap gets no filter (see `sandbox.plan.profile.render`).
     """
     if not command:
         raise ProfileError("empty command")
@@ -139,7 +139,7 @@ def prepare(
         yield Launch(tuple(command), (), env, cwd, True, False)
         return
     if bwrap is None:
-        raise ProfileError("a sandboxed run needs a probed bwrap (see sandbox.preflight)")
+        raise ProfileError("a sandboxed run needs a probed bwrap (see sandbox.run.preflight)")
     facts = facts if facts is not None else survey(profile)
     with ExitStack() as stack:
         opened: set[int] = set()
@@ -196,7 +196,7 @@ def prepare(
             opened.add(block_write)
             options += ["--block-fd", str(track(block_read))]
         args_fd = track(memfd("governor-bwrap-args", "\0".join(options).encode() + b"\0"))
-        # limits (sandbox.limits): rlimits set inside, once bwrap made the user
+        # limits (sandbox.host.limits): rlimits set inside, once bwrap made the user
         # namespace (a fork server sets them per command); root's pids group
         inside = () if fork_server is not None else command_prefix(profile.limits)
         outside = launcher(profile.limits, stack)
@@ -293,7 +293,7 @@ async def open_launch(
     pid of the sandbox's pid 1 before returning.
 
     A launch behind the proxy (``block_fd``) waits, before its command starts,
-    for ``attach(pid)`` to make its listeners (`sandbox.egress`); required then.
+    for ``attach(pid)`` to make its listeners (`sandbox.net.proxy`); required then.
 
     Why: bwrap's pid 1 arms ``--die-with-parent`` only after its whole mount
     setup. SIGKILLing bwrap during those milliseconds orphans pid 1 and the

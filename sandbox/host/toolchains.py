@@ -38,8 +38,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-from sandbox.profile import Kept, is_within
-from sandbox.protected import CREDENTIAL_DIRS, CREDENTIAL_FILES, CREDENTIALS_IN_TOOLCHAIN
+from sandbox.plan.profile import Kept, is_within
+from sandbox.plan.protected import CREDENTIAL_DIRS, CREDENTIAL_FILES, CREDENTIALS_IN_TOOLCHAIN
 
 SHEBANG_MAX_BYTES: Final = 256
 ENTRIES_MAX: Final = 512

@@ -10,7 +10,7 @@ The mechanisms, and why each is where it is:
   limit, SIGKILL `CPU_GRACE` seconds later). They are set *after* bwrap made
   the sandbox's user namespace: by `prlimit` around the command in a bwrap of
   its own, by the fork server's pid 1 of each command in a session's sandbox
-  (`sandbox.forkserver`). That placement is what makes ``RLIMIT_NPROC`` count
+  (`sandbox.standalone.forkserver`). That placement is what makes ``RLIMIT_NPROC`` count
   the sandbox's processes only: since Linux 5.14 the count is kept per user
   namespace, and each user namespace above is checked against the limit its
   creator had; set on bwrap itself, the limit would be checked against the
@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import Final
 
 from policies.limits import Limits, render
-from sandbox.profile import ProfileError
+from sandbox.plan.profile import ProfileError
 
 CPU_GRACE: Final = 5
 """Seconds of CPU between SIGXCPU (the soft limit) and SIGKILL (the hard one)."""

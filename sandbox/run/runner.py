@@ -16,11 +16,11 @@ from dataclasses import dataclass
 
 import trio
 
-from sandbox.execution import Execution, ExitStatus, start_launch
-from sandbox.launch import Attach, prepare
-from sandbox.preflight import preflight
-from sandbox.profile import Profile
-from sandbox.stubs import LEDGER, StubLedger
+from sandbox.plan.profile import Profile
+from sandbox.run.execution import Execution, ExitStatus, start_launch
+from sandbox.run.launch import Attach, prepare
+from sandbox.run.preflight import preflight
+from sandbox.run.stubs import LEDGER, StubLedger
 
 DEFAULT_OUTPUT_LIMIT = 1024 * 1024
 """ACP's ``outputByteLimit`` when the agent gives none: 1 MiB."""
@@ -81,10 +81,10 @@ async def start(
     """Start ``command``; the block owns it. Leaving the block kills and reaps it
     if it is still running, and removes the stubs made for it.
 
-    Raises `sandbox.bwrap.BwrapUnavailable` for a sandboxed profile on a machine
-    where bwrap cannot work (fail closed) and `sandbox.profile.ProfileError` for
+    Raises `sandbox.host.bwrap.BwrapUnavailable` for a sandboxed profile on a machine
+    where bwrap cannot work (fail closed) and `sandbox.plan.profile.ProfileError` for
     a profile that cannot be rendered safely. A profile behind the proxy needs
-    ``attach`` (`sandbox.launch.open_launch`).
+    ``attach`` (`sandbox.run.launch.open_launch`).
     """
     probed = await preflight(bwrap) if profile.sandboxed else None
     with prepare(profile, command.argv, probed, ledger=ledger) as launch:

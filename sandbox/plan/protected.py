@@ -54,7 +54,7 @@ GIT_DIR_PROTECTED: Final[tuple[str, ...]] = (
 )
 """What stays read-only inside a git dir where commits are allowed, existing or
 not (a placeholder holds a missing one; git takes each for absent, see
-`sandbox.stubs`). Each can run code at the person's next host ``git``:
+`sandbox.run.stubs`). Each can run code at the person's next host ``git``:
 
 * ``config``: ``core.fsmonitor``, ``core.hooksPath``, ``core.sshCommand``,
   aliases, filter and diff drivers, credential helpers.
@@ -112,7 +112,7 @@ HOST_DAEMON_SOCKETS: Final[tuple[str, ...]] = (
 exists is covered with ``/dev/null`` (a read-only bind does not stop ``connect``)
 where the filter refuses ``socket(AF_UNIX)`` anyway: a second wall. Where a
 process may make Unix sockets, all of ``/run`` is hidden instead
-(`sandbox.sockets`)."""
+(`sandbox.host.sockets`)."""
 
 RUN_DIRS: Final[tuple[str, ...]] = ("/run", "/var/run")
 """Where daemons keep their sockets; an empty tmpfs for a process that may make

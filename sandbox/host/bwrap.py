@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from sandbox.profile import BwrapFeatures
+from sandbox.plan.profile import BwrapFeatures
 
 INSTALL_ADVICE: Final = (
     "install bubblewrap (apt install bubblewrap / dnf install bubblewrap) or the "

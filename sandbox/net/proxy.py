@@ -1,7 +1,7 @@
 """The egress proxy: a sandbox's only way out, every connection a decision.
 
 A sandbox below full-access has a network namespace of its own, with nothing
-in it but loopback. The proxy listens inside it (`sandbox.netns`: the
+in it but loopback. The proxy listens inside it (`sandbox.net.netns`: the
 listening sockets are made in the sandbox's namespace and accepted on from the
 host's), on the port the proxy variables name (`proxy_env`) and on each
 allowed loopback ``host:port`` it forwards (for clients that ignore proxy
@@ -13,7 +13,7 @@ Rules of this file (everything between an accepted socket and an upstream one):
    gate, or `governor sandbox`'s) decides and records; the proxy only carries
    out its answer, connecting to exactly the addresses the judge was told
    (no second DNS lookup between the check and the connect).
-2. HTTP is read by `sandbox.http1` (strict heads, bodies forwarded as they
+2. HTTP is read by `sandbox.net.http1` (strict heads, bodies forwarded as they
    came): ``CONNECT host:port`` opens a tunnel (bytes both ways, never parsed
    again: a second ``CONNECT`` inside goes to the allowed host as data); an
    absolute-form request (``GET http://host/path``) is forwarded, its Host
@@ -21,11 +21,11 @@ Rules of this file (everything between an accepted socket and an upstream one):
    connection is judged on its own (a request smuggled after an allowed one
    is decided like any other). ``Expect: 100-continue`` is answered by the
    proxy; other informational responses are not passed on.
-3. Bounded: a request head over ``Limits.head_bytes`` is a 431, a first head
-   not complete in ``Limits.head_timeout`` is a 408 (a kept-alive connection
+3. Bounded: a request head over ``ProxyLimits.head_bytes`` is a 431, a first head
+   not complete in ``ProxyLimits.head_timeout`` is a 408 (a kept-alive connection
    with no next request in that time is closed), at most
-   ``Limits.connections`` at once per proxy (more are answered 503), a
-   tunnel or forward idle for ``Limits.idle_timeout`` is closed.
+   ``ProxyLimits.connections`` at once per proxy (more are answered 503), a
+   tunnel or forward idle for ``ProxyLimits.idle_timeout`` is closed.
 4. DNS is the proxy's, on the host (`resolve`); the sandbox has no resolver
    to ask (its ``/etc/resolv.conf`` names servers it cannot reach).
 
@@ -37,209 +37,37 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
-import functools
-import ipaddress
 import math
-import os
 import socket
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from typing import Final
 from urllib.parse import urlsplit
 
 import structlog
 import trio
 
-from sandbox import http1
-from sandbox.netns import PROXY_PORT, Egress, listen_inside
+from sandbox.net import http1
+from sandbox.net.judge import (
+    ConnectionAnswer,
+    ConnectionRequest,
+    Judge,
+    ProxyLimits,
+    literal_address,
+    resolve,
+)
+from sandbox.net.netns import listen_inside
+from sandbox.net.wire import Wire, error_response, splice
+from sandbox.plan.egress import PROXY_PORT, Egress
 
-log = structlog.get_logger("sandbox.egress")
-
-
-@dataclass(frozen=True, slots=True)
-class Limits:
-    """The proxy's bounds (see rule 3 of the module docstring)."""
-
-    head_bytes: int = 64 * 1024
-    head_timeout: float = 20.0
-    idle_timeout: float = 600.0
-    connect_timeout: float = 15.0
-    connections: int = 256
-    chunk: int = 1024 * 1024
-
-
-@dataclass(frozen=True, slots=True)
-class Request:
-    """One connection (or one plain-HTTP request) to judge.
-
-    ``via``: ``connect`` (a CONNECT tunnel), ``http`` (a forwarded request),
-    ``forward`` (a loopback port forwarded as is). ``problem`` is set when the
-    proxy refuses it whatever the rules (the judge records it as refused)."""
-
-    host: str
-    port: int
-    method: str | None = None
-    path: str | None = None
-    via: str = "connect"
-    origin: str = "command"
-    problem: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Answer:
-    """The judge's word: allowed or not, why, and where to connect."""
-
-    allowed: bool
-    reason: str
-    addresses: tuple[str, ...] = ()
-
-
-Judge = Callable[[Request], Awaitable[Answer]]
-
-
-@functools.lru_cache(maxsize=4096)  # asked for every request; pure
-def literal_address(host: str) -> str | None:
-    """``host`` as an address if it is an IP literal (``[v6]`` too), else None."""
-    try:
-        return str(ipaddress.ip_address(host.strip("[]")))
-    except ValueError:
-        return None
-
-
-async def resolve(host: str, port: int) -> tuple[str, ...]:
-    """The addresses of ``host`` (the host's resolver), an IP literal as itself;
-    empty when it does not resolve."""
-    literal = literal_address(host)
-    if literal is not None:
-        return (literal,)
-    try:
-        infos = await trio.socket.getaddrinfo(host, port, type=trio.socket.SOCK_STREAM)
-    except OSError:
-        return ()
-    return tuple(dict.fromkeys(str(info[4][0]) for info in infos))
-
-
-_PHRASES: Final = {
-    400: "Bad Request",
-    403: "Forbidden",
-    408: "Request Timeout",
-    431: "Request Header Fields Too Large",
-    502: "Bad Gateway",
-    503: "Service Unavailable",
-}
-
-
-def error_response(status: int, reason: str) -> bytes:
-    """A complete ``Connection: close`` error response whose body is ``reason``."""
-    body = f"acp-governor proxy: {reason}\n".encode()
-    head = (
-        f"HTTP/1.1 {status} {_PHRASES.get(status, 'Error')}\r\n"
-        f"Content-Type: text/plain; charset=utf-8\r\nContent-Length: {len(body)}\r\n"
-        "Connection: close\r\n\r\n"
-    )
-    return head.encode() + body
-
-
-class _Wire:
-    """One socket of the proxy, owned, with what was read from it and not yet
-    used (``pending``: a pipelined request, the start of a body).
-
-    Reads and writes wait only when the kernel says they would block: trio's
-    SocketStream takes two scheduler checkpoints per call even when it
-    completes at once, ~80 us of the ~400 the proxy added to a small request
-    (bench/README.md). So that a connection whose data is always ready cannot
-    hold the loop, every ``_CALLS_PER_YIELD`` calls that did not wait yield once."""
-
-    __slots__ = ("_calls", "pending", "sock")
-
-    def __init__(self, sock: socket.socket) -> None:
-        sock.setblocking(False)
-        with contextlib.suppress(OSError):
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.sock = sock
-        self.pending = bytearray()
-        self._calls = 0
-
-    async def _ran(self) -> None:
-        self._calls += 1
-        if self._calls >= _CALLS_PER_YIELD:
-            self._calls = 0
-            await trio.lowlevel.checkpoint()
-
-    async def recv(self, size: int) -> bytes:
-        """What is pending, else up to ``size`` bytes from the socket (b"" at
-        its end)."""
-        if self.pending:
-            data = bytes(self.pending)
-            self.pending.clear()
-            return data
-        return await self._read(size)
-
-    async def _read(self, size: int) -> bytes:
-        while True:
-            try:
-                data = self.sock.recv(size)
-            except BlockingIOError:
-                self._calls = 0
-                await trio.lowlevel.wait_readable(self.sock)
-                continue
-            await self._ran()
-            return data
-
-    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
-        view = memoryview(data)
-        while view:
-            try:
-                sent = self.sock.send(view, socket.MSG_NOSIGNAL)
-            except BlockingIOError:
-                self._calls = 0
-                await trio.lowlevel.wait_writable(self.sock)
-                continue
-            view = view[sent:]
-        await self._ran()
-
-    async def head(self, limit: int) -> bytes | None:
-        """The next head (up to its empty line, left off; the bytes after it
-        stay pending), or None when the peer closed before sending any."""
-        searched = 0
-        while True:
-            end = http1.head_end(self.pending, limit, max(0, searched - 3))
-            searched = len(self.pending)
-            if end >= 0:
-                block = bytes(self.pending[: end - 4])
-                del self.pending[:end]
-                return block
-            data = await self.recv_more(limit)
-            if not data:
-                if self.pending.strip():
-                    raise http1.HttpError(400, "the connection ended inside a head")
-                return None
-
-    async def recv_more(self, size: int) -> bytes:
-        """Read from the socket onto ``pending``; what was read."""
-        data = await self._read(size)
-        self.pending += data
-        return data
-
-    def shut(self) -> None:
-        with contextlib.suppress(OSError):
-            self.sock.shutdown(socket.SHUT_WR)
-
-    def close(self) -> None:
-        trio.lowlevel.notify_closing(self.sock)
-        self.sock.close()
-
-
-_CALLS_PER_YIELD: Final = 64
+log = structlog.get_logger("sandbox.net.proxy")
 
 
 class EgressProxy:
     """The proxy of one attempt: accept loops for each sandbox attached, each
     connection judged by ``judge``. Open it with `open_egress`."""
 
-    def __init__(self, nursery: trio.Nursery, judge: Judge, limits: Limits) -> None:
+    def __init__(self, nursery: trio.Nursery, judge: Judge, limits: ProxyLimits) -> None:
         self._nursery = nursery
         self.judge = judge
         self.limits = limits
@@ -278,9 +106,9 @@ class EgressProxy:
                         raise
                     await trio.sleep(0.1)
                     continue
-                self._nursery.start_soon(self._serve, _Wire(sock), origin, forward)
+                self._nursery.start_soon(self._serve, Wire(sock), origin, forward)
 
-    async def _serve(self, wire: _Wire, origin: str, forward: tuple[str, int] | None) -> None:
+    async def _serve(self, wire: Wire, origin: str, forward: tuple[str, int] | None) -> None:
         try:
             try:
                 self._slots.acquire_nowait()
@@ -306,8 +134,8 @@ class EgressProxy:
 
     # -- a forwarded loopback port -------------------------------------------------
 
-    async def _forward(self, wire: _Wire, origin: str, host: str, port: int) -> None:
-        answer = await self.judge(Request(host, port, via="forward", origin=origin))
+    async def _forward(self, wire: Wire, origin: str, host: str, port: int) -> None:
+        answer = await self.judge(ConnectionRequest(host, port, via="forward", origin=origin))
         if not answer.allowed:
             return
         upstream = await self._connect(answer.addresses, port)
@@ -320,7 +148,7 @@ class EgressProxy:
 
     # -- the proxy port: CONNECT and absolute-form HTTP ----------------------------
 
-    async def _proxy(self, wire: _Wire, origin: str) -> None:
+    async def _proxy(self, wire: Wire, origin: str) -> None:
         # One deadline for the connection, moved as it goes (a head must come
         # in head_timeout, an exchange may idle idle_timeout): two scopes a
         # request cost ~15 us of a small request's time (bench/README.md).
@@ -360,16 +188,16 @@ class EgressProxy:
         if problem is not None:
             await self._refuse_problem(wire, origin, *problem)
 
-    async def _refuse_problem(self, wire: _Wire, origin: str, status: int, reason: str) -> None:
+    async def _refuse_problem(self, wire: Wire, origin: str, status: int, reason: str) -> None:
         """A request refused whatever the rules: recorded, then answered."""
         if status == 431:
             reason = f"the request head is over {self.limits.head_bytes} bytes"
         elif status == 400:
             reason = f"malformed request ({reason})"
-        await self.judge(Request("-", 0, via="http", origin=origin, problem=reason))
+        await self.judge(ConnectionRequest("-", 0, via="http", origin=origin, problem=reason))
         await self._refuse(wire, status, reason)
 
-    async def _refuse(self, wire: _Wire, status: int, reason: str) -> None:
+    async def _refuse(self, wire: Wire, status: int, reason: str) -> None:
         """Send the error, then read and drop what the client still sends for a
         moment (bounded), so that it reads the answer instead of a reset."""
         with contextlib.suppress(OSError):
@@ -383,11 +211,11 @@ class EgressProxy:
                         break
                     drained += len(data)
 
-    async def _tunnel(self, wire: _Wire, head: http1.Head, origin: str) -> None:
+    async def _tunnel(self, wire: Wire, head: http1.Head, origin: str) -> None:
         target = head.target.decode("ascii", "replace")
         host, port = _authority(target)
         problem = None if port is not None else f"CONNECT target {target[:200]!r} is not host:port"
-        asked = Request(host or "-", port or 0, "CONNECT", None, "connect", origin, problem)
+        asked = ConnectionRequest(host or "-", port or 0, "CONNECT", None, "connect", origin, problem)
         answer = await self.judge(asked)
         if not answer.allowed:
             await self._refuse(wire, 403 if problem is None else 400, answer.reason)
@@ -405,7 +233,7 @@ class EgressProxy:
 
     async def _forward_http(
         self,
-        wire: _Wire,
+        wire: Wire,
         head: http1.Head,
         framing: http1.Framing,
         origin: str,
@@ -440,7 +268,7 @@ class EgressProxy:
                     f"({url.netloc[:200]!r})"
                 )
         method = head.method.decode("ascii", "replace")
-        answer = await self.judge(Request(host or "-", port or 0, method, path, "http", origin, problem))
+        answer = await self.judge(ConnectionRequest(host or "-", port or 0, method, path, "http", origin, problem))
         idle.deadline = trio.current_time() + self.limits.idle_timeout
         if not answer.allowed:
             await self._refuse(wire, 403 if problem is None else 400, answer.reason)
@@ -494,7 +322,7 @@ class EgressProxy:
             return False
 
     async def _request(
-        self, wire: _Wire, upstream: _Wire, framing: http1.Framing, out: bytearray,
+        self, wire: Wire, upstream: Wire, framing: http1.Framing, out: bytearray,
         idle: trio.CancelScope,
     ) -> http1.Head | None:
         """Send the request (``out``, its head, then its body) and read the
@@ -503,7 +331,7 @@ class EgressProxy:
             raise OSError("the client's request body ended early")
         return await self._response(upstream, idle)
 
-    async def _response(self, upstream: _Wire, idle: trio.CancelScope) -> http1.Head | None:
+    async def _response(self, upstream: Wire, idle: trio.CancelScope) -> http1.Head | None:
         """The upstream's final response head (informational ones skipped: the
         proxy answers ``Expect`` itself), or None if it closed before one."""
         while True:
@@ -521,7 +349,7 @@ class EgressProxy:
                 return response
 
     async def _answer(
-        self, wire: _Wire, head: http1.Head, response: http1.Head, kept: _Kept, idle: trio.CancelScope
+        self, wire: Wire, head: http1.Head, response: http1.Head, kept: _Kept, idle: trio.CancelScope
     ) -> bool:
         """Send ``response`` and its body to the client; whether both
         connections may carry another request."""
@@ -548,7 +376,7 @@ class EgressProxy:
         return complete and not ends
 
     async def _body(
-        self, source: _Wire, sink: _Wire, framing: http1.Framing, out: bytearray, idle: trio.CancelScope
+        self, source: Wire, sink: Wire, framing: http1.Framing, out: bytearray, idle: trio.CancelScope
     ) -> bool:
         """Send ``out`` (a head) and then the body ``framing`` describes from
         ``source`` to ``sink``, each read written as it comes (a stream is not
@@ -565,7 +393,7 @@ class EgressProxy:
             left -= len(taken)
             await sink.send_all(out)
             if left >= _RAW_BODY_BYTES:
-                spliced = await _splice(source.sock, sink.sock, idle, limit, chunk, left)
+                spliced = await splice(source.sock, sink.sock, idle, limit, chunk, left)
                 if spliced is not None:
                     return spliced == 0
             while left > 0:
@@ -597,7 +425,7 @@ class EgressProxy:
             if source.pending:
                 await sink.send_all(source.pending)
                 source.pending.clear()
-            if await _splice(source.sock, sink.sock, idle, limit, chunk) is None:
+            if await splice(source.sock, sink.sock, idle, limit, chunk) is None:
                 while data := await source.recv(chunk):
                     idle.deadline = trio.current_time() + limit
                     await sink.send_all(data)
@@ -606,7 +434,7 @@ class EgressProxy:
 
     # -- upstream and relay --------------------------------------------------------
 
-    async def _connect(self, addresses: Sequence[str], port: int) -> _Wire | None:
+    async def _connect(self, addresses: Sequence[str], port: int) -> Wire | None:
         for address in addresses:
             family = socket.AF_INET6 if ":" in address else socket.AF_INET
             sock = socket.socket(family, socket.SOCK_STREAM)
@@ -618,25 +446,25 @@ class EgressProxy:
                         await trio.lowlevel.wait_writable(sock)
                         error = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
                     if error == 0:
-                        return _Wire(sock)
+                        return Wire(sock)
             except BaseException:
                 sock.close()
                 raise
             sock.close()
         return None
 
-    async def _relay(self, inside: _Wire, upstream: _Wire) -> None:
+    async def _relay(self, inside: Wire, upstream: Wire) -> None:
         """Bytes both ways (what is pending first) until both sides are done,
         or nothing moves for ``idle_timeout`` seconds."""
         idle = trio.CancelScope(deadline=trio.current_time() + self.limits.idle_timeout)
         limit = self.limits.idle_timeout
 
-        async def pump(source: _Wire, sink: _Wire) -> None:
+        async def pump(source: Wire, sink: Wire) -> None:
             with contextlib.suppress(OSError):
                 if source.pending:
                     await sink.send_all(source.pending)
                     source.pending.clear()
-                if await _splice(source.sock, sink.sock, idle, limit, self.limits.chunk) is not None:
+                if await splice(source.sock, sink.sock, idle, limit, self.limits.chunk) is not None:
                     return
                 while data := await source.recv(self.limits.chunk):
                     idle.deadline = trio.current_time() + limit
@@ -650,7 +478,7 @@ class EgressProxy:
 
 
 _NOT_FORWARDED: Final = (b"expect", b"content-length")
-"""Request fields the proxy writes itself (it answers ``Expect``)."""
+"""ConnectionRequest fields the proxy writes itself (it answers ``Expect``)."""
 
 _ACCEPT_RETRY: Final = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
 
@@ -664,57 +492,6 @@ def _head_bytes(first: bytes, fields: Sequence[tuple[bytes, bytes]]) -> bytearra
     return out
 
 
-async def _splice(
-    source: socket.socket,
-    sink: socket.socket,
-    idle: trio.CancelScope,
-    limit: float,
-    chunk: int,
-    count: int | None = None,
-) -> int | None:
-    """Move bytes from ``source`` to ``sink`` through a pipe with splice(2),
-    never through Python: until the source ends (``count`` None: then the sink
-    is shut for writing), or ``count`` bytes. The bytes left (0 once done), or
-    None when there is no splice here (copy instead)."""
-    if not hasattr(os, "splice"):
-        return None
-    src, dst = source.fileno(), sink.fileno()
-    pipe_r, pipe_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-    with contextlib.suppress(OSError):  # a splice moves up to a pipe's size: 1 MiB, not 64 KiB
-        fcntl.fcntl(pipe_w, fcntl.F_SETPIPE_SZ, chunk)
-    flags = os.SPLICE_F_MOVE | os.SPLICE_F_NONBLOCK
-    left = count
-    moves = 0
-    try:
-        while left is None or left > 0:
-            want = chunk if left is None else min(chunk, left)
-            try:
-                moved = os.splice(src, pipe_w, want, flags=flags)
-            except BlockingIOError:
-                await trio.lowlevel.wait_readable(source)
-                continue
-            idle.deadline = trio.current_time() + limit
-            if moved == 0:
-                if count is None:
-                    with contextlib.suppress(OSError):
-                        sink.shutdown(socket.SHUT_WR)
-                return left if left is not None else 0
-            if left is not None:
-                left -= moved
-            while moved:
-                try:
-                    moved -= os.splice(pipe_r, dst, moved, flags=flags)
-                except BlockingIOError:
-                    await trio.lowlevel.wait_writable(sink)
-            moves += 1
-            if moves % _CALLS_PER_YIELD == 0:
-                await trio.lowlevel.checkpoint()  # a fast source does not hold the loop
-        return 0
-    finally:
-        os.close(pipe_r)
-        os.close(pipe_w)
-
-
 _RAW_BODY_BYTES: Final = 1 << 20
 """A body at least this long is spliced once its head is out."""
 
@@ -724,7 +501,7 @@ class _Kept:
 
     def __init__(self) -> None:
         self.key: tuple[tuple[str, ...], int] | None = None
-        self.wire: _Wire | None = None
+        self.wire: Wire | None = None
 
     def drop(self) -> None:
         if self.wire is not None:
@@ -749,11 +526,11 @@ def _authority(target: str) -> tuple[str | None, int | None]:
 
 
 @asynccontextmanager
-async def open_egress(judge: Judge, limits: Limits | None = None) -> AsyncIterator[EgressProxy]:
+async def open_egress(judge: Judge, limits: ProxyLimits | None = None) -> AsyncIterator[EgressProxy]:
     """An `EgressProxy` whose accept loops and connections live in this block;
     leaving it closes every listener and connection."""
     async with trio.open_nursery() as nursery:
-        proxy = EgressProxy(nursery, judge, limits or Limits())
+        proxy = EgressProxy(nursery, judge, limits or ProxyLimits())
         try:
             yield proxy
         finally:
@@ -762,12 +539,12 @@ async def open_egress(judge: Judge, limits: Limits | None = None) -> AsyncIterat
 
 __all__ = [
     "PROXY_PORT",
-    "Answer",
+    "ConnectionAnswer",
+    "ConnectionRequest",
     "Egress",
     "EgressProxy",
     "Judge",
-    "Limits",
-    "Request",
+    "ProxyLimits",
     "error_response",
     "literal_address",
     "open_egress",

@@ -12,10 +12,10 @@ this file:
 1. ``--ro-bind / /``: everything read-only, then fresh ``/dev`` and ``/proc``,
    whose host-wide knobs (``/proc/sys``, ...) are bound read-only again.
 2. Private tmpfs over ``/tmp``, ``/var/tmp``, ``$HOME`` and ``/run/user/$UID``
-   (or all of ``/run``, `sandbox.sockets`). These come *before* the roots so a
+   (or all of ``/run``, `sandbox.host.sockets`). These come *before* the roots so a
    workspace under ``$HOME`` or ``/tmp`` is bound back on top of its tmpfs.
 3. Kept home folders, visible install paths and the toolchain folders kept
-   (`sandbox.toolchains`), then ``/dev/null`` over host daemon sockets (after
+   (`sandbox.host.toolchains`), then ``/dev/null`` over host daemon sockets (after
    them: a visible path's bind would uncover a socket inside it).
 4. The roots (read-write only at ``edit-workspace``), then git dirs outside
    the roots that a ``.git`` file points to (kept visible, read-only).
@@ -28,15 +28,15 @@ this file:
      carrying a repository's pinned parts away and rebuilding them;
    * pins of protected paths (existing ones, and the stubs made for missing
      ones), by ``O_PATH`` fd when bwrap supports ``--ro-bind-fd``. A stub the
-     launcher *sealed* (immutable, see `sandbox.stubs`) needs no pin: nothing
+     launcher *sealed* (immutable, see `sandbox.run.stubs`) needs no pin: nothing
      in the sandbox can unlink, rename or write it. Its ancestors are still
      bound: renaming a directory carries an immutable file along.
 
    A submodule's git dir inside a pinned ``.git/modules`` is self-bound after
    that pin, from the host's path, so it is writable again under its own
-   pins (`sandbox.survey`).
+   pins (`sandbox.host.survey`).
 6. ``/dev/null`` over hidden files; where commits are allowed, the excludes
-   file of the sandbox's git on its private ``/tmp`` (`sandbox.hostgit`).
+   file of the sandbox's git on its private ``/tmp`` (`sandbox.host.git`).
 """
 
 from __future__ import annotations
@@ -51,9 +51,8 @@ from typing import Final
 
 from policies.capability import Capability
 from policies.limits import Limits
-from sandbox.hostgit import EXCLUDES_PATH
-from sandbox.netns import NO_PROXY_VARIABLES, Egress
-from sandbox.protected import SYSTEM_DIRS
+from sandbox.plan.egress import NO_PROXY_VARIABLES, Egress
+from sandbox.plan.protected import SYSTEM_DIRS
 
 PROC_HOST_KNOBS: Final = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus")
 """Parts of the fresh ``/proc`` that act on the host and are always bound
@@ -69,6 +68,9 @@ DEFAULT_LANG: Final = "C.UTF-8"
 DEFAULT_TERM: Final = "dumb"
 
 _ENV_NAME: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+EXCLUDES_PATH: Final = "/tmp/.acp-governor-git-excludes"
+"""Where the excludes file is inside the sandbox: on its private ``/tmp``."""
 
 
 class ProfileError(ValueError):
@@ -92,7 +94,7 @@ class Profile:
 
     ``home=None`` means the caller's home, found by the survey. ``protected`` and
     ``hidden`` add root-relative paths to the built-in lists in
-    `sandbox.protected`. ``visible`` keeps host paths readable even where a tmpfs
+    `sandbox.plan.protected`. ``visible`` keeps host paths readable even where a tmpfs
     would hide them (an agent installed under ``/tmp`` or ``$HOME``).
     ``git_read_only`` pins every git dir in the roots read-only as a whole, for a
     job that must not commit; otherwise edit-workspace may commit.
@@ -122,13 +124,13 @@ class Profile:
     """More host folders to keep visible read-only (the policy's ``[sandbox] keep``)."""
     toolchains: bool = True
     """Whether the toolchains under the homes are detected and kept
-    (`sandbox.toolchains`)."""
+    (`sandbox.host.toolchains`)."""
     git_read_only: bool = False
     limits: Limits | None = None
-    """Resource limits (`sandbox.limits`); None: none but the host's."""
+    """Resource limits (`sandbox.host.limits`); None: none but the host's."""
     egress: Egress | None = None
     """A network namespace of its own whose only way out is the governor's
-    proxy (`sandbox.egress`), announced by the proxy variables; needs
+    proxy (`sandbox.net.proxy`), announced by the proxy variables; needs
     ``network`` off (which shares the host's namespace)."""
 
     def __post_init__(self) -> None:
@@ -159,7 +161,7 @@ class Profile:
     def commits(self) -> bool:
         """Whether git may commit: the roots are writable and git is not held
         read-only, so a git dir is writable but for
-        `sandbox.protected.GIT_DIR_PROTECTED`."""
+        `sandbox.plan.protected.GIT_DIR_PROTECTED`."""
         return self.writable and not self.git_read_only
 
     @property
@@ -171,7 +173,7 @@ class Profile:
         """Whether the filter lets the process make ``socket(AF_UNIX)``: by
         default exactly when it has a network namespace of its own (network
         off), where abstract sockets are its own; the survey then hides the
-        host's socket files (`sandbox.sockets`). One that shares the host's
+        host's socket files (`sandbox.host.sockets`). One that shares the host's
         namespace (`governor.confine` says which do) would reach the host's
         abstract sockets (X11, D-Bus), which no mount can hide."""
         if self.allow_unix_sockets is not None:
@@ -259,7 +261,7 @@ class HomeMount:
 
 @dataclass(frozen=True)
 class Kept:
-    """A host folder kept visible read-only, and why (`sandbox.toolchains`)."""
+    """A host folder kept visible read-only, and why (`sandbox.host.toolchains`)."""
 
     path: str
     why: str
@@ -298,9 +300,9 @@ class HostFacts:
     path: str = DEFAULT_PATH
     toolchain_env: Mapping[str, str] = field(default_factory=dict)
     git_env: tuple[tuple[str, str], ...] = ()
-    """The host's git identity for commits inside (`sandbox.hostgit`)."""
+    """The host's git identity for commits inside (`sandbox.host.git`)."""
     git_excludes: tuple[str, ...] | None = None
-    """The lines of the excludes file the sandbox's git reads (`sandbox.hostgit`);
+    """The lines of the excludes file the sandbox's git reads (`sandbox.host.git`);
     None: no file (commits are not allowed)."""
 
 
@@ -354,7 +356,7 @@ def validate(profile: Profile, facts: HostFacts) -> None:
 def environment(profile: Profile, facts: HostFacts) -> dict[str, str]:
     """The whole environment of the sandboxed process: the four basics (``PATH``
     passed through, see `Profile.path`), the toolchain variables that were kept,
-    what git needs where commits are allowed (`sandbox.hostgit`), then the
+    what git needs where commits are allowed (`sandbox.host.git`), then the
     declared variables, which win."""
     git = dict(facts.git_env)
     if facts.git_excludes is not None and "GIT_CONFIG_COUNT" not in profile.env:
@@ -394,11 +396,11 @@ def render(
     ``--ro-bind-fd`` the mount source is the inode that was checked, not a path
     that could have been swapped for a symlink since. ``sealed`` lists pins that
     are immutable stubs (checked by the launcher just before): they get no mount,
-    only a ``--lock-file`` (see `sandbox.stubs`). ``excludes_fd`` holds the
+    only a ``--lock-file`` (see `sandbox.run.stubs`). ``excludes_fd`` holds the
     excludes file of ``facts.git_excludes``, required when there is one.
 
-    ``fork_server`` renders a session's sandbox (`sandbox.session`), whose
-    program is `sandbox.forkserver`: it keeps ``CAP_SYS_ADMIN``,
+    ``fork_server`` renders a session's sandbox (`sandbox.run.session`), whose
+    program is `sandbox.standalone.forkserver`: it keeps ``CAP_SYS_ADMIN``,
     ``CAP_SETPCAP`` and ``CAP_SYS_RESOURCE`` inside the sandbox's user
     namespace, and bwrap neither installs the filter (``seccomp_fd`` must be
     None) nor disables user namespaces: the server does both itself (the filter
@@ -424,7 +426,7 @@ def render(
     argv: list[str] = ["--unshare-all", "--unshare-user"]
     if profile.network:
         argv.append("--share-net")
-    # A fork server sets the user namespace limit itself (sandbox.forkserver):
+    # A fork server sets the user namespace limit itself (sandbox.standalone.forkserver):
     # bwrap's nested namespace would lock the mounts the server needs to copy
     # and make a fresh /proc for each command impossible as root.
     if features.disable_userns and not fork_server:

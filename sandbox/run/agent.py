@@ -13,7 +13,7 @@ root (the directory holding the outermost ``node_modules``, or a ``pyvenv.cfg``
 venv) and the interpreter its shebang names; they are bound read-only.
 
 An unsandboxed agent (full-access) runs under a watchdog instead
-(`sandbox.watchdog`): no namespace, but the agent and everything it started
+(`sandbox.standalone.watchdog`): no namespace, but the agent and everything it started
 die with the governor, SIGKILL included, and at the end of the block.
 """
 
@@ -29,14 +29,14 @@ from pathlib import Path
 
 import trio
 
-from sandbox import watchdog
-from sandbox.launch import Launch, memfd, open_launch, prepare
-from sandbox.preflight import preflight
-from sandbox.profile import Profile, ProfileError, is_within
-from sandbox.spawn import PIPE, Child, Std, spawn
-from sandbox.stubs import LEDGER
-from sandbox.survey import caller_home, process_home
-from sandbox.toolchains import shebang_interpreter
+from sandbox.host.survey import caller_home, process_home
+from sandbox.host.toolchains import shebang_interpreter
+from sandbox.plan.profile import Profile, ProfileError, is_within
+from sandbox.run.launch import Launch, memfd, open_launch, prepare
+from sandbox.run.preflight import preflight
+from sandbox.run.spawn import PIPE, Child, Std, spawn
+from sandbox.run.stubs import LEDGER
+from sandbox.standalone import watchdog
 
 WATCHDOG_GRACE = 2 * watchdog.SWEEP_LIMIT
 """Seconds a watchdog gets, once told to kill, to sweep and exit before it is
@@ -228,17 +228,17 @@ async def agent_process(
 ) -> AsyncIterator[Child]:
     """Start the agent under ``profile`` with its stdio as given (pipes by
     default, passed through unchanged): under bwrap, or, at full-access, under
-    a watchdog (`sandbox.watchdog`) whose pid is the `Child`'s.
+    a watchdog (`sandbox.standalone.watchdog`) whose pid is the `Child`'s.
 
     Use this instead of `trio.lowlevel.open_process` for a sandboxed agent: see
-    `sandbox.spawn` for why (bwrap's ``--die-with-parent`` would kill the agent
+    `sandbox.run.spawn` for why (bwrap's ``--die-with-parent`` would kill the agent
     ten seconds after trio's spawning worker thread retires). Leaving the block
     SIGKILLs the agent and its whole tree if it is still running and reaps it;
     a graceful shutdown (close stdin, wait, terminate) is the caller's, inside
     the block. An unsandboxed agent's exit code or signal is the `Child`'s: the
     watchdog exits as the agent did, once nothing the agent started is left.
     A profile behind the proxy (``egress``) needs ``attach``, which makes its
-    listeners before the agent starts (`sandbox.launch.open_launch`).
+    listeners before the agent starts (`sandbox.run.launch.open_launch`).
     """
     probed = await preflight(bwrap) if profile.sandboxed else None
     if profile.sandboxed:

@@ -7,14 +7,14 @@ command never reaches this module.
 
 Each terminal is one task in a nursery the caller owns, so no command outlives
 the attempt that started it; `Terminals.close` kills whatever is still running.
-Sandboxed commands run in the session's one sandbox (`sandbox.session`), built
+Sandboxed commands run in the session's one sandbox (`sandbox.run.session`), built
 at the first command and ended by `Terminals.close`; a sandbox that ended on
 its own (killed from outside) is built again for the next command. If the
 session's sandbox cannot be built at all while bwrap itself works (its fork
 server did not start: an interpreter that cannot run inside, say), commands
 get a bwrap of their own instead, as strong and slower, and `Terminals.fallback`
 says why. While the manager is open it holds the stub ledger
-(`sandbox.stubs`), so the placeholders for missing protected paths are made
+(`sandbox.run.stubs`), so the placeholders for missing protected paths are made
 once per session, not once per command.
 """
 
@@ -30,12 +30,12 @@ from typing import NamedTuple
 
 import trio
 
-from sandbox.execution import Execution, ExitStatus
-from sandbox.launch import Attach
-from sandbox.profile import Profile
-from sandbox.runner import DEFAULT_OUTPUT_LIMIT, Command, start
-from sandbox.session import SandboxSession, SessionEnded, SessionError
-from sandbox.stubs import LEDGER, StubLedger
+from sandbox.plan.profile import Profile
+from sandbox.run.execution import Execution, ExitStatus
+from sandbox.run.launch import Attach
+from sandbox.run.runner import DEFAULT_OUTPUT_LIMIT, Command, start
+from sandbox.run.session import SandboxSession, SessionEnded, SessionError
+from sandbox.run.stubs import LEDGER, StubLedger
 
 
 class UnknownTerminal(LookupError):
@@ -106,8 +106,8 @@ class Terminals:
     ) -> str:
         """Start the command and return its terminal id once it is running.
 
-        Raises `sandbox.profile.ProfileError` (bad cwd, bad env name) or
-        `sandbox.bwrap.BwrapUnavailable` without starting anything.
+        Raises `sandbox.plan.profile.ProfileError` (bad cwd, bad env name) or
+        `sandbox.host.bwrap.BwrapUnavailable` without starting anything.
         """
         if self._closed:
             raise TerminalsClosed("the terminals of this session are closed")

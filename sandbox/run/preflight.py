@@ -19,10 +19,10 @@ from pathlib import Path
 import trio
 
 from policies.capability import Capability
-from sandbox.bwrap import Bwrap, BwrapUnavailable, advice_for, locate, probe
-from sandbox.execution import start_launch
-from sandbox.launch import prepare
-from sandbox.profile import Profile, ProfileError
+from sandbox.host.bwrap import Bwrap, BwrapUnavailable, advice_for, locate, probe
+from sandbox.plan.profile import Profile, ProfileError
+from sandbox.run.execution import start_launch
+from sandbox.run.launch import prepare
 
 _CACHE: dict[str, Bwrap | BwrapUnavailable] = {}
 _LOCK_BY_PATH: dict[str, trio.Lock] = {}

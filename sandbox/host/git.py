@@ -44,8 +44,6 @@ from typing import Final
 
 CONFIG_TIMEOUT: Final = 5.0
 EXCLUDES_MAX_BYTES: Final = 256 * 1024
-EXCLUDES_PATH: Final = "/tmp/.acp-governor-git-excludes"
-"""Where the excludes file is inside the sandbox: on its private ``/tmp``."""
 _KEYS: Final = r"^((user|author|committer)\.(name|email)|core\.excludesfile)$"
 _REPO_VARIABLES: Final = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_INDEX_FILE")
 _GLOB_SPECIAL: Final = "\\*?["

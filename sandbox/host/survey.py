@@ -4,7 +4,7 @@ This is the only place that inspects paths for the profile; `render` stays pure.
 It resolves roots, finds which protected paths exist (and where a missing one
 must be stubbed), follows a ``.git`` file to its ``gitdir``/``commondir``, scans
 a bounded depth for nested repositories and ``.env`` files, and lists the host
-sockets to cover (where the process may make Unix sockets, `sandbox.sockets`
+sockets to cover (where the process may make Unix sockets, `sandbox.host.sockets`
 decides how ``/run`` looks and finds the rest).
 
 Git dirs (`_Plan.protect_git`): where the profile allows commits, a git dir in
@@ -36,10 +36,12 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sandbox import toolchains
-from sandbox.hostgit import EXCLUDES_PATH, anchored, read_host_git
-from sandbox.profile import (
+from sandbox.host import toolchains
+from sandbox.host.git import anchored, read_host_git
+from sandbox.host.sockets import host_sockets, run_view
+from sandbox.plan.profile import (
     DEFAULT_PATH,
+    EXCLUDES_PATH,
     HomeMount,
     HostFacts,
     Profile,
@@ -47,7 +49,7 @@ from sandbox.profile import (
     ancestors_between,
     is_within,
 )
-from sandbox.protected import (
+from sandbox.plan.protected import (
     GIT_DIR_CONTAINERS,
     GIT_DIR_PROTECTED,
     HIDDEN_PATTERNS,
@@ -57,12 +59,11 @@ from sandbox.protected import (
     SCAN_MAX_DEPTH,
     SCAN_SKIP_DIRS,
 )
-from sandbox.sockets import host_sockets, run_view
 
 PRIVATE_DIRS = ("/tmp", "/var/tmp")
 GITFILE_MAX_BYTES = 4096
 _HIDDEN_NAME = re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in HIDDEN_PATTERNS))
-"""`sandbox.protected.is_hidden_name` as one compiled pattern (the same
+"""`sandbox.plan.protected.is_hidden_name` as one compiled pattern (the same
 ``fnmatchcase`` translation): the scan asks it for every entry it sees."""
 
 

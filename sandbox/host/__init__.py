@@ -1,0 +1,6 @@
+"""Probes of this machine: what is there to hide, keep or enforce.
+
+Each module reads the host (files, ``/proc``, cgroups, the person's git
+config, the bwrap binary) and hands back facts for `sandbox.plan`; none starts
+a sandbox. Reads are bounded and cached where a session would repeat them.
+"""
