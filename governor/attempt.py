@@ -20,6 +20,7 @@ gate decides requests; the turn folds updates; this file sequences them.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import signal
@@ -191,7 +192,9 @@ class Attempt:
                 nursery.cancel_scope.cancel()
         except AuditUnavailable as e:
             self.end.error = str(e)
-        after = await trio.to_thread.run_sync(snapshot, policy.roots)
+        after = await trio.to_thread.run_sync(
+            functools.partial(snapshot, policy.roots, before=before)
+        )
         self._unasked_changes(before, after)
         outcome = judge(self._ended())
         outcome.trace_id = p.spec.trace_id

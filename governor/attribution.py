@@ -11,9 +11,9 @@ without asking.
 
 | rule | explains a change when | can be fooled by |
 |---|---|---|
-| ``written`` | a governed ``fs/write_text_file`` left the file exactly so (size, mtime) | a later write that keeps both |
+| ``written`` | a governed ``fs/write_text_file`` left the file exactly so (size, mtime, ctime, inode: `governor.workspace.Seen`) | nothing the agent can do: a later write moves the ctime |
 | ``named`` | an allowed permission's tool call named the path (its locations, or a file its command redirects to) | a tool call that names a path it does not write, while something else writes it |
-| ``command`` | its time falls in a governed terminal's run | anything else writing during a command |
+| ``command`` | its time (its ctime, which the agent cannot set) falls in a governed terminal's run | anything else writing during a command |
 | ``window`` | its time falls between an allowed permission's answer and its tool call's end (its ``completed`` or ``failed`` update, else the next permission, else the turn's end) | two tool calls at once: a change made by one inside the other's window is credited to it; a write without asking while an allowed call runs |
 | ``deleted`` | a deletion (it carries no time) while a governed command ran or a permission was allowed | any deletion in such an attempt |
 
@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from governor.workspace import Change, Snapshot
+from governor.workspace import Change, Seen, Snapshot
 
 
 @dataclass(slots=True)
@@ -151,8 +151,8 @@ class Cause:
 class Evidence:
     """What the attempt knows at its end."""
 
-    written: Mapping[str, tuple[int, int]]
-    """Paths the gate wrote, with (size, mtime_ns) right after the write."""
+    written: Mapping[str, Seen]
+    """Paths the gate wrote, as a snapshot sees them right after the write."""
     current: Snapshot
     commands: Sequence[tuple[int, int]] = ()
     """(start, end) of each governed terminal's run."""
@@ -173,14 +173,14 @@ def _named(change: Change, e: Evidence) -> Cause | None:
 
 
 def _command(change: Change, e: Evidence) -> Cause | None:
-    t = change.mtime_ns
+    t = change.time_ns
     if t is not None and any(a <= t <= b for a, b in e.commands):
         return Cause("command")
     return None
 
 
 def _window(change: Change, e: Evidence) -> Cause | None:
-    t = change.mtime_ns
+    t = change.time_ns
     return None if t is None else e.allowed.window(t, e.ended_ns)
 
 

@@ -57,6 +57,7 @@ from governor.toolcalls import (
     newly_completed,
     report,
 )
+from governor.workspace import Seen, seen
 from policies.actions import ReadFile, RunCommand, ToolPermission, WriteFile
 from policies.decide import Decision, decide
 from policies.options import CACHED_TEXT, choose_offered
@@ -136,7 +137,7 @@ class Gate:
         self.tool_calls = ToolCalls()
         self.pending: dict[str, Any] | None = None
         self.pause_requested = trio.Event()
-        self.written: dict[str, tuple[int, int]] = {}
+        self.written: dict[str, Seen] = {}
         """Paths the governor wrote, with (size, mtime_ns) right after the write."""
         self.governed_terminals: set[str] = set()
         self.read_paths: set[str] = set()
@@ -528,7 +529,7 @@ class Gate:
             raise RpcError(e.code, str(e)) from None
         try:
             st = os.stat(path)
-            self.written[path] = (st.st_size, st.st_mtime_ns)
+            self.written[path] = seen(st)
         except OSError:
             pass
         return schema.WriteTextFileResponse()

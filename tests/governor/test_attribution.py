@@ -7,15 +7,17 @@ from typing import Any
 import pytest
 
 from governor.attribution import RULES, Allowance, Allowances, Cause, Evidence, explain
-from governor.workspace import Change, Snapshot
+from governor.workspace import Change, Seen, Snapshot
 
 WRITTEN = "/ws/written.txt"
+LEFT = Seen(3, 100, 100, 7, 0o100644)
+"""How the governed write left WRITTEN."""
 
 
 def evidence(**kw: Any) -> Evidence:
     base: dict[str, Any] = {
-        "written": {WRITTEN: (3, 100)},
-        "current": Snapshot({WRITTEN: (3, 100), "/ws/later.txt": (3, 999)}),
+        "written": {WRITTEN: LEFT},
+        "current": Snapshot({WRITTEN: LEFT, "/ws/later.txt": Seen(3, 999, 999, 8, 0o100644)}),
         "commands": [(200, 300)],
         "allowed": Allowances(
             [
@@ -51,7 +53,14 @@ def test_a_change_is_explained_by_the_first_rule_that_holds(
 
 
 def test_a_governed_write_changed_again_afterwards_is_not_explained_by_it() -> None:
-    later = evidence(current=Snapshot({WRITTEN: (5, 150)}), allowed=Allowances(), commands=[])
+    later = evidence(current=Snapshot({WRITTEN: LEFT._replace(size=5, mtime_ns=150, ctime_ns=150)}),
+                     allowed=Allowances(), commands=[])  # fmt: skip
+    assert explain(Change(WRITTEN, "changed", 150), later) is None
+
+
+def test_a_governed_write_changed_again_with_its_size_and_mtime_put_back_is_not_explained_by_it() -> None:
+    # the agent cannot put the ctime back: the write no longer explains the file
+    later = evidence(current=Snapshot({WRITTEN: LEFT._replace(ctime_ns=150)}), allowed=Allowances(), commands=[])
     assert explain(Change(WRITTEN, "changed", 150), later) is None
 
 

@@ -1,0 +1,80 @@
+"""Workspace snapshots (`governor.workspace`): a change is seen by what the agent
+cannot set, and an untouched tree shows none."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from governor import workspace
+from governor.workspace import Seen, Snapshot, diff, differs, snapshot
+
+
+def tree(root: Path) -> Path:
+    (root / "src").mkdir(parents=True)
+    (root / "README.md").write_text("hello")
+    (root / "src" / "a.py").write_text("print(1)\n")
+    return root
+
+
+def aged(path: Path, seconds: int = 3600) -> None:
+    """Put the file's mtime an hour back (its ctime moves to now, as any utime does)."""
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns - seconds * 10**9))
+
+
+def test_an_untouched_tree_shows_no_change(tmp_path: Path) -> None:
+    root = str(tree(tmp_path / "ws"))
+    before = snapshot([root])
+    assert diff(before, snapshot([root], before=before)) == []
+
+
+def test_a_same_size_edit_with_its_mtime_put_back_is_a_change(tmp_path: Path) -> None:
+    readme = tree(tmp_path / "ws") / "README.md"
+    before = snapshot([str(tmp_path / "ws")])
+    st = readme.stat()
+    readme.write_text("HELLO")
+    os.utime(readme, ns=(st.st_atime_ns, st.st_mtime_ns))
+    after = snapshot([str(tmp_path / "ws")], before=before)
+    old, new = before.files[str(readme)], after.files[str(readme)]
+    assert (old.size, old.mtime_ns) == (new.size, new.mtime_ns)  # what used to be compared
+    assert [(c.path, c.how) for c in diff(before, after)] == [(str(readme), "changed")]
+
+
+def test_a_change_carries_its_ctime_not_the_mtime_the_writer_chose(tmp_path: Path) -> None:
+    readme = tree(tmp_path / "ws") / "README.md"
+    before = snapshot([str(tmp_path / "ws")])
+    readme.write_text("more text")
+    aged(readme)
+    (change,) = diff(before, snapshot([str(tmp_path / "ws")], before=before))
+    assert change.time_ns == readme.stat().st_ctime_ns != readme.stat().st_mtime_ns
+
+
+def test_a_file_replaced_by_a_rename_is_a_change_even_with_every_time_equal() -> None:
+    old = Seen(5, 100, 100, 1, 0o100644)
+    assert differs(old, old._replace(ino=2))
+    assert not differs(old, old)
+
+
+def test_a_racy_file_is_hashed_and_an_edit_in_its_tick_is_told_by_its_content() -> None:
+    same = Seen(5, 100, 100, 1, 0o100644)
+    assert differs(same._replace(digest=b"a"), same._replace(digest=b"b"))
+    assert not differs(same._replace(digest=b"a"), same._replace(digest=b"a"))
+    assert not differs(same._replace(digest=b"a"), same)  # the other side did not hash
+
+
+def test_only_fresh_files_are_hashed_and_a_file_hashed_before_is_hashed_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tree(tmp_path / "ws")
+    readme = str(root / "README.md")
+    fresh = snapshot([str(root)])
+    assert all(s.digest is not None for s in fresh.files.values())  # written just now
+    monkeypatch.setattr(workspace, "RACY_NS", -(10**18))  # as if long after: nothing is fresh
+    assert all(s.digest is None for s in snapshot([str(root)]).files.values())
+    hashed = Snapshot({readme: fresh.files[readme]})
+    again = snapshot([str(root)], before=hashed)
+    assert again.files[readme].digest == fresh.files[readme].digest
+    assert again.files[str(root / "src" / "a.py")].digest is None
