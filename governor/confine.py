@@ -33,6 +33,7 @@ command is not sandboxed at all and has the host's network.
 from __future__ import annotations
 
 import os
+import posixpath
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -91,6 +92,18 @@ def _literal_paths(globs: Sequence[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _still_unprotected(policy: Policy) -> tuple[str, ...]:
+    """The policy's ``unprotect`` names that none of its protected globs (the
+    ceiling's among them) covers again: the sandbox leaves exactly the names
+    unpinned that governed writes may change."""
+    root = policy.workspace
+    return tuple(
+        name
+        for name in policy.unprotected
+        if policy.protected.first(posixpath.join(root, name), (root,)) is None
+    )
+
+
 def kept_folders(policy: Policy) -> tuple[Path, ...]:
     """The policy's ``[sandbox] keep`` folders, ``~/`` taken as the governor's
     ``$HOME`` (the person's, where their toolchain is)."""
@@ -116,6 +129,7 @@ def command_profile(policy: Policy, agent_env: Mapping[str, str] | None = None) 
         keep=kept_folders(policy),
         toolchains=policy.toolchains,
         protected=_literal_paths(policy.protected_extra),
+        unprotected=_still_unprotected(policy),
         hidden=_literal_paths(tuple(h for h in policy.hidden_globs if not h.startswith("**/"))),
         git_read_only=policy.git == "read-only",
         limits=policy.limits.effective(),
@@ -164,6 +178,7 @@ def agent_profile(
         # host's socket files); unsandboxed there is no filter
         allow_unix_sockets=None,
         protected=_literal_paths(policy.protected_extra),
+        unprotected=_still_unprotected(policy),
         keep=kept_folders(policy),
         toolchains=policy.toolchains,
         git_read_only=policy.git == "read-only",

@@ -11,6 +11,7 @@ closest key suggested for a typo). The format, every key::
     on_ask = "refuse"                 # refuse | pause | person
     allow_mode_switch = false         # may the agent be put in a mode where it stops asking
     protected = ["specs/**"]          # more globs no governed write may touch
+    unprotect = [".pre-commit-config.yaml"]  # protected names this job may change (hook and editor configs only)
     hidden = ["**/.env", "**/.env.*"] # globs no governed read may see (this replaces the default)
 
     [sandbox]
@@ -50,7 +51,7 @@ from policies.errors import ConfigError, closest, unknown_key
 from policies.limits import Limits, limits_from_mapping
 from policies.network import HostPattern, HostPatternError, NetworkRules, parse_pattern
 from policies.paths import PathGlobs, normalize
-from policies.protected import ALWAYS_PROTECTED, HIDDEN_BY_DEFAULT
+from policies.protected import HIDDEN_BY_DEFAULT, UNPROTECTABLE, protected_globs
 from policies.rules import TOOL_KINDS, RuleList, Rules, rule_list
 
 OnAsk = Literal["refuse", "pause", "person"]
@@ -70,6 +71,7 @@ _TOP_KEYS: Final = {
     "on_ask",
     "allow_mode_switch",
     "protected",
+    "unprotect",
     "hidden",
     "allow",
     "ask",
@@ -97,6 +99,9 @@ class Policy:
     allow_mode_switch: bool = False
     rules: Rules = field(default_factory=Rules)
     protected_extra: tuple[str, ...] = ()
+    unprotected: tuple[str, ...] = ()
+    """Names of `policies.protected.UNPROTECTABLE` this job may change (``unprotect``);
+    a glob of ``protected_extra`` (the ceiling's included) still covers them."""
     hidden_globs: tuple[str, ...] = HIDDEN_BY_DEFAULT
     keep: tuple[str, ...] = ()
     """Folders kept visible read-only in every sandbox, as written (``~/`` expanded
@@ -114,7 +119,9 @@ class Policy:
 
     def __post_init__(self) -> None:
         object.__setattr__(
-            self, "protected", PathGlobs(ALWAYS_PROTECTED + tuple(self.protected_extra))
+            self,
+            "protected",
+            PathGlobs(protected_globs(self.unprotected) + tuple(self.protected_extra)),
         )
         object.__setattr__(self, "hidden", PathGlobs(tuple(self.hidden_globs)))
 
@@ -195,6 +202,8 @@ def policy_from_mapping(data: Mapping[str, Any], source: str) -> Policy:
         )
     if "protected" in data:
         kwargs["protected_extra"] = string_list(source, "protected", data["protected"])
+    if "unprotect" in data:
+        kwargs["unprotected"] = _unprotected(source, data["unprotect"])
     if "hidden" in data:
         kwargs["hidden_globs"] = string_list(source, "hidden", data["hidden"])
     if "sandbox" in data:
@@ -209,6 +218,24 @@ def policy_from_mapping(data: Mapping[str, Any], source: str) -> Policy:
         allow=_tier(source, "allow", data.get("allow")),
     )
     return Policy(**kwargs)
+
+
+def _unprotected(source: str, value: Any) -> tuple[str, ...]:
+    """``unprotect``: names of `UNPROTECTABLE`, as the list writes them; any
+    other (git's internals, the agent's and the governor's controls, rc files)
+    is an error naming it: a policy may come from the repository the agent
+    works in."""
+    names = string_list(source, "unprotect", value)
+    for name in names:
+        if name not in UNPROTECTABLE:
+            hint = closest(name, UNPROTECTABLE)
+            raise ConfigError(
+                source,
+                "unprotect",
+                f"{name!r} cannot be unprotected: only the hook managers' and editors' "
+                f"configs can (see README, Policies)" + (f"; did you mean {hint!r}?" if hint else ""),
+            )
+    return names
 
 
 def _network(source: str, value: Any) -> dict[str, Any]:

@@ -196,7 +196,8 @@ def survey(
             if found.top is not None and NESTED_GIT_NAME in found.top:
                 worktrees.append(root)
         if profile.writable:
-            for rel in (*PROTECTED_NAMES, *profile.protected):
+            names = [n for n in PROTECTED_NAMES if n not in profile.unprotected]
+            for rel in (*names, *profile.protected):
                 if rel == NESTED_GIT_NAME:
                     plan.protect_git(root, rel, found.top)
                 else:

@@ -52,7 +52,7 @@ from typing import Final
 from policies.capability import Capability
 from policies.limits import Limits
 from sandbox.plan.egress import NO_PROXY_VARIABLES, Egress
-from sandbox.plan.protected import SYSTEM_DIRS
+from sandbox.plan.protected import SYSTEM_DIRS, UNPROTECTABLE
 
 PROC_HOST_KNOBS: Final = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus")
 """Parts of the fresh ``/proc`` that act on the host and are always bound
@@ -113,6 +113,9 @@ class Profile:
     which the agent was found, where the sandbox would hide them (a link under
     ``/tmp`` or ``$HOME`` to an install kept visible)."""
     protected: tuple[str, ...] = ()
+    unprotected: tuple[str, ...] = ()
+    """Names of `sandbox.plan.protected.UNPROTECTABLE` left writable (a policy's
+    ``unprotect``); one ``protected`` names too stays pinned."""
     hidden: tuple[str, ...] = ()
     allow_unix_sockets: bool | None = None
     """None: as `unix_sockets` says by default; True or False overrides it."""
@@ -141,6 +144,12 @@ class Profile:
                 raise ProfileError(f"environment variable {name} contains a NUL byte")
         for rel in (*self.protected, *self.hidden):
             _check_relative("protected/hidden path", rel)
+        for name in self.unprotected:
+            if name not in UNPROTECTABLE:
+                raise ProfileError(
+                    f"{name!r} cannot be unprotected: only the hook managers' and editors' "
+                    "configs can (sandbox.plan.protected.UNPROTECTABLE)"
+                )
         for path in (self.workspace, *self.extra_roots, *self.visible, *self.keep):
             if not Path(path).is_absolute():
                 raise ProfileError(f"path {str(path)!r} must be absolute")
@@ -204,6 +213,7 @@ class Profile:
         env: Mapping[str, str] | None = None,
         network: bool = True,
         protected: Sequence[str] = (),
+        unprotected: Sequence[str] = (),
         hidden: Sequence[str] = (),
         allow_unix_sockets: bool | None = None,
         keep: Sequence[Path] = (),
@@ -235,6 +245,7 @@ class Profile:
             visible=tuple(install),
             links=tuple(links),
             protected=tuple(protected),
+            unprotected=tuple(unprotected),
             hidden=tuple(hidden),
             allow_unix_sockets=allow_unix_sockets,
             path=search_path,

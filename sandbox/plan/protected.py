@@ -38,6 +38,10 @@ PROTECTED_NAMES: Final[tuple[str, ...]] = policy_protected.PROTECTED_NAMES
 """Names pinned read-only at the top of every writable root (existing or not): the
 policy engine's list, so governed writes and sandboxed commands refuse the same."""
 
+UNPROTECTABLE: Final[tuple[str, ...]] = policy_protected.UNPROTECTABLE
+"""The names a profile may leave unpinned (`Profile.unprotected`): the policy's
+``unprotect``, checked against the same list."""
+
 NESTED_GIT_NAME: Final = ".git"
 """Nested repositories (``**/.git``) are protected like the top one: a nested
 ``.git/hooks`` runs as soon as the user commits inside that directory
@@ -51,6 +55,8 @@ GIT_DIR_PROTECTED: Final[tuple[str, ...]] = (
     "modules",
     "worktrees",
     "commondir",
+    "objects/info/alternates",
+    "objects/info/http-alternates",
 )
 """What stays read-only inside a git dir where commits are allowed, existing or
 not (a placeholder holds a missing one; git takes each for absent, see
@@ -71,6 +77,11 @@ not (a placeholder holds a missing one; git takes each for absent, see
   ``config.worktree`` decide what a worktree elsewhere runs.
 * ``commondir``: names the directory whose config and hooks git uses; pointing
   it elsewhere swaps them all.
+* ``objects/info/alternates`` and ``http-alternates``: more object stores
+  (paths, URLs) git reads as its own (gitrepository-layout(5)): the person's
+  repository would depend on, and read, a store the agent keeps where it likes
+  and the snapshot does not look. Pinned alone: the rest of ``objects/`` is
+  where commits go.
 
 Not here, on purpose: ``rebase-merge/``, ``rebase-apply/`` and ``sequencer/``.
 A planted ``git-rebase-todo`` with ``exec`` lines runs only if the person runs

@@ -34,3 +34,25 @@ def test_by_default_toolchains_are_detected(tmp_path: Path) -> None:
     policy = parse_policy('capability = "read-only"\n', "job.toml").bind(str(tmp_path))
     assert command_profile(policy).toolchains is True
     assert command_profile(policy).keep == ()
+
+
+def test_a_name_the_policy_unprotects_is_left_unpinned_in_both_profiles_unless_a_glob_covers_it(
+    tmp_path: Path,
+) -> None:
+    import pytest
+
+    from sandbox.host.survey import survey
+    from sandbox.plan.profile import Profile, ProfileError
+
+    policy = parse_policy(
+        'capability = "edit-workspace"\nunprotect = [".pre-commit-config.yaml", "lefthook.yml"]\n',
+        "job.toml",
+    ).bind(str(tmp_path), protected=("lefthook.*",))  # the ceiling's glob
+    command = command_profile(policy)
+    agent = agent_profile([sys.executable], policy, None, {"PATH": "/usr/bin:/bin"}, sandbox=True)
+    assert command.unprotected == agent.unprotected == (".pre-commit-config.yaml",)
+    pins = survey(command).pins
+    assert str(tmp_path / ".pre-commit-config.yaml") not in pins
+    assert str(tmp_path / "lefthook.yml") in pins and str(tmp_path / "mise.toml") in pins
+    with pytest.raises(ProfileError, match=r"'\.git' cannot be unprotected"):
+        Profile(capability=command.capability, workspace=tmp_path, unprotected=(".git",))

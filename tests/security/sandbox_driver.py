@@ -47,6 +47,7 @@ def build_profile(spec: dict[str, Any]) -> Profile:
         keep=tuple(Path(p) for p in spec.get("keep", ())),
         toolchains=spec.get("toolchains", True),
         git_read_only=spec.get("git_read_only", False),
+        unprotected=tuple(spec.get("unprotected", ())),
         limits=Limits(**spec["limits"]) if spec.get("limits") else None,
     )
 
