@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -159,3 +160,57 @@ def _literal(rel: str) -> str:
     if escaped.endswith(" "):
         escaped = escaped[:-1] + "\\ "
     return escaped
+
+
+GITMODULES_MAX_BYTES: Final = 64 * 1024
+_PATH_KEY: Final = re.compile(r"^\s*path\s*=\s*(.*?)\s*$", re.IGNORECASE)
+
+
+def submodule_paths(root: str) -> tuple[str, ...]:
+    """The checkout paths ``.gitmodules`` at the top of ``root`` names (relative,
+    plain: no ``..``, no absolute path, as git itself requires), read without
+    following a link; empty when there is none or it cannot be read.
+
+    Why the survey asks: a submodule that is not checked out is an empty folder
+    git passes over, and a ``.git`` the agent makes in it is a repository
+    whose config (``core.fsmonitor``) the person's next ``git status`` in the
+    outer repository runs. ``.gitmodules`` itself is protected, so the paths
+    read when the sandbox is built are the paths for its whole life."""
+    try:
+        fd = os.open(os.path.join(root, ".gitmodules"), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return ()
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return ()
+        text = os.read(fd, GITMODULES_MAX_BYTES).decode("utf-8", "replace")
+    finally:
+        os.close(fd)
+    found = []
+    for line in text.splitlines():
+        match = _PATH_KEY.match(line)
+        if match is None:
+            continue
+        value = _config_value(match.group(1))
+        parts = value.split("/")
+        if value and not value.startswith("/") and not any(p in ("", ".", "..") for p in parts):
+            found.append(value)
+    return tuple(dict.fromkeys(found))
+
+
+def _config_value(raw: str) -> str:
+    """A git config value as git reads it: double quotes joined, ``\\"`` and
+    ``\\\\`` unescaped, a ``#`` or ``;`` outside quotes ending it."""
+    out: list[str] = []
+    quoted = False
+    chars = iter(raw)
+    for char in chars:
+        if char == '"':
+            quoted = not quoted
+        elif char == "\\":
+            out.append(next(chars, ""))
+        elif char in "#;" and not quoted:
+            break
+        else:
+            out.append(char)
+    return "".join(out).strip()

@@ -19,6 +19,12 @@ dir (its ``HEAD`` exists, which nothing in the sandbox could have put there)
 and no other protected part lies on the way (`_opened`), so a planted ``.git``
 file can never open a pinned path.
 
+A submodule ``.gitmodules`` names that is not checked out (no ``.git`` in its
+folder) is pinned as it is, an empty folder git passes over: a ``.git`` made
+in it would be a repository whose ``core.fsmonitor`` the person's next ``git
+status`` runs (`sandbox.host.git.submodule_paths`). A placeholder ``.git``
+would not do: git dies on one ("invalid gitfile format") in every ``status``.
+
 A protected path that is a symlink is refused (`ProfileError`) rather than
 pinned: mounting follows the link, so the link itself would stay replaceable
 inside the writable root, and the next host tool would follow the replacement.
@@ -37,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sandbox.host import toolchains
-from sandbox.host.git import anchored, read_host_git
+from sandbox.host.git import anchored, read_host_git, submodule_paths
 from sandbox.host.sockets import host_sockets, run_view
 from sandbox.plan.profile import (
     DEFAULT_PATH,
@@ -204,6 +210,13 @@ def survey(
                     plan.pin(root, rel, found.top)
             for rel in found.nested_git:
                 plan.protect_git(root, rel)
+            for rel in submodule_paths(root):
+                # not checked out: held as it is, so no .git can be made in it
+                checkout = os.path.join(root, rel)
+                if not os.path.lexists(os.path.join(checkout, NESTED_GIT_NAME)) and (
+                    not os.path.islink(checkout)  # git does not follow one there
+                ):
+                    plan.pin(root, rel)
         for rel in found.git_files:
             plan.follow_gitfile(os.path.join(root, rel))
         for rel in (*found.hidden, *profile.hidden):

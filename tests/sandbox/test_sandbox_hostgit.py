@@ -147,3 +147,22 @@ def test_declared_variables_win_one_by_one_and_the_excludes_file_is_named() -> N
     assert (env["GIT_CONFIG_KEY_0"], env["GIT_CONFIG_VALUE_0"]) == ("core.excludesFile", EXCLUDES_PATH)
     own = Profile(capability=Capability.EDIT_WORKSPACE, workspace=Path("/w"), env={"GIT_CONFIG_COUNT": "0"})
     assert "GIT_CONFIG_KEY_0" not in environment(own, facts)
+
+
+def test_the_submodule_paths_are_read_as_git_reads_them_and_an_unsafe_one_is_left_out(
+    tmp_path: Path,
+) -> None:
+    from sandbox.host.git import submodule_paths
+
+    assert submodule_paths(str(tmp_path)) == ()  # none
+    (tmp_path / ".gitmodules").write_text(
+        '[submodule "a"]\n\tpath = vendor/a\n\turl = ../a\n'
+        '[submodule "b"]\n\tPath = "with space/b" # a comment\n'
+        '[submodule "c"]\n\tpath = ../outside\n[submodule "d"]\n\tpath = /abs\n'
+        '[submodule "e"]\n\tpath = vendor/a\n; path = commented\n'
+    )
+    assert submodule_paths(str(tmp_path)) == ("vendor/a", "with space/b")
+    (tmp_path / ".gitmodules").unlink()
+    (tmp_path / ".gitmodules").symlink_to(tmp_path / "elsewhere")
+    (tmp_path / "elsewhere").write_text('[submodule "x"]\n\tpath = x\n')
+    assert submodule_paths(str(tmp_path)) == ()  # not followed
