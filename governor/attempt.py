@@ -40,6 +40,7 @@ from governor.acp.connection import Connection, ConnectionClosed, RemoteError, R
 from governor.acp.jsonrpc import AUTH_REQUIRED, short_error
 from governor.attribution import Evidence, explain
 from governor.audit.log import AuditLog, AuditUnavailable
+from governor.callouts import callouts
 from governor.ending import CommandResult, Ending, judge
 from governor.gate import REFUSED, Gate
 from governor.outcome import Outcome
@@ -558,6 +559,8 @@ class Attempt:
         (``unasked``), and each that only an allowed permission explains (the agent
         did it itself: ``changed``, with what explains it); `governor.attribution`
         holds the rule."""
+        changes = diff(before, after)
+        self.turn.notices.extend(callouts(changes, self.p.policy.roots))
         gate = self.gate
         if gate is None:
             return
@@ -571,7 +574,7 @@ class Attempt:
             ended_ns=now,
         )
         masked = self.audit.masker.text
-        for change in diff(before, after):
+        for change in changes:
             if change.path in covered or masked(change.path) in covered:
                 continue  # (the record holds the path as masked: a secret in it)
             cause = explain(change, evidence)
