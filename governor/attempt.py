@@ -194,7 +194,12 @@ class Attempt:
         except AuditUnavailable as e:
             self.end.error = str(e)
         after = await trio.to_thread.run_sync(
-            functools.partial(snapshot, policy.roots, before=before)
+            functools.partial(
+                snapshot,
+                policy.roots,
+                before=before,
+                also_hash=self.gate.written if self.gate is not None else (),
+            )
         )
         self._unasked_changes(before, after)
         outcome = judge(self._ended())
@@ -601,7 +606,7 @@ class Attempt:
                 break
         if not after.complete:
             self.turn.notices.append(
-                "the workspace has more files than the governor walks; unasked changes beyond the first 50,000 files were not looked for"
+                "the workspace has more files than the governor walks: every file there at the start was checked, but files made beyond the first 50,000 were not looked for"
             )
 
 

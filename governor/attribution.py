@@ -11,7 +11,7 @@ without asking.
 
 | rule | explains a change when | can be fooled by |
 |---|---|---|
-| ``written`` | a governed ``fs/write_text_file`` left the file exactly so (size, mtime, ctime, inode: `governor.workspace.Seen`) | nothing the agent can do: a later write moves the ctime |
+| ``written`` | a governed ``fs/write_text_file`` left the file exactly so (size, mtime, ctime, inode and content: `governor.workspace.Seen`) | nothing the agent can do: a later write moves the ctime, or in the same tick the content |
 | ``named`` | an allowed permission's tool call named the path (its locations, or a file its command redirects to) | a tool call that names a path it does not write, while something else writes it |
 | ``command`` | its time (its ctime, which the agent cannot set) falls in a governed terminal's run | anything else writing during a command |
 | ``window`` | its time falls between an allowed permission's answer and its tool call's end (its ``completed`` or ``failed`` update, else the next permission, else the turn's end) | two tool calls at once: a change made by one inside the other's window is credited to it; a write without asking while an allowed call runs |
@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from governor.workspace import Change, Seen, Snapshot
+from governor.workspace import Change, Seen, Snapshot, differs
 
 
 @dataclass(slots=True)
@@ -163,7 +163,8 @@ class Evidence:
 
 def _written(change: Change, e: Evidence) -> Cause | None:
     left = e.written.get(change.path)
-    if change.how != "deleted" and left is not None and left == e.current.files.get(change.path):
+    now = e.current.files.get(change.path)
+    if change.how != "deleted" and left is not None and now is not None and not differs(left, now):
         return Cause("written")
     return None
 

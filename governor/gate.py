@@ -57,7 +57,7 @@ from governor.toolcalls import (
     newly_completed,
     report,
 )
-from governor.workspace import Seen, seen
+from governor.workspace import Seen, content_digest, seen
 from policies.actions import ReadFile, RunCommand, ToolPermission, WriteFile
 from policies.decide import Decision, decide
 from policies.options import CACHED_TEXT, choose_offered
@@ -529,7 +529,7 @@ class Gate:
             raise RpcError(e.code, str(e)) from None
         try:
             st = os.stat(path)
-            self.written[path] = seen(st)
+            self.written[path] = seen(st)._replace(digest=content_digest(req.content.encode()))
         except OSError:
             pass
         return schema.WriteTextFileResponse()

@@ -68,18 +68,46 @@ class Snapshot:
 
     files: dict[str, Seen] = field(default_factory=dict)
     complete: bool = True
+    rechecked: bool = False
+    """Whether every file of the snapshot it was taken after was looked at
+    again: then a file of that one missing here was deleted, even where this
+    walk stopped at its limit."""
 
 
 def snapshot(
-    roots: Iterable[str], limit: int = MAX_FILES, *, before: Snapshot | None = None
+    roots: Iterable[str],
+    limit: int = MAX_FILES,
+    *,
+    before: Snapshot | None = None,
+    also_hash: Iterable[str] = (),
 ) -> Snapshot:
     """Walk the roots (not following symlinks) up to `limit` files. A racy file
-    is hashed, and so is each file ``before`` hashed (its content is what tells
-    an edit in the same tick from none)."""
-    snap = Snapshot()
+    is hashed, and so is each file ``before`` hashed and each of ``also_hash``
+    (the governed writes', whose digest the gate kept): its content is what
+    tells an edit in the same tick from none.
+
+    With ``before``, its files are looked at first, then the walk adds the new
+    ones up to the limit: an agent that floods a root with files can hide
+    files it made past the limit (the outcome says the walk stopped), never a
+    change to one that was there."""
+    snap = Snapshot(rechecked=before is not None)
     racy_from = time.time_ns() - RACY_NS
     kept = {} if before is None else before.files
     rehash = {path for path, old in kept.items() if old.digest is not None}
+    rehash.update(also_hash)
+    files = snap.files
+
+    def look(path: str) -> None:
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return
+        ctime = st.st_ctime_ns
+        digest = _digest(path, st) if ctime >= racy_from or path in rehash else None
+        files[path] = Seen(st.st_size, st.st_mtime_ns, ctime, st.st_ino, st.st_mode, digest)
+
+    for path in kept:
+        look(path)
     for root in roots:
         for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
             if os.path.basename(dirpath) == ".git":
@@ -87,19 +115,27 @@ def snapshot(
                 filenames = [f for f in filenames if f in _GIT_KEEP]
             for name in filenames:
                 path = os.path.join(dirpath, name)
-                try:
+                if path in files or path in kept:
+                    continue  # looked at already (one of before's, present or gone)
+                if len(files) >= limit:
+                    snap.complete = False
+                    return snap
+                try:  # look(path), inline: this is the walk's every file
                     st = os.lstat(path)
                 except OSError:
                     continue
                 ctime = st.st_ctime_ns
                 digest = _digest(path, st) if ctime >= racy_from or path in rehash else None
-                snap.files[path] = Seen(
+                files[path] = Seen(
                     st.st_size, st.st_mtime_ns, ctime, st.st_ino, st.st_mode, digest
                 )
-                if len(snap.files) >= limit:
-                    snap.complete = False
-                    return snap
     return snap
+
+
+def content_digest(data: bytes) -> bytes | None:
+    """The digest a snapshot would keep of a file holding ``data`` (None past
+    `RACY_MAX_BYTES`): what the gate keeps of a file it wrote."""
+    return hashlib.sha256(data).digest() if len(data) <= RACY_MAX_BYTES else None
 
 
 def _digest(path: str, st: os.stat_result) -> bytes | None:
@@ -147,6 +183,6 @@ def diff(before: Snapshot, after: Snapshot) -> list[Change]:
             out.append(Change(path, "created", now.ctime_ns))
         elif differs(old, now):
             out.append(Change(path, "changed", now.ctime_ns))
-    if before.complete and after.complete:
+    if after.rechecked or (before.complete and after.complete):
         out.extend(Change(p, "deleted", None) for p in before.files.keys() - after.files.keys())
     return sorted(out, key=lambda c: c.path)

@@ -128,3 +128,19 @@ def test_the_tool_calls_kept_are_the_last_mentioned_and_bounded() -> None:
     assert len(calls) == MAX_TOOL_CALLS
     assert calls.upsert(schema.ToolCallProgress(session_update="tool_call_update", tool_call_id="call-0")).governed
     assert not calls.upsert(schema.ToolCallProgress(session_update="tool_call_update", tool_call_id="call-1")).governed  # forgotten
+
+
+def test_a_governed_write_explains_its_file_when_the_snapshot_also_hashed_it() -> None:
+    # written just now, the file is racy: the snapshot holds its digest, the gate none
+    hashed = evidence(current=Snapshot({WRITTEN: LEFT._replace(digest=b"sha")}))  # gate: none
+    assert explain(Change(WRITTEN, "created", 100), hashed) == Cause("written")
+
+
+def test_a_governed_write_changed_again_in_the_same_tick_is_told_by_its_content() -> None:
+    # every field the kernel keeps equal (a coarse clock), the content not
+    gate = {WRITTEN: LEFT._replace(digest=b"what the gate wrote")}
+    later = evidence(written=gate, current=Snapshot({WRITTEN: LEFT._replace(digest=b"the agent's")}),
+                     allowed=Allowances(), commands=[])  # fmt: skip
+    assert explain(Change(WRITTEN, "changed", 100), later) is None
+    same = evidence(written=gate, current=Snapshot({WRITTEN: gate[WRITTEN]}))
+    assert explain(Change(WRITTEN, "changed", 100), same) == Cause("written")

@@ -78,3 +78,27 @@ def test_only_fresh_files_are_hashed_and_a_file_hashed_before_is_hashed_again(
     again = snapshot([str(root)], before=hashed)
     assert again.files[readme].digest == fresh.files[readme].digest
     assert again.files[str(root / "src" / "a.py")].digest is None
+
+
+def test_a_flood_of_new_files_cannot_hide_a_change_or_a_deletion_past_the_limit(tmp_path: Path) -> None:
+    root = tree(tmp_path / "ws")
+    before = snapshot([str(root)], limit=10)
+    assert before.complete
+    flood = root / "aaa"
+    flood.mkdir()
+    for i in range(50):
+        (flood / f"f{i}").write_text("x")
+    (root / "README.md").write_text("HELLO")
+    (root / "src" / "a.py").unlink()
+    after = snapshot([str(root)], limit=10, before=before)
+    assert not after.complete  # the outcome says the walk stopped
+    found = {(c.path, c.how) for c in diff(before, after)}
+    assert (str(root / "README.md"), "changed") in found
+    assert (str(root / "src" / "a.py"), "deleted") in found
+    assert len(after.files) == 10
+
+
+def test_a_tree_of_exactly_the_limit_is_walked_whole(tmp_path: Path) -> None:
+    root = tree(tmp_path / "ws")
+    assert snapshot([str(root)], limit=2).complete
+    assert not snapshot([str(root)], limit=1).complete
