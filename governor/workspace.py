@@ -20,6 +20,7 @@ is hashed as well (when it is at most `RACY_MAX_BYTES`), and hashed again by
 the next snapshot: few files are that fresh, so the walk stays a walk of
 ``lstat`` calls (bench/workspace.py).
 
+A symlink is an entry like a file (to a folder too: it is not followed).
 Bounded: a walk stops after `MAX_FILES` files and says so, rather than stalling
 an attempt on a huge tree. ``.git`` is walked only for what runs code later
 (hooks, config).
@@ -113,7 +114,8 @@ def snapshot(
             if os.path.basename(dirpath) == ".git":
                 dirnames[:] = [d for d in dirnames if d in _GIT_KEEP]
                 filenames = [f for f in filenames if f in _GIT_KEEP]
-            for name in filenames:
+            links = [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
+            for name in (*filenames, *links):  # a link to a folder is listed as one
                 path = os.path.join(dirpath, name)
                 if path in files or path in kept:
                     continue  # looked at already (one of before's, present or gone)

@@ -102,3 +102,12 @@ def test_a_tree_of_exactly_the_limit_is_walked_whole(tmp_path: Path) -> None:
     root = tree(tmp_path / "ws")
     assert snapshot([str(root)], limit=2).complete
     assert not snapshot([str(root)], limit=1).complete
+
+
+def test_a_link_to_a_folder_made_in_a_root_is_a_change_and_is_not_followed(tmp_path: Path) -> None:
+    root = tree(tmp_path / "ws")
+    before = snapshot([str(root)])
+    (root / "etc").symlink_to("/etc")
+    after = snapshot([str(root)], before=before)
+    assert [(c.path, c.how) for c in diff(before, after)] == [(str(root / "etc"), "created")]
+    assert not any(p.startswith(str(root / "etc") + "/") for p in after.files)
