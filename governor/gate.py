@@ -415,7 +415,8 @@ class Gate:
                 choice = choose_offered(offered, Verdict.DENY, False)
             return (verdict, by, reason), choice.option_id or "cancelled"
 
-        detail = {"tool_kind": kind, "raw_input": raw or {}}
+        detail = {"tool_kind": kind, "raw_input": raw or {}, "title": state.title,
+                  "command": subject.get("command"), "paths": list(state.locations)}
         self.allowances.end()  # the next permission ends the last one's window
         ruling = self.govern("permission", subject, shown, decision, detail, choose)
 
@@ -511,7 +512,7 @@ class Gate:
         subject = {"path": req.path, "bytes": len(req.content.encode())} | (
             {"resolved": path} if path != req.path else {}
         )
-        ruling = self.govern("write", subject, path, decision, {"content": req.content[:4000]})
+        ruling = self.govern("write", subject, path, decision, {"content": req.content})
         return cast(
             Awaitable[schema.WriteTextFileResponse],
             _then(ruling, lambda r: self._write(req, path, r)),

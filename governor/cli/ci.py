@@ -15,6 +15,7 @@ import os
 import sys
 from typing import Any, Final
 
+from governor.display import markdown, markdown_code, terminal
 from governor.outcome import Outcome
 
 SUMMARY_VARIABLE: Final = "GITHUB_STEP_SUMMARY"
@@ -33,17 +34,11 @@ def _what(record: dict[str, Any]) -> str:
     return str(found or record.get("kind", ""))
 
 
-def _cell(text: object) -> str:
-    """Text safe in a Markdown table cell: one line, pipes and backticks escaped."""
-    flat = " ".join(str(text).split())
-    return flat.replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`")[:300]
-
-
 def step_summary(outcome: Outcome) -> str:
     """The attempt as Markdown for the job summary."""
-    lines = [f"### acp-governor: `{_cell(outcome.run_id)}` {outcome.status}", ""]
+    lines = [f"### acp-governor: {markdown_code(outcome.run_id)} {markdown(outcome.status)}", ""]
     if outcome.reason:
-        lines += [_cell(outcome.reason), ""]
+        lines += [markdown(outcome.reason, 2000), ""]
     acp = outcome.acp
     if acp is not None:
         t = acp.tally
@@ -63,8 +58,8 @@ def step_summary(outcome: Outcome) -> str:
         ]
         for r in refused[:MAX_ROWS]:
             lines.append(
-                f"| {r.get('seq', '')} | {_cell(r.get('kind', ''))} | {_cell(_what(r))} "
-                f"| {_cell(r.get('rule') or '')} | {_cell(r.get('reason') or '')} |"
+                f"| {markdown(r.get('seq', ''))} | {markdown(r.get('kind', ''))} | {markdown(_what(r))} "
+                f"| {markdown(r.get('rule') or '')} | {markdown(r.get('reason') or '')} |"
             )
         if len(refused) > MAX_ROWS:
             lines.append(f"| | | {len(refused) - MAX_ROWS} more | | |")
@@ -72,10 +67,13 @@ def step_summary(outcome: Outcome) -> str:
     unasked = acp.unasked_paths if acp is not None else []
     if unasked:
         lines += ["**Changed without asking**", ""]
-        lines += [f"- `{_cell(path)}`" for path in unasked[:MAX_ROWS]]
+        lines += [f"- {markdown_code(path)}" for path in unasked[:MAX_ROWS]]
         lines.append("")
     if outcome.log:
-        lines += [f"Audit log: `{_cell(outcome.log)}` (check it with `governor audit verify`)", ""]
+        lines += [
+            f"Audit log: {markdown_code(outcome.log)} (check it with <code>governor audit verify</code>)",
+            "",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -93,8 +91,9 @@ def workflow_commands(outcome: Outcome) -> list[str]:
 
 
 def _data(text: object) -> str:
-    """A workflow command's message, escaped as the runner unescapes it."""
-    return str(text).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    """A workflow command's message, escaped as the runner unescapes it, and
+    terminal-safe (the runner's log viewer draws ANSI colours)."""
+    return terminal(text).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
 def _property(text: object) -> str:
