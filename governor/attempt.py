@@ -355,9 +355,16 @@ class Attempt:
             return
         self.turn.session_id = gate.session_id = session.session_id
         structlog.contextvars.bind_contextvars(session=session.session_id)
-        setup = SessionSetup(conn, self.p, self.turn, self.end, self.audit)
-        if not await setup.run(session, raw.get("models")):
+        setup = await SessionSetup(conn, self.p, self.name, self.audit).run(
+            session, raw.get("models")
+        )
+        self.turn.notices.extend(setup.notices)
+        if setup.error is not None:
+            self.end.error = setup.error
             return
+        self.end.model, self.end.alone = setup.model, setup.alone
+        self.turn.mode = setup.mode
+        self.turn.config_options = list(setup.config_options)
         prompt = p.spec.prompt + (RULES_FOR_THE_AGENT if p.spec.append_rules else "")
         self.emit("prompt", {"session": session.session_id})
         # The prompt runs in the connection's nursery, outside the deadline: after a
