@@ -40,8 +40,9 @@ from governor.acp.jsonrpc import AUTH_REQUIRED, short_error
 from governor.attribution import Evidence, explain
 from governor.audit.log import AuditLog, AuditUnavailable
 from governor.ending import CommandResult, Ending, judge
-from governor.gate import REFUSED, Gate
+from governor.gate import Gate
 from governor.outcome import Outcome
+from governor.ruling import REFUSED
 from governor.secrets import Masker
 from governor.setup import SessionSetup
 from governor.spec import AttemptSpec, Command, Prepared, RefusedBeforeStart, prepare
@@ -113,6 +114,7 @@ class Attempt:
         self.emit = listener or _nobody
         self.audit = AuditLog(p.log_path, self.id, durability=p.spec.durability, masker=p.masker)
         self.gate: Gate | None = None
+        self.terminals: confine.GovernedTerminals | None = None
         self.proxy: EgressProxy | None = None
         self.refused: dict[str, str] = {}
         """The agent's connections the proxy refused: host:port -> reason."""
@@ -174,11 +176,16 @@ class Attempt:
                 nursery.start_soon(self.audit.run_batch_sync)
                 if self.stop is not None:
                     nursery.start_soon(self._watch_stop, self.stop)
-                terminals = confine.GovernedTerminals(
+                terminals = self.terminals = confine.GovernedTerminals(
                     nursery, policy, p.env, proxy=lambda: self.proxy
                 )
                 self.gate = Gate(
-                    policy, self.audit, p.approver, terminals=terminals, on_event=self.listener
+                    policy,
+                    self.audit,
+                    p.approver,
+                    terminals=terminals,
+                    on_event=self.listener,
+                    end=self.end,
                 )
                 try:
                     async with open_egress(network.judge(self.gate, self.refused)) as self.proxy:
@@ -207,12 +214,9 @@ class Attempt:
         return outcome
 
     def _ended(self) -> Ending:
-        """The attempt's `Ending`, completed with what the gate, the turn and the
-        log hold at its end."""
+        """The attempt's `Ending`, completed with what the turn and the log hold at
+        its end (the gate wrote its own facts into it as they happened)."""
         end, turn, audit = self.end, self.turn, self.audit
-        if self.gate is not None:
-            end.pending = self.gate.pending
-            end.failure = self.gate.failure
         end.final_message = turn.final_message
         end.network_refused = tuple(self.refused)
         end.tally = audit.tallier.tally()
@@ -233,11 +237,7 @@ class Attempt:
         end.usage = turn.usage
         end.notices = tuple(turn.notices)
         end.bad_updates = turn.bad_updates
-        if self.gate is not None:
-            end.unknown_requests = dict(self.gate.routes().unknown)
-        end.decisions = lambda: [
-            r for r in audit.records if r.get("kind") not in ("attempt-start", "attempt-end")
-        ]
+        end.decisions = audit.seq - 1  # every record but the attempt-start
         end.elapsed_s = time.monotonic() - self.started
         return end
 
@@ -355,9 +355,16 @@ class Attempt:
             return
         self.turn.session_id = gate.session_id = session.session_id
         structlog.contextvars.bind_contextvars(session=session.session_id)
-        setup = SessionSetup(conn, self.p, self.turn, self.end, self.audit)
-        if not await setup.run(session, raw.get("models")):
+        setup = await SessionSetup(conn, self.p, self.name, self.audit).run(
+            session, raw.get("models")
+        )
+        self.turn.notices.extend(setup.notices)
+        if setup.error is not None:
+            self.end.error = setup.error
             return
+        self.end.model, self.end.alone = setup.model, setup.alone
+        self.turn.mode = setup.mode
+        self.turn.config_options = list(setup.config_options)
         prompt = p.spec.prompt + (RULES_FOR_THE_AGENT if p.spec.append_rules else "")
         self.emit("prompt", {"session": session.session_id})
         # The prompt runs in the connection's nursery, outside the deadline: after a
@@ -555,16 +562,16 @@ class Attempt:
         (``unasked``), and each that only an allowed permission explains (the agent
         did it itself: ``changed``, with what explains it); `governor.attribution`
         holds the rule."""
-        gate = self.gate
-        if gate is None:
-            return
+        if self.gate is None:
+            return  # nothing was governed: nothing ran
+        carried = self.end.carried
         covered = {p for subject in self.audit.unasked for p in subject.get("paths", [])}
         now = time.time_ns()
         evidence = Evidence(
-            written=gate.written,
+            written=carried.written,
             current=after,
-            commands=[(a, b or now) for a, b in confine.command_windows(gate.terminals)],
-            allowed=gate.allowances,
+            commands=[(a, b or now) for a, b in confine.command_windows(self.terminals)],
+            allowed=carried.allowances,
             ended_ns=now,
         )
         masked = self.audit.masker.text

@@ -249,6 +249,11 @@ class GovernedTerminals:
         self.windows[terminal_id] = [started, None]
         return terminal_id
 
+    def knows(self, terminal_id: str) -> bool:
+        """Whether `terminal_id` is a live terminal of the attempt (a lookup: the
+        output, up to its byte limit, is rendered only when asked for)."""
+        return terminal_id in self.inner
+
     def output(self, terminal_id: str) -> tuple[str, bool, tuple[int | None, str | None] | None]:
         out = self.inner.output(terminal_id)
         status = out.exit_status

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from governor.attribution import Carried
 from governor.audit.tally import Tally
 from governor.outcome import AcpReport, Judgement, Outcome, from_stop_reason, judged
 from governor.secrets import Masker
@@ -68,9 +69,10 @@ class Ending:
     gave_up: str | None = None
     """Why the connection stopped listening to the agent (what it sent)."""
     failure: str | None = None
-    """Why the gate failed closed (the audit log or the sandbox broke)."""
+    """Why the gate failed closed (the audit log or the sandbox broke); the gate
+    writes it here when it happens."""
     pending: dict[str, Any] | None = None
-    """The ask that paused the attempt, as the agent sent it."""
+    """The ask that paused the attempt, as the agent sent it (written by the gate)."""
     command: CommandResult | None = None
     limit: str | None = None
     """The limit the agent's process stopped at, in words (`sandbox.host.limits.blame`)."""
@@ -90,13 +92,18 @@ class Ending:
     notices: tuple[str, ...] = ()
     bad_updates: int = 0
     unknown_requests: dict[str, int] = field(default_factory=dict)
-    """Requests the agent made of methods the governor does not know: name -> calls."""
+    """Requests the agent made of methods the governor does not know: name -> calls
+    (the gate's routes count them here)."""
+    carried: Carried = field(default_factory=Carried)
+    """What the gate carried out (writes, reads, terminals, allowed permissions):
+    the evidence the attempt explains the workspace's changes with; not judged."""
     sandboxed_agent: bool = True
     network_refused: tuple[str, ...] = ()
     """The agent's connections the proxy refused, as ``host:port``, first first."""
     log: str | None = None
-    decisions: Callable[[], list[dict[str, Any]]] = list
-    """The decision log, made when the outcome's ``tool_calls`` is first read."""
+    decisions: int = 0
+    """How many decision records the attempt wrote to `log` (all but its start
+    and end): where its decision log is, with `run_id`, not the records."""
     masker: Masker = field(default_factory=Masker)
 
 
@@ -257,7 +264,7 @@ def judge(e: Ending) -> Outcome:
         reason=masked.text(j.reason) if j.reason else None,
         summary=masked.text(j.summary) if j.summary else None,
         run_id=e.run_id,
-        tool_calls=e.decisions,
+        decisions=e.decisions,
         usage=e.usage,
         acp=acp,
         pending=masked.json(e.pending),  # the request as the agent sent it

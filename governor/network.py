@@ -8,13 +8,13 @@
   `policies.actions.Connect`, decided by the engine on its name first (a
   refused name is never looked up: the lookup alone would leak it to a DNS
   server), then, once allowed, again with the addresses the host's resolver
-  gave; the final decision goes through `Gate.govern` (approver, audit record
-  of kind ``network``, written before the proxy answers).
+  gave; the final decision goes through `Gate.ruled` (`Gate.govern`, awaited:
+  approver, audit record of kind ``network``, written before the proxy
+  answers).
 """
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -126,9 +126,7 @@ def judge(gate: Gate, refused: dict[str, str] | None = None) -> Judge:
         if addresses:
             record["addresses"] = list(addresses[:8])
         try:
-            ruling = gate.govern("network", record, shown(request), decision, {})
-            if inspect.isawaitable(ruling):
-                ruling = await ruling
+            ruling = await gate.ruled("network", record, shown(request), decision, {})
         except RpcError as e:
             return ConnectionAnswer(False, str(e))
         agent = request.origin == "agent" and request.problem is None

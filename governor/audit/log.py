@@ -252,6 +252,11 @@ class AuditLog:
         return body
 
     @property
+    def seq(self) -> int:
+        """The seq of the last record appended: how many records this log holds."""
+        return self._seq
+
+    @property
     def records(self) -> list[dict[str, Any]]:
         """Every record of this log so far, in order: read back from its file (the
         lines of this attempt after where it began), else parsed from the lines

@@ -6,7 +6,7 @@ status, the tally, each refusal with its rule and reason, the changes made
 without asking, and the audit log's path. With ``--annotate`` it also prints
 workflow commands (``::error`` for each refusal, ``::warning`` for each
 unasked change), which the runner shows on the run's page. Everything comes
-from the outcome, which is masked like the audit log.
+from the outcome and its records in the audit log, masked alike.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import os
 import sys
 from typing import Any, Final
 
+from governor.audit.reading import decision_records
 from governor.display import markdown, markdown_code, terminal
 from governor.outcome import Outcome
 
@@ -24,8 +25,9 @@ MAX_ROWS: Final = 200
 
 
 def refusals(outcome: Outcome) -> list[dict[str, Any]]:
-    """The decision records that refused something."""
-    return [r for r in outcome.tool_calls if r.get("verdict") == "deny"]
+    """The decision records that refused something, read from the attempt's log."""
+    records = decision_records(outcome.log, outcome.run_id, outcome.decisions)
+    return [r for r in records if r.get("verdict") == "deny"]
 
 
 def _what(record: dict[str, Any]) -> str:

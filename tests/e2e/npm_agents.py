@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from governor.audit.reading import decision_records
 from governor.audit.verify import read_lines, verify
 from governor.outcome import Outcome
 from governor.spec import AttemptSpec
@@ -202,7 +203,7 @@ class Job:
 
 def records(outcome: Outcome, kind: str) -> list[dict[str, Any]]:
     """The outcome's decision records of one kind (permission, read, write, terminal, unasked)."""
-    return [r for r in outcome.tool_calls if r.get("kind") == kind]
+    return [r for r in decision_records(outcome.log, outcome.run_id) if r.get("kind") == kind]
 
 
 def tally_without_network(outcome: Outcome, stand_in: str) -> tuple[int, int, int, int]:

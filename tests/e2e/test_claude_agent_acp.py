@@ -21,6 +21,7 @@ from toolchain_home import (
 )
 
 from governor.attempt import run_attempt
+from governor.audit.reading import decision_records
 
 pytestmark = pytest.mark.e2e
 
@@ -75,7 +76,7 @@ async def test_write_and_bash_all_asked_and_allowed_end_with_nothing_unasked(job
     assert made.read_text() == "built\n" and (job.workspace / "stamp").exists()
     assert {r["verdict"] for r in records(outcome, "permission")} == {"allow"}
     assert outcome.acp is not None
-    assert outcome.acp.tally.unasked == 0, outcome.tool_calls
+    assert outcome.acp.tally.unasked == 0, list(decision_records(outcome.log, outcome.run_id))
     rules = {
         r["subject"]["path"].rsplit("/", 1)[-1]: r["explained_by"]["rule"]
         for r in records(outcome, "changed")
