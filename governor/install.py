@@ -52,6 +52,15 @@ def _installs() -> tuple[str, ...]:
     )
 
 
+def _linked() -> tuple[str, ...]:
+    """The install's folders as the person reaches them (the prefix, the
+    interpreter's and the started script's folders), unresolved: one that
+    passes through a link is not pinned by its target's pin."""
+    started = sys.argv[0] if sys.argv and os.path.isabs(sys.argv[0]) else ""
+    paths = (sys.prefix, os.path.dirname(sys.executable), os.path.dirname(started))
+    return tuple(dict.fromkeys(os.path.abspath(p) for p in paths if p))
+
+
 def _resolved(folders: Sequence[str]) -> tuple[str, ...]:
     found = (os.path.realpath(f) for f in folders if f)
     return tuple(dict.fromkeys(f for f in found if os.path.isdir(f) and f != "/"))
@@ -75,13 +84,23 @@ def problems(roots: Sequence[str]) -> list[str]:
     """Why the governor may not start with these writable roots: one is a
     folder of `own_install` (a pin would make the whole root read-only), or
     lies in one of `_installs`, whose every file may run at start (in a folder
-    that is only on ``sys.path``, a root below it is a package nobody imports)."""
+    that is only on ``sys.path``, a root below it is a package nobody imports),
+    or holds a link the install is reached through (`_linked`)."""
     installs = _installs()
     out = []
     for root in roots:
         real = os.path.realpath(root)
         held = [f for f in own_install() if real == f]
         held += [f for f in installs if _below(real, f)]
+        out += [
+            f"the governor's own install {path} lies in the root {root} through a link "
+            f"(to {os.path.realpath(path)}): the agent could replace the link, and the next "
+            "start would run what it leads to; install acp-governor outside the project "
+            "(pipx install acp-governor, uv tool install acp-governor, or a venv outside "
+            "every root), or use the link's target"
+            for path in _linked()
+            if _below(path, real) and os.path.realpath(path) != path
+        ][:1]
         out += [
             f"the root {root} is the governor's own install or lies in it ({folder}, which "
             "Python runs or imports from at every start): the agent could change what the "

@@ -140,10 +140,13 @@ def survey(
         for h in other_homes(home, uid, roots)
         if not any(is_within(h, d) for d in private_dirs)  # a private /tmp hides it already
     )
+    search_path = profile.env.get("PATH", profile.path if profile.path is not None else DEFAULT_PATH)
+    on_path = [os.path.realpath(e) for e in search_path.split(":") if os.path.isabs(e)]
     foreign = tuple(
         h
         for h in concealed.foreign_homes((*([home] if home else []), *others))
         if not any(is_within(h, d) for d in (*private_dirs, *roots))
+        and not any(is_within(e, h) for e in on_path)  # /home/linuxbrew: the host's PATH names it
     )
     hidden_roots = (*private_dirs, *foreign, *others, *([home] if home else []))
     state = os.path.realpath(concealed.state_dir())
@@ -176,7 +179,7 @@ def survey(
     homes = (*([home] if home else []), *others)
     mounted = (*visible, *(m.dest for m in home_mounts))
     chains = toolchains.detect(
-        profile.env.get("PATH", profile.path if profile.path is not None else DEFAULT_PATH),
+        search_path,
         _toolchain_variables(profile.env),
         homes=homes,
         roots=roots,

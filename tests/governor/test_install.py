@@ -76,3 +76,17 @@ def test_the_cli_exits_2_when_started_from_a_workspace_on_its_own_import_path(tm
     )  # fmt: skip
     assert run.returncode == 2, run.stderr
     assert "the governor's own install" in run.stderr and "pipx" in run.stderr
+
+
+def test_a_venv_reached_through_a_link_in_the_workspace_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws, real = tmp_path / "ws", tmp_path / "venvs" / "proj"
+    (real / "bin").mkdir(parents=True)
+    ws.mkdir()
+    (ws / ".venv").symlink_to(real)  # the agent could point it at a venv of its own
+    monkeypatch.setattr(sys, "prefix", str(ws / ".venv"))
+    problems = install.problems([str(ws)])
+    assert len(problems) == 1 and "through a link" in problems[0] and "pipx" in problems[0]
+    monkeypatch.setattr(sys, "prefix", str(real))
+    assert install.problems([str(ws)]) == []  # the neighbour: started by the link's target

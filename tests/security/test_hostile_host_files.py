@@ -81,3 +81,12 @@ def test_other_peoples_homes_are_empty_and_a_root_inside_one_stays(box: Box, som
     assert "shared project" in shared.text  # the neighbour: a root in it is bound back
     assert (project / "made.txt").read_text() == "made\n"
     assert CANARY not in shared.text
+
+
+def test_a_folder_of_home_that_the_hosts_path_names_stays(box: Box, someone: Path) -> None:
+    """Homebrew on Linux lives in ``/home/linuxbrew/.linuxbrew``: not a person's
+    home, named by the host's own ``PATH``, so it stays."""
+    tool = box.write(someone / "bin" / "brewed", "#!/bin/sh\necho brewed ran\n", mode=0o755)
+    outcome = box.run("brewed", path=f"{tool.parent}:/usr/bin:/bin")
+    assert outcome.error is None, outcome.error
+    assert "brewed ran" in outcome.text
