@@ -9,7 +9,8 @@ wrapper and every command see the same roots, capability and protected paths:
   homes it leads to, `sandbox.host.toolchains`), and otherwise only the variables
   the agent declares for that command;
 - both: the policy's ``[sandbox] git`` (commits allowed at edit-workspace, or
-  ``.git`` read-only as a whole);
+  ``.git`` read-only as a whole), and the governor's own install pinned
+  read-only where it lies in a root (`governor.install`);
 - the agent process: the same roots and capability, its preset's home folders
   kept writable on the empty ``$HOME``, its install kept visible, its
   environment as the attempt built it. ``--no-sandbox-agent`` (or
@@ -44,6 +45,7 @@ import structlog
 import trio
 
 from governor import leftovers
+from governor.install import read_only_in
 from governor.network import egress_for
 from governor.presets import NPM_HOME, Preset
 from policies.capability import Capability
@@ -119,6 +121,7 @@ def command_profile(policy: Policy, agent_env: Mapping[str, str] | None = None) 
         hidden=_literal_paths(tuple(h for h in policy.hidden_globs if not h.startswith("**/"))),
         git_read_only=policy.git == "read-only",
         limits=policy.limits.effective(),
+        read_only=read_only_in(policy.roots),
     )
 
 
@@ -168,6 +171,7 @@ def agent_profile(
         toolchains=policy.toolchains,
         git_read_only=policy.git == "read-only",
         limits=policy.limits.effective(),
+        read_only=read_only_in(policy.roots),
     )
 
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final, Literal
 
+from governor import install
 from governor.approver import Approver, Ask, Callback, for_on_ask
 from governor.audit.log import Durability, inside
 from governor.ceilings import load_ceiling
@@ -37,6 +38,7 @@ from policies.capability import Capability
 from policies.ceiling import CUSTOM_AGENT, CUSTOM_COMMAND, Ceiling, RunRequest, check, parse_ceiling
 from policies.network import HostPatternError, parse_pattern
 from policies.policy import Policy, parse_policy
+from sandbox.host.concealed import state_dir
 
 
 class RefusedBeforeStart(Exception):
@@ -250,6 +252,8 @@ def prepare(spec: AttemptSpec) -> Prepared:
             f"the audit log {log_path} is inside the root {root}, where the agent could "
             "rewrite it: give --log (or $XDG_STATE_HOME) a place outside every root"
         )
+    if bound.capability == Capability.EDIT_WORKSPACE:  # only there are the roots writable
+        problems.extend(install.problems(bound.roots))
     if problems:
         raise RefusedBeforeStart(problems)
     limits = bound.limits.with_wall(spec.timeout).effective(ceiling.max_limits)
@@ -374,9 +378,9 @@ def _approver(value: Approver | Callable[[Ask], Any] | None, policy: Policy) -> 
 
 
 def default_log_dir() -> Path:
-    """Where per-attempt audit logs go: ``$XDG_STATE_HOME/acp-governor/``."""
-    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(state) / "acp-governor"
+    """Where per-attempt audit logs go: ``$XDG_STATE_HOME/acp-governor/``, which
+    no sandbox sees (`sandbox.host.concealed`)."""
+    return state_dir()
 
 
 def _log_path(spec: AttemptSpec, workspace: str) -> Path | None:

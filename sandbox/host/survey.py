@@ -36,7 +36,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sandbox.host import toolchains
+from sandbox.host import concealed, toolchains
 from sandbox.host.git import anchored, read_host_git
 from sandbox.host.sockets import host_sockets, run_view
 from sandbox.plan.profile import (
@@ -140,7 +140,16 @@ def survey(
         for h in other_homes(home, uid, roots)
         if not any(is_within(h, d) for d in private_dirs)  # a private /tmp hides it already
     )
-    hidden_roots = (*private_dirs, *others, *([home] if home else []))
+    search_path = profile.env.get("PATH", profile.path if profile.path is not None else DEFAULT_PATH)
+    on_path = [os.path.realpath(e) for e in search_path.split(":") if os.path.isabs(e)]
+    foreign = tuple(
+        h
+        for h in concealed.foreign_homes((*([home] if home else []), *others))
+        if not any(is_within(h, d) for d in (*private_dirs, *roots))
+        and not any(is_within(e, h) for e in on_path)  # /home/linuxbrew: the host's PATH names it
+    )
+    hidden_roots = (*private_dirs, *foreign, *others, *([home] if home else []))
+    state = os.path.realpath(concealed.state_dir())
 
     home_mounts: list[HomeMount] = []
     if home is not None:
@@ -170,15 +179,23 @@ def survey(
     homes = (*([home] if home else []), *others)
     mounted = (*visible, *(m.dest for m in home_mounts))
     chains = toolchains.detect(
-        profile.env.get("PATH", profile.path if profile.path is not None else DEFAULT_PATH),
+        search_path,
         _toolchain_variables(profile.env),
         homes=homes,
         roots=roots,
         visible=mounted,
-        keep=_operator_folders(profile.keep, homes),
+        keep=_operator_folders(profile.keep, homes, state),
         detection=profile.toolchains,
+        forbidden=(state,),
     )
     kept = (*mounted, *(k.path for k in chains.kept))
+    hiding = tuple(
+        d
+        for d in (state, *concealed.secret_dirs())
+        if os.path.isdir(d)
+        and not any(is_within(d, r) for r in roots)  # a root's rules hold in it
+        and (any(is_within(d, k) for k in kept) or not any(is_within(d, h) for h in hidden_roots))
+    )
     links = tuple(
         (path, target)
         for path, target in profile.links
@@ -210,6 +227,9 @@ def survey(
             if os.path.isfile(target) and _visible_inside(target, roots, hidden_roots):
                 hidden.append(target)
     hidden += chains.masked
+    if profile.writable:
+        for path in profile.read_only:
+            _pin_read_only(plan, os.path.realpath(path), roots)
 
     pins = plan.kept_pins()
     pinned = set(pins)
@@ -230,6 +250,11 @@ def survey(
         cwd=cwd,
         private_dirs=private_dirs,
         other_homes=others,
+        foreign_homes=foreign,
+        concealed=hiding,
+        host_secrets=tuple(
+            f for f in concealed.secret_files() if _visible_inside(f, roots, hidden_roots)
+        ),
         home_mounts=tuple(home_mounts),
         run_user_dir=run_user_dir,
         sockets=sockets,
@@ -256,14 +281,22 @@ def _toolchain_variables(env: Mapping[str, str]) -> dict[str, str]:
     return {n: env.get(n, os.environ.get(n, "")) for n in names if env.get(n, os.environ.get(n))}
 
 
-def _operator_folders(folders: tuple[Path, ...], homes: tuple[str, ...]) -> tuple[str, ...]:
+def _operator_folders(
+    folders: tuple[Path, ...], homes: tuple[str, ...], state: str
+) -> tuple[str, ...]:
     """The policy's ``[sandbox] keep`` folders, resolved; `ProfileError` for one
-    that does not exist, is a home or holds one, or holds credentials."""
+    that does not exist, is a home or holds one, holds credentials, or holds
+    or lies in the governor's state directory ``state``."""
     out = []
     for folder in folders:
         real = os.path.realpath(folder)
         if not os.path.isdir(real):
             raise ProfileError(f"folder to keep {folder} does not exist or is not a directory")
+        if is_within(real, state) or is_within(state, real):
+            raise ProfileError(
+                f"folder to keep {folder} holds or lies in the governor's state directory "
+                f"{state}, where every attempt's audit log is; name a folder beside it instead"
+            )
         if real == "/" or any(is_within(h, real) for h in homes):
             raise ProfileError(
                 f"folder to keep {folder} is '/' or a home or holds one; that would expose "
@@ -277,6 +310,20 @@ def _operator_folders(folders: tuple[Path, ...], homes: tuple[str, ...]) -> tupl
             )
         out.append(real)
     return tuple(out)
+
+
+def _pin_read_only(plan: _Plan, path: str, roots: tuple[str, ...]) -> None:
+    """Pin ``path`` read-only in the root that holds it (none: read-only anyway);
+    `ProfileError` for a path that is a root or holds one, which cannot be
+    pinned without making the whole root read-only."""
+    if any(is_within(r, path) for r in roots):
+        raise ProfileError(
+            f"read-only path {path} is a root or holds one; it cannot be kept read-only "
+            "inside a writable root"
+        )
+    root = next((r for r in roots if is_within(path, r)), None)
+    if root is not None and os.path.lexists(path):
+        plan.pin(root, os.path.relpath(path, root))
 
 
 def _visible_inside(path: str, roots: tuple[str, ...], tmpfs_dirs: tuple[str, ...]) -> bool:
@@ -421,20 +468,26 @@ class _Plan:
         """Follow a worktree's or submodule's ``.git`` file to its real git dir."""
         gitdir = _read_pointer(gitfile, "gitdir:")
         if gitdir is not None:
-            self._git_dir(os.path.realpath(os.path.join(os.path.dirname(gitfile), gitdir)))
+            target = os.path.realpath(os.path.join(os.path.dirname(gitfile), gitdir))
+            self._git_dir(target, _names_checkout(target, os.path.realpath(gitfile)))
 
     def _follow_commondir(self, gitdir: str) -> None:
         common = _read_pointer(os.path.join(gitdir, "commondir"), "")
         if common is not None:  # our placeholder's "." leads back to gitdir: followed
-            self._git_dir(os.path.realpath(os.path.join(gitdir, common)))
+            target = os.path.realpath(os.path.join(gitdir, common))
+            self._git_dir(target, is_within(gitdir, os.path.join(target, "worktrees")))
 
-    def _git_dir(self, target: str) -> None:
+    def _git_dir(self, target: str, leads_back: bool) -> None:
         """A git dir a pointer leads to: protected when it lies inside a writable
-        root, else kept visible (read-only); its own commondir followed."""
+        root, else kept visible (read-only) only when it ``leads_back`` to the
+        pointer, its own commondir followed. The pointer lies in a root, which
+        the agent writes: followed blindly, a planted ``gitdir: /root/.ssh``
+        would show that folder to every later sandbox. Where it leads back is
+        written outside the writable roots, by the host's git."""
         root = next((r for r in self.writable_roots if is_within(target, r) and target != r), None)
         if root is not None:
             self.protect_git(root, os.path.relpath(target, root))
-        elif target not in self.followed:
+        elif target not in self.followed and leads_back:
             self.followed.add(target)
             if os.path.isdir(target):
                 self.git_dirs.append(target)
@@ -580,6 +633,38 @@ def _nearest(path: str, pins: set[str], opened: set[str]) -> str | None:
         if parent in pins or parent in opened:
             return parent
         end = path.rfind("/", 0, end)
+    return None
+
+
+def _names_checkout(gitdir: str, gitfile: str) -> bool:
+    """Whether the git dir ``gitdir`` names the checkout whose ``.git`` file is
+    ``gitfile``: a linked worktree's ``gitdir`` file names that ``.git`` file,
+    a submodule's ``core.worktree`` its folder. The host's git writes both
+    outside the checkout; a ``.git`` file alone proves nothing."""
+    back = _read_pointer(os.path.join(gitdir, "gitdir"), "")
+    if back is not None and os.path.realpath(os.path.join(gitdir, back)) == gitfile:
+        return True
+    worktree = _config_worktree(os.path.join(gitdir, "config"))
+    checkout = os.path.dirname(gitfile)
+    return worktree is not None and os.path.realpath(os.path.join(gitdir, worktree)) == checkout
+
+
+def _config_worktree(path: str) -> str | None:
+    """The ``worktree`` key of a git config's ``[core]`` section, if any."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            text = handle.read(GITFILE_MAX_BYTES * 16)
+    except OSError:
+        return None
+    section = ""
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("["):
+            section = line.strip("[]").strip().lower()
+        elif section == "core":
+            key, _, value = line.partition("=")
+            if key.strip().lower() == "worktree" and value.strip():
+                return value.strip().strip('"')
     return None
 
 

@@ -1,7 +1,7 @@
 """The person's toolchains under ``$HOME``, kept visible inside the sandbox.
 
 Every home is an empty tmpfs inside the sandbox (it holds ``~/.ssh``, tokens,
-the agents' logins), which used to take the person's toolchain with it: cargo
+the agents' logins), which would take the person's toolchain with it: cargo
 in ``~/.cargo/bin``, tools installed with ``pip --user``, pipx or uv in
 ``~/.local/bin``, nvm's node, pyenv's interpreters and every virtualenv made
 from one. `detect` finds what a command or an agent needs of them, from facts
@@ -13,10 +13,15 @@ alone (nothing is guessed from a tool's name):
   beside it, where ``pip --user`` puts packages, and not ``~/.local/share``);
 * what the programs in those directories lead to: a symlink's target (pipx's
   and uv's tool venvs) and a script's interpreter (its ``#!`` line);
-* the interpreter of each virtualenv at the top of a root (``.venv``:
-  ``pyvenv.cfg``'s ``home``, and where ``bin/python`` points);
 * the roots of the usual toolchain variables (`TOOLCHAIN_VARIABLES`), set or at
-  their default place, and the variables themselves when set.
+  their default place, and the variables themselves when set;
+* the interpreter of each virtualenv at the top of a root (``.venv``:
+  ``pyvenv.cfg``'s ``home``, and where ``bin/python`` points), only when it is
+  a real interpreter (an executable ELF file) inside what the two rules above
+  allow. A root is the agent's to write, and so is its ``pyvenv.cfg``: taken at
+  its word, ``home = /root/.claude`` would show that folder (or the
+  governor's audit logs, ``~/.cache``, another agent's logins) to every later
+  sandbox. What a root holds never widens what is kept.
 
 All of it is bound read-only, and never a home itself or a folder that holds
 one of `CREDENTIAL_DIRS`. `CREDENTIAL_FILES` inside what is kept are masked
@@ -32,6 +37,7 @@ session surveys again for every command.
 from __future__ import annotations
 
 import functools
+import glob
 import os
 import shutil
 from collections.abc import Iterable, Mapping, Sequence
@@ -101,12 +107,14 @@ def detect(
     keep: Sequence[str] = (),
     detection: bool = True,
     overlays: bool = True,
+    forbidden: Sequence[str] = (),
 ) -> Toolchains:
     """What of the homes a process with ``search_path`` and toolchain
     ``variables`` needs, with ``visible`` (already kept by the caller) and
     ``roots`` (bound anyway) left out. ``keep`` are the operator's folders
-    (resolved, existing), kept whatever ``detection`` says."""
-    found = _Found(homes=tuple(homes), given=(*roots, *visible))
+    (resolved, existing), kept whatever ``detection`` says. Detection never
+    keeps a folder that holds or lies in one of ``forbidden``."""
+    found = _Found(homes=tuple(homes), given=(*roots, *visible), forbidden=tuple(forbidden))
     for folder in keep:
         found.add(folder, "named by the policy's [sandbox] keep", operator=True)
     env: dict[str, str] = {}
@@ -116,21 +124,29 @@ def detect(
                 found.prefix(entry, "on PATH")
                 for program, target in _programs(entry, _mtime(entry)):
                     found.prefix(target, f"{program} leads there")
-        for root in roots:
-            for venv, interpreter in _venvs(root):
-                found.prefix(interpreter, f"the interpreter of {venv}")
+        places: list[str] = []
         for name, default in TOOLCHAIN_VARIABLES.items():
             value = variables.get(name, "")
-            places = [value] if os.path.isabs(value) else []
-            if not places and default is not None:
-                places = [os.path.join(home, default) for home in found.homes]
-            for place in places:
+            named = [value] if os.path.isabs(value) else []
+            if not named and default is not None:
+                named = [os.path.join(home, default) for home in found.homes]
+            for place in named:
                 real = os.path.realpath(place)
+                places.append(real)
                 held = found.hidden(real) and os.path.isdir(real) and found.add(
                     real, f"${name}" if value else f"${name}'s default place"
                 )
                 if held and value:
                     env[name] = value
+        allowed = [
+            a
+            for a in (*places, *(k for k in found.kept if k not in keep))
+            if not any(is_within(h, a) for h in found.homes)
+        ]
+        for root in roots:
+            for venv, interpreter in _venvs(root):
+                if any(is_within(interpreter, a) for a in allowed) and _is_interpreter(interpreter):
+                    found.prefix(interpreter, f"the interpreter of {venv}")
     kept = found.outermost()
     caches: tuple[str, ...] = ()
     if overlays and detection:
@@ -159,6 +175,7 @@ def detect(
 class _Found:
     homes: tuple[str, ...]
     given: tuple[str, ...]
+    forbidden: tuple[str, ...] = ()
     kept: dict[str, str] = field(default_factory=dict)
 
     def hidden(self, path: str) -> bool:
@@ -177,6 +194,7 @@ class _Found:
             not self.hidden(path)
             or any(is_within(h, path) for h in self.homes)
             or _holds_credentials(path, _credential_dirs(self.homes))
+            or _holds_credentials(path, self.forbidden)
         ):
             return False
         self.kept[path] = why
@@ -277,9 +295,30 @@ def shebang_interpreter(path: str, search_path: str | None = None) -> str | None
     return os.path.realpath(program) if os.path.exists(program) else None
 
 
+def _is_interpreter(path: str) -> bool:
+    """Whether ``path`` is, or is a ``bin`` folder holding, a Python interpreter
+    that is a real program: an executable regular ELF file, not a script or a
+    folder named like one."""
+    candidates = [path]
+    if os.path.isdir(path):
+        candidates = sorted(glob.glob(os.path.join(glob.escape(path), "python*")))[:ENTRIES_MAX]
+    for candidate in candidates:
+        real = os.path.realpath(candidate)
+        if not os.path.basename(real).startswith("python") or not os.access(real, os.X_OK):
+            continue
+        try:
+            with open(real, "rb") as handle:
+                if os.path.isfile(real) and handle.read(4) == b"\x7fELF":
+                    return True
+        except OSError:
+            continue
+    return False
+
+
 def _venvs(root: str) -> list[tuple[str, str]]:
-    """(venv, its base interpreter's directory) for each virtualenv at the top of
-    ``root`` (one ``stat`` per top-level directory)."""
+    """(venv, its base interpreter's directory or program) for each virtualenv
+    at the top of ``root`` (one ``stat`` per top-level directory), as the
+    venv's own files say: `detect` checks them against the host."""
     out = []
     try:
         entries = list(os.scandir(root))

@@ -11,12 +11,15 @@ this file:
 
 1. ``--ro-bind / /``: everything read-only, then fresh ``/dev`` and ``/proc``,
    whose host-wide knobs (``/proc/sys``, ...) are bound read-only again.
-2. Private tmpfs over ``/tmp``, ``/var/tmp``, ``$HOME`` and ``/run/user/$UID``
-   (or all of ``/run``, `sandbox.host.sockets`). These come *before* the roots so a
-   workspace under ``$HOME`` or ``/tmp`` is bound back on top of its tmpfs.
+2. Private tmpfs over ``/tmp``, ``/var/tmp``, everyone else's homes, ``$HOME``
+   and ``/run/user/$UID`` (or all of ``/run``, `sandbox.host.sockets`). These
+   come *before* the roots so a workspace under ``$HOME`` or ``/tmp`` is bound
+   back on top of its tmpfs.
 3. Kept home folders, visible install paths and the toolchain folders kept
-   (`sandbox.host.toolchains`), then ``/dev/null`` over host daemon sockets (after
-   them: a visible path's bind would uncover a socket inside it).
+   (`sandbox.host.toolchains`), then a tmpfs over each concealed folder (the
+   host's secret folders, the governor's state: after them, since a kept folder
+   may hold one) and ``/dev/null`` over host daemon sockets (after them: a
+   visible path's bind would uncover a socket inside it).
 4. The roots (read-write only at ``edit-workspace``), then git dirs outside
    the roots that a ``.git`` file points to (kept visible, read-only).
 5. Read-write self-binds and read-only pins, together, outer paths first (a
@@ -35,7 +38,8 @@ this file:
    A submodule's git dir inside a pinned ``.git/modules`` is self-bound after
    that pin, from the host's path, so it is writable again under its own
    pins (`sandbox.host.survey`).
-6. ``/dev/null`` over hidden files; where commits are allowed, the excludes
+6. ``/dev/null`` over hidden files (the roots' ``.env`` files, the host's
+   secret files, credentials in kept folders); where commits are allowed, the excludes
    file of the sandbox's git on its private ``/tmp`` (`sandbox.host.git`).
 """
 
@@ -122,6 +126,11 @@ class Profile:
     ``env`` declares one; None: `DEFAULT_PATH`. Toolchain detection reads it."""
     keep: tuple[Path, ...] = ()
     """More host folders to keep visible read-only (the policy's ``[sandbox] keep``)."""
+    read_only: tuple[Path, ...] = ()
+    """Host paths inside the roots pinned read-only like a protected name (the
+    governor's own install in a project's ``.venv``: what the next ``governor``
+    start runs as the person, outside any sandbox); one that is a root or holds
+    one is refused."""
     toolchains: bool = True
     """Whether the toolchains under the homes are detected and kept
     (`sandbox.host.toolchains`)."""
@@ -141,7 +150,7 @@ class Profile:
                 raise ProfileError(f"environment variable {name} contains a NUL byte")
         for rel in (*self.protected, *self.hidden):
             _check_relative("protected/hidden path", rel)
-        for path in (self.workspace, *self.extra_roots, *self.visible, *self.keep):
+        for path in (self.workspace, *self.extra_roots, *self.visible, *self.keep, *self.read_only):
             if not Path(path).is_absolute():
                 raise ProfileError(f"path {str(path)!r} must be absolute")
         if self.egress is not None and self.network:
@@ -211,6 +220,7 @@ class Profile:
         git_read_only: bool = False,
         limits: Limits | None = None,
         egress: Egress | None = None,
+        read_only: Sequence[Path] = (),
     ) -> Profile:
         """The profile that wraps an agent process itself.
 
@@ -243,6 +253,7 @@ class Profile:
             git_read_only=git_read_only,
             limits=limits,
             egress=egress,
+            read_only=tuple(read_only),
         )
 
 
@@ -280,6 +291,13 @@ class HostFacts:
     private_dirs: tuple[str, ...] = ("/tmp",)
     other_homes: tuple[str, ...] = ()
     """Homes hidden besides `home` (the password database's, the governor's $HOME)."""
+    foreign_homes: tuple[str, ...] = ()
+    """Everyone else's homes, hidden with nothing kept (`sandbox.host.concealed`)."""
+    concealed: tuple[str, ...] = ()
+    """Host folders that are empty inside whatever is kept around them: the
+    host's secret folders and the governor's state (`sandbox.host.concealed`)."""
+    host_secrets: tuple[str, ...] = ()
+    """The host's secret files (``/etc/shadow``, ...), covered like `hidden`."""
     home_mounts: tuple[HomeMount, ...] = ()
     run_user_dir: str | None = None
     sockets: tuple[str, ...] = ()
@@ -453,7 +471,7 @@ def render(
     tmpfs = ["--size", str(profile.limits.tmp)] if profile.limits and profile.limits.tmp else []
     for private in facts.private_dirs:
         argv += [*tmpfs, "--tmpfs", private]
-    for other in facts.other_homes:  # first: `home` may lie inside one of them
+    for other in (*facts.foreign_homes, *facts.other_homes):  # first: `home` may lie inside
         argv += [*tmpfs, "--tmpfs", other]
     if facts.home is not None:
         argv += [*tmpfs, "--tmpfs", facts.home]
@@ -470,6 +488,8 @@ def render(
     if features.tmp_overlay:  # else a cache stays as its folder shows it (or hidden)
         for cache in facts.caches:
             argv += ["--overlay-src", cache, "--tmp-overlay", cache]
+    for concealed in facts.concealed:  # after what is kept: one may hold it
+        argv += [*tmpfs, "--tmpfs", concealed]
     for sock in facts.sockets:
         argv += ["--ro-bind", os.devnull, sock]
 
@@ -491,7 +511,7 @@ def render(
                 argv += ["--ro-bind-fd", str(fd), path]
             else:
                 argv += ["--ro-bind", path, path]
-    for hidden in facts.hidden:
+    for hidden in (*facts.hidden, *facts.host_secrets):
         argv += ["--ro-bind", os.devnull, hidden]
     if excludes_fd is not None:
         argv += ["--ro-bind-data", str(excludes_fd), EXCLUDES_PATH]

@@ -255,6 +255,7 @@ class Box:
         toolchains: bool = True,
         git_read_only: bool = False,
         limits: dict[str, float] | None = None,
+        read_only: Sequence[Path] = (),
     ) -> Outcome:
         """Run ``command`` in the sandbox; with ``then``, run that shell line
         next (in the same session's sandbox, or in a bwrap of its own, per
@@ -277,6 +278,7 @@ class Box:
                 "toolchains": toolchains,
                 "git_read_only": git_read_only,
                 "limits": limits,
+                "read_only": [str(p) for p in read_only],
             },
             "timeout": timeout,
             "via": self.via,

@@ -48,6 +48,7 @@ def build_profile(spec: dict[str, Any]) -> Profile:
         toolchains=spec.get("toolchains", True),
         git_read_only=spec.get("git_read_only", False),
         limits=Limits(**spec["limits"]) if spec.get("limits") else None,
+        read_only=tuple(Path(p) for p in spec.get("read_only", ())),
     )
 
 
