@@ -44,7 +44,7 @@ from governor.gate import Gate
 from governor.outcome import Outcome
 from governor.ruling import REFUSED
 from governor.secrets import Masker
-from governor.setup import SessionSetup
+from governor.session_setup import SessionSetup
 from governor.spec import AttemptSpec, Command, Prepared, RefusedBeforeStart, prepare
 from governor.turn import Turn
 from governor.workspace import Snapshot, diff, snapshot

@@ -32,11 +32,11 @@ from governor.approver import Settled
 from policies.decide import Decision
 from policies.rules import Verdict
 
-Answer = dict[str, Any]
+ElicitationReply = dict[str, Any]
 """``{"action": "accept", "content": {...}}``, ``{"action": "decline"}`` or ``{"action": "cancel"}``."""
 
 
-class Request(RootModel[schema.CreateElicitationRequest]):
+class ElicitationRequest(RootModel[schema.CreateElicitationRequest]):
     """The params of ``elicitation/create``, as a model the dispatcher validates."""
 
 
@@ -51,7 +51,7 @@ def person_of(approver: object) -> FillsForms | None:
     return cast(FillsForms, approver) if callable(getattr(approver, "fill", None)) else None
 
 
-DECLINE: Answer = {"action": "decline"}
+DECLINE: ElicitationReply = {"action": "decline"}
 RULE = "elicitation"
 
 
@@ -86,7 +86,7 @@ def decide(request: Any, person: FillsForms | None) -> Decision:
     return Decision(Verdict.ASK, RULE, "a form for the person to fill in")
 
 
-async def ask(request: Any, person: FillsForms) -> tuple[Settled, Answer]:
+async def ask(request: Any, person: FillsForms) -> tuple[Settled, ElicitationReply]:
     """Put the form to `person`: the settled verdict (``by`` the person) and the
     answer to send once it is recorded."""
     content = await person.fill(request.message, fields_of(request))

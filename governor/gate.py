@@ -121,7 +121,7 @@ class Gate:
                 schema.RequestPermissionRequest, self.request_permission
             ),
             **self.files.routes(),
-            "elicitation/create": Route(elicitation.Request, self.create_elicitation),
+            "elicitation/create": Route(elicitation.ElicitationRequest, self.create_elicitation),
         }
         if self.relay is not None:
             table.update(self.relay.routes())
@@ -444,8 +444,8 @@ class Gate:
     # -- elicitation/create -------------------------------------------------------------
 
     def create_elicitation(
-        self, req: elicitation.Request
-    ) -> elicitation.Answer | Awaitable[elicitation.Answer]:
+        self, req: elicitation.ElicitationRequest
+    ) -> elicitation.ElicitationReply | Awaitable[elicitation.ElicitationReply]:
         """Put the agent's form to the person, or decline (`governor.elicitation`);
         governed like any request, so a gate that failed closed never shows it."""
         request = req.root
@@ -454,7 +454,7 @@ class Gate:
         person = elicitation.person_of(self.approvals.approver)
         decision = elicitation.decide(request, person)
         subject = elicitation.subject_of(request)
-        filled: list[elicitation.Answer] = []
+        filled: list[elicitation.ElicitationReply] = []
 
         async def fill() -> Settled:
             assert person is not None  # an ask only when a person is there
@@ -470,7 +470,7 @@ class Gate:
             "elicitation", subject, request.message, decision, {}, choose, settle=fill
         )
 
-        def answer(ruling: Ruling) -> elicitation.Answer:
+        def answer(ruling: Ruling) -> elicitation.ElicitationReply:
             return filled[0] if ruling.allowed and filled else elicitation.DECLINE
 
         return then(ruling, answer)

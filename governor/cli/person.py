@@ -14,7 +14,7 @@ from typing import Any, Final
 import trio
 
 from governor import display
-from governor.approver import Answer, Ask
+from governor.approver import Approval, Ask
 
 _CHOICES = {"o": "once", "a": "always", "r": "refuse", "": "refuse"}
 
@@ -28,11 +28,11 @@ class Person:
         self.tty = tty
         self.lock = trio.Lock()
 
-    async def __call__(self, ask: Ask) -> Answer:
+    async def __call__(self, ask: Ask) -> Approval:
         async with self.lock:  # one question at a time
             return await trio.to_thread.run_sync(self._ask, ask, abandon_on_cancel=True)
 
-    def _ask(self, ask: Ask) -> Answer:
+    def _ask(self, ask: Ask) -> Approval:
         try:
             fd = os.open(self.tty, os.O_RDWR | os.O_NOCTTY)
         except OSError:

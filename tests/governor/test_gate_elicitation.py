@@ -12,7 +12,7 @@ from typing import Any
 import trio
 
 from governor.acp.dispatch import begin, reply
-from governor.approver import Answer, Ask
+from governor.approver import Approval, Ask
 from governor.audit.log import AuditLog
 from governor.gate import Gate
 from policies.policy import parse_policy
@@ -37,7 +37,7 @@ class Person:
     def __init__(self) -> None:
         self.forms: list[str] = []
 
-    async def __call__(self, ask: Ask) -> Answer:
+    async def __call__(self, ask: Ask) -> Approval:
         return "refuse"
 
     async def fill(self, message: str, fields: dict[str, Any]) -> dict[str, Any] | None:

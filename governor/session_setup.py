@@ -1,7 +1,7 @@
 """A new session set up before the prompt: the model the job asked for, and a
 mode in which the agent asks.
 
-`governor.settings` decides (sans-IO) what to set; `SessionSetup` makes the
+`governor.session_settings` decides (sans-IO) what to set; `SessionSetup` makes the
 requests over the connection, records each setting (a ``config`` record) and
 the mode the agent then runs in (a ``mode`` record), and says when the attempt
 must end before the prompt (a model the agent does not offer, one it refuses to
@@ -26,7 +26,7 @@ from pydantic import ValidationError
 from governor.acp.connection import Connection, RemoteError, RequestTimeout
 from governor.acp.jsonrpc import short_error
 from governor.audit.log import AuditLog, AuditUnavailable
-from governor.settings import (
+from governor.session_settings import (
     ConfigOption,
     SelectOption,
     Setting,
@@ -73,7 +73,7 @@ class SessionSetup:
 
     async def run(self, session: schema.NewSessionResponse, models: Any) -> SetUp:
         """The model asked for, then a way of working in which the agent asks
-        (`governor.settings`); what it came to, with an error when the attempt
+        (`governor.session_settings`); what it came to, with an error when the attempt
         must end before the prompt."""
         self.session_id = session.session_id
         spec, preset = self.p.spec, self.p.executor.preset
