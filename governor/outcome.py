@@ -108,6 +108,14 @@ class Outcome:
     trace_id: str | None
     """The OpenTelemetry trace of the attempt (32 hex digits), also in the log's
     attempt-start record: what joins a trace and a log."""
+    log_head: str | None
+    """The hash of the log's last record of this attempt (its end record): the
+    anchor `governor audit verify --head` checks the chain against, since a
+    chain alone proves nothing to whoever can rewrite the whole file."""
+    log_records: int | None
+    """How many records the attempt wrote (the head's ``seq``)."""
+    log_key: str | None
+    """The fingerprint of the operator's key that signed the end record, if any."""
 
     def __init__(
         self,
@@ -123,6 +131,9 @@ class Outcome:
         duration_s: float = 0.0,
         sign_in: str | None = None,
         trace_id: str | None = None,
+        log_head: str | None = None,
+        log_records: int | None = None,
+        log_key: str | None = None,
     ) -> None:
         if status not in STATUSES:
             raise ValueError(f"unknown outcome status {status!r}")
@@ -138,6 +149,9 @@ class Outcome:
         self.duration_s = duration_s
         self.sign_in = sign_in
         self.trace_id = trace_id
+        self.log_head = log_head
+        self.log_records = log_records
+        self.log_key = log_key
 
     @property
     def tool_calls(self) -> list[dict[str, Any]]:
@@ -166,6 +180,9 @@ class Outcome:
             "duration_s": self.duration_s,
             "sign_in": self.sign_in,
             "trace_id": self.trace_id,
+            "log_head": self.log_head,
+            "log_records": self.log_records,
+            "log_key": self.log_key,
         }
         return {k: v for k, v in out.items() if v is not None}
 

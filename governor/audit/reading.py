@@ -9,7 +9,7 @@ nothing in this file writes.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -84,8 +84,9 @@ class LogFile:
     check: Verification
 
 
-def read_log(path: Path) -> LogFile:
-    """Read, group by attempt and verify one log in a single pass over its bytes."""
+def read_log(path: Path, wanted: Collection[str] = ()) -> LogFile:
+    """Read, group by attempt and verify one log in a single pass over its bytes
+    (noting where the hashes in ``wanted``, anchors, are found)."""
     try:
         data = path.read_bytes()
     except OSError as e:
@@ -116,7 +117,7 @@ def read_log(path: Path) -> LogFile:
             if group is None:
                 group = attempts[attempt] = AttemptRecords(attempt, source)
             group.records.append(value)
-    return LogFile(path, list(attempts.values()), numbered, verify(lines))
+    return LogFile(path, list(attempts.values()), numbered, verify(lines, wanted))
 
 
 def read_logs(paths: Sequence[str]) -> list[LogFile]:

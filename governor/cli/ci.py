@@ -3,7 +3,8 @@
 Where ``GITHUB_STEP_SUMMARY`` names a file (GitHub Actions sets it for every
 step), ``governor run`` appends a Markdown summary of the attempt to it: the
 status, the tally, each refusal with its rule and reason, the changes made
-without asking, and the audit log's path. With ``--annotate`` it also prints
+without asking, and the audit log's path and head (kept by the runner, apart
+from the log: what `governor audit verify --head` checks the log against). With ``--annotate`` it also prints
 workflow commands (``::error`` for each refusal, ``::warning`` for each
 unasked change), which the runner shows on the run's page. Everything comes
 from the outcome, which is masked like the audit log.
@@ -74,7 +75,15 @@ def step_summary(outcome: Outcome) -> str:
         lines += ["**Changed without asking**", ""]
         lines += [f"- `{_cell(path)}`" for path in unasked[:MAX_ROWS]]
         lines.append("")
-    if outcome.log:
+    if outcome.log and outcome.log_head:
+        signed = f", its end record signed by key `{_cell(outcome.log_key)}`" if outcome.log_key else ""
+        lines += [
+            f"Audit log: `{_cell(outcome.log)}`, {outcome.log_records} records, head "
+            f"`{_cell(outcome.log_head)}`{signed}. This summary is kept apart from the log: "
+            f"check the log against it with `governor audit verify --head {_cell(outcome.log_head)} LOG`",
+            "",
+        ]
+    elif outcome.log:
         lines += [f"Audit log: `{_cell(outcome.log)}` (check it with `governor audit verify`)", ""]
     return "\n".join(lines) + "\n"
 
