@@ -343,3 +343,14 @@ def test_the_report_page_says_what_its_log_was_checked_against(
     code, out = governor("audit", "report", str(log), "--head", heads[0], "-o", str(page))
     assert code == 0 and f"warning: {log}: attempt" in out, out
     assert "NOT AUTHENTIC (checked against the head given)" in page.read_text()
+
+
+def test_a_ceilings_audit_key_must_be_an_absolute_path_to_a_file() -> None:
+    from policies.ceiling import parse_ceiling
+    from policies.errors import ConfigError
+
+    assert parse_ceiling('audit_key = "/etc/k"').audit_key == "/etc/k"
+    for bad, words in [('"keys/k"', "is relative"), ("3", "expected the key file's path")]:
+        with pytest.raises(ConfigError) as e:
+            parse_ceiling(f"audit_key = {bad}", "c.toml")
+        assert "audit_key" in str(e.value) and words in str(e.value)
