@@ -112,7 +112,9 @@ class Attempt:
         listener = _masked(p.spec.on_event, p.masker)
         self.listener = listener
         self.emit = listener or _nobody
-        self.audit = AuditLog(p.log_path, self.id, durability=p.spec.durability, masker=p.masker)
+        self.audit = AuditLog(
+            p.log_path, self.id, durability=p.spec.durability, masker=p.masker, signer=p.signer
+        )
         self.gate: Gate | None = None
         self.terminals: confine.GovernedTerminals | None = None
         self.proxy: EgressProxy | None = None
@@ -202,8 +204,9 @@ class Attempt:
         self._unasked_changes(before, after)
         outcome = judge(self._ended())
         outcome.trace_id = p.spec.trace_id
+        end: dict[str, Any] = {}
         with contextlib.suppress(AuditUnavailable):
-            self.audit.record(
+            end = self.audit.record(
                 "attempt-end",
                 status=outcome.status,
                 reason=outcome.reason,
@@ -211,6 +214,11 @@ class Attempt:
                 duration_s=outcome.duration_s,
             )
         self.audit.close()
+        head = self.audit.head
+        if head is not None:
+            outcome.log_head, outcome.log_records = head
+            if "signature" in end and p.signer is not None:
+                outcome.log_key = p.signer.key_id
         return outcome
 
     def _ended(self) -> Ending:

@@ -114,6 +114,14 @@ class Outcome:
     trace_id: str | None = None
     """The OpenTelemetry trace of the attempt (32 hex digits), also in the log's
     attempt-start record: what joins a trace and a log."""
+    log_head: str | None = None
+    """The hash of the log's last record of this attempt (its end record): the
+    anchor `governor audit verify --head` checks the chain against, since a
+    chain alone proves nothing to whoever can rewrite the whole file."""
+    log_records: int | None = None
+    """How many records the attempt wrote (the head's ``seq``)."""
+    log_key: str | None = None
+    """The fingerprint of the operator's key that signed the end record, if any."""
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -134,6 +142,9 @@ class Outcome:
             "duration_s": self.duration_s,
             "sign_in": self.sign_in,
             "trace_id": self.trace_id,
+            "log_head": self.log_head,
+            "log_records": self.log_records,
+            "log_key": self.log_key,
         }
         return {k: v for k, v in out.items() if v is not None}
 

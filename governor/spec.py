@@ -30,6 +30,7 @@ from typing import Any, Final, Literal
 from governor import install
 from governor.approver import Approver, Ask, Callback, for_on_ask
 from governor.audit.log import Durability, inside
+from governor.audit.signing import KEY_VARIABLE, Signer, SigningUnavailable, load_signer
 from governor.ceilings import load_ceiling
 from governor.network import agent_hosts
 from governor.presets import NotInstalled, Preset, PresetError, find, resolve
@@ -136,6 +137,8 @@ class Prepared:
     masker: Masker
     log_path: Path | None
     approver: Approver
+    signer: Signer | None = None
+    """The operator's key that signs the end record (`governor.audit.signing`)."""
 
     @property
     def wall(self) -> float:
@@ -213,6 +216,16 @@ def prepare(spec: AttemptSpec) -> Prepared:
             problems.extend(f"refused by the ceiling ({ceiling.source}): {v}" for v in verdict)
     if spec.trace_id is not None and not _TRACE_ID.fullmatch(spec.trace_id):
         problems.append(f"trace_id {spec.trace_id!r} is not a trace id: 32 lowercase hex digits")
+    if KEY_VARIABLE in [*spec.env, *policy.env]:
+        problems.append(
+            f"{KEY_VARIABLE} holds the audit log's signing key: it is never passed to an agent"
+        )
+    signer = None
+    if ceiling is not None:
+        try:
+            signer = load_signer(ceiling.audit_key, environ)
+        except SigningUnavailable as e:
+            problems.append(str(e))
     missing = [n for n in [*spec.env, *policy.env] if not environ.get(n)]
     if missing:
         problems.append(
@@ -274,6 +287,7 @@ def prepare(spec: AttemptSpec) -> Prepared:
         masker=Masker.from_environ(environ, spec.agent_args),
         log_path=log_path,
         approver=_approver(spec.approver, bound),
+        signer=signer,
     )
 
 

@@ -63,6 +63,9 @@ class Ceiling:
     """Host patterns a job may name at most (``*.example.com`` covers its
     subdomains, no port covers every port, ``*`` everything); None (the
     built-in default): any; a ceiling file without the key: none."""
+    audit_key: str | None = None
+    """The file of the Ed25519 key that signs each attempt's end record (the
+    operator's; a job's policy cannot name one); None: not signed."""
     source: str = field(default="built-in default", compare=False)
 
     @classmethod
@@ -243,6 +246,7 @@ _KEYS: Final = {
     "keep_within",
     *(f"max_{name}" for name in LIMIT_KEYS),
     "allowed_hosts",
+    "audit_key",
 }
 
 
@@ -276,8 +280,20 @@ def parse_ceiling(text: str, source: str = "ceiling.toml") -> Ceiling:
             prefix="max_",
         ),
         allowed_hosts=_hosts(source, data.get("allowed_hosts", [])),
+        audit_key=_audit_key(source, data.get("audit_key")),
         source=source,
     )
+
+
+def _audit_key(source: str, value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(source, "audit_key", f"expected the key file's path, got {type_name(value)}")
+    if not value.startswith(("/", "~/")):
+        # relative to what? the directory a run starts in is no place to look for a key
+        raise ConfigError(source, "audit_key", f"{value!r} is relative: give an absolute or ~/ path")
+    return value
 
 
 def _hosts(source: str, value: Any) -> tuple[str, ...]:

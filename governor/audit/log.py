@@ -15,10 +15,13 @@ Rules of this file:
   record without ``hash``, keys in the order written). `verify` hashes each
   line's own bytes, so it does not depend on how a JSON library formats a
   value, and finds the first line that was edited, deleted, inserted or
-  reordered. A chain without an anchor
-  cannot tell a log cut short at its end from one that ended there: an attempt
-  with no end record is reported, and the last hash of an attempt (in its
-  outcome) anchors it.
+  reordered. A chain proves nothing about whoever can write the whole file:
+  `head` (the last record's hash and the count) is reported with the attempt
+  (its outcome, a batch's line, the CI summary, the events, the span), and
+  `governor audit verify --head` checks that the chain ends there.
+- **Signed when the operator gives a key.** With a `Signer`, the attempt-end
+  record carries an Ed25519 signature over its own bytes before ``hash``
+  (`governor.audit.signing`: why there and not every N records).
 - **Masked.** Every string in a record is masked (`governor.secrets.Masker`)
   before it is hashed and written. Masking every string with the masker's
   regular expressions costs more than everything else a record does, so a
@@ -49,6 +52,7 @@ from typing import Any, Final, Literal
 import orjson
 import trio
 
+from governor.audit.signing import Signer
 from governor.audit.tally import Tallier
 from governor.secrets import Masker
 
@@ -165,6 +169,7 @@ class AuditLog:
         *,
         durability: Durability = "batch",
         masker: Masker | None = None,
+        signer: Signer | None = None,
     ) -> None:
         if durability not in DURABILITIES:
             raise ValueError(f"unknown audit durability {durability!r}: use batch or always")
@@ -172,6 +177,7 @@ class AuditLog:
         self.attempt = attempt
         self.durability = durability
         self.masker = masker or Masker()
+        self.signer = signer
         # The screen needs the masker's known values; any other masker is
         # asked about every record (None).
         self._known: tuple[bytes, ...] | None = (
@@ -257,6 +263,12 @@ class AuditLog:
         return self._seq
 
     @property
+    def head(self) -> tuple[str, int] | None:
+        """The hash of the last record written and how many were: what anchors the
+        chain outside the file (None before the first record)."""
+        return None if self._prev is None else (self._prev, self._seq)
+
+    @property
     def records(self) -> list[dict[str, Any]]:
         """Every record of this log so far, in order: read back from its file (the
         lines of this attempt after where it began), else parsed from the lines
@@ -315,6 +327,11 @@ class AuditLog:
             or (known and any(value in data for value in known))
         ):
             data = self._replace(body, self.masker.json(body))
+        if self.signer is not None and body["kind"] == "attempt-end":
+            # After masking: what is signed is what is written, and the
+            # signature (hex) is no string a masker could change.
+            data = self.signer.sealed(data)
+            body["signature"] = orjson.loads(data)["signature"]
         digest = hashlib.sha256(data).hexdigest()
         body["hash"] = digest
         return _line(data, digest), digest

@@ -10,7 +10,7 @@ prints an outcome's decision log read here; nothing in this file writes.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -124,8 +124,9 @@ class LogFile:
     check: Verification
 
 
-def read_log(path: Path) -> LogFile:
-    """Read, group by attempt and verify one log in a single pass over its bytes."""
+def read_log(path: Path, wanted: Collection[str] = ()) -> LogFile:
+    """Read, group by attempt and verify one log in a single pass over its bytes
+    (noting where the hashes in ``wanted``, anchors, are found)."""
     try:
         data = path.read_bytes()
     except OSError as e:
@@ -156,7 +157,7 @@ def read_log(path: Path) -> LogFile:
             if group is None:
                 group = attempts[attempt] = AttemptRecords(attempt, source)
             group.records.append(value)
-    return LogFile(path, list(attempts.values()), numbered, verify(lines))
+    return LogFile(path, list(attempts.values()), numbered, verify(lines, wanted))
 
 
 def read_logs(paths: Sequence[str]) -> list[LogFile]:

@@ -2,9 +2,10 @@
 verification of the hash chain, and replay under another policy.
 
     governor audit [--refused | --network | --attempt ID] [--json] LOG|DIR ...
-    governor audit verify [--json] LOG|DIR ...
+    governor audit verify [--json] [--head HASH ... | --outcomes FILE] [--public-key FILE] LOG|DIR ...
     governor audit replay LOG --policy FILE [--ceiling FILE] [--attempt ID] [--json]
-    governor audit report LOG|DIR [--attempt ID] -o FILE.html
+    governor audit report LOG|DIR [--attempt ID] [--head HASH] [--public-key FILE] -o FILE.html
+    governor audit keygen KEY
 
 A directory stands for every ``*.jsonl`` file under it; a batch's output
 (``governor batch --out DIR``) for its jobs: one row per job and the batch's
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -26,6 +28,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from governor.audit.anchor import (
+    Anchor,
+    Authenticity,
+    OutcomesUnreadable,
+    authenticate,
+    outcome_anchors,
+)
 from governor.audit.reading import (
     AttemptRecords,
     LogFile,
@@ -38,18 +47,21 @@ from governor.audit.reading import (
     row,
 )
 from governor.audit.replay import Replay, replay, shown
+from governor.audit.signing import PublicKey, SigningUnavailable, keygen
 from governor.audit.tally import Tally
-from governor.audit.verify import INCOMPLETE, UNFINISHED
+from governor.audit.verify import INCOMPLETE, UNFINISHED, Verification
 
 USAGE: Final = """governor audit [--refused | --network | --attempt ID] [--json] LOG|DIR ...
-       governor audit verify [--json] LOG|DIR ...
+       governor audit verify [--json] [--head HASH ... | --outcomes FILE] [--public-key FILE] LOG|DIR ...
        governor audit replay LOG --policy FILE [--ceiling FILE] [--attempt ID] [--json]
-       governor audit report LOG|DIR [--attempt ID] -o FILE.html"""
+       governor audit report LOG|DIR [--attempt ID] [--head HASH] [--public-key FILE] -o FILE.html
+       governor audit keygen KEY"""
 
 EXIT_CODES: Final = """exit codes:
   0  done (the report warns of a log that does not verify; verify reports unfinished
      attempts and a line cut by a crash without failing)
-  1  verify: a log does not verify (its first bad line is named); --attempt: no such id
+  1  verify: a log does not verify (its first bad line is named), or does not end at
+     its head, or an end record's signature does not hold; --attempt: no such id
   2  usage: a missing log, an unreadable or invalid policy; report: several attempts
      and no --attempt (the choices are named)
 """
@@ -103,10 +115,50 @@ def _report_parser() -> argparse.ArgumentParser:
 
 def _verify_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="governor audit verify", description="Check the hash chain of each log."
+        prog="governor audit verify",
+        description="Check the hash chain of each log; with --head or --outcomes, that each "
+        "attempt's chain ends at the head reported for it (its outcome's log_head); with "
+        "--public-key, that each end record is signed by that key. Without either, a log that "
+        "verifies is only consistent with itself: whoever can write the file could have "
+        "rewritten all of it.",
     )
-    p.add_argument("paths", nargs="+", metavar="LOG|DIR")
+    p.add_argument("paths", nargs="*", metavar="LOG|DIR")
     p.add_argument("--json", action="store_true", help="JSON on stdout")
+    _anchor_options(p)
+    p.add_argument(
+        "--outcomes",
+        metavar="FILE",
+        help="a batch's outcomes.jsonl (or one `governor run --json` outcome): check every "
+        "job's log against the head on its line",
+    )
+    return p
+
+
+def _anchor_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--head",
+        metavar="HASH",
+        action="append",
+        help="an attempt's head (its outcome's log_head); repeat for a log of several attempts: "
+        "every attempt must end at one",
+    )
+    p.add_argument(
+        "--public-key",
+        metavar="FILE",
+        help="the operator's Ed25519 public key (PEM): every finished attempt's end record "
+        "must be signed by it",
+    )
+
+
+def _keygen_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="governor audit keygen",
+        description="Make an Ed25519 key pair for signing audit logs: KEY (the private key, "
+        "PEM, mode 600: the ceiling's audit_key, or the value of "
+        "$ACP_GOVERNOR_AUDIT_PRIVATE_KEY) and KEY.pub (for `verify --public-key`). Never "
+        "overwrites a file.",
+    )
+    p.add_argument("key", metavar="KEY")
     return p
 
 
@@ -144,6 +196,7 @@ def _page_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "-o", "--output", metavar="FILE", required=True, help="the page to write ('-': stdout)"
     )
+    _anchor_options(p)
     return p
 
 
@@ -154,11 +207,26 @@ def main(args: argparse.Namespace) -> int:
         rest = rest[1:]
     try:
         if rest[:1] == ["verify"]:
-            sub = _verify_parser().parse_args(rest[1:])
-            return run_verify(sub.paths, as_json=sub.json or args.json)
+            sub = _verify_parser().parse_intermixed_args(rest[1:])
+            return run_verify(
+                sub.paths,
+                as_json=sub.json or args.json,
+                heads=sub.head,
+                outcomes=sub.outcomes,
+                public_key=sub.public_key,
+            )
+        if rest[:1] == ["keygen"]:
+            sub = _keygen_parser().parse_args(rest[1:])
+            return run_keygen(sub.key)
         if rest[:1] == ["report"]:
             sub = _page_parser().parse_intermixed_args(rest[1:])
-            return run_page(sub.paths, sub.output, attempt=sub.attempt or args.attempt)
+            return run_page(
+                sub.paths,
+                sub.output,
+                attempt=sub.attempt or args.attempt,
+                heads=sub.head,
+                public_key=sub.public_key,
+            )
         if rest[:1] == ["replay"]:
             sub = _replay_parser().parse_args(rest[1:])
             return run_replay(
@@ -184,7 +252,7 @@ def main(args: argparse.Namespace) -> int:
             network=network,
             as_json=sub.json or args.json,
         )
-    except (UsageError, LogUnreadable) as e:
+    except (UsageError, LogUnreadable, OutcomesUnreadable, SigningUnavailable) as e:
         print(f"governor audit: {e}", file=sys.stderr)
         return 2
 
@@ -527,14 +595,28 @@ def _story(groups: list[AttemptRecords], wanted: str, as_json: bool) -> int:
 # -- report: one attempt as an HTML page ----------------------------------------------
 
 
-def run_page(paths: Sequence[str], output: str, *, attempt: str | None = None) -> int:
-    """Write one attempt's page (`governor.audit.report`) to ``output``. Exit 1 for an
-    id that names no attempt (or several), 2 for several attempts and no id; both
-    name the choices."""
+def run_page(
+    paths: Sequence[str],
+    output: str,
+    *,
+    attempt: str | None = None,
+    heads: Sequence[str] | None = None,
+    public_key: str | None = None,
+) -> int:
+    """Write one attempt's page (`governor.audit.report`) to ``output``, saying what
+    its log was checked against (``heads``, ``public_key``). Exit 1 for an id that
+    names no attempt (or several), 2 for several attempts and no id; both name
+    the choices."""
+    key = PublicKey.load(public_key) if public_key else None
+    bad = [h for h in heads or () if not _HEAD.fullmatch(h)]
+    if bad:
+        raise UsageError(f"--head {bad[0]!r} is not a head: 64 lowercase hex digits")
     from governor.audit.report import render
     from governor.secrets import Masker
 
-    logs = read_logs(paths)
+    if heads and len(log_files(paths)) != 1:
+        raise UsageError("--head anchors one log: name one file")
+    logs = [read_log(p, set(heads or ())) for p in log_files(paths)]
     owner = {id(g): log for log in logs for g in log.attempts}
     groups = [g for log in logs for g in log.attempts]
     if not groups:
@@ -557,7 +639,12 @@ def run_page(paths: Sequence[str], output: str, *, attempt: str | None = None) -
         print(f"warning: {note}", file=sys.stderr)
     # The records are masked as written; the log's name is the one thing the page adds.
     masked = Masker.from_environ(os.environ).text
-    page = render(group, log.check, log_name=masked(str(log.path)))
+    auth = authenticate(
+        log.check, anchors=[Anchor(h) for h in heads] if heads else None, key=key
+    )
+    for problem in auth.problems:
+        print(f"warning: {log.path}: {problem}", file=sys.stderr)
+    page = render(group, log.check, log_name=masked(str(log.path)), authenticity=auth)
     if output == "-":
         sys.stdout.write(page)
         return 0
@@ -578,51 +665,130 @@ def _choices(groups: list[AttemptRecords], most: int = 20) -> str:
 # -- verify ---------------------------------------------------------------------------
 
 
-def run_verify(paths: Sequence[str], *, as_json: bool = False) -> int:
+def run_verify(
+    paths: Sequence[str],
+    *,
+    as_json: bool = False,
+    heads: Sequence[str] | None = None,
+    outcomes: str | None = None,
+    public_key: str | None = None,
+) -> int:
     """Exit 0 when every log verifies (unfinished attempts and a cut last line are
-    reported, not failures); 1 naming the first bad line of each log that does not."""
-    files = log_files(paths)
-    if not files:
-        raise UsageError(f"no audit logs in {', '.join(paths)}")
-    results = []
-    bad = 0
-    for path in files:
-        check = read_log(path).check
-        bad += check.problem is not None
-        results.append((path, check))
-    if as_json:
-        print(
-            json.dumps(
-                [
-                    {
-                        "log": str(path),
-                        "intact": check.problem is None,
-                        "problem": None if check.problem is None else asdict(check.problem),
-                        "unfinished": list(check.unfinished),
-                        "incomplete": list(check.incomplete),
-                        "attempts": check.attempts,
-                        "records": check.records,
-                    }
-                    for path, check in results
-                ],
-                indent=1,
+    reported, not failures) and, given heads or a key, each attempt ends at its
+    head and its end record's signature holds; 1 naming what does not."""
+    key = PublicKey.load(public_key) if public_key else None
+    targets: list[tuple[Path, list[Anchor] | None]] = []
+    if outcomes is not None:
+        if heads:
+            raise UsageError("--head and --outcomes both give the heads: choose one")
+        targets.extend(outcome_anchors(Path(outcomes)).items())
+    files = log_files(paths) if paths else []
+    if heads:
+        if len(files) != 1:
+            raise UsageError(
+                f"--head anchors one log, and {len(files)} are named: name one file "
+                "(a batch's logs: --outcomes OUT/outcomes.jsonl)"
             )
-        )
-        return 1 if bad else 0
-    for path, check in results:
+        bad = [h for h in heads if not _HEAD.fullmatch(h)]
+        if bad:
+            raise UsageError(f"--head {bad[0]!r} is not a head: 64 lowercase hex digits")
+    targets.extend((f, [Anchor(h) for h in heads] if heads else None) for f in files)
+    if not targets:
+        raise UsageError(f"no audit logs in {', '.join(paths)}" if paths else "name the logs to verify")
+    results = [_verified(path, anchors, key) for path, anchors in targets]
+    failed = sum(1 for r in results if not r.ok)
+    if as_json:
+        print(json.dumps([r.to_json() for r in results], indent=1))
+        return 1 if failed else 0
+    for r in results:
+        for line in r.lines():
+            print(line)
+    return 1 if failed else 0
+
+
+_HEAD: Final = re.compile(r"[0-9a-f]{64}")
+
+
+@dataclass(frozen=True, slots=True)
+class _Verified:
+    """One log's verification and what vouches for it; ``check`` None: the log is missing."""
+
+    path: Path
+    check: Verification | None
+    auth: Authenticity
+
+    @property
+    def ok(self) -> bool:
+        return self.check is not None and self.check.problem is None and self.auth.ok
+
+    def to_json(self) -> dict[str, Any]:
+        check = self.check
+        return {
+            "log": str(self.path),
+            "intact": check is not None and check.problem is None,
+            "problem": None
+            if check is None or check.problem is None
+            else asdict(check.problem),
+            "authentic": self.ok and bool(self.auth.checked),
+            "checked_against": list(self.auth.checked),
+            "anchor_problems": list(self.auth.problems),
+            "held": list(self.auth.held),
+            "notes": list(self.auth.notes),
+            "unfinished": list(check.unfinished) if check else [],
+            "incomplete": list(check.incomplete) if check else [],
+            "attempts": check.attempts if check else 0,
+            "records": check.records if check else 0,
+        }
+
+    def lines(self) -> Iterator[str]:
+        path, check, auth = self.path, self.check, self.auth
+        if check is None:
+            yield f"{path}: TAMPERED: " + "; ".join(auth.problems)
+            return
         if check.problem is not None:
-            print(f"{path}: TAMPERED: {check.problem.what}")
+            yield f"{path}: TAMPERED: {check.problem.what}"
+        elif auth.problems:
+            yield from (f"{path}: TAMPERED: {p}" for p in auth.problems)
         else:
-            print(f"{path}: intact ({check.records} line(s), {check.attempts} attempt(s))")
+            counts = f"{check.records} line(s), {check.attempts} attempt(s)"
+            yield (
+                f"{path}: intact, {auth.label()} ({counts})"
+                if auth.checked
+                else f"{path}: intact, not anchored ({counts}): nothing outside the file vouches "
+                "for it (check it with --head, --outcomes or --public-key)"
+            )
+        yield from (f"{path}: {h}" for h in auth.held)
+        yield from (f"{path}: {n}" for n in auth.notes)
         for n in check.incomplete:
-            print(
+            yield (
                 f"{path}: line {n}: {INCOMPLETE}"
                 if n == check.records
                 else f"{path}: line {n}: incomplete (the governor stopped while writing it; a new attempt follows)"
             )
         for attempt in check.unfinished:
-            print(f"{path}: attempt {attempt}: {UNFINISHED}")
-    return 1 if bad else 0
+            yield f"{path}: attempt {attempt}: {UNFINISHED}"
+
+
+def _verified(path: Path, anchors: list[Anchor] | None, key: PublicKey | None) -> _Verified:
+    if anchors is not None and not path.is_file():
+        named = ", ".join(a.source for a in anchors) or "the outcomes"
+        return _Verified(path, None, Authenticity(problems=[f"the log is missing ({named} names it)"]))
+    check = read_log(path, {a.head for a in anchors or ()}).check
+    if check.problem is not None:
+        return _Verified(path, check, Authenticity())
+    return _Verified(path, check, authenticate(check, anchors=anchors, key=key))
+
+
+def run_keygen(key: str) -> int:
+    """Write a new signing key pair (`governor.audit.signing.keygen`)."""
+    public, key_id = keygen(Path(key))
+    print(f"wrote {key} (the private key, mode 600) and {public}: key {key_id}")
+    print(
+        "sign with it: the ceiling's audit_key = \"<absolute path of the key>\", or its "
+        "text in $ACP_GOVERNOR_AUDIT_PRIVATE_KEY (a CI secret); verify with "
+        f"`governor audit verify --public-key {public} LOG`"
+    )
+    return 0
 
 
 # -- replay -----------------------------------------------------------------------------

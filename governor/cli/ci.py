@@ -3,8 +3,9 @@
 Where ``GITHUB_STEP_SUMMARY`` names a file (GitHub Actions sets it for every
 step), ``governor run`` appends a Markdown summary of the attempt to it: the
 status, the tally, each refusal with its rule and reason, the changes made
-without asking, and the audit log's path. With ``--annotate`` it also prints
-workflow commands (``::error`` for each refusal, ``::warning`` for each
+without asking, and the audit log's path and head (kept by the runner, apart
+from the log: what `governor audit verify --head` checks the log against).
+With ``--annotate`` it also prints workflow commands (``::error`` for each refusal, ``::warning`` for each
 unasked change), which the runner shows on the run's page. Everything comes
 from the outcome and its records in the audit log, masked alike.
 """
@@ -71,7 +72,18 @@ def step_summary(outcome: Outcome) -> str:
         lines += ["**Changed without asking**", ""]
         lines += [f"- {markdown_code(path)}" for path in unasked[:MAX_ROWS]]
         lines.append("")
-    if outcome.log:
+    if outcome.log and outcome.log_head:
+        signed = (
+            f", its end record signed by key {markdown_code(outcome.log_key)}" if outcome.log_key else ""
+        )
+        lines += [
+            f"Audit log: {markdown_code(outcome.log)}, {markdown(outcome.log_records)} records, head "
+            f"{markdown_code(outcome.log_head)}{signed}. This summary is kept apart from the log: "
+            f"check the log against it with "
+            f"{markdown_code(f'governor audit verify --head {outcome.log_head} LOG')}",
+            "",
+        ]
+    elif outcome.log:
         lines += [
             f"Audit log: {markdown_code(outcome.log)} (check it with <code>governor audit verify</code>)",
             "",

@@ -89,6 +89,9 @@ def summary(outcome: Outcome) -> str:
         rows.append(("pending", str(outcome.pending.get("subject"))))
     if outcome.log:
         rows.append(("log", outcome.log))
+    if outcome.log_head:
+        signed = f", signed by key {outcome.log_key}" if outcome.log_key else ""
+        rows.append(("head", f"{outcome.log_head} ({outcome.log_records} records{signed})"))
     rows.append(("duration", f"{outcome.duration_s:.1f} s"))
     width = max(len(k) for k, _ in rows)
     # every value may hold the agent's words (reason, summary, paths, notices):
