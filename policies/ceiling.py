@@ -18,6 +18,7 @@ from policies.capability import Capability, CapabilityError
 from policies.errors import ConfigError, unknown_key
 from policies.limits import LIMIT_KEYS, Limits, limits_from_mapping
 from policies.network import HostPatternError, parse_pattern
+from policies.paths import is_under
 
 CUSTOM_AGENT: Final = "acp"
 """The agent id of an ACP program given as an argv rather than a preset."""
@@ -227,11 +228,10 @@ def _covers(bound: str, host: str) -> bool:
 
 def _within(folder: str, bound: str) -> bool:
     """Whether ``folder`` is ``bound`` or below it, as written (both ``~/`` or
-    both absolute; ``..`` never is)."""
-    if ".." in folder.split("/"):
-        return False
-    folder, bound = folder.rstrip("/"), bound.rstrip("/")
-    return folder == bound or folder.startswith(bound + "/")
+    both absolute). A ``..`` never is: the folder is resolved only when the
+    sandbox is made, and ``~/tools/link/..`` folded lexically is ``~/tools``
+    while a symlink can lead it anywhere."""
+    return ".." not in folder.split("/") and is_under(folder, bound)
 
 
 _KEYS: Final = {

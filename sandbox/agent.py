@@ -29,10 +29,11 @@ from pathlib import Path
 
 import trio
 
+from policies.paths import is_under
 from sandbox import watchdog
 from sandbox.launch import Launch, memfd, open_launch, prepare
 from sandbox.preflight import preflight
-from sandbox.profile import Profile, ProfileError, is_within
+from sandbox.profile import Profile, ProfileError
 from sandbox.spawn import PIPE, Child, Std, spawn
 from sandbox.stubs import LEDGER
 from sandbox.survey import caller_home, process_home
@@ -78,7 +79,7 @@ def resolve_install(argv: Sequence[str], *, search_path: str | None = None) -> t
     def keep(directory: str) -> None:
         # A prefix that is "/", $HOME or an ancestor of it would re-expose the
         # secrets the empty $HOME hides (``~/bin/agent`` has the prefix ``~``).
-        if directory != "/" and not any(is_within(home, directory) for home in homes):
+        if directory != "/" and not any(is_under(home, directory) for home in homes):
             found.append(directory)
 
     def add(path: str) -> None:

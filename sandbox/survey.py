@@ -36,6 +36,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from policies.paths import is_under
 from sandbox import toolchains
 from sandbox.hostgit import EXCLUDES_PATH, anchored, read_host_git
 from sandbox.profile import (
@@ -45,7 +46,6 @@ from sandbox.profile import (
     Profile,
     ProfileError,
     ancestors_between,
-    is_within,
 )
 from sandbox.protected import (
     GIT_DIR_CONTAINERS,
@@ -101,14 +101,14 @@ def other_homes(home: str | None, uid: int, roots: tuple[str, ...]) -> tuple[str
         real = os.path.realpath(candidate)
         if real == "/" or real == home or not os.path.isdir(real):
             continue
-        if any(is_within(real, r) for r in roots):
+        if any(is_under(real, r) for r in roots):
             continue
         found.append(real)
     return _dedupe(found)
 
 
 def _overlaps(path: str, roots: tuple[str, ...]) -> bool:
-    return any(is_within(path, r) or is_within(r, path) for r in roots)
+    return any(is_under(path, r) or is_under(r, path) for r in roots)
 
 
 def survey(
@@ -137,7 +137,7 @@ def survey(
     others = tuple(
         h
         for h in other_homes(home, uid, roots)
-        if not any(is_within(h, d) for d in private_dirs)  # a private /tmp hides it already
+        if not any(is_under(h, d) for d in private_dirs)  # a private /tmp hides it already
     )
     hidden_roots = (*private_dirs, *others, *([home] if home else []))
 
@@ -155,7 +155,7 @@ def survey(
             os.path.realpath(s)
             for s in HOST_DAEMON_SOCKETS
             if os.path.exists(s)
-            and not any(is_within(os.path.realpath(s), d) for d in (*hidden_roots, run_user))
+            and not any(is_under(os.path.realpath(s), d) for d in (*hidden_roots, run_user))
         )
     elif sockets is None:
         sockets = host_sockets(hidden=(*roots, *hidden_roots))
@@ -181,8 +181,8 @@ def survey(
     links = tuple(
         (path, target)
         for path, target in profile.links
-        if any(is_within(path, h) for h in hidden_roots)
-        and not any(is_within(path, k) for k in kept)
+        if any(is_under(path, h) for h in hidden_roots)
+        and not any(is_under(path, k) for k in kept)
     ) + (run.links if run is not None else ())
 
     plan = _Plan(writable_roots=roots if profile.writable else (), commits=profile.commits)
@@ -219,7 +219,7 @@ def survey(
     if profile.commits:
         host = read_host_git(roots[0])
         git_env = host.identity
-        if "/tmp" in private_dirs and not any(is_within(EXCLUDES_PATH, r) for r in roots):
+        if "/tmp" in private_dirs and not any(is_under(EXCLUDES_PATH, r) for r in roots):
             excludes = (*host.excludes, *anchored((*stubs, *hidden_files), worktrees))
     return HostFacts(
         home=home,
@@ -238,7 +238,7 @@ def survey(
         ancestors=plan.ancestors_for(pins),
         pins=pins,
         kept=chains.kept,
-        caches=tuple(c for c in chains.caches if not any(is_within(c, m) for m in mounted)),
+        caches=tuple(c for c in chains.caches if not any(is_under(c, m) for m in mounted)),
         path=chains.path,
         toolchain_env=chains.env,
         stubs=stubs,
@@ -263,7 +263,7 @@ def _operator_folders(folders: tuple[Path, ...], homes: tuple[str, ...]) -> tupl
         real = os.path.realpath(folder)
         if not os.path.isdir(real):
             raise ProfileError(f"folder to keep {folder} does not exist or is not a directory")
-        if real == "/" or any(is_within(h, real) for h in homes):
+        if real == "/" or any(is_under(h, real) for h in homes):
             raise ProfileError(
                 f"folder to keep {folder} is '/' or a home or holds one; that would expose "
                 "~/.ssh, ~/.aws and agent credentials"
@@ -281,7 +281,7 @@ def _operator_folders(folders: tuple[Path, ...], homes: tuple[str, ...]) -> tupl
 def _visible_inside(path: str, roots: tuple[str, ...], tmpfs_dirs: tuple[str, ...]) -> bool:
     """Whether ``path`` can be seen in the sandbox: inside a root (bound back on
     top of any tmpfs) or not under a tmpfs at all. Only visible files need a mask."""
-    return any(is_within(path, r) for r in roots) or not any(is_within(path, d) for d in tmpfs_dirs)
+    return any(is_under(path, r) for r in roots) or not any(is_under(path, d) for d in tmpfs_dirs)
 
 
 def _resolve_root(path: Path) -> str:
@@ -430,7 +430,7 @@ class _Plan:
     def _git_dir(self, target: str) -> None:
         """A git dir a pointer leads to: protected when it lies inside a writable
         root, else kept visible (read-only); its own commondir followed."""
-        root = next((r for r in self.writable_roots if is_within(target, r) and target != r), None)
+        root = next((r for r in self.writable_roots if is_under(target, r, strictly=True)), None)
         if root is not None:
             self.protect_git(root, os.path.relpath(target, root))
         elif target not in self.followed:
