@@ -31,12 +31,14 @@ from governor.approver import Approver, Ask, Callback, for_on_ask
 from governor.audit.log import Durability, inside
 from governor.ceilings import load_ceiling
 from governor.network import agent_hosts
+from governor.policyfile import read_policy
 from governor.presets import NotInstalled, Preset, PresetError, find, resolve
 from governor.secrets import Masker
 from policies.capability import Capability
 from policies.ceiling import CUSTOM_AGENT, CUSTOM_COMMAND, Ceiling, RunRequest, check, parse_ceiling
+from policies.errors import ConfigError
 from policies.network import HostPatternError, parse_pattern
-from policies.policy import Policy, parse_policy
+from policies.policy import Policy
 
 
 class RefusedBeforeStart(Exception):
@@ -321,12 +323,9 @@ def _load(problems: list[str], loader: Callable[[Any], Any], value: Any) -> Any:
 def _load_policy(value: Policy | str | Path | None) -> Policy:
     if value is None or isinstance(value, Policy):
         return value or Policy()
-    path = Path(value)
     try:
-        return parse_policy(path.read_text(encoding="utf-8"), str(path))
-    except OSError as e:
-        raise RefusedBeforeStart([f"{path}: cannot read the policy: {e.strerror}"]) from None
-    except ValueError as e:
+        return read_policy(value)
+    except ConfigError as e:
         raise RefusedBeforeStart([str(e)]) from None
 
 

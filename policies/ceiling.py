@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from policies.capability import Capability, CapabilityError
-from policies.errors import ConfigError, unknown_key
+from policies.errors import ConfigError, toml_error, unknown_key
 from policies.limits import LIMIT_KEYS, Limits, limits_from_mapping
 from policies.network import HostPatternError, parse_pattern
 from policies.paths import is_under
@@ -255,7 +255,7 @@ def parse_ceiling(text: str, source: str = "ceiling.toml") -> Ceiling:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        raise ConfigError(source, "", f"not valid TOML: {e}") from None
+        raise toml_error(source, text, e) from None
     for key in data:
         if key not in _KEYS:
             raise unknown_key(source, "", key, _KEYS)

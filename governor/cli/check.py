@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from governor.ceilings import load_ceiling
+from governor.policyfile import read_policy
 from policies.ceiling import CUSTOM_AGENT, AgentForbidden, RunRequest, check
 from policies.errors import ConfigError
-from policies.policy import Policy, parse_policy
+from policies.policy import Policy
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -26,23 +26,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=run)
 
 
-def load_policy(path: str | None) -> Policy:
-    """A policy file, or the least-authority default when none is named."""
-    if path is None:
-        return Policy()
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(path, "", "no such policy file") from None
-    except OSError as e:
-        raise ConfigError(path, "", f"cannot read the policy: {e.strerror}") from None
-    return parse_policy(text, source=path)
-
-
 def run(args: argparse.Namespace) -> int:
     """Exit 0 when the policy fits, 2 with every violation otherwise."""
     try:
-        policy = load_policy(args.policy)
+        policy = Policy() if args.policy is None else read_policy(args.policy)
         ceiling = load_ceiling(args.ceiling)
     except ConfigError as e:
         print(f"governor: {e}", file=sys.stderr)

@@ -26,10 +26,11 @@ import trio
 
 from governor.confine import command_profile
 from governor.network import decide_connection
+from governor.policyfile import read_policy
 from policies.capability import CAPABILITY_NAMES, Capability, CapabilityError
 from policies.errors import ConfigError
 from policies.network import HostPatternError
-from policies.policy import GIT_ACCESS, Policy, parse_policy
+from policies.policy import GIT_ACCESS, Policy
 from sandbox.bwrap import BwrapUnavailable
 from sandbox.egress import Answer, Judge, Request, open_egress
 from sandbox.execution import ExitStatus
@@ -110,13 +111,7 @@ def register(subparsers: Any) -> None:
 
 def _policy(args: argparse.Namespace) -> Policy:
     """The policy file (or the default), with each flag that was given on top."""
-    policy = Policy()
-    if args.policy is not None:
-        try:
-            text = args.policy.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ProfileError(f"{args.policy}: cannot read the policy: {exc.strerror}") from None
-        policy = parse_policy(text, str(args.policy))
+    policy = Policy() if args.policy is None else read_policy(args.policy)
     given: dict[str, Any] = {}
     if args.capability is not None:
         given["capability"] = Capability.parse(args.capability)
