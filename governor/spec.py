@@ -35,7 +35,7 @@ from governor.policyfile import read_policy
 from governor.presets import NotInstalled, Preset, PresetError, find, resolve
 from governor.secrets import Masker
 from policies.capability import Capability
-from policies.ceiling import CUSTOM_AGENT, CUSTOM_COMMAND, Ceiling, RunRequest, check, parse_ceiling
+from policies.ceiling import CUSTOM_AGENT, CUSTOM_COMMAND, Ceiling, check_job, parse_ceiling
 from policies.errors import ConfigError
 from policies.network import HostPatternError, parse_pattern
 from policies.policy import Policy
@@ -199,18 +199,15 @@ def prepare(spec: AttemptSpec) -> Prepared:
         else:
             allowed.append(host)
     if ceiling is not None:
-        request = RunRequest(
-            _agent_id(spec),
-            policy.capability,
-            tuple(spec.agent_args),
-            policy.network,
-            keep=policy.keep,
-            limits=policy.limits.with_wall(spec.timeout),
-            hosts=(*policy.network_rules.patterns, *spec.allow_hosts),
+        violations = check_job(
+            policy,
+            ceiling,
+            agent=_agent_id(spec),
+            agent_args=spec.agent_args,
+            hosts=allowed,
+            wall=spec.timeout,
         )
-        verdict = check(request, ceiling)
-        if isinstance(verdict, list):
-            problems.extend(f"refused by the ceiling ({ceiling.source}): {v}" for v in verdict)
+        problems.extend(f"refused by the ceiling ({ceiling.source}): {v}" for v in violations)
     if spec.trace_id is not None and not _TRACE_ID.fullmatch(spec.trace_id):
         problems.append(f"trace_id {spec.trace_id!r} is not a trace id: 32 lowercase hex digits")
     missing = [n for n in [*spec.env, *policy.env] if not environ.get(n)]

@@ -10,15 +10,18 @@ that believes it may edit ends up doing nothing and reporting success.
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from policies.capability import Capability, CapabilityError
 from policies.errors import ConfigError, toml_error, unknown_key
 from policies.limits import LIMIT_KEYS, Limits, limits_from_mapping
 from policies.network import HostPatternError, parse_pattern
 from policies.paths import is_under
+
+if TYPE_CHECKING:  # policy.py reads its values with this file's helpers
+    from policies.policy import Policy
 
 CUSTOM_AGENT: Final = "acp"
 """The agent id of an ACP program given as an argv rather than a preset."""
@@ -30,7 +33,9 @@ CUSTOM_COMMAND: Final = "command"
 class RunRequest:
     """What one attempt asks for, as far as the ceiling is concerned."""
 
-    agent: str
+    agent: str | None
+    """None: no agent named (``governor check`` without ``--agent``, ``governor
+    sandbox``): the rest is judged alone."""
     capability: Capability = Capability.READ_ONLY
     agent_args: tuple[str, ...] = ()
     """Raw arguments appended to a preset's argv: a privileged channel, secret."""
@@ -187,7 +192,7 @@ class CeilingRejected(Exception):
 def check(request: RunRequest, ceiling: Ceiling) -> RunRequest | list[Violation]:
     """The request *unchanged* when it fits, else every violation (never a clamp)."""
     violations: list[Violation] = []
-    if request.agent not in ceiling.allowed_agents:
+    if request.agent is not None and request.agent not in ceiling.allowed_agents:
         violations.append(AgentForbidden(request.agent, ceiling.allowed_agents))
     if request.capability > ceiling.max_capability:
         violations.append(CapabilityExceeded(request.capability, ceiling.max_capability))
@@ -208,6 +213,33 @@ def check(request: RunRequest, ceiling: Ceiling) -> RunRequest | list[Violation]
             if not any(_covers(bound, host) for bound in ceiling.allowed_hosts)
         )
     return violations if violations else request
+
+
+def check_job(
+    policy: Policy,
+    ceiling: Ceiling,
+    *,
+    agent: str | None,
+    agent_args: Sequence[str] = (),
+    hosts: Sequence[str] = (),
+    wall: float | None = None,
+) -> list[Violation]:
+    """Every violation of a job (empty: it fits): its policy, the agent it runs
+    (None: none named), raw ``agent_args``, the ``hosts`` it adds
+    (``--allow-host``) and a ``wall`` that wins over the policy's
+    (``--timeout``). Every surface that asks "may this job run" asks here, so
+    ``governor check`` cannot say "fits" for a job ``governor run`` refuses."""
+    request = RunRequest(
+        agent,
+        policy.capability,
+        tuple(agent_args),
+        policy.network,
+        keep=policy.keep,
+        limits=policy.limits.with_wall(wall),
+        hosts=(*policy.network_rules.patterns, *hosts),
+    )
+    verdict = check(request, ceiling)
+    return verdict if isinstance(verdict, list) else []
 
 
 def _covers(bound: str, host: str) -> bool:
