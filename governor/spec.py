@@ -33,12 +33,14 @@ from governor.audit.log import Durability, inside
 from governor.audit.signing import KEY_VARIABLE, Signer, SigningUnavailable, load_signer
 from governor.ceilings import load_ceiling
 from governor.network import agent_hosts
+from governor.policyfile import read_policy
 from governor.presets import NotInstalled, Preset, PresetError, find, resolve
 from governor.secrets import Masker
 from policies.capability import Capability
-from policies.ceiling import CUSTOM_AGENT, CUSTOM_COMMAND, Ceiling, RunRequest, check, parse_ceiling
+from policies.ceiling import CUSTOM_AGENT, CUSTOM_COMMAND, Ceiling, check_job, parse_ceiling
+from policies.errors import ConfigError
 from policies.network import HostPatternError, parse_pattern
-from policies.policy import Policy, parse_policy
+from policies.policy import Policy
 from sandbox.host.concealed import state_dir
 
 
@@ -202,18 +204,15 @@ def prepare(spec: AttemptSpec) -> Prepared:
         else:
             allowed.append(host)
     if ceiling is not None:
-        request = RunRequest(
-            _agent_id(spec),
-            policy.capability,
-            tuple(spec.agent_args),
-            policy.network,
-            keep=policy.keep,
-            limits=policy.limits.with_wall(spec.timeout),
-            hosts=(*policy.network_rules.patterns, *spec.allow_hosts),
+        violations = check_job(
+            policy,
+            ceiling,
+            agent=_agent_id(spec),
+            agent_args=spec.agent_args,
+            hosts=allowed,
+            wall=spec.timeout,
         )
-        verdict = check(request, ceiling)
-        if isinstance(verdict, list):
-            problems.extend(f"refused by the ceiling ({ceiling.source}): {v}" for v in verdict)
+        problems.extend(f"refused by the ceiling ({ceiling.source}): {v}" for v in violations)
     if spec.trace_id is not None and not _TRACE_ID.fullmatch(spec.trace_id):
         problems.append(f"trace_id {spec.trace_id!r} is not a trace id: 32 lowercase hex digits")
     if KEY_VARIABLE in [*spec.env, *policy.env]:
@@ -339,12 +338,9 @@ def _load(problems: list[str], loader: Callable[[Any], Any], value: Any) -> Any:
 def _load_policy(value: Policy | str | Path | None) -> Policy:
     if value is None or isinstance(value, Policy):
         return value or Policy()
-    path = Path(value)
     try:
-        return parse_policy(path.read_text(encoding="utf-8"), str(path))
-    except OSError as e:
-        raise RefusedBeforeStart([f"{path}: cannot read the policy: {e.strerror}"]) from None
-    except ValueError as e:
+        return read_policy(value)
+    except ConfigError as e:
         raise RefusedBeforeStart([str(e)]) from None
 
 

@@ -46,7 +46,7 @@ from typing import Any, Final, Literal
 
 from policies.capability import Capability, CapabilityError
 from policies.ceiling import boolean, string_list, table, type_name
-from policies.errors import ConfigError, closest, unknown_key
+from policies.errors import ConfigError, closest, toml_error, unknown_key
 from policies.limits import Limits, limits_from_mapping
 from policies.network import HostPattern, HostPatternError, NetworkRules, parse_pattern
 from policies.paths import PathGlobs, normalize
@@ -152,7 +152,7 @@ def parse_policy(text: str, source: str = "policy.toml") -> Policy:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        raise ConfigError(source, "", f"not valid TOML: {e}") from None
+        raise toml_error(source, text, e) from None
     return policy_from_mapping(data, source)
 
 

@@ -55,6 +55,7 @@ import trio
 from governor.audit.signing import Signer
 from governor.audit.tally import Tallier
 from governor.secrets import Masker
+from policies.paths import is_under
 
 Durability = Literal["always", "batch"]
 DURABILITIES: Final = ("batch", "always")
@@ -476,8 +477,4 @@ def inside(path: Path | str, roots: Iterable[str]) -> str | None:
     """The root that holds ``path`` (symlinks resolved), if any: an audit log there
     could be rewritten by the agent it records."""
     real = os.path.realpath(path)
-    for root in roots:
-        base = os.path.realpath(root)
-        if real == base or real.startswith(base.rstrip("/") + "/"):
-            return root
-    return None
+    return next((root for root in roots if is_under(real, os.path.realpath(root))), None)

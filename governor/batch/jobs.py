@@ -29,10 +29,11 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Final, Literal
 
+from governor.policyfile import read_policy
 from governor.spec import AttemptSpec, RefusedBeforeStart, prepare
 from policies.capability import CAPABILITY_NAMES
 from policies.ceiling import Ceiling
-from policies.errors import closest
+from policies.errors import ConfigError, closest
 from policies.policy import Policy
 
 ID_PATTERN: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
@@ -426,15 +427,9 @@ def by_line(problems: Iterable[str]) -> list[str]:
 def _with_policy(job: Job, problems: list[str]) -> Job:
     if not isinstance(job.policy, str):
         return job
-    from policies.policy import parse_policy
-
-    path = Path(job.policy).expanduser()
     try:
-        policy = parse_policy(path.read_text(encoding="utf-8"), str(path))
-    except OSError as e:
-        problems.append(f"key 'policy': {path}: cannot read the policy: {e.strerror}")
-        return job
-    except ValueError as e:
+        policy = read_policy(job.policy)
+    except ConfigError as e:
         problems.append(f"key 'policy': {e}")
         return job
     return replace(job, policy=policy)

@@ -804,15 +804,11 @@ def run_replay(
 ) -> int:
     """List what would change if the log's actions were decided under another policy."""
     from governor.ceilings import load_ceiling
+    from governor.policyfile import read_policy
     from policies.errors import ConfigError
-    from policies.policy import parse_policy
 
     try:
-        text = Path(policy_file).read_text(encoding="utf-8")
-    except OSError as e:
-        raise UsageError(f"{policy_file}: cannot read the policy: {e.strerror}") from None
-    try:
-        policy = parse_policy(text, policy_file)
+        policy = read_policy(policy_file)
         protected = load_ceiling(ceiling).protected
     except ConfigError as e:
         raise UsageError(str(e)) from None

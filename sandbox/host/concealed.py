@@ -24,7 +24,7 @@ import os
 import pwd
 from pathlib import Path
 
-from sandbox.plan.profile import is_within
+from policies.paths import is_under
 from sandbox.plan.protected import (
     HOST_SECRET_DIRS,
     HOST_SECRET_FILES,
@@ -64,7 +64,7 @@ def foreign_homes(own: tuple[str, ...]) -> tuple[str, ...]:
     for home in dict.fromkeys(os.path.realpath(h) for h in found):
         if home == "/" or home in own or not os.path.isdir(home):
             continue
-        if any(is_within(o, home) for o in own) or any(is_within(home, s) for s in SYSTEM_DIRS):
+        if any(is_under(o, home) for o in own) or any(is_under(home, s) for s in SYSTEM_DIRS):
             continue
         out.append(home)
     return tuple(out)

@@ -36,6 +36,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from policies.paths import is_under
 from sandbox.host import concealed, toolchains
 from sandbox.host.git import anchored, read_host_git
 from sandbox.host.sockets import host_sockets, run_view
@@ -47,7 +48,6 @@ from sandbox.plan.profile import (
     Profile,
     ProfileError,
     ancestors_between,
-    is_within,
 )
 from sandbox.plan.protected import (
     GIT_DIR_CONTAINERS,
@@ -102,14 +102,14 @@ def other_homes(home: str | None, uid: int, roots: tuple[str, ...]) -> tuple[str
         real = os.path.realpath(candidate)
         if real == "/" or real == home or not os.path.isdir(real):
             continue
-        if any(is_within(real, r) for r in roots):
+        if any(is_under(real, r) for r in roots):
             continue
         found.append(real)
     return _dedupe(found)
 
 
 def _overlaps(path: str, roots: tuple[str, ...]) -> bool:
-    return any(is_within(path, r) or is_within(r, path) for r in roots)
+    return any(is_under(path, r) or is_under(r, path) for r in roots)
 
 
 def survey(
@@ -138,15 +138,15 @@ def survey(
     others = tuple(
         h
         for h in other_homes(home, uid, roots)
-        if not any(is_within(h, d) for d in private_dirs)  # a private /tmp hides it already
+        if not any(is_under(h, d) for d in private_dirs)  # a private /tmp hides it already
     )
     search_path = profile.env.get("PATH", profile.path if profile.path is not None else DEFAULT_PATH)
     on_path = [os.path.realpath(e) for e in search_path.split(":") if os.path.isabs(e)]
     foreign = tuple(
         h
         for h in concealed.foreign_homes((*([home] if home else []), *others))
-        if not any(is_within(h, d) for d in (*private_dirs, *roots))
-        and not any(is_within(e, h) for e in on_path)  # /home/linuxbrew: the host's PATH names it
+        if not any(is_under(h, d) for d in (*private_dirs, *roots))
+        and not any(is_under(e, h) for e in on_path)  # /home/linuxbrew: the host's PATH names it
     )
     hidden_roots = (*private_dirs, *foreign, *others, *([home] if home else []))
     state = os.path.realpath(concealed.state_dir())
@@ -165,7 +165,7 @@ def survey(
             os.path.realpath(s)
             for s in HOST_DAEMON_SOCKETS
             if os.path.exists(s)
-            and not any(is_within(os.path.realpath(s), d) for d in (*hidden_roots, run_user))
+            and not any(is_under(os.path.realpath(s), d) for d in (*hidden_roots, run_user))
         )
     elif sockets is None:
         sockets = host_sockets(hidden=(*roots, *hidden_roots))
@@ -193,14 +193,14 @@ def survey(
         d
         for d in (state, *concealed.secret_dirs())
         if os.path.isdir(d)
-        and not any(is_within(d, r) for r in roots)  # a root's rules hold in it
-        and (any(is_within(d, k) for k in kept) or not any(is_within(d, h) for h in hidden_roots))
+        and not any(is_under(d, r) for r in roots)  # a root's rules hold in it
+        and (any(is_under(d, k) for k in kept) or not any(is_under(d, h) for h in hidden_roots))
     )
     links = tuple(
         (path, target)
         for path, target in profile.links
-        if any(is_within(path, h) for h in hidden_roots)
-        and not any(is_within(path, k) for k in kept)
+        if any(is_under(path, h) for h in hidden_roots)
+        and not any(is_under(path, k) for k in kept)
     ) + (run.links if run is not None else ())
 
     plan = _Plan(writable_roots=roots if profile.writable else (), commits=profile.commits)
@@ -240,7 +240,7 @@ def survey(
     if profile.commits:
         host = read_host_git(roots[0])
         git_env = host.identity
-        if "/tmp" in private_dirs and not any(is_within(EXCLUDES_PATH, r) for r in roots):
+        if "/tmp" in private_dirs and not any(is_under(EXCLUDES_PATH, r) for r in roots):
             excludes = (*host.excludes, *anchored((*stubs, *hidden_files), worktrees))
     return HostFacts(
         home=home,
@@ -264,7 +264,7 @@ def survey(
         ancestors=plan.ancestors_for(pins),
         pins=pins,
         kept=chains.kept,
-        caches=tuple(c for c in chains.caches if not any(is_within(c, m) for m in mounted)),
+        caches=tuple(c for c in chains.caches if not any(is_under(c, m) for m in mounted)),
         path=chains.path,
         toolchain_env=chains.env,
         stubs=stubs,
@@ -292,12 +292,12 @@ def _operator_folders(
         real = os.path.realpath(folder)
         if not os.path.isdir(real):
             raise ProfileError(f"folder to keep {folder} does not exist or is not a directory")
-        if is_within(real, state) or is_within(state, real):
+        if is_under(real, state) or is_under(state, real):
             raise ProfileError(
                 f"folder to keep {folder} holds or lies in the governor's state directory "
                 f"{state}, where every attempt's audit log is; name a folder beside it instead"
             )
-        if real == "/" or any(is_within(h, real) for h in homes):
+        if real == "/" or any(is_under(h, real) for h in homes):
             raise ProfileError(
                 f"folder to keep {folder} is '/' or a home or holds one; that would expose "
                 "~/.ssh, ~/.aws and agent credentials"
@@ -316,12 +316,12 @@ def _pin_read_only(plan: _Plan, path: str, roots: tuple[str, ...]) -> None:
     """Pin ``path`` read-only in the root that holds it (none: read-only anyway);
     `ProfileError` for a path that is a root or holds one, which cannot be
     pinned without making the whole root read-only."""
-    if any(is_within(r, path) for r in roots):
+    if any(is_under(r, path) for r in roots):
         raise ProfileError(
             f"read-only path {path} is a root or holds one; it cannot be kept read-only "
             "inside a writable root"
         )
-    root = next((r for r in roots if is_within(path, r)), None)
+    root = next((r for r in roots if is_under(path, r)), None)
     if root is not None and os.path.lexists(path):
         plan.pin(root, os.path.relpath(path, root))
 
@@ -329,7 +329,7 @@ def _pin_read_only(plan: _Plan, path: str, roots: tuple[str, ...]) -> None:
 def _visible_inside(path: str, roots: tuple[str, ...], tmpfs_dirs: tuple[str, ...]) -> bool:
     """Whether ``path`` can be seen in the sandbox: inside a root (bound back on
     top of any tmpfs) or not under a tmpfs at all. Only visible files need a mask."""
-    return any(is_within(path, r) for r in roots) or not any(is_within(path, d) for d in tmpfs_dirs)
+    return any(is_under(path, r) for r in roots) or not any(is_under(path, d) for d in tmpfs_dirs)
 
 
 def _resolve_root(path: Path) -> str:
@@ -475,7 +475,7 @@ class _Plan:
         common = _read_pointer(os.path.join(gitdir, "commondir"), "")
         if common is not None:  # our placeholder's "." leads back to gitdir: followed
             target = os.path.realpath(os.path.join(gitdir, common))
-            self._git_dir(target, is_within(gitdir, os.path.join(target, "worktrees")))
+            self._git_dir(target, is_under(gitdir, os.path.join(target, "worktrees")))
 
     def _git_dir(self, target: str, leads_back: bool) -> None:
         """A git dir a pointer leads to: protected when it lies inside a writable
@@ -484,7 +484,7 @@ class _Plan:
         the agent writes: followed blindly, a planted ``gitdir: /root/.ssh``
         would show that folder to every later sandbox. Where it leads back is
         written outside the writable roots, by the host's git."""
-        root = next((r for r in self.writable_roots if is_within(target, r) and target != r), None)
+        root = next((r for r in self.writable_roots if is_under(target, r, strictly=True)), None)
         if root is not None:
             self.protect_git(root, os.path.relpath(target, root))
         elif target not in self.followed and leads_back:

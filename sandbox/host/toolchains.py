@@ -44,7 +44,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-from sandbox.plan.profile import Kept, is_within
+from policies.paths import is_under
+from sandbox.plan.profile import Kept
 from sandbox.plan.protected import CREDENTIAL_DIRS, CREDENTIAL_FILES, CREDENTIALS_IN_TOOLCHAIN
 
 SHEBANG_MAX_BYTES: Final = 256
@@ -141,11 +142,11 @@ def detect(
         allowed = [
             a
             for a in (*places, *(k for k in found.kept if k not in keep))
-            if not any(is_within(h, a) for h in found.homes)
+            if not any(is_under(h, a) for h in found.homes)
         ]
         for root in roots:
             for venv, interpreter in _venvs(root):
-                if any(is_within(interpreter, a) for a in allowed) and _is_interpreter(interpreter):
+                if any(is_under(interpreter, a) for a in allowed) and _is_interpreter(interpreter):
                     found.prefix(interpreter, f"the interpreter of {venv}")
     kept = found.outermost()
     caches: tuple[str, ...] = ()
@@ -155,7 +156,7 @@ def detect(
             for home in found.homes
             for rel in CACHES
             if os.path.isdir(real := os.path.realpath(os.path.join(home, rel)))
-            and is_within(real, home)
+            and is_under(real, home)
         )
     return Toolchains(
         kept=kept,
@@ -165,7 +166,7 @@ def detect(
             entry
             for entry in _entries(search_path)
             if os.path.isdir(entry)
-            and (not found.hidden(entry) or any(is_within(entry, k.path) for k in kept))
+            and (not found.hidden(entry) or any(is_under(entry, k.path) for k in kept))
         ),
         env=env,
     )
@@ -181,8 +182,8 @@ class _Found:
     def hidden(self, path: str) -> bool:
         """Whether ``path`` lies in a home (hidden inside) and not in what is
         given visible anyway."""
-        return any(is_within(path, h) for h in self.homes) and not any(
-            is_within(path, g) for g in self.given
+        return any(is_under(path, h) for h in self.homes) and not any(
+            is_under(path, g) for g in self.given
         )
 
     def add(self, path: str, why: str, *, operator: bool = False) -> bool:
@@ -192,7 +193,7 @@ class _Found:
             return True
         if not operator and (
             not self.hidden(path)
-            or any(is_within(h, path) for h in self.homes)
+            or any(is_under(h, path) for h in self.homes)
             or _holds_credentials(path, _credential_dirs(self.homes))
             or _holds_credentials(path, self.forbidden)
         ):
@@ -232,7 +233,7 @@ class _Found:
         ordered = sorted(self.kept, key=lambda p: (p.count("/"), p))
         out: list[Kept] = []
         for path in ordered:
-            if not any(is_within(path, k.path) for k in out):
+            if not any(is_under(path, k.path) for k in out):
                 out.append(Kept(path, self.kept[path]))
         return tuple(out)
 
@@ -365,7 +366,7 @@ def _credential_files(homes: tuple[str, ...]) -> tuple[str, ...]:
 
 def _holds_credentials(path: str, folders: tuple[str, ...]) -> bool:
     """Whether ``path`` holds one of the credential ``folders`` or lies inside one."""
-    return any(is_within(f, path) or is_within(path, f) for f in folders)
+    return any(is_under(f, path) or is_under(path, f) for f in folders)
 
 
 def credential_dirs_in(path: str, homes: Sequence[str]) -> list[str]:
@@ -374,7 +375,7 @@ def credential_dirs_in(path: str, homes: Sequence[str]) -> list[str]:
     return [
         f
         for f in _credential_dirs(tuple(homes))
-        if (is_within(f, path) and os.path.exists(f)) or is_within(path, f)
+        if (is_under(f, path) and os.path.exists(f)) or is_under(path, f)
     ]
 
 
@@ -389,7 +390,7 @@ def _credentials(
     candidates = [*_credential_files(tuple(homes))]
     candidates += [os.path.join(top, rel) for top in tops for rel in CREDENTIALS_IN_TOOLCHAIN]
     for path in candidates:
-        if any(is_within(path, k.path) for k in kept) and os.path.isfile(path):
+        if any(is_under(path, k.path) for k in kept) and os.path.isfile(path):
             out.append(os.path.realpath(path))
     return tuple(dict.fromkeys(out))
 

@@ -55,6 +55,7 @@ from typing import Final
 
 from policies.capability import Capability
 from policies.limits import Limits
+from policies.paths import is_under
 from sandbox.plan.egress import NO_PROXY_VARIABLES, Egress
 from sandbox.plan.protected import SYSTEM_DIRS
 
@@ -337,11 +338,6 @@ class BwrapFeatures:
     """``--size`` before ``--tmpfs`` (bwrap 0.10): the tmp limit."""
 
 
-def is_within(path: str, parent: str) -> bool:
-    """Whether ``path`` equals ``parent`` or lies below it (both normalized, absolute)."""
-    return path == parent or path.startswith(parent.rstrip("/") + "/")
-
-
 def validate(profile: Profile, facts: HostFacts) -> None:
     """Refuse roots that would expose secrets or the system, and a cwd outside the roots."""
     if not profile.sandboxed:
@@ -349,25 +345,25 @@ def validate(profile: Profile, facts: HostFacts) -> None:
     for root in facts.roots:
         if root == "/":
             raise ProfileError("a root may not be '/'")
-        if facts.home is not None and is_within(facts.home, root):
+        if facts.home is not None and is_under(facts.home, root):
             raise ProfileError(
                 f"root {root} is the home directory or contains it; that would expose "
                 "~/.ssh, ~/.aws and agent credentials"
             )
         if profile.writable:
             for system in SYSTEM_DIRS:
-                if is_within(root, system):
+                if is_under(root, system):
                     raise ProfileError(
                         f"writable root {root} lies in the system directory {system}"
                     )
     homes = [*([facts.home] if facts.home is not None else []), *facts.other_homes]
     for path in facts.visible:
-        if path == "/" or any(is_within(home, path) for home in homes):
+        if path == "/" or any(is_under(home, path) for home in homes):
             raise ProfileError(
                 f"path to keep visible {path} is '/' or contains the home directory; "
                 "that would expose ~/.ssh, ~/.aws and agent credentials"
             )
-    if not any(is_within(facts.cwd, root) for root in facts.roots):
+    if not any(is_under(facts.cwd, root) for root in facts.roots):
         raise ProfileError(f"working directory {facts.cwd} is outside the roots")
 
 
