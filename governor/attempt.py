@@ -20,7 +20,6 @@ gate decides requests; the turn folds updates; this file sequences them.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import signal
 import time
@@ -47,6 +46,7 @@ from governor.setup import SessionSetup
 from governor.spec import AttemptSpec, Command, Prepared, RefusedBeforeStart, prepare
 from governor.turn import Turn
 from governor.workspace import Snapshot, diff, snapshot
+from policies.canonical import digest
 from sandbox.egress import EgressProxy, open_egress
 from sandbox.execution import ExitStatus
 from sandbox.limits import blame
@@ -153,9 +153,9 @@ class Attempt:
                 capability=str(policy.capability),
                 workspace=policy.workspace,
                 roots=list(policy.roots),
-                policy=_digest(repr(policy)),
+                policy=digest(policy),
                 policy_source=policy.source,
-                ceiling=_digest(repr(p.ceiling)),
+                ceiling=digest(p.ceiling),
                 ceiling_source=p.ceiling.source,
                 protected=list(p.ceiling.protected) or None,
                 sandboxed_agent=p.sandboxed_agent,
@@ -626,10 +626,6 @@ def _redacted_argv(argv: Sequence[str], secret_tail: int) -> list[str]:
     if secret_tail <= 0:
         return list(argv)
     return [*argv[: len(argv) - secret_tail], f"<{secret_tail} raw args, not shown>"]
-
-
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def _version() -> str:
