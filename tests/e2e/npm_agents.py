@@ -65,6 +65,17 @@ def installed(relative: str, *, node: str | None = "node") -> list[str]:
     return [str(entry)] if node is None else [node, str(entry)]
 
 
+def preset_path(environ: Mapping[str, str], *programs: str) -> str:
+    """``environ``'s PATH with the installed agents' programs first, for a test
+    that runs a preset (``agent="claude"``): skip (or fail under CI) unless each
+    of ``programs`` is there. A preset whose program is missing would otherwise
+    fall through to ``npx -y``, which fetches it, and the agent's sandbox may
+    reach only its model API, not the npm registry."""
+    for program in programs:
+        installed(f".bin/{program}", node=None)
+    return f"{MODULES / '.bin'}:{environ.get('PATH', '')}"
+
+
 def copilot_argv() -> list[str]:
     """The Copilot CLI's native binary, as its preset runs it."""
     return [*installed(COPILOT, node=None), "--acp", "--no-auto-update"]
