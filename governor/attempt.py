@@ -288,6 +288,10 @@ class Attempt:
                     self.end.gave_up = conn.gave_up
                     self.end.stderr_tail = tuple(conn.stderr_tail)
             self._blame_limit(process.returncode, "\n".join(self.end.stderr_tail))
+            if self.end.error is not None:
+                self.end.unseen_folders = await trio.to_thread.run_sync(
+                    confine.unseen_folders, profile
+                )
         except (OSError, confine.SandboxUnavailable) as e:
             self.end.error = (
                 f"{self.name} could not be started: {getattr(e, 'strerror', None) or e}"
