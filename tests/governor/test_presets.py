@@ -8,6 +8,7 @@ import shutil
 import stat
 import subprocess
 import sys
+from importlib import resources
 from pathlib import Path
 
 import pytest
@@ -58,6 +59,15 @@ def test_every_preset_of_the_repository_parses() -> None:
     assert set(presets) == {*REAL_AGENTS, "demo"}
     assert preset_ids() == tuple(presets)
     assert DEFAULT_PATH.name == "presets.toml" and DEFAULT_PATH.is_file()
+
+
+def test_the_package_carries_the_presets_at_the_top_of_the_repository() -> None:
+    # found as package data (what a wheel holds), and in a checkout the very
+    # file people edit: a copy there would drift from it
+    top = Path(__file__).resolve().parents[2] / "presets.toml"
+    assert DEFAULT_PATH.parent == Path(str(resources.files("governor")))
+    assert DEFAULT_PATH.resolve() == top.resolve()
+    assert DEFAULT_PATH.read_bytes() == top.read_bytes()
 
 
 @pytest.mark.parametrize("pid", REAL_AGENTS)
