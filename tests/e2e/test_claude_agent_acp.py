@@ -22,7 +22,7 @@ from toolchain_home import (
 
 from governor.attempt import run_attempt
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.npm_agent(CLAUDE_AGENT_ACP)]
 
 
 async def test_a_write_it_does_itself_is_explained_by_its_allowed_permission_and_one_outside_is_refused(

@@ -11,12 +11,21 @@ Code does not start where its ``$HOME`` does not exist.
 from __future__ import annotations
 
 import pytest
-from npm_agents import Job, preset_path, qwen_argv, records, tally_without_network
+from npm_agents import (
+    MODULES,
+    NODE_22,
+    QWEN_CODE,
+    Job,
+    preset_path,
+    qwen_argv,
+    records,
+    tally_without_network,
+)
 from openai_standin import Call, OpenAIStandIn
 
 from governor.attempt import run_attempt
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.npm_agent(QWEN_CODE, node=str(MODULES / NODE_22))]
 
 
 def steps(job: Job) -> list[Call]:
