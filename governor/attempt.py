@@ -33,7 +33,7 @@ import trio
 from acp import schema
 from pydantic import ValidationError
 
-from governor import confine, elicitation, network
+from governor import confine, elicitation, installs, network
 from governor.acp.connection import Connection, ConnectionClosed, RemoteError, RequestTimeout
 from governor.acp.jsonrpc import AUTH_REQUIRED, short_error
 from governor.attribution import Evidence, explain
@@ -248,6 +248,10 @@ class Attempt:
         gate = self.gate
         assert gate is not None
         try:
+            if p.executor.via_npx and p.executor.preset is not None:
+                await installs.fetch_for_npx(
+                    installs.spec(p.executor.preset), p.executor.argv[0], p.env
+                )
             profile = confine.agent_profile(
                 p.executor.argv,
                 p.policy,
@@ -292,7 +296,7 @@ class Attempt:
                 self.end.unseen_folders = await trio.to_thread.run_sync(
                     confine.unseen_folders, profile
                 )
-        except (OSError, confine.SandboxUnavailable) as e:
+        except (OSError, confine.SandboxUnavailable, installs.InstallError) as e:
             self.end.error = (
                 f"{self.name} could not be started: {getattr(e, 'strerror', None) or e}"
             )
@@ -508,13 +512,17 @@ class Attempt:
         stdout = bytearray()
         stderr = bytearray()
         try:
+            if p.executor.via_npx and p.executor.preset is not None:
+                await installs.fetch_for_npx(
+                    installs.spec(p.executor.preset), p.executor.argv[0], p.env
+                )
             profile = confine.agent_profile(
                 p.executor.argv, p.policy, None, p.env, sandbox=p.spec.sandbox_agent
             )
             async with confine.spawn_agent(profile, p.executor.argv, self.proxy) as process:
                 self.emit("spawned", {"agent": self.name, "pid": process.pid})
                 await self._feed_command(process, stdout, stderr)
-        except (OSError, confine.SandboxUnavailable) as e:
+        except (OSError, confine.SandboxUnavailable, installs.InstallError) as e:
             self.end.error = (
                 f"{self.name} could not be started: {getattr(e, 'strerror', None) or e}"
             )
