@@ -14,7 +14,7 @@ then the one `governor agents install` put in the governor's data directory
 registry, which the agent's sandbox cannot reach, so it is only a fallback,
 only where the preset allows it and npx itself is installed, and the governor
 fetches the package into npm's cache outside the sandbox before the agent runs
-it inside, offline (`governor.npx`).
+it inside, offline (`governor.installs.fetch_for_npx`).
 """
 
 from __future__ import annotations
