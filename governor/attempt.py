@@ -20,7 +20,6 @@ gate decides requests; the turn folds updates; this file sequences them.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import signal
 import time
@@ -34,7 +33,7 @@ import trio
 from acp import schema
 from pydantic import ValidationError
 
-from governor import confine, elicitation, network
+from governor import confine, elicitation, installs, network
 from governor.acp.connection import Connection, ConnectionClosed, RemoteError, RequestTimeout
 from governor.acp.jsonrpc import AUTH_REQUIRED, short_error
 from governor.attribution import Evidence, explain
@@ -48,6 +47,7 @@ from governor.session_setup import SessionSetup
 from governor.spec import AttemptSpec, Command, Prepared, RefusedBeforeStart, prepare
 from governor.turn import Turn
 from governor.workspace import Snapshot, diff, snapshot
+from policies.canonical import digest
 from sandbox.host.limits import blame
 from sandbox.net.proxy import EgressProxy, open_egress
 from sandbox.run.execution import ExitStatus
@@ -157,9 +157,9 @@ class Attempt:
                 capability=str(policy.capability),
                 workspace=policy.workspace,
                 roots=list(policy.roots),
-                policy=_digest(repr(policy)),
+                policy=digest(policy),
                 policy_source=policy.source,
-                ceiling=_digest(repr(p.ceiling)),
+                ceiling=digest(p.ceiling),
                 ceiling_source=p.ceiling.source,
                 protected=list(p.ceiling.protected) or None,
                 sandboxed_agent=p.sandboxed_agent,
@@ -256,6 +256,10 @@ class Attempt:
         gate = self.gate
         assert gate is not None
         try:
+            if p.executor.via_npx and p.executor.preset is not None:
+                await installs.fetch_for_npx(
+                    installs.spec(p.executor.preset), p.executor.argv[0], p.env
+                )
             profile = confine.agent_profile(
                 p.executor.argv,
                 p.policy,
@@ -296,7 +300,11 @@ class Attempt:
                     self.end.gave_up = conn.gave_up
                     self.end.stderr_tail = tuple(conn.stderr_tail)
             self._blame_limit(process.returncode, "\n".join(self.end.stderr_tail))
-        except (OSError, confine.SandboxUnavailable) as e:
+            if self.end.error is not None:
+                self.end.unseen_folders = await trio.to_thread.run_sync(
+                    confine.unseen_folders, profile
+                )
+        except (OSError, confine.SandboxUnavailable, installs.InstallError) as e:
             self.end.error = (
                 f"{self.name} could not be started: {getattr(e, 'strerror', None) or e}"
             )
@@ -519,13 +527,17 @@ class Attempt:
         stdout = bytearray()
         stderr = bytearray()
         try:
+            if p.executor.via_npx and p.executor.preset is not None:
+                await installs.fetch_for_npx(
+                    installs.spec(p.executor.preset), p.executor.argv[0], p.env
+                )
             profile = confine.agent_profile(
                 p.executor.argv, p.policy, None, p.env, sandbox=p.spec.sandbox_agent
             )
             async with confine.spawn_agent(profile, p.executor.argv, self.proxy) as process:
                 self.emit("spawned", {"agent": self.name, "pid": process.pid})
                 await self._feed_command(process, stdout, stderr)
-        except (OSError, confine.SandboxUnavailable) as e:
+        except (OSError, confine.SandboxUnavailable, installs.InstallError) as e:
             self.end.error = (
                 f"{self.name} could not be started: {getattr(e, 'strerror', None) or e}"
             )
@@ -641,10 +653,6 @@ def _redacted_argv(argv: Sequence[str], secret_tail: int) -> list[str]:
     if secret_tail <= 0:
         return list(argv)
     return [*argv[: len(argv) - secret_tail], f"<{secret_tail} raw args, not shown>"]
-
-
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def _version() -> str:

@@ -34,12 +34,13 @@ command is not sandboxed at all and has the host's network.
 from __future__ import annotations
 
 import os
+import re
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import structlog
 import trio
@@ -49,9 +50,10 @@ from governor.install import read_only_in
 from governor.network import egress_for
 from governor.presets import NPM_HOME, Preset
 from policies.capability import Capability
-from policies.paths import is_literal
+from policies.paths import is_literal, is_under
 from policies.policy import Policy
 from sandbox import BwrapUnavailable, Profile, ProfileError, Terminals, agent_process
+from sandbox.host.survey import survey
 from sandbox.net.proxy import EgressProxy
 from sandbox.run.agent import resolve_install, resolve_links
 from sandbox.run.preflight import preflight
@@ -173,6 +175,43 @@ def agent_profile(
         limits=policy.limits.effective(),
         read_only=read_only_in(policy.roots),
     )
+
+
+FOLDER_VARIABLE: Final = re.compile(r"[A-Z0-9_]+_(HOME|DIR)\Z")
+"""The variables that name a folder the agent works in (``XDG_CACHE_HOME``,
+``CODEX_HOME``, ``CLAUDE_CONFIG_DIR``): one its sandbox hides makes it fail at
+its start, in its own words, which rarely name the folder."""
+
+
+def unseen_folders(profile: Profile) -> tuple[str, ...]:
+    """``VAR=path`` for each folder variable of the agent's environment whose
+    absolute path its sandbox does not show: under a private tmpfs (``/tmp``,
+    ``$HOME``, another home) and not kept (a root, the install, a home folder,
+    a toolchain). Only asked after a failed start: it surveys the host again.
+    Empty for an unsandboxed agent, or when the survey itself fails."""
+    if not profile.sandboxed:
+        return ()
+    try:
+        facts = survey(profile)
+    except (OSError, ProfileError):
+        return ()
+    hidden = (*facts.private_dirs, *facts.other_homes, *([facts.home] if facts.home else []))
+    kept = (
+        *facts.roots,
+        *facts.visible,
+        *(m.dest for m in facts.home_mounts),
+        *(m.source for m in facts.home_mounts),
+        *(k.path for k in facts.kept),
+    )
+    out: list[str] = []
+    for name, value in sorted(profile.env.items()):
+        if not FOLDER_VARIABLE.match(name) or not os.path.isabs(value):
+            continue
+        place = os.path.realpath(value)
+        shown = any(is_under(place, k) or is_under(value, k) for k in kept)
+        if not shown and any(is_under(place, h) or is_under(value, h) for h in hidden):
+            out.append(f"{name}={value}")
+    return tuple(out)
 
 
 @asynccontextmanager

@@ -15,17 +15,20 @@ Rules of this file:
   sign-in the agent needs, the timeout, the agent's stop reason (with its final
   message judged: ``BLOCKED:`` / ``FAILED:``), an error talking to the agent,
   and last an agent that ended without an answer.
-- **A failure says what the agent said**: the last line of its stderr is
-  appended to a failed reason that does not hold it already, and before it
-  the hosts the proxy refused the agent, with the flag that would allow one
-  (an agent that cannot reach its API fails in its own words, often vaguely).
+- **A failure says what the agent said**: the last meaningful lines of its
+  stderr (`said`: a line of only punctuation, the ``}`` closing a JSON dump,
+  says nothing) are appended to a failed reason that does not hold them
+  already; before them the hosts the proxy refused the agent, with the flag
+  that would allow one, and the folder variables it was given that its
+  sandbox does not show (an agent that cannot reach its API or its cache
+  fails in its own words, often vaguely).
 - **Masked last**: every text that came from the agent or the environment is
   masked before it leaves (reason, summary, notices, plan, pending request).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -77,6 +80,9 @@ class Ending:
     limit: str | None = None
     """The limit the agent's process stopped at, in words (`sandbox.host.limits.blame`)."""
     stderr_tail: tuple[str, ...] = ()
+    unseen_folders: tuple[str, ...] = ()
+    """``VAR=path`` for each folder variable the agent was given whose folder its
+    sandbox does not show (`governor.confine.unseen_folders`)."""
     tally: Tally = field(default_factory=Tally)
     unasked_paths: tuple[str, ...] = ()
     mode: dict[str, Any] | None = None
@@ -199,7 +205,7 @@ PRECEDENCE: Final[tuple[tuple[str, Callable[[Ending], Judgement | None]], ...]] 
 
 def judgement(e: Ending) -> Judgement:
     """The status, reason and summary the facts come to (`PRECEDENCE`), with the
-    agent's last stderr line added to a failure."""
+    agent's last meaningful stderr lines added to a failure (`said`)."""
     found = next(j for _, row in PRECEDENCE if (j := row(e)) is not None)
     if found.status == "failed" and e.network_refused and found.reason is not None:
         hosts = e.network_refused[:3]
@@ -208,11 +214,35 @@ def judgement(e: Ending) -> Judgement:
             f"{found.reason} -- the proxy refused {e.agent}'s connection to "
             f"{', '.join(hosts)}{more} (--allow-host {hosts[0]} would allow it)"
         )
-    if found.status == "failed" and e.stderr_tail:
-        last = next((line for line in reversed(e.stderr_tail) if line.strip()), None)
-        if last and found.reason and last not in found.reason:
-            found.reason = f"{found.reason} -- {e.agent} said: {last[:500]}"
+    if found.status == "failed" and e.unseen_folders and found.reason is not None:
+        found.reason = (
+            f"{found.reason} -- {e.agent} was given {', '.join(e.unseen_folders)}, "
+            f"{'a folder' if len(e.unseen_folders) == 1 else 'folders'} its sandbox does "
+            "not show (keep one with the policy's [sandbox] keep, or point the variable "
+            "inside the workspace)"
+        )
+    words = said(e.stderr_tail)
+    if found.status == "failed" and words and found.reason and words not in found.reason:
+        found.reason = f"{found.reason} -- {e.agent} said: {words}"
     return found
+
+
+SAID_LINES: Final = 3
+SAID_CHARS: Final = 500
+
+
+def said(tail: Sequence[str]) -> str | None:
+    """The agent's last `SAID_LINES` meaningful stderr lines, oldest first, joined
+    with `` | `` and cut to the newest `SAID_CHARS`; None when none is.
+
+    A line with no letter or digit (``}``, ``]``, ``---``) is skipped: an agent
+    that dies dumping a JSON object would otherwise be quoted saying ``}``.
+    """
+    lines = [line.strip() for line in tail if any(c.isalnum() for c in line)]
+    if not lines:
+        return None
+    text = " | ".join(lines[-SAID_LINES:])
+    return text if len(text) <= SAID_CHARS else "..." + text[-SAID_CHARS:]
 
 
 def judge(e: Ending) -> Outcome:

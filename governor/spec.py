@@ -32,6 +32,7 @@ from governor.approver import Approver, Ask, Callback, for_on_ask
 from governor.audit.log import Durability, inside
 from governor.audit.signing import KEY_VARIABLE, Signer, SigningUnavailable, load_signer
 from governor.ceilings import load_ceiling
+from governor.installs import data_home
 from governor.network import agent_hosts
 from governor.policyfile import read_policy
 from governor.presets import NotInstalled, Preset, PresetError, find, resolve
@@ -319,7 +320,8 @@ def _executor(
     except PresetError as e:  # an unknown id, with the known ones
         problems.append(str(e))
         return None
-    found = resolve(preset, which=functools.partial(shutil.which, path=environ.get("PATH")))
+    which = functools.partial(shutil.which, path=environ.get("PATH"))
+    found = resolve(preset, which=which, installs=data_home(environ))
     if isinstance(found, NotInstalled):
         problems.append(found.message)
         return None

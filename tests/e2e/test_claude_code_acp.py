@@ -29,7 +29,7 @@ from governor.attempt import run_attempt
 from governor.audit.reading import decision_records
 from policies.policy import parse_policy
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.npm_agent(CLAUDE_CODE_ACP)]
 
 
 async def test_a_write_is_asked_allowed_once_and_done_by_the_governor(job: Job) -> None:
