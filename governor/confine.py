@@ -124,6 +124,7 @@ def command_profile(policy: Policy, agent_env: Mapping[str, str] | None = None) 
         git_read_only=policy.git == "read-only",
         limits=policy.limits.effective(),
         read_only=read_only_in(policy.roots),
+        masked=policy.masked,
     )
 
 
@@ -174,6 +175,7 @@ def agent_profile(
         git_read_only=policy.git == "read-only",
         limits=policy.limits.effective(),
         read_only=read_only_in(policy.roots),
+        masked=policy.masked,
     )
 
 

@@ -252,7 +252,10 @@ def prepare(spec: AttemptSpec) -> Prepared:
     if problems or ceiling is None or executor is None:
         raise RefusedBeforeStart(problems)
     ws = str(workspace.resolve())
-    bound = policy.bind(ws, tuple(extra) if spec.extra_dirs else None, protected=ceiling.protected)
+    key = () if ceiling.audit_key is None else (os.path.realpath(os.path.expanduser(ceiling.audit_key)),)
+    bound = policy.bind(
+        ws, tuple(extra) if spec.extra_dirs else None, protected=ceiling.protected, masked=key
+    )
     if not spec.extra_dirs:
         problems.extend(
             f"an extra directory of the policy does not exist: {d}"

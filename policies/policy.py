@@ -97,6 +97,9 @@ class Policy:
     allow_mode_switch: bool = False
     rules: Rules = field(default_factory=Rules)
     protected_extra: tuple[str, ...] = ()
+    masked: tuple[str, ...] = ()
+    """Host files (absolute) masked in every sandbox of the job: the operator's,
+    from the ceiling (its audit signing key), never a job's own."""
     hidden_globs: tuple[str, ...] = HIDDEN_BY_DEFAULT
     keep: tuple[str, ...] = ()
     """Folders kept visible read-only in every sandbox, as written (``~/`` expanded
@@ -131,6 +134,7 @@ class Policy:
         extra_dirs: tuple[str, ...] | None = None,
         *,
         protected: tuple[str, ...] = (),
+        masked: tuple[str, ...] = (),
     ) -> Policy:
         """This policy with absolute roots: the workspace, then the extra dirs
         (the policy's own, taken against the workspace, unless others are given),
@@ -144,6 +148,7 @@ class Policy:
             self,
             roots=tuple(dict.fromkeys(roots)),
             protected_extra=tuple(dict.fromkeys(self.protected_extra + protected)),
+            masked=tuple(dict.fromkeys(self.masked + masked)),
         )
 
 

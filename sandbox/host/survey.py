@@ -253,7 +253,9 @@ def survey(
         foreign_homes=foreign,
         concealed=hiding,
         host_secrets=tuple(
-            f for f in concealed.secret_files() if _visible_inside(f, roots, hidden_roots)
+            f
+            for f in dict.fromkeys((*concealed.secret_files(), *_masked(profile)))
+            if _visible_inside(f, roots, hidden_roots)
         ),
         home_mounts=tuple(home_mounts),
         run_user_dir=run_user_dir,
@@ -310,6 +312,12 @@ def _operator_folders(
             )
         out.append(real)
     return tuple(out)
+
+
+def _masked(profile: Profile) -> tuple[str, ...]:
+    """The profile's own masked files that exist (resolved, regular files)."""
+    found = (os.path.realpath(p) for p in profile.masked)
+    return tuple(p for p in found if os.path.isfile(p))
 
 
 def _pin_read_only(plan: _Plan, path: str, roots: tuple[str, ...]) -> None:

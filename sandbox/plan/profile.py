@@ -132,6 +132,9 @@ class Profile:
     governor's own install in a project's ``.venv``: what the next ``governor``
     start runs as the person, outside any sandbox); one that is a root or holds
     one is refused."""
+    masked: tuple[str, ...] = ()
+    """Host files no process inside may open, wherever they are (the operator's
+    audit signing key: a job's agent that read it could sign a rewritten log)."""
     toolchains: bool = True
     """Whether the toolchains under the homes are detected and kept
     (`sandbox.host.toolchains`)."""
@@ -222,6 +225,7 @@ class Profile:
         limits: Limits | None = None,
         egress: Egress | None = None,
         read_only: Sequence[Path] = (),
+        masked: Sequence[str] = (),
     ) -> Profile:
         """The profile that wraps an agent process itself.
 
@@ -255,6 +259,7 @@ class Profile:
             limits=limits,
             egress=egress,
             read_only=tuple(read_only),
+            masked=tuple(masked),
         )
 
 
