@@ -38,7 +38,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import structlog
 import trio
@@ -55,6 +55,12 @@ from sandbox.egress import EgressProxy
 from sandbox.spawn import Child
 
 log = structlog.get_logger("governor.confine")
+
+AGENT_PEER: Final = Path(__file__).resolve().parent / "agents" / "stdio_peer.py"
+"""The JSON-RPC loop that the stdlib agents we ship and test with import by
+path (`governor.agents.stdio_peer`): kept visible to every sandboxed agent, as
+an agent found under a folder its sandbox hides (a checkout under ``$HOME`` or
+``/tmp``) is seen as its own file only. Ours, public, and holds nothing."""
 
 
 class SandboxUnavailable(Exception):
@@ -141,7 +147,9 @@ def agent_profile(
         home_folders.append(NPM_HOME.removeprefix("~/"))
     try:
         sandboxed = capability < Capability.FULL_ACCESS
-        install = resolve_install(argv, search_path=env.get("PATH")) if sandboxed else ()
+        install = (
+            (*resolve_install(argv, search_path=env.get("PATH")), AGENT_PEER) if sandboxed else ()
+        )
         links = resolve_links(argv, search_path=env.get("PATH")) if sandboxed else ()
     except ProfileError as e:
         raise SandboxUnavailable(str(e)) from None
