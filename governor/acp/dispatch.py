@@ -266,4 +266,3 @@ def invalid_params(exc: ValidationError) -> tuple[str, dict[str, Any]]:
     first = listed[0] if listed else {"field": "params", "message": "invalid"}
     more = f" (and {len(listed) - 1} more)" if len(listed) > 1 else ""
     return f"Invalid params: {first['field']}: {first['message']}{more}", {"errors": listed}
-

@@ -215,9 +215,7 @@ class Demo:
         exit_status, _ = self.call(
             "terminal/wait_for_exit", {"sessionId": self.session, "terminalId": tid}
         )
-        output, _ = self.call(
-            "terminal/output", {"sessionId": self.session, "terminalId": tid}
-        )
+        output, _ = self.call("terminal/output", {"sessionId": self.session, "terminalId": tid})
         self.call("terminal/release", {"sessionId": self.session, "terminalId": tid})
         code = (exit_status or {}).get("exitCode")
         text = (output or {}).get("output", "")

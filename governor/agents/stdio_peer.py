@@ -73,12 +73,19 @@ class Peer:
 
     # -- writing --
 
-    def write(self, data: bytes, *, flush: bool = True) -> None:
-        """Raw bytes on stdout (whole lines, or on purpose not)."""
+    def write(self, *parts: bytes, flush: bool = True) -> None:
+        """Raw bytes on stdout (whole lines, or on purpose not), all `parts` under
+        one hold of the lock: a line written in pieces is not cut by another."""
         with self._lock:
-            self.stdout.write(data)
+            for part in parts:
+                self.stdout.write(part)
             if flush:
                 self.stdout.flush()
+
+    def flush(self) -> None:
+        """Flush what `write` was told not to."""
+        with self._lock:
+            self.stdout.flush()
 
     def send(self, message: Message) -> None:
         self.write(encode(message))
