@@ -14,7 +14,9 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-OURS = {"governor", "policies", "sandbox", "__future__"}
+# the bundled agents, run by path, import their siblings by their own names
+BUNDLED = {path.stem for path in (ROOT / "governor" / "agents").glob("*.py")}
+OURS = {"governor", "policies", "sandbox", "__future__", *BUNDLED}
 
 
 def _name(requirement: str) -> str:
