@@ -61,6 +61,12 @@ from sandbox.run.spawn import Child
 
 log = structlog.get_logger("governor.confine")
 
+AGENT_PEER: Final = Path(__file__).resolve().parent / "agents" / "stdio_peer.py"
+"""The JSON-RPC loop that the stdlib agents we ship and test with import by
+path (`governor.agents.stdio_peer`): kept visible to every sandboxed agent, as
+an agent found under a folder its sandbox hides (a checkout under ``$HOME`` or
+``/tmp``) is seen as its own file only. Ours, public, and holds nothing."""
+
 
 class SandboxUnavailable(Exception):
     """bwrap cannot work here; the message says what to install or enable."""
@@ -148,7 +154,9 @@ def agent_profile(
         home_folders.append(NPM_HOME.removeprefix("~/"))
     try:
         sandboxed = capability < Capability.FULL_ACCESS
-        install = resolve_install(argv, search_path=env.get("PATH")) if sandboxed else ()
+        install = (
+            (*resolve_install(argv, search_path=env.get("PATH")), AGENT_PEER) if sandboxed else ()
+        )
         links = resolve_links(argv, search_path=env.get("PATH")) if sandboxed else ()
     except ProfileError as e:
         raise SandboxUnavailable(str(e)) from None
