@@ -8,7 +8,9 @@
   `policies.actions.Connect`, decided by the engine on its name first (a
   refused name is never looked up: the lookup alone would leak it to a DNS
   server), then, once allowed, again with the addresses the host's resolver
-  gave; the final decision goes through `Gate.govern` (approver, audit record
+  gave for the name as the rules compared it (``127.0.0.1.`` is the literal
+  ``127.0.0.1``, connected to as such: never a query for a spelling the
+  rules did not see); the final decision goes through `Gate.govern` (approver, audit record
   of kind ``network``, written before the proxy answers).
 """
 
@@ -87,8 +89,9 @@ def shown(request: ConnectionRequest) -> str:
 async def decide_connection(request: ConnectionRequest, policy: Policy) -> tuple[Decision, tuple[str, ...]]:
     """The engine's decision on one connection and the addresses it holds for:
     decided on the name first (a refused name is never looked up), then, once
-    allowed, again with what the host's resolver gave (an IP literal is its own
-    address: decided once)."""
+    allowed, again with what the host's resolver gave for the name as the
+    rules read it (an IP literal, however spelled, is its own address:
+    decided once, never looked up)."""
 
     def action(addresses: tuple[str, ...]) -> Connect:
         return Connect(
@@ -101,11 +104,12 @@ async def decide_connection(request: ConnectionRequest, policy: Policy) -> tuple
             request.problem,
         )
 
-    literal = literal_address(request.host)
+    name = normalize_host(request.host)
+    literal = literal_address(name)
     addresses: tuple[str, ...] = (literal,) if literal is not None else ()
     decision = decide_network(action(addresses), policy)
     if decision.allowed and literal is None:
-        addresses = await resolve(request.host, request.port)
+        addresses = await resolve(name, request.port)
         if not addresses:
             reason = f"{shown(request)}: the host does not resolve"
             return Decision(Verdict.DENY, "network.dns", reason), ()
