@@ -1,13 +1,15 @@
 """An ACP agent (stdlib only, real stdio) that turns its requests against the
 audit log and the disk, then reports what it was answered.
 
-    python flood_agent.py connects N | hugehost N | titles N | write MB
+    python flood_agent.py connects N | hugehost N | titles N | write MB | fork N
 
 ``connects``: N CONNECTs to a refused host through the proxy, on 4 threads;
 ``hugehost``: N CONNECTs whose host is 60 KB, on 8 threads, then one to the
 allowed ``$ALLOWED`` (host:port); ``titles``: N permission requests with a
 30 KB title (each allowed, until the log is full); ``write``: MB megabytes
-into the workspace, one each 0.2 s, until ``stop`` appears.
+into the workspace, one each 0.2 s, until ``stop`` appears; ``fork``: N
+children (each sleeping), and at the first refusal it dies saying so the way
+many programs do, ``BlockingIOError: Resource temporarily unavailable``.
 Each writes ``answers.json`` in its working directory: how many of its
 requests were allowed and refused, as it saw them.
 """
@@ -109,6 +111,16 @@ def main() -> None:
                 connects([os.environ["ALLOWED"]], 1, answers)
             elif kind == "titles":
                 titles(amount, session, answers, replies)
+            elif kind == "fork":
+                for _ in range(amount):
+                    try:
+                        pid = os.fork()
+                    except OSError as e:
+                        print(f"{type(e).__name__}: {e.strerror}", file=sys.stderr)
+                        sys.exit(1)
+                    if pid == 0:
+                        time.sleep(60)
+                        os._exit(0)
             elif kind == "write":
                 with open(os.path.join(cwd, "big.bin"), "wb") as out:
                     for _ in range(amount):

@@ -195,6 +195,19 @@ def test_an_agent_filling_the_workspace_is_stopped_at_the_workspace_limit(
     assert (box.ws / "big.bin").stat().st_size == 2 << 20
 
 
+@pytest.mark.parametrize("user", USERS)
+def test_a_fork_bomb_s_attempt_names_the_processes_limit_whatever_words_the_agent_dies_with(
+    accounts: dict[str, Account | str], user: str
+) -> None:
+    box = attempt_box(accounts, user, "bomb")
+    outcome, _ = governor_run(box, "bomb", "[limits]\nprocesses = 64", ["fork", "500"])
+    assert outcome["status"] == "failed"
+    assert "stopped at its processes limit 64 (a new process was refused)" in outcome["reason"]
+    box = attempt_box(accounts, user, "few")
+    outcome, _ = governor_run(box, "few", "[limits]\nprocesses = 64", ["fork", "8"])
+    assert outcome["status"] == "completed", outcome["reason"]
+
+
 def test_connections_past_the_proxy_s_bound_are_refused_and_recorded(attack: Run) -> None:
     script = RAW % (
         "import time\n"
