@@ -269,10 +269,11 @@ class AuditLog:
         key = None if kind in _PAST_LIMIT else key_of(kind, fields)
         if self.full is not None and kind not in _PAST_LIMIT:
             key = (kind, key[1] if key else "agent", "audit.limit")
-            self._count(key, fields, self.thinning.count(key, fields.get("request")))
+            reason = str(fields.get("reason", ""))
+            self._count(key, fields, self.thinning.count(key, fields.get("request"), reason))
             raise AuditUnavailable(self.full)
         if key is not None:
-            added = self.thinning.counted(key, fields.get("request"))
+            added = self.thinning.counted(key, fields.get("request"), str(fields.get("reason", "")))
             if added is not None:
                 return self._count(key, fields, added)
             self.flush(key=key)  # a counted run of this key before this record
@@ -351,6 +352,7 @@ class AuditLog:
                 "requests": pending.requests,
                 "reason": f"{pending.count} more refusals{like} ({kind} from {origin}, "
                 f"{rule}): counted, not written one by one",
+                "samples": pending.samples,
             },
         )
 

@@ -18,13 +18,14 @@ most), never an allowed action.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 BURST: Final = 64
 """Refusals of one key written in full per window."""
 WINDOW: Final = 1.0
 """Seconds."""
+SAMPLES: Final = 8
 
 Key = tuple[str, str, str]
 """(record kind, origin, rule)."""
@@ -41,6 +42,9 @@ class Pending:
     like: int | None = None
     """The seq of the last refusal of this key written in full."""
     since: float = 0.0
+    samples: list[str] = field(default_factory=list)
+    """The first `SAMPLES` distinct reasons among them (each cut to 200
+    characters): a probe hidden in a flood of junk still shows."""
 
 
 @dataclass(slots=True)
@@ -70,7 +74,7 @@ class Thinning:
         self.pending: dict[Key, Pending] = {}
         self._last: dict[Key, int] = {}
 
-    def counted(self, key: Key, request: Any) -> int | None:
+    def counted(self, key: Key, request: Any, reason: str = "") -> int | None:
         """None when this refusal is to be written; else it is counted, and the
         number of requests that adds (0: another part of the last one). A
         refusal written after a counted run of its key needs that run written
@@ -84,14 +88,17 @@ class Thinning:
         if window.written < self.burst:
             window.written += 1
             return None
-        return self.count(key, request)
+        return self.count(key, request, reason)
 
-    def count(self, key: Key, request: Any) -> int:
+    def count(self, key: Key, request: Any, reason: str = "") -> int:
         """Count one refusal of ``key``; the requests that adds (0 or 1)."""
         pending = self.pending.get(key)
         if pending is None:
             pending = self.pending[key] = Pending(since=self._clock())
         pending.count += 1
+        sample = reason[:200]
+        if sample and len(pending.samples) < SAMPLES and sample not in pending.samples:
+            pending.samples.append(sample)
         if request == pending.last_request and pending.requests:
             return 0
         pending.requests += 1

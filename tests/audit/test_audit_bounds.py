@@ -64,7 +64,8 @@ def test_refusals_past_the_rate_are_counted_in_one_record_and_the_tally_counts_e
 ) -> None:
     log = started(tmp_path / "a.jsonl")
     for n in range(1, 1001):
-        log.append("network", refusal(n))
+        probe = {"reason": "secret.internal:443 is not in the allowed hosts"} if n == 500 else {}
+        log.append("network", {**refusal(n), **probe})
     for n in range(1001, 1011):
         log.append("network", refusal(n, origin="agent"))  # another origin: its own rate
     log.append("network", {**refusal(2000), "verdict": "allow", "rule": "network.allow"})
@@ -76,6 +77,7 @@ def test_refusals_past_the_rate_are_counted_in_one_record_and_the_tally_counts_e
     assert len(full) == BURST + 10
     assert counted["count"] == counted["requests"] == 1000 - BURST
     assert counted["reason"].startswith(f"{1000 - BURST} more refusals like seq {BURST + 1} ")
+    assert "secret.internal:443 is not in the allowed hosts" in counted["samples"]  # not hidden
     assert [r["kind"] for r in written][-1] == "attempt-end"
     assert any(r["verdict"] == "allow" for r in written if r["kind"] == "network")
     assert tally(written).refused == 1010 == log.tallier.tally().refused
