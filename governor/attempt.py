@@ -33,7 +33,7 @@ import trio
 from acp import schema
 from pydantic import ValidationError
 
-from governor import confine, elicitation, installs, network
+from governor import confine, elicitation, installs, network, roots_size
 from governor.acp.connection import Connection, ConnectionClosed, RemoteError, RequestTimeout
 from governor.acp.jsonrpc import AUTH_REQUIRED, short_error
 from governor.attribution import Evidence, explain
@@ -48,6 +48,7 @@ from governor.spec import AttemptSpec, Command, Prepared, RefusedBeforeStart, pr
 from governor.turn import Turn
 from governor.workspace import Snapshot, diff, snapshot
 from policies.canonical import digest
+from policies.limits import render
 from sandbox.host.limits import blame
 from sandbox.net.proxy import EgressProxy, open_egress
 from sandbox.run.execution import ExitStatus
@@ -113,7 +114,12 @@ class Attempt:
         self.listener = listener
         self.emit = listener or _nobody
         self.audit = AuditLog(
-            p.log_path, self.id, durability=p.spec.durability, masker=p.masker, signer=p.signer
+            p.log_path,
+            self.id,
+            durability=p.spec.durability,
+            masker=p.masker,
+            signer=p.signer,
+            limit=p.policy.limits.log,
         )
         self.gate: Gate | None = None
         self.terminals: confine.GovernedTerminals | None = None
@@ -178,6 +184,10 @@ class Attempt:
                 nursery.start_soon(self.audit.run_batch_sync)
                 if self.stop is not None:
                     nursery.start_soon(self._watch_stop, self.stop)
+                if policy.limits.workspace is not None:
+                    nursery.start_soon(
+                        roots_size.watch, policy.roots, policy.limits.workspace, self._over_workspace
+                    )
                 terminals = self.terminals = confine.GovernedTerminals(
                     nursery, policy, p.env, proxy=lambda: self.proxy
                 )
@@ -461,11 +471,27 @@ class Attempt:
     def _deadline(self) -> trio.CancelScope:
         """The scope of the turn: it ends at the timeout, or when `stop` is set."""
         self.deadline = trio.move_on_after(self.p.wall)
-        if self.stop is not None and self.stop.is_set():
+        if (self.stop is not None and self.stop.is_set()) or self.end.limit is not None:
             self.deadline.cancel()
         return self.deadline
 
+    def _over_workspace(self, total: int) -> None:
+        """The roots hold more than ``[limits] workspace``: recorded, and the turn
+        ends as at a timeout, the outcome naming the limit."""
+        limit = self.p.policy.limits.workspace
+        assert limit is not None
+        self.end.limit = (
+            f"workspace limit {render('workspace', limit)} ([limits] workspace: "
+            f"the writable roots hold {total} bytes or more)"
+        )
+        with contextlib.suppress(AuditUnavailable):
+            self.audit.record("limit", reason=f"{self.name} was stopped at its {self.end.limit}")
+        if self.deadline is not None:
+            self.deadline.cancel()
+
     def _timed_out_or_interrupted(self) -> None:
+        if self.end.limit is not None:
+            return  # stopped at a limit: neither
         self.end.interrupted = self.stop is not None and self.stop.is_set()
         self.end.timed_out = not self.end.interrupted
 
@@ -504,6 +530,8 @@ class Attempt:
         e = self.end
         if returncode is None or e.stop_reason is not None or e.timed_out or e.interrupted:
             return
+        if e.limit is not None:
+            return  # the governor stopped it at one (the workspace's)
         if not self.p.sandboxed_agent:
             return  # its limits are the sandbox's, and it had none
         status = ExitStatus.from_returncode(returncode)

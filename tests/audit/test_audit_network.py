@@ -97,3 +97,19 @@ async def test_a_persons_always_allows_a_host_for_the_rest_of_the_attempt(tmp_pa
     network = [r for r in audit.records if r["kind"] == "network"]
     assert [r["by"] for r in network] == ["person", "grant"]
     audit.close()
+
+
+async def test_a_host_a_person_allowed_is_looked_up_after_the_answer_and_connected_to(
+    tmp_path: Path,
+) -> None:
+    from governor.approver import Callback
+
+    rules = NetworkRules(enabled=True, ask=(parse_pattern("localhost:8443"),))  # resolves offline
+    policy = Policy(capability=Capability.EDIT_WORKSPACE, network_rules=rules).bind(str(tmp_path))
+    audit = AuditLog(tmp_path / "audit.jsonl", "att-ask")
+    gate = Gate(policy, audit, Callback(lambda ask: "once"))
+    answer = await judge(gate)(ConnectionRequest("localhost", 8443, "CONNECT", origin="command"))
+    assert answer.allowed and "127.0.0.1" in answer.addresses  # not an empty place to connect to
+    refused = await judge(gate)(ConnectionRequest("localhost", 9999, "CONNECT", origin="command"))
+    assert not refused.allowed and refused.addresses == ()
+    audit.close()
