@@ -71,14 +71,19 @@ def clip(text: str, limit: int) -> str:
     return f"{text[:limit]}... ({len(text) - limit:,} more characters)"
 
 
-_MARKDOWN_SPECIAL: Final = frozenset("\\`*_{}[]()<>#+-.!|~^&\"'=:$@")
+_MARKDOWN_SPECIAL: Final = frozenset("\\`*_{}[]()<>!|~&")
+"""What gives inline Markdown or HTML a meaning: escapes, code, emphasis,
+links and images, tags and entities, table cells. Block markers (``#``, ``-``,
+``>``, ``1.``) mean something only at a line's start, where `markdown` text is
+never put: the caller writes its own words first."""
 
 
 def markdown(text: object, limit: int = 300) -> str:
     """``text`` as inline Markdown that means only its characters: one line, every
-    character Markdown or HTML gives a meaning to written as an HTML entity (a
-    table cell cannot be left, a tag or link cannot be opened), cut at
-    ``limit`` characters with the cut said."""
+    character inline Markdown or HTML gives a meaning to written as an HTML
+    entity (a table cell cannot be left, a tag or link cannot be opened), cut
+    at ``limit`` characters with the cut said. Put it after words of the
+    caller's own, never at a line's start."""
     flat = clip(terminal(" ".join(str(text).split())), limit)
     return "".join(f"&#{ord(c)};" if c in _MARKDOWN_SPECIAL else c for c in flat)
 

@@ -41,7 +41,7 @@ def step_summary(outcome: Outcome) -> str:
     """The attempt as Markdown for the job summary."""
     lines = [f"### acp-governor: {markdown_code(outcome.run_id)} {markdown(outcome.status)}", ""]
     if outcome.reason:
-        lines += [markdown(outcome.reason, 2000), ""]
+        lines += [f"Reason: {markdown(outcome.reason, 2000)}", ""]
     acp = outcome.acp
     if acp is not None:
         t = acp.tally
