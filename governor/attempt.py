@@ -46,6 +46,7 @@ from governor.ruling import REFUSED
 from governor.secrets import Masker
 from governor.setup import SessionSetup
 from governor.spec import AttemptSpec, Command, Prepared, RefusedBeforeStart, prepare
+from governor.tamper import baseline as tamper
 from governor.turn import Turn
 from governor.workspace import Snapshot, diff, snapshot
 from sandbox.host.limits import blame
@@ -171,6 +172,7 @@ class Attempt:
             self.audit.close()
             raise RefusedBeforeStart([f"{e}; nothing was started"]) from None
         before = await trio.to_thread.run_sync(snapshot, policy.roots)
+        kept = await trio.to_thread.run_sync(tamper.keep, before.files, policy.roots)
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self.audit.run_batch_sync)
@@ -200,6 +202,7 @@ class Attempt:
             self.end.error = str(e)
         after = await trio.to_thread.run_sync(snapshot, policy.roots)
         self._unasked_changes(before, after)
+        await self._tamper_audit(kept, before, after)
         outcome = judge(self._ended())
         outcome.trace_id = p.spec.trace_id
         with contextlib.suppress(AuditUnavailable):
@@ -209,6 +212,7 @@ class Attempt:
                 reason=outcome.reason,
                 tally=asdict(outcome.acp.tally) if outcome.acp else None,
                 duration_s=outcome.duration_s,
+                findings=[f.to_json() for f in outcome.findings] or None,
             )
         self.audit.close()
         return outcome
@@ -556,6 +560,14 @@ class Attempt:
             await _terminate(process)
 
     # -- what changed without asking ---------------------------------------------------
+
+    async def _tamper_audit(self, kept: tamper.Baseline, before: Snapshot, after: Snapshot) -> None:
+        """The tamper audit of the diff (`governor.tamper`), into the `Ending`."""
+        changed = [c.path for c in diff(before, after)]
+        found = await trio.to_thread.run_sync(tamper.audit, kept, after.files, changed)
+        self.end.findings = tuple(found.findings)
+        self.end.findings_more = found.more
+        self.end.audit_skipped = found.skipped
 
     def _unasked_changes(self, before: Snapshot, after: Snapshot) -> None:
         """Record each change in the roots that no governed action explains

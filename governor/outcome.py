@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Final
 
 from governor.audit.tally import Tally
+from governor.tamper.facts import Finding
 
 STATUSES: Final = ("completed", "blocked", "failed", "incomplete", "needs_approval")
 
@@ -114,6 +115,9 @@ class Outcome:
     trace_id: str | None = None
     """The OpenTelemetry trace of the attempt (32 hex digits), also in the log's
     attempt-start record: what joins a trace and a log."""
+    findings: list[Finding] = field(default_factory=list)
+    """The tamper audit of the attempt's diff (`governor.tamper`): tests deleted,
+    assertions weakened, skip markers, runner configuration, suppressions."""
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -134,6 +138,7 @@ class Outcome:
             "duration_s": self.duration_s,
             "sign_in": self.sign_in,
             "trace_id": self.trace_id,
+            "findings": [f.to_json() for f in self.findings],
         }
         return {k: v for k, v in out.items() if v is not None}
 
