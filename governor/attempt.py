@@ -34,7 +34,7 @@ import trio
 from acp import schema
 from pydantic import ValidationError
 
-from governor import confine, elicitation, network
+from governor import confine, elicitation, frozen, network
 from governor.acp.connection import Connection, ConnectionClosed, RemoteError, RequestTimeout
 from governor.acp.jsonrpc import AUTH_REQUIRED, short_error
 from governor.attribution import Evidence, explain
@@ -148,6 +148,11 @@ class Attempt:
         p = self.p
         policy = p.policy
         try:
+            frozen_at_start = await trio.to_thread.run_sync(_frozen_digest, policy)
+        except frozen.FrozenTooLarge as e:
+            self.audit.close()
+            raise RefusedBeforeStart([f"{e}; nothing was started"]) from None
+        try:
             start = self.audit.record(
                 "attempt-start",
                 agent=p.executor.id,
@@ -165,6 +170,7 @@ class Attempt:
                 agent_hosts=[h.text for h in policy.network_rules.agent] or None,
                 approvals=p.approver.name,
                 trace_id=p.spec.trace_id,
+                frozen=frozen_at_start,
             )
             await self.audit.durable(start)
             self.emit("attempt", {"id": self.id, "agent": self.name, "log": str(p.log_path)})
@@ -203,6 +209,7 @@ class Attempt:
         after = await trio.to_thread.run_sync(snapshot, policy.roots)
         self._unasked_changes(before, after)
         await self._tamper_audit(kept, before, after)
+        frozen_at_end = await self._frozen_at_end(frozen_at_start)
         outcome = judge(self._ended())
         outcome.trace_id = p.spec.trace_id
         with contextlib.suppress(AuditUnavailable):
@@ -213,6 +220,7 @@ class Attempt:
                 tally=asdict(outcome.acp.tally) if outcome.acp else None,
                 duration_s=outcome.duration_s,
                 findings=[f.to_json() for f in outcome.findings] or None,
+                frozen=frozen_at_end,
             )
         self.audit.close()
         return outcome
@@ -561,6 +569,21 @@ class Attempt:
 
     # -- what changed without asking ---------------------------------------------------
 
+    async def _frozen_at_end(self, at_start: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The frozen files' digest at the end; a notice when it differs from the
+        start's (the freeze did not hold: the log says so, the outcome too)."""
+        try:
+            at_end = await trio.to_thread.run_sync(_frozen_digest, self.p.policy)
+        except frozen.FrozenTooLarge as e:
+            self.turn.notices.append(f"the frozen files' digest at the end could not be taken: {e}")
+            return None
+        if at_end != at_start:
+            self.turn.notices.append(
+                "the frozen files changed during the attempt (their digest at the end "
+                "differs from the start's)"
+            )
+        return at_end
+
     async def _tamper_audit(self, kept: tamper.Baseline, before: Snapshot, after: Snapshot) -> None:
         """The tamper audit of the diff (`governor.tamper`), into the `Ending`."""
         changed = [c.path for c in diff(before, after)]
@@ -645,6 +668,11 @@ def _redacted_argv(argv: Sequence[str], secret_tail: int) -> list[str]:
     if secret_tail <= 0:
         return list(argv)
     return [*argv[: len(argv) - secret_tail], f"<{secret_tail} raw args, not shown>"]
+
+
+def _frozen_digest(policy: Any) -> dict[str, Any] | None:
+    found = frozen.digest(policy)
+    return None if found is None else found.to_json()
 
 
 def _digest(text: str) -> str:
