@@ -33,7 +33,7 @@ import trio
 from acp import schema
 from pydantic import ValidationError
 
-from governor import confine, elicitation, installs, network, roots_size
+from governor import confine, elicitation, frozen, installs, network, roots_size
 from governor.acp.connection import Connection, ConnectionClosed, RemoteError, RequestTimeout
 from governor.acp.jsonrpc import AUTH_REQUIRED, short_error
 from governor.attribution import Evidence, explain
@@ -45,6 +45,7 @@ from governor.ruling import REFUSED
 from governor.secrets import Masker
 from governor.session_setup import SessionSetup
 from governor.spec import AttemptSpec, Command, Prepared, RefusedBeforeStart, prepare
+from governor.tamper import baseline as tamper
 from governor.turn import Turn
 from governor.workspace import Snapshot, diff, snapshot
 from policies.canonical import digest
@@ -155,6 +156,11 @@ class Attempt:
         p = self.p
         policy = p.policy
         try:
+            frozen_at_start = await trio.to_thread.run_sync(_frozen_digest, policy)
+        except frozen.FrozenTooLarge as e:
+            self.audit.close()
+            raise RefusedBeforeStart([f"{e}; nothing was started"]) from None
+        try:
             start = self.audit.record(
                 "attempt-start",
                 agent=p.executor.id,
@@ -172,6 +178,7 @@ class Attempt:
                 agent_hosts=[h.text for h in policy.network_rules.agent] or None,
                 approvals=p.approver.name,
                 trace_id=p.spec.trace_id,
+                frozen=frozen_at_start,
             )
             await self.audit.durable(start)
             self.emit("attempt", {"id": self.id, "agent": self.name, "log": str(p.log_path)})
@@ -179,6 +186,7 @@ class Attempt:
             self.audit.close()
             raise RefusedBeforeStart([f"{e}; nothing was started"]) from None
         before = await trio.to_thread.run_sync(snapshot, policy.roots)
+        kept = await trio.to_thread.run_sync(tamper.keep, before.files, policy.roots)
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self.audit.run_batch_sync)
@@ -212,6 +220,8 @@ class Attempt:
             self.end.error = str(e)
         after = await trio.to_thread.run_sync(snapshot, policy.roots)
         self._unasked_changes(before, after)
+        await self._tamper_audit(kept, before, after)
+        frozen_at_end = await self._frozen_at_end(frozen_at_start)
         outcome = judge(self._ended())
         outcome.trace_id = p.spec.trace_id
         end: dict[str, Any] = {}
@@ -222,6 +232,8 @@ class Attempt:
                 reason=outcome.reason,
                 tally=asdict(outcome.acp.tally) if outcome.acp else None,
                 duration_s=outcome.duration_s,
+                findings=[f.to_json() for f in outcome.findings] or None,
+                frozen=frozen_at_end,
             )
         self.audit.close()
         head = self.audit.head
@@ -605,6 +617,29 @@ class Attempt:
 
     # -- what changed without asking ---------------------------------------------------
 
+    async def _frozen_at_end(self, at_start: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The frozen files' digest at the end; a notice when it differs from the
+        start's (the freeze did not hold: the log says so, the outcome too)."""
+        try:
+            at_end = await trio.to_thread.run_sync(_frozen_digest, self.p.policy)
+        except frozen.FrozenTooLarge as e:
+            self.turn.notices.append(f"the frozen files' digest at the end could not be taken: {e}")
+            return None
+        if at_end != at_start:
+            self.turn.notices.append(
+                "the frozen files changed during the attempt (their digest at the end "
+                "differs from the start's)"
+            )
+        return at_end
+
+    async def _tamper_audit(self, kept: tamper.Baseline, before: Snapshot, after: Snapshot) -> None:
+        """The tamper audit of the diff (`governor.tamper`), into the `Ending`."""
+        changed = [c.path for c in diff(before, after)]
+        found = await trio.to_thread.run_sync(tamper.audit, kept, after.files, changed)
+        self.end.findings = tuple(found.findings)
+        self.end.findings_more = found.more
+        self.end.audit_skipped = found.skipped
+
     def _unasked_changes(self, before: Snapshot, after: Snapshot) -> None:
         """Record each change in the roots that no governed action explains
         (``unasked``), and each that only an allowed permission explains (the agent
@@ -681,6 +716,11 @@ def _redacted_argv(argv: Sequence[str], secret_tail: int) -> list[str]:
     if secret_tail <= 0:
         return list(argv)
     return [*argv[: len(argv) - secret_tail], f"<{secret_tail} raw args, not shown>"]
+
+
+def _frozen_digest(policy: Any) -> dict[str, Any] | None:
+    found = frozen.digest(policy)
+    return None if found is None else found.to_json()
 
 
 def _version() -> str:

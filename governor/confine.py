@@ -9,8 +9,9 @@ wrapper and every command see the same roots, capability and protected paths:
   homes it leads to, `sandbox.host.toolchains`), and otherwise only the variables
   the agent declares for that command;
 - both: the policy's ``[sandbox] git`` (commits allowed at edit-workspace, or
-  ``.git`` read-only as a whole), and the governor's own install pinned
-  read-only where it lies in a root (`governor.install`);
+  ``.git`` read-only as a whole), the governor's own install pinned
+  read-only where it lies in a root (`governor.install`), and the policy's
+  frozen paths pinned read-only too (`governor.frozen`);
 - the agent process: the same roots and capability, its preset's home folders
   kept writable on the empty ``$HOME``, its install kept visible, its
   environment as the attempt built it. ``--no-sandbox-agent`` (or
@@ -45,7 +46,7 @@ from typing import Any, Final
 import structlog
 import trio
 
-from governor import leftovers
+from governor import frozen, leftovers
 from governor.install import read_only_in
 from governor.network import egress_for
 from governor.presets import NPM_HOME, Preset
@@ -129,7 +130,7 @@ def command_profile(policy: Policy, agent_env: Mapping[str, str] | None = None) 
         hidden=_literal_paths(tuple(h for h in policy.hidden_globs if not h.startswith("**/"))),
         git_read_only=policy.git == "read-only",
         limits=policy.limits.effective(),
-        read_only=read_only_in(policy.roots),
+        read_only=read_only_in(policy.roots) + frozen.pins(policy),
         masked=policy.masked,
     )
 
@@ -182,7 +183,7 @@ def agent_profile(
         toolchains=policy.toolchains,
         git_read_only=policy.git == "read-only",
         limits=policy.limits.effective(),
-        read_only=read_only_in(policy.roots),
+        read_only=read_only_in(policy.roots) + frozen.pins(policy),
         masked=policy.masked,
     )
 

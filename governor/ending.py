@@ -29,13 +29,14 @@ Rules of this file:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from governor.attribution import Carried
 from governor.audit.tally import Tally
 from governor.outcome import AcpReport, Judgement, Outcome, from_stop_reason, judged
 from governor.secrets import Masker
+from governor.tamper.facts import Finding
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +111,12 @@ class Ending:
     decisions: int = 0
     """How many decision records the attempt wrote to `log` (all but its start
     and end): where its decision log is, with `run_id`, not the records."""
+    findings: tuple[Finding, ...] = ()
+    """The tamper audit of the diff (`governor.tamper.baseline.audit`)."""
+    findings_more: int = 0
+    """Findings past those listed (the audit's bound)."""
+    audit_skipped: int = 0
+    """Files the tamper audit could not cover (past its bounds, unreadable)."""
     masker: Masker = field(default_factory=Masker)
 
 
@@ -271,6 +278,7 @@ def judge(e: Ending) -> Outcome:
         notices.append(
             f"{e.agent} decides alone: its {', '.join(e.alone)} cannot be set to a value that asks"
         )
+    notices.extend(_tamper_notices(e))
     asks = None if e.mode is None else e.mode.get("asks")
     masked = e.masker
     acp = AcpReport(
@@ -301,4 +309,28 @@ def judge(e: Ending) -> Outcome:
         log=e.log,
         duration_s=round(e.elapsed_s, 3),
         sign_in=e.sign_in,
+        findings=[
+            replace(f, path=masked.text(f.path), detail=masked.text(f.detail)) for f in e.findings
+        ],
     )
+
+
+def _tamper_notices(e: Ending) -> list[str]:
+    """What a loop must know before it trusts its checks: the diff weakens the
+    tests, or the audit did not cover every file."""
+    out = []
+    if e.findings:
+        count = len(e.findings) + e.findings_more
+        rules = sorted({f.rule for f in e.findings})
+        first = e.findings[0]
+        where = f"{first.path}:{first.line}" if first.line is not None else first.path
+        out.append(
+            f"the tamper audit found {count} change(s) that weaken the tests "
+            f"({', '.join(rules)}), first {where}: {first.detail}"
+        )
+    if e.audit_skipped:
+        out.append(
+            f"the tamper audit did not cover {e.audit_skipped} file(s) (past its bounds, "
+            "links or unreadable)"
+        )
+    return out

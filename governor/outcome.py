@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Final
 
 from governor.audit.tally import Tally
+from governor.tamper.facts import Finding
 
 STATUSES: Final = ("completed", "blocked", "failed", "incomplete", "needs_approval")
 
@@ -122,6 +123,9 @@ class Outcome:
     """How many records the attempt wrote (the head's ``seq``)."""
     log_key: str | None = None
     """The fingerprint of the operator's key that signed the end record, if any."""
+    findings: list[Finding] = field(default_factory=list)
+    """The tamper audit of the attempt's diff (`governor.tamper`): tests deleted,
+    assertions weakened, skip markers, runner configuration, suppressions."""
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -145,6 +149,7 @@ class Outcome:
             "log_head": self.log_head,
             "log_records": self.log_records,
             "log_key": self.log_key,
+            "findings": [f.to_json() for f in self.findings],
         }
         return {k: v for k, v in out.items() if v is not None}
 

@@ -57,6 +57,10 @@ class Progress:
             self._line(f"UNASKED    {terminal(subject.get('title') or subject.get('path'))}")
 
 
+SHOWN_FINDINGS = 10
+"""Tamper findings shown in the summary; the JSON outcome holds them all."""
+
+
 def summary(outcome: Outcome) -> str:
     """The summary table of an outcome."""
     rows: list[tuple[str, str]] = [("status", outcome.status)]
@@ -85,6 +89,11 @@ def summary(outcome: Outcome) -> str:
             rows.append(("unasked", ", ".join(acp.unasked_paths)))
         for notice in acp.notices:
             rows.append(("notice", notice))
+    for f in outcome.findings[:SHOWN_FINDINGS]:
+        where = f"{f.path}:{f.line}" if f.line is not None else f.path
+        rows.append(("tamper", f"{where} {f.rule}: {f.detail}"))
+    if len(outcome.findings) > SHOWN_FINDINGS:
+        rows.append(("tamper", f"... and {len(outcome.findings) - SHOWN_FINDINGS} more (--json lists them)"))
     if outcome.pending:
         rows.append(("pending", str(outcome.pending.get("subject"))))
     if outcome.log:
