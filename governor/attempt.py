@@ -24,7 +24,6 @@ import os
 import signal
 import time
 import uuid
-from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import Any, Final
 
@@ -33,7 +32,7 @@ import trio
 from acp import schema
 from pydantic import ValidationError
 
-from governor import confine, elicitation, frozen, installs, network, roots_size
+from governor import confine, elicitation, frozen, installs, network, plain, roots_size
 from governor.acp.connection import Connection, ConnectionClosed, RemoteError, RequestTimeout
 from governor.acp.jsonrpc import AUTH_REQUIRED, short_error
 from governor.attribution import Evidence, explain
@@ -42,7 +41,6 @@ from governor.ending import CommandResult, Ending, judge
 from governor.gate import Gate
 from governor.outcome import Outcome
 from governor.ruling import REFUSED
-from governor.secrets import Masker
 from governor.session_setup import SessionSetup
 from governor.spec import AttemptSpec, Command, Prepared, RefusedBeforeStart, prepare
 from governor.tamper import baseline as tamper
@@ -61,8 +59,6 @@ INIT_TIMEOUT: Final = 120.0
 SESSION_TIMEOUT: Final = 120.0
 CANCEL_GRACE: Final = 5.0
 EXIT_GRACE: Final = 2.0
-COMMAND_OUTPUT: Final = 2**20
-"""The newest bytes of a plain command's stdout (and stderr) kept for its judgement."""
 
 RULES_FOR_THE_AGENT: Final = """
 
@@ -106,14 +102,14 @@ class Attempt:
     """One attempt under way: its audit log, its gate, its turn, and its `Ending`."""
 
     def __init__(self, p: Prepared, stop: trio.Event | None = None) -> None:
-        self.p = p
+        self.prepared = p
         self.stop = stop
         self.deadline: trio.CancelScope | None = None
         self.id = f"{p.executor.id}-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
         self.started = time.monotonic()
-        listener = _masked(p.spec.on_event, p.masker)
+        listener = p.masker.listener(p.spec.on_event)
         self.listener = listener
-        self.emit = listener or _nobody
+        self.emit = listener or (lambda kind, info: None)
         self.audit = AuditLog(
             p.log_path,
             self.id,
@@ -153,7 +149,7 @@ class Attempt:
 
     async def run(self) -> Outcome:
         """The whole attempt, from its start record to its end record."""
-        p = self.p
+        p = self.prepared
         policy = p.policy
         try:
             frozen_at_start = await trio.to_thread.run_sync(_frozen_digest, policy)
@@ -165,7 +161,7 @@ class Attempt:
                 "attempt-start",
                 agent=p.executor.id,
                 preset=p.executor.preset.id if p.executor.preset else None,
-                argv=_redacted_argv(p.executor.argv, len(p.spec.agent_args)),
+                argv=p.shown_argv,
                 capability=str(policy.capability),
                 workspace=policy.workspace,
                 roots=list(policy.roots),
@@ -274,7 +270,7 @@ class Attempt:
     # -- an ACP agent ----------------------------------------------------------------
 
     async def _drive(self) -> None:
-        p = self.p
+        p = self.prepared
         gate = self.gate
         assert gate is not None
         try:
@@ -296,7 +292,7 @@ class Attempt:
                     {
                         "agent": self.name,
                         "pid": process.pid,
-                        "argv": _redacted_argv(p.executor.argv, len(p.spec.agent_args)),
+                        "argv": p.shown_argv,
                     },
                 )
                 assert process.stdin is not None and process.stdout is not None
@@ -334,7 +330,7 @@ class Attempt:
     async def _session(self, conn: Connection, nursery: trio.Nursery) -> None:
         """initialize -> session/new -> the asking mode -> the prompt, whose turn runs
         in `nursery` (the connection's) while this waits for it to end."""
-        p = self.p
+        p = self.prepared
         gate = self.gate
         assert gate is not None
         try:
@@ -393,7 +389,7 @@ class Attempt:
             return
         self.turn.session_id = gate.session_id = session.session_id
         structlog.contextvars.bind_contextvars(session=session.session_id)
-        setup = await SessionSetup(conn, self.p, self.name, self.audit).run(
+        setup = await SessionSetup(conn, self.prepared, self.name, self.audit).run(
             session, raw.get("models")
         )
         self.turn.notices.extend(setup.notices)
@@ -420,7 +416,7 @@ class Attempt:
             "terminal": True,
             "session": {"configOptions": {"boolean": {}}},
         }
-        if elicitation.person_of(self.p.approver) is not None:
+        if elicitation.person_of(self.prepared.approver) is not None:
             caps["elicitation"] = {"form": {}}
         return caps
 
@@ -470,7 +466,7 @@ class Attempt:
             ta = meta.get("terminal-auth") if isinstance(meta, dict) else None
             if isinstance(ta, dict) and ta.get("command"):
                 return " ".join([ta["command"], *map(str, ta.get("args", []))])
-        preset = self.p.executor.preset
+        preset = self.prepared.executor.preset
         if preset is not None and preset.login:
             return preset.login
         for m in self.auth_methods:
@@ -482,7 +478,7 @@ class Attempt:
 
     def _deadline(self) -> trio.CancelScope:
         """The scope of the turn: it ends at the timeout, or when `stop` is set."""
-        self.deadline = trio.move_on_after(self.p.wall)
+        self.deadline = trio.move_on_after(self.prepared.wall)
         if (self.stop is not None and self.stop.is_set()) or self.end.limit is not None:
             self.deadline.cancel()
         return self.deadline
@@ -490,7 +486,7 @@ class Attempt:
     def _over_workspace(self, total: int) -> None:
         """The roots hold more than ``[limits] workspace``: recorded, and the turn
         ends as at a timeout, the outcome naming the limit."""
-        limit = self.p.policy.limits.workspace
+        limit = self.prepared.policy.limits.workspace
         assert limit is not None
         self.end.limit = (
             f"workspace limit {render('workspace', limit)} ([limits] workspace: "
@@ -544,10 +540,10 @@ class Attempt:
             return
         if e.limit is not None:
             return  # the governor stopped it at one (the workspace's)
-        if not self.p.sandboxed_agent:
+        if not self.prepared.sandboxed_agent:
             return  # its limits are the sandbox's, and it had none
         status = ExitStatus.from_returncode(returncode)
-        e.limit = blame(self.p.policy.limits, status.exit_code, status.signal, said.encode())
+        e.limit = blame(self.prepared.policy.limits, status.exit_code, status.signal, said.encode())
 
     async def _shutdown(self, process: Any, conn: Connection) -> None:
         """Close stdin and give the agent a moment; then SIGTERM; the sandbox's
@@ -563,7 +559,7 @@ class Attempt:
 
     async def _drive_command(self) -> None:
         """A plain program: prompt on stdin, stdout kept (newest bytes), stderr tail."""
-        p = self.p
+        p = self.prepared
         stdout = bytearray()
         stderr = bytearray()
         try:
@@ -590,27 +586,8 @@ class Attempt:
         )
 
     async def _feed_command(self, process: Any, stdout: bytearray, stderr: bytearray) -> None:
-        prompt = self.p.spec.prompt.encode()
-
-        async def feed() -> None:
-            assert process.stdin is not None
-            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-                await process.stdin.send_all(prompt)
-            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-                await process.stdin.aclose()
-
-        async def drain(stream: Any, into: bytearray) -> None:
-            while chunk := await stream.receive_some(65536):
-                into.extend(chunk)
-                if len(into) > COMMAND_OUTPUT:
-                    del into[: len(into) - COMMAND_OUTPUT]
-
         with self._deadline() as deadline:
-            async with trio.open_nursery() as n:
-                n.start_soon(feed)
-                n.start_soon(drain, process.stdout, stdout)
-                n.start_soon(drain, process.stderr, stderr)
-            await process.wait()
+            await plain.converse(process, self.prepared.spec.prompt.encode(), stdout, stderr)
         if deadline.cancelled_caught:
             self._timed_out_or_interrupted()
             await _terminate(process)
@@ -621,7 +598,7 @@ class Attempt:
         """The frozen files' digest at the end; a notice when it differs from the
         start's (the freeze did not hold: the log says so, the outcome too)."""
         try:
-            at_end = await trio.to_thread.run_sync(_frozen_digest, self.p.policy)
+            at_end = await trio.to_thread.run_sync(_frozen_digest, self.prepared.policy)
         except frozen.FrozenTooLarge as e:
             self.turn.notices.append(f"the frozen files' digest at the end could not be taken: {e}")
             return None
@@ -687,35 +664,6 @@ class Attempt:
             self.turn.notices.append(
                 "the workspace has more files than the governor walks; unasked changes beyond the first 50,000 files were not looked for"
             )
-
-
-def _masked(
-    listener: Callable[[str, dict[str, Any]], None] | None, masker: Masker
-) -> Callable[[str, dict[str, Any]], None] | None:
-    """``listener`` given only masked events, as the audit log holds them: what
-    the agent said and did, the paths and commands (a decision's ``records`` are
-    the log's own, masked already)."""
-    if listener is None:
-        return None
-
-    def emit(kind: str, info: dict[str, Any]) -> None:
-        records = info.get("records")
-        shown = masker.json({k: v for k, v in info.items() if k != "records"})
-        if records is not None:
-            shown["records"] = records
-        listener(kind, shown)
-
-    return emit
-
-
-def _nobody(kind: str, info: dict[str, Any]) -> None:
-    """The event sink when nobody listens."""
-
-
-def _redacted_argv(argv: Sequence[str], secret_tail: int) -> list[str]:
-    if secret_tail <= 0:
-        return list(argv)
-    return [*argv[: len(argv) - secret_tail], f"<{secret_tail} raw args, not shown>"]
 
 
 def _frozen_digest(policy: Any) -> dict[str, Any] | None:

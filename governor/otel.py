@@ -32,7 +32,7 @@ attempt's masked events, plus its start and its outcome):
 Hazards this design avoids:
 
 - **A secret in an attribute.** Every value comes from an audit record or an
-  event the attempt masked already (`governor.attempt._masked`), or is masked
+  event the attempt masked already (`governor.secrets.Masker.listener`), or is masked
   here (the outcome's reason). No message text, plan or tool input is exported.
 - **An unreachable collector slowing the attempt.** Spans go through a batch
   processor and metrics through a periodic reader, both exporting on their own

@@ -63,7 +63,7 @@ class SessionSetup:
 
     def __init__(self, conn: Connection, p: Prepared, name: str, audit: AuditLog) -> None:
         self.conn = conn
-        self.p = p
+        self.prepared = p
         self.name = name
         """The agent's name in reasons and notices."""
         self.audit = audit
@@ -76,7 +76,7 @@ class SessionSetup:
         (`governor.session_settings`); what it came to, with an error when the attempt
         must end before the prompt."""
         self.session_id = session.session_id
-        spec, preset = self.p.spec, self.p.executor.preset
+        spec, preset = self.prepared.spec, self.prepared.executor.preset
         options = list(session.config_options or [])
         model: str | None = None
         if spec.model is not None:
@@ -199,7 +199,7 @@ class SessionSetup:
 
     def _asking_mode(self, mode_id: str) -> bool:
         """Whether the preset names `mode_id` as the agent's asking mode."""
-        preset = self.p.executor.preset
+        preset = self.prepared.executor.preset
         return preset is not None and preset.asking_mode == mode_id
 
     def _record_mode(self) -> None:
@@ -224,13 +224,13 @@ class SessionSetup:
             return
         available = {m.id: m for m in modes.available_modes}
         current = modes.current_mode_id
-        wanted = self.p.spec.mode
+        wanted = self.prepared.spec.mode
         if (
             wanted is None
             and not self._asking_mode(current)
             and mode_asks(current, available.get(current)) is not True
         ):
-            preferred = self.p.executor.preset.asking_mode if self.p.executor.preset else None
+            preferred = self.prepared.executor.preset.asking_mode if self.prepared.executor.preset else None
             wanted = (
                 preferred
                 if preferred in available

@@ -149,6 +149,12 @@ class Prepared:
         return self.policy.limits.wall or self.spec.timeout or 0.0
 
     @property
+    def shown_argv(self) -> list[str]:
+        """The agent's argv as records show it: raw agent args counted, never shown."""
+        argv, secret = list(self.executor.argv), len(self.spec.agent_args)
+        return argv if secret <= 0 else [*argv[:-secret], f"<{secret} raw args, not shown>"]
+
+    @property
     def sandboxed_agent(self) -> bool:
         """Whether the agent process runs inside the sandbox."""
         return self.spec.sandbox_agent and self.policy.capability < Capability.FULL_ACCESS
