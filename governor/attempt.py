@@ -79,7 +79,7 @@ async def run_attempt(spec: AttemptSpec, *, stop: trio.Event | None = None) -> O
     `governor run` sets it on SIGINT and SIGTERM."""
     prepared = prepare(spec)
     try:
-        await confine.check(prepared.policy, sandbox_agent=spec.sandbox_agent)
+        await confine.check(prepared.policy)
     except confine.SandboxUnavailable as e:
         raise RefusedBeforeStart([str(e)]) from None
     try:

@@ -79,7 +79,7 @@ def configured_bwrap() -> str | None:
     return os.environ.get("ACP_GOVERNOR_BWRAP") or None
 
 
-async def check(policy: Policy, *, sandbox_agent: bool) -> None:
+async def check(policy: Policy) -> None:
     """Preflight bwrap once per run when anything will be sandboxed; fail closed."""
     if policy.capability >= Capability.FULL_ACCESS:
         return  # full-access runs nothing under bwrap
@@ -174,10 +174,6 @@ def agent_profile(
         env=env,
         network=not sandboxed,
         egress=egress_for(policy.network_rules, "agent") if sandboxed else None,
-        # sandboxed, its network namespace is its own: it may make Unix sockets
-        # (the host's abstract ones are out of reach, the survey hides the
-        # host's socket files); unsandboxed there is no filter
-        allow_unix_sockets=None,
         protected=_literal_paths(policy.protected_extra),
         keep=kept_folders(policy),
         toolchains=policy.toolchains,

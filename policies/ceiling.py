@@ -184,14 +184,6 @@ Violation = (
 )
 
 
-class CeilingRejected(Exception):
-    """A request over the ceiling: every violation, one per line."""
-
-    def __init__(self, violations: list[Violation]) -> None:
-        self.violations = violations
-        super().__init__("; ".join(str(v) for v in violations))
-
-
 def check(request: RunRequest, ceiling: Ceiling) -> RunRequest | list[Violation]:
     """The request *unchanged* when it fits, else every violation (never a clamp)."""
     violations: list[Violation] = []

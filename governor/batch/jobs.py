@@ -322,14 +322,6 @@ def read_jobs(path: str | Path) -> tuple[list[Job], list[str]]:
     return [anchored(j, path.parent) for j in jobs], problems
 
 
-def load_jobs(path: str | Path) -> list[Job]:
-    """The jobs of a file (`read_jobs`); `BadJobs` with every bad line."""
-    jobs, problems = read_jobs(path)
-    if problems:
-        raise BadJobs(problems)
-    return jobs
-
-
 def as_jobs(items: Iterable[Job | Mapping[str, Any]]) -> list[Job]:
     """Jobs given as `Job`s or as dicts (a jobs-file line each), with every problem
     of the dicts at once (named by their position, from 1)."""

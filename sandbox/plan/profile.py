@@ -119,8 +119,6 @@ class Profile:
     ``/tmp`` or ``$HOME`` to an install kept visible)."""
     protected: tuple[str, ...] = ()
     hidden: tuple[str, ...] = ()
-    allow_unix_sockets: bool | None = None
-    """None: as `unix_sockets` says by default; True or False overrides it."""
     cwd: Path | None = None
     path: str | None = None
     """The ``PATH`` to pass through (its entries that are visible inside), unless
@@ -189,8 +187,6 @@ class Profile:
         host's socket files (`sandbox.host.sockets`). One that shares the host's
         namespace (`governor.confine` says which do) would reach the host's
         abstract sockets (X11, D-Bus), which no mount can hide."""
-        if self.allow_unix_sockets is not None:
-            return self.allow_unix_sockets
         return not self.network
 
     def with_command(
@@ -218,7 +214,6 @@ class Profile:
         network: bool = True,
         protected: Sequence[str] = (),
         hidden: Sequence[str] = (),
-        allow_unix_sockets: bool | None = None,
         keep: Sequence[Path] = (),
         toolchains: bool = True,
         git_read_only: bool = False,
@@ -251,7 +246,6 @@ class Profile:
             links=tuple(links),
             protected=tuple(protected),
             hidden=tuple(hidden),
-            allow_unix_sockets=allow_unix_sockets,
             path=search_path,
             keep=tuple(keep),
             toolchains=toolchains,
