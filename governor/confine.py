@@ -24,8 +24,8 @@ The agent's only way out is the attempt's egress proxy (`sandbox.net.proxy`,
 `governor.network`): its model API and what the policy allows, each
 connection a ``network`` record. The commands' session sandbox is behind the
 same proxy when the policy has network on (its ``[network]`` hosts only), and
-has no way out at all otherwise. None shares the host's namespace any more, so
-the host's abstract sockets (X11, D-Bus) are out of every sandbox's reach;
+has no way out at all otherwise. None shares the host's namespace, so the
+host's abstract sockets (X11, D-Bus) are out of every sandbox's reach;
 the agent's own tools and the commands may make Unix sockets (a test server on
 ``./t.sock``), and the survey hides the host's socket files from them (``/run`` is an empty tmpfs, the sockets found elsewhere are covered;
 `sandbox.host.sockets` says how, and what stays reachable). A full-access agent or
