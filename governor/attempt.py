@@ -42,7 +42,7 @@ from governor.gate import Gate
 from governor.outcome import Outcome
 from governor.ruling import REFUSED
 from governor.session_setup import SessionSetup
-from governor.spec import AttemptSpec, Command, Prepared, RefusedBeforeStart, prepare
+from governor.spec import AttemptSpec, PlainProgram, Prepared, RefusedBeforeStart, prepare
 from governor.tamper import baseline as tamper
 from governor.turn import Turn
 from governor.workspace import Snapshot, diff, snapshot
@@ -205,7 +205,7 @@ class Attempt:
                 )
                 try:
                     async with open_egress(network.judge(self.gate, self.refused)) as self.proxy:
-                        if isinstance(p.executor, Command):
+                        if isinstance(p.executor, PlainProgram):
                             await self._drive_command()
                         else:
                             await self._drive()

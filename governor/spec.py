@@ -10,7 +10,7 @@ Rules of this file:
   unset variables, missing directories, an agent that is not installed...),
   so an operator fixes a job in one round, not one error at a time.
 - **The agent is a sum type.** After `prepare`, what runs is an `Agent` (an ACP
-  program: a preset's or an argv of your own) or a `Command` (a plain program),
+  program: a preset's or an argv of your own) or a `PlainProgram` (a plain program),
   never a bag of optional fields to re-check later.
 """
 
@@ -112,7 +112,7 @@ class Agent:
 
 
 @dataclass(frozen=True)
-class Command:
+class PlainProgram:
     """A plain program: the prompt on its stdin, judged from its exit status, its
     last output and the workspace diff."""
 
@@ -122,7 +122,7 @@ class Command:
     via_npx: bool = False
 
 
-Executor = Agent | Command
+Executor = Agent | PlainProgram
 
 
 @dataclass(frozen=True)
@@ -320,7 +320,7 @@ def _executor(
         if "/" not in argv[0] and not shutil.which(argv[0], path=environ.get("PATH")):
             problems.append(f"the agent command {argv[0]!r} is not on PATH")
             return None
-        return Command(argv) if spec.kind == "command" else Agent(CUSTOM_AGENT, argv)
+        return PlainProgram(argv) if spec.kind == "command" else Agent(CUSTOM_AGENT, argv)
     if spec.kind == "command":
         problems.append(f"--kind command runs the program after --, not a preset ({spec.agent!r})")
         return None
