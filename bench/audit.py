@@ -19,7 +19,12 @@ Then ``governor audit DIR`` over 2,000 small logs (each a real `AuditLog`:
 start, two decisions, end), next to a bare loop that reads the same files and
 ``json.loads`` every line (no grouping, no tally, no hash check).
 
-Run: ``.venv/bin/python bench/audit.py [--records N] [--logs N]``.
+With ``--signing`` (the signing extra): short attempts (start, 8 decisions,
+end) through an `AuditLog` with no file, unsigned and with the operator's
+Ed25519 key signing each end record, in the same rounds: what one signature
+per attempt costs on the record path.
+
+Run: ``.venv/bin/python bench/audit.py [--records N] [--logs N] [--signing]``.
 """
 
 from __future__ import annotations
@@ -150,12 +155,36 @@ def in_memory(n: int) -> float:
     return time.perf_counter() - start
 
 
+def short_attempts(count: int, signer: Any) -> float:
+    """Seconds for ``count`` attempts of 10 records each (start, 8 decisions, end)
+    through `AuditLog` with no file, the end record signed when ``signer`` is given."""
+    records = [fields(i) for i in range(8)]
+    start = time.perf_counter()
+    for k in range(count):
+        log = AuditLog(None, f"attempt-{k}", masker=masker(), signer=signer)
+        log.record("attempt-start", agent="bench", workspace=WS)
+        for r in records:
+            log.record("permission", **r)
+        log.record("attempt-end", status="completed", duration_s=0.5)
+    return time.perf_counter() - start
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=20_000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--logs", type=int, default=2000)
+    parser.add_argument(
+        "--signing", action="store_true", help="also short attempts with their end records signed"
+    )
     args = parser.parse_args()
+    signer = None
+    if args.signing:
+        from governor.audit.signing import KEY_VARIABLE, keygen, load_signer
+
+        with tempfile.TemporaryDirectory() as d:
+            keygen(Path(d) / "k")
+            signer = load_signer(None, {KEY_VARIABLE: (Path(d) / "k").read_text()})
     n = args.records
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR")) as d:
         tmp = Path(d)
@@ -185,6 +214,12 @@ def main() -> None:
             ("always, 1 producer", few, lambda: governed(fresh(), few, "always", 1)),
             ("always, 8 producers", synced, lambda: governed(fresh(), synced, "always", 8)),
         ]
+        attempts = max(200, n // 20)
+        if signer is not None:  # records per second, 10 records an attempt
+            cases += [
+                ("attempts, unsigned", 10 * attempts, lambda: short_attempts(attempts, None)),
+                ("attempts, signed", 10 * attempts, lambda: short_attempts(attempts, signer)),
+            ]
         # Rounds interleave the cases, so that a busy moment of the machine
         # does not land on one case only; the best round of each counts.
         rate = dict.fromkeys((name for name, _, _ in cases), 0.0)
@@ -213,6 +248,13 @@ def main() -> None:
         f"(target >= 5,000): {'met' if always8 >= 5000 else 'MISSED'}; "
         f"{always8 / rate['always, 1 producer']:.1f}x one producer (group commit)"
     )
+    if signer is not None:
+        unsigned, signed = rate["attempts, unsigned"], rate["attempts, signed"]
+        per = (10 / signed - 10 / unsigned) * 1e6
+        print(
+            f"short attempts (10 records): signed takes {unsigned / signed:.2f}x the time of "
+            f"unsigned: {per:.0f} us per attempt for its one signature"
+        )
     report(args.logs)
 
 

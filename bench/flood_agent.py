@@ -26,7 +26,12 @@ import json
 import os
 import sys
 import time
+from pathlib import Path
 from typing import Any
+
+# The loop every stdlib agent shares, by path: it runs in sandboxes (stdlib only).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "governor" / "agents"))
+from stdio_peer import Closed, Peer
 
 READ_FILE = "flood-read.txt"
 """The file (in the session's cwd) the agent reads N times; the bench writes it."""
@@ -36,66 +41,31 @@ EDIT_FILE = "src/flood.py"
 ALLOW_ONCE = "allow"
 REJECT_ONCE = "reject"
 
-_stdin = sys.stdin.buffer
-_stdout = sys.stdout.buffer
+
+class FloodPeer(Peer):
+    """A request from the client while an answer is awaited is refused at once
+    (the client sends none mid-flood; an ACP client never should)."""
+
+    def held(self, message: dict[str, Any]) -> None:
+        if "id" in message:
+            refuse(self, message)
 
 
-class Cancelled(Exception):
-    """The client sent ``session/cancel`` (or closed stdin) mid-flood."""
-
-
-def send(message: dict[str, Any]) -> None:
-    message["jsonrpc"] = "2.0"
-    _stdout.write(json.dumps(message, separators=(",", ":")).encode() + b"\n")
-    _stdout.flush()
-
-
-def receive() -> dict[str, Any] | None:
-    """The next JSON object from the client, or None at the end of stdin."""
-    while True:
-        line = _stdin.readline()
-        if not line:
-            return None
-        try:
-            value = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(value, dict):
-            return value
+def refuse(peer: Peer, message: dict[str, Any]) -> None:
+    peer.fail(message["id"], -32601, f"Method not found: {message['method']}")
 
 
 class Flood:
     def __init__(self, n: int) -> None:
         self.n = n
-        self.next_id = 0
+        self.peer = FloodPeer()
         self.session = ""
         self.cwd = ""
-        self.cancelled = False
 
     def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """Send one request and wait for its answer (the client sends nothing else meanwhile,
         but a ``session/cancel`` is honoured)."""
-        rid = self.next_id
-        self.next_id += 1
-        send({"id": rid, "method": method, "params": params})
-        while True:
-            message = receive()
-            if message is None:
-                raise Cancelled
-            if message.get("id") == rid and "method" not in message:
-                return message
-            if message.get("method") == "session/cancel":
-                self.cancelled = True
-            elif "id" in message and "method" in message:
-                self.refuse(message)
-
-    def refuse(self, message: dict[str, Any]) -> None:
-        send(
-            {
-                "id": message["id"],
-                "error": {"code": -32601, "message": f"Method not found: {message['method']}"},
-            }
-        )
+        return self.peer.request(method, params)
 
     def turn(self) -> dict[str, Any]:
         edit = os.path.join(self.cwd, EDIT_FILE)
@@ -116,7 +86,7 @@ class Flood:
         allowed = reads_ok = 0
         started = time.perf_counter()
         for i in range(self.n):
-            if self.cancelled:
+            if self.peer.cancelled:
                 break
             answer = self.request(
                 "session/request_permission",
@@ -131,7 +101,7 @@ class Flood:
                 allowed += 1
         permissions_done = time.perf_counter()
         for _ in range(self.n):
-            if self.cancelled:
+            if self.peer.cancelled:
                 break
             answer = self.request("fs/read_text_file", {"sessionId": self.session, "path": target})
             if (answer.get("result") or {}).get("content") == expected:
@@ -161,34 +131,32 @@ class Flood:
             self.session = "flood-session"
             result = {"sessionId": self.session}
         elif method == "session/prompt":
-            self.cancelled = False
+            self.peer.cancelled = False
             try:
                 report = self.turn()
-            except Cancelled:
+            except Closed:
                 return
             self.say("flood: " + json.dumps(report, separators=(",", ":")))
-            result = {"stopReason": "cancelled" if self.cancelled else "end_turn"}
+            result = {"stopReason": "cancelled" if self.peer.cancelled else "end_turn"}
         else:
-            self.refuse(message)
+            refuse(self.peer, message)
             return
-        send({"id": rid, "result": result})
+        self.peer.respond(rid, result)
 
     def say(self, text: str) -> None:
-        send(
+        self.peer.notify(
+            "session/update",
             {
-                "method": "session/update",
-                "params": {
-                    "sessionId": self.session,
-                    "update": {
-                        "sessionUpdate": "agent_message_chunk",
-                        "content": {"type": "text", "text": text},
-                    },
+                "sessionId": self.session,
+                "update": {
+                    "sessionUpdate": "agent_message_chunk",
+                    "content": {"type": "text", "text": text},
                 },
-            }
+            },
         )
 
     def serve(self) -> None:
-        while (message := receive()) is not None:
+        while (message := self.peer.receive()) is not None:
             if "method" in message and "id" in message:
                 self.answer(message)
             # notifications (a stray session/cancel between turns) and stray answers: nothing to do

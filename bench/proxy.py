@@ -157,7 +157,6 @@ async def inside(port: int, text: str, root: Path, concurrent: int) -> tuple[str
             profile = Profile.for_agent(
                 Capability.EDIT_WORKSPACE, ws, home=root,
                 env={"PATH": "/usr/local/bin:/usr/bin:/bin"}, network=False, egress=egress,
-                allow_unix_sockets=False,
             )  # fmt: skip
             async with agent_process(profile, ["bash", "-c", line], stdin=None, stdout=PIPE,
                                      stderr=None, attach=attach) as child:  # fmt: skip

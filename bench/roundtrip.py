@@ -17,6 +17,11 @@ session/new, the prompt's 2N round trips, the agent's exit -- is timed through:
   appended line and its fsync is printed beside it);
 - ``governor-sandboxed``: the same as ``governor`` with the agent under bwrap.
   It is skipped, with the reason, when the sandboxed attempt cannot run here.
+- ``governor-signed`` (``--signing``, or named in ``--variants``): the same as
+  ``governor`` with the operator's Ed25519 key in ``$ACP_GOVERNOR_AUDIT_PRIVATE_KEY``
+  (a key made for the run): the end record is signed, and must verify. At full
+  N, beside ``governor`` in the same run: one signature per attempt must not
+  show per request.
 
 The two side variants run at N/4 by default (``--side-n``) to keep the whole
 bench to a few minutes; every comparison is per request.
@@ -89,7 +94,7 @@ READ_CONTENT = "".join(
 )
 """The small file the agent reads (about 220 bytes)."""
 
-VARIANTS = ("floor", "sdk", "governor", "governor-always", "governor-sandboxed")
+VARIANTS = ("floor", "sdk", "governor", "governor-always", "governor-sandboxed", "governor-signed")
 SIDE_VARIANTS = ("governor-always", "governor-sandboxed")
 """Run at a smaller N by default (``--side-n``); compared per request."""
 
@@ -263,11 +268,20 @@ def run_sdk(n: int, ws: Path, clock: Clock) -> str:
 # -- (c) the governor ------------------------------------------------------------------
 
 
-def governor_spec(n: int, ws: Path, log: Path, *, durability: str, sandboxed: bool) -> Any:
+def governor_spec(
+    n: int, ws: Path, log: Path, *, durability: str, sandboxed: bool, signed: bool = False
+) -> Any:
     from governor.spec import AttemptSpec
     from policies.policy import parse_policy
 
+    environ = None
+    if signed:
+        from governor.audit.signing import KEY_VARIABLE, keygen
+
+        keygen(ws.parent / "audit.key")
+        environ = {**os.environ, KEY_VARIABLE: (ws.parent / "audit.key").read_text()}
     return AttemptSpec(
+        environ=environ,
         prompt="flood",
         argv=agent_argv(n),
         workspace=ws,
@@ -280,10 +294,16 @@ def governor_spec(n: int, ws: Path, log: Path, *, durability: str, sandboxed: bo
 
 
 def run_governor(
-    n: int, ws: Path, clock: Clock, *, durability: str = "batch", sandboxed: bool = False
+    n: int,
+    ws: Path,
+    clock: Clock,
+    *,
+    durability: str = "batch",
+    sandboxed: bool = False,
+    signed: bool = False,
 ) -> str:
     """One governed attempt through `run_attempt`; the audit log must verify and hold every
-    decision."""
+    decision (and, signed, end at its head with a signature that holds)."""
     import trio
 
     from governor import logs
@@ -292,7 +312,7 @@ def run_governor(
 
     logs.configure(json_lines=True)
     log = ws.parent / "audit.jsonl"
-    spec = governor_spec(n, ws, log, durability=durability, sandboxed=sandboxed)
+    spec = governor_spec(n, ws, log, durability=durability, sandboxed=sandboxed, signed=signed)
     from governor.cli.run import freeze_startup_heap
 
     with clock:
@@ -302,9 +322,17 @@ def run_governor(
         raise RuntimeError(f"the governed flood did not complete: {outcome.reason}")
     if outcome.acp is None or outcome.acp.sandboxed_agent != sandboxed:
         raise RuntimeError(f"the agent was not run {'in' if sandboxed else 'outside'} its sandbox")
-    checked = verify(read_lines(log))
+    checked = verify(read_lines(log), {outcome.log_head or ""})
     if checked.problem is not None or checked.records != 2 * n + 2:
         raise RuntimeError(f"the audit log is not whole: {checked}")
+    if signed:
+        from governor.audit.anchor import Anchor, authenticate
+        from governor.audit.signing import PublicKey
+
+        key = PublicKey.load(ws.parent / "audit.key.pub")
+        auth = authenticate(checked, anchors=[Anchor(outcome.log_head or "")], key=key)
+        if not auth.ok or auth.signatures != 1:
+            raise RuntimeError(f"the signed log does not hold: {auth.problems}")
     return outcome.summary or ""
 
 
@@ -331,6 +359,7 @@ RUNNERS: dict[str, Callable[[int, Path, Clock], str]] = {
     "governor": run_governor,
     "governor-always": lambda n, ws, clock: run_governor(n, ws, clock, durability="always"),
     "governor-sandboxed": lambda n, ws, clock: run_governor(n, ws, clock, sandboxed=True),
+    "governor-signed": lambda n, ws, clock: run_governor(n, ws, clock, signed=True),
 }
 
 
@@ -439,6 +468,13 @@ def print_table(rows: list[dict[str, Any]], n: int, reps: int, notes: list[str])
             f"client CPU per request: governor/sdk = {gov['cpu_us'] / sdk['cpu_us']:.2f},"
             f" governor/floor = {gov['cpu_us'] / floor['cpu_us']:.2f}"
         )
+    signed = by.get("governor-signed")
+    if gov is not None and signed is not None:
+        print(
+            f"signed/unsigned: wall per request {signed['wall_us'] / gov['wall_us']:.2f}, "
+            f"client CPU per request {signed['cpu_us'] / gov['cpu_us']:.2f} "
+            "(one signature per attempt, on its end record)"
+        )
     for note in notes:
         print(f"note: {note}")
 
@@ -468,6 +504,11 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="N for governor-always and governor-sandboxed (default N/4, to keep the run short)",
     )
+    parser.add_argument(
+        "--signing",
+        action="store_true",
+        help="also governor-signed: the end record signed (needs the signing extra)",
+    )
     parser.add_argument("--one", choices=VARIANTS, help=argparse.SUPPRESS)
     parser.add_argument(
         "--profile",
@@ -486,7 +527,9 @@ def main(argv: list[str] | None = None) -> int:
         profile_governor(args.n, args.profile)
         return 0
     notes = []
-    variants = list(args.variants or VARIANTS)
+    variants = list(args.variants or [v for v in VARIANTS if v != "governor-signed"])
+    if args.signing and "governor-signed" not in variants:
+        variants.append("governor-signed")
     for needed in ("sdk", "floor"):
         if needed not in variants:
             variants.insert(0, needed)

@@ -18,7 +18,7 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-from governor import AttemptSpec, Outcome, RefusedBeforeStart, run
+from governor import AttemptSpec, Outcome, RefusedBeforeStart, decision_records, run
 
 TASK = "Write hello.py that prints a greeting, and run it."
 
@@ -43,7 +43,7 @@ def digest(outcome: Outcome, why: str) -> dict[str, object]:
         "check": why,
         "refused": [
             {"subject": r.get("subject"), "reason": r.get("reason")}
-            for r in outcome.tool_calls
+            for r in decision_records(outcome.log, outcome.run_id)
             if r.get("verdict") == "deny"
         ],
         "tally": asdict(tally) if tally else None,

@@ -2,10 +2,12 @@
 
 The library surface for coding loops::
 
-    from governor import AttemptSpec, run_attempt, run
+    from governor import AttemptSpec, decision_records, run_attempt, run
 
     outcome = run(AttemptSpec(prompt="...", agent="claude", workspace="repo",
                               policy="policies/edit-workspace.toml"))
+    for record in decision_records(outcome.log, outcome.run_id, outcome.decisions):
+        ...  # the attempt's decision log, read from its audit log one record at a time
 
 `run_attempt` is the same under trio. Names are imported lazily so that the
 command line starts fast.
@@ -24,6 +26,7 @@ __all__ = [
     "RefusedBeforeStart",
     "Tally",
     "__version__",
+    "decision_records",
     "run",
     "run_attempt",
 ]
@@ -31,6 +34,7 @@ __all__ = [
 if TYPE_CHECKING:
     from governor.approver import Ask
     from governor.attempt import run, run_attempt
+    from governor.audit.reading import decision_records
     from governor.audit.tally import Tally
     from governor.outcome import Outcome
     from governor.spec import AttemptSpec, RefusedBeforeStart
@@ -42,6 +46,7 @@ _LAZY = {
     "run_attempt": "governor.attempt",
     "Outcome": "governor.outcome",
     "Tally": "governor.audit.tally",
+    "decision_records": "governor.audit.reading",
     "Ask": "governor.approver",
 }
 

@@ -1,7 +1,7 @@
 """Who answers an ``ask``: nobody (refuse), nobody yet (pause), or a callback.
 
 The approver is consulted only for ``ask`` verdicts; allow and deny never reach
-it. Its answer is one of `ANSWERS`:
+it. Its answer is one of `APPROVALS`:
 
 - ``once``: allow this one request (recorded as decided by a person);
 - ``always``: allow this and every identical request for the rest of the
@@ -28,8 +28,8 @@ import trio
 from policies.decide import Decision
 from policies.rules import Verdict
 
-Answer = Literal["once", "always", "refuse", "pause"]
-ANSWERS: Final = ("once", "always", "refuse", "pause")
+Approval = Literal["once", "always", "refuse", "pause"]
+APPROVALS: Final = ("once", "always", "refuse", "pause")
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +51,7 @@ class Approver(Protocol):
 
     name: str
 
-    async def __call__(self, ask: Ask) -> Answer: ...
+    async def __call__(self, ask: Ask) -> Approval: ...
 
 
 class Unattended:
@@ -59,7 +59,7 @@ class Unattended:
 
     name = "unattended"
 
-    async def __call__(self, ask: Ask) -> Answer:
+    async def __call__(self, ask: Ask) -> Approval:
         return "refuse"
 
 
@@ -68,7 +68,7 @@ class Pause:
 
     name = "pause"
 
-    async def __call__(self, ask: Ask) -> Answer:
+    async def __call__(self, ask: Ask) -> Approval:
         return "pause"
 
 
@@ -78,10 +78,10 @@ class Callback:
 
     name = "callback"
 
-    def __init__(self, fn: Callable[[Ask], Answer | bool | Awaitable[Answer | bool]]) -> None:
+    def __init__(self, fn: Callable[[Ask], Approval | bool | Awaitable[Approval | bool]]) -> None:
         self.fn = fn
 
-    async def __call__(self, ask: Ask) -> Answer:
+    async def __call__(self, ask: Ask) -> Approval:
         value = self.fn(ask)
         if inspect.isawaitable(value):
             value = await value
@@ -89,9 +89,9 @@ class Callback:
             return "once"
         if value is False or value is None:
             return "refuse"
-        if value not in ANSWERS:
+        if value not in APPROVALS:
             raise ValueError(
-                f"an approver answered {value!r}; accepted: {', '.join(ANSWERS)} or a bool"
+                f"an approver answered {value!r}; accepted: {', '.join(APPROVALS)} or a bool"
             )
         return value
 
@@ -175,9 +175,9 @@ class Approvals:
         who = "a person" if person else "nobody is there to approve (unattended)"
         return Verdict.DENY, "person" if person else "policy", f"refused: {decision.reason}; {who}"
 
-    async def _answer(self, ask: Ask) -> Answer | None:
+    async def _answer(self, ask: Ask) -> Approval | None:
         """The approver's answer, or None when the turn is cancelled first."""
-        answer: Answer | None = None
+        answer: Approval | None = None
         async with trio.open_nursery() as nursery:
 
             async def approve() -> None:

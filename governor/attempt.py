@@ -21,12 +21,10 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import os
 import signal
 import time
 import uuid
-from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import Any, Final
 
@@ -35,20 +33,23 @@ import trio
 from acp import schema
 from pydantic import ValidationError
 
-from governor import confine, elicitation, network
+from governor import confine, elicitation, frozen, installs, network, plain, roots_size
 from governor.acp.connection import Connection, ConnectionClosed, RemoteError, RequestTimeout
 from governor.acp.jsonrpc import AUTH_REQUIRED, short_error
 from governor.attribution import Evidence, explain
 from governor.audit.log import AuditLog, AuditUnavailable
 from governor.callouts import callouts
 from governor.ending import CommandResult, Ending, judge
-from governor.gate import REFUSED, Gate
+from governor.gate import Gate
 from governor.outcome import Outcome
-from governor.secrets import Masker
-from governor.setup import SessionSetup
-from governor.spec import AttemptSpec, Command, Prepared, RefusedBeforeStart, prepare
+from governor.ruling import REFUSED
+from governor.session_setup import SessionSetup
+from governor.spec import AttemptSpec, PlainProgram, Prepared, RefusedBeforeStart, prepare
+from governor.tamper import baseline as tamper
 from governor.turn import Turn
 from governor.workspace import Snapshot, diff, snapshot
+from policies.canonical import digest
+from policies.limits import render
 from sandbox.host.limits import blame
 from sandbox.net.proxy import EgressProxy, open_egress
 from sandbox.run.execution import ExitStatus
@@ -60,8 +61,6 @@ INIT_TIMEOUT: Final = 120.0
 SESSION_TIMEOUT: Final = 120.0
 CANCEL_GRACE: Final = 5.0
 EXIT_GRACE: Final = 2.0
-COMMAND_OUTPUT: Final = 2**20
-"""The newest bytes of a plain command's stdout (and stderr) kept for its judgement."""
 
 RULES_FOR_THE_AGENT: Final = """
 
@@ -82,7 +81,7 @@ async def run_attempt(spec: AttemptSpec, *, stop: trio.Event | None = None) -> O
     `governor run` sets it on SIGINT and SIGTERM."""
     prepared = prepare(spec)
     try:
-        await confine.check(prepared.policy, sandbox_agent=spec.sandbox_agent)
+        await confine.check(prepared.policy)
     except confine.SandboxUnavailable as e:
         raise RefusedBeforeStart([str(e)]) from None
     try:
@@ -105,16 +104,24 @@ class Attempt:
     """One attempt under way: its audit log, its gate, its turn, and its `Ending`."""
 
     def __init__(self, p: Prepared, stop: trio.Event | None = None) -> None:
-        self.p = p
+        self.prepared = p
         self.stop = stop
         self.deadline: trio.CancelScope | None = None
         self.id = f"{p.executor.id}-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
         self.started = time.monotonic()
-        listener = _masked(p.spec.on_event, p.masker)
+        listener = p.masker.listener(p.spec.on_event)
         self.listener = listener
-        self.emit = listener or _nobody
-        self.audit = AuditLog(p.log_path, self.id, durability=p.spec.durability, masker=p.masker)
+        self.emit = listener or (lambda kind, info: None)
+        self.audit = AuditLog(
+            p.log_path,
+            self.id,
+            durability=p.spec.durability,
+            masker=p.masker,
+            signer=p.signer,
+            limit=p.policy.limits.log,
+        )
         self.gate: Gate | None = None
+        self.terminals: confine.GovernedTerminals | None = None
         self.proxy: EgressProxy | None = None
         self.refused: dict[str, str] = {}
         """The agent's connections the proxy refused: host:port -> reason."""
@@ -144,26 +151,32 @@ class Attempt:
 
     async def run(self) -> Outcome:
         """The whole attempt, from its start record to its end record."""
-        p = self.p
+        p = self.prepared
         policy = p.policy
+        try:
+            frozen_at_start = await trio.to_thread.run_sync(_frozen_digest, policy)
+        except frozen.FrozenTooLarge as e:
+            self.audit.close()
+            raise RefusedBeforeStart([f"{e}; nothing was started"]) from None
         try:
             start = self.audit.record(
                 "attempt-start",
                 agent=p.executor.id,
                 preset=p.executor.preset.id if p.executor.preset else None,
-                argv=_redacted_argv(p.executor.argv, len(p.spec.agent_args)),
+                argv=p.shown_argv,
                 capability=str(policy.capability),
                 workspace=policy.workspace,
                 roots=list(policy.roots),
-                policy=_digest(repr(policy)),
+                policy=digest(policy),
                 policy_source=policy.source,
-                ceiling=_digest(repr(p.ceiling)),
+                ceiling=digest(p.ceiling),
                 ceiling_source=p.ceiling.source,
                 protected=list(p.ceiling.protected) or None,
                 sandboxed_agent=p.sandboxed_agent,
                 agent_hosts=[h.text for h in policy.network_rules.agent] or None,
                 approvals=p.approver.name,
                 trace_id=p.spec.trace_id,
+                frozen=frozen_at_start,
             )
             await self.audit.durable(start)
             self.emit("attempt", {"id": self.id, "agent": self.name, "log": str(p.log_path)})
@@ -171,20 +184,30 @@ class Attempt:
             self.audit.close()
             raise RefusedBeforeStart([f"{e}; nothing was started"]) from None
         before = await trio.to_thread.run_sync(snapshot, policy.roots)
+        kept = await trio.to_thread.run_sync(tamper.keep, before.files, policy.roots)
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self.audit.run_batch_sync)
                 if self.stop is not None:
                     nursery.start_soon(self._watch_stop, self.stop)
-                terminals = confine.GovernedTerminals(
+                if policy.limits.workspace is not None:
+                    nursery.start_soon(
+                        roots_size.watch, policy.roots, policy.limits.workspace, self._over_workspace
+                    )
+                terminals = self.terminals = confine.GovernedTerminals(
                     nursery, policy, p.env, proxy=lambda: self.proxy
                 )
                 self.gate = Gate(
-                    policy, self.audit, p.approver, terminals=terminals, on_event=self.listener
+                    policy,
+                    self.audit,
+                    p.approver,
+                    terminals=terminals,
+                    on_event=self.listener,
+                    end=self.end,
                 )
                 try:
                     async with open_egress(network.judge(self.gate, self.refused)) as self.proxy:
-                        if isinstance(p.executor, Command):
+                        if isinstance(p.executor, PlainProgram):
                             await self._drive_command()
                         else:
                             await self._drive()
@@ -198,30 +221,37 @@ class Attempt:
                 snapshot,
                 policy.roots,
                 before=before,
-                also_hash=self.gate.written if self.gate is not None else (),
+                also_hash=self.end.carried.written,
             )
         )
         self._unasked_changes(before, after)
+        await self._tamper_audit(kept, before, after)
+        frozen_at_end = await self._frozen_at_end(frozen_at_start)
         outcome = judge(self._ended())
         outcome.trace_id = p.spec.trace_id
+        end: dict[str, Any] = {}
         with contextlib.suppress(AuditUnavailable):
-            self.audit.record(
+            end = self.audit.record(
                 "attempt-end",
                 status=outcome.status,
                 reason=outcome.reason,
                 tally=asdict(outcome.acp.tally) if outcome.acp else None,
                 duration_s=outcome.duration_s,
+                findings=[f.to_json() for f in outcome.findings] or None,
+                frozen=frozen_at_end,
             )
         self.audit.close()
+        head = self.audit.head
+        if head is not None:
+            outcome.log_head, outcome.log_records = head
+            if "signature" in end and p.signer is not None:
+                outcome.log_key = p.signer.key_id
         return outcome
 
     def _ended(self) -> Ending:
-        """The attempt's `Ending`, completed with what the gate, the turn and the
-        log hold at its end."""
+        """The attempt's `Ending`, completed with what the turn and the log hold at
+        its end (the gate wrote its own facts into it as they happened)."""
         end, turn, audit = self.end, self.turn, self.audit
-        if self.gate is not None:
-            end.pending = self.gate.pending
-            end.failure = self.gate.failure
         end.final_message = turn.final_message
         end.network_refused = tuple(self.refused)
         end.tally = audit.tallier.tally()
@@ -242,21 +272,21 @@ class Attempt:
         end.usage = turn.usage
         end.notices = tuple(turn.notices)
         end.bad_updates = turn.bad_updates
-        if self.gate is not None:
-            end.unknown_requests = dict(self.gate.routes().unknown)
-        end.decisions = lambda: [
-            r for r in audit.records if r.get("kind") not in ("attempt-start", "attempt-end")
-        ]
+        end.decisions = audit.seq - 1  # every record but the attempt-start
         end.elapsed_s = time.monotonic() - self.started
         return end
 
     # -- an ACP agent ----------------------------------------------------------------
 
     async def _drive(self) -> None:
-        p = self.p
+        p = self.prepared
         gate = self.gate
         assert gate is not None
         try:
+            if p.executor.via_npx and p.executor.preset is not None:
+                await installs.fetch_for_npx(
+                    installs.spec(p.executor.preset), p.executor.argv[0], p.env
+                )
             profile = confine.agent_profile(
                 p.executor.argv,
                 p.policy,
@@ -271,7 +301,7 @@ class Attempt:
                     {
                         "agent": self.name,
                         "pid": process.pid,
-                        "argv": _redacted_argv(p.executor.argv, len(p.spec.agent_args)),
+                        "argv": p.shown_argv,
                     },
                 )
                 assert process.stdin is not None and process.stdout is not None
@@ -297,7 +327,11 @@ class Attempt:
                     self.end.gave_up = conn.gave_up
                     self.end.stderr_tail = tuple(conn.stderr_tail)
             self._blame_limit(process.returncode, "\n".join(self.end.stderr_tail))
-        except (OSError, confine.SandboxUnavailable) as e:
+            if self.end.error is not None:
+                self.end.unseen_folders = await trio.to_thread.run_sync(
+                    confine.unseen_folders, profile
+                )
+        except (OSError, confine.SandboxUnavailable, installs.InstallError) as e:
             self.end.error = (
                 f"{self.name} could not be started: {getattr(e, 'strerror', None) or e}"
             )
@@ -305,7 +339,7 @@ class Attempt:
     async def _session(self, conn: Connection, nursery: trio.Nursery) -> None:
         """initialize -> session/new -> the asking mode -> the prompt, whose turn runs
         in `nursery` (the connection's) while this waits for it to end."""
-        p = self.p
+        p = self.prepared
         gate = self.gate
         assert gate is not None
         try:
@@ -364,9 +398,16 @@ class Attempt:
             return
         self.turn.session_id = gate.session_id = session.session_id
         structlog.contextvars.bind_contextvars(session=session.session_id)
-        setup = SessionSetup(conn, self.p, self.turn, self.end, self.audit)
-        if not await setup.run(session, raw.get("models")):
+        setup = await SessionSetup(conn, self.prepared, self.name, self.audit).run(
+            session, raw.get("models")
+        )
+        self.turn.notices.extend(setup.notices)
+        if setup.error is not None:
+            self.end.error = setup.error
             return
+        self.end.model, self.end.alone = setup.model, setup.alone
+        self.turn.mode = setup.mode
+        self.turn.config_options = list(setup.config_options)
         prompt = p.spec.prompt + (RULES_FOR_THE_AGENT if p.spec.append_rules else "")
         self.emit("prompt", {"session": session.session_id})
         # The prompt runs in the connection's nursery, outside the deadline: after a
@@ -384,7 +425,7 @@ class Attempt:
             "terminal": True,
             "session": {"configOptions": {"boolean": {}}},
         }
-        if elicitation.person_of(self.p.approver) is not None:
+        if elicitation.person_of(self.prepared.approver) is not None:
             caps["elicitation"] = {"form": {}}
         return caps
 
@@ -434,7 +475,7 @@ class Attempt:
             ta = meta.get("terminal-auth") if isinstance(meta, dict) else None
             if isinstance(ta, dict) and ta.get("command"):
                 return " ".join([ta["command"], *map(str, ta.get("args", []))])
-        preset = self.p.executor.preset
+        preset = self.prepared.executor.preset
         if preset is not None and preset.login:
             return preset.login
         for m in self.auth_methods:
@@ -446,12 +487,28 @@ class Attempt:
 
     def _deadline(self) -> trio.CancelScope:
         """The scope of the turn: it ends at the timeout, or when `stop` is set."""
-        self.deadline = trio.move_on_after(self.p.wall)
-        if self.stop is not None and self.stop.is_set():
+        self.deadline = trio.move_on_after(self.prepared.wall)
+        if (self.stop is not None and self.stop.is_set()) or self.end.limit is not None:
             self.deadline.cancel()
         return self.deadline
 
+    def _over_workspace(self, total: int) -> None:
+        """The roots hold more than ``[limits] workspace``: recorded, and the turn
+        ends as at a timeout, the outcome naming the limit."""
+        limit = self.prepared.policy.limits.workspace
+        assert limit is not None
+        self.end.limit = (
+            f"workspace limit {render('workspace', limit)} ([limits] workspace: "
+            f"the writable roots hold {total} bytes or more)"
+        )
+        with contextlib.suppress(AuditUnavailable):
+            self.audit.record("limit", reason=f"{self.name} was stopped at its {self.end.limit}")
+        if self.deadline is not None:
+            self.deadline.cancel()
+
     def _timed_out_or_interrupted(self) -> None:
+        if self.end.limit is not None:
+            return  # stopped at a limit: neither
         self.end.interrupted = self.stop is not None and self.stop.is_set()
         self.end.timed_out = not self.end.interrupted
 
@@ -490,10 +547,12 @@ class Attempt:
         e = self.end
         if returncode is None or e.stop_reason is not None or e.timed_out or e.interrupted:
             return
-        if not self.p.sandboxed_agent:
+        if e.limit is not None:
+            return  # the governor stopped it at one (the workspace's)
+        if not self.prepared.sandboxed_agent:
             return  # its limits are the sandbox's, and it had none
         status = ExitStatus.from_returncode(returncode)
-        e.limit = blame(self.p.policy.limits, status.exit_code, status.signal, said.encode())
+        e.limit = blame(self.prepared.policy.limits, status.exit_code, status.signal, said.encode())
 
     async def _shutdown(self, process: Any, conn: Connection) -> None:
         """Close stdin and give the agent a moment; then SIGTERM; the sandbox's
@@ -509,17 +568,21 @@ class Attempt:
 
     async def _drive_command(self) -> None:
         """A plain program: prompt on stdin, stdout kept (newest bytes), stderr tail."""
-        p = self.p
+        p = self.prepared
         stdout = bytearray()
         stderr = bytearray()
         try:
+            if p.executor.via_npx and p.executor.preset is not None:
+                await installs.fetch_for_npx(
+                    installs.spec(p.executor.preset), p.executor.argv[0], p.env
+                )
             profile = confine.agent_profile(
                 p.executor.argv, p.policy, None, p.env, sandbox=p.spec.sandbox_agent
             )
             async with confine.spawn_agent(profile, p.executor.argv, self.proxy) as process:
                 self.emit("spawned", {"agent": self.name, "pid": process.pid})
                 await self._feed_command(process, stdout, stderr)
-        except (OSError, confine.SandboxUnavailable) as e:
+        except (OSError, confine.SandboxUnavailable, installs.InstallError) as e:
             self.end.error = (
                 f"{self.name} could not be started: {getattr(e, 'strerror', None) or e}"
             )
@@ -532,32 +595,36 @@ class Attempt:
         )
 
     async def _feed_command(self, process: Any, stdout: bytearray, stderr: bytearray) -> None:
-        prompt = self.p.spec.prompt.encode()
-
-        async def feed() -> None:
-            assert process.stdin is not None
-            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-                await process.stdin.send_all(prompt)
-            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-                await process.stdin.aclose()
-
-        async def drain(stream: Any, into: bytearray) -> None:
-            while chunk := await stream.receive_some(65536):
-                into.extend(chunk)
-                if len(into) > COMMAND_OUTPUT:
-                    del into[: len(into) - COMMAND_OUTPUT]
-
         with self._deadline() as deadline:
-            async with trio.open_nursery() as n:
-                n.start_soon(feed)
-                n.start_soon(drain, process.stdout, stdout)
-                n.start_soon(drain, process.stderr, stderr)
-            await process.wait()
+            await plain.converse(process, self.prepared.spec.prompt.encode(), stdout, stderr)
         if deadline.cancelled_caught:
             self._timed_out_or_interrupted()
             await _terminate(process)
 
     # -- what changed without asking ---------------------------------------------------
+
+    async def _frozen_at_end(self, at_start: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The frozen files' digest at the end; a notice when it differs from the
+        start's (the freeze did not hold: the log says so, the outcome too)."""
+        try:
+            at_end = await trio.to_thread.run_sync(_frozen_digest, self.prepared.policy)
+        except frozen.FrozenTooLarge as e:
+            self.turn.notices.append(f"the frozen files' digest at the end could not be taken: {e}")
+            return None
+        if at_end != at_start:
+            self.turn.notices.append(
+                "the frozen files changed during the attempt (their digest at the end "
+                "differs from the start's)"
+            )
+        return at_end
+
+    async def _tamper_audit(self, kept: tamper.Baseline, before: Snapshot, after: Snapshot) -> None:
+        """The tamper audit of the diff (`governor.tamper`), into the `Ending`."""
+        changed = [c.path for c in diff(before, after)]
+        found = await trio.to_thread.run_sync(tamper.audit, kept, after.files, changed)
+        self.end.findings = tuple(found.findings)
+        self.end.findings_more = found.more
+        self.end.audit_skipped = found.skipped
 
     def _unasked_changes(self, before: Snapshot, after: Snapshot) -> None:
         """Record each change in the roots that no governed action explains
@@ -565,17 +632,17 @@ class Attempt:
         did it itself: ``changed``, with what explains it); `governor.attribution`
         holds the rule."""
         changes = diff(before, after)
-        self.turn.notices.extend(callouts(changes, self.p.policy.roots))
-        gate = self.gate
-        if gate is None:
-            return
+        self.turn.notices.extend(callouts(changes, self.prepared.policy.roots))
+        if self.gate is None:
+            return  # nothing was governed: nothing ran
+        carried = self.end.carried
         covered = {p for subject in self.audit.unasked for p in subject.get("paths", [])}
         now = time.time_ns()
         evidence = Evidence(
-            written=gate.written,
+            written=carried.written,
             current=after,
-            commands=[(a, b or now) for a, b in confine.command_windows(gate.terminals)],
-            allowed=gate.allowances,
+            commands=[(a, b or now) for a, b in confine.command_windows(self.terminals)],
+            allowed=carried.allowances,
             ended_ns=now,
         )
         masked = self.audit.masker.text
@@ -610,37 +677,9 @@ class Attempt:
             )
 
 
-def _masked(
-    listener: Callable[[str, dict[str, Any]], None] | None, masker: Masker
-) -> Callable[[str, dict[str, Any]], None] | None:
-    """``listener`` given only masked events, as the audit log holds them: what
-    the agent said and did, the paths and commands (a decision's ``records`` are
-    the log's own, masked already)."""
-    if listener is None:
-        return None
-
-    def emit(kind: str, info: dict[str, Any]) -> None:
-        records = info.get("records")
-        shown = masker.json({k: v for k, v in info.items() if k != "records"})
-        if records is not None:
-            shown["records"] = records
-        listener(kind, shown)
-
-    return emit
-
-
-def _nobody(kind: str, info: dict[str, Any]) -> None:
-    """The event sink when nobody listens."""
-
-
-def _redacted_argv(argv: Sequence[str], secret_tail: int) -> list[str]:
-    if secret_tail <= 0:
-        return list(argv)
-    return [*argv[: len(argv) - secret_tail], f"<{secret_tail} raw args, not shown>"]
-
-
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+def _frozen_digest(policy: Any) -> dict[str, Any] | None:
+    found = frozen.digest(policy)
+    return None if found is None else found.to_json()
 
 
 def _version() -> str:

@@ -17,7 +17,8 @@ without asking.
 | ``window`` | its time falls between an allowed permission's answer and its tool call's end (its ``completed`` or ``failed`` update, else the next permission, else the turn's end) | two tool calls at once: a change made by one inside the other's window is credited to it; a write without asking while an allowed call runs |
 | ``deleted`` | a deletion (it carries no time) while a governed command ran or a permission was allowed | any deletion in such an attempt |
 
-Pure: the gate collects the evidence (`Allowance`s), the attempt the snapshots.
+Pure: the gate collects the evidence (`Carried`: its writes, commands and
+`Allowance`s), the attempt the snapshots.
 """
 
 from __future__ import annotations
@@ -127,6 +128,24 @@ class Allowances:
 
 OPEN: Final = 2**63 - 1
 NO_SEQ: Final = -1
+
+
+@dataclass(slots=True)
+class Carried:
+    """What the gate carried out for the agent, as evidence that a change or a
+    reported tool call was governed. The gate's handlers add to it as they act
+    and nothing else writes it; it travels in the attempt's `Ending`, so the
+    attempt reads it there rather than from the gate."""
+
+    written: dict[str, Seen] = field(default_factory=dict)
+    """Paths the governor wrote, as a snapshot sees them right after the write
+    (with the digest of what was written: a rewrite in the same tick differs)."""
+    read_paths: set[str] = field(default_factory=set)
+    """Paths read through the governor (as the agent named them, normalized)."""
+    terminals: set[str] = field(default_factory=set)
+    """The ids of the terminals the governor started."""
+    allowances: Allowances = field(default_factory=Allowances)
+    """Every allowed permission, for what the agent then did itself."""
 
 
 @dataclass(frozen=True, slots=True)

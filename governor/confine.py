@@ -9,7 +9,9 @@ wrapper and every command see the same roots, capability and protected paths:
   homes it leads to, `sandbox.host.toolchains`), and otherwise only the variables
   the agent declares for that command;
 - both: the policy's ``[sandbox] git`` (commits allowed at edit-workspace, or
-  ``.git`` read-only as a whole);
+  ``.git`` read-only as a whole), the governor's own install pinned
+  read-only where it lies in a root (`governor.install`), and the policy's
+  frozen paths pinned read-only too (`governor.frozen`);
 - the agent process: the same roots and capability, its preset's home folders
   kept writable on the empty ``$HOME``, its install kept visible, its
   environment as the attempt built it. ``--no-sandbox-agent`` (or
@@ -22,8 +24,8 @@ The agent's only way out is the attempt's egress proxy (`sandbox.net.proxy`,
 `governor.network`): its model API and what the policy allows, each
 connection a ``network`` record. The commands' session sandbox is behind the
 same proxy when the policy has network on (its ``[network]`` hosts only), and
-has no way out at all otherwise. None shares the host's namespace any more, so
-the host's abstract sockets (X11, D-Bus) are out of every sandbox's reach;
+has no way out at all otherwise. None shares the host's namespace, so the
+host's abstract sockets (X11, D-Bus) are out of every sandbox's reach;
 the agent's own tools and the commands may make Unix sockets (a test server on
 ``./t.sock``), and the survey hides the host's socket files from them (``/run`` is an empty tmpfs, the sockets found elsewhere are covered;
 `sandbox.host.sockets` says how, and what stays reachable). A full-access agent or
@@ -34,29 +36,38 @@ from __future__ import annotations
 
 import os
 import posixpath
+import re
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import structlog
 import trio
 
-from governor import leftovers
+from governor import frozen, leftovers
+from governor.install import read_only_in
 from governor.network import egress_for
 from governor.presets import NPM_HOME, Preset
 from policies.capability import Capability
-from policies.paths import is_literal
+from policies.paths import is_literal, is_under
 from policies.policy import Policy
 from sandbox import BwrapUnavailable, Profile, ProfileError, Terminals, agent_process
+from sandbox.host.survey import survey
 from sandbox.net.proxy import EgressProxy
 from sandbox.run.agent import resolve_install, resolve_links
 from sandbox.run.preflight import preflight
 from sandbox.run.spawn import Child
 
 log = structlog.get_logger("governor.confine")
+
+AGENT_PEER: Final = Path(__file__).resolve().parent / "agents" / "stdio_peer.py"
+"""The JSON-RPC loop that the stdlib agents we ship and test with import by
+path (`governor.agents.stdio_peer`): kept visible to every sandboxed agent, as
+an agent found under a folder its sandbox hides (a checkout under ``$HOME`` or
+``/tmp``) is seen as its own file only. Ours, public, and holds nothing."""
 
 
 class SandboxUnavailable(Exception):
@@ -69,7 +80,7 @@ def configured_bwrap() -> str | None:
     return os.environ.get("ACP_GOVERNOR_BWRAP") or None
 
 
-async def check(policy: Policy, *, sandbox_agent: bool) -> None:
+async def check(policy: Policy) -> None:
     """Preflight bwrap once per run when anything will be sandboxed; fail closed."""
     if policy.capability >= Capability.FULL_ACCESS:
         return  # full-access runs nothing under bwrap
@@ -133,6 +144,8 @@ def command_profile(policy: Policy, agent_env: Mapping[str, str] | None = None) 
         hidden=_literal_paths(tuple(h for h in policy.hidden_globs if not h.startswith("**/"))),
         git_read_only=policy.git == "read-only",
         limits=policy.limits.effective(),
+        read_only=read_only_in(policy.roots) + frozen.pins(policy),
+        masked=policy.masked,
     )
 
 
@@ -156,7 +169,9 @@ def agent_profile(
         home_folders.append(NPM_HOME.removeprefix("~/"))
     try:
         sandboxed = capability < Capability.FULL_ACCESS
-        install = resolve_install(argv, search_path=env.get("PATH")) if sandboxed else ()
+        install = (
+            (*resolve_install(argv, search_path=env.get("PATH")), AGENT_PEER) if sandboxed else ()
+        )
         links = resolve_links(argv, search_path=env.get("PATH")) if sandboxed else ()
     except ProfileError as e:
         raise SandboxUnavailable(str(e)) from None
@@ -173,17 +188,52 @@ def agent_profile(
         env=env,
         network=not sandboxed,
         egress=egress_for(policy.network_rules, "agent") if sandboxed else None,
-        # sandboxed, its network namespace is its own: it may make Unix sockets
-        # (the host's abstract ones are out of reach, the survey hides the
-        # host's socket files); unsandboxed there is no filter
-        allow_unix_sockets=None,
         protected=_literal_paths(policy.protected_extra),
         unprotected=_still_unprotected(policy),
         keep=kept_folders(policy),
         toolchains=policy.toolchains,
         git_read_only=policy.git == "read-only",
         limits=policy.limits.effective(),
+        read_only=read_only_in(policy.roots) + frozen.pins(policy),
+        masked=policy.masked,
     )
+
+
+FOLDER_VARIABLE: Final = re.compile(r"[A-Z0-9_]+_(HOME|DIR)\Z")
+"""The variables that name a folder the agent works in (``XDG_CACHE_HOME``,
+``CODEX_HOME``, ``CLAUDE_CONFIG_DIR``): one its sandbox hides makes it fail at
+its start, in its own words, which rarely name the folder."""
+
+
+def unseen_folders(profile: Profile) -> tuple[str, ...]:
+    """``VAR=path`` for each folder variable of the agent's environment whose
+    absolute path its sandbox does not show: under a private tmpfs (``/tmp``,
+    ``$HOME``, another home) and not kept (a root, the install, a home folder,
+    a toolchain). Only asked after a failed start: it surveys the host again.
+    Empty for an unsandboxed agent, or when the survey itself fails."""
+    if not profile.sandboxed:
+        return ()
+    try:
+        facts = survey(profile)
+    except (OSError, ProfileError):
+        return ()
+    hidden = (*facts.private_dirs, *facts.other_homes, *([facts.home] if facts.home else []))
+    kept = (
+        *facts.roots,
+        *facts.visible,
+        *(m.dest for m in facts.home_mounts),
+        *(m.source for m in facts.home_mounts),
+        *(k.path for k in facts.kept),
+    )
+    out: list[str] = []
+    for name, value in sorted(profile.env.items()):
+        if not FOLDER_VARIABLE.match(name) or not os.path.isabs(value):
+            continue
+        place = os.path.realpath(value)
+        shown = any(is_under(place, k) or is_under(value, k) for k in kept)
+        if not shown and any(is_under(place, h) or is_under(value, h) for h in hidden):
+            out.append(f"{name}={value}")
+    return tuple(out)
 
 
 @asynccontextmanager
@@ -263,6 +313,11 @@ class GovernedTerminals:
             )
         self.windows[terminal_id] = [started, None]
         return terminal_id
+
+    def knows(self, terminal_id: str) -> bool:
+        """Whether `terminal_id` is a live terminal of the attempt (a lookup: the
+        output, up to its byte limit, is rendered only when asked for)."""
+        return terminal_id in self.inner
 
     def output(self, terminal_id: str) -> tuple[str, bool, tuple[int | None, str | None] | None]:
         out = self.inner.output(terminal_id)

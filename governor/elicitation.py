@@ -9,10 +9,15 @@ Rules of this file:
   form's fields at the terminal and fills them in, or declines.
 - **URL mode is declined**: it would send the person to a page the governor
   cannot see.
+- **Governed like any request** (`governor.gate.Gate.govern`): `decide` says
+  whether the form may be shown, the person settles it (`ask`), and a gate
+  that failed closed refuses it before anyone sees it.
 - **Recorded before it is answered**: a decision record of kind
   ``elicitation`` with the message (masked, as every record is), the mode and
   the fields asked for, and the answer's action as its ``option``. The values a
   person typed are not recorded: a form may hold what should not be logged.
+
+Pure but for `ask`, which awaits the person.
 """
 
 from __future__ import annotations
@@ -23,14 +28,15 @@ from typing import Any, Protocol, cast
 from acp import schema
 from pydantic import RootModel
 
+from governor.approver import Settled
 from policies.decide import Decision
 from policies.rules import Verdict
 
-Answer = dict[str, Any]
+ElicitationReply = dict[str, Any]
 """``{"action": "accept", "content": {...}}``, ``{"action": "decline"}`` or ``{"action": "cancel"}``."""
 
 
-class Request(RootModel[schema.CreateElicitationRequest]):
+class ElicitationRequest(RootModel[schema.CreateElicitationRequest]):
     """The params of ``elicitation/create``, as a model the dispatcher validates."""
 
 
@@ -45,7 +51,7 @@ def person_of(approver: object) -> FillsForms | None:
     return cast(FillsForms, approver) if callable(getattr(approver, "fill", None)) else None
 
 
-DECLINE: Answer = {"action": "decline"}
+DECLINE: ElicitationReply = {"action": "decline"}
 RULE = "elicitation"
 
 
@@ -69,17 +75,24 @@ def subject_of(request: Any) -> dict[str, Any]:
     return subject
 
 
-async def answer(request: Any, person: FillsForms | None) -> tuple[Decision, Answer]:
-    """Ask `person` (None: nobody is there): the decision to record, whose
-    verdict, ``by`` and reason say who answered and how, and the answer."""
+def decide(request: Any, person: FillsForms | None) -> Decision:
+    """Whether the form may be put to `person` (None: nobody can answer): a
+    refusal when nobody is there or the request sends them to a URL, else an
+    ``ask`` that the person settles (`ask`)."""
     if person is None:
-        why = "declined: nobody is there to answer (unattended)"
-        return Decision(Verdict.DENY, RULE, why), DECLINE
+        return Decision(Verdict.DENY, RULE, "declined: nobody is there to answer (unattended)")
     if request.mode != "form":
-        why = "declined: a URL elicitation sends the person to a page"
-        return Decision(Verdict.DENY, RULE, why), DECLINE
+        return Decision(Verdict.DENY, RULE, "declined: a URL elicitation sends the person to a page")
+    return Decision(Verdict.ASK, RULE, "a form for the person to fill in")
+
+
+async def ask(request: Any, person: FillsForms) -> tuple[Settled, ElicitationReply]:
+    """Put the form to `person`: the settled verdict (``by`` the person) and the
+    answer to send once it is recorded."""
     content = await person.fill(request.message, fields_of(request))
     if content is None:
-        return Decision(Verdict.DENY, RULE, "declined by the person", by="person"), DECLINE
-    filled = Decision(Verdict.ALLOW, RULE, "filled in by the person", by="person")
-    return filled, {"action": "accept", "content": content}
+        return (Verdict.DENY, "person", "declined by the person"), DECLINE
+    return (Verdict.ALLOW, "person", "filled in by the person"), {
+        "action": "accept",
+        "content": content,
+    }

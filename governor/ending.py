@@ -15,23 +15,28 @@ Rules of this file:
   sign-in the agent needs, the timeout, the agent's stop reason (with its final
   message judged: ``BLOCKED:`` / ``FAILED:``), an error talking to the agent,
   and last an agent that ended without an answer.
-- **A failure says what the agent said**: the last line of its stderr is
-  appended to a failed reason that does not hold it already, and before it
-  the hosts the proxy refused the agent, with the flag that would allow one
-  (an agent that cannot reach its API fails in its own words, often vaguely).
+- **A failure says what the agent said**: the last meaningful lines of its
+  stderr (`said`: a line of only punctuation, the ``}`` closing a JSON dump,
+  says nothing) are appended to a failed reason that does not hold them
+  already; before them the hosts the proxy refused the agent, with the flag
+  that would allow one, and the folder variables it was given that its
+  sandbox does not show (an agent that cannot reach its API or its cache
+  fails in its own words, often vaguely).
 - **Masked last**: every text that came from the agent or the environment is
   masked before it leaves (reason, summary, notices, plan, pending request).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
+from governor.attribution import Carried
 from governor.audit.tally import Tally
 from governor.outcome import AcpReport, Judgement, Outcome, from_stop_reason, judged
 from governor.secrets import Masker
+from governor.tamper.facts import Finding
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,13 +73,17 @@ class Ending:
     gave_up: str | None = None
     """Why the connection stopped listening to the agent (what it sent)."""
     failure: str | None = None
-    """Why the gate failed closed (the audit log or the sandbox broke)."""
+    """Why the gate failed closed (the audit log or the sandbox broke); the gate
+    writes it here when it happens."""
     pending: dict[str, Any] | None = None
-    """The ask that paused the attempt, as the agent sent it."""
+    """The ask that paused the attempt, as the agent sent it (written by the gate)."""
     command: CommandResult | None = None
     limit: str | None = None
     """The limit the agent's process stopped at, in words (`sandbox.host.limits.blame`)."""
     stderr_tail: tuple[str, ...] = ()
+    unseen_folders: tuple[str, ...] = ()
+    """``VAR=path`` for each folder variable the agent was given whose folder its
+    sandbox does not show (`governor.confine.unseen_folders`)."""
     tally: Tally = field(default_factory=Tally)
     unasked_paths: tuple[str, ...] = ()
     mode: dict[str, Any] | None = None
@@ -90,13 +99,24 @@ class Ending:
     notices: tuple[str, ...] = ()
     bad_updates: int = 0
     unknown_requests: dict[str, int] = field(default_factory=dict)
-    """Requests the agent made of methods the governor does not know: name -> calls."""
+    """Requests the agent made of methods the governor does not know: name -> calls
+    (the gate's routes count them here)."""
+    carried: Carried = field(default_factory=Carried)
+    """What the gate carried out (writes, reads, terminals, allowed permissions):
+    the evidence the attempt explains the workspace's changes with; not judged."""
     sandboxed_agent: bool = True
     network_refused: tuple[str, ...] = ()
     """The agent's connections the proxy refused, as ``host:port``, first first."""
     log: str | None = None
-    decisions: Callable[[], list[dict[str, Any]]] = list
-    """The decision log, made when the outcome's ``tool_calls`` is first read."""
+    decisions: int = 0
+    """How many decision records the attempt wrote to `log` (all but its start
+    and end): where its decision log is, with `run_id`, not the records."""
+    findings: tuple[Finding, ...] = ()
+    """The tamper audit of the diff (`governor.tamper.baseline.audit`)."""
+    findings_more: int = 0
+    """Findings past those listed (the audit's bound)."""
+    audit_skipped: int = 0
+    """Files the tamper audit could not cover (past its bounds, unreadable)."""
     masker: Masker = field(default_factory=Masker)
 
 
@@ -192,7 +212,7 @@ PRECEDENCE: Final[tuple[tuple[str, Callable[[Ending], Judgement | None]], ...]] 
 
 def judgement(e: Ending) -> Judgement:
     """The status, reason and summary the facts come to (`PRECEDENCE`), with the
-    agent's last stderr line added to a failure."""
+    agent's last meaningful stderr lines added to a failure (`said`)."""
     found = next(j for _, row in PRECEDENCE if (j := row(e)) is not None)
     if found.status == "failed" and e.network_refused and found.reason is not None:
         hosts = e.network_refused[:3]
@@ -201,11 +221,35 @@ def judgement(e: Ending) -> Judgement:
             f"{found.reason} -- the proxy refused {e.agent}'s connection to "
             f"{', '.join(hosts)}{more} (--allow-host {hosts[0]} would allow it)"
         )
-    if found.status == "failed" and e.stderr_tail:
-        last = next((line for line in reversed(e.stderr_tail) if line.strip()), None)
-        if last and found.reason and last not in found.reason:
-            found.reason = f"{found.reason} -- {e.agent} said: {last[:500]}"
+    if found.status == "failed" and e.unseen_folders and found.reason is not None:
+        found.reason = (
+            f"{found.reason} -- {e.agent} was given {', '.join(e.unseen_folders)}, "
+            f"{'a folder' if len(e.unseen_folders) == 1 else 'folders'} its sandbox does "
+            "not show (keep one with the policy's [sandbox] keep, or point the variable "
+            "inside the workspace)"
+        )
+    words = said(e.stderr_tail)
+    if found.status == "failed" and words and found.reason and words not in found.reason:
+        found.reason = f"{found.reason} -- {e.agent} said: {words}"
     return found
+
+
+SAID_LINES: Final = 3
+SAID_CHARS: Final = 500
+
+
+def said(tail: Sequence[str]) -> str | None:
+    """The agent's last `SAID_LINES` meaningful stderr lines, oldest first, joined
+    with `` | `` and cut to the newest `SAID_CHARS`; None when none is.
+
+    A line with no letter or digit (``}``, ``]``, ``---``) is skipped: an agent
+    that dies dumping a JSON object would otherwise be quoted saying ``}``.
+    """
+    lines = [line.strip() for line in tail if any(c.isalnum() for c in line)]
+    if not lines:
+        return None
+    text = " | ".join(lines[-SAID_LINES:])
+    return text if len(text) <= SAID_CHARS else "..." + text[-SAID_CHARS:]
 
 
 def judge(e: Ending) -> Outcome:
@@ -234,6 +278,7 @@ def judge(e: Ending) -> Outcome:
         notices.append(
             f"{e.agent} decides alone: its {', '.join(e.alone)} cannot be set to a value that asks"
         )
+    notices.extend(_tamper_notices(e))
     asks = None if e.mode is None else e.mode.get("asks")
     masked = e.masker
     acp = AcpReport(
@@ -257,11 +302,35 @@ def judge(e: Ending) -> Outcome:
         reason=masked.text(j.reason) if j.reason else None,
         summary=masked.text(j.summary) if j.summary else None,
         run_id=e.run_id,
-        tool_calls=e.decisions,
+        decisions=e.decisions,
         usage=e.usage,
         acp=acp,
         pending=masked.json(e.pending),  # the request as the agent sent it
         log=e.log,
         duration_s=round(e.elapsed_s, 3),
         sign_in=e.sign_in,
+        findings=[
+            replace(f, path=masked.text(f.path), detail=masked.text(f.detail)) for f in e.findings
+        ],
     )
+
+
+def _tamper_notices(e: Ending) -> list[str]:
+    """What a loop must know before it trusts its checks: the diff weakens the
+    tests, or the audit did not cover every file."""
+    out = []
+    if e.findings:
+        count = len(e.findings) + e.findings_more
+        rules = sorted({f.rule for f in e.findings})
+        first = e.findings[0]
+        where = f"{first.path}:{first.line}" if first.line is not None else first.path
+        out.append(
+            f"the tamper audit found {count} change(s) that weaken the tests "
+            f"({', '.join(rules)}), first {where}: {first.detail}"
+        )
+    if e.audit_skipped:
+        out.append(
+            f"the tamper audit did not cover {e.audit_skipped} file(s) (past its bounds, "
+            "links or unreadable)"
+        )
+    return out

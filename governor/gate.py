@@ -1,33 +1,37 @@
 """The gate: every request the agent makes is decided here, recorded, then answered.
 
-Rules of this file (everything that turns an agent's request into an answer):
+Rules of this file (everything that turns an agent's request into a ruling):
 
 1. The request becomes a `policies` action and `policies.decide` judges it.
-2. An ``ask`` goes to the approver (unless a person's grant covers it).
+2. An ``ask`` goes to the approver (unless a person's grant covers it); an
+   elicitation's form goes to the person who fills it.
 3. The decision is written to the audit log -- handed to the OS, and fsynced
    when durability is ``always`` -- **before** the answer is returned.
 4. Only then does anything happen: a refused write never touches the disk, a
-   refused command never starts.
+   refused command never starts, a refused form is never shown.
 
-One method owns the four steps, `Gate.govern`; each handler builds its
-action and subject, calls it once, and acts on the `Ruling` it gets. A ruling
-that needs neither an approver nor an fsync is made at once, and the answer
-goes back in the same pass over the agent's line (no task); otherwise it
-comes later. `govern` and `_then` are the only places that know the two apart.
+One method owns the four steps, `Gate.govern`; each handler -- here, in
+`governor.fsrequests` and in `governor.terminalrelay` -- builds its action and
+subject, calls it once, and acts on the `Ruling` it gets. A ruling that needs
+neither an approver nor an fsync is made at once, and the answer goes back in
+the same pass over the agent's line (no task); otherwise it comes later.
+`govern`, `ruled` and `governor.ruling.then` are the only places that know the two apart.
 
 If the audit log cannot be written, nothing more is allowed: every further
-request is refused (fail closed) and the attempt ends ``failed``.
+request is refused (fail closed), elicitations included, and the attempt ends
+``failed``.
+
+The gate keeps no account of how the attempt went: what decides that -- it
+failed closed, the ask that paused it, the methods it did not know, what it
+carried out -- it writes into the attempt's `Ending` as it happens, and
+nothing reads it back from the gate.
 """
 
 from __future__ import annotations
 
-import contextlib
-import inspect
-import os
 import shlex
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, Final, TypeVar, cast
+from typing import Any, Final
 
 import structlog
 import trio
@@ -35,19 +39,14 @@ from acp import schema
 
 from governor import elicitation
 from governor.acp.dispatch import Route, Routes, RpcError
-from governor.acp.jsonrpc import INVALID_PARAMS, RESOURCE_NOT_FOUND
+from governor.acp.jsonrpc import RESOURCE_NOT_FOUND
 from governor.approver import Approvals, Approver, Settled
-from governor.attribution import Allowances
 from governor.audit.log import AuditLog, AuditUnavailable, recorded_input
 from governor.confine import GovernedTerminals
-from governor.fsaccess import (
-    FileAccessError,
-    open_text,
-    read_opened,
-    read_text,
-    resolve,
-    write_text,
-)
+from governor.ending import Ending
+from governor.fsrequests import FileRequests
+from governor.ruling import REFUSED, Choose, Ruling, Settle, then
+from governor.terminalrelay import TerminalRelay
 from governor.toolcalls import (
     Mention,
     ToolCalls,
@@ -57,62 +56,16 @@ from governor.toolcalls import (
     newly_completed,
     report,
 )
-from governor.workspace import Seen, content_digest, seen
-from policies.actions import ReadFile, RunCommand, ToolPermission, WriteFile
+from policies.actions import ToolPermission
 from policies.decide import Decision, decide
 from policies.options import CACHED_TEXT, choose_offered
-from policies.paths import normalize
 from policies.policy import Policy
 from policies.rules import Verdict
-from sandbox import BwrapUnavailable, ProfileError
 
 log = structlog.get_logger("governor.gate")
 
-REFUSED: Final = -32001
-"""Our answer to a refused fs or terminal request (ACP defines no code for it)."""
-
 _RESPONSES_KEPT: Final = 32
 """Permission answers kept built, one per option id (ids are the agent's to choose)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Ruling:
-    """The final word on one request, as recorded: the verdict, who gave it and
-    why, the permission option chosen (permissions only)."""
-
-    request: int
-    verdict: Verdict
-    by: str
-    reason: str
-    option: str | None = None
-    seq: int | None = None
-    """The seq of its (last) record in the audit log."""
-
-    @property
-    def allowed(self) -> bool:
-        """Whether the request may be carried out."""
-        return self.verdict is Verdict.ALLOW
-
-
-Choose = Callable[[Settled], tuple[Settled, str | None]]
-"""How a permission picks its option: the settled verdict -> (final, option id)."""
-
-T = TypeVar("T")
-
-
-def _then(ruling: Ruling | Awaitable[Ruling], act: Callable[[Ruling], T]) -> T | Awaitable[T]:
-    """`act` on the ruling now when it is made, or once it is (the fast path's
-    other half: see the module docstring)."""
-    if isinstance(ruling, Ruling):
-        return act(ruling)
-
-    async def later() -> T:
-        answer: Any = act(await ruling)
-        if inspect.isawaitable(answer):
-            answer = await answer
-        return cast(T, answer)
-
-    return later()
 
 
 class Gate:
@@ -126,36 +79,40 @@ class Gate:
         *,
         terminals: GovernedTerminals | None = None,
         on_event: Callable[[str, dict[str, Any]], None] | None = None,
+        end: Ending | None = None,
     ) -> None:
         self.policy = policy
         self.audit = audit
         self.approvals = Approvals(approver)
-        self.terminals = terminals
         self.on_event = on_event or (lambda kind, info: None)
         self._quiet = on_event is None  # nobody listens: no event to build
+        self.end = end if end is not None else _own_ending(audit)
+        """Where the gate writes what it learns (a gate outside an attempt -- a
+        test, a bench -- keeps an `Ending` of its own)."""
+        self.carried = self.end.carried
         self.session_id: str | None = None
         self.tool_calls = ToolCalls()
-        self.pending: dict[str, Any] | None = None
         self.pause_requested = trio.Event()
-        self.written: dict[str, Seen] = {}
-        """Paths the governor wrote, with (size, mtime_ns) right after the write."""
-        self.governed_terminals: set[str] = set()
-        self.read_paths: set[str] = set()
-        """Paths read through the governor (as the agent named them)."""
-        self.allowances = Allowances()
-        """Every allowed permission, for what the agent then did itself."""
         self._requests = 0
-        self.failure: str | None = None
         self._responses: dict[str | None, schema.RequestPermissionResponse] = {}
         self._routes: Routes | None = None
+        self.files = FileRequests(self)
+        self.relay = None if terminals is None else TerminalRelay(self, terminals)
+
+    @property
+    def failure(self) -> str | None:
+        """Why the gate failed closed (None while it has not)."""
+        return self.end.failure
 
     # -- the handler table ----------------------------------------------------------
 
     def routes(self) -> Routes:
         """Method -> (params model, handler) for `governor.acp.dispatch`, built once:
-        it also counts the methods the agent asked for that the governor does not know."""
+        it also counts the methods the agent asked for that the governor does not
+        know, into the `Ending` (the same dict: counted as they come)."""
         if self._routes is None:
             self._routes = Routes(self._table())
+            self.end.unknown_requests = self._routes.unknown
         return self._routes
 
     def _table(self) -> dict[str, Route]:
@@ -163,22 +120,11 @@ class Gate:
             "session/request_permission": Route(
                 schema.RequestPermissionRequest, self.request_permission
             ),
-            "fs/read_text_file": Route(schema.ReadTextFileRequest, self.read_text_file),
-            "fs/write_text_file": Route(schema.WriteTextFileRequest, self.write_text_file),
-            "elicitation/create": Route(elicitation.Request, self.create_elicitation),
+            **self.files.routes(),
+            "elicitation/create": Route(elicitation.ElicitationRequest, self.create_elicitation),
         }
-        if self.terminals is not None:
-            table.update(
-                {
-                    "terminal/create": Route(schema.CreateTerminalRequest, self.create_terminal),
-                    "terminal/output": Route(schema.TerminalOutputRequest, self.terminal_output),
-                    "terminal/wait_for_exit": Route(
-                        schema.WaitForTerminalExitRequest, self.wait_for_terminal_exit
-                    ),
-                    "terminal/kill": Route(schema.KillTerminalRequest, self.kill_terminal),
-                    "terminal/release": Route(schema.ReleaseTerminalRequest, self.release_terminal),
-                }
-            )
+        if self.relay is not None:
+            table.update(self.relay.routes())
         return table
 
     # -- the four steps: decide -> approve -> record -> (answer) ---------------------
@@ -191,19 +137,52 @@ class Gate:
         decision: Decision,
         detail: dict[str, Any],
         choose: Choose | None = None,
+        *,
+        settle: Settle | None = None,
+        overrules: Ruling | None = None,
     ) -> Ruling | Awaitable[Ruling]:
         """The ruling on one request, recorded before it is returned.
 
         `decision` is the engine's; an ``ask`` goes to the approver (unless a
-        person's grant covers it); `choose` picks a permission's option by
-        effect. The record is handed to the OS before the ruling is returned,
-        and fsynced first when durability is ``always``. Made at once (a
-        `Ruling`) when nothing needs waiting for, else later (an awaitable)."""
-        request = self._next_request()
-        settled = self._settle_now(kind, subject, shown, decision)
+        person's grant covers it), or to `settle` when the request brings its
+        own (an elicitation's form, for the person who fills it); `choose` picks
+        the option answered by effect. The record is handed to the OS before
+        the ruling is returned, and fsynced first when durability is
+        ``always``. Made at once (a `Ruling`) when nothing needs waiting for,
+        else later (an awaitable).
+
+        `overrules` is a ruling this one takes back (the sandbox could not start
+        what was allowed): recorded under its request, so that the log and the
+        tally keep one request, in `decision`'s own words (a refusal, final: no
+        approver, and the fail-closed check it causes would only reword it)."""
+        if overrules is not None:
+            if decision.verdict is not Verdict.DENY:
+                raise ValueError("only a refusal overrules a ruling")
+            request = overrules.request
+            settled: Settled | None = (decision.verdict, decision.by, decision.reason)
+        else:
+            request = self._next_request()
+            settled = self._settle_now(kind, subject, shown, decision)
         if settled is not None and self.audit.durability != "always":
             return self._rule(kind, request, subject, decision, settled, choose)[0]
-        return self._govern_later(kind, request, subject, shown, decision, detail, settled, choose)
+        return self._govern_later(
+            kind, request, subject, shown, decision, detail, settled, choose, settle
+        )
+
+    async def ruled(
+        self,
+        kind: str,
+        subject: dict[str, Any],
+        shown: str,
+        decision: Decision,
+        detail: dict[str, Any],
+        *,
+        overrules: Ruling | None = None,
+    ) -> Ruling:
+        """`govern` for a caller that awaits anyway (the proxy's judge, a command
+        that could not start): the same four steps, the ruling awaited."""
+        ruling = self.govern(kind, subject, shown, decision, detail, overrules=overrules)
+        return ruling if isinstance(ruling, Ruling) else await ruling
 
     async def _govern_later(
         self,
@@ -215,10 +194,14 @@ class Gate:
         detail: dict[str, Any],
         settled: Settled | None,
         choose: Choose | None,
+        settle: Settle | None,
     ) -> Ruling:
         if settled is None:
             self.on_event("waiting", {"kind": kind, "subject": shown, "reason": decision.reason})
-            settled = await self.approvals.settle(kind, subject, shown, decision, detail)
+            if settle is not None:
+                settled = await settle()
+            else:
+                settled = await self.approvals.settle(kind, subject, shown, decision, detail)
         ruling, record = self._rule(kind, request, subject, decision, settled, choose)
         await self.audit.durable(record)
         return ruling
@@ -240,7 +223,12 @@ class Gate:
         verdict, by, reason = settled
         record = self._write_record(kind, request, subject, decision, verdict, by, reason, option)
         if verdict is Verdict.ASK:
-            self.pending = {"kind": kind, "request": request, "subject": subject, "reason": reason}
+            self.end.pending = {
+                "kind": kind,
+                "request": request,
+                "subject": subject,
+                "reason": reason,
+            }
             self.pause_requested.set()
         return Ruling(request, verdict, by, reason, option, record.get("seq")), record
 
@@ -248,7 +236,8 @@ class Gate:
         self._requests += 1
         return self._requests
 
-    def _check_session(self, session_id: str) -> None:
+    def check_session(self, session_id: str) -> None:
+        """Refuse a request for a session other than the attempt's."""
         if self.session_id is not None and session_id != self.session_id:
             raise RpcError(RESOURCE_NOT_FOUND, f"unknown session {session_id[:64]!r}")
 
@@ -328,7 +317,7 @@ class Gate:
                     )
                     written.append(record)
         except AuditUnavailable as e:
-            self._fail(str(e))
+            self.fail(str(e))
             raise RpcError(REFUSED, f"refused: {e}") from None
         if not self._quiet:
             self.on_event(
@@ -370,11 +359,12 @@ class Gate:
             fields["option"] = option
         return fields
 
-    def _fail(self, why: str) -> None:
+    def fail(self, why: str) -> None:
         """Fail closed: refuse everything from now on and end the turn (the attempt
-        sends session/cancel, as for a pause, and ends failed naming `why`)."""
-        if self.failure is None:
-            self.failure = why
+        sends session/cancel, as for a pause, and ends failed naming `why`, the
+        first reason given)."""
+        if self.end.failure is None:
+            self.end.failure = why
         self.pause_requested.set()
 
     # -- session/request_permission -------------------------------------------------
@@ -383,7 +373,7 @@ class Gate:
         self, req: schema.RequestPermissionRequest
     ) -> schema.RequestPermissionResponse | Awaitable[schema.RequestPermissionResponse]:
         """Decide a tool call from its kind, title and raw input; choose the option by effect."""
-        self._check_session(req.session_id)
+        self.check_session(req.session_id)
         call = req.tool_call
         state = self.tool_calls.upsert(call)
         state.governed = True
@@ -416,20 +406,21 @@ class Gate:
                 choice = choose_offered(offered, Verdict.DENY, False)
             return (verdict, by, reason), choice.option_id or "cancelled"
 
-        detail = {"tool_kind": kind, "raw_input": raw or {}}
-        self.allowances.end()  # the next permission ends the last one's window
+        detail = {"tool_kind": kind, "raw_input": raw or {}, "title": state.title,
+                  "command": subject.get("command"), "paths": list(state.locations)}
+        self.carried.allowances.end()  # the next permission ends the last one's window
         ruling = self.govern("permission", subject, shown, decision, detail, choose)
 
         def answer(ruling: Ruling) -> schema.RequestPermissionResponse:
             response = self._permission_response(ruling)
             if ruling.allowed and isinstance(response.outcome, schema.AllowedOutcome):
                 named = named_paths(state.locations, command, self.policy.workspace)
-                self.allowances.allow(call.tool_call_id, ruling.seq, named)
+                self.carried.allowances.allow(call.tool_call_id, ruling.seq, named)
                 if ruling.by == "person":
                     self.approvals.carry(subject, ruling.seq)
             return response
 
-        return _then(ruling, answer)
+        return then(ruling, answer)
 
     def _permission_response(self, ruling: Ruling) -> schema.RequestPermissionResponse:
         """The answer selecting the ruling's option (``cancelled`` after session/cancel).
@@ -450,236 +441,50 @@ class Gate:
                 self._responses[option_id] = response
         return response
 
-    # -- fs ---------------------------------------------------------------------------
-
-    def read_text_file(
-        self, req: schema.ReadTextFileRequest
-    ) -> schema.ReadTextFileResponse | Awaitable[schema.ReadTextFileResponse]:
-        """A governed read: resolved, inside the roots, not hidden."""
-        self._check_session(req.session_id)
-        path = self._resolved(req.path)
-        decision = decide(ReadFile(path), self.policy)
-        if path != req.path and decision.allowed:
-            # A symlink's own name may be hidden even when its target is not.
-            first = decide(ReadFile(normalize(req.path)), self.policy)
-            decision = first if not first.allowed else decision
-        subject = {"path": req.path} | ({"resolved": path} if path != req.path else {})
-        ruling = self.govern("read", subject, path, decision, {})
-        return cast(
-            schema.ReadTextFileResponse | Awaitable[schema.ReadTextFileResponse],
-            _then(ruling, lambda r: self._read(req, path, r)),
-        )
-
-    def _read(
-        self, req: schema.ReadTextFileRequest, path: str, ruling: Ruling
-    ) -> schema.ReadTextFileResponse | Awaitable[schema.ReadTextFileResponse]:
-        """The file's text once the read is allowed: a small file read here and now,
-        a larger one in a worker thread (the answer then comes later)."""
-        if not ruling.allowed:
-            raise RpcError(REFUSED, f"Refused by the governor: {ruling.reason}")
-        self.read_paths.add(normalize(req.path))
-        try:
-            opened = open_text(path, req.line, req.limit)
-            if opened.size > INLINE_READ_BYTES:
-                # Read again by the worker: no descriptor waits in a task that
-                # may never start.
-                opened.close()
-                return self._read_in_worker(path, req)
-            content = read_opened(opened, req.line, req.limit)
-        except FileAccessError as e:
-            raise RpcError(e.code, str(e)) from None
-        return schema.ReadTextFileResponse(content=content)
-
-    async def _read_in_worker(
-        self, path: str, req: schema.ReadTextFileRequest
-    ) -> schema.ReadTextFileResponse:
-        try:
-            content = await trio.to_thread.run_sync(read_text, path, req.line, req.limit)
-        except FileAccessError as e:
-            raise RpcError(e.code, str(e)) from None
-        return schema.ReadTextFileResponse(content=content)
-
-    def write_text_file(
-        self, req: schema.WriteTextFileRequest
-    ) -> Awaitable[schema.WriteTextFileResponse]:
-        """A governed write: capability, roots, protected paths; symlink-safe and atomic."""
-        self._check_session(req.session_id)
-        path = self._resolved(req.path)
-        decision = decide(WriteFile(path), self.policy)
-        if path != req.path and decision.allowed:
-            first = decide(WriteFile(normalize(req.path)), self.policy)
-            decision = first if not first.allowed else decision
-        subject = {"path": req.path, "bytes": len(req.content.encode())} | (
-            {"resolved": path} if path != req.path else {}
-        )
-        ruling = self.govern("write", subject, path, decision, {"content": req.content[:4000]})
-        return cast(
-            Awaitable[schema.WriteTextFileResponse],
-            _then(ruling, lambda r: self._write(req, path, r)),
-        )
-
-    async def _write(
-        self, req: schema.WriteTextFileRequest, path: str, ruling: Ruling
-    ) -> schema.WriteTextFileResponse:
-        if not ruling.allowed:
-            raise RpcError(REFUSED, f"Refused by the governor: {ruling.reason}")
-        try:
-            await trio.to_thread.run_sync(write_text, path, req.content)
-        except FileAccessError as e:
-            raise RpcError(e.code, str(e)) from None
-        try:
-            st = os.stat(path)
-            self.written[path] = seen(st)._replace(digest=content_digest(req.content.encode()))
-        except OSError:
-            pass
-        return schema.WriteTextFileResponse()
-
-    def _resolved(self, path: str) -> str:
-        try:
-            return resolve(path)
-        except FileAccessError as e:
-            raise RpcError(INVALID_PARAMS, f"Invalid params: {e}") from None
-
     # -- elicitation/create -------------------------------------------------------------
 
-    async def create_elicitation(self, req: elicitation.Request) -> elicitation.Answer:
+    def create_elicitation(
+        self, req: elicitation.ElicitationRequest
+    ) -> elicitation.ElicitationReply | Awaitable[elicitation.ElicitationReply]:
         """Put the agent's form to the person, or decline (`governor.elicitation`);
-        recorded before it is answered."""
+        governed like any request, so a gate that failed closed never shows it."""
         request = req.root
         if isinstance(getattr(request, "session_id", None), str):
-            self._check_session(request.session_id)
-        person = (
-            None if self.approvals.cancelled else elicitation.person_of(self.approvals.approver)
-        )
-        number = self._next_request()
-        decision, answer = await elicitation.answer(request, person)
-        verdict, by, reason = decision.verdict, decision.by, decision.reason
+            self.check_session(request.session_id)
+        person = elicitation.person_of(self.approvals.approver)
+        decision = elicitation.decide(request, person)
         subject = elicitation.subject_of(request)
-        record = self._write_record(
-            "elicitation", number, subject, decision, verdict, by, reason, answer["action"]
-        )
-        await self.audit.durable(record)
-        return answer
+        filled: list[elicitation.ElicitationReply] = []
 
-    # -- terminals ----------------------------------------------------------------------
+        async def fill() -> Settled:
+            assert person is not None  # an ask only when a person is there
+            settled, answer = await elicitation.ask(request, person)
+            filled.append(answer)
+            return settled
 
-    def create_terminal(
-        self, req: schema.CreateTerminalRequest
-    ) -> Awaitable[schema.CreateTerminalResponse]:
-        """Decide the command first; a refused command never starts."""
-        self._check_session(req.session_id)
-        args = list(req.args or [])
-        # As the sandbox runs it: no args means a shell line (claude-code-acp sends
-        # whole lines in `command`), args mean `command` is the program.
-        command: str | tuple[str, ...] = (req.command, *args) if args else req.command
-        cwd = req.cwd or self.policy.workspace
-        if not cwd.startswith("/"):
-            raise RpcError(INVALID_PARAMS, "Invalid params: cwd: must be an absolute path")
-        env_names = tuple(e.name for e in (req.env or []))
-        decision = decide(RunCommand(command, cwd, env_names), self.policy)
-        shown = command if isinstance(command, str) else shlex.join(command)
-        subject = {"command": shown, "cwd": cwd} | ({"env": list(env_names)} if env_names else {})
-        if not isinstance(command, str):
-            subject["argv"] = list(command)  # an argv is judged without a shell: replay needs it
-        ruling = self.govern("terminal", subject, shown, decision, {})
-        return cast(
-            Awaitable[schema.CreateTerminalResponse],
-            _then(ruling, lambda r: self._start(req, args, cwd, subject, r)),
+        def choose(settled: Settled) -> tuple[Settled, str | None]:
+            allowed = settled[0] is Verdict.ALLOW and bool(filled)
+            return settled, (filled[0] if allowed else elicitation.DECLINE)["action"]
+
+        ruling = self.govern(
+            "elicitation", subject, request.message, decision, {}, choose, settle=fill
         )
 
-    async def _start(
-        self,
-        req: schema.CreateTerminalRequest,
-        args: list[str],
-        cwd: str,
-        subject: dict[str, Any],
-        ruling: Ruling,
-    ) -> schema.CreateTerminalResponse:
-        if not ruling.allowed:
-            raise RpcError(REFUSED, f"Refused by the governor: {ruling.reason}")
-        assert self.terminals is not None
-        env = {e.name: e.value for e in (req.env or [])}
-        try:
-            terminal_id: str = await self.terminals.create(
-                req.command, args, env=env, cwd=cwd, output_byte_limit=req.output_byte_limit
-            )
-        except ProfileError as e:
-            raise RpcError(INVALID_PARAMS, f"Invalid params: {e}") from None
-        except (BwrapUnavailable, OSError) as e:
-            # The command could not start in its sandbox (bwrap gone, broken): it never
-            # runs bare. The log says so next to the allow, and the attempt fails closed.
-            why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-            self._fail(f"the sandbox stopped working: {why}")
-            with contextlib.suppress(AuditUnavailable):
-                self.audit.record(
-                    "terminal",
-                    session=self.session_id,
-                    request=ruling.request,
-                    subject=subject,
-                    verdict="deny",
-                    by="sandbox",
-                    rule="sandbox: unavailable",
-                    reason=f"not started: {self.failure}",
-                )
-            raise RpcError(REFUSED, f"Refused by the governor: {self.failure}") from None
-        self.governed_terminals.add(terminal_id)
-        return schema.CreateTerminalResponse(terminal_id=terminal_id)
+        def answer(ruling: Ruling) -> elicitation.ElicitationReply:
+            return filled[0] if ruling.allowed and filled else elicitation.DECLINE
 
-    async def terminal_output(
-        self, req: schema.TerminalOutputRequest
-    ) -> schema.TerminalOutputResponse:
-        """The output so far (newest bytes), truncation flag, exit status once exited."""
-        output, truncated, status = self._known(req.session_id, req.terminal_id).output(
-            req.terminal_id
-        )
-        exit_status = (
-            None
-            if status is None
-            else schema.TerminalExitStatus(exit_code=status[0], signal=status[1])
-        )
-        return schema.TerminalOutputResponse(
-            output=output, truncated=truncated, exit_status=exit_status
-        )
-
-    async def wait_for_terminal_exit(
-        self, req: schema.WaitForTerminalExitRequest
-    ) -> schema.WaitForTerminalExitResponse:
-        """Answered when the command exits."""
-        terminals = self._known(req.session_id, req.terminal_id)
-        code, signal = await terminals.wait_for_exit(req.terminal_id)
-        return schema.WaitForTerminalExitResponse(exit_code=code, signal=signal)
-
-    async def kill_terminal(self, req: schema.KillTerminalRequest) -> schema.KillTerminalResponse:
-        """Kill the command; the terminal stays valid for output and wait."""
-        await self._known(req.session_id, req.terminal_id).kill(req.terminal_id)
-        return schema.KillTerminalResponse()
-
-    async def release_terminal(
-        self, req: schema.ReleaseTerminalRequest
-    ) -> schema.ReleaseTerminalResponse:
-        """Kill a still-running command and free its buffer; the id is then invalid."""
-        await self._known(req.session_id, req.terminal_id).release(req.terminal_id)
-        return schema.ReleaseTerminalResponse()
-
-    def _known(self, session_id: str, terminal_id: str) -> GovernedTerminals:
-        """The terminals, once the session and the terminal id are known ones."""
-        self._check_session(session_id)
-        assert self.terminals is not None
-        try:
-            self.terminals.output(terminal_id)
-            return self.terminals
-        except LookupError:
-            raise RpcError(RESOURCE_NOT_FOUND, f"unknown terminal {terminal_id[:64]!r}") from None
+        return then(ruling, answer)
 
     # -- what the agent reports --------------------------------------------------------
 
     def observe_tool_call(self, update: Mention) -> ToolCallState:
         """Upsert a ``tool_call`` / ``tool_call_update``; record unasked or reported work."""
         state = self.tool_calls.upsert(update)
+        carried = self.carried
         if state.status in ("completed", "failed"):
-            self.allowances.end(state.id)
+            carried.allowances.end(state.id)
         if newly_completed(state) and not explained(
-            state, self.written, self.read_paths, self.governed_terminals
+            state, carried.written, carried.read_paths, carried.terminals
         ):
             self._report(state)
         return state
@@ -696,7 +501,7 @@ class Gate:
                 reason=reason,
             )
         except AuditUnavailable as e:
-            self._fail(str(e))
+            self.fail(str(e))
         self.on_event(kind, {"subject": subject})
 
     def cancel(self) -> None:
@@ -704,5 +509,6 @@ class Gate:
         self.approvals.cancel()
 
 
-INLINE_READ_BYTES: Final = 256 * 1024
-"""Files up to this size are read on the trio thread; larger ones in a worker."""
+def _own_ending(audit: AuditLog) -> Ending:
+    """The `Ending` of a gate that serves no attempt (a test, a bench)."""
+    return Ending(agent="agent", preset="acp", run_id=audit.attempt, elapsed_s=0.0, timeout_s=0.0)

@@ -8,13 +8,15 @@
   `policies.actions.Connect`, decided by the engine on its name first (a
   refused name is never looked up: the lookup alone would leak it to a DNS
   server), then, once allowed, again with the addresses the host's resolver
-  gave; the final decision goes through `Gate.govern` (approver, audit record
-  of kind ``network``, written before the proxy answers).
+  gave for the name as the rules compared it (``127.0.0.1.`` is the literal
+  ``127.0.0.1``, connected to as such: never a query for a spelling the
+  rules did not see); the final decision goes through `Gate.ruled`
+  (`Gate.govern`, awaited: approver, audit record of kind ``network``,
+  written before the proxy answers).
 """
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -84,33 +86,42 @@ def shown(request: ConnectionRequest) -> str:
     return f"{host}:{request.port}"[:300]
 
 
+def _action(request: ConnectionRequest, addresses: tuple[str, ...]) -> Connect:
+    return Connect(
+        request.host,
+        request.port,
+        request.method,
+        request.path,
+        request.origin,
+        addresses,
+        request.problem,
+    )
+
+
 async def decide_connection(request: ConnectionRequest, policy: Policy) -> tuple[Decision, tuple[str, ...]]:
     """The engine's decision on one connection and the addresses it holds for:
     decided on the name first (a refused name is never looked up), then, once
-    allowed, again with what the host's resolver gave (an IP literal is its own
-    address: decided once)."""
-
-    def action(addresses: tuple[str, ...]) -> Connect:
-        return Connect(
-            request.host,
-            request.port,
-            request.method,
-            request.path,
-            request.origin,
-            addresses,
-            request.problem,
-        )
-
-    literal = literal_address(request.host)
+    allowed, again with what the host's resolver gave for the name as the
+    rules read it (an IP literal, however spelled, is its own address:
+    decided once, never looked up). An ``ask`` is not looked up before the
+    person answers (`looked_up` does it after)."""
+    name = normalize_host(request.host)
+    literal = literal_address(name)
     addresses: tuple[str, ...] = (literal,) if literal is not None else ()
-    decision = decide_network(action(addresses), policy)
+    decision = decide_network(_action(request, addresses), policy)
     if decision.allowed and literal is None:
-        addresses = await resolve(request.host, request.port)
-        if not addresses:
-            reason = f"{shown(request)}: the host does not resolve"
-            return Decision(Verdict.DENY, "network.dns", reason), ()
-        decision = decide_network(action(addresses), policy)
+        return await looked_up(request, policy)
     return decision, addresses
+
+
+async def looked_up(request: ConnectionRequest, policy: Policy) -> tuple[Decision, tuple[str, ...]]:
+    """The decision on a name allowed on its own, with the addresses it
+    resolves to (each judged again); a name that does not resolve is refused."""
+    addresses = await resolve(normalize_host(request.host), request.port)
+    if not addresses:
+        reason = f"{shown(request)}: the host does not resolve"
+        return Decision(Verdict.DENY, "network.dns", reason), ()
+    return decide_network(_action(request, addresses), policy), addresses
 
 
 def judge(gate: Gate, refused: dict[str, str] | None = None) -> Judge:
@@ -126,11 +137,19 @@ def judge(gate: Gate, refused: dict[str, str] | None = None) -> Judge:
         if addresses:
             record["addresses"] = list(addresses[:8])
         try:
-            ruling = gate.govern("network", record, shown(request), decision, {})
-            if inspect.isawaitable(ruling):
-                ruling = await ruling
+            ruling = await gate.ruled("network", record, shown(request), decision, {})
         except RpcError as e:
             return ConnectionAnswer(False, str(e))
+        if ruling.allowed and not addresses:
+            # allowed by a person (or a grant) before any lookup: the name is
+            # looked up now, and its addresses judged as for any allowed name
+            decision, addresses = await looked_up(request, gate.policy)
+            if decision.verdict is Verdict.DENY:
+                record = {**subject(request), "addresses": list(addresses[:8])}
+                try:
+                    ruling = await gate.ruled("network", record, shown(request), decision, {})
+                except RpcError as e:
+                    return ConnectionAnswer(False, str(e))
         agent = request.origin == "agent" and request.problem is None
         if not ruling.allowed and refused is not None and agent and len(refused) < 64:
             host = f"[{request.host}]" if ":" in request.host else request.host

@@ -11,7 +11,8 @@ attempt's masked events, plus its start and its outcome):
 - a span ``invoke_agent {agent}`` for the attempt (GenAI semantic conventions:
   ``gen_ai.operation.name``, ``gen_ai.agent.name``, ``gen_ai.conversation.id``
   (the ACP session), ``gen_ai.request.model``, ``gen_ai.usage.*``; ours under
-  ``acp_governor.*``: the attempt id, status, reason, tally, the log's path);
+  ``acp_governor.*``: the attempt id, status, reason, tally, the log's path
+  and its head: ``acp_governor.audit.head``, ``.records``, ``.key`` when signed);
 - a child span ``execute_tool {kind}`` per tool call, opened at its first mention
   (its ``tool_call`` update, or a decision whose subject names it) and ended at
   its ``completed``/``failed`` update or at the attempt's end
@@ -31,7 +32,7 @@ attempt's masked events, plus its start and its outcome):
 Hazards this design avoids:
 
 - **A secret in an attribute.** Every value comes from an audit record or an
-  event the attempt masked already (`governor.attempt._masked`), or is masked
+  event the attempt masked already (`governor.secrets.Masker.listener`), or is masked
   here (the outcome's reason). No message text, plan or tool input is exported.
 - **An unreachable collector slowing the attempt.** Spans go through a batch
   processor and metrics through a periodic reader, both exporting on their own
@@ -364,6 +365,10 @@ class AttemptTrace:
             "acp_governor.status": outcome.status,
             "acp_governor.reason": reason,
             "acp_governor.duration_s": outcome.duration_s,
+            # the log's head, kept by the collector apart from the log
+            "acp_governor.audit.head": outcome.log_head,
+            "acp_governor.audit.records": outcome.log_records,
+            "acp_governor.audit.key": outcome.log_key,
         }
         tally = asdict(acp.tally) if acp is not None else {}
         fields.update({f"acp_governor.tally.{k}": v for k, v in tally.items()})

@@ -8,11 +8,12 @@ Statuses: ``completed`` (the turn ended and the agent reported success),
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Final
 
 from governor.audit.tally import Tally
+from governor.tamper.facts import Finding
 
 STATUSES: Final = ("completed", "blocked", "failed", "incomplete", "needs_approval")
 
@@ -85,80 +86,59 @@ class AcpReport:
     """The agent's config options at the end, id -> value (``allow_all``, ``mode``...)."""
 
 
-@dataclass(slots=True, init=False)
+@dataclass(slots=True)
 class Outcome:
-    """What one governed attempt came to; JSON-serializable with `to_json`.
+    """What one governed attempt came to, as plain values; JSON-serializable with
+    `to_json`.
 
-    ``tool_calls`` is the decision log: every record of the attempt but its start
-    and end. It may be given as a function that makes it, called when it is
-    first read -- an attempt of 40,000 decisions then parses its log only for a
-    caller that looks at them."""
+    The decision log (every record of the attempt but its start and end) stays
+    in the audit log, where the outcome names it: ``log`` (its path), ``run_id``
+    (the attempt's id) and ``decisions`` (how many records). Read the records
+    with ``governor.audit.reading.decision_records(outcome.log, outcome.run_id)``:
+    an iterator over the file, so an attempt of 40,000 decisions is never held
+    in memory, and an outcome kept long after its attempt never reads a file by
+    surprise. ``governor run --json`` streams them as ``tool_calls``
+    (`governor.cli.outcome`)."""
 
     status: str
-    reason: str | None
-    summary: str | None
-    run_id: str
-    _tool_calls: list[dict[str, Any]] | Callable[[], list[dict[str, Any]]] = field(repr=False)
-    usage: dict[str, Any] | None
-    acp: AcpReport | None
-    pending: dict[str, Any] | None
-    log: str | None
-    duration_s: float
-    sign_in: str | None
-    trace_id: str | None
+    reason: str | None = None
+    summary: str | None = None
+    run_id: str = ""
+    usage: dict[str, Any] | None = None
+    acp: AcpReport | None = None
+    pending: dict[str, Any] | None = None
+    log: str | None = None
+    decisions: int = 0
+    """How many decision records of this attempt `log` holds."""
+    duration_s: float = 0.0
+    sign_in: str | None = None
+    trace_id: str | None = None
     """The OpenTelemetry trace of the attempt (32 hex digits), also in the log's
     attempt-start record: what joins a trace and a log."""
+    log_head: str | None = None
+    """The hash of the log's last record of this attempt (its end record): the
+    anchor `governor audit verify --head` checks the chain against, since a
+    chain alone proves nothing to whoever can rewrite the whole file."""
+    log_records: int | None = None
+    """How many records the attempt wrote (the head's ``seq``)."""
+    log_key: str | None = None
+    """The fingerprint of the operator's key that signed the end record, if any."""
+    findings: list[Finding] = field(default_factory=list)
+    """The tamper audit of the attempt's diff (`governor.tamper`): tests deleted,
+    assertions weakened, skip markers, runner configuration, suppressions."""
 
-    def __init__(
-        self,
-        status: str,
-        reason: str | None = None,
-        summary: str | None = None,
-        run_id: str = "",
-        tool_calls: list[dict[str, Any]] | Callable[[], list[dict[str, Any]]] | None = None,
-        usage: dict[str, Any] | None = None,
-        acp: AcpReport | None = None,
-        pending: dict[str, Any] | None = None,
-        log: str | None = None,
-        duration_s: float = 0.0,
-        sign_in: str | None = None,
-        trace_id: str | None = None,
-    ) -> None:
-        if status not in STATUSES:
-            raise ValueError(f"unknown outcome status {status!r}")
-        self.status = status
-        self.reason = reason
-        self.summary = summary
-        self.run_id = run_id
-        self._tool_calls = [] if tool_calls is None else tool_calls
-        self.usage = usage
-        self.acp = acp
-        self.pending = pending
-        self.log = log
-        self.duration_s = duration_s
-        self.sign_in = sign_in
-        self.trace_id = trace_id
-
-    @property
-    def tool_calls(self) -> list[dict[str, Any]]:
-        """The decision log (made when first read, then kept)."""
-        calls = self._tool_calls
-        if callable(calls):
-            calls = self._tool_calls = calls()
-        return calls
-
-    @tool_calls.setter
-    def tool_calls(self, value: list[dict[str, Any]]) -> None:
-        self._tool_calls = value
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"unknown outcome status {self.status!r}")
 
     def to_json(self) -> dict[str, Any]:
-        """The outcome as plain JSON values (the `external.rs` shape), copied."""
+        """The outcome's values as plain JSON values (the `external.rs` shape but
+        its ``tool_calls``, which the log holds), copied."""
         out = {
             "status": self.status,
             "reason": self.reason,
             "summary": self.summary,
             "run_id": self.run_id,
-            "tool_calls": _copied(self.tool_calls),
             "usage": _copied(self.usage),
             "acp": None if self.acp is None else asdict(self.acp),
             "pending": _copied(self.pending),
@@ -166,6 +146,10 @@ class Outcome:
             "duration_s": self.duration_s,
             "sign_in": self.sign_in,
             "trace_id": self.trace_id,
+            "log_head": self.log_head,
+            "log_records": self.log_records,
+            "log_key": self.log_key,
+            "findings": [f.to_json() for f in self.findings],
         }
         return {k: v for k, v in out.items() if v is not None}
 

@@ -2,15 +2,19 @@
 and which folders of `$HOME` its sandbox must keep.
 
 Everything here is pure parsing and a PATH lookup: no trio, no subprocess. The
-presets live in `presets.toml` at the top of the repository; the file is read
+presets live in `presets.toml` at the top of the repository (and travel in the
+wheel as package data: `DEFAULT_PATH`); the file is read
 strictly, because a misspelt key would otherwise be a silently ignored setting
 (a `hom` that leaves the agent without its credentials, a `relocte` that hides
 them). Every error is one line naming the file, the preset and the key.
 
-`resolve` prefers a program already on PATH (argv[0], then each alternative)
-over `npx -y <package>`: npx would fetch whatever the registry serves today and
-needs the network, so it is only a fallback, and only where the preset allows
-it and npx itself is installed.
+`resolve` prefers a program already on PATH (argv[0], then each alternative),
+then the one `governor agents install` put in the governor's data directory
+(`governor.installs`), over `npx -y <package>@<version>`: npx needs the
+registry, which the agent's sandbox cannot reach, so it is only a fallback,
+only where the preset allows it and npx itself is installed, and the governor
+fetches the package into npm's cache outside the sandbox before the agent runs
+it inside, offline (`governor.installs.fetch_for_npx`).
 """
 
 from __future__ import annotations
@@ -24,13 +28,19 @@ import sys
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from policies.network import HostPatternError, parse_pattern
 
-DEFAULT_PATH: Final = Path(__file__).resolve().parent.parent / "presets.toml"
-"""`presets.toml` at the top of the repository."""
+DEFAULT_PATH: Final = Path(str(resources.files("governor") / "presets.toml"))
+"""`presets.toml`, as the package carries it: in a checkout ``governor/presets.toml``
+is a link to the one at the top of the repository (where people edit it), and
+a wheel holds a copy, so an install that is not editable finds it too."""
+
+AGENTS_DIR: Final = Path(str(resources.files("governor") / "agents"))
+"""The bundled agents (`governor/agents`), package data of the wheel."""
 
 PYTHON_MARKER: Final = "{python}"
 AGENTS_MARKER: Final = "{agents}"
@@ -44,6 +54,7 @@ NPM_HOME: Final = "~/.npm"
 
 _ID = re.compile(r"[a-z0-9][a-z0-9_-]*\Z")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_VERSION = re.compile(r"\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?\Z")
 
 
 class PresetError(ValueError):
@@ -88,6 +99,8 @@ class Preset:
     """The model API hosts (``host[:port]`` patterns) its sandbox may reach."""
     base_url_env: tuple[str, ...] = ()
     """Variables holding the agent's API base URL: their host:port is allowed too."""
+    version: str | None = None
+    """The version of `package` that `governor agents install` and npx use."""
 
     def home_paths(self, environ: Mapping[str, str], home: Path) -> tuple[Path, ...]:
         """Where the `home` entries are for a person with this environment and $HOME.
@@ -109,13 +122,22 @@ class Preset:
         return tuple(out)
 
 
+Via = Literal["PATH", "installed", "npx"]
+"""How a preset's program was found: on PATH, in the governor's installs, or npx."""
+
+
 @dataclass(frozen=True)
 class Resolved:
     """A preset whose program was found: `argv[0]` is an absolute path."""
 
     preset: Preset
     argv: tuple[str, ...]
-    via_npx: bool
+    via: Via = "PATH"
+
+    @property
+    def via_npx(self) -> bool:
+        """Runs through ``npx``: its sandbox keeps npm's cache, where it was fetched."""
+        return self.via == "npx"
 
     @property
     def home(self) -> tuple[str, ...]:
@@ -178,7 +200,7 @@ def _argv(v: object) -> tuple[str, ...]:
     argv = _strings(v)
     if not argv:
         raise _Bad("a non-empty list of non-empty strings")
-    agents = str(Path(__file__).resolve().parent / "agents")
+    agents = str(AGENTS_DIR)
     return tuple(
         sys.executable if a == PYTHON_MARKER else a.replace(AGENTS_MARKER, agents) for a in argv
     )
@@ -229,6 +251,12 @@ def _relocate(v: object) -> tuple[Relocation, ...]:
     return tuple(out)
 
 
+def _version(v: object) -> str:
+    if not isinstance(v, str) or not _VERSION.match(v):
+        raise _Bad(f"an exact version like 1.2.3, not {v!r}")
+    return v
+
+
 def _host_patterns(v: object) -> tuple[str, ...]:
     hosts = _strings(v)
     for host in hosts:
@@ -258,6 +286,7 @@ _SCHEMA: Final[dict[str, tuple[bool, Callable[[object], Any]]]] = {
     "alone_env": (False, _env_names),
     "api_hosts": (False, _host_patterns),
     "base_url_env": (False, _env_names),
+    "version": (False, _version),
 }
 _DEFAULTS: Final[dict[str, object]] = {
     "alternatives": (),
@@ -273,6 +302,7 @@ _DEFAULTS: Final[dict[str, object]] = {
     "alone_env": (),
     "api_hosts": (),
     "base_url_env": (),
+    "version": None,
 }
 
 
@@ -319,10 +349,14 @@ def _preset(source: str, pid: str, table: object) -> Preset:
             raise PresetError(f"{where}: `{key}` must be {e}") from None
     if fields["npx"] and not fields["package"]:
         raise PresetError(f"{where}: `npx = true` needs `package`")
+    if fields["version"] and not fields["package"]:
+        raise PresetError(f"{where}: `version` pins `package`, which is missing")
     if fields["install"] is None:
         if not fields["package"]:
             raise PresetError(f"{where}: say how to install it: `package` or `install`")
-        fields["install"] = f"npm install -g {fields['package']}"
+        fields["install"] = (
+            f"governor agents install {pid} (or npm install -g {fields['package']})"
+        )
     for r in fields["relocate"]:
         if r.entry not in fields["home"]:
             raise PresetError(f"{where}: `relocate.{r.var}` moves {r.entry!r}, not in `home`")
@@ -354,28 +388,44 @@ def find(agent_id: str, table: Mapping[str, Preset] | None = None) -> Preset:
 
 
 def resolve(
-    preset: Preset, which: Callable[[str], str | None] = shutil.which
+    preset: Preset,
+    which: Callable[[str], str | None] = shutil.which,
+    installs: Path | None = None,
 ) -> Resolved | NotInstalled:
-    """Find the program that runs `preset`: PATH first, npx only as a fallback.
+    """Find the program that runs `preset`: PATH, then the governor's installs,
+    then npx.
 
-    Tries `argv[0]`, then each alternative's first word; then, when the preset
-    allows it and `npx` is on PATH, `npx -y <package> <argv[1:]>`. The found
-    program's absolute path replaces the bare name, so the sandbox can keep its
-    install visible. `which` is the PATH lookup (`shutil.which` by default; pass
+    Tries `argv[0]`, then each alternative's first word, on PATH; then npm's
+    link to each of them in ``installs/<id>/node_modules/.bin`` (where
+    `governor agents install` puts the agent; `governor.installs.data_home`);
+    then, when the preset allows it and `npx` is on PATH,
+    ``npx --offline -y <package>@<version> <argv[1:]>``. The found program's absolute
+    path replaces the bare name, so the sandbox can keep its install visible.
+    `which` is the PATH lookup (`shutil.which` by default; pass
     `functools.partial(shutil.which, path=...)` for another PATH).
     """
     tried: list[str] = []
-    for argv in (preset.argv, *preset.alternatives):
+    argvs = (preset.argv, *preset.alternatives)
+    for argv in argvs:
         found = which(argv[0])
         if found:
-            return Resolved(preset, (os.path.abspath(found), *argv[1:]), via_npx=False)
+            return Resolved(preset, (os.path.abspath(found), *argv[1:]))
         if argv[0] not in tried:
             tried.append(argv[0])
+    if installs is not None and preset.package:
+        bin_dir = installs / preset.id / "node_modules" / ".bin"
+        for argv in argvs:
+            program = bin_dir / argv[0]
+            if "/" not in argv[0] and os.access(program, os.X_OK):
+                return Resolved(preset, (os.path.abspath(program), *argv[1:]), "installed")
     if preset.npx and preset.package:
         npx = which("npx")
         if npx:
-            argv = (os.path.abspath(npx), "-y", preset.package, *preset.argv[1:])
-            return Resolved(preset, argv, via_npx=True)
+            package = f"{preset.package}@{preset.version}" if preset.version else preset.package
+            # --offline: from npm's cache, where the governor fetched it outside
+            # the sandbox (which cannot reach the registry) before the agent runs
+            argv = (os.path.abspath(npx), "--offline", "-y", package, *preset.argv[1:])
+            return Resolved(preset, argv, "npx")
         tried.append("npx")
     return NotInstalled(preset, tuple(tried), preset.install, preset.login)
 
@@ -396,6 +446,7 @@ __all__ = [
     "PresetError",
     "Relocation",
     "Resolved",
+    "Via",
     "find",
     "load_presets",
     "preset_ids",

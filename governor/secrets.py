@@ -8,7 +8,7 @@ bearer tokens, private key blocks, JWTs) for secrets that arrive from elsewhere.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 MASK: Final = "[secret]"
@@ -74,3 +74,21 @@ class Masker:
         if isinstance(value, list):
             return [self.json(v) for v in value]
         return value
+
+    def listener(
+        self, listener: Callable[[str, dict[str, Any]], None] | None
+    ) -> Callable[[str, dict[str, Any]], None] | None:
+        """``listener`` given only masked events, as the audit log holds them: what
+        the agent said and did, the paths and commands (a decision's ``records``
+        are the log's own, masked already)."""
+        if listener is None:
+            return None
+
+        def emit(kind: str, info: dict[str, Any]) -> None:
+            records = info.get("records")
+            shown = self.json({k: v for k, v in info.items() if k != "records"})
+            if records is not None:
+                shown["records"] = records
+            listener(kind, shown)
+
+        return emit

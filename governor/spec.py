@@ -10,7 +10,7 @@ Rules of this file:
   unset variables, missing directories, an agent that is not installed...),
   so an operator fixes a job in one round, not one error at a time.
 - **The agent is a sum type.** After `prepare`, what runs is an `Agent` (an ACP
-  program: a preset's or an argv of your own) or a `Command` (a plain program),
+  program: a preset's or an argv of your own) or a `PlainProgram` (a plain program),
   never a bag of optional fields to re-check later.
 """
 
@@ -27,16 +27,22 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final, Literal
 
+from governor import install
 from governor.approver import Approver, Ask, Callback, for_on_ask
 from governor.audit.log import Durability, inside
+from governor.audit.signing import KEY_VARIABLE, Signer, SigningUnavailable, load_signer
 from governor.ceilings import load_ceiling
+from governor.installs import data_home
 from governor.network import agent_hosts
+from governor.policyfile import read_policy
 from governor.presets import NotInstalled, Preset, PresetError, find, resolve
 from governor.secrets import Masker
 from policies.capability import Capability
-from policies.ceiling import CUSTOM_AGENT, CUSTOM_COMMAND, Ceiling, RunRequest, check, parse_ceiling
+from policies.ceiling import CUSTOM_AGENT, CUSTOM_COMMAND, Ceiling, check_job, parse_ceiling
+from policies.errors import ConfigError
 from policies.network import HostPatternError, parse_pattern
-from policies.policy import Policy, parse_policy
+from policies.policy import Policy
+from sandbox.host.concealed import state_dir
 
 
 class RefusedBeforeStart(Exception):
@@ -106,7 +112,7 @@ class Agent:
 
 
 @dataclass(frozen=True)
-class Command:
+class PlainProgram:
     """A plain program: the prompt on its stdin, judged from its exit status, its
     last output and the workspace diff."""
 
@@ -116,7 +122,7 @@ class Command:
     via_npx: bool = False
 
 
-Executor = Agent | Command
+Executor = Agent | PlainProgram
 
 
 @dataclass(frozen=True)
@@ -134,11 +140,19 @@ class Prepared:
     masker: Masker
     log_path: Path | None
     approver: Approver
+    signer: Signer | None = None
+    """The operator's key that signs the end record (`governor.audit.signing`)."""
 
     @property
     def wall(self) -> float:
         """Seconds for the attempt: the limits' ``wall`` (``--timeout`` when given)."""
         return self.policy.limits.wall or self.spec.timeout or 0.0
+
+    @property
+    def shown_argv(self) -> list[str]:
+        """The agent's argv as records show it: raw agent args counted, never shown."""
+        argv, secret = list(self.executor.argv), len(self.spec.agent_args)
+        return argv if secret <= 0 else [*argv[:-secret], f"<{secret} raw args, not shown>"]
 
     @property
     def sandboxed_agent(self) -> bool:
@@ -197,20 +211,27 @@ def prepare(spec: AttemptSpec) -> Prepared:
         else:
             allowed.append(host)
     if ceiling is not None:
-        request = RunRequest(
-            _agent_id(spec),
-            policy.capability,
-            tuple(spec.agent_args),
-            policy.network,
-            keep=policy.keep,
-            limits=policy.limits.with_wall(spec.timeout),
-            hosts=(*policy.network_rules.patterns, *spec.allow_hosts),
+        violations = check_job(
+            policy,
+            ceiling,
+            agent=_agent_id(spec),
+            agent_args=spec.agent_args,
+            hosts=allowed,
+            wall=spec.timeout,
         )
-        verdict = check(request, ceiling)
-        if isinstance(verdict, list):
-            problems.extend(f"refused by the ceiling ({ceiling.source}): {v}" for v in verdict)
+        problems.extend(f"refused by the ceiling ({ceiling.source}): {v}" for v in violations)
     if spec.trace_id is not None and not _TRACE_ID.fullmatch(spec.trace_id):
         problems.append(f"trace_id {spec.trace_id!r} is not a trace id: 32 lowercase hex digits")
+    if KEY_VARIABLE in [*spec.env, *policy.env]:
+        problems.append(
+            f"{KEY_VARIABLE} holds the audit log's signing key: it is never passed to an agent"
+        )
+    signer = None
+    if ceiling is not None:
+        try:
+            signer = load_signer(ceiling.audit_key, environ)
+        except SigningUnavailable as e:
+            problems.append(str(e))
     missing = [n for n in [*spec.env, *policy.env] if not environ.get(n)]
     if missing:
         problems.append(
@@ -237,7 +258,10 @@ def prepare(spec: AttemptSpec) -> Prepared:
     if problems or ceiling is None or executor is None:
         raise RefusedBeforeStart(problems)
     ws = str(workspace.resolve())
-    bound = policy.bind(ws, tuple(extra) if spec.extra_dirs else None, protected=ceiling.protected)
+    key = () if ceiling.audit_key is None else (os.path.realpath(os.path.expanduser(ceiling.audit_key)),)
+    bound = policy.bind(
+        ws, tuple(extra) if spec.extra_dirs else None, protected=ceiling.protected, masked=key
+    )
     if not spec.extra_dirs:
         problems.extend(
             f"an extra directory of the policy does not exist: {d}"
@@ -250,6 +274,8 @@ def prepare(spec: AttemptSpec) -> Prepared:
             f"the audit log {log_path} is inside the root {root}, where the agent could "
             "rewrite it: give --log (or $XDG_STATE_HOME) a place outside every root"
         )
+    if bound.capability == Capability.EDIT_WORKSPACE:  # only there are the roots writable
+        problems.extend(install.problems(bound.roots))
     if problems:
         raise RefusedBeforeStart(problems)
     limits = bound.limits.with_wall(spec.timeout).effective(ceiling.max_limits)
@@ -270,6 +296,7 @@ def prepare(spec: AttemptSpec) -> Prepared:
         masker=Masker.from_environ(environ, spec.agent_args),
         log_path=log_path,
         approver=_approver(spec.approver, bound),
+        signer=signer,
     )
 
 
@@ -293,7 +320,7 @@ def _executor(
         if "/" not in argv[0] and not shutil.which(argv[0], path=environ.get("PATH")):
             problems.append(f"the agent command {argv[0]!r} is not on PATH")
             return None
-        return Command(argv) if spec.kind == "command" else Agent(CUSTOM_AGENT, argv)
+        return PlainProgram(argv) if spec.kind == "command" else Agent(CUSTOM_AGENT, argv)
     if spec.kind == "command":
         problems.append(f"--kind command runs the program after --, not a preset ({spec.agent!r})")
         return None
@@ -302,7 +329,8 @@ def _executor(
     except PresetError as e:  # an unknown id, with the known ones
         problems.append(str(e))
         return None
-    found = resolve(preset, which=functools.partial(shutil.which, path=environ.get("PATH")))
+    which = functools.partial(shutil.which, path=environ.get("PATH"))
+    found = resolve(preset, which=which, installs=data_home(environ))
     if isinstance(found, NotInstalled):
         problems.append(found.message)
         return None
@@ -321,12 +349,9 @@ def _load(problems: list[str], loader: Callable[[Any], Any], value: Any) -> Any:
 def _load_policy(value: Policy | str | Path | None) -> Policy:
     if value is None or isinstance(value, Policy):
         return value or Policy()
-    path = Path(value)
     try:
-        return parse_policy(path.read_text(encoding="utf-8"), str(path))
-    except OSError as e:
-        raise RefusedBeforeStart([f"{path}: cannot read the policy: {e.strerror}"]) from None
-    except ValueError as e:
+        return read_policy(value)
+    except ConfigError as e:
         raise RefusedBeforeStart([str(e)]) from None
 
 
@@ -374,9 +399,9 @@ def _approver(value: Approver | Callable[[Ask], Any] | None, policy: Policy) -> 
 
 
 def default_log_dir() -> Path:
-    """Where per-attempt audit logs go: ``$XDG_STATE_HOME/acp-governor/``."""
-    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(state) / "acp-governor"
+    """Where per-attempt audit logs go: ``$XDG_STATE_HOME/acp-governor/``, which
+    no sandbox sees (`sandbox.host.concealed`)."""
+    return state_dir()
 
 
 def _log_path(spec: AttemptSpec, workspace: str) -> Path | None:

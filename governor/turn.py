@@ -27,7 +27,7 @@ import structlog
 from acp import schema
 from pydantic import ValidationError
 
-from governor.settings import acts_alone
+from governor.session_settings import acts_alone
 from policies.options import mode_asks
 
 log = structlog.get_logger("governor.turn")

@@ -32,11 +32,6 @@ class Capability(enum.IntEnum):
     def __str__(self) -> str:
         return _NAMES[self]
 
-    @property
-    def name_text(self) -> str:
-        """The canonical spelling (``edit-workspace``)."""
-        return _NAMES[self]
-
     @classmethod
     def parse(cls, text: str) -> Capability:
         """Parse a canonical name exactly; raise `CapabilityError` naming the accepted ones."""

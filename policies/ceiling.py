@@ -10,14 +10,18 @@ that believes it may edit ends up doing nothing and reporting success.
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from policies.capability import Capability, CapabilityError
-from policies.errors import ConfigError, unknown_key
+from policies.errors import ConfigError, toml_error, unknown_key
 from policies.limits import LIMIT_KEYS, Limits, limits_from_mapping
 from policies.network import HostPatternError, parse_pattern
+from policies.paths import is_under
+
+if TYPE_CHECKING:  # policy.py reads its values with this file's helpers
+    from policies.policy import Policy
 
 CUSTOM_AGENT: Final = "acp"
 """The agent id of an ACP program given as an argv rather than a preset."""
@@ -29,7 +33,9 @@ CUSTOM_COMMAND: Final = "command"
 class RunRequest:
     """What one attempt asks for, as far as the ceiling is concerned."""
 
-    agent: str
+    agent: str | None
+    """None: no agent named (``governor check`` without ``--agent``, ``governor
+    sandbox``): the rest is judged alone."""
     capability: Capability = Capability.READ_ONLY
     agent_args: tuple[str, ...] = ()
     """Raw arguments appended to a preset's argv: a privileged channel, secret."""
@@ -63,6 +69,9 @@ class Ceiling:
     """Host patterns a job may name at most (``*.example.com`` covers its
     subdomains, no port covers every port, ``*`` everything); None (the
     built-in default): any; a ceiling file without the key: none."""
+    audit_key: str | None = None
+    """The file of the Ed25519 key that signs each attempt's end record (the
+    operator's; a job's policy cannot name one); None: not signed."""
     source: str = field(default="built-in default", compare=False)
 
     @classmethod
@@ -175,18 +184,10 @@ Violation = (
 )
 
 
-class CeilingRejected(Exception):
-    """A request over the ceiling: every violation, one per line."""
-
-    def __init__(self, violations: list[Violation]) -> None:
-        self.violations = violations
-        super().__init__("; ".join(str(v) for v in violations))
-
-
 def check(request: RunRequest, ceiling: Ceiling) -> RunRequest | list[Violation]:
     """The request *unchanged* when it fits, else every violation (never a clamp)."""
     violations: list[Violation] = []
-    if request.agent not in ceiling.allowed_agents:
+    if request.agent is not None and request.agent not in ceiling.allowed_agents:
         violations.append(AgentForbidden(request.agent, ceiling.allowed_agents))
     if request.capability > ceiling.max_capability:
         violations.append(CapabilityExceeded(request.capability, ceiling.max_capability))
@@ -209,6 +210,33 @@ def check(request: RunRequest, ceiling: Ceiling) -> RunRequest | list[Violation]
     return violations if violations else request
 
 
+def check_job(
+    policy: Policy,
+    ceiling: Ceiling,
+    *,
+    agent: str | None,
+    agent_args: Sequence[str] = (),
+    hosts: Sequence[str] = (),
+    wall: float | None = None,
+) -> list[Violation]:
+    """Every violation of a job (empty: it fits): its policy, the agent it runs
+    (None: none named), raw ``agent_args``, the ``hosts`` it adds
+    (``--allow-host``) and a ``wall`` that wins over the policy's
+    (``--timeout``). Every surface that asks "may this job run" asks here, so
+    ``governor check`` cannot say "fits" for a job ``governor run`` refuses."""
+    request = RunRequest(
+        agent,
+        policy.capability,
+        tuple(agent_args),
+        policy.network,
+        keep=policy.keep,
+        limits=policy.limits.with_wall(wall),
+        hosts=(*policy.network_rules.patterns, *hosts),
+    )
+    verdict = check(request, ceiling)
+    return verdict if isinstance(verdict, list) else []
+
+
 def _covers(bound: str, host: str) -> bool:
     """Whether the ceiling's pattern ``bound`` covers the job's pattern ``host``."""
     if bound.strip() == "*":
@@ -227,11 +255,10 @@ def _covers(bound: str, host: str) -> bool:
 
 def _within(folder: str, bound: str) -> bool:
     """Whether ``folder`` is ``bound`` or below it, as written (both ``~/`` or
-    both absolute; ``..`` never is)."""
-    if ".." in folder.split("/"):
-        return False
-    folder, bound = folder.rstrip("/"), bound.rstrip("/")
-    return folder == bound or folder.startswith(bound + "/")
+    both absolute). A ``..`` never is: the folder is resolved only when the
+    sandbox is made, and ``~/tools/link/..`` folded lexically is ``~/tools``
+    while a symlink can lead it anywhere."""
+    return ".." not in folder.split("/") and is_under(folder, bound)
 
 
 _KEYS: Final = {
@@ -243,6 +270,7 @@ _KEYS: Final = {
     "keep_within",
     *(f"max_{name}" for name in LIMIT_KEYS),
     "allowed_hosts",
+    "audit_key",
 }
 
 
@@ -251,11 +279,12 @@ def parse_ceiling(text: str, source: str = "ceiling.toml") -> Ceiling:
     are `ConfigError`s naming the file and the key. Missing keys take the most
     restrictive reading except ``max_capability`` (edit-workspace, as the default)
     and the limits' maxima (``max_memory``, ``max_processes``, ``max_tmp``,
-    ``max_cpu_seconds``, ``max_wall``: none unless given)."""
+    ``max_cpu_seconds``, ``max_wall``, ``max_log``, ``max_workspace``: none
+    unless given)."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        raise ConfigError(source, "", f"not valid TOML: {e}") from None
+        raise toml_error(source, text, e) from None
     for key in data:
         if key not in _KEYS:
             raise unknown_key(source, "", key, _KEYS)
@@ -276,8 +305,20 @@ def parse_ceiling(text: str, source: str = "ceiling.toml") -> Ceiling:
             prefix="max_",
         ),
         allowed_hosts=_hosts(source, data.get("allowed_hosts", [])),
+        audit_key=_audit_key(source, data.get("audit_key")),
         source=source,
     )
+
+
+def _audit_key(source: str, value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(source, "audit_key", f"expected the key file's path, got {type_name(value)}")
+    if not value.startswith(("/", "~/")):
+        # relative to what? the directory a run starts in is no place to look for a key
+        raise ConfigError(source, "audit_key", f"{value!r} is relative: give an absolute or ~/ path")
+    return value
 
 
 def _hosts(source: str, value: Any) -> tuple[str, ...]:

@@ -4,7 +4,8 @@ Everything that affects a verdict lives here, in this order:
 
 1. The boundary, which no rule can widen: reads and writes outside the roots
    below full-access, any write at read-only, writes to protected paths, reads
-   of hidden paths. A job's policy may come from an untrusted repository, so its
+   of hidden paths; then writes to the job's frozen paths (its own word, which
+   its own ``allow`` rules do not undo). A job's policy may come from an untrusted repository, so its
    ``allow`` rules only ever act inside this boundary.
 2. The rules: deny > ask > allow.
 3. The capability's default (the `DEFAULTS` table).
@@ -161,6 +162,11 @@ def decide_write(action: WriteFile, policy: Policy) -> Decision:
     if protected is not None:
         return Decision(
             DENY, f"protected: {protected}", f"{path} is protected ({protected})", "ceiling"
+        )
+    frozen = policy.frozen.first(path, roots) if policy.frozen else None
+    if frozen is not None:  # before the rules: the job froze it, no allow of its own thaws it
+        return Decision(
+            DENY, f"frozen: {frozen}", f"{path} is frozen for this attempt ({frozen})"
         )
     for verdict, rules in policy.rules.write_tiers:
         hit = rules.paths.first(path, roots) or rules.writes.first(path, roots)

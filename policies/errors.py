@@ -3,22 +3,56 @@
 from __future__ import annotations
 
 import difflib
+import re
+import tomllib
 from collections.abc import Iterable
+from typing import Final
 
 
 class ConfigError(ValueError):
     """A policy, ceiling or preset file that cannot be used as written.
 
-    ``str(error)`` is one line: ``FILE: KEY: what is wrong (accepted: ...)``.
-    The parts stay available for programs that want them.
+    ``str(error)`` is one line: ``FILE: line N: KEY: what is wrong (accepted: ...)``,
+    the line where the TOML parser gives one (a syntax error; a parsed file
+    keeps no lines), the key where one is to blame. The parts stay available
+    for programs that want them.
     """
 
-    def __init__(self, source: str, key: str, problem: str) -> None:
+    def __init__(self, source: str, key: str, problem: str, *, line: int | None = None) -> None:
         self.source = source
         self.key = key
         self.problem = problem
-        where = f"{source}: {key}" if key else source
-        super().__init__(f"{where}: {problem}")
+        self.line = line
+        where = [source, *([f"line {line}"] if line is not None else []), *([key] if key else [])]
+        super().__init__(f"{': '.join(where)}: {problem}")
+
+
+_AT: Final = re.compile(r"\s*\(at line (\d+), column (\d+)\)\Z")
+_KEY: Final = re.compile(r"\s*([A-Za-z0-9_-]+(?:\s*\.\s*[A-Za-z0-9_-]+)*)\s*=")
+_TABLE: Final = re.compile(r"\s*\[+\s*([A-Za-z0-9_.-]+)")
+
+
+def toml_error(source: str, text: str, error: tomllib.TOMLDecodeError) -> ConfigError:
+    """A TOML syntax error naming the line the parser stopped at and the key
+    written there (in its table), so a long file is not searched by eye."""
+    message = str(error)
+    found = _AT.search(message)
+    if found is None:  # "at end of document": no line to name
+        return ConfigError(source, "", f"not valid TOML: {message}")
+    line, column = int(found.group(1)), found.group(2)
+    lines = text.splitlines()[:line]
+    table = ""
+    for earlier in lines[:-1]:
+        if header := _TABLE.match(earlier):
+            table = header.group(1)
+    key = ""
+    if lines and (written := _KEY.match(lines[-1])):
+        name = re.sub(r"\s+", "", written.group(1))
+        key = f"{table}.{name}" if table else name
+    elif lines and (header := _TABLE.match(lines[-1])):
+        key = header.group(1)
+    problem = f"not valid TOML: {message[: found.start()]} (column {column})"
+    return ConfigError(source, key, problem, line=line)
 
 
 def closest(word: str, choices: Iterable[str]) -> str | None:

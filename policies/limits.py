@@ -1,7 +1,7 @@
 """Resource limits of one attempt: the policy's ``[limits]``, parsed and rendered.
 
 A job says how much one attempt may take (``memory``, ``processes``, ``tmp``,
-``cpu_seconds``, ``wall``); the ceiling says the most any job may ask for
+``cpu_seconds``, ``wall``, ``log``, ``workspace``); the ceiling says the most any job may ask for
 (`policies.ceiling`). A limit the job leaves out takes `DEFAULTS`, or the
 ceiling's maximum where that is lower: the job asked for nothing, so nothing is
 clamped. A limit the job sets over the maximum is refused, with every other
@@ -23,8 +23,8 @@ from typing import Any, Final
 
 from policies.errors import ConfigError, unknown_key
 
-LIMIT_KEYS: Final = ("memory", "processes", "tmp", "cpu_seconds", "wall")
-SIZE_KEYS: Final = frozenset({"memory", "tmp"})
+LIMIT_KEYS: Final = ("memory", "processes", "tmp", "cpu_seconds", "wall", "log", "workspace")
+SIZE_KEYS: Final = frozenset({"memory", "tmp", "log", "workspace"})
 _SUFFIX: Final = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 _SIZE: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\s*$", re.IGNORECASE)
 MIN_SIZE: Final = 1 << 20
@@ -46,6 +46,12 @@ class Limits:
     """CPU seconds each process may use."""
     wall: float | None = None
     """Seconds for the attempt (its timeout)."""
+    log: int | None = None
+    """Bytes of audit log one attempt may write: past it the attempt ends
+    ``failed`` (an agent's flood of requests must not fill the disk)."""
+    workspace: int | None = None
+    """Bytes the writable roots may hold while the attempt runs (checked as it
+    runs): past it the attempt is stopped and ends ``failed``."""
 
     def effective(self, maxima: Limits | None = None) -> Limits:
         """Every limit set: this one's, else the default, lowered to ``maxima``'s
@@ -75,9 +81,18 @@ class Limits:
         return self if wall is None else replace(self, wall=wall)
 
 
-DEFAULTS: Final = Limits(memory=4 << 30, processes=1024, tmp=1 << 30, cpu_seconds=1800, wall=1800.0)
+DEFAULTS: Final = Limits(
+    memory=4 << 30,
+    processes=1024,
+    tmp=1 << 30,
+    cpu_seconds=1800,
+    wall=1800.0,
+    log=256 << 20,
+    workspace=16 << 30,
+)
 """One attempt on a developer machine: 4 GiB per process, 1,024 processes in a
-sandbox, a 1 GiB ``/tmp``, 30 CPU minutes per process, 30 minutes in all."""
+sandbox, a 1 GiB ``/tmp``, 30 CPU minutes per process, 30 minutes in all,
+256 MiB of audit log, 16 GiB in the writable roots."""
 
 
 def size_text(value: int) -> str:

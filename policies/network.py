@@ -5,8 +5,11 @@ Everything that decides a connection lives here (`decide_connect`, called by
 file:
 
 1. A subject is a host and a port; an IP literal is judged as the IP, a name
-   as the name (never as what it resolves to: a DNS answer is the resolver's,
-   and a lookup of a refused name would already leak it).
+   as the name first (a lookup of a refused name would already leak it to a
+   DNS server), then, once allowed, again with every address it resolved to.
+   A host is compared as `normalize_host` writes it (``127.0.0.1.`` is
+   ``127.0.0.1``), and that spelling is what is resolved or connected to:
+   the name a rule matched is the name that reaches the resolver.
 2. Patterns: ``host``, ``*.suffix`` (subdomains only, not the suffix itself),
    an IP literal (``[::1]`` for IPv6), each with ``:port``, or without a port
    meaning 443 and 80 (the web's ports, nothing else).
@@ -14,9 +17,12 @@ file:
    cloud metadata), private and other non-global ranges, ``localhost`` and the
    metadata names -- are refused unless a rule names them **exactly**, host
    and port; a wildcard or a port-less rule never reaches them. A name that
-   an allowed rule matches but that resolves to such an address (DNS
-   rebinding, a ``*.corp`` wildcard) is refused the same way: the proxy asks
-   again with the addresses it resolved.
+   an allowed rule matches, exactly or not, but that resolves to such an
+   address (DNS rebinding, a ``*.corp`` wildcard, a hostile resolver) is
+   refused the same way unless a rule names that address exactly too; only
+   a special name named exactly (``localhost:8080``) keeps the addresses it
+   resolves to, since naming it was naming them. An address a deny rule
+   covers is refused whatever name led to it.
 4. deny > ask > allow > refused. For the agent, its own hosts (its preset's
    model API, its base-URL variable) are allow rules too; a command is
    refused everything when the policy has network off.
@@ -224,6 +230,40 @@ def _first(patterns: Sequence[HostPattern], host: str, port: int) -> HostPattern
     return None
 
 
+def _refused_address(
+    addresses: Sequence[str],
+    host: str,
+    port: int,
+    why_special: str | None,
+    rules: NetworkRules,
+    tiers: Sequence[tuple[Verdict, str, tuple[HostPattern, ...]]],
+) -> tuple[str, str] | None:
+    """The first address of ``host`` that refuses the connection, and why:
+    one a deny rule covers, or a special one no rule names exactly (rule 3)."""
+    for address in addresses:
+        ip = normalize_host(address)
+        if ip == host:
+            continue  # an IP literal is its own address, judged as the host
+        denied = _first(rules.deny, ip, port)
+        if denied is not None:
+            return address, f"which {denied.text} refuses"
+        why = special(ip)
+        if why is None or why_special is not None:
+            continue
+        named = any(
+            p.exact(ip, port)
+            for verdict, _, patterns in tiers
+            if verdict is not Verdict.DENY
+            for p in patterns
+        )
+        if not named:
+            shown = f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
+            return address, (
+                f"{why}: only a rule naming it exactly allows that (--allow-host {shown})"
+            )
+    return None
+
+
 def decide_connect(action: Connect, rules: NetworkRules) -> ConnectDecision:
     """The verdict on one connection (see the module docstring for the order)."""
     host = normalize_host(action.host)
@@ -253,16 +293,15 @@ def decide_connect(action: Connect, rules: NetworkRules) -> ConnectDecision:
             continue
         if verdict is not Verdict.DENY and why_special is not None and not hit.exact(host, port):
             continue  # only an exact rule reaches a special host
-        if verdict is not Verdict.DENY and not hit.exact(host, port):
-            for address in action.addresses:
-                why = special(normalize_host(address))
-                if why is not None:
-                    return ConnectDecision(
-                        Verdict.DENY,
-                        f"{name}: {hit.text}",
-                        f"{shown} resolves to {address}, {why}: only a rule naming it "
-                        "exactly (host and port) allows that",
-                    )
+        if verdict is not Verdict.DENY:
+            refused = _refused_address(action.addresses, host, port, why_special, rules, tiers)
+            if refused is not None:
+                address, why = refused
+                return ConnectDecision(
+                    Verdict.DENY,
+                    f"{name}: {hit.text}",
+                    f"{shown} resolves to {address}, {why}",
+                )
         words = {Verdict.DENY: "refused", Verdict.ASK: "asks", Verdict.ALLOW: "allowed"}
         return ConnectDecision(verdict, f"{name}: {hit.text}", f"{shown} {words[verdict]} by {hit.text}")
     if why_special is not None:

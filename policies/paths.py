@@ -126,7 +126,7 @@ def relative_forms(path: str, roots: tuple[str, ...]) -> list[str]:
     for root in roots:
         if path == root:
             out.append(".")
-        elif path.startswith(root) and (root == "/" or path[len(root)] == "/"):
+        elif is_under(path, root):
             out.append(path[len(root) :].lstrip("/"))
     return out
 
@@ -134,9 +134,49 @@ def relative_forms(path: str, roots: tuple[str, ...]) -> list[str]:
 def within(path: str, roots: tuple[str, ...]) -> str | None:
     """The root that contains an absolute normalized path, or None."""
     for root in roots:
-        if path == root or (path.startswith(root) and (root == "/" or path[len(root)] == "/")):
+        if is_under(path, root):
             return root
     return None
+
+
+def is_under(path: str, root: str, *, strictly: bool = False) -> bool:
+    """Whether ``path`` is ``root`` or lies below it (``strictly``: below it only).
+
+    By whole path components: ``/a/bc`` is not under ``/a/b``, which a string
+    prefix would say, and is how a root ``/home/al`` would take in
+    ``/home/alice``. Lexical: nothing is resolved (a caller that means the file
+    system resolves both first, as the audit log's check does), but a ``.`` or
+    ``..`` segment is folded, so ``/a/b/../c`` is not under ``/a/b``. A
+    trailing slash changes nothing; ``/`` holds every absolute path and no
+    relative one; an empty root holds nothing. Relative paths compare as
+    written (``~/tools/go`` is under ``~/tools``).
+    """
+    if not path or not root:
+        return False
+    if "/." in path or "//" in path or path[0] == ".":
+        path = _folded(path)
+    if "/." in root or "//" in root or root[0] == ".":
+        root = _folded(root)
+    path, root = path.rstrip("/"), root.rstrip("/")  # "/" is "" from here on
+    if path == root:
+        return not strictly
+    return path.startswith(root + "/")
+
+
+def _folded(path: str) -> str:
+    """``path`` with its ``.`` and ``..`` segments and ``//`` folded, when it has any
+    (``/.git`` is a name, and returned as it is)."""
+    dotted = (
+        "/./" in path
+        or "/../" in path
+        or path.endswith(("/.", "/.."))
+        or path.startswith(("./", "../"))
+        or path in (".", "..")
+    )
+    if not dotted and "//" not in path:
+        return path
+    folded = posixpath.normpath(path)
+    return "/" + folded.lstrip("/") if path.startswith("/") else folded
 
 
 def normalize(path: str, cwd: str | None = None) -> str:

@@ -18,6 +18,7 @@ closest key suggested for a typo). The format, every key::
     keep = ["~/tools", "/opt/sdk"]    # more folders kept visible, read-only (absolute or ~/)
     toolchains = true                 # keep the toolchains under $HOME that PATH leads to
     git = "commit"                    # commit | read-only: may commands and the agent commit
+    frozen = ["tests/acceptance/**"]  # read-only to the agent and every command for the attempt
 
     [limits]                          # one attempt's resources (policies.limits; defaults there)
     memory = "4G"                     # per process
@@ -47,7 +48,7 @@ from typing import Any, Final, Literal
 
 from policies.capability import Capability, CapabilityError
 from policies.ceiling import boolean, string_list, table, type_name
-from policies.errors import ConfigError, closest, unknown_key
+from policies.errors import ConfigError, closest, toml_error, unknown_key
 from policies.limits import Limits, limits_from_mapping
 from policies.network import HostPattern, HostPatternError, NetworkRules, parse_pattern
 from policies.paths import PathGlobs, normalize
@@ -80,7 +81,7 @@ _TOP_KEYS: Final = {
     "limits",
 }
 _RULE_KEYS: Final = {"commands", "paths", "writes", "tools"}
-_SANDBOX_KEYS: Final = {"git", "keep", "toolchains"}
+_SANDBOX_KEYS: Final = {"git", "keep", "toolchains", "frozen"}
 _NETWORK_KEYS: Final = {"allow", "ask", "deny"}
 
 
@@ -102,6 +103,9 @@ class Policy:
     unprotected: tuple[str, ...] = ()
     """Names of `policies.protected.UNPROTECTABLE` this job may change (``unprotect``);
     a glob of ``protected_extra`` (the ceiling's included) still covers them."""
+    masked: tuple[str, ...] = ()
+    """Host files (absolute) masked in every sandbox of the job: the operator's,
+    from the ceiling (its audit signing key), never a job's own."""
     hidden_globs: tuple[str, ...] = HIDDEN_BY_DEFAULT
     keep: tuple[str, ...] = ()
     """Folders kept visible read-only in every sandbox, as written (``~/`` expanded
@@ -109,6 +113,10 @@ class Policy:
     toolchains: bool = True
     """Whether the sandboxes keep the toolchains under the homes (`sandbox.host.toolchains`)."""
     git: GitAccess = "commit"
+    frozen_globs: tuple[str, ...] = ()
+    """``[sandbox] frozen``: globs relative to each root, read-only to the agent
+    and every command for the whole attempt (a loop's acceptance tests, written
+    before it), every governed write to them refused."""
     limits: Limits = field(default_factory=Limits)
     """The ``[limits]`` as written (unset ones None: `Limits.effective` fills them)."""
     roots: tuple[str, ...] = ()
@@ -116,6 +124,7 @@ class Policy:
     source: str = field(default="built-in", compare=False)
     protected: PathGlobs = field(init=False, compare=False, repr=False)
     hidden: PathGlobs = field(init=False, compare=False, repr=False)
+    frozen: PathGlobs = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(
@@ -124,6 +133,7 @@ class Policy:
             PathGlobs(protected_globs(self.unprotected) + tuple(self.protected_extra)),
         )
         object.__setattr__(self, "hidden", PathGlobs(tuple(self.hidden_globs)))
+        object.__setattr__(self, "frozen", PathGlobs(tuple(self.frozen_globs)))
 
     @property
     def workspace(self) -> str:
@@ -138,6 +148,7 @@ class Policy:
         extra_dirs: tuple[str, ...] | None = None,
         *,
         protected: tuple[str, ...] = (),
+        masked: tuple[str, ...] = (),
     ) -> Policy:
         """This policy with absolute roots: the workspace, then the extra dirs
         (the policy's own, taken against the workspace, unless others are given),
@@ -151,6 +162,7 @@ class Policy:
             self,
             roots=tuple(dict.fromkeys(roots)),
             protected_extra=tuple(dict.fromkeys(self.protected_extra + protected)),
+            masked=tuple(dict.fromkeys(self.masked + masked)),
         )
 
 
@@ -159,7 +171,7 @@ def parse_policy(text: str, source: str = "policy.toml") -> Policy:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        raise ConfigError(source, "", f"not valid TOML: {e}") from None
+        raise toml_error(source, text, e) from None
     return policy_from_mapping(data, source)
 
 
@@ -276,6 +288,8 @@ def _sandbox(source: str, value: Any) -> dict[str, Any]:
         out["keep"] = keep
     if "toolchains" in body:
         out["toolchains"] = boolean(source, "sandbox.host.toolchains", body["toolchains"])
+    if "frozen" in body:
+        out["frozen_globs"] = _frozen(source, string_list(source, "sandbox.frozen", body["frozen"]))
     if "git" in body:
         git = body["git"]
         if git not in GIT_ACCESS:
@@ -286,6 +300,37 @@ def _sandbox(source: str, value: Any) -> dict[str, Any]:
             )
         out["git"] = git
     return out
+
+
+MAX_FROZEN: Final = 256
+"""Frozen globs a policy may name: each is matched against every path the
+workspace walk meets, and each existing path it names is a bind in every sandbox."""
+
+
+def _frozen(source: str, globs: tuple[str, ...]) -> tuple[str, ...]:
+    """Frozen globs are relative to the roots and inside them: an absolute path,
+    ``..`` or a glob that names a whole root would freeze what the capability
+    already decides (read-only is a capability, not a frozen glob)."""
+    if len(globs) > MAX_FROZEN:
+        raise ConfigError(
+            source, "sandbox.frozen", f"{len(globs)} globs; at most {MAX_FROZEN} are accepted"
+        )
+    for glob in globs:
+        parts = glob.removeprefix("./").split("/")
+        if not glob or glob.startswith(("/", "~")) or ".." in parts:
+            raise ConfigError(
+                source,
+                "sandbox.frozen",
+                f"{glob!r} must be relative to the roots and stay inside them (no /, ~ or ..)",
+            )
+        if all(p in ("", ".", "**") for p in parts):
+            raise ConfigError(
+                source,
+                "sandbox.frozen",
+                f"{glob!r} names a whole root; for a job that changes nothing use "
+                'capability = "read-only"',
+            )
+    return globs
 
 
 def _tier(source: str, name: str, value: Any) -> RuleList:

@@ -4,7 +4,7 @@ This is the one list: the policy engine refuses governed writes to these paths
 and the sandbox (``sandbox/``) re-binds them read-only inside a writable root.
 Each entry is a glob relative to a root (see `policies.paths`).
 
-Why each group (``shared/sandbox-reference.md`` section 7):
+Why each group:
 - VCS execution surface: hooks and config run code at the operator's next
   ``git commit``, outside any sandbox. The policy engine refuses every governed
   write under ``.git`` (and nested repositories' ``.git``): agents write files,

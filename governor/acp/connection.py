@@ -389,7 +389,7 @@ class Connection:
             self._nursery.start_soon(self._serve_request, request, outcome, scope)
             return
         # Answered at once, here in the reader: no task, no scope.
-        line = self._peer.answer(request, outcome)
+        line = self._peer.answer(request, cast(Answer, outcome))
         if self._write_through(line):
             self._peer.done(request.id)
             return

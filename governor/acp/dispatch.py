@@ -13,34 +13,30 @@ A request from the agent is answered by exactly one line, whatever happens:
   ``None`` fields left out), a dict, ``None`` (sent as ``{}``, as ACP asks), or
   a jsonrpcserver `Result` (``Success(...)`` / ``Error(...)``), passed through.
 
-Built from jsonrpcserver 5's pieces where they fit: its `Result` type and
-`Success`/`Error` constructors carry the outcome (and a handler may return one),
-`JsonRpcError` is the base of `RpcError` (so a handler may raise either), and
-`to_response` + `to_serializable_one` shape error responses (its `NODATA`
-sentinel decides whether ``data`` is sent). A success is shaped here directly:
-it is the one path every permission answer takes, so it skips jsonrpcserver's
-detour through two namedtuples; a schema model's result
-travels as `Encoded` bytes, not wrapped in a `Success`. Not used: its
-`async_dispatch` awaits through `asyncio.gather`, which fails under trio, and it
-re-parses JSON text we already parsed; its `validate_args` binds params to a
-Python signature, where the schema models are the validation; its request
-JSON schema check, which the sans-IO core already does, cheaper.
+Built on jsonrpcserver 5's public API only (what its package exports): a
+handler raises its `JsonRpcError` (the base of `RpcError`) or returns its
+`Result`. A `Result` is oslash's ``Either``, which keeps its error in a private
+attribute, so the one public way to read it is jsonrpcserver's own dispatch
+(`dispatch_to_serializable`), used here for that rare case only. Our own
+answers are `Encoded` bytes (a schema model's result, the path every permission
+answer takes), a JSON-ready `Value`, or a `Failure`, shaped into a line here.
+Not used: its dispatch for every request, which costs ~20 us a request (about
+a tenth of a permission's whole handling), binds params to a Python signature
+where the schema models are the validation, puts a failed handler's exception
+text on the wire (a secret it may hold) and re-parses JSON text we already
+parsed; its `async_dispatch`, which awaits through `asyncio.gather` and fails
+under trio (the await is ours: `_finish`); its request JSON schema check, which
+the sans-IO core already does, cheaper.
 """
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Final, NamedTuple, TypeAlias
+from typing import Any, Final, NamedTuple, TypeAlias, cast
 
 import structlog
-from jsonrpcserver import Error, JsonRpcError, Success
-from jsonrpcserver.dispatcher import to_response
-from jsonrpcserver.request import Request as _JsonRpcServerRequest
-from jsonrpcserver.response import to_serializable_one
-from jsonrpcserver.result import Result, SuccessResult
-from jsonrpcserver.sentinels import NODATA
-from oslash.either import Left, Right  # type: ignore[import-untyped]
+from jsonrpcserver import Error, JsonRpcError, Success, dispatch_to_serializable
 from pydantic import BaseModel, ValidationError
 
 from governor.acp.jsonrpc import (
@@ -94,20 +90,55 @@ class Routes(dict[str, Route]):
         return route
 
 
+OMITTED: Final = JsonRpcError(0, "").data
+"""The ``data`` of an error raised or made without any (jsonrpcserver's own
+marker, taken from its public class): the answer then has no ``data`` member,
+where ``None`` would be sent as ``null``."""
+
+_RESULTS: Final = (type(Success()), type(Error(0, "")))
+"""The classes of what jsonrpcserver's `Success` and `Error` make: how a handler's
+`Result` is told from any other return value without importing their maker."""
+
+
 class RpcError(JsonRpcError):
     """Raise in a handler to answer with a JSON-RPC error (``data`` omitted if None)."""
 
     def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(code, message, NODATA if data is None else data)
+        if data is None:
+            super().__init__(code, message)
+        else:
+            super().__init__(code, message, data)
         Exception.__init__(self, code, message)
 
     def __str__(self) -> str:
         return f"{self.code}: {self.message}"
 
 
-Answer: TypeAlias = "Result | Encoded"
-"""What a request is answered with: a jsonrpcserver `Result`, or a schema model's
-result already encoded (`Encoded`, the usual case)."""
+class Encoded(bytes):
+    """A result already encoded as JSON (a schema model, by pydantic's own
+    serializer), spliced into the response line as it is."""
+
+    __slots__ = ()
+
+
+class Value(NamedTuple):
+    """A JSON-ready result, encoded with the response line (which fails there,
+    answered ``-32603``, when it is not JSON)."""
+
+    result: Any
+
+
+class Failure(NamedTuple):
+    """An error answer; ``data`` is left out of the line when it is `OMITTED`."""
+
+    code: int
+    message: str
+    data: Any = OMITTED
+
+
+Answer: TypeAlias = "Encoded | Value | Failure"
+"""What a request is answered with: a schema model's result already encoded
+(`Encoded`, the usual case), another result (`Value`), or an error (`Failure`)."""
 
 
 def begin(table: HandlerTable, method: str, params: Any) -> Answer | Awaitable[Answer]:
@@ -123,20 +154,20 @@ def begin(table: HandlerTable, method: str, params: Any) -> Answer | Awaitable[A
     """
     route = table.get(method)
     if route is None:
-        return Error(METHOD_NOT_FOUND, f"Method not found: {short(method)}")
+        return Failure(METHOD_NOT_FOUND, f"Method not found: {short(method)}")
     model, handler = route
     try:
         validated = model.__pydantic_validator__.validate_python(params)  # = model_validate
     except ValidationError as exc:
         message, data = invalid_params(exc)
-        return Error(INVALID_PARAMS, message, data)
+        return Failure(INVALID_PARAMS, message, data)
     try:
         value = handler(validated)
     except JsonRpcError as exc:
-        return Error(exc.code, exc.message, exc.data)
+        return Failure(exc.code, exc.message, exc.data)
     except Exception as exc:
         log.error("handler.failed", method=method, error=type(exc).__name__, exc_info=True)
-        return Error(INTERNAL_ERROR, f"Internal error ({type(exc).__name__})")
+        return Failure(INTERNAL_ERROR, f"Internal error ({type(exc).__name__})")
     if isinstance(value, BaseModel):  # answered at once, the usual case
         return as_result(value)
     if inspect.isawaitable(value):
@@ -148,23 +179,16 @@ async def _finish(method: str, pending: Awaitable[Any]) -> Answer:
     try:
         value = await pending
     except JsonRpcError as exc:
-        return Error(exc.code, exc.message, exc.data)
+        return Failure(exc.code, exc.message, exc.data)
     except Exception as exc:
         log.error("handler.failed", method=method, error=type(exc).__name__, exc_info=True)
-        return Error(INTERNAL_ERROR, f"Internal error ({type(exc).__name__})")
+        return Failure(INTERNAL_ERROR, f"Internal error ({type(exc).__name__})")
     return as_result(value)
 
 
-class Encoded(bytes):
-    """A result already encoded as JSON (a schema model, by pydantic's own
-    serializer), spliced into the response line as it is."""
-
-    __slots__ = ()
-
-
 def as_result(value: Any) -> Answer:
-    """A handler's return value as an `Answer`: `Encoded` for a schema model, else a
-    jsonrpcserver `Result` with a JSON-ready payload.
+    """A handler's return value as an `Answer`: `Encoded` for a schema model, the
+    answer a jsonrpcserver `Result` holds, else a `Value`.
 
     A schema model is encoded here, by pydantic's serializer, straight to bytes,
     not dumped to dicts that are then encoded again. A model it
@@ -176,31 +200,52 @@ def as_result(value: Any) -> Answer:
                 value.__pydantic_serializer__.to_json(value, by_alias=True, exclude_none=True)
             )
         except ValueError:  # PydanticSerializationError
-            return Success(value.model_dump(mode="json", by_alias=True, exclude_none=True))
-    if isinstance(value, Left):
+            return Value(value.model_dump(mode="json", by_alias=True, exclude_none=True))
+    if isinstance(value, _RESULTS):
+        return _read(value)
+    if type(value) is Encoded:
         return value
-    if isinstance(value, Right):
-        inner = value._value
-        return as_result(inner.result) if isinstance(inner, SuccessResult) else value
-    return Success({} if value is None else value)
+    return Value({} if value is None else value)
 
 
-def reply(id: JsonId, result: Answer) -> bytes:
+_READ_REQUEST: Final = {"jsonrpc": "2.0", "method": "read", "id": 0}
+
+
+def _as_given(request: Any) -> Any:
+    return request
+
+
+def _read(result: Any) -> Answer:
+    """A jsonrpcserver `Result` as an `Answer`, read through jsonrpcserver's
+    dispatch answering a request whose method returns it (module docstring: why)."""
+    response = cast(
+        "dict[str, Any]",
+        dispatch_to_serializable(
+            _READ_REQUEST, {"read": lambda: result}, deserializer=_as_given, validator=_as_given
+        ),
+    )
+    error = response.get("error")
+    if error is None:
+        return as_result(response["result"])
+    return Failure(error["code"], error["message"], error.get("data", OMITTED))
+
+
+def reply(id: JsonId, answer: Answer) -> bytes:
     """The response line for the agent's request `id`.
 
     A result that cannot be encoded (not JSON, NaN) becomes ``-32603`` rather
     than an exception: the agent still gets its answer.
     """
-    if type(result) is Encoded:  # the hot path
-        return b'{"jsonrpc":"2.0","id":%s,"result":%s}\n' % (encode_id(id), result)
-    if isinstance(result, Right):  # skip the namedtuple round trip
-        value = result._value.result
-        if type(value) is Encoded:
-            return b'{"jsonrpc":"2.0","id":%s,"result":%s}\n' % (encode_id(id), value)
-        payload: Any = {"jsonrpc": "2.0", "id": id, "result": value}
+    if type(answer) is Encoded:  # the hot path
+        return b'{"jsonrpc":"2.0","id":%s,"result":%s}\n' % (encode_id(id), answer)
+    payload: dict[str, Any]
+    if isinstance(answer, Failure):
+        error: dict[str, Any] = {"code": answer.code, "message": answer.message}
+        if answer.data is not OMITTED:
+            error["data"] = answer.data
+        payload = {"jsonrpc": "2.0", "error": error, "id": id}
     else:
-        request = _JsonRpcServerRequest(method="", params={}, id=id)
-        payload = to_serializable_one(to_response(request, result))
+        payload = {"jsonrpc": "2.0", "id": id, "result": cast(Value, answer).result}
     try:
         return encode(payload)
     except (TypeError, ValueError) as exc:
@@ -221,4 +266,3 @@ def invalid_params(exc: ValidationError) -> tuple[str, dict[str, Any]]:
     first = listed[0] if listed else {"field": "params", "message": "invalid"}
     more = f" (and {len(listed) - 1} more)" if len(listed) > 1 else ""
     return f"Invalid params: {first['field']}: {first['message']}{more}", {"errors": listed}
-

@@ -37,9 +37,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final, TypeAlias, cast
+from typing import Any, Final, TypeAlias
 
 import orjson
 
@@ -92,32 +91,42 @@ here because ``1e400`` parses as infinity, which no JSON answer can echo.
 _ID_TYPES: Final = frozenset({int, str, type(None)})  # not bool, float or containers
 
 _loads = json.loads
-# The C scanner that json.loads wraps (typeshed does not declare the attribute).
-_scan_once: Callable[[str, int], tuple[Any, int]] = cast(Any, json.JSONDecoder()).scan_once
+MAX_DEPTH: Final = 64
+"""The deepest nesting a message may have. Every reader after the wire (the
+audit log's writer, ``--json``, ``--events``, the audit tools) recurses over
+values; an ACP message has a handful of levels, a model's tool input a few more."""
+
+_BOM: Final = b"\xef\xbb\xbf"
 
 
-def _parse_json(text: str) -> Any:
-    """`json.loads` for one line, minus its per-call wrapping (type checks, whitespace scans).
-
-    The scanner reads one value from position 0; only what json.loads also
-    allows (whitespace) may follow it. Anything unusual, such as leading
-    whitespace or a BOM, takes the full `json.loads` path and its errors.
-    """
+def _strict_loads(line: bytes) -> Any:
+    """One line as strict JSON (RFC 8259, which every later reader takes): orjson
+    refuses NaN and Infinity, a number beyond a double, a lone surrogate and
+    invalid UTF-8, where the stdlib would take them and the audit log would
+    hold what a strict reader cannot read back. A BOM before the value is
+    allowed, as the stdlib's reader allows it."""
     try:
-        value, end = _scan_once(text, 0)
-    except StopIteration:
-        return _loads(text)
-    if end != len(text) and text[end:].strip(" \t\n\r"):
-        raise ValueError(f"extra data after the JSON value at position {end}")
-    return value
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        if line.startswith(_BOM):
+            return orjson.loads(line[len(_BOM) :])
+        raise
 
 
-_fast_loads: Final = orjson.loads
-"""Every line meets orjson first, the faster parser. It refuses what the stdlib
-accepts (NaN, lone surrogate escapes, a BOM) and reads an integer beyond 64 bits
-as a float: a line it refuses takes `_parse_json`, whose verdict and errors
-stand; a beyond-64-bit number is out of range for every ACP field and id anyway.
-"""
+def _too_deep(value: Any) -> bool:
+    """Whether ``value`` nests deeper than `MAX_DEPTH` (iterative: no recursion)."""
+    level: list[Any] = [value]
+    for _ in range(MAX_DEPTH):
+        level = [
+            child
+            for item in level
+            for child in (item.values() if type(item) is dict else item if type(item) is list else ())
+            if type(child) is dict or type(child) is list
+        ]
+        if not level:
+            return False
+    return True
+
 
 _encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
 _encode_ascii = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True, allow_nan=False).encode
@@ -230,7 +239,15 @@ def error_line(id: JsonId, code: int, message: str, data: Any = None) -> bytes:
 
 
 _REPLY_NOT_UTF8: Final = error_line(None, PARSE_ERROR, "Parse error: the line is not UTF-8")
-_REPLY_NOT_JSON: Final = error_line(None, PARSE_ERROR, "Parse error: the line is not JSON")
+_REPLY_NOT_JSON: Final = error_line(
+    None,
+    PARSE_ERROR,
+    "Parse error: the line is not strict JSON (RFC 8259: no NaN or Infinity, no lone"
+    " surrogates, numbers within a double)",
+)
+_REPLY_TOO_DEEP: Final = error_line(
+    None, PARSE_ERROR, f"Parse error: the message nests deeper than {MAX_DEPTH} levels"
+)
 _REPLY_BATCH: Final = error_line(None, INVALID_REQUEST, "JSON-RPC batches are not supported")
 _REPLY_NOT_OBJECT: Final = error_line(
     None, INVALID_REQUEST, "Invalid request: a JSON-RPC message must be a JSON object"
@@ -409,17 +426,26 @@ class JsonRpc:
     def _parse(self, line: bytes, events: list[Event]) -> None:
         """Classify one complete line (the hot path: keep the common case short)."""
         try:
-            message = _fast_loads(line)
-        except ValueError:  # orjson refuses more than the stdlib: the stdlib decides
+            message = _strict_loads(line)
+        except orjson.JSONDecodeError as e:
+            if not line.strip():
+                return
             try:
-                message = _parse_json(line.decode("utf-8"))
+                line.decode("utf-8")
             except UnicodeDecodeError:
                 events.append(Malformed("not UTF-8", _REPLY_NOT_UTF8, len(line), _prefix(line)))
                 return
+            try:  # the error path only: which words the log gets
+                _loads(line)
+                why = f"not strict JSON ({e.msg})"
             except (ValueError, RecursionError):
-                if line.strip():
-                    events.append(Malformed("not JSON", _REPLY_NOT_JSON, len(line), _prefix(line)))
-                return
+                why = "not JSON"
+            events.append(Malformed(why, _REPLY_NOT_JSON, len(line), _prefix(line)))
+            return
+        # counting brackets is cheap; only a line with many of them is walked
+        if line.count(b"[") + line.count(b"{") > MAX_DEPTH and _too_deep(message):
+            events.append(Malformed("nested too deep", _REPLY_TOO_DEEP, len(line), _prefix(line)))
+            return
         if type(message) is dict:
             method = message.get("method")
             if type(method) is str:

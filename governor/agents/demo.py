@@ -13,69 +13,23 @@ every part of the governor:
 6. writes ``NOTES.md`` *itself*, without asking (an unasked change);
 7. ends the turn with a summary.
 
-Run it as ``python governor/agents/demo.py`` (stdlib only, so a sandbox needs just this file); ``--steps N`` stops after N steps
+Run it as ``python governor/agents/demo.py`` (stdlib only: a sandbox needs just this file
+and its sibling ``stdio_peer.py``); ``--steps N`` stops after N steps
 (for tests), ``--no-unasked`` skips step 6.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
-import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-_lock = threading.Lock()
-
-
-class Peer:
-    """A minimal blocking JSON-RPC peer over stdin/stdout."""
-
-    def __init__(self) -> None:
-        self.next_id = 0
-        self.pending: dict[int, Any] = {}
-        self.inbox: list[dict[str, Any]] = []
-        self.cancelled = False
-
-    def send(self, message: dict[str, Any]) -> None:
-        line = json.dumps({"jsonrpc": "2.0", **message}, separators=(",", ":"))
-        with _lock:
-            sys.stdout.write(line + "\n")
-            sys.stdout.flush()
-
-    def notify(self, method: str, params: dict[str, Any]) -> None:
-        self.send({"method": method, "params": params})
-
-    def request(self, method: str, params: dict[str, Any]) -> tuple[Any, dict[str, Any] | None]:
-        """Send a request and serve incoming messages until its answer arrives."""
-        rid = self.next_id
-        self.next_id += 1
-        self.send({"id": rid, "method": method, "params": params})
-        while True:
-            message = self.read()
-            if message is None:
-                raise SystemExit(0)
-            if message.get("id") == rid and "method" not in message:
-                return message.get("result"), message.get("error")
-            self.inbox.append(message)
-            if message.get("method") == "session/cancel":
-                self.cancelled = True
-
-    def read(self) -> dict[str, Any] | None:
-        while True:
-            line = sys.stdin.readline()
-            if not line:
-                return None
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                value = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(value, dict):
-                return value
+if TYPE_CHECKING:
+    from governor.agents.stdio_peer import Peer
+else:  # run by path (in a sandbox too): its sibling, found even under python -I
+    sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
+    from stdio_peer import Peer
 
 
 class Demo:
@@ -96,6 +50,11 @@ class Demo:
             "Leave notes",
         ]
         self.status = ["pending"] * len(self.plan)
+
+    def call(self, method: str, params: dict[str, Any]) -> tuple[Any, dict[str, Any] | None]:
+        """A request to the client: its result and its error (one of them None)."""
+        answer = self.peer.request(method, params)
+        return answer.get("result"), answer.get("error")
 
     def update(self, body: dict[str, Any]) -> None:
         self.peer.notify("session/update", {"sessionId": self.session, "update": body})
@@ -159,7 +118,7 @@ class Demo:
         }
         if path:
             tool_call["locations"] = [{"path": path}]
-        result, error = self.peer.request(
+        result, error = self.call(
             "session/request_permission",
             {
                 "sessionId": self.session,
@@ -203,7 +162,7 @@ class Demo:
             self.finish("write", "failed", "refused")
             self.step(n, "completed")
             return
-        _, error = self.peer.request(
+        _, error = self.call(
             "fs/write_text_file", {"sessionId": self.session, "path": hello, "content": content}
         )
         self.finish("write", "failed" if error else "completed")
@@ -213,7 +172,7 @@ class Demo:
 
     def read_hello(self, n: int, hello: str) -> None:
         self.tool("read", "Read hello.py", "read", {"file_path": hello}, hello)
-        result, error = self.peer.request(
+        result, error = self.call(
             "fs/read_text_file", {"sessionId": self.session, "path": hello, "line": 1, "limit": 50}
         )
         text = (result or {}).get("content", "") if isinstance(result, dict) else ""
@@ -230,7 +189,7 @@ class Demo:
             self.finish("run", "failed", "refused")
             self.step(n, "completed")
             return
-        created, error = self.peer.request(
+        created, error = self.call(
             "terminal/create",
             {
                 "sessionId": self.session,
@@ -253,13 +212,11 @@ class Demo:
                 "content": [{"type": "terminal", "terminalId": tid}],
             }
         )
-        exit_status, _ = self.peer.request(
+        exit_status, _ = self.call(
             "terminal/wait_for_exit", {"sessionId": self.session, "terminalId": tid}
         )
-        output, _ = self.peer.request(
-            "terminal/output", {"sessionId": self.session, "terminalId": tid}
-        )
-        self.peer.request("terminal/release", {"sessionId": self.session, "terminalId": tid})
+        output, _ = self.call("terminal/output", {"sessionId": self.session, "terminalId": tid})
+        self.call("terminal/release", {"sessionId": self.session, "terminalId": tid})
         code = (exit_status or {}).get("exitCode")
         text = (output or {}).get("output", "")
         self.finish("run", "completed" if code == 0 else "failed", text)
@@ -271,7 +228,7 @@ class Demo:
         raw = {"file_path": path, "content": "#!/bin/sh\npython3 hello.py\n"}
         self.tool("hook", "Install .git/hooks/pre-commit", "edit", raw, path)
         if self.ask("hook", "Install .git/hooks/pre-commit", "edit", raw, path):
-            _, error = self.peer.request(
+            _, error = self.call(
                 "fs/write_text_file",
                 {"sessionId": self.session, "path": path, "content": raw["content"]},
             )
@@ -313,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     peer = Peer()
     demo = Demo(peer, args.steps, not args.no_unasked, args.final)
     while True:
-        message = peer.read() if not peer.inbox else peer.inbox.pop(0)
+        message = peer.receive()
         if message is None:
             return 0
         method, mid, params = message.get("method"), message.get("id"), message.get("params") or {}

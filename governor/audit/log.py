@@ -15,10 +15,13 @@ Rules of this file:
   record without ``hash``, keys in the order written). `verify` hashes each
   line's own bytes, so it does not depend on how a JSON library formats a
   value, and finds the first line that was edited, deleted, inserted or
-  reordered. A chain without an anchor
-  cannot tell a log cut short at its end from one that ended there: an attempt
-  with no end record is reported, and the last hash of an attempt (in its
-  outcome) anchors it.
+  reordered. A chain proves nothing about whoever can write the whole file:
+  `head` (the last record's hash and the count) is reported with the attempt
+  (its outcome, a batch's line, the CI summary, the events, the span), and
+  `governor audit verify --head` checks that the chain ends there.
+- **Signed when the operator gives a key.** With a `Signer`, the attempt-end
+  record carries an Ed25519 signature over its own bytes before ``hash``
+  (`governor.audit.signing`: why there and not every N records).
 - **Masked.** Every string in a record is masked (`governor.secrets.Masker`)
   before it is hashed and written. Masking every string with the masker's
   regular expressions costs more than everything else a record does, so a
@@ -31,6 +34,12 @@ Rules of this file:
   not as an edit; reopening a log whose last line was cut starts on a new line.
 - **Fail closed.** A write that fails (disk full, read-only) raises
   `AuditUnavailable`; the governor then refuses every further action.
+- **Bounded.** The agent decides how much it asks, so nothing it sends may
+  grow the log without bound: a record over `RECORD_BYTES` has its long
+  strings and containers cut (`_capped`); repeated refusals past a rate are
+  counted (`governor.audit.thinning`); past the attempt's ``[limits] log``
+  (``limit``) one ``limit`` record is written, everything after it is
+  refused and counted, and only the counts and the end record follow.
 """
 
 from __future__ import annotations
@@ -49,8 +58,12 @@ from typing import Any, Final, Literal
 import orjson
 import trio
 
-from governor.audit.tally import Tallier
+from governor.audit.signing import Signer
+from governor.audit.tally import ASKED_KINDS, Tallier
+from governor.audit.thinning import Key, Pending, Thinning, key_of
 from governor.secrets import Masker
+from policies.limits import size_text
+from policies.paths import is_under
 
 Durability = Literal["always", "batch"]
 DURABILITIES: Final = ("batch", "always")
@@ -82,6 +95,15 @@ _SCREEN: Final = re.compile(
     )
 )
 _LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+RECORD_BYTES: Final = 64 * 1024
+"""A record longer than this has its long values cut (`_capped`)."""
+FIELD_CHARS: Final = 2048
+"""What is kept of a string in a record that was too long."""
+ITEMS: Final = 64
+"""What is kept of a list or a mapping in a record that was too long."""
+_PAST_LIMIT: Final = frozenset({"attempt-end", "repeated", "limit", "unasked", "changed"})
+"""Records written past the log's limit: the counts and the end, and what the
+governor itself found changed in the roots (bounded by its walk)."""
 
 
 class AuditUnavailable(Exception):
@@ -151,6 +173,27 @@ def _scrubbed(value: Any) -> Any:
     return value
 
 
+def _capped(value: Any) -> Any:
+    """A JSON value with each string over `FIELD_CHARS` cut and each list or
+    mapping over `ITEMS` entries cut, saying how long it was."""
+    if isinstance(value, str):
+        if len(value) <= FIELD_CHARS:
+            return value
+        return f"{value[:FIELD_CHARS]}... (cut: {len(value)} characters)"
+    if isinstance(value, dict):
+        items = list(value.items())
+        kept = {k[:FIELD_CHARS]: _capped(v) for k, v in items[:ITEMS]}
+        if len(items) > ITEMS:
+            kept["..."] = f"cut: {len(items)} entries"
+        return kept
+    if isinstance(value, list):
+        out = [_capped(v) for v in value[:ITEMS]]
+        if len(value) > ITEMS:
+            out.append(f"... (cut: {len(value)} items)")
+        return out
+    return value
+
+
 class AuditLog:
     """One attempt's records: kept in memory and, with a path, appended to disk.
 
@@ -165,6 +208,8 @@ class AuditLog:
         *,
         durability: Durability = "batch",
         masker: Masker | None = None,
+        signer: Signer | None = None,
+        limit: int | None = None,
     ) -> None:
         if durability not in DURABILITIES:
             raise ValueError(f"unknown audit durability {durability!r}: use batch or always")
@@ -172,6 +217,7 @@ class AuditLog:
         self.attempt = attempt
         self.durability = durability
         self.masker = masker or Masker()
+        self.signer = signer
         # The screen needs the masker's known values; any other masker is
         # asked about every record (None).
         self._known: tuple[bytes, ...] | None = (
@@ -201,6 +247,12 @@ class AuditLog:
         """The outcome's tally of every record written, kept as they are written."""
         self.unasked: list[dict[str, Any]] = []
         """The subjects of the ``unasked`` records written (as masked)."""
+        self.limit = limit
+        """Bytes this log may write for its attempt (``[limits] log``); None: no bound."""
+        self.full: str | None = None
+        """Why nothing more is written (the limit was reached), or None."""
+        self._bytes = 0
+        self.thinning = Thinning(time.monotonic)
         if path is not None:
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
@@ -221,6 +273,19 @@ class AuditLog:
         """`record` with its fields as a dict, none of them None (the decision path)."""
         if self.broken is not None:
             raise AuditUnavailable(self.broken)
+        key = None if kind in _PAST_LIMIT else key_of(kind, fields)
+        if self.full is not None and kind not in _PAST_LIMIT:
+            key = (kind, key[1] if key else "agent", "audit.limit")
+            reason = str(fields.get("reason", ""))
+            self._count(key, fields, self.thinning.count(key, fields.get("request"), reason))
+            raise AuditUnavailable(self.full)
+        if key is not None:
+            added = self.thinning.counted(key, fields.get("request"), str(fields.get("reason", "")))
+            if added is not None:
+                return self._count(key, fields, added)
+            self.flush(key=key)  # a counted run of this key before this record
+        elif kind == "attempt-end":
+            self.flush(everything=True)
         seq = self._seq + 1
         now = time.time_ns() // 1000 / 1e6  # microseconds, as round(time.time(), 6), without its cost
         body: dict[str, Any] = {
@@ -232,6 +297,9 @@ class AuditLog:
             "prev": self._prev,
         }
         line, digest = self._serialized(body)
+        past = self.limit is not None and self._bytes + len(line) > self.limit
+        if past and kind not in _PAST_LIMIT:
+            self._reached(kind, fields)
         if self._fd is not None:
             try:
                 written = os.write(self._fd, line)
@@ -244,12 +312,67 @@ class AuditLog:
             self._dirty = True
         self._seq = seq
         self._prev = digest
+        self._bytes += len(line)
+        if key is not None:
+            self.thinning.wrote(key, seq)
         if self.path is None:
             self._lines.append(line)
         self.tallier.add(kind, body.get("verdict"), body.get("by"), body.get("request"))
         if kind == "unasked":
             self.unasked.append(body.get("subject") or {})
         return body
+
+    def _count(self, key: Key, fields: dict[str, Any], added: int) -> dict[str, Any]:
+        """A refusal counted instead of written (``added``: the requests it
+        adds to the tally); what the caller gets in place of its record: masked,
+        with the seq of the last record written."""
+        self.tallier.add_refused(added if key[0] in ASKED_KINDS else 0)
+        shown = {k: fields[k] for k in ("subject", "reason") if k in fields}
+        return {"seq": self._seq, "counted": True, **self.masker.json(shown)}
+
+    def _reached(self, kind: str, fields: dict[str, Any]) -> None:
+        """The limit is reached by this record: write the ``limit`` record in
+        its place, count this refusal and raise (fail closed)."""
+        assert self.limit is not None
+        self.full = (
+            f"the audit log reached its limit ([limits] log = {size_text(self.limit)}): "
+            "everything after it was refused"
+        )
+        self.append("limit", {"reason": self.full, "bytes": self._bytes})
+        self.append(kind, fields)  # counted under audit.limit, and raises
+
+    def flush(self, *, everything: bool = False, key: Key | None = None) -> None:
+        """Write the ``repeated`` record of each count that is due (see
+        `governor.audit.thinning`)."""
+        for (kind, origin, rule), pending in self.thinning.due(everything=everything, key=key):
+            self._repeated(kind, origin, rule, pending)
+
+    def _repeated(self, kind: str, origin: str, rule: str, pending: Pending) -> None:
+        like = f" like seq {pending.like}" if pending.like is not None else ""
+        self.append(
+            "repeated",
+            {
+                "of": kind,
+                "origin": origin,
+                "rule": rule,
+                "count": pending.count,
+                "requests": pending.requests,
+                "reason": f"{pending.count} more refusals{like} ({kind} from {origin}, "
+                f"{rule}): counted, not written one by one",
+                "samples": pending.samples,
+            },
+        )
+
+    @property
+    def seq(self) -> int:
+        """The seq of the last record appended: how many records this log holds."""
+        return self._seq
+
+    @property
+    def head(self) -> tuple[str, int] | None:
+        """The hash of the last record written and how many were: what anchors the
+        chain outside the file (None before the first record)."""
+        return None if self._prev is None else (self._prev, self._seq)
 
     @property
     def records(self) -> list[dict[str, Any]]:
@@ -301,6 +424,8 @@ class AuditLog:
             data = _dumped(body)
         except UnicodeEncodeError:
             data = self._replace(body, _scrubbed(body))
+        if len(data) > RECORD_BYTES:
+            data = self._replace(body, _capped(body))
         known = self._known
         if (
             known is None
@@ -310,6 +435,11 @@ class AuditLog:
             or (known and any(value in data for value in known))
         ):
             data = self._replace(body, self.masker.json(body))
+        if self.signer is not None and body["kind"] == "attempt-end":
+            # After masking: what is signed is what is written, and the
+            # signature (hex) is no string a masker could change.
+            data = self.signer.sealed(data)
+            body["signature"] = orjson.loads(data)["signature"]
         digest = hashlib.sha256(data).hexdigest()
         body["hash"] = digest
         return _line(data, digest), digest
@@ -375,11 +505,17 @@ class AuditLog:
             return
         while True:
             await trio.sleep(BATCH_INTERVAL)
+            if self.thinning.pending and self.broken is None:
+                with contextlib.suppress(AuditUnavailable):
+                    self.flush()
             if self._dirty and not self._sync_running:
                 await self._sync_once()
 
     def close(self) -> None:
         """Fsync what is left and close (at attempt end)."""
+        if self.thinning.pending and self.broken is None:
+            with contextlib.suppress(AuditUnavailable):
+                self.flush(everything=True)
         if self._fd is not None:
             with contextlib.suppress(OSError):
                 _sync_data(self._fd)
@@ -454,8 +590,4 @@ def inside(path: Path | str, roots: Iterable[str]) -> str | None:
     """The root that holds ``path`` (symlinks resolved), if any: an audit log there
     could be rewritten by the agent it records."""
     real = os.path.realpath(path)
-    for root in roots:
-        base = os.path.realpath(root)
-        if real == base or real.startswith(base.rstrip("/") + "/"):
-            return root
-    return None
+    return next((root for root in roots if is_under(real, os.path.realpath(root))), None)

@@ -1,18 +1,21 @@
 """Reading audit logs back: the files a name stands for, each log's records
-grouped by attempt (read and verified in one pass over its bytes), and one row
-per attempt with the tally computed the same way the outcome computes it.
+grouped by attempt (read and verified in one pass over its bytes), one row
+per attempt with the tally computed the same way the outcome computes it, and
+one attempt's decision records streamed from its file (`decision_records`).
 
-`governor audit` and anything that sums up logs (a batch's output) read here;
-nothing in this file writes.
+`governor audit`, anything that sums up logs (a batch's output) and whatever
+prints an outcome's decision log read here; nothing in this file writes.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Final
+
+import orjson
 
 from governor.audit.tally import Tally, tally
 from governor.audit.verify import UNFINISHED, Verification, verify
@@ -52,6 +55,43 @@ def log_files(paths: Sequence[str]) -> list[Path]:
     return found
 
 
+FRAMING: Final = ("attempt-start", "attempt-end")
+"""The records that frame an attempt; every other record of it is a decision."""
+
+
+def decision_records(
+    log: str | Path | None, attempt: str, count: int | None = None
+) -> Iterator[dict[str, Any]]:
+    """One attempt's decision records (every record of `attempt` but its start
+    and end), in order, read from the log file at `log` one line at a time:
+    never all in memory, however long the attempt was. `count` (an outcome's
+    ``decisions``) stops the read once that many were found, so that a log
+    shared by later attempts is not read to its end. A torn or foreign line is
+    skipped (another writer's, or a line cut by a crash); no `log` holds none.
+    Raises `LogUnreadable`, naming the file, when it cannot be read."""
+    if log is None or count == 0:
+        return
+    found = 0
+    try:
+        with open(log, "rb") as f:
+            for line in f:
+                try:
+                    record = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    continue
+                if (
+                    type(record) is dict
+                    and record.get("attempt") == attempt
+                    and record.get("kind") not in FRAMING
+                ):
+                    yield record
+                    found += 1
+                    if found == count:
+                        return
+    except OSError as e:
+        raise LogUnreadable(f"{log}: cannot read the log: {e.strerror or e}") from None
+
+
 @dataclass(slots=True)
 class AttemptRecords:
     """One attempt's records as read back from a log, in order."""
@@ -84,8 +124,9 @@ class LogFile:
     check: Verification
 
 
-def read_log(path: Path) -> LogFile:
-    """Read, group by attempt and verify one log in a single pass over its bytes."""
+def read_log(path: Path, wanted: Collection[str] = ()) -> LogFile:
+    """Read, group by attempt and verify one log in a single pass over its bytes
+    (noting where the hashes in ``wanted``, anchors, are found)."""
     try:
         data = path.read_bytes()
     except OSError as e:
@@ -116,7 +157,7 @@ def read_log(path: Path) -> LogFile:
             if group is None:
                 group = attempts[attempt] = AttemptRecords(attempt, source)
             group.records.append(value)
-    return LogFile(path, list(attempts.values()), numbered, verify(lines))
+    return LogFile(path, list(attempts.values()), numbered, verify(lines, wanted))
 
 
 def read_logs(paths: Sequence[str]) -> list[LogFile]:

@@ -35,6 +35,7 @@ from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any, Final
 
+from governor.audit.anchor import Authenticity
 from governor.audit.reading import AttemptRecords, row
 from governor.audit.replay import shown
 from governor.audit.tally import Tally
@@ -57,12 +58,20 @@ def decisions(group: AttemptRecords) -> list[dict[str, Any]]:
     return [r for r in group.records if r.get("kind") not in ("attempt-start", "attempt-end")]
 
 
-def render(group: AttemptRecords, check: Verification, *, log_name: str) -> str:
+def render(
+    group: AttemptRecords,
+    check: Verification,
+    *,
+    log_name: str,
+    authenticity: Authenticity | None = None,
+) -> str:
     """The page for one attempt: its header, tally chart, refusals, unasked
     changes, timeline (with filters) and the verification of its log's chain.
 
-    ``check`` is the verification of the whole log the attempt was read from;
-    ``log_name`` is shown as given (the caller masks it).
+    ``check`` is the verification of the whole log the attempt was read from,
+    ``authenticity`` what it was checked against besides itself (a head, a
+    signature; None: nothing, which the page says); ``log_name`` is shown as
+    given (the caller masks it).
     """
     summary = row(group)
     rows = decisions(group)
@@ -71,7 +80,7 @@ def render(group: AttemptRecords, check: Verification, *, log_name: str) -> str:
         [
             f"<h1>Attempt <code>{_e(group.attempt)}</code></h1>",
             _header(group, summary.status, summary.reason, summary.duration_s, log_name),
-            _verification(group, check, log_name),
+            _verification(group, check, log_name, authenticity or Authenticity()),
             _tally(summary.tally, (group.end or {}).get("tally")),
             _refusals(rows),
             _unasked(rows),
@@ -141,7 +150,9 @@ def _digest(digest: Any, source: Any) -> str | None:
     return f"{digest or '?'} ({source or 'source not recorded'})"
 
 
-def _verification(group: AttemptRecords, check: Verification, log_name: str) -> str:
+def _verification(
+    group: AttemptRecords, check: Verification, log_name: str, auth: Authenticity
+) -> str:
     notes: list[str] = []
     if check.problem is None:
         verdict = (
@@ -161,7 +172,31 @@ def _verification(group: AttemptRecords, check: Verification, log_name: str) -> 
         '<section id="verify"><h2>The hash chain</h2>'
         f'<p class="{css}" id="verify-result">{_e(log_name)}: {_e(verdict)}</p>'
         + (f"<ul>{items}</ul>" if items else "")
+        + _anchoring(check, auth)
         + "</section>"
+    )
+
+
+def _anchoring(check: Verification, auth: Authenticity) -> str:
+    """What the log was checked against besides itself, and which: the page must
+    not let "intact" pass for "authentic"."""
+    if check.problem is not None:
+        return ""
+    if not auth.checked:
+        return (
+            '<p class="bad" id="anchor-result">not anchored: checked against neither a head '
+            "nor a signature, so intact means only that the file agrees with itself (whoever "
+            "can write it could have rewritten all of it): give --head or --public-key</p>"
+        )
+    against = {"head": "the head given", "signature": "the public key given"}
+    what = " and ".join(against[c] for c in auth.checked)
+    if auth.problems:
+        verdict, css, items = f"NOT AUTHENTIC (checked against {what})", "bad", auth.problems
+    else:
+        verdict, css, items = f"{auth.label()}: checked against {what}", "good", auth.held
+    listed = "".join(f"<li>{_e(x)}</li>" for x in [*items, *auth.notes])
+    return f'<p class="{css}" id="anchor-result">{_e(verdict)}</p>' + (
+        f'<ul id="anchor-details">{listed}</ul>' if listed else ""
     )
 
 

@@ -40,6 +40,10 @@ def tally(records: Iterable[Mapping[str, Any]]) -> Tally:
     """
     counter = Tallier()
     for r in records:
+        if r.get("kind") == "repeated":
+            requests = r.get("requests") if r.get("of") in ASKED_KINDS else 0
+            counter.add_refused(requests if isinstance(requests, int) and requests > 0 else 0)
+            continue
         counter.add(r.get("kind"), r.get("verdict"), r.get("by"), r.get("request"))
     return counter.tally()
 
@@ -76,7 +80,7 @@ class Tallier:
         if verdict == "reported" or kind == "reported":
             self._reported += 1
             return
-        if kind not in _ASKED_KINDS:
+        if kind not in ASKED_KINDS:
             return
         flags = 0
         if verdict == "deny":
@@ -103,6 +107,14 @@ class Tallier:
         if len(groups) > OPEN_GROUPS:
             _count(self._closed, groups.popitem(last=False)[1])
 
+    def add_refused(self, requests: int) -> None:
+        """Count ``requests`` refused requests whose records were counted, not
+        written (a ``repeated`` record: `governor.audit.thinning`)."""
+        closed = self._closed  # asked, refused, not allowed; none waited on a person
+        closed[0] += requests
+        closed[1] += requests
+        closed[2] += requests
+
     def tally(self) -> Tally:
         """The counts so far."""
         counts = list(self._closed)
@@ -127,7 +139,7 @@ def _count(counts: list[int], flags: int) -> None:
     counts[3] += bool(flags & _PERSON)
 
 
-_ASKED_KINDS: Final = frozenset(
+ASKED_KINDS: Final = frozenset(
     {"permission", "read", "write", "terminal", "elicitation", "network"}
 )
 """The record kinds that stand for something the agent asked."""

@@ -18,10 +18,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
+
+from governor.audit.signing import Signed, signed_part
 
 _HASH_TAIL: Final = re.compile(rb',"hash":"([0-9a-f]{64})"\}\Z')
 
@@ -35,15 +37,32 @@ class Problem:
 
 
 @dataclass(frozen=True, slots=True)
+class ChainEnd:
+    """Where one attempt's chain ends in a log: its last record's hash, ``seq`` and
+    line, whether that record is the attempt's end, and the signature it
+    carries (`governor.audit.signing.signed_part`; None: unsigned)."""
+
+    attempt: str
+    hash: str
+    seq: int
+    line: int
+    ended: bool
+    signed: Signed | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Verification:
     """A log's check: the first problem (if any), attempts with no end record, and
-    lines a crash cut short (not tampering)."""
+    lines a crash cut short (not tampering); where each attempt's chain ends,
+    and where the hashes asked about (`verify`'s ``wanted``) were found."""
 
     problem: Problem | None
     unfinished: tuple[str, ...]
     attempts: int
     records: int
     incomplete: tuple[int, ...] = ()
+    ends: tuple[ChainEnd, ...] = ()
+    found: Mapping[str, ChainEnd] = field(default_factory=dict)
 
 
 def read_lines(path: Path) -> Iterator[tuple[int, dict[str, Any] | None, str]]:
@@ -83,15 +102,20 @@ def _starts_attempt(record: dict[str, Any] | None) -> bool:
     )
 
 
-def verify(lines: Iterable[tuple[int, dict[str, Any] | None, str]]) -> Verification:
+def verify(
+    lines: Iterable[tuple[int, dict[str, Any] | None, str]], wanted: Collection[str] = ()
+) -> Verification:
     """Check every record's hash and its link to the previous record of its attempt.
 
     The problem names the first line where the chain breaks; where two lines are
     involved (a record edited and re-hashed breaks the link of the next one; a
     forged record duplicates the number of the genuine one), it names both.
+    The records whose hash is in ``wanted`` (anchors) are noted where found.
     """
     last: dict[str, tuple[str, int, int]] = {}  # attempt -> (hash, seq, line)
     ended: dict[str, bool] = {}
+    signed: dict[str, Signed | None] = {}
+    found_at: dict[str, ChainEnd] = {}
     incomplete: list[int] = []
     count = 0
 
@@ -160,6 +184,12 @@ def verify(lines: Iterable[tuple[int, dict[str, Any] | None, str]]) -> Verificat
                 )
             return found(n, f"line {n}: {what}")
         last[attempt] = (record["hash"], seq, n)
-        ended[attempt] = record.get("kind") == "attempt-end"
+        is_end = ended[attempt] = record.get("kind") == "attempt-end"
+        signed[attempt] = signed_part(text.encode()) if is_end and "signature" in record else None
+        if record["hash"] in wanted:
+            found_at[record["hash"]] = ChainEnd(attempt, record["hash"], seq, n, is_end)
     unfinished = tuple(a for a, done in ended.items() if not done)
-    return Verification(None, unfinished, len(ended), count, tuple(incomplete))
+    ends = tuple(
+        ChainEnd(a, digest, seq, n, ended[a], signed[a]) for a, (digest, seq, n) in last.items()
+    )
+    return Verification(None, unfinished, len(ended), count, tuple(incomplete), ends, found_at)

@@ -29,10 +29,11 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Final, Literal
 
+from governor.policyfile import read_policy
 from governor.spec import AttemptSpec, RefusedBeforeStart, prepare
 from policies.capability import CAPABILITY_NAMES
 from policies.ceiling import Ceiling
-from policies.errors import closest
+from policies.errors import ConfigError, closest
 from policies.policy import Policy
 
 ID_PATTERN: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
@@ -321,14 +322,6 @@ def read_jobs(path: str | Path) -> tuple[list[Job], list[str]]:
     return [anchored(j, path.parent) for j in jobs], problems
 
 
-def load_jobs(path: str | Path) -> list[Job]:
-    """The jobs of a file (`read_jobs`); `BadJobs` with every bad line."""
-    jobs, problems = read_jobs(path)
-    if problems:
-        raise BadJobs(problems)
-    return jobs
-
-
 def as_jobs(items: Iterable[Job | Mapping[str, Any]]) -> list[Job]:
     """Jobs given as `Job`s or as dicts (a jobs-file line each), with every problem
     of the dicts at once (named by their position, from 1)."""
@@ -426,15 +419,9 @@ def by_line(problems: Iterable[str]) -> list[str]:
 def _with_policy(job: Job, problems: list[str]) -> Job:
     if not isinstance(job.policy, str):
         return job
-    from policies.policy import parse_policy
-
-    path = Path(job.policy).expanduser()
     try:
-        policy = parse_policy(path.read_text(encoding="utf-8"), str(path))
-    except OSError as e:
-        problems.append(f"key 'policy': {path}: cannot read the policy: {e.strerror}")
-        return job
-    except ValueError as e:
+        policy = read_policy(job.policy)
+    except ConfigError as e:
         problems.append(f"key 'policy': {e}")
         return job
     return replace(job, policy=policy)

@@ -17,10 +17,17 @@ Rules of this file:
   an id), rewriting it atomically, so a rerun appends each job's line once.
 - **One writer.** The folder is locked (``flock`` on ``OUT/.lock``) while a
   batch writes to it; a second batch on the same folder is refused.
+- **Never through a link.** Everything below ``OUT`` is opened relative to a
+  folder descriptor with ``O_NOFOLLOW``: a job folder must be a real folder
+  owned by this user (made by a batch), a temporary file is made afresh
+  (``O_EXCL``), and a rename replaces a link rather than following it. A link
+  planted in ``OUT`` (``OUT/j1 -> elsewhere``) is refused, naming it, and
+  nothing is written where it points.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -39,6 +46,14 @@ _TMP: Final = ".tmp-"
 
 class OutputBusy(Exception):
     """Another batch holds the output folder."""
+
+
+class OutputUnsafe(Exception):
+    """Something in the output folder is not what a batch made: a link, or a
+    folder of another user's."""
+
+
+_NOFOLLOW: Final = os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class Output:
@@ -60,7 +75,7 @@ class Output:
         """Lock the folder (made if missing), read what is finished and drop
         what does not count."""
         self.root.mkdir(parents=True, exist_ok=True)
-        lock = os.open(self.root / ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        lock = os.open(self.root / ".lock", os.O_RDWR | os.O_CREAT | _NOFOLLOW, 0o644)
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -70,9 +85,16 @@ class Output:
                 "give another --out"
             ) from None
         self._lock_fd = lock
+        links = sorted(e.name for e in os.scandir(self.root) if e.is_symlink())
+        if links:
+            self.close()
+            raise OutputUnsafe(
+                f"{self.root} holds links a batch never makes ({', '.join(links)}): remove "
+                "them, or give another --out; nothing was written",
+            )
         self._recover()
         self._fd = os.open(
-            self.root / OUTCOMES, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644
+            self.root / OUTCOMES, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW, 0o644
         )
         return self
 
@@ -97,18 +119,27 @@ class Output:
             data = b""
         self.finished, kept = _finished(self.root, data)
         if b"".join(kept) != data:
-            _replace(path, b"".join(kept))
-        for leftover in self.root.glob(f"*/{_TMP}*"):
-            leftover.unlink(missing_ok=True)
+            top = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            try:
+                _replace(top, OUTCOMES, b"".join(kept))
+            finally:
+                os.close(top)
+        for entry in os.scandir(self.root):
+            if entry.is_dir(follow_symlinks=False):
+                for leftover in Path(entry.path).glob(f"{_TMP}*"):
+                    leftover.unlink(missing_ok=True)
 
     def write(self, result: JobResult) -> dict[str, Any]:
         """Record a finished job: its files first, then its outcome line (the
         commit point); returns that line. Safe to call from several threads."""
         assert self._fd is not None, "open the output first"
         folder = self.job_dir(result.job)
-        folder.mkdir(exist_ok=True)
-        _replace(folder / LOG, result.log)
-        _replace(folder / PATCH, result.patch)
+        fd = _job_folder(self.root, result.job)
+        try:
+            _replace(fd, LOG, result.log)
+            _replace(fd, PATCH, result.patch)
+        finally:
+            os.close(fd)
         line = {"job": result.job, **result.outcome}
         line["log"] = str(folder / LOG)
         line["changes"] = str(folder / PATCH)
@@ -133,12 +164,17 @@ def _finished(root: Path, data: bytes) -> tuple[dict[str, dict[str, Any]], list[
             isinstance(job, str)
             and line is not None
             and job not in found
-            and (root / job / LOG).is_file()
-            and (root / job / PATCH).is_file()
+            and _real_file(root / job / LOG)
+            and _real_file(root / job / PATCH)
         ):
             found[job] = line
             kept.append(raw + b"\n")
     return found, kept
+
+
+def _real_file(path: Path) -> bool:
+    """A regular file reached through no link (the job's folder is not one either)."""
+    return not path.parent.is_symlink() and path.is_file() and not path.is_symlink()
 
 
 def _line(raw: bytes) -> dict[str, Any] | None:
@@ -149,11 +185,35 @@ def _line(raw: bytes) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def _replace(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically: a temporary file beside it,
-    fsync'd, renamed over it, and the folder fsync'd."""
-    tmp = path.with_name(f"{_TMP}{path.name}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+def _job_folder(root: Path, job: str) -> int:
+    """A descriptor of ``root/job``, made if missing; refused (`OutputUnsafe`)
+    when it is a link or not this user's folder."""
+    top = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(job, 0o755, dir_fd=top)
+        try:
+            fd = os.open(job, os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW, dir_fd=top)
+        except OSError as e:
+            raise OutputUnsafe(
+                f"{root / job} is not a folder a batch made ({e.strerror}): not written"
+            ) from None
+    finally:
+        os.close(top)
+    if os.fstat(fd).st_uid != os.geteuid():
+        os.close(fd)
+        raise OutputUnsafe(f"{root / job} belongs to another user: not written")
+    return fd
+
+
+def _replace(folder: int, name: str, data: bytes) -> None:
+    """Write ``data`` to ``name`` in the folder ``folder`` atomically: a fresh
+    temporary file beside it (never through a link), fsync'd, renamed over it
+    (a rename replaces a link, it does not follow one), the folder fsync'd."""
+    tmp = f"{_TMP}{name}"
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp, dir_fd=folder)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o644, dir_fd=folder)
     try:
         view = memoryview(data)
         while view:
@@ -161,12 +221,8 @@ def _replace(path: Path, data: bytes) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-    os.replace(tmp, path)
-    folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(folder)
-    finally:
-        os.close(folder)
+    os.rename(tmp, name, src_dir_fd=folder, dst_dir_fd=folder)
+    os.fsync(folder)
 
 
 def read_outcomes(root: str | Path) -> dict[str, dict[str, Any]]:

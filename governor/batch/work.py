@@ -114,7 +114,6 @@ async def _run(
         outcome = (await run_attempt(spec, stop=stop)).to_json()
     except RefusedBeforeStart as e:
         outcome = failed(job, "refused before start: " + "; ".join(e.problems))
-    outcome.pop("tool_calls", None)  # the audit log beside the outcome holds them
     outcome.update(facts)
     try:
         patch = await changes(workspace)

@@ -33,7 +33,7 @@ EXIT_CODES: Final = "exit codes:\n" + "".join(f"  {code}  {text}\n" for code, te
 
 def build_parser() -> argparse.ArgumentParser:
     """The whole `governor` parser, every subcommand registered."""
-    from governor.cli import audit, batch, check, completion, doctor, presets, run, sandbox
+    from governor.cli import agents, audit, batch, check, completion, doctor, presets, run, sandbox
 
     parser = argparse.ArgumentParser(
         prog="governor",
@@ -44,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"acp-governor {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module in (run, batch, audit, check, presets, sandbox, doctor, completion):
+    for module in (run, batch, audit, check, presets, agents, sandbox, doctor, completion):
         module.register(sub)
     return parser
 

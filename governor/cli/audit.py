@@ -2,9 +2,10 @@
 verification of the hash chain, and replay under another policy.
 
     governor audit [--refused | --network | --attempt ID] [--json] LOG|DIR ...
-    governor audit verify [--json] LOG|DIR ...
+    governor audit verify [--json] [--head HASH ... | --outcomes FILE] [--public-key FILE] LOG|DIR ...
     governor audit replay LOG --policy FILE [--ceiling FILE] [--attempt ID] [--json]
-    governor audit report LOG|DIR [--attempt ID] -o FILE.html
+    governor audit report LOG|DIR [--attempt ID] [--head HASH] [--public-key FILE] -o FILE.html
+    governor audit keygen KEY
 
 A directory stands for every ``*.jsonl`` file under it; a batch's output
 (``governor batch --out DIR``) for its jobs: one row per job and the batch's
@@ -18,43 +19,48 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
+import re
 import sys
-import time
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from governor.audit.anchor import (
+    OutcomesUnreadable,
+)
 from governor.audit.reading import (
-    AttemptRecords,
     LogFile,
     LogUnreadable,
     Row,
     is_batch_output,
-    log_files,
     read_log,
     read_logs,
     row,
 )
-from governor.audit.replay import Replay, replay, shown
+from governor.audit.signing import SigningUnavailable
 from governor.audit.tally import Tally
 from governor.audit.verify import INCOMPLETE, UNFINISHED
 
 USAGE: Final = """governor audit [--refused | --network | --attempt ID] [--json] LOG|DIR ...
-       governor audit verify [--json] LOG|DIR ...
+       governor audit verify [--json] [--head HASH ... | --outcomes FILE] [--public-key FILE] LOG|DIR ...
        governor audit replay LOG --policy FILE [--ceiling FILE] [--attempt ID] [--json]
-       governor audit report LOG|DIR [--attempt ID] -o FILE.html"""
+       governor audit report LOG|DIR [--attempt ID] [--head HASH] [--public-key FILE] -o FILE.html
+       governor audit keygen KEY"""
 
 EXIT_CODES: Final = """exit codes:
   0  done (the report warns of a log that does not verify; verify reports unfinished
      attempts and a line cut by a crash without failing)
-  1  verify: a log does not verify (its first bad line is named); --attempt: no such id
+  1  verify: a log does not verify (its first bad line is named), or does not end at
+     its head, or an end record's signature does not hold; --attempt: no such id
   2  usage: a missing log, an unreadable or invalid policy; report: several attempts
      and no --attempt (the choices are named)
 """
 
 TALLY_COLUMNS: Final = ("asked", "allowed", "waited", "refused", "reported", "unasked")
+
+
+HEAD: Final = re.compile(r"[0-9a-f]{64}")
 
 
 class UsageError(Exception):
@@ -103,10 +109,50 @@ def _report_parser() -> argparse.ArgumentParser:
 
 def _verify_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="governor audit verify", description="Check the hash chain of each log."
+        prog="governor audit verify",
+        description="Check the hash chain of each log; with --head or --outcomes, that each "
+        "attempt's chain ends at the head reported for it (its outcome's log_head); with "
+        "--public-key, that each end record is signed by that key. Without either, a log that "
+        "verifies is only consistent with itself: whoever can write the file could have "
+        "rewritten all of it.",
     )
-    p.add_argument("paths", nargs="+", metavar="LOG|DIR")
+    p.add_argument("paths", nargs="*", metavar="LOG|DIR")
     p.add_argument("--json", action="store_true", help="JSON on stdout")
+    _anchor_options(p)
+    p.add_argument(
+        "--outcomes",
+        metavar="FILE",
+        help="a batch's outcomes.jsonl (or one `governor run --json` outcome): check every "
+        "job's log against the head on its line",
+    )
+    return p
+
+
+def _anchor_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--head",
+        metavar="HASH",
+        action="append",
+        help="an attempt's head (its outcome's log_head); repeat for a log of several attempts: "
+        "every attempt must end at one",
+    )
+    p.add_argument(
+        "--public-key",
+        metavar="FILE",
+        help="the operator's Ed25519 public key (PEM): every finished attempt's end record "
+        "must be signed by it",
+    )
+
+
+def _keygen_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="governor audit keygen",
+        description="Make an Ed25519 key pair for signing audit logs: KEY (the private key, "
+        "PEM, mode 600: the ceiling's audit_key, or the value of "
+        "$ACP_GOVERNOR_AUDIT_PRIVATE_KEY) and KEY.pub (for `verify --public-key`). Never "
+        "overwrites a file.",
+    )
+    p.add_argument("key", metavar="KEY")
     return p
 
 
@@ -144,21 +190,42 @@ def _page_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "-o", "--output", metavar="FILE", required=True, help="the page to write ('-': stdout)"
     )
+    _anchor_options(p)
     return p
 
 
 def main(args: argparse.Namespace) -> int:
     """Dispatch to the report, `verify` or `replay`; map errors to exit 2."""
+    # the views and checks import the report page and the signing library: only
+    # the command that needs them pays for them
+    from governor.cli.audit_checks import run_keygen, run_replay, run_verify
+    from governor.cli.audit_views import run_html_report
+
     rest = list(args.args)
     if rest[:1] == ["--"]:
         rest = rest[1:]
     try:
         if rest[:1] == ["verify"]:
-            sub = _verify_parser().parse_args(rest[1:])
-            return run_verify(sub.paths, as_json=sub.json or args.json)
+            sub = _verify_parser().parse_intermixed_args(rest[1:])
+            return run_verify(
+                sub.paths,
+                as_json=sub.json or args.json,
+                heads=sub.head,
+                outcomes=sub.outcomes,
+                public_key=sub.public_key,
+            )
+        if rest[:1] == ["keygen"]:
+            sub = _keygen_parser().parse_args(rest[1:])
+            return run_keygen(sub.key)
         if rest[:1] == ["report"]:
             sub = _page_parser().parse_intermixed_args(rest[1:])
-            return run_page(sub.paths, sub.output, attempt=sub.attempt or args.attempt)
+            return run_html_report(
+                sub.paths,
+                sub.output,
+                attempt=sub.attempt or args.attempt,
+                heads=sub.head,
+                public_key=sub.public_key,
+            )
         if rest[:1] == ["replay"]:
             sub = _replay_parser().parse_args(rest[1:])
             return run_replay(
@@ -177,14 +244,14 @@ def main(args: argparse.Namespace) -> int:
             raise UsageError(
                 "--refused, --network and --attempt are different views: choose one"
             )
-        return run_report(
+        return run_table(
             sub.paths,
             refused=refused,
             attempt=attempt,
             network=network,
             as_json=sub.json or args.json,
         )
-    except (UsageError, LogUnreadable) as e:
+    except (UsageError, LogUnreadable, OutcomesUnreadable, SigningUnavailable) as e:
         print(f"governor audit: {e}", file=sys.stderr)
         return 2
 
@@ -210,7 +277,7 @@ def _table(rows: list[Row]) -> Iterator[str]:
         ).rstrip()
 
 
-def _integrity_notes(logs: list[LogFile]) -> list[str]:
+def integrity_notes(logs: list[LogFile]) -> list[str]:
     notes = []
     for log in logs:
         if log.check.problem is not None:
@@ -223,7 +290,7 @@ def _integrity_notes(logs: list[LogFile]) -> list[str]:
     return notes
 
 
-def run_report(
+def run_table(
     paths: Sequence[str],
     *,
     refused: bool = False,
@@ -232,6 +299,8 @@ def run_report(
     as_json: bool = False,
 ) -> int:
     """The summary table, the refusals, the connections, or one attempt's story."""
+    from governor.cli.audit_views import connections, refusals, story
+
     if (
         paths
         and not refused
@@ -239,17 +308,17 @@ def run_report(
         and attempt is None
         and all(is_batch_output(Path(p)) for p in paths)
     ):
-        return run_batch_report(paths, as_json=as_json)
+        return run_batch_table(paths, as_json=as_json)
     logs = read_logs(paths)
     groups = [g for log in logs for g in log.attempts]
-    for note in _integrity_notes(logs):
+    for note in integrity_notes(logs):
         print(f"warning: {note}", file=sys.stderr)
     if attempt is not None:
-        return _story(groups, attempt, as_json)
+        return story(groups, attempt, as_json)
     if refused:
-        return _refusals(groups, as_json)
+        return refusals(groups, as_json)
     if network:
-        return _connections(groups, as_json)
+        return connections(groups, as_json)
     rows = sorted((row(g) for g in groups), key=lambda r: (r.started or 0.0, r.attempt))
     if as_json:
         print(json.dumps([r.to_json() for r in rows], indent=1, ensure_ascii=False))
@@ -366,7 +435,7 @@ def batch_totals(rows: list[JobRow]) -> str:
 def print_batch(root: Path, *, as_json: bool = False) -> int:
     """The per-job table of a batch's output and its total tally (or JSON)."""
     rows, logs = batch_rows(root)
-    for note in _integrity_notes(logs):
+    for note in integrity_notes(logs):
         print(f"warning: {note}", file=sys.stderr)
     if as_json:
         print(json.dumps([r.to_json() for r in rows], indent=1, ensure_ascii=False))
@@ -380,330 +449,10 @@ def print_batch(root: Path, *, as_json: bool = False) -> int:
     return 0
 
 
-def run_batch_report(paths: Sequence[str], *, as_json: bool = False) -> int:
+def run_batch_table(paths: Sequence[str], *, as_json: bool = False) -> int:
     """`print_batch` for each batch output named."""
     for n, path in enumerate(paths):
         if len(paths) > 1 and not as_json:
             print(("\n" if n else "") + f"{path}:")
         print_batch(Path(path), as_json=as_json)
     return 0
-
-
-def _refused(group: AttemptRecords) -> Iterator[dict[str, Any]]:
-    for r in group.records:
-        if r.get("verdict") == "deny":
-            yield {
-                "attempt": group.attempt,
-                "log": group.source,
-                "seq": r.get("seq"),
-                "time": r.get("time"),
-                "kind": r.get("kind"),
-                "subject": shown(r),
-                "by": r.get("by"),
-                "rule": r.get("rule"),
-                "reason": r.get("reason"),
-            }
-
-
-def _connections(groups: list[AttemptRecords], as_json: bool) -> int:
-    """Every ``network`` record: the connection, who asked, the verdict and why."""
-    found = [
-        {
-            "attempt": g.attempt,
-            "log": g.source,
-            "seq": r.get("seq"),
-            "time": r.get("time"),
-            "subject": shown(r),
-            "origin": (r.get("subject") or {}).get("origin"),
-            "verdict": r.get("verdict"),
-            "by": r.get("by"),
-            "rule": r.get("rule"),
-            "reason": r.get("reason"),
-        }
-        for g in groups
-        for r in g.records
-        if r.get("kind") == "network"
-    ]
-    if as_json:
-        print(json.dumps(found, indent=1, ensure_ascii=False))
-        return 0
-    if not found:
-        print(f"no connection in {len(groups)} attempt(s)")
-        return 0
-    for x in found:
-        print(f"{x['attempt']} #{x['seq']} {x['verdict']:<8} {x['origin']}: {x['subject']}")
-        print(f"    {x['by']} [{x['rule']}]: {x['reason']}")
-    allowed = sum(1 for x in found if x["verdict"] == "allow")
-    print(f"\n{len(found)} connection(s) in {len(groups)} attempt(s): {allowed} allowed, "
-          f"{len(found) - allowed} refused or waiting")  # fmt: skip
-    return 0
-
-
-def _refusals(groups: list[AttemptRecords], as_json: bool) -> int:
-    found = [x for g in groups for x in _refused(g)]
-    if as_json:
-        print(json.dumps(found, indent=1, ensure_ascii=False))
-        return 0
-    if not found:
-        print(f"nothing was refused in {len(groups)} attempt(s)")
-        return 0
-    for x in found:
-        print(f"{x['attempt']} #{x['seq']} {x['kind']}: {x['subject']}")
-        print(f"    refused by {x['by']} [{x['rule']}]: {x['reason']}")
-    print(f"\n{len(found)} refused in {len(groups)} attempt(s)")
-    return 0
-
-
-def find_attempt(groups: list[AttemptRecords], wanted: str) -> AttemptRecords:
-    """The attempt with this id, or the only one it is a prefix of."""
-    exact = [g for g in groups if g.attempt == wanted]
-    if exact:
-        return exact[0]
-    matches = [g for g in groups if g.attempt.startswith(wanted)]
-    if len(matches) == 1:
-        return matches[0]
-    if not matches:
-        raise LookupError(f"no attempt {wanted!r} in the logs read ({len(groups)} attempt(s))")
-    names = ", ".join(g.attempt for g in matches[:5])
-    raise LookupError(f"{wanted!r} names {len(matches)} attempts ({names}...): give more of the id")
-
-
-def describe(record: dict[str, Any], t0: float | None) -> str:
-    """One record as one line of an attempt's story."""
-    kind = record.get("kind")
-    at = record.get("time")
-    clock = f"+{at - t0:.3f}s" if isinstance(at, int | float) and t0 is not None else ""
-    clock = clock.rjust(9)
-    head = f"{clock} #{record.get('seq')}"
-    if kind == "attempt-start":
-        argv = " ".join(map(str, record.get("argv") or []))
-        return (
-            f"{head} started {record.get('preset') or record.get('agent')} ({argv}) in "
-            f"{record.get('workspace')}: capability {record.get('capability')}, approvals "
-            f"{record.get('approvals')}, agent {'sandboxed' if record.get('sandboxed_agent') else 'NOT sandboxed'}, "
-            f"policy {record.get('policy_source')} ({record.get('policy')}), ceiling "
-            f"{record.get('ceiling_source')} ({record.get('ceiling')})"
-            + (f", trace {record['trace_id']}" if record.get("trace_id") else "")
-        )
-    if kind == "attempt-end":
-        t = record.get("tally") or {}
-        counts = ", ".join(f"{t.get(c, 0)} {c}" for c in TALLY_COLUMNS)
-        reason = f": {record.get('reason')}" if record.get("reason") else ""
-        return (
-            f"{head} ended {record.get('status')}{reason} ({counts}; {record.get('duration_s')} s)"
-        )
-    request = f" request {record['request']}" if record.get("request") is not None else ""
-    option = f", option {record['option']}" if record.get("option") else ""
-    return (
-        f"{head} {kind}{request}: {shown(record)} -> {record.get('verdict')} by "
-        f"{record.get('by')} [{record.get('rule', '')}]{option}: {record.get('reason', '')}"
-    )
-
-
-def _story(groups: list[AttemptRecords], wanted: str, as_json: bool) -> int:
-    try:
-        group = find_attempt(groups, wanted)
-    except LookupError as e:
-        print(f"governor audit: {e}", file=sys.stderr)
-        return 1
-    if as_json:
-        print(json.dumps(group.records, indent=1, ensure_ascii=False))
-        return 0
-    start = group.start
-    t0 = (start or group.records[0]).get("time")
-    when = (
-        time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t0))
-        if isinstance(t0, int | float)
-        else "?"
-    )
-    print(f"attempt {group.attempt} ({group.source}), started {when}")
-    for r in group.records:
-        print(describe(r, t0 if isinstance(t0, int | float) else None))
-    if group.end is None:
-        print(f"          {UNFINISHED}")
-    return 0
-
-
-# -- report: one attempt as an HTML page ----------------------------------------------
-
-
-def run_page(paths: Sequence[str], output: str, *, attempt: str | None = None) -> int:
-    """Write one attempt's page (`governor.audit.report`) to ``output``. Exit 1 for an
-    id that names no attempt (or several), 2 for several attempts and no id; both
-    name the choices."""
-    from governor.audit.report import render
-    from governor.secrets import Masker
-
-    logs = read_logs(paths)
-    owner = {id(g): log for log in logs for g in log.attempts}
-    groups = [g for log in logs for g in log.attempts]
-    if not groups:
-        raise UsageError(f"no attempts in {', '.join(paths)}")
-    if attempt is None:
-        if len(groups) > 1:
-            raise UsageError(
-                f"the logs hold {len(groups)} attempts: choose one with --attempt ID "
-                f"({_choices(groups)})"
-            )
-        group = groups[0]
-    else:
-        try:
-            group = find_attempt(groups, attempt)
-        except LookupError as e:
-            print(f"governor audit: {e}; the attempts: {_choices(groups)}", file=sys.stderr)
-            return 1
-    log = owner[id(group)]
-    for note in _integrity_notes([log]):
-        print(f"warning: {note}", file=sys.stderr)
-    # The records are masked as written; the log's name is the one thing the page adds.
-    masked = Masker.from_environ(os.environ).text
-    page = render(group, log.check, log_name=masked(str(log.path)))
-    if output == "-":
-        sys.stdout.write(page)
-        return 0
-    try:
-        Path(output).write_text(page, encoding="utf-8")
-    except OSError as e:
-        raise UsageError(f"{output}: cannot write the page: {e.strerror}") from None
-    print(f"wrote {output}: attempt {group.attempt}, {len(group.records)} record(s)")
-    return 0
-
-
-def _choices(groups: list[AttemptRecords], most: int = 20) -> str:
-    names = [g.attempt for g in groups]
-    more = f" and {len(names) - most} more" if len(names) > most else ""
-    return ", ".join(names[:most]) + more
-
-
-# -- verify ---------------------------------------------------------------------------
-
-
-def run_verify(paths: Sequence[str], *, as_json: bool = False) -> int:
-    """Exit 0 when every log verifies (unfinished attempts and a cut last line are
-    reported, not failures); 1 naming the first bad line of each log that does not."""
-    files = log_files(paths)
-    if not files:
-        raise UsageError(f"no audit logs in {', '.join(paths)}")
-    results = []
-    bad = 0
-    for path in files:
-        check = read_log(path).check
-        bad += check.problem is not None
-        results.append((path, check))
-    if as_json:
-        print(
-            json.dumps(
-                [
-                    {
-                        "log": str(path),
-                        "intact": check.problem is None,
-                        "problem": None if check.problem is None else asdict(check.problem),
-                        "unfinished": list(check.unfinished),
-                        "incomplete": list(check.incomplete),
-                        "attempts": check.attempts,
-                        "records": check.records,
-                    }
-                    for path, check in results
-                ],
-                indent=1,
-            )
-        )
-        return 1 if bad else 0
-    for path, check in results:
-        if check.problem is not None:
-            print(f"{path}: TAMPERED: {check.problem.what}")
-        else:
-            print(f"{path}: intact ({check.records} line(s), {check.attempts} attempt(s))")
-        for n in check.incomplete:
-            print(
-                f"{path}: line {n}: {INCOMPLETE}"
-                if n == check.records
-                else f"{path}: line {n}: incomplete (the governor stopped while writing it; a new attempt follows)"
-            )
-        for attempt in check.unfinished:
-            print(f"{path}: attempt {attempt}: {UNFINISHED}")
-    return 1 if bad else 0
-
-
-# -- replay -----------------------------------------------------------------------------
-
-
-def run_replay(
-    log: str,
-    policy_file: str,
-    *,
-    ceiling: str | None = None,
-    attempt: str | None = None,
-    as_json: bool = False,
-) -> int:
-    """List what would change if the log's actions were decided under another policy."""
-    from governor.ceilings import load_ceiling
-    from policies.errors import ConfigError
-    from policies.policy import parse_policy
-
-    try:
-        text = Path(policy_file).read_text(encoding="utf-8")
-    except OSError as e:
-        raise UsageError(f"{policy_file}: cannot read the policy: {e.strerror}") from None
-    try:
-        policy = parse_policy(text, policy_file)
-        protected = load_ceiling(ceiling).protected
-    except ConfigError as e:
-        raise UsageError(str(e)) from None
-    files = log_files([log])
-    logged = read_log(files[0]) if len(files) == 1 else None
-    if logged is None:
-        raise UsageError(f"replay reads one log file, not {log}")
-    if logged.check.problem is not None:
-        print(
-            f"warning: {log} does not verify ({logged.check.problem.what}); replaying what it says",
-            file=sys.stderr,
-        )
-    groups = logged.attempts
-    if attempt is not None:
-        try:
-            groups = [find_attempt(groups, attempt)]
-        except LookupError as e:
-            print(f"governor audit: {e}", file=sys.stderr)
-            return 1
-    wanted = {g.attempt for g in groups}
-    numbered = [(n, r) for n, r in logged.numbered if r.get("attempt") in wanted]
-    results = replay(numbered, policy, protected=protected)
-    if as_json:
-        print(json.dumps([_replay_json(r) for r in results], indent=1, ensure_ascii=False))
-        return 0
-    for r in results:
-        _print_replay(r, policy_file)
-    return 0
-
-
-def _replay_json(r: Replay) -> dict[str, Any]:
-    return {
-        "attempt": r.attempt,
-        "actions": r.actions,
-        "changes": [asdict(c) | {"change": c.label} for c in r.changes],
-        "skipped": list(r.skipped),
-        "unaffected": r.unaffected,
-    }
-
-
-def _print_replay(r: Replay, policy_file: str) -> None:
-    print(f"attempt {r.attempt}: {r.actions} action(s) re-decided under {policy_file}")
-    for c in r.changes:
-        note = " (approximate: an older record without the raw input)" if c.approximate else ""
-        print(f"  line {c.line} #{c.seq} {c.kind}: {c.subject}")
-        print(f"      {c.label} [{c.rule}]: {c.reason}{note}")
-    for s in r.skipped:
-        print(f"  not replayed: {s}")
-    if r.unaffected:
-        print(
-            f"  {r.unaffected} decision(s) no policy makes (model, mode, settings, forms) "
-            "stay as they were"
-        )
-    if not r.changes:
-        print("  nothing would change")
-    else:
-        counts: dict[str, int] = {}
-        for c in r.changes:
-            counts[c.label] = counts.get(c.label, 0) + 1
-        print("  " + ", ".join(f"{n} {label}" for label, n in sorted(counts.items())))

@@ -122,7 +122,7 @@ def main(args: argparse.Namespace) -> int:
     from governor import logs
     from governor.batch.cluster import RayOptions, RayUnavailable, import_ray
     from governor.batch.jobs import BadJobs
-    from governor.batch.output import OutputBusy
+    from governor.batch.output import OutputBusy, OutputUnsafe
     from governor.batch.runner import run_batch
     from governor.cli.run import freeze_startup_heap
 
@@ -155,7 +155,7 @@ def main(args: argparse.Namespace) -> int:
             print(f"governor batch: {problem}", file=sys.stderr)
         print("governor batch: nothing was run", file=sys.stderr)
         return REFUSED_BEFORE_START
-    except (RayUnavailable, OutputBusy, ValueError) as e:
+    except (RayUnavailable, OutputBusy, OutputUnsafe, ValueError) as e:
         print(f"governor batch: {e}", file=sys.stderr)
         return REFUSED_BEFORE_START
     progress.close()

@@ -1,66 +1,87 @@
-"""`governor check`: does a policy fit the ceiling in force?"""
+"""`governor check`: does a job fit the ceiling in force?
+
+It judges with the same `policies.ceiling.check_job` as ``governor run``,
+``batch`` and ``sandbox``, from the same options (``--policy``,
+``--capability``, ``--agent``, ``--agent-arg``, ``--allow-host``,
+``--timeout``), so a job it says fits is not refused by ``governor run``.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
+from dataclasses import replace
 
 from governor.ceilings import load_ceiling
-from policies.ceiling import CUSTOM_AGENT, AgentForbidden, RunRequest, check
+from governor.policyfile import read_policy
+from policies.capability import CAPABILITY_NAMES, Capability, CapabilityError
+from policies.ceiling import check_job
 from policies.errors import ConfigError
-from policies.policy import Policy, parse_policy
+from policies.network import HostPatternError, parse_pattern
+from policies.policy import Policy
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the `check` subcommand."""
     p = sub.add_parser(
         "check",
-        help="check a policy file against the operator's ceiling",
-        description="Check a policy against the ceiling in force: exit 0 when it fits, "
-        "exit 2 listing every violation (one per line) otherwise.",
+        help="check a job's policy against the operator's ceiling",
+        description="Check a job against the ceiling in force, as governor run would before "
+        "it starts: exit 0 when it fits, exit 2 listing every violation (one per line) "
+        "otherwise. Without --agent the policy is judged alone.",
     )
     p.add_argument("--policy", metavar="FILE", help="the job's policy (TOML); default: read-only")
+    p.add_argument(
+        "--capability", default=None, help=f"override the policy's: {', '.join(CAPABILITY_NAMES)}"
+    )
     p.add_argument("--ceiling", metavar="FILE", help="the operator's ceiling (TOML)")
-    p.add_argument("--agent", metavar="ID", default=None, help="the agent the job would run")
+    p.add_argument(
+        "--agent",
+        metavar="ID",
+        default=None,
+        help="the agent the job would run: a preset, acp (an ACP command) or command",
+    )
+    p.add_argument(
+        "--agent-arg", action="append", default=[], metavar="ARG",
+        help="a raw argument the job would append to the preset's argv (counted, never shown)",
+    )  # fmt: skip
+    p.add_argument(
+        "--allow-host", action="append", default=[], metavar="HOST[:PORT]",
+        help="a host the job would add (repeatable)",
+    )  # fmt: skip
+    p.add_argument(
+        "--timeout", type=float, default=None, metavar="S",
+        help="seconds for the attempt (wins over the policy's [limits] wall)",
+    )  # fmt: skip
     p.set_defaults(func=run)
 
 
-def load_policy(path: str | None) -> Policy:
-    """A policy file, or the least-authority default when none is named."""
-    if path is None:
-        return Policy()
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(path, "", "no such policy file") from None
-    except OSError as e:
-        raise ConfigError(path, "", f"cannot read the policy: {e.strerror}") from None
-    return parse_policy(text, source=path)
-
-
 def run(args: argparse.Namespace) -> int:
-    """Exit 0 when the policy fits, 2 with every violation otherwise."""
+    """Exit 0 when the job fits, 2 with every violation otherwise."""
     try:
-        policy = load_policy(args.policy)
+        policy = Policy() if args.policy is None else read_policy(args.policy)
+        if args.capability is not None:
+            policy = replace(policy, capability=Capability.parse(args.capability))
+        for host in args.allow_host:
+            parse_pattern(host)
         ceiling = load_ceiling(args.ceiling)
-    except ConfigError as e:
+    except (ConfigError, CapabilityError) as e:
         print(f"governor: {e}", file=sys.stderr)
         return 2
-    request = RunRequest(
-        agent=args.agent or CUSTOM_AGENT,
-        capability=policy.capability,
-        network=policy.network,
-        keep=policy.keep,
-        limits=policy.limits,
+    except HostPatternError as e:
+        print(f"governor: --allow-host: {e}", file=sys.stderr)
+        return 2
+    violations = check_job(
+        policy,
+        ceiling,
+        agent=args.agent,
+        agent_args=args.agent_arg,
+        hosts=args.allow_host,
+        wall=args.timeout,
     )
-    verdict = check(request, ceiling)
-    if isinstance(verdict, list) and args.agent is None:
-        # No agent named: judge the policy alone.
-        verdict = [v for v in verdict if not isinstance(v, AgentForbidden)] or request
     print(f"ceiling: {ceiling.source}")
-    if isinstance(verdict, list):
-        for violation in verdict:
+    if violations:
+        for violation in violations:
             print(f"violation: {violation}", file=sys.stderr)
         return 2
     print(

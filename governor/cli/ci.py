@@ -3,10 +3,11 @@
 Where ``GITHUB_STEP_SUMMARY`` names a file (GitHub Actions sets it for every
 step), ``governor run`` appends a Markdown summary of the attempt to it: the
 status, the tally, each refusal with its rule and reason, the changes made
-without asking, and the audit log's path. With ``--annotate`` it also prints
-workflow commands (``::error`` for each refusal, ``::warning`` for each
+without asking, and the audit log's path and head (kept by the runner, apart
+from the log: what `governor audit verify --head` checks the log against).
+With ``--annotate`` it also prints workflow commands (``::error`` for each refusal, ``::warning`` for each
 unasked change), which the runner shows on the run's page. Everything comes
-from the outcome, which is masked like the audit log.
+from the outcome and its records in the audit log, masked alike.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import os
 import sys
 from typing import Any, Final
 
+from governor.audit.reading import decision_records
+from governor.display import markdown, markdown_code, terminal
 from governor.outcome import Outcome
 
 SUMMARY_VARIABLE: Final = "GITHUB_STEP_SUMMARY"
@@ -23,8 +26,9 @@ MAX_ROWS: Final = 200
 
 
 def refusals(outcome: Outcome) -> list[dict[str, Any]]:
-    """The decision records that refused something."""
-    return [r for r in outcome.tool_calls if r.get("verdict") == "deny"]
+    """The decision records that refused something, read from the attempt's log."""
+    records = decision_records(outcome.log, outcome.run_id, outcome.decisions)
+    return [r for r in records if r.get("verdict") == "deny"]
 
 
 def _what(record: dict[str, Any]) -> str:
@@ -33,17 +37,11 @@ def _what(record: dict[str, Any]) -> str:
     return str(found or record.get("kind", ""))
 
 
-def _cell(text: object) -> str:
-    """Text safe in a Markdown table cell: one line, pipes and backticks escaped."""
-    flat = " ".join(str(text).split())
-    return flat.replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`")[:300]
-
-
 def step_summary(outcome: Outcome) -> str:
     """The attempt as Markdown for the job summary."""
-    lines = [f"### acp-governor: `{_cell(outcome.run_id)}` {outcome.status}", ""]
+    lines = [f"### acp-governor: {markdown_code(outcome.run_id)} {markdown(outcome.status)}", ""]
     if outcome.reason:
-        lines += [_cell(outcome.reason), ""]
+        lines += [f"Reason: {markdown(outcome.reason, 2000)}", ""]
     acp = outcome.acp
     if acp is not None:
         t = acp.tally
@@ -63,8 +61,8 @@ def step_summary(outcome: Outcome) -> str:
         ]
         for r in refused[:MAX_ROWS]:
             lines.append(
-                f"| {r.get('seq', '')} | {_cell(r.get('kind', ''))} | {_cell(_what(r))} "
-                f"| {_cell(r.get('rule') or '')} | {_cell(r.get('reason') or '')} |"
+                f"| {markdown(r.get('seq', ''))} | {markdown(r.get('kind', ''))} | {markdown(_what(r))} "
+                f"| {markdown(r.get('rule') or '')} | {markdown(r.get('reason') or '')} |"
             )
         if len(refused) > MAX_ROWS:
             lines.append(f"| | | {len(refused) - MAX_ROWS} more | | |")
@@ -72,10 +70,24 @@ def step_summary(outcome: Outcome) -> str:
     unasked = acp.unasked_paths if acp is not None else []
     if unasked:
         lines += ["**Changed without asking**", ""]
-        lines += [f"- `{_cell(path)}`" for path in unasked[:MAX_ROWS]]
+        lines += [f"- {markdown_code(path)}" for path in unasked[:MAX_ROWS]]
         lines.append("")
-    if outcome.log:
-        lines += [f"Audit log: `{_cell(outcome.log)}` (check it with `governor audit verify`)", ""]
+    if outcome.log and outcome.log_head:
+        signed = (
+            f", its end record signed by key {markdown_code(outcome.log_key)}" if outcome.log_key else ""
+        )
+        lines += [
+            f"Audit log: {markdown_code(outcome.log)}, {markdown(outcome.log_records)} records, head "
+            f"{markdown_code(outcome.log_head)}{signed}. This summary is kept apart from the log: "
+            f"check the log against it with "
+            f"{markdown_code(f'governor audit verify --head {outcome.log_head} LOG')}",
+            "",
+        ]
+    elif outcome.log:
+        lines += [
+            f"Audit log: {markdown_code(outcome.log)} (check it with <code>governor audit verify</code>)",
+            "",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -93,8 +105,9 @@ def workflow_commands(outcome: Outcome) -> list[str]:
 
 
 def _data(text: object) -> str:
-    """A workflow command's message, escaped as the runner unescapes it."""
-    return str(text).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    """A workflow command's message, escaped as the runner unescapes it, and
+    terminal-safe (the runner's log viewer draws ANSI colours)."""
+    return terminal(text).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
 def _property(text: object) -> str:

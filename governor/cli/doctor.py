@@ -12,6 +12,7 @@ from pathlib import Path
 import trio
 
 from governor.confine import configured_bwrap
+from governor.installs import data_home, installed
 from governor.presets import NotInstalled, presets, resolve
 from governor.spec import default_log_dir
 from policies.capability import Capability
@@ -143,18 +144,24 @@ def main(args: argparse.Namespace) -> int:
             f"FAIL  audit logs: {logs} is not writable ({why}); set XDG_STATE_HOME or pass --log FILE"
         )
         broken = True
+    root = data_home(os.environ)
     for preset in presets().values():
-        found = resolve(preset)
+        found = resolve(preset, installs=root)
         if isinstance(found, NotInstalled):
             print(
                 f"--    agent {preset.id}: not installed: {preset.install}; then sign in: {preset.login}"
             )
-        elif found.via_npx:
+        elif found.via == "npx":
             print(
-                f"ok    agent {preset.id}: through npx ({' '.join(found.argv[:3])}); sign in: {preset.login}"
+                f"ok    agent {preset.id}: through npx ({found.argv[0]} {' '.join(found.argv[1:4])}, "
+                f"fetched outside the sandbox before it starts); or `governor agents install "
+                f"{preset.id}`; sign in: {preset.login}"
             )
+        elif found.via == "installed":
+            version = installed(preset, root).version
+            print(f"ok    agent {preset.id}: installed by the governor, version {version}: {found.argv[0]}")
         else:
-            print(f"ok    agent {preset.id}: {found.argv[0]}")
+            print(f"ok    agent {preset.id}: from PATH: {found.argv[0]}")
     if broken:
         print("the default run cannot work here: fix the FAIL lines above")
     return 1 if broken else 0

@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 from typing import Any, Final, TextIO
 
+from governor.cli.outcome_json import document, write_json
 from governor.outcome import Outcome
 from governor.secrets import Masker
 
@@ -62,15 +63,20 @@ class Events:
         """The last event: the outcome."""
         self._flush_message()
         self.attempt = self.attempt or outcome.run_id
-        self._write("outcome", {"outcome": outcome.to_json()})
+        self.n += 1  # its decision records streamed from the log, never all held
+        write_json(self._event("outcome", {"outcome": document(outcome)}), self.out)
+        self.out.write("\n")
+        self.out.flush()
 
     def _flush_message(self) -> None:
         if self._message:
             text, self._message = "".join(self._message), []
             self._write("message", {"text": self.masker.text(text)})
 
+    def _event(self, kind: str, fields: dict[str, Any]) -> dict[str, Any]:
+        return {"v": SCHEMA, "attempt": self.attempt, "n": self.n, "type": kind, **fields}
+
     def _write(self, kind: str, fields: dict[str, Any]) -> None:
         self.n += 1
-        event = {"v": SCHEMA, "attempt": self.attempt, "n": self.n, "type": kind, **fields}
-        self.out.write(json.dumps(event, ensure_ascii=False) + "\n")
+        self.out.write(json.dumps(self._event(kind, fields), ensure_ascii=False) + "\n")
         self.out.flush()

@@ -8,11 +8,13 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Final
 
 import trio
 
-from governor.approver import Answer, Ask
+from governor import display
+from governor.approver import Approval, Ask
 
 _CHOICES = {"o": "once", "a": "always", "r": "refuse", "": "refuse"}
 
@@ -26,29 +28,35 @@ class Person:
         self.tty = tty
         self.lock = trio.Lock()
 
-    async def __call__(self, ask: Ask) -> Answer:
+    async def __call__(self, ask: Ask) -> Approval:
         async with self.lock:  # one question at a time
             return await trio.to_thread.run_sync(self._ask, ask, abandon_on_cancel=True)
 
-    def _ask(self, ask: Ask) -> Answer:
+    def _ask(self, ask: Ask) -> Approval:
         try:
             fd = os.open(self.tty, os.O_RDWR | os.O_NOCTTY)
         except OSError:
             return "refuse"
         try:
-            _write(fd, render(ask))
-            for _ in range(5):
-                _write(fd, "allow [o]nce, allow for the rest of this [a]ttempt, or [r]efuse? ")
+            shown = render(ask)
+            _write(fd, shown.first)
+            pages = list(shown.more)
+            for _ in range(5 + len(pages)):
+                view = f"[v]iew more ({len(pages)} left), " if pages else ""
+                _write(fd, f"{view}allow [o]nce, allow for the rest of this [a]ttempt, or [r]efuse? ")
                 line = _readline(fd)
                 if line is None:
                     return "refuse"
-                answer = _CHOICES.get(line.strip().lower()[:1])
+                key = line.strip().lower()[:1]
+                if key == "v" and pages:
+                    _write(fd, pages.pop(0))
+                    continue
+                answer = _CHOICES.get(key)
                 if answer is not None:
                     return answer  # type: ignore[return-value]
             return "refuse"
         finally:
             os.close(fd)
-
 
     async def fill(self, message: str, fields: Mapping[str, Any]) -> dict[str, Any] | None:
         """The form's values as the person typed them, or None when they decline."""
@@ -63,7 +71,7 @@ class Person:
         except OSError:
             return None
         try:
-            _write(fd, f"\n--- the agent asks for input: {message}\n")
+            _write(fd, f"\n--- the agent asks for input (its words): {display.terminal(message)}\n")
             _write(fd, "fill in the form [f], or [d]ecline? ")
             line = _readline(fd)
             if line is None or line.strip().lower()[:1] != "f":
@@ -87,13 +95,13 @@ def _field(fd: int, name: str, prop: Mapping[str, Any]) -> Any:
     """One field's value, asked up to three times (None: left empty; `_DECLINED`)."""
     kind = str(prop.get("type", "string"))
     choices = list(prop.get("enum") or [c.get("const") for c in prop.get("oneOf") or []])
-    label = prop.get("title") or name
-    hint = kind + (f", one of: {', '.join(map(str, choices))}" if choices else "")
+    label = display.terminal(prop.get("title") or name)
+    hint = display.terminal(kind + (f", one of: {', '.join(map(str, choices))}" if choices else ""))
     default = prop.get("default")
     if prop.get("description"):
-        _write(fd, f"    {prop['description']}\n")
+        _write(fd, f"    {display.terminal(prop['description'])}\n")
     for _ in range(3):
-        shown = f" [{default}]" if default is not None else ""
+        shown = f" [{display.terminal(default)}]" if default is not None else ""
         _write(fd, f"  {label} ({hint}){shown}: ")
         line = _readline(fd)
         if line is None:
@@ -143,16 +151,69 @@ def _readline(fd: int, limit: int = 4096) -> str | None:
     return buf.decode(errors="replace")
 
 
-def render(ask: Ask) -> str:
-    """The tool call a person is asked about: the command, or the content of a write."""
-    out = [f"\n--- the agent asks: {ask.kind}: {ask.subject}\n    why: {ask.reason}\n"]
+PAGE_LINES: Final = 40
+"""Lines of a write shown at once; the rest a page at a time, before the answer."""
+INPUT_CHARACTERS: Final = 800
+"""Characters of the agent's raw input shown at once; the rest on a page of its own."""
+
+
+@dataclass(frozen=True, slots=True)
+class Shown:
+    """What a person is shown of one ask: ``first``, then each of ``more`` on ``v``."""
+
+    first: str
+    more: tuple[str, ...] = ()
+
+
+_ACTS: Final = {
+    "permission": "asks permission for a tool call",
+    "read": "asks to read a file",
+    "write": "asks to write a file",
+    "terminal": "asks to run a command",
+}
+
+
+def render(ask: Ask) -> Shown:
+    """The ask as a person sees it: what would be done first and whole (the
+    command, the path), then the rule and why, then what the agent says of it,
+    marked as the agent's. Everything agent-supplied is terminal-safe
+    (`governor.display`); a write's content and a long input are never cut
+    silently: their size is said and the rest is a page away."""
+    act = _ACTS.get(ask.kind, f"asks: {display.terminal(ask.kind)}")
+    out = [f"\n--- the agent {act}\n"]
+    label = {"write": "path", "read": "path", "terminal": "command"}.get(ask.kind)
+    command = ask.detail.get("command")
+    title = ask.detail.get("title")
+    if label is None:  # a permission: decided on its command when it has one, else its title
+        label = "command" if isinstance(command, str) else "title (the agent's)"
+    out.append(f"    {label}: {display.terminal(ask.subject)}\n")
+    for path in ask.detail.get("paths") or ():
+        out.append(f"    path: {display.terminal(path)}\n")
+    out.append(f"    rule: {display.terminal(ask.rule)}; why: {display.terminal(ask.reason)}\n")
+    if isinstance(title, str) and title and label != "title (the agent's)":
+        out.append(f"    the agent's title: {display.terminal(title)}\n")
+    more: list[str] = []
     content = ask.detail.get("content")
     if isinstance(content, str):
-        out.append(
-            "    content to write:\n"
-            + "".join(f"    + {line}\n" for line in content.splitlines()[:40])
-        )
+        lines = display.terminal_lines(content.removesuffix("\n"))
+        size = len(content.encode("utf-8", errors="replace"))
+        out.append(f"    content to write: {size:,} bytes, {len(lines):,} lines\n")
+        out += [f"    + {line}\n" for line in lines[:PAGE_LINES]]
+        for start in range(PAGE_LINES, len(lines), PAGE_LINES):
+            page = lines[start : start + PAGE_LINES]
+            end = start + len(page)
+            more.append(
+                "".join(f"    + {line}\n" for line in page)
+                + f"    (lines {start + 1}-{end} of {len(lines):,})\n"
+            )
+        if more:
+            out.append(f"    ({len(lines) - PAGE_LINES:,} more lines: [v] shows them)\n")
     raw = ask.detail.get("raw_input")
     if raw:
-        out.append(f"    input: {json.dumps(raw, ensure_ascii=False)[:800]}\n")
-    return "".join(out)
+        text = display.terminal(json.dumps(raw, ensure_ascii=False, default=str))
+        out.append(f"    the agent's input ({len(text):,} characters): {text[:INPUT_CHARACTERS]}\n")
+        if len(text) > INPUT_CHARACTERS:
+            rest = text[INPUT_CHARACTERS:]
+            out.append(f"    ({len(rest):,} more characters: [v] shows them)\n")
+            more.append(f"    the agent's input, continued: {rest}\n")
+    return Shown("".join(out), tuple(more))

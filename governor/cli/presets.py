@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from governor.installs import data_home, installed
 from governor.presets import NotInstalled, Preset, presets, resolve
 
 
@@ -26,7 +27,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def describe(preset: Preset) -> dict[str, Any]:
     """One preset's row: found how, login, install, folders kept."""
-    found = resolve(preset)
+    root = data_home(os.environ)
+    found = resolve(preset, installs=root)
     home = Path.home()
     row: dict[str, Any] = {
         "id": preset.id,
@@ -35,12 +37,14 @@ def describe(preset: Preset) -> dict[str, Any]:
         "available": not isinstance(found, NotInstalled),
         "login": preset.login,
         "install": preset.install,
+        "pinned": preset.version,
+        "version": installed(preset, root).version if preset.package else None,
         "keeps": [str(p) for p in preset.home_paths(os.environ, home)],
     }
     if isinstance(found, NotInstalled):
         row["found"] = None
     else:
-        row["found"] = "npx" if found.via_npx else "PATH"
+        row["found"] = found.via
         row["argv"] = list(found.argv)
         if found.via_npx:
             row["keeps"].append(str(home / ".npm"))
@@ -55,10 +59,15 @@ def main(args: argparse.Namespace) -> int:
         return 0
     width = max(len(r["id"]) for r in rows)
     for r in rows:
-        if r["installed"]:
+        if r["found"] == "PATH":
             state = f"installed: {r['argv'][0]}"
+        elif r["found"] == "installed":
+            state = f"installed by the governor: {r['argv'][0]} (version {r['version']})"
         elif r["available"]:
-            state = f"not installed; runs through npx, which fetches it: {' '.join(r['argv'])}"
+            state = (
+                f"not installed; runs through npx ({r['pinned']}, fetched into npm's cache "
+                f"before it starts): {' '.join(r['argv'])}; or `governor agents install {r['id']}`"
+            )
         else:
             state = f"not installed: {r['install']}"
         print(f"{r['id']:<{width}}  {r['name']}")

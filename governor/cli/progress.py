@@ -8,9 +8,11 @@ from __future__ import annotations
 import time
 from typing import Any, TextIO
 
+from governor.display import terminal
 from governor.outcome import Outcome
 
 _MARK = {"allow": "allowed", "deny": "REFUSED", "approval": "WAITING for approval"}
+_PLAN_MARKS = {"completed": "x", "in_progress": ">", "pending": " "}
 
 
 class Progress:
@@ -30,24 +32,33 @@ class Progress:
             self._line(f"started {info.get('agent')}")
         elif kind == "plan":
             plan = [
-                (e.get("content", ""), e.get("status", "pending")) for e in info.get("entries", [])
+                (str(e.get("content", "")), str(e.get("status", "pending")))
+                for e in info.get("entries", [])
+                if isinstance(e, dict)
             ]
             if plan != self.plan:
+                # the whole plan when it is new or reshaped; else only the entries that moved
+                same_shape = [c for c, _ in plan] == [c for c, _ in self.plan]
+                moved = [e for e, old in zip(plan, self.plan, strict=False) if e != old]
+                shown = moved if same_shape else plan
                 self.plan = plan
-                marks = {"completed": "x", "in_progress": ">", "pending": " "}
-                self._line("plan: " + "  ".join(f"[{marks.get(s, ' ')}] {c}" for c, s in plan))
+                self._line("plan: " + "  ".join(f"[{_PLAN_MARKS.get(s, ' ')}] {terminal(c)}" for c, s in shown))
         elif kind in ("permission", "read", "write", "terminal"):
             subject = info.get("subject", {})
             what = subject.get("command") or subject.get("path") or subject.get("title") or ""
             verdict = _MARK.get(info.get("verdict", ""), info.get("verdict", ""))
             by = info.get("by")
-            extra = f" ({info.get('reason')})" if info.get("verdict") != "allow" else ""
-            self._line(f"{kind:10} {what}: {verdict} by {by}{extra}")
+            extra = f" ({terminal(info.get('reason'))})" if info.get("verdict") != "allow" else ""
+            self._line(f"{kind:10} {terminal(what)}: {verdict} by {by}{extra}")
         elif kind == "waiting":
-            self._line(f"asking: {info.get('kind')} {info.get('subject')}")
+            self._line(f"asking: {info.get('kind')} {terminal(info.get('subject'))}")
         elif kind == "unasked":
             subject = info.get("subject", {})
-            self._line(f"UNASKED    {subject.get('title') or subject.get('path')}")
+            self._line(f"UNASKED    {terminal(subject.get('title') or subject.get('path'))}")
+
+
+SHOWN_FINDINGS = 10
+"""Tamper findings shown in the summary; the JSON outcome holds them all."""
 
 
 def summary(outcome: Outcome) -> str:
@@ -78,10 +89,20 @@ def summary(outcome: Outcome) -> str:
             rows.append(("unasked", ", ".join(acp.unasked_paths)))
         for notice in acp.notices:
             rows.append(("notice", notice))
+    for f in outcome.findings[:SHOWN_FINDINGS]:
+        where = f"{f.path}:{f.line}" if f.line is not None else f.path
+        rows.append(("tamper", f"{where} {f.rule}: {f.detail}"))
+    if len(outcome.findings) > SHOWN_FINDINGS:
+        rows.append(("tamper", f"... and {len(outcome.findings) - SHOWN_FINDINGS} more (--json lists them)"))
     if outcome.pending:
         rows.append(("pending", str(outcome.pending.get("subject"))))
     if outcome.log:
         rows.append(("log", outcome.log))
+    if outcome.log_head:
+        signed = f", signed by key {outcome.log_key}" if outcome.log_key else ""
+        rows.append(("head", f"{outcome.log_head} ({outcome.log_records} records{signed})"))
     rows.append(("duration", f"{outcome.duration_s:.1f} s"))
     width = max(len(k) for k, _ in rows)
-    return "\n".join(f"{k:>{width}}  {v}" for k, v in rows)
+    # every value may hold the agent's words (reason, summary, paths, notices):
+    # one line each, nothing in them acts on the terminal
+    return "\n".join(f"{k:>{width}}  {terminal(v)}" for k, v in rows)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import os
 import signal
 import sys
@@ -216,7 +215,15 @@ def main(args: argparse.Namespace) -> int:
     if args.events == "-":
         pass  # stdout holds only the events; the outcome was the last
     elif args.json:
-        print(json.dumps(outcome.to_json(), indent=2, ensure_ascii=False))
+        from governor.audit.reading import LogUnreadable
+        from governor.cli.outcome_json import document, write_json
+
+        try:
+            write_json(document(outcome), sys.stdout, indent=2)
+        except LogUnreadable as e:
+            print(f"\ngovernor: the decision log cannot be printed: {e}", file=sys.stderr)
+            return 1
+        print()
     else:
         print_summary(outcome)
     return EXIT_BY_STATUS[outcome.status]

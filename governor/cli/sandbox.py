@@ -10,6 +10,11 @@ filling the rest, as for a governed command. The terminal is passed straight thr
 (stdin, stdout and stderr are inherited, so ``governor sandbox -- bash`` is an
 interactive shell inside the sandbox). Exits with the command's status (128 + N
 for a signal). A bwrap that cannot work is one line on stderr and exit 2.
+
+``--ceiling FILE`` first judges the policy, flags included, as ``governor run``
+would (`policies.ceiling.check_job`; no agent): one over it is refused with
+every violation. Only when asked: the command runs with the operator's own
+authority, which a ceiling for jobs does not bound.
 """
 
 from __future__ import annotations
@@ -24,12 +29,15 @@ from typing import Any
 
 import trio
 
+from governor.ceilings import load_ceiling
 from governor.confine import command_profile
 from governor.network import decide_connection
+from governor.policyfile import read_policy
 from policies.capability import CAPABILITY_NAMES, Capability, CapabilityError
+from policies.ceiling import check_job
 from policies.errors import ConfigError
 from policies.network import HostPatternError
-from policies.policy import GIT_ACCESS, Policy, parse_policy
+from policies.policy import GIT_ACCESS, Policy
 from sandbox.host.bwrap import BwrapUnavailable
 from sandbox.host.limits import blame
 from sandbox.host.survey import survey
@@ -83,6 +91,10 @@ def register(subparsers: Any) -> None:
         help="pass this variable from the current environment (repeatable)",
     )
     parser.add_argument("--timeout", type=float, default=None, help="kill after this many seconds")
+    parser.add_argument(
+        "--ceiling", default=None, metavar="FILE",
+        help="refuse, listing every violation, a policy (with these flags) over this ceiling",
+    )  # fmt: skip
     parser.add_argument("--bwrap", default=None, help="path of the bwrap binary to use")
     parser.add_argument(
         "--keep", type=Path, action="append", default=[], metavar="DIR",
@@ -111,13 +123,7 @@ def register(subparsers: Any) -> None:
 
 def _policy(args: argparse.Namespace) -> Policy:
     """The policy file (or the default), with each flag that was given on top."""
-    policy = Policy()
-    if args.policy is not None:
-        try:
-            text = args.policy.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ProfileError(f"{args.policy}: cannot read the policy: {exc.strerror}") from None
-        policy = parse_policy(text, str(args.policy))
+    policy = Policy() if args.policy is None else read_policy(args.policy)
     given: dict[str, Any] = {}
     if args.capability is not None:
         given["capability"] = Capability.parse(args.capability)
@@ -260,6 +266,16 @@ def main(args: argparse.Namespace) -> int:
         return EXIT_REFUSED
     try:
         policy = _policy(args)
+        if args.ceiling is not None:
+            ceiling = load_ceiling(args.ceiling)
+            violations = check_job(policy, ceiling, agent=None)
+            for violation in violations:
+                print(
+                    f"governor sandbox: refused by the ceiling ({ceiling.source}): {violation}",
+                    file=sys.stderr,
+                )
+            if violations:
+                return EXIT_REFUSED
         profile = _profile(args, policy)
         timeout = policy.limits.wall  # --timeout, or the file's wall; None: none
         command = Command.from_acp(words[0], words[1:])

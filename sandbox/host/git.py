@@ -43,6 +43,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
+from policies.paths import is_under
+
 CONFIG_TIMEOUT: Final = 5.0
 EXCLUDES_MAX_BYTES: Final = 256 * 1024
 _KEYS: Final = r"^((user|author|committer)\.(name|email)|core\.excludesfile)$"
@@ -146,7 +148,7 @@ def anchored(paths: Iterable[str], worktrees: Iterable[str]) -> tuple[str, ...]:
         if "\n" in path or "\r" in path:
             continue
         for top in tops:
-            if not path.startswith(top.rstrip("/") + "/"):
+            if not is_under(path, top, strictly=True):
                 continue
             rel = path[len(top.rstrip("/")) + 1 :]
             if ".git" in rel.split("/"):

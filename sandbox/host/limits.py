@@ -77,8 +77,11 @@ SIGNS: Final[tuple[tuple[str, re.Pattern[str], str], ...]] = (
         "processes",
         re.compile(
             r"fork.*Resource temporarily unavailable|Cannot fork|can't fork|fork failed"
-            r"|BlockingIOError: \[Errno 11\]|pthread_create.*(?:EAGAIN|Resource temporarily)"
-            r"|spawn EAGAIN",
+            # Python says EAGAIN as BlockingIOError, with or without its errno;
+            # node as "spawn [FILE] EAGAIN"
+            r"|BlockingIOError\b[^\n]*(?:\[Errno 11\]|Resource temporarily unavailable)"
+            r"|pthread_create.*(?:EAGAIN|Resource temporarily)"
+            r"|\bspawn\b[^\n]*\bEAGAIN\b",
             re.IGNORECASE,
         ),
         "a new process was refused",

@@ -52,7 +52,7 @@ from collections import deque
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
-from sandbox.plan.profile import is_within
+from policies.paths import is_under
 from sandbox.plan.protected import (
     RUN_DIRS,
     RUN_KEPT,
@@ -97,7 +97,7 @@ def run_view() -> RunView:
                 continue
     for path in RUN_LINKED_FROM:
         target = os.path.realpath(path)
-        if target != path and os.path.isfile(target) and any(is_within(target, d) for d in tmpfs):
+        if target != path and os.path.isfile(target) and any(is_under(target, d) for d in tmpfs):
             kept.append(target)
     return RunView(tmpfs, tuple(kept), tuple(links))
 

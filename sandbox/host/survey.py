@@ -42,7 +42,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sandbox.host import toolchains
+from policies.paths import is_under
+from sandbox.host import concealed, toolchains
 from sandbox.host.git import anchored, read_host_git, submodule_paths
 from sandbox.host.sockets import host_sockets, run_view
 from sandbox.plan.profile import (
@@ -53,7 +54,6 @@ from sandbox.plan.profile import (
     Profile,
     ProfileError,
     ancestors_between,
-    is_within,
 )
 from sandbox.plan.protected import (
     GIT_DIR_CONTAINERS,
@@ -108,14 +108,14 @@ def other_homes(home: str | None, uid: int, roots: tuple[str, ...]) -> tuple[str
         real = os.path.realpath(candidate)
         if real == "/" or real == home or not os.path.isdir(real):
             continue
-        if any(is_within(real, r) for r in roots):
+        if any(is_under(real, r) for r in roots):
             continue
         found.append(real)
     return _dedupe(found)
 
 
 def _overlaps(path: str, roots: tuple[str, ...]) -> bool:
-    return any(is_within(path, r) or is_within(r, path) for r in roots)
+    return any(is_under(path, r) or is_under(r, path) for r in roots)
 
 
 def survey(
@@ -144,9 +144,18 @@ def survey(
     others = tuple(
         h
         for h in other_homes(home, uid, roots)
-        if not any(is_within(h, d) for d in private_dirs)  # a private /tmp hides it already
+        if not any(is_under(h, d) for d in private_dirs)  # a private /tmp hides it already
     )
-    hidden_roots = (*private_dirs, *others, *([home] if home else []))
+    search_path = profile.env.get("PATH", profile.path if profile.path is not None else DEFAULT_PATH)
+    on_path = [os.path.realpath(e) for e in search_path.split(":") if os.path.isabs(e)]
+    foreign = tuple(
+        h
+        for h in concealed.foreign_homes((*([home] if home else []), *others))
+        if not any(is_under(h, d) for d in (*private_dirs, *roots))
+        and not any(is_under(e, h) for e in on_path)  # /home/linuxbrew: the host's PATH names it
+    )
+    hidden_roots = (*private_dirs, *foreign, *others, *([home] if home else []))
+    state = os.path.realpath(concealed.state_dir())
 
     home_mounts: list[HomeMount] = []
     if home is not None:
@@ -162,7 +171,7 @@ def survey(
             os.path.realpath(s)
             for s in HOST_DAEMON_SOCKETS
             if os.path.exists(s)
-            and not any(is_within(os.path.realpath(s), d) for d in (*hidden_roots, run_user))
+            and not any(is_under(os.path.realpath(s), d) for d in (*hidden_roots, run_user))
         )
     elif sockets is None:
         sockets = host_sockets(hidden=(*roots, *hidden_roots))
@@ -176,20 +185,28 @@ def survey(
     homes = (*([home] if home else []), *others)
     mounted = (*visible, *(m.dest for m in home_mounts))
     chains = toolchains.detect(
-        profile.env.get("PATH", profile.path if profile.path is not None else DEFAULT_PATH),
+        search_path,
         _toolchain_variables(profile.env),
         homes=homes,
         roots=roots,
         visible=mounted,
-        keep=_operator_folders(profile.keep, homes),
+        keep=_operator_folders(profile.keep, homes, state),
         detection=profile.toolchains,
+        forbidden=(state,),
     )
     kept = (*mounted, *(k.path for k in chains.kept))
+    hiding = tuple(
+        d
+        for d in (state, *concealed.secret_dirs())
+        if os.path.isdir(d)
+        and not any(is_under(d, r) for r in roots)  # a root's rules hold in it
+        and (any(is_under(d, k) for k in kept) or not any(is_under(d, h) for h in hidden_roots))
+    )
     links = tuple(
         (path, target)
         for path, target in profile.links
-        if any(is_within(path, h) for h in hidden_roots)
-        and not any(is_within(path, k) for k in kept)
+        if any(is_under(path, h) for h in hidden_roots)
+        and not any(is_under(path, k) for k in kept)
     ) + (run.links if run is not None else ())
 
     plan = _Plan(writable_roots=roots if profile.writable else (), commits=profile.commits)
@@ -224,6 +241,9 @@ def survey(
             if os.path.isfile(target) and _visible_inside(target, roots, hidden_roots):
                 hidden.append(target)
     hidden += chains.masked
+    if profile.writable:
+        for path in profile.read_only:
+            _pin_read_only(plan, os.path.realpath(path), roots)
 
     pins = plan.kept_pins()
     pinned = set(pins)
@@ -234,7 +254,7 @@ def survey(
     if profile.commits:
         host = read_host_git(roots[0])
         git_env = host.identity
-        if "/tmp" in private_dirs and not any(is_within(EXCLUDES_PATH, r) for r in roots):
+        if "/tmp" in private_dirs and not any(is_under(EXCLUDES_PATH, r) for r in roots):
             excludes = (*host.excludes, *anchored((*stubs, *hidden_files), worktrees))
     return HostFacts(
         home=home,
@@ -244,6 +264,13 @@ def survey(
         cwd=cwd,
         private_dirs=private_dirs,
         other_homes=others,
+        foreign_homes=foreign,
+        concealed=hiding,
+        host_secrets=tuple(
+            f
+            for f in dict.fromkeys((*concealed.secret_files(), *_masked(profile)))
+            if _visible_inside(f, roots, hidden_roots)
+        ),
         home_mounts=tuple(home_mounts),
         run_user_dir=run_user_dir,
         sockets=sockets,
@@ -253,7 +280,7 @@ def survey(
         ancestors=plan.ancestors_for(pins),
         pins=pins,
         kept=chains.kept,
-        caches=tuple(c for c in chains.caches if not any(is_within(c, m) for m in mounted)),
+        caches=tuple(c for c in chains.caches if not any(is_under(c, m) for m in mounted)),
         path=chains.path,
         toolchain_env=chains.env,
         stubs=stubs,
@@ -270,15 +297,23 @@ def _toolchain_variables(env: Mapping[str, str]) -> dict[str, str]:
     return {n: env.get(n, os.environ.get(n, "")) for n in names if env.get(n, os.environ.get(n))}
 
 
-def _operator_folders(folders: tuple[Path, ...], homes: tuple[str, ...]) -> tuple[str, ...]:
+def _operator_folders(
+    folders: tuple[Path, ...], homes: tuple[str, ...], state: str
+) -> tuple[str, ...]:
     """The policy's ``[sandbox] keep`` folders, resolved; `ProfileError` for one
-    that does not exist, is a home or holds one, or holds credentials."""
+    that does not exist, is a home or holds one, holds credentials, or holds
+    or lies in the governor's state directory ``state``."""
     out = []
     for folder in folders:
         real = os.path.realpath(folder)
         if not os.path.isdir(real):
             raise ProfileError(f"folder to keep {folder} does not exist or is not a directory")
-        if real == "/" or any(is_within(h, real) for h in homes):
+        if is_under(real, state) or is_under(state, real):
+            raise ProfileError(
+                f"folder to keep {folder} holds or lies in the governor's state directory "
+                f"{state}, where every attempt's audit log is; name a folder beside it instead"
+            )
+        if real == "/" or any(is_under(h, real) for h in homes):
             raise ProfileError(
                 f"folder to keep {folder} is '/' or a home or holds one; that would expose "
                 "~/.ssh, ~/.aws and agent credentials"
@@ -293,10 +328,30 @@ def _operator_folders(folders: tuple[Path, ...], homes: tuple[str, ...]) -> tupl
     return tuple(out)
 
 
+def _masked(profile: Profile) -> tuple[str, ...]:
+    """The profile's own masked files that exist (resolved, regular files)."""
+    found = (os.path.realpath(p) for p in profile.masked)
+    return tuple(p for p in found if os.path.isfile(p))
+
+
+def _pin_read_only(plan: _Plan, path: str, roots: tuple[str, ...]) -> None:
+    """Pin ``path`` read-only in the root that holds it (none: read-only anyway);
+    `ProfileError` for a path that is a root or holds one, which cannot be
+    pinned without making the whole root read-only."""
+    if any(is_under(r, path) for r in roots):
+        raise ProfileError(
+            f"read-only path {path} is a root or holds one; it cannot be kept read-only "
+            "inside a writable root"
+        )
+    root = next((r for r in roots if is_under(path, r)), None)
+    if root is not None and os.path.lexists(path):
+        plan.pin(root, os.path.relpath(path, root))
+
+
 def _visible_inside(path: str, roots: tuple[str, ...], tmpfs_dirs: tuple[str, ...]) -> bool:
     """Whether ``path`` can be seen in the sandbox: inside a root (bound back on
     top of any tmpfs) or not under a tmpfs at all. Only visible files need a mask."""
-    return any(is_within(path, r) for r in roots) or not any(is_within(path, d) for d in tmpfs_dirs)
+    return any(is_under(path, r) for r in roots) or not any(is_under(path, d) for d in tmpfs_dirs)
 
 
 def _resolve_root(path: Path) -> str:
@@ -435,20 +490,26 @@ class _Plan:
         """Follow a worktree's or submodule's ``.git`` file to its real git dir."""
         gitdir = _read_pointer(gitfile, "gitdir:")
         if gitdir is not None:
-            self._git_dir(os.path.realpath(os.path.join(os.path.dirname(gitfile), gitdir)))
+            target = os.path.realpath(os.path.join(os.path.dirname(gitfile), gitdir))
+            self._git_dir(target, _names_checkout(target, os.path.realpath(gitfile)))
 
     def _follow_commondir(self, gitdir: str) -> None:
         common = _read_pointer(os.path.join(gitdir, "commondir"), "")
         if common is not None:  # our placeholder's "." leads back to gitdir: followed
-            self._git_dir(os.path.realpath(os.path.join(gitdir, common)))
+            target = os.path.realpath(os.path.join(gitdir, common))
+            self._git_dir(target, is_under(gitdir, os.path.join(target, "worktrees")))
 
-    def _git_dir(self, target: str) -> None:
+    def _git_dir(self, target: str, leads_back: bool) -> None:
         """A git dir a pointer leads to: protected when it lies inside a writable
-        root, else kept visible (read-only); its own commondir followed."""
-        root = next((r for r in self.writable_roots if is_within(target, r) and target != r), None)
+        root, else kept visible (read-only) only when it ``leads_back`` to the
+        pointer, its own commondir followed. The pointer lies in a root, which
+        the agent writes: followed blindly, a planted ``gitdir: /root/.ssh``
+        would show that folder to every later sandbox. Where it leads back is
+        written outside the writable roots, by the host's git."""
+        root = next((r for r in self.writable_roots if is_under(target, r, strictly=True)), None)
         if root is not None:
             self.protect_git(root, os.path.relpath(target, root))
-        elif target not in self.followed:
+        elif target not in self.followed and leads_back:
             self.followed.add(target)
             if os.path.isdir(target):
                 self.git_dirs.append(target)
@@ -594,6 +655,38 @@ def _nearest(path: str, pins: set[str], opened: set[str]) -> str | None:
         if parent in pins or parent in opened:
             return parent
         end = path.rfind("/", 0, end)
+    return None
+
+
+def _names_checkout(gitdir: str, gitfile: str) -> bool:
+    """Whether the git dir ``gitdir`` names the checkout whose ``.git`` file is
+    ``gitfile``: a linked worktree's ``gitdir`` file names that ``.git`` file,
+    a submodule's ``core.worktree`` its folder. The host's git writes both
+    outside the checkout; a ``.git`` file alone proves nothing."""
+    back = _read_pointer(os.path.join(gitdir, "gitdir"), "")
+    if back is not None and os.path.realpath(os.path.join(gitdir, back)) == gitfile:
+        return True
+    worktree = _config_worktree(os.path.join(gitdir, "config"))
+    checkout = os.path.dirname(gitfile)
+    return worktree is not None and os.path.realpath(os.path.join(gitdir, worktree)) == checkout
+
+
+def _config_worktree(path: str) -> str | None:
+    """The ``worktree`` key of a git config's ``[core]`` section, if any."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            text = handle.read(GITFILE_MAX_BYTES * 16)
+    except OSError:
+        return None
+    section = ""
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("["):
+            section = line.strip("[]").strip().lower()
+        elif section == "core":
+            key, _, value = line.partition("=")
+            if key.strip().lower() == "worktree" and value.strip():
+                return value.strip().strip('"')
     return None
 
 

@@ -1,7 +1,7 @@
 """The person's toolchains under ``$HOME``, kept visible inside the sandbox.
 
 Every home is an empty tmpfs inside the sandbox (it holds ``~/.ssh``, tokens,
-the agents' logins), which used to take the person's toolchain with it: cargo
+the agents' logins), which would take the person's toolchain with it: cargo
 in ``~/.cargo/bin``, tools installed with ``pip --user``, pipx or uv in
 ``~/.local/bin``, nvm's node, pyenv's interpreters and every virtualenv made
 from one. `detect` finds what a command or an agent needs of them, from facts
@@ -13,10 +13,15 @@ alone (nothing is guessed from a tool's name):
   beside it, where ``pip --user`` puts packages, and not ``~/.local/share``);
 * what the programs in those directories lead to: a symlink's target (pipx's
   and uv's tool venvs) and a script's interpreter (its ``#!`` line);
-* the interpreter of each virtualenv at the top of a root (``.venv``:
-  ``pyvenv.cfg``'s ``home``, and where ``bin/python`` points);
 * the roots of the usual toolchain variables (`TOOLCHAIN_VARIABLES`), set or at
-  their default place, and the variables themselves when set.
+  their default place, and the variables themselves when set;
+* the interpreter of each virtualenv at the top of a root (``.venv``:
+  ``pyvenv.cfg``'s ``home``, and where ``bin/python`` points), only when it is
+  a real interpreter (an executable ELF file) inside what the two rules above
+  allow. A root is the agent's to write, and so is its ``pyvenv.cfg``: taken at
+  its word, ``home = /root/.claude`` would show that folder (or the
+  governor's audit logs, ``~/.cache``, another agent's logins) to every later
+  sandbox. What a root holds never widens what is kept.
 
 All of it is bound read-only, and never a home itself or a folder that holds
 one of `CREDENTIAL_DIRS`. `CREDENTIAL_FILES` inside what is kept are masked
@@ -32,13 +37,15 @@ session surveys again for every command.
 from __future__ import annotations
 
 import functools
+import glob
 import os
 import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-from sandbox.plan.profile import Kept, is_within
+from policies.paths import is_under
+from sandbox.plan.profile import Kept
 from sandbox.plan.protected import CREDENTIAL_DIRS, CREDENTIAL_FILES, CREDENTIALS_IN_TOOLCHAIN
 
 SHEBANG_MAX_BYTES: Final = 256
@@ -101,12 +108,14 @@ def detect(
     keep: Sequence[str] = (),
     detection: bool = True,
     overlays: bool = True,
+    forbidden: Sequence[str] = (),
 ) -> Toolchains:
     """What of the homes a process with ``search_path`` and toolchain
     ``variables`` needs, with ``visible`` (already kept by the caller) and
     ``roots`` (bound anyway) left out. ``keep`` are the operator's folders
-    (resolved, existing), kept whatever ``detection`` says."""
-    found = _Found(homes=tuple(homes), given=(*roots, *visible))
+    (resolved, existing), kept whatever ``detection`` says. Detection never
+    keeps a folder that holds or lies in one of ``forbidden``."""
+    found = _Found(homes=tuple(homes), given=(*roots, *visible), forbidden=tuple(forbidden))
     for folder in keep:
         found.add(folder, "named by the policy's [sandbox] keep", operator=True)
     env: dict[str, str] = {}
@@ -116,21 +125,29 @@ def detect(
                 found.prefix(entry, "on PATH")
                 for program, target in _programs(entry, _mtime(entry)):
                     found.prefix(target, f"{program} leads there")
-        for root in roots:
-            for venv, interpreter in _venvs(root):
-                found.prefix(interpreter, f"the interpreter of {venv}")
+        places: list[str] = []
         for name, default in TOOLCHAIN_VARIABLES.items():
             value = variables.get(name, "")
-            places = [value] if os.path.isabs(value) else []
-            if not places and default is not None:
-                places = [os.path.join(home, default) for home in found.homes]
-            for place in places:
+            named = [value] if os.path.isabs(value) else []
+            if not named and default is not None:
+                named = [os.path.join(home, default) for home in found.homes]
+            for place in named:
                 real = os.path.realpath(place)
+                places.append(real)
                 held = found.hidden(real) and os.path.isdir(real) and found.add(
                     real, f"${name}" if value else f"${name}'s default place"
                 )
                 if held and value:
                     env[name] = value
+        allowed = [
+            a
+            for a in (*places, *(k for k in found.kept if k not in keep))
+            if not any(is_under(h, a) for h in found.homes)
+        ]
+        for root in roots:
+            for venv, interpreter in _venvs(root):
+                if any(is_under(interpreter, a) for a in allowed) and _is_interpreter(interpreter):
+                    found.prefix(interpreter, f"the interpreter of {venv}")
     kept = found.outermost()
     caches: tuple[str, ...] = ()
     if overlays and detection:
@@ -139,7 +156,7 @@ def detect(
             for home in found.homes
             for rel in CACHES
             if os.path.isdir(real := os.path.realpath(os.path.join(home, rel)))
-            and is_within(real, home)
+            and is_under(real, home)
         )
     return Toolchains(
         kept=kept,
@@ -149,7 +166,7 @@ def detect(
             entry
             for entry in _entries(search_path)
             if os.path.isdir(entry)
-            and (not found.hidden(entry) or any(is_within(entry, k.path) for k in kept))
+            and (not found.hidden(entry) or any(is_under(entry, k.path) for k in kept))
         ),
         env=env,
     )
@@ -159,13 +176,14 @@ def detect(
 class _Found:
     homes: tuple[str, ...]
     given: tuple[str, ...]
+    forbidden: tuple[str, ...] = ()
     kept: dict[str, str] = field(default_factory=dict)
 
     def hidden(self, path: str) -> bool:
         """Whether ``path`` lies in a home (hidden inside) and not in what is
         given visible anyway."""
-        return any(is_within(path, h) for h in self.homes) and not any(
-            is_within(path, g) for g in self.given
+        return any(is_under(path, h) for h in self.homes) and not any(
+            is_under(path, g) for g in self.given
         )
 
     def add(self, path: str, why: str, *, operator: bool = False) -> bool:
@@ -175,8 +193,9 @@ class _Found:
             return True
         if not operator and (
             not self.hidden(path)
-            or any(is_within(h, path) for h in self.homes)
+            or any(is_under(h, path) for h in self.homes)
             or _holds_credentials(path, _credential_dirs(self.homes))
+            or _holds_credentials(path, self.forbidden)
         ):
             return False
         self.kept[path] = why
@@ -214,7 +233,7 @@ class _Found:
         ordered = sorted(self.kept, key=lambda p: (p.count("/"), p))
         out: list[Kept] = []
         for path in ordered:
-            if not any(is_within(path, k.path) for k in out):
+            if not any(is_under(path, k.path) for k in out):
                 out.append(Kept(path, self.kept[path]))
         return tuple(out)
 
@@ -277,9 +296,30 @@ def shebang_interpreter(path: str, search_path: str | None = None) -> str | None
     return os.path.realpath(program) if os.path.exists(program) else None
 
 
+def _is_interpreter(path: str) -> bool:
+    """Whether ``path`` is, or is a ``bin`` folder holding, a Python interpreter
+    that is a real program: an executable regular ELF file, not a script or a
+    folder named like one."""
+    candidates = [path]
+    if os.path.isdir(path):
+        candidates = sorted(glob.glob(os.path.join(glob.escape(path), "python*")))[:ENTRIES_MAX]
+    for candidate in candidates:
+        real = os.path.realpath(candidate)
+        if not os.path.basename(real).startswith("python") or not os.access(real, os.X_OK):
+            continue
+        try:
+            with open(real, "rb") as handle:
+                if os.path.isfile(real) and handle.read(4) == b"\x7fELF":
+                    return True
+        except OSError:
+            continue
+    return False
+
+
 def _venvs(root: str) -> list[tuple[str, str]]:
-    """(venv, its base interpreter's directory) for each virtualenv at the top of
-    ``root`` (one ``stat`` per top-level directory)."""
+    """(venv, its base interpreter's directory or program) for each virtualenv
+    at the top of ``root`` (one ``stat`` per top-level directory), as the
+    venv's own files say: `detect` checks them against the host."""
     out = []
     try:
         entries = list(os.scandir(root))
@@ -326,7 +366,7 @@ def _credential_files(homes: tuple[str, ...]) -> tuple[str, ...]:
 
 def _holds_credentials(path: str, folders: tuple[str, ...]) -> bool:
     """Whether ``path`` holds one of the credential ``folders`` or lies inside one."""
-    return any(is_within(f, path) or is_within(path, f) for f in folders)
+    return any(is_under(f, path) or is_under(path, f) for f in folders)
 
 
 def credential_dirs_in(path: str, homes: Sequence[str]) -> list[str]:
@@ -335,7 +375,7 @@ def credential_dirs_in(path: str, homes: Sequence[str]) -> list[str]:
     return [
         f
         for f in _credential_dirs(tuple(homes))
-        if (is_within(f, path) and os.path.exists(f)) or is_within(path, f)
+        if (is_under(f, path) and os.path.exists(f)) or is_under(path, f)
     ]
 
 
@@ -350,7 +390,7 @@ def _credentials(
     candidates = [*_credential_files(tuple(homes))]
     candidates += [os.path.join(top, rel) for top in tops for rel in CREDENTIALS_IN_TOOLCHAIN]
     for path in candidates:
-        if any(is_within(path, k.path) for k in kept) and os.path.isfile(path):
+        if any(is_under(path, k.path) for k in kept) and os.path.isfile(path):
             out.append(os.path.realpath(path))
     return tuple(dict.fromkeys(out))
 

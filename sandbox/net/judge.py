@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import ipaddress
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import trio
 
@@ -56,6 +56,28 @@ class ConnectionAnswer:
 
 
 Judge = Callable[[ConnectionRequest], Awaitable[ConnectionAnswer]]
+
+HOST_CHARS = 253
+"""The longest host name DNS can hold."""
+METHOD_CHARS = 32
+
+
+def bounded(request: ConnectionRequest) -> ConnectionRequest:
+    """``request`` with what cannot be a real one refused by its length: a host
+    over `HOST_CHARS` (or a method over `METHOD_CHARS`) becomes a problem that
+    says how long it was, and only its start is kept, so that a 60 KB host is
+    neither judged nor recorded (once, or three times over) at its length."""
+    problem = request.problem
+    host, method = request.host, request.method
+    if len(host) > HOST_CHARS:
+        problem = f"the host is {len(host)} characters long; DNS allows {HOST_CHARS}"
+        host = host[:64] + "..."
+    if method is not None and len(method) > METHOD_CHARS:
+        problem = problem or f"the method is {len(method)} characters long"
+        method = method[:METHOD_CHARS] + "..."
+    if problem is request.problem:
+        return request
+    return replace(request, host=host, method=method, problem=problem)
 
 
 @functools.lru_cache(maxsize=4096)  # asked for every request; pure

@@ -19,12 +19,14 @@ Rules of this file (everything between an accepted socket and an upstream one):
    absolute-form request (``GET http://host/path``) is forwarded, its Host
    header must agree with its target, and each request of a kept-alive
    connection is judged on its own (a request smuggled after an allowed one
-   is decided like any other). ``Expect: 100-continue`` is answered by the
+   is decided like any other). What no real request holds (a host longer
+   than DNS allows) is refused by its length (`bounded`), never judged at it. ``Expect: 100-continue`` is answered by the
    proxy; other informational responses are not passed on.
 3. Bounded: a request head over ``ProxyLimits.head_bytes`` is a 431, a first head
    not complete in ``ProxyLimits.head_timeout`` is a 408 (a kept-alive connection
    with no next request in that time is closed), at most
-   ``ProxyLimits.connections`` at once per proxy (more are answered 503), a
+   ``ProxyLimits.connections`` at once per proxy (more are answered 503, and
+   recorded as refusals: the log counts a burst of them), a
    tunnel or forward idle for ``ProxyLimits.idle_timeout`` is closed.
 4. DNS is the proxy's, on the host (`resolve`); the sandbox has no resolver
    to ask (its ``/etc/resolv.conf`` names servers it cannot reach).
@@ -53,6 +55,7 @@ from sandbox.net.judge import (
     ConnectionRequest,
     Judge,
     ProxyLimits,
+    bounded,
     literal_address,
     resolve,
 )
@@ -113,6 +116,8 @@ class EgressProxy:
             try:
                 self._slots.acquire_nowait()
             except trio.WouldBlock:
+                over = f"over {self.limits.connections} connections at once"
+                await self._ask(ConnectionRequest("-", 0, via="http", origin=origin, problem=over))
                 with contextlib.suppress(OSError):
                     await wire.send_all(
                         error_response(503, f"over {self.limits.connections} connections")
@@ -132,10 +137,14 @@ class EgressProxy:
         finally:
             wire.close()
 
+    async def _ask(self, request: ConnectionRequest) -> ConnectionAnswer:
+        """The judge's answer on ``request``, bounded first (`bounded`)."""
+        return await self.judge(bounded(request))
+
     # -- a forwarded loopback port -------------------------------------------------
 
     async def _forward(self, wire: Wire, origin: str, host: str, port: int) -> None:
-        answer = await self.judge(ConnectionRequest(host, port, via="forward", origin=origin))
+        answer = await self._ask(ConnectionRequest(host, port, via="forward", origin=origin))
         if not answer.allowed:
             return
         upstream = await self._connect(answer.addresses, port)
@@ -194,7 +203,7 @@ class EgressProxy:
             reason = f"the request head is over {self.limits.head_bytes} bytes"
         elif status == 400:
             reason = f"malformed request ({reason})"
-        await self.judge(ConnectionRequest("-", 0, via="http", origin=origin, problem=reason))
+        await self._ask(ConnectionRequest("-", 0, via="http", origin=origin, problem=reason))
         await self._refuse(wire, status, reason)
 
     async def _refuse(self, wire: Wire, status: int, reason: str) -> None:
@@ -216,7 +225,7 @@ class EgressProxy:
         host, port = _authority(target)
         problem = None if port is not None else f"CONNECT target {target[:200]!r} is not host:port"
         asked = ConnectionRequest(host or "-", port or 0, "CONNECT", None, "connect", origin, problem)
-        answer = await self.judge(asked)
+        answer = await self._ask(asked)
         if not answer.allowed:
             await self._refuse(wire, 403 if problem is None else 400, answer.reason)
             return
@@ -268,7 +277,7 @@ class EgressProxy:
                     f"({url.netloc[:200]!r})"
                 )
         method = head.method.decode("ascii", "replace")
-        answer = await self.judge(ConnectionRequest(host or "-", port or 0, method, path, "http", origin, problem))
+        answer = await self._ask(ConnectionRequest(host or "-", port or 0, method, path, "http", origin, problem))
         idle.deadline = trio.current_time() + self.limits.idle_timeout
         if not answer.allowed:
             await self._refuse(wire, 403 if problem is None else 400, answer.reason)

@@ -11,12 +11,15 @@ this file:
 
 1. ``--ro-bind / /``: everything read-only, then fresh ``/dev`` and ``/proc``,
    whose host-wide knobs (``/proc/sys``, ...) are bound read-only again.
-2. Private tmpfs over ``/tmp``, ``/var/tmp``, ``$HOME`` and ``/run/user/$UID``
-   (or all of ``/run``, `sandbox.host.sockets`). These come *before* the roots so a
-   workspace under ``$HOME`` or ``/tmp`` is bound back on top of its tmpfs.
+2. Private tmpfs over ``/tmp``, ``/var/tmp``, everyone else's homes, ``$HOME``
+   and ``/run/user/$UID`` (or all of ``/run``, `sandbox.host.sockets`). These
+   come *before* the roots so a workspace under ``$HOME`` or ``/tmp`` is bound
+   back on top of its tmpfs.
 3. Kept home folders, visible install paths and the toolchain folders kept
-   (`sandbox.host.toolchains`), then ``/dev/null`` over host daemon sockets (after
-   them: a visible path's bind would uncover a socket inside it).
+   (`sandbox.host.toolchains`), then a tmpfs over each concealed folder (the
+   host's secret folders, the governor's state: after them, since a kept folder
+   may hold one) and ``/dev/null`` over host daemon sockets (after them: a
+   visible path's bind would uncover a socket inside it).
 4. The roots (read-write only at ``edit-workspace``), then git dirs outside
    the roots that a ``.git`` file points to (kept visible, read-only).
 5. Read-write self-binds and read-only pins, together, outer paths first (a
@@ -35,7 +38,8 @@ this file:
    A submodule's git dir inside a pinned ``.git/modules`` is self-bound after
    that pin, from the host's path, so it is writable again under its own
    pins (`sandbox.host.survey`).
-6. ``/dev/null`` over hidden files; where commits are allowed, the excludes
+6. ``/dev/null`` over hidden files (the roots' ``.env`` files, the host's
+   secret files, credentials in kept folders); where commits are allowed, the excludes
    file of the sandbox's git on its private ``/tmp`` (`sandbox.host.git`).
 """
 
@@ -51,6 +55,7 @@ from typing import Final
 
 from policies.capability import Capability
 from policies.limits import Limits
+from policies.paths import is_under
 from sandbox.plan.egress import NO_PROXY_VARIABLES, Egress
 from sandbox.plan.protected import SYSTEM_DIRS, UNPROTECTABLE
 
@@ -117,14 +122,20 @@ class Profile:
     """Names of `sandbox.plan.protected.UNPROTECTABLE` left writable (a policy's
     ``unprotect``); one ``protected`` names too stays pinned."""
     hidden: tuple[str, ...] = ()
-    allow_unix_sockets: bool | None = None
-    """None: as `unix_sockets` says by default; True or False overrides it."""
     cwd: Path | None = None
     path: str | None = None
     """The ``PATH`` to pass through (its entries that are visible inside), unless
     ``env`` declares one; None: `DEFAULT_PATH`. Toolchain detection reads it."""
     keep: tuple[Path, ...] = ()
     """More host folders to keep visible read-only (the policy's ``[sandbox] keep``)."""
+    read_only: tuple[Path, ...] = ()
+    """Host paths inside the roots pinned read-only like a protected name (the
+    governor's own install in a project's ``.venv``: what the next ``governor``
+    start runs as the person, outside any sandbox); one that is a root or holds
+    one is refused."""
+    masked: tuple[str, ...] = ()
+    """Host files no process inside may open, wherever they are (the operator's
+    audit signing key: a job's agent that read it could sign a rewritten log)."""
     toolchains: bool = True
     """Whether the toolchains under the homes are detected and kept
     (`sandbox.host.toolchains`)."""
@@ -150,7 +161,7 @@ class Profile:
                     f"{name!r} cannot be unprotected: only the hook managers' and editors' "
                     "configs can (sandbox.plan.protected.UNPROTECTABLE)"
                 )
-        for path in (self.workspace, *self.extra_roots, *self.visible, *self.keep):
+        for path in (self.workspace, *self.extra_roots, *self.visible, *self.keep, *self.read_only):
             if not Path(path).is_absolute():
                 raise ProfileError(f"path {str(path)!r} must be absolute")
         if self.egress is not None and self.network:
@@ -185,8 +196,6 @@ class Profile:
         host's socket files (`sandbox.host.sockets`). One that shares the host's
         namespace (`governor.confine` says which do) would reach the host's
         abstract sockets (X11, D-Bus), which no mount can hide."""
-        if self.allow_unix_sockets is not None:
-            return self.allow_unix_sockets
         return not self.network
 
     def with_command(
@@ -215,12 +224,13 @@ class Profile:
         protected: Sequence[str] = (),
         unprotected: Sequence[str] = (),
         hidden: Sequence[str] = (),
-        allow_unix_sockets: bool | None = None,
         keep: Sequence[Path] = (),
         toolchains: bool = True,
         git_read_only: bool = False,
         limits: Limits | None = None,
         egress: Egress | None = None,
+        read_only: Sequence[Path] = (),
+        masked: Sequence[str] = (),
     ) -> Profile:
         """The profile that wraps an agent process itself.
 
@@ -247,13 +257,14 @@ class Profile:
             protected=tuple(protected),
             unprotected=tuple(unprotected),
             hidden=tuple(hidden),
-            allow_unix_sockets=allow_unix_sockets,
             path=search_path,
             keep=tuple(keep),
             toolchains=toolchains,
             git_read_only=git_read_only,
             limits=limits,
             egress=egress,
+            read_only=tuple(read_only),
+            masked=tuple(masked),
         )
 
 
@@ -291,6 +302,13 @@ class HostFacts:
     private_dirs: tuple[str, ...] = ("/tmp",)
     other_homes: tuple[str, ...] = ()
     """Homes hidden besides `home` (the password database's, the governor's $HOME)."""
+    foreign_homes: tuple[str, ...] = ()
+    """Everyone else's homes, hidden with nothing kept (`sandbox.host.concealed`)."""
+    concealed: tuple[str, ...] = ()
+    """Host folders that are empty inside whatever is kept around them: the
+    host's secret folders and the governor's state (`sandbox.host.concealed`)."""
+    host_secrets: tuple[str, ...] = ()
+    """The host's secret files (``/etc/shadow``, ...), covered like `hidden`."""
     home_mounts: tuple[HomeMount, ...] = ()
     run_user_dir: str | None = None
     sockets: tuple[str, ...] = ()
@@ -330,11 +348,6 @@ class BwrapFeatures:
     """``--size`` before ``--tmpfs`` (bwrap 0.10): the tmp limit."""
 
 
-def is_within(path: str, parent: str) -> bool:
-    """Whether ``path`` equals ``parent`` or lies below it (both normalized, absolute)."""
-    return path == parent or path.startswith(parent.rstrip("/") + "/")
-
-
 def validate(profile: Profile, facts: HostFacts) -> None:
     """Refuse roots that would expose secrets or the system, and a cwd outside the roots."""
     if not profile.sandboxed:
@@ -342,25 +355,25 @@ def validate(profile: Profile, facts: HostFacts) -> None:
     for root in facts.roots:
         if root == "/":
             raise ProfileError("a root may not be '/'")
-        if facts.home is not None and is_within(facts.home, root):
+        if facts.home is not None and is_under(facts.home, root):
             raise ProfileError(
                 f"root {root} is the home directory or contains it; that would expose "
                 "~/.ssh, ~/.aws and agent credentials"
             )
         if profile.writable:
             for system in SYSTEM_DIRS:
-                if is_within(root, system):
+                if is_under(root, system):
                     raise ProfileError(
                         f"writable root {root} lies in the system directory {system}"
                     )
     homes = [*([facts.home] if facts.home is not None else []), *facts.other_homes]
     for path in facts.visible:
-        if path == "/" or any(is_within(home, path) for home in homes):
+        if path == "/" or any(is_under(home, path) for home in homes):
             raise ProfileError(
                 f"path to keep visible {path} is '/' or contains the home directory; "
                 "that would expose ~/.ssh, ~/.aws and agent credentials"
             )
-    if not any(is_within(facts.cwd, root) for root in facts.roots):
+    if not any(is_under(facts.cwd, root) for root in facts.roots):
         raise ProfileError(f"working directory {facts.cwd} is outside the roots")
 
 
@@ -464,7 +477,7 @@ def render(
     tmpfs = ["--size", str(profile.limits.tmp)] if profile.limits and profile.limits.tmp else []
     for private in facts.private_dirs:
         argv += [*tmpfs, "--tmpfs", private]
-    for other in facts.other_homes:  # first: `home` may lie inside one of them
+    for other in (*facts.foreign_homes, *facts.other_homes):  # first: `home` may lie inside
         argv += [*tmpfs, "--tmpfs", other]
     if facts.home is not None:
         argv += [*tmpfs, "--tmpfs", facts.home]
@@ -481,6 +494,8 @@ def render(
     if features.tmp_overlay:  # else a cache stays as its folder shows it (or hidden)
         for cache in facts.caches:
             argv += ["--overlay-src", cache, "--tmp-overlay", cache]
+    for concealed in facts.concealed:  # after what is kept: one may hold it
+        argv += [*tmpfs, "--tmpfs", concealed]
     for sock in facts.sockets:
         argv += ["--ro-bind", os.devnull, sock]
 
@@ -502,7 +517,7 @@ def render(
                 argv += ["--ro-bind-fd", str(fd), path]
             else:
                 argv += ["--ro-bind", path, path]
-    for hidden in facts.hidden:
+    for hidden in (*facts.hidden, *facts.host_secrets):
         argv += ["--ro-bind", os.devnull, hidden]
     if excludes_fd is not None:
         argv += ["--ro-bind-data", str(excludes_fd), EXCLUDES_PATH]

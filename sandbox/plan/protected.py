@@ -233,3 +233,48 @@ CREDENTIALS_IN_TOOLCHAIN: Final[tuple[str, ...]] = (
 )
 """The same, relative to the top of any kept folder: ``$CARGO_HOME`` elsewhere,
 an nvm prefix's global ``etc/npmrc``."""
+
+HOST_SECRET_FILES: Final[tuple[str, ...]] = (
+    "/etc/shadow",
+    "/etc/shadow-",
+    "/etc/gshadow",
+    "/etc/gshadow-",
+    "/etc/sudoers",
+    "/etc/security/opasswd",
+    "/etc/ssh/ssh_host_*_key",
+    "/etc/krb5.keytab",
+    "/etc/ppp/chap-secrets",
+    "/etc/ppp/pap-secrets",
+    "/etc/libvirt/*.key",
+    "/etc/wireguard/*",
+    "/var/backups/shadow.bak",
+    "/var/backups/gshadow.bak",
+)
+"""The host's secret files (globs), each covered with ``/dev/null`` in every
+sandbox whoever runs it: a root caller stays uid 0 inside, the owner of
+``/etc/shadow``, so its mode alone lets the sandbox read every password hash
+(and the SSH host keys, ``sudoers``) without any capability. The list is the
+one firejail's ``disable-common.inc`` and bubblejail mask."""
+
+HOST_SECRET_DIRS: Final[tuple[str, ...]] = (
+    "/etc/sudoers.d",
+    "/etc/ssl/private",
+    "/etc/NetworkManager/system-connections",
+    "/etc/wpa_supplicant",
+    "/etc/ipsec.d/private",
+    "/etc/letsencrypt",
+    "/etc/polkit-1/localauthority",
+)
+"""Host folders of keys and passwords, each an empty tmpfs in every sandbox."""
+
+OTHER_HOMES_PARENT: Final = "/home"
+"""Every directory here is someone's home (or a shared one): all of them but
+the sandboxed person's are empty inside, with the password database's homes
+of the other people (uid at least `PEOPLE_UID_MIN`, and root's)."""
+
+PEOPLE_UID_MIN: Final = 1000
+"""The smallest uid of a person's account (``UID_MIN`` of ``login.defs`` on
+every major distribution); below it are system accounts, whose homes are
+``/usr/sbin``, ``/bin``, ``/var/spool/...`` and must stay."""
+
+NOBODY_UID: Final = 65534

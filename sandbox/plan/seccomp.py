@@ -22,7 +22,7 @@ Why these rules (sandbox-reference §5, §6):
   (CVE-2019-10063: a full 64-bit compare lets ``TIOCSTI | 1 << 32`` through).
 * ``socket(AF_UNIX, ...)`` is refused for a process that shares the host's
   network namespace (`sandbox.plan.profile.Profile.unix_sockets`; below
-  full-access none does any more): the host's abstract sockets (X11, D-Bus) would be
+  full-access none does: this is the second wall): the host's abstract sockets (X11, D-Bus) would be
   reachable there, and no mount hides them. A process with a namespace of its
   own may make them; the survey hides the host's socket files from it (a
   read-only bind does not stop ``connect()``: `sandbox.host.sockets`).

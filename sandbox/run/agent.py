@@ -29,9 +29,10 @@ from pathlib import Path
 
 import trio
 
+from policies.paths import is_under
 from sandbox.host.survey import caller_home, process_home
 from sandbox.host.toolchains import shebang_interpreter
-from sandbox.plan.profile import Profile, ProfileError, is_within
+from sandbox.plan.profile import Profile, ProfileError
 from sandbox.run.launch import Launch, memfd, open_launch, prepare
 from sandbox.run.preflight import preflight
 from sandbox.run.spawn import PIPE, Child, Std, spawn
@@ -78,7 +79,7 @@ def resolve_install(argv: Sequence[str], *, search_path: str | None = None) -> t
     def keep(directory: str) -> None:
         # A prefix that is "/", $HOME or an ancestor of it would re-expose the
         # secrets the empty $HOME hides (``~/bin/agent`` has the prefix ``~``).
-        if directory != "/" and not any(is_within(home, directory) for home in homes):
+        if directory != "/" and not any(is_under(home, directory) for home in homes):
             found.append(directory)
 
     def add(path: str) -> None:

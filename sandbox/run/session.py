@@ -48,6 +48,7 @@ from stat import S_ISSOCK
 
 import trio
 
+from policies.paths import is_under
 from sandbox.host.bwrap import BwrapUnavailable
 from sandbox.host.limits import rlimits
 from sandbox.host.survey import survey
@@ -56,7 +57,6 @@ from sandbox.plan.profile import (
     Profile,
     ProfileError,
     environment,
-    is_within,
     validate,
 )
 from sandbox.run.capture import OutputRing
@@ -97,8 +97,8 @@ def interpreter() -> tuple[str, tuple[Path, ...]]:
     puts a tmpfs (pyenv or uv under ``$HOME``, a CI Python under ``/tmp``)."""
     exe = os.path.realpath(getattr(sys, "_base_executable", None) or sys.executable)
     prefix = os.path.realpath(sys.base_prefix)
-    keep = [prefix] if not is_within(prefix, "/usr") else []
-    if not is_within(exe, prefix) and not is_within(exe, "/usr"):
+    keep = [prefix] if not is_under(prefix, "/usr") else []
+    if not is_under(exe, prefix) and not is_under(exe, "/usr"):
         keep.append(os.path.dirname(exe))
     return exe, tuple(Path(p) for p in keep)
 

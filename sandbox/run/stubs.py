@@ -48,7 +48,7 @@ pins of a workspace's missing names were most of a small command's sandbox cost
   instead of treating it as a user's file, so even a sweeper killed too leaves
   nothing for good once a governor runs there again.
 * Sealing can fail (no capability, a filesystem without the flag or the
-  attribute): the stub then stays a plain one and is pinned by mount, as before.
+  attribute): the stub then stays a plain one and is pinned by mount.
 """
 
 from __future__ import annotations

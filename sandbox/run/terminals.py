@@ -224,3 +224,8 @@ class Terminals:
 
     def __len__(self) -> int:
         return len(self._terminals)
+
+    def __contains__(self, terminal_id: object) -> bool:
+        """Whether `terminal_id` names a terminal of this session (created, not
+        released): a lookup, where `output` would render its whole buffer."""
+        return terminal_id in self._terminals

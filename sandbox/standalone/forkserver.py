@@ -4,7 +4,7 @@ Why it exists: one bwrap per command costs bwrap's own start, and each
 read-only pin costs more on top, because bwrap re-reads the whole mount table
 for every bind (figures: bench/README.md, the sandbox). A governor without CAP_LINUX_IMMUTABLE cannot seal the
 27 placeholders for missing protected names (`sandbox.run.stubs`), so every command
-paid for 27 pins. A session now builds its sandbox once (`sandbox.run.session`):
+would pay for 27 pins. So a session builds its sandbox once (`sandbox.run.session`):
 one bwrap with the full profile, pins included, running this program. The
 program forks each command into a fresh PID and mount namespace of its own.
 

@@ -12,6 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "audit"))
 from audit_helpers import scripted_spec
 
 from governor.attempt import run_attempt
+from governor.audit.reading import decision_records
 
 
 def permission(call: str, command: str) -> list[dict[str, Any]]:
@@ -62,10 +63,12 @@ async def test_what_an_allowed_call_does_is_explained_and_a_later_write_is_unask
     assert outcome.status == "completed", outcome.reason
     records = {
         r["subject"]["path"].rsplit("/", 1)[-1]: r
-        for r in outcome.tool_calls
+        for r in decision_records(outcome.log, outcome.run_id)
         if r["kind"] in ("changed", "unasked")
     }
-    decided = [r for r in outcome.tool_calls if r["kind"] == "permission"]
+    decided = [
+        r for r in decision_records(outcome.log, outcome.run_id) if r["kind"] == "permission"
+    ]
     assert {r["verdict"] for r in decided} == {"allow"}  # one record per part of the line
     allowed = decided[-1]  # the seq an explanation names: the decision's last record
     report, side, late = records["report.txt"], records["side.txt"], records["late.txt"]
@@ -91,7 +94,11 @@ async def test_a_refused_call_explains_nothing_it_does_anyway(tmp_path: Path) ->
     policy = 'capability = "edit-workspace"\n[deny]\ncommands = ["rm *"]\n'
     (tmp_path / "p.toml").write_text(policy)
     outcome = await run_attempt(scripted_spec(tmp_path, steps, policy=tmp_path / "p.toml"))
-    assert "deny" in {r["verdict"] for r in outcome.tool_calls if r["kind"] == "permission"}
+    assert "deny" in {
+        r["verdict"]
+        for r in decision_records(outcome.log, outcome.run_id)
+        if r["kind"] == "permission"
+    }
     assert outcome.acp is not None and outcome.acp.unasked_paths == [
         str(tmp_path / "ws" / "done-anyway.txt")
     ]

@@ -10,6 +10,7 @@ import pytest
 
 from governor.approver import Ask
 from governor.attempt import run_attempt
+from governor.audit.reading import decision_records
 from governor.audit.verify import read_lines, verify
 from governor.spec import AttemptSpec, RefusedBeforeStart
 from policies.capability import Capability
@@ -64,7 +65,9 @@ async def test_every_decision_is_in_the_log_and_the_log_verifies(tmp_path: Path)
     logged = [
         r for _, r, _ in read_lines(log) if r and r["kind"] not in ("attempt-start", "attempt-end")
     ]
-    assert [r["hash"] for r in logged] == [r["hash"] for r in outcome.tool_calls]
+    assert [r["hash"] for r in logged] == [
+        r["hash"] for r in decision_records(outcome.log, outcome.run_id)
+    ]
 
 
 async def test_a_read_only_job_is_refused_the_write_and_the_file_never_appears(
@@ -232,6 +235,6 @@ async def test_an_ask_still_waiting_at_the_timeout_is_answered_cancelled_and_log
     policy = parse_policy('capability = "edit-workspace"\n[ask]\ntools = ["edit"]', "t")
     outcome = await run_attempt(spec(tmp_path, policy=policy, approver=never, timeout=1.0))
     assert outcome.status == "failed" and "did not finish within 1 s" in (outcome.reason or "")
-    asked = [r for r in outcome.tool_calls if r["kind"] == "permission"]
+    asked = [r for r in decision_records(outcome.log, outcome.run_id) if r["kind"] == "permission"]
     assert asked and asked[0]["verdict"] == "deny" and "cancelled" in asked[0]["reason"]
     assert not (tmp_path / "ws" / "hello.py").exists()

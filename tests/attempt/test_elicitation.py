@@ -12,6 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "audit"))
 from audit_helpers import scripted_spec
 
 from governor.attempt import run_attempt
+from governor.audit.reading import decision_records
 
 SECRET = "sk-live-0123456789abcdefghij"
 
@@ -51,7 +52,9 @@ async def test_unattended_an_elicitation_is_declined_recorded_and_never_advertis
     assert "elicitation" not in init["capabilities"]
     (answered,) = [line for line in lines if line["method"] == "elicitation/create"]
     assert answered["result"] == {"action": "decline"} and answered["error"] is None
-    (record,) = [r for r in outcome.tool_calls if r["kind"] == "elicitation"]
+    (record,) = [
+        r for r in decision_records(outcome.log, outcome.run_id) if r["kind"] == "elicitation"
+    ]
     assert (record["verdict"], record["by"]) == ("deny", "policy")
     assert record["subject"]["fields"] == ["name", "tests"]
     assert record["option"] == "decline"

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from governor.audit.tally import Tally
-from governor.ending import PRECEDENCE, CommandResult, Ending, judge
+from governor.ending import PRECEDENCE, SAID_CHARS, CommandResult, Ending, judge, said
 from governor.secrets import MASK, Masker
 
 PAUSE = {"kind": "terminal", "request": 3, "subject": {"command": "rm x"}, "reason": "waiting: rm"}
@@ -58,8 +58,12 @@ TABLE: list[tuple[dict[str, Any], str, str | None]] = [
     ({"sign_in": "x", "error": "Agent needs signing in: x", "timed_out": True}, "failed", "Agent needs signing in: x"),
     ({"timed_out": True, "stop_reason": "end_turn", "final_message": "Done."}, "failed", "Agent did not finish within 30 s (the wall limit); its turn was cancelled"),
     ({"stop_reason": "end_turn", "final_message": "Done.", "error": "late"}, "completed", None),
-    # the agent's last stderr line joins a failure that does not hold it already
-    ({"stderr_tail": ("first", "last words", "")}, "failed", "Agent ended without an answer -- Agent said: last words"),
+    # the agent's last meaningful stderr lines join a failure that does not hold them already
+    ({"stderr_tail": ("first", "last words", "")}, "failed", "Agent ended without an answer -- Agent said: first | last words"),
+    ({"stderr_tail": ("0", "a", "b", "c", "}", "  ]", "---")}, "failed", "Agent ended without an answer -- Agent said: a | b | c"),
+    ({"stderr_tail": ("}",)}, "failed", "Agent ended without an answer"),
+    ({"unseen_folders": ("XDG_CACHE_HOME=/tmp/c",)}, "failed", "Agent ended without an answer -- Agent was given XDG_CACHE_HOME=/tmp/c, a folder its sandbox does not show (keep one with the policy's [sandbox] keep, or point the variable inside the workspace)"),
+    ({"stop_reason": "end_turn", "final_message": "Done.", "unseen_folders": ("A_DIR=/tmp/a",)}, "completed", None),
     ({"error": "Agent did not initialize: boom", "stderr_tail": ("boom",)}, "failed", "Agent did not initialize: boom"),
     ({"stop_reason": "end_turn", "final_message": "Done.", "stderr_tail": ("noise",)}, "completed", None),
     ({"pending": PAUSE, "stderr_tail": ("noise",)}, "needs_approval", "waiting: rm"),
@@ -133,3 +137,9 @@ def test_every_text_from_the_agent_is_masked() -> None:
     assert outcome.pending == {"reason": f"ask {MASK}", "subject": {"command": f"echo {MASK}"}}
     assert outcome.acp is not None and outcome.acp.notices == [f"note {MASK}"]
     assert outcome.acp.plan == [{"content": f"use {MASK}", "status": "pending"}]
+
+
+def test_what_the_agent_said_is_bounded_to_its_newest_characters() -> None:
+    words = said(("a" * 2000, "the end"))
+    assert words is not None and len(words) == SAID_CHARS + 3
+    assert words.startswith("...") and words.endswith("a | the end")

@@ -16,6 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "audit"))
 from audit_helpers import scripted_spec
 
 from governor import run_attempt
+from governor.audit.reading import decision_records
 
 
 class _Model(http.server.BaseHTTPRequestHandler):
@@ -51,7 +52,9 @@ async def test_the_sandboxed_agent_reaches_its_base_url_through_the_proxy_with_n
                          env=["OPENAI_BASE_URL"])  # fmt: skip
     outcome = await run_attempt(spec)
     assert outcome.status == "completed", outcome.reason
-    (record,) = [r for r in outcome.tool_calls if r.get("kind") == "network"]
+    (record,) = [
+        r for r in decision_records(outcome.log, outcome.run_id) if r.get("kind") == "network"
+    ]
     assert record["verdict"] == "allow" and record["subject"]["port"] == model
     assert record["rule"] == f"network.agent: 127.0.0.1:{model}"
     assert outcome.acp is not None and outcome.acp.tally.allowed == 1
@@ -68,6 +71,8 @@ async def test_an_agent_that_cannot_reach_its_api_fails_naming_the_host_and_the_
     assert "the proxy refused" in (outcome.reason or "")
     assert "api.example.test:80" in (outcome.reason or "")
     assert "--allow-host api.example.test:80" in (outcome.reason or "")
-    (record,) = [r for r in outcome.tool_calls if r.get("kind") == "network"]
+    (record,) = [
+        r for r in decision_records(outcome.log, outcome.run_id) if r.get("kind") == "network"
+    ]
     assert record["verdict"] == "deny" and record["rule"] == "network.default"
     assert outcome.acp is not None and outcome.acp.tally.refused == 1

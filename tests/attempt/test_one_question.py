@@ -16,6 +16,7 @@ from audit_helpers import demo_spec, scripted_spec
 
 from governor.approver import Ask
 from governor.attempt import run_attempt
+from governor.audit.reading import decision_records
 from policies.policy import parse_policy
 
 
@@ -30,7 +31,11 @@ def _yes_to_all(asked: list[Ask]) -> Callable[[Ask], bool]:
 
 
 def _decisions(outcome: Any, kind: str) -> list[tuple[str, str, str]]:
-    return [(r["verdict"], r["by"], r["reason"]) for r in outcome.tool_calls if r["kind"] == kind]
+    return [
+        (r["verdict"], r["by"], r["reason"])
+        for r in decision_records(outcome.log, outcome.run_id)
+        if r["kind"] == kind
+    ]
 
 
 async def test_a_yes_to_the_demos_command_is_not_asked_again_at_its_terminal(
@@ -45,7 +50,9 @@ async def test_a_yes_to_the_demos_command_is_not_asked_again_at_its_terminal(
     assert outcome.status == "completed", outcome.reason
     assert [a.kind for a in asked] == ["permission"]  # one question
     (permission,) = [
-        r for r in outcome.tool_calls if r["kind"] == "permission" and r["by"] == "person"
+        r
+        for r in decision_records(outcome.log, outcome.run_id)
+        if r["kind"] == "permission" and r["by"] == "person"
     ]
     terminals = _decisions(outcome, "terminal")
     verdict, by, reason = terminals[0]
@@ -95,7 +102,7 @@ async def test_the_yes_covers_that_command_once_and_a_deny_rule_still_wins(
     assert outcome.status == "completed", outcome.reason
     firsts = [
         r
-        for r in outcome.tool_calls
+        for r in decision_records(outcome.log, outcome.run_id)
         if r["kind"] == "terminal" and r.get("subject", {}).get("command") == "echo hi"
     ]
     assert firsts[0]["by"] == "grant" and "seq" in firsts[0]["reason"]
@@ -116,7 +123,9 @@ async def test_a_deny_rule_refuses_the_terminal_after_a_persons_yes(tmp_path: Pa
     )
     steps = _steps("echo hi", "echo hi; touch pwned")[:2]  # the yes was for `echo hi`
     outcome = await run_attempt(scripted_spec(tmp_path, steps, policy=policy, approver=approve))
-    terminals = [r for r in outcome.tool_calls if r["kind"] == "terminal"]
+    terminals = [
+        r for r in decision_records(outcome.log, outcome.run_id) if r["kind"] == "terminal"
+    ]
     assert "deny" in [r["verdict"] for r in terminals], terminals
     assert not any("seq" in r["reason"] for r in terminals)  # the yes did not carry
     assert not (tmp_path / "ws" / "pwned").exists()

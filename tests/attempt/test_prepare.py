@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from governor.spec import Agent, AttemptSpec, Command, RefusedBeforeStart, prepare
+from governor.spec import Agent, AttemptSpec, PlainProgram, RefusedBeforeStart, prepare
 
 
 def problems(**fields: object) -> list[str]:
@@ -58,7 +58,7 @@ def test_what_runs_is_an_agent_or_a_command_once_prepared(tmp_path: Path) -> Non
     plain = prepare(
         AttemptSpec(prompt="x", argv=["/bin/cat"], kind="command", workspace=ws, log=log)
     )
-    assert plain.executor == Command(("/bin/cat",)) and plain.executor.id == "command"
+    assert plain.executor == PlainProgram(("/bin/cat",)) and plain.executor.id == "command"
 
 
 def test_a_variable_that_makes_the_agent_act_alone_is_refused_unless_mode_switches_are_allowed(

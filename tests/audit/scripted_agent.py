@@ -33,7 +33,12 @@ import os
 import sys
 import time
 import uuid
+from pathlib import Path
 from typing import Any
+
+# The loop every stdlib agent shares, by path: it runs in sandboxes (stdlib only).
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "governor" / "agents"))
+from stdio_peer import Peer
 
 
 class ApiError(Exception):
@@ -44,30 +49,15 @@ class Agent:
     def __init__(self, script: list[Any], received: str | None, arg: str) -> None:
         self.script = script
         self.arg = arg
-        self.next_id = 0
+        self.peer = Peer()
         self.session = ""
         self.cwd = ""
-        self.cancelled = False
-        self.inbox: list[dict[str, Any]] = []
         self.received = open(received, "a", encoding="utf-8") if received else None  # noqa: SIM115
         if self.received is not None:
             fcntl.flock(self.received.fileno(), fcntl.LOCK_EX)
 
     def send(self, message: dict[str, Any]) -> None:
-        sys.stdout.write(json.dumps({"jsonrpc": "2.0", **message}) + "\n")
-        sys.stdout.flush()
-
-    def read(self) -> dict[str, Any] | None:
-        while True:
-            line = sys.stdin.readline()
-            if not line:
-                return None
-            try:
-                value = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(value, dict):
-                return value
+        self.peer.send(message)
 
     def fill(self, value: Any, i: int) -> Any:
         if isinstance(value, str):
@@ -89,20 +79,7 @@ class Agent:
         return value
 
     def request(self, method: str, params: dict[str, Any]) -> None:
-        rid = self.next_id
-        self.next_id += 1
-        self.send({"id": rid, "method": method, "params": params})
-        while True:
-            message = self.read()
-            if message is None:
-                raise SystemExit(0)
-            if message.get("id") == rid and "method" not in message:
-                self.note(method, params, message)
-                return
-            if message.get("method") == "session/cancel":
-                self.cancelled = True
-            elif "method" in message:
-                self.inbox.append(message)
+        self.note(method, params, self.peer.request(method, params))
 
     def note(self, method: str, params: dict[str, Any], answer: dict[str, Any]) -> None:
         if self.received is None:
@@ -126,7 +103,7 @@ class Agent:
 
     def play(self, steps: list[Any], i: int = 0) -> None:
         for step in steps:
-            if self.cancelled:
+            if self.peer.cancelled:
                 return
             if "repeat" in step:
                 for k in range(int(step["repeat"])):
@@ -172,7 +149,7 @@ class Agent:
 
     def serve(self) -> int:
         while True:
-            message = self.inbox.pop(0) if self.inbox else self.read()
+            message = self.peer.receive()
             if message is None:
                 return 0
             method, mid = message.get("method"), message.get("id")
@@ -198,18 +175,18 @@ class Agent:
                 self.cwd = params.get("cwd") or os.getcwd()
                 self.send({"id": mid, "result": {"sessionId": self.session}})
             elif method == "session/prompt":
-                self.cancelled = False
+                self.peer.cancelled = False
                 try:
                     self.play(self.script)
                 except ApiError as e:
                     self.send({"id": mid, "error": {"code": -32603, "message": str(e)}})
                     continue
-                stop = "cancelled" if self.cancelled else "end_turn"
+                stop = "cancelled" if self.peer.cancelled else "end_turn"
                 self.send({"id": mid, "result": {"stopReason": stop}})
             elif method == "session/cancel":
-                self.cancelled = True
+                self.peer.cancelled = True
             elif mid is not None and method is not None:
-                self.send({"id": mid, "error": {"code": -32601, "message": "method not found"}})
+                self.peer.fail(mid, -32601, "method not found")
 
 
 def main(argv: list[str]) -> int:

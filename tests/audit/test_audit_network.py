@@ -10,7 +10,8 @@ import pytest
 from governor.approver import Unattended
 from governor.audit.log import AuditLog
 from governor.audit.tally import Tally
-from governor.cli.audit import run_replay, run_report
+from governor.cli.audit import run_table
+from governor.cli.audit_checks import run_replay
 from governor.gate import Gate
 from governor.network import judge
 from policies.capability import Capability
@@ -47,14 +48,14 @@ async def test_every_connection_is_listed_with_its_verdict(
 ) -> None:
     log = tmp_path / "audit.jsonl"
     await write_log(log, tmp_path)
-    assert run_report([str(log)], network=True) == 0
+    assert run_table([str(log)], network=True) == 0
     out = capsys.readouterr().out
     assert "allow    agent: 127.0.0.1:4000" in out
     assert "allow    command: GET http://127.0.0.1:8080/simple/" in out
     assert "deny     agent: GET http://169.254.169.254:80/latest/" in out
     assert "[network.special]" in out
     assert "3 connection(s) in 1 attempt(s): 2 allowed, 1 refused or waiting" in out
-    assert run_report([str(log)], network=True, as_json=True) == 0
+    assert run_table([str(log)], network=True, as_json=True) == 0
     rows = json.loads(capsys.readouterr().out)
     assert [r["verdict"] for r in rows] == ["allow", "allow", "deny"]
 
@@ -96,4 +97,20 @@ async def test_a_persons_always_allows_a_host_for_the_rest_of_the_attempt(tmp_pa
     assert asked == ["localhost:8443"]  # asked once, for the host
     network = [r for r in audit.records if r["kind"] == "network"]
     assert [r["by"] for r in network] == ["person", "grant"]
+    audit.close()
+
+
+async def test_a_host_a_person_allowed_is_looked_up_after_the_answer_and_connected_to(
+    tmp_path: Path,
+) -> None:
+    from governor.approver import Callback
+
+    rules = NetworkRules(enabled=True, ask=(parse_pattern("localhost:8443"),))  # resolves offline
+    policy = Policy(capability=Capability.EDIT_WORKSPACE, network_rules=rules).bind(str(tmp_path))
+    audit = AuditLog(tmp_path / "audit.jsonl", "att-ask")
+    gate = Gate(policy, audit, Callback(lambda ask: "once"))
+    answer = await judge(gate)(ConnectionRequest("localhost", 8443, "CONNECT", origin="command"))
+    assert answer.allowed and "127.0.0.1" in answer.addresses  # not an empty place to connect to
+    refused = await judge(gate)(ConnectionRequest("localhost", 9999, "CONNECT", origin="command"))
+    assert not refused.allowed and refused.addresses == ()
     audit.close()

@@ -5,6 +5,7 @@ are grepped for in the log file and in the outcome."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from pathlib import Path
@@ -14,6 +15,7 @@ from audit_helpers import records, scripted_spec
 
 from governor.attempt import run_attempt
 from governor.audit.verify import read_lines, verify
+from governor.cli.outcome_json import document, write_json
 from policies.ceiling import CUSTOM_AGENT, Ceiling
 from policies.policy import parse_policy
 
@@ -160,8 +162,10 @@ async def test_secrets_the_agent_sends_are_masked_in_every_record_and_in_the_out
     assert leaks(text) == []
     assert "[secret]" in text and "-----BEGIN" not in text
     assert "<1 raw args, not shown>" in text
-    shown = json.dumps(outcome.to_json(), ensure_ascii=False)
-    assert outcome.summary is not None and "[secret]" in outcome.summary
+    streamed = io.StringIO()  # as --json prints it, its decision records included
+    write_json(document(outcome), streamed, indent=2)
+    shown = streamed.getvalue()
+    assert json.loads(shown)["tool_calls"] and outcome.summary is not None and "[secret]" in outcome.summary
     assert leaks(shown) == []
     assert verify(read_lines(log)).problem is None
 

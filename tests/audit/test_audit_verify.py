@@ -142,7 +142,7 @@ def test_an_intact_log_verifies_with_exit_0(
 ) -> None:
     code, out = audit(capsys, "verify", str(demo_log))
     assert code == 0, out
-    assert f"intact ({len(log_lines(demo_log))} line(s), 2 attempt(s))" in out
+    assert f"intact, not anchored ({len(log_lines(demo_log))} line(s), 2 attempt(s))" in out
     assert UNFINISHED not in out
 
 

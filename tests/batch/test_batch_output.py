@@ -11,7 +11,7 @@ import trio
 from conftest import git
 
 from governor.batch.clone import changes, clone
-from governor.batch.output import Output, OutputBusy, read_outcomes
+from governor.batch.output import Output, OutputBusy, OutputUnsafe, read_outcomes
 from governor.batch.work import JobResult
 
 
@@ -45,6 +45,31 @@ def test_a_job_is_finished_only_with_its_line_and_both_files(tmp_path: Path) -> 
     lines = [json.loads(x) for x in (tmp_path / "outcomes.jsonl").read_text().splitlines()]
     assert [x["job"] for x in lines] == ["a", "c", "b", "d"]  # each id once
     assert (tmp_path / "b" / "changes.patch").read_bytes() == b"patch of b"
+
+
+def test_a_link_planted_in_the_output_is_refused_and_nothing_is_written_through_it(
+    tmp_path: Path,
+) -> None:
+    out_dir, elsewhere = tmp_path / "out", tmp_path / "elsewhere"
+    out_dir.mkdir()
+    elsewhere.mkdir()
+    (elsewhere / "audit.jsonl").write_bytes(b"a person's file")
+    (out_dir / "j1").symlink_to(elsewhere)
+    with pytest.raises(OutputUnsafe, match=r"holds links a batch never makes \(j1\)"):
+        Output(out_dir).open()
+    assert (elsewhere / "audit.jsonl").read_bytes() == b"a person's file"
+    # a link made after the folder was opened, and a temporary file planted as a link
+    (out_dir / "j1").unlink()
+    with Output(out_dir) as out:
+        (out_dir / "j1").symlink_to(elsewhere)
+        with pytest.raises(OutputUnsafe, match="j1 is not a folder a batch made"):
+            out.write(result("j1"))
+        (out_dir / "j2").mkdir()
+        (out_dir / "j2" / ".tmp-audit.jsonl").symlink_to(elsewhere / "audit.jsonl")
+        out.write(result("j2"))  # the neighbour: a real folder is written, the link replaced
+    assert (elsewhere / "audit.jsonl").read_bytes() == b"a person's file"
+    assert (out_dir / "j2" / "audit.jsonl").read_bytes() == b"log of j2"
+    assert not (out_dir / "j2" / "audit.jsonl").is_symlink()
 
 
 def test_a_second_batch_on_the_same_output_is_refused(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from governor.attempt import run_attempt
+from governor.audit.reading import decision_records
 from governor.audit.verify import read_lines, verify
 from governor.spec import AttemptSpec
 from policies.policy import parse_policy
@@ -58,7 +59,7 @@ async def test_the_flood_agent_gets_every_ask_allowed_and_every_read_answered_by
     assert (outcome.acp.tally.asked, outcome.acp.tally.allowed) == (2 * N, 2 * N)
     checked = verify(read_lines(tmp_path / "audit.jsonl"))
     assert checked.problem is None and checked.records == 2 * N + 2
-    asks = [r for r in outcome.tool_calls if r["kind"] == "permission"]
+    asks = [r for r in decision_records(outcome.log, outcome.run_id) if r["kind"] == "permission"]
     assert [r["subject"]["paths"] for r in asks] == [[str(tmp_path / "ws" / EDIT_FILE)]] * N
     assert {r["option"] for r in asks} == {"allow"}
 

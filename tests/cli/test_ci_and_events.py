@@ -33,14 +33,30 @@ def test_the_job_summary_has_the_tally_and_each_refusal_and_no_secret(tmp_path: 
     assert text.startswith("earlier step\n")  # appended, as the runner expects
     assert "| asked | allowed | waited | refused | reported | unasked |" in text
     assert "| 6 | 5 | 0 | 1 | 0 | 1 |" in text
-    assert "Install .git/hooks/pre-commit" in text and "protected: .git/\\*\\*" not in text
-    assert "| protected: .git/** |" in text
+    assert "Install .git/hooks/pre-commit" in text
+    assert "| protected: .git/&#42;&#42; |" in text  # the rule, its stars as text
     assert "NOTES.md" in text  # the change made without asking
     errors = [line for line in done.stderr.splitlines() if line.startswith("::error ")]
     warnings = [line for line in done.stderr.splitlines() if line.startswith("::warning ")]
     assert len(errors) == 1 and "pre-commit" in errors[0]
     assert len(warnings) == 1 and "NOTES.md" in warnings[0]
     assert SECRET not in text and SECRET not in done.stderr and SECRET not in done.stdout
+    end = json.loads((tmp_path / "audit.jsonl").read_text().splitlines()[-1])
+    assert f"{end['seq']} records, head <code>{end['hash']}</code>" in text
+    assert f"governor audit verify --head {end['hash']} LOG" in text
+
+
+def test_the_terminal_summary_names_the_head_the_log_verifies_against(tmp_path: Path) -> None:
+    done = run_demo(tmp_path)
+    assert done.returncode == 0, done.stderr
+    log = tmp_path / "audit.jsonl"
+    end = json.loads(log.read_text().splitlines()[-1])
+    assert f"head  {end['hash']} ({end['seq']} records)" in done.stdout
+    verified = subprocess.run(
+        [str(GOVERNOR), "audit", "verify", str(log), "--head", end["hash"]],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert verified.returncode == 0 and "intact, anchored" in verified.stdout, verified.stdout
 
 
 def test_without_the_variable_or_the_flag_nothing_is_written(tmp_path: Path) -> None:
@@ -76,6 +92,8 @@ def test_events_on_stdout_are_every_decision_of_the_log_in_order(tmp_path: Path)
     assert events[0]["type"] == "attempt" and {e["attempt"] for e in events} == {attempt}
     assert events[-1]["type"] == "outcome" and events[-1]["outcome"]["status"] == "completed"
     logged = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    last = events[-1]["outcome"]
+    assert (last["log_head"], last["log_records"]) == (logged[-1]["hash"], logged[-1]["seq"])
     decisions = [r for r in logged if r["kind"] in ("permission", "read", "write", "terminal", "network")]
     seen = [e for e in events if e["type"] == "decision"]
     assert [(e["seq"], e["kind"], e["verdict"], e["by"]) for e in seen] == [

@@ -75,6 +75,9 @@ def test_the_demo_is_one_attempt_span_a_span_per_tool_call_and_an_event_per_deci
     assert a["acp_governor.status"] == "completed"
     tally = outcome["acp"]["tally"]
     assert {k: a[f"acp_governor.tally.{k}"] for k in tally} == tally
+    # the log's head, kept by the collector apart from the log
+    assert a["acp_governor.audit.head"] == outcome["log_head"] == records[-1]["hash"]
+    assert a["acp_governor.audit.records"] == outcome["log_records"] == len(records)
 
     # one execute_tool span per tool call the agent made, ended at its last update
     events = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]

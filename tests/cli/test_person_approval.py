@@ -76,8 +76,8 @@ def test_a_person_allows_once_then_refuses_and_both_are_recorded_as_a_persons(
     _, screen, outcome = run_demo_as_a_person(
         tmp_path, 'capability = "edit-workspace"\n[ask]\ntools = ["edit", "execute"]\n', ["o", "r"]
     )
-    assert "the agent asks: permission: Write hello.py" in screen
-    assert "content to write" not in screen or "hello" in screen
+    assert "the agent asks permission for a tool call" in screen
+    assert "title (the agent's): Write hello.py" in screen
     by = [
         (r["subject"].get("title"), r["verdict"], r["by"])
         for r in outcome["tool_calls"]
@@ -142,7 +142,7 @@ def test_a_person_fills_in_the_form_an_agent_sends(tmp_path: Path) -> None:
     ]
     code, screen = converse(argv, turns)
     assert code == 0, screen
-    assert "the agent asks for input: Set up the project" in screen
+    assert "the agent asks for input (its words): Set up the project" in screen
     lines = [json.loads(line) for line in received.read_text().splitlines()]
     (init,) = [line for line in lines if line["method"] == "initialize"]
     assert init["capabilities"]["elicitation"] == {"form": {}}

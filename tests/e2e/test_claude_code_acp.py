@@ -26,9 +26,10 @@ from toolchain_home import (
 )
 
 from governor.attempt import run_attempt
+from governor.audit.reading import decision_records
 from policies.policy import parse_policy
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.npm_agent(CLAUDE_CODE_ACP)]
 
 
 async def test_a_write_is_asked_allowed_once_and_done_by_the_governor(job: Job) -> None:
@@ -86,7 +87,7 @@ async def test_a_shell_line_runs_whole_in_a_governed_terminal_and_its_output_rea
     assert outcome.status == "completed", outcome.reason
     assert {r["verdict"] for r in records(outcome, "permission")} == {"allow"}
     commands = {r["request"]: r for r in records(outcome, "terminal")}
-    assert len(commands) == 1, outcome.tool_calls
+    assert len(commands) == 1, list(decision_records(outcome.log, outcome.run_id))
     (ran,) = commands.values()
     assert (ran["subject"]["command"], ran["verdict"]) == (line, "allow")
     (result,) = model.tool_results()
@@ -159,7 +160,7 @@ async def test_with_no_model_credentials_the_prompt_fails_asking_to_sign_in(job:
     assert outcome.sign_in, outcome.reason
     assert "needs signing in" in (outcome.reason or "")
     assert outcome.sign_in in (outcome.reason or "")
-    assert [r["kind"] for r in outcome.tool_calls] == ["mode"]  # session/new worked; nothing ran
+    assert [r["kind"] for r in decision_records(outcome.log, outcome.run_id)] == ["mode"]  # session/new worked; nothing ran
     assert [p.name for p in job.workspace.iterdir()] == ["notes.txt"]
     job.verified_log()
 
@@ -178,7 +179,7 @@ async def test_the_persons_toolchain_in_home_runs_in_a_governed_terminal_and_sec
     assert model.tool_uses() == ["mcp__acp__Bash"], model.describe()
     assert outcome.status == "completed", outcome.reason
     commands = {r["request"]: r["verdict"] for r in records(outcome, "terminal")}
-    assert list(commands.values()) == ["allow"], outcome.tool_calls
+    assert list(commands.values()) == ["allow"], list(decision_records(outcome.log, outcome.run_id))
     (result,) = model.tool_results()
     text = str(result["content"])
     check_probe_and_commit(text, toolchain, canary, job.workspace)

@@ -9,12 +9,12 @@ config option ``allow_all`` that, on, makes it stop asking.
 from __future__ import annotations
 
 import pytest
-from npm_agents import Job, copilot_argv, records, tally_without_network
+from npm_agents import COPILOT, Job, copilot_argv, records, tally_without_network
 from openai_standin import Call, OpenAIStandIn
 
 from governor.attempt import run_attempt
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.npm_agent(COPILOT, node=None)]
 
 AGENT_MODE = "https://agentclientprotocol.com/protocol/session-modes#agent"
 

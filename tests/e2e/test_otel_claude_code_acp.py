@@ -14,7 +14,7 @@ from npm_agents import CLAUDE_CODE_ACP, Job, installed
 from otel_receiver import Receiver, attributes, needs_otel
 from standin import StandIn, bash, read, write
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.npm_agent(CLAUDE_CODE_ACP)]
 
 SECRET = "planted-secret-value-c0ffee42"
 DECIDED = ("permission", "read", "write", "terminal", "network")

@@ -11,12 +11,21 @@ Code does not start where its ``$HOME`` does not exist.
 from __future__ import annotations
 
 import pytest
-from npm_agents import MODULES, Job, qwen_argv, records, tally_without_network
+from npm_agents import (
+    MODULES,
+    NODE_22,
+    QWEN_CODE,
+    Job,
+    preset_path,
+    qwen_argv,
+    records,
+    tally_without_network,
+)
 from openai_standin import Call, OpenAIStandIn
 
 from governor.attempt import run_attempt
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.npm_agent(QWEN_CODE, node=str(MODULES / NODE_22))]
 
 
 def steps(job: Job) -> list[Call]:
@@ -62,7 +71,7 @@ async def test_the_qwen_preset_runs_it_on_the_path_with_the_model_asked_for(job:
     with OpenAIStandIn(steps(job)[:1]) as model:
         kw = job.qwen(model.url)
         # `qwen` (npm's link to cli-entry.js) and the Node 22 its shebang finds.
-        kw["environ"]["PATH"] = f"{MODULES / '.bin'}:{kw['environ']['PATH']}"
+        kw["environ"]["PATH"] = preset_path(kw["environ"], "qwen", "node")
         spec = job.spec(None, agent="qwen", model="qwen3-coder-next", **kw)
         outcome = await run_attempt(spec)
     assert outcome.status == "completed", f"{outcome.reason}\n{model.describe()}"

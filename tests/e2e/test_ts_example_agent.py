@@ -23,7 +23,7 @@ from policies.capability import Capability
 from policies.ceiling import CUSTOM_AGENT, Ceiling
 from policies.policy import parse_policy
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.npm_agent(TS_EXAMPLE)]
 
 CONFIG = "/home/user/project/config.json"
 FULL = Ceiling(max_capability=Capability.FULL_ACCESS, allowed_agents=(CUSTOM_AGENT,))

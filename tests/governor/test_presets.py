@@ -8,6 +8,7 @@ import shutil
 import stat
 import subprocess
 import sys
+from importlib import resources
 from pathlib import Path
 
 import pytest
@@ -60,6 +61,15 @@ def test_every_preset_of_the_repository_parses() -> None:
     assert DEFAULT_PATH.name == "presets.toml" and DEFAULT_PATH.is_file()
 
 
+def test_the_package_carries_the_presets_at_the_top_of_the_repository() -> None:
+    # found as package data (what a wheel holds), and in a checkout the very
+    # file people edit: a copy there would drift from it
+    top = Path(__file__).resolve().parents[2] / "presets.toml"
+    assert DEFAULT_PATH.parent == Path(str(resources.files("governor")))
+    assert DEFAULT_PATH.resolve() == top.resolve()
+    assert DEFAULT_PATH.read_bytes() == top.read_bytes()
+
+
 @pytest.mark.parametrize("pid", REAL_AGENTS)
 def test_each_real_agent_has_argv_login_home_and_an_install_line(pid: str) -> None:
     p = find(pid)
@@ -89,7 +99,7 @@ def test_the_adapters_have_their_current_package_and_the_older_spelling() -> Non
     assert "@zed-industries/claude-code-acp" in claude.old_packages
     assert codex.package == "@agentclientprotocol/codex-acp"
     assert codex.old_packages == ("@zed-industries/codex-acp",)
-    assert claude.install == "npm install -g @agentclientprotocol/claude-agent-acp"
+    assert claude.install.endswith("(or npm install -g @agentclientprotocol/claude-agent-acp)")
 
 
 def test_the_demo_runs_on_the_interpreter_running_the_governor() -> None:
@@ -226,12 +236,59 @@ def test_resolve_falls_back_to_npx_only_when_the_preset_allows_it(tmp_path: Path
     on_path = _on(tmp_path / "bin")
     gemini = resolve(find("gemini"), which=on_path)
     assert isinstance(gemini, Resolved) and gemini.via_npx
-    assert gemini.argv == (str(npx), "-y", "@google/gemini-cli", "--acp")
+    version = find("gemini").version
+    assert version is not None  # pinned: npx never runs whatever the registry serves today
+    assert gemini.argv == (str(npx), "--offline", "-y", f"@google/gemini-cli@{version}", "--acp")
     assert gemini.home == ("~/.gemini", "~/.npm")
     # Goose is not on npm: npx on PATH does not stand in for it.
     goose = resolve(find("goose"), which=on_path)
     assert isinstance(goose, NotInstalled)
     assert goose.tried == ("goose",)
+
+
+def _governor_install(installs: Path, pid: str, program: str) -> Path:
+    """What `governor agents install` leaves: npm's link in the folder's .bin."""
+    return _program(installs / pid / "node_modules" / ".bin", program)
+
+
+def test_resolve_looks_on_the_path_then_in_the_governors_installs_then_npx(tmp_path: Path) -> None:
+    installs = tmp_path / "data"
+    npx = _program(tmp_path / "bin", "npx")
+    claude = find("claude")
+    via_npx = resolve(claude, which=_on(tmp_path / "bin"), installs=installs)
+    assert isinstance(via_npx, Resolved) and via_npx.via == "npx" and via_npx.argv[0] == str(npx)
+    mine = _governor_install(installs, "claude", "claude-agent-acp")
+    installed = resolve(claude, which=_on(tmp_path / "bin"), installs=installs)
+    assert isinstance(installed, Resolved) and installed.via == "installed"
+    assert installed.argv == (str(mine),) and not installed.via_npx
+    on_path = _program(tmp_path / "bin", "claude-agent-acp")
+    found = resolve(claude, which=_on(tmp_path / "bin"), installs=installs)
+    assert isinstance(found, Resolved) and found.via == "PATH" and found.argv == (str(on_path),)
+
+
+def test_an_install_of_another_agent_does_not_stand_in(tmp_path: Path) -> None:
+    installs = tmp_path / "data"
+    _governor_install(installs, "codex", "claude-agent-acp")  # in codex's folder
+    (tmp_path / "empty").mkdir()
+    assert isinstance(resolve(find("claude"), _on(tmp_path / "empty"), installs), NotInstalled)
+    # the same program in claude's folder, with its arguments kept after it
+    _governor_install(installs, "gemini", "gemini")
+    gemini = resolve(find("gemini"), _on(tmp_path / "empty"), installs)
+    assert isinstance(gemini, Resolved) and gemini.argv[1:] == ("--acp",)
+
+
+def test_a_version_is_an_exact_one_and_pins_a_package() -> None:
+    with pytest.raises(PresetError, match=r"`version` must be an exact version like 1.2.3, not '\^1.2'"):
+        _one(MINIMAL + 'version = "^1.2"\n')
+    no_package = MINIMAL.replace('package = "@me/my-agent"\n', 'install = "get it"\n')
+    with pytest.raises(PresetError, match="`version` pins `package`, which is missing"):
+        _one(no_package + 'version = "1.2.3"\n')
+    assert load_presets(MINIMAL + 'version = "1.2.3-rc.1"\n')["mine"].version == "1.2.3-rc.1"
+
+
+@pytest.mark.parametrize("pid", [p for p in REAL_AGENTS if find(p).npx])
+def test_every_agent_npx_may_run_has_a_pinned_version(pid: str) -> None:
+    assert find(pid).version is not None
 
 
 def test_nothing_found_reports_the_install_and_login_commands(tmp_path: Path) -> None:
@@ -240,10 +297,11 @@ def test_nothing_found_reports_the_install_and_login_commands(tmp_path: Path) ->
     missing = resolve(find("claude"), which=_on(empty))
     assert isinstance(missing, NotInstalled)
     assert missing.tried == ("claude-agent-acp", "claude-code-acp", "npx")
-    assert missing.install == "npm install -g @agentclientprotocol/claude-agent-acp"
+    install = "governor agents install claude (or npm install -g @agentclientprotocol/claude-agent-acp)"
+    assert missing.install == install
     assert str(missing) == (
         "claude is not installed (no claude-agent-acp, claude-code-acp or npx on PATH): "
-        "npm install -g @agentclientprotocol/claude-agent-acp; "
+        f"{install}; "
         f"then sign in: {find('claude').login}"
     )
     goose = resolve(find("goose"), which=_on(empty))

@@ -176,7 +176,7 @@ def test_a_folder_to_keep_must_lie_within_what_the_ceiling_names() -> None:
             'allowed_agents = "claude"\n',
             "ops.toml: allowed_agents: expected an array of strings, got a string",
         ),
-        ("max_capability = \n", "ops.toml: not valid TOML"),
+        ("max_capability = \n", "ops.toml: line 1: max_capability: not valid TOML: Invalid value"),
     ],
 )
 def test_a_bad_ceiling_file_names_the_file_and_the_key(text: str, expected: str) -> None:

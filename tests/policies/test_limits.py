@@ -101,3 +101,21 @@ def test_a_ceiling_s_maxima_are_strict_like_every_key() -> None:
     assert "did you mean `max_memory`" in str(caught.value)
     with pytest.raises(ConfigError, match="max_processes: expected a positive integer"):
         parse_ceiling("max_processes = 0\n")
+
+
+def test_the_log_and_workspace_bounds_are_sizes_bounded_by_the_ceiling_like_the_others() -> None:
+    policy = parse_policy('[limits]\nlog = "64M"\nworkspace = "2G"\n')
+    assert (policy.limits.log, policy.limits.workspace) == (64 << 20, 2 << 30)
+    ceiling = parse_ceiling(
+        'allowed_agents = ["demo"]\nmax_log = "16M"\nmax_workspace = "1G"\n', "ceiling.toml"
+    )
+    request = RunRequest("demo", Capability.EDIT_WORKSPACE, limits=policy.limits)
+    violations = check(request, ceiling)
+    assert isinstance(violations, list)
+    shown = [str(v) for v in violations]
+    assert any("limits.log = 64M" in v and "16M" in v for v in shown), shown
+    assert any("limits.workspace = 2G" in v and "1G" in v for v in shown), shown
+    unset = Limits().effective(ceiling.max_limits)
+    assert (unset.log, unset.workspace) == (16 << 20, 1 << 30)  # lowered, not refused
+    with pytest.raises(ConfigError, match=r"limits\.log.*below 1M"):
+        parse_policy("[limits]\nlog = 4096\n")

@@ -96,3 +96,30 @@ def test_the_ceiling_lists_every_host_a_job_names_beyond_its_allowed_hosts() -> 
     assert check(RunRequest("demo", hosts=("pypi.org",)), none) != RunRequest("demo", hosts=("pypi.org",))
     anything = parse_ceiling('allowed_agents = ["demo"]\nallowed_hosts = ["*"]')
     assert check(RunRequest("demo", hosts=("pypi.org",)), anything) == RunRequest("demo", hosts=("pypi.org",))
+
+
+def test_every_address_a_name_resolves_to_is_judged_again_even_under_an_exact_rule() -> None:
+    policy = parse_policy(
+        'capability = "edit-workspace"\n[network]\n'
+        'allow = ["api.example:443", "gw.example:8080", "10.0.0.7:8080", "localhost:3000"]\n'
+        'deny = ["203.0.113.9"]\n',
+        "job.toml",
+    ).bind("/ws")
+
+    def connect(host: str, port: int, *addresses: str) -> Verdict:
+        return decide(Connect(host, port, addresses=addresses), policy).verdict
+
+    assert connect("api.example", 443, "93.184.216.34") is Verdict.ALLOW
+    assert connect("api.example", 443, "127.0.0.2") is Verdict.DENY  # a lying resolver
+    assert connect("api.example", 443, "93.184.216.34", "169.254.169.254") is Verdict.DENY
+    assert connect("api.example", 443, "203.0.113.9") is Verdict.DENY  # a denied address
+    assert connect("gw.example", 8080, "10.0.0.7") is Verdict.ALLOW  # the address is named
+    assert connect("gw.example", 8080, "10.0.0.8") is Verdict.DENY
+    assert connect("localhost", 3000, "127.0.0.1", "::1") is Verdict.ALLOW  # naming it named them
+    refused = decide(Connect("api.example", 443, addresses=("127.0.0.2",)), policy)
+    assert "--allow-host 127.0.0.2:443" in refused.reason
+
+
+def test_a_trailing_dot_is_the_same_host_for_the_rules() -> None:
+    assert verdict("127.0.0.1.", 8080) is Verdict.ALLOW
+    assert verdict("127.0.0.1.", 8081) is Verdict.DENY

@@ -116,7 +116,14 @@ writes = ["build/**"]
             '[sandbox]\ntoolchains = "no"',
             "job.toml: sandbox.host.toolchains: expected true or false, got a string",
         ),
-        ("[deny\n", "job.toml: not valid TOML"),
+        ("[deny\n", "job.toml: line 1: deny: not valid TOML: Expected ']'"),
+        (
+            'capability = "read-only"\n[limits]\nwall = 60\nmemory = = 3\n',
+            "job.toml: line 4: limits.memory: not valid TOML: Invalid value (column 10)",
+        ),
+        ('[network]\nallow = ["a.org" "b.org"]\n', "job.toml: line 2: network.allow: not valid TOML"),
+        ('on_ask = "refuse"\n\nstray\n', "job.toml: line 3: not valid TOML: Expected '='"),
+        ("env = [", "job.toml: not valid TOML: Invalid value (at end of document)"),
     ],
 )
 def test_a_bad_policy_is_an_error_naming_the_file_and_the_key(text: str, expected: str) -> None:

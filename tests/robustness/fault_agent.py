@@ -41,10 +41,23 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
-_in = sys.stdin.buffer
-_out = sys.stdout.buffer
+# The loop every stdlib agent shares, by path: it runs in sandboxes (stdlib only).
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "governor" / "agents"))
+from stdio_peer import Closed, Peer
+
+
+class FaultPeer(Peer):
+    """A cancel that comes while an answer is awaited goes to SIDE_FILE."""
+
+    def __init__(self, agent: Agent) -> None:
+        super().__init__(first_id=1000)
+        self.agent = agent
+
+    def cancel_seen(self, message: dict[str, Any]) -> None:
+        self.agent.note({"kind": "session/cancel"})
 
 
 class Agent:
@@ -53,7 +66,7 @@ class Agent:
         self.side = open(side, "a", encoding="utf-8")  # noqa: SIM115 - for the whole run
         self.marker = marker
         self.arg = arg
-        self.next_id = 1000
+        self.peer = FaultPeer(self)
         self.session = "fault-session"
         self.cwd = os.getcwd()
         self.stubborn = False
@@ -61,42 +74,25 @@ class Agent:
     # -- the wire --
 
     def send(self, message: dict[str, Any]) -> None:
-        message["jsonrpc"] = "2.0"
-        _out.write(json.dumps(message, separators=(",", ":")).encode() + b"\n")
-        _out.flush()
+        self.peer.send(message)
 
     def receive(self) -> dict[str, Any] | None:
-        while True:
-            line = _in.readline()
-            if not line:
-                return None
-            try:
-                value = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(value, dict):
-                return value
+        return self.peer.receive()
 
     def note(self, entry: dict[str, Any]) -> None:
         self.side.write(json.dumps(entry) + "\n")
         self.side.flush()
 
     def ask(self, method: str, params: dict[str, Any], *, wait: bool = True) -> dict[str, Any]:
-        rid = self.next_id
-        self.next_id += 1
-        self.send({"id": rid, "method": method, "params": {"sessionId": self.session, **params}})
+        rid = self.peer.ask(method, {"sessionId": self.session, **params})
         if not wait:
             return {}
-        while True:
-            message = self.receive()
-            if message is None:
-                while self.stubborn:
-                    time.sleep(60)
-                raise SystemExit(0)
-            if message.get("id") == rid and "method" not in message:
-                return message
-            if message.get("method") == "session/cancel":
-                self.note({"kind": "session/cancel"})
+        try:
+            return self.peer.wait(rid)
+        except Closed:
+            while self.stubborn:
+                time.sleep(60)
+            raise
 
     def update(self, body: dict[str, Any]) -> None:
         self.send(
@@ -138,8 +134,7 @@ class Agent:
             path = os.path.join(self.cwd, f"after-{i}.txt")
             lines.append({"jsonrpc": "2.0", "id": f"after-{i}", "method": "fs/write_text_file",
                           "params": {"sessionId": self.session, "path": path, "content": "late\n"}})
-        _out.write(b"".join(json.dumps(m).encode() + b"\n" for m in lines))
-        _out.flush()
+        self.peer.write(b"".join(json.dumps(m).encode() + b"\n" for m in lines))
         while (message := self.receive()) is not None:
             if str(message.get("id", "")).startswith("after-"):
                 self.note({"kind": "late", "answer": message})
@@ -209,12 +204,11 @@ class Agent:
         chunk = line * 200
         noise = b"stderr flood " * 40 + b"\n"
         while True:
-            _out.write(chunk)
-            _out.flush()
+            self.peer.write(chunk)
             os.write(2, noise)
 
     def turn_close_stdout(self) -> str:
-        _out.flush()
+        self.peer.flush()
         os.close(1)
         self.note({"kind": "closed stdout"})
         while True:
@@ -252,13 +246,13 @@ class Agent:
         sent = 0
         try:
             while total == 0 or sent < total:
-                _out.write(junk[sent % len(junk)])
+                self.peer.write(junk[sent % len(junk)], flush=False)
                 sent += 1
                 if k and sent % k == 0:
-                    _out.write(good)
+                    self.peer.write(good, flush=False)
                 if sent % 100 == 0:
-                    _out.flush()
-            _out.flush()
+                    self.peer.flush()
+            self.peer.flush()
         except BrokenPipeError:
             os._exit(0)
         self.update(

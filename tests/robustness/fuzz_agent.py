@@ -27,7 +27,12 @@ import json
 import os
 import sys
 import threading
+from pathlib import Path
 from typing import Any
+
+# The loop every stdlib agent shares, by path: it runs in sandboxes (stdlib only).
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "governor" / "agents"))
+from stdio_peer import Peer, parse
 
 WAIT = 60.0
 """Only a guard: the test fails on a missing answer; this agent must not hang forever."""
@@ -37,8 +42,7 @@ class Agent:
     def __init__(self, script: str, side: str) -> None:
         self.script = script
         self.side = open(side, "wb")  # noqa: SIM115 - for the whole run
-        self.out = sys.stdout.buffer
-        self.write_lock = threading.Lock()
+        self.peer = Peer()
         self.answered: dict[str, int] = {}
         self.answers = 0
         self.changed = threading.Condition()
@@ -48,23 +52,17 @@ class Agent:
         self.problems: list[str] = []
 
     def send(self, data: bytes) -> None:
-        with self.write_lock:
-            self.out.write(data)
-            self.out.flush()
+        self.peer.write(data)
 
     def reply(self, rid: Any, result: Any) -> None:
-        self.send(json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}).encode() + b"\n")
+        self.peer.respond(rid, result)
 
     # -- the reader thread --
 
     def read(self) -> None:
-        for line in sys.stdin.buffer:
-            try:
-                message = json.loads(line)
-            except ValueError:
-                self.side.write(line)
-                continue
-            if not isinstance(message, dict):
+        for line in self.peer.lines():
+            message = parse(line)
+            if message is None:
                 self.side.write(line)
                 continue
             method = message.get("method")
@@ -96,8 +94,7 @@ class Agent:
                 self.prompt = message["id"]
                 self.changed.notify_all()
         else:
-            self.send(json.dumps({"jsonrpc": "2.0", "id": message["id"],
-                                  "error": {"code": -32601, "message": "no"}}).encode() + b"\n")
+            self.peer.fail(message["id"], -32601, "no")
 
     # -- the main thread --
 
@@ -125,14 +122,8 @@ class Agent:
 
     def big(self, head: bytes, size: int, tail: bytes) -> None:
         piece = b"x" * (1 << 20)
-        with self.write_lock:
-            self.out.write(head)
-            left = size
-            while left > 0:
-                self.out.write(piece[: min(left, len(piece))])
-                left -= len(piece)
-            self.out.write(tail + b"\n")
-            self.out.flush()
+        whole, rest = divmod(size, len(piece))
+        self.peer.write(head, *[piece] * whole, piece[:rest], tail + b"\n")
 
     def run(self) -> None:
         reader = threading.Thread(target=self.read, daemon=True)
@@ -142,14 +133,12 @@ class Agent:
         self.play()
         text = "fuzz: done" if not self.problems else "FAILED: " + "; ".join(self.problems)
         update = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}
-        self.send(json.dumps({"jsonrpc": "2.0", "method": "session/update",
-                              "params": {"sessionId": self.session, "update": update}}).encode() + b"\n")
+        self.peer.notify("session/update", {"sessionId": self.session, "update": update})
         self.reply(self.prompt, {"stopReason": "end_turn"})
         for n in range(3):  # after the prompt result: the turn is over
             path = os.path.join(self.cwd, f"after-{n}.txt")
-            request = {"jsonrpc": "2.0", "id": f"after-{n}", "method": "fs/write_text_file",
-                       "params": {"sessionId": self.session, "path": path, "content": "late\n"}}
-            self.send(json.dumps(request).encode() + b"\n")
+            self.peer.send({"id": f"after-{n}", "method": "fs/write_text_file",
+                            "params": {"sessionId": self.session, "path": path, "content": "late\n"}})
         reader.join(timeout=WAIT)
         self.side.close()
 

@@ -16,10 +16,14 @@ agent. The first and the last notification are message chunks, so a client's
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
+
+# The loop every stdlib agent shares, by path: it runs in sandboxes (stdlib only).
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "governor" / "agents"))
+from stdio_peer import Peer, encode
 
 SESSION = "stream-session"
 
@@ -28,12 +32,9 @@ def lines(n: int) -> list[bytes]:
     """The N notification lines (the last one is the final message)."""
 
     def note(update: dict[str, Any]) -> bytes:
-        message = {
-            "jsonrpc": "2.0",
-            "method": "session/update",
-            "params": {"sessionId": SESSION, "update": update},
-        }
-        return json.dumps(message, separators=(",", ":")).encode() + b"\n"
+        return encode(
+            {"method": "session/update", "params": {"sessionId": SESSION, "update": update}}
+        )
 
     def chunk(i: int) -> dict[str, Any]:
         return {
@@ -82,14 +83,13 @@ def main(argv: list[str]) -> int:
         print("usage: stream_agent.py N [--now]   (N >= 2 notifications)", file=sys.stderr)
         return 2
     stream = lines(int(argv[0]))
-    out = sys.stdout.buffer
+    peer = Peer()
     if "--now" in argv[1:]:
         for start in range(0, len(stream), 512):
-            out.write(b"".join(stream[start : start + 512]))
-        out.flush()
+            peer.write(b"".join(stream[start : start + 512]), flush=False)
+        peer.flush()
         return 0
-    for raw in sys.stdin.buffer:
-        message = json.loads(raw)
+    while (message := peer.receive()) is not None:
         method, rid = message.get("method"), message.get("id")
         if rid is None or method is None:
             continue
@@ -99,19 +99,12 @@ def main(argv: list[str]) -> int:
             result = {"sessionId": SESSION}
         elif method == "session/prompt":
             for start in range(0, len(stream), 512):
-                out.write(b"".join(stream[start : start + 512]))
+                peer.write(b"".join(stream[start : start + 512]), flush=False)
             result = {"stopReason": "end_turn"}
         else:
-            out.write(
-                json.dumps(
-                    {"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "no"}}
-                ).encode()
-                + b"\n"
-            )
-            out.flush()
+            peer.fail(rid, -32601, "no")
             continue
-        out.write(json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}).encode() + b"\n")
-        out.flush()
+        peer.respond(rid, result)
     return 0
 
 

@@ -8,16 +8,14 @@ working directory; ``fine`` answers at once.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
-from typing import Any
+from pathlib import Path
 
-
-def send(message: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps({"jsonrpc": "2.0", **message}) + "\n")
-    sys.stdout.flush()
+# The loop every stdlib agent shares, by path: it runs in sandboxes (stdlib only).
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "governor" / "agents"))
+from stdio_peer import Peer
 
 
 def bad_thing(kind: str, cwd: str) -> None:
@@ -53,20 +51,20 @@ def bad_thing(kind: str, cwd: str) -> None:
 def main() -> None:
     kind = sys.argv[1]
     cwd = "."
-    for line in sys.stdin:
-        message = json.loads(line)
+    peer = Peer()
+    while (message := peer.receive()) is not None:
         method, ident = message.get("method"), message.get("id")
         params = message.get("params") or {}
         if method == "initialize":
-            send({"id": ident, "result": {"protocolVersion": 1, "agentCapabilities": {}}})
+            peer.respond(ident, {"protocolVersion": 1, "agentCapabilities": {}})
         elif method == "session/new":
             cwd = params.get("cwd", ".")
-            send({"id": ident, "result": {"sessionId": "s1"}})
+            peer.respond(ident, {"sessionId": "s1"})
         elif method == "session/prompt":
             bad_thing(kind, cwd)
-            send({"id": ident, "result": {"stopReason": "end_turn"}})
+            peer.respond(ident, {"stopReason": "end_turn"})
         elif ident is not None:
-            send({"id": ident, "result": None})
+            peer.respond(ident, None)
 
 
 if __name__ == "__main__":

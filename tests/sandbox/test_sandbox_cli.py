@@ -223,3 +223,24 @@ def test_a_bad_policy_file_is_one_line_naming_the_key_and_exit_2(
     result = governor("--policy", str(policy), "--", "true", cwd=ws)
     assert result.returncode == 2
     assert f"governor sandbox: {policy}: limits.memory: 'lots' is not a size" in result.stderr
+
+
+def test_a_policy_over_the_ceiling_it_is_given_is_refused_with_every_violation_and_nothing_runs(
+    governor: Callable[..., Outcome], ws: Path, tmp_path: Path
+) -> None:
+    ceiling = tmp_path / "c.toml"
+    ceiling.write_text('max_capability = "read-only"\nmax_wall = 60\n')
+    over = governor(
+        "--ceiling", str(ceiling), "--capability", "edit-workspace", "--keep", "/opt",
+        "--timeout", "600", "--", "touch made", cwd=ws,
+    )  # fmt: skip
+    assert over.returncode == 2
+    refusal = f"governor sandbox: refused by the ceiling ({ceiling} (--ceiling)): "
+    assert [line.removeprefix(refusal) for line in over.stderr.splitlines()] == [
+        "requested capability edit-workspace exceeds the permitted maximum read-only",
+        "keeping /opt visible is not permitted; permitted within: none (keep_within is empty)",
+        "limits.wall = 600 s exceeds the permitted maximum 60 s (max_wall)",
+    ]
+    assert not (ws / "made").exists()
+    within = governor("--ceiling", str(ceiling), "--timeout", "30", "--", "echo ran", cwd=ws)
+    assert (within.returncode, within.stdout) == (0, "ran\n"), within.stderr

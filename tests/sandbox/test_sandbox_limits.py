@@ -95,6 +95,9 @@ def test_memory_processes_and_cpu_become_rlimits_data_not_address_space() -> Non
         (134, None, b"terminate called after throwing std::bad_alloc", "memory limit 512M"),
         (2, None, b"sh: 1: Cannot fork\n", "processes limit 64"),
         (1, None, b"BlockingIOError: [Errno 11] Resource temporarily unavailable", "processes"),
+        (1, None, b"BlockingIOError: Resource temporarily unavailable\n", "processes limit 64"),
+        (1, None, b"Error: spawn /bin/sh EAGAIN\n    at ChildProcess", "processes limit 64"),
+        (1, None, b"read: Resource temporarily unavailable", None),  # EAGAIN of a read
         (1, None, b"dd: error writing '/tmp/x': No space left on device", "tmp limit 8M"),
         (1, None, b"dd: error writing '/srv/ws/x': No space left on device", None),
         (0, None, b"MemoryError", None),

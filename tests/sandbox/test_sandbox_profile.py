@@ -341,5 +341,3 @@ def test_unix_sockets_are_allowed_exactly_where_the_network_namespace_is_its_own
     assert profile().unix_sockets
     assert not profile(network=True).unix_sockets
     assert not Profile.for_agent(Capability.EDIT_WORKSPACE, Path(WS)).unix_sockets
-    assert profile(network=True, allow_unix_sockets=True).unix_sockets  # explicit wins
-    assert not profile(allow_unix_sockets=False).unix_sockets

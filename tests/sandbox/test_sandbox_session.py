@@ -243,7 +243,7 @@ async def test_a_bad_working_directory_is_refused_before_anything_runs(
 
 def test_the_server_is_stdlib_only() -> None:
     """It runs under the base interpreter with -I -S: no venv, no site-packages."""
-    server = Path(__file__).parents[2] / "sandbox" / "forkserver.py"
+    server = Path(__file__).parents[2] / "sandbox" / "standalone" / "forkserver.py"
     probe = subprocess.run(
         [
             "python3", "-I", "-S", "-c",

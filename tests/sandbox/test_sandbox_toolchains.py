@@ -67,15 +67,25 @@ def test_a_link_and_a_shebang_lead_to_their_installs(tmp_path: Path) -> None:
     assert not any("keyrings" in k or k == str(home / ".local" / "share") for k in kept)
 
 
-def test_a_workspace_venv_keeps_its_base_interpreter(tmp_path: Path) -> None:
-    home, ws = tmp_path / "home", tmp_path / "ws"
-    base = _exe(home / "py" / "3.11" / "bin" / "python3.11", "\x7fELF")
-    venv = ws / ".venv"
+def _venv(venv: Path, home: Path | None = None, link: Path | None = None) -> None:
     (venv / "bin").mkdir(parents=True)
-    (venv / "pyvenv.cfg").write_text(f"home = {base.parent}\n")
-    (venv / "bin" / "python").symlink_to(base)
+    (venv / "pyvenv.cfg").write_text(f"home = {home}\n" if home else "version = 3.11\n")
+    if link is not None:
+        (venv / "bin" / "python").symlink_to(link)
+
+
+def test_a_workspace_venv_keeps_only_an_interpreter_the_host_allows(tmp_path: Path) -> None:
+    home, ws = tmp_path / "home", tmp_path / "ws"
+    pyenv = _exe(home / ".pyenv" / "versions" / "3.11.9" / "bin" / "python3.11", "\x7fELF")
+    _venv(ws / ".venv", pyenv.parent, pyenv)
+    # the workspace's word alone: a real interpreter planted in a folder no
+    # toolchain rule names (an agent's login folder, a cache, a plain folder)
+    for n, folder in enumerate((home / ".claude", home / ".cache" / "x", home / "py" / "3.11")):
+        planted = _exe(folder / "bin" / "python3", "\x7fELF")
+        _venv(ws / f"env{n}", planted.parent, planted)
+    _venv(ws / "linked", link=_exe(home / ".config" / "x" / "python3", "\x7fELF"))
     kept = _kept(detect("/usr/bin", {}, homes=[str(home)], roots=[str(ws)]))
-    assert kept == {str(home / "py" / "3.11"): f"the interpreter of {venv}"}
+    assert kept == {str(home / ".pyenv"): "$PYENV_ROOT's default place"}
 
 
 def test_a_variable_is_kept_and_passed_only_when_set(tmp_path: Path) -> None:

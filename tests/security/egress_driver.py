@@ -3,7 +3,8 @@
 Started by test_escapes_network.py as root (in a subprocess) or as the
 unprivileged account (``runuser``), with one JSON request on stdin. It starts
 the loopback servers the attack aims at (``allowed`` and ``unlisted``, TCP
-and a UDP one on the unlisted port, each counting who reached it), opens the
+and a UDP one on the unlisted port, each counting who reached it; ``decoys``:
+servers on other loopback addresses at the allowed port), opens the
 egress proxy with the real judge (`governor.network.judge` over a real `Gate`
 and a real audit log), starts ``bash -c SCRIPT`` in the agent's own sandbox
 (`governor.confine.agent_profile`'s shape: own network namespace, the proxy)
@@ -44,8 +45,10 @@ def peak_rss_kb() -> int:
     return 0
 
 
-async def _tcp_server(name: str, hits: dict[str, int], task_status: Any) -> None:
-    listener = (await trio.open_tcp_listeners(0, host="127.0.0.1"))[0]
+async def _tcp_server(
+    name: str, hits: dict[str, int], host: str = "127.0.0.1", port: int = 0, *, task_status: Any
+) -> None:
+    listener = (await trio.open_tcp_listeners(port, host=host))[0]
     task_status.started(listener.socket.getsockname()[1])
 
     async def answer(stream: trio.SocketStream) -> None:
@@ -88,6 +91,9 @@ async def main(request: dict[str, Any]) -> dict[str, Any]:
         a = await nursery.start(_tcp_server, "allowed", hits)
         b = await nursery.start(_tcp_server, "unlisted", hits)
         nursery.start_soon(_udp_server, b, hits)
+        for decoy in request.get("decoys", ()):  # where a lying resolver points, on $A
+            hits.setdefault("decoy", 0)
+            await nursery.start(_tcp_server, "decoy", hits, decoy, a)
         allow = [h.replace("$A", str(a)).replace("$B", str(b)) for h in request["allow"]]
         rules = NetworkRules(enabled=True, agent=tuple(parse_pattern(h) for h in allow))
         policy = Policy(capability=Capability.EDIT_WORKSPACE, network_rules=rules).bind(str(ws))

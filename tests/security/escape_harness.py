@@ -256,6 +256,7 @@ class Box:
         git_read_only: bool = False,
         limits: dict[str, float] | None = None,
         unprotected: Sequence[str] = (),
+        read_only: Sequence[Path] = (),
     ) -> Outcome:
         """Run ``command`` in the sandbox; with ``then``, run that shell line
         next (in the same session's sandbox, or in a bwrap of its own, per
@@ -279,6 +280,7 @@ class Box:
                 "git_read_only": git_read_only,
                 "limits": limits,
                 "unprotected": list(unprotected),
+                "read_only": [str(p) for p in read_only],
             },
             "timeout": timeout,
             "via": self.via,

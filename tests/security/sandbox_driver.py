@@ -41,7 +41,6 @@ def build_profile(spec: dict[str, Any]) -> Profile:
         env=spec.get("env", {}),
         home=Path(spec["home"]) if spec.get("home") else None,
         home_folders=tuple(HomeFolder(n, w) for n, w in spec.get("home_folders", ())),
-        allow_unix_sockets=spec.get("allow_unix_sockets"),
         cwd=Path(spec["cwd"]) if spec.get("cwd") else None,
         path=spec.get("path"),
         keep=tuple(Path(p) for p in spec.get("keep", ())),
@@ -49,6 +48,7 @@ def build_profile(spec: dict[str, Any]) -> Profile:
         git_read_only=spec.get("git_read_only", False),
         unprotected=tuple(spec.get("unprotected", ())),
         limits=Limits(**spec["limits"]) if spec.get("limits") else None,
+        read_only=tuple(Path(p) for p in spec.get("read_only", ())),
     )
 
 

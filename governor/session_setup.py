@@ -1,17 +1,23 @@
 """A new session set up before the prompt: the model the job asked for, and a
 mode in which the agent asks.
 
-`governor.settings` decides (sans-IO) what to set; `SessionSetup` makes the
+`governor.session_settings` decides (sans-IO) what to set; `SessionSetup` makes the
 requests over the connection, records each setting (a ``config`` record) and
 the mode the agent then runs in (a ``mode`` record), and says when the attempt
 must end before the prompt (a model the agent does not offer, one it refuses to
 switch to). Agents with a ``mode`` config option are set through it; the
 legacy ``modes`` (``session/set_mode``) serve the others.
+
+Rules of this file: the setup writes nothing but its records; what it came to
+is one value, `SetUp`, that the attempt hands on (the turn starts from its
+mode and options, the ending keeps its model). Two writers of the turn and
+the ending would leave a reader to guess which wrote a field last.
 """
 
 from __future__ import annotations
 
 import contextlib
+from dataclasses import dataclass
 from typing import Any
 
 from acp import schema
@@ -20,8 +26,7 @@ from pydantic import ValidationError
 from governor.acp.connection import Connection, RemoteError, RequestTimeout
 from governor.acp.jsonrpc import short_error
 from governor.audit.log import AuditLog, AuditUnavailable
-from governor.ending import Ending
-from governor.settings import (
+from governor.session_settings import (
     ConfigOption,
     SelectOption,
     Setting,
@@ -32,32 +37,48 @@ from governor.settings import (
     select_choices,
 )
 from governor.spec import Prepared
-from governor.turn import Turn
 from policies.options import mode_asks
+
+
+@dataclass(frozen=True, slots=True)
+class SetUp:
+    """What setting one session up came to."""
+
+    error: str | None = None
+    """Why the attempt must end before the prompt (None: go on)."""
+    model: str | None = None
+    """The model the agent was put on, as the agent names it."""
+    alone: tuple[str, ...] = ()
+    """Config options left letting the agent act without asking."""
+    config_options: tuple[ConfigOption, ...] = ()
+    """The agent's config options once set up: the turn's first snapshot."""
+    mode: dict[str, Any] | None = None
+    """The mode the agent runs in (``{"id", "name", "asks"}``): the turn's first."""
+    notices: tuple[str, ...] = ()
+    """What could not be set, in words."""
 
 
 class SessionSetup:
     """Sets one new session up (see the module docstring)."""
 
-    def __init__(
-        self, conn: Connection, p: Prepared, turn: Turn, end: Ending, audit: AuditLog
-    ) -> None:
+    def __init__(self, conn: Connection, p: Prepared, name: str, audit: AuditLog) -> None:
         self.conn = conn
-        self.p = p
-        self.turn = turn
-        self.end = end
-        self.audit = audit
-
-    @property
-    def name(self) -> str:
+        self.prepared = p
+        self.name = name
         """The agent's name in reasons and notices."""
-        return self.end.agent
+        self.audit = audit
+        self.session_id: str | None = None
+        self.mode: dict[str, Any] | None = None
+        self.notices: list[str] = []
 
-    async def run(self, session: schema.NewSessionResponse, models: Any) -> bool:
+    async def run(self, session: schema.NewSessionResponse, models: Any) -> SetUp:
         """The model asked for, then a way of working in which the agent asks
-        (`governor.settings`); False when the attempt must end before the prompt."""
-        spec, preset = self.p.spec, self.p.executor.preset
+        (`governor.session_settings`); what it came to, with an error when the attempt
+        must end before the prompt."""
+        self.session_id = session.session_id
+        spec, preset = self.prepared.spec, self.prepared.executor.preset
         options = list(session.config_options or [])
+        model: str | None = None
         if spec.model is not None:
             choice = choose_model(
                 spec.model,
@@ -67,16 +88,14 @@ class SessionSetup:
                 own_way=preset.model_env if preset is not None else None,
             )
             if isinstance(choice, Unavailable):
-                self.end.error = choice.reason
                 self._record_setting("model", spec.model, "deny", choice.reason)
-                return False
+                return self._ended(choice.reason)
             if choice.setting is not None:
                 updated = await self._apply(session.session_id, choice.setting)
                 if updated is None:
-                    self.end.error = f"{self.name} could not switch to the model {choice.model}"
-                    return False
+                    return self._ended(f"{self.name} could not switch to the model {choice.model}")
                 options = updated or options
-            self.end.model = choice.model
+            model = choice.model
             if choice.setting is not None:
                 how = f"set with {choice.setting.method}"
             elif choice.offered:
@@ -109,13 +128,21 @@ class SessionSetup:
             if updated is None:  # it refused to ask: it decides alone
                 alone.append(str(setting.params.get("configId")))
             options = updated or options
-        self.end.alone = tuple(alone)
-        self.turn.config_options = options
         if mode_option is None:
             await self._pick_mode(session)
         else:
             self._mode_from(options)
-        return True
+        return SetUp(
+            model=model,
+            alone=tuple(alone),
+            config_options=tuple(options),
+            mode=self.mode,
+            notices=tuple(self.notices),
+        )
+
+    def _ended(self, error: str) -> SetUp:
+        """The setup of a session the attempt must end before the prompt."""
+        return SetUp(error=error, notices=tuple(self.notices))
 
     async def _apply(self, session_id: str, setting: Setting) -> list[ConfigOption] | None:
         """Make one setting's request and record it: the config options the agent
@@ -127,7 +154,7 @@ class SessionSetup:
                 setting.method, {"sessionId": session_id, **setting.params}, timeout=30
             )
         except (RemoteError, RequestTimeout) as e:
-            self.turn.notices.append(
+            self.notices.append(
                 f"could not set {self.name}'s {option} to {value}: {short_error(e)}"
             )
             return None
@@ -145,7 +172,7 @@ class SessionSetup:
         with contextlib.suppress(AuditUnavailable):
             self.audit.record(
                 "config",
-                session=self.turn.session_id,
+                session=self.session_id,
                 subject={"option": option, "value": value},
                 verdict=verdict,
                 by="policy",
@@ -162,7 +189,7 @@ class SessionSetup:
                 name = choice.name if choice is not None else option.current_value
                 alone = acts_alone(option)
                 asks = None if alone is None else not alone
-                self.turn.mode = {
+                self.mode = {
                     "id": option.current_value,
                     "name": name,
                     "asks": True if self._asking_mode(option.current_value) else asks,
@@ -172,17 +199,17 @@ class SessionSetup:
 
     def _asking_mode(self, mode_id: str) -> bool:
         """Whether the preset names `mode_id` as the agent's asking mode."""
-        preset = self.p.executor.preset
+        preset = self.prepared.executor.preset
         return preset is not None and preset.asking_mode == mode_id
 
     def _record_mode(self) -> None:
-        mode = self.turn.mode
+        mode = self.mode
         if mode is None:
             return
         with contextlib.suppress(AuditUnavailable):
             self.audit.record(
                 "mode",
-                session=self.turn.session_id,
+                session=self.session_id,
                 subject=mode,
                 verdict="allow",
                 by="policy",
@@ -197,13 +224,13 @@ class SessionSetup:
             return
         available = {m.id: m for m in modes.available_modes}
         current = modes.current_mode_id
-        wanted = self.p.spec.mode
+        wanted = self.prepared.spec.mode
         if (
             wanted is None
             and not self._asking_mode(current)
             and mode_asks(current, available.get(current)) is not True
         ):
-            preferred = self.p.executor.preset.asking_mode if self.p.executor.preset else None
+            preferred = self.prepared.executor.preset.asking_mode if self.prepared.executor.preset else None
             wanted = (
                 preferred
                 if preferred in available
@@ -221,11 +248,11 @@ class SessionSetup:
                 )
                 current = wanted
             except (RemoteError, RequestTimeout) as e:
-                self.turn.notices.append(
+                self.notices.append(
                     f"could not switch {self.name} to mode {wanted}: {short_error(e)}"
                 )
         mode = available.get(current)
-        self.turn.mode = {
+        self.mode = {
             "id": current,
             "name": mode.name if mode else current,
             "asks": True if self._asking_mode(current) else mode_asks(current, mode),

@@ -7,7 +7,7 @@ from typing import Any
 
 from acp import schema
 
-from governor.settings import (
+from governor.session_settings import (
     ModelChoice,
     Setting,
     Unavailable,

@@ -1,0 +1,234 @@
+"""`governor audit`'s views of attempts: refusals, connections, one attempt's
+story, and the HTML report page."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from governor.audit.anchor import (
+    Anchor,
+    authenticate,
+)
+from governor.audit.reading import (
+    AttemptRecords,
+    log_files,
+    read_log,
+)
+from governor.audit.replay import shown
+from governor.audit.signing import PublicKey
+from governor.audit.verify import UNFINISHED
+from governor.cli.audit import HEAD, TALLY_COLUMNS, UsageError, integrity_notes
+
+
+def _refused(group: AttemptRecords) -> Iterator[dict[str, Any]]:
+    for r in group.records:
+        if r.get("verdict") == "deny":
+            yield {
+                "attempt": group.attempt,
+                "log": group.source,
+                "seq": r.get("seq"),
+                "time": r.get("time"),
+                "kind": r.get("kind"),
+                "subject": shown(r),
+                "by": r.get("by"),
+                "rule": r.get("rule"),
+                "reason": r.get("reason"),
+            }
+
+
+def connections(groups: list[AttemptRecords], as_json: bool) -> int:
+    """Every ``network`` record: the connection, who asked, the verdict and why."""
+    found = [
+        {
+            "attempt": g.attempt,
+            "log": g.source,
+            "seq": r.get("seq"),
+            "time": r.get("time"),
+            "subject": shown(r),
+            "origin": (r.get("subject") or {}).get("origin"),
+            "verdict": r.get("verdict"),
+            "by": r.get("by"),
+            "rule": r.get("rule"),
+            "reason": r.get("reason"),
+        }
+        for g in groups
+        for r in g.records
+        if r.get("kind") == "network"
+    ]
+    if as_json:
+        print(json.dumps(found, indent=1, ensure_ascii=False))
+        return 0
+    if not found:
+        print(f"no connection in {len(groups)} attempt(s)")
+        return 0
+    for x in found:
+        print(f"{x['attempt']} #{x['seq']} {x['verdict']:<8} {x['origin']}: {x['subject']}")
+        print(f"    {x['by']} [{x['rule']}]: {x['reason']}")
+    allowed = sum(1 for x in found if x["verdict"] == "allow")
+    print(f"\n{len(found)} connection(s) in {len(groups)} attempt(s): {allowed} allowed, "
+          f"{len(found) - allowed} refused or waiting")  # fmt: skip
+    return 0
+
+
+def refusals(groups: list[AttemptRecords], as_json: bool) -> int:
+    found = [x for g in groups for x in _refused(g)]
+    if as_json:
+        print(json.dumps(found, indent=1, ensure_ascii=False))
+        return 0
+    if not found:
+        print(f"nothing was refused in {len(groups)} attempt(s)")
+        return 0
+    for x in found:
+        print(f"{x['attempt']} #{x['seq']} {x['kind']}: {x['subject']}")
+        print(f"    refused by {x['by']} [{x['rule']}]: {x['reason']}")
+    print(f"\n{len(found)} refused in {len(groups)} attempt(s)")
+    return 0
+
+
+def find_attempt(groups: list[AttemptRecords], wanted: str) -> AttemptRecords:
+    """The attempt with this id, or the only one it is a prefix of."""
+    exact = [g for g in groups if g.attempt == wanted]
+    if exact:
+        return exact[0]
+    matches = [g for g in groups if g.attempt.startswith(wanted)]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise LookupError(f"no attempt {wanted!r} in the logs read ({len(groups)} attempt(s))")
+    names = ", ".join(g.attempt for g in matches[:5])
+    raise LookupError(f"{wanted!r} names {len(matches)} attempts ({names}...): give more of the id")
+
+
+def describe(record: dict[str, Any], t0: float | None) -> str:
+    """One record as one line of an attempt's story."""
+    kind = record.get("kind")
+    at = record.get("time")
+    clock = f"+{at - t0:.3f}s" if isinstance(at, int | float) and t0 is not None else ""
+    clock = clock.rjust(9)
+    head = f"{clock} #{record.get('seq')}"
+    if kind == "attempt-start":
+        argv = " ".join(map(str, record.get("argv") or []))
+        return (
+            f"{head} started {record.get('preset') or record.get('agent')} ({argv}) in "
+            f"{record.get('workspace')}: capability {record.get('capability')}, approvals "
+            f"{record.get('approvals')}, agent {'sandboxed' if record.get('sandboxed_agent') else 'NOT sandboxed'}, "
+            f"policy {record.get('policy_source')} ({record.get('policy')}), ceiling "
+            f"{record.get('ceiling_source')} ({record.get('ceiling')})"
+            + (f", trace {record['trace_id']}" if record.get("trace_id") else "")
+        )
+    if kind == "attempt-end":
+        t = record.get("tally") or {}
+        counts = ", ".join(f"{t.get(c, 0)} {c}" for c in TALLY_COLUMNS)
+        reason = f": {record.get('reason')}" if record.get("reason") else ""
+        return (
+            f"{head} ended {record.get('status')}{reason} ({counts}; {record.get('duration_s')} s)"
+        )
+    request = f" request {record['request']}" if record.get("request") is not None else ""
+    option = f", option {record['option']}" if record.get("option") else ""
+    return (
+        f"{head} {kind}{request}: {shown(record)} -> {record.get('verdict')} by "
+        f"{record.get('by')} [{record.get('rule', '')}]{option}: {record.get('reason', '')}"
+    )
+
+
+def story(groups: list[AttemptRecords], wanted: str, as_json: bool) -> int:
+    try:
+        group = find_attempt(groups, wanted)
+    except LookupError as e:
+        print(f"governor audit: {e}", file=sys.stderr)
+        return 1
+    if as_json:
+        print(json.dumps(group.records, indent=1, ensure_ascii=False))
+        return 0
+    start = group.start
+    t0 = (start or group.records[0]).get("time")
+    when = (
+        time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t0))
+        if isinstance(t0, int | float)
+        else "?"
+    )
+    print(f"attempt {group.attempt} ({group.source}), started {when}")
+    for r in group.records:
+        print(describe(r, t0 if isinstance(t0, int | float) else None))
+    if group.end is None:
+        print(f"          {UNFINISHED}")
+    return 0
+
+
+# -- report: one attempt as an HTML page ----------------------------------------------
+
+
+def run_html_report(
+    paths: Sequence[str],
+    output: str,
+    *,
+    attempt: str | None = None,
+    heads: Sequence[str] | None = None,
+    public_key: str | None = None,
+) -> int:
+    """Write one attempt's page (`governor.audit.report`) to ``output``, saying what
+    its log was checked against (``heads``, ``public_key``). Exit 1 for an id that
+    names no attempt (or several), 2 for several attempts and no id; both name
+    the choices."""
+    key = PublicKey.load(public_key) if public_key else None
+    bad = [h for h in heads or () if not HEAD.fullmatch(h)]
+    if bad:
+        raise UsageError(f"--head {bad[0]!r} is not a head: 64 lowercase hex digits")
+    from governor.audit.report import render
+    from governor.secrets import Masker
+
+    if heads and len(log_files(paths)) != 1:
+        raise UsageError("--head anchors one log: name one file")
+    logs = [read_log(p, set(heads or ())) for p in log_files(paths)]
+    owner = {id(g): log for log in logs for g in log.attempts}
+    groups = [g for log in logs for g in log.attempts]
+    if not groups:
+        raise UsageError(f"no attempts in {', '.join(paths)}")
+    if attempt is None:
+        if len(groups) > 1:
+            raise UsageError(
+                f"the logs hold {len(groups)} attempts: choose one with --attempt ID "
+                f"({_choices(groups)})"
+            )
+        group = groups[0]
+    else:
+        try:
+            group = find_attempt(groups, attempt)
+        except LookupError as e:
+            print(f"governor audit: {e}; the attempts: {_choices(groups)}", file=sys.stderr)
+            return 1
+    log = owner[id(group)]
+    for note in integrity_notes([log]):
+        print(f"warning: {note}", file=sys.stderr)
+    # The records are masked as written; the log's name is the one thing the page adds.
+    masked = Masker.from_environ(os.environ).text
+    auth = authenticate(
+        log.check, anchors=[Anchor(h) for h in heads] if heads else None, key=key
+    )
+    for problem in auth.problems:
+        print(f"warning: {log.path}: {problem}", file=sys.stderr)
+    page = render(group, log.check, log_name=masked(str(log.path)), authenticity=auth)
+    if output == "-":
+        sys.stdout.write(page)
+        return 0
+    try:
+        Path(output).write_text(page, encoding="utf-8")
+    except OSError as e:
+        raise UsageError(f"{output}: cannot write the page: {e.strerror}") from None
+    print(f"wrote {output}: attempt {group.attempt}, {len(group.records)} record(s)")
+    return 0
+
+
+def _choices(groups: list[AttemptRecords], most: int = 20) -> str:
+    names = [g.attempt for g in groups]
+    more = f" and {len(names) - most} more" if len(names) > most else ""
+    return ", ".join(names[:most]) + more
+
+
+# -- verify ---------------------------------------------------------------------------

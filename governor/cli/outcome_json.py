@@ -1,0 +1,90 @@
+"""An outcome as ``governor run --json`` and ``--events`` write it.
+
+Rules of this file: the shape is the outcome's values with ``tool_calls``, the
+decision log, after ``run_id``; the records are streamed from the attempt's
+audit log (`governor.audit.reading.decision_records`) one at a time, never
+gathered into a list, so that printing an attempt of 100,000 decisions costs
+no more memory than printing one of ten. The text is what ``json.dumps`` of
+the whole document would give, byte for byte.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from typing import Any, TextIO
+
+from governor.audit.reading import decision_records
+from governor.outcome import Outcome
+
+
+class Streamed:
+    """A JSON array written element by element as its iterable gives them."""
+
+    def __init__(self, items: Iterable[Any]) -> None:
+        self.items = items
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.items)
+
+
+def document(outcome: Outcome) -> dict[str, Any]:
+    """The outcome's JSON document, its ``tool_calls`` streamed from its log."""
+    records = Streamed(decision_records(outcome.log, outcome.run_id, outcome.decisions))
+    doc: dict[str, Any] = {}
+    for key, value in outcome.to_json().items():
+        doc[key] = value
+        if key == "run_id":
+            doc["tool_calls"] = records
+    return doc
+
+
+def write_json(value: Any, out: TextIO, *, indent: int | None = None) -> None:
+    """Write `value` to `out` as ``json.dumps(value, indent=indent,
+    ensure_ascii=False)`` would, a `Streamed` array as it comes (raises what
+    its iterable raises, `governor.audit.reading.LogUnreadable` for a log)."""
+    _write(value, out, indent, 0)
+
+
+def _write(value: Any, out: TextIO, indent: int | None, level: int) -> None:
+    if isinstance(value, Streamed):
+        _container("[", "]", ((None, item) for item in value), out, indent, level)
+    elif type(value) is dict and _streams(value):
+        _container("{", "}", value.items(), out, indent, level)
+    else:
+        text = json.dumps(value, indent=indent, ensure_ascii=False)
+        if indent is not None and level:
+            text = text.replace("\n", "\n" + " " * (indent * level))  # strings hold no raw newline
+        out.write(text)
+
+
+def _container(
+    opening: str,
+    closing: str,
+    entries: Iterable[tuple[str | None, Any]],
+    out: TextIO,
+    indent: int | None,
+    level: int,
+) -> None:
+    """An array (keys None) or an object, laid out as `json.dumps` lays it out."""
+    inner = "" if indent is None else "\n" + " " * (indent * (level + 1))
+    separator = ", " if indent is None else ","
+    empty = True
+    for key, item in entries:
+        out.write(opening if empty else separator)
+        empty = False
+        out.write(inner)
+        if key is not None:
+            out.write(json.dumps(key, ensure_ascii=False) + ": ")
+        _write(item, out, indent, level + 1)
+    if empty:
+        out.write(opening + closing)
+        return
+    if indent is not None:
+        out.write("\n" + " " * (indent * level))
+    out.write(closing)
+
+
+def _streams(value: dict[str, Any]) -> bool:
+    """Whether a `Streamed` array is somewhere inside the object."""
+    return any(isinstance(v, Streamed) or (type(v) is dict and _streams(v)) for v in value.values())

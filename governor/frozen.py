@@ -1,0 +1,140 @@
+"""Frozen paths (``[sandbox] frozen``): what the sandboxes pin, and the digest
+that proves the frozen files did not change.
+
+A loop writes its acceptance tests before the attempt and runs them after it;
+it can trust the result only if the tests it ran are the tests it wrote. So
+the paths the frozen globs name are pinned read-only in every sandbox (the
+agent's and the commands': `pins`, given to `sandbox.Profile.read_only`),
+every governed write to them is refused (`policies.decide`), and their
+content digest (`digest`) is in the attempt-start and attempt-end records.
+
+A folder the globs name whole (``tests/acceptance/**`` names
+``tests/acceptance``) is pinned as one, so nothing can be added inside it
+either; a file a narrower glob names is pinned alone. Only paths that exist
+at the start can be pinned: a file created later under a narrower glob is
+refused to governed writes and shows in the digest and the tamper audit.
+The walk is bounded (`MAX_ENTRIES`, `MAX_PINS`): past a bound the attempt
+does not start, rather than start with a freeze that holds only in part.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from policies.paths import PathGlobs
+from policies.policy import Policy
+from sandbox import ProfileError
+
+MAX_ENTRIES: Final = 200_000
+"""Paths the walk for frozen ones looks at, over all roots."""
+MAX_PINS: Final = 1_000
+"""Frozen paths pinned (each is a bind in every sandbox)."""
+MAX_DIGEST_BYTES: Final = 256 * 2**20
+"""Bytes of frozen files the digest reads."""
+
+
+class FrozenTooLarge(ProfileError):
+    """The frozen globs name more than the bounds allow; the message says which
+    (a `ProfileError`: a sandbox that cannot hold the freeze is not built)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Digest:
+    """The sha256 over the frozen files' sorted relative paths and contents, and
+    how many files it covers."""
+
+    sha256: str
+    files: int
+
+    def to_json(self) -> dict[str, object]:
+        return {"sha256": self.sha256, "files": self.files}
+
+
+def pins(policy: Policy) -> tuple[Path, ...]:
+    """The existing paths the policy's frozen globs name, outermost only."""
+    if not policy.frozen:
+        return ()
+    out = [Path(p) for p, _ in _named(policy)]
+    if len(out) > MAX_PINS:
+        raise FrozenTooLarge(
+            f"the frozen globs name {len(out)} paths; at most {MAX_PINS} can be pinned "
+            "(freeze their folder instead: `dir/**`)"
+        )
+    return tuple(out)
+
+
+def digest(policy: Policy) -> Digest | None:
+    """The digest of every regular file under the frozen paths (None: nothing is
+    frozen). A link is hashed as its target's text, never followed."""
+    if not policy.frozen:
+        return None
+    h = hashlib.sha256()
+    files = 0
+    read = 0
+    entries = sorted(_files(policy))
+    for rel, path in entries:
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        if os.path.islink(path):
+            data = b"link:" + os.readlink(path).encode("utf-8", "surrogateescape")
+        elif os.path.isfile(path):
+            read += st.st_size
+            if read > MAX_DIGEST_BYTES:
+                raise FrozenTooLarge(
+                    f"the frozen files hold more than {MAX_DIGEST_BYTES // 2**20} MiB"
+                )
+            with open(path, "rb") as f:
+                data = f.read()
+        else:
+            continue
+        name = rel.encode("utf-8", "surrogateescape")
+        h.update(len(name).to_bytes(8, "big") + name + len(data).to_bytes(8, "big") + data)
+        files += 1
+    return Digest(h.hexdigest(), files)
+
+
+def _named(policy: Policy) -> Iterator[tuple[str, str]]:
+    """(absolute path, its path relative to its root) of each path a frozen
+    glob names, not descending into what it names; ``.git`` is not walked."""
+    globs: PathGlobs = policy.frozen
+    seen = 0
+    for root in policy.roots:
+        for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+            seen += len(dirnames) + len(filenames)
+            if seen > MAX_ENTRIES:
+                raise FrozenTooLarge(
+                    f"the roots hold more than {MAX_ENTRIES} paths to look for frozen ones in"
+                )
+            keep = []
+            for name in sorted(dirnames):
+                path = os.path.join(dirpath, name)
+                if name == ".git":
+                    continue
+                if globs.matches(path, (root,)):
+                    yield path, os.path.relpath(path, root)
+                else:
+                    keep.append(name)
+            dirnames[:] = keep
+            for name in sorted(filenames):
+                path = os.path.join(dirpath, name)
+                if globs.matches(path, (root,)):
+                    yield path, os.path.relpath(path, root)
+
+
+def _files(policy: Policy) -> Iterator[tuple[str, str]]:
+    """(relative path, absolute path) of each file under the frozen paths."""
+    for path, rel in _named(policy):
+        if os.path.isdir(path) and not os.path.islink(path):
+            for dirpath, _, filenames in os.walk(path, followlinks=False):
+                for name in filenames:
+                    full = os.path.join(dirpath, name)
+                    yield os.path.join(rel, os.path.relpath(full, path)), full
+        else:
+            yield rel, path

@@ -1,0 +1,156 @@
+"""``fs/read_text_file`` and ``fs/write_text_file``: governed, then carried out.
+
+Rules of this file:
+
+- **Decided on the resolved path, and on the name given**: a symlink's own
+  name may be hidden (or protected) even when its target is not; the first
+  refusal of the two is the decision.
+- **Governed once, then acted on** (`governor.gate.Gate.govern`): nothing is
+  read or written before the decision is recorded, and a refused request
+  touches no file.
+- **What was carried out is evidence** (`governor.attribution.Carried`): each
+  read path and each write's (size, mtime) right after it, which explain the
+  tool calls the agent reports and the workspace's changes at the end.
+- The file system itself (symlink-safe opening, atomic writes, limits) is
+  `governor.fsaccess`'s; a small read is answered in the same pass, a larger
+  one and every write in a worker thread.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Final, cast
+
+import trio
+from acp import schema
+
+from governor.acp.dispatch import Route, RpcError
+from governor.acp.jsonrpc import INVALID_PARAMS
+from governor.fsaccess import (
+    FileAccessError,
+    open_text,
+    read_opened,
+    read_text,
+    resolve,
+    write_text,
+)
+from governor.ruling import REFUSED, Ruling, then
+from governor.workspace import content_digest, seen
+from policies.actions import ReadFile, WriteFile
+from policies.decide import decide
+from policies.paths import normalize
+
+if TYPE_CHECKING:
+    from governor.gate import Gate
+
+INLINE_READ_BYTES: Final = 256 * 1024
+"""Files up to this size are read on the trio thread; larger ones in a worker."""
+
+
+class FileRequests:
+    """The agent's fs requests, decided by one gate."""
+
+    def __init__(self, gate: Gate) -> None:
+        self.gate = gate
+
+    def routes(self) -> dict[str, Route]:
+        """The fs methods' entries in the gate's handler table."""
+        return {
+            "fs/read_text_file": Route(schema.ReadTextFileRequest, self.read_text_file),
+            "fs/write_text_file": Route(schema.WriteTextFileRequest, self.write_text_file),
+        }
+
+    def read_text_file(
+        self, req: schema.ReadTextFileRequest
+    ) -> schema.ReadTextFileResponse | Awaitable[schema.ReadTextFileResponse]:
+        """A governed read: resolved, inside the roots, not hidden."""
+        gate = self.gate
+        gate.check_session(req.session_id)
+        path = _resolved(req.path)
+        decision = decide(ReadFile(path), gate.policy)
+        if path != req.path and decision.allowed:
+            # A symlink's own name may be hidden even when its target is not.
+            first = decide(ReadFile(normalize(req.path)), gate.policy)
+            decision = first if not first.allowed else decision
+        subject = {"path": req.path} | ({"resolved": path} if path != req.path else {})
+        ruling = gate.govern("read", subject, path, decision, {})
+        return cast(
+            schema.ReadTextFileResponse | Awaitable[schema.ReadTextFileResponse],
+            then(ruling, lambda r: self._read(req, path, r)),
+        )
+
+    def _read(
+        self, req: schema.ReadTextFileRequest, path: str, ruling: Ruling
+    ) -> schema.ReadTextFileResponse | Awaitable[schema.ReadTextFileResponse]:
+        """The file's text once the read is allowed: a small file read here and now,
+        a larger one in a worker thread (the answer then comes later)."""
+        if not ruling.allowed:
+            raise RpcError(REFUSED, f"Refused by the governor: {ruling.reason}")
+        self.gate.carried.read_paths.add(normalize(req.path))
+        try:
+            opened = open_text(path, req.line, req.limit)
+            if opened.size > INLINE_READ_BYTES:
+                # Read again by the worker: no descriptor waits in a task that
+                # may never start.
+                opened.close()
+                return _read_in_worker(path, req)
+            content = read_opened(opened, req.line, req.limit)
+        except FileAccessError as e:
+            raise RpcError(e.code, str(e)) from None
+        return schema.ReadTextFileResponse(content=content)
+
+    def write_text_file(
+        self, req: schema.WriteTextFileRequest
+    ) -> Awaitable[schema.WriteTextFileResponse]:
+        """A governed write: capability, roots, protected paths; symlink-safe and atomic."""
+        gate = self.gate
+        gate.check_session(req.session_id)
+        path = _resolved(req.path)
+        decision = decide(WriteFile(path), gate.policy)
+        if path != req.path and decision.allowed:
+            first = decide(WriteFile(normalize(req.path)), gate.policy)
+            decision = first if not first.allowed else decision
+        subject = {"path": req.path, "bytes": len(req.content.encode())} | (
+            {"resolved": path} if path != req.path else {}
+        )
+        ruling = gate.govern("write", subject, path, decision, {"content": req.content})
+        return cast(
+            Awaitable[schema.WriteTextFileResponse],
+            then(ruling, lambda r: self._write(req, path, r)),
+        )
+
+    async def _write(
+        self, req: schema.WriteTextFileRequest, path: str, ruling: Ruling
+    ) -> schema.WriteTextFileResponse:
+        if not ruling.allowed:
+            raise RpcError(REFUSED, f"Refused by the governor: {ruling.reason}")
+        try:
+            await trio.to_thread.run_sync(write_text, path, req.content)
+        except FileAccessError as e:
+            raise RpcError(e.code, str(e)) from None
+        try:
+            st = os.stat(path)
+            self.gate.carried.written[path] = seen(st)._replace(
+                digest=content_digest(req.content.encode())
+            )
+        except OSError:
+            pass
+        return schema.WriteTextFileResponse()
+
+
+async def _read_in_worker(
+    path: str, req: schema.ReadTextFileRequest
+) -> schema.ReadTextFileResponse:
+    try:
+        content = await trio.to_thread.run_sync(read_text, path, req.line, req.limit)
+    except FileAccessError as e:
+        raise RpcError(e.code, str(e)) from None
+    return schema.ReadTextFileResponse(content=content)
+
+
+def _resolved(path: str) -> str:
+    try:
+        return resolve(path)
+    except FileAccessError as e:
+        raise RpcError(INVALID_PARAMS, f"Invalid params: {e}") from None

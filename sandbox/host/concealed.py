@@ -1,0 +1,99 @@
+"""What of the host no sandbox may see, whatever its profile asks: the host's
+secret files, other people's homes and the governor's own state.
+
+The survey hides these from every sandbox, the agent's and the commands',
+root or not; nothing a root holds (a ``pyvenv.cfg``, a link, a ``.git``
+file) and no policy ``keep`` brings them back:
+
+* the host's secrets (`HOST_SECRET_FILES`, `HOST_SECRET_DIRS`): a root
+  caller is uid 0 inside too, the owner of ``/etc/shadow``;
+* the homes of everyone else: the directories of ``/home`` and the password
+  database's homes of the other people and of root. The person's own homes are
+  the survey's (`sandbox.host.survey.other_homes`), where their toolchain is
+  kept; nothing is kept from anyone else's;
+* the governor's state directory (`state_dir`, where every attempt's audit log
+  is written by default): an agent that read it would see every earlier
+  attempt's prompts, paths and refusals, of every project.
+"""
+
+from __future__ import annotations
+
+import functools
+import glob
+import os
+import pwd
+from pathlib import Path
+
+from policies.paths import is_under
+from sandbox.plan.protected import (
+    HOST_SECRET_DIRS,
+    HOST_SECRET_FILES,
+    NOBODY_UID,
+    OTHER_HOMES_PARENT,
+    PEOPLE_UID_MIN,
+    SYSTEM_DIRS,
+)
+
+STATE_DIR_NAME = "acp-governor"
+
+
+def state_dir() -> Path:
+    """The governor's state directory: ``$XDG_STATE_HOME/acp-governor/``, by
+    default under ``~/.local/state``."""
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state) / STATE_DIR_NAME
+
+
+def secret_files() -> tuple[str, ...]:
+    """The host's secret files that exist (resolved, regular files)."""
+    found = (os.path.realpath(p) for pattern in HOST_SECRET_FILES for p in glob.glob(pattern))
+    return tuple(dict.fromkeys(p for p in found if os.path.isfile(p)))
+
+
+def secret_dirs() -> tuple[str, ...]:
+    """The host's secret folders that exist (resolved)."""
+    found = (os.path.realpath(p) for p in HOST_SECRET_DIRS)
+    return tuple(dict.fromkeys(p for p in found if os.path.isdir(p)))
+
+
+def foreign_homes(own: tuple[str, ...]) -> tuple[str, ...]:
+    """Every home but the ``own`` ones (resolved), each a directory that holds
+    none of them and is no system directory."""
+    found = [*_passwd_homes(_mtime("/etc/passwd")), *_listed(OTHER_HOMES_PARENT)]
+    out = []
+    for home in dict.fromkeys(os.path.realpath(h) for h in found):
+        if home == "/" or home in own or not os.path.isdir(home):
+            continue
+        if any(is_under(o, home) for o in own) or any(is_under(home, s) for s in SYSTEM_DIRS):
+            continue
+        out.append(home)
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=4)
+def _passwd_homes(mtime_ns: int) -> tuple[str, ...]:
+    """The people's homes and root's in the password database at modification
+    time ``mtime_ns`` (the cache key: a session surveys again per command)."""
+    del mtime_ns
+    return tuple(
+        entry.pw_dir
+        for entry in pwd.getpwall()
+        if (entry.pw_uid == 0 or entry.pw_uid >= PEOPLE_UID_MIN)
+        and entry.pw_uid != NOBODY_UID
+        and os.path.isabs(entry.pw_dir)
+    )
+
+
+def _listed(parent: str) -> list[str]:
+    try:
+        entries = list(os.scandir(parent))
+    except OSError:
+        return []
+    return [e.path for e in entries if e.is_dir(follow_symlinks=False)]
+
+
+def _mtime(path: str) -> int:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return 0
