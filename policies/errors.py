@@ -27,6 +27,20 @@ class ConfigError(ValueError):
         super().__init__(f"{': '.join(where)}: {problem}")
 
 
+class ConfigErrors(ConfigError):
+    """Several problems of one file, each a `ConfigError` (``errors``), so that
+    an operator fixes the file in one round; ``str`` is one line per problem."""
+
+    def __init__(self, errors: Iterable[ConfigError]) -> None:
+        self.errors = list(errors)
+        first = self.errors[0]
+        super().__init__(first.source, first.key, first.problem, line=first.line)
+        self.args = ("\n".join(str(e) for e in self.errors),)
+
+    def __str__(self) -> str:
+        return "\n".join(str(e) for e in self.errors)
+
+
 _AT: Final = re.compile(r"\s*\(at line (\d+), column (\d+)\)\Z")
 _KEY: Final = re.compile(r"\s*([A-Za-z0-9_-]+(?:\s*\.\s*[A-Za-z0-9_-]+)*)\s*=")
 _TABLE: Final = re.compile(r"\s*\[+\s*([A-Za-z0-9_.-]+)")

@@ -48,7 +48,7 @@ from typing import Any, Final, Literal
 
 from policies.capability import Capability, CapabilityError
 from policies.ceiling import boolean, string_list, table, type_name
-from policies.errors import ConfigError, closest, toml_error, unknown_key
+from policies.errors import ConfigError, ConfigErrors, closest, toml_error, unknown_key
 from policies.limits import Limits, limits_from_mapping
 from policies.network import HostPattern, HostPatternError, NetworkRules, parse_pattern
 from policies.paths import PathGlobs, normalize
@@ -176,60 +176,73 @@ def parse_policy(text: str, source: str = "policy.toml") -> Policy:
 
 
 def policy_from_mapping(data: Mapping[str, Any], source: str) -> Policy:
-    """A policy from already-parsed TOML (a policy may be embedded in another file)."""
-    for key in data:
-        if key not in _TOP_KEYS:
-            raise unknown_key(source, "", key, _TOP_KEYS)
+    """A policy from already-parsed TOML (a policy may be embedded in another file).
+
+    Every key is judged even after one is wrong: several problems are one
+    `ConfigErrors`, so a file is fixed in one round, not one error at a time."""
+    errors: list[ConfigError] = []
+    errors.extend(unknown_key(source, "", key, _TOP_KEYS) for key in data if key not in _TOP_KEYS)
     kwargs: dict[str, Any] = {"source": source}
-    if "capability" in data:
-        value = data["capability"]
+    for key in [*data, *(tier for tier in _TIERS if tier not in data)]:  # the file's order
+        if key not in _TOP_KEYS:
+            continue
+        try:
+            _read_key(source, key, data, kwargs)
+        except ConfigError as e:
+            errors.append(e)
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise ConfigErrors(errors)
+    kwargs["rules"] = Rules(**{tier: kwargs.pop(tier) for tier in _TIERS})
+    return Policy(**kwargs)
+
+
+_TIERS: Final = ("deny", "ask", "allow")
+
+
+def _read_key(source: str, key: str, data: Mapping[str, Any], kwargs: dict[str, Any]) -> None:
+    """Validate the top-level `key` of a policy into `kwargs`, or a `ConfigError`."""
+    value = data.get(key)
+    if key == "capability":
         if not isinstance(value, str):
             raise ConfigError(source, "capability", f"expected a string, got {type_name(value)}")
         try:
             kwargs["capability"] = Capability.parse(value)
         except CapabilityError as e:
             raise ConfigError(source, "capability", str(e)) from None
-    if "extra_dirs" in data:
-        kwargs["extra_dirs"] = string_list(source, "extra_dirs", data["extra_dirs"])
-    if "network" in data:
-        kwargs.update(_network(source, data["network"]))
-    if "env" in data:
-        names = string_list(source, "env", data["env"])
+    elif key == "extra_dirs":
+        kwargs["extra_dirs"] = string_list(source, "extra_dirs", value)
+    elif key == "network":
+        kwargs.update(_network(source, value))
+    elif key == "env":
+        names = string_list(source, "env", value)
         for name in names:
             if not name or "=" in name or not name.replace("_", "a").isalnum():
                 raise ConfigError(
                     source, "env", f"{name!r} is not a variable name (names only, no values)"
                 )
         kwargs["env"] = names
-    if "on_ask" in data:
-        value = data["on_ask"]
+    elif key == "on_ask":
         if value not in ON_ASK:
             raise ConfigError(
                 source, "on_ask", f"{value!r} is not accepted (accepted: {', '.join(ON_ASK)})"
             )
         kwargs["on_ask"] = value
-    if "allow_mode_switch" in data:
-        kwargs["allow_mode_switch"] = boolean(
-            source, "allow_mode_switch", data["allow_mode_switch"]
-        )
-    if "protected" in data:
-        kwargs["protected_extra"] = string_list(source, "protected", data["protected"])
-    if "unprotect" in data:
-        kwargs["unprotected"] = _unprotected(source, data["unprotect"])
-    if "hidden" in data:
-        kwargs["hidden_globs"] = string_list(source, "hidden", data["hidden"])
-    if "sandbox" in data:
-        kwargs.update(_sandbox(source, data["sandbox"]))
-    if "limits" in data:
-        kwargs["limits"] = limits_from_mapping(
-            source, "limits", table(source, "limits", data["limits"])
-        )
-    kwargs["rules"] = Rules(
-        deny=_tier(source, "deny", data.get("deny")),
-        ask=_tier(source, "ask", data.get("ask")),
-        allow=_tier(source, "allow", data.get("allow")),
-    )
-    return Policy(**kwargs)
+    elif key == "allow_mode_switch":
+        kwargs["allow_mode_switch"] = boolean(source, "allow_mode_switch", value)
+    elif key == "protected":
+        kwargs["protected_extra"] = string_list(source, "protected", value)
+    elif key == "unprotect":
+        kwargs["unprotected"] = _unprotected(source, value)
+    elif key == "hidden":
+        kwargs["hidden_globs"] = string_list(source, "hidden", value)
+    elif key == "sandbox":
+        kwargs.update(_sandbox(source, value))
+    elif key == "limits":
+        kwargs["limits"] = limits_from_mapping(source, "limits", table(source, "limits", value))
+    elif key in _TIERS:
+        kwargs[key] = _tier(source, key, value)
 
 
 def _unprotected(source: str, value: Any) -> tuple[str, ...]:

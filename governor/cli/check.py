@@ -66,7 +66,8 @@ def run(args: argparse.Namespace) -> int:
             parse_pattern(host)
         ceiling = load_ceiling(args.ceiling)
     except (ConfigError, CapabilityError) as e:
-        print(f"governor: {e}", file=sys.stderr)
+        for line in str(e).splitlines():  # a policy's several problems, each its own line
+            print(f"governor: {line}", file=sys.stderr)
         return 2
     except HostPatternError as e:
         print(f"governor: --allow-host: {e}", file=sys.stderr)

@@ -96,3 +96,39 @@ def test_a_good_policy_file_is_taken_where_a_bad_one_is_refused(tmp_path: Path) 
     assert done.returncode == 0 and f"policy {policy} fits" in done.stdout, done.stderr
     done = governor("sandbox", "--policy", str(policy), "--", "echo ran", cwd=tmp_path)
     assert done.returncode == 0 and done.stdout == "ran\n", done.stderr
+
+
+def test_a_policy_file_with_several_problems_names_every_one_in_a_round(tmp_path: Path) -> None:
+    policy = tmp_path / "job.toml"
+    policy.write_text(
+        'capability = "root"\nonask = "x"\nnetwork = 3\n'
+        '[sandbox]\ngit = "push"\n[limits]\nwall = 0\n[deny]\ntools = ["nope"]\n'
+    )
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    expected = [
+        f"{policy}: capability: unknown capability 'root'",
+        f"{policy}: onask: unknown key; did you mean `on_ask`?",
+        f"{policy}: network: expected true or false, got an integer",
+        f"{policy}: sandbox.git: 'push' is not accepted",
+        f"{policy}: limits.wall: expected a positive number of seconds",
+        f"{policy}: deny.tools: 'nope' is not a tool kind",
+    ]
+    run = governor(
+        *("run", "--agent", "demo", "--policy", str(policy), "--workspace", str(ws)),
+        *("--log", str(tmp_path / "audit.jsonl"), "a task"),
+    )
+    check = governor("check", "--policy", str(policy))
+    for surface, done in {"run": run, "check": check}.items():
+        assert done.returncode == 2, (surface, done.stderr)
+        lines = done.stderr.splitlines()
+        for message in expected:
+            assert any(line.startswith(f"governor: {message}") for line in lines), (
+                surface,
+                message,
+                done.stderr,
+            )
+    assert not (tmp_path / "audit.jsonl").exists()
+    policy.write_text('capability = "read-only"\nnetwork = false\n[limits]\nwall = 60\n')
+    fixed = governor("check", "--policy", str(policy))
+    assert fixed.returncode == 0, fixed.stderr
