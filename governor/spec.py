@@ -17,6 +17,7 @@ Rules of this file:
 from __future__ import annotations
 
 import functools
+import math
 import os
 import re
 import shutil
@@ -39,7 +40,7 @@ from governor.presets import NotInstalled, Preset, PresetError, find, resolve
 from governor.secrets import Masker
 from policies.capability import Capability
 from policies.ceiling import CUSTOM_AGENT, CUSTOM_COMMAND, Ceiling, check_job, parse_ceiling
-from policies.errors import ConfigError
+from policies.errors import ConfigError, ConfigErrors
 from policies.network import HostPatternError, parse_pattern
 from policies.policy import Policy
 from sandbox.host.concealed import state_dir
@@ -184,11 +185,26 @@ BASE_ENV: Final = (
 
 _TRACE_ID: Final = re.compile(r"(?!0{32})[0-9a-f]{32}")
 
+EMPTY_PROMPT: Final = "the prompt is empty or only whitespace: give the agent a task"
+"""The problem of a spec with no task: an agent given nothing to do would run,
+spend the wall and write a log of nothing."""
+
 
 def prepare(spec: AttemptSpec) -> Prepared:
     """Every check that must pass before anything starts; all problems at once."""
     problems: list[str] = []
     environ = dict(os.environ if spec.environ is None else spec.environ)
+    if not spec.prompt.strip():
+        problems.append(EMPTY_PROMPT)
+    wall = spec.timeout
+    if spec.log is not None:
+        problems.extend(_log_problems(Path(spec.log).expanduser().resolve()))
+    if wall is not None and not (0 < wall < math.inf):
+        wall = None  # the ceiling judges the policy's own wall instead
+        problems.append(
+            f"the timeout {spec.timeout:g} is not a number of seconds above 0: give --timeout "
+            "a positive number (or leave it out for the policy's [limits] wall)"
+        )
     policy = _load(problems, _load_policy, spec.policy) or Policy()
     if spec.capability is not None:
         try:
@@ -214,10 +230,10 @@ def prepare(spec: AttemptSpec) -> Prepared:
         violations = check_job(
             policy,
             ceiling,
-            agent=_agent_id(spec),
+            agent=_agent_id(spec) if _known_agent(spec) else None,
             agent_args=spec.agent_args,
             hosts=allowed,
-            wall=spec.timeout,
+            wall=wall,
         )
         problems.extend(f"refused by the ceiling ({ceiling.source}): {v}" for v in violations)
     if spec.trace_id is not None and not _TRACE_ID.fullmatch(spec.trace_id):
@@ -304,6 +320,18 @@ def _agent_id(spec: AttemptSpec) -> str:
     return spec.agent or (CUSTOM_COMMAND if spec.kind == "command" else CUSTOM_AGENT)
 
 
+def _known_agent(spec: AttemptSpec) -> bool:
+    """Whether the ceiling can judge the agent: an id that is no preset is refused
+    as such (with the presets listed), not as an agent the ceiling does not allow."""
+    if spec.agent is None:
+        return True
+    try:
+        find(spec.agent)
+    except PresetError:
+        return False
+    return True
+
+
 def _executor(
     spec: AttemptSpec, environ: Mapping[str, str], problems: list[str]
 ) -> Executor | None:
@@ -327,7 +355,7 @@ def _executor(
     try:
         preset = find(spec.agent)
     except PresetError as e:  # an unknown id, with the known ones
-        problems.append(str(e))
+        problems.append(f"{e}: give --agent one of these presets, or an ACP command after --")
         return None
     which = functools.partial(shutil.which, path=environ.get("PATH"))
     found = resolve(preset, which=which, installs=data_home(environ))
@@ -351,6 +379,8 @@ def _load_policy(value: Policy | str | Path | None) -> Policy:
         return value or Policy()
     try:
         return read_policy(value)
+    except ConfigErrors as e:  # every problem of the file, one per line
+        raise RefusedBeforeStart([str(one) for one in e.errors]) from None
     except ConfigError as e:
         raise RefusedBeforeStart([str(e)]) from None
 
@@ -402,6 +432,23 @@ def default_log_dir() -> Path:
     """Where per-attempt audit logs go: ``$XDG_STATE_HOME/acp-governor/``, which
     no sandbox sees (`sandbox.host.concealed`)."""
     return state_dir()
+
+
+def _log_problems(path: Path) -> list[str]:
+    """Why the audit log cannot be made at `path`, found before anything starts:
+    opened later, a parent that is a file fails as a bare "File exists" once the
+    attempt is under way."""
+    if path.is_dir():
+        return [f"the audit log {path} is a directory: give --log a file's path"]
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                return [
+                    f"the audit log {path} cannot be made: {parent} is not a directory; "
+                    "give --log a path under a directory"
+                ]
+            return []
+    return []
 
 
 def _log_path(spec: AttemptSpec, workspace: str) -> Path | None:

@@ -26,14 +26,67 @@ def test_every_problem_of_a_spec_is_reported_at_once(tmp_path: Path) -> None:
         policy=tmp_path / "no-policy.toml",
     )
     text = "\n".join(found)
-    assert len(found) == 7, found
+    assert len(found) == 6, found
     assert "no-policy.toml: cannot read the policy" in text
     assert "unknown capability 'root'" in text
     assert "GOVTEST_UNSET" in text
     assert "the workspace does not exist" in text and "missing" in text
     assert "an extra directory does not exist" in text and "gone" in text
-    assert "no agent `no-such-agent`" in text
-    assert "refused by the ceiling (built-in default): agent no-such-agent is not permitted" in text
+    assert "no agent `no-such-agent`" in text and "give --agent one of these presets" in text
+    assert "refused by the ceiling" not in text  # no preset: nothing for the ceiling to allow
+
+
+def test_an_unknown_preset_is_named_as_such_and_a_known_one_the_ceiling_refuses_as_such(
+    tmp_path: Path,
+) -> None:
+    ceiling = tmp_path / "ceiling.toml"
+    ceiling.write_text('allowed_agents = ["codex"]\n')
+    unknown = problems(agent="nosuch", workspace=tmp_path, ceiling=ceiling)
+    assert len(unknown) == 1 and unknown[0].startswith("no agent `nosuch` (claude, codex"), unknown
+    known = problems(agent="demo", workspace=tmp_path, ceiling=ceiling)
+    assert len(known) == 1 and "agent demo is not permitted" in known[0], known
+    assert known[0].startswith(f"refused by the ceiling ({ceiling}")
+
+
+def demo_spec(tmp_path: Path, **fields: object) -> AttemptSpec:
+    """The demo preset in a workspace of its own, its log beside it."""
+    ws = tmp_path / "ws"
+    ws.mkdir(exist_ok=True)
+    fields = {"prompt": "x", **fields}
+    return AttemptSpec(agent="demo", workspace=ws, log=tmp_path / "a.jsonl", **fields)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("timeout", [-5.0, 0.0, float("nan"), float("inf")])
+def test_a_timeout_that_is_not_a_positive_number_of_seconds_is_refused(
+    tmp_path: Path, timeout: float
+) -> None:
+    with pytest.raises(RefusedBeforeStart) as e:
+        prepare(demo_spec(tmp_path, timeout=timeout))
+    found = e.value.problems
+    assert len(found) == 1 and "is not a number of seconds above 0" in found[0], found
+    assert "--timeout" in found[0]
+    assert prepare(demo_spec(tmp_path, timeout=0.5)).wall == 0.5
+
+
+@pytest.mark.parametrize("prompt", ["", "   ", "\n\t \n"])
+def test_a_prompt_of_nothing_but_whitespace_is_refused(tmp_path: Path, prompt: str) -> None:
+    with pytest.raises(RefusedBeforeStart) as e:
+        prepare(demo_spec(tmp_path, prompt=prompt))
+    assert e.value.problems == ["the prompt is empty or only whitespace: give the agent a task"]
+    assert prepare(demo_spec(tmp_path, prompt=" x ")).spec.prompt == " x "
+
+
+def test_an_audit_log_under_a_file_or_at_a_directory_is_refused_naming_both(tmp_path: Path) -> None:
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    under = problems(agent="demo", workspace=tmp_path / "ws-gone", log=a_file / "deeper" / "log.jsonl")
+    assert f"the audit log {a_file}/deeper/log.jsonl cannot be made: {a_file} is not a directory; give --log a path under a directory" in under
+    assert any("the workspace does not exist" in p for p in under)  # with the others, at once
+    (tmp_path / "ws").mkdir()
+    at_dir = problems(agent="demo", workspace=tmp_path / "ws", log=tmp_path)
+    assert at_dir == [f"the audit log {tmp_path} is a directory: give --log a file's path"]
+    fine = prepare(AttemptSpec(prompt="x", agent="demo", workspace=tmp_path / "ws", log=tmp_path / "new" / "log.jsonl"))
+    assert fine.log_path == tmp_path / "new" / "log.jsonl"
 
 
 def test_an_agent_is_a_preset_or_a_program_never_both_nor_neither(tmp_path: Path) -> None:
