@@ -153,6 +153,42 @@ def choose_model(
     )
 
 
+def choose_mode(
+    wanted: str,
+    option: SelectOption | None,
+    modes: schema.SessionModeState | None,
+    *,
+    agent: str,
+    may_act_alone: bool,
+) -> str | Unavailable:
+    """The id of the mode `wanted` (``--mode``) as the agent offers it: in its
+    ``mode`` config option, else its legacy ``modes``; matched as a model is. A
+    mode it does not offer ends the attempt naming the offered ones, and so does
+    one in which it would act without asking unless `may_act_alone` (the
+    policy's ``allow_mode_switch``): asked for by name, it is still the switch
+    the governor never turns on by itself."""
+    if option is not None:
+        choices = _select_values(option)
+        value = _match(wanted, choices)
+        alone = value is not None and acts_alone(option, value) is True
+    elif modes is not None:
+        choices = [(m.id, m.name) for m in modes.available_modes]
+        value = _match(wanted, choices)
+        chosen = next((m for m in modes.available_modes if m.id == value), None)
+        alone = value is not None and mode_asks(value, chosen) is False
+    else:
+        return Unavailable(f"{agent} offers no session modes; the mode {wanted!r} cannot be set")
+    if value is None:
+        listed = ", ".join(_listed(choices)) or "none"
+        return Unavailable(f"{agent} does not offer the mode {wanted!r}; it offers: {listed}")
+    if alone and not may_act_alone:
+        return Unavailable(
+            f"in the mode {value} {agent} would act without asking: not set unless the "
+            "policy sets allow_mode_switch"
+        )
+    return value
+
+
 def _not_offered(wanted: str, agent: str, offered: tuple[str, ...]) -> Unavailable:
     listed = ", ".join(offered) or "none"
     return Unavailable(f"{agent} does not offer the model {wanted!r}; it offers: {listed}")

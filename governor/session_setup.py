@@ -33,6 +33,7 @@ from governor.session_settings import (
     Unavailable,
     acts_alone,
     asking_settings,
+    choose_mode,
     choose_model,
     select_choices,
 )
@@ -69,6 +70,8 @@ class SessionSetup:
         self.audit = audit
         self.session_id: str | None = None
         self.mode: dict[str, Any] | None = None
+        self.wanted_mode: str | None = None
+        """The mode ``--mode`` named, as the agent offers it (`choose_mode`)."""
         self.notices: list[str] = []
 
     async def run(self, session: schema.NewSessionResponse, models: Any) -> SetUp:
@@ -106,17 +109,32 @@ class SessionSetup:
         mode_option = next(
             (o for o in options if isinstance(o, SelectOption) and o.category == "mode"), None
         )
-        if (
-            mode_option is not None
-            and spec.mode is not None
-            and spec.mode != mode_option.current_value
-        ):
-            wanted = Setting(
-                "session/set_config_option",
-                {"configId": mode_option.id, "value": spec.mode},
-                f"the mode {spec.mode}, as asked",
+        if spec.mode is not None:
+            chosen = choose_mode(
+                spec.mode,
+                mode_option,
+                session.modes,
+                agent=self.name,
+                may_act_alone=self.prepared.policy.allow_mode_switch,
             )
-            options = await self._apply(session.session_id, wanted) or options
+            if isinstance(chosen, Unavailable):
+                self._record_setting("mode", spec.mode, "deny", chosen.reason)
+                return self._ended(chosen.reason)
+            self.wanted_mode = chosen
+            if mode_option is not None and chosen != mode_option.current_value:
+                wanted = Setting(
+                    "session/set_config_option",
+                    {"configId": mode_option.id, "value": chosen},
+                    f"the mode {chosen}, as asked",
+                )
+                updated = await self._apply(session.session_id, wanted)
+                if updated is None:
+                    return self._ended(f"{self.name} could not switch to the mode {chosen}")
+                options = updated or options
+            elif mode_option is not None:
+                self._record_setting(
+                    "mode", chosen, "allow", "the mode asked for, the agent's current one already"
+                )
         mode_id = mode_option.id if mode_option is not None else None
         asking = asking_settings(
             [o for o in options if spec.mode is None or o.id != mode_id],
@@ -224,7 +242,7 @@ class SessionSetup:
             return
         available = {m.id: m for m in modes.available_modes}
         current = modes.current_mode_id
-        wanted = self.prepared.spec.mode
+        wanted = self.wanted_mode
         if (
             wanted is None
             and not self._asking_mode(current)
@@ -251,6 +269,14 @@ class SessionSetup:
                 self.notices.append(
                     f"could not switch {self.name} to mode {wanted}: {short_error(e)}"
                 )
+        if self.wanted_mode is not None:
+            asked = self.wanted_mode == current
+            self._record_setting(
+                "mode",
+                self.wanted_mode,
+                "allow" if asked else "deny",
+                "the mode asked for" if asked else f"the agent stayed in mode {current}",
+            )
         mode = available.get(current)
         self.mode = {
             "id": current,
