@@ -71,15 +71,19 @@ RULES_FOR_THE_AGENT: Final = """
 """
 
 
-async def run_attempt(spec: AttemptSpec, *, stop: trio.Event | None = None) -> Outcome:
+async def run_attempt(
+    spec: AttemptSpec | Prepared, *, stop: trio.Event | None = None
+) -> Outcome:
     """Run one governed attempt under trio. Raises `RefusedBeforeStart` when a check
     fails before anything starts (an audit log that cannot be written included);
     every other ending is an `Outcome`.
 
     Setting `stop` ends the attempt early the way a timeout does -- the turn is
     cancelled, the agent shut down, the outcome ``failed`` and the log complete;
-    `governor run` sets it on SIGINT and SIGTERM."""
-    prepared = prepare(spec)
+    `governor run` sets it on SIGINT and SIGTERM. A spec `prepare` passed already
+    (`governor run` prepares first, to report its own problems with the spec's)
+    is not checked twice."""
+    prepared = spec if isinstance(spec, Prepared) else prepare(spec)
     try:
         await confine.check(prepared.policy)
     except confine.SandboxUnavailable as e:

@@ -5,7 +5,8 @@ that adds its parser and sets ``func``; this file only wires them together and
 owns the exit-code convention (`EXITS`):
 
 0 completed · 1 failed or incomplete · 2 refused before start (usage, config,
-ceiling, environment) · 3 blocked · 4 needs approval.
+ceiling, environment) · 3 blocked · 4 needs approval · 5 completed, but
+``--fail-on`` matched.
 """
 
 from __future__ import annotations
@@ -23,11 +24,13 @@ EXITS: Final[tuple[tuple[int, str, tuple[str, ...]], ...]] = (
     (2, "refused before start (usage, config, ceiling, environment)", ()),
     (3, "blocked (the agent said BLOCKED:)", ("blocked",)),
     (4, "needs approval", ("needs_approval",)),
+    (5, "completed, but --fail-on matched (a refusal or an unasked change)", ()),
 )
 """The exit-code convention: code, what it means, the outcome statuses it stands for."""
 
 EXIT_BY_STATUS: Final = {status: code for code, _, statuses in EXITS for status in statuses}
 REFUSED_BEFORE_START: Final = 2
+FAILED_ON: Final = 5
 EXIT_CODES: Final = "exit codes:\n" + "".join(f"  {code}  {text}\n" for code, text, _ in EXITS)
 
 
@@ -51,7 +54,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `governor` console script; returns the exit code."""
-    parser = build_parser()
+    try:
+        parser = build_parser()  # imports every subcommand: a second or more on a busy machine
+    except KeyboardInterrupt:  # Ctrl-C before anything started: a word, not a traceback
+        print("governor: interrupted", file=sys.stderr)
+        return 130
     words = list(sys.argv[1:] if argv is None else argv)
     command: list[str] | None = None
     if words and words[0] == "run" and "--" in words:

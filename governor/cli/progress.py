@@ -61,6 +61,24 @@ SHOWN_FINDINGS = 10
 """Tamper findings shown in the summary; the JSON outcome holds them all."""
 
 
+def pending_text(pending: dict[str, Any]) -> str:
+    """The ask that paused an attempt in words: its kind, what it names (a
+    command, paths, a title) and why it waits; the audit log holds it whole."""
+    subject = pending.get("subject")
+    subject = subject if isinstance(subject, dict) else {}
+    command = subject.get("command")
+    if isinstance(command, list):
+        command = " ".join(map(str, command))
+    paths = subject.get("paths") or ([subject["path"]] if subject.get("path") else [])
+    named = command or subject.get("title") or ""
+    if paths and not command:
+        named = f"{named} ({', '.join(map(str, paths))})" if named else ", ".join(map(str, paths))
+    reason = pending.get("reason")
+    return f"{pending.get('kind', 'request')} {named or '(no subject)'}" + (
+        f": {reason}" if reason else ""
+    )
+
+
 def summary(outcome: Outcome) -> str:
     """The summary table of an outcome."""
     rows: list[tuple[str, str]] = [("status", outcome.status)]
@@ -95,7 +113,7 @@ def summary(outcome: Outcome) -> str:
     if len(outcome.findings) > SHOWN_FINDINGS:
         rows.append(("tamper", f"... and {len(outcome.findings) - SHOWN_FINDINGS} more (--json lists them)"))
     if outcome.pending:
-        rows.append(("pending", str(outcome.pending.get("subject"))))
+        rows.append(("pending", pending_text(outcome.pending)))
     if outcome.log:
         rows.append(("log", outcome.log))
     if outcome.log_head:

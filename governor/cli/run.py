@@ -7,15 +7,16 @@ import gc
 import os
 import signal
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import trio
 
 from governor.attempt import run_attempt
-from governor.cli import EXIT_BY_STATUS, EXIT_CODES, REFUSED_BEFORE_START, ci
+from governor.cli import EXIT_BY_STATUS, EXIT_CODES, FAILED_ON, REFUSED_BEFORE_START, ci
 from governor.outcome import Outcome
-from governor.spec import AttemptSpec, RefusedBeforeStart
+from governor.spec import EMPTY_PROMPT, AttemptSpec, Prepared, RefusedBeforeStart, prepare
 from policies.capability import CAPABILITY_NAMES, Capability
 
 
@@ -114,7 +115,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default="batch",
         help="audit durability (default batch)",
     )
-    p.add_argument("--json", action="store_true", help="print only the outcome JSON on stdout")
+    p.add_argument(
+        "--fail-on",
+        metavar="WHAT",
+        default="",
+        help="refused, unasked or both (refused,unasked): exit 5 when an attempt that "
+        "completed had a refusal or a change made without asking (default: exit 0)",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print only the outcome JSON on stdout (a refusal before start too)",
+    )
     p.add_argument(
         "--events",
         metavar="FILE",
@@ -136,21 +148,93 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=main, command=[])
 
 
-def _prompt(args: argparse.Namespace) -> str:
+def _prompt(args: argparse.Namespace, problems: list[str]) -> str:
+    """The task, or "" with what is wrong with it added to `problems`, named by
+    where it came from (an argument, a file, stdin)."""
+    if args.prompt_file and args.prompt is not None:
+        problems.append(
+            "give the task once: a PROMPT argument or --prompt-file FILE, not both"
+        )
+        return ""
     if args.prompt_file:
         try:
-            return Path(args.prompt_file).read_text(encoding="utf-8")
-        except OSError as e:
-            raise RefusedBeforeStart(
-                [f"{args.prompt_file}: cannot read the prompt: {e.strerror}"]
-            ) from None
-    if args.prompt == "-":
-        return sys.stdin.read()
-    if not args.prompt:
-        raise RefusedBeforeStart(
-            ["give the task: governor run [OPTIONS] PROMPT (or --prompt-file FILE, or - for stdin)"]
+            text = Path(args.prompt_file).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            why = e.strerror if isinstance(e, OSError) else "not UTF-8 text"
+            problems.append(f"{args.prompt_file}: cannot read the prompt: {why}")
+            return ""
+        where = f"the prompt file {args.prompt_file}"
+    elif args.prompt == "-":
+        text, where = sys.stdin.read(), "the prompt read from stdin (-)"
+    elif args.prompt is None:
+        problems.append(
+            "give the task: governor run [OPTIONS] PROMPT (or --prompt-file FILE, or - for stdin)"
         )
-    return str(args.prompt)
+        return ""
+    else:
+        text, where = str(args.prompt), "the PROMPT argument"
+    if not text.strip():
+        problems.append(f"{where} is empty or only whitespace: give the agent a task")
+    return text
+
+
+FAIL_ON: Final = ("refused", "unasked")
+"""What ``--fail-on`` may name: a CI job's own bar for an attempt that completed."""
+
+
+def _fail_on(value: str, problems: list[str]) -> frozenset[str]:
+    """The words of ``--fail-on``, each one of `FAIL_ON`."""
+    words = [w.strip() for w in value.split(",") if w.strip()]
+    wrong = [w for w in words if w not in FAIL_ON]
+    if wrong or (value and not words):
+        problems.append(
+            f"--fail-on {value!r}: {', '.join(map(repr, wrong)) or 'nothing'} is not accepted "
+            f"(accepted: {', '.join(FAIL_ON)}, comma-separated)"
+        )
+    return frozenset(words) - set(wrong)
+
+
+def _conflicts(args: argparse.Namespace) -> list[str]:
+    """Flags that cannot both hold: one would be dropped without a word."""
+    problems = []
+    if args.json and args.events == "-":
+        problems.append(
+            "--json and --events - both want stdout: give --events a file (--events FILE) "
+            "or drop --json"
+        )
+    if args.kind == "command" and args.agent is None and args.model is not None:
+        problems.append("--model is for an ACP agent: a plain program (--kind command) has none")
+    if args.kind == "command" and args.agent is None and args.mode is not None:
+        problems.append("--mode is for an ACP agent: a plain program (--kind command) has none")
+    if args.approvals == "person" and not _has_terminal():
+        problems.append(
+            "--approvals person needs a terminal to ask at, and this process has none: "
+            "use --approvals pause (end the attempt needs_approval) or unattended (refuse)"
+        )
+    return problems
+
+
+def _has_terminal(tty: str = "/dev/tty") -> bool:
+    """Whether a person could be asked: the controlling terminal opens (the
+    approver reads it, not stdin, which may carry the prompt)."""
+    try:
+        os.close(os.open(tty, os.O_RDWR | os.O_NOCTTY))
+    except OSError:
+        return False
+    return True
+
+
+def failed_on(outcome: Outcome, fail_on: frozenset[str]) -> list[str]:
+    """What of `fail_on` the attempt had: ``refused`` when the agent was refused
+    anything, ``unasked`` when it changed something without asking."""
+    acp = outcome.acp
+    if acp is None:
+        return []
+    had = {
+        "refused": acp.tally.refused > 0,
+        "unasked": acp.tally.unasked > 0 or bool(acp.unasked_paths),
+    }
+    return [word for word in FAIL_ON if word in fail_on and had[word]]
 
 
 def main(args: argparse.Namespace) -> int:
@@ -159,13 +243,15 @@ def main(args: argparse.Namespace) -> int:
 
     logs.configure(json_lines=args.json or not sys.stderr.isatty())
     command = list(args.command)
-    events, sink = _events(args)
+    problems = _conflicts(args)
+    fail_on = _fail_on(args.fail_on, problems)
+    events, sink = _events(args, problems)
     progress = None if args.json or args.events == "-" else _progress()
     trace = None
     try:
         trace = _trace(args)
         on_event = _both(progress, events, trace)
-        prompt = _prompt(args)
+        prompt = _prompt(args, problems)
         approver = _approver(args.approvals)
         spec = AttemptSpec(
             prompt=prompt,
@@ -191,8 +277,9 @@ def main(args: argparse.Namespace) -> int:
             on_event=on_event,
             trace_id=trace.trace_id if trace is not None else None,
         )
+        prepared = _prepared(spec, problems)
         freeze_startup_heap()
-        outcome = trio.run(run_until_signalled, spec)
+        outcome = trio.run(run_until_signalled, prepared)
         if trace is not None:
             trace.ended(outcome)
         if events is not None:
@@ -203,6 +290,8 @@ def main(args: argparse.Namespace) -> int:
             trace.refused(e.problems)
         for problem in e.problems:
             print(f"governor: {problem}", file=sys.stderr)
+        if args.json:
+            _print_refusal(e.problems)
         return REFUSED_BEFORE_START
     except KeyboardInterrupt:
         print("governor: interrupted", file=sys.stderr)
@@ -226,11 +315,45 @@ def main(args: argparse.Namespace) -> int:
         print()
     else:
         print_summary(outcome)
-    return EXIT_BY_STATUS[outcome.status]
+    code = EXIT_BY_STATUS[outcome.status]
+    if code == 0 and (matched := failed_on(outcome, fail_on)):
+        t = outcome.acp.tally if outcome.acp is not None else None
+        counts = {
+            "refused": f"{t.refused if t else 0} request(s) refused",
+            "unasked": f"{t.unasked if t else 0} change(s) made without asking",
+        }
+        said = " and ".join(counts[word] for word in matched)
+        print(f"governor: --fail-on {','.join(matched)}: the attempt completed with {said}", file=sys.stderr)
+        return FAILED_ON
+    return code
 
 
-def _events(args: argparse.Namespace) -> tuple[Any, Any]:
-    """The event stream of ``--events`` and the file it writes (None, None without)."""
+def _prepared(spec: AttemptSpec, problems: list[str]) -> Prepared:
+    """The spec prepared, or `RefusedBeforeStart` with the command line's problems
+    and the spec's together: an operator fixes the whole command in one round."""
+    try:
+        prepared = prepare(spec)
+    except RefusedBeforeStart as e:
+        # the command line named the prompt's source; the spec's own words would repeat it
+        found = [p for p in e.problems if not (p == EMPTY_PROMPT and problems)]
+        problems = [*problems, *found]
+    if problems:
+        raise RefusedBeforeStart(list(dict.fromkeys(problems)))
+    return prepared
+
+
+def _print_refusal(problems: Sequence[str]) -> None:
+    """The ``--json`` document of a run refused before start: stdout always holds
+    one object, so a program reading it never parses nothing."""
+    import json
+
+    doc = {"refused_before_start": True, "exit_code": REFUSED_BEFORE_START, "problems": list(problems)}
+    print(json.dumps(doc, indent=2))
+
+
+def _events(args: argparse.Namespace, problems: list[str]) -> tuple[Any, Any]:
+    """The event stream of ``--events`` and the file it writes (None, None without,
+    or when it cannot be opened: then the reason is added to `problems`)."""
     if not args.events:
         return None, None
     from governor.cli.events import Events
@@ -239,7 +362,8 @@ def _events(args: argparse.Namespace) -> tuple[Any, Any]:
     try:
         sink = sys.stdout if args.events == "-" else open(args.events, "w", encoding="utf-8")  # noqa: SIM115
     except OSError as e:
-        raise SystemExit(f"governor: --events {args.events}: {e.strerror}") from None
+        problems.append(f"--events {args.events}: cannot write the events: {e.strerror}")
+        return None, None
     return Events(sink, Masker.from_environ(os.environ, args.agent_arg)), sink
 
 
@@ -288,7 +412,7 @@ def freeze_startup_heap() -> None:
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
-async def run_until_signalled(spec: AttemptSpec) -> Outcome:
+async def run_until_signalled(spec: AttemptSpec | Prepared) -> Outcome:
     """The attempt, ended cleanly by SIGINT or SIGTERM: the turn is cancelled, the
     agent shut down, and the outcome and the log's end record are still written.
 
