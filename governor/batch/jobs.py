@@ -421,8 +421,8 @@ def _with_policy(job: Job, problems: list[str]) -> Job:
         return job
     try:
         policy = read_policy(job.policy)
-    except ConfigError as e:
-        problems.append(f"key 'policy': {e}")
+    except ConfigError as e:  # a file's several problems are one line each
+        problems.extend(f"key 'policy': {one}" for one in getattr(e, "errors", [e]))
         return job
     return replace(job, policy=policy)
 

@@ -281,7 +281,8 @@ def main(args: argparse.Namespace) -> int:
         command = Command.from_acp(words[0], words[1:])
         return trio.run(_run, args, policy, profile, command, timeout)
     except (BwrapUnavailable, ProfileError, CapabilityError, ConfigError) as exc:
-        print(f"governor sandbox: {exc}", file=sys.stderr)
+        for line in str(exc).splitlines():  # a policy's several problems, each its own line
+            print(f"governor sandbox: {line}", file=sys.stderr)
         return EXIT_REFUSED
     except FileNotFoundError as exc:
         print(f"governor sandbox: {exc.strerror}: {exc.filename}", file=sys.stderr)

@@ -119,11 +119,23 @@ def test_a_policy_file_with_several_problems_names_every_one_in_a_round(tmp_path
         *("--log", str(tmp_path / "audit.jsonl"), "a task"),
     )
     check = governor("check", "--policy", str(policy))
-    for surface, done in {"run": run, "check": check}.items():
+    sandbox = governor("sandbox", "--policy", str(policy), "--", "true", cwd=ws)
+    jobs = tmp_path / "jobs.jsonl"
+    line = {"id": "j", "prompt": "p", "agent": "demo", "repo": str(repository(tmp_path / "r"))}
+    jobs.write_text(json.dumps({**line, "policy": str(policy)}) + "\n")
+    batch = governor("batch", str(jobs), "--out", str(tmp_path / "out"))
+    prefixes = {"run": "governor: ", "check": "governor: ", "sandbox": "governor sandbox: "}
+    surfaces = {"run": run, "check": check, "sandbox": sandbox, "batch": batch}
+    for surface, done in surfaces.items():
         assert done.returncode == 2, (surface, done.stderr)
         lines = done.stderr.splitlines()
+        prefix = prefixes.get(surface, "")
         for message in expected:
-            assert any(line.startswith(f"governor: {message}") for line in lines), (
+            assert any(
+                line.startswith(prefix + message)
+                or (surface == "batch" and f"line 1 (j): key 'policy': {message}" in line)
+                for line in lines
+            ), (
                 surface,
                 message,
                 done.stderr,
