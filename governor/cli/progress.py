@@ -51,7 +51,7 @@ class Progress:
             extra = f" ({terminal(info.get('reason'))})" if info.get("verdict") != "allow" else ""
             self._line(f"{kind:10} {terminal(what)}: {verdict} by {by}{extra}")
         elif kind == "waiting":
-            self._line(f"asking: {info.get('kind')} {terminal(info.get('subject'))}")
+            self._line(f"asking: {terminal(pending_text(info))}")
         elif kind == "unasked":
             subject = info.get("subject", {})
             self._line(f"UNASKED    {terminal(subject.get('title') or subject.get('path'))}")
@@ -62,9 +62,12 @@ SHOWN_FINDINGS = 10
 
 
 def pending_text(pending: dict[str, Any]) -> str:
-    """The ask that paused an attempt in words: its kind, what it names (a
-    command, paths, a title) and why it waits; the audit log holds it whole."""
+    """The ask that paused an attempt (or waits) in words: its kind, what it
+    names (a command, paths, a title) and why it waits; the audit log holds it
+    whole."""
     subject = pending.get("subject")
+    if isinstance(subject, str):  # a ``waiting`` event's subject, shown already
+        subject = {"title": subject}
     subject = subject if isinstance(subject, dict) else {}
     command = subject.get("command")
     if isinstance(command, list):

@@ -289,6 +289,8 @@ def test_a_paused_request_is_shown_in_words_not_as_a_python_dict(tmp_path: Path)
     assert done.returncode == 4, done.stderr
     pending = next(line for line in done.stdout.splitlines() if line.strip().startswith("pending"))
     assert "{" not in pending, pending
+    asking = next(line for line in done.stderr.splitlines() if "asking:" in line)
+    assert "{" not in asking and "permission Write hello.py" in asking, asking
     assert pending.split(None, 1)[1] == (
         f"permission Write hello.py ({ws / 'hello.py'}): waiting for a person's approval: "
         "the tool kind edit matches the ask rule"
