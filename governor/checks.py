@@ -29,20 +29,21 @@ the workspace and the policy, without the command line.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
-from governor.confine import command_profile, configured_bwrap
 from governor.secrets import Masker
 from policies.capability import Capability
 from policies.policy import Policy
-from sandbox import BwrapUnavailable, Profile, ProfileError
-from sandbox.run.preflight import preflight
-from sandbox.run.runner import Command, run
+
+if TYPE_CHECKING:  # the outcome holds a CheckRun: reading one needs no sandbox
+    from governor.audit.log import AuditLog
+    from sandbox import Profile
 
 TAIL_CHARS: Final = 4000
 """Characters of a check's output kept (its newest): what says why a test failed."""
@@ -123,6 +124,10 @@ async def run_checks(
     ``os.environ``), the governor's ``PATH`` and ``$HOME`` shown empty. Its tail is
     masked with ``masker`` (default: the secret-looking variables of ``environ``).
     """
+    from governor.confine import configured_bwrap
+    from sandbox import BwrapUnavailable, ProfileError
+    from sandbox.run.preflight import preflight
+
     chosen = policy.checks if commands is None else commands
     if not chosen:
         return Checks()
@@ -148,10 +153,24 @@ async def run_checks(
     return Checks(tuple(runs), workspace)
 
 
+def report(audit: AuditLog, emit: Callable[[str, dict[str, Any]], None], ran: CheckRun) -> None:
+    """An attempt's record (kind ``check``) and event of one check, as it ends;
+    a log that cannot take the record leaves the check in the outcome only."""
+    from governor.audit.log import AuditUnavailable
+
+    verdict = "passed" if ran.passed else "failed"
+    emit("check", {"verdict": verdict, **ran.to_json()})
+    fields = {k: v for k, v in ran.to_json().items() if k != "command"}
+    with contextlib.suppress(AuditUnavailable):
+        audit.record("check", subject={"command": ran.command}, verdict=verdict, **fields)
+
+
 def check_profile(policy: Policy, workspace: WorkspaceMode, env: Mapping[str, str]) -> Profile:
     """The profile of one check: the commands' (`governor.confine.command_profile`:
     roots, pins, frozen paths, hidden files, limits) with the roots as thrown-away
     overlays (or read-only), sandboxed at any capability, and no network."""
+    from governor.confine import command_profile
+
     base = command_profile(policy)
     scratch = workspace == "overlay"
     return replace(
@@ -168,6 +187,10 @@ def check_profile(policy: Policy, workspace: WorkspaceMode, env: Mapping[str, st
 async def _one(
     command: str, profile: Profile, timeout: float, masker: Masker, failure: str | None
 ) -> CheckRun:
+    from governor.confine import configured_bwrap
+    from sandbox import BwrapUnavailable, ProfileError
+    from sandbox.run.runner import Command, run
+
     started = time.monotonic()
     if failure is not None:
         return CheckRun(command, None, 0.0, "", error=masker.text(failure))
