@@ -129,7 +129,7 @@ class Outcome:
     assertions weakened, skip markers, runner configuration, suppressions."""
     files_changed: list[str] = field(default_factory=list)
     """The roots' files the attempt created, changed or deleted (the workspace
-    diff), sorted, masked."""
+    diff), as absolute paths (a job may have several roots), sorted, masked."""
     checks_run: list[CheckRun] = field(default_factory=list)
     """The job's checks after the attempt (`governor.checks`), in order."""
     verdict: str | None = None
