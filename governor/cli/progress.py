@@ -53,6 +53,9 @@ class Progress:
             self._line(f"{kind:10} {terminal(what)}: {verdict} by {by}{extra}")
         elif kind == "waiting":
             self._line(f"asking: {info.get('kind')} {terminal(info.get('subject'))}")
+        elif kind == "check":
+            how = "timed out" if info.get("timed_out") else f"exit {info.get('exit')}"
+            self._line(f"check      {terminal(info.get('command'))}: {info.get('verdict')} ({how})")
         elif kind == "unasked":
             subject = info.get("subject", {})
             self._line(f"UNASKED    {terminal(subject.get('title') or subject.get('path'))}")

@@ -55,3 +55,13 @@ def test_read_only_roots_are_said_in_the_outcome_and_a_secret_in_a_tail_is_maske
     assert secret not in tail and MASK in tail
     overlay = judge(_ending(Checks((PASSED,), "overlay")))
     assert overlay.acp is not None and READ_ONLY_NOTICE not in overlay.acp.notices
+
+
+def test_each_check_is_a_progress_line_as_it_ends() -> None:
+    import io
+
+    from governor.cli.progress import Progress
+
+    out = io.StringIO()
+    Progress(out)("check", {"verdict": "failed", **FAILED.to_json()})
+    assert out.getvalue().rstrip().endswith("check      ruff check: failed (exit 1)")
