@@ -33,7 +33,7 @@ import trio
 from acp import schema
 from pydantic import ValidationError
 
-from governor import confine, elicitation, frozen, installs, network, plain, roots_size
+from governor import checks, confine, elicitation, frozen, installs, network, plain, roots_size
 from governor.acp.connection import Connection, ConnectionClosed, RemoteError, RequestTimeout
 from governor.acp.jsonrpc import AUTH_REQUIRED, short_error
 from governor.attribution import Evidence, explain
@@ -226,6 +226,11 @@ class Attempt:
         )
         self._unasked_changes(before, after)
         await self._tamper_audit(kept, before, after)
+        if policy.checks and not self.end.interrupted:  # a person who stops wants it stopped
+            report = functools.partial(checks.report, self.audit, self.emit)
+            self.end.checks = await checks.run_checks(
+                policy, environ=p.spec.environ, masker=p.masker, on_check=report
+            )
         frozen_at_end = await self._frozen_at_end(frozen_at_start)
         outcome = judge(self._ended())
         outcome.trace_id = p.spec.trace_id
@@ -239,6 +244,8 @@ class Attempt:
                 duration_s=outcome.duration_s,
                 findings=[f.to_json() for f in outcome.findings] or None,
                 frozen=frozen_at_end,
+                files_changed=outcome.files_changed or None,
+                verdict=outcome.verdict,
             )
         self.audit.close()
         head = self.audit.head
@@ -621,6 +628,7 @@ class Attempt:
     async def _tamper_audit(self, kept: tamper.Baseline, before: Snapshot, after: Snapshot) -> None:
         """The tamper audit of the diff (`governor.tamper`), into the `Ending`."""
         changed = [c.path for c in diff(before, after)]
+        self.end.files_changed = tuple(changed)
         found = await trio.to_thread.run_sync(tamper.audit, kept, after.files, changed)
         self.end.findings = tuple(found.findings)
         self.end.findings_more = found.more

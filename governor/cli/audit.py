@@ -90,6 +90,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="every connection through the proxy, with its verdict, rule and reason",
     )
     p.add_argument(
+        "--checks", action="store_true",
+        help="every check run after an attempt, with its verdict, exit status and duration",
+    )
+    p.add_argument(
         "--attempt", metavar="ID", help="the full story of one attempt (an id or a unique prefix)"
     )
     p.add_argument("--json", action="store_true", help="JSON on stdout")
@@ -102,6 +106,7 @@ def _report_parser() -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="*", metavar="LOG|DIR")
     p.add_argument("--refused", action="store_true")
     p.add_argument("--network", action="store_true")
+    p.add_argument("--checks", action="store_true")
     p.add_argument("--attempt", metavar="ID")
     p.add_argument("--json", action="store_true")
     return p
@@ -240,15 +245,17 @@ def main(args: argparse.Namespace) -> int:
         if not sub.paths:
             raise UsageError(f"name the logs to read\nusage: {USAGE}")
         network = sub.network or args.network
-        if sum(map(bool, (refused, attempt, network))) > 1:
+        checks = sub.checks or args.checks
+        if sum(map(bool, (refused, attempt, network, checks))) > 1:
             raise UsageError(
-                "--refused, --network and --attempt are different views: choose one"
+                "--refused, --network, --checks and --attempt are different views: choose one"
             )
         return run_table(
             sub.paths,
             refused=refused,
             attempt=attempt,
             network=network,
+            checks=checks,
             as_json=sub.json or args.json,
         )
     except (UsageError, LogUnreadable, OutcomesUnreadable, SigningUnavailable) as e:
@@ -296,15 +303,18 @@ def run_table(
     refused: bool = False,
     attempt: str | None = None,
     network: bool = False,
+    checks: bool = False,
     as_json: bool = False,
 ) -> int:
-    """The summary table, the refusals, the connections, or one attempt's story."""
-    from governor.cli.audit_views import connections, refusals, story
+    """The summary table, the refusals, the connections, the checks, or one
+    attempt's story."""
+    from governor.cli.audit_views import check_runs, connections, refusals, story
 
     if (
         paths
         and not refused
         and not network
+        and not checks
         and attempt is None
         and all(is_batch_output(Path(p)) for p in paths)
     ):
@@ -319,6 +329,8 @@ def run_table(
         return refusals(groups, as_json)
     if network:
         return connections(groups, as_json)
+    if checks:
+        return check_runs(groups, as_json)
     rows = sorted((row(g) for g in groups), key=lambda r: (r.started or 0.0, r.attempt))
     if as_json:
         print(json.dumps([r.to_json() for r in rows], indent=1, ensure_ascii=False))
