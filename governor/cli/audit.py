@@ -31,6 +31,7 @@ from governor.audit.anchor import (
 )
 from governor.audit.reading import (
     LogFile,
+    LogMalformed,
     LogUnreadable,
     Row,
     is_batch_output,
@@ -52,7 +53,9 @@ EXIT_CODES: Final = """exit codes:
   0  done (the report warns of a log that does not verify; verify reports unfinished
      attempts and a line cut by a crash without failing)
   1  verify: a log does not verify (its first bad line is named), or does not end at
-     its head, or an end record's signature does not hold; --attempt: no such id
+     its head, or an end record's signature does not hold; --attempt: no such id;
+     every reader: a log or outcomes line of a shape the governor never writes (a
+     crafted or corrupt file: the file, the line and the field are named)
   2  usage: a missing log, an unreadable or invalid policy; report: several attempts
      and no --attempt (the choices are named)
 """
@@ -251,6 +254,9 @@ def main(args: argparse.Namespace) -> int:
             network=network,
             as_json=sub.json or args.json,
         )
+    except LogMalformed as e:
+        print(f"governor audit: {e}", file=sys.stderr)
+        return 1
     except (UsageError, LogUnreadable, OutcomesUnreadable, SigningUnavailable) as e:
         print(f"governor audit: {e}", file=sys.stderr)
         return 2
