@@ -69,18 +69,46 @@ def malformed(record: Mapping[str, Any]) -> str | None:
     for key in _COUNTS:
         value = record.get(key)
         if value is not None and (type(value) is not int or not 0 <= value < 2**63):
-            return f"its {key!r} is {_what(value)} that is no count"
+            return f"its {key!r} is {_what(value)}, not a count"
     for key in _NUMBERS:
         value = record.get(key)
         if value is None:
             continue
         if type(value) not in (int, float) or not math.isfinite(value):
-            return f"its {key!r} is {_what(value)} that is no number of seconds"
+            return f"its {key!r} is {_what(value)}, not a number of seconds"
         if not 0 <= value < TIME_LIMIT:
             return f"its {key!r} is {value:.3g} seconds: no clock wrote that"
     tally = record.get("tally")
     if isinstance(tally, dict):
         for key, value in tally.items():
             if type(value) is not int or not 0 <= value < 2**63:
-                return f"its tally's {key[:40]!r} is {_what(value)} that is no count"
+                return f"its tally's {key[:40]!r} is {_what(value)}, not a count"
+    return None
+
+
+def outcome_malformed(line: Mapping[str, Any]) -> str | None:
+    """What is wrong with a batch's outcome line (``outcomes.jsonl``) as the
+    readers use it, or None: its status and reason, its duration, its tally."""
+    for key in ("status", "reason", "log", "changes"):
+        value = line.get(key)
+        if value is not None and not isinstance(value, str):
+            return f"its {key!r} is {_what(value)}, not a string"
+    duration = line.get("duration_s")
+    if duration is not None and (
+        type(duration) not in (int, float) or not 0 <= duration < TIME_LIMIT
+    ):
+        return f"its 'duration_s' is {_what(duration)}, not a number of seconds"
+    acp = line.get("acp")
+    if acp is None:
+        return None
+    if not isinstance(acp, dict):
+        return f"its 'acp' is {_what(acp)}, not an object"
+    tally = acp.get("tally")
+    if tally is None:
+        return None
+    if not isinstance(tally, dict):
+        return f"its tally is {_what(tally)}, not an object"
+    for key, value in tally.items():
+        if type(value) is not int or not 0 <= value < 2**63:
+            return f"its tally's {key[:40]!r} is {_what(value)}, not a count"
     return None

@@ -30,6 +30,7 @@ from governor.audit.anchor import (
     OutcomesUnreadable,
 )
 from governor.audit.reading import (
+    BATCH_OUTCOMES,
     LogFile,
     LogMalformed,
     LogUnreadable,
@@ -39,9 +40,10 @@ from governor.audit.reading import (
     read_logs,
     row,
 )
+from governor.audit.shape import outcome_malformed
 from governor.audit.signing import SigningUnavailable
 from governor.audit.tally import Tally
-from governor.audit.verify import INCOMPLETE, UNFINISHED
+from governor.audit.verify import INCOMPLETE, UNFINISHED, parsed
 
 USAGE: Final = """governor audit [--refused | --network | --attempt ID] [--json] LOG|DIR ...
        governor audit verify [--json] [--head HASH ... | --outcomes FILE] [--public-key FILE] LOG|DIR ...
@@ -389,6 +391,9 @@ def batch_rows(root: Path) -> tuple[list[JobRow], list[LogFile]]:
     rows: list[JobRow] = []
     logs: list[LogFile] = []
     for job, line in read_outcomes(root).items():
+        wrong = outcome_malformed(line)
+        if wrong is not None:
+            raise LogMalformed(root / BATCH_OUTCOMES, _line_of(root, job), f"job {job}: {wrong}")
         log = read_log(root / job / LOG)
         logs.append(log)
         attempt = row(log.attempts[-1]) if log.attempts else None
@@ -396,6 +401,17 @@ def batch_rows(root: Path) -> tuple[list[JobRow], list[LogFile]]:
         files = patch.count(b"\ndiff --git ") + patch.startswith(b"diff --git ")
         rows.append(JobRow(job, line, attempt, files))
     return rows, logs
+
+
+def _line_of(root: Path, job: str) -> int:
+    """The line of a batch's outcomes file that holds ``job`` (its first), to name it
+    in an error; 0 when none does."""
+    with (root / BATCH_OUTCOMES).open("rb") as f:
+        for n, raw in enumerate(f, 1):
+            line = parsed(raw)
+            if line is not None and line.get("job") == job:
+                return n
+    return 0
 
 
 def _batch_table(rows: list[JobRow]) -> Iterator[str]:
