@@ -69,7 +69,8 @@ def connections(groups: list[AttemptRecords], as_json: bool) -> int:
         print(f"no connection in {len(groups)} attempt(s)")
         return 0
     for x in found:
-        print(f"{x['attempt']} #{x['seq']} {x['verdict']:<8} {x['origin']}: {x['subject']}")
+        verdict = str(x["verdict"] or "-")  # a record may lack one: format no None
+        print(f"{x['attempt']} #{x['seq']} {verdict:<8} {x['origin']}: {x['subject']}")
         print(f"    {x['by']} [{x['rule']}]: {x['reason']}")
     allowed = sum(1 for x in found if x["verdict"] == "allow")
     print(f"\n{len(found)} connection(s) in {len(groups)} attempt(s): {allowed} allowed, "
