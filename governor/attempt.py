@@ -154,7 +154,7 @@ class Attempt:
         p = self.prepared
         policy = p.policy
         try:
-            frozen_at_start = await trio.to_thread.run_sync(_frozen_digest, policy)
+            frozen_at_start = await trio.to_thread.run_sync(frozen.recorded, policy)
         except frozen.FrozenTooLarge as e:
             self.audit.close()
             raise RefusedBeforeStart([f"{e}; nothing was started"]) from None
@@ -231,7 +231,8 @@ class Attempt:
             self.end.checks = await checks.run_checks(
                 policy, environ=p.spec.environ, masker=p.masker, on_check=report
             )
-        frozen_at_end = await self._frozen_at_end(frozen_at_start)
+        frozen_at_end, said = await trio.to_thread.run_sync(frozen.at_end, policy, frozen_at_start)
+        self.turn.notices.extend(said)
         outcome = judge(self._ended())
         outcome.trace_id = p.spec.trace_id
         end: dict[str, Any] = {}
@@ -610,21 +611,6 @@ class Attempt:
 
     # -- what changed without asking ---------------------------------------------------
 
-    async def _frozen_at_end(self, at_start: dict[str, Any] | None) -> dict[str, Any] | None:
-        """The frozen files' digest at the end; a notice when it differs from the
-        start's (the freeze did not hold: the log says so, the outcome too)."""
-        try:
-            at_end = await trio.to_thread.run_sync(_frozen_digest, self.prepared.policy)
-        except frozen.FrozenTooLarge as e:
-            self.turn.notices.append(f"the frozen files' digest at the end could not be taken: {e}")
-            return None
-        if at_end != at_start:
-            self.turn.notices.append(
-                "the frozen files changed during the attempt (their digest at the end "
-                "differs from the start's)"
-            )
-        return at_end
-
     async def _tamper_audit(self, kept: tamper.Baseline, before: Snapshot, after: Snapshot) -> None:
         """The tamper audit of the diff (`governor.tamper`), into the `Ending`."""
         changed = [c.path for c in diff(before, after)]
@@ -683,11 +669,6 @@ class Attempt:
             self.turn.notices.append(
                 "the workspace has more files than the governor walks: every file there at the start was checked, but files made beyond the first 50,000 were not looked for"
             )
-
-
-def _frozen_digest(policy: Any) -> dict[str, Any] | None:
-    found = frozen.digest(policy)
-    return None if found is None else found.to_json()
 
 
 def _version() -> str:
