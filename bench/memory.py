@@ -7,9 +7,9 @@ The flood agent (`bench/flood_agent.py`) makes 2N requests (N permissions, N
 reads), so N = 1,000 and 60,000 are 2,000 and 120,000 decisions. Each run is
 its own ``governor run`` process (agent sandboxed, audit log to a file, the
 human summary on stdout); its peak RSS is ``ru_maxrss`` of that child. Target:
-large/small <= 1.3. With ``--json`` the outcome printed holds the whole decision
-log (every record, read back from the file), which grows with the attempt by
-its nature: the ratio is printed for information.
+large/small <= 1.3, with ``--json`` too: the outcome printed holds the whole
+decision log, streamed from the file one record at a time
+(`governor.cli.outcome_json`), so printing it must not grow with the attempt.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def main() -> None:
     print(f"{2 * args.large:>8} decisions: peak RSS {large_mb:7.1f} MB  ({large_s:.1f} s)")
     ratio = large_mb / small_mb
     verdict = "met" if ratio <= 1.3 else "NOT met"
-    print(f"large/small = {ratio:.2f}; target <= 1.3{'' if args.json else ': ' + verdict}")
+    print(f"large/small = {ratio:.2f}; target <= 1.3: {verdict}")
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ import trio
 from acp import schema
 from pydantic import ValidationError
 
-from governor import confine, elicitation, frozen, installs, network, plain, roots_size
+from governor import checks, confine, elicitation, frozen, installs, network, plain, roots_size
 from governor.acp.connection import Connection, ConnectionClosed, RemoteError, RequestTimeout
 from governor.acp.jsonrpc import AUTH_REQUIRED, short_error
 from governor.attribution import Evidence, explain
@@ -158,7 +158,7 @@ class Attempt:
         p = self.prepared
         policy = p.policy
         try:
-            frozen_at_start = await trio.to_thread.run_sync(_frozen_digest, policy)
+            frozen_at_start = await trio.to_thread.run_sync(frozen.recorded, policy)
         except frozen.FrozenTooLarge as e:
             self.audit.close()
             raise RefusedBeforeStart([f"{e}; nothing was started"]) from None
@@ -230,7 +230,13 @@ class Attempt:
         )
         self._unasked_changes(before, after)
         await self._tamper_audit(kept, before, after)
-        frozen_at_end = await self._frozen_at_end(frozen_at_start)
+        if policy.checks and not self.end.interrupted:  # a person who stops wants it stopped
+            report = functools.partial(checks.report, self.audit, self.emit)
+            self.end.checks = await checks.run_checks(
+                policy, environ=p.spec.environ, masker=p.masker, on_check=report
+            )
+        frozen_at_end, said = await trio.to_thread.run_sync(frozen.at_end, policy, frozen_at_start)
+        self.turn.notices.extend(said)
         outcome = judge(self._ended())
         outcome.trace_id = p.spec.trace_id
         end: dict[str, Any] = {}
@@ -243,6 +249,8 @@ class Attempt:
                 duration_s=outcome.duration_s,
                 findings=[f.to_json() for f in outcome.findings] or None,
                 frozen=frozen_at_end,
+                files_changed=outcome.files_changed or None,
+                verdict=outcome.verdict,
             )
         self.audit.close()
         head = self.audit.head
@@ -607,24 +615,10 @@ class Attempt:
 
     # -- what changed without asking ---------------------------------------------------
 
-    async def _frozen_at_end(self, at_start: dict[str, Any] | None) -> dict[str, Any] | None:
-        """The frozen files' digest at the end; a notice when it differs from the
-        start's (the freeze did not hold: the log says so, the outcome too)."""
-        try:
-            at_end = await trio.to_thread.run_sync(_frozen_digest, self.prepared.policy)
-        except frozen.FrozenTooLarge as e:
-            self.turn.notices.append(f"the frozen files' digest at the end could not be taken: {e}")
-            return None
-        if at_end != at_start:
-            self.turn.notices.append(
-                "the frozen files changed during the attempt (their digest at the end "
-                "differs from the start's)"
-            )
-        return at_end
-
     async def _tamper_audit(self, kept: tamper.Baseline, before: Snapshot, after: Snapshot) -> None:
         """The tamper audit of the diff (`governor.tamper`), into the `Ending`."""
         changed = [c.path for c in diff(before, after)]
+        self.end.files_changed = tuple(changed)
         found = await trio.to_thread.run_sync(tamper.audit, kept, after.files, changed)
         self.end.findings = tuple(found.findings)
         self.end.findings_more = found.more
@@ -679,11 +673,6 @@ class Attempt:
             self.turn.notices.append(
                 "the workspace has more files than the governor walks: every file there at the start was checked, but files made beyond the first 50,000 were not looked for"
             )
-
-
-def _frozen_digest(policy: Any) -> dict[str, Any] | None:
-    found = frozen.digest(policy)
-    return None if found is None else found.to_json()
 
 
 def _version() -> str:

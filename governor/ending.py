@@ -34,6 +34,7 @@ from typing import Any, Final
 
 from governor.attribution import Carried
 from governor.audit.tally import Tally
+from governor.checks import READ_ONLY_NOTICE, Checks
 from governor.outcome import AcpReport, Judgement, Outcome, from_stop_reason, judged
 from governor.secrets import Masker
 from governor.tamper.facts import Finding
@@ -117,6 +118,11 @@ class Ending:
     """Findings past those listed (the audit's bound)."""
     audit_skipped: int = 0
     """Files the tamper audit could not cover (past its bounds, unreadable)."""
+    files_changed: tuple[str, ...] = ()
+    """The roots' files created, changed or deleted (the workspace diff)."""
+    checks: Checks = field(default_factory=Checks)
+    """The job's checks after the attempt; their verdict is the outcome's, apart
+    from its status (an agent may report success on a failing test)."""
     masker: Masker = field(default_factory=Masker)
 
 
@@ -279,6 +285,8 @@ def judge(e: Ending) -> Outcome:
             f"{e.agent} decides alone: its {', '.join(e.alone)} cannot be set to a value that asks"
         )
     notices.extend(_tamper_notices(e))
+    if e.checks.runs and e.checks.workspace == "read-only":
+        notices.append(READ_ONLY_NOTICE)
     asks = None if e.mode is None else e.mode.get("asks")
     masked = e.masker
     acp = AcpReport(
@@ -312,6 +320,12 @@ def judge(e: Ending) -> Outcome:
         findings=[
             replace(f, path=masked.text(f.path), detail=masked.text(f.detail)) for f in e.findings
         ],
+        files_changed=[masked.text(p) for p in e.files_changed],
+        checks_run=[
+            replace(c, command=masked.text(c.command), tail=masked.text(c.tail))
+            for c in e.checks.runs
+        ],
+        verdict=e.checks.verdict,
     )
 
 

@@ -24,7 +24,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from policies.paths import PathGlobs
 from policies.policy import Policy
@@ -138,3 +138,25 @@ def _files(policy: Policy) -> Iterator[tuple[str, str]]:
                     yield os.path.join(rel, os.path.relpath(full, path)), full
         else:
             yield rel, path
+
+
+def recorded(policy: Policy) -> dict[str, Any] | None:
+    """The digest as the attempt-start and attempt-end records hold it (None:
+    nothing is frozen); `FrozenTooLarge` past the bounds."""
+    found = digest(policy)
+    return None if found is None else found.to_json()
+
+
+def at_end(policy: Policy, at_start: dict[str, Any] | None) -> tuple[dict[str, Any] | None, list[str]]:
+    """The digest at the attempt's end, and the notices it gives: the freeze did
+    not hold (the digest differs from the start's), or it could not be taken."""
+    try:
+        now = recorded(policy)
+    except FrozenTooLarge as e:
+        return None, [f"the frozen files' digest at the end could not be taken: {e}"]
+    if now != at_start:
+        return now, [
+            "the frozen files changed during the attempt (their digest at the end "
+            "differs from the start's)"
+        ]
+    return now, []

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Final
 
 from governor.audit.tally import Tally
+from governor.checks import CheckRun
 from governor.tamper.facts import Finding
 
 STATUSES: Final = ("completed", "blocked", "failed", "incomplete", "needs_approval")
@@ -126,6 +127,13 @@ class Outcome:
     findings: list[Finding] = field(default_factory=list)
     """The tamper audit of the attempt's diff (`governor.tamper`): tests deleted,
     assertions weakened, skip markers, runner configuration, suppressions."""
+    files_changed: list[str] = field(default_factory=list)
+    """The roots' files the attempt created, changed or deleted (the workspace
+    diff), as absolute paths (a job may have several roots), sorted, masked."""
+    checks_run: list[CheckRun] = field(default_factory=list)
+    """The job's checks after the attempt (`governor.checks`), in order."""
+    verdict: str | None = None
+    """``passed`` when every check exited 0, ``failed`` otherwise; None without checks."""
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -150,6 +158,9 @@ class Outcome:
             "log_records": self.log_records,
             "log_key": self.log_key,
             "findings": [f.to_json() for f in self.findings],
+            "files_changed": list(self.files_changed),
+            "checks_run": [c.to_json() for c in self.checks_run],
+            "verdict": self.verdict,
         }
         return {k: v for k, v in out.items() if v is not None}
 

@@ -42,7 +42,7 @@ from policies.capability import Capability
 from policies.ceiling import CUSTOM_AGENT, CUSTOM_COMMAND, Ceiling, check_job, parse_ceiling
 from policies.errors import ConfigError, ConfigErrors
 from policies.network import HostPatternError, parse_pattern
-from policies.policy import Policy
+from policies.policy import Policy, check_commands
 from sandbox.host.concealed import state_dir
 
 
@@ -94,6 +94,11 @@ class AttemptSpec:
     kind: Literal["acp", "command"] = "acp"
     """``command``: a plain program, not ACP: the prompt on its stdin, judged from its
     exit status, its last stdout line and the workspace diff."""
+    checks: Sequence[str] = ()
+    """More check commands (``--check``, a batch job's ``checks``) after the
+    policy's ``[checks] commands``: shell lines run after the attempt, each in a
+    fresh sandbox that cannot change the workspace; their verdict is the
+    outcome's (`governor.checks`)."""
     trace_id: str | None = None
     """The OpenTelemetry trace this attempt belongs to (32 lowercase hex digits, as
     `governor.otel` makes it): written in the attempt-start record and the outcome,
@@ -217,6 +222,13 @@ def prepare(spec: AttemptSpec) -> Prepared:
             problems.append(str(e))
         else:
             policy = replace(policy, capability=cap)
+    if spec.checks:
+        try:
+            added = check_commands("checks", "", list(spec.checks))
+        except ConfigError as e:
+            problems.append(str(e))
+        else:
+            policy = replace(policy, checks=policy.checks + added)
     ceiling = _load(problems, _load_ceiling, spec.ceiling)
     allowed: list[str] = []
     for host in spec.allow_hosts:

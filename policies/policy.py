@@ -20,6 +20,10 @@ closest key suggested for a typo). The format, every key::
     git = "commit"                    # commit | read-only: may commands and the agent commit
     frozen = ["tests/acceptance/**"]  # read-only to the agent and every command for the attempt
 
+    [checks]                          # run after the attempt, each in a fresh sandbox
+    commands = ["pytest -q"]          # shell lines; network off, the workspace unchangeable
+    timeout = 600                     # seconds for each check (default 600)
+
     [limits]                          # one attempt's resources (policies.limits; defaults there)
     memory = "4G"                     # per process
     processes = 1024                  # per sandbox (threads count)
@@ -79,10 +83,16 @@ _TOP_KEYS: Final = {
     "deny",
     "sandbox",
     "limits",
+    "checks",
 }
 _RULE_KEYS: Final = {"commands", "paths", "writes", "tools"}
 _SANDBOX_KEYS: Final = {"git", "keep", "toolchains", "frozen"}
 _NETWORK_KEYS: Final = {"allow", "ask", "deny"}
+_CHECKS_KEYS: Final = {"commands", "timeout"}
+CHECK_TIMEOUT: Final = 600.0
+"""Seconds one check may run by default: a hung test suite ends as a failed check."""
+MAX_CHECKS: Final = 64
+"""Checks a job may name: each is a sandbox of its own after the attempt."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +127,12 @@ class Policy:
     """``[sandbox] frozen``: globs relative to each root, read-only to the agent
     and every command for the whole attempt (a loop's acceptance tests, written
     before it), every governed write to them refused."""
+    checks: tuple[str, ...] = ()
+    """``[checks] commands``: shell lines run after the attempt, each in a fresh
+    sandbox over the workspace as the attempt left it (`governor.checks`); the
+    outcome's verdict is theirs."""
+    check_timeout: float = CHECK_TIMEOUT
+    """``[checks] timeout``: seconds for each check."""
     limits: Limits = field(default_factory=Limits)
     """The ``[limits]`` as written (unset ones None: `Limits.effective` fills them)."""
     roots: tuple[str, ...] = ()
@@ -239,6 +255,8 @@ def _read_key(source: str, key: str, data: Mapping[str, Any], kwargs: dict[str, 
         kwargs["hidden_globs"] = string_list(source, "hidden", value)
     elif key == "sandbox":
         kwargs.update(_sandbox(source, value))
+    elif key == "checks":
+        kwargs.update(_checks(source, value))
     elif key == "limits":
         kwargs["limits"] = limits_from_mapping(source, "limits", table(source, "limits", value))
     elif key in _TIERS:
@@ -313,6 +331,40 @@ def _sandbox(source: str, value: Any) -> dict[str, Any]:
             )
         out["git"] = git
     return out
+
+
+def _checks(source: str, value: Any) -> dict[str, Any]:
+    body = table(source, "checks", value)
+    for key in body:
+        if key not in _CHECKS_KEYS:
+            raise unknown_key(source, "checks", key, _CHECKS_KEYS)
+    out: dict[str, Any] = {}
+    if "commands" in body:
+        out["checks"] = check_commands(source, "checks.commands", body["commands"])
+    if "timeout" in body:
+        timeout = body["timeout"]
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
+            raise ConfigError(
+                source, "checks.timeout", f"expected a number of seconds above 0, got {timeout!r}"
+            )
+        out["check_timeout"] = float(timeout)
+    return out
+
+
+def check_commands(source: str, key: str, value: Any) -> tuple[str, ...]:
+    """Check commands as a job gives them (a policy, a batch job, ``--check``):
+    non-empty shell lines without NUL, at most `MAX_CHECKS`."""
+    commands = string_list(source, key, value)
+    if len(commands) > MAX_CHECKS:
+        raise ConfigError(
+            source, key, f"{len(commands)} checks; at most {MAX_CHECKS} are accepted"
+        )
+    for i, command in enumerate(commands):
+        if not command.strip() or "\0" in command:
+            raise ConfigError(
+                source, key, f"check {i + 1} must be a non-empty shell line without NUL"
+            )
+    return commands
 
 
 MAX_FROZEN: Final = 256

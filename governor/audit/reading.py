@@ -9,20 +9,28 @@ prints an outcome's decision log read here; nothing in this file writes.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-import orjson
-
+from governor.audit.shape import malformed
 from governor.audit.tally import Tally, tally
-from governor.audit.verify import UNFINISHED, Verification, verify
+from governor.audit.verify import UNFINISHED, Problem, Verification, parsed, verify
 
 
 class LogUnreadable(Exception):
     """A log named that cannot be read: missing, not a file, unreadable."""
+
+
+class LogMalformed(LogUnreadable):
+    """A log holding a record of a shape the governor never writes (`shape`):
+    read back, its fields would mean nothing, so no reader shows it. The
+    message names the file, the line and the field."""
+
+    def __init__(self, path: str | Path, line: int, what: str) -> None:
+        super().__init__(f"{path}: line {line} is not a record the governor writes: {what}")
+        self.path, self.line, self.what = str(path), line, what
 
 
 BATCH_OUTCOMES: Final = "outcomes.jsonl"
@@ -68,22 +76,21 @@ def decision_records(
     ``decisions``) stops the read once that many were found, so that a log
     shared by later attempts is not read to its end. A torn or foreign line is
     skipped (another writer's, or a line cut by a crash); no `log` holds none.
-    Raises `LogUnreadable`, naming the file, when it cannot be read."""
+    Raises `LogUnreadable`, naming the file, when it cannot be read, and
+    `LogMalformed` for a record of the attempt the governor never wrote."""
     if log is None or count == 0:
         return
     found = 0
     try:
         with open(log, "rb") as f:
-            for line in f:
-                try:
-                    record = orjson.loads(line)
-                except orjson.JSONDecodeError:
-                    continue
-                if (
-                    type(record) is dict
-                    and record.get("attempt") == attempt
-                    and record.get("kind") not in FRAMING
-                ):
+            for n, line in enumerate(f, 1):
+                record = parsed(line)
+                if record is not None and record.get("attempt") == attempt:
+                    wrong = malformed(record)
+                    if wrong is not None:
+                        raise LogMalformed(log, n, wrong)
+                    if record.get("kind") in FRAMING:
+                        continue
                     yield record
                     found += 1
                     if found == count:
@@ -116,52 +123,69 @@ class AttemptRecords:
 @dataclass(slots=True)
 class LogFile:
     """One log read once: its attempts, its records with their line numbers, and
-    its verification."""
+    its verification; ``malformed``, its first record of a shape the governor
+    never writes (that record is in no attempt)."""
 
     path: Path
     attempts: list[AttemptRecords]
     numbered: list[tuple[int, dict[str, Any]]]
     check: Verification
+    malformed: Problem | None = None
 
 
-def read_log(path: Path, wanted: Collection[str] = ()) -> LogFile:
-    """Read, group by attempt and verify one log in a single pass over its bytes
-    (noting where the hashes in ``wanted``, anchors, are found)."""
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise LogUnreadable(f"{path}: cannot read the log: {e.strerror}") from None
-    raws = data.split(b"\n")
-    if raws and not raws[-1]:
-        raws.pop()  # what follows the final newline
-    lines: list[tuple[int, dict[str, Any] | None, str]] = []
+def read_log(
+    path: Path, wanted: Collection[str] = (), *, keep: bool = True, strict: bool = True
+) -> LogFile:
+    """Read, group by attempt and verify one log in a single pass over its lines
+    (noting where the hashes in ``wanted``, anchors, are found), one line in
+    memory at a time: with ``keep`` False no record is kept either (a check's
+    memory is bounded by the longest line, not the log).
+
+    Raises `LogUnreadable` naming the file when it cannot be read, and, when
+    ``strict``, `LogMalformed` naming its first record of the wrong shape (not
+    strict: the log's verification names it, as `verify` does)."""
     numbered: list[tuple[int, dict[str, Any]]] = []
     attempts: dict[str, AttemptRecords] = {}
     source = str(path)
-    loads = json.loads
-    for n, raw in enumerate(raws, 1):
-        text = raw.decode("utf-8", errors="replace")
-        try:
-            value = loads(text)
-        except ValueError:
-            lines.append((n, None, text))
-            continue
-        if not isinstance(value, dict):
-            lines.append((n, None, text))
-            continue
-        lines.append((n, value, text))
-        numbered.append((n, value))
-        attempt = value.get("attempt")
-        if isinstance(attempt, str):
-            group = attempts.get(attempt)
-            if group is None:
-                group = attempts[attempt] = AttemptRecords(attempt, source)
-            group.records.append(value)
-    return LogFile(path, list(attempts.values()), numbered, verify(lines, wanted))
+    first_wrong: list[Problem] = []
+
+    def lines(f: Any) -> Iterator[tuple[int, dict[str, Any] | None, str]]:
+        for n, raw in enumerate(f, 1):
+            raw = raw.removesuffix(b"\n")
+            value = parsed(raw)
+            yield n, value, raw.decode("utf-8", errors="replace")
+            if value is None:
+                continue
+            wrong = malformed(value)
+            if wrong is not None:
+                if not first_wrong:
+                    first_wrong.append(Problem(n, wrong))
+                continue
+            attempt = value.get("attempt")
+            if keep and isinstance(attempt, str):
+                numbered.append((n, value))
+                group = attempts.get(attempt)
+                if group is None:
+                    group = attempts[attempt] = AttemptRecords(attempt, source)
+                group.records.append(value)
+
+    try:
+        with path.open("rb") as f:
+            walk = lines(f)
+            check = verify(walk, wanted)
+            for _ in walk:  # past the first problem: the records are still shown
+                pass
+    except OSError as e:
+        raise LogUnreadable(f"{path}: cannot read the log: {e.strerror or e}") from None
+    wrong = first_wrong[0] if first_wrong else None
+    if strict and wrong is not None:
+        raise LogMalformed(path, wrong.line, wrong.what)
+    return LogFile(path, list(attempts.values()), numbered, check, wrong)
 
 
 def read_logs(paths: Sequence[str]) -> list[LogFile]:
-    """Every log named, read and verified."""
+    """Every log named, read and verified; `LogMalformed` for the first holding a
+    record of the wrong shape."""
     files = log_files(paths)
     return [read_log(p) for p in files]
 

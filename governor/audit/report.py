@@ -52,6 +52,21 @@ EXPLANATIONS: Final = {
 }
 """What each `governor.attribution` rule that reaches a ``changed`` record means."""
 
+PAGE_ROWS: Final = 2000
+"""Rows a table of the page holds at most: a million-record attempt would make a
+page of hundreds of megabytes that no browser opens. The page says what it
+left out and which command lists it all."""
+SHOWN_CHARS: Final = 1000
+"""What is shown of a long value (a title, a command, a reason); the page says
+its full length. A log is crafted as easily as written: a 20 MB title would
+otherwise make an 80 MB page."""
+FIELDS_CHARS: Final = 4000
+"""What is shown of a subject's fields folded away under "fields"."""
+FILTER_VALUES: Final = 40
+"""Checkboxes per filter at most; rarer verdicts and kinds are filtered as one,
+``(other)``, so that a crafted log's million kinds make no million boxes."""
+OTHER: Final = "(other)"
+
 
 def decisions(group: AttemptRecords) -> list[dict[str, Any]]:
     """The attempt's decision records: every record but its start and end."""
@@ -82,9 +97,9 @@ def render(
             _header(group, summary.status, summary.reason, summary.duration_s, log_name),
             _verification(group, check, log_name, authenticity or Authenticity()),
             _tally(summary.tally, (group.end or {}).get("tally")),
-            _refusals(rows),
-            _unasked(rows),
-            _timeline(rows, t0),
+            _refusals(rows, group.attempt),
+            _unasked(rows, group.attempt),
+            _timeline(rows, t0, group.attempt),
         ]
     )
     return (
@@ -233,10 +248,23 @@ def _tally(counted: Tally, recorded: Any) -> str:
     )
 
 
-def _refusals(rows: list[dict[str, Any]]) -> str:
-    refused = [r for r in rows if r.get("verdict") == "deny"]
-    if not refused:
+def _cut_note(section: str, kept: int, total: int, what: str, command: str) -> str:
+    """The page's word that a table holds only its first rows, and where the rest is."""
+    if kept >= total:
+        return ""
+    return (
+        f'<p class="bad cut" id="{section}-cut">this page holds the first {kept:,} of '
+        f"{total:,} {what} (a page of them all would be too large to open): "
+        f"<code>{_e(command)}</code> lists every one</p>"
+    )
+
+
+def _refusals(rows: list[dict[str, Any]], attempt: str) -> str:
+    every = [r for r in rows if r.get("verdict") == "deny"]
+    if not every:
         return '<section id="refusals"><h2>Refused</h2><p>nothing was refused</p></section>'
+    refused = every[:PAGE_ROWS]
+    cut = _cut_note("refusals", len(refused), len(every), "refusals", "governor audit --refused LOG")
     lines = "".join(
         f'<tr class="refusal">{_seq_link(r.get("seq"))}<td>{_e(r.get("kind"))}</td>'
         f"<td>{_subject(r.get('subject'), r)}</td><td>{_e(r.get('by'))}</td>"
@@ -244,14 +272,18 @@ def _refusals(rows: list[dict[str, Any]]) -> str:
         for r in refused
     )
     return (
-        f'<section id="refusals"><h2>Refused ({len(refused)})</h2><table>'
+        f'<section id="refusals"><h2>Refused ({len(every)})</h2>{cut}<table>'
         "<thead><tr><th>#</th><th>kind</th><th>what</th><th>by</th><th>rule</th>"
         f"<th>reason</th></tr></thead><tbody>{lines}</tbody></table></section>"
     )
 
 
-def _unasked(rows: list[dict[str, Any]]) -> str:
-    found = [r for r in rows if r.get("kind") in UNASKED_KINDS]
+def _unasked(rows: list[dict[str, Any]], attempt: str) -> str:
+    every = [r for r in rows if r.get("kind") in UNASKED_KINDS]
+    found = every[:PAGE_ROWS]
+    cut = _cut_note(
+        "unasked", len(found), len(every), "changes", f"governor audit --attempt {attempt} LOG"
+    )
     if not found:
         return (
             '<section id="unasked"><h2>Changes without asking</h2>'
@@ -265,7 +297,7 @@ def _unasked(rows: list[dict[str, Any]]) -> str:
         for r in found
     )
     return (
-        f'<section id="unasked"><h2>Changes without asking ({len(found)})</h2><table>'
+        f'<section id="unasked"><h2>Changes without asking ({len(every)})</h2>{cut}<table>'
         "<thead><tr><th>#</th><th>kind</th><th>what</th><th>change</th><th>found by</th>"
         f"<th>what explains it</th></tr></thead><tbody>{lines}</tbody></table></section>"
     )
@@ -288,10 +320,15 @@ def _explained(record: Mapping[str, Any]) -> str:
     return f"explained by {', '.join(parts)}{why}{reason}"
 
 
-def _timeline(rows: list[dict[str, Any]], t0: float | None) -> str:
-    verdicts = Counter(_value(r.get("verdict")) for r in rows)
-    kinds = Counter(_value(r.get("kind")) for r in rows)
-    body = "".join(_timeline_row(r, t0) for r in rows)
+def _timeline(rows: list[dict[str, Any]], t0: float | None, attempt: str) -> str:
+    total = len(rows)
+    rows = rows[:PAGE_ROWS]
+    verdicts = _filtered(Counter(_value(r.get("verdict")) for r in rows))
+    kinds = _filtered(Counter(_value(r.get("kind")) for r in rows))
+    body = "".join(_timeline_row(r, t0, verdicts, kinds) for r in rows)
+    cut = _cut_note(
+        "timeline", len(rows), total, "decisions", f"governor audit --attempt {attempt} LOG"
+    )
     return (
         '<section id="timeline-section"><h2>Timeline: requests and decisions</h2>'
         '<form id="filters" action="#">'
@@ -299,12 +336,24 @@ def _timeline(rows: list[dict[str, Any]], t0: float | None) -> str:
         + _boxes("kind", kinds)
         + '<a href="#all=">show all</a></form>'
         "<noscript><p>The filters need JavaScript; every decision is shown.</p></noscript>"
+        + cut
+        +
         f'<p id="shown" data-shown="{len(rows)}" data-total="{len(rows)}">'
         f"{len(rows)} of {len(rows)} decisions shown</p>"
         '<table id="timeline"><thead><tr><th>#</th><th>time</th><th>kind</th>'
         "<th>request</th><th>what</th><th>verdict</th><th>by</th><th>rule</th>"
         f"<th>reason</th><th>option</th></tr></thead><tbody>{body}</tbody></table></section>"
     )
+
+
+def _filtered(counts: Counter[str]) -> Counter[str]:
+    """The values a filter has a box for: the `FILTER_VALUES` commonest, the rest
+    counted as `OTHER`."""
+    if len(counts) <= FILTER_VALUES:
+        return counts
+    kept = Counter(dict(counts.most_common(FILTER_VALUES - 1)))
+    kept[OTHER] = sum(counts.values()) - sum(kept.values())
+    return kept
 
 
 def _boxes(group: str, counts: Counter[str]) -> str:
@@ -316,15 +365,19 @@ def _boxes(group: str, counts: Counter[str]) -> str:
     return f"<fieldset><legend>{group}</legend>{boxes}</fieldset>"
 
 
-def _timeline_row(r: Mapping[str, Any], t0: float | None) -> str:
+def _timeline_row(
+    r: Mapping[str, Any], t0: float | None, verdicts: Counter[str], kinds: Counter[str]
+) -> str:
     at = r.get("time")
     clock = f"+{at - t0:.3f}s" if isinstance(at, int | float) and t0 is not None else ""
     verdict, kind = _value(r.get("verdict")), _value(r.get("kind"))
+    verdict = verdict if verdict in verdicts else OTHER
+    kind = kind if kind in kinds else OTHER
     seq = r.get("seq")
     anchor = f' id="r{seq}"' if isinstance(seq, int) else ""
     return (
         f'<tr{anchor} data-verdict="{_e(verdict)}" data-kind="{_e(kind)}" '
-        f'class="v-{_css(verdict)}"><td>{_e(seq)}</td><td>{_e(clock)}</td>'
+        f'class="v-{_css(verdict[:40])}"><td>{_e(seq)}</td><td>{_e(clock)}</td>'
         f"<td>{_e(kind)}</td><td>{_e(r.get('request'))}</td>"
         f"<td>{_subject(r.get('subject'), r)}</td><td>{_e(verdict)}</td>"
         f"<td>{_e(r.get('by'))}</td><td>{_e(r.get('rule'))}</td>"
@@ -344,7 +397,8 @@ def _subject(subject: Any, record: Mapping[str, Any]) -> str:
         parts.append(f'<div class="title">{_e(title)}</div>')
     if isinstance(subject, Mapping) and subject:
         parts.append(
-            f"<details><summary>fields</summary><pre>{_e(_json(subject, indent=1))}</pre></details>"
+            "<details><summary>fields</summary>"
+            f"<pre>{_e(_json(subject, indent=1), FIELDS_CHARS)}</pre></details>"
         )
     return "".join(parts)
 
@@ -358,11 +412,14 @@ def _seq_link(seq: Any) -> str:
 # -- values ----------------------------------------------------------------------------
 
 
-def _e(value: Any) -> str:
-    """Any value as escaped text (quotes too, so it may stand in a quoted attribute)."""
+def _e(value: Any, most: int = SHOWN_CHARS) -> str:
+    """Any value as escaped text (quotes too, so it may stand in a quoted attribute),
+    cut after ``most`` characters with its full length said."""
     if value is None:
         return ""
     text = value if isinstance(value, str) else _json(value)
+    if len(text) > most:
+        text = f"{text[:most]}… (cut for display: {len(text):,} characters)"
     return html.escape(text, quote=True)
 
 

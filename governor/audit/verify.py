@@ -16,13 +16,15 @@ Rules of this file:
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+import orjson
+
+from governor.audit.shape import malformed
 from governor.audit.signing import Signed, signed_part
 
 _HASH_TAIL: Final = re.compile(rb',"hash":"([0-9a-f]{64})"\}\Z')
@@ -65,17 +67,24 @@ class Verification:
     found: Mapping[str, ChainEnd] = field(default_factory=dict)
 
 
+def parsed(raw: bytes) -> dict[str, Any] | None:
+    """A line's record, or None when it is not a JSON object. orjson refuses what
+    the writer never writes and a reader could choke on: nesting past 254
+    levels, ``NaN``, integers past 64 bits, bytes that are not UTF-8."""
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    return value if type(value) is dict else None
+
+
 def read_lines(path: Path) -> Iterator[tuple[int, dict[str, Any] | None, str]]:
-    """(line number, record or None when not JSON, raw text) for each line."""
+    """(line number, record or None when not JSON, raw text) for each line, one
+    line in memory at a time."""
     with path.open("rb") as f:
         for n, raw in enumerate(f, 1):
-            text = raw.decode("utf-8", errors="replace").rstrip("\n")
-            try:
-                value = json.loads(text)
-            except ValueError:
-                yield n, None, text
-                continue
-            yield n, value if isinstance(value, dict) else None, text
+            raw = raw.removesuffix(b"\n")
+            yield n, parsed(raw), raw.decode("utf-8", errors="replace")
 
 
 def _seals(line: str, claimed: object) -> bool:
@@ -148,6 +157,9 @@ def verify(
             return found(n, f"line {n} is not an audit record (inserted?)")
         if not _seals(text, record["hash"]):
             return found(n, f"line {n} was edited: it does not match its hash")
+        wrong = malformed(record)
+        if wrong is not None:
+            return found(n, f"line {n} is not a record the governor writes: {wrong}")
         seq = record.get("seq")
         seq = seq if isinstance(seq, int) else -1
         before = last.get(attempt)

@@ -74,6 +74,9 @@ class Job:
     append_rules: bool = False
     approvals: Literal["unattended", "pause"] | None = None
     durability: Literal["batch", "always"] = "batch"
+    checks: tuple[str, ...] = ()
+    """Shell lines run after the attempt, after the policy's ``[checks] commands``
+    (`governor.checks`): the job's verdict."""
     line: int | None = field(default=None, compare=False)
     """The line of the jobs file it came from, for messages."""
 
@@ -114,6 +117,7 @@ class Job:
             append_rules=self.append_rules,
             durability=self.durability,
             kind=self.kind,
+            checks=list(self.checks),
             on_event=on_event,
         )
 
@@ -213,6 +217,7 @@ KEYS: Final[Mapping[str, Check]] = {
     "append_rules": _flag,
     "approvals": _one_of("unattended", "pause"),
     "durability": _one_of("batch", "always"),
+    "checks": _names,
 }
 """Every key a job may hold, with its value's check."""
 
@@ -229,7 +234,7 @@ OWNED: Final[Mapping[str, str]] = {
 }
 """`AttemptSpec` fields the batch decides for every job, with the reason a job may not."""
 
-_TUPLES: Final = ("argv", "env", "extra_dirs", "agent_args")
+_TUPLES: Final = ("argv", "env", "extra_dirs", "agent_args", "checks")
 
 
 def parse_job(value: Any, line: int | None = None) -> tuple[Job | None, list[str]]:

@@ -5,8 +5,8 @@ that adds its parser and sets ``func``; this file only wires them together and
 owns the exit-code convention (`EXITS`):
 
 0 completed · 1 failed or incomplete · 2 refused before start (usage, config,
-ceiling, environment) · 3 blocked · 4 needs approval · 5 completed, but
-``--fail-on`` matched.
+ceiling, environment) · 3 blocked · 4 needs approval · 5 completed but a check
+failed (the verdict is ``failed``) · 6 completed, but ``--fail-on`` matched.
 """
 
 from __future__ import annotations
@@ -14,9 +14,12 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from governor import __version__
+
+if TYPE_CHECKING:
+    from governor.outcome import Outcome
 
 EXITS: Final[tuple[tuple[int, str, tuple[str, ...]], ...]] = (
     (0, "completed", ("completed",)),
@@ -24,14 +27,25 @@ EXITS: Final[tuple[tuple[int, str, tuple[str, ...]], ...]] = (
     (2, "refused before start (usage, config, ceiling, environment)", ()),
     (3, "blocked (the agent said BLOCKED:)", ("blocked",)),
     (4, "needs approval", ("needs_approval",)),
-    (5, "completed, but --fail-on matched (a refusal or an unasked change)", ()),
+    (5, "completed, but a check failed (the verdict is failed)", ()),
+    (6, "completed, but --fail-on matched (a refusal or an unasked change)", ()),
 )
 """The exit-code convention: code, what it means, the outcome statuses it stands for."""
 
 EXIT_BY_STATUS: Final = {status: code for code, _, statuses in EXITS for status in statuses}
 REFUSED_BEFORE_START: Final = 2
-FAILED_ON: Final = 5
+CHECK_FAILED: Final = 5
+FAILED_ON: Final = 6
 EXIT_CODES: Final = "exit codes:\n" + "".join(f"  {code}  {text}\n" for code, text, _ in EXITS)
+
+
+def exit_code(outcome: Outcome) -> int:
+    """The exit code of an outcome (`EXITS`): its status's, but a completed
+    attempt whose checks failed says so, since an agent's success is its own
+    claim and the checks' verdict is the job's."""
+    if outcome.status == "completed" and outcome.verdict == "failed":
+        return CHECK_FAILED
+    return EXIT_BY_STATUS[outcome.status]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -30,7 +30,9 @@ from governor.audit.anchor import (
     OutcomesUnreadable,
 )
 from governor.audit.reading import (
+    BATCH_OUTCOMES,
     LogFile,
+    LogMalformed,
     LogUnreadable,
     Row,
     is_batch_output,
@@ -38,9 +40,10 @@ from governor.audit.reading import (
     read_logs,
     row,
 )
+from governor.audit.shape import outcome_malformed
 from governor.audit.signing import SigningUnavailable
 from governor.audit.tally import Tally
-from governor.audit.verify import INCOMPLETE, UNFINISHED
+from governor.audit.verify import INCOMPLETE, UNFINISHED, parsed
 
 USAGE: Final = """governor audit [--refused | --network | --attempt ID] [--json] LOG|DIR ...
        governor audit verify [--json] [--head HASH ... | --outcomes FILE] [--public-key FILE] LOG|DIR ...
@@ -52,7 +55,9 @@ EXIT_CODES: Final = """exit codes:
   0  done (the report warns of a log that does not verify; verify reports unfinished
      attempts and a line cut by a crash without failing)
   1  verify: a log does not verify (its first bad line is named), or does not end at
-     its head, or an end record's signature does not hold; --attempt: no such id
+     its head, or an end record's signature does not hold; --attempt: no such id;
+     every reader: a log or outcomes line of a shape the governor never writes (a
+     crafted or corrupt file: the file, the line and the field are named)
   2  usage: a missing log, an unreadable or invalid policy; report: several attempts
      and no --attempt (the choices are named)
 """
@@ -90,6 +95,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="every connection through the proxy, with its verdict, rule and reason",
     )
     p.add_argument(
+        "--checks", action="store_true",
+        help="every check run after an attempt, with its verdict, exit status and duration",
+    )
+    p.add_argument(
         "--attempt", metavar="ID", help="the full story of one attempt (an id or a unique prefix)"
     )
     p.add_argument("--json", action="store_true", help="JSON on stdout")
@@ -102,6 +111,7 @@ def _report_parser() -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="*", metavar="LOG|DIR")
     p.add_argument("--refused", action="store_true")
     p.add_argument("--network", action="store_true")
+    p.add_argument("--checks", action="store_true")
     p.add_argument("--attempt", metavar="ID")
     p.add_argument("--json", action="store_true")
     return p
@@ -240,17 +250,22 @@ def main(args: argparse.Namespace) -> int:
         if not sub.paths:
             raise UsageError(f"name the logs to read\nusage: {USAGE}")
         network = sub.network or args.network
-        if sum(map(bool, (refused, attempt, network))) > 1:
+        checks = sub.checks or args.checks
+        if sum(map(bool, (refused, attempt, network, checks))) > 1:
             raise UsageError(
-                "--refused, --network and --attempt are different views: choose one"
+                "--refused, --network, --checks and --attempt are different views: choose one"
             )
         return run_table(
             sub.paths,
             refused=refused,
             attempt=attempt,
             network=network,
+            checks=checks,
             as_json=sub.json or args.json,
         )
+    except LogMalformed as e:
+        print(f"governor audit: {e}", file=sys.stderr)
+        return 1
     except (UsageError, LogUnreadable, OutcomesUnreadable, SigningUnavailable) as e:
         print(f"governor audit: {e}", file=sys.stderr)
         return 2
@@ -296,15 +311,18 @@ def run_table(
     refused: bool = False,
     attempt: str | None = None,
     network: bool = False,
+    checks: bool = False,
     as_json: bool = False,
 ) -> int:
-    """The summary table, the refusals, the connections, or one attempt's story."""
-    from governor.cli.audit_views import connections, refusals, story
+    """The summary table, the refusals, the connections, the checks, or one
+    attempt's story."""
+    from governor.cli.audit_views import check_runs, connections, refusals, story
 
     if (
         paths
         and not refused
         and not network
+        and not checks
         and attempt is None
         and all(is_batch_output(Path(p)) for p in paths)
     ):
@@ -319,6 +337,8 @@ def run_table(
         return refusals(groups, as_json)
     if network:
         return connections(groups, as_json)
+    if checks:
+        return check_runs(groups, as_json)
     rows = sorted((row(g) for g in groups), key=lambda r: (r.started or 0.0, r.attempt))
     if as_json:
         print(json.dumps([r.to_json() for r in rows], indent=1, ensure_ascii=False))
@@ -383,6 +403,9 @@ def batch_rows(root: Path) -> tuple[list[JobRow], list[LogFile]]:
     rows: list[JobRow] = []
     logs: list[LogFile] = []
     for job, line in read_outcomes(root).items():
+        wrong = outcome_malformed(line)
+        if wrong is not None:
+            raise LogMalformed(root / BATCH_OUTCOMES, _line_of(root, job), f"job {job}: {wrong}")
         log = read_log(root / job / LOG)
         logs.append(log)
         attempt = row(log.attempts[-1]) if log.attempts else None
@@ -390,6 +413,17 @@ def batch_rows(root: Path) -> tuple[list[JobRow], list[LogFile]]:
         files = patch.count(b"\ndiff --git ") + patch.startswith(b"diff --git ")
         rows.append(JobRow(job, line, attempt, files))
     return rows, logs
+
+
+def _line_of(root: Path, job: str) -> int:
+    """The line of a batch's outcomes file that holds ``job`` (its first), to name it
+    in an error; 0 when none does."""
+    with (root / BATCH_OUTCOMES).open("rb") as f:
+        for n, raw in enumerate(f, 1):
+            line = parsed(raw)
+            if line is not None and line.get("job") == job:
+                return n
+    return 0
 
 
 def _batch_table(rows: list[JobRow]) -> Iterator[str]:

@@ -24,6 +24,7 @@ from governor.audit.replay import shown
 from governor.audit.signing import PublicKey
 from governor.audit.verify import UNFINISHED
 from governor.cli.audit import HEAD, TALLY_COLUMNS, UsageError, integrity_notes
+from governor.display import terminal
 
 
 def _refused(group: AttemptRecords) -> Iterator[dict[str, Any]]:
@@ -68,11 +69,49 @@ def connections(groups: list[AttemptRecords], as_json: bool) -> int:
         print(f"no connection in {len(groups)} attempt(s)")
         return 0
     for x in found:
-        print(f"{x['attempt']} #{x['seq']} {x['verdict']:<8} {x['origin']}: {x['subject']}")
+        verdict = str(x["verdict"] or "-")  # a record may lack one: format no None
+        print(f"{x['attempt']} #{x['seq']} {verdict:<8} {x['origin']}: {x['subject']}")
         print(f"    {x['by']} [{x['rule']}]: {x['reason']}")
     allowed = sum(1 for x in found if x["verdict"] == "allow")
     print(f"\n{len(found)} connection(s) in {len(groups)} attempt(s): {allowed} allowed, "
           f"{len(found) - allowed} refused or waiting")  # fmt: skip
+    return 0
+
+
+def check_runs(groups: list[AttemptRecords], as_json: bool) -> int:
+    """Every ``check`` record: the command run after an attempt, its verdict,
+    exit status and duration (its output's tail with ``--json``)."""
+    found = [
+        {
+            "attempt": g.attempt,
+            "log": g.source,
+            "seq": r.get("seq"),
+            "time": r.get("time"),
+            "command": (r.get("subject") or {}).get("command"),
+            "verdict": r.get("verdict"),
+            "exit": r.get("exit"),
+            "duration_s": r.get("duration_s"),
+            "timed_out": bool(r.get("timed_out")),
+            "error": r.get("error"),
+            "tail": r.get("tail"),
+        }
+        for g in groups
+        for r in g.records
+        if r.get("kind") == "check"
+    ]
+    if as_json:
+        print(json.dumps(found, indent=1, ensure_ascii=False))
+        return 0
+    if not found:
+        print(f"no check in {len(groups)} attempt(s)")
+        return 0
+    for x in found:
+        how = x["error"] or ("timed out" if x["timed_out"] else f"exit {x['exit']}")
+        print(f"{x['attempt']} #{x['seq']} {x['verdict']:<6} {terminal(str(x['command']))} "
+              f"({how}, {x['duration_s']} s)")  # fmt: skip
+    passed = sum(1 for x in found if x["verdict"] == "passed")
+    print(f"\n{len(found)} check(s) in {len(groups)} attempt(s): {passed} passed, "
+          f"{len(found) - passed} failed")  # fmt: skip
     return 0
 
 
@@ -121,6 +160,12 @@ def describe(record: dict[str, Any], t0: float | None) -> str:
             f"policy {record.get('policy_source')} ({record.get('policy')}), ceiling "
             f"{record.get('ceiling_source')} ({record.get('ceiling')})"
             + (f", trace {record['trace_id']}" if record.get("trace_id") else "")
+        )
+    if kind == "check":
+        how = "timed out" if record.get("timed_out") else f"exit {record.get('exit')}"
+        return (
+            f"{head} check {shown(record)}: {record.get('verdict')} "
+            f"({record.get('error') or how}, {record.get('duration_s')} s)"
         )
     if kind == "attempt-end":
         t = record.get("tally") or {}

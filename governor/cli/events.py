@@ -16,6 +16,9 @@ from the first event on) and a sequence number (``n``, from 1), then its
   ``kind``, ``verdict``, ``by``, ``rule``, ``reason``, ``subject``): the same
   records, in the same order, as the audit log's;
 - ``reported``, ``unasked``, ``changed``: what the agent did on its own;
+- ``check``: one of the job's checks after the attempt ended (``command``,
+  ``verdict``: passed or failed, ``exit``, ``duration_s``, ``tail``: the end
+  of its output, masked);
 - ``outcome``: the last line, the outcome as ``--json`` prints it.
 
 Text from the agent is masked like the audit log (known secret values and token

@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from typing import Any, TextIO
 
+from governor.checks import CheckRun
 from governor.display import terminal
 from governor.outcome import Outcome
 
@@ -52,6 +53,9 @@ class Progress:
             self._line(f"{kind:10} {terminal(what)}: {verdict} by {by}{extra}")
         elif kind == "waiting":
             self._line(f"asking: {terminal(pending_text(info))}")
+        elif kind == "check":
+            how = "timed out" if info.get("timed_out") else f"exit {info.get('exit')}"
+            self._line(f"check      {terminal(info.get('command'))}: {info.get('verdict')} ({how})")
         elif kind == "unasked":
             subject = info.get("subject", {})
             self._line(f"UNASKED    {terminal(subject.get('title') or subject.get('path'))}")
@@ -80,6 +84,23 @@ def pending_text(pending: dict[str, Any]) -> str:
     return f"{pending.get('kind', 'request')} {named or '(no subject)'}" + (
         f": {reason}" if reason else ""
     )
+
+
+SHOWN_CHANGED = 10
+"""Changed files named in the summary; the JSON outcome lists them all."""
+
+
+def _check_line(c: CheckRun) -> str:
+    """One check: passed or failed, how it ended, and its output's last line."""
+    if c.error is not None:
+        how = c.error
+    elif c.timed_out:
+        how = f"killed at its timeout after {c.duration_s:.1f} s"
+    else:
+        how = f"exit {c.exit}, {c.duration_s:.1f} s"
+    last = next((line for line in reversed(c.tail.splitlines()) if line.strip()), "")
+    said = f": {last[-200:]}" if last and not c.passed else ""
+    return f"{'passed' if c.passed else 'FAILED'} {c.command} ({how}){said}"
 
 
 def summary(outcome: Outcome) -> str:
@@ -115,6 +136,14 @@ def summary(outcome: Outcome) -> str:
         rows.append(("tamper", f"{where} {f.rule}: {f.detail}"))
     if len(outcome.findings) > SHOWN_FINDINGS:
         rows.append(("tamper", f"... and {len(outcome.findings) - SHOWN_FINDINGS} more (--json lists them)"))
+    if outcome.files_changed:
+        shown = ", ".join(outcome.files_changed[:SHOWN_CHANGED])
+        more = len(outcome.files_changed) - SHOWN_CHANGED
+        rows.append(("changed", f"{shown} and {more} more" if more > 0 else shown))
+    for c in outcome.checks_run:
+        rows.append(("check", _check_line(c)))
+    if outcome.verdict:
+        rows.append(("verdict", outcome.verdict))
     if outcome.pending:
         rows.append(("pending", pending_text(outcome.pending)))
     if outcome.log:

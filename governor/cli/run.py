@@ -14,7 +14,7 @@ from typing import Any, Final
 import trio
 
 from governor.attempt import run_attempt
-from governor.cli import EXIT_BY_STATUS, EXIT_CODES, FAILED_ON, REFUSED_BEFORE_START, ci
+from governor.cli import EXIT_CODES, FAILED_ON, REFUSED_BEFORE_START, ci, exit_code
 from governor.outcome import Outcome
 from governor.spec import EMPTY_PROMPT, AttemptSpec, Prepared, RefusedBeforeStart, prepare
 from policies.capability import CAPABILITY_NAMES, Capability
@@ -100,6 +100,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="append",
         default=[],
         help="a raw argument appended to a preset's argv, written --agent-arg=ARG when it starts with - (needs the ceiling's allow_agent_args; its value is never shown)",
+    )
+    p.add_argument(
+        "--check",
+        metavar="CMD",
+        action="append",
+        default=[],
+        help="a shell line run after the attempt in a fresh sandbox (network off, the "
+        "workspace unchangeable), after the policy's [checks] commands; the verdict is "
+        "passed when every check exits 0 (repeatable)",
     )
     p.add_argument(
         "--append-rules", action="store_true", help="append the governor's rules to the prompt"
@@ -274,6 +283,7 @@ def main(args: argparse.Namespace) -> int:
             append_rules=args.append_rules,
             durability=args.fsync,
             kind=args.kind,
+            checks=args.check,
             on_event=on_event,
             trace_id=trace.trace_id if trace is not None else None,
         )
@@ -315,7 +325,7 @@ def main(args: argparse.Namespace) -> int:
         print()
     else:
         print_summary(outcome)
-    code = EXIT_BY_STATUS[outcome.status]
+    code = exit_code(outcome)
     if code == 0 and (matched := failed_on(outcome, fail_on)):
         t = outcome.acp.tally if outcome.acp is not None else None
         counts = {

@@ -190,7 +190,7 @@ def survey(
         homes=homes,
         roots=roots,
         visible=mounted,
-        keep=_operator_folders(profile.keep, homes, state),
+        keep=toolchains.operator_folders(profile.keep, homes, state),
         detection=profile.toolchains,
         forbidden=(state,),
     )
@@ -295,37 +295,6 @@ def _toolchain_variables(env: Mapping[str, str]) -> dict[str, str]:
     its environment, else the governor's own (the person's shell set them)."""
     names = toolchains.TOOLCHAIN_VARIABLES
     return {n: env.get(n, os.environ.get(n, "")) for n in names if env.get(n, os.environ.get(n))}
-
-
-def _operator_folders(
-    folders: tuple[Path, ...], homes: tuple[str, ...], state: str
-) -> tuple[str, ...]:
-    """The policy's ``[sandbox] keep`` folders, resolved; `ProfileError` for one
-    that does not exist, is a home or holds one, holds credentials, or holds
-    or lies in the governor's state directory ``state``."""
-    out = []
-    for folder in folders:
-        real = os.path.realpath(folder)
-        if not os.path.isdir(real):
-            raise ProfileError(f"folder to keep {folder} does not exist or is not a directory")
-        if is_under(real, state) or is_under(state, real):
-            raise ProfileError(
-                f"folder to keep {folder} holds or lies in the governor's state directory "
-                f"{state}, where every attempt's audit log is; name a folder beside it instead"
-            )
-        if real == "/" or any(is_under(h, real) for h in homes):
-            raise ProfileError(
-                f"folder to keep {folder} is '/' or a home or holds one; that would expose "
-                "~/.ssh, ~/.aws and agent credentials"
-            )
-        inside = toolchains.credential_dirs_in(real, homes)
-        if inside:
-            raise ProfileError(
-                f"folder to keep {folder} holds {inside[0]} (credentials); name a folder "
-                "beside it instead"
-            )
-        out.append(real)
-    return tuple(out)
 
 
 def _masked(profile: Profile) -> tuple[str, ...]:

@@ -42,10 +42,11 @@ import os
 import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Final
 
 from policies.paths import is_under
-from sandbox.plan.profile import Kept
+from sandbox.plan.profile import Kept, ProfileError
 from sandbox.plan.protected import CREDENTIAL_DIRS, CREDENTIAL_FILES, CREDENTIALS_IN_TOOLCHAIN
 
 SHEBANG_MAX_BYTES: Final = 256
@@ -403,3 +404,34 @@ def describe(kept: Sequence[Kept], caches: Sequence[str], masked: Sequence[str])
         *(f"cache  {c} (overlay: writes stay in the sandbox)" for c in caches),
         *(f"masked {m} (an empty file: a secret or credentials)" for m in masked),
     ]
+
+
+def operator_folders(
+    folders: tuple[Path, ...], homes: tuple[str, ...], state: str
+) -> tuple[str, ...]:
+    """The policy's ``[sandbox] keep`` folders, resolved; `ProfileError` for one
+    that does not exist, is a home or holds one, holds credentials, or holds
+    or lies in the governor's state directory ``state``."""
+    out = []
+    for folder in folders:
+        real = os.path.realpath(folder)
+        if not os.path.isdir(real):
+            raise ProfileError(f"folder to keep {folder} does not exist or is not a directory")
+        if is_under(real, state) or is_under(state, real):
+            raise ProfileError(
+                f"folder to keep {folder} holds or lies in the governor's state directory "
+                f"{state}, where every attempt's audit log is; name a folder beside it instead"
+            )
+        if real == "/" or any(is_under(h, real) for h in homes):
+            raise ProfileError(
+                f"folder to keep {folder} is '/' or a home or holds one; that would expose "
+                "~/.ssh, ~/.aws and agent credentials"
+            )
+        inside = credential_dirs_in(real, homes)
+        if inside:
+            raise ProfileError(
+                f"folder to keep {folder} holds {inside[0]} (credentials); name a folder "
+                "beside it instead"
+            )
+        out.append(real)
+    return tuple(out)

@@ -146,6 +146,13 @@ class Profile:
     """A network namespace of its own whose only way out is the governor's
     proxy (`sandbox.net.proxy`), announced by the proxy variables; needs
     ``network`` off (which shares the host's namespace)."""
+    scratch: bool = False
+    """The roots are overlays whose writes are thrown away with the sandbox
+    (``--tmp-overlay``): a check after the attempt runs its tests, which write
+    caches and reports, without changing the workspace it judges. Needs
+    edit-workspace (the pins still hold read-only over the overlay) and a bwrap
+    that has ``--tmp-overlay``; `render` refuses it otherwise, never binding
+    the roots writable instead."""
 
     def __post_init__(self) -> None:
         for name, value in self.env.items():
@@ -166,6 +173,8 @@ class Profile:
                 raise ProfileError(f"path {str(path)!r} must be absolute")
         if self.egress is not None and self.network:
             raise ProfileError("a sandbox behind the proxy has no host network (network off)")
+        if self.scratch and self.capability != Capability.EDIT_WORKSPACE:
+            raise ProfileError("scratch roots need edit-workspace (a read-only root binds read-only)")
 
     @property
     def sandboxed(self) -> bool:
@@ -446,6 +455,10 @@ def render(
         )
     if (facts.git_excludes is None) != (excludes_fd is None):
         raise ProfileError("the git excludes file and its descriptor go together")
+    if profile.scratch and not features.tmp_overlay:
+        raise ProfileError(
+            "this bwrap has no --tmp-overlay; scratch roots cannot be made (bind them read-only)"
+        )
     fds = pin_fds or {}
     argv: list[str] = ["--unshare-all", "--unshare-user"]
     if profile.network:
@@ -501,12 +514,17 @@ def render(
 
     root_bind = "--bind" if profile.writable else "--ro-bind"
     for root in facts.roots:
-        argv += [root_bind, root, root]
+        if profile.scratch:
+            argv += ["--overlay-src", root, "--tmp-overlay", root]
+        else:
+            argv += [root_bind, root, root]
     for git_dir in facts.git_dirs:
         argv += ["--ro-bind", git_dir, git_dir]
     if profile.writable:
-        opened = set(facts.ancestors)
-        for path in sorted((*facts.ancestors, *facts.pins), key=_outer_first):
+        # over scratch roots a self-bind would mount the host's directory
+        # writable on top of the overlay: nothing there needs holding in place
+        opened = set() if profile.scratch else set(facts.ancestors)
+        for path in sorted((*opened, *facts.pins), key=_outer_first):
             if path in opened:
                 argv += ["--bind", path, path]
             elif path in sealed:

@@ -1,5 +1,6 @@
 """A whole attempt behind the proxy: the agent reaches its base URL, nothing else,
-and an agent that cannot reach its API fails naming the host and the flag."""
+its own loopback server past the proxy, and an agent that cannot reach its API
+fails naming the host and the flag."""
 
 from __future__ import annotations
 
@@ -56,8 +57,33 @@ async def test_the_sandboxed_agent_reaches_its_base_url_through_the_proxy_with_n
         r for r in decision_records(outcome.log, outcome.run_id) if r.get("kind") == "network"
     ]
     assert record["verdict"] == "allow" and record["subject"]["port"] == model
+    # NO_PROXY sends it straight to the loopback address: the forward there is judged
+    assert record["subject"]["via"] == "forward"
     assert record["rule"] == f"network.agent: 127.0.0.1:{model}"
     assert outcome.acp is not None and outcome.acp.tally.allowed == 1
+
+
+OWN_SERVER = (
+    "python3 -m http.server 8765 --bind 127.0.0.1 </dev/null >/dev/null 2>&1 & "
+    "for i in $(seq 200); do curl -s -o /dev/null http://127.0.0.1:8765/ && break; sleep 0.05; done; "
+    "curl -s -m 10 -o /dev/null -w 'own=%{http_code} ' http://localhost:8765/ > {cwd}/codes; "
+    "curl -s -m 10 -o /dev/null -w 'unlisted=%{http_code}' http://unlisted.example.test/ >> {cwd}/codes"
+)
+
+
+async def test_an_agent_reaches_its_own_local_server_past_the_proxy_and_nothing_unlisted(
+    tmp_path: Path, model: int
+) -> None:
+    # an agent's own server on loopback (as `opencode acp` has) is inside its sandbox
+    steps = [{"shell": OWN_SERVER}, {"fetch": "http://127.0.0.1:8765/"}]
+    spec = scripted_spec(tmp_path, steps, sandbox_agent=True, environ=environ(model),
+                         env=["OPENAI_BASE_URL"])  # fmt: skip
+    outcome = await run_attempt(spec)
+    assert outcome.status == "completed", outcome.reason
+    assert (tmp_path / "ws" / "codes").read_text() == "own=200 unlisted=403"
+    network = [r for r in decision_records(outcome.log, outcome.run_id) if r.get("kind") == "network"]
+    assert [(r["subject"]["host"], r["verdict"]) for r in network] == [("unlisted.example.test", "deny")]
+    assert outcome.acp is not None and outcome.acp.tally.refused == 1
 
 
 async def test_an_agent_that_cannot_reach_its_api_fails_naming_the_host_and_the_flag(

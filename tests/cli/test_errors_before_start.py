@@ -249,7 +249,7 @@ def test_fail_on_makes_a_completed_attempt_with_a_refusal_or_an_unasked_change_e
         (ws / "hello.py").unlink(missing_ok=True)
         (ws / "NOTES.md").unlink(missing_ok=True)
         done = demo(ws, "--json", "--fail-on", words)
-        assert done.returncode == 5, (words, done.stderr)
+        assert done.returncode == 6, (words, done.stderr)
         assert json.loads(done.stdout)["status"] == "completed"
         said = {"refused": "1 request(s) refused", "unasked": "1 change(s) made without asking"}
         expected = " and ".join(said[w] for w in words.split(","))

@@ -92,6 +92,33 @@ def test_network_is_off_unless_asked_and_then_only_through_the_proxy(
     assert len(socket_interfaces()) >= 1
 
 
+OWN_SERVER = """
+python3 -m http.server 8765 --bind :: </dev/null >/dev/null 2>&1 &
+for i in $(seq 200); do curl -s -o /dev/null http://127.0.0.1:8765/ && break; sleep 0.05; done
+code() { curl -s -m 10 -o /dev/null -w '%{http_code}' "$@"; }
+echo "ip=$(code http://127.0.0.1:8765/) localhost=$(code http://localhost:8765/) v6=$(code 'http://[::1]:8765/')"
+echo "urllib=$(python3 -c 'import urllib.request as u; print(u.urlopen("http://127.0.0.1:8765/").status)')"
+echo "unlisted=$(code http://unlisted.example.test/) proxied_own=$(code --noproxy '' http://127.0.0.1:8765/)"
+kill %1
+"""
+
+
+def test_a_sandboxs_own_loopback_server_is_reached_past_the_proxy_and_other_hosts_are_not(
+    governor: Callable[..., Outcome], ws: Path
+) -> None:
+    # NO_PROXY covers the sandbox's loopback (curl and urllib honour it); the
+    # proxy still decides every other host, and judges loopback sent to it
+    # as the host's (where nothing serves 8765)
+    result = governor("--network", "--allow-host", "pypi.org", "--", OWN_SERVER, cwd=ws)
+    out = result.stdout.split()
+    assert out == ["ip=200", "localhost=200", "v6=200", "urllib=200", "unlisted=403",
+                   "proxied_own=403"], result  # fmt: skip
+    refusals = [line for line in result.stderr.splitlines() if "network refused" in line]
+    assert len(refusals) == 2, result.stderr
+    assert "unlisted.example.test:80" in refusals[0] and "127.0.0.1:8765" in refusals[1]
+    assert "network allowed" not in result.stderr
+
+
 def test_network_with_no_allowed_host_refuses_naming_the_flag(
     governor: Callable[..., Outcome], ws: Path
 ) -> None:

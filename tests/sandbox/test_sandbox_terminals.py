@@ -187,9 +187,10 @@ async def test_governed_commands_with_network_reach_only_the_policys_hosts_throu
     audit = AuditLog(ws.parent / "audit.jsonl", "att")
     gate = Gate(policy, audit, Unattended())
     curl = "curl -s -m 10 -o /dev/null -w '%{http_code} '"
+    # --noproxy '': through the proxy although NO_PROXY names loopback; '*': past it
     line = (
-        f"{curl} http://127.0.0.1:{allowed}/; {curl} --noproxy '*' http://127.0.0.1:{allowed}/; "
-        f"{curl} http://127.0.0.1:{unlisted}/; {curl} --noproxy '*' http://127.0.0.1:{unlisted}/"
+        f"{curl} --noproxy '' http://127.0.0.1:{allowed}/; {curl} --noproxy '*' http://127.0.0.1:{allowed}/; "
+        f"{curl} --noproxy '' http://127.0.0.1:{unlisted}/; {curl} --noproxy '*' http://127.0.0.1:{unlisted}/"
     )
     try:
         async with trio.open_nursery() as nursery, open_egress(judge(gate)) as proxy:

@@ -15,6 +15,8 @@ from pathlib import Path
 from escape_harness import Box
 
 from governor.attempt import run_attempt
+from governor.audit.reading import decision_records
+from governor.outcome import Outcome
 from governor.workspace import diff, snapshot
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "audit"))
@@ -56,8 +58,11 @@ def test_a_command_that_only_reads_shows_no_change(box: Box) -> None:
     assert diff(before, snapshot([str(box.ws)], before=before)) == []
 
 
-def unasked(outcome_tool_calls: list[dict[str, object]]) -> list[object]:
-    return [r["subject"] for r in outcome_tool_calls if r["kind"] == "unasked"]
+def unasked(outcome: Outcome) -> list[object]:
+    """The subjects of the attempt's unasked records, read from its log."""
+    assert outcome.log is not None
+    records = decision_records(outcome.log, outcome.run_id)
+    return [r["subject"] for r in records if r["kind"] == "unasked"]
 
 
 async def test_an_attempt_records_the_edit_with_its_mtime_put_back_as_unasked(tmp_path: Path) -> None:
@@ -72,7 +77,7 @@ async def test_an_attempt_records_the_edit_with_its_mtime_put_back_as_unasked(tm
     assert (ws / "README.md").read_text() == "HELLO"
     assert outcome.acp is not None and outcome.acp.tally.unasked == 1
     assert outcome.acp.unasked_paths == [str(ws / "README.md")]
-    assert unasked(outcome.tool_calls) == [{"path": str(ws / "README.md"), "change": "changed"}]
+    assert unasked(outcome) == [{"path": str(ws / "README.md"), "change": "changed"}]
 
 
 async def test_an_attempt_that_touches_nothing_records_no_change(tmp_path: Path) -> None:
@@ -82,4 +87,4 @@ async def test_an_attempt_that_touches_nothing_records_no_change(tmp_path: Path)
     outcome = await run_attempt(scripted_spec(tmp_path, steps, sandbox_agent=True))
     assert outcome.status == "completed", outcome.reason
     assert outcome.acp is not None and outcome.acp.tally.unasked == 0
-    assert unasked(outcome.tool_calls) == []
+    assert unasked(outcome) == []
