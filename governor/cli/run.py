@@ -128,7 +128,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--fail-on",
         metavar="WHAT",
         default="",
-        help="refused, unasked or both (refused,unasked): exit 5 when an attempt that "
+        help="refused, unasked or both (refused,unasked): exit 6 when an attempt that "
         "completed had a refusal or a change made without asking (default: exit 0)",
     )
     p.add_argument(
