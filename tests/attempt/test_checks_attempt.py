@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -23,10 +24,20 @@ from policies.policy import parse_policy
 
 SCRIPTED = Path(__file__).resolve().parents[1] / "audit" / "scripted_agent.py"
 GOVERNOR = str(Path(sys.executable).parent / "governor")
-PYTEST = f"{sys.executable} -m pytest -q -p no:cacheprovider tests"
+CHECK_PYTHON = shutil.which("python3", path="/usr/local/bin:/usr/bin:/bin") or "python3"
+"""An interpreter every sandbox shows: the tests' own venv may lie under /tmp (a CI
+clone), which a check's private /tmp hides, as it hides any folder of the host's
+/tmp from the job's checks."""
+PYTEST = f"{CHECK_PYTHON} tests/test_calc.py"
+"""The job's test, as a check runs it: a plain script (pytest lives in the tests' venv)."""
 BROKEN = "def add(a, b):\n    return a - b\n"
 FIXED = "def add(a, b):\n    return a + b\n"
-TEST = "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n"
+TEST = (
+    "import os, sys\nsys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))\n"
+    "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n\n\n"
+    "if __name__ == '__main__':\n    try:\n        test_add()\n    except AssertionError:\n"
+    "        print('1 failed')\n        sys.exit(1)\n    print('1 passed')\n"
+)
 
 
 def _workspace(tmp_path: Path) -> Path:
@@ -86,7 +97,7 @@ def test_an_agent_that_fixes_the_failing_test_gets_the_verdict_passed_and_exit_0
     assert event["verdict"] == "passed" and event["exit"] == 0
     listed = _audit_checks(tmp_path)
     assert "passed" in listed and PYTEST in listed and "1 passed, 0 failed" in listed
-    # the check's pytest wrote no cache and no bytecode into the workspace
+    # the check wrote no bytecode into the workspace
     assert not list(ws.rglob("__pycache__")) and (ws / "calc.py").read_text() == FIXED
 
 
@@ -124,7 +135,7 @@ async def test_a_check_cannot_change_the_workspace_nor_reach_the_network(
     _, port = listener
     before = _tree(ws)
     write = "echo gone > calc.py && rm tests/test_calc.py && touch made.txt && cat calc.py"
-    connect = f"{sys.executable} -c \"import socket; socket.create_connection(('127.0.0.1', {port}), 3)\""
+    connect = f"{CHECK_PYTHON} -c \"import socket; socket.create_connection(('127.0.0.1', {port}), 3)\""
     policy = parse_policy(
         f'capability = "edit-workspace"\nnetwork = true\n[checks]\ncommands = [{json.dumps(write)}, {json.dumps(connect)}]\n',
         "loop.toml",
