@@ -4,12 +4,12 @@ call. A crash is an exception out of it; an exit code outside 0-2 is one too."""
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import io
 import traceback
 from pathlib import Path
 
+from governor.cli import build_parser
 from governor.cli.audit import main
 
 
@@ -37,7 +37,7 @@ def batch_views(root: Path) -> list[list[str]]:
 
 def run(argv: list[str]) -> tuple[int, str, str]:
     """`governor audit ARGV`: its exit code, stdout and stderr."""
-    ns = argparse.Namespace(args=argv, refused=False, network=False, attempt=None, json=False)
+    ns = build_parser().parse_args(["audit", "--", *argv])  # the command line's own parse
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main(ns)
