@@ -44,6 +44,7 @@ from governor.audit.shape import outcome_malformed
 from governor.audit.signing import SigningUnavailable
 from governor.audit.tally import Tally
 from governor.audit.verify import INCOMPLETE, UNFINISHED, parsed
+from governor.display import terminal
 
 USAGE: Final = """governor audit [--refused | --network | --attempt ID] [--json] LOG|DIR ...
        governor audit verify [--json] [--head HASH ... | --outcomes FILE] [--public-key FILE] LOG|DIR ...
@@ -285,11 +286,11 @@ def _table(rows: list[Row]) -> Iterator[str]:
     ]
     widths = [max(len(x) for x in col) for col in zip(header, *body, strict=False)]
     numeric = set(range(3, len(header)))
-    for cells in (header, *body):
-        yield "  ".join(
+    for cells in (header, *body):  # a crafted log's fields reach the terminal as text
+        yield terminal("  ".join(
             c.rjust(w) if i in numeric else c.ljust(w)
             for i, (c, w) in enumerate(zip(cells, widths, strict=True))
-        ).rstrip()
+        ).rstrip())
 
 
 def integrity_notes(logs: list[LogFile]) -> list[str]:
@@ -445,11 +446,11 @@ def _batch_table(rows: list[JobRow]) -> Iterator[str]:
         )
     widths = [max(len(x) for x in col) for col in zip(header, *body, strict=False)]
     numeric = set(range(3, len(header) - 1))
-    for cells in (header, *body):
-        yield "  ".join(
+    for cells in (header, *body):  # a crafted log's fields reach the terminal as text
+        yield terminal("  ".join(
             c.rjust(w) if i in numeric else c.ljust(w)
             for i, (c, w) in enumerate(zip(cells, widths, strict=True))
-        ).rstrip()
+        ).rstrip())
 
 
 def batch_totals(rows: list[JobRow]) -> str:

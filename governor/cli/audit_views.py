@@ -70,8 +70,9 @@ def connections(groups: list[AttemptRecords], as_json: bool) -> int:
         return 0
     for x in found:
         verdict = str(x["verdict"] or "-")  # a record may lack one: format no None
-        print(f"{x['attempt']} #{x['seq']} {verdict:<8} {x['origin']}: {x['subject']}")
-        print(f"    {x['by']} [{x['rule']}]: {x['reason']}")
+        # a log's fields hold the agent's words: one terminal-safe line each
+        print(terminal(f"{x['attempt']} #{x['seq']} {verdict:<8} {x['origin']}: {x['subject']}"))
+        print(terminal(f"    {x['by']} [{x['rule']}]: {x['reason']}"))
     allowed = sum(1 for x in found if x["verdict"] == "allow")
     print(f"\n{len(found)} connection(s) in {len(groups)} attempt(s): {allowed} allowed, "
           f"{len(found) - allowed} refused or waiting")  # fmt: skip
@@ -124,8 +125,8 @@ def refusals(groups: list[AttemptRecords], as_json: bool) -> int:
         print(f"nothing was refused in {len(groups)} attempt(s)")
         return 0
     for x in found:
-        print(f"{x['attempt']} #{x['seq']} {x['kind']}: {x['subject']}")
-        print(f"    refused by {x['by']} [{x['rule']}]: {x['reason']}")
+        print(terminal(f"{x['attempt']} #{x['seq']} {x['kind']}: {x['subject']}"))
+        print(terminal(f"    refused by {x['by']} [{x['rule']}]: {x['reason']}"))
     print(f"\n{len(found)} refused in {len(groups)} attempt(s)")
     return 0
 
@@ -198,9 +199,9 @@ def story(groups: list[AttemptRecords], wanted: str, as_json: bool) -> int:
         if isinstance(t0, int | float)
         else "?"
     )
-    print(f"attempt {group.attempt} ({group.source}), started {when}")
+    print(terminal(f"attempt {group.attempt} ({group.source}), started {when}"))
     for r in group.records:
-        print(describe(r, t0 if isinstance(t0, int | float) else None))
+        print(terminal(describe(r, t0 if isinstance(t0, int | float) else None)))
     if group.end is None:
         print(f"          {UNFINISHED}")
     return 0

@@ -171,3 +171,18 @@ def test_a_code_span_or_cell_holds_its_text_whatever_the_text(text: str) -> None
     # the text, as the terminal shows it (GFM's autolink takes an entity that ends
     # a bare URL into the link: shown as written, ``&#41;``, a cosmetic flaw)
     assert html.unescape(parsed.cells[1][0]) == shown
+
+
+def test_the_audit_views_show_the_logs_agent_text_as_text(tmp_path: Path) -> None:
+    _run(tmp_path)
+    log = str(tmp_path / "audit.jsonl")
+    attempt = json.loads((tmp_path / "audit.jsonl").read_text().splitlines()[0])["attempt"]
+    for view in ([log], ["--refused", log], ["--network", log], ["--attempt", attempt, log]):
+        done = subprocess.run([str(GOVERNOR), "audit", *view], capture_output=True, text=True,
+                              timeout=60)  # fmt: skip
+        assert done.returncode == 0, (view, done.stderr)
+        assert "\x1b" not in done.stdout and "\x07" not in done.stdout, view
+    # the neighbour: the refusal is there, the agent's command as text
+    refused = subprocess.run([str(GOVERNOR), "audit", "--refused", log], capture_output=True,
+                             text=True, timeout=60).stdout  # fmt: skip
+    assert "rm -rf /\\x0a::error::forged" in refused
