@@ -25,7 +25,6 @@ import os
 import signal
 import time
 import uuid
-from dataclasses import asdict
 from typing import Any, Final
 
 import structlog
@@ -40,6 +39,7 @@ from governor.attribution import Evidence, explain
 from governor.audit.log import AuditLog, AuditUnavailable
 from governor.callouts import callouts
 from governor.ending import CommandResult, Ending, judge
+from governor.framing import end_fields, start_fields
 from governor.gate import Gate
 from governor.outcome import Outcome
 from governor.ruling import REFUSED
@@ -48,7 +48,6 @@ from governor.spec import AttemptSpec, PlainProgram, Prepared, RefusedBeforeStar
 from governor.tamper import baseline as tamper
 from governor.turn import Turn
 from governor.workspace import Snapshot, diff, snapshot
-from policies.canonical import digest
 from policies.limits import render
 from sandbox.host.limits import blame
 from sandbox.net.proxy import EgressProxy, open_egress
@@ -163,25 +162,7 @@ class Attempt:
             self.audit.close()
             raise RefusedBeforeStart([f"{e}; nothing was started"]) from None
         try:
-            start = self.audit.record(
-                "attempt-start",
-                agent=p.executor.id,
-                preset=p.executor.preset.id if p.executor.preset else None,
-                argv=p.shown_argv,
-                capability=str(policy.capability),
-                workspace=policy.workspace,
-                roots=list(policy.roots),
-                policy=digest(policy),
-                policy_source=policy.source,
-                ceiling=digest(p.ceiling),
-                ceiling_source=p.ceiling.source,
-                protected=list(p.ceiling.protected) or None,
-                sandboxed_agent=p.sandboxed_agent,
-                agent_hosts=[h.text for h in policy.network_rules.agent] or None,
-                approvals=p.approver.name,
-                trace_id=p.spec.trace_id,
-                frozen=frozen_at_start,
-            )
+            start = self.audit.record("attempt-start", **start_fields(p, frozen_at_start))
             await self.audit.durable(start)
             self.emit("attempt", {"id": self.id, "agent": self.name, "log": str(p.log_path)})
         except AuditUnavailable as e:
@@ -241,17 +222,7 @@ class Attempt:
         outcome.trace_id = p.spec.trace_id
         end: dict[str, Any] = {}
         with contextlib.suppress(AuditUnavailable):
-            end = self.audit.record(
-                "attempt-end",
-                status=outcome.status,
-                reason=outcome.reason,
-                tally=asdict(outcome.acp.tally) if outcome.acp else None,
-                duration_s=outcome.duration_s,
-                findings=[f.to_json() for f in outcome.findings] or None,
-                frozen=frozen_at_end,
-                files_changed=outcome.files_changed or None,
-                verdict=outcome.verdict,
-            )
+            end = self.audit.record("attempt-end", **end_fields(outcome, frozen_at_end, p.masker))
         self.audit.close()
         head = self.audit.head
         if head is not None:

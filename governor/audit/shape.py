@@ -21,7 +21,7 @@ from typing import Any, Final
 
 _TEXT: Final = (
     "attempt", "kind", "verdict", "by", "rule", "reason", "status", "of", "option",
-    "preset", "agent", "workspace", "hash", "trace_id",
+    "preset", "agent", "workspace", "hash", "trace_id", "prompt", "summary",
 )  # fmt: skip
 """Fields that are strings when present."""
 _MAPPINGS: Final = ("subject", "explained_by", "tally")
