@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Final, Literal
 
+from governor.audit.shape import JOB_ID
 from governor.policyfile import read_policy
 from governor.spec import AttemptSpec, RefusedBeforeStart, prepare
 from policies.capability import CAPABILITY_NAMES
@@ -36,8 +37,9 @@ from policies.ceiling import Ceiling
 from policies.errors import ConfigError, closest
 from policies.policy import Policy
 
-ID_PATTERN: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
-"""A job's id names its folder in the output: letters, digits, ``.``, ``_``, ``-``."""
+ID_PATTERN: Final = JOB_ID
+"""A job's id names its folder in the output: letters, digits, ``.``, ``_``, ``-``
+(`governor.audit.shape.JOB_ID`, the check the readers of the output use too)."""
 
 
 class BadJobs(Exception):

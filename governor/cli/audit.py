@@ -210,7 +210,7 @@ def main(args: argparse.Namespace) -> int:
     # the views and checks import the report page and the signing library: only
     # the command that needs them pays for them
     from governor.cli.audit_checks import run_keygen, run_replay, run_verify
-    from governor.cli.audit_views import run_html_report
+    from governor.cli.audit_report import run_html_report
 
     rest = list(args.args)
     if rest[:1] == ["--"]:
