@@ -475,7 +475,7 @@ def _timeline_row(
         f"<td>{_e(kind)}</td><td>{_e(r.get('request'))}</td>"
         f"<td>{_subject(r.get('subject'), r)}</td><td>{_e(verdict)}</td>"
         f"<td>{_e(r.get('by'))}</td><td>{_e(r.get('rule'))}</td>"
-        f"<td>{_e(r.get('reason'))}</td><td>{_e(r.get('option'))}</td></tr>"
+        f'<td class="reason">{_e(r.get("reason"))}</td><td>{_e(r.get("option"))}</td></tr>'
     )
 
 
@@ -548,7 +548,11 @@ _STYLE: Final = """
 *, *::before, *::after { box-sizing: border-box; }
 html { -webkit-text-size-adjust: 100%; text-size-adjust: 100%; }
 body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; color: #1b1b1b;
-       overflow-wrap: anywhere; }
+       overflow-wrap: break-word; }
+h1, dd, pre, p, li, legend, label { overflow-wrap: anywhere; }
+th { overflow-wrap: normal; }
+td .what, td .title, td.reason, td.change, td pre { overflow-wrap: anywhere; }
+td .what, td .title { display: block; min-width: 14em; } td.reason { min-width: 14em; }
 h1 { font-size: 1.3em; } h2 { font-size: 1.1em; margin-top: 1.6em; }
 code, pre, td { font-family: ui-monospace, monospace; font-size: 12px; }
 dl { display: grid; grid-template-columns: max-content minmax(0, 1fr); gap: 2px 12px;
