@@ -110,16 +110,19 @@ def run_batch_report(root: Path, output: str, *, key: PublicKey | None = None) -
     entries = []
     for job, line in lines.items():
         log = root / job / BATCH_LOG
+        head = line.get("log_head")
+        anchors = (
+            [Anchor(head, source=BATCH_OUTCOMES)]
+            if isinstance(head, str) and HEAD.fullmatch(head)
+            else None
+        )
         chooser = Chooser(None, last=True)
-        check = fold_log(log, chooser)
+        check = fold_log(log, chooser, wanted={a.head for a in anchors or ()})
         _warn(log, check)
         page = chooser.first
         if page is None:
             entries.append(entry(job, line, None, None, None))
             continue
-        head = line.get("log_head")
-        anchored = isinstance(head, str) and HEAD.fullmatch(head)
-        anchors = [Anchor(str(head), source=BATCH_OUTCOMES)] if anchored else None
         auth = authenticate(check, anchors=anchors, key=key)
         stats = diff_stat(root / job / PATCH, _workspace(page), _unasked_paths(page))
         name = page_name(out.stem, job)
