@@ -199,7 +199,7 @@ def _words(page: AttemptPage) -> str:
     summary, reason = end.get("summary"), end.get("reason")
     if isinstance(summary, str):
         said = f'<pre id="summary">{_e(summary, FIELDS_CHARS)}</pre>'
-    elif page.status in ("blocked", "failed") and isinstance(reason, str):
+    elif page.status == "blocked" and isinstance(reason, str):  # the agent's BLOCKED: words
         said = f'<pre id="summary">{_e(reason, FIELDS_CHARS)}</pre>'
     elif page.end is None:
         said = '<p id="summary" class="none">the attempt did not finish: no final message</p>'
@@ -557,7 +557,7 @@ h1 { font-size: 1.3em; } h2 { font-size: 1.1em; margin-top: 1.6em; }
 code, pre, td { font-family: ui-monospace, monospace; font-size: 12px; }
 dl { display: grid; grid-template-columns: max-content minmax(0, 1fr); gap: 2px 12px;
      padding: 8px; border-left: 4px solid #888; }
-dl.good { border-color: #2e7d32; } dl.bad { border-color: #c62828; }
+dl.good { border-color: #2e7d32; } dl.bad { border-color: #c62828; color: inherit; }
 dt { font-weight: 600; } dd { margin: 0; font-family: ui-monospace, monospace; min-width: 0; }
 p.good { color: #2e7d32; } p.bad, .bad { color: #c62828; } p.none { color: #777; }
 .badge { display: inline-block; padding: 1px 8px; border-radius: 10px; font-size: 0.75em;
@@ -569,7 +569,7 @@ p.good { color: #2e7d32; } p.bad, .bad { color: #c62828; } p.none { color: #777;
              max-height: 24em; overflow-y: auto; }
 .scroll { overflow-x: auto; max-width: 100%; }
 table { border-collapse: collapse; width: 100%; }
-#timeline { min-width: 60em; } .scroll > table { min-width: 40em; }
+td.job { white-space: nowrap; } #timeline { min-width: 60em; } .scroll > table { min-width: 40em; }
 th, td { border: 1px solid #ddd; padding: 3px 6px; text-align: left; vertical-align: top; }
 th { background: #f3f3f3; font-family: system-ui, sans-serif; }
 tr.v-deny td { background: #fdecea; } tr.v-reported td { background: #fff8e1; }
