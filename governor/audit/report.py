@@ -567,7 +567,8 @@ p.good { color: #2e7d32; } p.bad, .bad { color: #c62828; } p.none { color: #777;
 .badge.warn { background: #b26a00; }
 #words pre { background: #f6f6f6; padding: 6px 8px; border-left: 4px solid #bbb;
              max-height: 24em; overflow-y: auto; }
-.scroll { overflow-x: auto; max-width: 100%; }
+.scroll { overflow-x: auto; max-width: 100%; content-visibility: auto;
+          contain-intrinsic-size: auto 30em; }
 table { border-collapse: collapse; width: 100%; }
 td.job { white-space: nowrap; } #timeline { min-width: 60em; } .scroll > table { min-width: 40em; }
 th, td { border: 1px solid #ddd; padding: 3px 6px; text-align: left; vertical-align: top; }
