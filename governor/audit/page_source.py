@@ -78,7 +78,7 @@ class AttemptPage:
                 self.end = record
             return
         self.end = None  # a record after an end: the end was not the last word
-        self.tallier.add_record(record)
+        self.tallier.take(record)
         self.decisions += 1
         if len(self.timeline) < self.rows:
             self.timeline.append(record)

@@ -190,7 +190,9 @@ def _page_parser() -> argparse.ArgumentParser:
         "file): its header, the tally as a chart, each refusal with its rule and reason, the "
         "changes made without asking and what explains them, a timeline of every decision "
         "(filter by verdict and kind; report.html#verdict=deny opens filtered) and the "
-        "verification of the log's hash chain.",
+        "verification of the log's hash chain. Given a batch's output folder (governor batch "
+        "--out OUT), one page with a row per job linking to each job's page, written beside it "
+        "as FILE.JOB.html. The log is read once, streaming; a table holds its first 2,000 rows.",
     )
     p.add_argument("paths", nargs="+", metavar="LOG|DIR")
     p.add_argument(
