@@ -15,8 +15,13 @@ Rules of this file:
   neither run nor fetch.
 - **Nothing added unmasked.** The values are the log's, masked when they were
   written; what the page adds besides them (the log's name) the caller masks.
-- **Read once.** The records come from `governor.audit.reading` (grouped and
-  verified in one pass); the tally is `tally`'s, as the outcome computes it.
+- **Read once, bounded.** The attempt comes folded from its log in one
+  streaming pass (`governor.audit.page_source`: verified as it is read, the
+  first `PAGE_ROWS` rows of each table kept, the rest counted); the tally is
+  `Tallier`'s, as the outcome computes it.
+- **Readable at any width.** A viewport tag; wide tables scroll inside their
+  own box (drawn only when near the window), never the page; the tally's
+  counts have a column of their own (tested in Chromium at 400 and 1,400 px).
 
 The timeline filters by verdict and kind with checkboxes; the URL's fragment
 holds the filter (``report.html#verdict=deny&kind=permission,terminal``), so a
