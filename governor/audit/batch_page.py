@@ -44,6 +44,8 @@ class JobEntry:
     """Whether its log verifies (None: no log to check)."""
     href: str | None
     """Its attempt page, relative to the batch page (None: no attempt in its log)."""
+    anchored: bool = False
+    """Whether its log was checked against a head or a key besides itself."""
 
     @property
     def status(self) -> str:
@@ -55,13 +57,22 @@ class JobEntry:
         return status
 
 
-def entry(job: str, line: Mapping[str, Any], page: AttemptPage | None, intact: bool | None, href: str | None) -> JobEntry:
+def entry(
+    job: str,
+    line: Mapping[str, Any],
+    page: AttemptPage | None,
+    intact: bool | None,
+    href: str | None,
+    *,
+    anchored: bool = False,
+) -> JobEntry:
     """A job's row: the counts from its log when it holds the attempt (as the
     outcome computed them), else from its outcome line."""
     if page is not None:
         return JobEntry(
-            job, line, page.tally, page.unasked_total, page.refused_total, page.decisions, intact, href
-        )
+            job, line, page.tally, page.unasked_total, page.refused_total, page.decisions,
+            intact, href, anchored,
+        )  # fmt: skip
     counts = (line.get("acp") or {}).get("tally") or {}
     tally = Tally(**{c: int(counts.get(c, 0)) for c in asdict(Tally())})
     return JobEntry(job, line, tally, tally.unasked, tally.refused, 0, intact, href)
@@ -110,7 +121,9 @@ def _row(e: JobEntry, names: list[str]) -> str:
     log = (
         "no attempt"
         if e.intact is None
-        else ("intact" if e.intact else '<strong class="bad">TAMPERED</strong>')
+        else ("intact" + (", anchored" if e.anchored else " (not anchored)"))
+        if e.intact
+        else '<strong class="bad">TAMPERED</strong>'
     )
     return (
         f'<tr data-job="{escaped(e.job)}"><td class="job">{link}</td>'

@@ -129,7 +129,7 @@ def run_batch_report(root: Path, output: str, *, key: PublicKey | None = None) -
         html = render(page, check, log_name=masked(str(log)), authenticity=auth, stats=stats)
         _write(out.parent / name, html)
         intact = check.problem is None and not auth.problems
-        entries.append(entry(job, line, page, intact, name))
+        entries.append(entry(job, line, page, intact, name, anchored=bool(auth.checked)))
     _write(out, render_batch(entries, folder=masked(str(root))))
     pages = sum(1 for e in entries if e.href)
     print(f"wrote {output}: {len(entries)} job(s), and {pages} attempt page(s) beside it")
