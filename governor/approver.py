@@ -25,6 +25,7 @@ from typing import Any, Final, Literal, Protocol
 
 import trio
 
+from policies import by as who
 from policies.decide import Decision
 from policies.rules import Verdict
 
@@ -157,23 +158,24 @@ class Approvals:
         if answer is None:
             return (
                 Verdict.DENY,
-                "policy",
+                who.CANCELLED,
                 f"the turn was cancelled while waiting for approval ({decision.reason})",
             )
         if answer == "once":
-            return Verdict.ALLOW, "person", f"allowed once by a person ({decision.reason})"
+            return Verdict.ALLOW, who.PERSON, f"allowed once by a person ({decision.reason})"
         if answer == "always":
             self.grants.add(self._key(kind, subject, shown))
             return (
                 Verdict.ALLOW,
-                "person",
+                who.PERSON,
                 f"allowed by a person for the rest of this attempt ({decision.reason})",
             )
         if answer == "pause":
-            return Verdict.ASK, "policy", f"waiting for a person's approval: {decision.reason}"
+            return Verdict.ASK, who.UNATTENDED, f"waiting for a person's approval: {decision.reason}"
         person = self.approver.name in ("person", "callback")
-        who = "a person" if person else "nobody is there to approve (unattended)"
-        return Verdict.DENY, "person" if person else "policy", f"refused: {decision.reason}; {who}"
+        nobody = "a person" if person else "nobody is there to approve (unattended)"
+        by = who.PERSON if person else who.UNATTENDED
+        return Verdict.DENY, by, f"refused: {decision.reason}; {nobody}"
 
     async def _answer(self, ask: Ask) -> Approval | None:
         """The approver's answer, or None when the turn is cancelled first."""

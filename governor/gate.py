@@ -56,6 +56,7 @@ from governor.toolcalls import (
     newly_completed,
     report,
 )
+from policies import by as who
 from policies.actions import ToolPermission
 from policies.decide import Decision, decide
 from policies.options import CACHED_TEXT, choose_offered
@@ -247,22 +248,22 @@ class Gate:
         """The final verdict when no approver is needed (allow, deny, a grant, a
         broken log, a cancelled turn); None for an ask."""
         if self.audit.broken is not None or self.failure is not None:
-            return Verdict.DENY, "ceiling", f"refused: {self.audit.broken or self.failure}"
+            return Verdict.DENY, who.FAILED, f"refused: {self.audit.broken or self.failure}"
         if self.approvals.cancelled:
-            return Verdict.DENY, "policy", "the turn was cancelled"
+            return Verdict.DENY, who.CANCELLED, "the turn was cancelled"
         if decision.verdict is not Verdict.ASK:
             return decision.verdict, decision.by, decision.reason
         if self.approvals.granted(kind, subject, shown):
             return (
                 Verdict.ALLOW,
-                "grant",
+                who.GRANT,
                 f"allowed by a person's grant for this attempt ({decision.reason})",
             )
         carried = self.approvals.carried_by(kind, subject, shown)
         if carried is not None:  # one question per action: not a second wait
             return (
                 Verdict.ALLOW,
-                "grant",
+                who.GRANT,
                 f"allowed by a person (seq {carried}): the permission they allowed carries "
                 f"it out ({decision.reason})",
             )
@@ -401,7 +402,7 @@ class Gate:
             verdict, by, reason = settled
             choice = choose_offered(offered, verdict, self.policy.allow_mode_switch)
             if verdict is Verdict.ALLOW and choice.option_id is None:
-                verdict, by, reason = Verdict.DENY, "policy", f"{reason}; but {choice.reason}"
+                verdict, by, reason = Verdict.DENY, who.OPTIONS, f"{reason}; but {choice.reason}"
             elif verdict is not Verdict.ALLOW:
                 choice = choose_offered(offered, Verdict.DENY, False)
             return (verdict, by, reason), choice.option_id or "cancelled"
@@ -416,7 +417,7 @@ class Gate:
             if ruling.allowed and isinstance(response.outcome, schema.AllowedOutcome):
                 named = named_paths(state.locations, command, self.policy.workspace)
                 self.carried.allowances.allow(call.tool_call_id, ruling.seq, named)
-                if ruling.by == "person":
+                if ruling.by == who.PERSON:
                     self.approvals.carry(subject, ruling.seq)
             return response
 
@@ -496,8 +497,8 @@ class Gate:
                 kind,
                 session=self.session_id,
                 subject=subject,
-                verdict="reported",
-                by="agent",
+                verdict=kind,  # ``unasked`` or ``reported``: the tally's word for it
+                by=who.AGENT,
                 reason=reason,
             )
         except AuditUnavailable as e:

@@ -24,7 +24,7 @@ def run_demo(
     return subprocess.run(argv, capture_output=True, text=True, env=environ, timeout=120)
 
 
-def test_the_job_summary_has_the_tally_and_each_refusal_and_no_secret(tmp_path: Path) -> None:
+def test_the_job_summary_has_the_tally_and_each_refusal_with_what_decided_it_and_no_secret(tmp_path: Path) -> None:
     summary = tmp_path / "summary.md"
     summary.write_text("earlier step\n")
     done = run_demo(tmp_path, "--annotate", env={"GITHUB_STEP_SUMMARY": str(summary)})
@@ -34,7 +34,9 @@ def test_the_job_summary_has_the_tally_and_each_refusal_and_no_secret(tmp_path: 
     assert "| asked | allowed | waited | refused | reported | unasked |" in text
     assert "| 6 | 5 | 0 | 1 | 0 | 1 |" in text
     assert "Install .git/hooks/pre-commit" in text
-    assert "| protected: .git/&#42;&#42; |" in text  # the rule, its stars as text
+    # what decided (a protected path, not the ceiling), the rule with its stars as text
+    assert "| protected | protected: .git/&#42;&#42; |" in text
+    assert "REFUSED by protected" in done.stderr  # the progress line says the same
     assert "NOTES.md" in text  # the change made without asking
     errors = [line for line in done.stderr.splitlines() if line.startswith("::error ")]
     warnings = [line for line in done.stderr.splitlines() if line.startswith("::warning ")]
