@@ -95,6 +95,9 @@ class Gate:
         self.tool_calls = ToolCalls()
         self.pause_requested = trio.Event()
         self._requests = 0
+        self._last_written: int | None = None
+        """The request of the last decision record written (an overruling writes
+        its request again)."""
         self._responses: dict[str | None, schema.RequestPermissionResponse] = {}
         self._routes: Routes | None = None
         self.files = FileRequests(self)
@@ -285,11 +288,16 @@ class Gate:
         word = "approval" if verdict is Verdict.ASK else str(verdict)
         parts = decision.parts
         written: list[dict[str, Any]] = []
+        # A request of one record may be counted among repeated refusals; one of
+        # several (parts, an overruling) is written whole, or it would count twice.
+        thin = not parts and request != self._last_written
+        self._last_written = request
         try:
             if not parts:  # one decision, one record: the usual case
                 record = self.audit.append(
                     kind,
                     self._fields(request, subject, word, by, decision.rule, reason, option),
+                    thin=thin,
                 )
                 written.append(record)
             else:
@@ -315,6 +323,7 @@ class Gate:
                             reason if final else part.reason,
                             option,
                         ),
+                        thin=False,
                     )
                     written.append(record)
         except AuditUnavailable as e:
