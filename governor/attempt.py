@@ -138,6 +138,7 @@ class Attempt:
             timeout_s=p.wall,
             sandboxed_agent=p.sandboxed_agent,
             log=str(p.log_path) if p.log_path else None,
+            workspace=p.policy.workspace,
             masker=p.masker,
         )
         self.auth_methods: list[Any] = []

@@ -43,9 +43,15 @@ def exit_code(outcome: Outcome) -> int:
     """The exit code of an outcome (`EXITS`): its status's, but a completed
     attempt whose checks failed says so, since an agent's success is its own
     claim and the checks' verdict is the job's."""
-    if outcome.status == "completed" and outcome.verdict == "failed":
+    return exit_code_of(outcome.status, outcome.verdict)
+
+
+def exit_code_of(status: str, verdict: str | None) -> int:
+    """`exit_code` of an outcome's status and verdict (a batch's outcome lines
+    are plain values)."""
+    if status == "completed" and verdict == "failed":
         return CHECK_FAILED
-    return EXIT_BY_STATUS[outcome.status]
+    return EXIT_BY_STATUS[status]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -5,7 +5,8 @@ decision log, after ``run_id``; the records are streamed from the attempt's
 audit log (`governor.audit.reading.decision_records`) one at a time, never
 gathered into a list, so that printing an attempt of 100,000 decisions costs
 no more memory than printing one of ten. The text is what ``json.dumps`` of
-the whole document would give, byte for byte.
+the whole document would give, byte for byte. ``exit_code`` follows
+``status``: the code the command line returns for it (`governor.cli.EXITS`).
 """
 
 from __future__ import annotations
@@ -28,13 +29,16 @@ class Streamed:
         return iter(self.items)
 
 
-def document(outcome: Outcome) -> dict[str, Any]:
-    """The outcome's JSON document, its ``tool_calls`` streamed from its log."""
+def document(outcome: Outcome, exit_code: int) -> dict[str, Any]:
+    """The outcome's JSON document with the exit code the command returns, its
+    ``tool_calls`` streamed from its log."""
     records = Streamed(decision_records(outcome.log, outcome.run_id, outcome.decisions))
     doc: dict[str, Any] = {}
     for key, value in outcome.to_json().items():
         doc[key] = value
-        if key == "run_id":
+        if key == "status":
+            doc["exit_code"] = exit_code
+        elif key == "run_id":
             doc["tool_calls"] = records
     return doc
 

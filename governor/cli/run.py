@@ -290,10 +290,12 @@ def main(args: argparse.Namespace) -> int:
         prepared = _prepared(spec, problems)
         freeze_startup_heap()
         outcome = trio.run(run_until_signalled, prepared)
+        matched = failed_on(outcome, fail_on) if exit_code(outcome) == 0 else []
+        code = FAILED_ON if matched else exit_code(outcome)
         if trace is not None:
             trace.ended(outcome)
         if events is not None:
-            events.outcome(outcome)
+            events.outcome(outcome, code)
         ci.report(outcome, annotate=args.annotate)
     except RefusedBeforeStart as e:
         if trace is not None:
@@ -318,15 +320,14 @@ def main(args: argparse.Namespace) -> int:
         from governor.cli.outcome_json import document, write_json
 
         try:
-            write_json(document(outcome), sys.stdout, indent=2)
+            write_json(document(outcome, code), sys.stdout, indent=2)
         except LogUnreadable as e:
             print(f"\ngovernor: the decision log cannot be printed: {e}", file=sys.stderr)
             return 1
         print()
     else:
         print_summary(outcome)
-    code = exit_code(outcome)
-    if code == 0 and (matched := failed_on(outcome, fail_on)):
+    if matched:
         t = outcome.acp.tally if outcome.acp is not None else None
         counts = {
             "refused": f"{t.refused if t else 0} request(s) refused",
@@ -334,7 +335,6 @@ def main(args: argparse.Namespace) -> int:
         }
         said = " and ".join(counts[word] for word in matched)
         print(f"governor: --fail-on {','.join(matched)}: the attempt completed with {said}", file=sys.stderr)
-        return FAILED_ON
     return code
 
 

@@ -47,13 +47,16 @@ async def test_the_streamed_json_is_the_text_json_dumps_gives_for_the_whole_outc
     whole: dict[str, Any] = {}  # the document as the outcome once held it, all in memory
     for key, value in outcome.to_json().items():
         whole[key] = value
+        if key == "status":
+            whole["exit_code"] = 0
         if key == "run_id":
             whole["tool_calls"] = decisions_in(log, outcome.run_id)
-    keys = list(document(outcome))
-    assert keys[:2] == ["status", "summary"] and keys[keys.index("run_id") + 1] == "tool_calls"
+    keys = list(document(outcome, 0))
+    assert keys[:3] == ["status", "exit_code", "summary"]
+    assert keys[keys.index("run_id") + 1] == "tool_calls"
     for indent in (2, None):
         out = io.StringIO()
-        write_json(document(outcome), out, indent=indent)
+        write_json(document(outcome, 0), out, indent=indent)
         assert out.getvalue() == json.dumps(whole, indent=indent, ensure_ascii=False)
         assert json.loads(out.getvalue())["tool_calls"] == decisions_in(log, outcome.run_id)
 
