@@ -5,8 +5,10 @@ it. Its answer is one of `APPROVALS`:
 
 - ``once``: allow this one request (recorded as decided by a person);
 - ``always``: allow this and every identical request for the rest of the
-  attempt (recorded as a grant);
-- ``refuse``: deny it;
+  attempt (this one recorded as decided by a person, the later ones as
+  covered by a grant);
+- ``refuse``: deny it (by a person when one is there -- a person or a
+  callback -- else ``unattended``);
 - ``pause``: deny it *and* end the attempt as ``needs_approval`` with the
   request recorded, so that a person can decide later and run again.
 

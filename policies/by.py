@@ -49,7 +49,7 @@ DECIDED: Final[Mapping[str, str]] = {
     "kinds or hosts, and the agent's own model API hosts); the rule field names it",
     CEILING: "a protected path the operator's ceiling names: no job can unprotect it",
     PERSON: "a person answered an ask (allow once, allow always, refuse; a form filled in "
-    "or declined)",
+    "or declined), at the terminal or through a library's approver callback",
     GRANT: "allowed without asking again: a person's earlier allow-always covers it, or "
     "the permission a person just allowed carries it out (its command, its write)",
     UNATTENDED: "an ask nobody was there to answer: refused (unattended approvals, a "
