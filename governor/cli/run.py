@@ -1,4 +1,9 @@
-"""`governor run`: the main job -- one governed attempt of an agent at a task."""
+"""`governor run`: the main job -- one governed attempt of an agent at a task.
+
+The attempt's machinery (trio, the ACP schema, the sandbox) is imported when
+`main` runs, not with this module: `governor --help` and every other command
+build this parser too, and must not wait half a second for what they never use.
+"""
 
 from __future__ import annotations
 
@@ -9,15 +14,14 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-import trio
-
-from governor.attempt import run_attempt
-from governor.cli import EXIT_CODES, FAILED_ON, REFUSED_BEFORE_START, ci, exit_code
-from governor.outcome import Outcome
-from governor.spec import EMPTY_PROMPT, AttemptSpec, Prepared, RefusedBeforeStart, prepare
+from governor.cli import EXIT_CODES, FAILED_ON, REFUSED_BEFORE_START, exit_code
 from policies.capability import CAPABILITY_NAMES, Capability
+
+if TYPE_CHECKING:
+    from governor.outcome import Outcome
+    from governor.spec import AttemptSpec, Prepared
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -248,7 +252,11 @@ def failed_on(outcome: Outcome, fail_on: frozenset[str]) -> list[str]:
 
 def main(args: argparse.Namespace) -> int:
     """Run the attempt and map its status to the exit code."""
+    import trio
+
     from governor import logs
+    from governor.cli import ci
+    from governor.spec import AttemptSpec, RefusedBeforeStart
 
     logs.configure(json_lines=args.json or not sys.stderr.isatty())
     command = list(args.command)
@@ -341,6 +349,8 @@ def main(args: argparse.Namespace) -> int:
 def _prepared(spec: AttemptSpec, problems: list[str]) -> Prepared:
     """The spec prepared, or `RefusedBeforeStart` with the command line's problems
     and the spec's together: an operator fixes the whole command in one round."""
+    from governor.spec import EMPTY_PROMPT, RefusedBeforeStart, prepare
+
     try:
         prepared = prepare(spec)
     except RefusedBeforeStart as e:
@@ -432,6 +442,11 @@ async def run_until_signalled(spec: AttemptSpec | Prepared) -> Outcome:
     outright. A second signal while the attempt winds down is ignored: the
     shutdown is bounded (cancel, grace, SIGTERM, SIGKILL of the agent's tree).
     """
+    import trio
+
+    from governor.attempt import run_attempt
+    from governor.spec import RefusedBeforeStart
+
     stop = trio.Event()
     with trio.open_signal_receiver(*STOP_SIGNALS) as signals:
         async with trio.open_nursery() as nursery:
