@@ -252,6 +252,10 @@ def failed_on(outcome: Outcome, fail_on: frozenset[str]) -> list[str]:
 
 def main(args: argparse.Namespace) -> int:
     """Run the attempt and map its status to the exit code."""
+    # No collections until the attempt starts (`freeze_startup_heap` collects once):
+    # the imports and the schema's models make little garbage, and each collection
+    # on the way walked the whole growing heap again for it.
+    gc.disable()
     import trio
 
     from governor import logs
@@ -297,6 +301,7 @@ def main(args: argparse.Namespace) -> int:
         )
         prepared = _prepared(spec, problems)
         freeze_startup_heap()
+        gc.enable()
         outcome = trio.run(run_until_signalled, prepared)
         if trace is not None:
             trace.ended(outcome)
