@@ -174,7 +174,10 @@ def _replay_parser() -> argparse.ArgumentParser:
         "under another policy (bound to each attempt's own roots) and list what would change.",
     )
     p.add_argument("log", metavar="LOG")
-    p.add_argument("--policy", metavar="FILE", required=True, help="the policy to replay under")
+    p.add_argument(
+        "--policy", metavar="FILE|NAME", required=True,
+        help="the policy to replay under (a file, or a shipped policy by name)",
+    )  # fmt: skip
     p.add_argument(
         "--ceiling", metavar="FILE", help="whose protected paths apply (default: the one in force)"
     )
