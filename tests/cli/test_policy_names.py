@@ -127,3 +127,11 @@ def test_a_batch_job_keeps_a_shipped_name_and_anchors_a_relative_path(tmp_path: 
     assert named.policy == "ci"
     pathed = anchored(Job(id="b", prompt="p", repo="/r", agent="demo", policy="p.toml"), tmp_path)
     assert pathed.policy == str(tmp_path / "p.toml")
+
+
+def test_the_help_and_docs_name_every_shipped_policy(tmp_path: Path) -> None:
+    shown = " ".join(governor("run", "--help", cwd=tmp_path).stdout.split())
+    table = (Path(__file__).resolve().parents[2] / "docs" / "policies.md").read_text()
+    for name in SHIPPED:
+        assert name in shown, f"governor run --help does not name the shipped policy {name}"
+        assert f"| `{name}` | `policies/{name}.toml` |" in table, name
