@@ -30,49 +30,6 @@ class Tally:
     unasked: int = 0
 
 
-TALLY_WORDS: Final[tuple[tuple[str, str], ...]] = (
-    (
-        "asked",
-        "requests the agent made through the governor: permission requests, file reads "
-        "and writes, terminal commands, forms (elicitation) and network connections; one "
-        "count per request, however many parts it has (`cat a; ls b` is one)",
-    ),
-    (
-        "allowed",
-        "asked requests allowed in the end, by the policy, a person or a grant; asked = "
-        "allowed + refused + those left waiting when an ask paused the attempt",
-    ),
-    (
-        "waited",
-        "asked requests that waited on a person: a person answered them (allow once, for "
-        "the attempt, refuse) or the attempt paused for one; each is also counted as "
-        "allowed or refused (or left waiting); a grant is no wait (a person's earlier yes "
-        "that covers it: \"for the rest of this attempt\", or the permission they allowed "
-        "that this command carries out)",
-    ),
-    (
-        "refused",
-        "asked requests refused in any part, whoever refused (the capability, a protected "
-        "path, a rule, the ceiling, a person, or nobody there to ask)",
-    ),
-    (
-        "reported",
-        "what the agent did itself that changes nothing or that a permission covers: a "
-        "completed tool call it reported, of a kind that changes nothing (read, search, "
-        "fetch...), that no governed request explains; and a file it changed under a "
-        "permission allowed for that tool call (a `changed` record)",
-    ),
-    (
-        "unasked",
-        "what it did without asking: a completed tool call that changes something (edit, "
-        "delete, move, execute) that never came through the governor, and a file created, "
-        "changed or deleted in the roots that nothing governed explains",
-    ),
-)
-"""The tally's words, each defined once: `governor audit --help` prints them, and
-the README's table holds the same sentences (tests/cli/test_readme_and_example.py)."""
-
-
 def tally(records: Iterable[Mapping[str, Any]]) -> Tally:
     """The tally of decision records, with the seed's semantics.
 
@@ -186,3 +143,23 @@ ASKED_KINDS: Final = frozenset(
     {"permission", "read", "write", "terminal", "elicitation", "network"}
 )
 """The record kinds that stand for something the agent asked."""
+
+
+WORDS: Final = {
+    "asked": "requests the agent made to the governor (permissions, file reads and writes, "
+    "terminal commands, connections, forms), one per request however many parts it was "
+    "decided in",
+    "allowed": "asked requests allowed in full, whoever allowed them (the capability, a rule, "
+    "a person, a grant)",
+    "waited": "asked requests put to a person: answered by one (once, always, refuse, a form) "
+    "or left waiting for one when the attempt paused; a grant's cover and an unattended "
+    "refusal are not waits",
+    "refused": "asked requests of which any part was refused, whoever refused it",
+    "reported": "what the agent says it did that needed no asking: a completed tool call that "
+    "changes nothing and never came through the governor, a change it made itself under a "
+    "permission it was allowed; not asked",
+    "unasked": "changes made without asking: a completed edit, delete, move or execute tool "
+    "call that never came through the governor, a change in the roots nothing governed "
+    "explains; not asked",
+}
+"""Each word of the tally, in the order the tally shows them (`Tally`'s fields)."""

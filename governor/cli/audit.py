@@ -43,7 +43,7 @@ from governor.audit.reading import (
 )
 from governor.audit.shape import outcome_malformed
 from governor.audit.signing import SigningUnavailable
-from governor.audit.tally import TALLY_WORDS, Tally
+from governor.audit.tally import WORDS, Tally
 from governor.audit.verify import INCOMPLETE, UNFINISHED, parsed
 from governor.display import terminal
 
@@ -64,12 +64,13 @@ EXIT_CODES: Final = """exit codes:
      and no --attempt (the choices are named)
 """
 
-TALLY_COLUMNS: Final = tuple(word for word, _ in TALLY_WORDS)
+TALLY_COLUMNS: Final = tuple(WORDS)
 
 TALLY_HELP: Final = "the tally's words:\n" + "".join(
     textwrap.fill(text, 88, initial_indent=f"  {word:<9} ", subsequent_indent=" " * 12) + "\n"
-    for word, text in TALLY_WORDS
+    for word, text in WORDS.items()
 )
+"""`WORDS` as `governor audit --help` prints them, before its exit codes."""
 
 
 HEAD: Final = re.compile(r"[0-9a-f]{64}")

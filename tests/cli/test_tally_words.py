@@ -1,4 +1,4 @@
-"""The tally's words are defined once (`governor.audit.tally.TALLY_WORDS`) and
+"""The tally's words are defined once (`governor.audit.tally.WORDS`) and
 said the same way wherever a person reads them: `governor audit --help` and
 the README's table."""
 
@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from governor.audit.tally import TALLY_WORDS, Tally
+from governor.audit.tally import WORDS, Tally
 
 GOVERNOR = str(Path(sys.executable).parent / "governor")
 ROOT = Path(__file__).resolve().parents[2]
@@ -20,7 +20,7 @@ def flat(text: str) -> str:
 
 
 def test_every_count_of_the_tally_has_one_definition_in_its_order() -> None:
-    assert [word for word, _ in TALLY_WORDS] == list(Tally.__dataclass_fields__)
+    assert list(WORDS) == list(Tally.__dataclass_fields__)
 
 
 def test_governor_audit_help_defines_every_word_of_the_tally(tmp_path: Path) -> None:
@@ -30,11 +30,11 @@ def test_governor_audit_help_defines_every_word_of_the_tally(tmp_path: Path) -> 
     assert done.returncode == 0, done.stderr
     shown = flat(done.stdout)
     assert "the tally's words:" in shown
-    for word, text in TALLY_WORDS:
+    for word, text in WORDS.items():
         assert f"{word} {flat(text)}" in shown, word
 
 
 def test_the_readme_defines_the_tally_with_the_same_sentences() -> None:
     rows = dict(re.findall(r"^\| `(\w+)` \| (.+) \|$", (ROOT / "README.md").read_text(), re.M))
-    for word, text in TALLY_WORDS:
-        assert rows.get(word) == text, f"the README's row for `{word}` differs from TALLY_WORDS"
+    for word, text in WORDS.items():
+        assert rows.get(word) == text, f"the README's row for `{word}` differs from WORDS"
