@@ -388,7 +388,7 @@ def find(agent_id: str, table: Mapping[str, Preset] | None = None) -> Preset:
     return found
 
 
-def login_line(
+def login_as_found(
     preset: Preset, program: str, which: Callable[[str], str | None] = shutil.which
 ) -> str:
     """The preset's login line with its program named as it was found: one the
