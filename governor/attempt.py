@@ -36,7 +36,7 @@ from pydantic import ValidationError
 from governor import checks, confine, elicitation, frozen, installs, network, plain, roots_size
 from governor.acp.connection import Connection, ConnectionClosed, RemoteError, RequestTimeout
 from governor.acp.jsonrpc import AUTH_REQUIRED, short_error
-from governor.attribution import Evidence, explain
+from governor.attribution import Evidence, change_record, explain
 from governor.audit.log import AuditLog, AuditUnavailable
 from governor.callouts import callouts
 from governor.ending import CommandResult, Ending, judge
@@ -139,6 +139,7 @@ class Attempt:
             timeout_s=p.wall,
             sandboxed_agent=p.sandboxed_agent,
             log=str(p.log_path) if p.log_path else None,
+            workspace=p.policy.workspace,
             masker=p.masker,
         )
         self.auth_methods: list[Any] = []
@@ -651,23 +652,9 @@ class Attempt:
             cause = explain(change, evidence)
             if cause is not None and cause.tool_call is None:
                 continue  # a governed write or command: its own record says so
-            subject = {"path": change.path, "change": change.how}
-            if cause is None:
-                kind, by, explained_by = "unasked", "sandbox", None
-                reason = f"{change.path} was {change.how} in the roots and no governed write, command or allowed permission explains it"
-            else:
-                kind, by, explained_by = "changed", "agent", cause.to_json()
-                reason = f"{change.path} was {change.how} by the agent itself, under the permission allowed for tool call {cause.tool_call}"
+            fields = change_record(change, cause)
             try:
-                self.audit.record(
-                    kind,
-                    session=self.turn.session_id,
-                    subject=subject,
-                    verdict="reported",
-                    by=by,
-                    reason=reason,
-                    explained_by=explained_by,
-                )
+                self.audit.record(fields.pop("kind"), session=self.turn.session_id, **fields)
             except AuditUnavailable:
                 break
         if not after.complete:

@@ -124,6 +124,9 @@ class Outcome:
     """How many records the attempt wrote (the head's ``seq``)."""
     log_key: str | None = None
     """The fingerprint of the operator's key that signed the end record, if any."""
+    workspace: str | None = None
+    """The attempt's workspace (its first root), absolute, masked; None when no
+    attempt was made."""
     findings: list[Finding] = field(default_factory=list)
     """The tamper audit of the attempt's diff (`governor.tamper`): tests deleted,
     assertions weakened, skip markers, runner configuration, suppressions."""
@@ -151,6 +154,7 @@ class Outcome:
             "acp": None if self.acp is None else asdict(self.acp),
             "pending": _copied(self.pending),
             "log": self.log,
+            "workspace": self.workspace,
             "duration_s": self.duration_s,
             "sign_in": self.sign_in,
             "trace_id": self.trace_id,

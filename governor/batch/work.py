@@ -33,6 +33,7 @@ import trio
 from governor.attempt import run_attempt
 from governor.batch.clone import GitFailed, changes, clone
 from governor.batch.jobs import Job
+from governor.cli import REFUSED_BEFORE_START, exit_code_of
 from governor.outcome import Outcome
 from governor.spec import RefusedBeforeStart
 from policies.ceiling import Ceiling
@@ -58,7 +59,8 @@ class JobResult:
 
 def failed(job: Job, reason: str, **facts: Any) -> dict[str, Any]:
     """The outcome line of a job that ended ``failed`` without an attempt's outcome."""
-    return {**Outcome("failed", reason).to_json(), **_facts(job), **facts}
+    return {**Outcome("failed", reason).to_json(), "exit_code": exit_code_of("failed", None),
+            **_facts(job), **facts}  # fmt: skip
 
 
 def _facts(job: Job) -> dict[str, Any]:
@@ -110,10 +112,12 @@ async def _run(
     if stop is not None and stop.is_set():  # stopped while cloning: start no agent
         return {**failed(job, "interrupted before its attempt"), **facts}, b""
     spec = job.spec(workspace.path, log_path, ceiling=ceiling, on_event=on_event)
+    refused = False
     try:
         outcome = (await run_attempt(spec, stop=stop)).to_json()
     except RefusedBeforeStart as e:
         outcome = failed(job, "refused before start: " + "; ".join(e.problems))
+        refused = True
     outcome.update(facts)
     try:
         patch = await changes(workspace)
@@ -122,6 +126,9 @@ async def _run(
         outcome["status"] = "failed"
         outcome["reason"] = f"the workspace's changes could not be taken{done}: {e}"
         patch = b""
+    # the code `governor run` would exit with for this job
+    code = exit_code_of(outcome["status"], outcome.get("verdict"))
+    outcome["exit_code"] = REFUSED_BEFORE_START if refused else code
     return outcome, patch
 
 

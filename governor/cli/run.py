@@ -1,4 +1,9 @@
-"""`governor run`: the main job -- one governed attempt of an agent at a task."""
+"""`governor run`: the main job -- one governed attempt of an agent at a task.
+
+The attempt's machinery (trio, the ACP schema, the sandbox) is imported when
+`main` runs, not with this module: `governor --help` and every other command
+build this parser too, and must not wait half a second for what they never use.
+"""
 
 from __future__ import annotations
 
@@ -9,15 +14,14 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-import trio
-
-from governor.attempt import run_attempt
-from governor.cli import EXIT_CODES, FAILED_ON, REFUSED_BEFORE_START, ci, exit_code
-from governor.outcome import Outcome
-from governor.spec import EMPTY_PROMPT, AttemptSpec, Prepared, RefusedBeforeStart, prepare
+from governor.cli import EXIT_CODES, FAILED_ON, REFUSED_BEFORE_START, exit_code
 from policies.capability import CAPABILITY_NAMES, Capability
+
+if TYPE_CHECKING:
+    from governor.outcome import Outcome
+    from governor.spec import AttemptSpec, Prepared
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -253,7 +257,15 @@ def failed_on(outcome: Outcome, fail_on: frozenset[str]) -> list[str]:
 
 def main(args: argparse.Namespace) -> int:
     """Run the attempt and map its status to the exit code."""
+    # No collections until the attempt starts (`freeze_startup_heap` collects once):
+    # the imports and the schema's models make little garbage, and each collection
+    # on the way walked the whole growing heap again for it.
+    gc.disable()
+    import trio
+
     from governor import logs
+    from governor.cli import ci
+    from governor.spec import AttemptSpec, RefusedBeforeStart
 
     logs.configure(json_lines=args.json or not sys.stderr.isatty())
     command = list(args.command)
@@ -294,11 +306,14 @@ def main(args: argparse.Namespace) -> int:
         )
         prepared = _prepared(spec, problems)
         freeze_startup_heap()
+        gc.enable()
         outcome = trio.run(run_until_signalled, prepared)
+        matched = failed_on(outcome, fail_on) if exit_code(outcome) == 0 else []
+        code = FAILED_ON if matched else exit_code(outcome)
         if trace is not None:
             trace.ended(outcome)
         if events is not None:
-            events.outcome(outcome)
+            events.outcome(outcome, code)
         ci.report(outcome, annotate=args.annotate)
     except RefusedBeforeStart as e:
         if trace is not None:
@@ -323,15 +338,14 @@ def main(args: argparse.Namespace) -> int:
         from governor.cli.outcome_json import document, write_json
 
         try:
-            write_json(document(outcome), sys.stdout, indent=2)
+            write_json(document(outcome, code), sys.stdout, indent=2)
         except LogUnreadable as e:
             print(f"\ngovernor: the decision log cannot be printed: {e}", file=sys.stderr)
             return 1
         print()
     else:
         print_summary(outcome)
-    code = exit_code(outcome)
-    if code == 0 and (matched := failed_on(outcome, fail_on)):
+    if matched:
         t = outcome.acp.tally if outcome.acp is not None else None
         counts = {
             "refused": f"{t.refused if t else 0} request(s) refused",
@@ -339,13 +353,14 @@ def main(args: argparse.Namespace) -> int:
         }
         said = " and ".join(counts[word] for word in matched)
         print(f"governor: --fail-on {','.join(matched)}: the attempt completed with {said}", file=sys.stderr)
-        return FAILED_ON
     return code
 
 
 def _prepared(spec: AttemptSpec, problems: list[str]) -> Prepared:
     """The spec prepared, or `RefusedBeforeStart` with the command line's problems
     and the spec's together: an operator fixes the whole command in one round."""
+    from governor.spec import EMPTY_PROMPT, RefusedBeforeStart, prepare
+
     try:
         prepared = prepare(spec)
     except RefusedBeforeStart as e:
@@ -437,6 +452,11 @@ async def run_until_signalled(spec: AttemptSpec | Prepared) -> Outcome:
     outright. A second signal while the attempt winds down is ignored: the
     shutdown is bounded (cancel, grace, SIGTERM, SIGKILL of the agent's tree).
     """
+    import trio
+
+    from governor.attempt import run_attempt
+    from governor.spec import RefusedBeforeStart
+
     stop = trio.Event()
     with trio.open_signal_receiver(*STOP_SIGNALS) as signals:
         async with trio.open_nursery() as nursery:
