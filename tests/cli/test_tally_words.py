@@ -38,3 +38,11 @@ def test_the_readme_defines_the_tally_with_the_same_sentences() -> None:
     rows = dict(re.findall(r"^\| `(\w+)` \| (.+) \|$", (ROOT / "README.md").read_text(), re.M))
     for word, text in WORDS.items():
         assert rows.get(word) == text, f"the README's row for `{word}` differs from WORDS"
+
+
+def test_docs_audit_defines_every_by_word_as_policies_by_does() -> None:
+    from policies import by
+
+    rows = dict(re.findall(r"^\| `(\w+)` \| (.+) \|$", (ROOT / "docs" / "audit.md").read_text(), re.M))
+    for word, text in by.WORDS.items():
+        assert rows.get(word) == text, f"docs/audit.md's row for by `{word}` differs from by.WORDS"
