@@ -5,7 +5,7 @@ The library surface for coding loops::
     from governor import AttemptSpec, decision_records, run_attempt, run
 
     outcome = run(AttemptSpec(prompt="...", agent="claude", workspace="repo",
-                              policy="policies/edit-workspace.toml"))
+                              policy="edit-workspace"))  # shipped, by name
     for record in decision_records(outcome.log, outcome.run_id, outcome.decisions):
         ...  # the attempt's decision log, read from its audit log one record at a time
 

@@ -42,6 +42,7 @@ from governor.callouts import callouts
 from governor.ending import CommandResult, Ending, judge
 from governor.gate import Gate
 from governor.outcome import Outcome
+from governor.presets import login_as_found
 from governor.ruling import REFUSED
 from governor.session_setup import SessionSetup
 from governor.spec import AttemptSpec, PlainProgram, Prepared, RefusedBeforeStart, prepare
@@ -490,7 +491,7 @@ class Attempt:
                 return " ".join([ta["command"], *map(str, ta.get("args", []))])
         preset = self.prepared.executor.preset
         if preset is not None and preset.login:
-            return preset.login
+            return login_as_found(preset, self.prepared.executor.argv[0])
         for m in self.auth_methods:
             if getattr(m, "description", None):
                 return str(m.description)

@@ -281,7 +281,7 @@ def _unprotected(source: str, value: Any) -> tuple[str, ...]:
                 source,
                 "unprotect",
                 f"{name!r} cannot be unprotected: only the hook managers' and editors' "
-                f"configs can (see README, Policies)" + (f"; did you mean {hint!r}?" if hint else ""),
+                f"configs can (see docs/policies.md#protected-paths)" + (f"; did you mean {hint!r}?" if hint else ""),
             )
     return names
 

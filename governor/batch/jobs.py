@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from governor.policyfile import read_policy
+from governor.policyfile import read_policy, shipped_name
 from governor.spec import AttemptSpec, RefusedBeforeStart, prepare
 from policies.capability import CAPABILITY_NAMES
 from policies.ceiling import Ceiling
@@ -364,8 +364,10 @@ def anchored(job: Job, base: Path) -> Job:
         )
     if not is_url(job.repo) and not os.path.isabs(os.path.expanduser(job.repo)):
         changes["repo"] = str((base / job.repo).resolve())
-    if isinstance(job.policy, str) and not os.path.isabs(os.path.expanduser(job.policy)):
-        changes["policy"] = str((base / job.policy).resolve())
+    policy = job.policy
+    relative = isinstance(policy, str) and not os.path.isabs(os.path.expanduser(policy))
+    if relative and shipped_name(str(policy)) is None:  # a shipped name stays a name
+        changes["policy"] = str((base / str(policy)).resolve())
     return replace(job, **changes) if changes else job
 
 

@@ -53,7 +53,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--add-dir", metavar="DIR", action="append", default=[], help="another root (repeatable)"
     )
-    p.add_argument("--policy", metavar="FILE", help="the job's policy (default: read-only)")
+    p.add_argument(
+        "--policy",
+        metavar="FILE|NAME",
+        help="the job's policy: a TOML file, or a shipped policy by name (read-only, "
+        "edit-workspace, ci, full-access); default: the least authority (read-only)",
+    )
     p.add_argument(
         "--capability", choices=CAPABILITY_NAMES, help="override the policy's capability"
     )
@@ -144,7 +149,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--events",
         metavar="FILE",
         help="write every event as a JSON line to FILE as it happens ('-': stdout, which "
-        "then holds only the events, the outcome last); the format is in the README",
+        "then holds only the events, the outcome last); the format is in docs/cli.md",
     )
     p.add_argument(
         "--annotate",

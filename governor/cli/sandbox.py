@@ -61,8 +61,9 @@ def register(subparsers: Any) -> None:
         "give it. One argument is a shell line (run by /bin/sh -c), several are an argv.",
     )
     parser.add_argument(
-        "--policy", type=Path, default=None, metavar="FILE",
-        help="run under this policy file's profile and [limits]; the flags below override it",
+        "--policy", default=None, metavar="FILE|NAME",
+        help="run under this policy's profile and [limits] (a file, or a shipped policy's "
+        "name: edit-workspace); the flags below override it",
     )
     parser.add_argument(
         "--capability",
