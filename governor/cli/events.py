@@ -19,6 +19,8 @@ from the first event on) and a sequence number (``n``, from 1), then its
 - ``check``: one of the job's checks after the attempt ended (``command``,
   ``verdict``: passed or failed, ``exit``, ``duration_s``, ``tail``: the end
   of its output, masked);
+- ``try``: with ``--tries``, a try begins (``try``: its number, ``of``: how
+  many at most); each try's events follow it, under its own ``attempt``;
 - ``outcome``: the last line, the outcome as ``--json`` prints it.
 
 Text from the agent is masked like the audit log (known secret values and token
