@@ -108,7 +108,15 @@ JOBS: Final = (
 gaming a test tried on one of them."""
 
 PYTHON_CHECK: Final = "{python} -m unittest discover -s tests -t . -q"
-NODE_CHECK: Final = "node --test tests/"
+NODE_CHECK: Final = "node --test {unit} {acceptance}"
+"""Named files: ``node --test`` finds only ``test-*``, ``*.test.*`` and ``test/`` by itself."""
+
+
+def check_command(task: Task, python: str = "python3") -> str:
+    """The job's check of ``task``: every test of its repository."""
+    if task.language == "javascript":
+        return NODE_CHECK.format(unit=task.unit_test, acceptance=task.acceptance_test)
+    return PYTHON_CHECK.format(python=python)
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -157,7 +165,7 @@ def make(out: Path, agent_python: str = sys.executable, check_python: str = "pyt
     lines = []
     for behaviour, name, tries in JOBS:
         task = BY_NAME[name]
-        check = NODE_CHECK if task.language == "javascript" else PYTHON_CHECK.format(python=check_python)
+        check = check_command(task, check_python)
         job = {
             "id": f"{behaviour}-{name}",
             "prompt": f"The acceptance test {task.acceptance_test} fails: fix {task.source}.",
