@@ -226,10 +226,18 @@ async def run_tries(
         raise RefusedBeforeStart([f"{e}; nothing was started"]) from None
     done: list[dict[str, Any]] = []
     try:
-        prepared, outcome = first, None
+        prepared: Prepared = first
+        outcome: Outcome | None = None
         for n in range(1, tries + 1):
             _said(base, "try", {"try": n, "of": tries})
-            outcome = await run_attempt(prepared, stop=stop)
+            try:
+                current = await run_attempt(prepared, stop=stop)
+            except RefusedBeforeStart as e:
+                if outcome is None:
+                    raise
+                _notice(outcome, f"no try {n}: {e}")  # the tries so far stand
+                break
+            outcome = current
             facts = digest(outcome.checks_run, masker=first.masker, tried=n)
             entry = {"try": n, **outcome.to_json()}
             if facts is not None:
@@ -238,13 +246,13 @@ async def run_tries(
             last = n == tries or (stop is not None and stop.is_set())
             if last or outcome.verdict != "failed" or outcome.status in ENDS_TRIES:
                 break
+            nxt = replace(base, prompt=with_digest(base.prompt, facts), log=try_log(base.log, n + 1))
             try:
                 await trio.to_thread.run_sync(start.restore)
-            except ResetFailed as e:
-                _notice(outcome, f"no try {n + 1}: {e}")
+                prepared = prepare(nxt)
+            except (ResetFailed, RefusedBeforeStart) as e:
+                _notice(outcome, f"no try {n + 1}: {e}")  # the tries so far stand
                 break
-            nxt = replace(base, prompt=with_digest(base.prompt, facts), log=try_log(base.log, n + 1))
-            prepared = prepare(nxt)
     finally:
         with trio.CancelScope(shield=True):
             await trio.to_thread.run_sync(start.discard)

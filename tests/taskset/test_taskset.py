@@ -129,6 +129,13 @@ def test_a_job_with_tries_passes_on_its_second_try_each_try_in_its_own_log(
     # the patch is the last try's: the fix, not the first try's notes
     patch = Path(line["changes"]).read_text()
     assert "slug.py" in patch and "notes.txt" not in patch
+    # the batch's table reads the last try's log, as the outcome line counts it
+    table = subprocess.run(
+        [GOVERNOR, "audit", "--json", str(root / "out")], capture_output=True, text=True, timeout=120
+    )
+    assert table.returncode == 0, table.stderr
+    [shown] = [r for r in json.loads(table.stdout) if r["job"] == "second-try-slug"]
+    assert shown["tally"] == line["acp"]["tally"] and shown["tally"]["asked"] == 1
 
 
 def test_every_log_of_the_task_set_verifies_at_the_heads_its_outcomes_report(
