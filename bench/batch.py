@@ -25,8 +25,9 @@ Checks (``--checks``): the same N jobs on the local pool at ``--jobs 2``, each
 with a check after its attempt (``python3 hello.py``: the program the demo
 agent wrote, run in a fresh sandbox of its own, network off, the workspace an
 overlay), against the same jobs without, rounds interleaved in the same run:
-attempts per minute of each, their ratio, and the seconds a check adds to an
-attempt ((wall with - wall without) x jobs at once / N).
+attempts per minute of each, their ratio, the seconds a check adds to an
+attempt ((wall with - wall without) x jobs at once / N) and the check's own
+duration as its outcome reports it (its sandbox's start included), median.
 
     .venv/bin/python bench/batch.py                  # N = 100
     .venv/bin/python bench/batch.py --jobs-count 20  # a quick run
@@ -190,6 +191,7 @@ def batch(
     lines = [json.loads(x) for x in (out / "outcomes.jsonl").read_text().splitlines()]
     completed = sum(1 for x in lines if x["status"] == "completed")
     verdicts = [x.get("verdict") for x in lines]
+    check_s = sorted(sum(c["duration_s"] for c in x.get("checks_run", [])) for x in lines)
     if completed != count:
         print(f"  warning: {count - completed} job(s) did not complete:\n{stderr[-2000:]}")
     shutil.rmtree(out, ignore_errors=True)
@@ -202,6 +204,7 @@ def batch(
         "idle_mb": base,
         "job_s_median": job_s[len(job_s) // 2] if job_s else None,
         "passed": verdicts.count("passed"),
+        "check_s_median": check_s[len(check_s) // 2] if check_s else None,
     }
 
 
@@ -210,10 +213,13 @@ def with_checks(root: Path, repo: Path, count: int, rounds: int, level: int) -> 
     plain = write_jobs(root, repo, count)
     checked = write_jobs(root, repo, count, (CHECK,))
     walls: dict[str, list[float]] = {"without": [], "with": []}
+    own: list[float] = []
     for n in range(rounds):
         for name, jobs in (("without", plain), ("with", checked)):
             r = batch(root, jobs, count, ["--jobs", str(level)])
             walls[name].append(r["wall_s"])
+            if name == "with":
+                own.append(r["check_s_median"])
             if name == "with" and r["passed"] != count:
                 print(f"  warning: {count - r['passed']} check(s) did not pass")
             print(f"  round {n + 1}, {name} checks: {r['wall_s']:.1f} s, {r['per_min']:.0f} attempts/min")
@@ -224,6 +230,7 @@ def with_checks(root: Path, repo: Path, count: int, rounds: int, level: int) -> 
         "with_per_min": count / with_ * 60,
         "ratio": without / with_,
         "check_s_per_attempt": (with_ - without) * level / count,
+        "check_own_s_median": sorted(own)[rounds // 2],
         "walls": walls,
     }
 
@@ -255,8 +262,9 @@ def main() -> int:
             r = results["checks"] = with_checks(root, make_repo(root), count, args.rounds, 2)
         print(
             f"local --jobs 2, median of {args.rounds}: without checks {r['without_per_min']:.0f} "
-            f"attempts/min, with a check {r['with_per_min']:.0f} = {1 / r['ratio']:.2f} x; "
-            f"a check adds {r['check_s_per_attempt']:.3f} s per attempt"
+            f"attempts/min, with a check {r['with_per_min']:.0f} = {r['ratio']:.2f} x; "
+            f"a check adds {r['check_s_per_attempt']:.3f} s per attempt (its own duration, "
+            f"sandbox included: median {r['check_own_s_median']:.3f} s)"
         )
         print(json.dumps({"jobs": count, "load": load, **results}, indent=1))
         return 0

@@ -51,7 +51,8 @@ def test_a_failed_verdict_starts_a_fresh_try_told_the_digest_and_the_outcome_lis
     tmp_path: Path,
 ) -> None:
     ws = _task(tmp_path, "slug")
-    done = _run(tmp_path, "second-try", "slug", "--tries", "3", "--check", CHECK)
+    events = tmp_path / "events.jsonl"
+    done = _run(tmp_path, "second-try", "slug", "--tries", "3", "--check", CHECK, "--events", str(events))
     assert done.returncode == 0, done.stderr
     outcome = json.loads(done.stdout)
     assert outcome["verdict"] == "passed" and outcome["summary"] == "fixed from the digest"
@@ -71,6 +72,11 @@ def test_a_failed_verdict_starts_a_fresh_try_told_the_digest_and_the_outcome_lis
     assert not (ws / "notes.txt").exists()
     assert second["files_changed"] == [str(ws.resolve() / "slug.py")]
     assert (ws / "slug.py").read_text() == BY_NAME["slug"].fixed
+    # the events: a try event before each try's own, the outcome last
+    seen = [json.loads(line) for line in events.read_text().splitlines()]
+    tried = [(e["try"], e["of"]) for e in seen if e["type"] == "try"]
+    assert tried == [(1, 3), (2, 3)] and seen[-1]["type"] == "outcome"
+    assert [e["attempt"] for e in seen if e["type"] == "check"] == [first["run_id"], second["run_id"]]
 
 
 def test_tries_stop_when_none_is_left_and_the_exit_says_the_checks_failed(tmp_path: Path) -> None:
