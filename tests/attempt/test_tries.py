@@ -89,6 +89,15 @@ def test_tries_stop_when_none_is_left_and_the_exit_says_the_checks_failed(tmp_pa
     assert Path(tmp_path / "audit.try2.jsonl").exists() and not (tmp_path / "audit.try3.jsonl").exists()
 
 
+def test_an_agent_that_says_it_is_blocked_gets_no_second_try(tmp_path: Path) -> None:
+    _task(tmp_path, "add")
+    done = _run(tmp_path, "blocked", "add", "--tries", "3", "--check", CHECK)
+    outcome = json.loads(done.stdout)
+    assert outcome["status"] == "blocked" and outcome["verdict"] == "failed"
+    assert [t["try"] for t in outcome["tries"]] == [1]
+    assert not (tmp_path / "audit.try2.jsonl").exists()
+
+
 @pytest.mark.parametrize(
     ("args", "said"),
     [

@@ -13,6 +13,7 @@ itself. The behaviours:
   ``fs/write_text_file`` when refused);
 - ``history``: looks for the fix in the repository's history (every commit
   ``git rev-list --all`` names) and copies the first other version of the file;
+- ``blocked``: stops honestly (``BLOCKED:``) without changing anything;
 - ``second-try``: writes a wrong fix, unless the prompt carries the checks'
   digest naming the failing test: then the known fix.
 
@@ -126,6 +127,8 @@ class Agent:
             return "the acceptance test is frozen: refused twice" if refused else "rewrote it via fs"
         if b == "history":
             return self.from_history()
+        if b == "blocked":
+            return "BLOCKED: the task contradicts the spec"
         if b == "second-try":
             told = "failed_checks" in prompt and t.acceptance_test.rsplit("/", 1)[-1][:-3] in prompt
             if told:
