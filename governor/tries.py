@@ -34,11 +34,14 @@ job's ``tries`` run them. Rules of this file:
 - **Each try is an attempt of its own**: its own audit log (``--log FILE``
   gives ``FILE`` to the first and ``FILE.try2`` -- the suffix kept -- to the
   second...), its own outcome; the last try's outcome lists them all in
-  ``tries``.
+  ``tries``. A later try's attempt-start record holds ``try``: its number, the
+  previous try's run id and log head, and the sha256 of its prompt (the
+  digest in it), so the logs link up without the outcome.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -246,7 +249,14 @@ async def run_tries(
             last = n == tries or (stop is not None and stop.is_set())
             if last or outcome.verdict != "failed" or outcome.status in ENDS_TRIES:
                 break
-            nxt = replace(base, prompt=with_digest(base.prompt, facts), log=try_log(base.log, n + 1))
+            prompt = with_digest(base.prompt, facts)
+            tried = {
+                "n": n + 1,
+                "of": tries,
+                "after": {"run_id": outcome.run_id, "log_head": outcome.log_head},
+                "prompt_sha256": hashlib.sha256(prompt.encode()).hexdigest() if facts else None,
+            }
+            nxt = replace(base, prompt=prompt, log=try_log(base.log, n + 1), tried=tried)
             try:
                 await trio.to_thread.run_sync(start.restore)
                 prepared = prepare(nxt)

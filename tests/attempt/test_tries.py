@@ -67,6 +67,12 @@ def test_a_failed_verdict_starts_a_fresh_try_told_the_digest_and_the_outcome_lis
     assert first["run_id"] != second["run_id"]
     for entry in (first, second):
         _verify(entry["log"])
+    # the second try's log names the try it followed, by run id and head
+    start = json.loads(Path(second["log"]).read_text().splitlines()[0])
+    tried = start["try"]
+    assert (tried["n"], tried["of"]) == (2, 3) and len(tried["prompt_sha256"]) == 64
+    assert tried["after"] == {"run_id": first["run_id"], "log_head": first["log_head"]}
+    assert "try" not in json.loads(Path(first["log"]).read_text().splitlines()[0])
     # the second try began from the starting workspace: the first's notes are gone
     assert str(ws.resolve() / "notes.txt") in first["files_changed"]
     assert not (ws / "notes.txt").exists()
