@@ -183,6 +183,7 @@ class Attempt:
                 approvals=p.approver.name,
                 trace_id=p.spec.trace_id,
                 frozen=frozen_at_start,
+                **({"try": dict(p.spec.tried)} if p.spec.tried else {}),
             )
             await self.audit.durable(start)
             self.emit("attempt", {"id": self.id, "agent": self.name, "log": str(p.log_path)})

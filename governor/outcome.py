@@ -137,6 +137,10 @@ class Outcome:
     """The job's checks after the attempt (`governor.checks`), in order."""
     verdict: str | None = None
     """``passed`` when every check exited 0, ``failed`` otherwise; None without checks."""
+    tries: list[dict[str, Any]] = field(default_factory=list)
+    """With ``--tries`` (`governor.tries`): every try's outcome as JSON, in order,
+    each with its number (``try``) and the ``digest`` its failed checks gave the
+    next; this outcome is the last one's. Empty for a single attempt."""
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -165,6 +169,7 @@ class Outcome:
             "files_changed": list(self.files_changed),
             "checks_run": [c.to_json() for c in self.checks_run],
             "verdict": self.verdict,
+            "tries": _copied(self.tries) or None,
         }
         return {k: v for k, v in out.items() if v is not None}
 

@@ -77,6 +77,9 @@ class Job:
     checks: tuple[str, ...] = ()
     """Shell lines run after the attempt, after the policy's ``[checks] commands``
     (`governor.checks`): the job's verdict."""
+    tries: int = 1
+    """Attempts at most while the verdict is ``failed`` (`governor.tries`): each
+    in a fresh copy of the clone, told the failed checks' digest."""
     line: int | None = field(default=None, compare=False)
     """The line of the jobs file it came from, for messages."""
 
@@ -178,6 +181,13 @@ def _seconds(value: Any) -> str | None:
     return None if good else "must be a number of seconds greater than 0"
 
 
+def _tries(value: Any) -> str | None:
+    from governor.tries import MAX_TRIES
+
+    good = type(value) is int and 1 <= value <= MAX_TRIES
+    return None if good else f"must be a whole number from 1 to {MAX_TRIES}"
+
+
 def _one_of(*choices: str) -> Check:
     def check(value: Any) -> str | None:
         if value in choices:
@@ -218,6 +228,7 @@ KEYS: Final[Mapping[str, Check]] = {
     "approvals": _one_of("unattended", "pause"),
     "durability": _one_of("batch", "always"),
     "checks": _names,
+    "tries": _tries,
 }
 """Every key a job may hold, with its value's check."""
 
@@ -265,6 +276,12 @@ def parse_job(value: Any, line: int | None = None) -> tuple[Job | None, list[str
         problems.append(
             f"{at}key 'agent': give either `agent` (a preset id) or `argv` (an ACP command of "
             "your own), " + ("not both" if has_agent else "one of them")
+        )
+    tries = value.get("tries", 1)
+    if not problems and tries != 1 and not value.get("checks") and value.get("policy") is None:
+        problems.append(
+            f"{at}key 'tries': a try follows only a failed verdict, and this job has no "
+            "checks: give it `checks` (or a policy with [checks] commands)"
         )
     if problems:
         return None, problems

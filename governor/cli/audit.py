@@ -417,7 +417,9 @@ def batch_rows(root: Path) -> tuple[list[JobRow], list[LogFile]]:
         wrong = outcome_malformed(line)
         if wrong is not None:
             raise LogMalformed(root / BATCH_OUTCOMES, _line_of(root, job), f"job {job}: {wrong}")
-        log = read_log(root / job / LOG)
+        named = Path(str(line.get("log") or LOG)).name  # with tries: the last try's log
+        chosen = named if named.startswith("audit.") and (root / job / named).is_file() else LOG
+        log = read_log(root / job / chosen)
         logs.append(log)
         attempt = row(log.attempts[-1]) if log.attempts else None
         patch = (root / job / PATCH).read_bytes()

@@ -20,6 +20,8 @@ audit records' ``time``; a decision's is its record's), then its fields:
 - ``check``: one of the job's checks after the attempt ended (``command``,
   ``verdict``: passed or failed, ``exit``, ``duration_s``, ``tail``: the end
   of its output, masked);
+- ``try``: with ``--tries``, a try begins (``try``: its number, ``of``: how
+  many at most); each try's events follow it, under its own ``attempt``;
 - ``outcome``: the last line, the outcome as ``--json`` prints it (its
   ``exit_code`` the one the command returns).
 

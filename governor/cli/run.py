@@ -120,6 +120,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "passed when every check exits 0 (repeatable)",
     )
     p.add_argument(
+        "--tries",
+        metavar="N",
+        type=int,
+        default=1,
+        help="while the checks' verdict is failed, up to N attempts in all, each in a fresh "
+        "copy of the starting workspace, told the failed checks' digest; each try its own "
+        "log, the outcome lists them in 'tries' (default 1)",
+    )
+    p.add_argument(
         "--append-rules", action="store_true", help="append the governor's rules to the prompt"
     )
     p.add_argument(
@@ -304,10 +313,10 @@ def main(args: argparse.Namespace) -> int:
             on_event=on_event,
             trace_id=trace.trace_id if trace is not None else None,
         )
-        prepared = _prepared(spec, problems)
+        prepared = _prepared(spec, problems, args.tries)
         freeze_startup_heap()
         gc.enable()
-        outcome = trio.run(run_until_signalled, prepared)
+        outcome = trio.run(run_until_signalled, prepared, args.tries)
         matched = failed_on(outcome, fail_on) if exit_code(outcome) == 0 else []
         code = FAILED_ON if matched else exit_code(outcome)
         if trace is not None:
@@ -356,13 +365,20 @@ def main(args: argparse.Namespace) -> int:
     return code
 
 
-def _prepared(spec: AttemptSpec, problems: list[str]) -> Prepared:
+def _prepared(spec: AttemptSpec, problems: list[str], tries: int = 1) -> Prepared:
     """The spec prepared, or `RefusedBeforeStart` with the command line's problems
     and the spec's together: an operator fixes the whole command in one round."""
     from governor.spec import EMPTY_PROMPT, RefusedBeforeStart, prepare
+    from governor.tries import tries_problems
 
+    problems = [*problems, *tries_problems("--tries", tries)]
     try:
         prepared = prepare(spec)
+        if tries > 1 and not prepared.policy.checks:
+            problems.append(
+                f"--tries {tries}: a try follows only a failed verdict, and this job has no "
+                "checks: give --check CMD or the policy's [checks] commands"
+            )
     except RefusedBeforeStart as e:
         # the command line named the prompt's source; the spec's own words would repeat it
         found = [p for p in e.problems if not (p == EMPTY_PROMPT and problems)]
@@ -442,7 +458,7 @@ def freeze_startup_heap() -> None:
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
-async def run_until_signalled(spec: AttemptSpec | Prepared) -> Outcome:
+async def run_until_signalled(spec: AttemptSpec | Prepared, tries: int = 1) -> Outcome:
     """The attempt, ended cleanly by SIGINT or SIGTERM: the turn is cancelled, the
     agent shut down, and the outcome and the log's end record are still written.
 
@@ -451,11 +467,13 @@ async def run_until_signalled(spec: AttemptSpec | Prepared) -> Outcome:
     no outcome, no end record, a traceback. SIGTERM would kill the governor
     outright. A second signal while the attempt winds down is ignored: the
     shutdown is bounded (cancel, grace, SIGTERM, SIGKILL of the agent's tree).
+    With ``tries`` above 1, the tries of `governor.tries.run_tries`; a signal
+    ends the try under way and starts no other.
     """
     import trio
 
-    from governor.attempt import run_attempt
     from governor.spec import RefusedBeforeStart
+    from governor.tries import run_tries
 
     stop = trio.Event()
     with trio.open_signal_receiver(*STOP_SIGNALS) as signals:
@@ -470,7 +488,7 @@ async def run_until_signalled(spec: AttemptSpec | Prepared) -> Outcome:
 
             nursery.start_soon(watch)
             try:
-                outcome: Outcome | RefusedBeforeStart = await run_attempt(spec, stop=stop)
+                outcome: Outcome | RefusedBeforeStart = await run_tries(spec, tries, stop=stop)
             except RefusedBeforeStart as e:  # raised here, not wrapped in the nursery's group
                 outcome = e
             nursery.cancel_scope.cancel()
@@ -500,5 +518,9 @@ def _progress() -> Any:
 def print_summary(outcome: Outcome) -> None:
     """A plain summary of the outcome for a person."""
     from governor.cli.progress import summary
+    from governor.display import terminal
 
+    for t in outcome.tries[:-1]:  # the last try is the outcome summed up below
+        verdict = t.get("verdict") or "none"
+        print(f"try {t['try']}: {t['status']}, verdict {verdict}; log {terminal(t.get('log'))}")
     print(summary(outcome))
