@@ -35,13 +35,14 @@ from pydantic import ValidationError
 from governor import checks, confine, elicitation, frozen, installs, network, plain, roots_size
 from governor.acp.connection import Connection, ConnectionClosed, RemoteError, RequestTimeout
 from governor.acp.jsonrpc import AUTH_REQUIRED, short_error
-from governor.attribution import Evidence, explain
+from governor.attribution import Evidence, change_record, explain
 from governor.audit.log import AuditLog, AuditUnavailable
 from governor.callouts import callouts
 from governor.ending import CommandResult, Ending, judge
 from governor.framing import end_fields, start_fields
 from governor.gate import Gate
 from governor.outcome import Outcome
+from governor.presets import login_as_found
 from governor.ruling import REFUSED
 from governor.session_setup import SessionSetup
 from governor.spec import AttemptSpec, PlainProgram, Prepared, RefusedBeforeStart, prepare
@@ -137,6 +138,7 @@ class Attempt:
             timeout_s=p.wall,
             sandboxed_agent=p.sandboxed_agent,
             log=str(p.log_path) if p.log_path else None,
+            workspace=p.policy.workspace,
             masker=p.masker,
         )
         self.auth_methods: list[Any] = []
@@ -460,7 +462,7 @@ class Attempt:
                 return " ".join([ta["command"], *map(str, ta.get("args", []))])
         preset = self.prepared.executor.preset
         if preset is not None and preset.login:
-            return preset.login
+            return login_as_found(preset, self.prepared.executor.argv[0])
         for m in self.auth_methods:
             if getattr(m, "description", None):
                 return str(m.description)
@@ -621,23 +623,9 @@ class Attempt:
             cause = explain(change, evidence)
             if cause is not None and cause.tool_call is None:
                 continue  # a governed write or command: its own record says so
-            subject = {"path": change.path, "change": change.how}
-            if cause is None:
-                kind, by, explained_by = "unasked", "sandbox", None
-                reason = f"{change.path} was {change.how} in the roots and no governed write, command or allowed permission explains it"
-            else:
-                kind, by, explained_by = "changed", "agent", cause.to_json()
-                reason = f"{change.path} was {change.how} by the agent itself, under the permission allowed for tool call {cause.tool_call}"
+            fields = change_record(change, cause)
             try:
-                self.audit.record(
-                    kind,
-                    session=self.turn.session_id,
-                    subject=subject,
-                    verdict="reported",
-                    by=by,
-                    reason=reason,
-                    explained_by=explained_by,
-                )
+                self.audit.record(fields.pop("kind"), session=self.turn.session_id, **fields)
             except AuditUnavailable:
                 break
         if not after.complete:

@@ -59,6 +59,7 @@ def start_fields(p: Prepared, frozen_at_start: Any) -> dict[str, Any]:
         "trace_id": p.spec.trace_id,
         "frozen": frozen_at_start,
         "prompt": bounded(p.spec.prompt, PROMPT_CHARS, p.masker),
+        "try": dict(p.spec.tried) if p.spec.tried else None,
     }
 
 

@@ -43,7 +43,7 @@ from typing import Any, Final
 from governor.audit.anchor import Authenticity
 from governor.audit.page_source import AttemptPage
 from governor.audit.replay import shown
-from governor.audit.tally import Tally
+from governor.audit.tally import Tally, verdict_of
 from governor.audit.verify import INCOMPLETE, UNFINISHED, Verification
 
 EXPLANATIONS: Final = {
@@ -423,7 +423,7 @@ def _explained(record: Mapping[str, Any]) -> str:
 
 def _timeline(page: AttemptPage) -> str:
     total, rows, t0 = page.decisions, page.timeline, page.started
-    verdicts = _filtered(Counter(_value(r.get("verdict")) for r in rows))
+    verdicts = _filtered(Counter(_value(verdict_of(r)) for r in rows))
     kinds = _filtered(Counter(_value(r.get("kind")) for r in rows))
     body = "".join(_timeline_row(r, t0, verdicts, kinds) for r in rows)
     cut = _cut_note(
@@ -469,7 +469,7 @@ def _timeline_row(
 ) -> str:
     at = r.get("time")
     clock = f"+{at - t0:.3f}s" if isinstance(at, int | float) and t0 is not None else ""
-    verdict, kind = _value(r.get("verdict")), _value(r.get("kind"))
+    verdict, kind = _value(verdict_of(r)), _value(r.get("kind"))  # the tally's word
     verdict = verdict if verdict in verdicts else OTHER
     kind = kind if kind in kinds else OTHER
     seq = r.get("seq")

@@ -21,6 +21,7 @@ import argparse
 import json
 import re
 import sys
+import textwrap
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -42,7 +43,7 @@ from governor.audit.reading import (
 )
 from governor.audit.shape import outcome_malformed
 from governor.audit.signing import SigningUnavailable
-from governor.audit.tally import Tally
+from governor.audit.tally import WORDS, Tally
 from governor.audit.verify import INCOMPLETE, UNFINISHED, parsed
 from governor.display import terminal
 
@@ -63,7 +64,13 @@ EXIT_CODES: Final = """exit codes:
      and no --attempt (the choices are named)
 """
 
-TALLY_COLUMNS: Final = ("asked", "allowed", "waited", "refused", "reported", "unasked")
+TALLY_COLUMNS: Final = tuple(WORDS)
+
+TALLY_HELP: Final = "the tally's words:\n" + "".join(
+    textwrap.fill(text, 88, initial_indent=f"  {word:<9} ", subsequent_indent=" " * 12) + "\n"
+    for word, text in WORDS.items()
+)
+"""`WORDS` as `governor audit --help` prints them, before its exit codes."""
 
 
 HEAD: Final = re.compile(r"[0-9a-f]{64}")
@@ -85,7 +92,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "self-contained HTML page (header, tally chart, refusals, unasked changes, a "
         "filterable timeline, the chain's verification).",
         usage=USAGE,
-        epilog=EXIT_CODES,
+        epilog=f"{TALLY_HELP}\n{EXIT_CODES}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
@@ -174,7 +181,10 @@ def _replay_parser() -> argparse.ArgumentParser:
         "under another policy (bound to each attempt's own roots) and list what would change.",
     )
     p.add_argument("log", metavar="LOG")
-    p.add_argument("--policy", metavar="FILE", required=True, help="the policy to replay under")
+    p.add_argument(
+        "--policy", metavar="FILE|NAME", required=True,
+        help="the policy to replay under (a file, or a shipped policy by name)",
+    )  # fmt: skip
     p.add_argument(
         "--ceiling", metavar="FILE", help="whose protected paths apply (default: the one in force)"
     )
@@ -409,7 +419,9 @@ def batch_rows(root: Path) -> tuple[list[JobRow], list[LogFile]]:
         wrong = outcome_malformed(line)
         if wrong is not None:
             raise LogMalformed(root / BATCH_OUTCOMES, _line_of(root, job), f"job {job}: {wrong}")
-        log = read_log(root / job / LOG)
+        named = Path(str(line.get("log") or LOG)).name  # with tries: the last try's log
+        chosen = named if named.startswith("audit.") and (root / job / named).is_file() else LOG
+        log = read_log(root / job / chosen)
         logs.append(log)
         attempt = row(log.attempts[-1]) if log.attempts else None
         patch = (root / job / PATCH).read_bytes()

@@ -382,13 +382,13 @@ def test_in_chromium_the_checkboxes_filter_the_rows_and_the_fragment_keeps_the_v
         assert page.eval(SHOWN) == len(decisions)
         page.eval(click("verdict", "allow"))
         assert page.eval(SHOWN) == len(no_allow)
-        assert page.eval("location.hash") == "#verdict=deny,reported"
+        assert page.eval("location.hash") == "#verdict=deny,unasked"
         page.eval(click("kind", "permission"))
         assert page.eval(SHOWN) == len(neither)
         shown = page.eval("document.getElementById('shown').textContent")
         assert shown == f"{len(neither)} of {len(decisions)} decisions shown"
         fragment = page.eval("location.hash")
-        assert fragment.startswith("#verdict=deny,reported&kind=") and "permission" not in fragment
+        assert fragment.startswith("#verdict=deny,unasked&kind=") and "permission" not in fragment
         page.open(url + fragment)  # the link to this view opens it again
         assert page.eval(SHOWN) == len(neither)
         page.eval(click("kind", "permission"))
