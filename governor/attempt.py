@@ -508,8 +508,8 @@ class Attempt:
     def _stop_at(self, limit: str) -> None:
         """A limit reached (the workspace's, a budget's): recorded, every later
         request refused, and the turn ends as at a timeout, the outcome naming it."""
-        if self.end.limit is not None:
-            return  # the first one reached is the reason
+        if self.end.limit is not None or self.end.timed_out or self.end.interrupted:
+            return  # the first reached is the reason; a turn already ending keeps its own
         self.end.limit = limit
         with contextlib.suppress(AuditUnavailable):
             self.audit.record("limit", reason=f"{self.name} was stopped at its {limit}")
