@@ -136,3 +136,18 @@ class Budget:
                 "applied to it"
             )
         return out
+
+
+def usage_line(usage: dict[str, Any] | None) -> str | None:
+    """The outcome's ``usage`` in one line for a person (``4000 tokens, 0.04 USD,
+    4 tool calls``), or None when the attempt has none (a plain program)."""
+    if not usage or "tool_calls" not in usage:
+        return None
+    calls = f"{usage['tool_calls']} tool call(s)"
+    if not usage.get("reported"):
+        return f"none reported by the agent; {calls}"
+    parts = [] if usage.get("tokens") is None else [f"{usage['tokens']} tokens"]
+    cost = usage.get("cost")
+    if isinstance(cost, dict):
+        parts.append(f"{cost.get('amount')} {cost.get('currency')}")
+    return ", ".join([*parts, calls])

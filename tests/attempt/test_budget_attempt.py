@@ -10,6 +10,7 @@ calls, and the outcome says it reported none."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -178,6 +179,10 @@ def test_governor_run_exits_1_with_the_limit_and_the_usage_in_its_json(tmp_path:
     assert outcome["usage"]["cost"]["amount"] >= 0.04
     assert outcome["usage"]["tool_calls"] >= 4 and outcome["usage"]["reported"] is True
     assert written(tmp_path) == ["f0.txt", "f1.txt", "f2.txt"]  # in the agent's own sandbox
+    shown = subprocess.run(argv[:2] + argv[3:], capture_output=True, text=True, timeout=120)
+    rows = {line.split(None, 1)[0]: line.split(None, 1)[1] for line in shown.stdout.splitlines()}
+    assert rows["reason"].startswith("scripted was stopped at its cost_usd limit 0.035 USD")
+    assert re.fullmatch(r"\d+ tokens, [0-9.]+ USD, \d+ tool call\(s\)", rows["usage"]), rows
 
 
 @pytest.mark.parametrize("limit", ["tool_calls = 0", "cost_usd = -1"])

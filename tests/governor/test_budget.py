@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from acp import schema
 
-from governor.budget import Budget
+from governor.budget import Budget, usage_line
 from policies.limits import Limits
 
 
@@ -105,3 +105,12 @@ def test_without_limits_nothing_is_ever_passed() -> None:
     b.report(usage_update(10**9, cost=10**6))
     assert passed == [] and b.over is None
     assert b.usage(None)["tool_calls"] == 1000
+
+
+def test_the_usage_line_a_person_reads_says_what_was_reported_and_what_was_not() -> None:
+    b, _ = budget()
+    b.tool_call("x")
+    assert usage_line(b.usage(None)) == "none reported by the agent; 1 tool call(s)"
+    b.report(usage_update(4000, cost=0.04))
+    assert usage_line(b.usage({"cost": b.cost})) == "4000 tokens, 0.04 USD, 1 tool call(s)"
+    assert usage_line(None) is None  # a plain program: no usage at all
