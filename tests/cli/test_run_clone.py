@@ -95,6 +95,7 @@ def test_run_clone_works_in_a_fresh_clone_under_tmpdir_with_the_ref_s_history_on
     (line,) = [x for x in done.stderr.splitlines() if x.startswith("governor: cloned")]
     ws = Path(line.rsplit(" into ", 1)[1])
     assert ws.parent.parent == tmp_path / "tmp" and ws.name == "source"
+    assert outcome["workspace"] == str(ws)
     assert (ws / "notes.txt").read_text() == "seen\n"  # kept, with what the agent left
     assert (ws / "calc.py").read_text().endswith("a - b\n")
     assert f"(commit {git(source, 'rev-parse', 'job')[:12]})" in line
