@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -60,6 +61,15 @@ SAFE: Final = (
     "-c", "diff.external=",
     "-c", "core.pager=cat",
 )  # fmt: skip
+
+
+_PASSWORD: Final = re.compile(r"(^[A-Za-z][A-Za-z0-9+.-]*://[^/:@]*):[^/@]*@")
+
+
+def shown_url(url: str) -> str:
+    """The URL with its password, if it holds one, as ``***``: what a message or
+    an outcome may say of a repository (``https://me:TOKEN@host`` is a secret)."""
+    return _PASSWORD.sub(r"\1:***@", url)
 
 
 class GitFailed(Exception):

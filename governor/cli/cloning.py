@@ -33,11 +33,11 @@ from typing import Final
 import trio
 
 from governor.batch.clone import GitFailed, clone
+from governor.batch.clone import shown_url as shown
 from governor.spec import RefusedBeforeStart
 
 _AUTHORITY_ONLY: Final = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^/]*$")
 """What precedes an ``@`` that belongs to the URL itself: a scheme and a user."""
-_PASSWORD: Final = re.compile(r"(^[A-Za-z][A-Za-z0-9+.-]*://[^/:@]*):[^/@]*@")
 
 
 def split(value: str) -> tuple[str, str | None]:
@@ -57,11 +57,6 @@ def split(value: str) -> tuple[str, str | None]:
             "tag or commit, or leave out the @ for the repository's HEAD"
         )
     return url, ref
-
-
-def shown(url: str) -> str:
-    """The URL with its password, if it holds one, as ``***``."""
-    return _PASSWORD.sub(r"\1:***@", url)
 
 
 @dataclass(frozen=True, slots=True)

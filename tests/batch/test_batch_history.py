@@ -183,3 +183,20 @@ def test_a_batch_job_s_agent_finds_no_answer_in_the_history_and_cannot_fetch_one
     # sandbox) gives the agent anything.
     assert "fetch=128" in lines and "fetch-source=128" in lines, said
     assert f"objects-after={len(history.reachable)}" in lines, said
+
+
+def test_a_password_in_a_job_s_repository_url_never_reaches_its_outcome(tmp_path: Path) -> None:
+    job = Job(
+        id="secret",
+        prompt="t",
+        argv=("/bin/true",),
+        repo="https://me:s3cret-token@127.0.0.1:9/r.git",
+    )
+    result = run_batch([job], tmp_path / "out", parallel=1)
+    (done,) = result.results
+    assert done.status == "failed"
+    line = (tmp_path / "out" / "outcomes.jsonl").read_text()
+    assert "s3cret-token" not in line
+    outcome = json.loads(line)
+    assert outcome["repo"] == "https://me:***@127.0.0.1:9/r.git"
+    assert outcome["reason"].startswith("could not clone https://me:***@127.0.0.1:9/r.git: ")
