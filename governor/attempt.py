@@ -37,14 +37,14 @@ from governor.acp.connection import Connection, ConnectionClosed, RemoteError, R
 from governor.acp.jsonrpc import AUTH_REQUIRED, short_error
 from governor.attribution import Evidence, change_record, explain
 from governor.audit.log import AuditLog, AuditUnavailable
+from governor.budget import Budget
 from governor.callouts import callouts
 from governor.ending import CommandResult, Ending, judge
 from governor.framing import end_fields, start_fields
 from governor.gate import Gate
 from governor.outcome import Outcome
-from governor.presets import login_as_found
 from governor.ruling import REFUSED
-from governor.session_setup import SessionSetup
+from governor.session_setup import SessionSetup, login_line
 from governor.spec import AttemptSpec, PlainProgram, Prepared, RefusedBeforeStart, prepare
 from governor.tamper import baseline as tamper
 from governor.turn import Turn
@@ -130,6 +130,8 @@ class Attempt:
         self.refused: dict[str, str] = {}
         """The agent's connections the proxy refused: host:port -> reason."""
         self.turn = Turn(p.name, on_tool_call=self._on_tool_call, emit=listener)
+        self.budget = Budget(p.policy.limits, p.name, self._stop_at)
+        self.turn.on_usage = self.budget.report
         self.end = Ending(
             agent=p.name,
             preset=p.executor.id,
@@ -152,7 +154,7 @@ class Attempt:
 
     @name.setter
     def name(self, value: str) -> None:
-        self.end.agent = self.turn.agent = value
+        self.end.agent = self.turn.agent = self.budget.agent = value
 
     async def run(self) -> Outcome:
         """The whole attempt, from its start record to its end record."""
@@ -191,6 +193,7 @@ class Attempt:
                     terminals=terminals,
                     on_event=self.listener,
                     end=self.end,
+                    on_new_tool_call=self.budget.tool_call,
                 )
                 try:
                     async with open_egress(network.judge(self.gate, self.refused)) as self.proxy:
@@ -254,8 +257,9 @@ class Attempt:
         end.title = turn.title
         end.config = {o.id: o.current_value for o in turn.config_options}
         end.plan = turn.plan
-        end.usage = turn.usage
-        end.notices = tuple(turn.notices)
+        plain = isinstance(self.prepared.executor, PlainProgram)  # it reports nothing
+        end.usage = turn.usage if plain else self.budget.usage(turn.usage)
+        end.notices = (*turn.notices, *([] if plain else self.budget.notices()))
         end.bad_updates = turn.bad_updates
         end.decisions = audit.seq - 1  # every record but the attempt-start
         end.elapsed_s = time.monotonic() - self.started
@@ -436,7 +440,9 @@ class Attempt:
             self.turn_over.set()
 
     def _needs_sign_in(self) -> None:
-        self.end.sign_in = self._login_line()
+        self.end.sign_in = login_line(
+            self.auth_methods, self.prepared.executor.preset, self.prepared.executor.argv[0]
+        )
         self.end.error = f"{self.name} needs signing in: {self.end.sign_in}"
 
     def _on_notification(self, method: str, params: Any) -> None:
@@ -454,20 +460,6 @@ class Attempt:
             {"id": state.id, "title": state.title, "kind": state.kind, "status": state.status},
         )
 
-    def _login_line(self) -> str:
-        for m in self.auth_methods:
-            meta = getattr(m, "field_meta", None) or {}
-            ta = meta.get("terminal-auth") if isinstance(meta, dict) else None
-            if isinstance(ta, dict) and ta.get("command"):
-                return " ".join([ta["command"], *map(str, ta.get("args", []))])
-        preset = self.prepared.executor.preset
-        if preset is not None and preset.login:
-            return login_as_found(preset, self.prepared.executor.argv[0])
-        for m in self.auth_methods:
-            if getattr(m, "description", None):
-                return str(m.description)
-        return "its own login"
-
     # -- the end of a turn ------------------------------------------------------------
 
     def _deadline(self) -> trio.CancelScope:
@@ -478,16 +470,24 @@ class Attempt:
         return self.deadline
 
     def _over_workspace(self, total: int) -> None:
-        """The roots hold more than ``[limits] workspace``: recorded, and the turn
-        ends as at a timeout, the outcome naming the limit."""
+        """The roots hold more than ``[limits] workspace``: the turn ends (`_stop_at`)."""
         limit = self.prepared.policy.limits.workspace
         assert limit is not None
-        self.end.limit = (
+        self._stop_at(
             f"workspace limit {render('workspace', limit)} ([limits] workspace: "
             f"the writable roots hold {total} bytes or more)"
         )
+
+    def _stop_at(self, limit: str) -> None:
+        """A limit reached (the workspace's, a budget's): recorded, every later
+        request refused, and the turn ends as at a timeout, the outcome naming it."""
+        if self.end.limit is not None or self.end.timed_out or self.end.interrupted:
+            return  # the first reached is the reason; a turn already ending keeps its own
+        self.end.limit = limit
         with contextlib.suppress(AuditUnavailable):
-            self.audit.record("limit", reason=f"{self.name} was stopped at its {self.end.limit}")
+            self.audit.record("limit", reason=f"{self.name} was stopped at its {limit}")
+        if self.gate is not None:
+            self.gate.cancel()
         if self.deadline is not None:
             self.deadline.cancel()
 

@@ -222,14 +222,16 @@ def judgement(e: Ending) -> Judgement:
     """The status, reason and summary the facts come to (`PRECEDENCE`), with the
     agent's last meaningful stderr lines added to a failure (`said`)."""
     found = next(j for _, row in PRECEDENCE if (j := row(e)) is not None)
-    if found.status == "failed" and e.network_refused and found.reason is not None:
+    # A limit says why by itself: a refused host or a hidden folder did not cause it.
+    hints = found.status == "failed" and e.limit is None
+    if hints and e.network_refused and found.reason is not None:
         hosts = e.network_refused[:3]
         more = f" and {len(e.network_refused) - 3} more" if len(e.network_refused) > 3 else ""
         found.reason = (
             f"{found.reason} -- the proxy refused {e.agent}'s connection to "
             f"{', '.join(hosts)}{more} (--allow-host {hosts[0]} would allow it)"
         )
-    if found.status == "failed" and e.unseen_folders and found.reason is not None:
+    if hints and e.unseen_folders and found.reason is not None:
         found.reason = (
             f"{found.reason} -- {e.agent} was given {', '.join(e.unseen_folders)}, "
             f"{'a folder' if len(e.unseen_folders) == 1 else 'folders'} its sandbox does "

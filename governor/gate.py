@@ -81,6 +81,7 @@ class Gate:
         terminals: GovernedTerminals | None = None,
         on_event: Callable[[str, dict[str, Any]], None] | None = None,
         end: Ending | None = None,
+        on_new_tool_call: Callable[[str], None] | None = None,
     ) -> None:
         self.policy = policy
         self.audit = audit
@@ -92,7 +93,7 @@ class Gate:
         test, a bench -- keeps an `Ending` of its own)."""
         self.carried = self.end.carried
         self.session_id: str | None = None
-        self.tool_calls = ToolCalls()
+        self.tool_calls = ToolCalls(on_new_tool_call)
         self.pause_requested = trio.Event()
         self._requests = 0
         self._last_written: int | None = None

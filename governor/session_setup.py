@@ -17,6 +17,7 @@ the ending would leave a reader to guess which wrote a field last.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +27,7 @@ from pydantic import ValidationError
 from governor.acp.connection import Connection, RemoteError, RequestTimeout
 from governor.acp.jsonrpc import short_error
 from governor.audit.log import AuditLog, AuditUnavailable
+from governor.presets import Preset, login_as_found
 from governor.session_settings import (
     ConfigOption,
     SelectOption,
@@ -285,3 +287,20 @@ class SessionSetup:
             "asks": True if self._asking_mode(current) else mode_asks(current, mode),
         }
         self._record_mode()
+
+
+def login_line(auth_methods: Sequence[Any], preset: Preset | None, program: str) -> str:
+    """The command that signs the agent in: its terminal auth method's, its
+    preset's login (its program named as it was found, `login_as_found`), an
+    auth method's description, or "its own login"."""
+    for m in auth_methods:
+        meta = getattr(m, "field_meta", None) or {}
+        ta = meta.get("terminal-auth") if isinstance(meta, dict) else None
+        if isinstance(ta, dict) and ta.get("command"):
+            return " ".join([str(ta["command"]), *map(str, ta.get("args", []))])
+    if preset is not None and preset.login:
+        return login_as_found(preset, program)
+    for m in auth_methods:
+        if getattr(m, "description", None):
+            return str(m.description)
+    return "its own login"

@@ -15,7 +15,7 @@ Pure bookkeeping: no I/O; the gate writes the records.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Collection, Mapping, Sequence, Set
+from collections.abc import Callable, Collection, Mapping, Sequence, Set
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -52,12 +52,14 @@ class ToolCallState:
 
 
 class ToolCalls:
-    """The attempt's tool calls by id, the `MAX_TOOL_CALLS` mentioned last."""
+    """The attempt's tool calls by id, the `MAX_TOOL_CALLS` mentioned last;
+    `on_new` is told of each id at its first mention (the budget counts them)."""
 
-    __slots__ = ("_states",)
+    __slots__ = ("_states", "on_new")
 
-    def __init__(self) -> None:
+    def __init__(self, on_new: Callable[[str], None] | None = None) -> None:
         self._states: OrderedDict[str, ToolCallState] = OrderedDict()
+        self.on_new = on_new
 
     def upsert(self, mention: Mention) -> ToolCallState:
         """The call's state with this mention folded in (made at its first mention)."""
@@ -67,6 +69,8 @@ class ToolCalls:
             state = states[mention.tool_call_id] = ToolCallState(mention.tool_call_id)
             if len(states) > MAX_TOOL_CALLS:
                 states.popitem(last=False)
+            if self.on_new is not None:
+                self.on_new(mention.tool_call_id)
         else:
             states.move_to_end(mention.tool_call_id)
         if mention.title:

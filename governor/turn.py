@@ -44,6 +44,7 @@ class Turn:
         *,
         on_tool_call: Callable[[Any], None] | None = None,
         emit: Emit | None = None,
+        on_usage: Callable[[Any], None] | None = None,
     ) -> None:
         self.agent = agent
         """The agent's name in notices (it may introduce itself at initialize)."""
@@ -51,6 +52,8 @@ class Turn:
         """Updates for another session are ignored once this is set."""
         self.on_tool_call = on_tool_call
         self.emit = emit
+        self.on_usage = on_usage
+        """Told of each usage report folded (the budget holds them against its limits)."""
         self.message: list[str] = []
         self.message_id: str | None = None
         self.plan_update: Any = None
@@ -155,7 +158,7 @@ class Turn:
 
     def add_usage(self, report: Any) -> None:
         """Fold a usage report (a schema model): later values win, fields a report
-        leaves out keep the earlier values.
+        leaves out keep the earlier values; `on_usage` is told.
 
         Dumping a model costs more than the rest of a notification, and a chatty
         agent reports usage often: the last report is kept as its model, and dumped
@@ -167,6 +170,8 @@ class Turn:
         ):
             self.usage_merged = self.usage
         self.usage_last = report
+        if self.on_usage is not None:
+            self.on_usage(report)
 
     # -- what the outcome reads ------------------------------------------------------
 

@@ -279,8 +279,9 @@ def parse_ceiling(text: str, source: str = "ceiling.toml") -> Ceiling:
     are `ConfigError`s naming the file and the key. Missing keys take the most
     restrictive reading except ``max_capability`` (edit-workspace, as the default)
     and the limits' maxima (``max_memory``, ``max_processes``, ``max_tmp``,
-    ``max_cpu_seconds``, ``max_wall``, ``max_log``, ``max_workspace``: none
-    unless given)."""
+    ``max_cpu_seconds``, ``max_wall``, ``max_log``, ``max_workspace``, and the
+    budgets' ``max_tool_calls``, ``max_tokens``, ``max_cost_usd``: none unless
+    given)."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:

@@ -1,11 +1,13 @@
 """Resource limits of one attempt: the policy's ``[limits]``, parsed and rendered.
 
 A job says how much one attempt may take (``memory``, ``processes``, ``tmp``,
-``cpu_seconds``, ``wall``, ``log``, ``workspace``); the ceiling says the most any job may ask for
-(`policies.ceiling`). A limit the job leaves out takes `DEFAULTS`, or the
+``cpu_seconds``, ``wall``, ``log``, ``workspace``, and the budgets
+``tool_calls``, ``tokens``, ``cost_usd``); the ceiling says the most any job may
+ask for (`policies.ceiling`). A limit the job leaves out takes `DEFAULTS`, or the
 ceiling's maximum where that is lower: the job asked for nothing, so nothing is
-clamped. A limit the job sets over the maximum is refused, with every other
-violation.
+clamped. The budgets have no default (None: no limit), so an unset one is the
+ceiling's maximum when it has one. A limit the job sets over the maximum is
+refused, with every other violation.
 
 Sizes are bytes, written as an integer or as a string with a binary suffix
 (``"512M"``, ``"4G"``, ``"1.5G"``; K, M, G, T are powers of 1024). What each
@@ -23,7 +25,12 @@ from typing import Any, Final
 
 from policies.errors import ConfigError, unknown_key
 
-LIMIT_KEYS: Final = ("memory", "processes", "tmp", "cpu_seconds", "wall", "log", "workspace")
+LIMIT_KEYS: Final = (
+    "memory", "processes", "tmp", "cpu_seconds", "wall", "log", "workspace",
+    "tool_calls", "tokens", "cost_usd",
+)  # fmt: skip
+BUDGET_KEYS: Final = ("tool_calls", "tokens", "cost_usd")
+"""The limits read from what the agent reports (`governor.budget`), not set on a process."""
 SIZE_KEYS: Final = frozenset({"memory", "tmp", "log", "workspace"})
 _SUFFIX: Final = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 _SIZE: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\s*$", re.IGNORECASE)
@@ -52,6 +59,13 @@ class Limits:
     workspace: int | None = None
     """Bytes the writable roots may hold while the attempt runs (checked as it
     runs): past it the attempt is stopped and ends ``failed``."""
+    tool_calls: int | None = None
+    """Tool calls the agent may make (each new tool call id it reports or asks
+    about counts once): past it the turn is cancelled and the attempt ends ``failed``."""
+    tokens: int | None = None
+    """Tokens the agent may report using (`governor.budget` says how they are read)."""
+    cost_usd: float | None = None
+    """US dollars the agent may report spending (its ``usage_update`` cost)."""
 
     def effective(self, maxima: Limits | None = None) -> Limits:
         """Every limit set: this one's, else the default, lowered to ``maxima``'s
@@ -62,7 +76,7 @@ class Limits:
             if value is None:
                 value = getattr(DEFAULTS, f.name)
                 bound = None if maxima is None else getattr(maxima, f.name)
-                if bound is not None and bound < value:
+                if bound is not None and (value is None or bound < value):
                     value = bound
             out[f.name] = value
         return Limits(**out)
@@ -92,7 +106,8 @@ DEFAULTS: Final = Limits(
 )
 """One attempt on a developer machine: 4 GiB per process, 1,024 processes in a
 sandbox, a 1 GiB ``/tmp``, 30 CPU minutes per process, 30 minutes in all,
-256 MiB of audit log, 16 GiB in the writable roots."""
+256 MiB of audit log, 16 GiB in the writable roots; no budget (tool calls,
+tokens, cost) but the ceiling's."""
 
 
 def size_text(value: int) -> str:
@@ -110,6 +125,8 @@ def render(name: str, value: float) -> str:
         return size_text(int(value))
     if name in ("cpu_seconds", "wall"):
         return f"{value:g} s"
+    if name == "cost_usd":
+        return f"{value:g} USD"
     return str(int(value))
 
 
@@ -156,9 +173,10 @@ def _value(source: str, where: str, name: str, value: Any) -> int | float:
                 source, where, f'{size} bytes is below 1M; write a suffix ("512M", "4G")'
             )
         return size
-    if name == "wall":
+    if name in ("wall", "cost_usd"):
         if not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
-            raise ConfigError(source, where, "expected a positive number of seconds")
+            unit = "seconds" if name == "wall" else "US dollars (0.5 for 50 cents)"
+            raise ConfigError(source, where, f"expected a positive number of {unit}")
         return float(value)
     if not isinstance(value, int) or value < 1:
         raise ConfigError(source, where, "expected a positive integer")

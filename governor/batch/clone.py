@@ -11,6 +11,15 @@ Rules of this file:
   sandbox keeps ``.git/config`` and ``.git/hooks`` read-only, and the diff
   also turns off hooks, the fsmonitor, external diff drivers and textconv,
   so that nothing the workspace names is executed by the governor.
+- **No answers in the history.** The workspace holds the ref's commit and
+  what it reaches, and nothing else: no later commit, no tag or branch, no
+  reflog, stash, ``FETCH_HEAD`` or object of the source's that the ref does
+  not reach, and no remote to fetch them from (``origin`` is `NOWHERE`). The repository is cloned
+  bare into a scratch folder beside the workspace (removed however the clone
+  ends), the ref resolved there, and the workspace made with ``git init``
+  and a fetch of that one commit from the scratch copy: the pack protocol
+  sends only what the commit reaches, where a local ``git clone`` would
+  hard-link every object of the source, the unreachable ones included.
 - **The patch is bytes**: ``git diff --binary`` of everything against the
   ref's commit (new files included, ``.gitignore``d ones not), applied with
   ``git apply`` to a clone at the same ref.
@@ -18,7 +27,11 @@ Rules of this file:
 
 from __future__ import annotations
 
+import functools
 import os
+import re
+import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -31,12 +44,32 @@ GIT_TIMEOUT: Final = 600.0
 EMPTY_TREE: Final = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 """git's empty tree: what a repository without commits is diffed against."""
 
+NOWHERE: Final = "/dev/null/the-governor-removed-this-remote"
+"""The clone's ``origin``: a path under a file, never a repository, so that a
+``git fetch`` or ``git pull`` in the workspace fails saying so (with no remote
+at all, a bare ``git fetch`` succeeds quietly, fetching nothing)."""
+
+FETCH_ONE: Final = (
+    "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules",
+)  # fmt: skip
+"""A fetch that brings what it is asked for and writes nothing else: no tag
+followed, no ``FETCH_HEAD``, no submodule."""
+
 SAFE: Final = (
     "-c", "core.hooksPath=/dev/null",
     "-c", "core.fsmonitor=false",
     "-c", "diff.external=",
     "-c", "core.pager=cat",
 )  # fmt: skip
+
+
+_PASSWORD: Final = re.compile(r"(^[A-Za-z][A-Za-z0-9+.-]*://[^/:@]*):[^/@]*@")
+
+
+def shown_url(url: str) -> str:
+    """The URL with its password, if it holds one, as ``***``: what a message or
+    an outcome may say of a repository (``https://me:TOKEN@host`` is a secret)."""
+    return _PASSWORD.sub(r"\1:***@", url)
 
 
 class GitFailed(Exception):
@@ -87,29 +120,47 @@ async def git_bytes(*args: str, cwd: Path | None = None) -> bytes:
 
 
 async def clone(repo: str, ref: str | None, into: Path) -> Clone:
-    """Clone ``repo`` into ``into`` (which must not exist) and check out ``ref``
-    (default: the repository's HEAD) detached."""
-    await git("clone", "--quiet", "--no-checkout", "--", repo, str(into))
-    target = ref or "HEAD"
+    """Make ``into`` (which must not exist) a repository checked out detached at
+    ``ref`` (default: the repository's HEAD) that holds nothing the ref does not
+    reach and whose remote points nowhere (the file's rules: no answers in the history)."""
+    scratch = Path(tempfile.mkdtemp(prefix=f".{into.name}-source-", dir=into.parent))
     try:
-        commit = (
-            await git(
-                "rev-parse",
-                "--verify",
-                "--quiet",
-                "--end-of-options",
-                f"{target}^{{commit}}",
-                cwd=into,
-            )
-        ).strip()
-    except GitFailed:
-        if ref is None:  # a repository without a commit: an empty workspace
+        source = scratch / "source.git"
+        await git("clone", "--quiet", "--bare", "--", repo, str(source))
+        commit = await _resolve(source, ref)
+        await git("-c", "init.defaultBranch=governor", "init", "--quiet", "--", str(into))
+        await git("remote", "add", "origin", NOWHERE, cwd=into)
+        if commit is None:  # a repository without a commit: an empty workspace
             return Clone(into, EMPTY_TREE)
-        # a ref the clone's default refspec does not bring (a pull request's, a bare sha)
-        await git("fetch", "--quiet", "origin", ref, cwd=into)
-        commit = (await git("rev-parse", "--verify", "FETCH_HEAD^{commit}", cwd=into)).strip()
-    await git("checkout", "--quiet", "--detach", commit, "--", cwd=into)
+        # `ref` is the scratch copy's own: the fetch may want any commit of it
+        await git("config", "uploadpack.allowAnySHA1InWant", "true", cwd=source)
+        await git(*FETCH_ONE, "--", str(source), commit, cwd=into)
+        await git(
+            "-c", "core.logAllRefUpdates=false",
+            "checkout", "--quiet", "--detach", commit, "--",
+            cwd=into,
+        )  # fmt: skip
+    finally:
+        with trio.CancelScope(shield=True):  # removed even when the clone is cancelled
+            await trio.to_thread.run_sync(
+                functools.partial(shutil.rmtree, scratch, ignore_errors=True)
+            )
     return Clone(into, commit)
+
+
+async def _resolve(source: Path, ref: str | None) -> str | None:
+    """The commit ``ref`` names in the bare clone ``source``; None for the HEAD
+    of a repository without commits. A ref the clone did not bring (a pull
+    request's) is fetched from its origin first."""
+    target = ref or "HEAD"
+    verify = ["rev-parse", "--verify", "--quiet", "--end-of-options"]
+    try:
+        return (await git(*verify, f"{target}^{{commit}}", cwd=source)).strip()
+    except GitFailed:
+        if ref is None:
+            return None
+    await git("fetch", "--quiet", "--no-tags", "origin", "--", ref, cwd=source)
+    return (await git(*verify, "FETCH_HEAD^{commit}", cwd=source)).strip()
 
 
 async def changes(workspace: Clone) -> bytes:

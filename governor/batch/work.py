@@ -30,7 +30,7 @@ from typing import Any
 import structlog
 import trio
 
-from governor.batch.clone import GitFailed, changes, clone
+from governor.batch.clone import GitFailed, changes, clone, shown_url
 from governor.batch.jobs import Job
 from governor.cli import REFUSED_BEFORE_START, exit_code_of
 from governor.outcome import Outcome
@@ -67,7 +67,7 @@ def failed(job: Job, reason: str, **facts: Any) -> dict[str, Any]:
 
 
 def _facts(job: Job) -> dict[str, Any]:
-    return {"repo": job.repo, "ref": job.ref}
+    return {"repo": shown_url(job.repo), "ref": job.ref}
 
 
 async def run_job(
@@ -115,7 +115,8 @@ async def _run(
     try:
         workspace = await clone(job.repo, job.ref, folder / job.id)
     except GitFailed as e:
-        return failed(job, f"could not clone {job.repo}{at}: {e}"), b""
+        words = str(e).replace(job.repo, shown_url(job.repo))
+        return failed(job, f"could not clone {shown_url(job.repo)}{at}: {words}"), b""
     facts = {**_facts(job), "commit": workspace.commit}
     if stop is not None and stop.is_set():  # stopped while cloning: start no agent
         return {**failed(job, "interrupted before its attempt"), **facts}, b""

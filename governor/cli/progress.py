@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from typing import Any, TextIO
 
+from governor.budget import usage_line
 from governor.checks import CheckRun
 from governor.display import terminal
 from governor.outcome import Outcome
@@ -129,6 +130,8 @@ def summary(outcome: Outcome) -> str:
                 f"asked {t.asked}, allowed {t.allowed}, waited {t.waited}, refused {t.refused}, reported {t.reported}, unasked {t.unasked}",
             )
         )
+        if (used := usage_line(outcome.usage)) is not None:
+            rows.append(("usage", used))
         if acp.unasked_paths:
             rows.append(("unasked", ", ".join(acp.unasked_paths)))
         for notice in acp.notices:

@@ -48,7 +48,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--prompt-file", metavar="FILE", help="read the task from a file")
     p.add_argument(
-        "--workspace", metavar="DIR", default=".", help="where the agent works (default: .)"
+        "--workspace",
+        metavar="DIR",
+        help="where the agent works (default: .; with --clone, where the clone goes: a "
+        "folder that does not exist yet, or an empty one)",
+    )
+    p.add_argument(
+        "--clone",
+        metavar="URL@REF",
+        help="work in a fresh clone of URL at REF (default: its HEAD) holding only the ref's "
+        "history, its remote pointing nowhere; made under $TMPDIR unless --workspace says "
+        "where, and kept (see docs/loops.md)",
     )
     p.add_argument(
         "--add-dir", metavar="DIR", action="append", default=[], help="another root (repeatable)"
@@ -273,7 +283,7 @@ def main(args: argparse.Namespace) -> int:
     import trio
 
     from governor import logs
-    from governor.cli import ci
+    from governor.cli import ci, cloning
     from governor.spec import AttemptSpec, RefusedBeforeStart
 
     logs.configure(json_lines=args.json or not sys.stderr.isatty())
@@ -282,17 +292,18 @@ def main(args: argparse.Namespace) -> int:
     fail_on = _fail_on(args.fail_on, problems)
     events, sink = _events(args, problems)
     progress = None if args.json or args.events == "-" else _progress()
-    trace = None
+    trace = cloned = None
     try:
         trace = _trace(args)
         on_event = _both(progress, events, trace)
         prompt = _prompt(args, problems)
         approver = _approver(args.approvals)
+        cloned = cloning.make(args, problems) if args.clone else None
         spec = AttemptSpec(
             prompt=prompt,
             agent=args.agent,
             argv=command or None,
-            workspace=args.workspace,
+            workspace=cloned.path if cloned else args.workspace or ".",
             extra_dirs=args.add_dir,
             policy=args.policy,
             capability=Capability.parse(args.capability) if args.capability else None,
@@ -325,6 +336,8 @@ def main(args: argparse.Namespace) -> int:
             events.outcome(outcome, code)
         ci.report(outcome, annotate=args.annotate)
     except RefusedBeforeStart as e:
+        if cloned is not None:
+            cloned.discard()  # nothing ran in it
         if trace is not None:
             trace.refused(e.problems)
         for problem in e.problems:

@@ -9,6 +9,7 @@ time), and on ``session/prompt`` plays a script: a JSON list of steps, each
 - ``{"write": PATH, "text": TEXT}``: a file written by the agent itself, as
   agents that run their own tools do (no ``fs/*``);
 - ``{"sleep": SECONDS}``: a pause;
+- ``{"usage": {...}}``: the ``usage`` the prompt's answer will carry (token counts);
 - ``{"repeat": N, "steps": [...]}``: the steps N times (``{i}`` is the round);
 - ``{"fetch": URL}``: a GET through the proxy variables, as an agent calls its
   model API; one that fails ends the prompt with an error naming it;
@@ -52,6 +53,7 @@ class Agent:
         self.peer = Peer()
         self.session = ""
         self.cwd = ""
+        self.usage: dict[str, Any] | None = None
         self.received = open(received, "a", encoding="utf-8") if received else None  # noqa: SIM115
         if self.received is not None:
             fcntl.flock(self.received.fileno(), fcntl.LOCK_EX)
@@ -117,6 +119,8 @@ class Agent:
                     handle.write(self.fill(step.get("text", ""), i))
             elif "sleep" in step:
                 time.sleep(float(step["sleep"]))
+            elif "usage" in step:
+                self.usage = step["usage"]
             elif "fetch" in step:
                 import urllib.request
 
@@ -182,7 +186,8 @@ class Agent:
                     self.send({"id": mid, "error": {"code": -32603, "message": str(e)}})
                     continue
                 stop = "cancelled" if self.peer.cancelled else "end_turn"
-                self.send({"id": mid, "result": {"stopReason": stop}})
+                usage = {} if self.usage is None else {"usage": self.usage}
+                self.send({"id": mid, "result": {"stopReason": stop, **usage}})
             elif method == "session/cancel":
                 self.peer.cancelled = True
             elif mid is not None and method is not None:

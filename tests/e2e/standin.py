@@ -97,9 +97,13 @@ class Served:
 class StandIn(LoopbackServer):
     """The HTTP server on a random loopback port, in a daemon thread (a context manager)."""
 
-    def __init__(self, steps: Sequence[Step], final: str = "Done.") -> None:
+    def __init__(
+        self, steps: Sequence[Step], final: str = "Done.", *, output_tokens: int = OUTPUT_TOKENS
+    ) -> None:
         self.steps = list(steps)
         self.final = final
+        self.output_tokens = output_tokens
+        """The output tokens each answer reports: what the agent's cost is reckoned from."""
         self.served: list[Served] = []
         self._lock = threading.Lock()
         self.stalling = threading.Event()
@@ -188,7 +192,9 @@ def _tool_results(messages: Sequence[Any]) -> list[dict[str, Any]]:
     return found
 
 
-def _message(content: list[dict[str, Any]], stop: str) -> dict[str, Any]:
+def _message(
+    content: list[dict[str, Any]], stop: str, output: int = OUTPUT_TOKENS
+) -> dict[str, Any]:
     return {
         "id": f"msg_{uuid.uuid4().hex[:24]}",
         "type": "message",
@@ -197,7 +203,7 @@ def _message(content: list[dict[str, Any]], stop: str) -> dict[str, Any]:
         "content": content,
         "stop_reason": stop,
         "stop_sequence": None,
-        "usage": _usage(OUTPUT_TOKENS),
+        "usage": _usage(output),
     }
 
 
@@ -210,8 +216,11 @@ def _usage(output: int) -> dict[str, int]:
     }
 
 
-def events(content: list[dict[str, Any]], stop: str) -> Iterator[tuple[str, dict[str, Any]]]:
-    """The SSE events of one streamed message, as the Messages API sends them."""
+def events(
+    content: list[dict[str, Any]], stop: str, output: int = OUTPUT_TOKENS
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The SSE events of one streamed message, as the Messages API sends them,
+    reporting ``output`` output tokens."""
     start = _message([], stop) | {"stop_reason": None, "usage": _usage(1)}
     yield "message_start", {"type": "message_start", "message": start}
     for i, block in enumerate(content):
@@ -243,7 +252,7 @@ def events(content: list[dict[str, Any]], stop: str) -> Iterator[tuple[str, dict
         {
             "type": "message_delta",
             "delta": {"stop_reason": stop, "stop_sequence": None},
-            "usage": {"output_tokens": OUTPUT_TOKENS},
+            "usage": {"output_tokens": output},
         },
     )
     yield "message_stop", {"type": "message_stop"}
@@ -280,7 +289,7 @@ def _handler(standin: StandIn) -> type[BaseHTTPRequestHandler]:
             model = body.get("model") if isinstance(body.get("model"), str) else None
             standin.log(Served(path, streamed, tools, len(results), answer, list(results), model))
             if not streamed:
-                self._json(200, _message(content, stop))
+                self._json(200, _message(content, stop, standin.output_tokens))
                 return
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
@@ -289,7 +298,7 @@ def _handler(standin: StandIn) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.close_connection = True
             try:
-                for event, data in events(content, stop):
+                for event, data in events(content, stop, standin.output_tokens):
                     self.wfile.write(f"event: {event}\ndata: {json.dumps(data)}\n\n".encode())
                     self.wfile.flush()
                     if stall and event == "message_start":

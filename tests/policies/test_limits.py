@@ -119,3 +119,50 @@ def test_the_log_and_workspace_bounds_are_sizes_bounded_by_the_ceiling_like_the_
     assert (unset.log, unset.workspace) == (16 << 20, 1 << 30)  # lowered, not refused
     with pytest.raises(ConfigError, match=r"limits\.log.*below 1M"):
         parse_policy("[limits]\nlog = 4096\n")
+
+
+def test_the_budgets_are_parsed_and_bounded_by_the_ceiling_like_the_other_limits() -> None:
+    policy = parse_policy("[limits]\ntool_calls = 40\ntokens = 200000\ncost_usd = 2.5\n")
+    assert (policy.limits.tool_calls, policy.limits.tokens, policy.limits.cost_usd) == (
+        40,
+        200_000,
+        2.5,
+    )
+    ceiling = parse_ceiling(
+        'allowed_agents = ["demo"]\nmax_tool_calls = 20\nmax_tokens = 100000\nmax_cost_usd = 1\n',
+        "ceiling.toml",
+    )
+    verdict = check(RunRequest("demo", limits=policy.limits), ceiling)
+    assert verdict == [
+        LimitExceeded("tool_calls", "40", "20"),
+        LimitExceeded("tokens", "200000", "100000"),
+        LimitExceeded("cost_usd", "2.5 USD", "1 USD"),
+    ]
+    assert str(verdict[2]) == (
+        "limits.cost_usd = 2.5 USD exceeds the permitted maximum 1 USD (max_cost_usd)"
+    )
+    # Unset: no budget by default, the ceiling's maximum where it has one.
+    assert (DEFAULTS.tool_calls, DEFAULTS.tokens, DEFAULTS.cost_usd) == (None, None, None)
+    unset = Limits().effective(ceiling.max_limits)
+    assert (unset.tool_calls, unset.tokens, unset.cost_usd) == (20, 100_000, 1.0)
+    assert Limits(tokens=50).effective(ceiling.max_limits).tokens == 50
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        ("tool_calls = 0", "positive integer"),
+        ("tool_calls = 2.5", "positive integer"),
+        ("tokens = '1M'", "positive integer"),
+        ("cost_usd = 0", "positive number of US dollars"),
+        ("cost_usd = -1", "positive number of US dollars"),
+        ("cost_usd = 'five'", "positive number of US dollars"),
+        ("cost_usd = nan", "positive number of US dollars"),
+        ("cost_usd = true", "boolean"),
+    ],
+)
+def test_a_bad_budget_is_an_error_naming_the_key(body: str, words: str) -> None:
+    key = "limits." + body.split(" ")[0]
+    with pytest.raises(ConfigError) as caught:
+        parse_policy(f"[limits]\n{body}\n", "job.toml")
+    assert caught.value.key == key and words in str(caught.value)
