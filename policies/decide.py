@@ -22,6 +22,7 @@ from typing import Any, Final
 
 from policies.actions import Action, Connect, ReadFile, RunCommand, ToolPermission, WriteFile
 from policies.capability import Capability
+from policies.mcp import McpCall, decide_mcp
 from policies.network import decide_connect
 from policies.paths import normalize, within
 from policies.policy import Policy
@@ -380,10 +381,18 @@ def decide_network(action: Connect, policy: Policy) -> Decision:
     return Decision(found.verdict, found.rule, found.reason, by=by)
 
 
+def decide_call(call: McpCall, policy: Policy) -> Decision:
+    """An MCP request of the agent's (`policies.mcp`): the job's ``[mcp]`` rules,
+    then the capability's default."""
+    found = decide_mcp(call, policy.mcp, policy.capability)
+    return Decision(found.verdict, found.rule, found.reason, found.by)
+
+
 _DECIDERS: Final[Mapping[type, Callable[[Any, Policy], Decision]]] = {
     ReadFile: decide_read,
     WriteFile: decide_write,
     RunCommand: decide_command,
     ToolPermission: decide_permission,
     Connect: lambda action, policy: decide_network(action, policy),
+    McpCall: decide_call,
 }
