@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mcp import ClientSession, StdioServerParameters
@@ -110,13 +111,13 @@ async def governed(policy: Policy, log: Path) -> AsyncIterator[Governed]:
 
 
 @asynccontextmanager
-async def client(governed: Governed, name: str) -> AsyncIterator[ClientSession]:
+async def client(governed: Governed, name: str, **options: Any) -> AsyncIterator[ClientSession]:
     """An initialized SDK client session with the relayed server ``name``,
     spawned from the entry the agent would get in ``session/new``."""
     entry = next(e for e in governed.relay.entries() if e["name"] == name)
     params = StdioServerParameters(
         command=str(entry["command"]), args=[str(a) for a in entry["args"]]  # type: ignore[union-attr]
     )
-    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+    async with stdio_client(params) as (read, write), ClientSession(read, write, **options) as session:
         await session.initialize()
         yield session
