@@ -290,6 +290,10 @@ def _redirect(target: str, cwd: str | None, policy: Policy, *, write: bool) -> D
 def decide_permission(action: ToolPermission, policy: Policy) -> Decision:
     """A tool call: its kind's rules, then every command and path its input names."""
     kind = action.kind or "other"
+    relayed = _relayed(action, kind, policy)
+    if relayed is not None:
+        cwd = action.cwd or (policy.roots[0] if policy.roots else None)
+        return _strictest([decide_call(relayed, policy), *_subjects(action, kind, cwd, policy)])
     tool: Decision | None = None
     for verdict, rules in policy.rules.tiers():
         if kind in rules.tools:
@@ -316,6 +320,22 @@ def decide_permission(action: ToolPermission, policy: Policy) -> Decision:
     if tool is not None:
         subjects.insert(0, tool)
     return _strictest(subjects)
+
+
+def _relayed(action: ToolPermission, kind: str, policy: Policy) -> McpCall | None:
+    """The MCP call a permission asks about, when its title names a tool of one
+    of the job's servers the way agents name them (``mcp__SERVER__TOOL``): the
+    same rules decide it as decide the call (the relay decides it again when it
+    comes). Only a kind that is no other kind's (``other``): an ``execute``
+    titled like an MCP tool is judged as what it is."""
+    if kind != "other" or not policy.mcp.servers or not action.title.startswith("mcp__"):
+        return None
+    for server in policy.mcp.servers:
+        prefix = f"mcp__{server.name}__"
+        if action.title.startswith(prefix) and len(action.title) > len(prefix):
+            raw = action.raw_input if isinstance(action.raw_input, Mapping) else {}
+            return McpCall(server.name, "tools/call", action.title[len(prefix) :], raw)
+    return None
 
 
 def _subjects(action: ToolPermission, kind: str, cwd: str | None, policy: Policy) -> list[Decision]:

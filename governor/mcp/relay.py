@@ -36,7 +36,7 @@ import socket
 import tempfile
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -52,7 +52,7 @@ from policies.decide import Decision, decide_call
 from policies.mcp import McpCall, McpServer
 from policies.network import NetworkRules
 from policies.rules import Verdict
-from sandbox import BwrapUnavailable, ProfileError, agent_process
+from sandbox import BwrapUnavailable, Profile, ProfileError, agent_process
 from sandbox.run.spawn import Child
 
 if TYPE_CHECKING:
@@ -404,11 +404,12 @@ class RelaySession:
 async def open_relay(
     gate: Gate,
     policy: Policy,
-    environ: Mapping[str, str],
+    environ: Mapping[str, str] | None,
     proxy: Callable[[], EgressProxy | None],
 ) -> AsyncIterator[McpRelay | None]:
     """The relay of the job's stdio servers, listening for the block (None
-    when the job names none); its folder removed after."""
+    when the job names none); its folder removed after. The servers' variables
+    come from ``environ`` (None: the governor's own)."""
     if not any(s.stdio for s in policy.mcp.servers):
         yield None
         return
@@ -416,7 +417,7 @@ async def open_relay(
     try:
         os.chmod(folder, 0o755)  # the agent may run as another user (govtest): the socket's mode guards
         shutil.copyfile(SHIM, folder / "mcp_shim.py")
-        relay = McpRelay(gate, policy, environ, folder, proxy)
+        relay = McpRelay(gate, policy, os.environ if environ is None else environ, folder, proxy)
         listeners: list[tuple[McpServer, socket.socket]] = []
         try:
             for server in relay.servers:
@@ -437,3 +438,20 @@ async def open_relay(
                 nursery.cancel_scope.cancel()
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def exposed(profile: Profile, relay: McpRelay | None) -> Profile:
+    """The agent's profile with the relay's folder (its sockets, the shim) visible."""
+    if relay is None or not profile.sandboxed:
+        return profile
+    return replace(profile, visible=(*profile.visible, relay.folder))
+
+
+def offered(relay: McpRelay | None) -> list[dict[str, object]]:
+    """``session/new``'s ``mcpServers`` (none without a relay)."""
+    return [] if relay is None else relay.entries()
+
+
+def said(relay: McpRelay | None) -> tuple[str, ...]:
+    """The relay's notices for the outcome (none without a relay)."""
+    return () if relay is None else tuple(relay.notices())

@@ -23,7 +23,7 @@ from typing import Final
 
 from governor.install import read_only_in
 from policies.capability import Capability
-from policies.mcp import McpServer
+from policies.mcp import McpConfig, McpServer
 from policies.policy import Policy
 from sandbox import Profile, ProfileError
 from sandbox.plan.egress import Egress
@@ -39,6 +39,13 @@ def server_env(server: McpServer, environ: Mapping[str, str]) -> dict[str, str]:
     env = {name: environ[name] for name in server.env if name in environ}
     env.update(server.env_values)
     return env
+
+
+def secrets(config: McpConfig) -> list[str]:
+    """The values a library call gave its servers' environments: masked in every
+    record like the agent's own secrets (names from the policy file come from
+    the environment, whose secret-looking variables are masked already)."""
+    return [v for s in config.servers for v in s.env_values.values()]
 
 
 def server_profile(
@@ -79,11 +86,25 @@ def stdio_entry(name: str, socket_path: str, interpreter: str, shim: str) -> dic
     return {"name": name, "command": interpreter, "args": ["-I", "-S", shim, socket_path], "env": []}
 
 
-def check_program(server: McpServer, environ: Mapping[str, str]) -> str | None:
-    """Why ``server``'s program cannot start (None: it can), for a refusal
-    before anything starts."""
-    try:
-        resolve_install(server.command, search_path=environ.get("PATH") or os.environ.get("PATH"))
-    except ProfileError as e:
-        return f"MCP server {server.name}: {e}"
-    return None
+def problems(servers: tuple[McpServer, ...], environ: Mapping[str, str]) -> list[str]:
+    """Why the job's servers cannot be relayed, for a refusal before anything
+    starts: a name given twice (a policy's and a library call's), an HTTP
+    server (not relayed yet: never handed to the agent directly either), a
+    program that is not there."""
+    found: list[str] = []
+    seen: set[str] = set()
+    for server in servers:
+        if server.name in seen:
+            found.append(f"MCP server {server.name}: named twice")
+        seen.add(server.name)
+        if not server.stdio:
+            found.append(
+                f"MCP server {server.name}: HTTP servers ({server.url}) are not relayed yet; "
+                "only stdio commands are"
+            )
+            continue
+        try:
+            resolve_install(server.command, search_path=environ.get("PATH") or os.environ.get("PATH"))
+        except ProfileError as e:
+            found.append(f"MCP server {server.name}: {str(e).replace('agent program', 'program')}")
+    return found

@@ -131,3 +131,21 @@ def test_a_bad_mcp_section_is_refused_naming_the_file_and_the_key(
 def test_a_policy_without_mcp_names_no_server() -> None:
     p = parse_policy('capability = "read-only"\n', "job.toml")
     assert p.mcp.servers == () and p.capability is Capability.READ_ONLY
+
+
+def test_a_permission_for_a_relayed_tool_is_decided_by_the_mcp_rules_and_its_paths() -> None:
+    from policies.actions import ToolPermission
+
+    policy = bound()
+    allowed = decide(ToolPermission("other", "mcp__git__git_status", {"repo_path": "/work/ws"}), policy)
+    assert (allowed.verdict, allowed.rule) == (Verdict.ALLOW, "mcp.allow: git.git_*")
+    refused = decide(ToolPermission("other", "mcp__git__git_commit", {}), policy)
+    assert (refused.verdict, refused.rule) == (Verdict.DENY, "mcp.deny: git.git_commit")
+    # a path its input names is judged too: outside the roots, refused whatever the rule
+    outside = decide(ToolPermission("other", "mcp__fs__read_text_file", {"path": "/etc/passwd"}), policy)
+    assert outside.verdict is Verdict.DENY and outside.by == "ceiling"
+    # not a relayed server, or another kind than `other`: judged as before
+    other = decide(ToolPermission("other", "mcp__evil__x", {}), policy)
+    assert other.rule == "kind: other"
+    disguised = decide(ToolPermission("execute", "mcp__git__git_status", {"command": "rm -rf /"}), policy)
+    assert "mcp." not in disguised.rule and "rm -rf" in disguised.reason  # judged as the command
