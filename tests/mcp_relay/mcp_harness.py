@@ -100,7 +100,8 @@ async def governed(policy: Policy, log: Path) -> AsyncIterator[Governed]:
     """The audit log, gate, egress proxy and relay of ``policy``'s servers."""
     events: list[tuple[str, dict[str, object]]] = []
     audit = AuditLog(log, "att")
-    audit.record("attempt-start", agent="mcp-test")  # where a chain starts
+    # where a chain starts, naming the roots (as replay reads them)
+    audit.record("attempt-start", agent="mcp-test", workspace=policy.workspace, roots=list(policy.roots))
     gate = Gate(policy, audit, Unattended(), on_event=lambda kind, info: events.append((kind, info)))
     async with (
         open_egress(network.judge(gate)) as proxy,

@@ -4,9 +4,12 @@ driven by the official SDK's client spawning the shim as an agent does."""
 from __future__ import annotations
 
 import subprocess
+import sys
 from pathlib import Path
 
 from mcp_harness import bound, client, governed, python_server
+
+from policies.policy import parse_policy
 
 TIME_POLICY = """
 capability = "read-only"
@@ -55,6 +58,14 @@ async def test_an_allowed_call_reaches_the_server_and_a_denied_one_is_refused_an
     tally = g.gate.audit.tallier.tally()
     assert (tally.asked, tally.allowed, tally.refused) == (2, 1, 1)
     assert g.verified()
+    # `governor audit --mcp` reads them back, per server
+    shown = subprocess.run(
+        [str(Path(sys.executable).with_name("governor")), "audit", "--mcp", str(g.log)],
+        capture_output=True, text=True, timeout=60, check=True,
+    ).stdout
+    assert "allow    tools/call: time.get_current_time" in shown
+    assert "deny     tools/call: time.convert_time" in shown
+    assert "time: 2 call(s), 1 allowed, 1 refused or waiting" in shown
 
 
 async def test_a_denied_tool_is_absent_from_tools_list_and_an_allowed_one_is_there(
@@ -147,3 +158,27 @@ async def test_a_server_not_writable_cannot_change_the_workspace_even_when_its_c
         ["git", "-C", str(workspace), "diff", "--cached", "--name-only"],
         capture_output=True, text=True, check=True,
     ).stdout.split() == []
+
+
+async def test_replay_re_decides_the_mcp_calls_under_another_policy(tmp_path: Path) -> None:
+    import json
+
+    from governor.audit.replay import replay
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    time = python_server("mcp-server-time")
+    log = tmp_path / "audit.jsonl"
+    async with governed(bound(TIME_POLICY.format(time=time), workspace), log) as g, client(g, "time") as session:
+        await session.call_tool("get_current_time", {"timezone": "UTC"})
+        await session.call_tool("convert_time", {"source_timezone": "UTC", "time": "1:00", "target_timezone": "UTC"})
+    g.verified()
+    lines = [(n, json.loads(line)) for n, line in enumerate(log.read_text().splitlines(), 1)]
+    stricter = TIME_POLICY.format(time=time).replace('tools = ["time.get_current_time"]', "tools = []")
+    stricter = stricter.replace('tools = ["time.convert_time"]', 'tools = ["time.get_*"]')
+    (result,) = replay(lines, parse_policy(stricter, "stricter.toml"))
+    changes = [(c.kind, c.subject, c.label, c.rule) for c in result.changes]
+    # convert_time: no rule names it now, so read-only asks, and unattended an ask
+    # is a refusal, as before: no change
+    assert changes == [("mcp", "time.get_current_time", "allowed -> refused", "mcp.deny: time.get_*")]
+    assert result.actions == 2 and result.skipped == ()
