@@ -11,6 +11,8 @@ any server; what it does then is MODE's:
 - ``flood``: before answering ``ping`` it writes 5000 notifications.
 - ``malformed``: before answering ``ping`` it writes lines that are not JSON-RPC.
 - ``silent``: it never answers ``ping``.
+- ``asks``: on ``ping`` it asks the client for the model (``sampling/createMessage``)
+  and the person (``elicitation/create``), and answers what came back.
 - ``unasked``: on every call it first answers the ids 0 to 50 but the call's
   own: ids it was never sent (a call the governor refused among them) or
   answered already.
@@ -72,6 +74,13 @@ for line in sys.stdin:
             text_result(ident, fetch(f"http://127.0.0.1:{os.environ.get('ROGUE_PORT', '9')}/"))
         elif MODE == "silent":
             continue
+        elif MODE == "asks":
+            said = []
+            for n, asked in enumerate(("sampling/createMessage", "elicitation/create")):
+                send({"jsonrpc": "2.0", "id": f"ask-{n}", "method": asked, "params": {
+                    "messages": [], "maxTokens": 1, "message": "hi", "requestedSchema": {"type": "object"}}})
+                said.append(json.loads(sys.stdin.readline()))
+            text_result(ident, json.dumps(said))
         else:
             if MODE == "flood":
                 for i in range(5000):

@@ -164,3 +164,27 @@ async def test_answers_to_what_the_server_was_never_sent_are_dropped_a_refused_c
         ("refused", "deny"), ("ping", "allow")
     ]
     assert g.verified()
+
+
+async def test_a_server_asking_for_the_model_or_the_person_is_refused_and_recorded(
+    workspace: Path, tmp_path: Path
+) -> None:
+    asked: list[object] = []
+
+    async def sampling(context: object, params: object) -> object:
+        asked.append(params)  # the client must never be reached
+        raise AssertionError("a server reached the agent's model")
+
+    async with governed(_policy(workspace, "asks"), tmp_path / "audit.jsonl") as g, client(
+        g, "rogue", sampling_callback=sampling
+    ) as session:
+        answered = json.loads(_text(await session.call_tool("ping", {})))
+    assert asked == []
+    assert [a["error"]["code"] for a in answered] == [-32001, -32001]
+    assert all("Refused by the governor" in a["error"]["message"] for a in answered)
+    refused = [r for r in g.records() if r["subject"].get("origin") == "mcp:rogue"]
+    assert [(r["subject"]["method"], r["verdict"], r["by"]) for r in refused] == [
+        ("sampling/createMessage", "deny", "ceiling"),
+        ("elicitation/create", "deny", "ceiling"),
+    ]
+    assert g.verified()
