@@ -21,8 +21,17 @@ each attempt (scheduling, moving the job in and the result out, its worker
 processes); a Ray worker is a CPU (``ray start --num-cpus W``, each task
 declaring 1).
 
+Checks (``--checks``): the same N jobs on the local pool at ``--jobs 2``, each
+with a check after its attempt (``python3 hello.py``: the program the demo
+agent wrote, run in a fresh sandbox of its own, network off, the workspace an
+overlay), against the same jobs without, rounds interleaved in the same run:
+attempts per minute of each, their ratio, the seconds a check adds to an
+attempt ((wall with - wall without) x jobs at once / N) and the check's own
+duration as its outcome reports it (its sandbox's start included), median.
+
     .venv/bin/python bench/batch.py                  # N = 100
     .venv/bin/python bench/batch.py --jobs-count 20  # a quick run
+    .venv/bin/python bench/batch.py --checks --rounds 3   # with checks against without
 """
 
 from __future__ import annotations
@@ -118,8 +127,13 @@ def make_repo(root: Path) -> Path:
     return repo
 
 
-def write_jobs(root: Path, repo: Path, count: int) -> Path:
-    path = root / "jobs.jsonl"
+CHECK_PYTHON = shutil.which("python3", path="/usr/local/bin:/usr/bin:/bin") or "python3"
+CHECK = f"{CHECK_PYTHON} hello.py"
+"""The check of ``--checks``: the demo agent's program, run by an interpreter every sandbox shows."""
+
+
+def write_jobs(root: Path, repo: Path, count: int, checks: tuple[str, ...] = ()) -> Path:
+    path = root / ("jobs-checks.jsonl" if checks else "jobs.jsonl")
     with path.open("w") as f:
         for n in range(count):
             job = {
@@ -130,6 +144,8 @@ def write_jobs(root: Path, repo: Path, count: int) -> Path:
                 "policy": EDIT,
                 "timeout": 300,
             }
+            if checks:
+                job["checks"] = list(checks)
             f.write(json.dumps(job) + "\n")
     return path
 
@@ -174,6 +190,8 @@ def batch(
     wall = time.monotonic() - started
     lines = [json.loads(x) for x in (out / "outcomes.jsonl").read_text().splitlines()]
     completed = sum(1 for x in lines if x["status"] == "completed")
+    verdicts = [x.get("verdict") for x in lines]
+    check_s = sorted(sum(c["duration_s"] for c in x.get("checks_run", [])) for x in lines)
     if completed != count:
         print(f"  warning: {count - completed} job(s) did not complete:\n{stderr[-2000:]}")
     shutil.rmtree(out, ignore_errors=True)
@@ -185,6 +203,35 @@ def batch(
         "peak_mb": sampler.peak,
         "idle_mb": base,
         "job_s_median": job_s[len(job_s) // 2] if job_s else None,
+        "passed": verdicts.count("passed"),
+        "check_s_median": check_s[len(check_s) // 2] if check_s else None,
+    }
+
+
+def with_checks(root: Path, repo: Path, count: int, rounds: int, level: int) -> dict[str, Any]:
+    """The jobs with a check against the same jobs without, rounds interleaved."""
+    plain = write_jobs(root, repo, count)
+    checked = write_jobs(root, repo, count, (CHECK,))
+    walls: dict[str, list[float]] = {"without": [], "with": []}
+    own: list[float] = []
+    for n in range(rounds):
+        for name, jobs in (("without", plain), ("with", checked)):
+            r = batch(root, jobs, count, ["--jobs", str(level)])
+            walls[name].append(r["wall_s"])
+            if name == "with":
+                own.append(r["check_s_median"])
+            if name == "with" and r["passed"] != count:
+                print(f"  warning: {count - r['passed']} check(s) did not pass")
+            print(f"  round {n + 1}, {name} checks: {r['wall_s']:.1f} s, {r['per_min']:.0f} attempts/min")
+    without, with_ = sorted(walls["without"])[rounds // 2], sorted(walls["with"])[rounds // 2]
+    return {
+        "level": level,
+        "without_per_min": count / without * 60,
+        "with_per_min": count / with_ * 60,
+        "ratio": without / with_,
+        "check_s_per_attempt": (with_ - without) * level / count,
+        "check_own_s_median": sorted(own)[rounds // 2],
+        "walls": walls,
     }
 
 
@@ -196,6 +243,12 @@ def main() -> int:
     parser.add_argument("--levels", default="1,2,4", help="local --jobs levels (default 1,2,4)")
     parser.add_argument("--ray-workers", default="1,2", help="Ray cluster sizes (default 1,2)")
     parser.add_argument("--no-ray", action="store_true", help="skip the Ray runs")
+    parser.add_argument(
+        "--checks",
+        action="store_true",
+        help="only: jobs with a check against the same jobs without (local --jobs 2)",
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of --checks (default 3)")
     args = parser.parse_args()
     count = args.jobs_count
     levels = [int(x) for x in args.levels.split(",")]
@@ -203,6 +256,18 @@ def main() -> int:
     load = os.getloadavg()[0]
     print(f"{count} demo jobs; load average {load:.1f}; {os.cpu_count()} cores")
     results: dict[str, dict[str, Any]] = {}
+    if args.checks:
+        with tempfile.TemporaryDirectory(prefix="bench-batch-") as tmp:
+            root = Path(tmp)
+            r = results["checks"] = with_checks(root, make_repo(root), count, args.rounds, 2)
+        print(
+            f"local --jobs 2, median of {args.rounds}: without checks {r['without_per_min']:.0f} "
+            f"attempts/min, with a check {r['with_per_min']:.0f} = {r['ratio']:.2f} x; "
+            f"a check adds {r['check_s_per_attempt']:.3f} s per attempt (its own duration, "
+            f"sandbox included: median {r['check_own_s_median']:.3f} s)"
+        )
+        print(json.dumps({"jobs": count, "load": load, **results}, indent=1))
+        return 0
     with tempfile.TemporaryDirectory(prefix="bench-batch-") as tmp:
         root = Path(tmp)
         repo = make_repo(root)

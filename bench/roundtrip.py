@@ -17,6 +17,11 @@ session/new, the prompt's 2N round trips, the agent's exit -- is timed through:
   appended line and its fsync is printed beside it);
 - ``governor-sandboxed``: the same as ``governor`` with the agent under bwrap.
   It is skipped, with the reason, when the sandboxed attempt cannot run here.
+- ``governor-json``: the same as ``governor``, and then the outcome written as
+  ``governor run --json`` writes it (`governor.cli.outcome_json`: the decision
+  records streamed from the audit log into the document) to a file, inside the
+  clock; the file must hold every decision. Target (issue 25): within 5 % of
+  ``governor``, at full N beside it in the same run.
 - ``governor-signed`` (``--signing``, or named in ``--variants``): the same as
   ``governor`` with the operator's Ed25519 key in ``$ACP_GOVERNOR_AUDIT_PRIVATE_KEY``
   (a key made for the run): the end record is signed, and must verify. At full
@@ -39,7 +44,7 @@ process (all its threads, from getrusage) and of the agent. On a shared machine
 the CPU columns move much less than the wall times.
 
 Target (issue): ``c/b = governor / sdk <= 1.0``, wall time per request; ``c/a``
-is against the floor.
+is against the floor; ``governor-json / governor <= 1.05``.
 
 Run: ``.venv/bin/python bench/roundtrip.py`` (``--n``, ``--reps``, ``--variants``;
 ``--profile STATS`` runs the governor variant once under cProfile instead).
@@ -94,7 +99,10 @@ READ_CONTENT = "".join(
 )
 """The small file the agent reads (about 220 bytes)."""
 
-VARIANTS = ("floor", "sdk", "governor", "governor-always", "governor-sandboxed", "governor-signed")
+VARIANTS = (
+    "floor", "sdk", "governor", "governor-json", "governor-always", "governor-sandboxed",
+    "governor-signed",
+)  # fmt: skip
 SIDE_VARIANTS = ("governor-always", "governor-sandboxed")
 """Run at a smaller N by default (``--side-n``); compared per request."""
 
@@ -301,9 +309,11 @@ def run_governor(
     durability: str = "batch",
     sandboxed: bool = False,
     signed: bool = False,
+    as_json: bool = False,
 ) -> str:
     """One governed attempt through `run_attempt`; the audit log must verify and hold every
-    decision (and, signed, end at its head with a signature that holds)."""
+    decision (and, signed, end at its head with a signature that holds; as JSON, the
+    outcome's document hold every decision too)."""
     import trio
 
     from governor import logs
@@ -313,11 +323,19 @@ def run_governor(
     logs.configure(json_lines=True)
     log = ws.parent / "audit.jsonl"
     spec = governor_spec(n, ws, log, durability=durability, sandboxed=sandboxed, signed=signed)
+    from governor.cli.outcome_json import document, write_json
     from governor.cli.run import freeze_startup_heap
 
+    printed = ws.parent / "outcome.json"
     with clock:
         freeze_startup_heap()  # as `governor run` does before its attempt
         outcome = trio.run(run_attempt, spec)
+        if as_json:  # as `governor run --json` prints it, into a file instead of stdout
+            with open(printed, "w", encoding="utf-8") as out:
+                write_json(document(outcome), out, indent=2)
+                out.write("\n")
+    if as_json and len(json.loads(printed.read_text(encoding="utf-8"))["tool_calls"]) != 2 * n:
+        raise RuntimeError("the --json outcome does not hold every decision")
     if outcome.status != "completed":
         raise RuntimeError(f"the governed flood did not complete: {outcome.reason}")
     if outcome.acp is None or outcome.acp.sandboxed_agent != sandboxed:
@@ -357,6 +375,7 @@ RUNNERS: dict[str, Callable[[int, Path, Clock], str]] = {
     "floor": run_floor,
     "sdk": run_sdk,
     "governor": run_governor,
+    "governor-json": lambda n, ws, clock: run_governor(n, ws, clock, as_json=True),
     "governor-always": lambda n, ws, clock: run_governor(n, ws, clock, durability="always"),
     "governor-sandboxed": lambda n, ws, clock: run_governor(n, ws, clock, sandboxed=True),
     "governor-signed": lambda n, ws, clock: run_governor(n, ws, clock, signed=True),
@@ -366,7 +385,13 @@ RUNNERS: dict[str, Callable[[int, Path, Clock], str]] = {
 WARM_UP: dict[str, tuple[str, ...]] = {
     "floor": (),
     "sdk": ("acp", "acp.schema"),
-    "governor": ("trio", "governor.attempt", "governor.audit.log", "governor.logs"),
+    "governor": (
+        "trio",
+        "governor.attempt",
+        "governor.audit.log",
+        "governor.logs",
+        "governor.cli.outcome_json",
+    ),
 }
 """Modules each variant imports before the clock starts (start-up is not the subject)."""
 
@@ -467,6 +492,14 @@ def print_table(rows: list[dict[str, Any]], n: int, reps: int, notes: list[str])
         print(
             f"client CPU per request: governor/sdk = {gov['cpu_us'] / sdk['cpu_us']:.2f},"
             f" governor/floor = {gov['cpu_us'] / floor['cpu_us']:.2f}"
+        )
+    as_json = by.get("governor-json")
+    if gov is not None and as_json is not None:
+        ratio = as_json["wall_us"] / gov["wall_us"]
+        print(
+            f"json/plain: wall per request {ratio:.3f}, client CPU per request "
+            f"{as_json['cpu_us'] / gov['cpu_us']:.3f} (the outcome printed as --json prints it);"
+            f" target <= 1.05: {'met' if ratio <= 1.05 else 'NOT met'}"
         )
     signed = by.get("governor-signed")
     if gov is not None and signed is not None:

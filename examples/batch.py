@@ -23,7 +23,7 @@ from pathlib import Path
 
 from governor.batch import BadJobs, Job, JobOutcome, run_batch
 
-POLICY = str(Path(__file__).resolve().parent.parent / "policies" / "edit-workspace.toml")
+POLICY = "edit-workspace"  # the shipped policy, by name
 
 TASKS = {
     "hello": "Write hello.py that prints a greeting, and run it.",

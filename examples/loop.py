@@ -54,9 +54,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workspace", type=Path, required=True)
     parser.add_argument("--agent", default="demo")
-    parser.add_argument(
-        "--policy", default=str(Path(__file__).parent.parent / "policies" / "edit-workspace.toml")
-    )
+    parser.add_argument("--policy", default="edit-workspace", help="a shipped policy's name, or a file")
     args = parser.parse_args()
 
     previous: dict[str, object] | None = None

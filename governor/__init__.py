@@ -5,12 +5,16 @@ The library surface for coding loops::
     from governor import AttemptSpec, decision_records, run_attempt, run
 
     outcome = run(AttemptSpec(prompt="...", agent="claude", workspace="repo",
-                              policy="policies/edit-workspace.toml"))
+                              policy="edit-workspace"))  # shipped, by name
     for record in decision_records(outcome.log, outcome.run_id, outcome.decisions):
         ...  # the attempt's decision log, read from its audit log one record at a time
 
-`run_attempt` is the same under trio. Names are imported lazily so that the
-command line starts fast.
+`run_attempt` is the same under trio. A loop that owns its retries has the
+three steps of a try (`governor.tries`): `run_attempt`, `run_checks` over the
+prepared policy, and `digest` of the failed checks for the next prompt
+(`with_digest`), with `StartingCopy` to start each try from the same
+workspace; `run_tries` is those steps as ``governor run --tries`` runs them.
+Names are imported lazily so that the command line starts fast.
 """
 
 from __future__ import annotations
@@ -24,11 +28,17 @@ __all__ = [
     "AttemptSpec",
     "Outcome",
     "RefusedBeforeStart",
+    "StartingCopy",
     "Tally",
     "__version__",
     "decision_records",
+    "digest",
+    "prepare",
     "run",
     "run_attempt",
+    "run_checks",
+    "run_tries",
+    "with_digest",
 ]
 
 if TYPE_CHECKING:
@@ -36,12 +46,20 @@ if TYPE_CHECKING:
     from governor.attempt import run, run_attempt
     from governor.audit.reading import decision_records
     from governor.audit.tally import Tally
+    from governor.checks import run_checks
     from governor.outcome import Outcome
-    from governor.spec import AttemptSpec, RefusedBeforeStart
+    from governor.spec import AttemptSpec, RefusedBeforeStart, prepare
+    from governor.tries import StartingCopy, digest, run_tries, with_digest
 
 _LAZY = {
     "AttemptSpec": "governor.spec",
     "RefusedBeforeStart": "governor.spec",
+    "prepare": "governor.spec",
+    "run_checks": "governor.checks",
+    "digest": "governor.tries",
+    "with_digest": "governor.tries",
+    "run_tries": "governor.tries",
+    "StartingCopy": "governor.tries",
     "run": "governor.attempt",
     "run_attempt": "governor.attempt",
     "Outcome": "governor.outcome",

@@ -5,8 +5,10 @@ it. Its answer is one of `APPROVALS`:
 
 - ``once``: allow this one request (recorded as decided by a person);
 - ``always``: allow this and every identical request for the rest of the
-  attempt (recorded as a grant);
-- ``refuse``: deny it;
+  attempt (this one recorded as decided by a person, the later ones as
+  covered by a grant);
+- ``refuse``: deny it (by a person when one is there -- a person or a
+  callback -- else ``unattended``);
 - ``pause``: deny it *and* end the attempt as ``needs_approval`` with the
   request recorded, so that a person can decide later and run again.
 
@@ -25,6 +27,7 @@ from typing import Any, Final, Literal, Protocol
 
 import trio
 
+from policies import by as who
 from policies.decide import Decision
 from policies.rules import Verdict
 
@@ -157,23 +160,24 @@ class Approvals:
         if answer is None:
             return (
                 Verdict.DENY,
-                "policy",
+                who.CANCELLED,
                 f"the turn was cancelled while waiting for approval ({decision.reason})",
             )
         if answer == "once":
-            return Verdict.ALLOW, "person", f"allowed once by a person ({decision.reason})"
+            return Verdict.ALLOW, who.PERSON, f"allowed once by a person ({decision.reason})"
         if answer == "always":
             self.grants.add(self._key(kind, subject, shown))
             return (
                 Verdict.ALLOW,
-                "person",
+                who.PERSON,
                 f"allowed by a person for the rest of this attempt ({decision.reason})",
             )
         if answer == "pause":
-            return Verdict.ASK, "policy", f"waiting for a person's approval: {decision.reason}"
+            return Verdict.ASK, who.UNATTENDED, f"waiting for a person's approval: {decision.reason}"
         person = self.approver.name in ("person", "callback")
-        who = "a person" if person else "nobody is there to approve (unattended)"
-        return Verdict.DENY, "person" if person else "policy", f"refused: {decision.reason}; {who}"
+        nobody = "a person" if person else "nobody is there to approve (unattended)"
+        by = who.PERSON if person else who.UNATTENDED
+        return Verdict.DENY, by, f"refused: {decision.reason}; {nobody}"
 
     async def _answer(self, ask: Ask) -> Approval | None:
         """The approver's answer, or None when the turn is cancelled first."""

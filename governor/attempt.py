@@ -25,7 +25,6 @@ import os
 import signal
 import time
 import uuid
-from dataclasses import asdict
 from typing import Any, Final
 
 import structlog
@@ -36,20 +35,21 @@ from pydantic import ValidationError
 from governor import checks, confine, elicitation, frozen, installs, network, plain, roots_size
 from governor.acp.connection import Connection, ConnectionClosed, RemoteError, RequestTimeout
 from governor.acp.jsonrpc import AUTH_REQUIRED, short_error
-from governor.attribution import Evidence, explain
+from governor.attribution import Evidence, change_record, explain
 from governor.audit.log import AuditLog, AuditUnavailable
 from governor.callouts import callouts
 from governor.ending import CommandResult, Ending, judge
+from governor.framing import end_fields, start_fields
 from governor.gate import Gate
 from governor.mcp import relay as mcp
 from governor.outcome import Outcome
+from governor.presets import login_as_found
 from governor.ruling import REFUSED
 from governor.session_setup import SessionSetup
 from governor.spec import AttemptSpec, PlainProgram, Prepared, RefusedBeforeStart, prepare
 from governor.tamper import baseline as tamper
 from governor.turn import Turn
 from governor.workspace import Snapshot, diff, snapshot
-from policies.canonical import digest
 from policies.limits import render
 from sandbox.host.limits import blame
 from sandbox.net.proxy import EgressProxy, open_egress
@@ -140,6 +140,7 @@ class Attempt:
             timeout_s=p.wall,
             sandboxed_agent=p.sandboxed_agent,
             log=str(p.log_path) if p.log_path else None,
+            workspace=p.policy.workspace,
             masker=p.masker,
         )
         self.auth_methods: list[Any] = []
@@ -165,25 +166,7 @@ class Attempt:
             self.audit.close()
             raise RefusedBeforeStart([f"{e}; nothing was started"]) from None
         try:
-            start = self.audit.record(
-                "attempt-start",
-                agent=p.executor.id,
-                preset=p.executor.preset.id if p.executor.preset else None,
-                argv=p.shown_argv,
-                capability=str(policy.capability),
-                workspace=policy.workspace,
-                roots=list(policy.roots),
-                policy=digest(policy),
-                policy_source=policy.source,
-                ceiling=digest(p.ceiling),
-                ceiling_source=p.ceiling.source,
-                protected=list(p.ceiling.protected) or None,
-                sandboxed_agent=p.sandboxed_agent,
-                agent_hosts=[h.text for h in policy.network_rules.agent] or None,
-                approvals=p.approver.name,
-                trace_id=p.spec.trace_id,
-                frozen=frozen_at_start,
-            )
+            start = self.audit.record("attempt-start", **start_fields(p, frozen_at_start))
             await self.audit.durable(start)
             self.emit("attempt", {"id": self.id, "agent": self.name, "log": str(p.log_path)})
         except AuditUnavailable as e:
@@ -246,17 +229,7 @@ class Attempt:
         outcome.trace_id = p.spec.trace_id
         end: dict[str, Any] = {}
         with contextlib.suppress(AuditUnavailable):
-            end = self.audit.record(
-                "attempt-end",
-                status=outcome.status,
-                reason=outcome.reason,
-                tally=asdict(outcome.acp.tally) if outcome.acp else None,
-                duration_s=outcome.duration_s,
-                findings=[f.to_json() for f in outcome.findings] or None,
-                frozen=frozen_at_end,
-                files_changed=outcome.files_changed or None,
-                verdict=outcome.verdict,
-            )
+            end = self.audit.record("attempt-end", **end_fields(outcome, frozen_at_end, p.masker))
         self.audit.close()
         head = self.audit.head
         if head is not None:
@@ -495,7 +468,7 @@ class Attempt:
                 return " ".join([ta["command"], *map(str, ta.get("args", []))])
         preset = self.prepared.executor.preset
         if preset is not None and preset.login:
-            return preset.login
+            return login_as_found(preset, self.prepared.executor.argv[0])
         for m in self.auth_methods:
             if getattr(m, "description", None):
                 return str(m.description)
@@ -656,23 +629,9 @@ class Attempt:
             cause = explain(change, evidence)
             if cause is not None and cause.tool_call is None:
                 continue  # a governed write or command: its own record says so
-            subject = {"path": change.path, "change": change.how}
-            if cause is None:
-                kind, by, explained_by = "unasked", "sandbox", None
-                reason = f"{change.path} was {change.how} in the roots and no governed write, command or allowed permission explains it"
-            else:
-                kind, by, explained_by = "changed", "agent", cause.to_json()
-                reason = f"{change.path} was {change.how} by the agent itself, under the permission allowed for tool call {cause.tool_call}"
+            fields = change_record(change, cause)
             try:
-                self.audit.record(
-                    kind,
-                    session=self.turn.session_id,
-                    subject=subject,
-                    verdict="reported",
-                    by=by,
-                    reason=reason,
-                    explained_by=explained_by,
-                )
+                self.audit.record(fields.pop("kind"), session=self.turn.session_id, **fields)
             except AuditUnavailable:
                 break
         if not after.complete:

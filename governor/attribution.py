@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from governor.workspace import Change, Seen, Snapshot, differs
+from policies import by as who
 
 
 @dataclass(slots=True)
@@ -227,3 +228,26 @@ def explain(change: Change, evidence: Evidence) -> Cause | None:
         if cause is not None:
             return cause
     return None
+
+
+def change_record(change: Change, cause: Cause | None) -> dict[str, Any]:
+    """The record of a change only the agent itself explains (`cause` names the
+    permission it did it under: kind ``changed``, verdict ``reported``, by
+    ``agent``) or nothing explains (None: kind and verdict ``unasked``, by
+    ``snapshot``, which found it): the kind and the fields `AuditLog.record`
+    takes. The verdict is the tally's word for the record, so that every view of
+    the log says what the tally counts."""
+    subject = {"path": change.path, "change": change.how}
+    if cause is None:
+        reason = (
+            f"{change.path} was {change.how} in the roots and no governed write, command "
+            "or allowed permission explains it"
+        )
+        return {"kind": "unasked", "subject": subject, "verdict": "unasked",
+                "by": who.SNAPSHOT, "reason": reason, "explained_by": None}  # fmt: skip
+    reason = (
+        f"{change.path} was {change.how} by the agent itself, under the permission allowed "
+        f"for tool call {cause.tool_call}"
+    )
+    return {"kind": "changed", "subject": subject, "verdict": "reported", "by": who.AGENT,
+            "reason": reason, "explained_by": cause.to_json()}  # fmt: skip

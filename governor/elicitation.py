@@ -29,6 +29,7 @@ from acp import schema
 from pydantic import RootModel
 
 from governor.approver import Settled
+from policies import by as who
 from policies.decide import Decision
 from policies.rules import Verdict
 
@@ -80,7 +81,9 @@ def decide(request: Any, person: FillsForms | None) -> Decision:
     refusal when nobody is there or the request sends them to a URL, else an
     ``ask`` that the person settles (`ask`)."""
     if person is None:
-        return Decision(Verdict.DENY, RULE, "declined: nobody is there to answer (unattended)")
+        return Decision(
+            Verdict.DENY, RULE, "declined: nobody is there to answer (unattended)", who.UNATTENDED
+        )
     if request.mode != "form":
         return Decision(Verdict.DENY, RULE, "declined: a URL elicitation sends the person to a page")
     return Decision(Verdict.ASK, RULE, "a form for the person to fill in")
@@ -91,8 +94,8 @@ async def ask(request: Any, person: FillsForms) -> tuple[Settled, ElicitationRep
     answer to send once it is recorded."""
     content = await person.fill(request.message, fields_of(request))
     if content is None:
-        return (Verdict.DENY, "person", "declined by the person"), DECLINE
-    return (Verdict.ALLOW, "person", "filled in by the person"), {
+        return (Verdict.DENY, who.PERSON, "declined by the person"), DECLINE
+    return (Verdict.ALLOW, who.PERSON, "filled in by the person"), {
         "action": "accept",
         "content": content,
     }

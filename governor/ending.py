@@ -109,6 +109,8 @@ class Ending:
     network_refused: tuple[str, ...] = ()
     """The agent's connections the proxy refused, as ``host:port``, first first."""
     log: str | None = None
+    workspace: str | None = None
+    """The attempt's workspace (its first root), absolute."""
     decisions: int = 0
     """How many decision records the attempt wrote to `log` (all but its start
     and end): where its decision log is, with `run_id`, not the records."""
@@ -315,6 +317,7 @@ def judge(e: Ending) -> Outcome:
         acp=acp,
         pending=masked.json(e.pending),  # the request as the agent sent it
         log=e.log,
+        workspace=masked.text(e.workspace) if e.workspace else None,
         duration_s=round(e.elapsed_s, 3),
         sign_in=e.sign_in,
         findings=[

@@ -56,6 +56,7 @@ from governor.toolcalls import (
     newly_completed,
     report,
 )
+from policies import by as who
 from policies.actions import ToolPermission
 from policies.decide import Decision, decide
 from policies.options import CACHED_TEXT, choose_offered
@@ -94,6 +95,9 @@ class Gate:
         self.tool_calls = ToolCalls()
         self.pause_requested = trio.Event()
         self._requests = 0
+        self._last_written: int | None = None
+        """The request of the last decision record written (an overruling writes
+        its request again)."""
         self._responses: dict[str | None, schema.RequestPermissionResponse] = {}
         self._routes: Routes | None = None
         self.files = FileRequests(self)
@@ -247,22 +251,22 @@ class Gate:
         """The final verdict when no approver is needed (allow, deny, a grant, a
         broken log, a cancelled turn); None for an ask."""
         if self.audit.broken is not None or self.failure is not None:
-            return Verdict.DENY, "ceiling", f"refused: {self.audit.broken or self.failure}"
+            return Verdict.DENY, who.FAILED, f"refused: {self.audit.broken or self.failure}"
         if self.approvals.cancelled:
-            return Verdict.DENY, "policy", "the turn was cancelled"
+            return Verdict.DENY, who.CANCELLED, "the turn was cancelled"
         if decision.verdict is not Verdict.ASK:
             return decision.verdict, decision.by, decision.reason
         if self.approvals.granted(kind, subject, shown):
             return (
                 Verdict.ALLOW,
-                "grant",
+                who.GRANT,
                 f"allowed by a person's grant for this attempt ({decision.reason})",
             )
         carried = self.approvals.carried_by(kind, subject, shown)
         if carried is not None:  # one question per action: not a second wait
             return (
                 Verdict.ALLOW,
-                "grant",
+                who.GRANT,
                 f"allowed by a person (seq {carried}): the permission they allowed carries "
                 f"it out ({decision.reason})",
             )
@@ -284,11 +288,16 @@ class Gate:
         word = "approval" if verdict is Verdict.ASK else str(verdict)
         parts = decision.parts
         written: list[dict[str, Any]] = []
+        # A request of one record may be counted among repeated refusals; one of
+        # several (parts, an overruling) is written whole, or it would count twice.
+        thin = not parts and request != self._last_written
+        self._last_written = request
         try:
             if not parts:  # one decision, one record: the usual case
                 record = self.audit.append(
                     kind,
                     self._fields(request, subject, word, by, decision.rule, reason, option),
+                    thin=thin,
                 )
                 written.append(record)
             else:
@@ -314,6 +323,7 @@ class Gate:
                             reason if final else part.reason,
                             option,
                         ),
+                        thin=False,
                     )
                     written.append(record)
         except AuditUnavailable as e:
@@ -401,7 +411,7 @@ class Gate:
             verdict, by, reason = settled
             choice = choose_offered(offered, verdict, self.policy.allow_mode_switch)
             if verdict is Verdict.ALLOW and choice.option_id is None:
-                verdict, by, reason = Verdict.DENY, "policy", f"{reason}; but {choice.reason}"
+                verdict, by, reason = Verdict.DENY, who.OPTIONS, f"{reason}; but {choice.reason}"
             elif verdict is not Verdict.ALLOW:
                 choice = choose_offered(offered, Verdict.DENY, False)
             return (verdict, by, reason), choice.option_id or "cancelled"
@@ -416,7 +426,7 @@ class Gate:
             if ruling.allowed and isinstance(response.outcome, schema.AllowedOutcome):
                 named = named_paths(state.locations, command, self.policy.workspace)
                 self.carried.allowances.allow(call.tool_call_id, ruling.seq, named)
-                if ruling.by == "person":
+                if ruling.by == who.PERSON:
                     self.approvals.carry(subject, ruling.seq)
             return response
 
@@ -496,8 +506,8 @@ class Gate:
                 kind,
                 session=self.session_id,
                 subject=subject,
-                verdict="reported",
-                by="agent",
+                verdict=kind,  # ``unasked`` or ``reported``: the tally's word for it
+                by=who.AGENT,
                 reason=reason,
             )
         except AuditUnavailable as e:

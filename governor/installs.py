@@ -9,7 +9,9 @@ the integrity the registry publishes and records it in the folder's
 ``package-lock.json``; the agent then runs from that folder, offline.
 
 Everything here but `install` is a path computation or a file read; `install`
-runs npm, once per agent, and says what it does on one progress line.
+runs npm, once per agent, and says what it does on one progress line, and
+`fetch_for_npx`, the only async function, imports trio itself: `governor
+presets` reads the installs and must answer without it.
 """
 
 from __future__ import annotations
@@ -23,8 +25,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
-
-import trio
 
 from governor.presets import Preset
 
@@ -161,6 +161,8 @@ async def fetch_for_npx(package: str, npx: str, environ: Mapping[str, str]) -> N
     the agent runs outside its sandbox. Raises `InstallError` naming the package
     when npm fails or takes longer than `FETCH_TIMEOUT`.
     """
+    import trio
+
     npm = str(Path(npx).with_name("npm"))
     flags = ("--no-audit", "--no-fund", "--prefer-offline", "--loglevel=error")
     argv = [npm, "exec", "--yes", *flags, f"--package={package}", "--", "true"]

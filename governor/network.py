@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 
 from governor.acp.dispatch import RpcError
 from governor.presets import Preset, presets
+from policies import by as who
 from policies.actions import Connect
 from policies.decide import Decision, decide_network
 from policies.network import NetworkRules, normalize_host
@@ -121,7 +122,7 @@ async def looked_up(request: ConnectionRequest, policy: Policy) -> tuple[Decisio
     addresses = await resolve(normalize_host(request.host), request.port)
     if not addresses:
         reason = f"{shown(request)}: the host does not resolve"
-        return Decision(Verdict.DENY, "network.dns", reason), ()
+        return Decision(Verdict.DENY, "network.dns", reason, who.PROTOCOL), ()
     return decide_network(_action(request, addresses), policy), addresses
 
 

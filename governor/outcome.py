@@ -124,6 +124,9 @@ class Outcome:
     """How many records the attempt wrote (the head's ``seq``)."""
     log_key: str | None = None
     """The fingerprint of the operator's key that signed the end record, if any."""
+    workspace: str | None = None
+    """The attempt's workspace (its first root), absolute, masked; None when no
+    attempt was made."""
     findings: list[Finding] = field(default_factory=list)
     """The tamper audit of the attempt's diff (`governor.tamper`): tests deleted,
     assertions weakened, skip markers, runner configuration, suppressions."""
@@ -134,6 +137,10 @@ class Outcome:
     """The job's checks after the attempt (`governor.checks`), in order."""
     verdict: str | None = None
     """``passed`` when every check exited 0, ``failed`` otherwise; None without checks."""
+    tries: list[dict[str, Any]] = field(default_factory=list)
+    """With ``--tries`` (`governor.tries`): every try's outcome as JSON, in order,
+    each with its number (``try``) and the ``digest`` its failed checks gave the
+    next; this outcome is the last one's. Empty for a single attempt."""
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -151,6 +158,7 @@ class Outcome:
             "acp": None if self.acp is None else asdict(self.acp),
             "pending": _copied(self.pending),
             "log": self.log,
+            "workspace": self.workspace,
             "duration_s": self.duration_s,
             "sign_in": self.sign_in,
             "trace_id": self.trace_id,
@@ -161,6 +169,7 @@ class Outcome:
             "files_changed": list(self.files_changed),
             "checks_run": [c.to_json() for c in self.checks_run],
             "verdict": self.verdict,
+            "tries": _copied(self.tries) or None,
         }
         return {k: v for k, v in out.items() if v is not None}
 

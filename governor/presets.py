@@ -23,6 +23,7 @@ import difflib
 import functools
 import os
 import re
+import shlex
 import shutil
 import sys
 import tomllib
@@ -385,6 +386,20 @@ def find(agent_id: str, table: Mapping[str, Preset] | None = None) -> Preset:
     if found is None:
         raise PresetError(f"no agent `{agent_id}` ({', '.join(table)})")
     return found
+
+
+def login_as_found(
+    preset: Preset, program: str, which: Callable[[str], str | None] = shutil.which
+) -> str:
+    """The preset's login line with its program named as it was found: one the
+    governor installed (``governor agents install``) is not on ``PATH``, where a
+    person would type the bare name and get "command not found"."""
+    word, space, rest = preset.login.partition(" ")
+    names = {argv[0] for argv in (preset.argv, *preset.alternatives) if argv}
+    found = os.path.isabs(program) and os.path.basename(program) == word
+    if word in names and found and which(word) != program:
+        return f"{shlex.quote(program)}{space}{rest}"
+    return preset.login
 
 
 def resolve(

@@ -38,6 +38,7 @@ from governor.session_settings import (
     select_choices,
 )
 from governor.spec import Prepared
+from policies import by as who
 from policies.options import mode_asks
 
 
@@ -193,7 +194,7 @@ class SessionSetup:
                 session=self.session_id,
                 subject={"option": option, "value": value},
                 verdict=verdict,
-                by="policy",
+                by=who.JOB,
                 reason=reason,
             )
 
@@ -230,7 +231,7 @@ class SessionSetup:
                 session=self.session_id,
                 subject=mode,
                 verdict="allow",
-                by="policy",
+                by=who.JOB,
                 reason=f"{self.name} runs in mode {mode['id']}",
             )
 

@@ -109,6 +109,11 @@ class AttemptSpec:
     """The OpenTelemetry trace this attempt belongs to (32 lowercase hex digits, as
     `governor.otel` makes it): written in the attempt-start record and the outcome,
     so that a trace and a log can be joined."""
+    tried: Mapping[str, Any] | None = None
+    """Set by `governor.tries` for a try after the first: its number, how many at
+    most, the previous try's run id and log head, and the sha256 of the digest
+    its prompt carries; written in the attempt-start record (``try``), so each
+    try's log names the one it followed."""
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from governor.acp.dispatch import Route, RpcError
 from governor.acp.jsonrpc import INVALID_PARAMS, RESOURCE_NOT_FOUND
 from governor.confine import GovernedTerminals
 from governor.ruling import REFUSED, Ruling, then
+from policies import by as who
 from policies.actions import RunCommand
 from policies.decide import Decision, decide
 from policies.rules import Verdict
@@ -106,7 +107,7 @@ class TerminalRelay:
             why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
             gate.fail(f"the sandbox stopped working: {why}")
             unable = Decision(
-                Verdict.DENY, "sandbox: unavailable", f"not started: {gate.failure}", by="sandbox"
+                Verdict.DENY, "sandbox: unavailable", f"not started: {gate.failure}", by=who.FAILED
             )
             with contextlib.suppress(RpcError):  # a log that broke too: refused all the same
                 await gate.ruled("terminal", subject, shown, unable, {}, overrules=ruling)

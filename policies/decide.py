@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from policies import by as who
 from policies.actions import Action, Connect, ReadFile, RunCommand, ToolPermission, WriteFile
 from policies.capability import Capability
 from policies.mcp import McpCall, decide_mcp
@@ -38,8 +39,10 @@ DENY: Final = Verdict.DENY
 class Decision:
     """A verdict, the rule that produced it and a plain-English reason.
 
-    ``by`` is who decided: ``policy`` (rules and defaults) or ``ceiling`` (the
-    boundary and protected paths, which no job can widen). ``parts`` holds the
+    ``by`` is what decided, set here where it is decided (`policies.by` defines
+    the words): ``capability`` (its defaults), ``protected``, ``rule``,
+    ``ceiling`` (a path the ceiling protects) or ``protocol`` (a request that
+    cannot be carried out as asked). ``parts`` holds the
     decisions of a compound subject (each command of a line, each path of a tool
     call) when there is more than one.
     """
@@ -47,7 +50,7 @@ class Decision:
     verdict: Verdict
     rule: str
     reason: str
-    by: str = "policy"
+    by: str = who.CAPABILITY
     parts: tuple[Decision, ...] = ()
 
     @property
@@ -119,18 +122,18 @@ def decide_read(action: ReadFile, policy: Policy) -> Decision:
     path = action.path
     if not path.startswith("/"):
         return Decision(
-            DENY, "boundary: absolute paths", f"{path!r} is not an absolute path", "ceiling"
+            DENY, "boundary: absolute paths", f"{path!r} is not an absolute path", who.PROTOCOL
         )
     path = normalize(path)
     roots = policy.roots
     if policy.capability < Capability.FULL_ACCESS and within(path, roots) is None:
         return Decision(
-            DENY, "boundary: roots", f"{path} is outside the roots {', '.join(roots)}", "ceiling"
+            DENY, "boundary: roots", f"{path} is outside the roots {', '.join(roots)}", who.CAPABILITY
         )
     hidden = policy.hidden.first(path, roots)
     if hidden is not None:
         return Decision(
-            DENY, f"hidden: {hidden}", f"{path} is hidden from the agent ({hidden})", "ceiling"
+            DENY, f"hidden: {hidden}", f"{path} is hidden from the agent ({hidden})", who.PROTECTED
         )
     for verdict, rules in policy.rules.path_tiers:
         hit = rules.paths.first(path, roots)
@@ -144,7 +147,7 @@ def decide_write(action: WriteFile, policy: Policy) -> Decision:
     path = action.path
     if not path.startswith("/"):
         return Decision(
-            DENY, "boundary: absolute paths", f"{path!r} is not an absolute path", "ceiling"
+            DENY, "boundary: absolute paths", f"{path!r} is not an absolute path", who.PROTOCOL
         )
     path = normalize(path)
     roots = policy.roots
@@ -153,21 +156,20 @@ def decide_write(action: WriteFile, policy: Policy) -> Decision:
             DENY,
             "capability: read-only",
             f"writing {path} needs edit-workspace; this job is read-only",
-            "ceiling",
+            who.CAPABILITY,
         )
     if policy.capability < Capability.FULL_ACCESS and within(path, roots) is None:
         return Decision(
-            DENY, "boundary: roots", f"{path} is outside the roots {', '.join(roots)}", "ceiling"
+            DENY, "boundary: roots", f"{path} is outside the roots {', '.join(roots)}", who.CAPABILITY
         )
     protected = policy.protected.first(path, roots)
     if protected is not None:
-        return Decision(
-            DENY, f"protected: {protected}", f"{path} is protected ({protected})", "ceiling"
-        )
+        mark = who.CEILING if protected in policy.ceiling_protected else who.PROTECTED
+        return Decision(DENY, f"protected: {protected}", f"{path} is protected ({protected})", mark)
     frozen = policy.frozen.first(path, roots) if policy.frozen else None
     if frozen is not None:  # before the rules: the job froze it, no allow of its own thaws it
         return Decision(
-            DENY, f"frozen: {frozen}", f"{path} is frozen for this attempt ({frozen})"
+            DENY, f"frozen: {frozen}", f"{path} is frozen for this attempt ({frozen})", who.PROTECTED
         )
     for verdict, rules in policy.rules.write_tiers:
         hit = rules.paths.first(path, roots) or rules.writes.first(path, roots)
@@ -178,7 +180,10 @@ def decide_write(action: WriteFile, policy: Policy) -> Decision:
 
 def _rule_hit(verdict: Verdict, hit: str, what: str, shown: str) -> Decision:
     return Decision(
-        verdict, f"{verdict}: {hit}", f"the {what} {shown} matches the {verdict} rule `{hit}`"
+        verdict,
+        f"{verdict}: {hit}",
+        f"the {what} {shown} matches the {verdict} rule `{hit}`",
+        who.RULE,
     )
 
 
@@ -230,6 +235,7 @@ def _decide_simple(command: SimpleCommand, policy: Policy, cwd: str | None) -> D
                     verdict,
                     f"{verdict}: {hit}",
                     f"`{_clip(shown)}` matches the {verdict} rule `{hit}`",
+                    who.RULE,
                 )
             )
             break
@@ -269,14 +275,12 @@ def _redirect(target: str, cwd: str | None, policy: Policy, *, write: bool) -> D
     hidden = policy.hidden.first(path, policy.roots)
     if hidden is not None:
         return Decision(
-            DENY, f"hidden: {hidden}", f"{path} is hidden from the agent ({hidden})", "ceiling"
+            DENY, f"hidden: {hidden}", f"{path} is hidden from the agent ({hidden})", who.PROTECTED
         )
     for verdict, rules in policy.rules.tiers():
         hit = rules.paths.first(path, policy.roots)
         if hit is not None:
-            return Decision(
-                verdict, f"{verdict}: {hit}", f"the path {path} matches the {verdict} rule `{hit}`"
-            )
+            return _rule_hit(verdict, hit, "path", path)
     return Decision(
         ALLOW,
         f"capability: {policy.capability}",
@@ -301,6 +305,7 @@ def decide_permission(action: ToolPermission, policy: Policy) -> Decision:
                 verdict,
                 f"{verdict}: tool {kind}",
                 f"the tool kind {kind} matches the {verdict} rule",
+                who.RULE,
             )
             break
     cwd = action.cwd or (policy.roots[0] if policy.roots else None)
@@ -394,11 +399,11 @@ def _clip(text: str, limit: int = 200) -> str:
 
 def decide_network(action: Connect, policy: Policy) -> Decision:
     """A connection through the egress proxy (`policies.network`). The proxy's
-    own refusals (a malformed request) and the special hosts are the ceiling's
-    word; the rest is the policy's."""
+    own refusals (a malformed request) are ``protocol``, the special hosts
+    ``protected``, a rule's word ``rule``, the rest the defaults (``capability``):
+    `decide_connect` says which as it decides."""
     found = decide_connect(action, policy.network_rules)
-    by = "ceiling" if found.rule in ("network.proxy", "network.special") else "policy"
-    return Decision(found.verdict, found.rule, found.reason, by=by)
+    return Decision(found.verdict, found.rule, found.reason, by=found.by)
 
 
 def decide_call(call: McpCall, policy: Policy) -> Decision:

@@ -36,6 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from policies import by as who
 from policies.actions import Connect
 from policies.rules import Verdict
 
@@ -221,6 +222,10 @@ class ConnectDecision:
     verdict: Verdict
     rule: str
     reason: str
+    by: str
+    """What decided (`policies.by`): ``rule``, ``protected`` (a special address),
+    ``protocol`` (a request the proxy cannot carry out) or ``capability`` (no rule
+    allows it)."""
 
 
 def _first(patterns: Sequence[HostPattern], host: str, port: int) -> HostPattern | None:
@@ -237,16 +242,17 @@ def _refused_address(
     why_special: str | None,
     rules: NetworkRules,
     tiers: Sequence[tuple[Verdict, str, tuple[HostPattern, ...]]],
-) -> tuple[str, str] | None:
-    """The first address of ``host`` that refuses the connection, and why:
-    one a deny rule covers, or a special one no rule names exactly (rule 3)."""
+) -> tuple[str, str, str] | None:
+    """The first address of ``host`` that refuses the connection, why, and what
+    decided: one a deny rule covers (``rule``), or a special one no rule names
+    exactly (rule 3: ``protected``)."""
     for address in addresses:
         ip = normalize_host(address)
         if ip == host:
             continue  # an IP literal is its own address, judged as the host
         denied = _first(rules.deny, ip, port)
         if denied is not None:
-            return address, f"which {denied.text} refuses"
+            return address, f"which {denied.text} refuses", who.RULE
         why = special(ip)
         if why is None or why_special is not None:
             continue
@@ -260,7 +266,7 @@ def _refused_address(
             shown = f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
             return address, (
                 f"{why}: only a rule naming it exactly allows that (--allow-host {shown})"
-            )
+            ), who.PROTECTED
     return None
 
 
@@ -270,9 +276,13 @@ def decide_connect(action: Connect, rules: NetworkRules) -> ConnectDecision:
     port = action.port
     shown = f"{host}:{port}" if ":" not in host else f"[{host}]:{port}"
     if action.problem is not None:
-        return ConnectDecision(Verdict.DENY, "network.proxy", f"{shown}: {action.problem}")
+        return ConnectDecision(
+            Verdict.DENY, "network.proxy", f"{shown}: {action.problem}", who.PROTOCOL
+        )
     if not 0 < port < 65536:
-        return ConnectDecision(Verdict.DENY, "network.proxy", f"port {port} is not a port")
+        return ConnectDecision(
+            Verdict.DENY, "network.proxy", f"port {port} is not a port", who.PROTOCOL
+        )
     tiers: list[tuple[Verdict, str, tuple[HostPattern, ...]]] = [
         (Verdict.DENY, "network.deny", rules.deny),
         (Verdict.ASK, "network.ask", rules.ask),
@@ -285,6 +295,7 @@ def decide_connect(action: Connect, rules: NetworkRules) -> ConnectDecision:
             Verdict.DENY,
             "network.off",
             f"{shown}: network is off for commands (the policy's network, or --allow-host)",
+            who.CAPABILITY,
         )
     why_special = special(host)
     for verdict, name, patterns in tiers:
@@ -296,23 +307,28 @@ def decide_connect(action: Connect, rules: NetworkRules) -> ConnectDecision:
         if verdict is not Verdict.DENY:
             refused = _refused_address(action.addresses, host, port, why_special, rules, tiers)
             if refused is not None:
-                address, why = refused
+                address, why, by = refused
                 return ConnectDecision(
                     Verdict.DENY,
                     f"{name}: {hit.text}",
                     f"{shown} resolves to {address}, {why}",
+                    by,
                 )
         words = {Verdict.DENY: "refused", Verdict.ASK: "asks", Verdict.ALLOW: "allowed"}
-        return ConnectDecision(verdict, f"{name}: {hit.text}", f"{shown} {words[verdict]} by {hit.text}")
+        return ConnectDecision(
+            verdict, f"{name}: {hit.text}", f"{shown} {words[verdict]} by {hit.text}", who.RULE
+        )
     if why_special is not None:
         return ConnectDecision(
             Verdict.DENY,
             "network.special",
             f"{shown} is {why_special}: refused unless a rule names it exactly "
             f"(--allow-host {shown})",
+            who.PROTECTED,
         )
     return ConnectDecision(
         Verdict.DENY,
         "network.default",
         f"{shown} is not in the allowed hosts (--allow-host {shown} would allow it)",
+        who.CAPABILITY,
     )

@@ -120,6 +120,10 @@ class Policy:
     unprotected: tuple[str, ...] = ()
     """Names of `policies.protected.UNPROTECTABLE` this job may change (``unprotect``);
     a glob of ``protected_extra`` (the ceiling's included) still covers them."""
+    ceiling_protected: tuple[str, ...] = field(default=(), compare=False)
+    """The globs of ``protected_extra`` the operator's ceiling added (`bind`): a
+    write they refuse is the ceiling's word (``by`` ``ceiling``), not the job's.
+    Not part of the policy's identity: ``protected_extra`` holds them already."""
     masked: tuple[str, ...] = ()
     """Host files (absolute) masked in every sandbox of the job: the operator's,
     from the ceiling (its audit signing key), never a job's own."""
@@ -187,6 +191,7 @@ class Policy:
             self,
             roots=tuple(dict.fromkeys(roots)),
             protected_extra=tuple(dict.fromkeys(self.protected_extra + protected)),
+            ceiling_protected=tuple(dict.fromkeys(self.ceiling_protected + protected)),
             masked=tuple(dict.fromkeys(self.masked + masked)),
         )
 
@@ -297,7 +302,7 @@ def _unprotected(source: str, value: Any) -> tuple[str, ...]:
                 source,
                 "unprotect",
                 f"{name!r} cannot be unprotected: only the hook managers' and editors' "
-                f"configs can (see README, Policies)" + (f"; did you mean {hint!r}?" if hint else ""),
+                f"configs can (see docs/policies.md#protected-paths)" + (f"; did you mean {hint!r}?" if hint else ""),
             )
     return names
 

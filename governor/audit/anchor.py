@@ -216,12 +216,27 @@ class OutcomesUnreadable(Exception):
     """An ``--outcomes`` file that cannot be read or holds no outcome."""
 
 
+def _anchor(anchors: list[Anchor], outcome: dict[str, Any], where: str) -> None:
+    """The anchor of one outcome's head, added to ``anchors`` (none: no head)."""
+    head, records, attempt = outcome.get("log_head"), outcome.get("log_records"), outcome.get("run_id")
+    if isinstance(head, str):
+        anchors.append(
+            Anchor(
+                head,
+                records if isinstance(records, int) else None,
+                attempt if isinstance(attempt, str) and attempt else None,
+                where,
+            )
+        )
+
+
 def outcome_anchors(path: Path) -> dict[Path, list[Anchor]]:
     """The heads an outcomes file reports, by the log each is for: a batch's
     ``outcomes.jsonl`` (each job's log is ``<its folder>/<job>/audit.jsonl``,
     wherever the folder was moved), or one outcome as ``governor run --json``
     prints it (its ``log``). A line with no head (its job ended before an
-    attempt) anchors its log as holding none."""
+    attempt) anchors its log as holding none. An outcome with ``tries`` anchors
+    each try's log (a batch's ``audit.tryN.jsonl``) at that try's head."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
@@ -246,25 +261,21 @@ def outcome_anchors(path: Path) -> dict[Path, list[Anchor]]:
         if not isinstance(line, dict):
             raise OutcomesUnreadable(f"{path}: line {n} is not an outcome (a JSON object)")
         job, log = line.get("job"), line.get("log")
-        if isinstance(job, str):
-            target = path.parent / job / "audit.jsonl"
-            where = f"{path.name} line {n}, job {job}"
-        elif isinstance(log, str):
-            target = Path(log)
-            where = f"{path.name} line {n}"
-        else:
+        if not isinstance(job, str) and not isinstance(log, str):
             raise OutcomesUnreadable(f"{path}: line {n} names neither a job nor a log")
-        anchors = found.setdefault(target, [])
-        head, records, attempt = line.get("log_head"), line.get("log_records"), line.get("run_id")
-        if isinstance(head, str):
-            anchors.append(
-                Anchor(
-                    head,
-                    records if isinstance(records, int) else None,
-                    attempt if isinstance(attempt, str) and attempt else None,
-                    where,
-                )
-            )
+        tries = line.get("tries")
+        # with tries (`governor.tries`), each try its own log and head; the line is the last's
+        each = [t for t in tries if isinstance(t, dict)] if isinstance(tries, list) else []
+        for entry in each or [line]:
+            at = f", try {entry.get('try')}" if each else ""
+            if isinstance(job, str):
+                name = Path(str(entry.get("log") or "")).name if each else ""
+                target = path.parent / job / (name if name.startswith("audit.") else "audit.jsonl")
+                where = f"{path.name} line {n}, job {job}{at}"
+            else:
+                target = Path(str(entry.get("log") or log))
+                where = f"{path.name} line {n}{at}"
+            _anchor(found.setdefault(target, []), entry, where)
     if not found:
         raise OutcomesUnreadable(f"{path}: no outcome in it")
     return found

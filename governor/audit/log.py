@@ -269,11 +269,15 @@ class AuditLog:
         fields that are None are left out."""
         return self.append(kind, {k: v for k, v in fields.items() if v is not None})
 
-    def append(self, kind: str, fields: dict[str, Any]) -> dict[str, Any]:
-        """`record` with its fields as a dict, none of them None (the decision path)."""
+    def append(self, kind: str, fields: dict[str, Any], *, thin: bool = True) -> dict[str, Any]:
+        """`record` with its fields as a dict, none of them None (the decision path).
+
+        ``thin`` False: a refusal written in full whatever the burst (a part of
+        a request decided in several: counting one part and writing another
+        would count the request twice, and lose its refusal from the tally)."""
         if self.broken is not None:
             raise AuditUnavailable(self.broken)
-        key = None if kind in _PAST_LIMIT else key_of(kind, fields)
+        key = None if kind in _PAST_LIMIT or not thin else key_of(kind, fields)
         if self.full is not None and kind not in _PAST_LIMIT:
             key = (kind, key[1] if key else "agent", "audit.limit")
             reason = str(fields.get("reason", ""))

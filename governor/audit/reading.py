@@ -46,12 +46,13 @@ def is_batch_output(path: Path) -> bool:
 
 def log_files(paths: Sequence[str]) -> list[Path]:
     """The logs named: files as given, directories as every ``*.jsonl`` under them
-    (a batch's output as each job's ``audit.jsonl``)."""
+    (a batch's output as each job's ``audit.jsonl``, and its later tries' logs)."""
     found: list[Path] = []
     for name in paths:
         p = Path(name)
         if p.is_dir() and is_batch_output(p):
-            found.extend(sorted(q for q in p.glob(f"*/{BATCH_LOG}") if q.is_file()))
+            logs = [*p.glob(f"*/{BATCH_LOG}"), *p.glob("*/audit.try*.jsonl")]  # with tries
+            found.extend(sorted(q for q in logs if q.is_file()))
         elif p.is_dir():
             found.extend(sorted(q for q in p.rglob("*.jsonl") if q.is_file()))
         elif p.is_file():

@@ -15,8 +15,13 @@ Rules of this file:
   neither run nor fetch.
 - **Nothing added unmasked.** The values are the log's, masked when they were
   written; what the page adds besides them (the log's name) the caller masks.
-- **Read once.** The records come from `governor.audit.reading` (grouped and
-  verified in one pass); the tally is `tally`'s, as the outcome computes it.
+- **Read once, bounded.** The attempt comes folded from its log in one
+  streaming pass (`governor.audit.page_source`: verified as it is read, the
+  first `PAGE_ROWS` rows of each table kept, the rest counted); the tally is
+  `Tallier`'s, as the outcome computes it.
+- **Readable at any width.** A viewport tag; wide tables scroll inside their
+  own box (drawn only when near the window), never the page; the tally's
+  counts have a column of their own (tested in Chromium at 400 and 1,400 px).
 
 The timeline filters by verdict and kind with checkboxes; the URL's fragment
 holds the filter (``report.html#verdict=deny&kind=permission,terminal``), so a
@@ -36,14 +41,10 @@ from dataclasses import asdict
 from typing import Any, Final
 
 from governor.audit.anchor import Authenticity
-from governor.audit.reading import AttemptRecords, row
+from governor.audit.page_source import AttemptPage
 from governor.audit.replay import shown
-from governor.audit.tally import Tally
+from governor.audit.tally import Tally, verdict_of
 from governor.audit.verify import INCOMPLETE, UNFINISHED, Verification
-
-UNASKED_KINDS: Final = ("unasked", "changed")
-"""The records of changes made without asking: ``unasked`` (nothing explains
-them) and ``changed`` (only an allowed permission does: ``explained_by``)."""
 
 EXPLANATIONS: Final = {
     "named": "the allowed permission's tool call named this path",
@@ -52,10 +53,6 @@ EXPLANATIONS: Final = {
 }
 """What each `governor.attribution` rule that reaches a ``changed`` record means."""
 
-PAGE_ROWS: Final = 2000
-"""Rows a table of the page holds at most: a million-record attempt would make a
-page of hundreds of megabytes that no browser opens. The page says what it
-left out and which command lists it all."""
 SHOWN_CHARS: Final = 1000
 """What is shown of a long value (a title, a command, a reason); the page says
 its full length. A log is crafted as easily as written: a 20 MB title would
@@ -68,62 +65,96 @@ FILTER_VALUES: Final = 40
 OTHER: Final = "(other)"
 
 
-def decisions(group: AttemptRecords) -> list[dict[str, Any]]:
-    """The attempt's decision records: every record but its start and end."""
-    return [r for r in group.records if r.get("kind") not in ("attempt-start", "attempt-end")]
+DiffStat = Mapping[str, tuple[int, int]]
+"""Lines added and removed, by absolute path: a batch job's ``changes.patch``
+(`governor.audit.batch_page.diff_stat`)."""
 
 
 def render(
-    group: AttemptRecords,
+    page: AttemptPage,
     check: Verification,
     *,
     log_name: str,
     authenticity: Authenticity | None = None,
+    stats: DiffStat | None = None,
 ) -> str:
-    """The page for one attempt: its header, tally chart, refusals, unasked
-    changes, timeline (with filters) and the verification of its log's chain.
+    """The page for one attempt: its header with a status badge, the prompt and
+    the agent's summary, the verification of its log's chain, its tally chart,
+    refusals, changes without asking and timeline (with filters).
 
     ``check`` is the verification of the whole log the attempt was read from,
     ``authenticity`` what it was checked against besides itself (a head, a
     signature; None: nothing, which the page says); ``log_name`` is shown as
-    given (the caller masks it).
+    given (the caller masks it); ``stats``, when the workspace's diff is known,
+    fills the change column with each file's lines added and removed.
     """
-    summary = row(group)
-    rows = decisions(group)
-    t0 = summary.started
     body = "\n".join(
         [
-            f"<h1>Attempt <code>{_e(group.attempt)}</code></h1>",
-            _header(group, summary.status, summary.reason, summary.duration_s, log_name),
-            _verification(group, check, log_name, authenticity or Authenticity()),
-            _tally(summary.tally, (group.end or {}).get("tally")),
-            _refusals(rows, group.attempt),
-            _unasked(rows, group.attempt),
-            _timeline(rows, t0, group.attempt),
+            f'<h1>Attempt <code>{_e(page.attempt)}</code> {badges(page.status, _verdict(page.end))}</h1>',
+            _header(page, log_name),
+            _words(page),
+            _verification(page, check, log_name, authenticity or Authenticity()),
+            _tally(page.tally, (page.end or {}).get("tally")),
+            _refusals(page),
+            _unasked(page, stats or {}),
+            _timeline(page),
         ]
     )
+    return document(f"governor audit report: {page.attempt}", body, script=True)
+
+
+def document(title: str, body: str, *, script: bool) -> str:
+    """A whole page around ``body``: the viewport, the style, the policy that
+    allows only that style (and the filters' script, when ``script``)."""
+    csp = _CSP if script else _CSP_NO_SCRIPT
+    tail = f"<script>{_SCRIPT}</script>\n" if script else ""
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        f'<meta http-equiv="Content-Security-Policy" content="{_e(_CSP)}">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{_e(csp)}">\n'
         '<meta name="referrer" content="no-referrer">\n'
-        f"<title>governor audit report: {_e(group.attempt)}</title>\n"
-        f"<style>{_STYLE}</style>\n</head>\n<body>\n{body}\n"
-        f"<script>{_SCRIPT}</script>\n</body>\n</html>\n"
+        f"<title>{_e(title)}</title>\n"
+        f"<style>{_STYLE}</style>\n</head>\n<body>\n{body}\n{tail}</body>\n</html>\n"
     )
+
+
+BADGES: Final = {
+    "completed": "good",
+    "passed": "good",
+    "blocked": "warn",
+    "needs_approval": "warn",
+    "incomplete": "warn",
+    "failed": "bad",
+    "refused": "bad",
+    "unfinished": "warn",
+}
+"""A status's or verdict's badge colour; any other word (a crafted log's) is ``other``."""
+
+
+def badges(status: str, verdict: str | None, *, ids: bool = True) -> str:
+    """The status as a badge, and the checks' verdict beside it when they ran
+    (``ids``: the page's one status, ``#status`` and ``#verdict``)."""
+    status_id, verdict_id = (' id="status"', ' id="verdict"') if ids else ("", "")
+    out = f'<span class="badge {BADGES.get(status, "other")}"{status_id}>{_e(status)}</span>'
+    if verdict is not None:
+        out += (
+            f' <span class="badge {BADGES.get(verdict, "other")}"{verdict_id}>'
+            f"checks {_e(verdict)}</span>"
+        )
+    return out
+
+
+def _verdict(end: Mapping[str, Any] | None) -> str | None:
+    verdict = (end or {}).get("verdict")
+    return verdict if isinstance(verdict, str) else None
 
 
 # -- sections --------------------------------------------------------------------------
 
 
-def _header(
-    group: AttemptRecords,
-    status: str,
-    reason: str | None,
-    duration: float | None,
-    log_name: str,
-) -> str:
-    start, end = group.start or {}, group.end
+def _header(page: AttemptPage, log_name: str) -> str:
+    start, end = page.start or {}, page.end
     t0 = start.get("time")
     started = (
         time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(t0))
@@ -133,6 +164,7 @@ def _header(
     agent = start.get("preset") or start.get("agent") or "?"
     argv = " ".join(map(str, start.get("argv") or []))
     sandboxed = start.get("sandboxed_agent")
+    status, reason, duration = page.status, page.reason, page.duration_s
     shown_status = status + (f": {reason}" if reason else "")
     how_long = "?" if duration is None else f"{duration:.3f} s" + ("" if end else " (so far)")
     fields: list[tuple[str, Any]] = [
@@ -147,16 +179,41 @@ def _header(
         ("roots", ", ".join(map(str, start.get("roots") or [])) or None),
         ("started", started),
         ("status", shown_status),
+        ("checks", _verdict(end)),
         ("duration", how_long),
         ("log", log_name),
     ]
-    if not group.start:
+    if not page.start:
         fields.append(("note", "the log holds no attempt-start record for this attempt"))
     items = "".join(
         f"<dt>{_e(name)}</dt><dd>{_e(value)}</dd>" for name, value in fields if value is not None
     )
     css = "good" if status == "completed" else "bad"
     return f'<section id="header"><dl class="{css}">{items}</dl></section>'
+
+
+def _words(page: AttemptPage) -> str:
+    """The task as the operator gave it and the agent's last word on it: the
+    prompt (attempt-start) and the summary (attempt-end), or why either is missing."""
+    prompt = (page.start or {}).get("prompt")
+    if isinstance(prompt, str):
+        task = f'<pre id="prompt">{_e(prompt, FIELDS_CHARS)}</pre>'
+    else:
+        task = '<p id="prompt" class="none">the log does not record the prompt (written by a governor before it did)</p>'
+    end = page.end or {}
+    summary, reason = end.get("summary"), end.get("reason")
+    if isinstance(summary, str):
+        said = f'<pre id="summary">{_e(summary, FIELDS_CHARS)}</pre>'
+    elif page.status == "blocked" and isinstance(reason, str):  # the agent's BLOCKED: words
+        said = f'<pre id="summary">{_e(reason, FIELDS_CHARS)}</pre>'
+    elif page.end is None:
+        said = '<p id="summary" class="none">the attempt did not finish: no final message</p>'
+    else:
+        said = '<p id="summary" class="none">no summary recorded</p>'
+    return (
+        '<section id="words"><h2>The task</h2>' + task
+        + "<h2>The agent's summary</h2>" + said + "</section>"
+    )
 
 
 def _digest(digest: Any, source: Any) -> str | None:
@@ -166,7 +223,7 @@ def _digest(digest: Any, source: Any) -> str | None:
 
 
 def _verification(
-    group: AttemptRecords, check: Verification, log_name: str, auth: Authenticity
+    page: AttemptPage, check: Verification, log_name: str, auth: Authenticity
 ) -> str:
     notes: list[str] = []
     if check.problem is None:
@@ -178,7 +235,7 @@ def _verification(
     else:
         verdict = f"TAMPERED: {check.problem.what}"
         css = "bad"
-    if group.attempt in check.unfinished or group.end is None:
+    if page.attempt in check.unfinished or page.end is None:
         notes.append(f"this attempt: {UNFINISHED}")
     for n in check.incomplete:
         notes.append(f"line {n}: {INCOMPLETE}")
@@ -216,22 +273,22 @@ def _anchoring(check: Verification, auth: Authenticity) -> str:
 
 
 def _tally(counted: Tally, recorded: Any) -> str:
+    """The tally as bars: one row a count, the label, the bar and the number in
+    columns of their own, so a narrow window shortens the bar and never hides
+    the number. Each bar is an SVG whose rect's width is a share of 100 (a
+    presentation attribute: the policy allows no style attribute)."""
     values: dict[str, int] = asdict(counted)  # the counts in the order `Tally` names them
     top = max([1, *values.values()])
-    bar_h, gap, label_w, bar_w = 20, 6, 80, 360
     bars = []
-    for i, name in enumerate(values):
-        y = i * (bar_h + gap)
-        w = round(bar_w * values[name] / top)
+    for name, n in values.items():
+        share = round(100 * n / top, 2)
         bars.append(
-            f'<text x="{label_w - 8}" y="{y + 15}" class="label">{name}</text>'
-            f'<rect x="{label_w}" y="{y}" width="{w}" height="{bar_h}" class="bar {name}">'
-            f"<title>{name}: {values[name]}</title></rect>"
-            f'<text x="{label_w + w + 6}" y="{y + 15}" class="count" '
-            f'id="tally-{name}">{values[name]}</text>'
+            f'<div class="t-row"><span class="t-label">{name}</span>'
+            '<svg class="t-bar" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 100 10" '
+            f'preserveAspectRatio="none" aria-hidden="true"><rect width="{share}" height="10" '
+            f'class="bar {name}"></rect></svg>'
+            f'<span class="t-count" id="tally-{name}">{n}</span></div>'
         )
-    height = len(values) * (bar_h + gap)
-    width = label_w + bar_w + 60
     note = ""
     if isinstance(recorded, Mapping) and any(recorded.get(c) != n for c, n in values.items()):
         written = ", ".join(f"{recorded.get(c)} {c}" for c in values)
@@ -241,10 +298,7 @@ def _tally(counted: Tally, recorded: Any) -> str:
         )
     return (
         '<section id="tally"><h2>Tally</h2>'
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" role="img" aria-label="tally">'
-        + "".join(bars)
-        + f"</svg>{note}</section>"
+        f'<div class="tally" role="img" aria-label="tally">{"".join(bars)}</div>{note}</section>'
     )
 
 
@@ -259,12 +313,11 @@ def _cut_note(section: str, kept: int, total: int, what: str, command: str) -> s
     )
 
 
-def _refusals(rows: list[dict[str, Any]], attempt: str) -> str:
-    every = [r for r in rows if r.get("verdict") == "deny"]
-    if not every:
+def _refusals(page: AttemptPage) -> str:
+    if not page.refused_total:
         return '<section id="refusals"><h2>Refused</h2><p>nothing was refused</p></section>'
-    refused = every[:PAGE_ROWS]
-    cut = _cut_note("refusals", len(refused), len(every), "refusals", "governor audit --refused LOG")
+    total, refused = page.refused_total, page.refusals
+    cut = _cut_note("refusals", len(refused), total, "refusals", "governor audit --refused LOG")
     lines = "".join(
         f'<tr class="refusal">{_seq_link(r.get("seq"))}<td>{_e(r.get("kind"))}</td>'
         f"<td>{_subject(r.get('subject'), r)}</td><td>{_e(r.get('by'))}</td>"
@@ -272,35 +325,83 @@ def _refusals(rows: list[dict[str, Any]], attempt: str) -> str:
         for r in refused
     )
     return (
-        f'<section id="refusals"><h2>Refused ({len(every)})</h2>{cut}<table>'
+        f'<section id="refusals"><h2>Refused ({total})</h2>{cut}<div class="scroll"><table>'
         "<thead><tr><th>#</th><th>kind</th><th>what</th><th>by</th><th>rule</th>"
-        f"<th>reason</th></tr></thead><tbody>{lines}</tbody></table></section>"
+        f"<th>reason</th></tr></thead><tbody>{lines}</tbody></table></div></section>"
     )
 
 
-def _unasked(rows: list[dict[str, Any]], attempt: str) -> str:
-    every = [r for r in rows if r.get("kind") in UNASKED_KINDS]
-    found = every[:PAGE_ROWS]
+def _unasked(page: AttemptPage, stats: DiffStat) -> str:
+    total, found = page.unasked_total, page.unasked
     cut = _cut_note(
-        "unasked", len(found), len(every), "changes", f"governor audit --attempt {attempt} LOG"
+        "unasked", len(found), total, "changes", f"governor audit --attempt {page.attempt} LOG"
     )
     if not found:
         return (
             '<section id="unasked"><h2>Changes without asking</h2>'
             "<p>every change is accounted for by a governed action</p></section>"
         )
+    changed = _files_changed(page.end)
     lines = "".join(
         f'<tr class="{_e(r.get("kind"))}">{_seq_link(r.get("seq"))}<td>{_e(r.get("kind"))}</td>'
         f"<td>{_subject(r.get('subject'), r)}</td>"
-        f"<td>{_e(_field(r.get('subject'), 'change'))}</td><td>{_e(r.get('by'))}</td>"
+        f'<td class="change">{_e(change(r.get("subject"), changed, stats))}</td>'
+        f"<td>{_e(r.get('by'))}</td>"
         f'<td class="explained">{_explained(r)}</td></tr>'
         for r in found
     )
     return (
-        f'<section id="unasked"><h2>Changes without asking ({len(every)})</h2>{cut}<table>'
+        f'<section id="unasked"><h2>Changes without asking ({total})</h2>{cut}'
+        '<div class="scroll"><table>'
         "<thead><tr><th>#</th><th>kind</th><th>what</th><th>change</th><th>found by</th>"
-        f"<th>what explains it</th></tr></thead><tbody>{lines}</tbody></table></section>"
+        f"<th>what explains it</th></tr></thead><tbody>{lines}</tbody></table></div></section>"
     )
+
+
+CHANGE_PATHS: Final = 5
+"""Paths of one record the change column describes; it says how many more."""
+
+
+def _files_changed(end: Mapping[str, Any] | None) -> frozenset[str] | None:
+    """The files the workspace's diff found changed (the attempt-end record's),
+    or None when the log does not say (no end record)."""
+    if end is None:
+        return None
+    files = end.get("files_changed")
+    return frozenset(f for f in files if isinstance(f, str)) if isinstance(files, list) else frozenset()
+
+
+def change(subject: Any, changed: frozenset[str] | None, stats: DiffStat) -> str:
+    """What a change without asking did to the workspace: how each file changed
+    (the workspace diff's ``created``/``changed``/``deleted``, or, for a tool
+    call the agent reported, whether the diff found its files changed) and the
+    lines added and removed when the workspace's patch is known."""
+    if not isinstance(subject, Mapping):
+        return ""
+    how, path = subject.get("change"), subject.get("path")
+    if isinstance(how, str) and isinstance(path, str):
+        return how + _stat(stats.get(path))
+    paths = [p for p in subject.get("paths") or [] if isinstance(p, str)]
+    tool = subject.get("tool_kind")
+    lead = f"{tool}: " if isinstance(tool, str) else ""
+    if not paths:
+        return lead + "no file named" if lead else ""
+    parts = []
+    for p in paths[:CHANGE_PATHS]:
+        name = p.rsplit("/", 1)[-1] or p
+        if changed is None:
+            seen = ""
+        elif p in changed:
+            seen = " changed"
+        else:
+            seen = " not changed in the workspace"
+        parts.append(f"{name}{seen}{_stat(stats.get(p))}")
+    more = f" and {len(paths) - CHANGE_PATHS} more" if len(paths) > CHANGE_PATHS else ""
+    return lead + "; ".join(parts) + more
+
+
+def _stat(lines: tuple[int, int] | None) -> str:
+    return "" if lines is None else f" (+{lines[0]} \u2212{lines[1]})"
 
 
 def _explained(record: Mapping[str, Any]) -> str:
@@ -320,14 +421,13 @@ def _explained(record: Mapping[str, Any]) -> str:
     return f"explained by {', '.join(parts)}{why}{reason}"
 
 
-def _timeline(rows: list[dict[str, Any]], t0: float | None, attempt: str) -> str:
-    total = len(rows)
-    rows = rows[:PAGE_ROWS]
-    verdicts = _filtered(Counter(_value(r.get("verdict")) for r in rows))
+def _timeline(page: AttemptPage) -> str:
+    total, rows, t0 = page.decisions, page.timeline, page.started
+    verdicts = _filtered(Counter(_value(verdict_of(r)) for r in rows))
     kinds = _filtered(Counter(_value(r.get("kind")) for r in rows))
     body = "".join(_timeline_row(r, t0, verdicts, kinds) for r in rows)
     cut = _cut_note(
-        "timeline", len(rows), total, "decisions", f"governor audit --attempt {attempt} LOG"
+        "timeline", len(rows), total, "decisions", f"governor audit --attempt {page.attempt} LOG"
     )
     return (
         '<section id="timeline-section"><h2>Timeline: requests and decisions</h2>'
@@ -337,12 +437,11 @@ def _timeline(rows: list[dict[str, Any]], t0: float | None, attempt: str) -> str
         + '<a href="#all=">show all</a></form>'
         "<noscript><p>The filters need JavaScript; every decision is shown.</p></noscript>"
         + cut
-        +
-        f'<p id="shown" data-shown="{len(rows)}" data-total="{len(rows)}">'
+        + f'<p id="shown" data-shown="{len(rows)}" data-total="{len(rows)}">'
         f"{len(rows)} of {len(rows)} decisions shown</p>"
-        '<table id="timeline"><thead><tr><th>#</th><th>time</th><th>kind</th>'
+        '<div class="scroll"><table id="timeline"><thead><tr><th>#</th><th>time</th><th>kind</th>'
         "<th>request</th><th>what</th><th>verdict</th><th>by</th><th>rule</th>"
-        f"<th>reason</th><th>option</th></tr></thead><tbody>{body}</tbody></table></section>"
+        f"<th>reason</th><th>option</th></tr></thead><tbody>{body}</tbody></table></div></section>"
     )
 
 
@@ -370,7 +469,7 @@ def _timeline_row(
 ) -> str:
     at = r.get("time")
     clock = f"+{at - t0:.3f}s" if isinstance(at, int | float) and t0 is not None else ""
-    verdict, kind = _value(r.get("verdict")), _value(r.get("kind"))
+    verdict, kind = _value(verdict_of(r)), _value(r.get("kind"))  # the tally's word
     verdict = verdict if verdict in verdicts else OTHER
     kind = kind if kind in kinds else OTHER
     seq = r.get("seq")
@@ -381,7 +480,7 @@ def _timeline_row(
         f"<td>{_e(kind)}</td><td>{_e(r.get('request'))}</td>"
         f"<td>{_subject(r.get('subject'), r)}</td><td>{_e(verdict)}</td>"
         f"<td>{_e(r.get('by'))}</td><td>{_e(r.get('rule'))}</td>"
-        f"<td>{_e(r.get('reason'))}</td><td>{_e(r.get('option'))}</td></tr>"
+        f'<td class="reason">{_e(r.get("reason"))}</td><td>{_e(r.get("option"))}</td></tr>'
     )
 
 
@@ -451,27 +550,52 @@ def _sha256(text: str) -> str:
 
 
 _STYLE: Final = """
-body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; color: #1b1b1b; }
+*, *::before, *::after { box-sizing: border-box; }
+html { -webkit-text-size-adjust: 100%; text-size-adjust: 100%; }
+body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; color: #1b1b1b;
+       overflow-wrap: break-word; }
+h1, dd, pre, p, li, legend, label { overflow-wrap: anywhere; }
+th { overflow-wrap: normal; }
+td .what, td .title, td.reason, td.change, td pre { overflow-wrap: anywhere; }
+td .what, td .title { display: block; min-width: 14em; } td.reason { min-width: 14em; }
 h1 { font-size: 1.3em; } h2 { font-size: 1.1em; margin-top: 1.6em; }
 code, pre, td { font-family: ui-monospace, monospace; font-size: 12px; }
-dl { display: grid; grid-template-columns: max-content 1fr; gap: 2px 12px;
+dl { display: grid; grid-template-columns: max-content minmax(0, 1fr); gap: 2px 12px;
      padding: 8px; border-left: 4px solid #888; }
-dl.good { border-color: #2e7d32; } dl.bad { border-color: #c62828; }
-dt { font-weight: 600; } dd { margin: 0; font-family: ui-monospace, monospace; }
-p.good { color: #2e7d32; } p.bad, .bad { color: #c62828; }
+dl.good { border-color: #2e7d32; } dl.bad { border-color: #c62828; color: inherit; }
+dt { font-weight: 600; } dd { margin: 0; font-family: ui-monospace, monospace; min-width: 0; }
+p.good { color: #2e7d32; } p.bad, .bad { color: #c62828; } p.none { color: #777; }
+.badge { display: inline-block; padding: 1px 8px; border-radius: 10px; font-size: 0.75em;
+         font-family: system-ui, sans-serif; vertical-align: middle; color: #fff;
+         background: #607d8b; white-space: nowrap; }
+.badge.good { background: #2e7d32; } .badge.bad { background: #c62828; }
+.badge.warn { background: #b26a00; }
+#words pre { background: #f6f6f6; padding: 6px 8px; border-left: 4px solid #bbb;
+             max-height: 24em; overflow-y: auto; }
+.scroll { overflow-x: auto; max-width: 100%; content-visibility: auto;
+          contain-intrinsic-size: auto 30em; }
 table { border-collapse: collapse; width: 100%; }
+td.job { white-space: nowrap; } #timeline { min-width: 60em; } .scroll > table { min-width: 40em; }
 th, td { border: 1px solid #ddd; padding: 3px 6px; text-align: left; vertical-align: top; }
 th { background: #f3f3f3; font-family: system-ui, sans-serif; }
 tr.v-deny td { background: #fdecea; } tr.v-reported td { background: #fff8e1; }
 tr.v-approval td { background: #e8f0fe; }
 td .title { color: #555; } details summary { color: #777; cursor: pointer; }
 pre { white-space: pre-wrap; margin: 2px 0; }
-fieldset { display: inline-block; margin: 0 1em 0.5em 0; }
-label { margin-right: 0.8em; white-space: nowrap; }
-svg .label { text-anchor: end; font-size: 12px; }
-svg .count { font-size: 12px; }
-svg .bar { fill: #607d8b; } svg .allowed { fill: #2e7d32; } svg .refused { fill: #c62828; }
-svg .unasked { fill: #ef6c00; } svg .waited { fill: #1565c0; } svg .reported { fill: #f9a825; }
+fieldset { display: inline-block; margin: 0 1em 0.5em 0; min-width: 0; max-width: 100%; }
+label { margin-right: 0.8em; display: inline-block; }
+.tally { max-width: 36em; }
+.t-row { display: grid; grid-template-columns: 5.5em minmax(0, 1fr) max-content;
+         gap: 8px; align-items: center; margin: 3px 0; }
+.t-label { text-align: right; font-size: 12px; }
+.t-count { font-size: 12px; font-family: ui-monospace, monospace; min-width: 2ch; }
+.t-bar { display: block; width: 100%; height: 18px; background: #f3f3f3; }
+.bar { fill: #607d8b; } .bar.allowed { fill: #2e7d32; } .bar.refused { fill: #c62828; }
+.bar.unasked { fill: #ef6c00; } .bar.waited { fill: #1565c0; } .bar.reported { fill: #f9a825; }
+@media (max-width: 600px) {
+  body { margin: 0.6em; }
+  dl { grid-template-columns: minmax(0, 1fr); } dt { margin-top: 4px; }
+}
 """
 
 _SCRIPT: Final = """
@@ -539,5 +663,9 @@ _SCRIPT: Final = """
 
 _CSP: Final = (
     f"default-src 'none'; style-src '{_sha256(_STYLE)}'; script-src '{_sha256(_SCRIPT)}'; "
+    "base-uri 'none'; form-action 'none'"
+)
+_CSP_NO_SCRIPT: Final = (
+    f"default-src 'none'; style-src '{_sha256(_STYLE)}'; script-src 'none'; "
     "base-uri 'none'; form-action 'none'"
 )

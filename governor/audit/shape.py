@@ -16,18 +16,27 @@ on are checked (the rest are shown as JSON, whatever they hold).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from typing import Any, Final
 
 _TEXT: Final = (
     "attempt", "kind", "verdict", "by", "rule", "reason", "status", "of", "option",
-    "preset", "agent", "workspace", "hash", "trace_id",
+    "preset", "agent", "workspace", "hash", "trace_id", "prompt", "summary",
 )  # fmt: skip
 """Fields that are strings when present."""
 _MAPPINGS: Final = ("subject", "explained_by", "tally")
 _LISTS: Final = ("argv", "roots", "protected", "agent_hosts")
 _COUNTS: Final = ("seq", "requests")
 _NUMBERS: Final = ("time", "duration_s")
+
+JOB_ID: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+"""A batch job's id: letters, digits, ``.``, ``_``, ``-``, starting with a letter
+or a digit. It names the job's folder in a batch's output and its page in a
+report, so it holds no ``/`` and is never ``.`` or ``..``: one check, used where
+a jobs file is parsed (`governor.batch.jobs`) and wherever ``outcomes.jsonl``
+is read back (`outcome_malformed`), so a crafted line cannot lead a reader
+outside the folder."""
 
 TIME_LIMIT: Final = 1e11
 """Seconds since the epoch past which a time is none a clock wrote (the year
@@ -88,7 +97,16 @@ def malformed(record: Mapping[str, Any]) -> str | None:
 
 def outcome_malformed(line: Mapping[str, Any]) -> str | None:
     """What is wrong with a batch's outcome line (``outcomes.jsonl``) as the
-    readers use it, or None: its status and reason, its duration, its tally."""
+    readers use it, or None: its job (a `JOB_ID`: it names a folder), its status
+    and reason, its duration, its tally."""
+    job = line.get("job")
+    if not isinstance(job, str) or not JOB_ID.fullmatch(job):
+        what = "a string" if isinstance(job, str) else _what(job)
+        return (
+            f"its 'job' is {what} that is not a job id (1 to 128 letters, digits, '.', "
+            "'_' or '-', starting with a letter or a digit): it would name a folder "
+            "outside the output"
+        )
     for key in ("status", "reason", "log", "changes"):
         value = line.get(key)
         if value is not None and not isinstance(value, str):

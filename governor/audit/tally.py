@@ -1,10 +1,41 @@
 """The tally: what an attempt's records say was asked, allowed, waited on,
 refused, reported and done unasked (the seed `external.rs`'s counts).
 
-One count per request: a permission request's several decisions (``cat a;
-ls b``) are one ask; a file or command call is its own. Refused: any deny in
-the group. Waited: a person decided (a grant is not a wait). Unasked and
-reported records are counted apart. The audit log counts as it writes
+The words, each defined once (`WORDS` holds the same text):
+
+- **asked**: the requests the agent made to the governor -- permission
+  requests, file reads and writes, terminal commands, connections through the
+  proxy, forms for a person -- one per request however many parts it was
+  decided in (a permission for ``cat a; ls b`` is one).
+- **allowed**: the asked requests allowed in full, whoever allowed them (the
+  capability, a rule, a person, a grant).
+- **refused**: the asked requests of which any part was refused, whoever
+  refused it (``repeated`` records count the refusals they stand for).
+- **waited**: the asked requests put to a person: answered by one (allow once,
+  allow always, refuse, a form filled in or declined) or left waiting for one
+  when the attempt paused. A request a person's earlier "always" (a grant)
+  covers is allowed without a wait; an ask refused because nobody was there
+  (unattended) is refused without one.
+- **reported**: what the agent says it did that needed no asking: a tool call
+  it reports completed that never came through the governor and changes
+  nothing (a read, a search), and a change it made itself under a permission it
+  was allowed (``changed``). Not asked.
+- **unasked**: what was changed without asking: a tool call the agent reports
+  completed that changes something (edit, delete, move, execute) and never came
+  through the governor, and each change in the roots that no governed write,
+  command or allowed permission explains (the workspace's snapshot before and
+  after). Not asked.
+
+So ``asked = allowed + refused + pending``, where pending is the request still
+waiting for a person when the attempt paused (needs_approval); ``waited <=
+asked``; reported and unasked are counted apart from asked. After a person
+answers ``o`` (allow once) to one ask and ``a`` (allow always) to another,
+both are waited and allowed, and the requests the "always" then covers are
+allowed and not waited.
+
+A record's ``verdict`` is its word here: ``allow``, ``deny``, ``approval``
+(pending), ``reported``, ``unasked`` (`verdict_of` reads older logs, whose
+unasked records said ``reported``). The audit log counts as it writes
 (`Tallier`); `governor audit` counts what it reads back (`tally`): one rule,
 so a log and its outcome agree.
 """
@@ -31,20 +62,10 @@ class Tally:
 
 
 def tally(records: Iterable[Mapping[str, Any]]) -> Tally:
-    """The tally of decision records, with the seed's semantics.
-
-    One count per request: a permission request's several decisions (``cat a;
-    ls b``) are one ask; a file or command call is its own. Refused: any deny in
-    the group. Waited: a person decided (a grant is not a wait). Unasked records
-    are counted apart.
-    """
+    """The tally of an attempt's records, as the module docstring defines it."""
     counter = Tallier()
     for r in records:
-        if r.get("kind") == "repeated":
-            requests = r.get("requests") if r.get("of") in ASKED_KINDS else 0
-            counter.add_refused(requests if isinstance(requests, int) and requests > 0 else 0)
-            continue
-        counter.add(r.get("kind"), r.get("verdict"), r.get("by"), r.get("request"))
+        counter.take(r)
     return counter.tally()
 
 
@@ -74,7 +95,7 @@ class Tallier:
 
     def add(self, kind: Any, verdict: Any, by: Any, request: Any) -> None:
         """Count one record (its ``kind``, ``verdict``, ``by`` and ``request``)."""
-        if kind == "unasked":
+        if kind == "unasked" or verdict == "unasked":
             self._unasked += 1
             return
         if verdict == "reported" or kind == "reported":
@@ -106,6 +127,15 @@ class Tallier:
         groups[key] = flags
         if len(groups) > OPEN_GROUPS:
             _count(self._closed, groups.popitem(last=False)[1])
+
+    def take(self, record: Mapping[str, Any]) -> None:
+        """Count one record read back as `tally` counts it: a ``repeated`` record
+        as the refused requests it stands for."""
+        if record.get("kind") == "repeated":
+            requests = record.get("requests") if record.get("of") in ASKED_KINDS else 0
+            self.add_refused(requests if isinstance(requests, int) and requests > 0 else 0)
+            return
+        self.add(record.get("kind"), record.get("verdict"), record.get("by"), record.get("request"))
 
     def add_refused(self, requests: int) -> None:
         """Count ``requests`` refused requests whose records were counted, not
@@ -143,3 +173,29 @@ ASKED_KINDS: Final = frozenset(
     {"permission", "read", "write", "terminal", "elicitation", "network", "mcp"}
 )
 """The record kinds that stand for something the agent asked."""
+
+
+WORDS: Final = {
+    "asked": "requests the agent made to the governor (permissions, file reads and writes, "
+    "terminal commands, connections, forms), one per request however many parts it was "
+    "decided in",
+    "allowed": "asked requests allowed in full, whoever allowed them (the capability, a rule, "
+    "a person, a grant)",
+    "waited": "asked requests put to a person: answered by one (once, always, refuse, a form) "
+    "or left waiting for one when the attempt paused; a grant's cover and an unattended "
+    "refusal are not waits",
+    "refused": "asked requests of which any part was refused, whoever refused it",
+    "reported": "what the agent says it did that needed no asking: a completed tool call that "
+    "changes nothing and never came through the governor, a change it made itself under a "
+    "permission it was allowed; not asked",
+    "unasked": "changes made without asking: a completed edit, delete, move or execute tool "
+    "call that never came through the governor, a change in the roots nothing governed "
+    "explains; not asked",
+}
+"""Each word of the tally, in the order the tally shows them (`Tally`'s fields)."""
+
+
+def verdict_of(record: Mapping[str, Any]) -> Any:
+    """A record's verdict as the tally counts it: an ``unasked`` record's is
+    ``unasked`` (older logs wrote ``reported``)."""
+    return "unasked" if record.get("kind") == "unasked" else record.get("verdict")

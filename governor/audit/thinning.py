@@ -8,7 +8,10 @@ are written in full up to `BURST` per `WINDOW` seconds; past that they are
 counted, and the count is written as one ``repeated`` record ("N more like
 seq S") when the window of that key ends, at the next batch tick, or before
 the attempt's end record. Only refusals are counted: anything that was
-allowed, asked of a person or refused by a person is always written in full.
+allowed, asked of a person or refused by a person is always written in full,
+and so is every record of a request decided in several parts (or overruled):
+the tally counts a request once, and could not if one of its records were
+counted here and another written.
 
 A counted refusal was answered before its ``repeated`` record was written:
 the governor killed in between loses that count (a batch tick's worth at

@@ -29,15 +29,17 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from governor.policyfile import read_policy
+from governor.audit.shape import JOB_ID
+from governor.policyfile import read_policy, shipped_name
 from governor.spec import AttemptSpec, RefusedBeforeStart, prepare
 from policies.capability import CAPABILITY_NAMES
 from policies.ceiling import Ceiling
 from policies.errors import ConfigError, closest
 from policies.policy import Policy
 
-ID_PATTERN: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
-"""A job's id names its folder in the output: letters, digits, ``.``, ``_``, ``-``."""
+ID_PATTERN: Final = JOB_ID
+"""A job's id names its folder in the output: letters, digits, ``.``, ``_``, ``-``
+(`governor.audit.shape.JOB_ID`, the check the readers of the output use too)."""
 
 
 class BadJobs(Exception):
@@ -77,6 +79,9 @@ class Job:
     checks: tuple[str, ...] = ()
     """Shell lines run after the attempt, after the policy's ``[checks] commands``
     (`governor.checks`): the job's verdict."""
+    tries: int = 1
+    """Attempts at most while the verdict is ``failed`` (`governor.tries`): each
+    in a fresh copy of the clone, told the failed checks' digest."""
     line: int | None = field(default=None, compare=False)
     """The line of the jobs file it came from, for messages."""
 
@@ -178,6 +183,13 @@ def _seconds(value: Any) -> str | None:
     return None if good else "must be a number of seconds greater than 0"
 
 
+def _tries(value: Any) -> str | None:
+    from governor.tries import MAX_TRIES
+
+    good = type(value) is int and 1 <= value <= MAX_TRIES
+    return None if good else f"must be a whole number from 1 to {MAX_TRIES}"
+
+
 def _one_of(*choices: str) -> Check:
     def check(value: Any) -> str | None:
         if value in choices:
@@ -218,6 +230,7 @@ KEYS: Final[Mapping[str, Check]] = {
     "approvals": _one_of("unattended", "pause"),
     "durability": _one_of("batch", "always"),
     "checks": _names,
+    "tries": _tries,
 }
 """Every key a job may hold, with its value's check."""
 
@@ -265,6 +278,12 @@ def parse_job(value: Any, line: int | None = None) -> tuple[Job | None, list[str
         problems.append(
             f"{at}key 'agent': give either `agent` (a preset id) or `argv` (an ACP command of "
             "your own), " + ("not both" if has_agent else "one of them")
+        )
+    tries = value.get("tries", 1)
+    if not problems and tries != 1 and not value.get("checks") and value.get("policy") is None:
+        problems.append(
+            f"{at}key 'tries': a try follows only a failed verdict, and this job has no "
+            "checks: give it `checks` (or a policy with [checks] commands)"
         )
     if problems:
         return None, problems
@@ -364,8 +383,10 @@ def anchored(job: Job, base: Path) -> Job:
         )
     if not is_url(job.repo) and not os.path.isabs(os.path.expanduser(job.repo)):
         changes["repo"] = str((base / job.repo).resolve())
-    if isinstance(job.policy, str) and not os.path.isabs(os.path.expanduser(job.policy)):
-        changes["policy"] = str((base / job.policy).resolve())
+    policy = job.policy
+    relative = isinstance(policy, str) and not os.path.isabs(os.path.expanduser(policy))
+    if relative and shipped_name(str(policy)) is None:  # a shipped name stays a name
+        changes["policy"] = str((base / str(policy)).resolve())
     return replace(job, **changes) if changes else job
 
 

@@ -9,21 +9,24 @@ Stopping (``stop`` set, e.g. by Ctrl-C): no job starts any more, each running
 attempt is ended the way a timeout ends it (cancel, grace, its agent's tree
 killed), and its result is thrown away (`JobResult.interrupted`): the job is
 not finished and a rerun runs it again.
+
+The pool's size (`default_parallel`) is in ``governor batch --help``: trio and
+the attempt are imported by `run_local`, not with this module.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-import trio
+if TYPE_CHECKING:
+    import trio
 
-from governor.batch.jobs import Job
-from governor.batch.output import Output
-from governor.batch.results import Event, OnProgress
-from governor.batch.work import run_job
-from policies.ceiling import Ceiling
+    from governor.batch.jobs import Job
+    from governor.batch.output import Output
+    from governor.batch.results import OnProgress
+    from policies.ceiling import Ceiling
 
 PER_CORE: Final = 2
 """Attempts at once per core: an attempt mostly waits on its agent and the model."""
@@ -67,6 +70,11 @@ async def run_local(
     """Run every job not yet finished in ``output``, ``parallel`` at a time,
     writing each result as it comes; returns when all are done or, after
     ``stop``, when the running ones have wound down."""
+    import trio
+
+    from governor.batch.results import Event
+    from governor.batch.work import run_job
+
     waiting = iter([j for j in jobs if j.id not in output.finished])
 
     async def worker() -> None:

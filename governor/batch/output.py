@@ -2,7 +2,8 @@
 that a crash at any instant leaves nothing half-written that looks finished.
 
     OUT/outcomes.jsonl          one line per finished job: {"job": ID, status, reason, ...}
-    OUT/<id>/audit.jsonl        the attempt's audit log
+    OUT/<id>/audit.jsonl        the attempt's audit log (its first try's, with tries)
+    OUT/<id>/audit.tryN.jsonl   with ``tries``: the Nth try's audit log
     OUT/<id>/changes.patch      the workspace's diff against the job's ref
 
 Rules of this file:
@@ -136,12 +137,22 @@ class Output:
         folder = self.job_dir(result.job)
         fd = _job_folder(self.root, result.job)
         try:
+            for name, data in result.try_logs.items():  # before the first's: LOG commits
+                _replace(fd, name, data)
             _replace(fd, LOG, result.log)
             _replace(fd, PATCH, result.patch)
         finally:
             os.close(fd)
         line = {"job": result.job, **result.outcome}
-        line["log"] = str(folder / LOG)
+        logs = {LOG, *result.try_logs}
+
+        def placed(log: Any) -> str:  # a try's log, where the folder now holds it
+            name = Path(str(log)).name if log else LOG
+            return str(folder / (name if name in logs else LOG))
+
+        line["log"] = placed(line.get("log"))
+        for entry in line.get("tries") or []:
+            entry["log"] = placed(entry.get("log"))
         line["changes"] = str(folder / PATCH)
         data = json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
         with self._write_lock:

@@ -23,18 +23,19 @@ import socket
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import structlog
 import trio
 
-from governor.attempt import run_attempt
 from governor.batch.clone import GitFailed, changes, clone
 from governor.batch.jobs import Job
+from governor.cli import REFUSED_BEFORE_START, exit_code_of
 from governor.outcome import Outcome
 from governor.spec import RefusedBeforeStart
+from governor.tries import run_tries, try_log
 from policies.ceiling import Ceiling
 
 
@@ -49,6 +50,9 @@ class JobResult:
     log: bytes
     interrupted: bool = False
     """The job was stopped before its end (Ctrl-C): not to be recorded."""
+    try_logs: dict[str, bytes] = field(default_factory=dict)
+    """With ``tries``: the later tries' audit logs by file name (``audit.try2.jsonl``
+    ...); ``log`` is the first try's, and the outcome's ``log`` names the last's."""
 
     @property
     def status(self) -> str:
@@ -58,7 +62,8 @@ class JobResult:
 
 def failed(job: Job, reason: str, **facts: Any) -> dict[str, Any]:
     """The outcome line of a job that ended ``failed`` without an attempt's outcome."""
-    return {**Outcome("failed", reason).to_json(), **_facts(job), **facts}
+    return {**Outcome("failed", reason).to_json(), "exit_code": exit_code_of("failed", None),
+            **_facts(job), **facts}  # fmt: skip
 
 
 def _facts(job: Job) -> dict[str, Any]:
@@ -85,12 +90,17 @@ async def run_job(
             outcome, patch = await _run(job, folder, log_path, ceiling, stop, on_event)
         finally:
             log = log_path.read_bytes() if log_path.exists() else b""
+            later = {
+                p.name: p.read_bytes()
+                for n in range(2, job.tries + 1)
+                if (p := try_log(log_path, n)) is not None and p.exists()
+            }
             with trio.CancelScope(shield=True):  # removed even when the job is cancelled
                 await trio.to_thread.run_sync(_remove, folder)
     outcome["host"], outcome["pid"] = socket.gethostname(), os.getpid()
     outcome["job_s"] = round(time.monotonic() - started, 3)
     interrupted = stop is not None and stop.is_set()
-    return JobResult(job.id, outcome, patch, log, interrupted)
+    return JobResult(job.id, outcome, patch, log, interrupted, later)
 
 
 async def _run(
@@ -110,10 +120,12 @@ async def _run(
     if stop is not None and stop.is_set():  # stopped while cloning: start no agent
         return {**failed(job, "interrupted before its attempt"), **facts}, b""
     spec = job.spec(workspace.path, log_path, ceiling=ceiling, on_event=on_event)
+    refused = False
     try:
-        outcome = (await run_attempt(spec, stop=stop)).to_json()
+        outcome = (await run_tries(spec, job.tries, stop=stop, scratch=folder)).to_json()
     except RefusedBeforeStart as e:
         outcome = failed(job, "refused before start: " + "; ".join(e.problems))
+        refused = True
     outcome.update(facts)
     try:
         patch = await changes(workspace)
@@ -122,6 +134,9 @@ async def _run(
         outcome["status"] = "failed"
         outcome["reason"] = f"the workspace's changes could not be taken{done}: {e}"
         patch = b""
+    # the code `governor run` would exit with for this job
+    code = exit_code_of(outcome["status"], outcome.get("verdict"))
+    outcome["exit_code"] = REFUSED_BEFORE_START if refused else code
     return outcome, patch
 
 

@@ -2,7 +2,11 @@
 
 Each subcommand lives in its own module with a ``register(subparsers)`` function
 that adds its parser and sets ``func``; this file only wires them together and
-owns the exit-code convention (`EXITS`):
+owns the exit-code convention (`EXITS`). A command imports its own module and
+no other (`COMMANDS`), and a module imports what its command runs (trio, the
+ACP schema, the sandbox's processes) inside the functions that run it: the
+answers that print and exit (``--help``, ``--version``, ``presets``, ``check``)
+must not wait a second for an attempt's machinery.
 
 0 completed · 1 failed or incomplete · 2 refused before start (usage, config,
 ceiling, environment) · 3 blocked · 4 needs approval · 5 completed but a check
@@ -12,6 +16,7 @@ failed (the verdict is ``failed``) · 6 completed, but ``--fail-on`` matched.
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
@@ -43,15 +48,26 @@ def exit_code(outcome: Outcome) -> int:
     """The exit code of an outcome (`EXITS`): its status's, but a completed
     attempt whose checks failed says so, since an agent's success is its own
     claim and the checks' verdict is the job's."""
-    if outcome.status == "completed" and outcome.verdict == "failed":
+    return exit_code_of(outcome.status, outcome.verdict)
+
+
+def exit_code_of(status: str, verdict: str | None) -> int:
+    """`exit_code` of an outcome's status and verdict (a batch's outcome lines
+    are plain values)."""
+    if status == "completed" and verdict == "failed":
         return CHECK_FAILED
-    return EXIT_BY_STATUS[outcome.status]
+    return EXIT_BY_STATUS[status]
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The whole `governor` parser, every subcommand registered."""
-    from governor.cli import agents, audit, batch, check, completion, doctor, presets, run, sandbox
+COMMANDS: Final = (
+    "run", "batch", "audit", "check", "presets", "agents", "sandbox", "doctor", "completion",
+)  # fmt: skip
+"""The subcommands in ``governor --help``'s order, each registered by `governor.cli.<name>`."""
 
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole `governor` parser, every subcommand registered, or with only the
+    subcommand `only` (one of `COMMANDS`): what parsing that command's words needs."""
     parser = argparse.ArgumentParser(
         prog="governor",
         description="Run ACP coding agents under one policy engine, a bubblewrap sandbox "
@@ -61,24 +77,26 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"acp-governor {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module in (run, batch, audit, check, presets, agents, sandbox, doctor, completion):
-        module.register(sub)
+    for name in COMMANDS if only is None else (only,):
+        importlib.import_module(f"governor.cli.{name}").register(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `governor` console script; returns the exit code."""
-    try:
-        parser = build_parser()  # imports every subcommand: a second or more on a busy machine
-    except KeyboardInterrupt:  # Ctrl-C before anything started: a word, not a traceback
-        print("governor: interrupted", file=sys.stderr)
-        return 130
     words = list(sys.argv[1:] if argv is None else argv)
     command: list[str] | None = None
     if words and words[0] == "run" and "--" in words:
         # Everything after the first `--` is the agent's argv, options included.
         cut = words.index("--")
         words, command = words[:cut], words[cut + 1 :]
+    try:
+        # a command's words need its own parser; anything else (--help, --version,
+        # a misspelt command) the whole one
+        parser = build_parser(words[0] if words and words[0] in COMMANDS else None)
+    except KeyboardInterrupt:  # Ctrl-C before anything started: a word, not a traceback
+        print("governor: interrupted", file=sys.stderr)
+        return 130
     args = parser.parse_args(words)
     if command is not None:
         args.command = command

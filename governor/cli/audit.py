@@ -21,6 +21,7 @@ import argparse
 import json
 import re
 import sys
+import textwrap
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -42,7 +43,7 @@ from governor.audit.reading import (
 )
 from governor.audit.shape import outcome_malformed
 from governor.audit.signing import SigningUnavailable
-from governor.audit.tally import Tally
+from governor.audit.tally import WORDS, Tally
 from governor.audit.verify import INCOMPLETE, UNFINISHED, parsed
 from governor.display import terminal
 
@@ -63,7 +64,13 @@ EXIT_CODES: Final = """exit codes:
      and no --attempt (the choices are named)
 """
 
-TALLY_COLUMNS: Final = ("asked", "allowed", "waited", "refused", "reported", "unasked")
+TALLY_COLUMNS: Final = tuple(WORDS)
+
+TALLY_HELP: Final = "the tally's words:\n" + "".join(
+    textwrap.fill(text, 88, initial_indent=f"  {word:<9} ", subsequent_indent=" " * 12) + "\n"
+    for word, text in WORDS.items()
+)
+"""`WORDS` as `governor audit --help` prints them, before its exit codes."""
 
 
 HEAD: Final = re.compile(r"[0-9a-f]{64}")
@@ -85,7 +92,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "self-contained HTML page (header, tally chart, refusals, unasked changes, a "
         "filterable timeline, the chain's verification).",
         usage=USAGE,
-        epilog=EXIT_CODES,
+        epilog=f"{TALLY_HELP}\n{EXIT_CODES}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
@@ -179,7 +186,10 @@ def _replay_parser() -> argparse.ArgumentParser:
         "under another policy (bound to each attempt's own roots) and list what would change.",
     )
     p.add_argument("log", metavar="LOG")
-    p.add_argument("--policy", metavar="FILE", required=True, help="the policy to replay under")
+    p.add_argument(
+        "--policy", metavar="FILE|NAME", required=True,
+        help="the policy to replay under (a file, or a shipped policy by name)",
+    )  # fmt: skip
     p.add_argument(
         "--ceiling", metavar="FILE", help="whose protected paths apply (default: the one in force)"
     )
@@ -195,7 +205,9 @@ def _page_parser() -> argparse.ArgumentParser:
         "file): its header, the tally as a chart, each refusal with its rule and reason, the "
         "changes made without asking and what explains them, a timeline of every decision "
         "(filter by verdict and kind; report.html#verdict=deny opens filtered) and the "
-        "verification of the log's hash chain.",
+        "verification of the log's hash chain. Given a batch's output folder (governor batch "
+        "--out OUT), one page with a row per job linking to each job's page, written beside it "
+        "as FILE.JOB.html. The log is read once, streaming; a table holds its first 2,000 rows.",
     )
     p.add_argument("paths", nargs="+", metavar="LOG|DIR")
     p.add_argument(
@@ -215,7 +227,7 @@ def main(args: argparse.Namespace) -> int:
     # the views and checks import the report page and the signing library: only
     # the command that needs them pays for them
     from governor.cli.audit_checks import run_keygen, run_replay, run_verify
-    from governor.cli.audit_views import run_html_report
+    from governor.cli.audit_report import run_html_report
 
     rest = list(args.args)
     if rest[:1] == ["--"]:
@@ -418,7 +430,9 @@ def batch_rows(root: Path) -> tuple[list[JobRow], list[LogFile]]:
         wrong = outcome_malformed(line)
         if wrong is not None:
             raise LogMalformed(root / BATCH_OUTCOMES, _line_of(root, job), f"job {job}: {wrong}")
-        log = read_log(root / job / LOG)
+        named = Path(str(line.get("log") or LOG)).name  # with tries: the last try's log
+        chosen = named if named.startswith("audit.") and (root / job / named).is_file() else LOG
+        log = read_log(root / job / chosen)
         logs.append(log)
         attempt = row(log.attempts[-1]) if log.attempts else None
         patch = (root / job / PATCH).read_bytes()

@@ -1,29 +1,20 @@
 """`governor audit`'s views of attempts: refusals, connections, one attempt's
-story, and the HTML report page."""
+story (the HTML report page is `governor.cli.audit_report`)."""
 
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
-from collections.abc import Iterator, Sequence
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
-from governor.audit.anchor import (
-    Anchor,
-    authenticate,
-)
 from governor.audit.reading import (
     AttemptRecords,
-    log_files,
-    read_log,
 )
 from governor.audit.replay import shown
-from governor.audit.signing import PublicKey
 from governor.audit.verify import UNFINISHED
-from governor.cli.audit import HEAD, TALLY_COLUMNS, UsageError, integrity_notes
+from governor.cli.audit import TALLY_COLUMNS
 from governor.display import terminal
 
 
@@ -245,70 +236,6 @@ def story(groups: list[AttemptRecords], wanted: str, as_json: bool) -> int:
         print(terminal(describe(r, t0 if isinstance(t0, int | float) else None)))
     if group.end is None:
         print(f"          {UNFINISHED}")
-    return 0
-
-
-# -- report: one attempt as an HTML page ----------------------------------------------
-
-
-def run_html_report(
-    paths: Sequence[str],
-    output: str,
-    *,
-    attempt: str | None = None,
-    heads: Sequence[str] | None = None,
-    public_key: str | None = None,
-) -> int:
-    """Write one attempt's page (`governor.audit.report`) to ``output``, saying what
-    its log was checked against (``heads``, ``public_key``). Exit 1 for an id that
-    names no attempt (or several), 2 for several attempts and no id; both name
-    the choices."""
-    key = PublicKey.load(public_key) if public_key else None
-    bad = [h for h in heads or () if not HEAD.fullmatch(h)]
-    if bad:
-        raise UsageError(f"--head {bad[0]!r} is not a head: 64 lowercase hex digits")
-    from governor.audit.report import render
-    from governor.secrets import Masker
-
-    if heads and len(log_files(paths)) != 1:
-        raise UsageError("--head anchors one log: name one file")
-    logs = [read_log(p, set(heads or ())) for p in log_files(paths)]
-    owner = {id(g): log for log in logs for g in log.attempts}
-    groups = [g for log in logs for g in log.attempts]
-    if not groups:
-        raise UsageError(f"no attempts in {', '.join(paths)}")
-    if attempt is None:
-        if len(groups) > 1:
-            raise UsageError(
-                f"the logs hold {len(groups)} attempts: choose one with --attempt ID "
-                f"({_choices(groups)})"
-            )
-        group = groups[0]
-    else:
-        try:
-            group = find_attempt(groups, attempt)
-        except LookupError as e:
-            print(f"governor audit: {e}; the attempts: {_choices(groups)}", file=sys.stderr)
-            return 1
-    log = owner[id(group)]
-    for note in integrity_notes([log]):
-        print(f"warning: {note}", file=sys.stderr)
-    # The records are masked as written; the log's name is the one thing the page adds.
-    masked = Masker.from_environ(os.environ).text
-    auth = authenticate(
-        log.check, anchors=[Anchor(h) for h in heads] if heads else None, key=key
-    )
-    for problem in auth.problems:
-        print(f"warning: {log.path}: {problem}", file=sys.stderr)
-    page = render(group, log.check, log_name=masked(str(log.path)), authenticity=auth)
-    if output == "-":
-        sys.stdout.write(page)
-        return 0
-    try:
-        Path(output).write_text(page, encoding="utf-8")
-    except OSError as e:
-        raise UsageError(f"{output}: cannot write the page: {e.strerror}") from None
-    print(f"wrote {output}: attempt {group.attempt}, {len(group.records)} record(s)")
     return 0
 
 

@@ -26,7 +26,7 @@ JOB_FORMAT: Final = """A job is one JSON object per line: id, prompt, agent (a p
 (your ACP command), repo (a path, relative to the jobs file, or a git URL),
 optional ref, and any of: policy, capability, model, mode, timeout, env,
 extra_dirs, sandbox_agent, agent_args, append_rules, kind, approvals
-(unattended|pause), durability.
+(unattended|pause), durability, checks (shell lines run after the attempt: the verdict), tries (attempts at most while the verdict is failed).
 
 Output: DIR/outcomes.jsonl (one outcome per finished job, with "job"),
 DIR/<id>/audit.jsonl, DIR/<id>/changes.patch (the diff against ref, new files

@@ -30,7 +30,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "it starts: exit 0 when it fits, exit 2 listing every violation (one per line) "
         "otherwise. Without --agent the policy is judged alone.",
     )
-    p.add_argument("--policy", metavar="FILE", help="the job's policy (TOML); default: read-only")
+    p.add_argument(
+        "--policy", metavar="FILE|NAME",
+        help="the job's policy: a TOML file, or a shipped policy by name; default: read-only",
+    )  # fmt: skip
     p.add_argument(
         "--capability", default=None, help=f"override the policy's: {', '.join(CAPABILITY_NAMES)}"
     )

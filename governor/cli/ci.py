@@ -56,16 +56,17 @@ def step_summary(outcome: Outcome) -> str:
         lines += [
             "**Refused**",
             "",
-            "| seq | kind | what | rule | reason |",
-            "|---:|---|---|---|---|",
+            "| seq | kind | what | by | rule | reason |",
+            "|---:|---|---|---|---|---|",
         ]
         for r in refused[:MAX_ROWS]:
             lines.append(
                 f"| {markdown(r.get('seq', ''))} | {markdown(r.get('kind', ''))} | {markdown(_what(r))} "
-                f"| {markdown(r.get('rule') or '')} | {markdown(r.get('reason') or '')} |"
+                f"| {markdown(r.get('by') or '')} | {markdown(r.get('rule') or '')} "
+                f"| {markdown(r.get('reason') or '')} |"
             )
         if len(refused) > MAX_ROWS:
-            lines.append(f"| | | {len(refused) - MAX_ROWS} more | | |")
+            lines.append(f"| | | {len(refused) - MAX_ROWS} more | | | |")
         lines.append("")
     unasked = acp.unasked_paths if acp is not None else []
     if unasked:

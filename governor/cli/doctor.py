@@ -1,4 +1,8 @@
-"""`governor doctor`: can the default run work on this machine, and if not, what to do."""
+"""`governor doctor`: can the default run work on this machine, and if not, what to do.
+
+trio and the sandbox's processes are imported when the checks run, not with
+this module: every command's parser registers this one.
+"""
 
 from __future__ import annotations
 
@@ -9,19 +13,15 @@ import time
 from dataclasses import fields
 from pathlib import Path
 
-import trio
-
-from governor.confine import configured_bwrap
 from governor.installs import data_home, installed
 from governor.presets import NotInstalled, presets, resolve
-from governor.spec import default_log_dir
 from policies.capability import Capability
 from policies.limits import DEFAULTS, render
-from sandbox import BwrapUnavailable, Profile, SandboxSession, SessionError
+from sandbox.host.bwrap import BwrapUnavailable
 from sandbox.host.limits import enforcement
 from sandbox.host.survey import survey
 from sandbox.host.toolchains import describe
-from sandbox.run.preflight import preflight
+from sandbox.plan.profile import Profile
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -50,6 +50,9 @@ def _writable(directory: Path) -> str | None:
 async def _session_check() -> str:
     """One command through a session's sandbox (`sandbox.run.session`), as ACP
     terminals run them; the line says how long the sandbox took to build."""
+    from governor.confine import configured_bwrap
+    from sandbox.run.session import SandboxSession, SessionError
+
     with tempfile.TemporaryDirectory(prefix="governor-doctor-") as scratch:
         profile = Profile(capability=Capability.EDIT_WORKSPACE, workspace=Path(scratch))
         started = time.perf_counter()
@@ -118,6 +121,12 @@ def _limits(tmpfs_size: bool) -> list[str]:
 
 def main(args: argparse.Namespace) -> int:
     """Print one line per check; exit 1 when the default run cannot work."""
+    import trio
+
+    from governor.confine import configured_bwrap
+    from governor.spec import default_log_dir
+    from sandbox.run.preflight import preflight
+
     broken = False
     try:
         bwrap = trio.run(preflight, configured_bwrap())

@@ -2,8 +2,9 @@
 
 For tools that follow an attempt while it runs (CI dashboards, loop drivers):
 every event carries the schema version (``v``), the attempt id (``attempt``,
-from the first event on) and a sequence number (``n``, from 1), then its
-``type`` and fields:
+from the first event on), a sequence number (``n``, from 1), its ``type`` and
+its ``time`` (seconds since the epoch, UTC, to the microsecond: the form of the
+audit records' ``time``; a decision's is its record's), then its fields:
 
 - ``attempt``: the attempt began (``agent``, ``log``);
 - ``spawned``, ``prompt``: the agent started, the prompt was sent;
@@ -19,7 +20,10 @@ from the first event on) and a sequence number (``n``, from 1), then its
 - ``check``: one of the job's checks after the attempt ended (``command``,
   ``verdict``: passed or failed, ``exit``, ``duration_s``, ``tail``: the end
   of its output, masked);
-- ``outcome``: the last line, the outcome as ``--json`` prints it.
+- ``try``: with ``--tries``, a try begins (``try``: its number, ``of``: how
+  many at most); each try's events follow it, under its own ``attempt``;
+- ``outcome``: the last line, the outcome as ``--json`` prints it (its
+  ``exit_code`` the one the command returns).
 
 Text from the agent is masked like the audit log (known secret values and token
 shapes). ``-`` writes to stdout, which then holds only the events.
@@ -28,6 +32,7 @@ shapes). ``-`` writes to stdout, which then holds only the events.
 from __future__ import annotations
 
 import json
+import time
 from typing import Any, Final, TextIO
 
 from governor.cli.outcome_json import document, write_json
@@ -58,16 +63,18 @@ class Events:
         records = info.get("records")
         if isinstance(records, list):  # a decision: one event per record, as logged
             for record in records:
-                self._write("decision", {k: record[k] for k in _DECISION_FIELDS if k in record})
+                fields = {k: record[k] for k in _DECISION_FIELDS if k in record}
+                self._write("decision", fields, record.get("time"))
             return
         self._write(kind, self.masker.json(info))
 
-    def outcome(self, outcome: Outcome) -> None:
-        """The last event: the outcome."""
+    def outcome(self, outcome: Outcome, exit_code: int) -> None:
+        """The last event: the outcome, with the exit code the command returns."""
         self._flush_message()
         self.attempt = self.attempt or outcome.run_id
         self.n += 1  # its decision records streamed from the log, never all held
-        write_json(self._event("outcome", {"outcome": document(outcome)}), self.out)
+        event = self._event("outcome", {"outcome": document(outcome, exit_code)}, None)
+        write_json(event, self.out)
         self.out.write("\n")
         self.out.flush()
 
@@ -76,10 +83,13 @@ class Events:
             text, self._message = "".join(self._message), []
             self._write("message", {"text": self.masker.text(text)})
 
-    def _event(self, kind: str, fields: dict[str, Any]) -> dict[str, Any]:
-        return {"v": SCHEMA, "attempt": self.attempt, "n": self.n, "type": kind, **fields}
+    def _event(self, kind: str, fields: dict[str, Any], at: Any) -> dict[str, Any]:
+        if not isinstance(at, int | float):
+            at = time.time_ns() // 1000 / 1e6  # as the audit log writes its records' time
+        return {"v": SCHEMA, "attempt": self.attempt, "n": self.n, "type": kind, "time": at,
+                **fields}  # fmt: skip
 
-    def _write(self, kind: str, fields: dict[str, Any]) -> None:
+    def _write(self, kind: str, fields: dict[str, Any], at: Any = None) -> None:
         self.n += 1
-        self.out.write(json.dumps(self._event(kind, fields), ensure_ascii=False) + "\n")
+        self.out.write(json.dumps(self._event(kind, fields, at), ensure_ascii=False) + "\n")
         self.out.flush()

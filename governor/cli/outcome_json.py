@@ -5,7 +5,14 @@ decision log, after ``run_id``; the records are streamed from the attempt's
 audit log (`governor.audit.reading.decision_records`) one at a time, never
 gathered into a list, so that printing an attempt of 100,000 decisions costs
 no more memory than printing one of ten. The text is what ``json.dumps`` of
-the whole document would give, byte for byte.
+the whole document would give, byte for byte. ``exit_code`` follows
+``status``: the code the command line returns for it (`governor.cli.EXITS`).
+
+A streamed element is a value orjson parsed from JSON text (a record as read
+from the log, `governor.audit.verify.parsed`), and is written by orjson where
+its text is the stdlib's (`_element`): at indent 2 ``json.dumps`` goes through
+its pure-Python encoder, which made ``--json`` a visible part of a long
+attempt's time (figures in bench/README.md).
 """
 
 from __future__ import annotations
@@ -13,6 +20,8 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from typing import Any, TextIO
+
+import orjson
 
 from governor.audit.reading import decision_records
 from governor.outcome import Outcome
@@ -28,13 +37,16 @@ class Streamed:
         return iter(self.items)
 
 
-def document(outcome: Outcome) -> dict[str, Any]:
-    """The outcome's JSON document, its ``tool_calls`` streamed from its log."""
+def document(outcome: Outcome, exit_code: int) -> dict[str, Any]:
+    """The outcome's JSON document with the exit code the command returns, its
+    ``tool_calls`` streamed from its log."""
     records = Streamed(decision_records(outcome.log, outcome.run_id, outcome.decisions))
     doc: dict[str, Any] = {}
     for key, value in outcome.to_json().items():
         doc[key] = value
-        if key == "run_id":
+        if key == "status":
+            doc["exit_code"] = exit_code
+        elif key == "run_id":
             doc["tool_calls"] = records
     return doc
 
@@ -46,16 +58,40 @@ def write_json(value: Any, out: TextIO, *, indent: int | None = None) -> None:
     _write(value, out, indent, 0)
 
 
-def _write(value: Any, out: TextIO, indent: int | None, level: int) -> None:
+def _write(value: Any, out: TextIO, indent: int | None, level: int, parsed: bool = False) -> None:
     if isinstance(value, Streamed):
-        _container("[", "]", ((None, item) for item in value), out, indent, level)
+        entries = ((None, item) for item in value)
+        _container("[", "]", entries, out, indent, level, parsed=True)
     elif type(value) is dict and _streams(value):
         _container("{", "}", value.items(), out, indent, level)
     else:
-        text = json.dumps(value, indent=indent, ensure_ascii=False)
+        text = _element(value, indent) if parsed else None
+        if text is None:
+            text = json.dumps(value, indent=indent, ensure_ascii=False)
         if indent is not None and level:
             text = text.replace("\n", "\n" + " " * (indent * level))  # strings hold no raw newline
         out.write(text)
+
+
+def _element(value: Any, indent: int | None) -> str | None:
+    """A value orjson parsed, as ``json.dumps(value, indent=2, ensure_ascii=False)``
+    writes it, by orjson, or None to leave it to the stdlib.
+
+    What orjson parsed holds only JSON's types, string keys and no NaN (which it
+    would write as null); an integer past 64 bits, which it refuses to write, is
+    left to the stdlib. The two escape every character alike; they differ only in how
+    they spell a float under 1e-4 (``1e-05``/``0.00001``, ``1e-07``/``1e-7``), so
+    text with ``e-`` or ``0.0000`` anywhere, in a string too, goes the stdlib's way.
+    """
+    if indent != 2:
+        return None
+    try:
+        text = orjson.dumps(value, option=orjson.OPT_INDENT_2)
+    except orjson.JSONEncodeError:  # an integer past 64 bits, parsed by someone else
+        return None
+    if b"e-" in text or b"0.0000" in text:
+        return None
+    return text.decode()
 
 
 def _container(
@@ -65,8 +101,11 @@ def _container(
     out: TextIO,
     indent: int | None,
     level: int,
+    *,
+    parsed: bool = False,
 ) -> None:
-    """An array (keys None) or an object, laid out as `json.dumps` lays it out."""
+    """An array (keys None) or an object, laid out as `json.dumps` lays it out;
+    `parsed`: its entries are values parsed from JSON (`_element`)."""
     inner = "" if indent is None else "\n" + " " * (indent * (level + 1))
     separator = ", " if indent is None else ","
     empty = True
@@ -76,7 +115,7 @@ def _container(
         out.write(inner)
         if key is not None:
             out.write(json.dumps(key, ensure_ascii=False) + ": ")
-        _write(item, out, indent, level + 1)
+        _write(item, out, indent, level + 1, parsed)
     if empty:
         out.write(opening + closing)
         return

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from governor.installs import data_home, installed
-from governor.presets import NotInstalled, Preset, presets, resolve
+from governor.presets import NotInstalled, Preset, login_as_found, presets, resolve
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -46,6 +46,7 @@ def describe(preset: Preset) -> dict[str, Any]:
     else:
         row["found"] = found.via
         row["argv"] = list(found.argv)
+        row["login"] = login_as_found(preset, found.argv[0])  # an install of ours is not on PATH
         if found.via_npx:
             row["keeps"].append(str(home / ".npm"))
     return row

@@ -56,6 +56,8 @@ class Progress:
         elif kind == "check":
             how = "timed out" if info.get("timed_out") else f"exit {info.get('exit')}"
             self._line(f"check      {terminal(info.get('command'))}: {info.get('verdict')} ({how})")
+        elif kind == "try":
+            self._line(f"try        {info.get('try')} of {info.get('of')}")
         elif kind == "unasked":
             subject = info.get("subject", {})
             self._line(f"UNASKED    {terminal(subject.get('title') or subject.get('path'))}")

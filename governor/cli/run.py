@@ -1,4 +1,9 @@
-"""`governor run`: the main job -- one governed attempt of an agent at a task."""
+"""`governor run`: the main job -- one governed attempt of an agent at a task.
+
+The attempt's machinery (trio, the ACP schema, the sandbox) is imported when
+`main` runs, not with this module: `governor --help` and every other command
+build this parser too, and must not wait half a second for what they never use.
+"""
 
 from __future__ import annotations
 
@@ -9,15 +14,14 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-import trio
-
-from governor.attempt import run_attempt
-from governor.cli import EXIT_CODES, FAILED_ON, REFUSED_BEFORE_START, ci, exit_code
-from governor.outcome import Outcome
-from governor.spec import EMPTY_PROMPT, AttemptSpec, Prepared, RefusedBeforeStart, prepare
+from governor.cli import EXIT_CODES, FAILED_ON, REFUSED_BEFORE_START, exit_code
 from policies.capability import CAPABILITY_NAMES, Capability
+
+if TYPE_CHECKING:
+    from governor.outcome import Outcome
+    from governor.spec import AttemptSpec, Prepared
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -49,7 +53,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--add-dir", metavar="DIR", action="append", default=[], help="another root (repeatable)"
     )
-    p.add_argument("--policy", metavar="FILE", help="the job's policy (default: read-only)")
+    p.add_argument(
+        "--policy",
+        metavar="FILE|NAME",
+        help="the job's policy: a TOML file, or a shipped policy by name (read-only, "
+        "edit-workspace, ci, full-access); default: the least authority (read-only)",
+    )
     p.add_argument(
         "--capability", choices=CAPABILITY_NAMES, help="override the policy's capability"
     )
@@ -111,6 +120,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "passed when every check exits 0 (repeatable)",
     )
     p.add_argument(
+        "--tries",
+        metavar="N",
+        type=int,
+        default=1,
+        help="while the checks' verdict is failed, up to N attempts in all, each in a fresh "
+        "copy of the starting workspace, told the failed checks' digest; each try its own "
+        "log, the outcome lists them in 'tries' (default 1)",
+    )
+    p.add_argument(
         "--append-rules", action="store_true", help="append the governor's rules to the prompt"
     )
     p.add_argument(
@@ -140,7 +158,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--events",
         metavar="FILE",
         help="write every event as a JSON line to FILE as it happens ('-': stdout, which "
-        "then holds only the events, the outcome last); the format is in the README",
+        "then holds only the events, the outcome last); the format is in docs/cli.md",
     )
     p.add_argument(
         "--annotate",
@@ -248,7 +266,15 @@ def failed_on(outcome: Outcome, fail_on: frozenset[str]) -> list[str]:
 
 def main(args: argparse.Namespace) -> int:
     """Run the attempt and map its status to the exit code."""
+    # No collections until the attempt starts (`freeze_startup_heap` collects once):
+    # the imports and the schema's models make little garbage, and each collection
+    # on the way walked the whole growing heap again for it.
+    gc.disable()
+    import trio
+
     from governor import logs
+    from governor.cli import ci
+    from governor.spec import AttemptSpec, RefusedBeforeStart
 
     logs.configure(json_lines=args.json or not sys.stderr.isatty())
     command = list(args.command)
@@ -287,13 +313,16 @@ def main(args: argparse.Namespace) -> int:
             on_event=on_event,
             trace_id=trace.trace_id if trace is not None else None,
         )
-        prepared = _prepared(spec, problems)
+        prepared = _prepared(spec, problems, args.tries)
         freeze_startup_heap()
-        outcome = trio.run(run_until_signalled, prepared)
+        gc.enable()
+        outcome = trio.run(run_until_signalled, prepared, args.tries)
+        matched = failed_on(outcome, fail_on) if exit_code(outcome) == 0 else []
+        code = FAILED_ON if matched else exit_code(outcome)
         if trace is not None:
             trace.ended(outcome)
         if events is not None:
-            events.outcome(outcome)
+            events.outcome(outcome, code)
         ci.report(outcome, annotate=args.annotate)
     except RefusedBeforeStart as e:
         if trace is not None:
@@ -318,15 +347,14 @@ def main(args: argparse.Namespace) -> int:
         from governor.cli.outcome_json import document, write_json
 
         try:
-            write_json(document(outcome), sys.stdout, indent=2)
+            write_json(document(outcome, code), sys.stdout, indent=2)
         except LogUnreadable as e:
             print(f"\ngovernor: the decision log cannot be printed: {e}", file=sys.stderr)
             return 1
         print()
     else:
         print_summary(outcome)
-    code = exit_code(outcome)
-    if code == 0 and (matched := failed_on(outcome, fail_on)):
+    if matched:
         t = outcome.acp.tally if outcome.acp is not None else None
         counts = {
             "refused": f"{t.refused if t else 0} request(s) refused",
@@ -334,15 +362,23 @@ def main(args: argparse.Namespace) -> int:
         }
         said = " and ".join(counts[word] for word in matched)
         print(f"governor: --fail-on {','.join(matched)}: the attempt completed with {said}", file=sys.stderr)
-        return FAILED_ON
     return code
 
 
-def _prepared(spec: AttemptSpec, problems: list[str]) -> Prepared:
+def _prepared(spec: AttemptSpec, problems: list[str], tries: int = 1) -> Prepared:
     """The spec prepared, or `RefusedBeforeStart` with the command line's problems
     and the spec's together: an operator fixes the whole command in one round."""
+    from governor.spec import EMPTY_PROMPT, RefusedBeforeStart, prepare
+    from governor.tries import tries_problems
+
+    problems = [*problems, *tries_problems("--tries", tries)]
     try:
         prepared = prepare(spec)
+        if tries > 1 and not prepared.policy.checks:
+            problems.append(
+                f"--tries {tries}: a try follows only a failed verdict, and this job has no "
+                "checks: give --check CMD or the policy's [checks] commands"
+            )
     except RefusedBeforeStart as e:
         # the command line named the prompt's source; the spec's own words would repeat it
         found = [p for p in e.problems if not (p == EMPTY_PROMPT and problems)]
@@ -422,7 +458,7 @@ def freeze_startup_heap() -> None:
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
-async def run_until_signalled(spec: AttemptSpec | Prepared) -> Outcome:
+async def run_until_signalled(spec: AttemptSpec | Prepared, tries: int = 1) -> Outcome:
     """The attempt, ended cleanly by SIGINT or SIGTERM: the turn is cancelled, the
     agent shut down, and the outcome and the log's end record are still written.
 
@@ -431,7 +467,14 @@ async def run_until_signalled(spec: AttemptSpec | Prepared) -> Outcome:
     no outcome, no end record, a traceback. SIGTERM would kill the governor
     outright. A second signal while the attempt winds down is ignored: the
     shutdown is bounded (cancel, grace, SIGTERM, SIGKILL of the agent's tree).
+    With ``tries`` above 1, the tries of `governor.tries.run_tries`; a signal
+    ends the try under way and starts no other.
     """
+    import trio
+
+    from governor.spec import RefusedBeforeStart
+    from governor.tries import run_tries
+
     stop = trio.Event()
     with trio.open_signal_receiver(*STOP_SIGNALS) as signals:
         async with trio.open_nursery() as nursery:
@@ -445,7 +488,7 @@ async def run_until_signalled(spec: AttemptSpec | Prepared) -> Outcome:
 
             nursery.start_soon(watch)
             try:
-                outcome: Outcome | RefusedBeforeStart = await run_attempt(spec, stop=stop)
+                outcome: Outcome | RefusedBeforeStart = await run_tries(spec, tries, stop=stop)
             except RefusedBeforeStart as e:  # raised here, not wrapped in the nursery's group
                 outcome = e
             nursery.cancel_scope.cancel()
@@ -475,5 +518,9 @@ def _progress() -> Any:
 def print_summary(outcome: Outcome) -> None:
     """A plain summary of the outcome for a person."""
     from governor.cli.progress import summary
+    from governor.display import terminal
 
+    for t in outcome.tries[:-1]:  # the last try is the outcome summed up below
+        verdict = t.get("verdict") or "none"
+        print(f"try {t['try']}: {t['status']}, verdict {verdict}; log {terminal(t.get('log'))}")
     print(summary(outcome))

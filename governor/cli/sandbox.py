@@ -15,6 +15,10 @@ for a signal). A bwrap that cannot work is one line on stderr and exit 2.
 would (`policies.ceiling.check_job`; no agent): one over it is refused with
 every violation. Only when asked: the command runs with the operator's own
 authority, which a ceiling for jobs does not bound.
+
+trio, the confinement and the sandbox's processes are imported by the functions
+that run the command, not with this module: every command's parser registers
+this one, and ``governor --help`` must not wait for them.
 """
 
 from __future__ import annotations
@@ -25,13 +29,9 @@ import os
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
-
-import trio
+from typing import TYPE_CHECKING, Any
 
 from governor.ceilings import load_ceiling
-from governor.confine import command_profile
-from governor.network import decide_connection
 from governor.policyfile import read_policy
 from policies.capability import CAPABILITY_NAMES, Capability, CapabilityError
 from policies.ceiling import check_job
@@ -42,14 +42,12 @@ from sandbox.host.bwrap import BwrapUnavailable
 from sandbox.host.limits import blame
 from sandbox.host.survey import survey
 from sandbox.host.toolchains import describe
-from sandbox.net.judge import ConnectionAnswer, ConnectionRequest, Judge
-from sandbox.net.proxy import open_egress
 from sandbox.plan.profile import Profile, ProfileError
-from sandbox.run.execution import ExitStatus
-from sandbox.run.launch import open_launch, prepare
-from sandbox.run.preflight import preflight
-from sandbox.run.runner import Command
-from sandbox.run.spawn import Child
+
+if TYPE_CHECKING:
+    from sandbox.net.judge import ConnectionAnswer, ConnectionRequest, Judge
+    from sandbox.run.runner import Command
+    from sandbox.run.spawn import Child
 
 EXIT_REFUSED = 2
 
@@ -63,8 +61,9 @@ def register(subparsers: Any) -> None:
         "give it. One argument is a shell line (run by /bin/sh -c), several are an argv.",
     )
     parser.add_argument(
-        "--policy", type=Path, default=None, metavar="FILE",
-        help="run under this policy file's profile and [limits]; the flags below override it",
+        "--policy", default=None, metavar="FILE|NAME",
+        help="run under this policy's profile and [limits] (a file, or a shipped policy's "
+        "name: edit-workspace); the flags below override it",
     )
     parser.add_argument(
         "--capability",
@@ -158,6 +157,8 @@ def _policy(args: argparse.Namespace) -> Policy:
 def _judge(policy: Policy) -> Judge:
     """Decide each connection as the policy does, and say so on stderr
     (`governor sandbox` keeps no audit log)."""
+    from governor.network import decide_connection
+    from sandbox.net.judge import ConnectionAnswer
 
     async def judge(request: ConnectionRequest) -> ConnectionAnswer:
         decision, addresses = await decide_connection(request, policy)
@@ -169,6 +170,8 @@ def _judge(policy: Policy) -> Judge:
 
 
 def _profile(args: argparse.Namespace, policy: Policy) -> Profile:
+    from governor.confine import command_profile
+
     env: dict[str, str] = {}
     for name in (*policy.env, *args.env_names):
         if name not in os.environ:
@@ -202,6 +205,10 @@ async def _run(
     command: Command,
     timeout: float | None,
 ) -> int:
+    from sandbox.net.proxy import open_egress
+    from sandbox.run.launch import open_launch, prepare
+    from sandbox.run.preflight import preflight
+
     probed = await preflight(args.bwrap) if profile.sandboxed else None
     facts = survey(profile) if profile.sandboxed else None
     with prepare(profile, command.argv, probed, facts=facts) as launch:
@@ -239,6 +246,10 @@ async def _run(
 
 async def _wait(child: Child, profile: Profile, timeout: float | None) -> int:
     """The command's status (killed after ``timeout``); it is reaped either way."""
+    import trio
+
+    from sandbox.run.execution import ExitStatus
+
     try:
         with trio.move_on_after(math.inf if timeout is None else timeout):
             status = ExitStatus.from_returncode(await child.wait())
@@ -258,6 +269,10 @@ async def _wait(child: Child, profile: Profile, timeout: float | None) -> int:
 
 def main(args: argparse.Namespace) -> int:
     """Run the command; its status, or 2 when it could not be started safely."""
+    import trio
+
+    from sandbox.run.runner import Command
+
     words = list(args.command)
     if words and words[0] == "--":
         words = words[1:]

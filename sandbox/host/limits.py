@@ -28,7 +28,7 @@ The mechanisms, and why each is where it is:
 
 A cgroup v2 for memory and CPU (one group per sandbox, the whole tree counted)
 is the better mechanism; `probe` says whether this machine offers one, and it
-is not used yet (see the README): the machine this was built on offers none.
+is not used yet (see docs/limits.md): the machine this was built on offers none.
 
 Naming the limit: SIGXCPU is the CPU limit's own signal. A refused allocation,
 fork or write is an error the process reports in its own words, so those are

@@ -247,6 +247,11 @@ async def agent_process(
     roots = (profile.workspace, *profile.extra_roots)
     with LEDGER.hold(roots), prepare(profile, argv, probed) as launch:
         if launch.sandboxed:
+            # Its own session, as an unsandboxed agent's watchdog has: a terminal's
+            # Ctrl-C (SIGINT to its foreground group) would kill bwrap, and the
+            # agent with it, before the governor could cancel the turn and end
+            # the attempt as interrupted (the agent's stdin broken, stray warnings).
+            launch.new_session = True
             child = await open_launch(
                 launch, stdin=stdin, stdout=stdout, stderr=stderr, attach=attach
             )

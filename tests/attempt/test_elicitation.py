@@ -55,7 +55,7 @@ async def test_unattended_an_elicitation_is_declined_recorded_and_never_advertis
     (record,) = [
         r for r in decision_records(outcome.log, outcome.run_id) if r["kind"] == "elicitation"
     ]
-    assert (record["verdict"], record["by"]) == ("deny", "policy")
+    assert (record["verdict"], record["by"]) == ("deny", "unattended")
     assert record["subject"]["fields"] == ["name", "tests"]
     assert record["option"] == "decline"
     assert SECRET not in json.dumps(record) and "[secret]" in record["subject"]["message"]

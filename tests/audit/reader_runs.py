@@ -32,7 +32,12 @@ def views(log: Path, policy: Path, page: Path) -> list[list[str]]:
 
 def batch_views(root: Path) -> list[list[str]]:
     """The command lines of every reader of a batch's output."""
-    return [[str(root)], ["--json", str(root)], ["verify", "--outcomes", str(root / "outcomes.jsonl")]]
+    return [
+        [str(root)],
+        ["--json", str(root)],
+        ["verify", "--outcomes", str(root / "outcomes.jsonl")],
+        ["report", str(root), "-o", str(root.parent / f"{root.name}-batch.html")],
+    ]
 
 
 def run(argv: list[str]) -> tuple[int, str, str]:

@@ -9,13 +9,8 @@ from __future__ import annotations
 
 import json
 import os
-import select
-import shutil
 import subprocess
 import sys
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -23,6 +18,7 @@ from typing import Any
 import pytest
 import trio
 from audit_helpers import scripted_spec
+from browser import artifacts, browse, devtools, find_chromium
 
 from governor import cli
 from governor.attempt import run_attempt
@@ -283,39 +279,9 @@ def test_an_attempt_the_governor_did_not_finish_says_so(logs: Logs, tmp_path: Pa
 
 # -- the page in a real browser ---------------------------------------------------------
 
-CHROMIUM_FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-)
-
-
 @pytest.fixture(scope="module")
 def chromium() -> str:
-    found = shutil.which("chromium")
-    if found is None:
-        problem = "chromium is not installed (Debian's package: apt-get install -y chromium)"
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must install chromium: {problem}", pytrace=False)
-        pytest.skip(problem)
-    return found
-
-
-def browse(chromium: str, page: Path, profile: Path, *args: str, fragment: str = "") -> str:
-    """What a headless Chromium makes of ``page`` (its DOM after the script ran, or
-    what ``args`` ask for), with a fresh profile and nothing that phones home."""
-    profile.mkdir(parents=True, exist_ok=True)
-    argv = [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args]
-    done = subprocess.run(
-        [*argv, page.resolve().as_uri() + fragment], capture_output=True, text=True, timeout=120
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done.stdout
+    return find_chromium()
 
 
 class Dom(Page):
@@ -385,99 +351,13 @@ def test_in_chromium_a_planted_script_is_text_and_a_screenshot_is_kept(
     assert len(dom.rows) == len(logs.decisions(logs.both, scripted))
 
     # The screenshots are CI artifacts: in $ACP_GOVERNOR_ARTIFACTS when set, never the repo.
-    artifacts = Path(os.environ.get("ACP_GOVERNOR_ARTIFACTS") or tmp_path)
-    artifacts.mkdir(parents=True, exist_ok=True)
+    shots = artifacts(tmp_path)
     logs.page(logs.demo, "demo-shot.html")
     for name, shown in (("report-demo.png", logs.root / "demo-shot.html"), ("report-planted.png", page)):  # fmt: skip
-        target = artifacts / name
+        target = shots / name
         target.unlink(missing_ok=True)
         browse(chromium, shown, tmp_path / "profile", "--window-size=1280,1800", f"--screenshot={target}")  # fmt: skip
         assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and target.stat().st_size > 10_000
-
-
-class DevTools:
-    """A headless Chromium driven over its DevTools protocol on a pipe
-    (``--remote-debugging-pipe``: commands on its fd 3, answers on its fd 4, each
-    message JSON ended by NUL), so a test can click in the page as a person would.
-    Every read has a deadline: a browser that hangs fails the test, not CI."""
-
-    def __init__(self, answers: int, commands: int, timeout: float = 60) -> None:
-        self.answers, self.commands, self.timeout = answers, commands, timeout
-        self.n = 0
-        self.pending = b""
-        self.session: str | None = None
-
-    def call(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-        self.n += 1
-        message: dict[str, Any] = {"id": self.n, "method": method, "params": params or {}}
-        if self.session is not None and not method.startswith(("Target.", "Browser.")):
-            message["sessionId"] = self.session
-        os.write(self.commands, json.dumps(message).encode() + b"\0")
-        deadline = time.monotonic() + self.timeout
-        while True:
-            while b"\0" not in self.pending:
-                left = deadline - time.monotonic()
-                ready, _, _ = select.select([self.answers], [], [], max(left, 0))
-                assert ready, f"chromium did not answer {method} in {self.timeout} s"
-                chunk = os.read(self.answers, 1 << 16)
-                assert chunk, f"chromium closed its pipe during {method}"
-                self.pending += chunk
-            raw, self.pending = self.pending.split(b"\0", 1)
-            answer = json.loads(raw)
-            if answer.get("id") == self.n:
-                assert "error" not in answer, (method, answer["error"])
-                result: dict[str, Any] = answer["result"]
-                return result
-
-    def open(self, url: str) -> None:
-        """Open ``url`` in a new tab and wait until it has loaded."""
-        target = self.call("Target.createTarget", {"url": url})["targetId"]
-        attached = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})
-        self.session = attached["sessionId"]
-        deadline = time.monotonic() + self.timeout
-        loaded = f"document.readyState === 'complete' && location.href === {json.dumps(url)}"
-        while not self.eval(loaded):  # (a new tab is about:blank, complete, at first)
-            assert time.monotonic() < deadline, f"{url} did not load"
-            time.sleep(0.05)
-
-    def eval(self, expression: str) -> Any:
-        """The value of a JavaScript expression in the open page."""
-        result = self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True})
-        assert "exceptionDetails" not in result, result["exceptionDetails"]
-        return result["result"].get("value")
-
-
-@contextmanager
-def devtools(chromium: str, profile: Path) -> Iterator[DevTools]:
-    commands_read, commands = os.pipe()
-    answers, answers_write = os.pipe()
-
-    def as_fd_3_and_4() -> None:
-        os.dup2(commands_read, 3)
-        os.dup2(answers_write, 4)
-
-    profile.mkdir(parents=True, exist_ok=True)
-    argv = [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--remote-debugging-pipe"]
-    browser = subprocess.Popen(
-        [*argv, "about:blank"],
-        pass_fds=(3, 4, commands_read, answers_write),
-        preexec_fn=as_fd_3_and_4,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    os.close(commands_read)
-    os.close(answers_write)
-    tools = DevTools(answers, commands)
-    try:
-        yield tools
-        tools.call("Browser.close")
-        browser.wait(timeout=30)
-    finally:
-        if browser.poll() is None:
-            browser.kill()
-            browser.wait()
-        os.close(answers)
-        os.close(commands)
 
 
 SHOWN = "document.querySelectorAll('#timeline tbody tr:not([hidden])').length"
@@ -502,13 +382,13 @@ def test_in_chromium_the_checkboxes_filter_the_rows_and_the_fragment_keeps_the_v
         assert page.eval(SHOWN) == len(decisions)
         page.eval(click("verdict", "allow"))
         assert page.eval(SHOWN) == len(no_allow)
-        assert page.eval("location.hash") == "#verdict=deny,reported"
+        assert page.eval("location.hash") == "#verdict=deny,unasked"
         page.eval(click("kind", "permission"))
         assert page.eval(SHOWN) == len(neither)
         shown = page.eval("document.getElementById('shown').textContent")
         assert shown == f"{len(neither)} of {len(decisions)} decisions shown"
         fragment = page.eval("location.hash")
-        assert fragment.startswith("#verdict=deny,reported&kind=") and "permission" not in fragment
+        assert fragment.startswith("#verdict=deny,unasked&kind=") and "permission" not in fragment
         page.open(url + fragment)  # the link to this view opens it again
         assert page.eval(SHOWN) == len(neither)
         page.eval(click("kind", "permission"))

@@ -293,3 +293,37 @@ def test_an_ask_under_the_new_policy_counts_as_refused_when_nobody_could_answer(
     assert code == 0
     assert {c["change"] for c in results[unattended]["changes"]} == {"allowed -> refused"}
     assert {c["change"] for c in results[with_person]["changes"]} == {"allowed -> asked"}
+
+
+def test_an_old_log_with_its_old_by_words_is_still_replayed_and_tallied(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # before `by` said what decided, a log said policy, ceiling and sandbox
+    log = tmp_path / "old.jsonl"
+    old = AuditLog(log, "old-1")
+    old.record("attempt-start", workspace="/ws", roots=["/ws"])
+    old.record("write", request=1, subject={"path": "/ws/a.py"}, verdict="allow", by="policy",
+               rule="capability: edit-workspace", reason="r")  # fmt: skip
+    old.record("write", request=2, subject={"path": "/ws/.git/hooks/x"}, verdict="deny",
+               by="ceiling", rule="protected: .git/**", reason="r")  # fmt: skip
+    old.record("permission", request=3, subject={"title": "Edit b", "tool_kind": "edit",
+               "paths": ["/ws/b.py"], "input": {}}, verdict="allow", by="person",
+               rule="ask: tool edit", reason="r")  # fmt: skip
+    old.record("unasked", subject={"path": "/ws/c.py", "change": "created"}, verdict="reported",
+               by="sandbox", reason="r")  # fmt: skip
+    old.record("attempt-end", status="completed")
+    old.close()
+    strict = tmp_path / "strict.toml"
+    strict.write_text('capability = "read-only"\n')
+    code, out, _ = audit(capsys, "replay", str(log), "--policy", str(strict), "--json")
+    [result] = json.loads(out)
+    assert code == 0 and result["skipped"] == []
+    # the writes allowed by the capability and by a person are refused at read-only;
+    # the protected path was refused and still is
+    assert [(c["seq"], c["change"]) for c in result["changes"]] == [
+        (2, "allowed -> refused"), (4, "allowed -> refused")
+    ]
+    code, out, _ = audit(capsys, str(log), "--json")
+    [row] = json.loads(out)
+    assert row["tally"] == {"asked": 3, "allowed": 2, "waited": 1, "refused": 1, "reported": 0,
+                            "unasked": 1}  # fmt: skip

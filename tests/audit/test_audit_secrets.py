@@ -163,7 +163,7 @@ async def test_secrets_the_agent_sends_are_masked_in_every_record_and_in_the_out
     assert "[secret]" in text and "-----BEGIN" not in text
     assert "<1 raw args, not shown>" in text
     streamed = io.StringIO()  # as --json prints it, its decision records included
-    write_json(document(outcome), streamed, indent=2)
+    write_json(document(outcome, 0), streamed, indent=2)
     shown = streamed.getvalue()
     assert json.loads(shown)["tool_calls"] and outcome.summary is not None and "[secret]" in outcome.summary
     assert leaks(shown) == []

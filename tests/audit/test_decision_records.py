@@ -11,8 +11,11 @@ import re
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from audit_helpers import demo_attempts, records
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from governor.audit.reading import LogUnreadable, decision_records
 from governor.cli.outcome_json import Streamed, document, write_json
@@ -47,13 +50,16 @@ async def test_the_streamed_json_is_the_text_json_dumps_gives_for_the_whole_outc
     whole: dict[str, Any] = {}  # the document as the outcome once held it, all in memory
     for key, value in outcome.to_json().items():
         whole[key] = value
+        if key == "status":
+            whole["exit_code"] = 0
         if key == "run_id":
             whole["tool_calls"] = decisions_in(log, outcome.run_id)
-    keys = list(document(outcome))
-    assert keys[:2] == ["status", "summary"] and keys[keys.index("run_id") + 1] == "tool_calls"
+    keys = list(document(outcome, 0))
+    assert keys[:3] == ["status", "exit_code", "summary"]
+    assert keys[keys.index("run_id") + 1] == "tool_calls"
     for indent in (2, None):
         out = io.StringIO()
-        write_json(document(outcome), out, indent=indent)
+        write_json(document(outcome, 0), out, indent=indent)
         assert out.getvalue() == json.dumps(whole, indent=indent, ensure_ascii=False)
         assert json.loads(out.getvalue())["tool_calls"] == decisions_in(log, outcome.run_id)
 
@@ -66,6 +72,33 @@ def test_streamed_arrays_empty_or_nested_are_laid_out_as_json_dumps_lays_them_ou
             out = io.StringIO()
             write_json(value, out, indent=indent)
             assert out.getvalue() == json.dumps(plain, indent=indent, ensure_ascii=False)
+
+
+JSON_TEXT = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**63), max_value=2**64 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.sampled_from([1e-4, 9.9e-5, 1e-5, 1e-7, 5e-324, 1e16, 1e-4 - 1e-20, -0.0, 0.0])
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=12,
+).map(lambda value: orjson.loads(orjson.dumps(value)))
+"""Values as a record read from a log is: parsed from JSON text (by orjson)."""
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(JSON_TEXT, max_size=4))
+def test_streamed_records_are_the_text_json_dumps_gives_whatever_they_hold(
+    items: list[Any],
+) -> None:
+    # every float spelling, every character, strings holding "e-" and "0.0000"
+    value = {"tool_calls": Streamed(iter(items)), "n": len(items)}
+    out = io.StringIO()
+    write_json(value, out, indent=2)
+    assert out.getvalue() == json.dumps(
+        {"tool_calls": items, "n": len(items)}, indent=2, ensure_ascii=False
+    )
 
 
 def test_torn_and_foreign_lines_are_skipped_and_the_count_stops_the_read(tmp_path: Path) -> None:

@@ -108,6 +108,10 @@ def check_twenty(out: Path) -> None:
     assert sorted(line["job"] for line in lines) == TWENTY_IDS
     by_job = {line["job"]: line for line in lines}
     assert by_job["quits"]["status"] == "failed", by_job["quits"]
+    # each line carries the code `governor run` would exit with for its job
+    assert {line["job"]: line["exit_code"] for line in lines} == {
+        job: 1 if job == "quits" else 0 for job in TWENTY_IDS
+    }
     completed = [line for line in lines if line["status"] == "completed"]
     assert len(completed) == 19, [(x["job"], x["status"], x.get("reason")) for x in lines]
     for line in lines:

@@ -23,3 +23,17 @@ def test_the_batch_bench_runs_and_reports_every_level() -> None:
     assert report["jobs"] == 3 and report["sequential"]["not_completed"] == 0
     assert report["local-1"]["completed"] == 3 and report["local-2"]["completed"] == 3
     assert "warning" not in done.stdout
+
+
+def test_the_batch_bench_compares_jobs_with_checks_against_the_same_without() -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCH), "--checks", "--jobs-count", "2", "--rounds", "1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(done.stdout[done.stdout.index("\n{") :])
+    checks = report["checks"]
+    assert report["jobs"] == 2 and len(checks["walls"]["with"]) == len(checks["walls"]["without"]) == 1
+    assert "warning" not in done.stdout  # every attempt completed, every check passed

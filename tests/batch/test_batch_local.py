@@ -135,6 +135,8 @@ def test_a_repository_that_cannot_be_cloned_ends_its_job_failed_naming_the_step(
     (done,) = result.results
     assert done.status == "failed" and done.reason is not None
     assert done.reason.startswith("could not clone file:///nonexistent/repo.git")
+    (line,) = outcome_lines(out)
+    assert (line["status"], line["exit_code"]) == ("failed", 1)
     assert (out / "gone" / "changes.patch").read_bytes() == b""
 
 

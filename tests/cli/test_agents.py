@@ -109,6 +109,8 @@ def test_list_and_presets_say_an_agent_runs_from_the_governors_install(tmp_path:
     shown = _governor("presets", "--json", env=env)
     row = next(r for r in json.loads(shown.stdout) if r["id"] == "claude")
     assert (row["found"], row["version"], row["argv"]) == ("installed", "0.0.7", [str(program)])
+    # not on PATH: the login line a person copies names the program where it is
+    assert row["login"].startswith(f"{program} --cli auth login"), row["login"]
     # not installed there: another agent is not claimed to be
     codex = next(r for r in json.loads(shown.stdout) if r["id"] == "codex")
     assert codex["found"] in ("npx", None) and codex["version"] is None

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 GOVERNOR = Path(sys.executable).parent / "governor"
@@ -24,7 +25,7 @@ def run_demo(
     return subprocess.run(argv, capture_output=True, text=True, env=environ, timeout=120)
 
 
-def test_the_job_summary_has_the_tally_and_each_refusal_and_no_secret(tmp_path: Path) -> None:
+def test_the_job_summary_has_the_tally_and_each_refusal_with_what_decided_it_and_no_secret(tmp_path: Path) -> None:
     summary = tmp_path / "summary.md"
     summary.write_text("earlier step\n")
     done = run_demo(tmp_path, "--annotate", env={"GITHUB_STEP_SUMMARY": str(summary)})
@@ -34,7 +35,9 @@ def test_the_job_summary_has_the_tally_and_each_refusal_and_no_secret(tmp_path: 
     assert "| asked | allowed | waited | refused | reported | unasked |" in text
     assert "| 6 | 5 | 0 | 1 | 0 | 1 |" in text
     assert "Install .git/hooks/pre-commit" in text
-    assert "| protected: .git/&#42;&#42; |" in text  # the rule, its stars as text
+    # what decided (a protected path, not the ceiling), the rule with its stars as text
+    assert "| protected | protected: .git/&#42;&#42; |" in text
+    assert "REFUSED by protected" in done.stderr  # the progress line says the same
     assert "NOTES.md" in text  # the change made without asking
     errors = [line for line in done.stderr.splitlines() if line.startswith("::error ")]
     warnings = [line for line in done.stderr.splitlines() if line.startswith("::warning ")]
@@ -101,3 +104,48 @@ def test_events_on_stdout_are_every_decision_of_the_log_in_order(tmp_path: Path)
     ]
     assert any(e["type"] == "message" for e in events) and any(e["type"] == "plan" for e in events)
     assert SECRET not in done.stdout
+
+
+def test_every_event_carries_a_time_and_a_decisions_is_its_records(tmp_path: Path) -> None:
+    events_file = tmp_path / "events.jsonl"
+    started = time.time()
+    done = run_demo(tmp_path, "--events", str(events_file), "--json")
+    ended = time.time()
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line) for line in events_file.read_text().splitlines()]
+    times = [e["time"] for e in events]
+    assert all(type(t) is float and started <= t <= ended for t in times)
+    assert times == sorted(times)  # in the order they happened
+    logged = {r["seq"]: r for r in map(json.loads, (tmp_path / "audit.jsonl").read_text().splitlines())}
+    decided = [e for e in events if e["type"] == "decision"]
+    assert decided and all(e["time"] == logged[e["seq"]]["time"] for e in decided)
+    # --json and --events together: stdout holds the outcome, the events file the same one
+    outcome = json.loads(done.stdout)
+    assert events[-1]["outcome"]["exit_code"] == outcome["exit_code"] == 0
+
+
+def test_the_outcome_carries_its_exit_code_workspace_and_changed_files(tmp_path: Path) -> None:
+    done = run_demo(tmp_path, "--json", "--fail-on", "refused")
+    outcome = json.loads(done.stdout)
+    assert done.returncode == outcome["exit_code"] == 6  # the demo's git hook was refused
+    assert outcome["status"] == "completed" and list(outcome)[:2] == ["status", "exit_code"]
+    ws = tmp_path / f"ws-{SECRET}"
+    masked = str(ws.resolve()).replace(SECRET, "[secret]")  # a secret in the path stays out
+    assert outcome["workspace"] == masked
+    assert sorted(outcome["files_changed"]) == [f"{masked}/NOTES.md", f"{masked}/hello.py"]
+    assert SECRET not in done.stdout
+
+
+def test_an_attempt_that_changed_nothing_lists_no_changed_files_rather_than_none(
+    tmp_path: Path,
+) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    demo = Path(__file__).resolve().parents[2] / "governor" / "agents" / "demo.py"
+    argv = [str(GOVERNOR), "run", "--capability", "read-only", "--workspace", str(ws),
+            "--log", str(tmp_path / "audit.jsonl"), "--json", "look around",
+            "--", sys.executable, str(demo), "--steps", "0"]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    outcome = json.loads(done.stdout)
+    assert (done.returncode, outcome["exit_code"]) == (0, 0), done.stderr
+    assert outcome["files_changed"] == [] and outcome["workspace"] == str(ws.resolve())

@@ -170,3 +170,24 @@ def test_a_yes_once_is_one_question_for_the_demos_command(tmp_path: Path) -> Non
     carried = [r for r in outcome["tool_calls"] if r["kind"] == "terminal" and r["by"] == "grant"]
     assert carried and f"allowed by a person (seq {yes['seq']})" in carried[0]["reason"]
     assert outcome["acp"]["tally"]["waited"] == 1
+
+
+def test_after_a_persons_once_then_always_the_tally_reads_as_its_words_say(tmp_path: Path) -> None:
+    # o for the write's permission, a for the command's; the command's terminal call
+    # is covered by that "always" (a grant); the git hook is refused (protected)
+    policy = 'capability = "edit-workspace"\n[ask]\ntools = ["edit"]\ncommands = ["python3 *"]\n'
+    _, screen, outcome = run_demo_as_a_person(tmp_path, policy, ["o", "a"])
+    assert screen.count("or [r]efuse?") == 2
+    tally = outcome["acp"]["tally"]
+    assert tally == {"asked": 6, "allowed": 5, "waited": 2, "refused": 1, "reported": 0, "unasked": 1}
+    by_request: dict[int, set[str]] = {}
+    for r in outcome["tool_calls"]:
+        if r["kind"] in ("permission", "read", "write", "terminal"):
+            by_request.setdefault(r["request"], set()).add(r["by"])
+    waited = [n for n, bys in by_request.items() if "person" in bys]
+    refused = {r["request"] for r in outcome["tool_calls"] if r["verdict"] == "deny"}
+    assert len(by_request) == tally["asked"] and len(waited) == tally["waited"]
+    assert len(refused) == tally["refused"] and tally["allowed"] == tally["asked"] - len(refused)
+    assert any(bys == {"grant"} for bys in by_request.values())  # allowed, not a wait
+    (hook,) = refused
+    assert by_request[hook] == {"protected"}

@@ -111,7 +111,7 @@ async def test_at_edit_workspace_its_edit_outside_the_workspace_is_refused_and_t
     outcome = await run_attempt(job.spec(installed(TS_EXAMPLE)))
     (asked,) = records(outcome, "permission")
     assert asked["subject"]["paths"] == [CONFIG]
-    assert (asked["verdict"], asked["by"], asked["option"]) == ("deny", "ceiling", "reject")
+    assert (asked["verdict"], asked["by"], asked["option"]) == ("deny", "capability", "reject")
     assert "outside the roots" in asked["reason"]
     # end_turn after the rejection: the agent skipped the change and said so.
     assert outcome.status == "completed", outcome.reason

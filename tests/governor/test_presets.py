@@ -20,6 +20,7 @@ from governor.presets import (
     Resolved,
     find,
     load_presets,
+    login_as_found,
     preset_ids,
     resolve,
 )
@@ -342,3 +343,16 @@ def test_home_entries_follow_the_variables_that_relocate_them(tmp_path: Path) ->
         Path("/r/data"),
         Path("/r/state"),
     )
+
+
+def test_the_login_line_names_an_installed_agent_by_its_path_when_path_does_not_find_it() -> None:
+    claude = find("claude")
+    installed = "/data/acp-governor/agents/claude/node_modules/.bin/claude-agent-acp"
+    line = login_as_found(claude, installed, which=lambda _: None)
+    assert line == claude.login.replace("claude-agent-acp", installed, 1)
+    assert line.startswith(f"{installed} --cli auth login --claudeai")
+    # found on PATH, or run through npx: the preset's own words run as they are
+    assert login_as_found(claude, installed, which=lambda _: installed) == claude.login
+    assert login_as_found(claude, "/usr/bin/npx", which=lambda _: None) == claude.login
+    spaced = "/my agents/claude-agent-acp"
+    assert login_as_found(claude, spaced, which=lambda _: None).startswith(f"'{spaced}' --cli")

@@ -22,7 +22,7 @@ writes = ["tests/**"]
 def test_a_governed_write_to_a_frozen_path_is_refused_even_under_an_allow_rule() -> None:
     policy = parse_policy(LOOP, "loop.toml").bind("/ws")
     d = decide(WriteFile("/ws/tests/acceptance/test_spec.py"), policy)
-    assert (str(d.verdict), d.rule, d.by) == ("deny", "frozen: tests/acceptance/**", "policy")
+    assert (str(d.verdict), d.rule, d.by) == ("deny", "frozen: tests/acceptance/**", "protected")
     assert "frozen for this attempt" in d.reason
     assert decide(WriteFile("/ws/spec/login.feature"), policy).rule == "frozen: spec/*.feature"
 

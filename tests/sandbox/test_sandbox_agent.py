@@ -172,3 +172,17 @@ def test_missing_home_folders_are_created_but_file_entries_never_are(tmp_path: P
     assert (home / ".claude").is_dir()
     assert (home / ".local" / "share" / "x").is_dir()
     assert not (home / ".claude.json").exists()
+
+
+@pytest.mark.parametrize("capability", [Capability.READ_ONLY, Capability.FULL_ACCESS],
+                         ids=["sandboxed", "unsandboxed"])  # fmt: skip
+async def test_an_agent_runs_in_a_session_of_its_own_out_of_reach_of_the_terminals_ctrl_c(
+    ws: Path, capability: Capability
+) -> None:
+    # A terminal's Ctrl-C signals its foreground process group: an agent (or the
+    # bwrap holding it) left in the governor's would die before the governor could
+    # cancel the turn and end the attempt as interrupted.
+    profile = Profile.for_agent(capability, ws)
+    async with agent_process(profile, ["/bin/sleep", "30"], stderr=None) as agent:
+        assert os.getsid(agent.pid) != os.getsid(0)
+        assert os.getpgid(agent.pid) != os.getpgid(0)

@@ -1,0 +1,212 @@
+"""What the report page shows of one attempt, folded from its log in one pass,
+one line in memory at a time: the page of a million-record attempt is built in
+the memory of a thousand-record one.
+
+Rules of this file:
+
+- **Bounded.** An `AttemptPage` keeps the attempt's start and end records, its
+  counts, and the first `PAGE_ROWS` rows of each table (timeline, refusals,
+  changes without asking); everything past them is counted, never kept. The
+  tally is `Tallier`'s, fed record by record, as the outcome computes it.
+- **At most two attempts folded.** Choosing the attempt (an exact id, else the
+  only one an id is a prefix of, else the only one in the logs) needs every id,
+  and the logs are read once: so the first attempt that could be the one is
+  folded while the ids are listed, beside the exact match when it differs
+  (`Chooser`); the choice is made, or refused naming the ids, at the end.
+- **Read as `governor.audit.reading` reads.** A line is parsed by the same
+  `parsed`, verified by the same `verify` while it streams past, and a record
+  of a shape the governor never writes is refused (`LogMalformed`) by the same
+  `malformed`; the records of the log are the same records the other readers
+  see.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from governor.audit.reading import FRAMING, LogMalformed, LogUnreadable
+from governor.audit.shape import malformed
+from governor.audit.tally import Tallier, Tally
+from governor.audit.verify import UNFINISHED, Problem, Verification, parsed, verify
+
+PAGE_ROWS: Final = 2000
+"""Rows a table of the page holds at most: a million-record attempt would make a
+page of hundreds of megabytes that no browser opens. The page says what it
+left out and which command lists it all."""
+
+UNASKED_KINDS: Final = ("unasked", "changed")
+"""The records of changes made without asking: ``unasked`` (nothing explains
+them) and ``changed`` (only an allowed permission does: ``explained_by``)."""
+
+
+@dataclass(slots=True)
+class AttemptPage:
+    """One attempt as its page shows it: framing records, counts, the first rows."""
+
+    attempt: str
+    source: str
+    rows: int = PAGE_ROWS
+    start: dict[str, Any] | None = None
+    end: dict[str, Any] | None = None
+    records: int = 0
+    """All its records, the framing ones included."""
+    decisions: int = 0
+    first_time: float | None = None
+    last_time: float | None = None
+    timeline: list[dict[str, Any]] = field(default_factory=list)
+    refusals: list[dict[str, Any]] = field(default_factory=list)
+    refused_total: int = 0
+    unasked: list[dict[str, Any]] = field(default_factory=list)
+    unasked_total: int = 0
+    tallier: Tallier = field(default_factory=Tallier)
+
+    def add(self, record: dict[str, Any]) -> None:
+        """Fold one of the attempt's records in."""
+        self.records += 1
+        at = record.get("time")
+        if isinstance(at, int | float):
+            self.first_time = float(at) if self.first_time is None else self.first_time
+            self.last_time = float(at)
+        kind = record.get("kind")
+        if kind in FRAMING:
+            if kind == "attempt-start" and self.records == 1:
+                self.start = record
+            elif kind == "attempt-end":
+                self.end = record
+            return
+        self.end = None  # a record after an end: the end was not the last word
+        self.tallier.take(record)
+        self.decisions += 1
+        if len(self.timeline) < self.rows:
+            self.timeline.append(record)
+        if record.get("verdict") == "deny":
+            self.refused_total += 1
+            if len(self.refusals) < self.rows:
+                self.refusals.append(record)
+        if kind in UNASKED_KINDS:
+            self.unasked_total += 1
+            if len(self.unasked) < self.rows:
+                self.unasked.append(record)
+
+    @property
+    def tally(self) -> Tally:
+        """Its tally, computed from its records as the outcome computes it."""
+        return self.tallier.tally()
+
+    @property
+    def status(self) -> str:
+        """Its end record's status, ``unfinished`` without one."""
+        return str(self.end.get("status")) if self.end is not None else "unfinished"
+
+    @property
+    def reason(self) -> str | None:
+        """Its end record's reason (or why there is none)."""
+        return self.end.get("reason") if self.end is not None else UNFINISHED
+
+    @property
+    def started(self) -> float | None:
+        """When it started: its start record's time, else its first record's."""
+        at = (self.start or {}).get("time")
+        return float(at) if isinstance(at, int | float) else self.first_time
+
+    @property
+    def duration_s(self) -> float | None:
+        """Its end record's duration, else the time from its first record to its last."""
+        if self.end is not None and isinstance(self.end.get("duration_s"), int | float):
+            return float(self.end["duration_s"])
+        if self.started is None or self.last_time is None:
+            return None
+        return round(self.last_time - self.started, 3)
+
+
+class Chooser:
+    """Which attempt of the logs is the page's (``wanted``: an id or a prefix of
+    one; None: the only attempt), and its fold; ``last`` takes the last attempt
+    instead (a batch job's log: its last try is the job's)."""
+
+    def __init__(self, wanted: str | None, *, rows: int = PAGE_ROWS, last: bool = False) -> None:
+        self.wanted, self.rows, self.last = wanted, rows, last
+        self.ids: dict[str, int] = {}
+        """Every attempt id seen, with the index of the log it is in."""
+        self.exact: AttemptPage | None = None
+        self.first: AttemptPage | None = None
+        self.matches = 0
+
+    def folds(self, attempt: str, source: str, log: int) -> AttemptPage | None:
+        """The fold a record of ``attempt`` goes to, or None (not the page's)."""
+        if attempt not in self.ids:
+            self.ids[attempt] = log
+            page = None
+            if self.wanted is not None and attempt == self.wanted:
+                page = self.exact = AttemptPage(attempt, source, self.rows)
+            if self.wanted is None or attempt.startswith(self.wanted):
+                self.matches += 1
+                if self.first is None or self.last:
+                    self.first = page or AttemptPage(attempt, source, self.rows)
+        for page in (self.exact, self.first):
+            if page is not None and page.attempt == attempt:
+                return page
+        return None
+
+    def chosen(self) -> tuple[AttemptPage, int]:
+        """The page's attempt and the index of its log; `LookupError` naming the
+        choices when the id names none or several, `ValueError` for several
+        attempts and no id."""
+        if self.exact is not None:
+            return self.exact, self.ids[self.exact.attempt]
+        if self.first is not None and (self.matches == 1 or self.last):
+            return self.first, self.ids[self.first.attempt]
+        if self.wanted is None:
+            raise ValueError(f"the logs hold {len(self.ids)} attempts")
+        if not self.matches:
+            raise LookupError(f"no attempt {self.wanted!r} in the logs read ({len(self.ids)} attempt(s))")
+        raise LookupError(
+            f"{self.wanted!r} names {self.matches} attempts: give more of the id"
+        )
+
+    def choices(self, most: int = 20) -> str:
+        """The ids seen, for an error (the first ``most``)."""
+        names = list(self.ids)
+        more = f" and {len(names) - most} more" if len(names) > most else ""
+        return ", ".join(names[:most]) + more
+
+
+def fold_log(path: Path, chooser: Chooser, log: int = 0, wanted: Collection[str] = ()) -> Verification:
+    """Read one log once: verify it (noting the anchors in ``wanted``) and fold
+    the records of the attempts ``chooser`` may choose. Raises `LogUnreadable`
+    naming the file, and `LogMalformed` for its first record of a shape the
+    governor never writes."""
+    source = str(path)
+    wrong: list[Problem] = []
+
+    def lines(f: Any) -> Iterator[tuple[int, dict[str, Any] | None, str]]:
+        for n, raw in enumerate(f, 1):
+            raw = raw.removesuffix(b"\n")
+            value = parsed(raw)
+            yield n, value, raw.decode("utf-8", errors="replace")
+            if value is None:
+                continue
+            problem = malformed(value)
+            if problem is not None:
+                wrong.append(Problem(n, problem))
+                return
+            attempt = value.get("attempt")
+            if isinstance(attempt, str):
+                page = chooser.folds(attempt, source, log)
+                if page is not None:
+                    page.add(value)
+
+    try:
+        with path.open("rb") as f:
+            walk = lines(f)
+            check = verify(walk, wanted)
+            for _ in walk:  # past the first problem: the records are still shown
+                pass
+    except OSError as e:
+        raise LogUnreadable(f"{path}: cannot read the log: {e.strerror or e}") from None
+    if wrong:
+        raise LogMalformed(path, wrong[0].line, wrong[0].what)
+    return check

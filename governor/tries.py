@@ -1,0 +1,283 @@
+"""Tries: a job's attempt again, in a fresh copy of its starting workspace, while
+its checks fail -- each new try told the failed checks' digest.
+
+A loop gets the three steps a try is made of as public functions, so that a
+loop which owns its retries needs none of the command line:
+
+- **attempt**: `governor.run_attempt` (the spec's checks run at its end);
+- **checks**: `governor.checks.run_checks` (again, or other commands, on the
+  workspace the attempt left);
+- **digest**: `digest` (the failed checks, bounded and masked) and
+  `with_digest` (the prompt of the next try).
+
+`run_tries` is those steps in a loop, as ``governor run --tries N`` and a batch
+job's ``tries`` run them. Rules of this file:
+
+- **Every try starts from the same workspace.** Before the first try (and only
+  when a second one may follow) the workspace is copied once into a folder no
+  sandbox shows (`StartingCopy`: the governor's state folder, or a batch job's
+  own temporary folder); before each later try the workspace is emptied and the
+  copy put back, so a try never builds on what a failed one left. The cost is
+  one copy of the workspace, and one copy back per retry: a workspace of
+  gigabytes (a checked-in ``node_modules``, a build's output) costs that much
+  disk and time, which is why one try copies nothing. Only the workspace is
+  reset: a job's extra folders are the job's to reset.
+- **Tries go on only while the checks fail.** A try whose verdict is not
+  ``failed`` ends them; so does an agent that says ``BLOCKED:`` or waits for a
+  person (a retry would not change its mind), and a stop (Ctrl-C).
+- **The digest is bounded and masked.** Each failed check gives its command,
+  exit status and the newest `DIGEST_TAIL` characters of its output (already
+  masked when the attempt ran it; masked again with the caller's masker);
+  at most `DIGEST_CHECKS` checks are shown, the rest counted. It reaches the
+  agent as JSON in a fenced block, its backticks escaped (``\u0060``), so no
+  output of a check can close the block and write the prompt's next section.
+- **Each try is an attempt of its own**: its own audit log (``--log FILE``
+  gives ``FILE`` to the first and ``FILE.try2`` -- the suffix kept -- to the
+  second...), its own outcome; the last try's outcome lists them all in
+  ``tries``. A later try's attempt-start record holds ``try``: its number, the
+  previous try's run id and log head, and the sha256 of its prompt (the
+  digest in it), so the logs link up without the outcome.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import stat
+import tempfile
+from collections.abc import Iterable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Final
+
+import trio
+
+from governor.checks import CheckRun
+from governor.outcome import Outcome
+from governor.secrets import Masker
+from governor.spec import AttemptSpec, Prepared, RefusedBeforeStart, default_log_dir, prepare
+
+MAX_TRIES: Final = 20
+"""The most tries a job may ask for: each is a whole attempt."""
+DIGEST_TAIL: Final = 1500
+"""Characters of a failed check's output (its newest) the next try is shown."""
+DIGEST_CHECKS: Final = 8
+"""Failed checks shown in a digest; more are counted."""
+
+ENDS_TRIES: Final = frozenset({"blocked", "needs_approval"})
+"""Statuses after which no try follows, whatever the verdict."""
+
+
+def digest(
+    runs: Iterable[CheckRun], *, masker: Masker | None = None, tried: int | None = None
+) -> dict[str, Any] | None:
+    """The facts of the failed checks among ``runs`` for the next try, as JSON
+    values: each failed check's command, exit status (``timed_out`` or the
+    ``error`` that kept it from running, when so) and the newest `DIGEST_TAIL`
+    characters of its output, masked; None when no check failed."""
+    mask = masker.text if masker is not None else (lambda s: s)
+    failed = [r for r in runs if not r.passed]
+    if not failed:
+        return None
+    shown = []
+    for run in failed[:DIGEST_CHECKS]:
+        fact: dict[str, Any] = {"command": mask(run.command), "exit": run.exit}
+        if run.timed_out:
+            fact["timed_out"] = True
+        if run.error is not None:
+            fact["error"] = mask(run.error)
+        fact["output_tail"] = mask(run.tail[-DIGEST_TAIL:])
+        shown.append(fact)
+    out: dict[str, Any] = {"verdict": "failed", "failed_checks": shown}
+    if len(failed) > DIGEST_CHECKS:
+        out["more_failed_checks"] = len(failed) - DIGEST_CHECKS
+    if tried is not None:
+        out["try"] = tried
+    return out
+
+
+def with_digest(prompt: str, facts: dict[str, Any] | None) -> str:
+    """The prompt of the next try: ``prompt`` and, when there are ``facts``
+    (`digest`), what the checks said about the previous try."""
+    if not facts:
+        return prompt
+    # a backtick only ever sits inside a JSON string: escaped, no output can fence
+    text = json.dumps(facts, indent=2, ensure_ascii=False).replace("`", "\\u0060")
+    return (
+        f"{prompt.rstrip()}\n\n# Previous attempt (failed; its changes were undone)\n\n"
+        "The job's checks failed. The verifier's facts:\n\n"
+        f"```json\n{text}\n```\n"
+    )
+
+
+class ResetFailed(Exception):
+    """The workspace could not be copied or put back; the message names the path."""
+
+
+class StartingCopy:
+    """The starting workspace, copied once before the first try, put back before
+    each later one. Made with `keep`; `discard` removes the copy."""
+
+    def __init__(self, workspace: Path, copy: Path) -> None:
+        self.workspace = workspace
+        self.copy = copy
+
+    @classmethod
+    def keep(cls, workspace: str | Path, scratch: str | Path | None = None) -> StartingCopy:
+        """Copy ``workspace`` (links kept as links, never followed) into a new
+        folder under ``scratch`` (default: the governor's state folder, which no
+        sandbox shows; not ``/tmp``, often memory, for a copy that may be big)."""
+        ws = Path(workspace).resolve()
+        under = Path(scratch) if scratch is not None else default_log_dir() / "tries"
+        try:
+            under.mkdir(parents=True, exist_ok=True, mode=0o700)
+            folder = Path(tempfile.mkdtemp(prefix="start-", dir=under))
+        except OSError as e:
+            raise ResetFailed(
+                f"the starting workspace cannot be kept under {under}: {e.strerror}"
+            ) from None
+        kept = cls(ws, folder / "workspace")
+        try:
+            shutil.copytree(ws, kept.copy, symlinks=True)
+        except (OSError, shutil.Error) as e:
+            kept.discard()
+            raise ResetFailed(f"the workspace {ws} cannot be copied for the tries: {_why(e)}") from None
+        return kept
+
+    def restore(self) -> None:
+        """Empty the workspace (its folder kept) and put the starting copy back."""
+        try:
+            os.chmod(self.workspace, stat.S_IRWXU)  # its own mode comes back with the copy
+            for entry in os.scandir(self.workspace):
+                _remove(Path(entry.path))
+            shutil.copytree(self.copy, self.workspace, symlinks=True, dirs_exist_ok=True)
+        except (OSError, shutil.Error) as e:
+            raise ResetFailed(f"the workspace {self.workspace} cannot be reset: {_why(e)}") from None
+
+    def discard(self) -> None:
+        """Remove the copy (and its folder)."""
+        if self.copy.parent.exists():
+            _remove(self.copy.parent)
+
+
+def _remove(path: Path) -> None:
+    """Remove ``path`` (a link itself, never what it points at), making the
+    folders the agent left unreadable or unwritable ours again first."""
+    if path.is_symlink() or not path.is_dir():
+        path.unlink(missing_ok=True)
+        return
+    os.chmod(path, stat.S_IRWXU)
+    for folder, dirs, _files in os.walk(path):  # top-down: a child is opened after this
+        for name in dirs:
+            child = Path(folder) / name
+            if not child.is_symlink():
+                os.chmod(child, stat.S_IRWXU)
+    shutil.rmtree(path)
+
+
+def _why(e: BaseException) -> str:
+    if isinstance(e, OSError):
+        return f"{e.filename}: {e.strerror}" if e.filename else str(e.strerror)
+    return str(e)[:500]
+
+
+def tries_problems(name: str, tries: object) -> list[str]:
+    """Why ``tries`` (given as ``name``) is not a number of tries, or nothing."""
+    if type(tries) is not int or not 1 <= tries <= MAX_TRIES:
+        return [f"{name} {tries!r}: give a whole number from 1 to {MAX_TRIES}"]
+    return []
+
+
+def try_log(log: str | Path | None, n: int) -> Path | None:
+    """The audit log of try ``n`` when the job's is ``log``: ``log`` for the
+    first, ``NAME.tryN.SUFFIX`` beside it for the later ones (None: each try a
+    fresh default log)."""
+    if log is None:
+        return None
+    path = Path(log)
+    if n == 1:
+        return path
+    return path.with_name(f"{path.stem}.try{n}{path.suffix}")
+
+
+async def run_tries(
+    spec: AttemptSpec | Prepared,
+    tries: int,
+    *,
+    stop: trio.Event | None = None,
+    scratch: str | Path | None = None,
+) -> Outcome:
+    """Up to ``tries`` attempts of ``spec`` (see the module's header): the last
+    try's outcome, with every try's outcome in ``tries`` when there was more
+    than one possible. Raises `RefusedBeforeStart` when the first try could not
+    start, or the workspace cannot be copied."""
+    if wrong := tries_problems("tries", tries):
+        raise RefusedBeforeStart(wrong)
+    from governor.attempt import run_attempt
+
+    first = spec if isinstance(spec, Prepared) else prepare(spec)
+    if tries == 1:
+        return await run_attempt(first, stop=stop)
+    base = first.spec
+    try:
+        start = await trio.to_thread.run_sync(
+            StartingCopy.keep, first.policy.workspace, scratch
+        )
+    except ResetFailed as e:
+        raise RefusedBeforeStart([f"{e}; nothing was started"]) from None
+    done: list[dict[str, Any]] = []
+    try:
+        prepared: Prepared = first
+        outcome: Outcome | None = None
+        for n in range(1, tries + 1):
+            _said(base, "try", {"try": n, "of": tries})
+            try:
+                current = await run_attempt(prepared, stop=stop)
+            except RefusedBeforeStart as e:
+                if outcome is None:
+                    raise
+                _notice(outcome, f"no try {n}: {e}")  # the tries so far stand
+                break
+            outcome = current
+            facts = digest(outcome.checks_run, masker=first.masker, tried=n)
+            entry = {"try": n, **outcome.to_json()}
+            if facts is not None:
+                entry["digest"] = facts
+            done.append(entry)
+            last = n == tries or (stop is not None and stop.is_set())
+            if last or outcome.verdict != "failed" or outcome.status in ENDS_TRIES:
+                break
+            prompt = with_digest(base.prompt, facts)
+            tried = {
+                "n": n + 1,
+                "of": tries,
+                "after": {"run_id": outcome.run_id, "log_head": outcome.log_head},
+                "prompt_sha256": hashlib.sha256(prompt.encode()).hexdigest() if facts else None,
+            }
+            nxt = replace(base, prompt=prompt, log=try_log(base.log, n + 1), tried=tried)
+            try:
+                await trio.to_thread.run_sync(start.restore)
+                prepared = prepare(nxt)
+            except (ResetFailed, RefusedBeforeStart) as e:
+                _notice(outcome, f"no try {n + 1}: {e}")  # the tries so far stand
+                break
+    finally:
+        with trio.CancelScope(shield=True):
+            await trio.to_thread.run_sync(start.discard)
+    assert outcome is not None
+    outcome.tries = done
+    return outcome
+
+
+def _said(spec: AttemptSpec, kind: str, info: dict[str, Any]) -> None:
+    if spec.on_event is not None:
+        spec.on_event(kind, info)
+
+
+def _notice(outcome: Outcome, text: str) -> None:
+    if outcome.acp is not None:
+        outcome.acp.notices.append(text)
+    else:
+        outcome.reason = f"{outcome.reason}; {text}" if outcome.reason else text
