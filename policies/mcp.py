@@ -42,6 +42,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from policies import by as who
 from policies.capability import Capability
 from policies.ceiling import boolean, string_list, table, type_name
 from policies.errors import ConfigError, unknown_key
@@ -198,7 +199,7 @@ class McpVerdict:
     verdict: Verdict
     rule: str
     reason: str
-    by: str = "policy"
+    by: str = who.CAPABILITY
 
 
 _VERB: Final = {Verdict.ALLOW: "allows", Verdict.ASK: "asks about", Verdict.DENY: "refuses"}
@@ -215,7 +216,7 @@ def decide_mcp(call: McpCall, config: McpConfig, capability: Capability) -> McpV
             Verdict.DENY,
             "boundary: mcp servers",
             f"the MCP server {call.server!r} is not one this job names",
-            "ceiling",
+            who.CAPABILITY,
         )
     for verdict, tier in config.tiers():
         hit = tier.first(subject, call.server, call.name, call.arguments)
@@ -224,6 +225,7 @@ def decide_mcp(call: McpCall, config: McpConfig, capability: Capability) -> McpV
                 verdict,
                 f"mcp.{verdict}: {hit}",
                 f"the MCP {what} {shown} matches the {verdict} rule `{hit}`",
+                who.RULE,
             )
     default = MCP_DEFAULTS[subject][capability]
     return McpVerdict(

@@ -48,6 +48,7 @@ from governor.audit.log import recorded_input
 from governor.mcp import wire
 from governor.mcp.servers import SHIM, server_profile, shim_interpreter, stdio_entry
 from governor.network import egress_for
+from policies import by as who
 from policies.decide import Decision, decide_call
 from policies.mcp import McpCall, McpServer
 from policies.network import NetworkRules
@@ -358,7 +359,7 @@ class RelaySession:
         assert message.body is not None
         method = message.method
         reason = f"the MCP server {self.server.name} may not use {method}: the agent's model and the person are not a server's to ask"
-        decision = Decision(Verdict.DENY, "mcp.server-asks", reason, "ceiling")
+        decision = Decision(Verdict.DENY, "mcp.server-asks", reason, who.PROTOCOL)
         subject = {"server": self.server.name, "method": method, "origin": f"mcp:{self.server.name}"}
         with contextlib.suppress(RpcError):
             await self.relay.gate.ruled("mcp", subject, f"{self.server.name} {method}", decision, {})

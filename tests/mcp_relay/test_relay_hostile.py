@@ -184,7 +184,7 @@ async def test_a_server_asking_for_the_model_or_the_person_is_refused_and_record
     assert all("Refused by the governor" in a["error"]["message"] for a in answered)
     refused = [r for r in g.records() if r["subject"].get("origin") == "mcp:rogue"]
     assert [(r["subject"]["method"], r["verdict"], r["by"]) for r in refused] == [
-        ("sampling/createMessage", "deny", "ceiling"),
-        ("elicitation/create", "deny", "ceiling"),
+        ("sampling/createMessage", "deny", "protocol"),
+        ("elicitation/create", "deny", "protocol"),
     ]
     assert g.verified()

@@ -96,7 +96,7 @@ def test_resources_are_judged_by_their_uri() -> None:
 
 def test_a_call_to_a_server_the_job_does_not_name_is_refused_by_the_ceiling() -> None:
     d = decide(McpCall("evil", "tools/call", "x"), bound())
-    assert d.verdict is Verdict.DENY and d.by == "ceiling" and "'evil'" in d.reason
+    assert d.verdict is Verdict.DENY and d.by == "capability" and "'evil'" in d.reason
 
 
 @pytest.mark.parametrize(
@@ -143,7 +143,7 @@ def test_a_permission_for_a_relayed_tool_is_decided_by_the_mcp_rules_and_its_pat
     assert (refused.verdict, refused.rule) == (Verdict.DENY, "mcp.deny: git.git_commit")
     # a path its input names is judged too: outside the roots, refused whatever the rule
     outside = decide(ToolPermission("other", "mcp__fs__read_text_file", {"path": "/etc/passwd"}), policy)
-    assert outside.verdict is Verdict.DENY and outside.by == "ceiling"
+    assert outside.verdict is Verdict.DENY and outside.rule == "boundary: roots"
     # not a relayed server, or another kind than `other`: judged as before
     other = decide(ToolPermission("other", "mcp__evil__x", {}), policy)
     assert other.rule == "kind: other"
