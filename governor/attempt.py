@@ -5,7 +5,7 @@ The steps, each owned by one nursery that nothing outlives:
   `governor.spec.prepare` (ceiling, env names, workspace, agent installed) and
   the sandbox's preflight -- refuse before start
   -> audit attempt-start -> spawn (inside the agent sandbox by default)
-  -> initialize (protocol 1, fs + terminal) -> session/new (cwd, extra dirs, no MCP)
+  -> initialize (protocol 1, fs + terminal) -> session/new (cwd, extra dirs, the relayed MCP servers)
   -> pick the mode in which the agent asks -> session/prompt, streaming session/update
   -> end of turn, timeout or pause: session/cancel, pending asks answered cancelled,
      grace, close stdin, SIGTERM, SIGKILL of the agent's whole tree
@@ -42,6 +42,7 @@ from governor.callouts import callouts
 from governor.ending import CommandResult, Ending, judge
 from governor.framing import end_fields, start_fields
 from governor.gate import Gate
+from governor.mcp import relay as mcp
 from governor.outcome import Outcome
 from governor.ruling import REFUSED
 from governor.session_setup import SessionSetup, login_line
@@ -127,6 +128,7 @@ class Attempt:
         self.gate: Gate | None = None
         self.terminals: confine.GovernedTerminals | None = None
         self.proxy: EgressProxy | None = None
+        self.relay: mcp.McpRelay | None = None
         self.refused: dict[str, str] = {}
         """The agent's connections the proxy refused: host:port -> reason."""
         self.turn = Turn(p.name, on_tool_call=self._on_tool_call, emit=listener)
@@ -196,7 +198,10 @@ class Attempt:
                     on_new_tool_call=self.budget.tool_call,
                 )
                 try:
-                    async with open_egress(network.judge(self.gate, self.refused)) as self.proxy:
+                    async with (
+                        open_egress(network.judge(self.gate, self.refused)) as self.proxy,
+                        mcp.open_relay(self.gate, policy, p.spec.environ, lambda: self.proxy) as self.relay,
+                    ):
                         if isinstance(p.executor, PlainProgram):
                             await self._drive_command()
                         else:
@@ -259,7 +264,11 @@ class Attempt:
         end.plan = turn.plan
         plain = isinstance(self.prepared.executor, PlainProgram)  # it reports nothing
         end.usage = turn.usage if plain else self.budget.usage(turn.usage)
-        end.notices = (*turn.notices, *([] if plain else self.budget.notices()))
+        end.notices = (
+            *turn.notices,
+            *([] if plain else self.budget.notices()),
+            *mcp.said(self.relay),
+        )
         end.bad_updates = turn.bad_updates
         end.decisions = audit.seq - 1  # every record but the attempt-start
         end.elapsed_s = time.monotonic() - self.started
@@ -284,6 +293,7 @@ class Attempt:
                 sandbox=p.spec.sandbox_agent,
                 via_npx=p.executor.via_npx,
             )
+            profile = mcp.exposed(profile, self.relay)
             async with confine.spawn_agent(profile, p.executor.argv, self.proxy) as process:
                 self.emit(
                     "spawned",
@@ -359,7 +369,7 @@ class Attempt:
             return
         self.auth_methods = list(init_model.auth_methods or [])
         caps = init_model.agent_capabilities
-        new_params: dict[str, Any] = {"cwd": p.policy.workspace, "mcpServers": []}
+        new_params: dict[str, Any] = {"cwd": p.policy.workspace, "mcpServers": mcp.offered(self.relay)}
         extra = list(p.policy.roots[1:])
         if extra:
             supported = bool(

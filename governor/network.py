@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -133,7 +134,8 @@ def judge(gate: Gate, refused: dict[str, str] | None = None) -> Judge:
     reason when it fails)."""
 
     async def ask(request: ConnectionRequest) -> ConnectionAnswer:
-        decision, addresses = await decide_connection(request, gate.policy)
+        policy = _policy_of(gate.policy, request.origin)
+        decision, addresses = await decide_connection(request, policy)
         record = subject(request)
         if addresses:
             record["addresses"] = list(addresses[:8])
@@ -144,7 +146,7 @@ def judge(gate: Gate, refused: dict[str, str] | None = None) -> Judge:
         if ruling.allowed and not addresses:
             # allowed by a person (or a grant) before any lookup: the name is
             # looked up now, and its addresses judged as for any allowed name
-            decision, addresses = await looked_up(request, gate.policy)
+            decision, addresses = await looked_up(request, policy)
             if decision.verdict is Verdict.DENY:
                 record = {**subject(request), "addresses": list(addresses[:8])}
                 try:
@@ -158,3 +160,14 @@ def judge(gate: Gate, refused: dict[str, str] | None = None) -> Judge:
         return ConnectionAnswer(ruling.allowed, ruling.reason, addresses if ruling.allowed else ())
 
     return ask
+
+
+def _policy_of(policy: Policy, origin: str) -> Policy:
+    """The policy a connection is judged under: an MCP server's (origin
+    ``mcp:NAME``) reaches only its own ``network`` hosts, whatever the
+    commands' network says."""
+    if not origin.startswith("mcp:"):
+        return policy
+    server = policy.mcp.server(origin.removeprefix("mcp:"))
+    hosts = server.network if server is not None else ()
+    return replace(policy, network_rules=NetworkRules(enabled=bool(hosts), allow=hosts))

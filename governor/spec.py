@@ -34,6 +34,7 @@ from governor.audit.log import Durability, inside
 from governor.audit.signing import KEY_VARIABLE, Signer, SigningUnavailable, load_signer
 from governor.ceilings import load_ceiling
 from governor.installs import data_home
+from governor.mcp import servers as mcp_servers
 from governor.network import agent_hosts
 from governor.policyfile import read_policy
 from governor.presets import NotInstalled, Preset, PresetError, find, resolve
@@ -41,6 +42,7 @@ from governor.secrets import Masker
 from policies.capability import Capability
 from policies.ceiling import CUSTOM_AGENT, CUSTOM_COMMAND, Ceiling, check_job, parse_ceiling
 from policies.errors import ConfigError, ConfigErrors
+from policies.mcp import McpServer
 from policies.network import HostPatternError, parse_pattern
 from policies.policy import Policy, check_commands
 from sandbox.host.concealed import state_dir
@@ -99,6 +101,10 @@ class AttemptSpec:
     policy's ``[checks] commands``: shell lines run after the attempt, each in a
     fresh sandbox that cannot change the workspace; their verdict is the
     outcome's (`governor.checks`)."""
+    mcp_servers: Sequence[McpServer] = ()
+    """MCP servers for the agent besides the policy's ``[[mcp.servers]]``
+    (`policies.mcp`): each relayed by the governor, run in a sandbox of its
+    own, every call decided by the policy's ``[mcp]`` rules."""
     trace_id: str | None = None
     """The OpenTelemetry trace this attempt belongs to (32 lowercase hex digits, as
     `governor.otel` makes it): written in the attempt-start record and the outcome,
@@ -234,6 +240,10 @@ def prepare(spec: AttemptSpec) -> Prepared:
             problems.append(str(e))
         else:
             policy = replace(policy, checks=policy.checks + added)
+    if spec.mcp_servers:
+        servers = policy.mcp.servers + tuple(spec.mcp_servers)
+        policy = replace(policy, mcp=replace(policy.mcp, servers=servers))
+    problems.extend(mcp_servers.problems(policy.mcp.servers, environ))
     ceiling = _load(problems, _load_ceiling, spec.ceiling)
     allowed: list[str] = []
     for host in spec.allow_hosts:
@@ -326,7 +336,7 @@ def prepare(spec: AttemptSpec) -> Prepared:
         ceiling=ceiling,
         executor=executor,
         env=agent_env,
-        masker=Masker.from_environ(environ, spec.agent_args),
+        masker=Masker.from_environ(environ, [*spec.agent_args, *mcp_servers.secrets(bound.mcp)]),
         log_path=log_path,
         approver=_approver(spec.approver, bound),
         signer=signer,

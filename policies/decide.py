@@ -23,6 +23,7 @@ from typing import Any, Final
 from policies import by as who
 from policies.actions import Action, Connect, ReadFile, RunCommand, ToolPermission, WriteFile
 from policies.capability import Capability
+from policies.mcp import McpCall, decide_mcp
 from policies.network import decide_connect
 from policies.paths import normalize, within
 from policies.policy import Policy
@@ -293,6 +294,10 @@ def _redirect(target: str, cwd: str | None, policy: Policy, *, write: bool) -> D
 def decide_permission(action: ToolPermission, policy: Policy) -> Decision:
     """A tool call: its kind's rules, then every command and path its input names."""
     kind = action.kind or "other"
+    relayed = _relayed(action, kind, policy)
+    if relayed is not None:
+        cwd = action.cwd or (policy.roots[0] if policy.roots else None)
+        return _strictest([decide_call(relayed, policy), *_subjects(action, kind, cwd, policy)])
     tool: Decision | None = None
     for verdict, rules in policy.rules.tiers():
         if kind in rules.tools:
@@ -320,6 +325,22 @@ def decide_permission(action: ToolPermission, policy: Policy) -> Decision:
     if tool is not None:
         subjects.insert(0, tool)
     return _strictest(subjects)
+
+
+def _relayed(action: ToolPermission, kind: str, policy: Policy) -> McpCall | None:
+    """The MCP call a permission asks about, when its title names a tool of one
+    of the job's servers the way agents name them (``mcp__SERVER__TOOL``): the
+    same rules decide it as decide the call (the relay decides it again when it
+    comes). Only a kind that is no other kind's (``other``): an ``execute``
+    titled like an MCP tool is judged as what it is."""
+    if kind != "other" or not policy.mcp.servers or not action.title.startswith("mcp__"):
+        return None
+    for server in policy.mcp.servers:
+        prefix = f"mcp__{server.name}__"
+        if action.title.startswith(prefix) and len(action.title) > len(prefix):
+            raw = action.raw_input if isinstance(action.raw_input, Mapping) else {}
+            return McpCall(server.name, "tools/call", action.title[len(prefix) :], raw)
+    return None
 
 
 def _subjects(action: ToolPermission, kind: str, cwd: str | None, policy: Policy) -> list[Decision]:
@@ -385,10 +406,18 @@ def decide_network(action: Connect, policy: Policy) -> Decision:
     return Decision(found.verdict, found.rule, found.reason, by=found.by)
 
 
+def decide_call(call: McpCall, policy: Policy) -> Decision:
+    """An MCP request of the agent's (`policies.mcp`): the job's ``[mcp]`` rules,
+    then the capability's default."""
+    found = decide_mcp(call, policy.mcp, policy.capability)
+    return Decision(found.verdict, found.rule, found.reason, found.by)
+
+
 _DECIDERS: Final[Mapping[type, Callable[[Any, Policy], Decision]]] = {
     ReadFile: decide_read,
     WriteFile: decide_write,
     RunCommand: decide_command,
     ToolPermission: decide_permission,
     Connect: lambda action, policy: decide_network(action, policy),
+    McpCall: decide_call,
 }

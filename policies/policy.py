@@ -30,6 +30,11 @@ closest key suggested for a typo). The format, every key::
     tmp = "1G"                        # each private tmpfs: /tmp, /var/tmp, the empty homes
     cpu_seconds = 1800                # per process
     wall = 1800                       # the attempt's timeout (--timeout wins)
+    [[mcp.servers]]                   # MCP servers behind the governor (policies.mcp)
+    name = "git"
+    command = ["mcp-server-git"]
+    [mcp.deny]                        # [mcp.ask], [mcp.allow]: server.name globs
+    tools = ["git.git_commit"]
     [network]                         # instead of `network`: on, with these hosts only
     allow = ["pypi.org", "*.npmjs.org:443", "127.0.0.1:8080"]   # ask, deny: the same
 
@@ -54,6 +59,7 @@ from policies.capability import Capability, CapabilityError
 from policies.ceiling import boolean, string_list, table, type_name
 from policies.errors import ConfigError, ConfigErrors, closest, toml_error, unknown_key
 from policies.limits import Limits, limits_from_mapping
+from policies.mcp import McpConfig, mcp_from_mapping
 from policies.network import HostPattern, HostPatternError, NetworkRules, parse_pattern
 from policies.paths import PathGlobs, normalize
 from policies.protected import HIDDEN_BY_DEFAULT, UNPROTECTABLE, protected_globs
@@ -84,6 +90,7 @@ _TOP_KEYS: Final = {
     "sandbox",
     "limits",
     "checks",
+    "mcp",
 }
 _RULE_KEYS: Final = {"commands", "paths", "writes", "tools"}
 _SANDBOX_KEYS: Final = {"git", "keep", "toolchains", "frozen"}
@@ -139,6 +146,8 @@ class Policy:
     """``[checks] timeout``: seconds for each check."""
     limits: Limits = field(default_factory=Limits)
     """The ``[limits]`` as written (unset ones None: `Limits.effective` fills them)."""
+    mcp: McpConfig = field(default_factory=McpConfig)
+    """The ``[mcp]`` servers and rules (`policies.mcp`)."""
     roots: tuple[str, ...] = ()
     """Absolute roots, the workspace first; empty until `bind`."""
     source: str = field(default="built-in", compare=False)
@@ -264,8 +273,20 @@ def _read_key(source: str, key: str, data: Mapping[str, Any], kwargs: dict[str, 
         kwargs.update(_checks(source, value))
     elif key == "limits":
         kwargs["limits"] = limits_from_mapping(source, "limits", table(source, "limits", value))
+    elif key == "mcp":
+        kwargs["mcp"] = mcp_from_mapping(source, value, _capability_of(data))
     elif key in _TIERS:
         kwargs[key] = _tier(source, key, value)
+
+
+def _capability_of(data: Mapping[str, Any]) -> Capability:
+    """The file's capability as far as another key needs it (a bad one is its
+    own key's error): read-only when unset or unreadable."""
+    value = data.get("capability")
+    try:
+        return Capability.parse(value) if isinstance(value, str) else Capability.READ_ONLY
+    except CapabilityError:
+        return Capability.READ_ONLY
 
 
 def _unprotected(source: str, value: Any) -> tuple[str, ...]:

@@ -1,6 +1,6 @@
 """Replay: re-decide an attempt's recorded actions under another policy.
 
-Every permission, read, write and terminal record names its subject well
+Every permission, read, write, terminal, network and mcp record names its subject well
 enough to rebuild the action the engine judged (the tool kind, title, the
 decision-relevant raw input and locations of a tool call; the path and its
 resolved target of a file call; the command line or argv, cwd and env names of
@@ -17,16 +17,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from policies.actions import Action, Connect, ReadFile, RunCommand, ToolPermission, WriteFile
-from policies.decide import Decision, decide
+from policies.decide import Decision, decide, decide_call
+from policies.mcp import SUBJECTS, McpCall, McpMethod
 from policies.network import HostPatternError
 from policies.paths import normalize
 from policies.policy import Policy
 from policies.rules import Verdict
 
-REPLAYED_KINDS: Final = ("permission", "read", "write", "terminal", "network")
+REPLAYED_KINDS: Final = ("permission", "read", "write", "terminal", "network", "mcp")
 UNAFFECTED_KINDS: Final = ("config", "elicitation", "mode")
 """Decisions no policy makes: the model and the asking mode follow the job and the
 agent's offer, a form follows who answers; another policy leaves them as they were."""
@@ -159,7 +160,25 @@ def action_of(record: Mapping[str, Any]) -> tuple[Action, Action | None, bool]:
     raise NotReplayable(f"a {kind} record is not an action")
 
 
+def mcp_call_of(record: Mapping[str, Any]) -> tuple[McpCall, bool]:
+    """The MCP call an ``mcp`` record answered, and whether the rebuild is
+    approximate (an argument the log kept only the size of)."""
+    subject = record.get("subject")
+    if not isinstance(subject, Mapping):
+        raise NotReplayable("the record has no subject")
+    server, method, name = subject.get("server"), subject.get("method"), subject.get("name")
+    if not isinstance(server, str) or method not in SUBJECTS or not isinstance(name, str):
+        raise NotReplayable("the mcp record names no server call (a server's own request)")
+    arguments = subject.get("arguments")
+    arguments = dict(arguments) if isinstance(arguments, Mapping) else {}
+    sized = any(isinstance(v, str) and v.startswith("<") and v.endswith(">") for v in arguments.values())
+    return McpCall(server, cast(McpMethod, method), name, arguments), sized
+
+
 def _redecide(record: Mapping[str, Any], policy: Policy) -> tuple[Decision, bool]:
+    if record.get("kind") == "mcp":
+        call, approximate = mcp_call_of(record)
+        return decide_call(call, policy), approximate
     action, as_named, approximate = action_of(record)
     decision = decide(action, policy)
     if as_named is not None and decision.allowed:
@@ -194,6 +213,9 @@ def shown(record: Mapping[str, Any]) -> str:
     subject = record.get("subject")
     if not isinstance(subject, Mapping):
         return ""
+    server, name = subject.get("server"), subject.get("name")
+    if isinstance(server, str) and isinstance(name, str):
+        return f"{server}.{name}"
     host, port = subject.get("host"), subject.get("port")
     if isinstance(host, str) and isinstance(port, int):
         where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

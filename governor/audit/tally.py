@@ -170,7 +170,7 @@ def _count(counts: list[int], flags: int) -> None:
 
 
 ASKED_KINDS: Final = frozenset(
-    {"permission", "read", "write", "terminal", "elicitation", "network"}
+    {"permission", "read", "write", "terminal", "elicitation", "network", "mcp"}
 )
 """The record kinds that stand for something the agent asked."""
 

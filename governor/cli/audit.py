@@ -1,7 +1,7 @@
 """`governor audit`: read audit logs back -- tallies, refusals, one attempt's story,
 verification of the hash chain, and replay under another policy.
 
-    governor audit [--refused | --network | --attempt ID] [--json] LOG|DIR ...
+    governor audit [--refused | --network | --checks | --mcp | --attempt ID] [--json] LOG|DIR ...
     governor audit verify [--json] [--head HASH ... | --outcomes FILE] [--public-key FILE] LOG|DIR ...
     governor audit replay LOG --policy FILE [--ceiling FILE] [--attempt ID] [--json]
     governor audit report LOG|DIR [--attempt ID] [--head HASH] [--public-key FILE] -o FILE.html
@@ -47,7 +47,7 @@ from governor.audit.tally import WORDS, Tally
 from governor.audit.verify import INCOMPLETE, UNFINISHED, parsed
 from governor.display import terminal
 
-USAGE: Final = """governor audit [--refused | --network | --attempt ID] [--json] LOG|DIR ...
+USAGE: Final = """governor audit [--refused | --network | --checks | --mcp | --attempt ID] [--json] LOG|DIR ...
        governor audit verify [--json] [--head HASH ... | --outcomes FILE] [--public-key FILE] LOG|DIR ...
        governor audit replay LOG --policy FILE [--ceiling FILE] [--attempt ID] [--json]
        governor audit report LOG|DIR [--attempt ID] [--head HASH] [--public-key FILE] -o FILE.html
@@ -107,6 +107,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="every check run after an attempt, with its verdict, exit status and duration",
     )
     p.add_argument(
+        "--mcp", action="store_true",
+        help="every MCP call decided, by server, with its verdict, rule and reason",
+    )
+    p.add_argument(
         "--attempt", metavar="ID", help="the full story of one attempt (an id or a unique prefix)"
     )
     p.add_argument("--json", action="store_true", help="JSON on stdout")
@@ -120,6 +124,7 @@ def _report_parser() -> argparse.ArgumentParser:
     p.add_argument("--refused", action="store_true")
     p.add_argument("--network", action="store_true")
     p.add_argument("--checks", action="store_true")
+    p.add_argument("--mcp", action="store_true")
     p.add_argument("--attempt", metavar="ID")
     p.add_argument("--json", action="store_true")
     return p
@@ -264,9 +269,10 @@ def main(args: argparse.Namespace) -> int:
             raise UsageError(f"name the logs to read\nusage: {USAGE}")
         network = sub.network or args.network
         checks = sub.checks or args.checks
-        if sum(map(bool, (refused, attempt, network, checks))) > 1:
+        mcp = sub.mcp or args.mcp
+        if sum(map(bool, (refused, attempt, network, checks, mcp))) > 1:
             raise UsageError(
-                "--refused, --network, --checks and --attempt are different views: choose one"
+                "--refused, --network, --checks, --mcp and --attempt are different views: choose one"
             )
         return run_table(
             sub.paths,
@@ -274,6 +280,7 @@ def main(args: argparse.Namespace) -> int:
             attempt=attempt,
             network=network,
             checks=checks,
+            mcp=mcp,
             as_json=sub.json or args.json,
         )
     except LogMalformed as e:
@@ -325,17 +332,19 @@ def run_table(
     attempt: str | None = None,
     network: bool = False,
     checks: bool = False,
+    mcp: bool = False,
     as_json: bool = False,
 ) -> int:
-    """The summary table, the refusals, the connections, the checks, or one
-    attempt's story."""
-    from governor.cli.audit_views import check_runs, connections, refusals, story
+    """The summary table, the refusals, the connections, the checks, the MCP
+    calls, or one attempt's story."""
+    from governor.cli.audit_views import check_runs, connections, mcp_calls, refusals, story
 
     if (
         paths
         and not refused
         and not network
         and not checks
+        and not mcp
         and attempt is None
         and all(is_batch_output(Path(p)) for p in paths)
     ):
@@ -352,6 +361,8 @@ def run_table(
         return connections(groups, as_json)
     if checks:
         return check_runs(groups, as_json)
+    if mcp:
+        return mcp_calls(groups, as_json)
     rows = sorted((row(g) for g in groups), key=lambda r: (r.started or 0.0, r.attempt))
     if as_json:
         print(json.dumps([r.to_json() for r in rows], indent=1, ensure_ascii=False))

@@ -70,6 +70,47 @@ def connections(groups: list[AttemptRecords], as_json: bool) -> int:
     return 0
 
 
+def mcp_calls(groups: list[AttemptRecords], as_json: bool) -> int:
+    """Every ``mcp`` record (`governor.mcp.relay`): the server, the call, the
+    verdict and why; then the calls per server."""
+    found = [
+        {
+            "attempt": g.attempt,
+            "log": g.source,
+            "seq": r.get("seq"),
+            "time": r.get("time"),
+            "server": (r.get("subject") or {}).get("server"),
+            "method": (r.get("subject") or {}).get("method"),
+            "subject": shown(r),
+            "verdict": r.get("verdict"),
+            "by": r.get("by"),
+            "rule": r.get("rule"),
+            "reason": r.get("reason"),
+        }
+        for g in groups
+        for r in g.records
+        if r.get("kind") == "mcp"
+    ]
+    if as_json:
+        print(json.dumps(found, indent=1, ensure_ascii=False))
+        return 0
+    if not found:
+        print(f"no MCP call in {len(groups)} attempt(s)")
+        return 0
+    servers: dict[str, list[int]] = {}
+    for x in found:
+        verdict = str(x["verdict"] or "-")
+        # a log's fields hold the agent's and the server's words: one terminal-safe line each
+        print(terminal(f"{x['attempt']} #{x['seq']} {verdict:<8} {x['method']}: {x['subject']}"))
+        print(terminal(f"    {x['by']} [{x['rule']}]: {x['reason']}"))
+        counts = servers.setdefault(str(x["server"]), [0, 0])
+        counts[0 if verdict == "allow" else 1] += 1
+    print()
+    for server, (allowed, other) in servers.items():
+        print(terminal(f"{server}: {allowed + other} call(s), {allowed} allowed, {other} refused or waiting"))
+    return 0
+
+
 def check_runs(groups: list[AttemptRecords], as_json: bool) -> int:
     """Every ``check`` record: the command run after an attempt, its verdict,
     exit status and duration (its output's tail with ``--json``)."""

@@ -1,0 +1,458 @@
+"""The job's MCP servers behind the gate: one socket per server, one sandboxed
+server per agent connection, every governed request decided before it is forwarded.
+
+Rules of this file:
+
+- **Decided before forwarded**: a ``tools/call``, ``prompts/get`` or
+  ``resources/read`` goes through `Gate.ruled` (kind ``mcp``: the engine's
+  `policies.mcp` rules, the approver, the audit record written before the
+  answer) and reaches the server only when allowed; a refusal is answered by
+  the relay (`governor.mcp.wire.refusal`) and the server never sees the call.
+- **Only answers to what was forwarded**: a server's response whose id the
+  relay is not waiting for (a refused call's, a made-up one) is dropped, and
+  so is a client's response to a server request the relay did not pass on.
+- **What the policy denies is not offered**: a ``tools/list`` result loses
+  the tools whose bare call the policy refuses.
+- **A server is not the agent's way to the person or the model**: sampling
+  and elicitation are taken out of the client's ``initialize`` and refused
+  (recorded) if a server asks anyway.
+- **The server's input never ends the attempt**: a line that is not JSON-RPC
+  is dropped and counted, a line over `wire.MAX_LINE` ends that session, a
+  request the server leaves unanswered past its ``timeout`` is answered an
+  error, and a server that exits answers what is pending with its last words.
+  The agent reads each as an error of that one server.
+
+The agent reaches a server through `sandbox/standalone/mcp_shim.py`, which it
+spawns as a stdio server: its socket lies in a folder of the relay's, kept
+visible in the agent's sandbox (`McpRelay.folder`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import tempfile
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+import structlog
+import trio
+
+from governor.acp.dispatch import RpcError
+from governor.audit.log import recorded_input
+from governor.mcp import wire
+from governor.mcp.servers import SHIM, server_profile, shim_interpreter, stdio_entry
+from governor.network import egress_for
+from policies import by as who
+from policies.decide import Decision, decide_call
+from policies.mcp import McpCall, McpServer
+from policies.network import NetworkRules
+from policies.rules import Verdict
+from sandbox import BwrapUnavailable, Profile, ProfileError, agent_process
+from sandbox.run.spawn import Child
+
+if TYPE_CHECKING:
+    from governor.gate import Gate
+    from policies.policy import Policy
+    from sandbox.net.proxy import EgressProxy
+
+log = structlog.get_logger("governor.mcp")
+
+EXIT_GRACE: Final = 2.0
+"""Seconds a server gets to exit on its own once the agent closed its side."""
+MAX_PENDING: Final = 1024
+"""Requests one session may have in flight; more are answered an error."""
+STDERR_TAIL: Final = 4096
+
+
+class McpRelay:
+    """The job's stdio servers behind one gate (see the module docstring).
+    Open it with `open_relay`."""
+
+    def __init__(
+        self,
+        gate: Gate,
+        policy: Policy,
+        environ: Mapping[str, str],
+        folder: Path,
+        proxy: Callable[[], EgressProxy | None],
+    ) -> None:
+        self.gate = gate
+        self.policy = policy
+        self.environ = environ
+        self.folder = folder
+        """Where the sockets and the shim lie: kept visible in the agent's sandbox."""
+        self.proxy = proxy
+        self.servers = tuple(s for s in policy.mcp.servers if s.stdio)
+        self.shim = str(folder / "mcp_shim.py")
+        self.interpreter = shim_interpreter()
+        self.dropped: dict[str, int] = {}
+        """Server name -> messages dropped (malformed, or answers never asked for)."""
+        self.problems: list[str] = []
+        """What went wrong with a server, in words (the outcome's notices)."""
+
+    def socket_path(self, server: McpServer) -> str:
+        """Where the shim for ``server`` connects."""
+        return str(self.folder / f"{server.name}.sock")
+
+    def entries(self) -> list[dict[str, object]]:
+        """``session/new``'s ``mcpServers``: a shim in place of each real server."""
+        return [
+            stdio_entry(s.name, self.socket_path(s), self.interpreter, self.shim)
+            for s in self.servers
+        ]
+
+    async def serve(self, listeners: list[tuple[McpServer, socket.socket]]) -> None:
+        """Accept the agent's connections until cancelled; each is a session."""
+        async with trio.open_nursery() as nursery:
+            for server, listener in listeners:
+                nursery.start_soon(self._accept, nursery, server, trio.socket.from_stdlib_socket(listener))
+
+    async def _accept(self, nursery: trio.Nursery, server: McpServer, listener: Any) -> None:
+        with listener:
+            while True:
+                sock, _ = await listener.accept()
+                nursery.start_soon(self._session, server, trio.SocketStream(sock))
+
+    async def _session(self, server: McpServer, client: trio.SocketStream) -> None:
+        """One agent connection: its own server process, relayed until either ends."""
+        async with client:
+            try:
+                egress = egress_for(_server_rules(server), f"mcp:{server.name}")
+                profile = server_profile(server, self.policy, self.environ, egress=egress)
+                proxy = self.proxy()
+                if proxy is None:
+                    raise ProfileError("the governor's egress proxy is not running")
+
+                async def attach(pid: int) -> None:
+                    assert proxy is not None
+                    await proxy.attach(pid, egress, f"mcp:{server.name}")
+
+                async with agent_process(
+                    profile, server.command, bwrap=_bwrap(), attach=attach
+                ) as child:
+                    await RelaySession(self, server, client, child).run()
+            except (OSError, ProfileError, BwrapUnavailable) as e:
+                why = f"MCP server {server.name} could not start: {getattr(e, 'strerror', None) or e}"
+                self._problem(why)
+                await _refuse_all(client, why)
+
+    def _problem(self, why: str) -> None:
+        if why not in self.problems and len(self.problems) < 32:
+            self.problems.append(why)
+            log.warning("mcp problem", problem=why)
+
+    def notices(self) -> list[str]:
+        """What the outcome should say about the servers."""
+        said = list(self.problems)
+        for name, count in self.dropped.items():
+            said.append(f"MCP server {name}: {count} messages dropped (malformed or unasked for)")
+        return said
+
+
+def _server_rules(server: McpServer) -> NetworkRules:
+    return NetworkRules(enabled=bool(server.network), allow=server.network)
+
+
+def _bwrap() -> str | None:
+    from governor.confine import configured_bwrap  # governor.confine imports much; late
+
+    return configured_bwrap()
+
+
+async def _refuse_all(client: trio.SocketStream, why: str) -> None:
+    """Answer every request of ``client`` with ``why`` until it hangs up (a server
+    that could not start: the agent learns it from its first request)."""
+    lines = wire.Lines()
+    with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, wire.LineTooLong):
+        while data := await client.receive_some(65536):
+            for line in lines.feed(data):
+                message = wire.read_message(line)
+                if message.shape is wire.Shape.REQUEST and message.body is not None:
+                    await client.send_all(wire.encode(wire.error(message.body["id"], wire.REFUSED, why)))
+
+
+@dataclass
+class _Pending:
+    method: str
+    ident: Any
+    timer: trio.CancelScope = field(default_factory=trio.CancelScope)
+
+
+class RelaySession:
+    """One agent connection to one server process (see the module docstring)."""
+
+    def __init__(
+        self, relay: McpRelay, server: McpServer, client: trio.SocketStream, child: Child
+    ) -> None:
+        self.relay = relay
+        self.server = server
+        self.client = client
+        self.child = child
+        self.pending: dict[str, _Pending] = {}
+        self.asked: set[str] = set()
+        """Server requests passed to the client, by id key: the answers let through."""
+        self._to_client_lock = trio.Lock()
+        self._to_server_lock = trio.Lock()
+        self._nursery: trio.Nursery | None = None
+        self._stderr = bytearray()
+
+    async def run(self) -> None:
+        """Relay until the agent or the server hangs up."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            nursery.start_soon(self._from_server)
+            nursery.start_soon(self._drain_stderr)
+            nursery.start_soon(self._from_client)
+
+    # -- the agent's side --------------------------------------------------------------
+
+    async def _from_client(self) -> None:
+        lines = wire.Lines()
+        try:
+            while data := await self.client.receive_some(65536):
+                for line in lines.feed(data):
+                    await self._client_message(wire.read_message(line))
+        except (trio.BrokenResourceError, trio.ClosedResourceError, wire.LineTooLong):
+            pass
+        stdin = self.child.stdin
+        if stdin is not None:
+            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                await stdin.aclose()
+        with trio.move_on_after(EXIT_GRACE):
+            await self.child.wait()
+        self._end()
+
+    async def _client_message(self, message: wire.Message) -> None:
+        body = message.body
+        if message.shape is wire.Shape.INVALID or body is None:
+            if message.key is not None and body is not None:
+                await self._to_client(wire.error(body["id"], wire.INVALID_REQUEST, "not a JSON-RPC 2.0 message"))
+            return
+        if message.shape is wire.Shape.RESPONSE:
+            if message.key in self.asked:
+                self.asked.discard(message.key)
+                await self._to_server(body)
+            return
+        if message.shape is wire.Shape.NOTIFICATION:
+            await self._to_server(body)
+            return
+        assert message.key is not None
+        method = message.method
+        if message.key in self.pending or len(self.pending) >= MAX_PENDING:
+            await self._to_client(wire.error(body["id"], wire.INVALID_REQUEST, "too many requests in flight, or an id in use"))
+            return
+        if method in wire.GOVERNED and not await self._allowed(message):
+            return
+        if method == "initialize":
+            body = wire.without_server_asks(body)
+        pending = _Pending(method, body["id"])
+        self.pending[message.key] = pending
+        assert self._nursery is not None
+        self._nursery.start_soon(self._expire, message.key, pending)
+        await self._to_server(body)
+
+    async def _allowed(self, message: wire.Message) -> bool:
+        """Decide one governed request; answer a refusal (or bad params) here."""
+        assert message.body is not None
+        ident, method = message.body["id"], message.method
+        parsed = wire.governed_params(message)
+        if isinstance(parsed, str):
+            await self._to_client(wire.error(ident, wire.INVALID_PARAMS, parsed))
+            return False
+        name, arguments = parsed
+        call = McpCall(self.server.name, method, name, arguments)  # type: ignore[arg-type]
+        decision = decide_call(call, self.relay.policy)
+        subject: dict[str, Any] = {"server": self.server.name, "method": method, "name": name}
+        if arguments:
+            subject["arguments"] = recorded_input(arguments)
+        shown = f"{self.server.name}.{name}"
+        try:
+            ruling = await self.relay.gate.ruled("mcp", subject, shown, decision, {"arguments": arguments})
+        except RpcError as e:
+            await self._to_client(wire.refusal(ident, method, str(e)))
+            return False
+        if not ruling.allowed:
+            await self._to_client(wire.refusal(ident, method, ruling.reason))
+            return False
+        return True
+
+    async def _expire(self, key: str, pending: _Pending) -> None:
+        with pending.timer:
+            await trio.sleep(self.server.timeout)
+        if pending.timer.cancelled_caught or self.pending.get(key) is not pending:
+            return
+        del self.pending[key]
+        why = f"the MCP server {self.server.name} did not answer {pending.method} within {self.server.timeout:g} s"
+        self.relay._problem(why)
+        await self._to_client(wire.error(pending.ident, wire.REFUSED, why))
+
+    # -- the server's side -------------------------------------------------------------
+
+    async def _from_server(self) -> None:
+        stdout = self.child.stdout
+        assert stdout is not None
+        lines = wire.Lines()
+        why = f"the MCP server {self.server.name} ended"
+        try:
+            while data := await stdout.receive_some(65536):
+                for line in lines.feed(data):
+                    await self._server_message(wire.read_message(line))
+        except wire.LineTooLong as e:
+            why = f"the MCP server {self.server.name} sent {e}; its session was ended"
+            self.relay._problem(why)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        tail = self._stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
+        said = f"{why}: {tail[0][:300]}" if tail[0] else why
+        for pending in list(self.pending.values()):
+            pending.timer.cancel()
+            await self._to_client(wire.error(pending.ident, wire.REFUSED, said))
+        self.pending.clear()
+        self._end()
+
+    async def _server_message(self, message: wire.Message) -> None:
+        body = message.body
+        if message.shape is wire.Shape.INVALID or body is None:
+            self._dropped()
+            return
+        if message.shape is wire.Shape.RESPONSE:
+            pending = self.pending.pop(message.key or "", None)
+            if pending is None:  # never forwarded (a refused call's id), or answered already
+                self._dropped()
+                return
+            pending.timer.cancel()
+            if pending.method == "tools/list" and "result" in body:
+                body = self._listed(body)
+            await self._to_client(body)
+            return
+        if message.shape is wire.Shape.REQUEST and message.method in wire.SERVER_ASKS:
+            await self._refuse_server_ask(message)
+            return
+        if message.shape is wire.Shape.REQUEST:
+            assert message.key is not None
+            if len(self.asked) >= MAX_PENDING:
+                await self._to_server(wire.error(body["id"], wire.INVALID_REQUEST, "too many requests in flight"))
+                return
+            self.asked.add(message.key)
+        await self._to_client(body)
+
+    def _listed(self, body: dict[str, Any]) -> dict[str, Any]:
+        """A ``tools/list`` answer without the tools the policy refuses outright."""
+        names = wire.tool_names(body["result"])
+        if names is None:
+            return wire.error(body["id"], wire.REFUSED, f"the MCP server {self.server.name} sent a malformed tools/list result")
+        hidden = {
+            name
+            for name in names
+            if decide_call(McpCall(self.server.name, "tools/call", name), self.relay.policy).verdict
+            is Verdict.DENY
+        }
+        return wire.without_tools(body, hidden) if hidden else body
+
+    async def _refuse_server_ask(self, message: wire.Message) -> None:
+        assert message.body is not None
+        method = message.method
+        reason = f"the MCP server {self.server.name} may not use {method}: the agent's model and the person are not a server's to ask"
+        decision = Decision(Verdict.DENY, "mcp.server-asks", reason, who.PROTOCOL)
+        subject = {"server": self.server.name, "method": method, "origin": f"mcp:{self.server.name}"}
+        with contextlib.suppress(RpcError):
+            await self.relay.gate.ruled("mcp", subject, f"{self.server.name} {method}", decision, {})
+        await self._to_server(wire.error(message.body["id"], wire.REFUSED, f"Refused by the governor: {reason}"))
+
+    async def _drain_stderr(self) -> None:
+        stderr = self.child.stderr
+        if stderr is None:
+            return
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            while data := await stderr.receive_some(65536):
+                self._stderr += data
+                del self._stderr[:-STDERR_TAIL]
+
+    # -- writing -----------------------------------------------------------------------
+
+    async def _to_client(self, body: Mapping[str, Any]) -> None:
+        async with self._to_client_lock:
+            try:
+                await self.client.send_all(wire.encode(body))
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                self._end()
+
+    async def _to_server(self, body: Mapping[str, Any]) -> None:
+        stdin = self.child.stdin
+        if stdin is None:
+            return
+        # a server gone: its stdout's end says why
+        async with self._to_server_lock:
+            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                await stdin.send_all(wire.encode(body))
+
+    def _dropped(self) -> None:
+        name = self.server.name
+        self.relay.dropped[name] = self.relay.dropped.get(name, 0) + 1
+
+    def _end(self) -> None:
+        if self._nursery is not None:
+            self._nursery.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def open_relay(
+    gate: Gate,
+    policy: Policy,
+    environ: Mapping[str, str] | None,
+    proxy: Callable[[], EgressProxy | None],
+) -> AsyncIterator[McpRelay | None]:
+    """The relay of the job's stdio servers, listening for the block (None
+    when the job names none); its folder removed after. The servers' variables
+    come from ``environ`` (None: the governor's own)."""
+    if not any(s.stdio for s in policy.mcp.servers):
+        yield None
+        return
+    folder = Path(tempfile.mkdtemp(prefix="governor-mcp-"))
+    try:
+        os.chmod(folder, 0o755)  # the agent may run as another user (govtest): the socket's mode guards
+        shutil.copyfile(SHIM, folder / "mcp_shim.py")
+        relay = McpRelay(gate, policy, os.environ if environ is None else environ, folder, proxy)
+        listeners: list[tuple[McpServer, socket.socket]] = []
+        try:
+            for server in relay.servers:
+                sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                listeners.append((server, sock))
+                sock.bind(relay.socket_path(server))
+                os.chmod(relay.socket_path(server), 0o600)
+                sock.listen(16)
+        except BaseException:
+            for _, sock in listeners:
+                sock.close()
+            raise
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(relay.serve, listeners)
+            try:
+                yield relay
+            finally:
+                nursery.cancel_scope.cancel()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def exposed(profile: Profile, relay: McpRelay | None) -> Profile:
+    """The agent's profile with the relay's folder (its sockets, the shim) visible."""
+    if relay is None or not profile.sandboxed:
+        return profile
+    return replace(profile, visible=(*profile.visible, relay.folder))
+
+
+def offered(relay: McpRelay | None) -> list[dict[str, object]]:
+    """``session/new``'s ``mcpServers`` (none without a relay)."""
+    return [] if relay is None else relay.entries()
+
+
+def said(relay: McpRelay | None) -> tuple[str, ...]:
+    """The relay's notices for the outcome (none without a relay)."""
+    return () if relay is None else tuple(relay.notices())

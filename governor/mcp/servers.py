@@ -1,0 +1,110 @@
+"""Where a job's stdio MCP server runs: a sandbox of its own, built like a command's.
+
+The server is the operator's choice, not the agent's, but what it does is the
+agent's doing (it acts on the agent's calls), so it gets the least authority
+that lets it work: the whole file system read-only, the roots read-write only
+when the server is ``writable`` (and never above the job's capability), the
+homes hidden, a private ``/tmp``, its install kept visible, an environment of
+the names it declares only, and a network namespace of its own whose only way
+out is the governor's proxy (origin ``mcp:NAME``): every connection it tries
+is a ``network`` decision in the log, refused unless its ``network`` hosts
+name it. It runs sandboxed even at full-access: a job that trusts its agent
+has not said it trusts every server the agent is handed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Final
+
+from governor.install import read_only_in
+from policies.capability import Capability
+from policies.mcp import McpConfig, McpServer
+from policies.policy import Policy
+from sandbox import Profile, ProfileError
+from sandbox.plan.egress import Egress
+from sandbox.run.agent import resolve_install, resolve_links
+
+SHIM: Final = Path(__file__).resolve().parents[2] / "sandbox" / "standalone" / "mcp_shim.py"
+SYSTEM_PATH: Final = "/usr/local/bin:/usr/bin:/bin"
+
+
+def server_env(server: McpServer, environ: Mapping[str, str]) -> dict[str, str]:
+    """The server's environment: its declared names from ``environ`` (a name
+    that is not set is left out), then a library call's own values."""
+    env = {name: environ[name] for name in server.env if name in environ}
+    env.update(server.env_values)
+    return env
+
+
+def secrets(config: McpConfig) -> list[str]:
+    """The values a library call gave its servers' environments: masked in every
+    record like the agent's own secrets (names from the policy file come from
+    the environment, whose secret-looking variables are masked already)."""
+    return [v for s in config.servers for v in s.env_values.values()]
+
+
+def server_profile(
+    server: McpServer, policy: Policy, environ: Mapping[str, str], *, egress: Egress | None
+) -> Profile:
+    """The profile ``server`` runs under (see the module docstring).
+    `ProfileError` when its program cannot be found."""
+    search_path = environ.get("PATH") or os.environ.get("PATH")
+    writable = server.writable and policy.capability >= Capability.EDIT_WORKSPACE
+    return Profile(
+        capability=Capability.EDIT_WORKSPACE if writable else Capability.READ_ONLY,
+        workspace=Path(policy.workspace),
+        extra_roots=tuple(Path(r) for r in policy.roots[1:]),
+        network=False,
+        egress=egress,
+        env=server_env(server, environ),
+        visible=resolve_install(server.command, search_path=search_path),
+        links=resolve_links(server.command, search_path=search_path),
+        path=search_path,
+        cwd=Path(policy.workspace),
+        toolchains=policy.toolchains,
+        git_read_only=policy.git == "read-only",
+        limits=policy.limits.effective(),
+        read_only=read_only_in(policy.roots),
+        masked=policy.masked,
+    )
+
+
+def shim_interpreter() -> str:
+    """A Python every sandbox shows for the shim: the system's (a venv's may lie
+    under a private ``/tmp`` or a hidden home), else the governor's own."""
+    return shutil.which("python3", path=SYSTEM_PATH) or sys.executable
+
+
+def stdio_entry(name: str, socket_path: str, interpreter: str, shim: str) -> dict[str, object]:
+    """The ``mcpServers`` entry the agent gets in place of a real server: the
+    shim, which connects back to the governor's socket for it."""
+    return {"name": name, "command": interpreter, "args": ["-I", "-S", shim, socket_path], "env": []}
+
+
+def problems(servers: tuple[McpServer, ...], environ: Mapping[str, str]) -> list[str]:
+    """Why the job's servers cannot be relayed, for a refusal before anything
+    starts: a name given twice (a policy's and a library call's), an HTTP
+    server (not relayed yet: never handed to the agent directly either), a
+    program that is not there."""
+    found: list[str] = []
+    seen: set[str] = set()
+    for server in servers:
+        if server.name in seen:
+            found.append(f"MCP server {server.name}: named twice")
+        seen.add(server.name)
+        if not server.stdio:
+            found.append(
+                f"MCP server {server.name}: HTTP servers ({server.url}) are not relayed yet; "
+                "only stdio commands are"
+            )
+            continue
+        try:
+            resolve_install(server.command, search_path=environ.get("PATH") or os.environ.get("PATH"))
+        except ProfileError as e:
+            found.append(f"MCP server {server.name}: {str(e).replace('agent program', 'program')}")
+    return found

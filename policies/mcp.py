@@ -1,0 +1,370 @@
+"""MCP servers a job names, and the rules over what the agent calls there.
+
+A policy's ``[mcp]`` section, strictly validated like the rest of the file::
+
+    [[mcp.servers]]                   # a stdio server: its own sandbox, behind the governor
+    name = "git"                      # letters, digits, - and _: the prefix of its rules
+    command = ["mcp-server-git", "--repository", "."]
+    env = ["GIT_AUTHOR_NAME"]         # names passed from the governor's environment
+    writable = false                  # the workspace read-write for it (needs edit-workspace)
+    timeout = 120                     # seconds one call may take before it is answered an error
+
+    [[mcp.servers]]                   # an HTTP server: reached by the governor only
+    name = "docs"
+    url = "https://mcp.example.com/mcp"
+
+    [mcp.deny]                        # [mcp.ask] and [mcp.allow] take the same keys
+    tools = ["git.git_commit", { tool = "fs.read_*", args = { path = "*/.env" } }]
+    prompts = ["everything.*"]        # server.prompt globs
+    resources = ["fs.file:///etc/*"]  # server.uri globs
+
+A pattern is ``server.name``, both halves globs (`fnmatch.fnmatchcase`): the
+server's name as written, then the tool's or prompt's name or the resource's
+URI. An entry may be a table ``{ tool = PATTERN, args = { KEY = GLOB } }``: it
+matches only when every named argument is there and its text (a string as is,
+anything else as compact JSON) matches its glob.
+
+`decide_mcp` is the engine's word on one call, in the order of
+`policies.decide`: the boundary (a server the job does not name is refused),
+then deny > ask > allow, then the capability's default (`MCP_DEFAULTS`): a
+tool no rule names is asked about below full-access -- the operator named the
+server, not each thing it can do, and unattended an ask is refused -- and
+allowed at full-access; reading a prompt or a resource is allowed (the server
+runs in its own sandbox, which bounds what it can read).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+from policies import by as who
+from policies.capability import Capability
+from policies.ceiling import boolean, string_list, table, type_name
+from policies.errors import ConfigError, unknown_key
+from policies.network import HostPattern, HostPatternError, parse_pattern
+from policies.rules import Verdict
+
+McpMethod = Literal["tools/call", "prompts/get", "resources/read"]
+SUBJECTS: Final[Mapping[str, str]] = {
+    "tools/call": "tools",
+    "prompts/get": "prompts",
+    "resources/read": "resources",
+}
+"""The governed methods and the rule key that names their subjects."""
+
+MCP_DEFAULTS: Final[Mapping[str, Mapping[Capability, Verdict]]] = {
+    "tools": {
+        Capability.READ_ONLY: Verdict.ASK,
+        Capability.EDIT_WORKSPACE: Verdict.ASK,
+        Capability.FULL_ACCESS: Verdict.ALLOW,
+    },
+    "prompts": {c: Verdict.ALLOW for c in Capability},
+    "resources": {c: Verdict.ALLOW for c in Capability},
+}
+"""The verdict on a call no rule names, by subject and capability."""
+
+SERVER_NAME: Final = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
+MAX_SERVERS: Final = 32
+CALL_TIMEOUT: Final = 120.0
+_SERVER_KEYS: Final = ("name", "command", "url", "env", "writable", "network", "timeout")
+_MCP_KEYS: Final = ("servers", "allow", "ask", "deny")
+_RULE_KEYS: Final = ("tools", "prompts", "resources")
+_ENTRY_KEYS: Final = ("tool", "args")
+
+
+@dataclass(frozen=True, slots=True)
+class McpServer:
+    """One server a job names: a stdio ``command`` (run in a sandbox of its own)
+    or an HTTP ``url`` (reached by the governor), never both.
+
+    ``env`` holds names (the policy file's, values taken from the governor's
+    environment) or, from a library call, names with values (``env_values``)."""
+
+    name: str
+    command: tuple[str, ...] = ()
+    url: str | None = None
+    env: tuple[str, ...] = ()
+    env_values: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
+    writable: bool = False
+    network: tuple[HostPattern, ...] = ()
+    """Hosts the server may reach through the governor's proxy (none by default)."""
+    timeout: float = CALL_TIMEOUT
+
+    def __post_init__(self) -> None:
+        if not SERVER_NAME.match(self.name):
+            raise ValueError(
+                f"MCP server name {self.name!r} must be 1-64 letters, digits, - or _"
+            )
+        if bool(self.command) == (self.url is not None):
+            raise ValueError(f"MCP server {self.name}: give a command or a url, exactly one")
+
+    @property
+    def stdio(self) -> bool:
+        """Whether the governor runs it (a command) rather than reaches it (a url)."""
+        return bool(self.command)
+
+
+@dataclass(frozen=True, slots=True)
+class CallPattern:
+    """One rule entry: ``server.name`` globs, and argument globs."""
+
+    text: str
+    args: tuple[tuple[str, str], ...] = ()
+    _server: re.Pattern[str] = field(init=False, repr=False, compare=False)
+    _name: re.Pattern[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        server, _, name = self.text.partition(".")
+        object.__setattr__(self, "_server", re.compile(fnmatch.translate(server)))
+        object.__setattr__(self, "_name", re.compile(fnmatch.translate(name), re.DOTALL))
+
+    def matches(self, server: str, name: str, arguments: Mapping[str, Any]) -> bool:
+        """Whether the call ``server.name`` with these arguments matches."""
+        if self._server.match(server) is None or self._name.match(name) is None:
+            return False
+        for key, glob in self.args:
+            if key not in arguments:
+                return False
+            if not fnmatch.fnmatchcase(argument_text(arguments[key]), glob):
+                return False
+        return True
+
+    def __str__(self) -> str:
+        if not self.args:
+            return self.text
+        return f"{self.text} ({', '.join(f'{k}={v}' for k, v in self.args)})"
+
+
+def argument_text(value: Any) -> str:
+    """An argument as an argument glob reads it: a string as is, else compact JSON."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, separators=(",", ":"), sort_keys=True, default=str)
+
+
+@dataclass(frozen=True, slots=True)
+class McpTier:
+    """The patterns of one tier, by subject."""
+
+    tools: tuple[CallPattern, ...] = ()
+    prompts: tuple[CallPattern, ...] = ()
+    resources: tuple[CallPattern, ...] = ()
+
+    def first(
+        self, subject: str, server: str, name: str, arguments: Mapping[str, Any]
+    ) -> CallPattern | None:
+        """The first pattern of ``subject`` matching the call, or None."""
+        patterns: tuple[CallPattern, ...] = getattr(self, subject)
+        return next((p for p in patterns if p.matches(server, name, arguments)), None)
+
+
+@dataclass(frozen=True, slots=True)
+class McpConfig:
+    """A job's ``[mcp]``: its servers and the three tiers."""
+
+    servers: tuple[McpServer, ...] = ()
+    deny: McpTier = field(default_factory=McpTier)
+    ask: McpTier = field(default_factory=McpTier)
+    allow: McpTier = field(default_factory=McpTier)
+
+    def server(self, name: str) -> McpServer | None:
+        """The server named ``name``, or None."""
+        return next((s for s in self.servers if s.name == name), None)
+
+    def tiers(self) -> tuple[tuple[Verdict, McpTier], ...]:
+        """(verdict, tier) from the strongest to the weakest."""
+        return ((Verdict.DENY, self.deny), (Verdict.ASK, self.ask), (Verdict.ALLOW, self.allow))
+
+
+@dataclass(frozen=True, slots=True)
+class McpCall:
+    """One governed MCP request of the agent's: ``tools/call`` (``name`` the
+    tool), ``prompts/get`` (the prompt) or ``resources/read`` (the URI)."""
+
+    server: str
+    method: McpMethod
+    name: str
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class McpVerdict:
+    """What `decide_mcp` found, in the shape `policies.decide.Decision` takes."""
+
+    verdict: Verdict
+    rule: str
+    reason: str
+    by: str = who.CAPABILITY
+
+
+_VERB: Final = {Verdict.ALLOW: "allows", Verdict.ASK: "asks about", Verdict.DENY: "refuses"}
+_WHAT: Final = {"tools": "tool", "prompts": "prompt", "resources": "resource"}
+
+
+def decide_mcp(call: McpCall, config: McpConfig, capability: Capability) -> McpVerdict:
+    """The engine's word on one call (see the module docstring)."""
+    subject = SUBJECTS[call.method]
+    what = _WHAT[subject]
+    shown = f"{call.server}.{_clip(call.name)}"
+    if config.server(call.server) is None:
+        return McpVerdict(
+            Verdict.DENY,
+            "boundary: mcp servers",
+            f"the MCP server {call.server!r} is not one this job names",
+            who.CAPABILITY,
+        )
+    for verdict, tier in config.tiers():
+        hit = tier.first(subject, call.server, call.name, call.arguments)
+        if hit is not None:
+            return McpVerdict(
+                verdict,
+                f"mcp.{verdict}: {hit}",
+                f"the MCP {what} {shown} matches the {verdict} rule `{hit}`",
+                who.RULE,
+            )
+    default = MCP_DEFAULTS[subject][capability]
+    return McpVerdict(
+        default,
+        f"capability: {capability}",
+        f"{capability} {_VERB[default]} an MCP {what} no rule names ({shown})",
+    )
+
+
+def _clip(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# -- the policy file ---------------------------------------------------------------------
+
+
+def mcp_from_mapping(source: str, value: Any, capability: Capability) -> McpConfig:
+    """``[mcp]`` of a policy file, or a `ConfigError` naming the file and key.
+    ``capability`` is the job's (a writable server needs edit-workspace)."""
+    body = table(source, "mcp", value)
+    for key in body:
+        if key not in _MCP_KEYS:
+            raise unknown_key(source, "mcp", key, _MCP_KEYS)
+    raw = body.get("servers", [])
+    if not isinstance(raw, list):
+        raise ConfigError(
+            source, "mcp.servers", f"expected an array of tables ([[mcp.servers]]), got {type_name(raw)}"
+        )
+    if len(raw) > MAX_SERVERS:
+        raise ConfigError(
+            source, "mcp.servers", f"{len(raw)} servers; at most {MAX_SERVERS} are accepted"
+        )
+    servers: list[McpServer] = []
+    for i, entry in enumerate(raw):
+        server = _server(source, f"mcp.servers[{i}]", entry, capability)
+        if any(s.name == server.name for s in servers):
+            raise ConfigError(
+                source, f"mcp.servers[{i}].name", f"{server.name!r} is named twice"
+            )
+        servers.append(server)
+    tiers = {
+        tier: _tier(source, f"mcp.{tier}", body.get(tier, {})) for tier in ("deny", "ask", "allow")
+    }
+    return McpConfig(servers=tuple(servers), **tiers)
+
+
+def _server(source: str, key: str, value: Any, capability: Capability) -> McpServer:
+    body = table(source, key, value)
+    for field_name in body:
+        if field_name not in _SERVER_KEYS:
+            raise unknown_key(source, key, field_name, _SERVER_KEYS)
+    name = body.get("name")
+    if not isinstance(name, str) or not SERVER_NAME.match(name):
+        raise ConfigError(
+            source, f"{key}.name", f"expected 1-64 letters, digits, - or _, got {name!r}"
+        )
+    command = string_list(source, f"{key}.command", body.get("command", []))
+    url = body.get("url")
+    if url is not None and (
+        not isinstance(url, str) or not re.match(r"https?://[^\s/]+", url)
+    ):
+        raise ConfigError(source, f"{key}.url", f"expected an http:// or https:// URL, got {url!r}")
+    if bool(command) == (url is not None):
+        raise ConfigError(source, key, f"server {name}: give a command or a url, exactly one")
+    if command and not command[0]:
+        raise ConfigError(source, f"{key}.command", "the program is empty")
+    env = string_list(source, f"{key}.env", body.get("env", []))
+    for variable in env:
+        if not re.match(r"[A-Za-z_][A-Za-z0-9_]*\Z", variable):
+            raise ConfigError(
+                source, f"{key}.env", f"{variable!r} is not a variable name (names only, no values)"
+            )
+    writable = boolean(source, f"{key}.writable", body.get("writable", False))
+    if writable and capability is Capability.READ_ONLY:
+        raise ConfigError(
+            source, f"{key}.writable", "a writable server needs edit-workspace; this job is read-only"
+        )
+    network: list[HostPattern] = []
+    for text in string_list(source, f"{key}.network", body.get("network", [])):
+        try:
+            network.append(parse_pattern(text))
+        except HostPatternError as e:
+            raise ConfigError(source, f"{key}.network", str(e)) from None
+    timeout = body.get("timeout", CALL_TIMEOUT)
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
+        raise ConfigError(
+            source, f"{key}.timeout", f"expected a number of seconds above 0, got {timeout!r}"
+        )
+    return McpServer(
+        name=name,
+        command=command,
+        url=url,
+        env=env,
+        writable=writable,
+        network=tuple(network),
+        timeout=float(timeout),
+    )
+
+
+def _tier(source: str, key: str, value: Any) -> McpTier:
+    body = table(source, key, value)
+    for name in body:
+        if name not in _RULE_KEYS:
+            raise unknown_key(source, key, name, _RULE_KEYS)
+    lists: dict[str, tuple[CallPattern, ...]] = {}
+    for subject in _RULE_KEYS:
+        raw = body.get(subject, [])
+        if not isinstance(raw, list):
+            raise ConfigError(source, f"{key}.{subject}", f"expected an array, got {type_name(raw)}")
+        lists[subject] = tuple(
+            _pattern(source, f"{key}.{subject}[{i}]", entry, args=subject == "tools")
+            for i, entry in enumerate(raw)
+        )
+    return McpTier(**lists)
+
+
+def _pattern(source: str, key: str, entry: Any, *, args: bool) -> CallPattern:
+    if isinstance(entry, str):
+        return _call_pattern(source, key, entry, ())
+    if not args or not isinstance(entry, dict):
+        accepted = "a \"server.name\" string" + (" or { tool, args } table" if args else "")
+        raise ConfigError(source, key, f"expected {accepted}, got {type_name(entry)}")
+    for name in entry:
+        if name not in _ENTRY_KEYS:
+            raise unknown_key(source, key, name, _ENTRY_KEYS)
+    text = entry.get("tool")
+    if not isinstance(text, str):
+        raise ConfigError(source, f"{key}.tool", f"expected a \"server.tool\" string, got {type_name(text)}")
+    globs = table(source, f"{key}.args", entry.get("args", {}))
+    for name, glob in globs.items():
+        if not isinstance(glob, str):
+            raise ConfigError(source, f"{key}.args.{name}", f"expected a glob string, got {type_name(glob)}")
+    return _call_pattern(source, key, text, tuple(sorted(globs.items())))
+
+
+def _call_pattern(source: str, key: str, text: str, args: tuple[tuple[str, str], ...]) -> CallPattern:
+    server, dot, name = text.partition(".")
+    if not dot or not server or not name:
+        raise ConfigError(
+            source, key, f"{text!r} is not a pattern: write server.name (globs allowed, e.g. git.*)"
+        )
+    return CallPattern(text, args)

@@ -1,0 +1,124 @@
+"""The real MCP servers `.ci/mcp-servers` installs, and the relay driven as an agent drives it.
+
+The servers live in ``<agents folder>/mcp-servers`` (PyPI ones in a venv of
+their own, npm ones in an npm prefix of their own). Missing, a test skips on a
+developer's machine (run ``.ci/mcp-servers`` once) and fails under CI.
+
+`governed` opens what an attempt opens for its MCP servers -- the audit log,
+the gate, the egress proxy and the relay -- and `client` connects to a relayed
+server the way an agent does: the official SDK's stdio client spawning the
+shim command the agent is given in ``session/new``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from governor import network
+from governor.approver import Unattended
+from governor.audit.log import AuditLog
+from governor.audit.verify import read_lines, verify
+from governor.gate import Gate
+from governor.mcp.relay import McpRelay, open_relay
+from policies.policy import Policy, parse_policy
+from sandbox.net.proxy import open_egress
+
+REPO = Path(__file__).resolve().parents[2]
+AGENTS = Path(os.environ.get("ACP_GOVERNOR_NPM_AGENTS") or REPO / ".npm-agents")
+SERVERS = AGENTS / "mcp-servers"
+PYTHON_BIN = SERVERS / "python" / "bin"
+NODE_MODULES = SERVERS / "node_modules"
+
+
+def need(path: Path) -> str:
+    """``path`` as a string; skip (or fail under CI) when it is not installed."""
+    problem = None
+    if not path.exists():
+        problem = f"{path} is not installed (run .ci/mcp-servers)"
+    elif path.suffix == ".js" and shutil.which("node") is None:
+        problem = "node is not on PATH"
+    if problem is not None:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must install the real MCP servers: {problem}", pytrace=False)
+        pytest.skip(problem)
+    return str(path)
+
+
+def python_server(program: str) -> str:
+    """A PyPI server's program."""
+    return need(PYTHON_BIN / program)
+
+
+def npm_server(package: str, entry: str = "dist/index.js") -> list[str]:
+    """``[node, entry point]`` of an npm server."""
+    path = need(NODE_MODULES / "@modelcontextprotocol" / package / entry)
+    node = shutil.which("node")
+    assert node is not None
+    return [node, path]
+
+
+@dataclass
+class Governed:
+    """One relay under way, with what it writes into."""
+
+    relay: McpRelay
+    gate: Gate
+    log: Path
+    events: list[tuple[str, dict[str, object]]]
+
+    def records(self, kind: str = "mcp") -> list[dict[str, object]]:
+        """The log's records of ``kind``, as written."""
+        import json
+
+        return [r for r in map(json.loads, self.log.read_text().splitlines()) if r.get("kind") == kind]
+
+    def verified(self) -> bool:
+        """Whether the log's hash chain holds, once ended."""
+        self.gate.audit.record("attempt-end", status="completed")
+        self.gate.audit.close()
+        checked = verify(read_lines(self.log))
+        return checked.problem is None and checked.records > 0
+
+
+def bound(text: str, workspace: Path) -> Policy:
+    """A policy file's text bound to ``workspace``."""
+    return parse_policy(text, "job.toml").bind(str(workspace))
+
+
+@asynccontextmanager
+async def governed(policy: Policy, log: Path) -> AsyncIterator[Governed]:
+    """The audit log, gate, egress proxy and relay of ``policy``'s servers."""
+    events: list[tuple[str, dict[str, object]]] = []
+    audit = AuditLog(log, "att")
+    # where a chain starts, naming the roots (as replay reads them)
+    audit.record("attempt-start", agent="mcp-test", workspace=policy.workspace, roots=list(policy.roots))
+    gate = Gate(policy, audit, Unattended(), on_event=lambda kind, info: events.append((kind, info)))
+    async with (
+        open_egress(network.judge(gate)) as proxy,
+        open_relay(gate, policy, dict(os.environ), lambda: proxy) as relay,
+    ):
+        assert relay is not None
+        yield Governed(relay, gate, log, events)
+
+
+@asynccontextmanager
+async def client(governed: Governed, name: str, **options: Any) -> AsyncIterator[ClientSession]:
+    """An initialized SDK client session with the relayed server ``name``,
+    spawned from the entry the agent would get in ``session/new``."""
+    entry = next(e for e in governed.relay.entries() if e["name"] == name)
+    params = StdioServerParameters(
+        command=str(entry["command"]), args=[str(a) for a in entry["args"]]  # type: ignore[union-attr]
+    )
+    async with stdio_client(params) as (read, write), ClientSession(read, write, **options) as session:
+        await session.initialize()
+        yield session

@@ -1,0 +1,151 @@
+"""The ``[mcp]`` section of a policy and the engine's word on MCP calls."""
+
+from __future__ import annotations
+
+import pytest
+
+from policies.capability import Capability
+from policies.decide import decide
+from policies.errors import ConfigError
+from policies.mcp import McpCall
+from policies.policy import parse_policy
+from policies.rules import Verdict
+
+POLICY = """
+capability = "edit-workspace"
+
+[[mcp.servers]]
+name = "git"
+command = ["mcp-server-git", "--repository", "."]
+env = ["GIT_AUTHOR_NAME"]
+
+[[mcp.servers]]
+name = "fs"
+command = ["mcp-server-filesystem", "."]
+writable = true
+timeout = 30
+
+[[mcp.servers]]
+name = "docs"
+url = "https://mcp.example.com/mcp"
+
+[mcp.deny]
+tools = ["git.git_commit", { tool = "fs.read_*", args = { path = "*/.env" } }]
+resources = ["fs.file:///etc/*"]
+
+[mcp.ask]
+tools = ["git.git_reset"]
+
+[mcp.allow]
+tools = ["git.git_*", "fs.*"]
+"""
+
+
+def bound(text: str = POLICY):
+    return parse_policy(text, "job.toml").bind("/work/ws")
+
+
+def verdict(call: McpCall, text: str = POLICY) -> tuple[Verdict, str]:
+    d = decide(call, bound(text))
+    return d.verdict, d.rule
+
+
+def test_a_policy_names_its_servers_with_their_sandbox_settings() -> None:
+    mcp = bound().mcp
+    assert [s.name for s in mcp.servers] == ["git", "fs", "docs"]
+    git, fs, docs = mcp.servers
+    assert git.command == ("mcp-server-git", "--repository", ".") and git.env == ("GIT_AUTHOR_NAME",)
+    assert not git.writable and git.timeout == 120.0 and git.stdio
+    assert fs.writable and fs.timeout == 30.0
+    assert docs.url == "https://mcp.example.com/mcp" and not docs.stdio
+
+
+def test_deny_beats_ask_beats_allow_over_server_dot_tool_patterns() -> None:
+    assert verdict(McpCall("git", "tools/call", "git_commit")) == (
+        Verdict.DENY, "mcp.deny: git.git_commit"
+    )
+    assert verdict(McpCall("git", "tools/call", "git_reset"))[0] is Verdict.ASK
+    assert verdict(McpCall("git", "tools/call", "git_status")) == (
+        Verdict.ALLOW, "mcp.allow: git.git_*"
+    )
+
+
+def test_an_argument_pattern_refuses_only_the_calls_whose_argument_matches() -> None:
+    env = McpCall("fs", "tools/call", "read_text_file", {"path": "/work/ws/.env"})
+    other = McpCall("fs", "tools/call", "read_text_file", {"path": "/work/ws/README.md"})
+    assert verdict(env)[0] is Verdict.DENY
+    assert verdict(other) == (Verdict.ALLOW, "mcp.allow: fs.*")
+    # the argument missing: the argument rule does not match
+    assert verdict(McpCall("fs", "tools/call", "read_text_file"))[0] is Verdict.ALLOW
+
+
+def test_a_tool_no_rule_names_is_asked_below_full_access_and_allowed_at_full_access() -> None:
+    text = '[[mcp.servers]]\nname = "time"\ncommand = ["mcp-server-time"]\n'
+    call = McpCall("time", "tools/call", "get_current_time")
+    assert verdict(call, text) == (Verdict.ASK, "capability: read-only")
+    assert verdict(call, 'capability = "edit-workspace"\n' + text)[0] is Verdict.ASK
+    assert verdict(call, 'capability = "full-access"\n' + text)[0] is Verdict.ALLOW
+    # reading a prompt or resource no rule names is allowed
+    assert verdict(McpCall("time", "prompts/get", "x"), text)[0] is Verdict.ALLOW
+
+
+def test_resources_are_judged_by_their_uri() -> None:
+    assert verdict(McpCall("fs", "resources/read", "file:///etc/passwd"))[0] is Verdict.DENY
+    assert verdict(McpCall("fs", "resources/read", "file:///work/ws/a"))[0] is Verdict.ALLOW
+
+
+def test_a_call_to_a_server_the_job_does_not_name_is_refused_by_the_ceiling() -> None:
+    d = decide(McpCall("evil", "tools/call", "x"), bound())
+    assert d.verdict is Verdict.DENY and d.by == "capability" and "'evil'" in d.reason
+
+
+@pytest.mark.parametrize(
+    ("section", "key", "words"),
+    [
+        ('[[mcp.servers]]\nname = "a b"\ncommand = ["x"]', "mcp.servers[0].name", "letters"),
+        ('[[mcp.servers]]\nname = "a"\n', "mcp.servers[0]", "exactly one"),
+        ('[[mcp.servers]]\nname = "a"\ncommand = ["x"]\nurl = "https://h"', "mcp.servers[0]", "exactly one"),
+        ('[[mcp.servers]]\nname = "a"\nurl = "ftp://h"', "mcp.servers[0].url", "http"),
+        ('[[mcp.servers]]\nname = "a"\ncommand = ["x"]\nenv = ["A=1"]', "mcp.servers[0].env", "names only"),
+        ('[[mcp.servers]]\nname = "a"\ncommand = ["x"]\ncomand = 1', "mcp.servers[0].comand", "command"),
+        ('[[mcp.servers]]\nname = "a"\ncommand = ["x"]\ntimeout = 0', "mcp.servers[0].timeout", "above 0"),
+        ('[[mcp.servers]]\nname = "a"\ncommand = ["x"]\nwritable = true', "mcp.servers[0].writable", "read-only"),
+        ('[[mcp.servers]]\nname = "a"\ncommand = ["x"]\n[[mcp.servers]]\nname = "a"\ncommand = ["y"]', "mcp.servers[1].name", "twice"),
+        ('[mcp.allow]\ntools = ["nodot"]', "mcp.allow.tools[0]", "server.name"),
+        ('[mcp.deny]\ntool = ["a.b"]', "mcp.deny.tool", "tools"),
+        ('[mcp.deny]\nprompts = [{ tool = "a.b" }]', "mcp.deny.prompts[0]", "string"),
+        ('[mcp.deny]\ntools = [{ tool = "a.b", args = { path = 1 } }]', "mcp.deny.tools[0].args.path", "glob"),
+        ('[mcp]\nserver = []', "mcp.server", "servers"),
+    ],
+)
+def test_a_bad_mcp_section_is_refused_naming_the_file_and_the_key(
+    section: str, key: str, words: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_policy(section, "job.toml")
+    assert caught.value.source == "job.toml"
+    assert caught.value.key == key
+    assert words in str(caught.value)
+
+
+def test_a_policy_without_mcp_names_no_server() -> None:
+    p = parse_policy('capability = "read-only"\n', "job.toml")
+    assert p.mcp.servers == () and p.capability is Capability.READ_ONLY
+
+
+def test_a_permission_for_a_relayed_tool_is_decided_by_the_mcp_rules_and_its_paths() -> None:
+    from policies.actions import ToolPermission
+
+    policy = bound()
+    allowed = decide(ToolPermission("other", "mcp__git__git_status", {"repo_path": "/work/ws"}), policy)
+    assert (allowed.verdict, allowed.rule) == (Verdict.ALLOW, "mcp.allow: git.git_*")
+    refused = decide(ToolPermission("other", "mcp__git__git_commit", {}), policy)
+    assert (refused.verdict, refused.rule) == (Verdict.DENY, "mcp.deny: git.git_commit")
+    # a path its input names is judged too: outside the roots, refused whatever the rule
+    outside = decide(ToolPermission("other", "mcp__fs__read_text_file", {"path": "/etc/passwd"}), policy)
+    assert outside.verdict is Verdict.DENY and outside.rule == "boundary: roots"
+    # not a relayed server, or another kind than `other`: judged as before
+    other = decide(ToolPermission("other", "mcp__evil__x", {}), policy)
+    assert other.rule == "kind: other"
+    disguised = decide(ToolPermission("execute", "mcp__git__git_status", {"command": "rm -rf /"}), policy)
+    assert "mcp." not in disguised.rule and "rm -rf" in disguised.reason  # judged as the command
