@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from governor.approver import Approval, Ask, Callback
-from governor.audit import report
+from governor.audit import page_source, report
 from governor.audit.log import AuditLog
 from governor.audit.reading import read_log, row
 from governor.audit.tally import ASKED_KINDS, WORDS, Tally, tally
@@ -147,6 +147,14 @@ async def write_attempt(path: Path, events: list[Request | Observed], burst: int
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def _page(path: Path) -> str:
+    """The report's page of the log's one attempt, built as `governor audit report` builds it."""
+    chooser = page_source.Chooser(None)
+    check = page_source.fold_log(path, chooser)
+    page, _ = chooser.chosen()
+    return report.render(page, check, log_name=path.name)
+
+
 @given(events=attempts, burst=st.integers(min_value=1, max_value=4))
 def test_every_view_of_an_attempt_counts_as_the_words_define(
     events: list[Request | Observed], burst: int
@@ -157,7 +165,7 @@ def test_every_view_of_an_attempt_counts_as_the_words_define(
         path = Path(tmp) / "audit.jsonl"
         counted = trio.run(write_attempt, path, events, burst)
         (group,) = read_log(path).attempts
-        page = report.render(group, read_log(path).check, log_name="audit.jsonl")
+        page = _page(path)
     records = group.records
 
     # the log's count as it wrote, the count read back, and the definitions agree
@@ -212,6 +220,6 @@ def test_an_old_logs_unasked_record_is_unasked_in_the_report_as_in_the_tally(tmp
     log.close()
     read = read_log(path)
     (group,) = read.attempts
-    page = report.render(group, read.check, log_name="old.jsonl")
+    page = _page(path)
     assert row(group).tally == Tally(unasked=1)
     assert re.findall(r'<tr id="r\d+" data-verdict="([^"]*)"', page) == ["unasked"]
