@@ -92,7 +92,8 @@ def timed(argv: list[str], cwd: Path) -> tuple[float, float]:
     done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - started
     if done.returncode != 0:
-        raise SystemExit(f"{' '.join(argv)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+        said = (done.stdout[-1500:] + done.stderr[-1500:]).strip()
+        raise SystemExit(f"{' '.join(argv)} failed ({done.returncode}):\n{said}")
     return wall, _children_cpu() - cpu
 
 

@@ -1,7 +1,7 @@
 """`governor doctor`: can the default run work on this machine, and if not, what to do.
 
-trio and the sandbox's processes are imported when the checks run, not with
-this module: every command's parser registers this one.
+trio, the sandbox and the host's probes are imported when the checks run, not
+with this module: ``governor --help`` registers this one.
 """
 
 from __future__ import annotations
@@ -17,11 +17,6 @@ from governor.installs import data_home, installed
 from governor.presets import NotInstalled, presets, resolve
 from policies.capability import Capability
 from policies.limits import DEFAULTS, render
-from sandbox.host.bwrap import BwrapUnavailable
-from sandbox.host.limits import enforcement
-from sandbox.host.survey import survey
-from sandbox.host.toolchains import describe
-from sandbox.plan.profile import Profile
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -51,6 +46,7 @@ async def _session_check() -> str:
     """One command through a session's sandbox (`sandbox.run.session`), as ACP
     terminals run them; the line says how long the sandbox took to build."""
     from governor.confine import configured_bwrap
+    from sandbox.plan.profile import Profile
     from sandbox.run.session import SandboxSession, SessionError
 
     with tempfile.TemporaryDirectory(prefix="governor-doctor-") as scratch:
@@ -83,6 +79,10 @@ async def _session_check() -> str:
 def _toolchains(overlays: bool) -> list[str]:
     """What a command's sandbox keeps of the homes here, and why (`sandbox.host.toolchains`):
     the folders ``PATH`` and the toolchain variables lead to, the package caches."""
+    from sandbox.host.survey import survey
+    from sandbox.host.toolchains import describe
+    from sandbox.plan.profile import Profile
+
     with tempfile.TemporaryDirectory(prefix="governor-doctor-") as scratch:
         profile = Profile(
             capability=Capability.EDIT_WORKSPACE,
@@ -105,6 +105,8 @@ def _toolchains(overlays: bool) -> list[str]:
 
 def _limits(tmpfs_size: bool) -> list[str]:
     """How a policy's ``[limits]`` are enforced here, for this user (`sandbox.host.limits`)."""
+    from sandbox.host.limits import enforcement
+
     found = enforcement()
     defaults = ", ".join(
         f"{name} {render(name, getattr(DEFAULTS, name))}"
@@ -125,6 +127,7 @@ def main(args: argparse.Namespace) -> int:
 
     from governor.confine import configured_bwrap
     from governor.spec import default_log_dir
+    from sandbox.host.bwrap import BwrapUnavailable
     from sandbox.run.preflight import preflight
 
     broken = False

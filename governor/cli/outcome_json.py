@@ -59,18 +59,21 @@ def write_json(value: Any, out: TextIO, *, indent: int | None = None) -> None:
 
 
 def _write(value: Any, out: TextIO, indent: int | None, level: int, parsed: bool = False) -> None:
-    if isinstance(value, Streamed):
+    """`value` at nesting `level`; `parsed`: an element of a `Streamed` array, which
+    holds no `Streamed` of its own (it was parsed from JSON text), so is not searched."""
+    if not parsed and isinstance(value, Streamed):
         entries = ((None, item) for item in value)
         _container("[", "]", entries, out, indent, level, parsed=True)
-    elif type(value) is dict and _streams(value):
+        return
+    if not parsed and type(value) is dict and _streams(value):
         _container("{", "}", value.items(), out, indent, level)
-    else:
-        text = _element(value, indent) if parsed else None
-        if text is None:
-            text = json.dumps(value, indent=indent, ensure_ascii=False)
-        if indent is not None and level:
-            text = text.replace("\n", "\n" + " " * (indent * level))  # strings hold no raw newline
-        out.write(text)
+        return
+    text = _element(value, indent) if parsed else None
+    if text is None:
+        text = json.dumps(value, indent=indent, ensure_ascii=False)
+    if indent is not None and level:
+        text = text.replace("\n", "\n" + " " * (indent * level))  # strings hold no raw newline
+    out.write(text)
 
 
 def _element(value: Any, indent: int | None) -> str | None:
@@ -110,11 +113,11 @@ def _container(
     separator = ", " if indent is None else ","
     empty = True
     for key, item in entries:
-        out.write(opening if empty else separator)
+        head = (opening if empty else separator) + inner  # one write an entry: 40,000 records
         empty = False
-        out.write(inner)
         if key is not None:
-            out.write(json.dumps(key, ensure_ascii=False) + ": ")
+            head += json.dumps(key, ensure_ascii=False) + ": "
+        out.write(head)
         _write(item, out, indent, level + 1, parsed)
     if empty:
         out.write(opening + closing)

@@ -39,9 +39,6 @@ from policies.errors import ConfigError
 from policies.network import HostPatternError
 from policies.policy import GIT_ACCESS, Policy
 from sandbox.host.bwrap import BwrapUnavailable
-from sandbox.host.limits import blame
-from sandbox.host.survey import survey
-from sandbox.host.toolchains import describe
 from sandbox.plan.profile import Profile, ProfileError
 
 if TYPE_CHECKING:
@@ -205,6 +202,8 @@ async def _run(
     command: Command,
     timeout: float | None,
 ) -> int:
+    from sandbox.host.survey import survey
+    from sandbox.host.toolchains import describe
     from sandbox.net.proxy import open_egress
     from sandbox.run.launch import open_launch, prepare
     from sandbox.run.preflight import preflight
@@ -248,6 +247,7 @@ async def _wait(child: Child, profile: Profile, timeout: float | None) -> int:
     """The command's status (killed after ``timeout``); it is reaped either way."""
     import trio
 
+    from sandbox.host.limits import blame
     from sandbox.run.execution import ExitStatus
 
     try:
