@@ -40,11 +40,7 @@ def tally(records: Iterable[Mapping[str, Any]]) -> Tally:
     """
     counter = Tallier()
     for r in records:
-        if r.get("kind") == "repeated":
-            requests = r.get("requests") if r.get("of") in ASKED_KINDS else 0
-            counter.add_refused(requests if isinstance(requests, int) and requests > 0 else 0)
-            continue
-        counter.add(r.get("kind"), r.get("verdict"), r.get("by"), r.get("request"))
+        counter.take(r)
     return counter.tally()
 
 
@@ -106,6 +102,15 @@ class Tallier:
         groups[key] = flags
         if len(groups) > OPEN_GROUPS:
             _count(self._closed, groups.popitem(last=False)[1])
+
+    def take(self, record: Mapping[str, Any]) -> None:
+        """Count one record read back as `tally` counts it: a ``repeated`` record
+        as the refused requests it stands for."""
+        if record.get("kind") == "repeated":
+            requests = record.get("requests") if record.get("of") in ASKED_KINDS else 0
+            self.add_refused(requests if isinstance(requests, int) and requests > 0 else 0)
+            return
+        self.add(record.get("kind"), record.get("verdict"), record.get("by"), record.get("request"))
 
     def add_refused(self, requests: int) -> None:
         """Count ``requests`` refused requests whose records were counted, not

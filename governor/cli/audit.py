@@ -29,6 +29,8 @@ from typing import Any, Final
 from governor.audit.anchor import (
     OutcomesUnreadable,
 )
+from governor.audit.passes import Checked, check_log
+from governor.audit.passes import rows as attempt_rows
 from governor.audit.reading import (
     BATCH_OUTCOMES,
     LogFile,
@@ -36,14 +38,13 @@ from governor.audit.reading import (
     LogUnreadable,
     Row,
     is_batch_output,
-    read_log,
-    read_logs,
-    row,
+    job_problem,
+    log_files,
 )
 from governor.audit.shape import outcome_malformed
 from governor.audit.signing import SigningUnavailable
 from governor.audit.tally import Tally
-from governor.audit.verify import INCOMPLETE, UNFINISHED, parsed
+from governor.audit.verify import INCOMPLETE, UNFINISHED
 from governor.display import terminal
 
 USAGE: Final = """governor audit [--refused | --network | --attempt ID] [--json] LOG|DIR ...
@@ -64,6 +65,8 @@ EXIT_CODES: Final = """exit codes:
 """
 
 TALLY_COLUMNS: Final = ("asked", "allowed", "waited", "refused", "reported", "unasked")
+TABLE_ROWS: Final = 2000
+"""Attempts the table shows (the earliest); past them a line says how many more."""
 
 
 HEAD: Final = re.compile(r"[0-9a-f]{64}")
@@ -293,7 +296,7 @@ def _table(rows: list[Row]) -> Iterator[str]:
         ).rstrip())
 
 
-def integrity_notes(logs: list[LogFile]) -> list[str]:
+def integrity_notes(logs: Sequence[LogFile | Checked]) -> list[str]:
     notes = []
     for log in logs:
         if log.check.problem is not None:
@@ -328,29 +331,31 @@ def run_table(
         and all(is_batch_output(Path(p)) for p in paths)
     ):
         return run_batch_table(paths, as_json=as_json)
-    logs = read_logs(paths)
-    groups = [g for log in logs for g in log.attempts]
+    logs = [check_log(p) for p in log_files(paths)]  # every shape checked before anything is shown
     for note in integrity_notes(logs):
         print(f"warning: {note}", file=sys.stderr)
     if attempt is not None:
-        return story(groups, attempt, as_json)
+        return story(logs, attempt, as_json)
     if refused:
-        return refusals(groups, as_json)
+        return refusals(logs, as_json)
     if network:
-        return connections(groups, as_json)
+        return connections(logs, as_json)
     if checks:
-        return check_runs(groups, as_json)
-    rows = sorted((row(g) for g in groups), key=lambda r: (r.started or 0.0, r.attempt))
+        return check_runs(logs, as_json)
+    rows = sorted((r for log in logs for r in attempt_rows(log)), key=lambda r: (r.started or 0.0, r.attempt))
     if as_json:
         print(json.dumps([r.to_json() for r in rows], indent=1, ensure_ascii=False))
         return 0
     if not rows:
         print(f"no attempts in {len(logs)} log(s)")
         return 0
-    for line in _table(rows):
+    for line in _table(rows[:TABLE_ROWS]):
         print(line)
     unfinished = sum(1 for r in rows if not r.finished)
     total = Tally(*(sum(getattr(r.tally, c) for r in rows) for c in TALLY_COLUMNS))
+    if len(rows) > TABLE_ROWS:
+        print(f"... and {len(rows) - TABLE_ROWS:,} more attempt(s), the latest: the totals count them; "
+              "--json lists every one, --attempt ID tells one")  # fmt: skip
     print(
         f"\n{len(rows)} attempt(s) in {len(logs)} log(s); "
         + ", ".join(f"{getattr(total, c)} {c}" for c in TALLY_COLUMNS)
@@ -396,35 +401,52 @@ class JobRow:
         }
 
 
-def batch_rows(root: Path) -> tuple[list[JobRow], list[LogFile]]:
+def batch_rows(root: Path) -> tuple[list[JobRow], list[Checked]]:
     """Every finished job of a batch's output, in the order they finished, with
-    the logs read (and verified) for them."""
+    the logs checked for them (each read in passes, none held). A job name that
+    is no folder of the batch's (``../x``, a path, a link) is `LogMalformed`
+    naming its line: nothing outside the folder is read."""
     from governor.batch.output import LOG, PATCH, read_outcomes
 
+    outcomes = root / BATCH_OUTCOMES
+    lines = _job_lines(root, (LOG, PATCH))
     rows: list[JobRow] = []
-    logs: list[LogFile] = []
+    logs: list[Checked] = []
     for job, line in read_outcomes(root).items():
         wrong = outcome_malformed(line)
         if wrong is not None:
-            raise LogMalformed(root / BATCH_OUTCOMES, _line_of(root, job), f"job {job}: {wrong}")
-        log = read_log(root / job / LOG)
+            raise LogMalformed(outcomes, lines.get(job, 0), f"job {terminal(job)}: {wrong}")
+        log = check_log(root / job / LOG)
         logs.append(log)
-        attempt = row(log.attempts[-1]) if log.attempts else None
+        summed = attempt_rows(log)
         patch = (root / job / PATCH).read_bytes()
         files = patch.count(b"\ndiff --git ") + patch.startswith(b"diff --git ")
-        rows.append(JobRow(job, line, attempt, files))
+        rows.append(JobRow(job, line, summed[-1] if summed else None, files))
     return rows, logs
 
 
-def _line_of(root: Path, job: str) -> int:
-    """The line of a batch's outcomes file that holds ``job`` (its first), to name it
-    in an error; 0 when none does."""
-    with (root / BATCH_OUTCOMES).open("rb") as f:
-        for n, raw in enumerate(f, 1):
-            line = parsed(raw)
-            if line is not None and line.get("job") == job:
-                return n
-    return 0
+def _job_lines(root: Path, files: Sequence[str]) -> dict[str, int]:
+    """The line of a batch's outcomes file that first names each job, every job
+    name checked (`job_problem`) before any of its files is opened."""
+    outcomes = root / BATCH_OUTCOMES
+    first: dict[str, int] = {}
+    try:
+        with outcomes.open("rb") as f:
+            for n, raw in enumerate(f, 1):
+                try:
+                    line = json.loads(raw)
+                except ValueError:
+                    continue
+                job = line.get("job") if isinstance(line, dict) else None
+                if not isinstance(job, str) or job in first:
+                    continue
+                wrong = job_problem(root, job, files)
+                if wrong is not None:
+                    raise LogMalformed(outcomes, n, f"job {terminal(repr(job))}: {wrong}")
+                first[job] = n
+    except OSError as e:
+        raise LogUnreadable(f"{outcomes}: cannot read the outcomes: {e.strerror or e}") from None
+    return first
 
 
 def _batch_table(rows: list[JobRow]) -> Iterator[str]:
