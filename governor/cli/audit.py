@@ -18,10 +18,11 @@ attempts and no ``--attempt`` for the page).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import re
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -110,6 +111,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=main)
 
 
+@functools.cache  # built once a process: argparse's set-up costs more than a small log's read
 def _report_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="governor audit", usage=USAGE)
     p.add_argument("paths", nargs="*", metavar="LOG|DIR")
@@ -121,6 +123,7 @@ def _report_parser() -> argparse.ArgumentParser:
     return p
 
 
+@functools.cache
 def _verify_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="governor audit verify",
@@ -158,6 +161,7 @@ def _anchor_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+@functools.cache
 def _keygen_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="governor audit keygen",
@@ -170,6 +174,7 @@ def _keygen_parser() -> argparse.ArgumentParser:
     return p
 
 
+@functools.cache
 def _replay_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="governor audit replay",
@@ -186,6 +191,7 @@ def _replay_parser() -> argparse.ArgumentParser:
     return p
 
 
+@functools.cache
 def _page_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="governor audit report",
@@ -209,7 +215,25 @@ def _page_parser() -> argparse.ArgumentParser:
 
 
 def main(args: argparse.Namespace) -> int:
-    """Dispatch to the report, `verify` or `replay`; map errors to exit 2."""
+    """Dispatch to the report, `verify` or `replay`; map errors to exit codes."""
+    return answered(functools.partial(_dispatch, args))
+
+
+def answered(reader: Callable[[], int]) -> int:
+    """Run one of `governor audit`'s readers, its errors printed as one line and
+    answered with their exit code: 1 a log or outcomes line of a shape the
+    governor never writes, 2 usage (a missing log, a bad policy, ...)."""
+    try:
+        return reader()
+    except LogMalformed as e:
+        print(f"governor audit: {e}", file=sys.stderr)
+        return 1
+    except (UsageError, LogUnreadable, OutcomesUnreadable, SigningUnavailable) as e:
+        print(f"governor audit: {e}", file=sys.stderr)
+        return 2
+
+
+def _dispatch(args: argparse.Namespace) -> int:
     # the views and checks import the report page and the signing library: only
     # the command that needs them pays for them
     from governor.cli.audit_checks import run_keygen, run_replay, run_verify
@@ -218,61 +242,54 @@ def main(args: argparse.Namespace) -> int:
     rest = list(args.args)
     if rest[:1] == ["--"]:
         rest = rest[1:]
-    try:
-        if rest[:1] == ["verify"]:
-            sub = _verify_parser().parse_intermixed_args(rest[1:])
-            return run_verify(
-                sub.paths,
-                as_json=sub.json or args.json,
-                heads=sub.head,
-                outcomes=sub.outcomes,
-                public_key=sub.public_key,
-            )
-        if rest[:1] == ["keygen"]:
-            sub = _keygen_parser().parse_args(rest[1:])
-            return run_keygen(sub.key)
-        if rest[:1] == ["report"]:
-            sub = _page_parser().parse_intermixed_args(rest[1:])
-            return run_html_report(
-                sub.paths,
-                sub.output,
-                attempt=sub.attempt or args.attempt,
-                heads=sub.head,
-                public_key=sub.public_key,
-            )
-        if rest[:1] == ["replay"]:
-            sub = _replay_parser().parse_args(rest[1:])
-            return run_replay(
-                sub.log,
-                sub.policy,
-                ceiling=sub.ceiling,
-                attempt=sub.attempt or args.attempt,
-                as_json=sub.json or args.json,
-            )
-        sub = _report_parser().parse_intermixed_args(rest)  # options may follow the logs
-        refused, attempt = sub.refused or args.refused, sub.attempt or args.attempt
-        if not sub.paths:
-            raise UsageError(f"name the logs to read\nusage: {USAGE}")
-        network = sub.network or args.network
-        checks = sub.checks or args.checks
-        if sum(map(bool, (refused, attempt, network, checks))) > 1:
-            raise UsageError(
-                "--refused, --network, --checks and --attempt are different views: choose one"
-            )
-        return run_table(
+    if rest[:1] == ["verify"]:
+        sub = _verify_parser().parse_intermixed_args(rest[1:])
+        return run_verify(
             sub.paths,
-            refused=refused,
-            attempt=attempt,
-            network=network,
-            checks=checks,
+            as_json=sub.json or args.json,
+            heads=sub.head,
+            outcomes=sub.outcomes,
+            public_key=sub.public_key,
+        )
+    if rest[:1] == ["keygen"]:
+        sub = _keygen_parser().parse_args(rest[1:])
+        return run_keygen(sub.key)
+    if rest[:1] == ["report"]:
+        sub = _page_parser().parse_intermixed_args(rest[1:])
+        return run_html_report(
+            sub.paths,
+            sub.output,
+            attempt=sub.attempt or args.attempt,
+            heads=sub.head,
+            public_key=sub.public_key,
+        )
+    if rest[:1] == ["replay"]:
+        sub = _replay_parser().parse_args(rest[1:])
+        return run_replay(
+            sub.log,
+            sub.policy,
+            ceiling=sub.ceiling,
+            attempt=sub.attempt or args.attempt,
             as_json=sub.json or args.json,
         )
-    except LogMalformed as e:
-        print(f"governor audit: {e}", file=sys.stderr)
-        return 1
-    except (UsageError, LogUnreadable, OutcomesUnreadable, SigningUnavailable) as e:
-        print(f"governor audit: {e}", file=sys.stderr)
-        return 2
+    sub = _report_parser().parse_intermixed_args(rest)  # options may follow the logs
+    refused, attempt = sub.refused or args.refused, sub.attempt or args.attempt
+    if not sub.paths:
+        raise UsageError(f"name the logs to read\nusage: {USAGE}")
+    network = sub.network or args.network
+    checks = sub.checks or args.checks
+    if sum(map(bool, (refused, attempt, network, checks))) > 1:
+        raise UsageError(
+            "--refused, --network, --checks and --attempt are different views: choose one"
+        )
+    return run_table(
+        sub.paths,
+        refused=refused,
+        attempt=attempt,
+        network=network,
+        checks=checks,
+        as_json=sub.json or args.json,
+    )
 
 
 def _table(rows: list[Row]) -> Iterator[str]:
