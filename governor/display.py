@@ -30,7 +30,7 @@ escape their data as GitHub documents (`governor.cli.ci`).
 
 from __future__ import annotations
 
-import html
+import re
 from typing import Final
 
 
@@ -77,20 +77,35 @@ links and images, tags and entities, table cells. Block markers (``#``, ``-``,
 ``>``, ``1.``) mean something only at a line's start, where `markdown` text is
 never put: the caller writes its own words first."""
 
+_BARE_URL: Final = re.compile(r"(:)(?=//)|(?<![A-Za-z0-9])([Ww])(?=[Ww][Ww]\.)")
+"""What GFM links by itself, with no brackets: a scheme's ``://`` and a ``www.``
+host (and it would take the entity of an escaped closing parenthesis into the
+link). Their colon or first letter as an entity, nothing is linked."""
+
 
 def markdown(text: object, limit: int = 300) -> str:
     """``text`` as inline Markdown that means only its characters: one line, every
     character inline Markdown or HTML gives a meaning to written as an HTML
-    entity (a table cell cannot be left, a tag or link cannot be opened), cut
+    entity (a table cell cannot be left, a tag or link cannot be opened, a
+    bare URL is not linked: GFM's autolinks stop at neither), cut
     at ``limit`` characters with the cut said. Put it after words of the
     caller's own, never at a line's start."""
-    flat = clip(terminal(" ".join(str(text).split())), limit)
-    return "".join(f"&#{ord(c)};" if c in _MARKDOWN_SPECIAL else c for c in flat)
+    return _inert(clip(terminal(" ".join(str(text).split())), limit))
+
+
+def _inert(text: str, special: frozenset[str] = _MARKDOWN_SPECIAL) -> str:
+    """Each character of ``special`` as an HTML entity, and a bare URL unlinked."""
+    escaped = "".join(f"&#{ord(c)};" if c in special else c for c in text)
+    return _BARE_URL.sub(lambda m: f"&#{ord(m.group(0))};", escaped)
 
 
 def markdown_code(text: object, limit: int = 300) -> str:
-    """``text`` as an inline code span that no character in it can end: an HTML
-    ``<code>`` element with its content escaped (a backtick span ends at the
-    first backtick run of its own length)."""
-    escaped = html.escape(clip(terminal(text), limit), quote=True)
-    return "<code>" + escaped.replace("|", "&#124;").replace("`", "&#96;") + "</code>"
+    """``text`` as an inline code span that no character in it can end or turn
+    into markup: an HTML ``<code>`` element (a backtick span ends at the first
+    backtick run of its own length) whose content has every character Markdown
+    or HTML gives a meaning to written as an entity (inside an inline HTML
+    element GFM still reads links: ``[x](https://...)`` would be one)."""
+    return "<code>" + _inert(clip(terminal(text), limit), _CODE_SPECIAL) + "</code>"
+
+
+_CODE_SPECIAL: Final = _MARKDOWN_SPECIAL | frozenset("\"'")

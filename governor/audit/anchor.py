@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from governor.audit.reading import job_problem
 from governor.audit.signing import PublicKey
 from governor.audit.verify import ChainEnd, Verification
 
@@ -261,6 +262,10 @@ def outcome_anchors(path: Path) -> dict[Path, list[Anchor]]:
         if not isinstance(line, dict):
             raise OutcomesUnreadable(f"{path}: line {n} is not an outcome (a JSON object)")
         job, log = line.get("job"), line.get("log")
+        if isinstance(job, str):
+            wrong = job_problem(path.parent, job)
+            if wrong is not None:  # "../x" would verify a log outside the batch's folder
+                raise OutcomesUnreadable(f"{path}: line {n}: job {job!r}: {wrong}")
         if not isinstance(job, str) and not isinstance(log, str):
             raise OutcomesUnreadable(f"{path}: line {n} names neither a job nor a log")
         tries = line.get("tries")

@@ -39,6 +39,25 @@ logs are ``<job>/audit.jsonl``; the outcomes file is not a log."""
 BATCH_LOG: Final = "audit.jsonl"
 
 
+def job_problem(root: Path, job: str, files: Sequence[str] = (BATCH_LOG,)) -> str | None:
+    """Why ``job``, a name in a batch's outcomes, names no job folder of the
+    batch output ``root`` (None: it does). A job's folder is one entry of
+    ``root`` that is a real folder, and the ``files`` a reader opens in it are
+    no links: a crafted ``"job": "../x"``, an absolute path or a planted link
+    would make a reader open files outside the batch's folder."""
+    if job in ("", ".", "..") or "/" in job or "\x00" in job:
+        return "a job's name is one folder name inside the batch's folder, not a path"
+    folder = root / job
+    if folder.is_symlink():
+        return "its folder is a link (a batch never makes one)"
+    for name in files:
+        if (folder / name).is_symlink():
+            return f"its {name} is a link (a batch never makes one)"
+    if folder.exists() and folder.resolve().parent != root.resolve():
+        return "its folder is outside the batch's folder"
+    return None
+
+
 def is_batch_output(path: Path) -> bool:
     """Whether ``path`` is the output folder of a `governor batch`."""
     return (path / BATCH_OUTCOMES).is_file()

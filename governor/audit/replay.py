@@ -15,7 +15,10 @@ attempt ran unattended and the policy refuses asks).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import heapq
+import json
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final, cast
 
@@ -70,6 +73,15 @@ class Replay:
     skipped: tuple[str, ...] = ()
     unaffected: int = 0
     """Records of `UNAFFECTED_KINDS`: kept as they were."""
+    counts: tuple[tuple[str, int], ...] = ()
+    """Every change by its label (``allowed -> refused``), listed or not."""
+    more_skipped: int = 0
+    """Records not replayed past those `skipped` names."""
+
+    @property
+    def changed(self) -> int:
+        """How many actions the new policy changes (``changes`` lists the first)."""
+        return sum(n for _, n in self.counts)
 
 
 def bound_policy(policy: Policy, start: Mapping[str, Any], protected: tuple[str, ...]) -> Policy:
@@ -187,17 +199,6 @@ def _redecide(record: Mapping[str, Any], policy: Policy) -> tuple[Decision, bool
     return decision, approximate
 
 
-def _was(group: list[Mapping[str, Any]]) -> tuple[str, bool]:
-    """The effect a request had, and whether a person decided it."""
-    verdicts = {r.get("verdict") for r in group}
-    by_person = any(r.get("by") in ("person", "grant") for r in group)
-    if "deny" in verdicts:
-        return "refused", by_person
-    if "approval" in verdicts:
-        return "waiting", True
-    return "allowed", by_person
-
-
 def _now(verdict: Verdict, policy: Policy, approvals: str) -> str:
     if verdict is Verdict.ALLOW:
         return "allowed"
@@ -233,68 +234,167 @@ def shown(record: Mapping[str, Any]) -> str:
     return ""
 
 
+OPEN_REQUESTS: Final = 256
+"""Requests whose records are still gathered, per attempt: the last ones seen (the
+gate writes a request's records one after another, as `governor.audit.tally`
+counts them). One that drops out is re-decided and forgotten."""
+CHANGES_LISTED: Final = 1000
+"""Changes an attempt's replay lists (the first by line); every change is counted."""
+SKIPPED_LISTED: Final = 100
+"""Records an attempt's replay names as not replayed; the rest are counted."""
+
+
+def _request_key(request: Any, n: int) -> Any:
+    """The group a record's request id puts it in (a record without one is its own)."""
+    if request is None:
+        return ("#", n)
+    if isinstance(request, str | int | float):  # 1, 1.0, true and "1" are different requests
+        return (type(request), request)
+    return ("json", json.dumps(request, sort_keys=True))
+
+
+@dataclass(slots=True)
+class _Request:
+    """One request's records as far as its replay needs them: the first, and
+    what all of them decided."""
+
+    line: int
+    first: Mapping[str, Any]
+    refused: bool = False
+    waited: bool = False
+    by_person: bool = False
+
+    def add(self, record: Mapping[str, Any]) -> None:
+        verdict = record.get("verdict")
+        self.refused |= verdict == "deny"
+        self.waited |= verdict == "approval"
+        self.by_person |= record.get("by") in ("person", "grant")
+
+    def was(self) -> tuple[str, bool]:
+        """The effect the request had, and whether a person decided it."""
+        if self.refused:
+            return "refused", self.by_person
+        if self.waited:
+            return "waiting", True
+        return "allowed", self.by_person
+
+
+class _Replaying:
+    """One attempt's replay, a record at a time: its bound policy, its open
+    requests, the changes found (the first `CHANGES_LISTED` by line kept)."""
+
+    def __init__(
+        self, attempt: str, first: Mapping[str, Any], policy: Policy, protected: tuple[str, ...]
+    ) -> None:
+        self.attempt = attempt
+        self.problem: str | None = None
+        self.bound = policy
+        if first.get("kind") != "attempt-start":
+            self.problem = "its attempt-start record is missing"
+        else:
+            try:
+                self.bound = bound_policy(policy, first, protected)
+            except (NotReplayable, ValueError) as e:
+                self.problem = str(e)
+        self.approvals = str(first.get("approvals") or "unattended")
+        self.open: OrderedDict[Any, _Request] = OrderedDict()
+        self.actions = self.unaffected = self.more_skipped = 0
+        self.listed: list[tuple[int, int, Change]] = []  # a heap: (-line, order, change)
+        self.counts: dict[str, int] = {}
+        self.skipped: list[str] = []
+
+    def add(self, n: int, record: Mapping[str, Any]) -> None:
+        if self.problem is not None:
+            return
+        kind = record.get("kind")
+        self.unaffected += kind in UNAFFECTED_KINDS
+        if kind not in REPLAYED_KINDS or record.get("verdict") == "reported":
+            return
+        key = _request_key(record.get("request"), n)
+        request = self.open.get(key)
+        if request is None:
+            request = self.open[key] = _Request(n, record)
+            if len(self.open) > OPEN_REQUESTS:
+                self._decide(self.open.popitem(last=False)[1])
+        else:
+            self.open.move_to_end(key)
+        request.add(record)
+
+    def _decide(self, request: _Request) -> None:
+        self.actions += 1
+        try:
+            decision, approximate = _redecide(request.first, self.bound)
+        except NotReplayable as e:
+            if len(self.skipped) < SKIPPED_LISTED:
+                self.skipped.append(f"line {request.line}: {e}")
+            else:
+                self.more_skipped += 1
+            return
+        was, by_person = request.was()
+        now = _now(decision.verdict, self.bound, self.approvals)
+        if was == now or (by_person and now == "asked"):
+            return
+        first, seq = request.first, request.first.get("seq")
+        change = Change(
+            request.line,
+            self.attempt,
+            seq if isinstance(seq, int) else 0,
+            str(first.get("kind")),
+            shown(first),
+            was,
+            now,
+            decision.rule,
+            decision.reason,
+            approximate,
+        )
+        self.counts[change.label] = self.counts.get(change.label, 0) + 1
+        entry = (-change.line, self.actions, change)
+        if len(self.listed) < CHANGES_LISTED:
+            heapq.heappush(self.listed, entry)
+        elif entry > self.listed[0]:  # an earlier line than the latest listed
+            heapq.heapreplace(self.listed, entry)
+
+    def done(self) -> Replay:
+        if self.problem is not None:
+            return Replay(self.attempt, 0, (), (self.problem,))
+        while self.open:
+            self._decide(self.open.popitem(last=False)[1])
+        changes = tuple(sorted((c for _, _, c in self.listed), key=lambda c: c.line))
+        return Replay(
+            self.attempt,
+            self.actions,
+            changes,
+            tuple(self.skipped),
+            self.unaffected,
+            tuple(sorted(self.counts.items())),
+            self.more_skipped,
+        )
+
+
 def replay(
     records: Iterable[tuple[int, Mapping[str, Any]]],
     policy: Policy,
     *,
     protected: tuple[str, ...] = (),
-) -> list[Replay]:
-    """Each attempt's changes when its actions are re-decided under ``policy``.
+) -> Iterator[Replay]:
+    """Each attempt's changes when its actions are re-decided under ``policy``,
+    as each attempt ends (those with no end after the last record).
 
-    ``records`` are (line number, record) in log order; ``policy`` is unbound
-    (each attempt binds it to its own roots).
+    ``records`` are (line number, record) in log order, read one at a time and
+    never gathered: what is kept per attempt is bounded (`OPEN_REQUESTS`,
+    `CHANGES_LISTED`, `SKIPPED_LISTED`). ``policy`` is unbound (each attempt
+    binds it to its own roots, from its first record, its attempt-start).
     """
-    attempts: dict[str, list[tuple[int, Mapping[str, Any]]]] = {}
+    replaying: dict[str, _Replaying] = {}
     for n, r in records:
         attempt = r.get("attempt")
-        if isinstance(attempt, str):
-            attempts.setdefault(attempt, []).append((n, r))
-    out = []
-    for attempt, lines in attempts.items():
-        start = lines[0][1] if lines[0][1].get("kind") == "attempt-start" else None
-        if start is None:
-            out.append(Replay(attempt, 0, (), ("its attempt-start record is missing",)))
+        if not isinstance(attempt, str):
             continue
-        try:
-            bound = bound_policy(policy, start, protected)
-        except (NotReplayable, ValueError) as e:
-            out.append(Replay(attempt, 0, (), (str(e),)))
-            continue
-        approvals = str(start.get("approvals") or "unattended")
-        groups: dict[Any, list[tuple[int, Mapping[str, Any]]]] = {}
-        unaffected = sum(1 for _, r in lines if r.get("kind") in UNAFFECTED_KINDS)
-        for n, r in lines:
-            if r.get("kind") not in REPLAYED_KINDS or r.get("verdict") == "reported":
-                continue
-            key = r.get("request")
-            groups.setdefault(("#", n) if key is None else ("r", key), []).append((n, r))
-        changes: list[Change] = []
-        skipped: list[str] = []
-        for group in groups.values():
-            n, first = group[0]
-            try:
-                decision, approximate = _redecide(first, bound)
-            except NotReplayable as e:
-                skipped.append(f"line {n}: {e}")
-                continue
-            was, by_person = _was([r for _, r in group])
-            now = _now(decision.verdict, bound, approvals)
-            if was == now or (by_person and now == "asked"):
-                continue
-            seq = first.get("seq")
-            changes.append(
-                Change(
-                    n,
-                    attempt,
-                    seq if isinstance(seq, int) else 0,
-                    str(first.get("kind")),
-                    shown(first),
-                    was,
-                    now,
-                    decision.rule,
-                    decision.reason,
-                    approximate,
-                )
-            )
-        out.append(Replay(attempt, len(groups), tuple(changes), tuple(skipped), unaffected))
-    return out
+        state = replaying.get(attempt)
+        if state is None:
+            state = replaying[attempt] = _Replaying(attempt, r, policy, protected)
+        state.add(n, r)
+        if r.get("kind") == "attempt-end":
+            yield replaying.pop(attempt).done()
+    for state in replaying.values():
+        yield state.done()

@@ -18,11 +18,12 @@ attempts and no ``--attempt`` for the page).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import re
 import sys
 import textwrap
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -30,6 +31,8 @@ from typing import Any, Final
 from governor.audit.anchor import (
     OutcomesUnreadable,
 )
+from governor.audit.passes import Checked, check_log
+from governor.audit.passes import rows as attempt_rows
 from governor.audit.reading import (
     BATCH_OUTCOMES,
     LogFile,
@@ -37,14 +40,13 @@ from governor.audit.reading import (
     LogUnreadable,
     Row,
     is_batch_output,
-    read_log,
-    read_logs,
-    row,
+    job_problem,
+    log_files,
 )
 from governor.audit.shape import outcome_malformed
 from governor.audit.signing import SigningUnavailable
 from governor.audit.tally import WORDS, Tally
-from governor.audit.verify import INCOMPLETE, UNFINISHED, parsed
+from governor.audit.verify import INCOMPLETE, UNFINISHED
 from governor.display import terminal
 
 USAGE: Final = """governor audit [--refused | --network | --checks | --mcp | --attempt ID] [--json] LOG|DIR ...
@@ -71,6 +73,8 @@ TALLY_HELP: Final = "the tally's words:\n" + "".join(
     for word, text in WORDS.items()
 )
 """`WORDS` as `governor audit --help` prints them, before its exit codes."""
+TABLE_ROWS: Final = 2000
+"""Attempts the table shows (the earliest); past them a line says how many more."""
 
 
 HEAD: Final = re.compile(r"[0-9a-f]{64}")
@@ -118,6 +122,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=main)
 
 
+@functools.cache  # built once a process: argparse's set-up costs more than a small log's read
 def _report_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="governor audit", usage=USAGE)
     p.add_argument("paths", nargs="*", metavar="LOG|DIR")
@@ -130,6 +135,7 @@ def _report_parser() -> argparse.ArgumentParser:
     return p
 
 
+@functools.cache
 def _verify_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="governor audit verify",
@@ -167,6 +173,7 @@ def _anchor_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+@functools.cache
 def _keygen_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="governor audit keygen",
@@ -179,6 +186,7 @@ def _keygen_parser() -> argparse.ArgumentParser:
     return p
 
 
+@functools.cache
 def _replay_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="governor audit replay",
@@ -198,6 +206,7 @@ def _replay_parser() -> argparse.ArgumentParser:
     return p
 
 
+@functools.cache
 def _page_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="governor audit report",
@@ -223,7 +232,25 @@ def _page_parser() -> argparse.ArgumentParser:
 
 
 def main(args: argparse.Namespace) -> int:
-    """Dispatch to the report, `verify` or `replay`; map errors to exit 2."""
+    """Dispatch to the report, `verify` or `replay`; map errors to exit codes."""
+    return answered(functools.partial(_dispatch, args))
+
+
+def answered(reader: Callable[[], int]) -> int:
+    """Run one of `governor audit`'s readers, its errors printed as one line and
+    answered with their exit code: 1 a log or outcomes line of a shape the
+    governor never writes, 2 usage (a missing log, a bad policy, ...)."""
+    try:
+        return reader()
+    except LogMalformed as e:
+        print(f"governor audit: {e}", file=sys.stderr)
+        return 1
+    except (UsageError, LogUnreadable, OutcomesUnreadable, SigningUnavailable) as e:
+        print(f"governor audit: {e}", file=sys.stderr)
+        return 2
+
+
+def _dispatch(args: argparse.Namespace) -> int:
     # the views and checks import the report page and the signing library: only
     # the command that needs them pays for them
     from governor.cli.audit_checks import run_keygen, run_replay, run_verify
@@ -232,63 +259,56 @@ def main(args: argparse.Namespace) -> int:
     rest = list(args.args)
     if rest[:1] == ["--"]:
         rest = rest[1:]
-    try:
-        if rest[:1] == ["verify"]:
-            sub = _verify_parser().parse_intermixed_args(rest[1:])
-            return run_verify(
-                sub.paths,
-                as_json=sub.json or args.json,
-                heads=sub.head,
-                outcomes=sub.outcomes,
-                public_key=sub.public_key,
-            )
-        if rest[:1] == ["keygen"]:
-            sub = _keygen_parser().parse_args(rest[1:])
-            return run_keygen(sub.key)
-        if rest[:1] == ["report"]:
-            sub = _page_parser().parse_intermixed_args(rest[1:])
-            return run_html_report(
-                sub.paths,
-                sub.output,
-                attempt=sub.attempt or args.attempt,
-                heads=sub.head,
-                public_key=sub.public_key,
-            )
-        if rest[:1] == ["replay"]:
-            sub = _replay_parser().parse_args(rest[1:])
-            return run_replay(
-                sub.log,
-                sub.policy,
-                ceiling=sub.ceiling,
-                attempt=sub.attempt or args.attempt,
-                as_json=sub.json or args.json,
-            )
-        sub = _report_parser().parse_intermixed_args(rest)  # options may follow the logs
-        refused, attempt = sub.refused or args.refused, sub.attempt or args.attempt
-        if not sub.paths:
-            raise UsageError(f"name the logs to read\nusage: {USAGE}")
-        network = sub.network or args.network
-        checks = sub.checks or args.checks
-        mcp = sub.mcp or args.mcp
-        if sum(map(bool, (refused, attempt, network, checks, mcp))) > 1:
-            raise UsageError(
-                "--refused, --network, --checks, --mcp and --attempt are different views: choose one"
-            )
-        return run_table(
+    if rest[:1] == ["verify"]:
+        sub = _verify_parser().parse_intermixed_args(rest[1:])
+        return run_verify(
             sub.paths,
-            refused=refused,
-            attempt=attempt,
-            network=network,
-            checks=checks,
-            mcp=mcp,
+            as_json=sub.json or args.json,
+            heads=sub.head,
+            outcomes=sub.outcomes,
+            public_key=sub.public_key,
+        )
+    if rest[:1] == ["keygen"]:
+        sub = _keygen_parser().parse_args(rest[1:])
+        return run_keygen(sub.key)
+    if rest[:1] == ["report"]:
+        sub = _page_parser().parse_intermixed_args(rest[1:])
+        return run_html_report(
+            sub.paths,
+            sub.output,
+            attempt=sub.attempt or args.attempt,
+            heads=sub.head,
+            public_key=sub.public_key,
+        )
+    if rest[:1] == ["replay"]:
+        sub = _replay_parser().parse_args(rest[1:])
+        return run_replay(
+            sub.log,
+            sub.policy,
+            ceiling=sub.ceiling,
+            attempt=sub.attempt or args.attempt,
             as_json=sub.json or args.json,
         )
-    except LogMalformed as e:
-        print(f"governor audit: {e}", file=sys.stderr)
-        return 1
-    except (UsageError, LogUnreadable, OutcomesUnreadable, SigningUnavailable) as e:
-        print(f"governor audit: {e}", file=sys.stderr)
-        return 2
+    sub = _report_parser().parse_intermixed_args(rest)  # options may follow the logs
+    refused, attempt = sub.refused or args.refused, sub.attempt or args.attempt
+    if not sub.paths:
+        raise UsageError(f"name the logs to read\nusage: {USAGE}")
+    network = sub.network or args.network
+    checks = sub.checks or args.checks
+    mcp = sub.mcp or args.mcp
+    if sum(map(bool, (refused, attempt, network, checks, mcp))) > 1:
+        raise UsageError(
+            "--refused, --network, --checks, --mcp and --attempt are different views: choose one"
+        )
+    return run_table(
+        sub.paths,
+        refused=refused,
+        attempt=attempt,
+        network=network,
+        checks=checks,
+        mcp=mcp,
+        as_json=sub.json or args.json,
+    )
 
 
 def _table(rows: list[Row]) -> Iterator[str]:
@@ -312,7 +332,7 @@ def _table(rows: list[Row]) -> Iterator[str]:
         ).rstrip())
 
 
-def integrity_notes(logs: list[LogFile]) -> list[str]:
+def integrity_notes(logs: Sequence[LogFile | Checked]) -> list[str]:
     notes = []
     for log in logs:
         if log.check.problem is not None:
@@ -349,31 +369,33 @@ def run_table(
         and all(is_batch_output(Path(p)) for p in paths)
     ):
         return run_batch_table(paths, as_json=as_json)
-    logs = read_logs(paths)
-    groups = [g for log in logs for g in log.attempts]
+    logs = [check_log(p) for p in log_files(paths)]  # every shape checked before anything is shown
     for note in integrity_notes(logs):
         print(f"warning: {note}", file=sys.stderr)
     if attempt is not None:
-        return story(groups, attempt, as_json)
+        return story(logs, attempt, as_json)
     if refused:
-        return refusals(groups, as_json)
+        return refusals(logs, as_json)
     if network:
-        return connections(groups, as_json)
+        return connections(logs, as_json)
     if checks:
-        return check_runs(groups, as_json)
+        return check_runs(logs, as_json)
     if mcp:
-        return mcp_calls(groups, as_json)
-    rows = sorted((row(g) for g in groups), key=lambda r: (r.started or 0.0, r.attempt))
+        return mcp_calls(logs, as_json)
+    rows = sorted((r for log in logs for r in attempt_rows(log)), key=lambda r: (r.started or 0.0, r.attempt))
     if as_json:
         print(json.dumps([r.to_json() for r in rows], indent=1, ensure_ascii=False))
         return 0
     if not rows:
         print(f"no attempts in {len(logs)} log(s)")
         return 0
-    for line in _table(rows):
+    for line in _table(rows[:TABLE_ROWS]):
         print(line)
     unfinished = sum(1 for r in rows if not r.finished)
     total = Tally(*(sum(getattr(r.tally, c) for r in rows) for c in TALLY_COLUMNS))
+    if len(rows) > TABLE_ROWS:
+        print(f"... and {len(rows) - TABLE_ROWS:,} more attempt(s), the latest: the totals count them; "
+              "--json lists every one, --attempt ID tells one")  # fmt: skip
     print(
         f"\n{len(rows)} attempt(s) in {len(logs)} log(s); "
         + ", ".join(f"{getattr(total, c)} {c}" for c in TALLY_COLUMNS)
@@ -419,37 +441,57 @@ class JobRow:
         }
 
 
-def batch_rows(root: Path) -> tuple[list[JobRow], list[LogFile]]:
+def batch_rows(root: Path) -> tuple[list[JobRow], list[Checked]]:
     """Every finished job of a batch's output, in the order they finished, with
-    the logs read (and verified) for them."""
+    the logs checked for them (each read in passes, none held). A job name that
+    is no folder of the batch's (``../x``, a path, a link) is `LogMalformed`
+    naming its line: nothing outside the folder is read."""
     from governor.batch.output import LOG, PATCH, read_outcomes
 
+    outcomes = root / BATCH_OUTCOMES
+    lines = _job_lines(root, (LOG, PATCH))
     rows: list[JobRow] = []
-    logs: list[LogFile] = []
+    logs: list[Checked] = []
     for job, line in read_outcomes(root).items():
         wrong = outcome_malformed(line)
         if wrong is not None:
-            raise LogMalformed(root / BATCH_OUTCOMES, _line_of(root, job), f"job {job}: {wrong}")
+            raise LogMalformed(outcomes, lines.get(job, 0), f"job {terminal(job)}: {wrong}")
         named = Path(str(line.get("log") or LOG)).name  # with tries: the last try's log
         chosen = named if named.startswith("audit.") and (root / job / named).is_file() else LOG
-        log = read_log(root / job / chosen)
+        wrong = job_problem(root, job, (chosen,)) if chosen != LOG else None
+        if wrong is not None:
+            raise LogMalformed(outcomes, lines.get(job, 0), f"job {terminal(job)}: {wrong}")
+        log = check_log(root / job / chosen)
         logs.append(log)
-        attempt = row(log.attempts[-1]) if log.attempts else None
+        summed = attempt_rows(log)
         patch = (root / job / PATCH).read_bytes()
         files = patch.count(b"\ndiff --git ") + patch.startswith(b"diff --git ")
-        rows.append(JobRow(job, line, attempt, files))
+        rows.append(JobRow(job, line, summed[-1] if summed else None, files))
     return rows, logs
 
 
-def _line_of(root: Path, job: str) -> int:
-    """The line of a batch's outcomes file that holds ``job`` (its first), to name it
-    in an error; 0 when none does."""
-    with (root / BATCH_OUTCOMES).open("rb") as f:
-        for n, raw in enumerate(f, 1):
-            line = parsed(raw)
-            if line is not None and line.get("job") == job:
-                return n
-    return 0
+def _job_lines(root: Path, files: Sequence[str]) -> dict[str, int]:
+    """The line of a batch's outcomes file that first names each job, every job
+    name checked (`job_problem`) before any of its files is opened."""
+    outcomes = root / BATCH_OUTCOMES
+    first: dict[str, int] = {}
+    try:
+        with outcomes.open("rb") as f:
+            for n, raw in enumerate(f, 1):
+                try:
+                    line = json.loads(raw)
+                except ValueError:
+                    continue
+                job = line.get("job") if isinstance(line, dict) else None
+                if not isinstance(job, str) or job in first:
+                    continue
+                wrong = job_problem(root, job, files)
+                if wrong is not None:
+                    raise LogMalformed(outcomes, n, f"job {terminal(repr(job))}: {wrong}")
+                first[job] = n
+    except OSError as e:
+        raise LogUnreadable(f"{outcomes}: cannot read the outcomes: {e.strerror or e}") from None
+    return first
 
 
 def _batch_table(rows: list[JobRow]) -> Iterator[str]:

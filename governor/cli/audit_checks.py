@@ -17,15 +17,15 @@ from governor.audit.anchor import (
     authenticate,
     outcome_anchors,
 )
-from governor.audit.reading import (
-    log_files,
-    read_log,
-)
+from governor.audit.passes import check_log, records
+from governor.audit.reading import log_files
 from governor.audit.replay import Replay, replay
 from governor.audit.signing import PublicKey, keygen
 from governor.audit.verify import INCOMPLETE, UNFINISHED, Verification
 from governor.cli.audit import HEAD, UsageError
-from governor.cli.audit_views import find_attempt
+from governor.cli.audit_views import find_attempt, in_logs
+from governor.cli.outcome_json import Streamed, write_json
+from governor.display import terminal
 
 
 def run_verify(
@@ -135,7 +135,7 @@ def _verified(path: Path, anchors: list[Anchor] | None, key: PublicKey | None) -
     if anchors is not None and not path.is_file():
         named = ", ".join(a.source for a in anchors) or "the outcomes"
         return _Verified(path, None, Authenticity(problems=[f"the log is missing ({named} names it)"]))
-    check = read_log(path, {a.head for a in anchors or ()}, keep=False, strict=False).check
+    check = check_log(path, {a.head for a in anchors or ()}, strict=False).check
     if check.problem is not None:
         return _Verified(path, check, Authenticity())
     return _Verified(path, check, authenticate(check, anchors=anchors, key=key))
@@ -175,26 +175,25 @@ def run_replay(
     except ConfigError as e:
         raise UsageError(str(e)) from None
     files = log_files([log])
-    logged = read_log(files[0]) if len(files) == 1 else None
-    if logged is None:
+    if len(files) != 1:
         raise UsageError(f"replay reads one log file, not {log}")
-    if logged.check.problem is not None:
+    checked = check_log(files[0])
+    if checked.check.problem is not None:
         print(
-            f"warning: {log} does not verify ({logged.check.problem.what}); replaying what it says",
+            f"warning: {log} does not verify ({checked.check.problem.what}); replaying what it says",
             file=sys.stderr,
         )
-    groups = logged.attempts
+    wanted: set[str] | None = None
     if attempt is not None:
         try:
-            groups = [find_attempt(groups, attempt)]
+            wanted = {find_attempt(in_logs([checked]), attempt).attempt}
         except LookupError as e:
             print(f"governor audit: {e}", file=sys.stderr)
             return 1
-    wanted = {g.attempt for g in groups}
-    numbered = [(n, r) for n, r in logged.numbered if r.get("attempt") in wanted]
-    results = replay(numbered, policy, protected=protected)
+    results = replay(records(checked, wanted), policy, protected=protected)
     if as_json:
-        print(json.dumps([_replay_json(r) for r in results], indent=1, ensure_ascii=False))
+        write_json(Streamed(_replay_json(r) for r in results), sys.stdout, indent=1)
+        sys.stdout.write("\n")
         return 0
     for r in results:
         _print_replay(r, policy_file)
@@ -206,28 +205,34 @@ def _replay_json(r: Replay) -> dict[str, Any]:
         "attempt": r.attempt,
         "actions": r.actions,
         "changes": [asdict(c) | {"change": c.label} for c in r.changes],
+        "changed": r.changed,
+        "counts": dict(r.counts),
         "skipped": list(r.skipped),
+        "more_skipped": r.more_skipped,
         "unaffected": r.unaffected,
     }
 
 
 def _print_replay(r: Replay, policy_file: str) -> None:
-    print(f"attempt {r.attempt}: {r.actions} action(s) re-decided under {policy_file}")
+    print(terminal(f"attempt {r.attempt}: {r.actions} action(s) re-decided under {policy_file}"))
     for c in r.changes:
         note = " (approximate: an older record without the raw input)" if c.approximate else ""
-        print(f"  line {c.line} #{c.seq} {c.kind}: {c.subject}")
-        print(f"      {c.label} [{c.rule}]: {c.reason}{note}")
+        # a record's subject and reason hold the agent's words: terminal-safe lines
+        print(terminal(f"  line {c.line} #{c.seq} {c.kind}: {c.subject}"))
+        print(terminal(f"      {c.label} [{c.rule}]: {c.reason}{note}"))
+    if r.changed > len(r.changes):
+        print(f"  ... and {r.changed - len(r.changes):,} more change(s) (counted below): "
+              f"{len(r.changes):,} are listed, the first by line")  # fmt: skip
     for s in r.skipped:
-        print(f"  not replayed: {s}")
+        print(terminal(f"  not replayed: {s}"))
+    if r.more_skipped:
+        print(f"  not replayed: {r.more_skipped:,} more record(s)")
     if r.unaffected:
         print(
             f"  {r.unaffected} decision(s) no policy makes (model, mode, settings, forms) "
             "stay as they were"
         )
-    if not r.changes:
+    if not r.changed:
         print("  nothing would change")
     else:
-        counts: dict[str, int] = {}
-        for c in r.changes:
-            counts[c.label] = counts.get(c.label, 0) + 1
-        print("  " + ", ".join(f"{n} {label}" for label, n in sorted(counts.items())))
+        print("  " + ", ".join(f"{n} {label}" for label, n in r.counts))

@@ -27,7 +27,7 @@ from governor.audit.reading import (
 from governor.audit.shape import outcome_malformed
 from governor.audit.signing import PublicKey
 from governor.audit.verify import INCOMPLETE, Verification
-from governor.cli.audit import HEAD, UsageError, _line_of
+from governor.cli.audit import HEAD, UsageError, _job_lines
 
 
 def run_html_report(
@@ -101,11 +101,12 @@ def run_batch_report(root: Path, output: str, *, key: PublicKey | None = None) -
             "(the jobs' pages are written beside it)"
         )
     out = Path(output)
+    where = _job_lines(root, (BATCH_LOG, PATCH))  # every job's name checked, and its line
     lines = read_outcomes(root)
     for job, line in lines.items():
         wrong = outcome_malformed(line)
         if wrong is not None:
-            raise LogMalformed(root / BATCH_OUTCOMES, _line_of(root, job), f"job {job}: {wrong}")
+            raise LogMalformed(root / BATCH_OUTCOMES, where.get(job, 0), f"job {job}: {wrong}")
     masked = _masker()
     entries = []
     for job, line in lines.items():

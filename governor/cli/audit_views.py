@@ -3,167 +3,230 @@ story (the HTML report page is `governor.cli.audit_report`)."""
 
 from __future__ import annotations
 
-import json
 import sys
 import time
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Collection, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
 
-from governor.audit.reading import (
-    AttemptRecords,
-)
+from governor.audit.passes import Checked, records
 from governor.audit.replay import shown
 from governor.audit.verify import UNFINISHED
 from governor.cli.audit import TALLY_COLUMNS
+from governor.cli.outcome_json import Streamed, write_json
 from governor.display import terminal
 
-
-def _refused(group: AttemptRecords) -> Iterator[dict[str, Any]]:
-    for r in group.records:
-        if r.get("verdict") == "deny":
-            yield {
-                "attempt": group.attempt,
-                "log": group.source,
-                "seq": r.get("seq"),
-                "time": r.get("time"),
-                "kind": r.get("kind"),
-                "subject": shown(r),
-                "by": r.get("by"),
-                "rule": r.get("rule"),
-                "reason": r.get("reason"),
-            }
+A = TypeVar("A", bound="Named")
 
 
-def connections(groups: list[AttemptRecords], as_json: bool) -> int:
-    """Every ``network`` record: the connection, who asked, the verdict and why."""
-    found = [
-        {
-            "attempt": g.attempt,
-            "log": g.source,
-            "seq": r.get("seq"),
-            "time": r.get("time"),
-            "subject": shown(r),
-            "origin": (r.get("subject") or {}).get("origin"),
-            "verdict": r.get("verdict"),
-            "by": r.get("by"),
-            "rule": r.get("rule"),
-            "reason": r.get("reason"),
-        }
-        for g in groups
-        for r in g.records
-        if r.get("kind") == "network"
-    ]
+def _each(logs: Sequence[Checked], attempts: Collection[str] | None = None) -> Iterator[tuple[Checked, dict[str, Any]]]:
+    """Every record of the checked logs (of ``attempts`` when given), one at a time."""
+    for log in logs:
+        for _, record in records(log, attempts):
+            yield log, record
+
+
+def _attempts(logs: Sequence[Checked]) -> int:
+    return sum(len(log.attempts) for log in logs)
+
+
+def _listed(
+    found: Iterator[dict[str, Any]], as_json: bool, lines: Callable[[dict[str, Any]], Iterator[str]]
+) -> int:
+    """Write what a view found as it is found: a JSON array, or each item's lines.
+    Returns how many items there were."""
+    count = 0
+
+    def counted() -> Iterator[dict[str, Any]]:
+        nonlocal count
+        for x in found:
+            count += 1
+            yield x
+
     if as_json:
-        print(json.dumps(found, indent=1, ensure_ascii=False))
-        return 0
-    if not found:
-        print(f"no connection in {len(groups)} attempt(s)")
-        return 0
-    for x in found:
+        write_json(Streamed(counted()), sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return count
+    for x in counted():
+        for line in lines(x):  # a log's fields hold the agent's words: one terminal-safe line each
+            print(terminal(line))
+    return count
+
+
+def connections(logs: Sequence[Checked], as_json: bool) -> int:
+    """Every ``network`` record: the connection, who asked, the verdict and why."""
+    allowed = 0
+
+    def found() -> Iterator[dict[str, Any]]:
+        nonlocal allowed
+        for log, r in _each(logs):
+            if r.get("kind") == "network":
+                allowed += r.get("verdict") == "allow"
+                yield {
+                    "attempt": r["attempt"],
+                    "log": str(log.path),
+                    "seq": r.get("seq"),
+                    "time": r.get("time"),
+                    "subject": shown(r),
+                    "origin": (r.get("subject") or {}).get("origin"),
+                    "verdict": r.get("verdict"),
+                    "by": r.get("by"),
+                    "rule": r.get("rule"),
+                    "reason": r.get("reason"),
+                }
+
+    def lines(x: dict[str, Any]) -> Iterator[str]:
         verdict = str(x["verdict"] or "-")  # a record may lack one: format no None
-        # a log's fields hold the agent's words: one terminal-safe line each
-        print(terminal(f"{x['attempt']} #{x['seq']} {verdict:<8} {x['origin']}: {x['subject']}"))
-        print(terminal(f"    {x['by']} [{x['rule']}]: {x['reason']}"))
-    allowed = sum(1 for x in found if x["verdict"] == "allow")
-    print(f"\n{len(found)} connection(s) in {len(groups)} attempt(s): {allowed} allowed, "
-          f"{len(found) - allowed} refused or waiting")  # fmt: skip
+        yield f"{x['attempt']} #{x['seq']} {verdict:<8} {x['origin']}: {x['subject']}"
+        yield f"    {x['by']} [{x['rule']}]: {x['reason']}"
+
+    count = _listed(found(), as_json, lines)
+    if as_json:
+        return 0
+    if not count:
+        print(f"no connection in {_attempts(logs)} attempt(s)")
+        return 0
+    print(f"\n{count} connection(s) in {_attempts(logs)} attempt(s): {allowed} allowed, "
+          f"{count - allowed} refused or waiting")  # fmt: skip
     return 0
 
 
-def mcp_calls(groups: list[AttemptRecords], as_json: bool) -> int:
+def check_runs(logs: Sequence[Checked], as_json: bool) -> int:
+    """Every ``check`` record: the command run after an attempt, its verdict,
+    exit status and duration (its output's tail with ``--json``)."""
+    passed = 0
+
+    def found() -> Iterator[dict[str, Any]]:
+        nonlocal passed
+        for log, r in _each(logs):
+            if r.get("kind") == "check":
+                passed += r.get("verdict") == "passed"
+                yield {
+                    "attempt": r["attempt"],
+                    "log": str(log.path),
+                    "seq": r.get("seq"),
+                    "time": r.get("time"),
+                    "command": (r.get("subject") or {}).get("command"),
+                    "verdict": r.get("verdict"),
+                    "exit": r.get("exit"),
+                    "duration_s": r.get("duration_s"),
+                    "timed_out": bool(r.get("timed_out")),
+                    "error": r.get("error"),
+                    "tail": r.get("tail"),
+                }
+
+    def lines(x: dict[str, Any]) -> Iterator[str]:
+        how = x["error"] or ("timed out" if x["timed_out"] else f"exit {x['exit']}")
+        yield f"{x['attempt']} #{x['seq']} {x['verdict']:<6} {x['command']} ({how}, {x['duration_s']} s)"
+
+    count = _listed(found(), as_json, lines)
+    if as_json:
+        return 0
+    if not count:
+        print(f"no check in {_attempts(logs)} attempt(s)")
+        return 0
+    print(f"\n{count} check(s) in {_attempts(logs)} attempt(s): {passed} passed, "
+          f"{count - passed} failed")  # fmt: skip
+    return 0
+
+
+
+def mcp_calls(logs: Sequence[Checked], as_json: bool) -> int:
     """Every ``mcp`` record (`governor.mcp.relay`): the server, the call, the
     verdict and why; then the calls per server."""
-    found = [
-        {
-            "attempt": g.attempt,
-            "log": g.source,
-            "seq": r.get("seq"),
-            "time": r.get("time"),
-            "server": (r.get("subject") or {}).get("server"),
-            "method": (r.get("subject") or {}).get("method"),
-            "subject": shown(r),
-            "verdict": r.get("verdict"),
-            "by": r.get("by"),
-            "rule": r.get("rule"),
-            "reason": r.get("reason"),
-        }
-        for g in groups
-        for r in g.records
-        if r.get("kind") == "mcp"
-    ]
-    if as_json:
-        print(json.dumps(found, indent=1, ensure_ascii=False))
-        return 0
-    if not found:
-        print(f"no MCP call in {len(groups)} attempt(s)")
-        return 0
     servers: dict[str, list[int]] = {}
-    for x in found:
+
+    def found() -> Iterator[dict[str, Any]]:
+        for log, r in _each(logs):
+            if r.get("kind") == "mcp":
+                subject = r.get("subject") or {}
+                x = {
+                    "attempt": r["attempt"],
+                    "log": str(log.path),
+                    "seq": r.get("seq"),
+                    "time": r.get("time"),
+                    "server": subject.get("server"),
+                    "method": subject.get("method"),
+                    "subject": shown(r),
+                    "verdict": r.get("verdict"),
+                    "by": r.get("by"),
+                    "rule": r.get("rule"),
+                    "reason": r.get("reason"),
+                }
+                counts = servers.setdefault(str(x["server"]), [0, 0])
+                counts[0 if x["verdict"] == "allow" else 1] += 1
+                yield x
+
+    def lines(x: dict[str, Any]) -> Iterator[str]:
         verdict = str(x["verdict"] or "-")
-        # a log's fields hold the agent's and the server's words: one terminal-safe line each
-        print(terminal(f"{x['attempt']} #{x['seq']} {verdict:<8} {x['method']}: {x['subject']}"))
-        print(terminal(f"    {x['by']} [{x['rule']}]: {x['reason']}"))
-        counts = servers.setdefault(str(x["server"]), [0, 0])
-        counts[0 if verdict == "allow" else 1] += 1
+        yield f"{x['attempt']} #{x['seq']} {verdict:<8} {x['method']}: {x['subject']}"
+        yield f"    {x['by']} [{x['rule']}]: {x['reason']}"
+
+    count = _listed(found(), as_json, lines)
+    if as_json:
+        return 0
+    if not count:
+        print(f"no MCP call in {_attempts(logs)} attempt(s)")
+        return 0
     print()
     for server, (allowed, other) in servers.items():
         print(terminal(f"{server}: {allowed + other} call(s), {allowed} allowed, {other} refused or waiting"))
     return 0
 
 
-def check_runs(groups: list[AttemptRecords], as_json: bool) -> int:
-    """Every ``check`` record: the command run after an attempt, its verdict,
-    exit status and duration (its output's tail with ``--json``)."""
-    found = [
+def refusals(logs: Sequence[Checked], as_json: bool) -> int:
+    """Every refused action, with who refused it, the rule and the reason."""
+    found = (
         {
-            "attempt": g.attempt,
-            "log": g.source,
+            "attempt": r["attempt"],
+            "log": str(log.path),
             "seq": r.get("seq"),
             "time": r.get("time"),
-            "command": (r.get("subject") or {}).get("command"),
-            "verdict": r.get("verdict"),
-            "exit": r.get("exit"),
-            "duration_s": r.get("duration_s"),
-            "timed_out": bool(r.get("timed_out")),
-            "error": r.get("error"),
-            "tail": r.get("tail"),
+            "kind": r.get("kind"),
+            "subject": shown(r),
+            "by": r.get("by"),
+            "rule": r.get("rule"),
+            "reason": r.get("reason"),
         }
-        for g in groups
-        for r in g.records
-        if r.get("kind") == "check"
-    ]
+        for log, r in _each(logs)
+        if r.get("verdict") == "deny"
+    )
+
+    def lines(x: dict[str, Any]) -> Iterator[str]:
+        yield f"{x['attempt']} #{x['seq']} {x['kind']}: {x['subject']}"
+        yield f"    refused by {x['by']} [{x['rule']}]: {x['reason']}"
+
+    count = _listed(found, as_json, lines)
     if as_json:
-        print(json.dumps(found, indent=1, ensure_ascii=False))
         return 0
-    if not found:
-        print(f"no check in {len(groups)} attempt(s)")
+    if not count:
+        print(f"nothing was refused in {_attempts(logs)} attempt(s)")
         return 0
-    for x in found:
-        how = x["error"] or ("timed out" if x["timed_out"] else f"exit {x['exit']}")
-        print(f"{x['attempt']} #{x['seq']} {x['verdict']:<6} {terminal(str(x['command']))} "
-              f"({how}, {x['duration_s']} s)")  # fmt: skip
-    passed = sum(1 for x in found if x["verdict"] == "passed")
-    print(f"\n{len(found)} check(s) in {len(groups)} attempt(s): {passed} passed, "
-          f"{len(found) - passed} failed")  # fmt: skip
+    print(f"\n{count} refused in {_attempts(logs)} attempt(s)")
     return 0
 
 
-def refusals(groups: list[AttemptRecords], as_json: bool) -> int:
-    found = [x for g in groups for x in _refused(g)]
-    if as_json:
-        print(json.dumps(found, indent=1, ensure_ascii=False))
-        return 0
-    if not found:
-        print(f"nothing was refused in {len(groups)} attempt(s)")
-        return 0
-    for x in found:
-        print(terminal(f"{x['attempt']} #{x['seq']} {x['kind']}: {x['subject']}"))
-        print(terminal(f"    refused by {x['by']} [{x['rule']}]: {x['reason']}"))
-    print(f"\n{len(found)} refused in {len(groups)} attempt(s)")
-    return 0
+class Named(Protocol):
+    """Anything that stands for one attempt."""
+
+    @property
+    def attempt(self) -> str: ...
 
 
-def find_attempt(groups: list[AttemptRecords], wanted: str) -> AttemptRecords:
+@dataclass(frozen=True, slots=True)
+class InLog:
+    """An attempt of a checked log."""
+
+    log: Checked
+    attempt: str
+
+
+def in_logs(logs: Sequence[Checked]) -> list[InLog]:
+    """Every attempt of the checked logs, log by log."""
+    return [InLog(log, a) for log in logs for a in log.attempts]
+
+
+def find_attempt(groups: Sequence[A], wanted: str) -> A:
     """The attempt with this id, or the only one it is a prefix of."""
     exact = [g for g in groups if g.attempt == wanted]
     if exact:
@@ -175,8 +238,6 @@ def find_attempt(groups: list[AttemptRecords], wanted: str) -> AttemptRecords:
         raise LookupError(f"no attempt {wanted!r} in the logs read ({len(groups)} attempt(s))")
     names = ", ".join(g.attempt for g in matches[:5])
     raise LookupError(f"{wanted!r} names {len(matches)} attempts ({names}...): give more of the id")
-
-
 def describe(record: dict[str, Any], t0: float | None) -> str:
     """One record as one line of an attempt's story."""
     kind = record.get("kind")
@@ -215,34 +276,32 @@ def describe(record: dict[str, Any], t0: float | None) -> str:
     )
 
 
-def story(groups: list[AttemptRecords], wanted: str, as_json: bool) -> int:
+def story(logs: Sequence[Checked], wanted: str, as_json: bool) -> int:
+    """One attempt's records, each as a line (or the records as JSON), as they
+    are read from its log."""
     try:
-        group = find_attempt(groups, wanted)
+        found = find_attempt(in_logs(logs), wanted)
     except LookupError as e:
         print(f"governor audit: {e}", file=sys.stderr)
         return 1
+    told = (r for _, r in records(found.log, {found.attempt}))
     if as_json:
-        print(json.dumps(group.records, indent=1, ensure_ascii=False))
+        write_json(Streamed(told), sys.stdout, indent=1)
+        sys.stdout.write("\n")
         return 0
-    start = group.start
-    t0 = (start or group.records[0]).get("time")
-    when = (
-        time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t0))
-        if isinstance(t0, int | float)
-        else "?"
-    )
-    print(terminal(f"attempt {group.attempt} ({group.source}), started {when}"))
-    for r in group.records:
-        print(terminal(describe(r, t0 if isinstance(t0, int | float) else None)))
-    if group.end is None:
+    t0: float | None = None
+    last: dict[str, Any] | None = None
+    for r in told:
+        if last is None:
+            at = r.get("time")
+            t0 = at if isinstance(at, int | float) else None
+            when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t0)) if t0 is not None else "?"
+            print(terminal(f"attempt {found.attempt} ({found.log.path}), started {when}"))
+        print(terminal(describe(r, t0)))
+        last = r
+    if last is None or last.get("kind") != "attempt-end":
         print(f"          {UNFINISHED}")
     return 0
-
-
-def _choices(groups: list[AttemptRecords], most: int = 20) -> str:
-    names = [g.attempt for g in groups]
-    more = f" and {len(names) - most} more" if len(names) > most else ""
-    return ", ".join(names[:most]) + more
 
 
 # -- verify ---------------------------------------------------------------------------

@@ -164,13 +164,32 @@ def test_a_code_span_or_cell_holds_its_text_whatever_the_text(text: str) -> None
     rendered = cmarkgfm.github_flavored_markdown_to_html(markdown, options=Options.CMARK_OPT_UNSAFE)
     parsed = _Tags()
     parsed.feed(rendered)
-    # a bare URL may be autolinked (GFM), showing itself: no link text the agent chose
-    assert set(parsed.tags) <= {"table", "thead", "tbody", "tr", "th", "td", "code", "a"}, rendered
+    assert set(parsed.tags) <= {"table", "thead", "tbody", "tr", "th", "td", "code"}, rendered
     assert [len(row) for row in parsed.cells] == [2, 2]  # no cell left, none added
     shown = display.terminal(" ".join(text.split()))
-    # the text, as the terminal shows it (GFM's autolink takes an entity that ends
-    # a bare URL into the link: shown as written, ``&#41;``, a cosmetic flaw)
-    assert html.unescape(parsed.cells[1][0]) == shown
+    assert html.unescape(parsed.cells[1][0]) == shown  # the text, as the terminal shows it
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["see https://attacker.example/x) now", "(http://a.example/p)", "go www.evil.example/a) ok",
+     "WWW.evil.example/b)", "ftp://files.example/c)"],
+)  # fmt: skip
+def test_a_bare_url_in_agent_text_is_shown_as_written_never_linked(text: str) -> None:
+    markdown = f"| a |\n|---|\n| {display.markdown(text)} |\n"
+    rendered = cmarkgfm.github_flavored_markdown_to_html(markdown, options=Options.CMARK_OPT_UNSAFE)
+    parsed = _Tags()
+    parsed.feed(rendered)
+    assert "a" not in parsed.tags, rendered  # GFM's autolink would take "&#41;" into the link
+    assert html.unescape(parsed.cells[1][0]) == text
+
+
+def test_the_governor_s_own_link_and_ordinary_colons_in_agent_text_are_unchanged() -> None:
+    for text in ("ratio 3:1 at 12:30", "wwwx.example is no host", "the www. prefix"):
+        rendered = cmarkgfm.github_flavored_markdown_to_html(f"Reason: {display.markdown(text)}")
+        assert rendered == f"<p>Reason: {html.escape(text, quote=False)}</p>\n"
+    ours = "[the run](https://github.example/run/1)"  # the caller's own Markdown still links
+    assert '<a href="https://github.example/run/1">' in cmarkgfm.github_flavored_markdown_to_html(ours)
 
 
 def test_the_audit_views_show_the_logs_agent_text_as_text(tmp_path: Path) -> None:
