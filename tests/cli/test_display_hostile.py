@@ -151,8 +151,9 @@ def test_the_step_summary_renders_what_happened_and_nothing_the_agent_wrote_as_m
     assert len(tally) == 6
     header = parsed.cells[parsed.cells.index(tally) + 1]
     assert dict(zip(tally, header, strict=True))["refused"] == "1"  # the real tally
-    refused = [row for row in parsed.cells if len(row) == 5 and row[1] == "permission"]
+    refused = [row for row in parsed.cells if len(row) == 6 and row[1] == "permission"]
     assert len(refused) == 1
+    assert refused[0][3] == "rule"  # what decided it: a rule of the policy
     assert "::error::forged" in refused[0][2]  # the agent's command, shown as text in its cell
     assert "&lt;details&gt;&lt;summary&gt;all fine" in rendered  # the agent's words, as text
 
