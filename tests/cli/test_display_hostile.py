@@ -153,6 +153,7 @@ def test_the_step_summary_renders_what_happened_and_nothing_the_agent_wrote_as_m
     assert dict(zip(tally, header, strict=True))["refused"] == "1"  # the real tally
     refused = [row for row in parsed.cells if len(row) == 6 and row[1] == "permission"]
     assert len(refused) == 1
+    assert refused[0][3] == "rule"  # what decided it: a rule of the policy
     assert "::error::forged" in refused[0][2]  # the agent's command, shown as text in its cell
     assert "&lt;details&gt;&lt;summary&gt;all fine" in rendered  # the agent's words, as text
 
