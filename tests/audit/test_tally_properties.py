@@ -12,11 +12,15 @@ same.
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
 import re
 import tempfile
 from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import trio
 from hypothesis import HealthCheck, given, settings
@@ -25,6 +29,7 @@ from hypothesis import strategies as st
 from governor.approver import Approval, Ask, Callback
 from governor.audit import page_source, report
 from governor.audit.log import AuditLog
+from governor.audit.passes import check_log
 from governor.audit.reading import read_log, row
 from governor.audit.tally import ASKED_KINDS, WORDS, Tally, tally
 from governor.audit.thinning import Thinning
@@ -147,6 +152,15 @@ async def write_attempt(path: Path, events: list[Request | Observed], burst: int
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def _refused(path: Path) -> list[dict[str, Any]]:
+    """`governor audit --refused --json` of the log, as the command streams it."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert audit_views.refusals([check_log(path)], True) == 0
+    listed: list[dict[str, Any]] = json.loads(out.getvalue())
+    return listed
+
+
 def _page(path: Path) -> str:
     """The report's page of the log's one attempt, built as `governor audit report` builds it."""
     chooser = page_source.Chooser(None)
@@ -166,6 +180,7 @@ def test_every_view_of_an_attempt_counts_as_the_words_define(
         counted = trio.run(write_attempt, path, events, burst)
         (group,) = read_log(path).attempts
         page = _page(path)
+        listed = _refused(path)
     records = group.records
 
     # the log's count as it wrote, the count read back, and the definitions agree
@@ -175,7 +190,6 @@ def test_every_view_of_an_attempt_counts_as_the_words_define(
     assert pending <= 1 and want.waited <= want.asked
 
     # each refusal is in the refusal list, written or counted in a `repeated` record
-    listed = list(audit_views._refused(group))
     refused_requests = {r["request"] for r in records if r.get("verdict") == "deny"}
     counted_apart = sum(r["requests"] for r in records if r.get("kind") == "repeated")
     assert len(refused_requests) + counted_apart == want.refused

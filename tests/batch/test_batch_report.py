@@ -118,7 +118,7 @@ def test_a_job_name_that_leads_outside_the_folder_is_refused_naming_its_line(
         done = _run(*args)
         assert done.returncode == 1, (args, done.stdout, done.stderr)
         assert f"outcomes.jsonl: line {n} is not a record" in done.stderr
-        assert "not a job id" in done.stderr
+        assert "one folder name inside the batch's folder, not a path" in done.stderr
     assert not list(tmp_path.glob("r*.html"))
 
 
