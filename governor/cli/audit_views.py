@@ -11,6 +11,7 @@ from typing import Any, Protocol, TypeVar
 
 from governor.audit.passes import Checked, records
 from governor.audit.replay import shown
+from governor.audit.tally import verdict_of
 from governor.audit.verify import UNFINISHED
 from governor.cli.audit import TALLY_COLUMNS
 from governor.cli.outcome_json import Streamed, write_json
@@ -271,7 +272,7 @@ def describe(record: dict[str, Any], t0: float | None) -> str:
     request = f" request {record['request']}" if record.get("request") is not None else ""
     option = f", option {record['option']}" if record.get("option") else ""
     return (
-        f"{head} {kind}{request}: {shown(record)} -> {record.get('verdict')} by "
+        f"{head} {kind}{request}: {shown(record)} -> {verdict_of(record)} by "
         f"{record.get('by')} [{record.get('rule', '')}]{option}: {record.get('reason', '')}"
     )
 
