@@ -22,15 +22,14 @@ Rules of this file:
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from governor.audit.reading import FRAMING, LogMalformed, LogUnreadable
-from governor.audit.shape import malformed
+from governor.audit.reading import FRAMING, LogMalformed, LogUnreadable, checked_walk
 from governor.audit.tally import Tallier, Tally
-from governor.audit.verify import UNFINISHED, Problem, Verification, parsed, verify
+from governor.audit.verify import UNFINISHED, Verification
 
 PAGE_ROWS: Final = 2000
 """Rows a table of the page holds at most: a million-record attempt would make a
@@ -180,33 +179,19 @@ def fold_log(path: Path, chooser: Chooser, log: int = 0, wanted: Collection[str]
     naming the file, and `LogMalformed` for its first record of a shape the
     governor never writes."""
     source = str(path)
-    wrong: list[Problem] = []
 
-    def lines(f: Any) -> Iterator[tuple[int, dict[str, Any] | None, str]]:
-        for n, raw in enumerate(f, 1):
-            raw = raw.removesuffix(b"\n")
-            value = parsed(raw)
-            yield n, value, raw.decode("utf-8", errors="replace")
-            if value is None:
-                continue
-            problem = malformed(value)
-            if problem is not None:
-                wrong.append(Problem(n, problem))
-                return
-            attempt = value.get("attempt")
-            if isinstance(attempt, str):
-                page = chooser.folds(attempt, source, log)
-                if page is not None:
-                    page.add(value)
+    def visit(_: int, value: dict[str, Any]) -> None:
+        attempt = value.get("attempt")
+        if isinstance(attempt, str):
+            page = chooser.folds(attempt, source, log)
+            if page is not None:
+                page.add(value)
 
     try:
         with path.open("rb") as f:
-            walk = lines(f)
-            check = verify(walk, wanted)
-            for _ in walk:  # past the first problem: the records are still shown
-                pass
+            check, wrong = checked_walk(f, wanted, visit, stop=True)
     except OSError as e:
         raise LogUnreadable(f"{path}: cannot read the log: {e.strerror or e}") from None
-    if wrong:
-        raise LogMalformed(path, wrong[0].line, wrong[0].what)
+    if wrong is not None:
+        raise LogMalformed(path, wrong.line, wrong.what)
     return check

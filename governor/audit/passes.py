@@ -26,10 +26,10 @@ from dataclasses import astuple, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from governor.audit.reading import LogMalformed, LogUnreadable, Row
+from governor.audit.reading import LogMalformed, LogUnreadable, Row, checked_walk
 from governor.audit.shape import malformed
 from governor.audit.tally import Tallier, Tally
-from governor.audit.verify import UNFINISHED, Problem, Verification, parsed, verify
+from governor.audit.verify import UNFINISHED, Problem, Verification, parsed
 
 
 @dataclass(slots=True)
@@ -54,35 +54,19 @@ def check_log(path: Path, wanted: Collection[str] = (), *, strict: bool = True) 
     ``strict``, `LogMalformed` naming its first record of the wrong shape (not
     strict: the verification names it, as `verify` does)."""
     attempts: dict[str, None] = {}
-    first_wrong: list[Problem] = []
 
-    def lines(f: Any) -> Iterator[tuple[int, dict[str, Any] | None, str]]:
-        for n, raw in enumerate(f, 1):
-            raw = raw.removesuffix(b"\n")
-            value = parsed(raw)
-            yield n, value, raw.decode("utf-8", errors="replace")
-            if value is None:
-                continue
-            wrong = malformed(value)
-            if wrong is not None:
-                if not first_wrong:
-                    first_wrong.append(Problem(n, wrong))
-                continue
-            attempt = value.get("attempt")
-            if isinstance(attempt, str):
-                attempts[attempt] = None
+    def visit(_: int, value: dict[str, Any]) -> None:
+        attempt = value.get("attempt")
+        if isinstance(attempt, str):
+            attempts[attempt] = None
 
     try:
         with path.open("rb") as f:
             stat = os.fstat(f.fileno())
-            walk = lines(f)
-            check = verify(walk, wanted)
-            for _ in walk:  # past the first problem: the records are still shown
-                pass
+            check, wrong = checked_walk(f, wanted, visit)
             size = f.tell()
     except OSError as e:
         raise LogUnreadable(f"{path}: cannot read the log: {e.strerror or e}") from None
-    wrong = first_wrong[0] if first_wrong else None
     if strict and wrong is not None:
         raise LogMalformed(path, wrong.line, wrong.what)
     return Checked(path, check, list(attempts), size, (stat.st_dev, stat.st_ino), wrong)

@@ -9,10 +9,10 @@ prints an outcome's decision log read here; nothing in this file writes.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, BinaryIO, Final
 
 from governor.audit.shape import malformed
 from governor.audit.tally import Tally, tally
@@ -153,6 +153,44 @@ class LogFile:
     malformed: Problem | None = None
 
 
+def checked_walk(
+    f: BinaryIO,
+    wanted: Collection[str],
+    visit: Callable[[int, dict[str, Any]], None],
+    *,
+    stop: bool = False,
+) -> tuple[Verification, Problem | None]:
+    """One pass over a log's lines from ``f``: the chain verified as they stream
+    past (noting the anchors in ``wanted``), each record's shape checked
+    (`malformed`), and ``visit(line, record)`` called for every record of a shape
+    the governor writes. Returns the verification and the first record of the
+    wrong shape (None: none); with ``stop``, the reading ends there. Every
+    reader of logs reads through this: one line in memory at a time."""
+    first_wrong: list[Problem] = []
+
+    def lines() -> Iterator[tuple[int, dict[str, Any] | None, str]]:
+        for n, raw in enumerate(f, 1):
+            raw = raw.removesuffix(b"\n")
+            value = parsed(raw)
+            yield n, value, raw.decode("utf-8", errors="replace")
+            if value is None:
+                continue
+            wrong = malformed(value)
+            if wrong is not None:
+                if not first_wrong:
+                    first_wrong.append(Problem(n, wrong))
+                if stop:
+                    return
+                continue
+            visit(n, value)
+
+    walk = lines()
+    check = verify(walk, wanted)
+    for _ in walk:  # past the first problem: the records are still read
+        pass
+    return check, (first_wrong[0] if first_wrong else None)
+
+
 def read_log(
     path: Path, wanted: Collection[str] = (), *, keep: bool = True, strict: bool = True
 ) -> LogFile:
@@ -167,37 +205,21 @@ def read_log(
     numbered: list[tuple[int, dict[str, Any]]] = []
     attempts: dict[str, AttemptRecords] = {}
     source = str(path)
-    first_wrong: list[Problem] = []
 
-    def lines(f: Any) -> Iterator[tuple[int, dict[str, Any] | None, str]]:
-        for n, raw in enumerate(f, 1):
-            raw = raw.removesuffix(b"\n")
-            value = parsed(raw)
-            yield n, value, raw.decode("utf-8", errors="replace")
-            if value is None:
-                continue
-            wrong = malformed(value)
-            if wrong is not None:
-                if not first_wrong:
-                    first_wrong.append(Problem(n, wrong))
-                continue
-            attempt = value.get("attempt")
-            if keep and isinstance(attempt, str):
-                numbered.append((n, value))
-                group = attempts.get(attempt)
-                if group is None:
-                    group = attempts[attempt] = AttemptRecords(attempt, source)
-                group.records.append(value)
+    def visit(n: int, value: dict[str, Any]) -> None:
+        attempt = value.get("attempt")
+        if keep and isinstance(attempt, str):
+            numbered.append((n, value))
+            group = attempts.get(attempt)
+            if group is None:
+                group = attempts[attempt] = AttemptRecords(attempt, source)
+            group.records.append(value)
 
     try:
         with path.open("rb") as f:
-            walk = lines(f)
-            check = verify(walk, wanted)
-            for _ in walk:  # past the first problem: the records are still shown
-                pass
+            check, wrong = checked_walk(f, wanted, visit)
     except OSError as e:
         raise LogUnreadable(f"{path}: cannot read the log: {e.strerror or e}") from None
-    wrong = first_wrong[0] if first_wrong else None
     if strict and wrong is not None:
         raise LogMalformed(path, wrong.line, wrong.what)
     return LogFile(path, list(attempts.values()), numbered, check, wrong)
