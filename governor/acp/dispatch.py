@@ -16,7 +16,7 @@ A request from the agent is answered by exactly one line, whatever happens:
 Built on jsonrpcserver 5's public API only (what its package exports): a
 handler may raise its `JsonRpcError` or return its `Result`. Its package is
 never imported here at start-up (it pulls in jsonschema, referencing, attrs,
-oslash and ``http.server``, a sixth of the governor's own imports): `RpcError`
+oslash and ``http.server``): `RpcError`
 is ours, and jsonrpcserver's classes are looked up in ``sys.modules`` when a
 handler's exception or return value is not ours (`_theirs`), which is sound,
 since a handler can only raise or return one of them once it has imported it. A `Result` is oslash's ``Either``, which keeps its error in a private

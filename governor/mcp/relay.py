@@ -82,9 +82,9 @@ def _imported_on_first_use(name: str) -> Any:
 
 
 if not TYPE_CHECKING:
-    # `wire` validates with the MCP SDK's models, and `import mcp` takes about
-    # half a second (its client, server, starlette): paid by a relay's first
-    # message, not by every `governor run`, most of which name no MCP server.
+    # `wire` validates with the MCP SDK's models, and `import mcp` brings its
+    # client, server and starlette: paid by a relay's first message, not by
+    # every `governor run`, most of which name no MCP server.
     wire = _imported_on_first_use("governor.mcp.wire")
 
 EXIT_GRACE: Final = 2.0
