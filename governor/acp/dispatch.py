@@ -14,8 +14,12 @@ A request from the agent is answered by exactly one line, whatever happens:
   a jsonrpcserver `Result` (``Success(...)`` / ``Error(...)``), passed through.
 
 Built on jsonrpcserver 5's public API only (what its package exports): a
-handler raises its `JsonRpcError` (the base of `RpcError`) or returns its
-`Result`. A `Result` is oslash's ``Either``, which keeps its error in a private
+handler may raise its `JsonRpcError` or return its `Result`. Its package is
+never imported here at start-up (it pulls in jsonschema, referencing, attrs,
+oslash and ``http.server``): `RpcError`
+is ours, and jsonrpcserver's classes are looked up in ``sys.modules`` when a
+handler's exception or return value is not ours (`_theirs`), which is sound,
+since a handler can only raise or return one of them once it has imported it. A `Result` is oslash's ``Either``, which keeps its error in a private
 attribute, so the one public way to read it is jsonrpcserver's own dispatch
 (`dispatch_to_serializable`), used here for that rare case only. Our own
 answers are `Encoded` bytes (a schema model's result, the path every permission
@@ -32,11 +36,11 @@ the sans-IO core already does, cheaper.
 from __future__ import annotations
 
 import inspect
+import sys
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final, NamedTuple, TypeAlias, cast
 
 import structlog
-from jsonrpcserver import Error, JsonRpcError, Success, dispatch_to_serializable
 from pydantic import BaseModel, ValidationError
 
 from governor.acp.jsonrpc import (
@@ -90,25 +94,25 @@ class Routes(dict[str, Route]):
         return route
 
 
-OMITTED: Final = JsonRpcError(0, "").data
-"""The ``data`` of an error raised or made without any (jsonrpcserver's own
-marker, taken from its public class): the answer then has no ``data`` member,
-where ``None`` would be sent as ``null``."""
+class _Omitted:
+    __slots__ = ()
 
-_RESULTS: Final = (type(Success()), type(Error(0, "")))
-"""The classes of what jsonrpcserver's `Success` and `Error` make: how a handler's
-`Result` is told from any other return value without importing their maker."""
+    def __repr__(self) -> str:
+        return "OMITTED"
 
 
-class RpcError(JsonRpcError):
+OMITTED: Final = _Omitted()
+"""The ``data`` of an error raised or made without any: the answer then has no
+``data`` member, where ``None`` would be sent as ``null``."""
+
+
+class RpcError(Exception):
     """Raise in a handler to answer with a JSON-RPC error (``data`` omitted if None)."""
 
     def __init__(self, code: int, message: str, data: Any = None) -> None:
-        if data is None:
-            super().__init__(code, message)
-        else:
-            super().__init__(code, message, data)
         Exception.__init__(self, code, message)
+        self.code, self.message = code, message
+        self.data: Any = OMITTED if data is None else data
 
     def __str__(self) -> str:
         return f"{self.code}: {self.message}"
@@ -163,9 +167,11 @@ def begin(table: HandlerTable, method: str, params: Any) -> Answer | Awaitable[A
         return Failure(INVALID_PARAMS, message, data)
     try:
         value = handler(validated)
-    except JsonRpcError as exc:
+    except RpcError as exc:
         return Failure(exc.code, exc.message, exc.data)
     except Exception as exc:
+        if (failure := _theirs(exc)) is not None:
+            return failure
         log.error("handler.failed", method=method, error=type(exc).__name__, exc_info=True)
         return Failure(INTERNAL_ERROR, f"Internal error ({type(exc).__name__})")
     if isinstance(value, BaseModel):  # answered at once, the usual case
@@ -178,9 +184,11 @@ def begin(table: HandlerTable, method: str, params: Any) -> Answer | Awaitable[A
 async def _finish(method: str, pending: Awaitable[Any]) -> Answer:
     try:
         value = await pending
-    except JsonRpcError as exc:
+    except RpcError as exc:
         return Failure(exc.code, exc.message, exc.data)
     except Exception as exc:
+        if (failure := _theirs(exc)) is not None:
+            return failure
         log.error("handler.failed", method=method, error=type(exc).__name__, exc_info=True)
         return Failure(INTERNAL_ERROR, f"Internal error ({type(exc).__name__})")
     return as_result(value)
@@ -201,11 +209,35 @@ def as_result(value: Any) -> Answer:
             )
         except ValueError:  # PydanticSerializationError
             return Value(value.model_dump(mode="json", by_alias=True, exclude_none=True))
-    if isinstance(value, _RESULTS):
-        return _read(value)
     if type(value) is Encoded:
         return value
+    if _is_their_result(value):
+        return _read(value)
     return Value({} if value is None else value)
+
+
+def _theirs(exc: Exception) -> Failure | None:
+    """jsonrpcserver's `JsonRpcError` as a `Failure`, else None: looked up in
+    ``sys.modules``, not imported (module docstring: why; a handler that raised
+    it has imported it)."""
+    if sys.modules.get("jsonrpcserver") is None:
+        return None
+    from jsonrpcserver import JsonRpcError
+
+    if not isinstance(exc, JsonRpcError):
+        return None
+    data = OMITTED if exc.data is JsonRpcError(0, "").data else exc.data
+    return Failure(exc.code, exc.message, data)
+
+
+def _is_their_result(value: Any) -> bool:
+    """Whether `value` is what jsonrpcserver's `Success` or `Error` makes (looked
+    up as `_theirs` does)."""
+    if sys.modules.get("jsonrpcserver") is None:
+        return False
+    from jsonrpcserver import Error, Success
+
+    return isinstance(value, (type(Success()), type(Error(0, ""))))
 
 
 _READ_REQUEST: Final = {"jsonrpc": "2.0", "method": "read", "id": 0}
@@ -218,6 +250,8 @@ def _as_given(request: Any) -> Any:
 def _read(result: Any) -> Answer:
     """A jsonrpcserver `Result` as an `Answer`, read through jsonrpcserver's
     dispatch answering a request whose method returns it (module docstring: why)."""
+    from jsonrpcserver import dispatch_to_serializable
+
     response = cast(
         "dict[str, Any]",
         dispatch_to_serializable(

@@ -30,9 +30,11 @@ visible in the agent's sandbox (`McpRelay.folder`).
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import shutil
 import socket
+import sys
 import tempfile
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
@@ -45,7 +47,6 @@ import trio
 
 from governor.acp.dispatch import RpcError
 from governor.audit.log import recorded_input
-from governor.mcp import wire
 from governor.mcp.servers import SHIM, server_profile, shim_interpreter, stdio_entry
 from governor.network import egress_for
 from policies import by as who
@@ -58,10 +59,33 @@ from sandbox.run.spawn import Child
 
 if TYPE_CHECKING:
     from governor.gate import Gate
+    from governor.mcp import wire
     from policies.policy import Policy
     from sandbox.net.proxy import EgressProxy
 
 log = structlog.get_logger("governor.mcp")
+
+
+def _imported_on_first_use(name: str) -> Any:
+    """The module ``name``, executed when one of its names is first read
+    (`importlib.util.LazyLoader`); the module itself if it is imported already
+    (never a second copy of its classes)."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.find_spec(name)
+    assert spec is not None and spec.loader is not None, name
+    spec.loader = importlib.util.LazyLoader(spec.loader)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+if not TYPE_CHECKING:
+    # `wire` validates with the MCP SDK's models, and `import mcp` brings its
+    # client, server and starlette: paid by a relay's first message, not by
+    # every `governor run`, most of which name no MCP server.
+    wire = _imported_on_first_use("governor.mcp.wire")
 
 EXIT_GRACE: Final = 2.0
 """Seconds a server gets to exit on its own once the agent closed its side."""

@@ -205,8 +205,11 @@ def host_sockets(*, hidden: Collection[str]) -> tuple[str, ...]:
     The last scan for the same ``hidden`` is reused while it `Scan.holds`
     (checking costs one ``stat`` per directory it listed, about a fifth of a
     scan): sandboxes built one after another (a bwrap per command) do not scan
-    again for nothing."""
-    key = frozenset(hidden)
+    again for nothing. A path of ``hidden`` below another one is left out of
+    the key: the scan never enters the outer one, so it is the same scan (the
+    preflight's scratch workspace and the agent's, both under a hidden
+    ``/tmp`` or home, share one)."""
+    key = frozenset(h for h in hidden if not any(is_under(h, o, strictly=True) for o in hidden))
     last = _scans.pop(key, None)
     if last is None or not last.holds():
         skip = {*hidden, *SYSTEM_DIRS, *SOCKET_SCAN_SKIP}

@@ -143,3 +143,18 @@ def test_the_import_probe_sees_what_a_command_that_prepares_an_attempt_imports(
     assert done.returncode == 2, done.stderr
     assert "governor.spec" in forbidden(modules)
     assert "trio" in forbidden(modules)
+
+
+def test_an_attempt_without_mcp_servers_imports_neither_the_mcp_sdk_nor_jsonrpcserver(
+    tmp_path: Path,
+) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    demo = str(ROOT / "governor" / "agents" / "demo.py")
+    argv = ["run", "--no-sandbox-agent", "--policy", POLICY, "--workspace", str(ws),
+            "--log", str(tmp_path / "audit.jsonl"), "the task", "--", sys.executable, demo]  # fmt: skip
+    done, modules = imported(argv, environ(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert "acp.schema" in modules and "governor.attempt" in modules
+    unneeded = ("mcp", "jsonrpcserver", "jsonschema", "oslash", "http.server")
+    assert sorted(m for m in modules for u in unneeded if m == u or m.startswith(u + ".")) == []

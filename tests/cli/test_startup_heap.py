@@ -20,9 +20,9 @@ from governor.cli import main, run
 seen = {}
 attempt = run.run_until_signalled
 
-async def watched(prepared):
+async def watched(prepared, *rest):
     seen["enabled"], seen["frozen"] = gc.isenabled(), gc.get_freeze_count()
-    return await attempt(prepared)
+    return await attempt(prepared, *rest)
 
 run.run_until_signalled = watched
 code = main(sys.argv[1:])

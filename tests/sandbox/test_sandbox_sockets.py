@@ -145,3 +145,22 @@ def test_host_sockets_reuse_the_last_scan_while_it_holds(monkeypatch: pytest.Mon
     assert len(scans) == 2 and "/home/v" in scans[1] and "/usr" in scans[1]
     sockets.host_sockets(hidden=("/home/u",))  # and the first is still at hand
     assert len(scans) == 2
+
+
+def test_hidden_paths_inside_another_hidden_path_share_one_scan(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    scans: list[frozenset[str]] = []
+
+    def fake_scan(starts: list[str], *, skip: set[str], depth: int) -> sockets.Scan:
+        scans.append(frozenset(skip))
+        return sockets.Scan(("/srv/x.sock",), (), 0)
+
+    monkeypatch.setattr(sockets, "scan", fake_scan)
+    monkeypatch.setattr(sockets, "_scans", {})
+    # the preflight's scratch workspace, then the agent's: both in a hidden /tmp
+    sockets.host_sockets(hidden=("/tmp", "/home/u", "/tmp/governor-preflight-x"))
+    sockets.host_sockets(hidden=("/tmp", "/home/u", "/tmp/ws"))
+    assert len(scans) == 1
+    sockets.host_sockets(hidden=("/tmp", "/home/u", "/srv/ws"))  # /srv/ws is scanned around
+    assert len(scans) == 2 and "/srv/ws" in scans[1]
