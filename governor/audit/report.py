@@ -381,7 +381,8 @@ def change(subject: Any, changed: frozenset[str] | None, stats: DiffStat) -> str
     how, path = subject.get("change"), subject.get("path")
     if isinstance(how, str) and isinstance(path, str):
         return how + _stat(stats.get(path))
-    paths = [p for p in subject.get("paths") or [] if isinstance(p, str)]
+    listed = subject.get("paths")  # a crafted log's may be anything
+    paths = [p for p in listed if isinstance(p, str)] if isinstance(listed, list) else []
     tool = subject.get("tool_kind")
     lead = f"{tool}: " if isinstance(tool, str) else ""
     if not paths:

@@ -19,7 +19,7 @@ from governor.secrets import Masker
 from governor.tries import DIGEST_TAIL, StartingCopy, digest, try_log, with_digest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "taskset"))
-from tasks import AGENT, BY_NAME, make_repo
+from tasks import AGENT, AGENT_ARGS, BY_NAME, make_repo
 
 GOVERNOR = str(Path(sys.executable).parent / "governor")
 CHECK_PYTHON = shutil.which("python3", path="/usr/local/bin:/usr/bin:/bin") or "python3"
@@ -38,7 +38,7 @@ def _task(tmp_path: Path, name: str) -> Path:
 def _run(tmp_path: Path, behaviour: str, task: str, *more: str) -> subprocess.CompletedProcess[str]:
     argv = [GOVERNOR, "run", "--json", "--policy", str(tmp_path / "loop.toml")]
     argv += ["--workspace", str(tmp_path / "ws"), "--log", str(tmp_path / "audit.jsonl"), *more]
-    argv += ["fix it", "--", sys.executable, str(AGENT), "--behaviour", behaviour, "--task", task]
+    argv += ["fix it", "--", sys.executable, str(AGENT), *AGENT_ARGS, "--behaviour", behaviour, "--task", task]
     return subprocess.run(argv, capture_output=True, text=True, timeout=300)
 
 

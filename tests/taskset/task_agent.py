@@ -31,7 +31,11 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1] / "governor" / "agents"))
-sys.path.insert(0, str(HERE))
+# The task list: `--tasks PATH` names it, since an agent's sandbox shows the
+# files its command line names, not their folders (a CI clone under a private
+# /tmp hides this folder); beside this file otherwise.
+_named = sys.argv[sys.argv.index("--tasks") + 1] if "--tasks" in sys.argv else str(HERE / "tasks.py")
+sys.path.insert(0, str(Path(_named).parent))
 from stdio_peer import Peer  # noqa: E402
 from tasks import BY_NAME, Task  # noqa: E402
 

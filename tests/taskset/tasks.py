@@ -27,6 +27,8 @@ from typing import Final
 
 HERE: Final = Path(__file__).resolve().parent
 AGENT: Final = HERE / "task_agent.py"
+AGENT_ARGS: Final = ("--tasks", str(HERE / "tasks.py"))
+"""What the agent is told of where the task list is (its sandbox shows only the files named)."""
 
 
 @dataclass(frozen=True)
@@ -171,7 +173,7 @@ def make(out: Path, agent_python: str = sys.executable, check_python: str = "pyt
             "prompt": f"The acceptance test {task.acceptance_test} fails: fix {task.source}.",
             "repo": str(out / "repos" / name),
             "ref": refs[name],
-            "argv": [agent_python, str(AGENT), "--behaviour", behaviour, "--task", name],
+            "argv": [agent_python, str(AGENT), *AGENT_ARGS, "--behaviour", behaviour, "--task", name],
             "policy": str(policy),
             "checks": [check],
             "timeout": 120,
