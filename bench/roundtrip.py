@@ -323,6 +323,7 @@ def run_governor(
     logs.configure(json_lines=True)
     log = ws.parent / "audit.jsonl"
     spec = governor_spec(n, ws, log, durability=durability, sandboxed=sandboxed, signed=signed)
+    from governor.cli import exit_code
     from governor.cli.outcome_json import document, write_json
     from governor.cli.run import freeze_startup_heap
 
@@ -332,7 +333,7 @@ def run_governor(
         outcome = trio.run(run_attempt, spec)
         if as_json:  # as `governor run --json` prints it, into a file instead of stdout
             with open(printed, "w", encoding="utf-8") as out:
-                write_json(document(outcome), out, indent=2)
+                write_json(document(outcome, exit_code(outcome)), out, indent=2)
                 out.write("\n")
     if as_json and len(json.loads(printed.read_text(encoding="utf-8"))["tool_calls"]) != 2 * n:
         raise RuntimeError("the --json outcome does not hold every decision")
