@@ -111,7 +111,8 @@ def _target(
 ) -> tuple[Path, Path | None] | None:
     """Where the clone goes and the folder made for it; None with the problem added."""
     if workspace is None:
-        name = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(url.rstrip("/")).stem)[:40] or "repo"
+        # a name of dots would be the made folder itself or its parent: `.../..` clones into $TMPDIR
+        name = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(url.rstrip("/")).stem)[:40].strip(".") or "repo"
         folder = Path(tempfile.mkdtemp(prefix=f"governor-clone-{name}-"))
         return folder / name, folder
     target = Path(workspace).expanduser().absolute()

@@ -141,3 +141,17 @@ def test_run_clone_refused_before_start_removes_the_clone(tmp_path: Path, source
     assert done.returncode == 2
     assert "missing.toml" in done.stderr
     assert list((tmp_path / "tmp").iterdir()) == []  # nothing ran in it: not left behind
+
+
+@pytest.mark.parametrize(("url", "name"), [("/srv/x/..", "repo"), ("/srv/x/.", "x"), ("https://h/my.app.git", "my.app")])
+def test_the_clone_goes_into_a_folder_of_its_own_whatever_the_url_ends_with(url: str, name: str) -> None:
+    from governor.cli.cloning import _target
+
+    found = _target(None, url, [])
+    assert found is not None
+    path, folder = found
+    try:
+        assert folder is not None and path.parent == folder and path.name == name
+    finally:
+        if folder is not None:
+            folder.rmdir()
