@@ -390,12 +390,20 @@ class Gate:
         state.governed = True
         kind = state.kind
         raw = state.raw_input if isinstance(state.raw_input, Mapping) else None
-        decision = decide(ToolPermission(kind, state.title, raw, state.locations), self.policy)
+        # Qwen Code titles an MCP tool's permission with its arguments and names
+        # the tool in _meta.toolName (`mcp__SERVER__TOOL`): the agent's word, as the title is.
+        meta = call.field_meta
+        named = meta.get("toolName") if isinstance(meta, Mapping) else None
+        tool_name = named if isinstance(named, str) and named else None
+        action = ToolPermission(kind, state.title, raw, state.locations, tool_name=tool_name)
+        decision = decide(action, self.policy)
         subject: dict[str, Any] = {
             "tool_call": call.tool_call_id,
             "title": state.title,
             "tool_kind": kind,
         }
+        if tool_name is not None:
+            subject["tool_name"] = tool_name
         command = raw.get("command") if raw else None
         if isinstance(command, (str, list)):
             subject["command"] = (

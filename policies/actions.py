@@ -42,6 +42,10 @@ class ToolPermission:
     raw_input: Mapping[str, Any] | None = field(default=None)
     locations: tuple[str, ...] = ()
     cwd: str | None = None
+    tool_name: str | None = None
+    """The tool's own name where the agent gives one besides its title (Qwen
+    Code's ``_meta.toolName``, ``mcp__SERVER__TOOL`` for an MCP tool): like the
+    title, the agent's word."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -297,17 +297,10 @@ def decide_permission(action: ToolPermission, policy: Policy) -> Decision:
     relayed = _relayed(action, kind, policy)
     if relayed is not None:
         cwd = action.cwd or (policy.roots[0] if policy.roots else None)
-        return _strictest([decide_call(relayed, policy), *_subjects(action, kind, cwd, policy)])
-    tool: Decision | None = None
-    for verdict, rules in policy.rules.tiers():
-        if kind in rules.tools:
-            tool = Decision(
-                verdict,
-                f"{verdict}: tool {kind}",
-                f"the tool kind {kind} matches the {verdict} rule",
-                who.RULE,
-            )
-            break
+        tool = _kind_rule(kind, policy)
+        parts = [decide_call(relayed, policy), *_subjects(action, kind, cwd, policy)]
+        return _strictest([*parts, tool] if tool is not None else parts)
+    tool = _kind_rule(kind, policy)
     cwd = action.cwd or (policy.roots[0] if policy.roots else None)
     subjects = _subjects(action, kind, cwd, policy)
     if not subjects:
@@ -327,19 +320,54 @@ def decide_permission(action: ToolPermission, policy: Policy) -> Decision:
     return _strictest(subjects)
 
 
+def _kind_rule(kind: str, policy: Policy) -> Decision | None:
+    """The strictest rule naming the tool kind (``[deny] tools = ["execute"]``)."""
+    for verdict, rules in policy.rules.tiers():
+        if kind in rules.tools:
+            return Decision(
+                verdict,
+                f"{verdict}: tool {kind}",
+                f"the tool kind {kind} matches the {verdict} rule",
+                who.RULE,
+            )
+    return None
+
+
+_MCP_KINDS: Final = frozenset({"other", "read"})
+"""The kinds agents give an MCP tool: ``other`` (Claude Code, Qwen Code), and
+``read`` (Qwen Code, for a tool its server marks ``readOnlyHint``)."""
+
+
 def _relayed(action: ToolPermission, kind: str, policy: Policy) -> McpCall | None:
-    """The MCP call a permission asks about, when its title names a tool of one
-    of the job's servers the way agents name them (``mcp__SERVER__TOOL``): the
-    same rules decide it as decide the call (the relay decides it again when it
-    comes). Only a kind that is no other kind's (``other``): an ``execute``
-    titled like an MCP tool is judged as what it is."""
-    if kind != "other" or not policy.mcp.servers or not action.title.startswith("mcp__"):
+    """The MCP call a permission asks about, when its title (Claude Code) or its
+    tool name (Qwen Code's ``_meta.toolName``; its title is the arguments'
+    JSON) names a tool of one of the job's servers the way agents name them,
+    ``mcp__SERVER__TOOL``: the same ``[mcp]`` rules decide it as decide the call.
+
+    What is trusted: nothing here. The title, the name, the kind and the input
+    are all the agent's word, and the permission only lets the agent go on; an
+    MCP call it then makes comes through the relay, which decides it again on
+    the server, tool and arguments actually sent (and a server the job does not
+    name is not reachable at all). So a name only puts the ``[mcp]`` rule's
+    verdict in place of the kind's default (an ``other`` is asked about): the
+    rule naming its kind and every command and path its input names still
+    decide with it, the strictest wins, and a call allowed here is refused by
+    the relay if the rules refuse what is really sent. Only kinds an MCP tool gets (`_MCP_KINDS`):
+    an ``execute`` or ``edit`` named like an MCP tool is judged as what it is.
+    Qwen Code rewrites a name with characters outside ``[A-Za-z0-9_-]`` (or over
+    64 characters) with a hash suffix: such a name is decided as written, which
+    the rules may not name (then it is asked about); the relay still decides the
+    real call."""
+    if kind not in _MCP_KINDS or not policy.mcp.servers:
         return None
-    for server in policy.mcp.servers:
-        prefix = f"mcp__{server.name}__"
-        if action.title.startswith(prefix) and len(action.title) > len(prefix):
-            raw = action.raw_input if isinstance(action.raw_input, Mapping) else {}
-            return McpCall(server.name, "tools/call", action.title[len(prefix) :], raw)
+    for name in (action.title, action.tool_name):
+        if not name or not name.startswith("mcp__"):
+            continue
+        for server in policy.mcp.servers:
+            prefix = f"mcp__{server.name}__"
+            if name.startswith(prefix) and len(name) > len(prefix):
+                raw = action.raw_input if isinstance(action.raw_input, Mapping) else {}
+                return McpCall(server.name, "tools/call", name[len(prefix) :], raw)
     return None
 
 

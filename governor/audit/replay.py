@@ -143,9 +143,11 @@ def action_of(record: Mapping[str, Any]) -> tuple[Action, Action | None, bool]:
         if approximate:
             command = subject.get("command")
             raw = {"command": command} if isinstance(command, str) else {}
+        tool_name = subject.get("tool_name")
         return (
             ToolPermission(
-                tool_kind if isinstance(tool_kind, str) else None, str(title), raw, locations
+                tool_kind if isinstance(tool_kind, str) else None, str(title), raw, locations,
+                tool_name=tool_name if isinstance(tool_name, str) else None,
             ),
             None,
             approximate,

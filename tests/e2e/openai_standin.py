@@ -5,6 +5,9 @@ The agents post ``/v1/chat/completions`` (streamed as Server-Sent Events, or
 not); the answer is chosen by the request itself, as in `standin`: the number of
 ``tool`` messages in its history picks the step, and past the last step comes
 the final text. Requests without tools (titles, summaries) get plain text.
+A step with ``again_if`` is made again while its result says so (Qwen Code's
+``tool_search`` finds no MCP tool until the agent's MCP discovery is done,
+which an instant model outruns): its result is not counted, up to ``AGAIN`` times.
 
 A step names the tools it would use in order of preference; the first one the
 request offers is called. Everything served is kept in `OpenAIStandIn.served`,
@@ -33,6 +36,14 @@ class Call:
 
     tools: tuple[str, ...]
     arguments: Mapping[str, Any]
+    again_if: str | None = None
+    """Made again while the result holds this text (the same step, not the next)."""
+
+
+AGAIN = 40
+"""How often a step is made again before the script goes on regardless."""
+PAUSE = 0.25
+"""Seconds before a step made again is answered."""
 
 
 @dataclass
@@ -94,13 +105,30 @@ class OpenAIStandIn(LoopbackServer):
             for m in body.get("messages") or []
             if isinstance(m, Mapping) and m.get("role") == "tool"
         ]
-        if not offered or len(results) >= len(self.steps):
+        index, again = self._step(results)
+        if again:
+            time.sleep(PAUSE)  # a model's pace, so the retries span the agent's discovery
+        if not offered or index >= len(self.steps):
             return None, self.final if offered else "Stand-in"
-        step = self.steps[len(results)]
+        step = self.steps[index]
         name = next((t for t in step.tools if t in offered), None)
         if name is None:
             return None, f"STANDIN: none of {list(step.tools)} is offered; offered: {offered}"
         return {"name": name, "arguments": json.dumps(dict(step.arguments))}, ""
+
+    def _step(self, results: Sequence[Mapping[str, Any]]) -> tuple[int, int]:
+        """The step the history has reached: each result moves on one step, but
+        a result holding its step's ``again_if`` (up to `AGAIN` of them) does not;
+        and how many times in a row the last step was made again."""
+        index = again = 0
+        for result in results:
+            step = self.steps[index] if index < len(self.steps) else None
+            marker = step.again_if if step is not None else None
+            if marker is not None and again < AGAIN and marker in str(result.get("content")):
+                again += 1
+                continue
+            index, again = index + 1, 0
+        return index, again
 
     def log(self, served: Served) -> None:
         with self._lock:
