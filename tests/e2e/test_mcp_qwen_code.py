@@ -148,6 +148,13 @@ async def test_qwen_asks_before_each_mcp_tool_and_the_mcp_rules_decide_and_the_r
     assert "time: 1 call(s), 1 allowed, 0 refused or waiting" in shown.stdout, shown
     refused = _governor("audit", "--refused", str(job.log))
     assert "mcp.deny: time.convert_time (target_timezone=Europe/*)" in refused.stdout, refused
+    # replay re-decides the permission by its tool name: under a policy that
+    # allows the server's tools and refuses other zones, the refused one is allowed
+    other = job.root / "other.toml"
+    text = (job.root / "policy.toml").read_text().replace("Europe/*", "Asia/*")
+    other.write_text(text.replace('["time.get_current_time"]', '["time.*"]'))
+    replayed = _governor("audit", "replay", str(job.log), "--policy", str(other))
+    assert "refused -> allowed [mcp.allow: time.*]" in replayed.stdout, replayed
     assert _governor("audit", "verify", str(job.log)).returncode == 0
     job.verified_log()
 

@@ -149,3 +149,39 @@ def test_a_permission_for_a_relayed_tool_is_decided_by_the_mcp_rules_and_its_pat
     assert other.rule == "kind: other"
     disguised = decide(ToolPermission("execute", "mcp__git__git_status", {"command": "rm -rf /"}), policy)
     assert "mcp." not in disguised.rule and "rm -rf" in disguised.reason  # judged as the command
+
+
+def test_a_permission_naming_a_relayed_tool_in_its_tool_name_is_decided_by_the_mcp_rules() -> None:
+    """Qwen Code: the title is the arguments' JSON, the tool is `_meta.toolName`,
+    the kind ``read`` for a tool its server marks read-only (else ``other``)."""
+    from policies.actions import ToolPermission
+
+    policy = bound()
+
+    def qwen(kind: str, name: str, raw: dict[str, object], text: str = POLICY) -> tuple[Verdict, str]:
+        import json
+
+        d = decide(ToolPermission(kind, json.dumps(raw), raw, tool_name=name), bound(text))
+        return d.verdict, d.rule
+
+    # a read the kind's default would allow is refused by the [mcp] rule ...
+    assert qwen("read", "mcp__git__git_commit", {"message": "x"}) == (Verdict.DENY, "mcp.deny: git.git_commit")
+    before = decide(ToolPermission("read", '{"message": "x"}', {"message": "x"}), policy)
+    assert before.verdict is Verdict.ALLOW  # the same request without the name
+    # ... and an `other` the kind's default would ask about is allowed by one
+    assert qwen("other", "mcp__git__git_status", {}) == (Verdict.ALLOW, "mcp.allow: git.git_*")
+    assert qwen("other", "mcp__git__git_reset", {}) == (Verdict.ASK, "mcp.ask: git.git_reset")
+    # argument patterns see the input; a path it names is judged too
+    assert qwen("read", "mcp__fs__read_file", {"path": "/work/ws/.env"})[0] is Verdict.DENY
+    assert qwen("read", "mcp__fs__read_file", {"path": "/etc/passwd"}) == (Verdict.DENY, "boundary: roots")
+    assert qwen("read", "mcp__fs__read_file", {"path": "/work/ws/a.txt"}) == (Verdict.ALLOW, "mcp.allow: fs.*")
+    # the name is the agent's word: it never lifts a rule naming the kind ...
+    strict = POLICY.replace("[mcp.deny]", '[deny]\ntools = ["read"]\n\n[mcp.deny]')
+    assert qwen("read", "mcp__git__git_status", {}, strict) == (Verdict.DENY, "deny: tool read")
+    # ... nor makes an execute or an edit anything but what it is
+    execute = decide(ToolPermission("execute", "rm", {"command": "rm -rf /"}, tool_name="mcp__git__git_status"), policy)
+    assert "mcp." not in execute.rule and "rm -rf" in execute.reason
+    edit = decide(ToolPermission("edit", "w", {"file_path": "/etc/x"}, tool_name="mcp__fs__write_file"), policy)
+    assert "mcp." not in edit.rule and edit.verdict is Verdict.DENY
+    # a server the job does not name: judged as before
+    assert qwen("other", "mcp__evil__x", {})[1] == "kind: other"
