@@ -354,8 +354,8 @@ def _relayed(action: ToolPermission, kind: str, policy: Policy) -> McpCall | Non
     decide with it, the strictest wins, and a call allowed here is refused by
     the relay if the rules refuse what is really sent. Only kinds an MCP tool gets (`_MCP_KINDS`):
     an ``execute`` or ``edit`` named like an MCP tool is judged as what it is.
-    Qwen Code rewrites a name with characters outside ``[A-Za-z0-9_-]`` (or over
-    64 characters) with a hash suffix: such a name is decided as written, which
+    Qwen Code rewrites a name with characters outside ``[A-Za-z0-9_-]`` (or past
+    63 characters) with a hash suffix: such a name is decided as written, which
     the rules may not name (then it is asked about); the relay still decides the
     real call."""
     if kind not in _MCP_KINDS or not policy.mcp.servers:
