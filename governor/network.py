@@ -164,10 +164,11 @@ def judge(gate: Gate, refused: dict[str, str] | None = None) -> Judge:
 
 def _policy_of(policy: Policy, origin: str) -> Policy:
     """The policy a connection is judged under: an MCP server's (origin
-    ``mcp:NAME``) reaches only its own ``network`` hosts, whatever the
-    commands' network says."""
+    ``mcp:NAME``) reaches only its own hosts (a stdio server's ``network``, an
+    HTTP server's URL, reached by the governor), whatever the commands'
+    network says."""
     if not origin.startswith("mcp:"):
         return policy
     server = policy.mcp.server(origin.removeprefix("mcp:"))
-    hosts = server.network if server is not None else ()
+    hosts = server.hosts if server is not None else ()
     return replace(policy, network_rules=NetworkRules(enabled=bool(hosts), allow=hosts))

@@ -336,7 +336,7 @@ def prepare(spec: AttemptSpec) -> Prepared:
         ceiling=ceiling,
         executor=executor,
         env=agent_env,
-        masker=Masker.from_environ(environ, [*spec.agent_args, *mcp_servers.secrets(bound.mcp)]),
+        masker=Masker.from_environ(environ, [*spec.agent_args, *mcp_servers.secrets(bound.mcp, environ)]),
         log_path=log_path,
         approver=_approver(spec.approver, bound),
         signer=signer,

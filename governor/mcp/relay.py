@@ -1,5 +1,6 @@
 """The job's MCP servers behind the gate: one socket per server, one sandboxed
-server per agent connection, every governed request decided before it is forwarded.
+server (or one HTTP session) per agent connection, every governed request
+decided before it is forwarded.
 
 Rules of this file:
 
@@ -24,7 +25,10 @@ Rules of this file:
 
 The agent reaches a server through `sandbox/standalone/mcp_shim.py`, which it
 spawns as a stdio server: its socket lies in a folder of the relay's, kept
-visible in the agent's sandbox (`McpRelay.folder`).
+visible in the agent's sandbox (`McpRelay.folder`). Behind the socket a
+`RelaySession` speaks to the server through a `Transport`: a sandboxed child
+on stdio (`StdioServer`) or, for a ``url``, the governor's own HTTP session
+(`governor.mcp.http.HttpServer`); the agent never learns the URL.
 """
 
 from __future__ import annotations
@@ -36,19 +40,19 @@ import shutil
 import socket
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import structlog
 import trio
 
 from governor.acp.dispatch import RpcError
 from governor.audit.log import recorded_input
-from governor.mcp.servers import SHIM, server_profile, shim_interpreter, stdio_entry
-from governor.network import egress_for
+from governor.mcp.servers import SHIM, server_headers, server_profile, shim_interpreter, stdio_entry
+from governor.network import egress_for, judge
 from policies import by as who
 from policies.decide import Decision, decide_call
 from policies.mcp import McpCall, McpServer
@@ -95,7 +99,7 @@ STDERR_TAIL: Final = 4096
 
 
 class McpRelay:
-    """The job's stdio servers behind one gate (see the module docstring).
+    """The job's servers behind one gate (see the module docstring).
     Open it with `open_relay`."""
 
     def __init__(
@@ -112,7 +116,7 @@ class McpRelay:
         self.folder = folder
         """Where the sockets and the shim lie: kept visible in the agent's sandbox."""
         self.proxy = proxy
-        self.servers = tuple(s for s in policy.mcp.servers if s.stdio)
+        self.servers = policy.mcp.servers
         self.shim = str(folder / "mcp_shim.py")
         self.interpreter = shim_interpreter()
         self.dropped: dict[str, int] = {}
@@ -144,8 +148,17 @@ class McpRelay:
                 nursery.start_soon(self._session, server, trio.SocketStream(sock))
 
     async def _session(self, server: McpServer, client: trio.SocketStream) -> None:
-        """One agent connection: its own server process, relayed until either ends."""
+        """One agent connection: its own server process (or HTTP session), relayed
+        until either ends."""
         async with client:
+            if not server.stdio:
+                # the SDK's HTTP client: paid by a url's first session
+                from governor.mcp.http import HttpServer
+
+                headers = server_headers(server, self.environ)
+                http = HttpServer(server, headers, judge(self.gate), self._problem)
+                await RelaySession(self, server, client, http).run()
+                return
             try:
                 egress = egress_for(_server_rules(server), f"mcp:{server.name}")
                 profile = server_profile(server, self.policy, self.environ, egress=egress)
@@ -160,7 +173,7 @@ class McpRelay:
                 async with agent_process(
                     profile, server.command, bwrap=_bwrap(), attach=attach
                 ) as child:
-                    await RelaySession(self, server, client, child).run()
+                    await RelaySession(self, server, client, StdioServer(server, child, self._problem)).run()
             except (OSError, ProfileError, BwrapUnavailable) as e:
                 why = f"MCP server {server.name} could not start: {getattr(e, 'strerror', None) or e}"
                 self._problem(why)
@@ -208,30 +221,98 @@ class _Pending:
     timer: trio.CancelScope = field(default_factory=trio.CancelScope)
 
 
+class Transport(Protocol):
+    """How a session reaches its server: a child's stdio or an HTTP session."""
+
+    async def receive(self, deliver: Callable[[wire.Message], Awaitable[None]]) -> str:
+        """Deliver the server's messages until it ends; why it ended, in words
+        (what the requests still pending are answered)."""
+
+    async def send(self, body: Mapping[str, Any]) -> None:
+        """One message to the server (dropped once it is gone: `receive` says why)."""
+
+    async def close(self) -> None:
+        """The agent hung up: let the server end, bounded."""
+
+
+class StdioServer:
+    """A sandboxed server process's stdio as a `Transport`."""
+
+    def __init__(self, server: McpServer, child: Child, problem: Callable[[str], None]) -> None:
+        self.server = server
+        self.child = child
+        self._problem = problem
+        self._lock = trio.Lock()
+        self._stderr = bytearray()
+
+    async def receive(self, deliver: Callable[[wire.Message], Awaitable[None]]) -> str:
+        stdout = self.child.stdout
+        assert stdout is not None
+        lines = wire.Lines()
+        why = f"the MCP server {self.server.name} ended"
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._drain_stderr)
+            try:
+                while data := await stdout.receive_some(65536):
+                    for line in lines.feed(data):
+                        await deliver(wire.read_message(line))
+            except wire.LineTooLong as e:
+                why = f"the MCP server {self.server.name} sent {e}; its session was ended"
+                self._problem(why)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                pass
+            nursery.cancel_scope.cancel()
+        tail = self._stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
+        return f"{why}: {tail[0][:300]}" if tail[0] else why
+
+    async def send(self, body: Mapping[str, Any]) -> None:
+        stdin = self.child.stdin
+        if stdin is None:
+            return
+        # a server gone: its stdout's end says why
+        async with self._lock:
+            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                await stdin.send_all(wire.encode(body))
+
+    async def close(self) -> None:
+        stdin = self.child.stdin
+        if stdin is not None:
+            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                await stdin.aclose()
+        with trio.move_on_after(EXIT_GRACE):
+            await self.child.wait()
+
+    async def _drain_stderr(self) -> None:
+        stderr = self.child.stderr
+        if stderr is None:
+            return
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            while data := await stderr.receive_some(65536):
+                self._stderr += data
+                del self._stderr[:-STDERR_TAIL]
+
+
 class RelaySession:
-    """One agent connection to one server process (see the module docstring)."""
+    """One agent connection to one server (see the module docstring)."""
 
     def __init__(
-        self, relay: McpRelay, server: McpServer, client: trio.SocketStream, child: Child
+        self, relay: McpRelay, server: McpServer, client: trio.SocketStream, transport: Transport
     ) -> None:
         self.relay = relay
         self.server = server
         self.client = client
-        self.child = child
+        self.transport = transport
         self.pending: dict[str, _Pending] = {}
         self.asked: set[str] = set()
         """Server requests passed to the client, by id key: the answers let through."""
         self._to_client_lock = trio.Lock()
-        self._to_server_lock = trio.Lock()
         self._nursery: trio.Nursery | None = None
-        self._stderr = bytearray()
 
     async def run(self) -> None:
         """Relay until the agent or the server hangs up."""
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             nursery.start_soon(self._from_server)
-            nursery.start_soon(self._drain_stderr)
             nursery.start_soon(self._from_client)
 
     # -- the agent's side --------------------------------------------------------------
@@ -244,12 +325,7 @@ class RelaySession:
                     await self._client_message(wire.read_message(line))
         except (trio.BrokenResourceError, trio.ClosedResourceError, wire.LineTooLong):
             pass
-        stdin = self.child.stdin
-        if stdin is not None:
-            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-                await stdin.aclose()
-        with trio.move_on_after(EXIT_GRACE):
-            await self.child.wait()
+        await self.transport.close()
         self._end()
 
     async def _client_message(self, message: wire.Message) -> None:
@@ -319,21 +395,7 @@ class RelaySession:
     # -- the server's side -------------------------------------------------------------
 
     async def _from_server(self) -> None:
-        stdout = self.child.stdout
-        assert stdout is not None
-        lines = wire.Lines()
-        why = f"the MCP server {self.server.name} ended"
-        try:
-            while data := await stdout.receive_some(65536):
-                for line in lines.feed(data):
-                    await self._server_message(wire.read_message(line))
-        except wire.LineTooLong as e:
-            why = f"the MCP server {self.server.name} sent {e}; its session was ended"
-            self.relay._problem(why)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass
-        tail = self._stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
-        said = f"{why}: {tail[0][:300]}" if tail[0] else why
+        said = await self.transport.receive(self._server_message)
         for pending in list(self.pending.values()):
             pending.timer.cancel()
             await self._to_client(wire.error(pending.ident, wire.REFUSED, said))
@@ -389,15 +451,6 @@ class RelaySession:
             await self.relay.gate.ruled("mcp", subject, f"{self.server.name} {method}", decision, {})
         await self._to_server(wire.error(message.body["id"], wire.REFUSED, f"Refused by the governor: {reason}"))
 
-    async def _drain_stderr(self) -> None:
-        stderr = self.child.stderr
-        if stderr is None:
-            return
-        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-            while data := await stderr.receive_some(65536):
-                self._stderr += data
-                del self._stderr[:-STDERR_TAIL]
-
     # -- writing -----------------------------------------------------------------------
 
     async def _to_client(self, body: Mapping[str, Any]) -> None:
@@ -408,13 +461,7 @@ class RelaySession:
                 self._end()
 
     async def _to_server(self, body: Mapping[str, Any]) -> None:
-        stdin = self.child.stdin
-        if stdin is None:
-            return
-        # a server gone: its stdout's end says why
-        async with self._to_server_lock:
-            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-                await stdin.send_all(wire.encode(body))
+        await self.transport.send(body)
 
     def _dropped(self) -> None:
         name = self.server.name
@@ -432,10 +479,10 @@ async def open_relay(
     environ: Mapping[str, str] | None,
     proxy: Callable[[], EgressProxy | None],
 ) -> AsyncIterator[McpRelay | None]:
-    """The relay of the job's stdio servers, listening for the block (None
-    when the job names none); its folder removed after. The servers' variables
-    come from ``environ`` (None: the governor's own)."""
-    if not any(s.stdio for s in policy.mcp.servers):
+    """The relay of the job's servers, listening for the block (None when the
+    job names none); its folder removed after. The servers' variables (and the
+    HTTP servers' header values) come from ``environ`` (None: the governor's own)."""
+    if not policy.mcp.servers:
         yield None
         return
     folder = Path(tempfile.mkdtemp(prefix="governor-mcp-"))

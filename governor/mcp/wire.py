@@ -95,6 +95,11 @@ def read_message(line: bytes) -> Message:
         body = json.loads(line)
     except (ValueError, UnicodeDecodeError):
         return Message(Shape.INVALID, None)
+    return message_of(body)
+
+
+def message_of(body: Any) -> Message:
+    """A decoded JSON value as a message (an HTTP server's, which is not read as lines)."""
     if not isinstance(body, dict) or body.get("jsonrpc") != "2.0":
         return Message(Shape.INVALID, body if isinstance(body, dict) else None)
     ident = body.get("id")
