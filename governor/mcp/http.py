@@ -32,12 +32,13 @@ Rules of this file:
 from __future__ import annotations
 
 import contextlib
+import json
+import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Final
 
 import httpcore2
 import httpx2
-import structlog
 import trio
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
@@ -48,7 +49,13 @@ from governor.mcp import wire
 from policies.mcp import McpServer, url_host
 from sandbox.net.judge import ConnectionRequest, Judge
 
-log = structlog.get_logger("governor.mcp")
+# The SDK's client logs each failure it answers (a body it cannot parse, a
+# redirect it does not follow) through the standard library, which the
+# governor does not configure: Python's last-resort handler would print them
+# on the person's terminal. What went wrong is the outcome's notice instead.
+_sdk_log = logging.getLogger("mcp.client.streamable_http")
+_sdk_log.addHandler(logging.NullHandler())
+_sdk_log.propagate = False
 
 CONNECT_TIMEOUT: Final = 30.0
 """Seconds one connection to the server may take (the server's ``timeout`` if shorter)."""
@@ -137,6 +144,8 @@ class HttpServer:
         self._done = trio.Event()
         self._scope = trio.CancelScope()
         self._deliver: Deliver | None = None
+        self._failed: dict[str, str] = {}
+        """Request id key -> why its HTTP answer failed (said before the error the SDK delivers for it)."""
 
     @property
     def where(self) -> str:
@@ -210,29 +219,44 @@ class HttpServer:
                 continue
             body = item.message.model_dump(by_alias=True, mode="json", exclude_unset=True)
             error = body.get("error")
-            if isinstance(error, dict) and error.get("code") == PARSE_ERROR:
-                said = f"the MCP server {self.server.name} at {self.where} sent a body that is not JSON-RPC"
-                self._problem(said)
-                body = wire.error(body.get("id"), wire.REFUSED, said)
+            if isinstance(error, dict):
+                failed = self._failed.pop(json.dumps(body.get("id")), None)
+                if failed is not None:  # the SDK's words, or the server's own error, after ours
+                    said = f"{failed} ({str(error.get('message'))[:300]})"
+                    body = wire.error(body.get("id"), wire.REFUSED, said)
+                elif error.get("code") == PARSE_ERROR:  # the SDK's words quote the body at length
+                    said = f"the MCP server {self.server.name} at {self.where} sent a body that is not JSON-RPC"
+                    self._problem(said)
+                    body = wire.error(body.get("id"), wire.REFUSED, said)
             await self._deliver(wire.message_of(body))
         done.cancel()
 
     async def _answered(self, response: httpx2.Response) -> None:
-        """Every HTTP answer: a redirect away recorded as refused, an error noted."""
+        """Every HTTP answer: a redirect away recorded as refused, an error noted
+        (and said to the agent for the request it answered, naming the server)."""
         status, method = response.status_code, response.request.method
+        said = None
         if 300 <= status < 400 and "location" in response.headers:
-            await self._redirected(response)
+            said = await self._redirected(response)
         elif status >= 400 and not (method in ("GET", "DELETE") and status in (404, 405)):
-            self._problem(f"the MCP server {self.server.name} at {self.where} answered HTTP {status} to a {method}")
+            said = f"the MCP server {self.server.name} at {self.where} answered HTTP {status} to a {method}"
         elif method == "POST" and status != 202 and 200 <= status < 300:
             kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
             if kind not in ("application/json", "text/event-stream"):
-                self._problem(
+                said = (
                     f"the MCP server {self.server.name} at {self.where} answered {kind or 'no content type'}, "
                     "not JSON-RPC"
                 )
+        if said is None:
+            return
+        self._problem(said)
+        if method == "POST" and len(self._failed) < 1024:
+            with contextlib.suppress(ValueError, AttributeError, httpx2.RequestNotRead):
+                sent = json.loads(response.request.content)
+                if isinstance(sent, dict) and "id" in sent and "method" in sent:
+                    self._failed[json.dumps(sent["id"])] = said
 
-    async def _redirected(self, response: httpx2.Response) -> None:
+    async def _redirected(self, response: httpx2.Response) -> str | None:
         location = response.headers["location"]
         try:
             target = response.url.join(location)
@@ -242,7 +266,7 @@ class HttpServer:
         except (httpx2.InvalidURL, ValueError):
             host, port, path = location[:64] or "?", 0, None
         if (host, port) == (self.host, self.port):
-            return  # within the URL's origin: the SDK follows it (307/308) or says why not
+            return None  # within the URL's origin: the SDK follows it (307/308) or says why not
         problem = (
             f"a redirect from the MCP server {self.server.name}'s URL; the governor follows none "
             "away from the host the operator named"
@@ -252,9 +276,7 @@ class HttpServer:
             host or "?", port, method=method, path=path, via=VIA, origin=self.origin, problem=problem
         )
         await self._judge(request)
-        self._problem(
-            f"the MCP server {self.server.name} at {self.where} redirected a {method} to {host or '?'}:{port}: refused"
-        )
+        return f"the MCP server {self.server.name} at {self.where} redirected a {method} to {host or '?'}:{port}: refused"
 
 
 def _reason(error: BaseException) -> str:

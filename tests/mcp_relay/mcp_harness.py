@@ -30,6 +30,8 @@ from governor.audit.log import AuditLog
 from governor.audit.verify import read_lines, verify
 from governor.gate import Gate
 from governor.mcp.relay import McpRelay, open_relay
+from governor.mcp.servers import secrets
+from governor.secrets import Masker
 from policies.policy import Policy, parse_policy
 from sandbox.net.proxy import open_egress
 
@@ -97,15 +99,18 @@ def bound(text: str, workspace: Path) -> Policy:
 
 @asynccontextmanager
 async def governed(policy: Policy, log: Path) -> AsyncIterator[Governed]:
-    """The audit log, gate, egress proxy and relay of ``policy``'s servers."""
+    """The audit log, gate, egress proxy and relay of ``policy``'s servers; the
+    log masked as an attempt's is (`governor.spec`: the environment's secrets,
+    the servers' given values and header values)."""
     events: list[tuple[str, dict[str, object]]] = []
-    audit = AuditLog(log, "att")
+    environ = dict(os.environ)
+    audit = AuditLog(log, "att", masker=Masker.from_environ(environ, secrets(policy.mcp, environ)))
     # where a chain starts, naming the roots (as replay reads them)
     audit.record("attempt-start", agent="mcp-test", workspace=policy.workspace, roots=list(policy.roots))
     gate = Gate(policy, audit, Unattended(), on_event=lambda kind, info: events.append((kind, info)))
     async with (
         open_egress(network.judge(gate)) as proxy,
-        open_relay(gate, policy, dict(os.environ), lambda: proxy) as relay,
+        open_relay(gate, policy, environ, lambda: proxy) as relay,
     ):
         assert relay is not None
         yield Governed(relay, gate, log, events)
