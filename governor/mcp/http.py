@@ -11,12 +11,13 @@ anyio-based and runs under trio as the relay does.
 
 Rules of this file:
 
-- **Every connection is a decision**: the HTTP client opens its sockets
-  through `_GovernedBackend`, which asks the attempt's network judge first
-  (kind ``network``, origin ``mcp:NAME``, recorded) and connects only to the
-  addresses the judge names (no second lookup). The URL's own host and port
-  are allowed because the operator named them (`policies.mcp.McpServer.hosts`);
-  nothing else is.
+- **Every connection is decided**: the HTTP client opens its sockets
+  through `_GovernedBackend`, which asks the attempt's network judge before
+  a session's first connection to a host (kind ``network``, origin
+  ``mcp:NAME``, recorded) and connects only to the addresses the judge named
+  (no second lookup, for the session's later connections either). The URL's
+  own host and port are allowed because the operator named them
+  (`policies.mcp.McpServer.hosts`); nothing else is.
 - **A redirect away is refused and recorded**: the SDK does not follow it,
   and the relay records it as a refused ``network`` decision of the server's
   origin, naming the host it pointed to.
@@ -70,12 +71,17 @@ Deliver = Callable[[wire.Message], Awaitable[None]]
 
 
 class _GovernedBackend(httpcore2.AsyncNetworkBackend):
-    """httpcore's network with every connection judged first (see the module docstring)."""
+    """httpcore's network with connections judged first (see the module docstring).
+    One per HTTP session: a host and port allowed once stay allowed for it, at
+    the addresses judged then (its later connections -- the server's stream,
+    a keep-alive closed by the server, the ``DELETE`` after the turn -- are
+    that decision's, not new ones); a refusal is decided (and recorded) anew."""
 
     def __init__(self, judge: Judge, origin: str) -> None:
         self._judge = judge
         self._origin = origin
         self._inner = httpcore2.TrioBackend()
+        self._allowed: dict[tuple[str, int], tuple[str, ...]] = {}
 
     async def connect_tcp(
         self,
@@ -85,12 +91,15 @@ class _GovernedBackend(httpcore2.AsyncNetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore2.AsyncNetworkStream:
-        request = ConnectionRequest(host.strip("[]"), port, via=VIA, origin=self._origin)
-        answer = await self._judge(request)
-        if not answer.allowed:
-            raise httpcore2.ConnectError(f"refused by the governor: {answer.reason}")
+        host = host.strip("[]")
+        addresses = self._allowed.get((host, port))
+        if addresses is None:
+            answer = await self._judge(ConnectionRequest(host, port, via=VIA, origin=self._origin))
+            if not answer.allowed:
+                raise httpcore2.ConnectError(f"refused by the governor: {answer.reason}")
+            addresses = self._allowed[(host, port)] = answer.addresses
         last: Exception | None = None
-        for address in answer.addresses:
+        for address in addresses:
             try:
                 return await self._inner.connect_tcp(
                     address, port, timeout=timeout, local_address=local_address, socket_options=socket_options

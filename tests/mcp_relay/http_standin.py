@@ -12,6 +12,7 @@ It answers ``initialize`` (with a session id), ``notifications/*`` (202),
 - ``flood``: an SSE answer of 3000 log notifications, then the result.
 - ``silent``: never answers (the handler waits until the stand-in stops).
 - ``redirect``: ``307`` to ``http://example.com/mcp``.
+- ``moved``: ``307`` to ``/mcp?moved=1`` on the same host, where it answers ``moved done``.
 
 It keeps what it saw: each request's headers and whether the session was deleted.
 """
@@ -24,7 +25,7 @@ import threading
 from typing import Any
 
 SESSION = "standin-session-1"
-TOOLS = ("echo", "ok", "not_json", "not_jsonrpc", "html", "error", "flood", "silent", "redirect")
+TOOLS = ("echo", "ok", "moved", "not_json", "not_jsonrpc", "html", "error", "flood", "silent", "redirect")
 FLOOD = 3000
 
 
@@ -77,7 +78,7 @@ class StandIn:
                 done = {"content": [{"type": "text", "text": f"{name} done"}]}
                 if name == "echo":
                     self._json(ident, {"content": [{"type": "text", "text": str(arguments.get("message"))}]})
-                elif name == "ok":
+                elif name == "ok" or (name == "moved" and self.path.endswith("moved=1")):
                     self._json(ident, done)
                 elif name == "not_json":
                     self._reply(200, b"<html>this is not json", "application/json")
@@ -87,9 +88,9 @@ class StandIn:
                     self._reply(200, b"<html>hello</html>", "text/html")
                 elif name == "error":
                     self._reply(500, b"internal trouble", "text/plain")
-                elif name == "redirect":
+                elif name in ("redirect", "moved"):
                     self.send_response(307)
-                    self.send_header("Location", "http://example.com/mcp")
+                    self.send_header("Location", "http://example.com/mcp" if name == "redirect" else "/mcp?moved=1")
                     self.send_header("Content-Length", "0")
                     self.end_headers()
                 elif name == "silent":

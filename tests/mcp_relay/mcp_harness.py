@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import socket
+import subprocess
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,6 +69,63 @@ def npm_server(package: str, entry: str = "dist/index.js") -> list[str]:
     node = shutil.which("node")
     assert node is not None
     return [node, path]
+
+
+# server-everything listens on every interface (``app.listen(PORT)``): this
+# preload keeps it on loopback, the only place a test wants it
+LOOPBACK_ONLY = """
+import net from "node:net";
+const listen = net.Server.prototype.listen;
+net.Server.prototype.listen = function (port, ...rest) {
+  if (typeof port === "number" || typeof port === "string") {
+    return listen.call(this, Number(port), "127.0.0.1", ...rest.filter((a) => typeof a === "function"));
+  }
+  return listen.call(this, port, ...rest);
+};
+"""
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on (now)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def everything_http(folder: Path) -> Iterator[str]:
+    """``@modelcontextprotocol/server-everything`` in its ``streamableHttp`` mode
+    on a loopback port (``PORT``, its package's start script): its URL."""
+    node, entry = npm_server("server-everything")
+    preload = folder / "loopback.mjs"
+    preload.write_text(LOOPBACK_ONLY)
+    port = free_port()
+    proc = subprocess.Popen(
+        [node, "--import", preload.as_uri(), entry, "streamableHttp"],
+        env={**os.environ, "PORT": str(port)},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    said = []
+    for line in proc.stderr:  # it says so once listening (or why not, and exits)
+        said.append(line)
+        if "listening on port" in line:
+            break
+    else:
+        proc.wait(timeout=30)
+        pytest.fail(f"server-everything did not start: {''.join(said)}")
+    # the rest of its stderr (a line per request) drained, never blocking it
+    drain = subprocess.Popen(["cat"], stdin=proc.stderr, stdout=subprocess.DEVNULL)
+    try:
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        drain.wait(timeout=30)
+        proc.stderr.close()
 
 
 @dataclass

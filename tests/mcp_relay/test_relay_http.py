@@ -7,9 +7,6 @@ the governor's connection to it is a recorded ``network`` decision."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -18,26 +15,13 @@ from pathlib import Path
 import pytest
 from http_standin import FLOOD, StandIn
 from mcp import MCPError
-from mcp_harness import NODE_MODULES, bound, client, governed, need
+from mcp_harness import bound, client, everything_http, free_port, governed
 
 from governor.mcp.servers import problems, secrets
 from policies.mcp import McpConfig, McpServer
 
 TOKEN = "opensesame-4711-relay"
 """The header's value: its variable's name does not look secret, and still it is masked."""
-
-# server-everything listens on every interface (``app.listen(PORT)``): this
-# preload keeps it on loopback, the only place the test wants it
-LOOPBACK_ONLY = """
-import net from "node:net";
-const listen = net.Server.prototype.listen;
-net.Server.prototype.listen = function (port, ...rest) {
-  if (typeof port === "number" || typeof port === "string") {
-    return listen.call(this, Number(port), "127.0.0.1", ...rest.filter((a) => typeof a === "function"));
-  }
-  return listen.call(this, port, ...rest);
-};
-"""
 
 EVERYTHING = """
 capability = "read-only"
@@ -73,41 +57,11 @@ def _leaf(error: BaseException) -> BaseException:
     return error
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 def everything(tmp_path: Path) -> Iterator[str]:
     """server-everything's streamable HTTP endpoint on loopback."""
-    entry = need(NODE_MODULES / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js")
-    node = shutil.which("node")
-    assert node is not None
-    preload = tmp_path / "loopback.mjs"
-    preload.write_text(LOOPBACK_ONLY)
-    port = _free_port()
-    proc = subprocess.Popen(
-        [node, "--import", preload.as_uri(), entry, "streamableHttp"],
-        env={**os.environ, "PORT": str(port)},
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stderr is not None
-    said = []
-    for line in proc.stderr:  # it says so once listening (or why not, and exits)
-        said.append(line)
-        if "listening on port" in line:
-            break
-    else:
-        pytest.fail(f"server-everything did not start: {''.join(said)}")
-    try:
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        proc.stderr.close()
+    with everything_http(tmp_path) as url:
+        yield url
 
 
 @pytest.fixture
@@ -155,10 +109,11 @@ async def test_a_real_http_server_allowed_call_works_denied_one_refused_and_hidd
         ("echo", "allow", "mcp.allow: everything.echo"),
     ]
     # the governor's connections to the named host: decided, allowed, recorded
-    connections = g.records("network")
-    assert connections and {
-        (r["subject"]["host"], r["subject"]["port"], r["subject"]["origin"], r["verdict"]) for r in connections
-    } == {("127.0.0.1", int(everything.split(":")[2].split("/")[0]), "mcp:everything", "allow")}
+    port = int(everything.split(":")[2].split("/")[0])
+    assert [
+        (r["subject"]["host"], r["subject"]["port"], r["subject"]["origin"], r["subject"]["via"], r["verdict"])
+        for r in g.records("network")
+    ] == [("127.0.0.1", port, "mcp:everything", "mcp-http", "allow")]
     assert g.relay.notices() == []
     assert g.verified() and _verifies(g.log)
 
@@ -187,7 +142,7 @@ async def test_the_header_reaches_the_server_and_its_value_never_the_log(
 async def test_an_unreachable_url_is_an_error_for_that_server_and_a_notice(
     workspace: Path, tmp_path: Path
 ) -> None:
-    url = f"http://127.0.0.1:{_free_port()}/mcp"
+    url = f"http://127.0.0.1:{free_port()}/mcp"
     policy = bound(EVERYTHING.format(url=url, timeout=60), workspace)
     async with governed(policy, tmp_path / "audit.jsonl") as g:
         with pytest.raises(BaseExceptionGroup) as raised:
@@ -235,9 +190,11 @@ tools = ["rogue.*"]
                 said[tool] = str(e)
             else:
                 said[tool] = f"answered: {_text(result)}"
+        moved = await session.call_tool("moved", {})  # a redirect within the URL's origin: followed
         flooded = await session.call_tool("flood", {})
         ok = await session.call_tool("ok", {})
         notices = g.relay.notices()
+    assert _text(moved) == "moved done"
     assert _text(ok) == "ok done"  # after every misdeed, the session still works
     assert _text(flooded) == "flood done" and len(seen) == FLOOD
     named = "the MCP server rogue at 127.0.0.1:"
@@ -254,9 +211,9 @@ tools = ["rogue.*"]
     assert "redirected a POST to example.com:80: refused" in joined
     assert "did not answer tools/call within 3 s" in joined
     # the redirect's target: a refused network decision of the server's origin, never connected
-    away = [r for r in g.records("network") if r["subject"]["host"] == "example.com"]
-    assert [(r["verdict"], r["subject"]["origin"]) for r in away] == [("deny", "mcp:rogue")]
-    assert all(r["subject"]["host"] in ("127.0.0.1", "example.com") for r in g.records("network"))
+    # the session's connection decided once (its later ones under that decision)
+    decided = [(r["subject"]["host"], r["subject"]["origin"], r["verdict"]) for r in g.records("network")]
+    assert decided == [("127.0.0.1", "mcp:rogue", "allow"), ("example.com", "mcp:rogue", "deny")]
     assert g.verified() and _verifies(g.log)
 
 
