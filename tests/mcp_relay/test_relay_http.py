@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import trio
 from http_standin import FLOOD, StandIn
 from mcp import MCPError
 from mcp_harness import bound, client, everything_http, free_port, governed
@@ -115,6 +116,30 @@ async def test_a_real_http_server_allowed_call_works_denied_one_refused_and_hidd
         for r in g.records("network")
     ] == [("127.0.0.1", port, "mcp:everything", "mcp-http", "allow")]
     assert g.relay.notices() == []
+    assert g.verified() and _verifies(g.log)
+
+
+async def test_the_servers_own_notifications_reach_the_agent_over_its_stream(
+    workspace: Path, tmp_path: Path, everything: str
+) -> None:
+    text = EVERYTHING.format(url=everything, timeout=60).replace(
+        '"everything.get-env"', '"everything.toggle-simulated-logging"'
+    )
+    logged = trio.Event()
+    seen: list[object] = []
+
+    async def on_log(params: object) -> None:
+        seen.append(params)
+        logged.set()
+
+    async with governed(bound(text, workspace), tmp_path / "audit.jsonl") as g, client(
+        g, "everything", logging_callback=on_log
+    ) as session:
+        started = await session.call_tool("toggle-simulated-logging", {})
+        assert "Started simulated" in _text(started), _text(started)
+        with trio.fail_after(120):  # it logs every 5 s, on the session's own stream (GET), asked for by no request
+            await logged.wait()
+    assert seen
     assert g.verified() and _verifies(g.log)
 
 
