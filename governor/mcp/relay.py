@@ -201,10 +201,16 @@ async def _refuse_all(client: trio.SocketStream, why: str) -> None:
                     await client.send_all(wire.encode(wire.error(message.body["id"], wire.REFUSED, why)))
 
 
+def _is_error(result: Any) -> bool:
+    return isinstance(result, dict) and result.get("isError") is True
+
+
 @dataclass
 class _Pending:
     method: str
     ident: Any
+    request: int | None = None
+    """The gate's number for a governed request (its decision record's ``request``)."""
     timer: trio.CancelScope = field(default_factory=trio.CancelScope)
 
 
@@ -271,24 +277,28 @@ class RelaySession:
         if message.key in self.pending or len(self.pending) >= MAX_PENDING:
             await self._to_client(wire.error(body["id"], wire.INVALID_REQUEST, "too many requests in flight, or an id in use"))
             return
-        if method in wire.GOVERNED and not await self._allowed(message):
-            return
+        request = None
+        if method in wire.GOVERNED:
+            request = await self._allowed(message)
+            if request is None:
+                return
         if method == "initialize":
             body = wire.without_server_asks(body)
-        pending = _Pending(method, body["id"])
+        pending = _Pending(method, body["id"], request)
         self.pending[message.key] = pending
         assert self._nursery is not None
         self._nursery.start_soon(self._expire, message.key, pending)
         await self._to_server(body)
 
-    async def _allowed(self, message: wire.Message) -> bool:
-        """Decide one governed request; answer a refusal (or bad params) here."""
+    async def _allowed(self, message: wire.Message) -> int | None:
+        """Decide one governed request: the gate's number for it when allowed;
+        None when refused, answered here (as are bad params)."""
         assert message.body is not None
         ident, method = message.body["id"], message.method
         parsed = wire.governed_params(message)
         if isinstance(parsed, str):
             await self._to_client(wire.error(ident, wire.INVALID_PARAMS, parsed))
-            return False
+            return None
         name, arguments = parsed
         call = McpCall(self.server.name, method, name, arguments)  # type: ignore[arg-type]
         decision = decide_call(call, self.relay.policy)
@@ -300,11 +310,11 @@ class RelaySession:
             ruling = await self.relay.gate.ruled("mcp", subject, shown, decision, {"arguments": arguments})
         except RpcError as e:
             await self._to_client(wire.refusal(ident, method, str(e)))
-            return False
+            return None
         if not ruling.allowed:
             await self._to_client(wire.refusal(ident, method, ruling.reason))
-            return False
-        return True
+            return None
+        return ruling.request
 
     async def _expire(self, key: str, pending: _Pending) -> None:
         with pending.timer:
@@ -314,6 +324,7 @@ class RelaySession:
         del self.pending[key]
         why = f"the MCP server {self.server.name} did not answer {pending.method} within {self.server.timeout:g} s"
         self.relay._problem(why)
+        self._answered(pending, error=True)
         await self._to_client(wire.error(pending.ident, wire.REFUSED, why))
 
     # -- the server's side -------------------------------------------------------------
@@ -336,6 +347,7 @@ class RelaySession:
         said = f"{why}: {tail[0][:300]}" if tail[0] else why
         for pending in list(self.pending.values()):
             pending.timer.cancel()
+            self._answered(pending, error=True)
             await self._to_client(wire.error(pending.ident, wire.REFUSED, said))
         self.pending.clear()
         self._end()
@@ -351,6 +363,7 @@ class RelaySession:
                 self._dropped()
                 return
             pending.timer.cancel()
+            self._answered(pending, error="error" in body or _is_error(body.get("result")))
             if pending.method == "tools/list" and "result" in body:
                 body = self._listed(body)
             await self._to_client(body)
@@ -415,6 +428,12 @@ class RelaySession:
         async with self._to_server_lock:
             with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
                 await stdin.send_all(wire.encode(body))
+
+    def _answered(self, pending: _Pending, *, error: bool) -> None:
+        """Tell the listeners (the OTel trace) that a governed request is answered."""
+        if pending.request is not None:
+            event = {"server": self.server.name, "request": pending.request, "error": error}
+            self.relay.gate.on_event("mcp_result", event)
 
     def _dropped(self) -> None:
         name = self.server.name
