@@ -10,12 +10,19 @@ Rules of this file:
   the relay (`governor.mcp.wire.refusal`) and the server never sees the call.
 - **Only answers to what was forwarded**: a server's response whose id the
   relay is not waiting for (a refused call's, a made-up one) is dropped, and
-  so is a client's response to a server request the relay did not pass on.
+  so is every client response (no server request is passed on to the agent).
 - **What the policy denies is not offered**: a ``tools/list`` result loses
   the tools whose bare call the policy refuses.
-- **A server is not the agent's way to the person or the model**: sampling
-  and elicitation are taken out of the client's ``initialize`` and refused
-  (recorded) if a server asks anyway.
+- **A server's requests are decided here, never passed to the agent**:
+  ``roots/list`` is answered with the job's roots (what the server's sandbox
+  shows; never what the agent says, whose ``roots`` capability and
+  ``list_changed`` notifications stop here), ``ping`` is answered, an
+  ``elicitation/create`` goes through the gate like the agent's own
+  (`governor.elicitation`: declined unattended, put to a person with
+  ``--approvals person``, recorded), and ``sampling/createMessage`` or any
+  other request is refused and recorded (sampling would let a server drive
+  the agent's model). Sampling is never offered in the ``initialize`` the
+  server gets, elicitation only when a person answers.
 - **The server's input never ends the attempt**: a line that is not JSON-RPC
   is dropped and counted, a line over `wire.MAX_LINE` ends that session, a
   request the server leaves unanswered past its ``timeout`` is answered an
@@ -45,6 +52,7 @@ from typing import TYPE_CHECKING, Any, Final
 import structlog
 import trio
 
+from governor import elicitation
 from governor.acp.dispatch import RpcError
 from governor.audit.log import recorded_input
 from governor.mcp.servers import SHIM, server_profile, shim_interpreter, stdio_entry
@@ -225,8 +233,8 @@ class RelaySession:
         self.client = client
         self.child = child
         self.pending: dict[str, _Pending] = {}
-        self.asked: set[str] = set()
-        """Server requests passed to the client, by id key: the answers let through."""
+        self.asking = 0
+        """Server elicitations waiting for the gate (a person may take a while)."""
         self._to_client_lock = trio.Lock()
         self._to_server_lock = trio.Lock()
         self._nursery: trio.Nursery | None = None
@@ -265,12 +273,10 @@ class RelaySession:
                 await self._to_client(wire.error(body["id"], wire.INVALID_REQUEST, "not a JSON-RPC 2.0 message"))
             return
         if message.shape is wire.Shape.RESPONSE:
-            if message.key in self.asked:
-                self.asked.discard(message.key)
-                await self._to_server(body)
-            return
+            return  # to no request of the relay's: server requests stop here
         if message.shape is wire.Shape.NOTIFICATION:
-            await self._to_server(body)
+            if message.method != "notifications/roots/list_changed":  # the roots are ours
+                await self._to_server(body)
             return
         assert message.key is not None
         method = message.method
@@ -283,7 +289,8 @@ class RelaySession:
             if request is None:
                 return
         if method == "initialize":
-            body = wire.without_server_asks(body)
+            person = elicitation.person_of(self.relay.gate.approvals.approver)
+            body = wire.relayed_initialize(body, elicitation=person is not None)
         pending = _Pending(method, body["id"], request)
         self.pending[message.key] = pending
         assert self._nursery is not None
@@ -368,15 +375,9 @@ class RelaySession:
                 body = self._listed(body)
             await self._to_client(body)
             return
-        if message.shape is wire.Shape.REQUEST and message.method in wire.SERVER_ASKS:
-            await self._refuse_server_ask(message)
-            return
         if message.shape is wire.Shape.REQUEST:
-            assert message.key is not None
-            if len(self.asked) >= MAX_PENDING:
-                await self._to_server(wire.error(body["id"], wire.INVALID_REQUEST, "too many requests in flight"))
-                return
-            self.asked.add(message.key)
+            await self._server_request(message)
+            return
         await self._to_client(body)
 
     def _listed(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -392,15 +393,59 @@ class RelaySession:
         }
         return wire.without_tools(body, hidden) if hidden else body
 
-    async def _refuse_server_ask(self, message: wire.Message) -> None:
+    async def _server_request(self, message: wire.Message) -> None:
+        """A request of the server's, answered here (see the module docstring)."""
         assert message.body is not None
-        method = message.method
-        reason = f"the MCP server {self.server.name} may not use {method}: the agent's model and the person are not a server's to ask"
+        ident, method = message.body["id"], message.method
+        if method == "roots/list":
+            await self._to_server(wire.roots_result(ident, self.relay.policy.roots))
+        elif method == "ping":
+            await self._to_server(wire.result(ident, {}))
+        elif method == "elicitation/create" and self.asking < MAX_PENDING:
+            self.asking += 1
+            assert self._nursery is not None
+            self._nursery.start_soon(self._elicit, ident, message.body.get("params"))
+        elif method == "elicitation/create":
+            await self._to_server(wire.error(ident, wire.INVALID_REQUEST, "too many requests in flight"))
+        elif method == "sampling/createMessage":
+            await self._refuse_server_ask(
+                ident, method, "it would let a server drive the agent's model", wire.REFUSED
+            )
+        else:
+            await self._refuse_server_ask(
+                ident,
+                method[:200],
+                "the governor answers a server's roots/list, ping and elicitation/create only",
+                wire.METHOD_NOT_FOUND,
+            )
+
+    async def _elicit(self, ident: Any, params: Any) -> None:
+        """A server's form, through the gate as the agent's own would be."""
+        try:
+            request = elicitation.from_server(self.server.name, ident, params)
+            if isinstance(request, str):
+                await self._refuse_server_ask(ident, "elicitation/create", request, wire.INVALID_PARAMS)
+                return
+            origin = f"mcp:{self.server.name}"
+            try:
+                reply = self.relay.gate.create_elicitation(request, origin=origin)
+                if not isinstance(reply, dict):
+                    reply = await reply
+            except RpcError as e:
+                await self._to_server(wire.error(ident, wire.REFUSED, f"Refused by the governor: {e}"))
+                return
+            await self._to_server(wire.result(ident, reply))
+        finally:
+            self.asking -= 1
+
+    async def _refuse_server_ask(self, ident: Any, method: str, why: str, code: int) -> None:
+        """Refuse a server's request, recorded (kind ``mcp``, its origin the server)."""
+        reason = f"the MCP server {self.server.name} may not use {method}: {why}"
         decision = Decision(Verdict.DENY, "mcp.server-asks", reason, who.PROTOCOL)
         subject = {"server": self.server.name, "method": method, "origin": f"mcp:{self.server.name}"}
         with contextlib.suppress(RpcError):
             await self.relay.gate.ruled("mcp", subject, f"{self.server.name} {method}", decision, {})
-        await self._to_server(wire.error(message.body["id"], wire.REFUSED, f"Refused by the governor: {reason}"))
+        await self._to_server(wire.error(ident, code, f"Refused by the governor: {reason}"))
 
     async def _drain_stderr(self) -> None:
         stderr = self.child.stderr

@@ -66,4 +66,8 @@ def test_tools_list_loses_only_the_hidden_tools_and_initialize_its_server_asks()
     assert wire.tool_names(body["result"]) is None  # no inputSchema: not a tools/list result
     init = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
             "params": {"capabilities": {"sampling": {}, "elicitation": {}, "roots": {}}}}  # fmt: skip
-    assert wire.without_server_asks(init)["params"]["capabilities"] == {"roots": {}}
+    assert wire.relayed_initialize(init, elicitation=False)["params"]["capabilities"] == {"roots": {}}
+    asked = wire.relayed_initialize(init, elicitation=True)["params"]["capabilities"]
+    assert asked == {"roots": {}, "elicitation": {}}
+    bare = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}}
+    assert wire.relayed_initialize(bare, elicitation=False)["params"]["capabilities"] == {"roots": {}}
