@@ -23,6 +23,11 @@ Rules of this file:
   other request is refused and recorded (sampling would let a server drive
   the agent's model). Sampling is never offered in the ``initialize`` the
   server gets, elicitation only when a person answers.
+- **What the agent was offered is in the log**: a ``mcp-server`` record per
+  server when the relay opens (its name, command, whether it may write, its
+  network hosts), and a ``mcp-tools`` record per distinct ``tools/list``
+  result a server gives (the tools' names, those hidden), at most
+  `TOOL_LISTS` per server.
 - **The server's input never ends the attempt**: a line that is not JSON-RPC
   is dropped and counted, a line over `wire.MAX_LINE` ends that session, a
   request the server leaves unanswered past its ``timeout`` is answered an
@@ -54,10 +59,11 @@ import trio
 
 from governor import elicitation
 from governor.acp.dispatch import RpcError
-from governor.audit.log import recorded_input
+from governor.audit.log import AuditUnavailable, recorded_input
 from governor.mcp.servers import SHIM, server_profile, shim_interpreter, stdio_entry
 from governor.network import egress_for
 from policies import by as who
+from policies.capability import Capability
 from policies.decide import Decision, decide_call
 from policies.mcp import McpCall, McpServer
 from policies.network import NetworkRules
@@ -100,6 +106,9 @@ EXIT_GRACE: Final = 2.0
 MAX_PENDING: Final = 1024
 """Requests one session may have in flight; more are answered an error."""
 STDERR_TAIL: Final = 4096
+TOOL_LISTS: Final = 16
+"""Distinct ``tools/list`` results recorded per server (one that changes its
+list at every call would otherwise write a record each time)."""
 
 
 class McpRelay:
@@ -127,6 +136,8 @@ class McpRelay:
         """Server name -> messages dropped (malformed, or answers never asked for)."""
         self.problems: list[str] = []
         """What went wrong with a server, in words (the outcome's notices)."""
+        self.tool_lists: dict[str, set[tuple[tuple[str, ...], tuple[str, ...]]]] = {}
+        """Server name -> the tools/list results recorded (names, hidden)."""
 
     def socket_path(self, server: McpServer) -> str:
         """Where the shim for ``server`` connects."""
@@ -173,6 +184,33 @@ class McpRelay:
                 why = f"MCP server {server.name} could not start: {getattr(e, 'strerror', None) or e}"
                 self._problem(why)
                 await _refuse_all(client, why)
+
+    def record_servers(self) -> None:
+        """A ``mcp-server`` record per server, as it will run."""
+        for server in self.servers:
+            writable = server.writable and self.policy.capability >= Capability.EDIT_WORKSPACE
+            subject = {
+                "server": server.name,
+                "command": list(server.command),
+                "writable": writable,
+                "network": [h.text for h in server.network],
+            }
+            self._record("mcp-server", subject)
+
+    def tools_seen(self, server: McpServer, names: list[str], hidden: set[str]) -> None:
+        """A ``mcp-tools`` record of one ``tools/list`` result, unless recorded already."""
+        seen = self.tool_lists.setdefault(server.name, set())
+        listed = (tuple(names), tuple(sorted(hidden)))
+        if listed in seen or len(seen) >= TOOL_LISTS:
+            return
+        seen.add(listed)
+        self._record("mcp-tools", {"server": server.name, "tools": names, "hidden": list(listed[1])})
+
+    def _record(self, kind: str, subject: dict[str, Any]) -> None:
+        try:
+            self.gate.audit.record(kind, session=self.gate.session_id, subject=subject)
+        except AuditUnavailable as e:
+            self.gate.fail(str(e))
 
     def _problem(self, why: str) -> None:
         if why not in self.problems and len(self.problems) < 32:
@@ -391,6 +429,7 @@ class RelaySession:
             if decide_call(McpCall(self.server.name, "tools/call", name), self.relay.policy).verdict
             is Verdict.DENY
         }
+        self.relay.tools_seen(self.server, names, hidden)
         return wire.without_tools(body, hidden) if hidden else body
 
     async def _server_request(self, message: wire.Message) -> None:
@@ -507,6 +546,7 @@ async def open_relay(
         os.chmod(folder, 0o755)  # the agent may run as another user (govtest): the socket's mode guards
         shutil.copyfile(SHIM, folder / "mcp_shim.py")
         relay = McpRelay(gate, policy, os.environ if environ is None else environ, folder, proxy)
+        relay.record_servers()
         listeners: list[tuple[McpServer, socket.socket]] = []
         try:
             for server in relay.servers:

@@ -102,12 +102,13 @@ async def governed(
     *,
     listener: Callable[[str, dict[str, Any]], None] | None = None,
     approver: Any = None,
+    attempt: str = "att",
 ) -> AsyncIterator[Governed]:
     """The audit log, gate, egress proxy and relay of ``policy``'s servers;
     every event kept, and also given to ``listener`` (an OTel trace); asks go to
     ``approver`` (default: unattended)."""
     events: list[tuple[str, dict[str, object]]] = []
-    audit = AuditLog(log, "att")
+    audit = AuditLog(log, attempt)
     # where a chain starts, naming the roots (as replay reads them)
     audit.record("attempt-start", agent="mcp-test", workspace=policy.workspace, roots=list(policy.roots))
 
