@@ -60,20 +60,28 @@ DECLINE: ElicitationReply = {"action": "decline"}
 RULE = "elicitation"
 
 
+_SERVER_FIELDS = ("requestedSchema", "url", "elicitationId")
+_SERVER_MODES: Mapping[Any, type[Any]] = {
+    "form": schema.CreateFormRequestElicitationRequest,
+    "url": schema.CreateUrlRequestElicitationRequest,
+}
+
+
 def from_server(server: str, ident: Any, params: Any) -> ElicitationRequest | str:
     """An MCP server's ``elicitation/create`` params as the request the gate
     decides (its message prefixed with the server's name, so that the person
     knows who asks), or what is wrong with them."""
     if not isinstance(params, dict) or not isinstance(params.get("message"), str):
         return "invalid params for elicitation/create: a message is required"
-    body = {
-        **{k: v for k, v in params.items() if k != "_meta"},
+    body = {  # MCP's fields only: a server names no ACP session or tool call
+        **{k: v for k, v in params.items() if k in _SERVER_FIELDS},
         "requestId": ident,
         "mode": params.get("mode", "form"),
         "message": f"the MCP server {server} asks: {params['message']}",
     }
+    model = _SERVER_MODES.get(body["mode"], schema.CreateOtherElicitationRequest)
     try:
-        return ElicitationRequest.model_validate(body)
+        return ElicitationRequest(root=model.model_validate(body))
     except ValidationError as e:
         first = e.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "params"
