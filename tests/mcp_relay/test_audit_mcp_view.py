@@ -126,3 +126,20 @@ async def test_a_writable_server_of_a_job_run_read_only_is_recorded_as_it_runs_r
         pass
     assert [r["subject"]["writable"] for r in g.records("mcp-server")] == [False, False]
     assert g.verified()
+
+
+async def test_a_token_in_a_servers_command_is_masked_in_its_record_and_the_view(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    secret = "sk-live-0123456789abcdefghij"
+    text = POLICY.format(time=python_server("mcp-server-time"), python=PYTHON, rogue=ROGUE)
+    text = text.replace('"network"]', f'"network", "--api-key={secret}"]')
+    log = tmp_path / "audit.jsonl"
+    async with governed(bound(text, workspace), log) as g:
+        pass
+    assert g.verified()
+    (_, rogue) = g.records("mcp-server")
+    assert rogue["subject"]["command"][:3] == [PYTHON, str(ROGUE), "network"]
+    assert secret not in log.read_text()
+    shown = audit("--mcp", str(log))
+    assert shown.returncode == 0 and "server rogue:" in shown.stdout and secret not in shown.stdout
