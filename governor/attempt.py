@@ -29,12 +29,12 @@ from typing import Any, Final
 
 import structlog
 import trio
-from acp import schema
 from pydantic import ValidationError
 
 from governor import checks, confine, elicitation, frozen, installs, network, plain, roots_size
 from governor.acp.connection import Connection, ConnectionClosed, RemoteError, RequestTimeout
 from governor.acp.jsonrpc import AUTH_REQUIRED, short_error
+from governor.acp.models import schema
 from governor.attribution import Evidence, change_record, explain
 from governor.audit.log import AuditLog, AuditUnavailable
 from governor.budget import Budget

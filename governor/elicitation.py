@@ -29,9 +29,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol, cast
 
-from acp import schema
-from pydantic import RootModel, ValidationError
+from pydantic import ConfigDict, RootModel, ValidationError
 
+from governor.acp.models import schema
 from governor.approver import Settled
 from policies import by as who
 from policies.decide import Decision
@@ -43,6 +43,9 @@ ElicitationReply = dict[str, Any]
 
 class ElicitationRequest(RootModel[schema.CreateElicitationRequest]):
     """The params of ``elicitation/create``, as a model the dispatcher validates."""
+
+    # Built on the first elicitation, not at every start (most runs see none).
+    model_config = ConfigDict(defer_build=True)
 
 
 class FillsForms(Protocol):

@@ -35,11 +35,11 @@ from typing import Any, Final
 
 import structlog
 import trio
-from acp import schema
 
 from governor import elicitation
 from governor.acp.dispatch import Route, Routes, RpcError
 from governor.acp.jsonrpc import RESOURCE_NOT_FOUND
+from governor.acp.models import schema
 from governor.approver import Approvals, Approver, Settled
 from governor.audit.log import AuditLog, AuditUnavailable, recorded_input
 from governor.confine import GovernedTerminals
