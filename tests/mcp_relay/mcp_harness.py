@@ -16,7 +16,7 @@ import os
 import shutil
 import socket
 import subprocess
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -157,16 +157,31 @@ def bound(text: str, workspace: Path) -> Policy:
 
 
 @asynccontextmanager
-async def governed(policy: Policy, log: Path) -> AsyncIterator[Governed]:
-    """The audit log, gate, egress proxy and relay of ``policy``'s servers; the
-    log masked as an attempt's is (`governor.spec`: the environment's secrets,
-    the servers' given values and header values)."""
+async def governed(
+    policy: Policy,
+    log: Path,
+    *,
+    listener: Callable[[str, dict[str, Any]], None] | None = None,
+    approver: Any = None,
+    attempt: str = "att",
+) -> AsyncIterator[Governed]:
+    """The audit log, gate, egress proxy and relay of ``policy``'s servers;
+    every event kept, and also given to ``listener`` (an OTel trace); asks go to
+    ``approver`` (default: unattended). The log is masked as an attempt's is
+    (`governor.spec`: the environment's secrets, the servers' given values and
+    header values)."""
     events: list[tuple[str, dict[str, object]]] = []
     environ = dict(os.environ)
-    audit = AuditLog(log, "att", masker=Masker.from_environ(environ, secrets(policy.mcp, environ)))
+    audit = AuditLog(log, attempt, masker=Masker.from_environ(environ, secrets(policy.mcp, environ)))
     # where a chain starts, naming the roots (as replay reads them)
     audit.record("attempt-start", agent="mcp-test", workspace=policy.workspace, roots=list(policy.roots))
-    gate = Gate(policy, audit, Unattended(), on_event=lambda kind, info: events.append((kind, info)))
+
+    def on_event(kind: str, info: dict[str, Any]) -> None:
+        events.append((kind, info))
+        if listener is not None:
+            listener(kind, info)
+
+    gate = Gate(policy, audit, approver or Unattended(), on_event=on_event)
     async with (
         open_egress(network.judge(gate)) as proxy,
         open_relay(gate, policy, environ, lambda: proxy) as relay,

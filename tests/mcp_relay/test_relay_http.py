@@ -116,7 +116,19 @@ async def test_a_real_http_server_allowed_call_works_denied_one_refused_and_hidd
         for r in g.records("network")
     ] == [("127.0.0.1", port, "mcp:everything", "mcp-http", "allow")]
     assert g.relay.notices() == []
+    # what ran: the URL, the headers' names (never their values), the one host it may reach
+    (ran,) = g.records("mcp-server")
+    assert ran["subject"] == {
+        "server": "everything", "command": [], "writable": False, "network": [f"127.0.0.1:{port}"],
+        "url": everything, "headers": ["Authorization"],
+    }  # fmt: skip
     assert g.verified() and _verifies(g.log)
+    shown = subprocess.run(
+        [str(Path(sys.executable).with_name("governor")), "audit", "--mcp", str(g.log)],
+        capture_output=True, text=True, timeout=60, check=True,
+    ).stdout  # fmt: skip
+    assert f"server everything: {everything}" in shown, shown
+    assert "allow    tools/call: everything.echo" in shown
 
 
 async def test_the_servers_own_notifications_reach_the_agent_over_its_stream(
