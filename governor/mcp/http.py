@@ -35,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import ssl
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Final
 
@@ -117,13 +118,20 @@ class _GovernedBackend(httpcore2.AsyncNetworkBackend):
         await trio.sleep(seconds)
 
 
+def ssl_context() -> ssl.SSLContext:
+    """How an https:// server's certificate is checked: the default trust store,
+    the host name verified (the URL's name, sent as SNI, though the socket
+    goes to the judged address); no variable of the environment changes it."""
+    return httpx2.create_ssl_context(trust_env=False)
+
+
 class _GovernedTransport(httpx2.AsyncHTTPTransport):
     """httpx's transport over `_GovernedBackend`, no proxy from the environment."""
 
     def __init__(self, judge: Judge, origin: str) -> None:
         super().__init__(trust_env=False)
         self._pool = httpcore2.AsyncConnectionPool(
-            ssl_context=httpx2.create_ssl_context(trust_env=False),
+            ssl_context=ssl_context(),
             max_connections=8,
             network_backend=_GovernedBackend(judge, origin),
         )
@@ -289,13 +297,28 @@ class HttpServer:
 
 
 def _reason(error: BaseException) -> str:
-    """The first real failure inside an exception group, in words."""
-    while isinstance(error, BaseExceptionGroup) and error.exceptions:
-        error = error.exceptions[0]
-    cause = error.__cause__ or error.__context__
-    text = str(error) or (str(cause) if cause is not None else "") or type(error).__name__
+    """The first real failure inside an exception group, in words (with what
+    it wraps: httpx's error wraps httpcore's, which wraps the OS's or TLS's)."""
+    error = _first(error)
+    said: list[str] = []
+    link: BaseException | None = error
+    for _ in range(8):
+        if link is None:
+            break
+        link = _first(link)
+        text = str(link)
+        if text and not any(text in s for s in said):
+            said.append(text)
+        link = link.__cause__ or link.__context__
+    text = ": ".join(said[:3]) or type(error).__name__
     if isinstance(error, httpx2.ConnectError | httpcore2.ConnectError):
         return f"could not connect: {text}"[:300]
     if isinstance(error, httpx2.TimeoutException):
         return f"timed out: {text}"[:300]
     return f"{type(error).__name__}: {text}"[:300]
+
+
+def _first(error: BaseException) -> BaseException:
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    return error

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import http.server
 import json
+import ssl
 import threading
 from typing import Any
 
@@ -30,9 +31,9 @@ FLOOD = 3000
 
 
 class StandIn:
-    """The server, on 127.0.0.1 and a free port, until `stop`."""
+    """The server, on 127.0.0.1 and a free port (https:// with ``tls``), until `stop`."""
 
-    def __init__(self) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
         self.headers: list[dict[str, str]] = []
         self.deleted = False
         self.released = threading.Event()
@@ -120,6 +121,8 @@ class StandIn:
                 self.wfile.write(data)
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        if tls is not None:  # https://: each connection's handshake in its handler's thread
+            self.server.socket = tls.wrap_socket(self.server.socket, server_side=True, do_handshake_on_connect=False)
         self.server.daemon_threads = True
         self.server.block_on_close = False
         self.port = self.server.server_address[1]

@@ -7,6 +7,7 @@ the governor's connection to it is a recorded ``network`` decision."""
 from __future__ import annotations
 
 import json
+import ssl
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -18,6 +19,7 @@ from http_standin import FLOOD, StandIn
 from mcp import MCPError
 from mcp_harness import bound, client, everything_http, free_port, governed
 
+from governor.mcp import http as mcp_http
 from governor.mcp.servers import problems, secrets
 from policies.mcp import McpConfig, McpServer
 
@@ -176,6 +178,53 @@ async def test_the_header_reaches_the_server_and_its_value_never_the_log(
     assert TOKEN not in json.dumps(g.events) and TOKEN not in " ".join(g.relay.notices())
 
 
+@pytest.fixture
+def tls_standin(tmp_path: Path) -> Iterator[tuple[StandIn, Path]]:
+    """The stand-in over https:// with a self-signed certificate for localhost, and that certificate."""
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+         "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost"],
+        check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    server = StandIn(tls=context)
+    yield server, cert
+    server.stop()
+
+
+async def test_an_https_server_is_reached_only_with_a_certificate_the_trust_store_vouches_for(
+    workspace: Path, tmp_path: Path, tls_standin: tuple[StandIn, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    standin, cert = tls_standin
+    policy = bound(
+        f'[[mcp.servers]]\nname = "s"\nurl = "https://localhost:{standin.port}/mcp"\n'
+        '[mcp.allow]\ntools = ["s.*"]\n',
+        workspace,
+    )
+    # the default trust store does not know the self-signed certificate: refused, said, noticed
+    async with governed(policy, tmp_path / "refused.jsonl") as g:
+        with pytest.raises(BaseExceptionGroup) as raised:
+            async with client(g, "s"):
+                pass
+        notices = g.relay.notices()
+    assert "CERTIFICATE_VERIFY_FAILED" in str(_leaf(raised.value)), _leaf(raised.value)
+    assert len(notices) == 1 and "CERTIFICATE_VERIFY_FAILED" in notices[0]
+    assert not standin.headers  # no request was sent
+    assert g.verified() and _verifies(g.log)
+    # the same server, its certificate trusted: reached over TLS at the judged address, by name
+    trusted = ssl.create_default_context(cafile=str(cert))
+    monkeypatch.setattr(mcp_http, "ssl_context", lambda: trusted)
+    async with governed(policy, tmp_path / "trusted.jsonl") as g, client(g, "s") as session:
+        ok = await session.call_tool("ok", {})
+    assert _text(ok) == "ok done" and standin.headers
+    assert [(r["subject"]["host"], r["subject"]["addresses"], r["verdict"]) for r in g.records("network")] == [
+        ("localhost", ["127.0.0.1"], "allow")
+    ]
+    assert g.verified() and _verifies(g.log)
+
+
 async def test_an_unreachable_url_is_an_error_for_that_server_and_a_notice(
     workspace: Path, tmp_path: Path
 ) -> None:
@@ -189,6 +238,7 @@ async def test_an_unreachable_url_is_an_error_for_that_server_and_a_notice(
     error = _leaf(raised.value)
     assert isinstance(error, MCPError), error
     assert "the MCP server everything at 127.0.0.1" in str(error) and "could not connect" in str(error)
+    assert "Connection refused" in str(error)
     assert len(notices) == 1 and "could not connect" in notices[0]
     assert [r["verdict"] for r in g.records("network")] == ["allow"]
     assert g.verified() and _verifies(g.log)
