@@ -243,7 +243,11 @@ def prepare(spec: AttemptSpec) -> Prepared:
     if spec.mcp_servers:
         servers = policy.mcp.servers + tuple(spec.mcp_servers)
         policy = replace(policy, mcp=replace(policy.mcp, servers=servers))
-    problems.extend(mcp_servers.problems(policy.mcp.servers, environ))
+    problems.extend(
+        mcp_servers.problems(
+            policy.mcp.servers, environ, governor_tools=policy.mcp.governor_tools
+        )
+    )
     ceiling = _load(problems, _load_ceiling, spec.ceiling)
     allowed: list[str] = []
     for host in spec.allow_hosts:
