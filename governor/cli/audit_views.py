@@ -7,7 +7,7 @@ import sys
 import time
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, Final, Protocol, TypeVar
 
 from governor.audit.passes import Checked, records
 from governor.audit.replay import shown
@@ -134,29 +134,55 @@ def check_runs(logs: Sequence[Checked], as_json: bool) -> int:
 
 def mcp_calls(logs: Sequence[Checked], as_json: bool) -> int:
     """Every ``mcp`` record (`governor.mcp.relay`): the server, the call, the
-    verdict and why; then the calls per server."""
+    verdict and why; and every request that came through the governor's own
+    tools (`governor.mcp.own_tools`: a read, write or terminal record whose
+    subject says ``via: mcp:governor``), one line per request; then the calls
+    per server."""
     servers: dict[str, list[int]] = {}
 
+    def item(log: Checked, r: dict[str, Any], server: Any, method: Any) -> dict[str, Any]:
+        x = {
+            "attempt": r["attempt"],
+            "log": str(log.path),
+            "seq": r.get("seq"),
+            "time": r.get("time"),
+            "server": server,
+            "method": method,
+            "subject": shown(r),
+            "verdict": r.get("verdict"),
+            "by": r.get("by"),
+            "rule": r.get("rule"),
+            "reason": r.get("reason"),
+        }
+        counts = servers.setdefault(str(x["server"]), [0, 0])
+        counts[0 if x["verdict"] == "allow" else 1] += 1
+        return x
+
     def found() -> Iterator[dict[str, Any]]:
+        group: list[dict[str, Any]] = []  # one own-tools request's records (a command's parts)
+        group_log: Checked | None = None
+
+        def flush() -> Iterator[dict[str, Any]]:
+            if group and group_log is not None:
+                worst = next((g for g in group if g.get("verdict") == "deny"), None)
+                worst = worst or next((g for g in group if g.get("verdict") != "allow"), group[0])
+                own = {"read": "read", "write": "write", "terminal": "run"}[str(worst["kind"])]
+                subject = worst.get("subject") or {}
+                yield item(group_log, worst, str(subject.get("via")).removeprefix("mcp:"), f"tools/call {own}")
+            group.clear()
+
         for log, r in _each(logs):
+            subject = r.get("subject") or {}
             if r.get("kind") == "mcp":
-                subject = r.get("subject") or {}
-                x = {
-                    "attempt": r["attempt"],
-                    "log": str(log.path),
-                    "seq": r.get("seq"),
-                    "time": r.get("time"),
-                    "server": subject.get("server"),
-                    "method": subject.get("method"),
-                    "subject": shown(r),
-                    "verdict": r.get("verdict"),
-                    "by": r.get("by"),
-                    "rule": r.get("rule"),
-                    "reason": r.get("reason"),
-                }
-                counts = servers.setdefault(str(x["server"]), [0, 0])
-                counts[0 if x["verdict"] == "allow" else 1] += 1
-                yield x
+                yield from flush()
+                yield item(log, r, subject.get("server"), subject.get("method"))
+            elif r.get("kind") in OWN_KINDS and str(subject.get("via", "")).startswith("mcp:"):
+                key = (r.get("attempt"), r.get("request"), r.get("kind"))
+                if group and (group[0].get("attempt"), group[0].get("request"), group[0].get("kind")) != key:
+                    yield from flush()
+                group.append(r)
+                group_log = log
+        yield from flush()
 
     def lines(x: dict[str, Any]) -> Iterator[str]:
         verdict = str(x["verdict"] or "-")
@@ -173,6 +199,10 @@ def mcp_calls(logs: Sequence[Checked], as_json: bool) -> int:
     for server, (allowed, other) in servers.items():
         print(terminal(f"{server}: {allowed + other} call(s), {allowed} allowed, {other} refused or waiting"))
     return 0
+
+
+OWN_KINDS: Final = frozenset({"read", "write", "terminal"})
+"""The record kinds a call to the governor's own tools is written as."""
 
 
 def refusals(logs: Sequence[Checked], as_json: bool) -> int:

@@ -1,0 +1,75 @@
+"""claude-agent-acp calling the governor's own tools (``[mcp] governor_tools``):
+the loopback model stand-in scripted to call ``mcp__governor__write`` and
+``mcp__governor__run``; each call decided and recorded as the write and the
+command it is, carried out for real in the workspace and the sandbox."""
+
+from __future__ import annotations
+
+import pytest
+from npm_agents import CLAUDE_AGENT_ACP, Job, installed, records
+from standin import StandIn, Step
+
+from governor.attempt import run_attempt
+
+pytestmark = [pytest.mark.e2e, pytest.mark.npm_agent(CLAUDE_AGENT_ACP)]
+
+POLICY = """
+capability = "edit-workspace"
+
+[mcp]
+governor_tools = true
+
+[deny]
+commands = ["rm *"]
+"""
+
+
+async def test_the_agents_calls_to_the_governors_tools_are_decided_recorded_and_really_carried_out(
+    job: Job,
+) -> None:
+    policy = job.root / "policy.toml"
+    policy.write_text(POLICY)
+    (job.workspace / "keep.txt").write_text("keep me\n")
+    steps = [
+        Step(("mcp__governor__write",), {"path": "made.txt", "content": "written through MCP\n"}),
+        Step(("mcp__governor__run",), {"command": "cat made.txt; echo ran-in-the-sandbox"}),
+        Step(("mcp__governor__run",), {"command": "rm keep.txt"}),
+    ]
+    with StandIn(steps) as model:
+        outcome = await run_attempt(
+            job.spec(installed(CLAUDE_AGENT_ACP), policy=policy, **job.claude(model.url))
+        )
+        results = model.tool_results()
+        described = model.describe()
+    assert model.tool_uses() == [
+        "mcp__governor__write", "mcp__governor__run", "mcp__governor__run"
+    ], described
+    assert outcome.status == "completed", outcome.reason
+    assert (job.workspace / "made.txt").read_text() == "written through MCP\n"
+    assert (job.workspace / "keep.txt").exists()
+    # Claude Code asks before an MCP tool: decided by what its input names (a
+    # path to write, a command), as the call is when it reaches the governor.
+    asked = [(r["subject"]["title"], r["verdict"]) for r in records(outcome, "permission")]
+    assert asked == [
+        ("mcp__governor__write", "allow"),
+        ("mcp__governor__run", "allow"),
+        ("mcp__governor__run", "deny"),
+    ], asked
+    # the two allowed calls reached the governor's server: the write and the
+    # command, recorded as such, each saying it came through the MCP server
+    (write,) = records(outcome, "write")
+    assert write["subject"]["path"] == str(job.workspace / "made.txt")
+    assert (write["subject"]["via"], write["verdict"]) == ("mcp:governor", "allow")
+    commands = {r["request"]: r for r in records(outcome, "terminal")}
+    assert [(r["subject"]["command"], r["subject"]["via"], r["verdict"]) for r in commands.values()] == [
+        ("cat made.txt; echo ran-in-the-sandbox", "mcp:governor", "allow")
+    ]
+    texts = [str(r.get("content")) for r in results]
+    assert any("exit code 0" in t and "written through MCP" in t and "ran-in-the-sandbox" in t for t in texts), texts
+    # the governed write explains the new file: nothing was changed unasked
+    assert records(outcome, "unasked") == []
+    assert outcome.acp is not None
+    kinds = ("permission", "write", "terminal", "network")
+    assert outcome.acp.tally.asked == sum(len({r["request"] for r in records(outcome, k)}) for k in kinds)
+    assert outcome.acp.tally.refused == 1
+    job.verified_log()
