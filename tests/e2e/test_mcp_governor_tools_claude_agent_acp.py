@@ -5,6 +5,8 @@ command it is, carried out for real in the workspace and the sandbox."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from npm_agents import CLAUDE_AGENT_ACP, Job, installed, records
 from standin import StandIn, Step
@@ -12,6 +14,16 @@ from standin import StandIn, Step
 from governor.attempt import run_attempt
 
 pytestmark = [pytest.mark.e2e, pytest.mark.npm_agent(CLAUDE_AGENT_ACP)]
+
+def _by_request(found: list[dict[str, Any]], key: str = "title") -> dict[Any, tuple[str, str]]:
+    """(subject[key], verdict) of each request, in order."""
+    out: dict[Any, tuple[str, str]] = {}
+    for r in found:
+        before = out.get(r["request"])
+        verdict = "deny" if before and before[1] == "deny" else r["verdict"]
+        out[r["request"]] = (r["subject"][key], verdict)
+    return out
+
 
 POLICY = """
 capability = "edit-workspace"
@@ -49,7 +61,8 @@ async def test_the_agents_calls_to_the_governors_tools_are_decided_recorded_and_
     assert (job.workspace / "keep.txt").exists()
     # Claude Code asks before an MCP tool: decided by what its input names (a
     # path to write, a command), as the call is when it reaches the governor.
-    asked = [(r["subject"]["title"], r["verdict"]) for r in records(outcome, "permission")]
+    # (a command's parts are records of one request: refused when one part is)
+    asked = list(_by_request(records(outcome, "permission")).values())
     assert asked == [
         ("mcp__governor__write", "allow"),
         ("mcp__governor__run", "allow"),
@@ -60,16 +73,22 @@ async def test_the_agents_calls_to_the_governors_tools_are_decided_recorded_and_
     (write,) = records(outcome, "write")
     assert write["subject"]["path"] == str(job.workspace / "made.txt")
     assert (write["subject"]["via"], write["verdict"]) == ("mcp:governor", "allow")
-    commands = {r["request"]: r for r in records(outcome, "terminal")}
-    assert [(r["subject"]["command"], r["subject"]["via"], r["verdict"]) for r in commands.values()] == [
-        ("cat made.txt; echo ran-in-the-sandbox", "mcp:governor", "allow")
+    commands = records(outcome, "terminal")
+    assert {r["subject"]["via"] for r in commands} == {"mcp:governor"}
+    assert list(_by_request(commands, "command").values()) == [
+        ("cat made.txt; echo ran-in-the-sandbox", "allow")
     ]
     texts = [str(r.get("content")) for r in results]
-    assert any("exit code 0" in t and "written through MCP" in t and "ran-in-the-sandbox" in t for t in texts), texts
+    # Claude Code hands its model the structured result where there is one
+    assert any(
+        '"exit_code":0' in t and "written through MCP" in t and "ran-in-the-sandbox" in t
+        for t in texts
+    ), texts
     # the governed write explains the new file: nothing was changed unasked
     assert records(outcome, "unasked") == []
     assert outcome.acp is not None
     kinds = ("permission", "write", "terminal", "network")
     assert outcome.acp.tally.asked == sum(len({r["request"] for r in records(outcome, k)}) for k in kinds)
-    assert outcome.acp.tally.refused == 1
+    network_refused = [r for r in records(outcome, "network") if r["verdict"] == "deny"]
+    assert outcome.acp.tally.refused == 1 + len(network_refused)
     job.verified_log()
