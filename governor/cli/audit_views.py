@@ -301,8 +301,11 @@ def describe(record: dict[str, Any], t0: float | None) -> str:
         )
     request = f" request {record['request']}" if record.get("request") is not None else ""
     option = f", option {record['option']}" if record.get("option") else ""
+    subject = record.get("subject")
+    via = subject.get("via") if isinstance(subject, dict) else None
+    came = f" via {via}" if isinstance(via, str) else ""  # the governor's own tools: mcp:governor
     return (
-        f"{head} {kind}{request}: {shown(record)} -> {verdict_of(record)} by "
+        f"{head} {kind}{request}{came}: {shown(record)} -> {verdict_of(record)} by "
         f"{record.get('by')} [{record.get('rule', '')}]{option}: {record.get('reason', '')}"
     )
 

@@ -11,7 +11,8 @@ import pytest
 from npm_agents import CLAUDE_AGENT_ACP, Job, installed, records
 from standin import StandIn, Step
 
-from governor.attempt import run_attempt
+from governor.attempt import GOVERNOR_TOOLS_RULE, run_attempt
+from governor.mcp.own_tools import INSTRUCTIONS
 
 pytestmark = [pytest.mark.e2e, pytest.mark.npm_agent(CLAUDE_AGENT_ACP)]
 
@@ -49,14 +50,25 @@ async def test_the_agents_calls_to_the_governors_tools_are_decided_recorded_and_
     ]
     with StandIn(steps) as model:
         outcome = await run_attempt(
-            job.spec(installed(CLAUDE_AGENT_ACP), policy=policy, **job.claude(model.url))
+            job.spec(
+                installed(CLAUDE_AGENT_ACP),
+                policy=policy,
+                append_rules=True,
+                **job.claude(model.url),
+            )
         )
+        told = [s.text for s in model.served if s.tools]
         results = model.tool_results()
         described = model.describe()
     assert model.tool_uses() == [
         "mcp__governor__write", "mcp__governor__run", "mcp__governor__run"
     ], described
     assert outcome.status == "completed", outcome.reason
+    # how the agent is told to use them: --append-rules adds a line to the prompt
+    # (GOVERNOR_TOOLS_RULE), and Claude Code puts the server's instructions in
+    # its system prompt
+    assert GOVERNOR_TOOLS_RULE.strip() in told[0]
+    assert INSTRUCTIONS in told[0]
     assert (job.workspace / "made.txt").read_text() == "written through MCP\n"
     assert (job.workspace / "keep.txt").exists()
     # Claude Code asks before an MCP tool: decided by what its input names (a

@@ -197,6 +197,11 @@ async def test_each_tool_call_is_the_fs_or_terminal_request_it_stands_for_decide
     assert "allow    tools/call read: " in shown and "deny     tools/call run: rm keep.txt" in shown
     assert shown.count("tools/call run: cat made.txt") == 1, shown  # three parts, one request
     assert "governor: 9 call(s), 4 allowed, 5 refused or waiting" in shown, shown
+    story = subprocess.run(
+        [str(Path(sys.executable).with_name("governor")), "audit", "--attempt", "att", str(log)],
+        capture_output=True, text=True, timeout=60, check=True,
+    ).stdout
+    assert f"write request 4 via mcp:governor: {workspace / 'made.txt'} -> allow" in story, story
 
 
 async def test_at_read_only_write_and_a_writing_run_are_refused_and_the_sandbox_stops_the_rest(
