@@ -4,6 +4,7 @@ socket, the gate's fs and terminal paths behind it, commands in the real sandbox
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -283,3 +284,28 @@ def test_a_run_without_mcp_does_not_import_the_sdk() -> None:
         [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True
     )
     assert found.stdout.strip() == "[]", found.stdout
+
+
+async def test_a_client_that_sends_garbage_or_a_line_without_end_loses_its_session_and_nothing_else(
+    tmp_path: Path, workspace: Path
+) -> None:
+    """Anything may connect to the socket (the agent, a copy of the shim it made):
+    a line that is not JSON-RPC is dropped, a line over 16 MiB ends that
+    session, and the next connection is served as the first was."""
+    policy = bound(EDIT, workspace)
+    async with governed(policy, tmp_path / "audit.jsonl") as g:
+        raw = await trio.open_unix_socket(g.relay.own_socket_path())
+        ping = {"jsonrpc": "2.0", "id": 7, "method": "ping"}
+        await raw.send_all(b"not json\n[1, 2]\n" + json.dumps(ping).encode() + b"\n")
+        with trio.fail_after(30):
+            answer = json.loads(await raw.receive_some(65536))
+        assert answer == {"jsonrpc": "2.0", "id": 7, "result": {}}
+        with contextlib.suppress(trio.BrokenResourceError):
+            await raw.send_all(b"x" * (17 * 2**20))
+        with trio.fail_after(30), contextlib.suppress(trio.BrokenResourceError):
+            while await raw.receive_some(65536):
+                pass  # the governor closed it (reset: it left unread bytes)
+        async with tools(g) as session:
+            read = await session.call_tool("read", {"path": "notes.txt"})
+        assert not read.is_error and "two" in _text(read)
+        assert g.verified()
