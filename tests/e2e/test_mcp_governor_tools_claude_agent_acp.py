@@ -29,9 +29,6 @@ def _by_request(found: list[dict[str, Any]], key: str = "title") -> dict[Any, tu
 POLICY = """
 capability = "edit-workspace"
 
-[mcp]
-governor_tools = true
-
 [deny]
 commands = ["rm *"]
 """
@@ -54,6 +51,7 @@ async def test_the_agents_calls_to_the_governors_tools_are_decided_recorded_and_
                 installed(CLAUDE_AGENT_ACP),
                 policy=policy,
                 append_rules=True,
+                governor_tools=True,  # --governor-tools (the policy's [mcp] governor_tools is the other way)
                 **job.claude(model.url),
             )
         )

@@ -309,3 +309,15 @@ async def test_a_client_that_sends_garbage_or_a_line_without_end_loses_its_sessi
             read = await session.call_tool("read", {"path": "notes.txt"})
         assert not read.is_error and "two" in _text(read)
         assert g.verified()
+
+
+def test_governor_tools_from_the_command_line_turn_them_on_for_a_policy_that_does_not(
+    tmp_path: Path,
+) -> None:
+    from governor.cli import build_parser
+
+    assert build_parser().parse_args(["run", "--governor-tools", "x"]).governor_tools
+    assert not build_parser().parse_args(["run", "x"]).governor_tools
+    spec = AttemptSpec(prompt="x", argv=[sys.executable], workspace=tmp_path, governor_tools=True)
+    assert prepare(spec).policy.mcp.governor_tools
+    assert not prepare(AttemptSpec(prompt="x", argv=[sys.executable], workspace=tmp_path)).policy.mcp.governor_tools
