@@ -203,6 +203,14 @@ async def test_each_tool_call_is_the_fs_or_terminal_request_it_stands_for_decide
         capture_output=True, text=True, timeout=60, check=True,
     ).stdout
     assert f"write request 4 via mcp:governor: {workspace / 'made.txt'} -> allow" in story, story
+    # and replay re-decides them as the requests they are
+    stricter = tmp_path / "stricter.toml"
+    stricter.write_text('capability = "read-only"\n')
+    replayed = subprocess.run(
+        [str(Path(sys.executable).with_name("governor")), "audit", "replay", str(log), "--policy", str(stricter)],
+        capture_output=True, text=True, timeout=60, check=True,
+    ).stdout
+    assert f"write: {workspace / 'made.txt'}\n      allowed -> refused [capability: read-only]" in replayed
 
 
 async def test_at_read_only_write_and_a_writing_run_are_refused_and_the_sandbox_stops_the_rest(
