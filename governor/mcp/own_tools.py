@@ -304,14 +304,17 @@ class GovernorTools:
         the client hangs up (or sends a line over `wire.MAX_LINE`)."""
         to_server, from_client = anyio.create_memory_object_stream[SessionMessage | Exception](16)
         to_client, from_server = anyio.create_memory_object_stream[SessionMessage](16)
-        async with stream, trio.open_nursery() as nursery:
-            nursery.start_soon(_read_lines, stream, to_server)
-            nursery.start_soon(_write_lines, stream, from_server)
-            async with from_client, to_client:
-                await self.server.run(
-                    from_client, to_client, self.server.create_initialization_options()
-                )
-            nursery.cancel_scope.cancel()
+        try:
+            async with stream, trio.open_nursery() as nursery:
+                nursery.start_soon(_read_lines, stream, to_server)
+                nursery.start_soon(_write_lines, stream, from_server)
+                async with from_client, to_client:
+                    await self.server.run(
+                        from_client, to_client, self.server.create_initialization_options()
+                    )
+                nursery.cancel_scope.cancel()
+        except Exception as e:  # one client's session, never the attempt
+            log.warning("mcp problem", problem=f"the governor's tools: a session ended: {e!r}"[:500])
 
 
 async def _read_lines(

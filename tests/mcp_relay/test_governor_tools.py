@@ -329,3 +329,36 @@ def test_governor_tools_from_the_command_line_turn_them_on_for_a_policy_that_doe
     spec = AttemptSpec(prompt="x", argv=[sys.executable], workspace=tmp_path, governor_tools=True)
     assert prepare(spec).policy.mcp.governor_tools
     assert not prepare(AttemptSpec(prompt="x", argv=[sys.executable], workspace=tmp_path)).policy.mcp.governor_tools
+
+
+async def test_a_client_that_hangs_up_during_a_run_has_its_command_killed_and_the_governor_goes_on(
+    tmp_path: Path, workspace: Path
+) -> None:
+    policy = bound(EDIT, workspace)
+    async with governed(policy, tmp_path / "audit.jsonl") as g:
+        inner = g.gate.relay.terminals.inner  # type: ignore[union-attr]
+        raw = await trio.open_unix_socket(g.relay.own_socket_path())
+        hello = {
+            "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+        }  # fmt: skip
+        run = {
+            "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "run", "arguments": {"command": "sleep 600"}},
+        }  # fmt: skip
+        await raw.send_all(json.dumps(hello).encode() + b"\n")
+        with trio.fail_after(30):
+            assert b'"id":1' in await raw.receive_some(65536)
+        initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        await raw.send_all(json.dumps(initialized).encode() + b"\n" + json.dumps(run).encode() + b"\n")
+        with trio.fail_after(30):
+            while len(inner) == 0:
+                await trio.sleep(0.02)
+        await raw.aclose()
+        with trio.fail_after(30):
+            while len(inner):
+                await trio.sleep(0.02)  # killed and released
+        async with tools(g) as session:
+            ran = await session.call_tool("run", {"command": "echo still here"})
+        assert "still here" in _text(ran)
+        assert g.verified()
