@@ -29,12 +29,12 @@ from typing import Any, Final
 
 import structlog
 import trio
-from acp import schema
 from pydantic import ValidationError
 
 from governor import checks, confine, elicitation, frozen, installs, network, plain, roots_size
 from governor.acp.connection import Connection, ConnectionClosed, RemoteError, RequestTimeout
 from governor.acp.jsonrpc import AUTH_REQUIRED, short_error
+from governor.acp.models import schema
 from governor.attribution import Evidence, change_record, explain
 from governor.audit.log import AuditLog, AuditUnavailable
 from governor.budget import Budget
@@ -50,6 +50,7 @@ from governor.spec import AttemptSpec, PlainProgram, Prepared, RefusedBeforeStar
 from governor.tamper import baseline as tamper
 from governor.turn import Turn
 from governor.workspace import Snapshot, diff, snapshot
+from policies import by as who
 from policies.limits import render
 from policies.policy import Policy
 from sandbox.host.limits import blame
@@ -141,8 +142,8 @@ class Attempt:
         self.terminals: confine.GovernedTerminals | None = None
         self.proxy: EgressProxy | None = None
         self.relay: mcp.McpRelay | None = None
-        self.refused: dict[str, str] = {}
-        """The agent's connections the proxy refused: host:port -> reason."""
+        self.refused: dict[str, tuple[str, str]] = {}
+        """The agent's connections the proxy refused: host:port -> (by, reason)."""
         self.turn = Turn(p.name, on_tool_call=self._on_tool_call, emit=listener)
         self.budget = Budget(p.policy.limits, p.name, self._stop_at)
         self.turn.on_usage = self.budget.report
@@ -258,7 +259,10 @@ class Attempt:
         its end (the gate wrote its own facts into it as they happened)."""
         end, turn, audit = self.end, self.turn, self.audit
         end.final_message = turn.final_message
-        end.network_refused = tuple(self.refused)
+        end.network_refused = tuple(h for h, (by, _) in self.refused.items() if by != who.PROTOCOL)
+        end.network_unreachable = tuple(
+            why for by, why in self.refused.values() if by == who.PROTOCOL
+        )
         end.tally = audit.tallier.tally()
         end.unasked_paths = tuple(
             sorted(

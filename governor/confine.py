@@ -254,6 +254,8 @@ async def spawn_agent(
         async def attach(pid: int) -> None:
             await proxy.attach(pid, egress, "agent")
 
+        proxy.keep_spare()  # its interpreter starts while bwrap builds the sandbox
+
     try:
         async with agent_process(
             profile, argv, bwrap=configured_bwrap(), attach=attach

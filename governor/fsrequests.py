@@ -23,10 +23,10 @@ from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Final, cast
 
 import trio
-from acp import schema
 
 from governor.acp.dispatch import Route, RpcError
 from governor.acp.jsonrpc import INVALID_PARAMS
+from governor.acp.models import schema
 from governor.fsaccess import (
     FileAccessError,
     open_text,

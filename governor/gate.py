@@ -35,11 +35,11 @@ from typing import Any, Final
 
 import structlog
 import trio
-from acp import schema
 
 from governor import elicitation
 from governor.acp.dispatch import Route, Routes, RpcError
 from governor.acp.jsonrpc import RESOURCE_NOT_FOUND
+from governor.acp.models import schema
 from governor.approver import Approvals, Approver, Settled
 from governor.audit.log import AuditLog, AuditUnavailable, recorded_input
 from governor.confine import GovernedTerminals
@@ -455,16 +455,19 @@ class Gate:
     # -- elicitation/create -------------------------------------------------------------
 
     def create_elicitation(
-        self, req: elicitation.ElicitationRequest
+        self, req: elicitation.ElicitationRequest, *, origin: str | None = None
     ) -> elicitation.ElicitationReply | Awaitable[elicitation.ElicitationReply]:
         """Put the agent's form to the person, or decline (`governor.elicitation`);
-        governed like any request, so a gate that failed closed never shows it."""
+        governed like any request, so a gate that failed closed never shows it.
+        ``origin`` names who asks when it is not the agent (``mcp:NAME``)."""
         request = req.root
         if isinstance(getattr(request, "session_id", None), str):
             self.check_session(request.session_id)
         person = elicitation.person_of(self.approvals.approver)
         decision = elicitation.decide(request, person)
         subject = elicitation.subject_of(request)
+        if origin is not None:
+            subject["origin"] = origin
         filled: list[elicitation.ElicitationReply] = []
 
         async def fill() -> Settled:

@@ -31,8 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from acp import schema
-
+from governor.acp.models import schema
 from policies.options import mode_asks
 
 SelectOption = schema.SessionConfigOptionSelect

@@ -21,11 +21,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from acp import schema
 from pydantic import ValidationError
 
 from governor.acp.connection import Connection, RemoteError, RequestTimeout
 from governor.acp.jsonrpc import short_error
+from governor.acp.models import schema
 from governor.audit.log import AuditLog, AuditUnavailable
 from governor.presets import Preset, login_as_found
 from governor.session_settings import (

@@ -21,10 +21,9 @@ import shlex
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, cast
 
-from acp import schema
-
 from governor.acp.dispatch import Route, RpcError
 from governor.acp.jsonrpc import INVALID_PARAMS, RESOURCE_NOT_FOUND
+from governor.acp.models import schema
 from governor.confine import GovernedTerminals
 from governor.ruling import REFUSED, Ruling, then
 from policies import by as who

@@ -19,8 +19,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence, Set
 from dataclasses import dataclass
 from typing import Any, Final
 
-from acp import schema
-
+from governor.acp.models import schema
 from policies.paths import normalize
 from policies.shell import split
 

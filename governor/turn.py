@@ -24,9 +24,9 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 import structlog
-from acp import schema
 from pydantic import ValidationError
 
+from governor.acp.models import schema
 from governor.session_settings import acts_alone
 from policies.options import mode_asks
 
@@ -77,7 +77,7 @@ class Turn:
         try:
             raw = params["update"]
             kind = raw["sessionUpdate"]
-            fold = _FOLDS.get(kind)
+            fold = _fold_for(kind)
         except (TypeError, KeyError, IndexError):  # not objects, no kind, an unhashable kind
             fold = kind = None
         if fold is None:
@@ -220,8 +220,17 @@ _FOLDERS: Final[Mapping[str, Callable[[Turn, Any, Any], None]]] = {
     "config_option_update": Turn._fold_config,
     "session_info_update": Turn._fold_info,
 }
-_FOLDS: Final[Mapping[str, tuple[Callable[[Any], Any], Callable[[Turn, Any, Any], None]]]] = {
-    # The model's validator itself: `model_validate` adds a call around it.
-    kind: (model.__pydantic_validator__.validate_python, _FOLDERS[kind])
-    for kind, model in _UPDATE_MODELS.items()
-}
+_FOLDS: Final[dict[str, tuple[Callable[[Any], Any], Callable[[Turn, Any, Any], None]]]] = {}
+"""Each kind's validator and fold, made on its first update (`_fold_for`)."""
+
+
+def _fold_for(kind: Any) -> tuple[Callable[[Any], Any], Callable[[Turn, Any, Any], None]] | None:
+    """The validator and fold of one kind of update, None for a kind the turn does
+    not fold; `TypeError` for an unhashable kind."""
+    fold = _FOLDS.get(kind)
+    if fold is None and kind in _UPDATE_MODELS:
+        # The model's validator itself (`model_validate` adds a call around it),
+        # taken on first use: the schema's models are built then (governor.acp.models).
+        validator = _UPDATE_MODELS[kind].__pydantic_validator__.validate_python
+        fold = _FOLDS[kind] = (validator, _FOLDERS[kind])
+    return fold

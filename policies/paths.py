@@ -76,15 +76,19 @@ class PathGlobs:
     patterns: tuple[str, ...]
     _relative: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
     _absolute: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
-    _each: tuple[tuple[str, bool, re.Pattern[str]], ...] = field(
+    _sources: tuple[tuple[str, bool, str], ...] = field(init=False, repr=False, compare=False)
+    _each: tuple[tuple[str, bool, re.Pattern[str]], ...] | None = field(
         init=False, repr=False, compare=False
     )
 
     def __post_init__(self) -> None:
-        each = tuple((p, p.startswith("/"), re.compile(_source(p) + r"\Z")) for p in self.patterns)
-        object.__setattr__(self, "_each", each)
-        object.__setattr__(self, "_relative", _union([p for p, a, _ in each if not a]))
-        object.__setattr__(self, "_absolute", _union([p for p, a, _ in each if a]))
+        sources = tuple((p, p.startswith("/"), _source(p)) for p in self.patterns)
+        object.__setattr__(self, "_sources", sources)
+        # Each pattern's own regex only names the rule of a match (`first`):
+        # compiled then, not for every policy read (hundreds of protected globs).
+        object.__setattr__(self, "_each", None)
+        object.__setattr__(self, "_relative", _union([s for _, a, s in sources if not a]))
+        object.__setattr__(self, "_absolute", _union([s for _, a, s in sources if a]))
 
     def __bool__(self) -> bool:
         return bool(self.patterns)
@@ -101,10 +105,14 @@ class PathGlobs:
 
     def first(self, path: str, roots: tuple[str, ...]) -> str | None:
         """The first pattern the path matches (for the decision's rule), or None."""
-        if not self._each or not self.matches(path, roots):
+        if not self._sources or not self.matches(path, roots):
             return None
+        each = self._each
+        if each is None:
+            each = tuple((p, a, re.compile(src + r"\Z")) for p, a, src in self._sources)
+            object.__setattr__(self, "_each", each)
         rels = relative_forms(path, roots)
-        for pattern, absolute, rx in self._each:
+        for pattern, absolute, rx in each:
             if absolute:
                 if rx.match(path):
                     return pattern
@@ -113,10 +121,10 @@ class PathGlobs:
         return None  # pragma: no cover - matches() said one pattern does
 
 
-def _union(patterns: list[str]) -> re.Pattern[str] | None:
-    if not patterns:
+def _union(sources: list[str]) -> re.Pattern[str] | None:
+    if not sources:
         return None
-    body = "|".join(f"(?:{_source(p)})" for p in patterns)
+    body = "|".join(f"(?:{src})" for src in sources)
     return re.compile(f"(?:{body})\\Z")
 
 

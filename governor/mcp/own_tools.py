@@ -164,6 +164,10 @@ class GovernorTools:
             offered.append(tool)
         return offered
 
+    def names(self) -> list[str]:
+        """Every tool of the governor's, offered or not."""
+        return list(TOOLS)
+
     async def call(self, name: str, arguments: Mapping[str, Any] | None) -> types.CallToolResult:
         """One ``tools/call``: decided and carried out by the gate's own handlers;
         a refusal, bad arguments or a failure are an ``isError`` result."""

@@ -10,12 +10,24 @@ Rules of this file:
   the relay (`governor.mcp.wire.refusal`) and the server never sees the call.
 - **Only answers to what was forwarded**: a server's response whose id the
   relay is not waiting for (a refused call's, a made-up one) is dropped, and
-  so is a client's response to a server request the relay did not pass on.
+  so is every client response (no server request is passed on to the agent).
 - **What the policy denies is not offered**: a ``tools/list`` result loses
   the tools whose bare call the policy refuses.
-- **A server is not the agent's way to the person or the model**: sampling
-  and elicitation are taken out of the client's ``initialize`` and refused
-  (recorded) if a server asks anyway.
+- **A server's requests are decided here, never passed to the agent**:
+  ``roots/list`` is answered with the job's roots (what the server's sandbox
+  shows; never what the agent says, whose ``roots`` capability and
+  ``list_changed`` notifications stop here), ``ping`` is answered, an
+  ``elicitation/create`` goes through the gate like the agent's own
+  (`governor.elicitation`: declined unattended, put to a person with
+  ``--approvals person``, recorded), and ``sampling/createMessage`` or any
+  other request is refused and recorded (sampling would let a server drive
+  the agent's model). Sampling is never offered in the ``initialize`` the
+  server gets, elicitation only when a person answers.
+- **What the agent was offered is in the log**: a ``mcp-server`` record per
+  server when the relay opens (its name, command, whether it may write, its
+  network hosts), and a ``mcp-tools`` record per distinct ``tools/list``
+  result a server gives (the tools' names, those hidden), at most
+  `TOOL_LISTS` per server.
 - **The server's input never ends the attempt**: a line that is not JSON-RPC
   is dropped and counted, a line over `wire.MAX_LINE` ends that session, a
   request the server leaves unanswered past its ``timeout`` is answered an
@@ -47,11 +59,13 @@ from typing import TYPE_CHECKING, Any, Final
 import structlog
 import trio
 
+from governor import elicitation
 from governor.acp.dispatch import RpcError
-from governor.audit.log import recorded_input
+from governor.audit.log import AuditUnavailable, recorded_input
 from governor.mcp.servers import SHIM, server_profile, shim_interpreter, stdio_entry
 from governor.network import egress_for
 from policies import by as who
+from policies.capability import Capability
 from policies.decide import Decision, decide_call
 from policies.mcp import OWN_SERVER, McpCall, McpServer
 from policies.network import NetworkRules
@@ -95,6 +109,9 @@ EXIT_GRACE: Final = 2.0
 MAX_PENDING: Final = 1024
 """Requests one session may have in flight; more are answered an error."""
 STDERR_TAIL: Final = 4096
+TOOL_LISTS: Final = 16
+"""Distinct ``tools/list`` results recorded per server (one that changes its
+list at every call would otherwise write a record each time)."""
 
 
 class McpRelay:
@@ -122,6 +139,8 @@ class McpRelay:
         """Server name -> messages dropped (malformed, or answers never asked for)."""
         self.problems: list[str] = []
         """What went wrong with a server, in words (the outcome's notices)."""
+        self.tool_lists: dict[str, set[tuple[tuple[str, ...], tuple[str, ...]]]] = {}
+        """Server name -> the tools/list results recorded (names, hidden)."""
         self.own: GovernorTools | None = None
         """The governor's own tools, when the policy offers them."""
         if policy.mcp.governor_tools:
@@ -187,6 +206,39 @@ class McpRelay:
                 self._problem(why)
                 await _refuse_all(client, why)
 
+    def record_servers(self) -> None:
+        """A ``mcp-server`` record per server, as it will run."""
+        for server in self.servers:
+            writable = server.writable and self.policy.capability >= Capability.EDIT_WORKSPACE
+            subject = {
+                "server": server.name,
+                "command": list(server.command),
+                "writable": writable,
+                "network": [h.text for h in server.network],
+            }
+            self._record("mcp-server", subject)
+        if self.own is not None:  # the governor's own: in-process, its tools as offered
+            writable = self.policy.capability >= Capability.EDIT_WORKSPACE
+            self._record("mcp-server", {"server": OWN_SERVER, "own": True, "writable": writable, "network": []})
+            offered = [t.name for t in self.own.tools()]
+            hidden = sorted(set(self.own.names()) - set(offered))
+            self._record("mcp-tools", {"server": OWN_SERVER, "tools": offered, "hidden": hidden})
+
+    def tools_seen(self, server: McpServer, names: list[str], hidden: set[str]) -> None:
+        """A ``mcp-tools`` record of one ``tools/list`` result, unless recorded already."""
+        seen = self.tool_lists.setdefault(server.name, set())
+        listed = (tuple(names), tuple(sorted(hidden)))
+        if listed in seen or len(seen) >= TOOL_LISTS:
+            return
+        seen.add(listed)
+        self._record("mcp-tools", {"server": server.name, "tools": names, "hidden": list(listed[1])})
+
+    def _record(self, kind: str, subject: dict[str, Any]) -> None:
+        try:
+            self.gate.audit.record(kind, session=self.gate.session_id, subject=subject)
+        except AuditUnavailable as e:
+            self.gate.fail(str(e))
+
     def _problem(self, why: str) -> None:
         if why not in self.problems and len(self.problems) < 32:
             self.problems.append(why)
@@ -222,10 +274,16 @@ async def _refuse_all(client: trio.SocketStream, why: str) -> None:
                     await client.send_all(wire.encode(wire.error(message.body["id"], wire.REFUSED, why)))
 
 
+def _is_error(result: Any) -> bool:
+    return isinstance(result, dict) and result.get("isError") is True
+
+
 @dataclass
 class _Pending:
     method: str
     ident: Any
+    request: int | None = None
+    """The gate's number for a governed request (its decision record's ``request``)."""
     timer: trio.CancelScope = field(default_factory=trio.CancelScope)
 
 
@@ -240,8 +298,8 @@ class RelaySession:
         self.client = client
         self.child = child
         self.pending: dict[str, _Pending] = {}
-        self.asked: set[str] = set()
-        """Server requests passed to the client, by id key: the answers let through."""
+        self.asking = 0
+        """Server elicitations waiting for the gate (a person may take a while)."""
         self._to_client_lock = trio.Lock()
         self._to_server_lock = trio.Lock()
         self._nursery: trio.Nursery | None = None
@@ -280,36 +338,39 @@ class RelaySession:
                 await self._to_client(wire.error(body["id"], wire.INVALID_REQUEST, "not a JSON-RPC 2.0 message"))
             return
         if message.shape is wire.Shape.RESPONSE:
-            if message.key in self.asked:
-                self.asked.discard(message.key)
-                await self._to_server(body)
-            return
+            return  # to no request of the relay's: server requests stop here
         if message.shape is wire.Shape.NOTIFICATION:
-            await self._to_server(body)
+            if message.method != "notifications/roots/list_changed":  # the roots are ours
+                await self._to_server(body)
             return
         assert message.key is not None
         method = message.method
         if message.key in self.pending or len(self.pending) >= MAX_PENDING:
             await self._to_client(wire.error(body["id"], wire.INVALID_REQUEST, "too many requests in flight, or an id in use"))
             return
-        if method in wire.GOVERNED and not await self._allowed(message):
-            return
+        request = None
+        if method in wire.GOVERNED:
+            request = await self._allowed(message)
+            if request is None:
+                return
         if method == "initialize":
-            body = wire.without_server_asks(body)
-        pending = _Pending(method, body["id"])
+            person = elicitation.person_of(self.relay.gate.approvals.approver)
+            body = wire.relayed_initialize(body, elicitation=person is not None)
+        pending = _Pending(method, body["id"], request)
         self.pending[message.key] = pending
         assert self._nursery is not None
         self._nursery.start_soon(self._expire, message.key, pending)
         await self._to_server(body)
 
-    async def _allowed(self, message: wire.Message) -> bool:
-        """Decide one governed request; answer a refusal (or bad params) here."""
+    async def _allowed(self, message: wire.Message) -> int | None:
+        """Decide one governed request: the gate's number for it when allowed;
+        None when refused, answered here (as are bad params)."""
         assert message.body is not None
         ident, method = message.body["id"], message.method
         parsed = wire.governed_params(message)
         if isinstance(parsed, str):
             await self._to_client(wire.error(ident, wire.INVALID_PARAMS, parsed))
-            return False
+            return None
         name, arguments = parsed
         call = McpCall(self.server.name, method, name, arguments)  # type: ignore[arg-type]
         decision = decide_call(call, self.relay.policy)
@@ -321,11 +382,11 @@ class RelaySession:
             ruling = await self.relay.gate.ruled("mcp", subject, shown, decision, {"arguments": arguments})
         except RpcError as e:
             await self._to_client(wire.refusal(ident, method, str(e)))
-            return False
+            return None
         if not ruling.allowed:
             await self._to_client(wire.refusal(ident, method, ruling.reason))
-            return False
-        return True
+            return None
+        return ruling.request
 
     async def _expire(self, key: str, pending: _Pending) -> None:
         with pending.timer:
@@ -335,6 +396,7 @@ class RelaySession:
         del self.pending[key]
         why = f"the MCP server {self.server.name} did not answer {pending.method} within {self.server.timeout:g} s"
         self.relay._problem(why)
+        self._answered(pending, error=True)
         await self._to_client(wire.error(pending.ident, wire.REFUSED, why))
 
     # -- the server's side -------------------------------------------------------------
@@ -357,6 +419,7 @@ class RelaySession:
         said = f"{why}: {tail[0][:300]}" if tail[0] else why
         for pending in list(self.pending.values()):
             pending.timer.cancel()
+            self._answered(pending, error=True)
             await self._to_client(wire.error(pending.ident, wire.REFUSED, said))
         self.pending.clear()
         self._end()
@@ -372,19 +435,14 @@ class RelaySession:
                 self._dropped()
                 return
             pending.timer.cancel()
+            self._answered(pending, error="error" in body or _is_error(body.get("result")))
             if pending.method == "tools/list" and "result" in body:
                 body = self._listed(body)
             await self._to_client(body)
             return
-        if message.shape is wire.Shape.REQUEST and message.method in wire.SERVER_ASKS:
-            await self._refuse_server_ask(message)
-            return
         if message.shape is wire.Shape.REQUEST:
-            assert message.key is not None
-            if len(self.asked) >= MAX_PENDING:
-                await self._to_server(wire.error(body["id"], wire.INVALID_REQUEST, "too many requests in flight"))
-                return
-            self.asked.add(message.key)
+            await self._server_request(message)
+            return
         await self._to_client(body)
 
     def _listed(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -398,17 +456,62 @@ class RelaySession:
             if decide_call(McpCall(self.server.name, "tools/call", name), self.relay.policy).verdict
             is Verdict.DENY
         }
+        self.relay.tools_seen(self.server, names, hidden)
         return wire.without_tools(body, hidden) if hidden else body
 
-    async def _refuse_server_ask(self, message: wire.Message) -> None:
+    async def _server_request(self, message: wire.Message) -> None:
+        """A request of the server's, answered here (see the module docstring)."""
         assert message.body is not None
-        method = message.method
-        reason = f"the MCP server {self.server.name} may not use {method}: the agent's model and the person are not a server's to ask"
+        ident, method = message.body["id"], message.method
+        if method == "roots/list":
+            await self._to_server(wire.roots_result(ident, self.relay.policy.roots))
+        elif method == "ping":
+            await self._to_server(wire.result(ident, {}))
+        elif method == "elicitation/create" and self.asking < MAX_PENDING:
+            self.asking += 1
+            assert self._nursery is not None
+            self._nursery.start_soon(self._elicit, ident, message.body.get("params"))
+        elif method == "elicitation/create":
+            await self._to_server(wire.error(ident, wire.INVALID_REQUEST, "too many requests in flight"))
+        elif method == "sampling/createMessage":
+            await self._refuse_server_ask(
+                ident, method, "it would let a server drive the agent's model", wire.REFUSED
+            )
+        else:
+            await self._refuse_server_ask(
+                ident,
+                method[:200],
+                "the governor answers a server's roots/list, ping and elicitation/create only",
+                wire.METHOD_NOT_FOUND,
+            )
+
+    async def _elicit(self, ident: Any, params: Any) -> None:
+        """A server's form, through the gate as the agent's own would be."""
+        try:
+            request = elicitation.from_server(self.server.name, ident, params)
+            if isinstance(request, str):
+                await self._refuse_server_ask(ident, "elicitation/create", request, wire.INVALID_PARAMS)
+                return
+            origin = f"mcp:{self.server.name}"
+            try:
+                reply = self.relay.gate.create_elicitation(request, origin=origin)
+                if not isinstance(reply, dict):
+                    reply = await reply
+            except RpcError as e:
+                await self._to_server(wire.error(ident, wire.REFUSED, f"Refused by the governor: {e}"))
+                return
+            await self._to_server(wire.result(ident, reply))
+        finally:
+            self.asking -= 1
+
+    async def _refuse_server_ask(self, ident: Any, method: str, why: str, code: int) -> None:
+        """Refuse a server's request, recorded (kind ``mcp``, its origin the server)."""
+        reason = f"the MCP server {self.server.name} may not use {method}: {why}"
         decision = Decision(Verdict.DENY, "mcp.server-asks", reason, who.PROTOCOL)
         subject = {"server": self.server.name, "method": method, "origin": f"mcp:{self.server.name}"}
         with contextlib.suppress(RpcError):
             await self.relay.gate.ruled("mcp", subject, f"{self.server.name} {method}", decision, {})
-        await self._to_server(wire.error(message.body["id"], wire.REFUSED, f"Refused by the governor: {reason}"))
+        await self._to_server(wire.error(ident, code, f"Refused by the governor: {reason}"))
 
     async def _drain_stderr(self) -> None:
         stderr = self.child.stderr
@@ -436,6 +539,12 @@ class RelaySession:
         async with self._to_server_lock:
             with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
                 await stdin.send_all(wire.encode(body))
+
+    def _answered(self, pending: _Pending, *, error: bool) -> None:
+        """Tell the listeners (the OTel trace) that a governed request is answered."""
+        if pending.request is not None:
+            event = {"server": self.server.name, "request": pending.request, "error": error}
+            self.relay.gate.on_event("mcp_result", event)
 
     def _dropped(self) -> None:
         name = self.server.name
@@ -465,6 +574,7 @@ async def open_relay(
         os.chmod(folder, 0o755)  # the agent may run as another user (govtest): the socket's mode guards
         shutil.copyfile(SHIM, folder / "mcp_shim.py")
         relay = McpRelay(gate, policy, os.environ if environ is None else environ, folder, proxy)
+        relay.record_servers()
         listeners: list[tuple[McpServer, socket.socket]] = []
         own: socket.socket | None = None
         try:

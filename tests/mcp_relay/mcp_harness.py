@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,13 +96,28 @@ def bound(text: str, workspace: Path) -> Policy:
 
 
 @asynccontextmanager
-async def governed(policy: Policy, log: Path) -> AsyncIterator[Governed]:
-    """The audit log, gate, egress proxy and relay of ``policy``'s servers."""
+async def governed(
+    policy: Policy,
+    log: Path,
+    *,
+    listener: Callable[[str, dict[str, Any]], None] | None = None,
+    approver: Any = None,
+    attempt: str = "att",
+) -> AsyncIterator[Governed]:
+    """The audit log, gate, egress proxy and relay of ``policy``'s servers;
+    every event kept, and also given to ``listener`` (an OTel trace); asks go to
+    ``approver`` (default: unattended)."""
     events: list[tuple[str, dict[str, object]]] = []
-    audit = AuditLog(log, "att")
+    audit = AuditLog(log, attempt)
     # where a chain starts, naming the roots (as replay reads them)
     audit.record("attempt-start", agent="mcp-test", workspace=policy.workspace, roots=list(policy.roots))
-    gate = Gate(policy, audit, Unattended(), on_event=lambda kind, info: events.append((kind, info)))
+
+    def on_event(kind: str, info: dict[str, Any]) -> None:
+        events.append((kind, info))
+        if listener is not None:
+            listener(kind, info)
+
+    gate = Gate(policy, audit, approver or Unattended(), on_event=on_event)
     async with (
         open_egress(network.judge(gate)) as proxy,
         open_relay(gate, policy, dict(os.environ), lambda: proxy) as relay,
