@@ -34,7 +34,9 @@ attempt's masked events, plus its start and its outcome):
   and ``acp_governor.waiting`` on the attempt's span when a request waits for a
   person (``acp_governor.kind``, ``acp_governor.reason``);
 - counters: ``acp_governor.attempts`` (by status), ``acp_governor.requests``
-  (the tally's allowed / waited / refused, by verdict: they add up to asked),
+  (the tally's allowed / waited / refused, by verdict: allowed and refused add
+  up to asked less those still pending; waited overlaps them, a request that
+  waited for a person is also allowed or refused),
   ``acp_governor.unasked`` (the tally's reported and unasked, by kind),
   ``acp_governor.decisions`` (each decision record as it is written, by kind and
   verdict) and ``acp_governor.mcp.requests`` (each ``mcp`` decision, by server,
