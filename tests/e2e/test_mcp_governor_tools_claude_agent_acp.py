@@ -43,6 +43,7 @@ async def test_the_agents_calls_to_the_governors_tools_are_decided_recorded_and_
     steps = [
         Step(("mcp__governor__write",), {"path": "made.txt", "content": "written through MCP\n"}),
         Step(("mcp__governor__run",), {"command": "cat made.txt; echo ran-in-the-sandbox"}),
+        Step(("mcp__governor__run",), {"command": "echo by-a-command > ran.txt"}),
         Step(("mcp__governor__run",), {"command": "rm keep.txt"}),
     ]
     with StandIn(steps) as model:
@@ -59,7 +60,7 @@ async def test_the_agents_calls_to_the_governors_tools_are_decided_recorded_and_
         results = model.tool_results()
         described = model.describe()
     assert model.tool_uses() == [
-        "mcp__governor__write", "mcp__governor__run", "mcp__governor__run"
+        "mcp__governor__write", "mcp__governor__run", "mcp__governor__run", "mcp__governor__run"
     ], described
     assert outcome.status == "completed", outcome.reason
     # how the agent is told to use them: --append-rules adds a line to the prompt
@@ -68,6 +69,7 @@ async def test_the_agents_calls_to_the_governors_tools_are_decided_recorded_and_
     assert GOVERNOR_TOOLS_RULE.strip() in told[0]
     assert INSTRUCTIONS in told[0]
     assert (job.workspace / "made.txt").read_text() == "written through MCP\n"
+    assert (job.workspace / "ran.txt").read_text() == "by-a-command\n"
     assert (job.workspace / "keep.txt").exists()
     # Claude Code asks before an MCP tool: decided by what its input names (a
     # path to write, a command), as the call is when it reaches the governor.
@@ -75,6 +77,7 @@ async def test_the_agents_calls_to_the_governors_tools_are_decided_recorded_and_
     asked = list(_by_request(records(outcome, "permission")).values())
     assert asked == [
         ("mcp__governor__write", "allow"),
+        ("mcp__governor__run", "allow"),
         ("mcp__governor__run", "allow"),
         ("mcp__governor__run", "deny"),
     ], asked
@@ -86,7 +89,8 @@ async def test_the_agents_calls_to_the_governors_tools_are_decided_recorded_and_
     commands = records(outcome, "terminal")
     assert {r["subject"]["via"] for r in commands} == {"mcp:governor"}
     assert list(_by_request(commands, "command").values()) == [
-        ("cat made.txt; echo ran-in-the-sandbox", "allow")
+        ("cat made.txt; echo ran-in-the-sandbox", "allow"),
+        ("echo by-a-command > ran.txt", "allow"),
     ]
     texts = [str(r.get("content")) for r in results]
     # Claude Code hands its model the structured result where there is one
@@ -94,7 +98,7 @@ async def test_the_agents_calls_to_the_governors_tools_are_decided_recorded_and_
         '"exit_code":0' in t and "written through MCP" in t and "ran-in-the-sandbox" in t
         for t in texts
     ), texts
-    # the governed write explains the new file: nothing was changed unasked
+    # the governed write and the governed command explain the new files: nothing was changed unasked
     assert records(outcome, "unasked") == []
     assert outcome.acp is not None
     kinds = ("permission", "write", "terminal", "network")
