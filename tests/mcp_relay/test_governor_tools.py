@@ -20,7 +20,7 @@ from mcp.client.stdio import stdio_client
 from mcp_harness import REPO, Governed, bound
 
 from governor import network
-from governor.approver import Unattended
+from governor.approver import Approver, Ask, Callback, Unattended
 from governor.audit.log import AuditLog
 from governor.audit.tally import Tally, tally
 from governor.confine import GovernedTerminals
@@ -50,7 +50,9 @@ governor_tools = true
 
 
 @asynccontextmanager
-async def governed(policy: Policy, log: Path) -> AsyncIterator[Governed]:
+async def governed(
+    policy: Policy, log: Path, approver: Approver | None = None
+) -> AsyncIterator[Governed]:
     """What an attempt opens for the governor's tools: the log, the gate with its
     terminals (the sandbox's), the egress proxy and the relay."""
     audit = AuditLog(log, "att")
@@ -62,7 +64,7 @@ async def governed(policy: Policy, log: Path) -> AsyncIterator[Governed]:
         gate = Gate(
             policy,
             audit,
-            Unattended(),
+            approver or Unattended(),
             terminals=terminals,
             on_event=lambda kind, info: events.append((kind, info)),
         )
@@ -366,3 +368,28 @@ async def test_a_client_that_hangs_up_during_a_run_has_its_command_killed_and_th
             ran = await session.call_tool("run", {"command": "echo still here"})
         assert "still here" in _text(ran)
         assert g.verified()
+
+
+async def test_an_ask_goes_to_the_approver_and_the_run_waits_for_its_answer(
+    tmp_path: Path, workspace: Path
+) -> None:
+    asked: list[Ask] = []
+
+    def person(ask: Ask) -> bool:
+        asked.append(ask)
+        return ask.subject == "touch yes.txt"
+
+    policy = bound(EDIT + '\n[ask]\ncommands = ["touch *"]\n', workspace)
+    log = tmp_path / "audit.jsonl"
+    async with governed(policy, log, Callback(person)) as g, tools(g) as session:
+        yes = await session.call_tool("run", {"command": "touch yes.txt"})
+        no = await session.call_tool("run", {"command": "touch no.txt"})
+    assert not yes.is_error and _text(yes).startswith("exit code 0"), _text(yes)
+    assert no.is_error and "Refused by the governor" in _text(no)
+    assert (workspace / "yes.txt").exists() and not (workspace / "no.txt").exists()
+    assert [(a.kind, a.subject) for a in asked] == [("terminal", "touch yes.txt"), ("terminal", "touch no.txt")]
+    assert [(r["verdict"], r["by"]) for r in _all(log) if r["kind"] == "terminal"] == [
+        ("allow", "person"), ("deny", "person")
+    ]
+    assert g.gate.audit.tallier.tally() == Tally(asked=2, allowed=1, waited=2, refused=1)
+    assert g.verified()
