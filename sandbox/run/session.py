@@ -49,7 +49,7 @@ from stat import S_ISSOCK
 import trio
 
 from policies.paths import is_under
-from sandbox.host.bwrap import BwrapUnavailable
+from sandbox.host.bwrap import BwrapUnavailable, bwrap_line, failure_of
 from sandbox.host.limits import rlimits
 from sandbox.host.survey import survey
 from sandbox.plan.profile import (
@@ -301,8 +301,8 @@ class SandboxSession:
                     text += data
         await self.aclose()
         reason = text.decode("utf-8", "replace").strip()
-        if "bwrap:" in reason:
-            raise BwrapUnavailable(reason)
+        if bwrap_line(reason) is not None:
+            raise failure_of(reason, "the session's sandbox")
         return reason or "no word from bwrap or the fork server"
 
     async def aclose(self) -> None:
