@@ -10,7 +10,9 @@ file) and no policy ``keep`` brings them back:
 * the homes of everyone else: the directories of ``/home`` and the password
   database's homes of the other people and of root. The person's own homes are
   the survey's (`sandbox.host.survey.other_homes`), where their toolchain is
-  kept; nothing is kept from anyone else's;
+  kept; nothing is kept from anyone else's. Each folder that holds them but
+  ``/`` is one tmpfs inside (`sandbox.host.survey.home_parents`, which says
+  why), so `foreign_homes` also hands back the listing of each;
 * the governor's state directory (`state_dir`, where every attempt's audit log
   is written by default): an agent that read it would see every earlier
   attempt's prompts, paths and refusals, of every project.
