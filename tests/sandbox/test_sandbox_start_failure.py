@@ -77,7 +77,9 @@ def report_gone(monkeypatch: pytest.MonkeyPatch, module: Any) -> None:
 
 
 @pytest.fixture
-def fresh_preflight() -> Iterator[None]:
+def fresh_preflight(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """No test run remembered, in this process or in a state directory."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     forget()
     yield
     forget()
