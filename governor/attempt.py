@@ -52,6 +52,7 @@ from governor.turn import Turn
 from governor.workspace import Snapshot, diff, snapshot
 from policies import by as who
 from policies.limits import render
+from policies.policy import Policy
 from sandbox.host.limits import blame
 from sandbox.net.proxy import EgressProxy, open_egress
 from sandbox.run.execution import ExitStatus
@@ -71,6 +72,17 @@ RULES_FOR_THE_AGENT: Final = """
 - Run commands through the client's terminal where you can: the governor runs them in its sandbox. Ask before you act.
 - If the task cannot be done as written, stop and make your final message start with `BLOCKED:` and the reason.
 """
+
+GOVERNOR_TOOLS_RULE: Final = (
+    "- Use the tools of the MCP server `governor` (`run` for commands, `read` and `write` for files) "
+    "where you can: the governor decides, sandboxes and records each call, and a refused call says why.\n"
+)
+"""The line ``--append-rules`` adds when the policy offers the governor's own tools."""
+
+
+def rules_for_the_agent(policy: Policy) -> str:
+    """What ``--append-rules`` appends to the prompt under ``policy``."""
+    return RULES_FOR_THE_AGENT + (GOVERNOR_TOOLS_RULE if policy.mcp.governor_tools else "")
 
 
 async def run_attempt(
@@ -411,7 +423,7 @@ class Attempt:
         self.end.model, self.end.alone = setup.model, setup.alone
         self.turn.mode = setup.mode
         self.turn.config_options = list(setup.config_options)
-        prompt = p.spec.prompt + (RULES_FOR_THE_AGENT if p.spec.append_rules else "")
+        prompt = p.spec.prompt + (rules_for_the_agent(p.policy) if p.spec.append_rules else "")
         self.emit("prompt", {"session": session.session_id})
         # The prompt runs in the connection's nursery, outside the deadline: after a
         # timeout or a pause the agent still gets to answer it `cancelled` (and to

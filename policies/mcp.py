@@ -14,6 +14,9 @@ A policy's ``[mcp]`` section, strictly validated like the rest of the file::
     url = "https://mcp.example.com/mcp"   # http:// only for a loopback host
     headers = { Authorization = "DOCS_TOKEN" }  # header -> the variable holding its whole value
 
+    [mcp]
+    governor_tools = true             # the governor's own run/read/write as a server "governor"
+
     [mcp.deny]                        # [mcp.ask] and [mcp.allow] take the same keys
     tools = ["git.git_commit", { tool = "fs.read_*", args = { path = "*/.env" } }]
     prompts = ["everything.*"]        # server.prompt globs
@@ -32,6 +35,11 @@ tool no rule names is asked about below full-access -- the operator named the
 server, not each thing it can do, and unattended an ask is refused -- and
 allowed at full-access; reading a prompt or a resource is allowed (the server
 runs in its own sandbox, which bounds what it can read).
+
+``governor_tools`` offers the agent the governor's own tools as one more
+server, named `OWN_SERVER` (`governor.mcp.own_tools`): its calls are the fs
+and terminal requests they stand for, decided by the file and command rules,
+not by these; so no job server may take that name while it is on.
 """
 
 from __future__ import annotations
@@ -71,6 +79,8 @@ MCP_DEFAULTS: Final[Mapping[str, Mapping[Capability, Verdict]]] = {
 """The verdict on a call no rule names, by subject and capability."""
 
 SERVER_NAME: Final = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
+OWN_SERVER: Final = "governor"
+"""The name the governor's own tools are offered under (``governor_tools``)."""
 MAX_SERVERS: Final = 32
 CALL_TIMEOUT: Final = 120.0
 _SERVER_KEYS: Final = ("name", "command", "url", "headers", "env", "writable", "network", "timeout")
@@ -84,7 +94,7 @@ RESERVED_HEADERS: Final = frozenset(
 )
 """Headers the relay's HTTP client sets itself: a policy may not name them."""
 LOOPBACK: Final = frozenset({"localhost", "127.0.0.1", "::1"})
-_MCP_KEYS: Final = ("servers", "allow", "ask", "deny")
+_MCP_KEYS: Final = ("servers", "governor_tools", "allow", "ask", "deny")
 _RULE_KEYS: Final = ("tools", "prompts", "resources")
 _ENTRY_KEYS: Final = ("tool", "args")
 
@@ -242,6 +252,8 @@ class McpConfig:
     deny: McpTier = field(default_factory=McpTier)
     ask: McpTier = field(default_factory=McpTier)
     allow: McpTier = field(default_factory=McpTier)
+    governor_tools: bool = False
+    """Whether the agent is offered the governor's own tools (`OWN_SERVER`)."""
 
     def server(self, name: str) -> McpServer | None:
         """The server named ``name``, or None."""
@@ -337,10 +349,19 @@ def mcp_from_mapping(source: str, value: Any, capability: Capability) -> McpConf
                 source, f"mcp.servers[{i}].name", f"{server.name!r} is named twice"
             )
         servers.append(server)
+    governor_tools = boolean(source, "mcp.governor_tools", body.get("governor_tools", False))
+    if governor_tools and any(s.name == OWN_SERVER for s in servers):
+        i = next(i for i, s in enumerate(servers) if s.name == OWN_SERVER)
+        raise ConfigError(
+            source,
+            f"mcp.servers[{i}].name",
+            f"{OWN_SERVER!r} is the name of the governor's own tools (mcp.governor_tools): "
+            "give this server another name",
+        )
     tiers = {
         tier: _tier(source, f"mcp.{tier}", body.get(tier, {})) for tier in ("deny", "ask", "allow")
     }
-    return McpConfig(servers=tuple(servers), **tiers)
+    return McpConfig(servers=tuple(servers), governor_tools=governor_tools, **tiers)
 
 
 def _server(source: str, key: str, value: Any, capability: Capability) -> McpServer:

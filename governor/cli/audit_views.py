@@ -136,9 +136,12 @@ def mcp_calls(logs: Sequence[Checked], as_json: bool) -> int:
     """Per attempt, in the log's order: its MCP servers (``mcp-server``
     records: name, command, writable, network), the tools each offered
     (``mcp-tools``: the names a ``tools/list`` gave, those hidden) and every
-    call decided (``mcp`` records: the call, the verdict and why); then, per
-    attempt, the calls per server. With ``--json`` one array of those items,
-    each with its ``type`` (``server``, ``tools``, ``call``), streamed."""
+    call decided (``mcp`` records: the call, the verdict and why; and each
+    request that came through the governor's own tools, `governor.mcp.own_tools`:
+    its read, write or terminal records, whose subject says ``via:
+    mcp:governor``, as one call); then, per attempt, the calls per server.
+    With ``--json`` one array of those items, each with its ``type``
+    (``server``, ``tools``, ``call``), streamed."""
     calls = 0
     attempts: list[tuple[str, dict[str, list[int]]]] = []
     """Each attempt's calls per server [allowed, other], the current one last."""
@@ -153,15 +156,47 @@ def mcp_calls(logs: Sequence[Checked], as_json: bool) -> int:
 
     def found() -> Iterator[dict[str, Any]]:
         nonlocal calls
+        own: list[dict[str, Any]] = []  # one own-tools request's records (a command's parts)
+        own_log: list[Checked] = []
+
+        def own_call() -> dict[str, Any]:
+            """The request in ``own`` as one call: refused when a part was."""
+            nonlocal calls
+            calls += 1
+            r = next((g for g in own if g.get("verdict") == "deny"), None)
+            r = r or next((g for g in own if g.get("verdict") != "allow"), own[0])
+            via = str((r.get("subject") or {}).get("via"))
+            x = {"type": "call", "attempt": r["attempt"], "log": str(own_log[0].path), "seq": r.get("seq"),
+                 "time": r.get("time"), "server": via.removeprefix("mcp:"),
+                 "method": f"tools/call {OWN_TOOLS[str(r.get('kind'))]}", "subject": shown(r),
+                 "verdict": r.get("verdict"), "by": r.get("by"), "rule": r.get("rule"),
+                 "reason": r.get("reason")}  # fmt: skip
+            own.clear()
+            own_log.clear()
+            tally(x)
+            return x
+
         for log, r in _each(logs):
             kind = r.get("kind")
+            subject = r.get("subject") or {}
+            if kind in OWN_TOOLS and str(subject.get("via", "")).startswith("mcp:"):
+                if own and (own[0].get("attempt"), own[0].get("request"), own[0].get("kind")) != (
+                    r.get("attempt"), r.get("request"), kind
+                ):
+                    yield own_call()
+                own.append(r)
+                own_log[:] = [log]
+                continue
+            if own:  # the gate writes a request's records one after another
+                yield own_call()
             if kind not in _MCP_KINDS:
                 continue
-            subject = r.get("subject") or {}
             x: dict[str, Any] = {"type": _MCP_KINDS[kind], "attempt": r["attempt"], "log": str(log.path),
                                  "seq": r.get("seq"), "time": r.get("time"), "server": subject.get("server")}  # fmt: skip
             if kind == "mcp-server":
                 x.update({k: subject.get(k) for k in ("command", "url", "writable", "network")})
+                if subject.get("own") is True:  # the governor's own tools (governor.mcp.own_tools)
+                    x["own"] = True
             elif kind == "mcp-tools":
                 x.update({"tools": _list(subject.get("tools")), "hidden": _list(subject.get("hidden"))})
             else:
@@ -170,6 +205,8 @@ def mcp_calls(logs: Sequence[Checked], as_json: bool) -> int:
                           "by": r.get("by"), "rule": r.get("rule"), "reason": r.get("reason")})  # fmt: skip
             tally(x)
             yield x
+        if own:
+            yield own_call()
 
     shown_attempt: list[str] = []
 
@@ -199,12 +236,16 @@ def mcp_calls(logs: Sequence[Checked], as_json: bool) -> int:
 
 
 _MCP_KINDS: Final = {"mcp-server": "server", "mcp-tools": "tools", "mcp": "call"}
+OWN_TOOLS: Final = {"read": "read", "write": "write", "terminal": "run"}
+"""The record kinds a call to the governor's own tools is written as, and the tool."""
 
 
 def mcp_listing(kind: str, subject: dict[str, Any]) -> str:
     """A ``mcp-server`` (``server``) or ``mcp-tools`` (``tools``) record's subject in words."""
     if kind == "server":
         run = " ".join(map(str, _list(subject.get("command")))) or str(subject.get("url") or "")
+        if subject.get("own") is True and not run:
+            run = "the governor's own tools, answered in-process"
         access = "writable" if subject.get("writable") else "read-only"
         network = ", ".join(map(str, _list(subject.get("network")))) or "none"
         return f"server {subject.get('server')}: {run} ({access}; network: {network})"
@@ -322,8 +363,11 @@ def describe(record: dict[str, Any], t0: float | None) -> str:
         )
     request = f" request {record['request']}" if record.get("request") is not None else ""
     option = f", option {record['option']}" if record.get("option") else ""
+    subject = record.get("subject")
+    via = subject.get("via") if isinstance(subject, dict) else None
+    came = f" via {via}" if isinstance(via, str) else ""  # the governor's own tools: mcp:governor
     return (
-        f"{head} {kind}{request}: {shown(record)} -> {verdict_of(record)} by "
+        f"{head} {kind}{request}{came}: {shown(record)} -> {verdict_of(record)} by "
         f"{record.get('by')} [{record.get('rule', '')}]{option}: {record.get('reason', '')}"
     )
 

@@ -40,7 +40,9 @@ spawns as a stdio server: its socket lies in a folder of the relay's, kept
 visible in the agent's sandbox (`McpRelay.folder`). Behind the socket a
 `RelaySession` speaks to the server through a `Transport`: a sandboxed child
 on stdio (`StdioServer`) or, for a ``url``, the governor's own HTTP session
-(`governor.mcp.http.HttpServer`); the agent never learns the URL.
+(`governor.mcp.http.HttpServer`); the agent never learns the URL. With ``[mcp]
+governor_tools`` one more socket there is answered by the governor itself
+(`governor.mcp.own_tools`), no server behind it.
 """
 
 from __future__ import annotations
@@ -69,7 +71,7 @@ from governor.network import egress_for, judge
 from policies import by as who
 from policies.capability import Capability
 from policies.decide import Decision, decide_call
-from policies.mcp import McpCall, McpServer
+from policies.mcp import OWN_SERVER, McpCall, McpServer
 from policies.network import NetworkRules
 from policies.rules import Verdict
 from sandbox import BwrapUnavailable, Profile, ProfileError, agent_process
@@ -78,6 +80,7 @@ from sandbox.run.spawn import Child
 if TYPE_CHECKING:
     from governor.gate import Gate
     from governor.mcp import wire
+    from governor.mcp.own_tools import GovernorTools
     from policies.policy import Policy
     from sandbox.net.proxy import EgressProxy
 
@@ -142,23 +145,41 @@ class McpRelay:
         """What went wrong with a server, in words (the outcome's notices)."""
         self.tool_lists: dict[str, set[tuple[tuple[str, ...], tuple[str, ...]]]] = {}
         """Server name -> the tools/list results recorded (names, hidden)."""
+        self.own: GovernorTools | None = None
+        """The governor's own tools, when the policy offers them."""
+        if policy.mcp.governor_tools:
+            from governor.mcp.own_tools import GovernorTools  # the SDK's server: only when on
+
+            self.own = GovernorTools(gate)
 
     def socket_path(self, server: McpServer) -> str:
         """Where the shim for ``server`` connects."""
         return str(self.folder / f"{server.name}.sock")
 
+    def own_socket_path(self) -> str:
+        """Where the shim for the governor's own tools connects."""
+        return str(self.folder / f"{OWN_SERVER}.sock")
+
     def entries(self) -> list[dict[str, object]]:
-        """``session/new``'s ``mcpServers``: a shim in place of each real server."""
-        return [
+        """``session/new``'s ``mcpServers``: a shim in place of each real server
+        (and one for the governor's own tools)."""
+        entries = [
             stdio_entry(s.name, self.socket_path(s), self.interpreter, self.shim)
             for s in self.servers
         ]
+        if self.own is not None:
+            entries.append(stdio_entry(OWN_SERVER, self.own_socket_path(), self.interpreter, self.shim))
+        return entries
 
-    async def serve(self, listeners: list[tuple[McpServer, socket.socket]]) -> None:
+    async def serve(
+        self, listeners: list[tuple[McpServer, socket.socket]], own: socket.socket | None = None
+    ) -> None:
         """Accept the agent's connections until cancelled; each is a session."""
         async with trio.open_nursery() as nursery:
             for server, listener in listeners:
                 nursery.start_soon(self._accept, nursery, server, trio.socket.from_stdlib_socket(listener))
+            if self.own is not None and own is not None:
+                nursery.start_soon(self.own.serve, trio.socket.from_stdlib_socket(own))
 
     async def _accept(self, nursery: trio.Nursery, server: McpServer, listener: Any) -> None:
         with listener:
@@ -212,6 +233,12 @@ class McpRelay:
                 subject["url"] = server.url
                 subject["headers"] = sorted({h for h, _ in server.headers} | set(server.header_values))
             self._record("mcp-server", subject)
+        if self.own is not None:  # the governor's own: in-process, its tools as offered
+            writable = self.policy.capability >= Capability.EDIT_WORKSPACE
+            self._record("mcp-server", {"server": OWN_SERVER, "own": True, "writable": writable, "network": []})
+            offered = [t.name for t in self.own.tools()]
+            hidden = sorted(set(self.own.names()) - set(offered))
+            self._record("mcp-tools", {"server": OWN_SERVER, "tools": offered, "hidden": hidden})
 
     def tools_seen(self, server: McpServer, names: list[str], hidden: set[str]) -> None:
         """A ``mcp-tools`` record of one ``tools/list`` result, unless recorded already."""
@@ -585,10 +612,11 @@ async def open_relay(
     environ: Mapping[str, str] | None,
     proxy: Callable[[], EgressProxy | None],
 ) -> AsyncIterator[McpRelay | None]:
-    """The relay of the job's servers, listening for the block (None when the
-    job names none); its folder removed after. The servers' variables (and the
-    HTTP servers' header values) come from ``environ`` (None: the governor's own)."""
-    if not policy.mcp.servers:
+    """The relay of the job's servers (and of the governor's own tools),
+    listening for the block (None when the job names none and offers no tools);
+    its folder removed after. The servers' variables (and the HTTP servers'
+    header values) come from ``environ`` (None: the governor's own)."""
+    if not policy.mcp.servers and not policy.mcp.governor_tools:
         yield None
         return
     folder = Path(tempfile.mkdtemp(prefix="governor-mcp-"))
@@ -598,6 +626,7 @@ async def open_relay(
         relay = McpRelay(gate, policy, os.environ if environ is None else environ, folder, proxy)
         relay.record_servers()
         listeners: list[tuple[McpServer, socket.socket]] = []
+        own: socket.socket | None = None
         try:
             for server in relay.servers:
                 sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -605,12 +634,19 @@ async def open_relay(
                 sock.bind(relay.socket_path(server))
                 os.chmod(relay.socket_path(server), 0o600)
                 sock.listen(16)
+            if relay.own is not None:
+                own = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                own.bind(relay.own_socket_path())
+                os.chmod(relay.own_socket_path(), 0o600)
+                own.listen(16)
         except BaseException:
             for _, sock in listeners:
                 sock.close()
+            if own is not None:
+                own.close()
             raise
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(relay.serve, listeners)
+            nursery.start_soon(relay.serve, listeners, own)
             try:
                 yield relay
             finally:

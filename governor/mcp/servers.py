@@ -23,7 +23,7 @@ from typing import Final
 
 from governor.install import read_only_in
 from policies.capability import Capability
-from policies.mcp import McpConfig, McpServer
+from policies.mcp import OWN_SERVER, McpConfig, McpServer
 from policies.policy import Policy
 from sandbox import Profile, ProfileError
 from sandbox.plan.egress import Egress
@@ -100,15 +100,23 @@ def stdio_entry(name: str, socket_path: str, interpreter: str, shim: str) -> dic
     return {"name": name, "command": interpreter, "args": ["-I", "-S", shim, socket_path], "env": []}
 
 
-def problems(servers: tuple[McpServer, ...], environ: Mapping[str, str]) -> list[str]:
+def problems(
+    servers: tuple[McpServer, ...], environ: Mapping[str, str], *, governor_tools: bool = False
+) -> list[str]:
     """Why the job's servers cannot be relayed, for a refusal before anything
-    starts: a name given twice (a policy's and a library call's), an HTTP
-    server's header variable that is not set, a program that is not there."""
+    starts: a name given twice (a policy's and a library call's, or the
+    governor's own while ``governor_tools`` is on), an HTTP server's header
+    variable that is not set, a program that is not there."""
     found: list[str] = []
-    seen: set[str] = set()
+    seen: set[str] = {OWN_SERVER} if governor_tools else set()
     for server in servers:
         if server.name in seen:
-            found.append(f"MCP server {server.name}: named twice")
+            found.append(
+                f"MCP server {server.name}: the name of the governor's own tools "
+                "(mcp.governor_tools); give it another"
+                if server.name == OWN_SERVER and governor_tools
+                else f"MCP server {server.name}: named twice"
+            )
         seen.add(server.name)
         if not server.stdio:
             found.extend(

@@ -31,7 +31,16 @@ from typing import Any, Final
 import trio
 
 from policies.capability import Capability
-from sandbox.host.bwrap import Bwrap, BwrapUnavailable, advice_for, locate, probe
+from sandbox.host.bwrap import (
+    Bwrap,
+    BwrapUnavailable,
+    SandboxStartFailed,
+    advice_for,
+    bwrap_line,
+    failure_of,
+    locate,
+    probe,
+)
 from sandbox.host.concealed import state_dir
 from sandbox.plan.profile import BwrapFeatures, Profile, ProfileError
 from sandbox.run.execution import start_launch
@@ -57,6 +66,9 @@ async def preflight(
     Raises `BwrapUnavailable` (also cached: the machine will not change its mind
     within one run). ``recall=False`` runs the test even when a passed one is
     remembered (`governor doctor`: a diagnosis looks, it does not remember).
+    A `SandboxStartFailed` (bwrap's own line, when the machine can but the
+    test sandbox's mounts could not be made: a host path changed meanwhile)
+    is not cached.
     """
     key = None if configured is None else os.fspath(configured)
     path = _LOCATED.get(key)
@@ -70,6 +82,8 @@ async def preflight(
             if cached is None:
                 try:
                     cached = await _check(path, recall)
+                except SandboxStartFailed:
+                    raise  # this sandbox, not the machine: the next run tries again
                 except BwrapUnavailable as exc:
                     cached = exc
                 _CACHE[path] = cached
@@ -189,6 +203,8 @@ async def _test_run(path: str) -> Bwrap:
     text, _ = execution.ring.text(final=True)
     status = execution.status
     if status is None or status.exit_code != 0:
+        if status is not None and bwrap_line(text) is not None:
+            raise failure_of(text, f"the test sandbox of bwrap {bwrap.version} at {path}")
         first = next((line for line in text.splitlines() if line.strip()), "no output")
         raise BwrapUnavailable(
             f"bwrap {bwrap.version} at {path} failed its test run ({first.strip()}); "
