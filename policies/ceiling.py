@@ -105,8 +105,9 @@ class Ceiling:
     """Whether a job's MCP server may be ``writable`` (a ceiling file without
     the key: no)."""
     mcp_network: bool = True
-    """Whether a job's MCP server may name ``network`` hosts (a ceiling file
-    without the key: no); those hosts are bounded by ``allowed_hosts`` too."""
+    """Whether a job's MCP server may reach the network: a stdio server's
+    ``network`` hosts, an HTTP server's own host (a ceiling file without the
+    key: no); those hosts are bounded by ``allowed_hosts`` too."""
     source: str = field(default="built-in default", compare=False)
 
     @classmethod
@@ -248,7 +249,7 @@ class McpNetworkForbidden:
 
     def __str__(self) -> str:
         return (
-            f"MCP server {self.server} names network hosts ({', '.join(self.hosts)}); the "
+            f"MCP server {self.server} reaches network hosts ({', '.join(self.hosts)}); the "
             "ceiling does not permit MCP servers on the network (mcp_network = false)"
         )
 
@@ -303,7 +304,7 @@ def _mcp_violations(servers: Sequence[McpServer], ceiling: Ceiling) -> list[Viol
             found.append(McpServerForbidden(server.name, server.command, bounds))
         if server.writable and not ceiling.mcp_writable:
             found.append(McpWritableForbidden(server.name))
-        hosts = tuple(h.text for h in server.network)
+        hosts = tuple(h.text for h in server.hosts)  # an HTTP server's own host counts
         if hosts and not ceiling.mcp_network:
             found.append(McpNetworkForbidden(server.name, hosts))
         elif ceiling.allowed_hosts is not None:

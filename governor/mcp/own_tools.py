@@ -43,12 +43,12 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 import anyio
 import structlog
 import trio
-from acp import schema
 from mcp import types
 from mcp.server.lowlevel import Server
 from mcp.shared.message import SessionMessage
 
 from governor.acp.dispatch import RpcError
+from governor.acp.models import schema
 from governor.mcp import wire
 from policies.capability import Capability
 from policies.mcp import OWN_SERVER

@@ -529,7 +529,9 @@ class RelaySession:
         assert message.body is not None
         ident, method = message.body["id"], message.method
         if method == "roots/list":
-            await self._to_server(wire.roots_result(ident, self.relay.policy.roots))
+            # A remote (HTTP) server is shown no local path: its roots are none of ours.
+            roots = () if self.server.url is not None else self.relay.policy.roots
+            await self._to_server(wire.roots_result(ident, roots))
         elif method == "ping":
             await self._to_server(wire.result(ident, {}))
         elif method == "elicitation/create" and self.asking < MAX_PENDING:

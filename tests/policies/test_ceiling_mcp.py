@@ -61,7 +61,7 @@ def test_a_ceiling_file_without_mcp_keys_permits_no_server_and_names_each_with_i
         "MCP server git (mcp-server-git) is not permitted; permitted (mcp_servers): none (mcp_servers is empty)",
         "MCP server git is writable; the ceiling does not permit writable MCP servers (mcp_writable = false)",
         "MCP server docs (node) is not permitted; permitted (mcp_servers): none (mcp_servers is empty)",
-        "MCP server docs names network hosts (docs.example.com:443); the ceiling does not "
+        "MCP server docs reaches network hosts (docs.example.com:443); the ceiling does not "
         "permit MCP servers on the network (mcp_network = false)",
     ]
     assert violations("", 'capability = "read-only"') == []  # no server: nothing to bound
@@ -130,3 +130,28 @@ def test_a_bad_mcp_key_in_the_ceiling_is_refused_naming_it(text: str, key: str, 
     with pytest.raises(ConfigError) as e:
         parse_ceiling(text, "c.toml")
     assert key in str(e.value) and words in str(e.value), str(e.value)
+
+
+HTTP_JOB = """
+capability = "edit-workspace"
+
+[[mcp.servers]]
+name = "remote"
+url = "https://mcp.example.com/mcp"
+"""
+
+
+def test_an_http_server_is_on_the_network_for_the_ceiling() -> None:
+    """An HTTP server names no ``network`` hosts, yet the governor connects to its
+    host: ``mcp_network = false`` refuses it, and its host is bounded by
+    ``allowed_hosts`` like a stdio server's hosts."""
+    off = 'mcp_servers = ["remote"]\nmcp_network = false\n'
+    assert violations(off, HTTP_JOB) == [
+        "MCP server remote reaches network hosts (mcp.example.com:443); the ceiling does "
+        "not permit MCP servers on the network (mcp_network = false)"
+    ]
+    elsewhere = 'mcp_servers = ["remote"]\nmcp_network = true\nallowed_hosts = ["*.other.org:443"]\n'
+    (said,) = violations(elsewhere, HTTP_JOB)
+    assert "mcp.example.com:443" in said and "remote" in said
+    within = 'mcp_servers = ["remote"]\nmcp_network = true\nallowed_hosts = ["*.example.com:443"]\n'
+    assert violations(within, HTTP_JOB) == []
