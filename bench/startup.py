@@ -24,6 +24,13 @@ reaped: the agent, bwrap) of each row, medians; the wall ratios against ``python
 -c pass``, ``import acp`` and the SDK client. On a loaded machine the CPU column
 moves much less than the wall.
 
+Bytecode: every row runs with ``PYTHONDONTWRITEBYTECODE`` unset, so the
+warm-up run leaves each module's ``.pyc`` as an installed package has it (pip
+compiles at install; a ``uv tool`` install writes them on first use). Under
+``PYTHONDONTWRITEBYTECODE=1`` an editable checkout recompiles the governor's
+~120 modules at every start (about 0.1 s here) while the SDK's, installed in
+site-packages, come compiled: that race measures the checkout, not the tool.
+
 ``--base PATH`` adds every ``governor`` row again, run with the ``governor``
 script at PATH (another tree's venv): a before and after, interleaved.
 
@@ -50,6 +57,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 GOVERNOR = str(Path(sys.executable).parent / "governor")
 FLOOD = [sys.executable, str(HERE / "flood_agent.py"), "0"]
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+"""Each row's environment: bytecode written and read (see the module docstring)."""
 
 
 def rows(ws: Path, log: Path, governor: str = GOVERNOR) -> dict[str, list[str]]:
@@ -89,7 +98,7 @@ def timed(argv: list[str], cwd: Path) -> tuple[float, float]:
     a failing command ends the bench with its stderr."""
     cpu = _children_cpu()
     started = time.perf_counter()
-    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, check=False)
+    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, check=False, env=ENV)
     wall = time.perf_counter() - started
     if done.returncode != 0:
         said = (done.stdout[-1500:] + done.stderr[-1500:]).strip()

@@ -50,7 +50,9 @@ from governor.spec import AttemptSpec, PlainProgram, Prepared, RefusedBeforeStar
 from governor.tamper import baseline as tamper
 from governor.turn import Turn
 from governor.workspace import Snapshot, diff, snapshot
+from policies import by as who
 from policies.limits import render
+from policies.policy import Policy
 from sandbox.host.limits import blame
 from sandbox.net.proxy import EgressProxy, open_egress
 from sandbox.run.execution import ExitStatus
@@ -70,6 +72,17 @@ RULES_FOR_THE_AGENT: Final = """
 - Run commands through the client's terminal where you can: the governor runs them in its sandbox. Ask before you act.
 - If the task cannot be done as written, stop and make your final message start with `BLOCKED:` and the reason.
 """
+
+GOVERNOR_TOOLS_RULE: Final = (
+    "- Use the tools of the MCP server `governor` (`run` for commands, `read` and `write` for files) "
+    "where you can: the governor decides, sandboxes and records each call, and a refused call says why.\n"
+)
+"""The line ``--append-rules`` adds when the policy offers the governor's own tools."""
+
+
+def rules_for_the_agent(policy: Policy) -> str:
+    """What ``--append-rules`` appends to the prompt under ``policy``."""
+    return RULES_FOR_THE_AGENT + (GOVERNOR_TOOLS_RULE if policy.mcp.governor_tools else "")
 
 
 async def run_attempt(
@@ -129,8 +142,8 @@ class Attempt:
         self.terminals: confine.GovernedTerminals | None = None
         self.proxy: EgressProxy | None = None
         self.relay: mcp.McpRelay | None = None
-        self.refused: dict[str, str] = {}
-        """The agent's connections the proxy refused: host:port -> reason."""
+        self.refused: dict[str, tuple[str, str]] = {}
+        """The agent's connections the proxy refused: host:port -> (by, reason)."""
         self.turn = Turn(p.name, on_tool_call=self._on_tool_call, emit=listener)
         self.budget = Budget(p.policy.limits, p.name, self._stop_at)
         self.turn.on_usage = self.budget.report
@@ -246,7 +259,10 @@ class Attempt:
         its end (the gate wrote its own facts into it as they happened)."""
         end, turn, audit = self.end, self.turn, self.audit
         end.final_message = turn.final_message
-        end.network_refused = tuple(self.refused)
+        end.network_refused = tuple(h for h, (by, _) in self.refused.items() if by != who.PROTOCOL)
+        end.network_unreachable = tuple(
+            why for by, why in self.refused.values() if by == who.PROTOCOL
+        )
         end.tally = audit.tallier.tally()
         end.unasked_paths = tuple(
             sorted(
@@ -407,7 +423,7 @@ class Attempt:
         self.end.model, self.end.alone = setup.model, setup.alone
         self.turn.mode = setup.mode
         self.turn.config_options = list(setup.config_options)
-        prompt = p.spec.prompt + (RULES_FOR_THE_AGENT if p.spec.append_rules else "")
+        prompt = p.spec.prompt + (rules_for_the_agent(p.policy) if p.spec.append_rules else "")
         self.emit("prompt", {"session": session.session_id})
         # The prompt runs in the connection's nursery, outside the deadline: after a
         # timeout or a pause the agent still gets to answer it `cancelled` (and to

@@ -125,7 +125,7 @@ async def run_checks(
     masked with ``masker`` (default: the secret-looking variables of ``environ``).
     """
     from governor.confine import configured_bwrap
-    from sandbox import BwrapUnavailable, ProfileError
+    from sandbox import BwrapUnavailable, ProfileError, SandboxStartFailed
     from sandbox.run.preflight import preflight
 
     chosen = policy.checks if commands is None else commands
@@ -139,6 +139,8 @@ async def run_checks(
         if not probed.features.tmp_overlay:
             workspace = "read-only"
         failure = None
+    except SandboxStartFailed as e:  # bwrap's own line names the path
+        failure = f"the check's sandbox could not be started: {e}"
     except (BwrapUnavailable, ProfileError) as e:
         failure = f"the check's sandbox cannot work here: {e}"
     profile = check_profile(

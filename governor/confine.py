@@ -54,7 +54,14 @@ from governor.presets import NPM_HOME, Preset
 from policies.capability import Capability
 from policies.paths import is_literal, is_under
 from policies.policy import Policy
-from sandbox import BwrapUnavailable, Profile, ProfileError, Terminals, agent_process
+from sandbox import (
+    BwrapUnavailable,
+    Profile,
+    ProfileError,
+    SandboxStartFailed,
+    Terminals,
+    agent_process,
+)
 from sandbox.host.survey import survey
 from sandbox.net.proxy import EgressProxy
 from sandbox.run.agent import resolve_install, resolve_links
@@ -86,6 +93,8 @@ async def check(policy: Policy) -> None:
         return  # full-access runs nothing under bwrap
     try:
         await preflight(configured_bwrap())
+    except SandboxStartFailed as e:  # the machine can; this one did not (bwrap's line says why)
+        raise SandboxUnavailable(str(e)) from None
     except BwrapUnavailable as e:
         raise SandboxUnavailable(f"the sandbox cannot work here: {e}") from None
     except ProfileError as e:  # e.g. limits this machine cannot set (sandbox.host.limits)
@@ -254,11 +263,15 @@ async def spawn_agent(
         async def attach(pid: int) -> None:
             await proxy.attach(pid, egress, "agent")
 
+        proxy.keep_spare()  # its interpreter starts while bwrap builds the sandbox
+
     try:
         async with agent_process(
             profile, argv, bwrap=configured_bwrap(), attach=attach
         ) as child:
             yield child
+    except SandboxStartFailed as e:  # the machine can; this one did not (bwrap's line says why)
+        raise SandboxUnavailable(str(e)) from None
     except BwrapUnavailable as e:
         raise SandboxUnavailable(f"the sandbox cannot work here: {e}") from None
     except ProfileError as e:  # e.g. limits this machine cannot set (sandbox.host.limits)

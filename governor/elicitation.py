@@ -12,6 +12,10 @@ Rules of this file:
 - **Governed like any request** (`governor.gate.Gate.govern`): `decide` says
   whether the form may be shown, the person settles it (`ask`), and a gate
   that failed closed refuses it before anyone sees it.
+- **A server's form is the agent's**: an MCP server's ``elicitation/create``
+  (`from_server`, relayed by `governor.mcp.relay`) goes through the same gate,
+  its message saying which server asks and its record naming it (``origin``
+  ``mcp:NAME``).
 - **Recorded before it is answered**: a decision record of kind
   ``elicitation`` with the message (masked, as every record is), the mode and
   the fields asked for, and the answer's action as its ``option``. The values a
@@ -25,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol, cast
 
-from pydantic import ConfigDict, RootModel
+from pydantic import ConfigDict, RootModel, ValidationError
 
 from governor.acp.models import schema
 from governor.approver import Settled
@@ -57,6 +61,34 @@ def person_of(approver: object) -> FillsForms | None:
 
 DECLINE: ElicitationReply = {"action": "decline"}
 RULE = "elicitation"
+
+
+_SERVER_FIELDS = ("requestedSchema", "url", "elicitationId")
+_SERVER_MODES: Mapping[Any, type[Any]] = {
+    "form": schema.CreateFormRequestElicitationRequest,
+    "url": schema.CreateUrlRequestElicitationRequest,
+}
+
+
+def from_server(server: str, ident: Any, params: Any) -> ElicitationRequest | str:
+    """An MCP server's ``elicitation/create`` params as the request the gate
+    decides (its message prefixed with the server's name, so that the person
+    knows who asks), or what is wrong with them."""
+    if not isinstance(params, dict) or not isinstance(params.get("message"), str):
+        return "invalid params for elicitation/create: a message is required"
+    body = {  # MCP's fields only: a server names no ACP session or tool call
+        **{k: v for k, v in params.items() if k in _SERVER_FIELDS},
+        "requestId": ident,
+        "mode": params.get("mode", "form"),
+        "message": f"the MCP server {server} asks: {params['message']}",
+    }
+    model = _SERVER_MODES.get(body["mode"], schema.CreateOtherElicitationRequest)
+    try:
+        return ElicitationRequest(root=model.model_validate(body))
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "params"
+        return f"invalid params for elicitation/create: {where}: {first['msg']}"
 
 
 def fields_of(request: Any) -> dict[str, Any]:

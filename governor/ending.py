@@ -107,7 +107,11 @@ class Ending:
     the evidence the attempt explains the workspace's changes with; not judged."""
     sandboxed_agent: bool = True
     network_refused: tuple[str, ...] = ()
-    """The agent's connections the proxy refused, as ``host:port``, first first."""
+    """The agent's connections the proxy refused by a rule, as ``host:port``,
+    first first (an ``--allow-host`` would let them through)."""
+    network_unreachable: tuple[str, ...] = ()
+    """The agent's connections no rule refused but that could not be made (a
+    name that does not resolve): each one's reason, first first."""
     log: str | None = None
     workspace: str | None = None
     """The attempt's workspace (its first root), absolute."""
@@ -230,6 +234,12 @@ def judgement(e: Ending) -> Judgement:
         found.reason = (
             f"{found.reason} -- the proxy refused {e.agent}'s connection to "
             f"{', '.join(hosts)}{more} (--allow-host {hosts[0]} would allow it)"
+        )
+    if hints and e.network_unreachable and found.reason is not None:
+        # No rule refused these: a flag would change nothing; the machine's resolver might.
+        found.reason = (
+            f"{found.reason} -- {e.agent} could not reach {e.network_unreachable[0]} "
+            "(no rule refused it: check this machine's DNS and network)"
         )
     if hints and e.unseen_folders and found.reason is not None:
         found.reason = (

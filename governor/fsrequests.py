@@ -62,9 +62,11 @@ class FileRequests:
         }
 
     def read_text_file(
-        self, req: schema.ReadTextFileRequest
+        self, req: schema.ReadTextFileRequest, *, via: str | None = None
     ) -> schema.ReadTextFileResponse | Awaitable[schema.ReadTextFileResponse]:
-        """A governed read: resolved, inside the roots, not hidden."""
+        """A governed read: resolved, inside the roots, not hidden. ``via`` names
+        the way it came when not ACP (``mcp:governor``: `governor.mcp.own_tools`),
+        in its record's subject."""
         gate = self.gate
         gate.check_session(req.session_id)
         path = _resolved(req.path)
@@ -74,6 +76,8 @@ class FileRequests:
             first = decide(ReadFile(normalize(req.path)), gate.policy)
             decision = first if not first.allowed else decision
         subject = {"path": req.path} | ({"resolved": path} if path != req.path else {})
+        if via is not None:
+            subject["via"] = via
         ruling = gate.govern("read", subject, path, decision, {})
         return cast(
             schema.ReadTextFileResponse | Awaitable[schema.ReadTextFileResponse],
@@ -101,9 +105,10 @@ class FileRequests:
         return schema.ReadTextFileResponse(content=content)
 
     def write_text_file(
-        self, req: schema.WriteTextFileRequest
+        self, req: schema.WriteTextFileRequest, *, via: str | None = None
     ) -> Awaitable[schema.WriteTextFileResponse]:
-        """A governed write: capability, roots, protected paths; symlink-safe and atomic."""
+        """A governed write: capability, roots, protected paths; symlink-safe and
+        atomic. ``via`` as for `read_text_file`."""
         gate = self.gate
         gate.check_session(req.session_id)
         path = _resolved(req.path)
@@ -114,6 +119,8 @@ class FileRequests:
         subject = {"path": req.path, "bytes": len(req.content.encode())} | (
             {"resolved": path} if path != req.path else {}
         )
+        if via is not None:
+            subject["via"] = via
         ruling = gate.govern("write", subject, path, decision, {"content": req.content})
         return cast(
             Awaitable[schema.WriteTextFileResponse],

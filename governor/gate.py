@@ -463,16 +463,19 @@ class Gate:
     # -- elicitation/create -------------------------------------------------------------
 
     def create_elicitation(
-        self, req: elicitation.ElicitationRequest
+        self, req: elicitation.ElicitationRequest, *, origin: str | None = None
     ) -> elicitation.ElicitationReply | Awaitable[elicitation.ElicitationReply]:
         """Put the agent's form to the person, or decline (`governor.elicitation`);
-        governed like any request, so a gate that failed closed never shows it."""
+        governed like any request, so a gate that failed closed never shows it.
+        ``origin`` names who asks when it is not the agent (``mcp:NAME``)."""
         request = req.root
         if isinstance(getattr(request, "session_id", None), str):
             self.check_session(request.session_id)
         person = elicitation.person_of(self.approvals.approver)
         decision = elicitation.decide(request, person)
         subject = elicitation.subject_of(request)
+        if origin is not None:
+            subject["origin"] = origin
         filled: list[elicitation.ElicitationReply] = []
 
         async def fill() -> Settled:

@@ -126,12 +126,12 @@ async def looked_up(request: ConnectionRequest, policy: Policy) -> tuple[Decisio
     return decide_network(_action(request, addresses), policy), addresses
 
 
-def judge(gate: Gate, refused: dict[str, str] | None = None) -> Judge:
+def judge(gate: Gate, refused: dict[str, tuple[str, str]] | None = None) -> Judge:
     """The proxy's judge for one attempt: decided by the engine under the
     gate's policy (the agent's hosts are in its network rules), recorded by the
     gate, then answered. A log that cannot be written refuses (fail closed).
-    ``refused`` collects the agent's refused ``host:port`` (for the outcome's
-    reason when it fails)."""
+    ``refused`` collects the agent's refused ``host:port`` with who refused and
+    why (for the outcome's reason when it fails)."""
 
     async def ask(request: ConnectionRequest) -> ConnectionAnswer:
         policy = _policy_of(gate.policy, request.origin)
@@ -156,7 +156,7 @@ def judge(gate: Gate, refused: dict[str, str] | None = None) -> Judge:
         agent = request.origin == "agent" and request.problem is None
         if not ruling.allowed and refused is not None and agent and len(refused) < 64:
             host = f"[{request.host}]" if ":" in request.host else request.host
-            refused.setdefault(f"{host}:{request.port}", ruling.reason)
+            refused.setdefault(f"{host}:{request.port}", (ruling.by, ruling.reason))
         return ConnectionAnswer(ruling.allowed, ruling.reason, addresses if ruling.allowed else ())
 
     return ask
@@ -164,10 +164,11 @@ def judge(gate: Gate, refused: dict[str, str] | None = None) -> Judge:
 
 def _policy_of(policy: Policy, origin: str) -> Policy:
     """The policy a connection is judged under: an MCP server's (origin
-    ``mcp:NAME``) reaches only its own ``network`` hosts, whatever the
-    commands' network says."""
+    ``mcp:NAME``) reaches only its own hosts (a stdio server's ``network``, an
+    HTTP server's URL, reached by the governor), whatever the commands'
+    network says."""
     if not origin.startswith("mcp:"):
         return policy
     server = policy.mcp.server(origin.removeprefix("mcp:"))
-    hosts = server.network if server is not None else ()
+    hosts = server.hosts if server is not None else ()
     return replace(policy, network_rules=NetworkRules(enabled=bool(hosts), allow=hosts))

@@ -18,16 +18,29 @@ attempt's masked events, plus its start and its outcome):
   its ``completed``/``failed`` update or at the attempt's end
   (``gen_ai.tool.name`` (the ACP tool kind), ``gen_ai.tool.call.id``,
   ``gen_ai.tool.type``; ``acp_governor.tool.title``, ``acp_governor.tool.status``);
+- a child span per governed MCP request (a decision record of kind ``mcp``),
+  named as the MCP semantic conventions name it (``tools/call {tool}``,
+  ``prompts/get {prompt}``, ``resources/read``, or the method a server asked
+  for): ``mcp.method.name``, ``gen_ai.tool.name`` / ``gen_ai.prompt.name`` /
+  ``mcp.resource.uri``, ``acp_governor.mcp.server``, ``acp_governor.verdict``,
+  ``acp_governor.by``, ``acp_governor.rule``; opened at its decision, ended
+  there when refused (status error), else at the relay's ``mcp_result`` event
+  (the server's answer; error when it answered an error) or the attempt's end.
+  Never its arguments;
 - a span event ``acp_governor.decision`` per decision record of the audit log,
-  on its tool call's span when its subject names one, else on the attempt's:
+  on its tool call's (or MCP request's) span when its subject names one, else
+  on the attempt's:
   ``acp_governor.{seq,kind,verdict,by,rule,reason,hash}``, the record's own;
   and ``acp_governor.waiting`` on the attempt's span when a request waits for a
   person (``acp_governor.kind``, ``acp_governor.reason``);
 - counters: ``acp_governor.attempts`` (by status), ``acp_governor.requests``
-  (the tally's allowed / waited / refused, by verdict: they add up to asked),
-  ``acp_governor.unasked`` (the tally's reported and unasked, by kind), and
+  (the tally's allowed / waited / refused, by verdict: allowed and refused add
+  up to asked less those still pending; waited overlaps them, a request that
+  waited for a person is also allowed or refused),
+  ``acp_governor.unasked`` (the tally's reported and unasked, by kind),
   ``acp_governor.decisions`` (each decision record as it is written, by kind and
-  verdict).
+  verdict) and ``acp_governor.mcp.requests`` (each ``mcp`` decision, by server,
+  method and verdict).
 
 Hazards this design avoids:
 
@@ -43,8 +56,8 @@ Hazards this design avoids:
 - **Context leaking across trio tasks.** Nothing is made the current span (a
   context variable would follow whichever task touched it last): tool spans are
   parented on the attempt's span explicitly.
-- **Memory growing with the attempt.** At most `OPEN_TOOL_SPANS` tool spans are
-  open (the oldest is ended beyond that, as `governor.toolcalls` forgets); the
+- **Memory growing with the attempt.** At most `OPEN_TOOL_SPANS` tool spans
+  (and as many MCP request spans) are open (the oldest is ended beyond that, as `governor.toolcalls` forgets); the
   events of a span are bounded by the SDK's limit (128, or
   ``OTEL_SPAN_EVENT_COUNT_LIMIT``): beyond it a span counts the events it
   dropped, and ``acp_governor.decisions`` still counts every decision.
@@ -91,6 +104,12 @@ SCOPE: Final = "acp-governor"
 _DECISION_FIELDS: Final = ("seq", "kind", "verdict", "by", "rule", "reason", "hash")
 _TOOL_ENDS: Final = frozenset({"completed", "failed"})
 _REQUESTS: Final = ("allowed", "waited", "refused")
+_MCP_SUBJECTS: Final = {
+    "tools/call": "gen_ai.tool.name",
+    "prompts/get": "gen_ai.prompt.name",
+    "resources/read": "mcp.resource.uri",
+}
+"""The MCP semantic conventions' attribute for each governed method's subject."""
 _UNASKED: Final = ("reported", "unasked")
 _USAGE: Final = {
     "inputTokens": "gen_ai.usage.input_tokens",
@@ -171,6 +190,11 @@ class Telemetry:
             unit="{decision}",
             description="Decision records of the audit log, by kind and verdict",
         )
+        self.mcp_requests = meter.create_counter(
+            "acp_governor.mcp.requests",
+            unit="{request}",
+            description="Governed MCP requests decided, by server, method and verdict",
+        )
         self.failures = _Failures()
         self._quiet = quiet
         sdk_logs = logging.getLogger("opentelemetry")
@@ -235,6 +259,8 @@ class AttemptTrace:
         self._done: OrderedDict[str, None] = OrderedDict()
         """Tool calls whose span has ended (the last ones): a later mention is not a
         second span of the same call."""
+        self._mcp: OrderedDict[int, Span] = OrderedDict()
+        """Allowed MCP requests awaiting their answer, by the gate's request number."""
         self._ended = False
 
     def traced(self, spec: AttemptSpec) -> AttemptSpec:
@@ -270,6 +296,8 @@ class AttemptTrace:
             self.span.set_attributes(_attributes({"gen_ai.conversation.id": info.get("session")}))
         elif kind == "tool_call":
             self._tool_call(info)
+        elif kind == "mcp_result":
+            self._mcp_result(info)
         elif kind == "waiting":  # a request waits for a person; its decision follows
             fields = {
                 "acp_governor.kind": info.get("kind"),
@@ -327,17 +355,87 @@ class AttemptTrace:
             oldest.end()
         return span
 
+    def _mcp_request(self, record: Mapping[str, Any]) -> Span:
+        """The span of one governed MCP request, opened at its decision (ended at
+        once when refused); its subject's arguments are left out."""
+        subject = record.get("subject")
+        subject = subject if isinstance(subject, dict) else {}
+        method = _text(subject.get("method")) or "mcp"
+        name = _text(subject.get("name"))
+        server = _text(subject.get("server"))
+        verdict = record.get("verdict")
+        fields = {
+            "mcp.method.name": method,
+            "acp_governor.mcp.server": server,
+            "acp_governor.verdict": verdict,
+            "acp_governor.by": record.get("by"),
+            "acp_governor.rule": record.get("rule"),
+        }
+        if method in _MCP_SUBJECTS:
+            fields[_MCP_SUBJECTS[method]] = name
+        if method == "tools/call":
+            fields["gen_ai.operation.name"] = "execute_tool"
+        when = record.get("time")
+        stamp = round(when * 1e6) * 1000 if isinstance(when, int | float) else None
+        shown = f"{method} {name}" if name and method != "resources/read" else method
+        span = self.telemetry.tracer.start_span(
+            shown,
+            context=self._context,
+            kind=SpanKind.CLIENT,
+            attributes=_attributes(fields),
+            start_time=stamp,
+        )
+        self.telemetry.mcp_requests.add(
+            1,
+            _attributes(
+                {
+                    "acp_governor.mcp.server": server,
+                    "mcp.method.name": method,
+                    "acp_governor.verdict": verdict,
+                }
+            ),
+        )
+        return span
+
+    def _mcp_settled(self, span: Span, record: Mapping[str, Any]) -> None:
+        """An allowed request's span waits for its answer; any other ends here."""
+        request, verdict = record.get("request"), record.get("verdict")
+        if verdict == "allow" and type(request) is int:
+            self._mcp[request] = span
+            if len(self._mcp) > OPEN_TOOL_SPANS:
+                _, oldest = self._mcp.popitem(last=False)
+                oldest.end()
+            return
+        span.set_attribute("error.type", "refused" if verdict == "deny" else str(verdict))
+        span.set_status(Status(StatusCode.ERROR, _text(record.get("reason")) or "refused"))
+        when = record.get("time")
+        span.end(end_time=round(when * 1e6) * 1000 if isinstance(when, int | float) else None)
+
+    def _mcp_result(self, info: Mapping[str, Any]) -> None:
+        request = info.get("request")
+        span = self._mcp.pop(request, None) if type(request) is int else None
+        if span is None:
+            return
+        if info.get("error"):
+            span.set_attribute("error.type", "tool_error")
+            span.set_status(Status(StatusCode.ERROR, "the MCP server answered an error"))
+        span.end()
+
     def _decision(self, record: Mapping[str, Any]) -> None:
         subject = record.get("subject")
         call = _text(subject.get("tool_call")) if isinstance(subject, dict) else None
         span = self.span
-        if call is not None:
+        if record.get("kind") == "mcp":
+            span = self._mcp_request(record)
+        elif call is not None:
             kind = subject.get("tool_kind") if isinstance(subject, dict) else None
             span = self._tool(call, kind) or self.span  # (a call ended: on the attempt's)
         attributes = _attributes({f"acp_governor.{k}": record.get(k) for k in _DECISION_FIELDS})
         when = record.get("time")
         stamp = round(when * 1e6) * 1000 if isinstance(when, int | float) else None  # µs, as logged
         span.add_event("acp_governor.decision", attributes, timestamp=stamp)
+        if record.get("kind") == "mcp":
+            self._mcp_settled(span, record)
         self.telemetry.decisions.add(
             1,
             _attributes(
@@ -405,9 +503,10 @@ class AttemptTrace:
 
     def _end(self) -> None:
         self._ended = True
-        for span in self._tools.values():
+        for span in (*self._tools.values(), *self._mcp.values()):
             span.end()
         self._tools.clear()
+        self._mcp.clear()
         self.span.end()
 
 

@@ -85,6 +85,9 @@ class AttemptSpec:
     mode: str | None = None
     agent_args: Sequence[str] = ()
     append_rules: bool = False
+    governor_tools: bool = False
+    """Offer the governor's own tools as an MCP server (``--governor-tools``),
+    as the policy's ``[mcp] governor_tools`` does (`governor.mcp.own_tools`)."""
     durability: Durability = "batch"
     on_event: Callable[[str, dict[str, Any]], None] | None = None
     max_line_bytes: int = 32 * 2**20
@@ -240,10 +243,16 @@ def prepare(spec: AttemptSpec) -> Prepared:
             problems.append(str(e))
         else:
             policy = replace(policy, checks=policy.checks + added)
+    if spec.governor_tools:
+        policy = replace(policy, mcp=replace(policy.mcp, governor_tools=True))
     if spec.mcp_servers:
         servers = policy.mcp.servers + tuple(spec.mcp_servers)
         policy = replace(policy, mcp=replace(policy.mcp, servers=servers))
-    problems.extend(mcp_servers.problems(policy.mcp.servers, environ))
+    problems.extend(
+        mcp_servers.problems(
+            policy.mcp.servers, environ, governor_tools=policy.mcp.governor_tools
+        )
+    )
     ceiling = _load(problems, _load_ceiling, spec.ceiling)
     allowed: list[str] = []
     for host in spec.allow_hosts:
@@ -336,7 +345,7 @@ def prepare(spec: AttemptSpec) -> Prepared:
         ceiling=ceiling,
         executor=executor,
         env=agent_env,
-        masker=Masker.from_environ(environ, [*spec.agent_args, *mcp_servers.secrets(bound.mcp)]),
+        masker=Masker.from_environ(environ, [*spec.agent_args, *mcp_servers.secrets(bound.mcp, environ)]),
         log_path=log_path,
         approver=_approver(spec.approver, bound),
         signer=signer,

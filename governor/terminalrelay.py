@@ -56,9 +56,11 @@ class TerminalRelay:
         }
 
     def create_terminal(
-        self, req: schema.CreateTerminalRequest
+        self, req: schema.CreateTerminalRequest, *, via: str | None = None
     ) -> Awaitable[schema.CreateTerminalResponse]:
-        """Decide the command first; a refused command never starts."""
+        """Decide the command first; a refused command never starts. ``via`` names
+        the way it came when not ACP (``mcp:governor``: `governor.mcp.own_tools`),
+        in its record's subject."""
         gate = self.gate
         gate.check_session(req.session_id)
         args = list(req.args or [])
@@ -74,6 +76,8 @@ class TerminalRelay:
         subject = {"command": shown, "cwd": cwd} | ({"env": list(env_names)} if env_names else {})
         if not isinstance(command, str):
             subject["argv"] = list(command)  # an argv is judged without a shell: replay needs it
+        if via is not None:
+            subject["via"] = via
         ruling = gate.govern("terminal", subject, shown, decision, {})
         return cast(
             Awaitable[schema.CreateTerminalResponse],

@@ -20,7 +20,8 @@ from policies.limits import LIMIT_KEYS, Limits, limits_from_mapping
 from policies.network import HostPatternError, parse_pattern
 from policies.paths import is_under
 
-if TYPE_CHECKING:  # policy.py reads its values with this file's helpers
+if TYPE_CHECKING:  # policy.py and mcp.py read their values with this file's helpers
+    from policies.mcp import McpServer
     from policies.policy import Policy
 
 CUSTOM_AGENT: Final = "acp"
@@ -48,6 +49,31 @@ class RunRequest:
     ones are None and take the defaults, lowered to the maxima (never refused)."""
     hosts: tuple[str, ...] = ()
     """Host patterns the job names (its ``[network]`` allow and ask, ``--allow-host``)."""
+    mcp_servers: tuple[McpServer, ...] = ()
+    """The MCP servers the job names (its policy's and a library call's)."""
+
+
+@dataclass(frozen=True, slots=True)
+class McpServerBound:
+    """One entry of the ceiling's ``mcp_servers``: a server it permits, by name,
+    by command, or both. ``command`` is an argv prefix the server's command must
+    start with, word for word (``["mcp-server-time"]`` is that program with any
+    arguments; ``["node", "/opt/mcp/fs/index.js"]`` that script under node)."""
+
+    name: str | None = None
+    command: tuple[str, ...] = ()
+
+    def permits(self, server: McpServer) -> bool:
+        """Whether ``server`` is this one."""
+        if self.name is not None and server.name != self.name:
+            return False
+        return not self.command or server.command[: len(self.command)] == self.command
+
+    def __str__(self) -> str:
+        said = [] if self.name is None else [self.name]
+        if self.command:
+            said.append(" ".join(self.command))
+        return " = ".join(said)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +98,16 @@ class Ceiling:
     audit_key: str | None = None
     """The file of the Ed25519 key that signs each attempt's end record (the
     operator's; a job's policy cannot name one); None: not signed."""
+    mcp_servers: tuple[McpServerBound, ...] | None = None
+    """The MCP servers a job may name (by name, command, or both); None (the
+    built-in default): any; a ceiling file without the key: none."""
+    mcp_writable: bool = True
+    """Whether a job's MCP server may be ``writable`` (a ceiling file without
+    the key: no)."""
+    mcp_network: bool = True
+    """Whether a job's MCP server may reach the network: a stdio server's
+    ``network`` hosts, an HTTP server's own host (a ceiling file without the
+    key: no); those hosts are bounded by ``allowed_hosts`` too."""
     source: str = field(default="built-in default", compare=False)
 
     @classmethod
@@ -167,10 +203,55 @@ class HostForbidden:
 
     host: str
     permitted: tuple[str, ...]
+    server: str | None = None
+    """The MCP server whose ``network`` names it (None: the job's own)."""
 
     def __str__(self) -> str:
         within = ", ".join(self.permitted) if self.permitted else "none (allowed_hosts is empty)"
-        return f"network access to {self.host} is not permitted; permitted hosts: {within}"
+        whose = f" for MCP server {self.server}" if self.server else ""
+        return f"network access to {self.host}{whose} is not permitted; permitted hosts: {within}"
+
+
+@dataclass(frozen=True, slots=True)
+class McpServerForbidden:
+    """An MCP server the job names that no ``mcp_servers`` entry permits."""
+
+    server: str
+    command: tuple[str, ...]
+    """Its command (empty for an HTTP server), shown by its program only."""
+    permitted: tuple[McpServerBound, ...]
+
+    def __str__(self) -> str:
+        within = ", ".join(map(str, self.permitted)) or "none (mcp_servers is empty)"
+        program = f" ({self.command[0]})" if self.command else ""
+        return f"MCP server {self.server}{program} is not permitted; permitted (mcp_servers): {within}"
+
+
+@dataclass(frozen=True, slots=True)
+class McpWritableForbidden:
+    """A ``writable`` MCP server while the ceiling's ``mcp_writable`` is false."""
+
+    server: str
+
+    def __str__(self) -> str:
+        return (
+            f"MCP server {self.server} is writable; the ceiling does not permit "
+            "writable MCP servers (mcp_writable = false)"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class McpNetworkForbidden:
+    """An MCP server with ``network`` hosts while ``mcp_network`` is false."""
+
+    server: str
+    hosts: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return (
+            f"MCP server {self.server} reaches network hosts ({', '.join(self.hosts)}); the "
+            "ceiling does not permit MCP servers on the network (mcp_network = false)"
+        )
 
 
 Violation = (
@@ -181,6 +262,9 @@ Violation = (
     | KeepForbidden
     | LimitExceeded
     | HostForbidden
+    | McpServerForbidden
+    | McpWritableForbidden
+    | McpNetworkForbidden
 )
 
 
@@ -207,7 +291,29 @@ def check(request: RunRequest, ceiling: Ceiling) -> RunRequest | list[Violation]
             for host in request.hosts
             if not any(_covers(bound, host) for bound in ceiling.allowed_hosts)
         )
+    violations.extend(_mcp_violations(request.mcp_servers, ceiling))
     return violations if violations else request
+
+
+def _mcp_violations(servers: Sequence[McpServer], ceiling: Ceiling) -> list[Violation]:
+    """What of the job's MCP servers the ceiling does not permit, server by server."""
+    found: list[Violation] = []
+    for server in servers:
+        bounds = ceiling.mcp_servers
+        if bounds is not None and not any(b.permits(server) for b in bounds):
+            found.append(McpServerForbidden(server.name, server.command, bounds))
+        if server.writable and not ceiling.mcp_writable:
+            found.append(McpWritableForbidden(server.name))
+        hosts = tuple(h.text for h in server.hosts)  # an HTTP server's own host counts
+        if hosts and not ceiling.mcp_network:
+            found.append(McpNetworkForbidden(server.name, hosts))
+        elif ceiling.allowed_hosts is not None:
+            found.extend(
+                HostForbidden(host, ceiling.allowed_hosts, server.name)
+                for host in hosts
+                if not any(_covers(bound, host) for bound in ceiling.allowed_hosts)
+            )
+    return found
 
 
 def check_job(
@@ -232,6 +338,7 @@ def check_job(
         keep=policy.keep,
         limits=policy.limits.with_wall(wall),
         hosts=(*policy.network_rules.patterns, *hosts),
+        mcp_servers=policy.mcp.servers,
     )
     verdict = check(request, ceiling)
     return verdict if isinstance(verdict, list) else []
@@ -271,6 +378,9 @@ _KEYS: Final = {
     *(f"max_{name}" for name in LIMIT_KEYS),
     "allowed_hosts",
     "audit_key",
+    "mcp_servers",
+    "mcp_writable",
+    "mcp_network",
 }
 
 
@@ -307,8 +417,40 @@ def parse_ceiling(text: str, source: str = "ceiling.toml") -> Ceiling:
         ),
         allowed_hosts=_hosts(source, data.get("allowed_hosts", [])),
         audit_key=_audit_key(source, data.get("audit_key")),
+        mcp_servers=_mcp_bounds(source, data.get("mcp_servers", [])),
+        mcp_writable=boolean(source, "mcp_writable", data.get("mcp_writable", False)),
+        mcp_network=boolean(source, "mcp_network", data.get("mcp_network", False)),
         source=source,
     )
+
+
+def _mcp_bounds(source: str, value: Any) -> tuple[McpServerBound, ...]:
+    """``mcp_servers``: names (``"git"``) and tables (``{ name = "git", command =
+    ["mcp-server-git"] }``, either key or both)."""
+    if not isinstance(value, list):
+        raise ConfigError(source, "mcp_servers", f"expected an array, got {type_name(value)}")
+    bounds: list[McpServerBound] = []
+    for i, entry in enumerate(value):
+        key = f"mcp_servers[{i}]"
+        if isinstance(entry, str):
+            entry = {"name": entry}
+        if not isinstance(entry, dict):
+            raise ConfigError(
+                source, key, f"expected a server's name or a {{ name, command }} table, got {type_name(entry)}"
+            )
+        for name in entry:
+            if name not in ("name", "command"):
+                raise unknown_key(source, key, name, ("name", "command"))
+        server = entry.get("name")
+        if server is not None and (not isinstance(server, str) or not server):
+            raise ConfigError(source, f"{key}.name", f"expected a server's name, got {type_name(server)}")
+        command = string_list(source, f"{key}.command", entry.get("command", []))
+        if server is None and not command:
+            raise ConfigError(source, key, "give a name, a command, or both")
+        if command and not command[0]:
+            raise ConfigError(source, f"{key}.command", "the program is empty")
+        bounds.append(McpServerBound(server, command))
+    return tuple(bounds)
 
 
 def _audit_key(source: str, value: Any) -> str | None:

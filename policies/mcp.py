@@ -11,7 +11,11 @@ A policy's ``[mcp]`` section, strictly validated like the rest of the file::
 
     [[mcp.servers]]                   # an HTTP server: reached by the governor only
     name = "docs"
-    url = "https://mcp.example.com/mcp"
+    url = "https://mcp.example.com/mcp"   # http:// only for a loopback host
+    headers = { Authorization = "DOCS_TOKEN" }  # header -> the variable holding its whole value
+
+    [mcp]
+    governor_tools = true             # the governor's own run/read/write as a server "governor"
 
     [mcp.deny]                        # [mcp.ask] and [mcp.allow] take the same keys
     tools = ["git.git_commit", { tool = "fs.read_*", args = { path = "*/.env" } }]
@@ -31,6 +35,11 @@ tool no rule names is asked about below full-access -- the operator named the
 server, not each thing it can do, and unattended an ask is refused -- and
 allowed at full-access; reading a prompt or a resource is allowed (the server
 runs in its own sandbox, which bounds what it can read).
+
+``governor_tools`` offers the agent the governor's own tools as one more
+server, named `OWN_SERVER` (`governor.mcp.own_tools`): its calls are the fs
+and terminal requests they stand for, decided by the file and command rules,
+not by these; so no job server may take that name while it is on.
 """
 
 from __future__ import annotations
@@ -41,6 +50,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
+from urllib.parse import urlsplit
 
 from policies import by as who
 from policies.capability import Capability
@@ -69,10 +79,22 @@ MCP_DEFAULTS: Final[Mapping[str, Mapping[Capability, Verdict]]] = {
 """The verdict on a call no rule names, by subject and capability."""
 
 SERVER_NAME: Final = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
+OWN_SERVER: Final = "governor"
+"""The name the governor's own tools are offered under (``governor_tools``)."""
 MAX_SERVERS: Final = 32
 CALL_TIMEOUT: Final = 120.0
-_SERVER_KEYS: Final = ("name", "command", "url", "env", "writable", "network", "timeout")
-_MCP_KEYS: Final = ("servers", "allow", "ask", "deny")
+_SERVER_KEYS: Final = ("name", "command", "url", "headers", "env", "writable", "network", "timeout")
+_COMMAND_ONLY: Final = ("env", "writable", "network")
+"""Keys of a sandboxed server's: an HTTP server runs nowhere of ours."""
+_VARIABLE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_HEADER: Final = re.compile(r"[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}\Z")
+RESERVED_HEADERS: Final = frozenset(
+    {"accept", "content-type", "content-length", "host", "mcp-session-id", "mcp-protocol-version",
+     "last-event-id", "connection", "transfer-encoding"}
+)
+"""Headers the relay's HTTP client sets itself: a policy may not name them."""
+LOOPBACK: Final = frozenset({"localhost", "127.0.0.1", "::1"})
+_MCP_KEYS: Final = ("servers", "governor_tools", "allow", "ask", "deny")
 _RULE_KEYS: Final = ("tools", "prompts", "resources")
 _ENTRY_KEYS: Final = ("tool", "args")
 
@@ -83,7 +105,10 @@ class McpServer:
     or an HTTP ``url`` (reached by the governor), never both.
 
     ``env`` holds names (the policy file's, values taken from the governor's
-    environment) or, from a library call, names with values (``env_values``)."""
+    environment) or, from a library call, names with values (``env_values``).
+    ``headers`` (an HTTP server's) are (header, variable) pairs: the
+    variable holds the header's whole value; a library call may give values
+    itself (``header_values``, header -> value). Both are masked everywhere."""
 
     name: str
     command: tuple[str, ...] = ()
@@ -94,6 +119,8 @@ class McpServer:
     network: tuple[HostPattern, ...] = ()
     """Hosts the server may reach through the governor's proxy (none by default)."""
     timeout: float = CALL_TIMEOUT
+    headers: tuple[tuple[str, str], ...] = ()
+    header_values: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not SERVER_NAME.match(self.name):
@@ -102,11 +129,65 @@ class McpServer:
             )
         if bool(self.command) == (self.url is not None):
             raise ValueError(f"MCP server {self.name}: give a command or a url, exactly one")
+        if self.url is not None and (wrong := url_problem(self.url)):
+            raise ValueError(f"MCP server {self.name}: url: {wrong}")
+        for header in (*(h for h, _ in self.headers), *self.header_values):
+            if wrong := header_problem(header):
+                raise ValueError(f"MCP server {self.name}: headers: {wrong}")
+        if self.command and (self.headers or self.header_values):
+            raise ValueError(f"MCP server {self.name}: headers are an HTTP server's (a url)")
 
     @property
     def stdio(self) -> bool:
         """Whether the governor runs it (a command) rather than reaches it (a url)."""
         return bool(self.command)
+
+    @property
+    def hosts(self) -> tuple[HostPattern, ...]:
+        """Where connections of origin ``mcp:NAME`` may go: a stdio server's
+        ``network`` hosts; an HTTP server's own host and port, which the
+        operator named (and no other: a redirect elsewhere is refused)."""
+        if self.url is None:
+            return self.network
+        host, port = url_host(self.url)
+        return (parse_pattern(f"[{host}]:{port}" if ":" in host else f"{host}:{port}"),)
+
+
+def url_host(url: str) -> tuple[str, int]:
+    """The host (lower case, IPv6 without brackets) and port of a checked URL."""
+    parts = urlsplit(url)
+    assert parts.hostname is not None, url
+    return parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
+
+
+def url_problem(url: str) -> str | None:
+    """What is wrong with an HTTP server's URL, or None: an https:// URL with a
+    host, or http:// to a loopback host only (anything else would carry the
+    agent's calls and the headers in clear)."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 (raises on a bad port)
+    except ValueError as e:
+        return f"{url!r} is not a URL ({e})"
+    if parts.scheme not in ("http", "https") or not parts.hostname or any(c.isspace() for c in url):
+        return f"expected an https:// URL, got {url!r}"
+    if parts.username is not None or parts.password is not None:
+        return f"{parts.hostname}: a URL with user:password@ is not accepted; name the credential in headers"
+    if parts.scheme == "http" and parts.hostname not in LOOPBACK:
+        return (
+            f"plain http:// is accepted for a loopback host only (localhost, 127.0.0.1, ::1), "
+            f"not {parts.hostname}: use https://"
+        )
+    return None
+
+
+def header_problem(header: str) -> str | None:
+    """What is wrong with a header's name, or None."""
+    if not _HEADER.match(header):
+        return f"{header!r} is not a header name"
+    if header.lower() in RESERVED_HEADERS:
+        return f"{header} is set by the governor's MCP client itself"
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +252,8 @@ class McpConfig:
     deny: McpTier = field(default_factory=McpTier)
     ask: McpTier = field(default_factory=McpTier)
     allow: McpTier = field(default_factory=McpTier)
+    governor_tools: bool = False
+    """Whether the agent is offered the governor's own tools (`OWN_SERVER`)."""
 
     def server(self, name: str) -> McpServer | None:
         """The server named ``name``, or None."""
@@ -266,10 +349,19 @@ def mcp_from_mapping(source: str, value: Any, capability: Capability) -> McpConf
                 source, f"mcp.servers[{i}].name", f"{server.name!r} is named twice"
             )
         servers.append(server)
+    governor_tools = boolean(source, "mcp.governor_tools", body.get("governor_tools", False))
+    if governor_tools and any(s.name == OWN_SERVER for s in servers):
+        i = next(i for i, s in enumerate(servers) if s.name == OWN_SERVER)
+        raise ConfigError(
+            source,
+            f"mcp.servers[{i}].name",
+            f"{OWN_SERVER!r} is the name of the governor's own tools (mcp.governor_tools): "
+            "give this server another name",
+        )
     tiers = {
         tier: _tier(source, f"mcp.{tier}", body.get(tier, {})) for tier in ("deny", "ask", "allow")
     }
-    return McpConfig(servers=tuple(servers), **tiers)
+    return McpConfig(servers=tuple(servers), governor_tools=governor_tools, **tiers)
 
 
 def _server(source: str, key: str, value: Any, capability: Capability) -> McpServer:
@@ -284,17 +376,38 @@ def _server(source: str, key: str, value: Any, capability: Capability) -> McpSer
         )
     command = string_list(source, f"{key}.command", body.get("command", []))
     url = body.get("url")
-    if url is not None and (
-        not isinstance(url, str) or not re.match(r"https?://[^\s/]+", url)
-    ):
-        raise ConfigError(source, f"{key}.url", f"expected an http:// or https:// URL, got {url!r}")
+    if url is not None:
+        if not isinstance(url, str):
+            raise ConfigError(source, f"{key}.url", f"expected an https:// URL, got {type_name(url)}")
+        if wrong := url_problem(url):
+            raise ConfigError(source, f"{key}.url", wrong)
     if bool(command) == (url is not None):
         raise ConfigError(source, key, f"server {name}: give a command or a url, exactly one")
+    if url is not None:
+        for only in _COMMAND_ONLY:
+            if only in body:
+                raise ConfigError(
+                    source, f"{key}.{only}",
+                    f"server {name} is reached at its url, not run in a sandbox: {only} is a command server's",
+                )
+    elif "headers" in body:
+        raise ConfigError(source, f"{key}.headers", f"server {name}: headers are an HTTP server's (a url)")
+    headers: list[tuple[str, str]] = []
+    for header, variable in table(source, f"{key}.headers", body.get("headers", {})).items():
+        if wrong := header_problem(header):
+            raise ConfigError(source, f"{key}.headers", wrong)
+        if not isinstance(variable, str) or not _VARIABLE.match(variable):
+            raise ConfigError(
+                source, f"{key}.headers.{header}",
+                "expected the name of a variable holding the header's value "
+                "(a name, never the value itself: that is not echoed here)",
+            )
+        headers.append((header, variable))
     if command and not command[0]:
         raise ConfigError(source, f"{key}.command", "the program is empty")
     env = string_list(source, f"{key}.env", body.get("env", []))
     for variable in env:
-        if not re.match(r"[A-Za-z_][A-Za-z0-9_]*\Z", variable):
+        if not _VARIABLE.match(variable):
             raise ConfigError(
                 source, f"{key}.env", f"{variable!r} is not a variable name (names only, no values)"
             )
@@ -318,6 +431,7 @@ def _server(source: str, key: str, value: Any, capability: Capability) -> McpSer
         name=name,
         command=command,
         url=url,
+        headers=tuple(headers),
         env=env,
         writable=writable,
         network=tuple(network),

@@ -25,7 +25,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from sandbox.host.bwrap import Bwrap, BwrapUnavailable
+    from sandbox.host.bwrap import Bwrap, BwrapUnavailable, SandboxStartFailed
     from sandbox.host.survey import survey
     from sandbox.plan.profile import (
         BwrapFeatures,
@@ -48,6 +48,7 @@ _LAZY: dict[str, str] = {
     "resolve_install": "sandbox.run.agent",
     "Bwrap": "sandbox.host.bwrap",
     "BwrapUnavailable": "sandbox.host.bwrap",
+    "SandboxStartFailed": "sandbox.host.bwrap",
     "Execution": "sandbox.run.execution",
     "ExitStatus": "sandbox.run.execution",
     "preflight": "sandbox.run.preflight",
@@ -90,6 +91,7 @@ __all__ = [
     "ProfileError",
     "RunResult",
     "SandboxSession",
+    "SandboxStartFailed",
     "SessionEnded",
     "SessionError",
     "TerminalOutput",

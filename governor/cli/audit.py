@@ -112,7 +112,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument(
         "--mcp", action="store_true",
-        help="every MCP call decided, by server, with its verdict, rule and reason",
+        help="per attempt, its MCP servers (command, writable, network), the tools each "
+        "offered (and those hidden), every MCP call decided with its verdict, rule and reason",
     )
     p.add_argument(
         "--attempt", metavar="ID", help="the full story of one attempt (an id or a unique prefix)"

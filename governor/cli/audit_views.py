@@ -7,7 +7,7 @@ import sys
 import time
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, Final, Protocol, TypeVar
 
 from governor.audit.passes import Checked, records
 from governor.audit.replay import shown
@@ -133,46 +133,136 @@ def check_runs(logs: Sequence[Checked], as_json: bool) -> int:
 
 
 def mcp_calls(logs: Sequence[Checked], as_json: bool) -> int:
-    """Every ``mcp`` record (`governor.mcp.relay`): the server, the call, the
-    verdict and why; then the calls per server."""
-    servers: dict[str, list[int]] = {}
+    """Per attempt, in the log's order: its MCP servers (``mcp-server``
+    records: name, command, writable, network), the tools each offered
+    (``mcp-tools``: the names a ``tools/list`` gave, those hidden) and every
+    call decided (``mcp`` records: the call, the verdict and why; and each
+    request that came through the governor's own tools, `governor.mcp.own_tools`:
+    its read, write or terminal records, whose subject says ``via:
+    mcp:governor``, as one call); then, per attempt, the calls per server.
+    With ``--json`` one array of those items, each with its ``type``
+    (``server``, ``tools``, ``call``), streamed."""
+    calls = 0
+    attempts: list[tuple[str, dict[str, list[int]]]] = []
+    """Each attempt's calls per server [allowed, other], the current one last."""
+
+    def tally(x: dict[str, Any]) -> None:
+        if not attempts or attempts[-1][0] != x["attempt"]:
+            attempts.append((x["attempt"], {}))
+            del attempts[:-2]  # the text view prints one attempt's summary as the next begins
+        counts = attempts[-1][1].setdefault(str(x["server"]), [0, 0])
+        if x["type"] == "call":
+            counts[0 if x["verdict"] == "allow" else 1] += 1
 
     def found() -> Iterator[dict[str, Any]]:
+        nonlocal calls
+        own: list[dict[str, Any]] = []  # one own-tools request's records (a command's parts)
+        own_log: list[Checked] = []
+
+        def own_call() -> dict[str, Any]:
+            """The request in ``own`` as one call: refused when a part was."""
+            nonlocal calls
+            calls += 1
+            r = next((g for g in own if g.get("verdict") == "deny"), None)
+            r = r or next((g for g in own if g.get("verdict") != "allow"), own[0])
+            via = str((r.get("subject") or {}).get("via"))
+            x = {"type": "call", "attempt": r["attempt"], "log": str(own_log[0].path), "seq": r.get("seq"),
+                 "time": r.get("time"), "server": via.removeprefix("mcp:"),
+                 "method": f"tools/call {OWN_TOOLS[str(r.get('kind'))]}", "subject": shown(r),
+                 "verdict": r.get("verdict"), "by": r.get("by"), "rule": r.get("rule"),
+                 "reason": r.get("reason")}  # fmt: skip
+            own.clear()
+            own_log.clear()
+            tally(x)
+            return x
+
         for log, r in _each(logs):
-            if r.get("kind") == "mcp":
-                subject = r.get("subject") or {}
-                x = {
-                    "attempt": r["attempt"],
-                    "log": str(log.path),
-                    "seq": r.get("seq"),
-                    "time": r.get("time"),
-                    "server": subject.get("server"),
-                    "method": subject.get("method"),
-                    "subject": shown(r),
-                    "verdict": r.get("verdict"),
-                    "by": r.get("by"),
-                    "rule": r.get("rule"),
-                    "reason": r.get("reason"),
-                }
-                counts = servers.setdefault(str(x["server"]), [0, 0])
-                counts[0 if x["verdict"] == "allow" else 1] += 1
-                yield x
+            kind = r.get("kind")
+            subject = r.get("subject") or {}
+            if kind in OWN_TOOLS and str(subject.get("via", "")).startswith("mcp:"):
+                if own and (own[0].get("attempt"), own[0].get("request"), own[0].get("kind")) != (
+                    r.get("attempt"), r.get("request"), kind
+                ):
+                    yield own_call()
+                own.append(r)
+                own_log[:] = [log]
+                continue
+            if own:  # the gate writes a request's records one after another
+                yield own_call()
+            if kind not in _MCP_KINDS:
+                continue
+            x: dict[str, Any] = {"type": _MCP_KINDS[kind], "attempt": r["attempt"], "log": str(log.path),
+                                 "seq": r.get("seq"), "time": r.get("time"), "server": subject.get("server")}  # fmt: skip
+            if kind == "mcp-server":
+                x.update({k: subject.get(k) for k in ("command", "url", "writable", "network")})
+                if subject.get("own") is True:  # the governor's own tools (governor.mcp.own_tools)
+                    x["own"] = True
+            elif kind == "mcp-tools":
+                x.update({"tools": _list(subject.get("tools")), "hidden": _list(subject.get("hidden"))})
+            else:
+                calls += 1
+                x.update({"method": subject.get("method"), "subject": shown(r), "verdict": r.get("verdict"),
+                          "by": r.get("by"), "rule": r.get("rule"), "reason": r.get("reason")})  # fmt: skip
+            tally(x)
+            yield x
+        if own:
+            yield own_call()
+
+    shown_attempt: list[str] = []
 
     def lines(x: dict[str, Any]) -> Iterator[str]:
-        verdict = str(x["verdict"] or "-")
-        yield f"{x['attempt']} #{x['seq']} {verdict:<8} {x['method']}: {x['subject']}"
-        yield f"    {x['by']} [{x['rule']}]: {x['reason']}"
+        if shown_attempt[-1:] != [x["attempt"]]:
+            if shown_attempt and len(attempts) > 1:
+                yield from _per_server(attempts[-2][1])
+            shown_attempt[:] = [x["attempt"]]
+            yield f"attempt {x['attempt']} ({x['log']})"
+        if x["type"] != "call":
+            yield f"  {mcp_listing(x['type'], x)}"
+        else:
+            verdict = str(x["verdict"] or "-")
+            yield f"  #{x['seq']} {verdict:<8} {x['method']}: {x['subject']}"
+            yield f"      {x['by']} [{x['rule']}]: {x['reason']}"
 
     count = _listed(found(), as_json, lines)
     if as_json:
         return 0
     if not count:
-        print(f"no MCP call in {_attempts(logs)} attempt(s)")
+        print(f"no MCP server or call in {_attempts(logs)} attempt(s)")
         return 0
-    print()
-    for server, (allowed, other) in servers.items():
-        print(terminal(f"{server}: {allowed + other} call(s), {allowed} allowed, {other} refused or waiting"))
+    for line in _per_server(attempts[-1][1]):
+        print(terminal(line))
+    print(f"\n{calls} MCP call(s) decided in {_attempts(logs)} attempt(s)")
     return 0
+
+
+_MCP_KINDS: Final = {"mcp-server": "server", "mcp-tools": "tools", "mcp": "call"}
+OWN_TOOLS: Final = {"read": "read", "write": "write", "terminal": "run"}
+"""The record kinds a call to the governor's own tools is written as, and the tool."""
+
+
+def mcp_listing(kind: str, subject: dict[str, Any]) -> str:
+    """A ``mcp-server`` (``server``) or ``mcp-tools`` (``tools``) record's subject in words."""
+    if kind == "server":
+        run = " ".join(map(str, _list(subject.get("command")))) or str(subject.get("url") or "")
+        if subject.get("own") is True and not run:
+            run = "the governor's own tools, answered in-process"
+        access = "writable" if subject.get("writable") else "read-only"
+        network = ", ".join(map(str, _list(subject.get("network")))) or "none"
+        return f"server {subject.get('server')}: {run} ({access}; network: {network})"
+    listed = ", ".join(map(str, _list(subject.get("tools")))) or "none"
+    hidden = ", ".join(map(str, _list(subject.get("hidden")))) or "none"
+    return f"tools of {subject.get('server')}: {listed}; hidden: {hidden}"
+
+
+def _list(value: Any) -> list[Any]:
+    """A field a crafted log may hold anything in, as the list the writer wrote."""
+    return value if isinstance(value, list) else []
+
+
+def _per_server(servers: dict[str, list[int]]) -> Iterator[str]:
+    for server, (allowed, other) in servers.items():
+        if allowed + other > 0:
+            yield f"  {server}: {allowed + other} call(s), {allowed} allowed, {other} refused or waiting"
 
 
 def refusals(logs: Sequence[Checked], as_json: bool) -> int:
@@ -262,6 +352,8 @@ def describe(record: dict[str, Any], t0: float | None) -> str:
             f"{head} check {shown(record)}: {record.get('verdict')} "
             f"({record.get('error') or how}, {record.get('duration_s')} s)"
         )
+    if kind in _MCP_KINDS and kind != "mcp":
+        return f"{head} {kind}: {mcp_listing(_MCP_KINDS[kind], record.get('subject') or {})}"
     if kind == "attempt-end":
         t = record.get("tally") or {}
         counts = ", ".join(f"{t.get(c, 0)} {c}" for c in TALLY_COLUMNS)
@@ -271,8 +363,11 @@ def describe(record: dict[str, Any], t0: float | None) -> str:
         )
     request = f" request {record['request']}" if record.get("request") is not None else ""
     option = f", option {record['option']}" if record.get("option") else ""
+    subject = record.get("subject")
+    via = subject.get("via") if isinstance(subject, dict) else None
+    came = f" via {via}" if isinstance(via, str) else ""  # the governor's own tools: mcp:governor
     return (
-        f"{head} {kind}{request}: {shown(record)} -> {verdict_of(record)} by "
+        f"{head} {kind}{request}{came}: {shown(record)} -> {verdict_of(record)} by "
         f"{record.get('by')} [{record.get('rule', '')}]{option}: {record.get('reason', '')}"
     )
 

@@ -123,6 +123,8 @@ def _limits(tmpfs_size: bool) -> list[str]:
 
 def main(args: argparse.Namespace) -> int:
     """Print one line per check; exit 1 when the default run cannot work."""
+    import functools
+
     import trio
 
     from governor.confine import configured_bwrap
@@ -132,7 +134,7 @@ def main(args: argparse.Namespace) -> int:
 
     broken = False
     try:
-        bwrap = trio.run(preflight, configured_bwrap())
+        bwrap = trio.run(functools.partial(preflight, configured_bwrap(), recall=False))
     except BwrapUnavailable as e:
         print(f"FAIL  sandbox: {e}")
         broken = True

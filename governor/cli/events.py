@@ -16,6 +16,9 @@ audit records' ``time``; a decision's is its record's), then its fields:
 - ``decision``: one per audit record of a decision, as logged (``seq``,
   ``kind``, ``verdict``, ``by``, ``rule``, ``reason``, ``subject``): the same
   records, in the same order, as the audit log's;
+- ``mcp_result``: an allowed MCP request was answered (``server``,
+  ``request``: its decision record's, ``error``: whether the server answered
+  an error, did not answer in time, or exited);
 - ``reported``, ``unasked``, ``changed``: what the agent did on its own;
 - ``check``: one of the job's checks after the attempt ended (``command``,
   ``verdict``: passed or failed, ``exit``, ``duration_s``, ``tail``: the end

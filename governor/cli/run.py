@@ -142,6 +142,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--append-rules", action="store_true", help="append the governor's rules to the prompt"
     )
     p.add_argument(
+        "--governor-tools",
+        action="store_true",
+        help="offer the agent the governor's own run, read and write tools as the MCP server "
+        "'governor', as the policy's [mcp] governor_tools does (docs/mcp.md)",
+    )
+    p.add_argument(
         "--log",
         metavar="FILE",
         help="the audit log (default: a new file under $XDG_STATE_HOME/acp-governor/)",
@@ -318,6 +324,7 @@ def main(args: argparse.Namespace) -> int:
             mode=args.mode,
             agent_args=args.agent_arg,
             append_rules=args.append_rules,
+            governor_tools=args.governor_tools,
             durability=args.fsync,
             kind=args.kind,
             checks=args.check,

@@ -1,5 +1,6 @@
 """The job's MCP servers behind the gate: one socket per server, one sandboxed
-server per agent connection, every governed request decided before it is forwarded.
+server (or one HTTP session) per agent connection, every governed request
+decided before it is forwarded.
 
 Rules of this file:
 
@@ -10,12 +11,24 @@ Rules of this file:
   the relay (`governor.mcp.wire.refusal`) and the server never sees the call.
 - **Only answers to what was forwarded**: a server's response whose id the
   relay is not waiting for (a refused call's, a made-up one) is dropped, and
-  so is a client's response to a server request the relay did not pass on.
+  so is every client response (no server request is passed on to the agent).
 - **What the policy denies is not offered**: a ``tools/list`` result loses
   the tools whose bare call the policy refuses.
-- **A server is not the agent's way to the person or the model**: sampling
-  and elicitation are taken out of the client's ``initialize`` and refused
-  (recorded) if a server asks anyway.
+- **A server's requests are decided here, never passed to the agent**:
+  ``roots/list`` is answered with the job's roots (what the server's sandbox
+  shows; never what the agent says, whose ``roots`` capability and
+  ``list_changed`` notifications stop here), ``ping`` is answered, an
+  ``elicitation/create`` goes through the gate like the agent's own
+  (`governor.elicitation`: declined unattended, put to a person with
+  ``--approvals person``, recorded), and ``sampling/createMessage`` or any
+  other request is refused and recorded (sampling would let a server drive
+  the agent's model). Sampling is never offered in the ``initialize`` the
+  server gets, elicitation only when a person answers.
+- **What the agent was offered is in the log**: a ``mcp-server`` record per
+  server when the relay opens (its name, command, whether it may write, its
+  network hosts), and a ``mcp-tools`` record per distinct ``tools/list``
+  result a server gives (the tools' names, those hidden), at most
+  `TOOL_LISTS` per server.
 - **The server's input never ends the attempt**: a line that is not JSON-RPC
   is dropped and counted, a line over `wire.MAX_LINE` ends that session, a
   request the server leaves unanswered past its ``timeout`` is answered an
@@ -24,7 +37,12 @@ Rules of this file:
 
 The agent reaches a server through `sandbox/standalone/mcp_shim.py`, which it
 spawns as a stdio server: its socket lies in a folder of the relay's, kept
-visible in the agent's sandbox (`McpRelay.folder`).
+visible in the agent's sandbox (`McpRelay.folder`). Behind the socket a
+`RelaySession` speaks to the server through a `Transport`: a sandboxed child
+on stdio (`StdioServer`) or, for a ``url``, the governor's own HTTP session
+(`governor.mcp.http.HttpServer`); the agent never learns the URL. With ``[mcp]
+governor_tools`` one more socket there is answered by the governor itself
+(`governor.mcp.own_tools`), no server behind it.
 """
 
 from __future__ import annotations
@@ -36,22 +54,24 @@ import shutil
 import socket
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import structlog
 import trio
 
+from governor import elicitation
 from governor.acp.dispatch import RpcError
-from governor.audit.log import recorded_input
-from governor.mcp.servers import SHIM, server_profile, shim_interpreter, stdio_entry
-from governor.network import egress_for
+from governor.audit.log import AuditUnavailable, recorded_input
+from governor.mcp.servers import SHIM, server_headers, server_profile, shim_interpreter, stdio_entry
+from governor.network import egress_for, judge
 from policies import by as who
+from policies.capability import Capability
 from policies.decide import Decision, decide_call
-from policies.mcp import McpCall, McpServer
+from policies.mcp import OWN_SERVER, McpCall, McpServer
 from policies.network import NetworkRules
 from policies.rules import Verdict
 from sandbox import BwrapUnavailable, Profile, ProfileError, agent_process
@@ -60,6 +80,7 @@ from sandbox.run.spawn import Child
 if TYPE_CHECKING:
     from governor.gate import Gate
     from governor.mcp import wire
+    from governor.mcp.own_tools import GovernorTools
     from policies.policy import Policy
     from sandbox.net.proxy import EgressProxy
 
@@ -92,10 +113,13 @@ EXIT_GRACE: Final = 2.0
 MAX_PENDING: Final = 1024
 """Requests one session may have in flight; more are answered an error."""
 STDERR_TAIL: Final = 4096
+TOOL_LISTS: Final = 16
+"""Distinct ``tools/list`` results recorded per server (one that changes its
+list at every call would otherwise write a record each time)."""
 
 
 class McpRelay:
-    """The job's stdio servers behind one gate (see the module docstring).
+    """The job's servers behind one gate (see the module docstring).
     Open it with `open_relay`."""
 
     def __init__(
@@ -112,30 +136,50 @@ class McpRelay:
         self.folder = folder
         """Where the sockets and the shim lie: kept visible in the agent's sandbox."""
         self.proxy = proxy
-        self.servers = tuple(s for s in policy.mcp.servers if s.stdio)
+        self.servers = policy.mcp.servers
         self.shim = str(folder / "mcp_shim.py")
         self.interpreter = shim_interpreter()
         self.dropped: dict[str, int] = {}
         """Server name -> messages dropped (malformed, or answers never asked for)."""
         self.problems: list[str] = []
         """What went wrong with a server, in words (the outcome's notices)."""
+        self.tool_lists: dict[str, set[tuple[tuple[str, ...], tuple[str, ...]]]] = {}
+        """Server name -> the tools/list results recorded (names, hidden)."""
+        self.own: GovernorTools | None = None
+        """The governor's own tools, when the policy offers them."""
+        if policy.mcp.governor_tools:
+            from governor.mcp.own_tools import GovernorTools  # the SDK's server: only when on
+
+            self.own = GovernorTools(gate)
 
     def socket_path(self, server: McpServer) -> str:
         """Where the shim for ``server`` connects."""
         return str(self.folder / f"{server.name}.sock")
 
+    def own_socket_path(self) -> str:
+        """Where the shim for the governor's own tools connects."""
+        return str(self.folder / f"{OWN_SERVER}.sock")
+
     def entries(self) -> list[dict[str, object]]:
-        """``session/new``'s ``mcpServers``: a shim in place of each real server."""
-        return [
+        """``session/new``'s ``mcpServers``: a shim in place of each real server
+        (and one for the governor's own tools)."""
+        entries = [
             stdio_entry(s.name, self.socket_path(s), self.interpreter, self.shim)
             for s in self.servers
         ]
+        if self.own is not None:
+            entries.append(stdio_entry(OWN_SERVER, self.own_socket_path(), self.interpreter, self.shim))
+        return entries
 
-    async def serve(self, listeners: list[tuple[McpServer, socket.socket]]) -> None:
+    async def serve(
+        self, listeners: list[tuple[McpServer, socket.socket]], own: socket.socket | None = None
+    ) -> None:
         """Accept the agent's connections until cancelled; each is a session."""
         async with trio.open_nursery() as nursery:
             for server, listener in listeners:
                 nursery.start_soon(self._accept, nursery, server, trio.socket.from_stdlib_socket(listener))
+            if self.own is not None and own is not None:
+                nursery.start_soon(self.own.serve, trio.socket.from_stdlib_socket(own))
 
     async def _accept(self, nursery: trio.Nursery, server: McpServer, listener: Any) -> None:
         with listener:
@@ -144,8 +188,17 @@ class McpRelay:
                 nursery.start_soon(self._session, server, trio.SocketStream(sock))
 
     async def _session(self, server: McpServer, client: trio.SocketStream) -> None:
-        """One agent connection: its own server process, relayed until either ends."""
+        """One agent connection: its own server process (or HTTP session), relayed
+        until either ends."""
         async with client:
+            if not server.stdio:
+                # the SDK's HTTP client: paid by a url's first session
+                from governor.mcp.http import HttpServer
+
+                headers = server_headers(server, self.environ)
+                http = HttpServer(server, headers, judge(self.gate), self._problem)
+                await RelaySession(self, server, client, http).run()
+                return
             try:
                 egress = egress_for(_server_rules(server), f"mcp:{server.name}")
                 profile = server_profile(server, self.policy, self.environ, egress=egress)
@@ -160,11 +213,47 @@ class McpRelay:
                 async with agent_process(
                     profile, server.command, bwrap=_bwrap(), attach=attach
                 ) as child:
-                    await RelaySession(self, server, client, child).run()
+                    await RelaySession(self, server, client, StdioServer(server, child, self._problem)).run()
             except (OSError, ProfileError, BwrapUnavailable) as e:
                 why = f"MCP server {server.name} could not start: {getattr(e, 'strerror', None) or e}"
                 self._problem(why)
                 await _refuse_all(client, why)
+
+    def record_servers(self) -> None:
+        """A ``mcp-server`` record per server, as it will run."""
+        for server in self.servers:
+            writable = server.writable and self.policy.capability >= Capability.EDIT_WORKSPACE
+            subject: dict[str, Any] = {
+                "server": server.name,
+                "command": list(server.command),
+                "writable": writable,
+                "network": [h.text for h in server.hosts],
+            }
+            if server.url is not None:  # reached by the governor: its URL and its headers' names
+                subject["url"] = server.url
+                subject["headers"] = sorted({h for h, _ in server.headers} | set(server.header_values))
+            self._record("mcp-server", subject)
+        if self.own is not None:  # the governor's own: in-process, its tools as offered
+            writable = self.policy.capability >= Capability.EDIT_WORKSPACE
+            self._record("mcp-server", {"server": OWN_SERVER, "own": True, "writable": writable, "network": []})
+            offered = [t.name for t in self.own.tools()]
+            hidden = sorted(set(self.own.names()) - set(offered))
+            self._record("mcp-tools", {"server": OWN_SERVER, "tools": offered, "hidden": hidden})
+
+    def tools_seen(self, server: McpServer, names: list[str], hidden: set[str]) -> None:
+        """A ``mcp-tools`` record of one ``tools/list`` result, unless recorded already."""
+        seen = self.tool_lists.setdefault(server.name, set())
+        listed = (tuple(names), tuple(sorted(hidden)))
+        if listed in seen or len(seen) >= TOOL_LISTS:
+            return
+        seen.add(listed)
+        self._record("mcp-tools", {"server": server.name, "tools": names, "hidden": list(listed[1])})
+
+    def _record(self, kind: str, subject: dict[str, Any]) -> None:
+        try:
+            self.gate.audit.record(kind, session=self.gate.session_id, subject=subject)
+        except AuditUnavailable as e:
+            self.gate.fail(str(e))
 
     def _problem(self, why: str) -> None:
         if why not in self.problems and len(self.problems) < 32:
@@ -201,37 +290,111 @@ async def _refuse_all(client: trio.SocketStream, why: str) -> None:
                     await client.send_all(wire.encode(wire.error(message.body["id"], wire.REFUSED, why)))
 
 
+def _is_error(result: Any) -> bool:
+    return isinstance(result, dict) and result.get("isError") is True
+
+
 @dataclass
 class _Pending:
     method: str
     ident: Any
+    request: int | None = None
+    """The gate's number for a governed request (its decision record's ``request``)."""
     timer: trio.CancelScope = field(default_factory=trio.CancelScope)
 
 
+class Transport(Protocol):
+    """How a session reaches its server: a child's stdio or an HTTP session."""
+
+    async def receive(self, deliver: Callable[[wire.Message], Awaitable[None]]) -> str:
+        """Deliver the server's messages until it ends; why it ended, in words
+        (what the requests still pending are answered)."""
+
+    async def send(self, body: Mapping[str, Any]) -> None:
+        """One message to the server (dropped once it is gone: `receive` says why)."""
+
+    async def close(self) -> None:
+        """The agent hung up: let the server end, bounded."""
+
+
+class StdioServer:
+    """A sandboxed server process's stdio as a `Transport`."""
+
+    def __init__(self, server: McpServer, child: Child, problem: Callable[[str], None]) -> None:
+        self.server = server
+        self.child = child
+        self._problem = problem
+        self._lock = trio.Lock()
+        self._stderr = bytearray()
+
+    async def receive(self, deliver: Callable[[wire.Message], Awaitable[None]]) -> str:
+        stdout = self.child.stdout
+        assert stdout is not None
+        lines = wire.Lines()
+        why = f"the MCP server {self.server.name} ended"
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._drain_stderr)
+            try:
+                while data := await stdout.receive_some(65536):
+                    for line in lines.feed(data):
+                        await deliver(wire.read_message(line))
+            except wire.LineTooLong as e:
+                why = f"the MCP server {self.server.name} sent {e}; its session was ended"
+                self._problem(why)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                pass
+            nursery.cancel_scope.cancel()
+        tail = self._stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
+        return f"{why}: {tail[0][:300]}" if tail[0] else why
+
+    async def send(self, body: Mapping[str, Any]) -> None:
+        stdin = self.child.stdin
+        if stdin is None:
+            return
+        # a server gone: its stdout's end says why
+        async with self._lock:
+            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                await stdin.send_all(wire.encode(body))
+
+    async def close(self) -> None:
+        stdin = self.child.stdin
+        if stdin is not None:
+            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                await stdin.aclose()
+        with trio.move_on_after(EXIT_GRACE):
+            await self.child.wait()
+
+    async def _drain_stderr(self) -> None:
+        stderr = self.child.stderr
+        if stderr is None:
+            return
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            while data := await stderr.receive_some(65536):
+                self._stderr += data
+                del self._stderr[:-STDERR_TAIL]
+
+
 class RelaySession:
-    """One agent connection to one server process (see the module docstring)."""
+    """One agent connection to one server (see the module docstring)."""
 
     def __init__(
-        self, relay: McpRelay, server: McpServer, client: trio.SocketStream, child: Child
+        self, relay: McpRelay, server: McpServer, client: trio.SocketStream, transport: Transport
     ) -> None:
         self.relay = relay
         self.server = server
         self.client = client
-        self.child = child
+        self.transport = transport
         self.pending: dict[str, _Pending] = {}
-        self.asked: set[str] = set()
-        """Server requests passed to the client, by id key: the answers let through."""
+        self.asking = 0
+        """Server elicitations waiting for the gate (a person may take a while)."""
         self._to_client_lock = trio.Lock()
-        self._to_server_lock = trio.Lock()
         self._nursery: trio.Nursery | None = None
-        self._stderr = bytearray()
 
     async def run(self) -> None:
         """Relay until the agent or the server hangs up."""
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             nursery.start_soon(self._from_server)
-            nursery.start_soon(self._drain_stderr)
             nursery.start_soon(self._from_client)
 
     # -- the agent's side --------------------------------------------------------------
@@ -244,12 +407,7 @@ class RelaySession:
                     await self._client_message(wire.read_message(line))
         except (trio.BrokenResourceError, trio.ClosedResourceError, wire.LineTooLong):
             pass
-        stdin = self.child.stdin
-        if stdin is not None:
-            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-                await stdin.aclose()
-        with trio.move_on_after(EXIT_GRACE):
-            await self.child.wait()
+        await self.transport.close()
         self._end()
 
     async def _client_message(self, message: wire.Message) -> None:
@@ -259,36 +417,39 @@ class RelaySession:
                 await self._to_client(wire.error(body["id"], wire.INVALID_REQUEST, "not a JSON-RPC 2.0 message"))
             return
         if message.shape is wire.Shape.RESPONSE:
-            if message.key in self.asked:
-                self.asked.discard(message.key)
-                await self._to_server(body)
-            return
+            return  # to no request of the relay's: server requests stop here
         if message.shape is wire.Shape.NOTIFICATION:
-            await self._to_server(body)
+            if message.method != "notifications/roots/list_changed":  # the roots are ours
+                await self._to_server(body)
             return
         assert message.key is not None
         method = message.method
         if message.key in self.pending or len(self.pending) >= MAX_PENDING:
             await self._to_client(wire.error(body["id"], wire.INVALID_REQUEST, "too many requests in flight, or an id in use"))
             return
-        if method in wire.GOVERNED and not await self._allowed(message):
-            return
+        request = None
+        if method in wire.GOVERNED:
+            request = await self._allowed(message)
+            if request is None:
+                return
         if method == "initialize":
-            body = wire.without_server_asks(body)
-        pending = _Pending(method, body["id"])
+            person = elicitation.person_of(self.relay.gate.approvals.approver)
+            body = wire.relayed_initialize(body, elicitation=person is not None)
+        pending = _Pending(method, body["id"], request)
         self.pending[message.key] = pending
         assert self._nursery is not None
         self._nursery.start_soon(self._expire, message.key, pending)
         await self._to_server(body)
 
-    async def _allowed(self, message: wire.Message) -> bool:
-        """Decide one governed request; answer a refusal (or bad params) here."""
+    async def _allowed(self, message: wire.Message) -> int | None:
+        """Decide one governed request: the gate's number for it when allowed;
+        None when refused, answered here (as are bad params)."""
         assert message.body is not None
         ident, method = message.body["id"], message.method
         parsed = wire.governed_params(message)
         if isinstance(parsed, str):
             await self._to_client(wire.error(ident, wire.INVALID_PARAMS, parsed))
-            return False
+            return None
         name, arguments = parsed
         call = McpCall(self.server.name, method, name, arguments)  # type: ignore[arg-type]
         decision = decide_call(call, self.relay.policy)
@@ -300,11 +461,11 @@ class RelaySession:
             ruling = await self.relay.gate.ruled("mcp", subject, shown, decision, {"arguments": arguments})
         except RpcError as e:
             await self._to_client(wire.refusal(ident, method, str(e)))
-            return False
+            return None
         if not ruling.allowed:
             await self._to_client(wire.refusal(ident, method, ruling.reason))
-            return False
-        return True
+            return None
+        return ruling.request
 
     async def _expire(self, key: str, pending: _Pending) -> None:
         with pending.timer:
@@ -314,28 +475,16 @@ class RelaySession:
         del self.pending[key]
         why = f"the MCP server {self.server.name} did not answer {pending.method} within {self.server.timeout:g} s"
         self.relay._problem(why)
+        self._answered(pending, error=True)
         await self._to_client(wire.error(pending.ident, wire.REFUSED, why))
 
     # -- the server's side -------------------------------------------------------------
 
     async def _from_server(self) -> None:
-        stdout = self.child.stdout
-        assert stdout is not None
-        lines = wire.Lines()
-        why = f"the MCP server {self.server.name} ended"
-        try:
-            while data := await stdout.receive_some(65536):
-                for line in lines.feed(data):
-                    await self._server_message(wire.read_message(line))
-        except wire.LineTooLong as e:
-            why = f"the MCP server {self.server.name} sent {e}; its session was ended"
-            self.relay._problem(why)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass
-        tail = self._stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
-        said = f"{why}: {tail[0][:300]}" if tail[0] else why
+        said = await self.transport.receive(self._server_message)
         for pending in list(self.pending.values()):
             pending.timer.cancel()
+            self._answered(pending, error=True)
             await self._to_client(wire.error(pending.ident, wire.REFUSED, said))
         self.pending.clear()
         self._end()
@@ -351,19 +500,14 @@ class RelaySession:
                 self._dropped()
                 return
             pending.timer.cancel()
+            self._answered(pending, error="error" in body or _is_error(body.get("result")))
             if pending.method == "tools/list" and "result" in body:
                 body = self._listed(body)
             await self._to_client(body)
             return
-        if message.shape is wire.Shape.REQUEST and message.method in wire.SERVER_ASKS:
-            await self._refuse_server_ask(message)
-            return
         if message.shape is wire.Shape.REQUEST:
-            assert message.key is not None
-            if len(self.asked) >= MAX_PENDING:
-                await self._to_server(wire.error(body["id"], wire.INVALID_REQUEST, "too many requests in flight"))
-                return
-            self.asked.add(message.key)
+            await self._server_request(message)
+            return
         await self._to_client(body)
 
     def _listed(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -377,26 +521,64 @@ class RelaySession:
             if decide_call(McpCall(self.server.name, "tools/call", name), self.relay.policy).verdict
             is Verdict.DENY
         }
+        self.relay.tools_seen(self.server, names, hidden)
         return wire.without_tools(body, hidden) if hidden else body
 
-    async def _refuse_server_ask(self, message: wire.Message) -> None:
+    async def _server_request(self, message: wire.Message) -> None:
+        """A request of the server's, answered here (see the module docstring)."""
         assert message.body is not None
-        method = message.method
-        reason = f"the MCP server {self.server.name} may not use {method}: the agent's model and the person are not a server's to ask"
+        ident, method = message.body["id"], message.method
+        if method == "roots/list":
+            # A remote (HTTP) server is shown no local path: its roots are none of ours.
+            roots = () if self.server.url is not None else self.relay.policy.roots
+            await self._to_server(wire.roots_result(ident, roots))
+        elif method == "ping":
+            await self._to_server(wire.result(ident, {}))
+        elif method == "elicitation/create" and self.asking < MAX_PENDING:
+            self.asking += 1
+            assert self._nursery is not None
+            self._nursery.start_soon(self._elicit, ident, message.body.get("params"))
+        elif method == "elicitation/create":
+            await self._to_server(wire.error(ident, wire.INVALID_REQUEST, "too many requests in flight"))
+        elif method == "sampling/createMessage":
+            await self._refuse_server_ask(
+                ident, method, "it would let a server drive the agent's model", wire.REFUSED
+            )
+        else:
+            await self._refuse_server_ask(
+                ident,
+                method[:200],
+                "the governor answers a server's roots/list, ping and elicitation/create only",
+                wire.METHOD_NOT_FOUND,
+            )
+
+    async def _elicit(self, ident: Any, params: Any) -> None:
+        """A server's form, through the gate as the agent's own would be."""
+        try:
+            request = elicitation.from_server(self.server.name, ident, params)
+            if isinstance(request, str):
+                await self._refuse_server_ask(ident, "elicitation/create", request, wire.INVALID_PARAMS)
+                return
+            origin = f"mcp:{self.server.name}"
+            try:
+                reply = self.relay.gate.create_elicitation(request, origin=origin)
+                if not isinstance(reply, dict):
+                    reply = await reply
+            except RpcError as e:
+                await self._to_server(wire.error(ident, wire.REFUSED, f"Refused by the governor: {e}"))
+                return
+            await self._to_server(wire.result(ident, reply))
+        finally:
+            self.asking -= 1
+
+    async def _refuse_server_ask(self, ident: Any, method: str, why: str, code: int) -> None:
+        """Refuse a server's request, recorded (kind ``mcp``, its origin the server)."""
+        reason = f"the MCP server {self.server.name} may not use {method}: {why}"
         decision = Decision(Verdict.DENY, "mcp.server-asks", reason, who.PROTOCOL)
         subject = {"server": self.server.name, "method": method, "origin": f"mcp:{self.server.name}"}
         with contextlib.suppress(RpcError):
             await self.relay.gate.ruled("mcp", subject, f"{self.server.name} {method}", decision, {})
-        await self._to_server(wire.error(message.body["id"], wire.REFUSED, f"Refused by the governor: {reason}"))
-
-    async def _drain_stderr(self) -> None:
-        stderr = self.child.stderr
-        if stderr is None:
-            return
-        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-            while data := await stderr.receive_some(65536):
-                self._stderr += data
-                del self._stderr[:-STDERR_TAIL]
+        await self._to_server(wire.error(ident, code, f"Refused by the governor: {reason}"))
 
     # -- writing -----------------------------------------------------------------------
 
@@ -408,13 +590,13 @@ class RelaySession:
                 self._end()
 
     async def _to_server(self, body: Mapping[str, Any]) -> None:
-        stdin = self.child.stdin
-        if stdin is None:
-            return
-        # a server gone: its stdout's end says why
-        async with self._to_server_lock:
-            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-                await stdin.send_all(wire.encode(body))
+        await self.transport.send(body)
+
+    def _answered(self, pending: _Pending, *, error: bool) -> None:
+        """Tell the listeners (the OTel trace) that a governed request is answered."""
+        if pending.request is not None:
+            event = {"server": self.server.name, "request": pending.request, "error": error}
+            self.relay.gate.on_event("mcp_result", event)
 
     def _dropped(self) -> None:
         name = self.server.name
@@ -432,10 +614,11 @@ async def open_relay(
     environ: Mapping[str, str] | None,
     proxy: Callable[[], EgressProxy | None],
 ) -> AsyncIterator[McpRelay | None]:
-    """The relay of the job's stdio servers, listening for the block (None
-    when the job names none); its folder removed after. The servers' variables
-    come from ``environ`` (None: the governor's own)."""
-    if not any(s.stdio for s in policy.mcp.servers):
+    """The relay of the job's servers (and of the governor's own tools),
+    listening for the block (None when the job names none and offers no tools);
+    its folder removed after. The servers' variables (and the HTTP servers'
+    header values) come from ``environ`` (None: the governor's own)."""
+    if not policy.mcp.servers and not policy.mcp.governor_tools:
         yield None
         return
     folder = Path(tempfile.mkdtemp(prefix="governor-mcp-"))
@@ -443,7 +626,9 @@ async def open_relay(
         os.chmod(folder, 0o755)  # the agent may run as another user (govtest): the socket's mode guards
         shutil.copyfile(SHIM, folder / "mcp_shim.py")
         relay = McpRelay(gate, policy, os.environ if environ is None else environ, folder, proxy)
+        relay.record_servers()
         listeners: list[tuple[McpServer, socket.socket]] = []
+        own: socket.socket | None = None
         try:
             for server in relay.servers:
                 sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -451,12 +636,19 @@ async def open_relay(
                 sock.bind(relay.socket_path(server))
                 os.chmod(relay.socket_path(server), 0o600)
                 sock.listen(16)
+            if relay.own is not None:
+                own = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                own.bind(relay.own_socket_path())
+                os.chmod(relay.own_socket_path(), 0o600)
+                own.listen(16)
         except BaseException:
             for _, sock in listeners:
                 sock.close()
+            if own is not None:
+                own.close()
             raise
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(relay.serve, listeners)
+            nursery.start_soon(relay.serve, listeners, own)
             try:
                 yield relay
             finally:

@@ -23,7 +23,7 @@ from typing import Final
 
 from governor.install import read_only_in
 from policies.capability import Capability
-from policies.mcp import McpConfig, McpServer
+from policies.mcp import OWN_SERVER, McpConfig, McpServer
 from policies.policy import Policy
 from sandbox import Profile, ProfileError
 from sandbox.plan.egress import Egress
@@ -41,11 +41,25 @@ def server_env(server: McpServer, environ: Mapping[str, str]) -> dict[str, str]:
     return env
 
 
-def secrets(config: McpConfig) -> list[str]:
-    """The values a library call gave its servers' environments: masked in every
-    record like the agent's own secrets (names from the policy file come from
-    the environment, whose secret-looking variables are masked already)."""
-    return [v for s in config.servers for v in s.env_values.values()]
+def secrets(config: McpConfig, environ: Mapping[str, str]) -> list[str]:
+    """The values a library call gave its servers' environments, and every HTTP
+    server's header values: masked in every record like the agent's own
+    secrets (the stdio servers' names from the policy file come from the
+    environment, whose secret-looking variables are masked already; a header
+    is masked whatever its variable is called)."""
+    found = [v for s in config.servers for v in s.env_values.values()]
+    for server in config.servers:
+        found.extend(server_headers(server, environ).values())
+    return found
+
+
+def server_headers(server: McpServer, environ: Mapping[str, str]) -> dict[str, str]:
+    """An HTTP server's headers: each named variable's value from ``environ`` (one
+    that is not set is left out: `problems` refuses it before start), then a
+    library call's own values."""
+    headers = {header: environ[variable] for header, variable in server.headers if variable in environ}
+    headers.update(server.header_values)
+    return headers
 
 
 def server_profile(
@@ -86,21 +100,29 @@ def stdio_entry(name: str, socket_path: str, interpreter: str, shim: str) -> dic
     return {"name": name, "command": interpreter, "args": ["-I", "-S", shim, socket_path], "env": []}
 
 
-def problems(servers: tuple[McpServer, ...], environ: Mapping[str, str]) -> list[str]:
+def problems(
+    servers: tuple[McpServer, ...], environ: Mapping[str, str], *, governor_tools: bool = False
+) -> list[str]:
     """Why the job's servers cannot be relayed, for a refusal before anything
-    starts: a name given twice (a policy's and a library call's), an HTTP
-    server (not relayed yet: never handed to the agent directly either), a
-    program that is not there."""
+    starts: a name given twice (a policy's and a library call's, or the
+    governor's own while ``governor_tools`` is on), an HTTP server's header
+    variable that is not set, a program that is not there."""
     found: list[str] = []
-    seen: set[str] = set()
+    seen: set[str] = {OWN_SERVER} if governor_tools else set()
     for server in servers:
         if server.name in seen:
-            found.append(f"MCP server {server.name}: named twice")
+            found.append(
+                f"MCP server {server.name}: the name of the governor's own tools "
+                "(mcp.governor_tools); give it another"
+                if server.name == OWN_SERVER and governor_tools
+                else f"MCP server {server.name}: named twice"
+            )
         seen.add(server.name)
         if not server.stdio:
-            found.append(
-                f"MCP server {server.name}: HTTP servers ({server.url}) are not relayed yet; "
-                "only stdio commands are"
+            found.extend(
+                f"MCP server {server.name}: headers.{header} names {variable}, which is not set"
+                for header, variable in server.headers
+                if variable not in environ and header not in server.header_values
             )
             continue
         try:

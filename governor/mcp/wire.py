@@ -4,7 +4,8 @@ Rules of this file: nothing here does I/O or decides anything. It splits a
 byte stream into bounded lines (`Lines`), reads one line as a JSON-RPC message
 (`read_message`), says what a message is (`Shape`), and builds the few
 messages the relay writes itself: a refusal, an error, a ``tools/list`` result
-without the tools the policy denies. The governed requests' params are
+without the tools the policy denies, the ``initialize`` the server gets, the
+roots it is told. The governed requests' params are
 validated with the official SDK's models (`mcp.types`), so that what is
 decided is what the server would have read.
 """
@@ -13,8 +14,9 @@ from __future__ import annotations
 
 import enum
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final
 
 from mcp import types
@@ -25,6 +27,7 @@ MAX_LINE: Final = 16 * 2**20
 never sends a newline would otherwise grow the buffer without bound)."""
 
 INVALID_REQUEST: Final = -32600
+METHOD_NOT_FOUND: Final = -32601
 INVALID_PARAMS: Final = -32602
 REFUSED: Final = -32001
 """Our code for a refused prompt or resource, and for a call the server did not answer."""
@@ -37,9 +40,6 @@ GOVERNED: Final[Mapping[str, tuple[type[BaseModel], str]]] = {
 """The requests decided before they are forwarded: their params model and the
 field that names their subject."""
 
-SERVER_ASKS: Final = frozenset({"sampling/createMessage", "elicitation/create"})
-"""What a server may ask the client that the governor refuses (the agent's
-model and the person are not a server's to use)."""
 
 
 class LineTooLong(Exception):
@@ -95,6 +95,11 @@ def read_message(line: bytes) -> Message:
         body = json.loads(line)
     except (ValueError, UnicodeDecodeError):
         return Message(Shape.INVALID, None)
+    return message_of(body)
+
+
+def message_of(body: Any) -> Message:
+    """A decoded JSON value as a message (an HTTP server's, which is not read as lines)."""
     if not isinstance(body, dict) or body.get("jsonrpc") != "2.0":
         return Message(Shape.INVALID, body if isinstance(body, dict) else None)
     ident = body.get("id")
@@ -163,13 +168,32 @@ def without_tools(body: dict[str, Any], hidden: set[str]) -> dict[str, Any]:
     return {**body, "result": result}
 
 
-def without_server_asks(body: dict[str, Any]) -> dict[str, Any]:
-    """An ``initialize`` request without the client capabilities that let a server
-    ask for the agent's model or the person (`SERVER_ASKS`)."""
+def relayed_initialize(body: dict[str, Any], *, elicitation: bool) -> dict[str, Any]:
+    """An ``initialize`` request as the server gets it: the client's capabilities
+    without ``sampling`` (a server never reaches the agent's model), with
+    ``elicitation`` only when ``elicitation`` (a person answers the forms), and
+    with ``roots`` whatever the agent said (the relay answers ``roots/list``)."""
     params = body.get("params")
-    if not isinstance(params, dict) or not isinstance(params.get("capabilities"), dict):
+    if not isinstance(params, dict):
         return body
+    given = params.get("capabilities")
     capabilities = {
-        k: v for k, v in params["capabilities"].items() if k not in ("sampling", "elicitation")
+        k: v
+        for k, v in (given.items() if isinstance(given, dict) else ())
+        if k not in ("sampling", "elicitation", "roots")
     }
+    capabilities["roots"] = {}
+    if elicitation:
+        capabilities["elicitation"] = {}
     return {**body, "params": {**params, "capabilities": capabilities}}
+
+
+def result(ident: Any, value: Mapping[str, Any]) -> dict[str, Any]:
+    """A JSON-RPC result response."""
+    return {"jsonrpc": "2.0", "id": ident, "result": dict(value)}
+
+
+def roots_result(ident: Any, roots: Sequence[str]) -> dict[str, Any]:
+    """The answer to ``roots/list``: each folder as a ``file://`` root."""
+    listed = [{"uri": Path(r).as_uri(), "name": Path(r).name or r} for r in roots]
+    return result(ident, {"roots": listed})

@@ -38,19 +38,47 @@ PROC_ADVICE: Final = (
 )
 
 _FAILURE_ADVICE: Final[tuple[tuple[str, str], ...]] = (
-    ("no permissions to create", USERNS_ADVICE),
+    ("can't mount proc", PROC_ADVICE),  # first: it ends "Operation not permitted" too
+    ("no permissions to creat", USERNS_ADVICE),  # "to create a new", older "to creating"
     ("creating new namespace failed", USERNS_ADVICE),
     ("setting up uid map", USERNS_ADVICE),
     ("uid_map", USERNS_ADVICE),
     ("operation not permitted", USERNS_ADVICE),
-    ("can't mount proc", PROC_ADVICE),
 )
-"""bwrap stderr fragment (lower-case) -> what the operator should do."""
+"""bwrap stderr fragment (lower-case) -> what the operator should do; the
+first that matches wins. What matches none of them is no fact about the
+machine (`failure_of`)."""
 
 
 class BwrapUnavailable(RuntimeError):
     """bwrap is missing or cannot sandbox on this machine; the message says what
     to install or enable. Sandboxed runs are refused, never run bare."""
+
+
+class SandboxStartFailed(BwrapUnavailable):
+    """bwrap works on this machine but could not build this one sandbox: a
+    mount its plan asked for failed (a host path gone or changed since the
+    survey). The message carries bwrap's own line, which names the path; not
+    a fact about the machine, so the preflight never caches it. Still a
+    `BwrapUnavailable`: whoever refuses on that refuses on this."""
+
+
+def bwrap_line(text: str) -> str | None:
+    """bwrap's own message in ``text`` (its first ``bwrap: ...`` line), if any."""
+    return next((ln.strip() for ln in text.splitlines() if ln.startswith("bwrap: ")), None)
+
+
+def failure_of(text: str, what: str) -> BwrapUnavailable:
+    """The error for a bwrap start that failed with ``text`` on its stderr,
+    ``what`` saying which sandbox: a `SandboxStartFailed` naming bwrap's own
+    line unless that line says the machine cannot (user namespaces off, no
+    ``/proc``: `advice_for`), which gets the operator's next step."""
+    line = bwrap_line(text)
+    lowered = text.lower()
+    if line is not None and not any(fragment in lowered for fragment, _ in _FAILURE_ADVICE):
+        return SandboxStartFailed(f"{what} could not be built: {line}")
+    first = line or next((ln.strip() for ln in text.splitlines() if ln.strip()), "no output")
+    return BwrapUnavailable(f"{what} failed to start ({first}); {advice_for(text)}")
 
 
 @dataclass(frozen=True)

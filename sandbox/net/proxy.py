@@ -59,7 +59,7 @@ from sandbox.net.judge import (
     literal_address,
     resolve,
 )
-from sandbox.net.netns import listen_inside
+from sandbox.net.netns import Helper
 from sandbox.net.wire import Wire, error_response, splice
 from sandbox.plan.egress import PROXY_PORT, Egress
 
@@ -76,12 +76,29 @@ class EgressProxy:
         self.limits = limits
         self._slots = trio.Semaphore(limits.connections)
         self.active = 0
+        self._spare: Helper | None = None
+        """A namespace helper started ahead of the next `attach` (its ~15 ms
+        interpreter start is then off the sandbox's path)."""
+
+    def keep_spare(self) -> None:
+        """Start the next attach's helper now, if none waits."""
+        if self._spare is None:
+            self._spare = Helper()
+
+    def drop_spare(self) -> None:
+        if self._spare is not None:
+            self._spare.close()
+            self._spare = None
 
     async def attach(self, pid: int, egress: Egress, origin: str) -> None:
         """Listen inside the network namespace of ``pid`` (a sandbox's pid 1) on
         the proxy port and the forwards, and serve them until the proxy closes."""
         places = [("127.0.0.1", egress.port), *egress.forwards]
-        listeners = await trio.to_thread.run_sync(listen_inside, pid, places)
+        helper, self._spare = self._spare or Helper(), None
+        try:
+            listeners = await trio.to_thread.run_sync(helper.listen, pid, places)
+        finally:
+            self.keep_spare()
         for index, (sock, (host, port)) in enumerate(zip(listeners, places, strict=True)):
             self.serve(sock, origin, None if index == 0 else (host, port))
 
@@ -544,6 +561,7 @@ async def open_egress(judge: Judge, limits: ProxyLimits | None = None) -> AsyncI
             yield proxy
         finally:
             nursery.cancel_scope.cancel()
+            proxy.drop_spare()
 
 
 __all__ = [

@@ -11,10 +11,12 @@ this file:
 
 1. ``--ro-bind / /``: everything read-only, then fresh ``/dev`` and ``/proc``,
    whose host-wide knobs (``/proc/sys``, ...) are bound read-only again.
-2. Private tmpfs over ``/tmp``, ``/var/tmp``, everyone else's homes, ``$HOME``
-   and ``/run/user/$UID`` (or all of ``/run``, `sandbox.host.sockets`). These
-   come *before* the roots so a workspace under ``$HOME`` or ``/tmp`` is bound
-   back on top of its tmpfs.
+2. Private tmpfs over each folder of everyone else's homes (``/home``, its
+   other entries bound back, `HomesParent`), ``/tmp``, ``/var/tmp``, a home
+   outside such a folder (``/root``), ``$HOME`` and ``/run/user/$UID`` (or all
+   of ``/run``, `sandbox.host.sockets`). These come *before* the roots so a
+   workspace under ``$HOME``, ``/home`` or ``/tmp`` is bound back on top of its
+   tmpfs.
 3. Kept home folders, visible install paths and the toolchain folders kept
    (`sandbox.host.toolchains`), then a tmpfs over each concealed folder (the
    host's secret folders, the governor's state: after them, since a kept folder
@@ -291,6 +293,18 @@ class HomeMount:
 
 
 @dataclass(frozen=True)
+class HomesParent:
+    """A folder that holds other people's homes (``/home``), an empty tmpfs
+    inside: its other entries as the survey listed them, ``kept`` bound back
+    read-only where they still exist, ``links`` made again as (path, target)
+    (`sandbox.host.survey.home_parents`)."""
+
+    path: str
+    kept: tuple[str, ...] = ()
+    links: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
 class Kept:
     """A host folder kept visible read-only, and why (`sandbox.host.toolchains`)."""
 
@@ -312,7 +326,10 @@ class HostFacts:
     other_homes: tuple[str, ...] = ()
     """Homes hidden besides `home` (the password database's, the governor's $HOME)."""
     foreign_homes: tuple[str, ...] = ()
-    """Everyone else's homes, hidden with nothing kept (`sandbox.host.concealed`)."""
+    """Everyone else's homes, hidden with nothing kept (`sandbox.host.concealed`):
+    each by its parent's tmpfs (`home_parents`), else by a tmpfs of its own."""
+    home_parents: tuple[HomesParent, ...] = ()
+    """The folders of the foreign homes, each one tmpfs with the rest bound back."""
     concealed: tuple[str, ...] = ()
     """Host folders that are empty inside whatever is kept around them: the
     host's secret folders and the governor's state (`sandbox.host.concealed`)."""
@@ -488,9 +505,23 @@ def render(
             argv += ["--ro-bind-try", knob, knob]
     # every tmpfs is as large as the tmp limit allows (else half the host's RAM)
     tmpfs = ["--size", str(profile.limits.tmp)] if profile.limits and profile.limits.tmp else []
+    # a parent's tmpfs holds no mount point of a home that could be gone by now
+    for parent in facts.home_parents:
+        argv += [*tmpfs, "--tmpfs", parent.path]
+        for path in parent.kept:
+            argv += ["--ro-bind-try", path, path]
+        for path, target in parent.links:
+            argv += ["--symlink", target, path]
     for private in facts.private_dirs:
         argv += [*tmpfs, "--tmpfs", private]
-    for other in (*facts.foreign_homes, *facts.other_homes):  # first: `home` may lie inside
+    covered = {parent.path for parent in facts.home_parents}
+    foreign = tuple(
+        home
+        for home in facts.foreign_homes
+        if posixpath.dirname(home) not in covered
+        and not any(is_under(home, f, strictly=True) for f in facts.foreign_homes)
+    )
+    for other in (*foreign, *facts.other_homes):  # first: `home` may lie inside
         argv += [*tmpfs, "--tmpfs", other]
     if facts.home is not None:
         argv += [*tmpfs, "--tmpfs", facts.home]

@@ -269,8 +269,9 @@ HOST_SECRET_DIRS: Final[tuple[str, ...]] = (
 
 OTHER_HOMES_PARENT: Final = "/home"
 """Every directory here is someone's home (or a shared one): all of them but
-the sandboxed person's are empty inside, with the password database's homes
-of the other people (uid at least `PEOPLE_UID_MIN`, and root's)."""
+the sandboxed person's are gone inside (the folder is one tmpfs, what is kept
+bound back), with the password database's homes of the other people (uid at
+least `PEOPLE_UID_MIN`, and root's)."""
 
 PEOPLE_UID_MIN: Final = 1000
 """The smallest uid of a person's account (``UID_MIN`` of ``login.defs`` on

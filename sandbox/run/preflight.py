@@ -7,20 +7,42 @@ inside that the filter is installed (``Seccomp: 2``), privileges are gone
 (``NoNewPrivs: 1``, ``CapEff: 0``). Any failure raises `BwrapUnavailable` with
 the operator's next step; callers refuse to run sandboxed commands, never run
 them bare.
+
+A passed test run is remembered for an hour in the governor's state directory
+(hidden from every sandbox), keyed by what decides it: the binary (path,
+device, inode, size, times), the kernel (boot id, release), the user-namespace
+sysctls and our uid. Every `governor run` in a loop or CI job otherwise paid
+the test run again (about 45 ms of a 0.55 s start, `bench/startup.py`). A
+failure is never remembered; a sandbox that stops working within the hour
+fails at its own start, and what it would have run is refused, as before.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
+import time
+from dataclasses import asdict
 from pathlib import Path
+from typing import Any, Final
 
 import trio
 
 from policies.capability import Capability
-from sandbox.host.bwrap import Bwrap, BwrapUnavailable, advice_for, locate, probe
-from sandbox.plan.profile import Profile, ProfileError
+from sandbox.host.bwrap import (
+    Bwrap,
+    BwrapUnavailable,
+    SandboxStartFailed,
+    advice_for,
+    bwrap_line,
+    failure_of,
+    locate,
+    probe,
+)
+from sandbox.host.concealed import state_dir
+from sandbox.plan.profile import BwrapFeatures, Profile, ProfileError
 from sandbox.run.execution import start_launch
 from sandbox.run.launch import prepare
 
@@ -36,11 +58,17 @@ EXPECTED_STATUS = {
 }
 
 
-async def preflight(configured: str | os.PathLike[str] | None = None) -> Bwrap:
+async def preflight(
+    configured: str | os.PathLike[str] | None = None, *, recall: bool = True
+) -> Bwrap:
     """The probed bwrap, after one successful test run; cached per path.
 
     Raises `BwrapUnavailable` (also cached: the machine will not change its mind
-    within one run).
+    within one run). ``recall=False`` runs the test even when a passed one is
+    remembered (`governor doctor`: a diagnosis looks, it does not remember).
+    A `SandboxStartFailed` (bwrap's own line, when the machine can but the
+    test sandbox's mounts could not be made: a host path changed meanwhile)
+    is not cached.
     """
     key = None if configured is None else os.fspath(configured)
     path = _LOCATED.get(key)
@@ -53,7 +81,9 @@ async def preflight(configured: str | os.PathLike[str] | None = None) -> Bwrap:
             cached = _CACHE.get(path)
             if cached is None:
                 try:
-                    cached = await _check(path)
+                    cached = await _check(path, recall)
+                except SandboxStartFailed:
+                    raise  # this sandbox, not the machine: the next run tries again
                 except BwrapUnavailable as exc:
                     cached = exc
                 _CACHE[path] = cached
@@ -68,7 +98,92 @@ def forget() -> None:
     _LOCATED.clear()
 
 
-async def _check(path: str) -> Bwrap:
+MEMO_SECONDS: Final = 3600
+"""How long a passed test run is remembered (see the module docstring)."""
+_MEMO_FORMAT: Final = 1
+_SYSCTLS: Final = (
+    "/proc/sys/kernel/unprivileged_userns_clone",
+    "/proc/sys/user/max_user_namespaces",
+    "/proc/sys/kernel/apparmor_restrict_unprivileged_userns",
+)
+
+
+async def _check(path: str, recall: bool = True) -> Bwrap:
+    key = _memo_key(path)
+    remembered = _recalled(key) if recall else None
+    if remembered is not None:
+        return remembered
+    bwrap = await _test_run(path)
+    _remember(key, bwrap)
+    return bwrap
+
+
+def _memo_key(path: str) -> dict[str, Any] | None:
+    """What a remembered test run is valid for; None when it cannot be told."""
+    try:
+        st = os.stat(path)
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as f:
+            boot = f.read().strip()
+    except OSError:
+        return None
+    sysctls: dict[str, str | None] = {}
+    for name in _SYSCTLS:
+        try:
+            with open(name, encoding="ascii") as f:
+                sysctls[name] = f.read().strip()
+        except OSError:
+            sysctls[name] = None
+    return {
+        "format": _MEMO_FORMAT,
+        "bwrap": [
+            os.path.realpath(path),
+            *(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns),
+        ],
+        "boot": boot,
+        "kernel": os.uname().release,
+        "sysctls": sysctls,
+        "uid": os.geteuid(),
+        "expected": EXPECTED_STATUS,
+    }
+
+
+def _memo_path() -> Path:
+    return state_dir() / "preflight.json"
+
+
+def _recalled(key: dict[str, Any] | None) -> Bwrap | None:
+    """The remembered probe when ``key`` matches and it is under an hour old."""
+    if key is None:
+        return None
+    try:
+        memo = json.loads(_memo_path().read_text(encoding="utf-8"))
+        if memo["key"] != key or not 0 <= time.time() - memo["passed_at"] < MEMO_SECONDS:
+            return None
+        return Bwrap(path=memo["path"], version=memo["version"],
+                     features=BwrapFeatures(**memo["features"]))  # fmt: skip
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # none yet, or not ours to trust: test again
+
+
+def _remember(key: dict[str, Any] | None, bwrap: Bwrap) -> None:
+    """Write the passed test run down (atomically; a state dir we cannot write
+    just means the next run tests again)."""
+    if key is None:
+        return
+    memo = {"key": key, "passed_at": time.time(), "path": bwrap.path,
+            "version": bwrap.version, "features": asdict(bwrap.features)}  # fmt: skip
+    folder = _memo_path().parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd, scratch = tempfile.mkstemp(prefix=".preflight-", dir=folder)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(memo, f)
+        os.replace(scratch, _memo_path())
+    except OSError:
+        return
+
+
+async def _test_run(path: str) -> Bwrap:
     bwrap = await trio.to_thread.run_sync(probe, path)
     scratch = tempfile.mkdtemp(prefix="governor-preflight-")
     try:
@@ -88,6 +203,8 @@ async def _check(path: str) -> Bwrap:
     text, _ = execution.ring.text(final=True)
     status = execution.status
     if status is None or status.exit_code != 0:
+        if status is not None and bwrap_line(text) is not None:
+            raise failure_of(text, f"the test sandbox of bwrap {bwrap.version} at {path}")
         first = next((line for line in text.splitlines() if line.strip()), "no output")
         raise BwrapUnavailable(
             f"bwrap {bwrap.version} at {path} failed its test run ({first.strip()}); "

@@ -49,7 +49,7 @@ from stat import S_ISSOCK
 import trio
 
 from policies.paths import is_under
-from sandbox.host.bwrap import BwrapUnavailable
+from sandbox.host.bwrap import BwrapUnavailable, SandboxStartFailed, failure_of
 from sandbox.host.limits import rlimits
 from sandbox.host.survey import survey
 from sandbox.plan.profile import (
@@ -301,8 +301,9 @@ class SandboxSession:
                     text += data
         await self.aclose()
         reason = text.decode("utf-8", "replace").strip()
-        if "bwrap:" in reason:
-            raise BwrapUnavailable(reason)
+        if "bwrap:" in reason:  # bwrap's own word, or a shell's on a bwrap gone ("bwrap: not found")
+            failure = failure_of(reason, "the session's sandbox")
+            raise failure if isinstance(failure, SandboxStartFailed) else BwrapUnavailable(reason)
         return reason or "no word from bwrap or the fork server"
 
     async def aclose(self) -> None:

@@ -102,3 +102,23 @@ async def test_an_agent_that_cannot_reach_its_api_fails_naming_the_host_and_the_
     ]
     assert record["verdict"] == "deny" and record["rule"] == "network.default"
     assert outcome.acp is not None and outcome.acp.tally.refused == 1
+
+
+async def test_a_host_allowed_but_not_resolving_is_not_blamed_on_a_missing_flag(
+    tmp_path: Path, model: int
+) -> None:
+    """The operator gave --allow-host for it; no rule refused it; the name does not
+    resolve (``.invalid`` never does): the reason says so, and suggests no flag."""
+    steps = [{"fetch": "http://api.nosuch.invalid/v1/models"}]
+    spec = scripted_spec(tmp_path, steps, sandbox_agent=True, environ=environ(model),
+                         env=["OPENAI_BASE_URL"], allow_hosts=["api.nosuch.invalid:80"])  # fmt: skip
+    outcome = await run_attempt(spec)
+    assert outcome.status == "failed"
+    reason = outcome.reason or ""
+    assert "could not reach api.nosuch.invalid:80: the host does not resolve" in reason
+    assert "no rule refused it" in reason
+    assert "--allow-host" not in reason
+    (record,) = [
+        r for r in decision_records(outcome.log, outcome.run_id) if r.get("kind") == "network"
+    ]
+    assert record["verdict"] == "deny" and record["rule"] == "network.dns"

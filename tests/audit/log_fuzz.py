@@ -24,10 +24,12 @@ FIELDS: Final = (
 KINDS: Final = (
     "attempt-start", "attempt-end", "permission", "read", "write", "terminal", "network",
     "unasked", "changed", "repeated", "limit", "config", "mode", "elicitation", "reported",
+    "mcp", "mcp-server", "mcp-tools",
 )  # fmt: skip
 SUBJECT_KEYS: Final = (
     "host", "port", "method", "path", "command", "argv", "cwd", "env", "title", "tool_kind",
     "paths", "input", "resolved", "origin", "addresses", "problem", "change", "tool_call",
+    "server", "name", "tools", "hidden", "writable", "network", "url",
 )  # fmt: skip
 
 

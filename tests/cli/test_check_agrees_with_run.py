@@ -34,6 +34,7 @@ class Job:
 
 
 DEMO_ONLY = 'allowed_agents = ["demo"]\n'
+MCP_SERVER = 'capability = "edit-workspace"\n[[mcp.servers]]\nname = "py"\ncommand = ["python3", "-c", "pass"]\n'
 JOBS = [
     Job("fits", 'capability = "edit-workspace"\n', DEMO_ONLY),
     Job(
@@ -95,6 +96,17 @@ JOBS = [
         refused=1,
     ),
     Job("an agent not allowed", "", 'allowed_agents = ["claude"]\n', refused=1),
+    Job(
+        "an MCP server the ceiling does not name, writable and on the network",
+        MCP_SERVER + 'writable = true\nnetwork = ["pypi.org"]\n',
+        DEMO_ONLY + 'mcp_servers = ["time"]\n',
+        refused=3,
+    ),
+    Job(
+        "an MCP server the ceiling names by name and command",
+        MCP_SERVER,
+        DEMO_ONLY + 'mcp_servers = [{ name = "py", command = ["python3", "-c"] }]\n',
+    ),
     Job(
         "everything at once",
         'capability = "full-access"\n[network]\nask = ["pypi.org"]\n'

@@ -92,6 +92,9 @@ class Served:
     tool_results: list[dict[str, Any]] = field(default_factory=list)
     model: str | None = None
     """The model the request names."""
+    text: str = ""
+    """The request's system prompt and its messages' text, joined: what the model
+    was told (the prompt, the rules appended, the MCP servers' instructions)."""
 
 
 class StandIn(LoopbackServer):
@@ -192,6 +195,25 @@ def _tool_results(messages: Sequence[Any]) -> list[dict[str, Any]]:
     return found
 
 
+def _told(body: Mapping[str, Any]) -> str:
+    """The text of a request's system prompt and messages (`Served.text`)."""
+    texts: list[str] = []
+
+    def take(content: Any) -> None:
+        if isinstance(content, str):
+            texts.append(content)
+        elif isinstance(content, list):
+            texts.extend(
+                c["text"] for c in content if isinstance(c, dict) and isinstance(c.get("text"), str)
+            )
+
+    take(body.get("system"))
+    for m in body.get("messages") or []:
+        if isinstance(m, dict):
+            take(m.get("content"))
+    return "\n".join(texts)
+
+
 def _message(
     content: list[dict[str, Any]], stop: str, output: int = OUTPUT_TOKENS
 ) -> dict[str, Any]:
@@ -287,7 +309,10 @@ def _handler(standin: StandIn) -> type[BaseHTTPRequestHandler]:
             )
             streamed = bool(body.get("stream"))
             model = body.get("model") if isinstance(body.get("model"), str) else None
-            standin.log(Served(path, streamed, tools, len(results), answer, list(results), model))
+            told = _told(body)
+            standin.log(
+                Served(path, streamed, tools, len(results), answer, list(results), model, told)
+            )
             if not streamed:
                 self._json(200, _message(content, stop, standin.output_tokens))
                 return

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import socket
+import subprocess
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +32,8 @@ from governor.audit.log import AuditLog
 from governor.audit.verify import read_lines, verify
 from governor.gate import Gate
 from governor.mcp.relay import McpRelay, open_relay
+from governor.mcp.servers import secrets
+from governor.secrets import Masker
 from policies.policy import Policy, parse_policy
 from sandbox.net.proxy import open_egress
 
@@ -67,6 +71,63 @@ def npm_server(package: str, entry: str = "dist/index.js") -> list[str]:
     return [node, path]
 
 
+# server-everything listens on every interface (``app.listen(PORT)``): this
+# preload keeps it on loopback, the only place a test wants it
+LOOPBACK_ONLY = """
+import net from "node:net";
+const listen = net.Server.prototype.listen;
+net.Server.prototype.listen = function (port, ...rest) {
+  if (typeof port === "number" || typeof port === "string") {
+    return listen.call(this, Number(port), "127.0.0.1", ...rest.filter((a) => typeof a === "function"));
+  }
+  return listen.call(this, port, ...rest);
+};
+"""
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on (now)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def everything_http(folder: Path) -> Iterator[str]:
+    """``@modelcontextprotocol/server-everything`` in its ``streamableHttp`` mode
+    on a loopback port (``PORT``, its package's start script): its URL."""
+    node, entry = npm_server("server-everything")
+    preload = folder / "loopback.mjs"
+    preload.write_text(LOOPBACK_ONLY)
+    port = free_port()
+    proc = subprocess.Popen(
+        [node, "--import", preload.as_uri(), entry, "streamableHttp"],
+        env={**os.environ, "PORT": str(port)},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    said = []
+    for line in proc.stderr:  # it says so once listening (or why not, and exits)
+        said.append(line)
+        if "listening on port" in line:
+            break
+    else:
+        proc.wait(timeout=30)
+        pytest.fail(f"server-everything did not start: {''.join(said)}")
+    # the rest of its stderr (a line per request) drained, never blocking it
+    drain = subprocess.Popen(["cat"], stdin=proc.stderr, stdout=subprocess.DEVNULL)
+    try:
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        drain.wait(timeout=30)
+        proc.stderr.close()
+
+
 @dataclass
 class Governed:
     """One relay under way, with what it writes into."""
@@ -96,16 +157,34 @@ def bound(text: str, workspace: Path) -> Policy:
 
 
 @asynccontextmanager
-async def governed(policy: Policy, log: Path) -> AsyncIterator[Governed]:
-    """The audit log, gate, egress proxy and relay of ``policy``'s servers."""
+async def governed(
+    policy: Policy,
+    log: Path,
+    *,
+    listener: Callable[[str, dict[str, Any]], None] | None = None,
+    approver: Any = None,
+    attempt: str = "att",
+) -> AsyncIterator[Governed]:
+    """The audit log, gate, egress proxy and relay of ``policy``'s servers;
+    every event kept, and also given to ``listener`` (an OTel trace); asks go to
+    ``approver`` (default: unattended). The log is masked as an attempt's is
+    (`governor.spec`: the environment's secrets, the servers' given values and
+    header values)."""
     events: list[tuple[str, dict[str, object]]] = []
-    audit = AuditLog(log, "att")
+    environ = dict(os.environ)
+    audit = AuditLog(log, attempt, masker=Masker.from_environ(environ, secrets(policy.mcp, environ)))
     # where a chain starts, naming the roots (as replay reads them)
     audit.record("attempt-start", agent="mcp-test", workspace=policy.workspace, roots=list(policy.roots))
-    gate = Gate(policy, audit, Unattended(), on_event=lambda kind, info: events.append((kind, info)))
+
+    def on_event(kind: str, info: dict[str, Any]) -> None:
+        events.append((kind, info))
+        if listener is not None:
+            listener(kind, info)
+
+    gate = Gate(policy, audit, approver or Unattended(), on_event=on_event)
     async with (
         open_egress(network.judge(gate)) as proxy,
-        open_relay(gate, policy, dict(os.environ), lambda: proxy) as relay,
+        open_relay(gate, policy, environ, lambda: proxy) as relay,
     ):
         assert relay is not None
         yield Governed(relay, gate, log, events)

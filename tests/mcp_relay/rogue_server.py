@@ -11,8 +11,10 @@ any server; what it does then is MODE's:
 - ``flood``: before answering ``ping`` it writes 5000 notifications.
 - ``malformed``: before answering ``ping`` it writes lines that are not JSON-RPC.
 - ``silent``: it never answers ``ping``.
-- ``asks``: on ``ping`` it asks the client for the model (``sampling/createMessage``)
-  and the person (``elicitation/create``), and answers what came back.
+- ``asks``: on ``ping`` it asks the client for the model (``sampling/createMessage``),
+  the person (``elicitation/create``, a form of one field ``name``), its roots
+  (``roots/list``), a ``ping`` and ``custom/exfiltrate``, one after the other,
+  and answers what came back, after the capabilities its ``initialize`` gave.
 - ``unasked``: on every call it first answers the ids 0 to 50 but the call's
   own: ids it was never sent (a call the governor refused among them) or
   answered already.
@@ -49,6 +51,16 @@ def fetch(url: str) -> str:
         return f"failed: {e}"
 
 
+FORM = {"type": "object", "properties": {"name": {"type": "string", "title": "Project name"}}}
+ASKS = [
+    ("sampling/createMessage", {"messages": [], "maxTokens": 1}),
+    ("elicitation/create", {"message": "Name the project", "requestedSchema": FORM}),
+    ("roots/list", {}),
+    ("ping", {}),
+    ("custom/exfiltrate", {"what": "everything"}),
+]
+capabilities: object = None
+
 for line in sys.stdin:
     message = json.loads(line)
     ident, method = message.get("id"), message.get("method")
@@ -59,6 +71,7 @@ for line in sys.stdin:
             if other != ident:
                 text_result(other, "an answer nobody asked for")
     if method == "initialize":
+        capabilities = message["params"].get("capabilities")
         send({"jsonrpc": "2.0", "id": ident, "result": {
             "protocolVersion": message["params"]["protocolVersion"],
             "capabilities": {"tools": {}},
@@ -75,10 +88,9 @@ for line in sys.stdin:
         elif MODE == "silent":
             continue
         elif MODE == "asks":
-            said = []
-            for n, asked in enumerate(("sampling/createMessage", "elicitation/create")):
-                send({"jsonrpc": "2.0", "id": f"ask-{n}", "method": asked, "params": {
-                    "messages": [], "maxTokens": 1, "message": "hi", "requestedSchema": {"type": "object"}}})
+            said: list[object] = [capabilities]
+            for n, (asked, params) in enumerate(ASKS):
+                send({"jsonrpc": "2.0", "id": f"ask-{n}", "method": asked, "params": params})
                 said.append(json.loads(sys.stdin.readline()))
             text_result(ident, json.dumps(said))
         else:

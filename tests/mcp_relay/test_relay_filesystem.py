@@ -65,20 +65,23 @@ async def test_the_filesystem_server_reads_inside_its_roots_and_not_outside(tmp_
     assert g.verified()
 
 
-async def test_an_agent_that_widens_the_servers_roots_still_sees_only_what_its_sandbox_shows(
+async def test_the_servers_roots_are_the_jobs_answered_by_the_relay_never_what_the_agent_says(
     tmp_path: Path,
 ) -> None:
-    """The server's roots are its own word, and MCP lets the client replace them
-    (``roots/list``): an agent that hands it ``/tmp`` is believed by the server,
-    but the server's sandbox has a private /tmp where only the roots are bound."""
+    """MCP lets the client name the server's roots (``roots/list``): the relay
+    answers it with the job's roots, what the server's sandbox shows, and the
+    agent, which would hand it ``/tmp``, is never asked. The server is started
+    with no directory of its own, so that it takes its roots from that answer."""
     workspace = tmp_path / "ws"
     workspace.mkdir()
     (workspace / "notes.txt").write_text("inside\n")
-    secret = tmp_path / "beside-the-workspace.txt"  # under the host's /tmp, not a root
-    secret.write_text("host only\n")
-    policy = bound(_policy(workspace, str(workspace)), workspace)
+    beside = tmp_path / "beside-the-workspace.txt"  # under the host's /tmp, not a root
+    beside.write_text("host only\n")
+    policy = bound(_policy(workspace), workspace)
+    asked: list[object] = []
 
     async def roots(context: Any) -> types.ListRootsResult:
+        asked.append(context)
         return types.ListRootsResult(roots=[types.Root(uri=FileUrl("file:///tmp"))])
 
     async with governed(policy, tmp_path / "audit.jsonl") as g, client(
@@ -86,13 +89,14 @@ async def test_an_agent_that_widens_the_servers_roots_still_sees_only_what_its_s
     ) as session:
         for _ in range(100):  # the server asks for the roots once it is initialized
             listed = _text(await session.call_tool("list_allowed_directories", {}))
-            if "/tmp" in listed and str(workspace) not in listed:
+            if str(workspace) in listed:
                 break
             await trio.sleep(0.05)
-        assert "/tmp" in listed
-        hidden = await session.call_tool("read_text_file", {"path": str(secret)})
-        assert hidden.is_error and "host only" not in _text(hidden)
-        assert "ENOENT" in _text(hidden), _text(hidden)  # not "Access denied": the server let it
+        assert listed.splitlines()[1:] == [str(workspace)], listed  # not /tmp
+        refused = await session.call_tool("read_text_file", {"path": str(beside)})
+        assert refused.is_error and "host only" not in _text(refused)
+        assert "Refused by the governor" not in _text(refused)  # the server's own word: outside its roots
         seen = await session.call_tool("read_text_file", {"path": str(workspace / "notes.txt")})
         assert not seen.is_error and "inside" in _text(seen)
+    assert asked == []
     assert {r["verdict"] for r in g.records()} == {"allow"}

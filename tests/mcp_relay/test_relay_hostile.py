@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import http.server
 import json
+import os
 import shutil
 import threading
 from collections.abc import Iterator
@@ -13,6 +14,8 @@ from pathlib import Path
 
 import pytest
 from mcp_harness import bound, client, governed
+
+from governor.cli.person import Person
 
 ROGUE = Path(__file__).resolve().with_name("rogue_server.py")
 PYTHON = shutil.which("python3", path="/usr/local/bin:/usr/bin:/bin") or "python3"
@@ -166,25 +169,74 @@ async def test_answers_to_what_the_server_was_never_sent_are_dropped_a_refused_c
     assert g.verified()
 
 
-async def test_a_server_asking_for_the_model_or_the_person_is_refused_and_recorded(
+async def test_a_servers_requests_are_decided_by_the_governor_and_none_reaches_the_agent(
     workspace: Path, tmp_path: Path
 ) -> None:
-    asked: list[object] = []
+    """Unattended: sampling refused (it would let the server drive the model),
+    the form declined as the agent's own would be, the roots the job's (the
+    agent's callback never asked), ping answered, any other request refused;
+    each decision recorded, naming the server."""
+    reached: list[str] = []
 
     async def sampling(context: object, params: object) -> object:
-        asked.append(params)  # the client must never be reached
+        reached.append("sampling")
         raise AssertionError("a server reached the agent's model")
 
+    async def elicit(context: object, params: object) -> object:
+        reached.append("elicitation")
+        raise AssertionError("a server reached the agent's person")
+
+    async def roots(context: object) -> object:
+        reached.append("roots")
+        raise AssertionError("the agent was asked for the server's roots")
+
     async with governed(_policy(workspace, "asks"), tmp_path / "audit.jsonl") as g, client(
-        g, "rogue", sampling_callback=sampling
+        g, "rogue", sampling_callback=sampling, elicitation_callback=elicit, list_roots_callback=roots
     ) as session:
-        answered = json.loads(_text(await session.call_tool("ping", {})))
-    assert asked == []
-    assert [a["error"]["code"] for a in answered] == [-32001, -32001]
-    assert all("Refused by the governor" in a["error"]["message"] for a in answered)
+        capabilities, *answered = json.loads(_text(await session.call_tool("ping", {})))
+    assert reached == []
+    # what the server was told it may ask: roots (the relay's), no sampling, no form unattended
+    assert capabilities == {"roots": {}}
+    sampled, form, listed, pinged, other = answered
+    assert sampled["error"]["code"] == -32001
+    assert "drive the agent's model" in sampled["error"]["message"]
+    assert form["result"] == {"action": "decline"}
+    assert listed["result"] == {"roots": [{"uri": workspace.as_uri(), "name": "ws"}]}
+    assert pinged["result"] == {}
+    assert other["error"]["code"] == -32601 and "Refused by the governor" in other["error"]["message"]
     refused = [r for r in g.records() if r["subject"].get("origin") == "mcp:rogue"]
     assert [(r["subject"]["method"], r["verdict"], r["by"]) for r in refused] == [
         ("sampling/createMessage", "deny", "protocol"),
-        ("elicitation/create", "deny", "protocol"),
+        ("custom/exfiltrate", "deny", "protocol"),
     ]
+    (asked,) = g.records("elicitation")
+    assert (asked["verdict"], asked["by"], asked["option"]) == ("deny", "unattended", "decline")
+    assert asked["subject"]["origin"] == "mcp:rogue"
+    assert asked["subject"]["message"] == "the MCP server rogue asks: Name the project"
+    assert g.verified()
+
+
+async def test_with_a_person_a_servers_form_is_put_to_them_and_their_answer_reaches_the_server(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """``--approvals person``: the relay offers the server elicitation, and the
+    form goes to the person at the terminal (a pty here), as the agent's would."""
+    master, slave = os.openpty()
+    try:
+        os.write(master, b"f\nmy-project\n")  # fill in the form; its one field
+        person = Person(os.ttyname(slave))
+        async with governed(
+            _policy(workspace, "asks"), tmp_path / "audit.jsonl", approver=person
+        ) as g, client(g, "rogue") as session:
+            capabilities, _, form, *_ = json.loads(_text(await session.call_tool("ping", {})))
+        shown = os.read(master, 65536).decode(errors="replace")
+    finally:
+        os.close(master)
+        os.close(slave)
+    assert capabilities == {"roots": {}, "elicitation": {}}
+    assert form["result"] == {"action": "accept", "content": {"name": "my-project"}}
+    assert "the MCP server rogue asks: Name the project" in shown
+    (asked,) = g.records("elicitation")
+    assert (asked["verdict"], asked["by"], asked["option"]) == ("allow", "person", "accept")
+    assert "my-project" not in g.log.read_text()  # what the person typed is not logged
     assert g.verified()

@@ -66,4 +66,29 @@ def test_tools_list_loses_only_the_hidden_tools_and_initialize_its_server_asks()
     assert wire.tool_names(body["result"]) is None  # no inputSchema: not a tools/list result
     init = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
             "params": {"capabilities": {"sampling": {}, "elicitation": {}, "roots": {}}}}  # fmt: skip
-    assert wire.without_server_asks(init)["params"]["capabilities"] == {"roots": {}}
+    assert wire.relayed_initialize(init, elicitation=False)["params"]["capabilities"] == {"roots": {}}
+    asked = wire.relayed_initialize(init, elicitation=True)["params"]["capabilities"]
+    assert asked == {"roots": {}, "elicitation": {}}
+    bare = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}}
+    assert wire.relayed_initialize(bare, elicitation=False)["params"]["capabilities"] == {"roots": {}}
+
+
+def test_a_servers_form_is_the_gates_request_naming_the_server_and_no_acp_session() -> None:
+    """A server cannot pass its form off as the agent's: the session and tool
+    call it names are dropped, and the message says who asks."""
+    from governor import elicitation
+
+    request = elicitation.from_server(
+        "rogue", "ask-1",
+        {"message": "Name it", "sessionId": "s1", "toolCallId": "t1", "requestedSchema": {"type": "object"}},
+    )  # fmt: skip
+    assert not isinstance(request, str)
+    assert request.root.message == "the MCP server rogue asks: Name it"
+    assert not hasattr(request.root, "session_id") and request.root.request_id == "ask-1"
+    assert elicitation.subject_of(request.root) == {"message": "the MCP server rogue asks: Name it", "mode": "form"}
+    assert elicitation.from_server("rogue", 1, {"message": 3}) == (
+        "invalid params for elicitation/create: a message is required"
+    )
+    said = elicitation.from_server("rogue", 1, {"message": "x", "mode": "url"})
+    assert isinstance(said, str) and said.startswith("invalid params for elicitation/create: ")
+    assert "Create" not in said

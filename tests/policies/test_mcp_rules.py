@@ -7,7 +7,7 @@ import pytest
 from policies.capability import Capability
 from policies.decide import decide
 from policies.errors import ConfigError
-from policies.mcp import McpCall
+from policies.mcp import McpCall, McpServer
 from policies.policy import parse_policy
 from policies.rules import Verdict
 
@@ -28,6 +28,7 @@ timeout = 30
 [[mcp.servers]]
 name = "docs"
 url = "https://mcp.example.com/mcp"
+headers = { Authorization = "DOCS_TOKEN", X-Team = "DOCS_TEAM" }
 
 [mcp.deny]
 tools = ["git.git_commit", { tool = "fs.read_*", args = { path = "*/.env" } }]
@@ -58,6 +59,28 @@ def test_a_policy_names_its_servers_with_their_sandbox_settings() -> None:
     assert not git.writable and git.timeout == 120.0 and git.stdio
     assert fs.writable and fs.timeout == 30.0
     assert docs.url == "https://mcp.example.com/mcp" and not docs.stdio
+    assert docs.headers == (("Authorization", "DOCS_TOKEN"), ("X-Team", "DOCS_TEAM"))
+    # connections of its origin may reach its own host and port, and nothing else
+    assert [h.text for h in docs.hosts] == ["mcp.example.com:443"] and git.hosts == ()
+
+
+def test_plain_http_is_accepted_for_a_loopback_host_only() -> None:
+    for url in ("http://127.0.0.1:8080/mcp", "http://localhost/mcp", "http://[::1]:9/mcp"):
+        server = parse_policy(f'[[mcp.servers]]\nname = "a"\nurl = "{url}"', "job.toml").mcp.servers[0]
+        assert server.url == url
+    with pytest.raises(ConfigError, match=r"loopback host only.*not mcp\.example\.com: use https://"):
+        parse_policy('[[mcp.servers]]\nname = "a"\nurl = "http://mcp.example.com/mcp"', "job.toml")
+    with pytest.raises(ValueError, match="loopback host only"):
+        McpServer("a", url="http://10.0.0.1/mcp")
+    assert McpServer("a", url="https://10.0.0.1/mcp").hosts[0].text == "10.0.0.1:443"
+
+
+def test_a_header_value_written_in_place_of_its_variable_is_refused_and_not_echoed() -> None:
+    text = '[[mcp.servers]]\nname = "a"\nurl = "https://h/mcp"\nheaders = { Authorization = "Bearer s3cr3t-v4lue" }'
+    with pytest.raises(ConfigError) as caught:
+        parse_policy(text, "job.toml")
+    assert caught.value.key == "mcp.servers[0].headers.Authorization"
+    assert "s3cr3t" not in str(caught.value) and "name of a variable" in str(caught.value)
 
 
 def test_deny_beats_ask_beats_allow_over_server_dot_tool_patterns() -> None:
@@ -116,6 +139,13 @@ def test_a_call_to_a_server_the_job_does_not_name_is_refused_by_the_ceiling() ->
         ('[mcp.deny]\nprompts = [{ tool = "a.b" }]', "mcp.deny.prompts[0]", "string"),
         ('[mcp.deny]\ntools = [{ tool = "a.b", args = { path = 1 } }]', "mcp.deny.tools[0].args.path", "glob"),
         ('[mcp]\nserver = []', "mcp.server", "servers"),
+        ('[[mcp.servers]]\nname = "a"\nurl = "https://u:p@h/mcp"', "mcp.servers[0].url", "headers"),
+        ('[[mcp.servers]]\nname = "a"\nurl = "https://h"\nenv = ["A"]', "mcp.servers[0].env", "command server"),
+        ('[[mcp.servers]]\nname = "a"\nurl = "https://h"\nnetwork = ["x:1"]', "mcp.servers[0].network", "command server"),
+        ('[[mcp.servers]]\nname = "a"\ncommand = ["x"]\nheaders = { A = "B" }', "mcp.servers[0].headers", "url"),
+        ('[[mcp.servers]]\nname = "a"\nurl = "https://h"\nheaders = { Mcp-Session-Id = "B" }', "mcp.servers[0].headers", "itself"),
+        ('[[mcp.servers]]\nname = "a"\nurl = "https://h"\nheaders = { "a b" = "B" }', "mcp.servers[0].headers", "header name"),
+        ('[[mcp.servers]]\nname = "a"\nurl = "https://h"\nheaders = ["A"]', "mcp.servers[0].headers", "table"),
     ],
 )
 def test_a_bad_mcp_section_is_refused_naming_the_file_and_the_key(

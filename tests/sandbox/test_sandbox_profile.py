@@ -12,6 +12,7 @@ from sandbox.plan.profile import (
     BwrapFeatures,
     HomeFolder,
     HomeMount,
+    HomesParent,
     HostFacts,
     Profile,
     ProfileError,
@@ -94,6 +95,31 @@ def test_the_root_is_read_only_and_home_tmp_and_run_user_are_fresh_tmpfs() -> No
 def test_the_workspace_is_bound_after_the_home_tmpfs_that_would_hide_it() -> None:
     argv = render(profile(), FACTS, ALL, seccomp_fd=9)
     assert position(argv, "--tmpfs", "/home/u") < position(argv, "--bind", WS, WS)
+
+
+def test_other_homes_under_a_parent_get_its_one_tmpfs_and_no_mount_point_of_their_own() -> None:
+    """No mount point of a foreign home is made at start (one gone since the
+    survey failed it); the parent's other entries come back, then the
+    person's own home gets its tmpfs inside, then the workspace."""
+    parent = HomesParent(
+        "/home", kept=("/home/linuxbrew", "/home/README"), links=(("/home/v", "/data/v"),)
+    )
+    facts = replace(
+        FACTS,
+        foreign_homes=("/home/bob", "/home/bob/inner", "/root"),
+        home_parents=(parent,),
+    )
+    argv = render(profile(), facts, ALL, seccomp_fd=9)
+    tmpfs = pairs(argv, "--tmpfs")
+    assert "/home" in tmpfs and "/root" in tmpfs  # / is no parent: /root keeps its own
+    assert "/home/bob" not in tmpfs and "/home/bob/inner" not in tmpfs
+    assert "/home/bob" not in argv
+    assert pairs(argv, "--ro-bind-try")[-2:] == ["/home/linuxbrew", "/home/README"]
+    assert position(argv, "--tmpfs", "/home") < position(argv, "--ro-bind-try", "/home/linuxbrew")
+    assert position(argv, "--symlink", "/data/v", "/home/v") < position(argv, "--tmpfs", "/home/u")
+    assert position(argv, "--tmpfs", "/home/u") < position(argv, "--bind", WS, WS)
+    outside = replace(facts, home_parents=())  # no parent found: each home as before
+    assert "/home/bob" in pairs(render(profile(), outside, ALL, seccomp_fd=9), "--tmpfs")
 
 
 def test_host_daemon_sockets_are_covered_with_dev_null_after_the_visible_paths() -> None:

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from policies.capability import Capability
-from sandbox.host.survey import other_homes, survey
-from sandbox.plan.profile import HomeFolder, Profile, ProfileError
+from sandbox.host.survey import home_parents, other_homes, survey
+from sandbox.plan.profile import HomeFolder, HomesParent, Profile, ProfileError
 from sandbox.plan.protected import GIT_DIR_PROTECTED, PROTECTED_NAMES, SCAN_MAX_DEPTH
 
 
@@ -336,3 +336,55 @@ def test_the_passwd_home_is_hidden_when_home_is_elsewhere_and_the_workspace_insi
     assert other_homes(str(ci_home), os.getuid(), (str(root),)) == (str(passwd_home),)
     monkeypatch.setenv("HOME", str(root / "home"))
     assert other_homes(str(ci_home), os.getuid(), (str(root),)) == (str(passwd_home),)
+
+
+def test_a_parent_of_homes_keeps_its_neighbours_and_links_but_no_home(tmp_path: Path) -> None:
+    """One listing decides: a folder called a home is never bound back; the
+    person's own home is left to its own tmpfs; a link is made again as it
+    reads; a parent inside a foreign or own home, or a root, is no parent."""
+    parent = tmp_path / "home"
+    parent.mkdir()
+    (parent / "v").symlink_to("/data/v")
+    listing = (
+        (f"{parent}/bob", "dir"),
+        (f"{parent}/me", "dir"),
+        (f"{parent}/linuxbrew", "dir"),
+        (f"{parent}/README", "other"),
+        (f"{parent}/v", "link"),
+        (f"{parent}/gone", "link"),
+    )
+    listings = {
+        str(parent): listing,
+        f"{parent}/bob": ((f"{parent}/bob/x", "dir"),),
+        f"{parent}/me": ((f"{parent}/me/x", "dir"),),
+        "/": (("/root", "dir"),),
+        "/ws": (("/ws/y", "dir"),),
+    }
+    foreign = (f"{parent}/bob", f"{parent}/bob/x", f"{parent}/me/x", "/root", "/ws/y")
+    found = home_parents(listings, foreign, (f"{parent}/me",), ("/ws",))
+    assert found == (
+        HomesParent(
+            str(parent),
+            kept=(f"{parent}/linuxbrew", f"{parent}/README"),
+            links=((f"{parent}/v", "/data/v"),),
+        ),
+    )
+
+
+def test_the_survey_hides_home_by_one_tmpfs_and_binds_back_a_root_inside_it(
+    tmp_path: Path,
+) -> None:
+    """On this host: ``/home`` is a parent whose homes are all hidden, and a
+    workspace inside another's home stays a root."""
+    if not os.access("/home", os.W_OK):
+        pytest.skip("making a home under /home needs root")
+    home = Path("/home") / f"govsurvey-{os.getpid()}"
+    (home / "proj").mkdir(parents=True)
+    try:
+        facts = survey(Profile(capability=Capability.EDIT_WORKSPACE, workspace=home / "proj"))
+        parent = next(p for p in facts.home_parents if p.path == os.path.realpath("/home"))
+        assert str(home) in facts.foreign_homes and str(home) not in parent.kept
+        assert not set(parent.kept) & set(facts.foreign_homes)
+        assert str(home / "proj") in facts.roots
+    finally:
+        shutil.rmtree(home)

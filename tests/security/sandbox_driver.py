@@ -18,6 +18,8 @@ import json
 import os
 import resource
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +28,9 @@ import trio
 from policies.capability import Capability
 from policies.limits import Limits
 from sandbox.host.bwrap import BwrapUnavailable
-from sandbox.plan.profile import HomeFolder, Profile, ProfileError
+from sandbox.plan.profile import HomeFolder, HostFacts, Profile, ProfileError
+from sandbox.run import launch
+from sandbox.run import session as session_module
 from sandbox.run.execution import Execution, ExitStatus
 from sandbox.run.runner import Command, start
 from sandbox.run.session import SandboxSession
@@ -52,6 +56,44 @@ def build_profile(spec: dict[str, Any]) -> Profile:
     )
 
 
+PAUSE_TIMEOUT = 60.0
+
+
+@contextlib.contextmanager
+def paused_after_survey(pause: dict[str, str] | None, workspace: str) -> Iterator[None]:
+    """The seam of the start-up race: after the survey of this request's own
+    sandbox (not the preflight's, whose workspace is a scratch folder) and
+    before its bwrap starts, make the file ``marker`` and wait until the path
+    ``gone`` no longer exists (the test removes it, as root). Once: a
+    session's later commands survey again, unpaused."""
+    if pause is None:
+        yield
+        return
+    real = launch.survey
+    done = False
+
+    def survey(profile: Profile, **kw: Any) -> HostFacts:
+        nonlocal done
+        facts = real(profile, **kw)
+        if not done and str(profile.workspace) == workspace:
+            done = True
+            Path(pause["marker"]).write_text("surveyed\n")
+            deadline = time.monotonic() + PAUSE_TIMEOUT
+            while os.path.lexists(pause["gone"]):
+                if time.monotonic() > deadline:
+                    raise ProfileError(f"{pause['gone']} was not removed after the survey")
+                time.sleep(0.01)
+        return facts
+
+    launch.survey = survey  # type: ignore[assignment]
+    session_module.survey = survey  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        launch.survey = real
+        session_module.survey = real
+
+
 async def _finish(execution: Execution, timeout: float | None) -> tuple[ExitStatus, bool]:
     with trio.move_on_after(timeout if timeout is not None else 60) as scope:
         await execution.finish()
@@ -75,6 +117,7 @@ async def execute(request: dict[str, Any]) -> dict[str, Any]:
         limit = request["output_limit"]
         argvs = [request["argv"], *([request["then"]] if request.get("then") else [])]
         async with contextlib.AsyncExitStack() as stack:
+            stack.enter_context(paused_after_survey(request.get("pause"), str(profile.workspace)))
             session = None
             if request.get("via", "command") == "session":
                 session = await stack.enter_async_context(SandboxSession(profile))

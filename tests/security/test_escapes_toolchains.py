@@ -8,7 +8,9 @@ The box's home gets a developer's toolchain and secrets (`toolchain_home`).
 from __future__ import annotations
 
 import secrets
+import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -42,6 +44,45 @@ def test_the_toolchain_in_home_runs_and_its_secrets_stay_hidden(box: Box) -> Non
     assert f"venv {prefix}" in text  # the workspace venv runs on its pyenv base
     assert CANARY not in text
     assert f"PATH={path}" in text
+
+
+@pytest.fixture
+def neighbour() -> Iterator[Path]:
+    """Another person's home under ``/home`` with a world-readable token and a
+    tool of the same name as the box's."""
+    home = Path("/home") / f"govsec-{secrets.token_hex(4)}"
+    home.mkdir(mode=0o755)
+    try:
+        (home / ".npmrc").write_text(f"//registry.npmjs.org/:_authToken={CANARY}-neighbour\n")
+        (home / ".npmrc").chmod(0o644)
+        tool = home / ".local" / "bin" / "mytool"
+        tool.parent.mkdir(parents=True, mode=0o755)
+        tool.write_text(f"#!/bin/sh\necho {CANARY}-neighbour-tool\n")
+        tool.chmod(0o755)
+        yield home
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def test_another_persons_world_readable_file_stays_unreadable_while_the_kept_toolchain_runs(
+    box: Box, neighbour: Path
+) -> None:
+    """``/home`` is one tmpfs inside, the person's own toolchain bound back on
+    it (for the unprivileged user, their fake ``$HOME`` lies under
+    ``/home/govtest``); the neighbour's file reads on the host, not inside,
+    and their tool does not run. (A home the host's ``PATH`` names stays:
+    ``test_a_folder_of_home_that_the_hosts_path_names_stays``.)"""
+    path, prefix = toolchain(box)
+    assert CANARY in (neighbour / ".npmrc").read_text()  # readable to anyone on the host
+    outcome = box.run(
+        f"{PROBE}; cat {neighbour}/.npmrc; {neighbour}/.local/bin/mytool",
+        path=path,
+        environ={"HOME": str(box.home)},
+    )
+    assert outcome.error is None, outcome.error
+    assert "mytool ran" in outcome.text and "cargo ran" in outcome.text
+    assert f"venv {prefix}" in outcome.text
+    assert CANARY not in outcome.text
 
 
 def test_without_detection_the_toolchain_is_gone_and_so_are_the_secrets(box: Box) -> None:

@@ -15,11 +15,13 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from escape_harness import Box
+from escape_harness import Box, Outcome
 
 CANARY = "CANARY-" + secrets.token_hex(6)
 
@@ -90,3 +92,56 @@ def test_a_folder_of_home_that_the_hosts_path_names_stays(box: Box, someone: Pat
     outcome = box.run("brewed", path=f"{tool.parent}:/usr/bin:/bin")
     assert outcome.error is None, outcome.error
     assert "brewed ran" in outcome.text
+
+
+WAIT_FOR_SURVEY = 60.0
+
+
+def run_while_removing(box: Box, command: str, gone: Path) -> Outcome:
+    """Run ``command`` in the box with ``gone`` (a home) removed between the
+    survey and bwrap's start: the survey has listed it, bwrap never sees it."""
+    marker = box.dir / "surveyed"
+    results: list[Outcome | BaseException] = []
+
+    def run() -> None:
+        try:
+            results.append(box.run(command, pause=(marker, gone)))
+        except BaseException as exc:  # reported below, in the test's thread
+            results.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    deadline = time.monotonic() + WAIT_FOR_SURVEY
+    while not marker.exists() and thread.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    surveyed = marker.exists()
+    shutil.rmtree(gone)
+    thread.join()
+    result = results[0]
+    if isinstance(result, BaseException):
+        raise result
+    assert surveyed, "the survey never ran"
+    return result
+
+
+def test_a_home_removed_between_the_survey_and_the_start_does_not_fail_the_sandbox(
+    box: Box, someone: Path
+) -> None:
+    """The start-up race: a home made by someone else (a concurrent test, a
+    ``userdel -r``) that the survey found and bwrap's start did not. With a
+    tmpfs over each home, bwrap made that one's mount point on the read-only
+    ``/`` and failed ("Can't mkdir /home/...: Read-only file system"); under
+    one tmpfs over ``/home`` it is simply not there. The home that stays is
+    still empty inside, and the listing of ``/home`` names no one else."""
+    vanishing = Path("/home") / f"govsec-{secrets.token_hex(4)}"
+    vanishing.mkdir(mode=0o755)
+    (vanishing / ".npmrc").write_text(f"{CANARY}-vanishing\n")
+    outcome = run_while_removing(
+        box, f"echo started; ls -a /home; cat {someone}/.npmrc; ls -a {someone}", vanishing
+    )
+    assert outcome.error is None, outcome.error
+    assert outcome.exit_code != 0  # cat: the other home's file is not there
+    assert "started" in outcome.text
+    assert CANARY not in outcome.text
+    assert vanishing.name not in outcome.text and someone.name not in outcome.text.split()
+    assert ".npmrc" not in outcome.text.splitlines()
