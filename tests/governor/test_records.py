@@ -73,3 +73,62 @@ def test_each_decision_has_its_records_with_or_without_a_session(
         assert r["verdict"] == "allow" and r["rule"] and r["reason"]
     assert list(by_request.values()) == [*COMMANDS.values(), 1]
     assert [r["kind"] for r in records][-1] == "read"
+
+
+MCP_POLICY = """
+capability = "edit-workspace"
+
+[[mcp.servers]]
+name = "time"
+command = ["mcp-server-time"]
+
+[mcp.deny]
+tools = ["time.convert_time"]
+"""
+
+
+def _qwen_mcp_permission(meta: object) -> dict[str, Any]:
+    """As Qwen Code asks before an MCP tool: titled with the arguments' JSON, the
+    tool named in ``_meta.toolName``."""
+    params = permission("x")
+    params["toolCall"] = {
+        "toolCallId": "call_1",
+        "title": '{"time":"12:00"}',
+        "kind": "read",
+        "rawInput": {"time": "12:00"},
+        "_meta": meta,
+    }
+    return params
+
+
+@pytest.mark.parametrize(
+    ("meta", "verdict", "rule", "named"),
+    [
+        ({"toolName": "mcp__time__convert_time"}, "deny", "mcp.deny: time.convert_time", True),
+        # no name, or one that is not text: the request is what its kind says
+        (None, "allow", "kind: read", False),
+        ({"toolName": ["mcp__time__convert_time"]}, "allow", "kind: read", False),
+    ],
+)
+def test_a_permission_naming_an_mcp_tool_in_its_meta_is_decided_by_the_mcp_rules_and_records_the_name(
+    tmp_path: Path, meta: object, verdict: str, rule: str, named: bool
+) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+
+    async def main() -> tuple[bytes, list[dict[str, Any]]]:
+        policy = parse_policy(MCP_POLICY).bind(str(ws))
+        gov = Gate(policy, AuditLog(tmp_path / "audit.jsonl", "att"), Unattended())
+        result = begin(gov.routes(), "session/request_permission", _qwen_mcp_permission(meta))
+        if inspect.isawaitable(result):
+            result = await result
+        gov.audit.close()
+        return reply(1, result), gov.audit.records
+
+    answer, records = trio.run(main)
+    (record,) = records
+    assert (record["verdict"], record["rule"]) == (verdict, rule)
+    assert (b'"no"' if verdict == "deny" else b'"yes"') in answer
+    assert ("tool_name" in record["subject"]) is named
+    if named:
+        assert record["subject"]["tool_name"] == "mcp__time__convert_time"
