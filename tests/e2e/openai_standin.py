@@ -40,8 +40,9 @@ class Call:
     """Made again while the result holds this text (the same step, not the next)."""
 
 
-AGAIN = 40
-"""How often a step is made again before the script goes on regardless."""
+AGAIN = 120
+"""How often a step is made again before the script goes on regardless (with
+`PAUSE`, half a minute: an agent's MCP servers start slower on a busy machine)."""
 PAUSE = 0.25
 """Seconds before a step made again is answered."""
 
