@@ -219,3 +219,9 @@ def host_sockets(*, hidden: Collection[str]) -> tuple[str, ...]:
     while len(_scans) > KEPT_SCANS:
         del _scans[next(iter(_scans))]
     return last.found
+
+
+def forget() -> None:
+    """Drop this process's remembered scans: the next `host_sockets` scans anew
+    (a retry after bwrap failed on a socket that vanished, `sandbox.run.launch.launched`)."""
+    _scans.clear()

@@ -19,23 +19,32 @@ bwrap reads from the fd's current offset, so a reused one fails with EINVAL.
 
 from __future__ import annotations
 
+import array
+import contextlib
+import fcntl
 import functools
 import os
 import re
+import resource
 import stat
+import termios
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
 import trio
 
-from sandbox.host.bwrap import Bwrap
+from sandbox.host.bwrap import Bwrap, SandboxStartFailed, failure_of
 from sandbox.host.limits import command_prefix, launcher
+from sandbox.host.sockets import forget
 from sandbox.host.survey import caller_home, survey
 from sandbox.plan import seccomp
 from sandbox.plan.profile import DEFAULT_PATH, HostFacts, Profile, ProfileError, environment, render
 from sandbox.run.spawn import DEVNULL, PIPE, STDOUT, Child, Std, spawn
 from sandbox.run.stubs import LEDGER, StubLedger
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -55,8 +64,11 @@ class Launch:
     sandboxed: bool
     info_fd: int | None = None
     block_fd: int | None = None
-    """(behind the proxy only) the write end of bwrap's ``--block-fd``: the
-    command starts once a byte is written, after its listeners exist."""
+    """(behind the proxy, or covering host sockets) the write end of bwrap's
+    ``--block-fd``: the command starts once a byte is written, after its
+    listeners exist (`open_launch`)."""
+    sockets: tuple[str, ...] = ()
+    """The host sockets this launch covers with ``/dev/null`` (`launched`)."""
     _open: set[int] = field(default_factory=set, repr=False)
 
     def spawned(self) -> None:
@@ -191,7 +203,8 @@ def prepare(
             excludes_fd=excludes_fd,
         )
         block_write: int | None = None
-        if profile.egress is not None:
+        if profile.egress is not None or live:
+            # live sockets: open_launch learns that bwrap made its mounts (`_built`)
             block_read, block_write = os.pipe2(os.O_CLOEXEC)
             opened.add(block_write)
             options += ["--block-fd", str(track(block_read))]
@@ -209,6 +222,7 @@ def prepare(
             sandboxed=True,
             info_fd=info_read,
             block_fd=block_write,
+            sockets=live,
             _open=opened,
         )
 
@@ -281,6 +295,59 @@ async def _last_words(child: Child) -> str:
     return lines[-1][:300] if lines else ""
 
 
+async def _built(block_fd: int, child: Child) -> None:
+    """Let bwrap go on past ``--block-fd`` and wait until it has read from it:
+    it reads there after its last mount, so then every cover it was asked for
+    is in place. If it exits first (a mount failed: a host socket removed
+    since the survey leaves no mount point on the read-only ``/``), raise what
+    it said (`sandbox.host.bwrap.failure_of`: a `SandboxStartFailed` naming its
+    line), from the output it shares with the command that never ran.
+
+    How it is told apart: the pipe is made one page big and filled, so our end
+    becomes "writable" only when no reader is left (bwrap's child closes its
+    end right after reading one byte; our copy was closed at the spawn, the
+    monitor's when it began). What is left in the pipe then says which: a byte
+    less, read; all of it, bwrap gone before reading."""
+    fcntl.fcntl(block_fd, F_SETPIPE_SZ, resource.getpagesize())
+    os.set_blocking(block_fd, False)
+    put = 0
+    with contextlib.suppress(BlockingIOError):
+        while True:
+            put += os.write(block_fd, b"x" * resource.getpagesize())
+    while True:
+        await trio.lowlevel.wait_writable(block_fd)
+        try:
+            put += os.write(block_fd, b"x")  # room: only if something else read
+        except BrokenPipeError:
+            break
+        except BlockingIOError:
+            continue
+    left = array.array("i", [0])
+    fcntl.ioctl(block_fd, termios.FIONREAD, left)
+    if left[0] < put:
+        return
+    text = await _all_words(child)
+    raise failure_of(text, "the sandbox")
+
+
+F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
+
+
+async def _all_words(child: Child) -> str:
+    """What a bwrap that exited before its command ran wrote (its stderr, or the
+    output the command would have shared), up to 4 KiB."""
+    stream = child.stderr if child.stderr is not None else child.stdout
+    text = b""
+    if stream is not None:
+        with trio.move_on_after(1), contextlib.suppress(trio.ClosedResourceError):
+            while len(text) < 4096:
+                data = await stream.receive_some(4096)
+                if not data:
+                    break
+                text += data
+    return text.decode("utf-8", "replace")
+
+
 async def open_launch(
     launch: Launch,
     *,
@@ -331,15 +398,22 @@ async def open_launch(
             with trio.CancelScope(shield=True):
                 await stream.aclose()
         if launch.block_fd is not None:
-            if attach is None:
+            behind = attach is not None
+            if not behind and not launch.sockets:
                 raise ProfileError("a sandbox behind the proxy needs its listeners attached")
             if match is None:
                 why = await _last_words(child)
                 raise ProfileError(f"the sandbox did not start{': ' + why if why else ''}")
-            await attach(int(match.group(1)))
+            if attach is not None:
+                await attach(int(match.group(1)))
             launch._open.discard(launch.block_fd)
-            os.write(launch.block_fd, b"x")
-            os.close(launch.block_fd)
+            try:
+                if launch.sockets:
+                    await _built(launch.block_fd, child)
+                else:
+                    os.write(launch.block_fd, b"x")
+            finally:
+                os.close(launch.block_fd)
     except BaseException:
         with trio.CancelScope(shield=True):
             child.kill()
@@ -347,3 +421,41 @@ async def open_launch(
             await child.aclose()
         raise
     return child
+
+
+def vanished(error: SandboxStartFailed, launch: Launch) -> str | None:
+    """The host socket ``launch`` covered that bwrap's line in ``error`` says it
+    could not make a mount point for (it was removed after the check in
+    `prepare`), or None: another failure, not the race of a vanishing socket."""
+    text = str(error)
+    return next((s for s in launch.sockets if f"Can't create file at {s}: " in text), None)
+
+
+async def launched(
+    stack: ExitStack,
+    make: Callable[[], AbstractContextManager[Launch]],
+    start: Callable[[Launch], Awaitable[T]],
+) -> T:
+    """``start(launch)`` for a launch ``make`` prepares, kept open on ``stack``
+    once started; made again, once, from a fresh survey, if bwrap failed on a
+    host socket removed between the survey and its mount (`vanished`).
+
+    Why a retry, not a cover that needs no mount point: bwrap can put
+    ``/dev/null`` only on a path that exists (the ``-try`` forms spare a
+    missing *source*, never a missing destination), and it cannot make one on
+    the read-only ``/``. The retry's survey scans anew, so every socket that is
+    there then is covered: nothing that exists when the sandbox starts is left
+    reachable. A second failure is raised as it is."""
+    for again in (True, False):
+        with ExitStack() as attempt:
+            launch = attempt.enter_context(make())
+            try:
+                started = await start(launch)
+            except SandboxStartFailed as exc:
+                if not again or vanished(exc, launch) is None:
+                    raise
+            else:
+                stack.enter_context(attempt.pop_all())
+                return started
+        forget()
+    raise AssertionError("unreachable")
