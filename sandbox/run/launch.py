@@ -311,9 +311,13 @@ async def _built(block_fd: int, child: Child) -> None:
     fcntl.fcntl(block_fd, F_SETPIPE_SZ, resource.getpagesize())
     os.set_blocking(block_fd, False)
     put = 0
-    with contextlib.suppress(BlockingIOError):
+    try:
         while True:
             put += os.write(block_fd, b"x" * resource.getpagesize())
+    except BlockingIOError:
+        pass  # full
+    except BrokenPipeError:
+        return await _check_read(block_fd, put, child)  # no reader left already
     while True:
         await trio.lowlevel.wait_writable(block_fd)
         try:
@@ -322,6 +326,11 @@ async def _built(block_fd: int, child: Child) -> None:
             break
         except BlockingIOError:
             continue
+    await _check_read(block_fd, put, child)
+
+
+async def _check_read(block_fd: int, put: int, child: Child) -> None:
+    """Return if bwrap read from the ``put`` bytes it was given, else raise what it said."""
     left = array.array("i", [0])
     fcntl.ioctl(block_fd, termios.FIONREAD, left)
     if left[0] < put:
