@@ -25,7 +25,11 @@ this module what to hide so that the host's daemons stay out of reach:
   1.6 ms to check) finds socket files, and the profile covers each with
   ``/dev/null``: MySQL's
   ``/var/lib/mysql/mysql.sock``, postfix's, SSSD's, LXD's, the Nix daemon's,
-  WSLg's under ``/mnt/wslg``, one made at ``/srv/x.sock``.
+  WSLg's under ``/mnt/wslg``, one made at ``/srv/x.sock``. A socket removed
+  between the scan and bwrap's mount leaves no mount point for its cover on
+  the read-only ``/``: the launch is then made again from a fresh scan
+  (`sandbox.run.launch.launched`), so no start fails on it and nothing there
+  at the start goes uncovered.
 
 What stays reachable (the limits of this design):
 

@@ -35,7 +35,7 @@ from typing import TypeVar
 
 import trio
 
-from sandbox.host.bwrap import Bwrap, SandboxStartFailed, failure_of
+from sandbox.host.bwrap import Bwrap, SandboxStartFailed, bwrap_line, failure_of
 from sandbox.host.limits import command_prefix, launcher
 from sandbox.host.sockets import forget
 from sandbox.host.survey import caller_home, survey
@@ -336,6 +336,12 @@ async def _check_read(block_fd: int, put: int, child: Child) -> None:
     if left[0] < put:
         return
     text = await _all_words(child)
+    if bwrap_line(text) is None and child.stderr is None and child.stdout is None:
+        # its stdio was the caller's own (`governor sandbox`): its words went there
+        raise SandboxStartFailed(
+            "the sandbox could not be built: bwrap exited before its command ran "
+            "(its own words are on its stderr)"
+        )
     raise failure_of(text, "the sandbox")
 
 
@@ -370,6 +376,9 @@ async def open_launch(
 
     A launch behind the proxy (``block_fd``) waits, before its command starts,
     for ``attach(pid)`` to make its listeners (`sandbox.net.proxy`); required then.
+    A launch that covers host sockets returns only once bwrap has made its
+    mounts, and raises `SandboxStartFailed` (bwrap's line) if it could not
+    (`_built`; `launched` makes it again when a socket vanished).
 
     Why: bwrap's pid 1 arms ``--die-with-parent`` only after its whole mount
     setup. SIGKILLing bwrap during those milliseconds orphans pid 1 and the
@@ -435,8 +444,12 @@ async def open_launch(
 def vanished(error: SandboxStartFailed, launch: Launch) -> str | None:
     """The host socket ``launch`` covered that bwrap's line in ``error`` says it
     could not make a mount point for (it was removed after the check in
-    `prepare`), or None: another failure, not the race of a vanishing socket."""
+    `prepare`), or None: another failure, not the race of a vanishing socket.
+    Where bwrap's words did not come back (its stderr the caller's), a covered
+    socket that is no longer there."""
     text = str(error)
+    if bwrap_line(text) is None:  # its words went elsewhere: a covered socket that is gone
+        return next((s for s in launch.sockets if not os.path.lexists(s)), None)
     return next((s for s in launch.sockets if f"Can't create file at {s}: " in text), None)
 
 
