@@ -67,6 +67,8 @@ class Launch:
     """(behind the proxy, or covering host sockets) the write end of bwrap's
     ``--block-fd``: the command starts once a byte is written, after its
     listeners exist (`open_launch`)."""
+    proxied: bool = False
+    """Behind the proxy: ``block_fd`` waits for its listeners (`open_launch`)."""
     sockets: tuple[str, ...] = ()
     """The host sockets this launch covers with ``/dev/null`` (`launched`)."""
     _open: set[int] = field(default_factory=set, repr=False)
@@ -222,6 +224,7 @@ def prepare(
             sandboxed=True,
             info_fd=info_read,
             block_fd=block_write,
+            proxied=profile.egress is not None,
             sockets=live,
             _open=opened,
         )
@@ -416,13 +419,12 @@ async def open_launch(
             with trio.CancelScope(shield=True):
                 await stream.aclose()
         if launch.block_fd is not None:
-            behind = attach is not None
-            if not behind and not launch.sockets:
+            if launch.proxied and attach is None:
                 raise ProfileError("a sandbox behind the proxy needs its listeners attached")
             if match is None:
                 why = await _last_words(child)
                 raise ProfileError(f"the sandbox did not start{': ' + why if why else ''}")
-            if attach is not None:
+            if launch.proxied and attach is not None:
                 await attach(int(match.group(1)))
             launch._open.discard(launch.block_fd)
             try:
