@@ -440,7 +440,12 @@ def _new_binds(
     kinds: list[tuple[str, int, str]] = []
     sources: list[int] = []
     for kind, path in wanted:
-        fd = open_pin(path)
+        try:
+            fd = open_pin(path)
+        except ProfileError:
+            if kind == "mask" and not os.path.lexists(path):
+                continue  # the remade socket is gone again: nothing there to cover
+            raise
         stack.callback(os.close, fd)
         kinds.append((kind, len(sources), path))
         sources.append(fd)
