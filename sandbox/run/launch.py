@@ -26,6 +26,7 @@ import functools
 import os
 import re
 import resource
+import select
 import stat
 import termios
 from collections.abc import Awaitable, Callable, Iterator, Sequence
@@ -351,6 +352,13 @@ async def _check_read(block_fd: int, put: int, child: Child) -> None:
 F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 
 
+def _no_reader(block_fd: int) -> bool:
+    """Whether no process holds the read end of bwrap's ``--block-fd`` any more."""
+    poller = select.poll()
+    poller.register(block_fd, select.POLLOUT)
+    return any(revents & select.POLLERR for _, revents in poller.poll(0))
+
+
 async def _all_words(child: Child) -> str:
     """What a bwrap that exited before its command ran wrote (its stderr, or the
     output the command would have shared), up to 4 KiB."""
@@ -425,7 +433,18 @@ async def open_launch(
                 why = await _last_words(child)
                 raise ProfileError(f"the sandbox did not start{': ' + why if why else ''}")
             if launch.proxied and attach is not None:
-                await attach(int(match.group(1)))
+                try:
+                    await attach(int(match.group(1)))
+                except Exception:
+                    if launch.sockets and _no_reader(launch.block_fd):
+                        # bwrap died before its command (a cover it could not
+                        # make), its namespace gone under the listeners: say why
+                        with trio.move_on_after(INFO_GRACE):
+                            await child.wait()
+                        text = await _all_words(child)
+                        if bwrap_line(text) is not None:
+                            raise failure_of(text, "the sandbox") from None
+                    raise
             launch._open.discard(launch.block_fd)
             try:
                 if launch.sockets:
