@@ -27,6 +27,7 @@ import argparse
 import math
 import os
 import sys
+from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -205,13 +206,13 @@ async def _run(
     from sandbox.host.survey import survey
     from sandbox.host.toolchains import describe
     from sandbox.net.proxy import open_egress
-    from sandbox.run.launch import open_launch, prepare
+    from sandbox.run.launch import Launch, launched, open_launch, prepare
     from sandbox.run.preflight import preflight
 
     probed = await preflight(args.bwrap) if profile.sandboxed else None
     facts = survey(profile) if profile.sandboxed else None
-    with prepare(profile, command.argv, probed, facts=facts) as launch:
-        if args.print_argv:
+    if args.print_argv:
+        with prepare(profile, command.argv, probed, facts=facts) as launch:
             if facts is not None:
                 for line in describe(facts.kept, facts.caches, facts.hidden):
                     print(line, file=sys.stderr)
@@ -229,17 +230,28 @@ async def _run(
             else:
                 print("(full-access: no sandbox) " + " ".join(command.argv))
             return 0
-        async with open_egress(_judge(policy)) as proxy:
-            egress = profile.egress
+    async with open_egress(_judge(policy)) as proxy:
+        egress = profile.egress
 
-            async def attach(pid: int) -> None:
-                assert egress is not None
-                await proxy.attach(pid, egress, "command")
+        async def attach(pid: int) -> None:
+            assert egress is not None
+            await proxy.attach(pid, egress, "command")
 
-            child = await open_launch(
+        async def begin(launch: Launch) -> Child:
+            return await open_launch(
                 launch, stdin=None, stdout=None, stderr=None,
                 attach=attach if egress is not None else None,
             )  # fmt: skip
+
+        surveyed = [facts]  # the first try's; a retry surveys anew (`launched`)
+        with ExitStack() as stack:
+            child = await launched(
+                stack,
+                lambda: prepare(
+                    profile, command.argv, probed, facts=surveyed.pop() if surveyed else None
+                ),
+                begin,
+            )
             return await _wait(child, profile, timeout)
 
 

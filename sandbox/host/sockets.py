@@ -25,7 +25,11 @@ this module what to hide so that the host's daemons stay out of reach:
   1.6 ms to check) finds socket files, and the profile covers each with
   ``/dev/null``: MySQL's
   ``/var/lib/mysql/mysql.sock``, postfix's, SSSD's, LXD's, the Nix daemon's,
-  WSLg's under ``/mnt/wslg``, one made at ``/srv/x.sock``.
+  WSLg's under ``/mnt/wslg``, one made at ``/srv/x.sock``. A socket removed
+  between the scan and bwrap's mount leaves no mount point for its cover on
+  the read-only ``/``: the launch is then made again from a fresh scan
+  (`sandbox.run.launch.launched`), so no start fails on it and nothing there
+  at the start goes uncovered.
 
 What stays reachable (the limits of this design):
 
@@ -219,3 +223,9 @@ def host_sockets(*, hidden: Collection[str]) -> tuple[str, ...]:
     while len(_scans) > KEPT_SCANS:
         del _scans[next(iter(_scans))]
     return last.found
+
+
+def forget() -> None:
+    """Drop this process's remembered scans: the next `host_sockets` scans anew
+    (a retry after bwrap failed on a socket that vanished, `sandbox.run.launch.launched`)."""
+    _scans.clear()

@@ -24,7 +24,7 @@ import shutil
 import socket
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import asynccontextmanager
+from contextlib import ExitStack, asynccontextmanager
 from pathlib import Path
 
 import trio
@@ -33,7 +33,7 @@ from policies.paths import is_under
 from sandbox.host.survey import caller_home, process_home
 from sandbox.host.toolchains import shebang_interpreter
 from sandbox.plan.profile import Profile, ProfileError
-from sandbox.run.launch import Launch, memfd, open_launch, prepare
+from sandbox.run.launch import Launch, launched, memfd, open_launch, prepare
 from sandbox.run.preflight import preflight
 from sandbox.run.spawn import PIPE, Child, Std, spawn
 from sandbox.run.stubs import LEDGER
@@ -245,18 +245,21 @@ async def agent_process(
     if profile.sandboxed:
         ensure_home_folders(profile)
     roots = (profile.workspace, *profile.extra_roots)
-    with LEDGER.hold(roots), prepare(profile, argv, probed) as launch:
+
+    async def begin(launch: Launch) -> Child:
         if launch.sandboxed:
             # Its own session, as an unsandboxed agent's watchdog has: a terminal's
             # Ctrl-C (SIGINT to its foreground group) would kill bwrap, and the
             # agent with it, before the governor could cancel the turn and end
             # the attempt as interrupted (the agent's stdin broken, stray warnings).
             launch.new_session = True
-            child = await open_launch(
+            return await open_launch(
                 launch, stdin=stdin, stdout=stdout, stderr=stderr, attach=attach
             )
-        else:
-            child = await _watched(launch, stdin=stdin, stdout=stdout, stderr=stderr)
+        return await _watched(launch, stdin=stdin, stdout=stdout, stderr=stderr)
+
+    with LEDGER.hold(roots), ExitStack() as stack:
+        child = await launched(stack, lambda: prepare(profile, argv, probed), begin)
         try:
             yield child
         finally:

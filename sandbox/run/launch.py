@@ -19,23 +19,33 @@ bwrap reads from the fd's current offset, so a reused one fails with EINVAL.
 
 from __future__ import annotations
 
+import array
+import contextlib
+import fcntl
 import functools
 import os
 import re
+import resource
+import select
 import stat
+import termios
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
 import trio
 
-from sandbox.host.bwrap import Bwrap
+from sandbox.host.bwrap import Bwrap, SandboxStartFailed, bwrap_line, failure_of
 from sandbox.host.limits import command_prefix, launcher
+from sandbox.host.sockets import forget
 from sandbox.host.survey import caller_home, survey
 from sandbox.plan import seccomp
 from sandbox.plan.profile import DEFAULT_PATH, HostFacts, Profile, ProfileError, environment, render
 from sandbox.run.spawn import DEVNULL, PIPE, STDOUT, Child, Std, spawn
 from sandbox.run.stubs import LEDGER, StubLedger
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -55,8 +65,13 @@ class Launch:
     sandboxed: bool
     info_fd: int | None = None
     block_fd: int | None = None
-    """(behind the proxy only) the write end of bwrap's ``--block-fd``: the
-    command starts once a byte is written, after its listeners exist."""
+    """(behind the proxy, or covering host sockets) the write end of bwrap's
+    ``--block-fd``: the command starts once a byte is written, after its
+    listeners exist (`open_launch`)."""
+    proxied: bool = False
+    """Behind the proxy: ``block_fd`` waits for its listeners (`open_launch`)."""
+    sockets: tuple[str, ...] = ()
+    """The host sockets this launch covers with ``/dev/null`` (`launched`)."""
     _open: set[int] = field(default_factory=set, repr=False)
 
     def spawned(self) -> None:
@@ -191,7 +206,8 @@ def prepare(
             excludes_fd=excludes_fd,
         )
         block_write: int | None = None
-        if profile.egress is not None:
+        if profile.egress is not None or live:
+            # live sockets: open_launch learns that bwrap made its mounts (`_built`)
             block_read, block_write = os.pipe2(os.O_CLOEXEC)
             opened.add(block_write)
             options += ["--block-fd", str(track(block_read))]
@@ -209,6 +225,8 @@ def prepare(
             sandboxed=True,
             info_fd=info_read,
             block_fd=block_write,
+            proxied=profile.egress is not None,
+            sockets=live,
             _open=opened,
         )
 
@@ -281,6 +299,81 @@ async def _last_words(child: Child) -> str:
     return lines[-1][:300] if lines else ""
 
 
+async def _built(block_fd: int, child: Child) -> None:
+    """Let bwrap go on past ``--block-fd`` and wait until it has read from it:
+    it reads there after its last mount, so then every cover it was asked for
+    is in place. If it exits first (a mount failed: a host socket removed
+    since the survey leaves no mount point on the read-only ``/``), raise what
+    it said (`sandbox.host.bwrap.failure_of`: a `SandboxStartFailed` naming its
+    line), from the output it shares with the command that never ran.
+
+    How it is told apart: the pipe is made one page big and filled, so our end
+    becomes "writable" only when no reader is left (bwrap's child closes its
+    end right after reading one byte; our copy was closed at the spawn, the
+    monitor's when it began). What is left in the pipe then says which: a byte
+    less, read; all of it, bwrap gone before reading."""
+    fcntl.fcntl(block_fd, F_SETPIPE_SZ, resource.getpagesize())
+    os.set_blocking(block_fd, False)
+    put = 0
+    try:
+        while True:
+            put += os.write(block_fd, b"x" * resource.getpagesize())
+    except BlockingIOError:
+        pass  # full
+    except BrokenPipeError:
+        return await _check_read(block_fd, put, child)  # no reader left already
+    while True:
+        await trio.lowlevel.wait_writable(block_fd)
+        try:
+            put += os.write(block_fd, b"x")  # room: only if something else read
+        except BrokenPipeError:
+            break
+        except BlockingIOError:
+            continue
+    await _check_read(block_fd, put, child)
+
+
+async def _check_read(block_fd: int, put: int, child: Child) -> None:
+    """Return if bwrap read from the ``put`` bytes it was given, else raise what it said."""
+    left = array.array("i", [0])
+    fcntl.ioctl(block_fd, termios.FIONREAD, left)
+    if left[0] < put:
+        return
+    text = await _all_words(child)
+    if bwrap_line(text) is None and child.stderr is None and child.stdout is None:
+        # its stdio was the caller's own (`governor sandbox`): its words went there
+        raise SandboxStartFailed(
+            "the sandbox could not be built: bwrap exited before its command ran "
+            "(its own words are on its stderr)"
+        )
+    raise failure_of(text, "the sandbox")
+
+
+F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
+
+
+def _no_reader(block_fd: int) -> bool:
+    """Whether no process holds the read end of bwrap's ``--block-fd`` any more."""
+    poller = select.poll()
+    poller.register(block_fd, select.POLLOUT)
+    return any(revents & select.POLLERR for _, revents in poller.poll(0))
+
+
+async def _all_words(child: Child) -> str:
+    """What a bwrap that exited before its command ran wrote (its stderr, or the
+    output the command would have shared), up to 4 KiB."""
+    stream = child.stderr if child.stderr is not None else child.stdout
+    text = b""
+    if stream is not None:
+        with trio.move_on_after(1), contextlib.suppress(trio.ClosedResourceError):
+            while len(text) < 4096:
+                data = await stream.receive_some(4096)
+                if not data:
+                    break
+                text += data
+    return text.decode("utf-8", "replace")
+
+
 async def open_launch(
     launch: Launch,
     *,
@@ -294,6 +387,9 @@ async def open_launch(
 
     A launch behind the proxy (``block_fd``) waits, before its command starts,
     for ``attach(pid)`` to make its listeners (`sandbox.net.proxy`); required then.
+    A launch that covers host sockets returns only once bwrap has made its
+    mounts, and raises `SandboxStartFailed` (bwrap's line) if it could not
+    (`_built`; `launched` makes it again when a socket vanished).
 
     Why: bwrap's pid 1 arms ``--die-with-parent`` only after its whole mount
     setup. SIGKILLing bwrap during those milliseconds orphans pid 1 and the
@@ -331,15 +427,32 @@ async def open_launch(
             with trio.CancelScope(shield=True):
                 await stream.aclose()
         if launch.block_fd is not None:
-            if attach is None:
+            if launch.proxied and attach is None:
                 raise ProfileError("a sandbox behind the proxy needs its listeners attached")
             if match is None:
                 why = await _last_words(child)
                 raise ProfileError(f"the sandbox did not start{': ' + why if why else ''}")
-            await attach(int(match.group(1)))
+            if launch.proxied and attach is not None:
+                try:
+                    await attach(int(match.group(1)))
+                except Exception:
+                    if launch.sockets and _no_reader(launch.block_fd):
+                        # bwrap died before its command (a cover it could not
+                        # make), its namespace gone under the listeners: say why
+                        with trio.move_on_after(INFO_GRACE):
+                            await child.wait()
+                        text = await _all_words(child)
+                        if bwrap_line(text) is not None:
+                            raise failure_of(text, "the sandbox") from None
+                    raise
             launch._open.discard(launch.block_fd)
-            os.write(launch.block_fd, b"x")
-            os.close(launch.block_fd)
+            try:
+                if launch.sockets:
+                    await _built(launch.block_fd, child)
+                else:
+                    os.write(launch.block_fd, b"x")
+            finally:
+                os.close(launch.block_fd)
     except BaseException:
         with trio.CancelScope(shield=True):
             child.kill()
@@ -347,3 +460,45 @@ async def open_launch(
             await child.aclose()
         raise
     return child
+
+
+def vanished(error: SandboxStartFailed, launch: Launch) -> str | None:
+    """The host socket ``launch`` covered that bwrap's line in ``error`` says it
+    could not make a mount point for (it was removed after the check in
+    `prepare`), or None: another failure, not the race of a vanishing socket.
+    Where bwrap's words did not come back (its stderr the caller's), a covered
+    socket that is no longer there."""
+    text = str(error)
+    if bwrap_line(text) is None:  # its words went elsewhere: a covered socket that is gone
+        return next((s for s in launch.sockets if not os.path.lexists(s)), None)
+    return next((s for s in launch.sockets if f"Can't create file at {s}: " in text), None)
+
+
+async def launched(
+    stack: ExitStack,
+    make: Callable[[], AbstractContextManager[Launch]],
+    start: Callable[[Launch], Awaitable[T]],
+) -> T:
+    """``start(launch)`` for a launch ``make`` prepares, kept open on ``stack``
+    once started; made again, once, from a fresh survey, if bwrap failed on a
+    host socket removed between the survey and its mount (`vanished`).
+
+    Why a retry, not a cover that needs no mount point: bwrap can put
+    ``/dev/null`` only on a path that exists (the ``-try`` forms spare a
+    missing *source*, never a missing destination), and it cannot make one on
+    the read-only ``/``. The retry's survey scans anew, so every socket that is
+    there then is covered: nothing that exists when the sandbox starts is left
+    reachable. A second failure is raised as it is."""
+    for again in (True, False):
+        with ExitStack() as attempt:
+            launch = attempt.enter_context(make())
+            try:
+                started = await start(launch)
+            except SandboxStartFailed as exc:
+                if not again or vanished(exc, launch) is None:
+                    raise
+            else:
+                stack.enter_context(attempt.pop_all())
+                return started
+        forget()
+    raise AssertionError("unreachable")

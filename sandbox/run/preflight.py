@@ -19,11 +19,13 @@ fails at its own start, and what it would have run is refused, as before.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
 import tempfile
 import time
+from contextlib import ExitStack
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Final
@@ -44,7 +46,7 @@ from sandbox.host.bwrap import (
 from sandbox.host.concealed import state_dir
 from sandbox.plan.profile import BwrapFeatures, Profile, ProfileError
 from sandbox.run.execution import start_launch
-from sandbox.run.launch import prepare
+from sandbox.run.launch import launched, prepare
 
 _CACHE: dict[str, Bwrap | BwrapUnavailable] = {}
 _LOCK_BY_PATH: dict[str, trio.Lock] = {}
@@ -189,8 +191,12 @@ async def _test_run(path: str) -> Bwrap:
     try:
         profile = Profile(capability=Capability.EDIT_WORKSPACE, workspace=Path(scratch))
         try:
-            with prepare(profile, ("/bin/cat", "/proc/self/status"), bwrap) as launch:
-                execution = await start_launch(launch, output_limit=64 * 1024)
+            with ExitStack() as stack:
+                execution = await launched(
+                    stack,
+                    lambda: prepare(profile, ("/bin/cat", "/proc/self/status"), bwrap),
+                    functools.partial(start_launch, output_limit=64 * 1024),
+                )
                 try:
                     with trio.move_on_after(PROBE_TIMEOUT):
                         await execution.finish()

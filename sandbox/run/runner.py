@@ -11,14 +11,14 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import ExitStack, asynccontextmanager
 from dataclasses import dataclass
 
 import trio
 
 from sandbox.plan.profile import Profile
 from sandbox.run.execution import Execution, ExitStatus, start_launch
-from sandbox.run.launch import Attach, prepare
+from sandbox.run.launch import Attach, Launch, launched, prepare
 from sandbox.run.preflight import preflight
 from sandbox.run.stubs import LEDGER, StubLedger
 
@@ -87,9 +87,15 @@ async def start(
     ``attach`` (`sandbox.run.launch.open_launch`).
     """
     probed = await preflight(bwrap) if profile.sandboxed else None
-    with prepare(profile, command.argv, probed, ledger=ledger) as launch:
-        execution = await start_launch(
+
+    async def begin(launch: Launch) -> Execution:
+        return await start_launch(
             launch, output_limit=output_limit, limits=profile.limits, attach=attach
+        )
+
+    with ExitStack() as stack:
+        execution = await launched(
+            stack, lambda: prepare(profile, command.argv, probed, ledger=ledger), begin
         )
         try:
             yield execution

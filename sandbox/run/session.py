@@ -49,8 +49,9 @@ from stat import S_ISSOCK
 import trio
 
 from policies.paths import is_under
-from sandbox.host.bwrap import BwrapUnavailable, SandboxStartFailed, failure_of
+from sandbox.host.bwrap import Bwrap, BwrapUnavailable, SandboxStartFailed, failure_of
 from sandbox.host.limits import rlimits
+from sandbox.host.sockets import forget
 from sandbox.host.survey import survey
 from sandbox.plan.profile import (
     HostFacts,
@@ -215,6 +216,8 @@ class SandboxSession:
         self._sockets: dict[str, tuple[int, int, int] | None] = {}
         """The host sockets the sandbox covers, as they were when it was built."""
         self._broken = False
+        self._covering: tuple[str, ...] = ()
+        """The host sockets the last bwrap started was to cover."""
 
     async def __aenter__(self) -> SandboxSession:
         await self.open()
@@ -238,6 +241,17 @@ class SandboxSession:
         probed = await preflight(self._bwrap)
         exe, keep = interpreter()
         profile = replace(self._profile, visible=(*self._profile.visible, *keep))
+        try:
+            await self._build(probed, exe, profile)
+        except SandboxStartFailed as exc:
+            # a host socket removed between the survey and bwrap's mount: again,
+            # from a fresh survey (`sandbox.run.launch.launched` says why)
+            if not any(f"Can't create file at {s}: " in str(exc) for s in self._covering):
+                raise
+            forget()
+            await self._build(probed, exe, profile)
+
+    async def _build(self, probed: Bwrap, exe: str, profile: Profile) -> None:
         facts = survey(profile)
         control, remote = socket.socketpair(
             socket.AF_UNIX, socket.SOCK_SEQPACKET | socket.SOCK_CLOEXEC
@@ -263,6 +277,7 @@ class SandboxSession:
                         fork_server=(remote.fileno(), program, script),
                     )
                 )
+                self._covering = launch.sockets
                 child = await open_launch(
                     launch, stdin=DEVNULL, stdout=DEVNULL, stderr=PIPE, attach=self._attach
                 )
@@ -425,7 +440,12 @@ def _new_binds(
     kinds: list[tuple[str, int, str]] = []
     sources: list[int] = []
     for kind, path in wanted:
-        fd = open_pin(path)
+        try:
+            fd = open_pin(path)
+        except ProfileError:
+            if kind == "mask" and not os.path.lexists(path):
+                continue  # the remade socket is gone again: nothing there to cover
+            raise
         stack.callback(os.close, fd)
         kinds.append((kind, len(sources), path))
         sources.append(fd)

@@ -124,7 +124,12 @@ def _bind(kind: str, path: str, checked: int) -> None:
     following a final symlink, and compared with the governor's by device and
     inode: a path swapped for a symlink or another file in between is refused.
     """
-    fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        if kind == "mask":
+            return  # the remade socket is gone again: nothing there to cover
+        raise
     try:
         here, there = os.fstat(fd), os.fstat(checked)
         if kind == "mask":

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -271,3 +273,51 @@ def test_a_policy_over_the_ceiling_it_is_given_is_refused_with_every_violation_a
     assert not (ws / "made").exists()
     within = governor("--ceiling", str(ceiling), "--timeout", "30", "--", "echo ran", cwd=ws)
     assert (within.returncode, within.stdout) == (0, "ran\n"), within.stderr
+
+
+def test_a_host_socket_removed_at_bwraps_spawn_fails_no_command_and_one_there_stays_covered(
+    governor: Callable[..., Outcome], ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """bwrap's stderr is the operator's terminal here, so its words about the
+    cover it could not make do not come back; the covered socket gone says it
+    (tests/security/test_socket_race.py: the same for the governor's own runs)."""
+    import os
+    import secrets
+    import socket
+
+    from sandbox.run import launch
+
+    if os.getuid() != 0:
+        pytest.skip("making a socket under /srv needs root")
+    name = f"/srv/govtest-{secrets.token_hex(4)}"
+    servers = {}
+    for which in ("gone", "stays"):
+        servers[which] = socket.socket(socket.AF_UNIX)
+        servers[which].bind(f"{name}-{which}.sock")
+        servers[which].listen()
+    real, removed = launch.spawn, []
+
+    def spawn(argv: Any, **kw: Any) -> Any:
+        if not removed and any("bwrap" in word for word in argv):
+            removed.append(1)
+            os.unlink(f"{name}-gone.sock")  # after its cover was put in bwrap's arguments
+        return real(argv, **kw)
+
+    monkeypatch.setattr(launch, "spawn", spawn)
+    probe = (
+        "python3 -c 'import socket, sys; s = socket.socket(socket.AF_UNIX)\n"
+        "try: s.connect(sys.argv[1]); print(\"REACHED\")\n"
+        "except OSError as e: print(e.strerror)' "
+    )
+    try:
+        with socket.socket(socket.AF_UNIX) as outside:
+            outside.connect(f"{name}-stays.sock")  # the neighbour: it answers on the host
+        result = governor("--", f"echo started; {probe} {name}-stays.sock", cwd=ws)
+    finally:
+        for server in servers.values():
+            server.close()
+        for which in ("gone", "stays"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(f"{name}-{which}.sock")
+    assert removed
+    assert (result.returncode, result.stdout) == (0, "started\nConnection refused\n"), result

@@ -309,3 +309,51 @@ def test_the_server_covers_the_same_proc_knobs_as_every_bwrap_profile() -> None:
     from sandbox.standalone import forkserver
 
     assert tuple(f"/proc/{name}" for name in forkserver.PROC_COVERS) == PROC_HOST_KNOBS
+
+
+async def test_a_remade_host_socket_gone_again_while_a_command_is_set_up_fails_no_command(
+    edit: Profile, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A daemon restarted since the session's sandbox was built (its socket made
+    again: the command's own mounts cover it anew) and stopped again while the
+    command is set up: nothing is left there to cover, and the command starts.
+    The same socket made again and staying is covered (ECONNREFUSED inside):
+    tests/security/test_escapes.py."""
+    import secrets
+    import socket
+
+    from sandbox.run import session as session_module
+
+    if os.getuid() != 0:
+        pytest.skip("making a socket under /srv needs root")
+    path = f"/srv/govtest-{secrets.token_hex(4)}.sock"
+
+    def listen() -> socket.socket:
+        server = socket.socket(socket.AF_UNIX)
+        server.bind(path)
+        server.listen()
+        return server
+
+    first = listen()
+    try:
+        async with session(edit) as box:
+            first.close()
+            os.unlink(path)
+            second = listen()  # made again: this command's mounts are to cover it
+            real, stopped = session_module.memfd, []
+
+            def memfd(name: str, data: bytes) -> int:
+                if name == "governor-command" and not stopped:  # its binds checked, not made
+                    stopped.append(path)
+                    second.close()
+                    os.unlink(path)
+                return real(name, data)
+
+            monkeypatch.setattr(session_module, "memfd", memfd)
+            status, out = await run(box, edit, f"echo started; test -e {path} || echo absent")
+            assert stopped
+            assert (status, out) == (ExitStatus(exit_code=0), "started\nabsent\n")
+    finally:
+        first.close()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)

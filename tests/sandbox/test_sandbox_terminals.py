@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.server
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import ClassVar
 
@@ -224,3 +225,50 @@ class _Hello(http.server.BaseHTTPRequestHandler):
 
     def log_message(self, *args: object) -> None:
         pass
+
+
+@pytest.fixture
+def host_socket() -> Iterator[str]:
+    """A host daemon's socket under ``/srv`` (the scan covers it: the start of
+    each sandbox is then watched, `sandbox.run.launch.open_launch`)."""
+    import os
+    import secrets
+    import socket
+
+    if os.getuid() != 0:
+        pytest.skip("making a socket under /srv needs root")
+    path = f"/srv/govtest-{secrets.token_hex(4)}.sock"
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(path)
+    server.listen()
+    try:
+        yield path
+    finally:
+        server.close()
+        os.unlink(path)
+
+
+@pytest.mark.parametrize("via", ["session", "command"])
+async def test_a_covered_host_socket_asks_no_proxy_of_a_sandbox_with_no_way_out(
+    edit: Profile, host_socket: str, via: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The governor hands every sandbox of its commands the proxy's ``attach``;
+    only one behind the proxy may call it, covered sockets or not."""
+    from sandbox.run import terminals as terminals_module
+
+    asked: list[int] = []
+
+    async def attach(pid: int) -> None:
+        asked.append(pid)
+        raise ProfileError("the commands' sandbox needs the egress proxy")
+
+    if via == "command":  # no session's sandbox: a bwrap per command
+        async def none(self: Terminals) -> None:
+            return None
+
+        monkeypatch.setattr(terminals_module.Terminals, "_shared_session", none)
+    async with trio.open_nursery() as nursery, Terminals(nursery, edit, attach=attach) as terminals:
+        tid = await terminals.create(f"echo hi; test -c {host_socket} && echo covered")
+        assert await terminals.wait_for_exit(tid) == ExitStatus(exit_code=0)
+        assert terminals.output(tid).output == "hi\ncovered\n"
+    assert asked == []

@@ -258,12 +258,14 @@ class Box:
         unprotected: Sequence[str] = (),
         read_only: Sequence[Path] = (),
         pause: tuple[Path, Path] | None = None,
+        pause_at: str = "survey",
     ) -> Outcome:
         """Run ``command`` in the sandbox; with ``then``, run that shell line
         next (in the same session's sandbox, or in a bwrap of its own, per
         `via`) and report the second. ``pause`` (marker, gone): between the
         survey and bwrap's start, make the file marker and wait until gone is
-        removed (`sandbox_driver.paused_after_survey`)."""
+        removed (`sandbox_driver.paused_after_survey`); ``pause_at="spawn"``: at
+        bwrap's spawn instead, its arguments built."""
         argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
         request = {
             "argv": argv,
@@ -290,7 +292,7 @@ class Box:
             "then": ["/bin/sh", "-c", then] if then is not None else None,
             "output_limit": output_limit,
             "environ": environ or {},
-            "pause": {"marker": str(pause[0]), "gone": str(pause[1])} if pause else None,
+            "pause": {"marker": str(pause[0]), "gone": str(pause[1]), "at": pause_at} if pause else None,
         }
         if self.account.driver is not None:
             return Outcome.from_answer(self.account.driver.execute(request))

@@ -65,33 +65,52 @@ def paused_after_survey(pause: dict[str, str] | None, workspace: str) -> Iterato
     sandbox (not the preflight's, whose workspace is a scratch folder) and
     before its bwrap starts, make the file ``marker`` and wait until the path
     ``gone`` no longer exists (the test removes it, as root). Once: a
-    session's later commands survey again, unpaused."""
+    session's later commands survey again, unpaused. With ``"at": "spawn"``
+    the pause is later, at that bwrap's spawn, after `sandbox.run.launch.prepare`
+    checked the survey's sockets and built bwrap's arguments: the window that
+    check cannot close."""
     if pause is None:
         yield
         return
-    real = launch.survey
-    done = False
+    real, real_spawn = launch.survey, launch.spawn
+    at_spawn = pause.get("at") == "spawn"
+    armed = done = False
+
+    def wait() -> None:
+        Path(pause["marker"]).write_text("surveyed\n")
+        deadline = time.monotonic() + PAUSE_TIMEOUT
+        while os.path.lexists(pause["gone"]):
+            if time.monotonic() > deadline:
+                raise ProfileError(f"{pause['gone']} was not removed after the survey")
+            time.sleep(0.01)
 
     def survey(profile: Profile, **kw: Any) -> HostFacts:
-        nonlocal done
+        nonlocal armed, done
         facts = real(profile, **kw)
         if not done and str(profile.workspace) == workspace:
-            done = True
-            Path(pause["marker"]).write_text("surveyed\n")
-            deadline = time.monotonic() + PAUSE_TIMEOUT
-            while os.path.lexists(pause["gone"]):
-                if time.monotonic() > deadline:
-                    raise ProfileError(f"{pause['gone']} was not removed after the survey")
-                time.sleep(0.01)
+            if at_spawn:
+                armed = True
+            else:
+                done = True
+                wait()
         return facts
+
+    def spawn(*args: Any, **kw: Any) -> Any:
+        nonlocal armed, done
+        if armed and not done:
+            done = True
+            wait()
+        return real_spawn(*args, **kw)
 
     launch.survey = survey  # type: ignore[assignment]
     session_module.survey = survey  # type: ignore[assignment]
+    launch.spawn = spawn
     try:
         yield
     finally:
         launch.survey = real
         session_module.survey = real
+        launch.spawn = real_spawn
 
 
 async def _finish(execution: Execution, timeout: float | None) -> tuple[ExitStatus, bool]:
