@@ -1,0 +1,191 @@
+"""An outsider's attacks on the MCP relay, the governor's own tools, the
+ceiling's MCP keys and what a person reads of them (``audit --mcp``): each
+attack shown failing, and the same action shown working where it is allowed.
+
+The adversaries are the agent (its tool names, arguments, paths) and every
+MCP server (its tools/list, results and requests); the servers are real ones
+nobody here wrote (server-everything, server-filesystem) or the hostile
+stand-ins of this folder; commands run in the real bwrap sandbox."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from mcp_harness import bound, client, everything_http, governed, npm_server
+from test_governor_tools import EDIT, tools
+from test_governor_tools import governed as governed_tools
+
+GOVERNOR = str(Path(sys.executable).with_name("governor"))
+
+
+def _text(result: object) -> str:
+    return " ".join(getattr(c, "text", "") for c in getattr(result, "content", []))
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "notes.txt").write_text("one\ntwo\n")
+    return ws
+
+
+@pytest.fixture
+def everything(tmp_path: Path) -> Iterator[str]:
+    with everything_http(tmp_path) as url:
+        yield url
+
+
+# -- roots/list: a remote server is shown no local path -------------------------------------
+
+ROOTS_HTTP = """
+capability = "read-only"
+
+[[mcp.servers]]
+name = "remote"
+url = "{url}"
+
+[mcp.allow]
+tools = ["remote.get-roots-list"]
+"""
+
+ROOTS_STDIO = """
+capability = "read-only"
+
+[[mcp.servers]]
+name = "local"
+command = {command}
+
+[mcp.allow]
+tools = ["local.get-roots-list"]
+"""
+
+
+async def test_roots_list_from_a_remote_http_server_gets_no_local_path_a_local_one_gets_the_roots(
+    workspace: Path, tmp_path: Path, everything: str
+) -> None:
+    # server-everything asks the client's roots/list (over its HTTP stream) and shows what it got
+    remote = bound(ROOTS_HTTP.format(url=everything), workspace)
+    async with governed(remote, tmp_path / "remote.jsonl") as g, client(g, "remote") as session:
+        names = [t.name for t in (await session.list_tools()).tools]
+        assert "get-roots-list" in names  # the relay offers roots: the server asks for them
+        shown = await session.call_tool("get-roots-list", {})
+    assert not shown.is_error, _text(shown)
+    assert "no roots are currently configured" in _text(shown), _text(shown)
+    assert str(workspace) not in _text(shown) and str(tmp_path) not in _text(shown)
+    assert "file://" not in _text(shown)
+    assert str(workspace) not in json.dumps(g.events)
+    # the same server over stdio, sandboxed here, is shown the job's roots (what its sandbox shows)
+    local = bound(ROOTS_STDIO.format(command=json.dumps([*npm_server("server-everything"), "stdio"])), workspace)
+    async with governed(local, tmp_path / "local.jsonl") as g, client(g, "local") as session:
+        shown = await session.call_tool("get-roots-list", {})
+    assert not shown.is_error, _text(shown)
+    assert workspace.as_uri() in _text(shown), _text(shown)
+
+
+# -- the governor's own tools: paths that try to leave the roots -----------------------------
+
+
+@pytest.fixture
+def planted(tmp_path: Path, workspace: Path) -> Path:
+    """A workspace the agent has prepared: links out of it, to a secret and to a folder."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("the host's secret\n")
+    (workspace / "link.txt").symlink_to(outside / "secret.txt")
+    (workspace / "out").symlink_to(outside)
+    (workspace / "dangling").symlink_to(outside / "not-yet.txt")
+    (workspace / "sub").mkdir()
+    return outside
+
+
+async def test_own_read_through_links_dotdot_and_proc_stays_in_the_roots(
+    tmp_path: Path, workspace: Path, planted: Path
+) -> None:
+    secret = planted / "secret.txt"
+    policy = bound(EDIT, workspace)
+    async with governed_tools(policy, tmp_path / "audit.jsonl") as g, tools(g) as session:
+        tries = {
+            "link.txt": await session.call_tool("read", {"path": "link.txt"}),
+            "out/secret.txt": await session.call_tool("read", {"path": "out/secret.txt"}),
+            "sub/../../outside/secret.txt": await session.call_tool(
+                "read", {"path": "sub/../../outside/secret.txt"}
+            ),
+            "/proc/self/root": await session.call_tool("read", {"path": f"/proc/self/root{secret}"}),
+            "/proc/self/cwd": await session.call_tool(
+                "read", {"path": f"/proc/self/cwd/{os.path.relpath(secret, os.getcwd())}"}
+            ),
+            "/proc/self/environ": await session.call_tool("read", {"path": "/proc/self/environ"}),
+            "/etc/shadow": await session.call_tool("read", {"path": "/etc/shadow"}),
+        }
+        # the same reads, where the file is inside the roots, work
+        inside = await session.call_tool("read", {"path": "sub/../notes.txt"})
+        through_proc = await session.call_tool("read", {"path": f"/proc/self/root{workspace}/notes.txt"})
+    for what, result in tries.items():
+        assert result.is_error, what
+        assert "the host's secret" not in _text(result), what
+        assert "Refused by the governor" in _text(result), (what, _text(result))
+    assert not inside.is_error and _text(inside) == "one\ntwo\n"
+    assert not through_proc.is_error or "Refused by the governor" in _text(through_proc)
+    assert "the host's secret" not in g.log.read_text()
+    assert g.verified()
+
+
+async def test_own_write_through_links_and_dotdot_never_lands_outside(
+    tmp_path: Path, workspace: Path, planted: Path
+) -> None:
+    policy = bound(EDIT, workspace)
+    async with governed_tools(policy, tmp_path / "audit.jsonl") as g, tools(g) as session:
+        tries = {
+            "link.txt": await session.call_tool("write", {"path": "link.txt", "content": "pwned"}),
+            "out/new.txt": await session.call_tool("write", {"path": "out/new.txt", "content": "pwned"}),
+            "dangling": await session.call_tool("write", {"path": "dangling", "content": "pwned"}),
+            "sub/../../outside/x": await session.call_tool(
+                "write", {"path": "sub/../../outside/x.txt", "content": "pwned"}
+            ),
+            "/proc/self/root": await session.call_tool(
+                "write", {"path": f"/proc/self/root{planted}/y.txt", "content": "pwned"}
+            ),
+        }
+        inside = await session.call_tool("write", {"path": "sub/../made.txt", "content": "mine\n"})
+    for what, result in tries.items():
+        assert result.is_error, what
+        assert "Refused by the governor" in _text(result), (what, _text(result))
+    assert (planted / "secret.txt").read_text() == "the host's secret\n"
+    assert sorted(p.name for p in planted.iterdir()) == ["secret.txt"]
+    assert not inside.is_error, _text(inside)
+    assert (workspace / "made.txt").read_text() == "mine\n"
+    assert g.verified()
+
+
+async def test_own_run_cwd_outside_the_roots_is_refused_and_inside_works(
+    tmp_path: Path, workspace: Path, planted: Path
+) -> None:
+    policy = bound(EDIT, workspace)
+    async with governed_tools(policy, tmp_path / "audit.jsonl") as g, tools(g) as session:
+        tries = {
+            "/": await session.call_tool("run", {"command": "cat secret.txt", "cwd": "/"}),
+            "outside": await session.call_tool("run", {"command": "cat secret.txt", "cwd": str(planted)}),
+            "out (a link)": await session.call_tool("run", {"command": "cat secret.txt", "cwd": "out"}),
+            "sub/../..": await session.call_tool("run", {"command": "ls", "cwd": "sub/../.."}),
+            "/proc/self/root": await session.call_tool(
+                "run", {"command": "cat secret.txt", "cwd": f"/proc/self/root{planted}"}
+            ),
+        }
+        inside = await session.call_tool("run", {"command": "cat ../notes.txt; pwd", "cwd": "sub"})
+        leak = await session.call_tool("run", {"command": "env; cat link.txt"})
+    for what, result in tries.items():
+        assert "the host's secret" not in _text(result), (what, _text(result))
+        assert result.is_error or not _text(result).startswith("exit code 0"), (what, _text(result))
+    assert not inside.is_error and _text(inside).startswith("exit code 0\n"), _text(inside)
+    assert "one\ntwo\n" in _text(inside) and f"{workspace}/sub" in _text(inside)
+    # the sandbox: a link out of the workspace leads nowhere, the governor's environment is not there
+    assert "the host's secret" not in _text(leak)
+    assert "RELAY_TEST_SECRET_ENV" not in _text(leak)
+    assert g.verified()
