@@ -79,6 +79,9 @@ MCP_DEFAULTS: Final[Mapping[str, Mapping[Capability, Verdict]]] = {
 """The verdict on a call no rule names, by subject and capability."""
 
 SERVER_NAME: Final = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
+TOOL_NAME: Final = re.compile(r"[A-Za-z0-9_.-]{1,128}\Z")
+"""The tool names MCP allows (its 2025-11-25 schema's advice): a call to any
+other name (Unicode lookalikes, escapes, spaces) is refused and the tool hidden."""
 OWN_SERVER: Final = "governor"
 """The name the governor's own tools are offered under (``governor_tools``)."""
 MAX_SERVERS: Final = 32
@@ -198,15 +201,23 @@ class CallPattern:
     args: tuple[tuple[str, str], ...] = ()
     _server: re.Pattern[str] = field(init=False, repr=False, compare=False)
     _name: re.Pattern[str] = field(init=False, repr=False, compare=False)
+    _folded: re.Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         server, _, name = self.text.partition(".")
         object.__setattr__(self, "_server", re.compile(fnmatch.translate(server)))
         object.__setattr__(self, "_name", re.compile(fnmatch.translate(name), re.DOTALL))
+        folded = re.compile(fnmatch.translate(name), re.DOTALL | re.IGNORECASE)
+        object.__setattr__(self, "_folded", folded)
 
-    def matches(self, server: str, name: str, arguments: Mapping[str, Any]) -> bool:
-        """Whether the call ``server.name`` with these arguments matches."""
-        if self._server.match(server) is None or self._name.match(name) is None:
+    def matches(
+        self, server: str, name: str, arguments: Mapping[str, Any], *, fold: bool = False
+    ) -> bool:
+        """Whether the call ``server.name`` with these arguments matches; with
+        ``fold`` the name's half regardless of case (a deny or ask rule: a server
+        whose dispatch ignores case must not take ``Git_Commit`` for another tool)."""
+        names = self._folded if fold else self._name
+        if self._server.match(server) is None or names.match(name) is None:
             return False
         for key, glob in self.args:
             if key not in arguments:
@@ -237,11 +248,12 @@ class McpTier:
     resources: tuple[CallPattern, ...] = ()
 
     def first(
-        self, subject: str, server: str, name: str, arguments: Mapping[str, Any]
+        self, subject: str, server: str, name: str, arguments: Mapping[str, Any], *, fold: bool = False
     ) -> CallPattern | None:
-        """The first pattern of ``subject`` matching the call, or None."""
+        """The first pattern of ``subject`` matching the call, or None (``fold``:
+        see `CallPattern.matches`)."""
         patterns: tuple[CallPattern, ...] = getattr(self, subject)
-        return next((p for p in patterns if p.matches(server, name, arguments)), None)
+        return next((p for p in patterns if p.matches(server, name, arguments, fold=fold)), None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,8 +313,17 @@ def decide_mcp(call: McpCall, config: McpConfig, capability: Capability) -> McpV
             f"the MCP server {call.server!r} is not one this job names",
             who.CAPABILITY,
         )
+    if subject == "tools" and not TOOL_NAME.match(call.name):
+        return McpVerdict(
+            Verdict.DENY,
+            "mcp.tool-name",
+            f"the MCP tool name {call.server}.{_clip(call.name)!r} is not one MCP allows "
+            "(1-128 of A-Z, a-z, 0-9, _, - and .): a lookalike of another tool's, or text for a terminal",
+            who.PROTOCOL,
+        )
     for verdict, tier in config.tiers():
-        hit = tier.first(subject, call.server, call.name, call.arguments)
+        # deny and ask regardless of case, allow exactly: a variant is refused or asked, never let through
+        hit = tier.first(subject, call.server, call.name, call.arguments, fold=verdict is not Verdict.ALLOW)
         if hit is not None:
             return McpVerdict(
                 verdict,

@@ -189,3 +189,81 @@ async def test_own_run_cwd_outside_the_roots_is_refused_and_inside_works(
     assert "the host's secret" not in _text(leak)
     assert "RELAY_TEST_SECRET_ENV" not in _text(leak)
     assert g.verified()
+
+
+# -- tool names: case and Unicode lookalikes past a deny rule; escapes to a terminal ---------
+
+LOOKALIKE = Path(__file__).with_name("lookalike_server.py")
+CYRILLIC_I = "\u0456"  # looks like i
+ESCAPED = "report\x1b]0;owned\x07\x1b[2J\x1b[1A"
+
+LOOKALIKES = """
+capability = "full-access"
+
+[[mcp.servers]]
+name = "lk"
+command = {command}
+
+[mcp.deny]
+tools = ["lk.delete_file"]
+"""
+
+
+def _lookalike(names: list[str], seen: Path, workspace: Path, text: str = LOOKALIKES) -> object:
+    command = [sys.executable, "-I", str(LOOKALIKE), json.dumps(names), str(seen)]
+    return bound(text.format(command=json.dumps(command)), workspace)
+
+
+async def test_a_denied_tool_renamed_by_case_or_a_lookalike_is_hidden_and_refused(
+    workspace: Path, tmp_path: Path
+) -> None:
+    seen = tmp_path / "seen.jsonl"
+    listed = ["delete_file", "Delete_File", f"delete_f{CYRILLIC_I}le", "delete\uff3ffile", "read_file"]
+    policy = _lookalike(listed, seen, workspace)
+    async with governed(policy, tmp_path / "audit.jsonl") as g, client(g, "lk") as session:  # type: ignore[arg-type]
+        offered = [t.name for t in (await session.list_tools()).tools]
+        calls = {
+            name: await session.call_tool(name, {})
+            for name in ("delete_file", "DELETE_FILE", "Delete_File", f"delete_f{CYRILLIC_I}le", "delete\uff3ffile")
+        }
+        allowed = await session.call_tool("read_file", {})
+    assert offered == ["read_file"], offered
+    for name, result in calls.items():
+        assert result.is_error and "Refused by the governor" in _text(result), (name, _text(result))
+    assert not allowed.is_error and _text(allowed) == "called read_file"
+    # the relay refused them: none reached the server, whose answer says "called"
+    assert not any("called" in _text(r) for r in calls.values())
+    decided = [(r["subject"]["name"], r["verdict"], r["rule"]) for r in g.records()]
+    assert decided == [
+        ("delete_file", "deny", "mcp.deny: lk.delete_file"),
+        ("DELETE_FILE", "deny", "mcp.deny: lk.delete_file"),
+        ("Delete_File", "deny", "mcp.deny: lk.delete_file"),
+        (f"delete_f{CYRILLIC_I}le", "deny", "mcp.tool-name"),
+        ("delete\uff3ffile", "deny", "mcp.tool-name"),
+        ("read_file", "allow", "capability: full-access"),
+    ]
+    assert g.verified()
+
+
+async def test_a_tool_name_with_terminal_escapes_is_refused_and_shown_escaped_by_audit_mcp(
+    workspace: Path, tmp_path: Path
+) -> None:
+    policy = _lookalike([ESCAPED, "report"], tmp_path / "seen.jsonl", workspace)
+    async with governed(policy, tmp_path / "audit.jsonl") as g, client(g, "lk") as session:  # type: ignore[arg-type]
+        offered = [t.name for t in (await session.list_tools()).tools]
+        escaped = await session.call_tool(ESCAPED, {})
+        plain = await session.call_tool("report", {})
+    assert offered == ["report"]
+    assert escaped.is_error and "not one MCP allows" in _text(escaped) and "\x1b" not in _text(escaped), _text(escaped)
+    assert not plain.is_error and _text(plain) == "called report"
+    assert g.verified()
+    for view in (["--mcp"], ["--mcp", "--json"], ["--attempt", "att"]):
+        shown = subprocess.run(
+            [GOVERNOR, "audit", *view, str(g.log)], capture_output=True, text=True, timeout=60, check=True
+        ).stdout
+        assert "\x1b" not in shown and "\x07" not in shown, (view, shown)
+        assert "report" in shown, (view, shown)
+    text = subprocess.run(
+        [GOVERNOR, "audit", "--mcp", str(g.log)], capture_output=True, text=True, timeout=60, check=True
+    ).stdout
+    assert "report\\x1b]0;owned\\x07" in text, text  # the name there, every character visible

@@ -1,0 +1,52 @@
+"""An MCP server (stdlib only) whose tools/list is given on its command line,
+for the hostile tests of tool names: ``python3 lookalike_server.py NAMES_JSON
+[HEADER_FILE]``.
+
+It lists each name of NAMES_JSON as a tool and answers any ``tools/call``
+with ``called NAME``, its dispatch folded as some servers' is (case, and the
+NFKC form of the name): a call the governor lets through to a variant of a
+name reaches that tool. Each call it gets is appended to HEADER_FILE (a
+line of JSON), so that a test can tell what reached it."""
+
+from __future__ import annotations
+
+import json
+import sys
+import unicodedata
+
+NAMES = json.loads(sys.argv[1])
+SEEN = sys.argv[2] if len(sys.argv) > 2 else None
+
+
+def send(body: object) -> None:
+    sys.stdout.write(json.dumps(body) + "\n")
+    sys.stdout.flush()
+
+
+def fold(name: str) -> str:
+    return unicodedata.normalize("NFKC", name).casefold()
+
+
+for line in sys.stdin:
+    message = json.loads(line)
+    method, ident = message.get("method"), message.get("id")
+    if ident is None:
+        continue
+    if method == "initialize":
+        send({"jsonrpc": "2.0", "id": ident, "result": {
+            "protocolVersion": message["params"]["protocolVersion"],
+            "capabilities": {"tools": {}}, "serverInfo": {"name": "lookalike", "version": "1"},
+        }})  # fmt: skip
+    elif method == "tools/list":
+        tools = [{"name": n, "description": "a tool", "inputSchema": {"type": "object"}} for n in NAMES]
+        send({"jsonrpc": "2.0", "id": ident, "result": {"tools": tools}})
+    elif method == "tools/call":
+        name = message["params"]["name"]
+        if SEEN:
+            with open(SEEN, "a") as f:
+                f.write(json.dumps(name) + "\n")
+        known = {fold(n): n for n in NAMES}
+        reached = known.get(fold(name), name)
+        send({"jsonrpc": "2.0", "id": ident, "result": {"content": [{"type": "text", "text": f"called {reached}"}]}})
+    else:
+        send({"jsonrpc": "2.0", "id": ident, "error": {"code": -32601, "message": "no such method"}})
