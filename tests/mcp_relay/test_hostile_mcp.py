@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from http_standin import HUGE, StandIn
+from mcp import ClientSession, MCPError
 from mcp_harness import bound, client, everything_http, governed, npm_server
 from test_governor_tools import EDIT, tools
 from test_governor_tools import governed as governed_tools
@@ -25,7 +27,22 @@ GOVERNOR = str(Path(sys.executable).with_name("governor"))
 
 
 def _text(result: object) -> str:
+    if isinstance(result, MCPError):
+        return str(result)
     return " ".join(getattr(c, "text", "") for c in getattr(result, "content", []))
+
+
+def _failed(result: object) -> bool:
+    """Whether a call ended in an error: a JSON-RPC error, or a result with ``isError``."""
+    return isinstance(result, MCPError) or bool(getattr(result, "is_error", False))
+
+
+async def _call(session: ClientSession, name: str, arguments: dict[str, object]) -> object:
+    """The call's result, or the JSON-RPC error it was answered."""
+    try:
+        return await session.call_tool(name, arguments)
+    except MCPError as e:
+        return e
 
 
 @pytest.fixture
@@ -267,3 +284,90 @@ async def test_a_tool_name_with_terminal_escapes_is_refused_and_shown_escaped_by
         [GOVERNOR, "audit", "--mcp", str(g.log)], capture_output=True, text=True, timeout=60, check=True
     ).stdout
     assert "report\\x1b]0;owned\\x07" in text, text  # the name there, every character visible
+
+
+# -- an HTTP server: redirects to the host's loopback, huge bodies, secrets echoed back ------
+
+STANDIN = """
+capability = "full-access"
+
+[[mcp.servers]]
+name = "web"
+url = "{url}"
+headers = {{ Authorization = "HOSTILE_MCP_TOKEN" }}
+timeout = 60
+"""
+TOKEN = "Bearer hostile-7f3e-token"
+
+
+@pytest.fixture
+def standin(monkeypatch: pytest.MonkeyPatch) -> Iterator[StandIn]:
+    monkeypatch.setenv("HOSTILE_MCP_TOKEN", TOKEN)
+    server = StandIn()
+    yield server
+    server.released.set()
+    server.stop()
+
+
+@pytest.fixture
+def bystander() -> Iterator[StandIn]:
+    """Another loopback service of the host's, which no redirect may reach."""
+    server = StandIn()
+    yield server
+    server.stop()
+
+
+async def test_a_redirect_to_another_loopback_port_of_the_host_is_refused_and_recorded(
+    workspace: Path, tmp_path: Path, standin: StandIn, bystander: StandIn
+) -> None:
+    policy = bound(STANDIN.format(url=f"http://127.0.0.1:{standin.port}/mcp"), workspace)
+    async with governed(policy, tmp_path / "audit.jsonl") as g, client(g, "web") as session:
+        refused = {}
+        for target in (
+            f"http://127.0.0.1:{bystander.port}/mcp",
+            f"http://localhost:{standin.port}/mcp",  # the same port by another name
+            f"http://[::1]:{standin.port}/mcp",
+            f"http://127.0.0.2:{standin.port}/mcp",
+        ):
+            standin.redirect_to = target
+            refused[target] = await _call(session, "redirect_local", {})
+        moved = await session.call_tool("moved", {})  # within the URL's origin: followed
+    for target, result in refused.items():
+        assert _failed(result) and "refused" in _text(result), (target, _text(result))
+    assert not bystander.headers  # nothing reached the host's other service
+    assert not moved.is_error and _text(moved) == "moved done"
+    redirects = [r["subject"] for r in g.records("network") if r["verdict"] == "deny"]
+    assert len(redirects) == 4 and all(s["origin"] == "mcp:web" for s in redirects), redirects
+    assert g.verified()
+
+
+async def test_a_huge_json_body_is_cut_off_and_that_call_an_error_the_next_call_works(
+    workspace: Path, tmp_path: Path, standin: StandIn
+) -> None:
+    policy = bound(STANDIN.format(url=f"http://127.0.0.1:{standin.port}/mcp"), workspace)
+    async with governed(policy, tmp_path / "audit.jsonl") as g, client(g, "web") as session:
+        huge = await _call(session, "huge", {})
+        after = await session.call_tool("ok", {})
+    assert _failed(huge), _text(huge)[:200]
+    assert "more than" in _text(huge) and "MiB" in _text(huge), _text(huge)[:300]
+    # the governor hung up long before the stand-in's 256 MiB: it did not buffer them
+    assert standin.huge_sent < HUGE // 2, standin.huge_sent
+    assert not after.is_error and _text(after) == "ok done"
+    assert any("more than" in n for n in g.relay.notices()), g.relay.notices()
+    assert g.verified()
+
+
+async def test_a_header_value_a_server_echoes_back_reaches_neither_the_agent_nor_the_log(
+    workspace: Path, tmp_path: Path, standin: StandIn
+) -> None:
+    policy = bound(STANDIN.format(url=f"http://127.0.0.1:{standin.port}/mcp"), workspace)
+    async with governed(policy, tmp_path / "audit.jsonl") as g, client(g, "web") as session:
+        echoed = await _call(session, "echo_header", {})
+        plain = await session.call_tool("echo", {"message": "hello"})
+    assert standin.headers and all(h.get("Authorization") == TOKEN for h in standin.headers)
+    assert _failed(echoed) and "invalid token" in _text(echoed), _text(echoed)
+    assert "hostile-7f3e-token" not in _text(echoed), _text(echoed)
+    assert not plain.is_error and _text(plain) == "hello"
+    assert "hostile-7f3e-token" not in g.log.read_text()
+    assert "hostile-7f3e-token" not in json.dumps(g.events) + " ".join(g.relay.notices())
+    assert g.verified()
