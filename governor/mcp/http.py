@@ -24,7 +24,7 @@ Rules of this file:
 - **Headers are the operator's**: their values come from the variables the
   policy names (`governor.mcp.servers.server_headers`), are never logged, and
   are masked in every record (`governor.mcp.servers.secrets`) and in every
-  message the server sends the agent (`_Unsaid`): a server that quotes the
+  message the server sends the agent (`governor.mcp.servers.Unsaid`): a server that quotes the
   token it was sent ("invalid token Bearer ...") hands it to no agent.
 - **A body is bounded**: an answer that is not an event stream is cut off
   past `MAX_BODY` bytes (`_Capped`: the SDK would buffer it whole, endless
@@ -41,7 +41,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import re
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from typing import Any, Final
@@ -55,7 +54,7 @@ from mcp_types import jsonrpc_message_adapter
 from pydantic import ValidationError
 
 from governor.mcp import wire
-from governor.secrets import MASK
+from governor.mcp.servers import Unsaid
 from policies.mcp import McpServer, url_host
 from sandbox.net.judge import ConnectionRequest, Judge
 
@@ -79,36 +78,6 @@ VIA: Final = "mcp-http"
 """A ``network`` record's ``via`` for a connection the governor makes for an HTTP server."""
 
 Deliver = Callable[[wire.Message], Awaitable[None]]
-
-
-class _Unsaid:
-    """The header values (and a ``Bearer x`` value's credential alone), masked
-    in every string of what the server sends on (see the module docstring)."""
-
-    def __init__(self, headers: Mapping[str, str]) -> None:
-        values = set()
-        for value in headers.values():
-            values.add(value)
-            scheme, _, credential = value.partition(" ")
-            if credential and scheme.isalpha():
-                values.add(credential.strip())
-        known = sorted((v for v in values if len(v) >= 6), key=len, reverse=True)
-        self._known = re.compile("|".join(map(re.escape, known))) if known else None
-
-    def text(self, value: str) -> str:
-        return value if self._known is None else self._known.sub(MASK, value)
-
-    def json(self, value: Any) -> Any:
-        """A JSON value with every string masked (keys too: a server chooses them)."""
-        if self._known is None:
-            return value
-        if isinstance(value, str):
-            return self.text(value)
-        if isinstance(value, dict):
-            return {self.text(k): self.json(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [self.json(v) for v in value]
-        return value
 
 
 class _GovernedBackend(httpcore2.AsyncNetworkBackend):
@@ -227,7 +196,7 @@ class HttpServer:
         self.host, self.port = url_host(server.url)
         self.origin = f"mcp:{server.name}"
         self._headers = dict(headers)
-        self._unsaid = _Unsaid(headers)
+        self._unsaid = Unsaid.of(headers.values())
         self._judge = judge
         self._report = problem
         self._outbox, self._queued = trio.open_memory_channel[dict[str, Any]](16)

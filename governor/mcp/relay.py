@@ -66,7 +66,15 @@ import trio
 from governor import elicitation
 from governor.acp.dispatch import RpcError
 from governor.audit.log import AuditUnavailable, recorded_input
-from governor.mcp.servers import SHIM, server_headers, server_profile, shim_interpreter, stdio_entry
+from governor.mcp.servers import (
+    SHIM,
+    Unsaid,
+    server_headers,
+    server_profile,
+    shim_interpreter,
+    stdio_entry,
+    unsaid,
+)
 from governor.network import egress_for, judge
 from policies import by as who
 from policies.capability import Capability
@@ -213,7 +221,8 @@ class McpRelay:
                 async with agent_process(
                     profile, server.command, bwrap=_bwrap(), attach=attach
                 ) as child:
-                    await RelaySession(self, server, client, StdioServer(server, child, self._problem)).run()
+                    stdio = StdioServer(server, child, self._problem, unsaid(server, self.environ))
+                    await RelaySession(self, server, client, stdio).run()
             except (OSError, ProfileError, BwrapUnavailable) as e:
                 why = f"MCP server {server.name} could not start: {getattr(e, 'strerror', None) or e}"
                 self._problem(why)
@@ -320,12 +329,19 @@ class Transport(Protocol):
 class StdioServer:
     """A sandboxed server process's stdio as a `Transport`."""
 
-    def __init__(self, server: McpServer, child: Child, problem: Callable[[str], None]) -> None:
+    def __init__(
+        self, server: McpServer, child: Child, problem: Callable[[str], None], unsaid: Unsaid
+    ) -> None:
         self.server = server
         self.child = child
-        self._problem = problem
+        self._unsaid = unsaid
+        """Its secrets, masked in each line and in its last words (`governor.mcp.servers.Unsaid`)."""
+        self._report = problem
         self._lock = trio.Lock()
         self._stderr = bytearray()
+
+    def _problem(self, why: str) -> None:
+        self._report(self._unsaid.text(why))
 
     async def receive(self, deliver: Callable[[wire.Message], Awaitable[None]]) -> str:
         stdout = self.child.stdout
@@ -337,7 +353,7 @@ class StdioServer:
             try:
                 while data := await stdout.receive_some(65536):
                     for line in lines.feed(data):
-                        await deliver(wire.read_message(line))
+                        await deliver(wire.read_message(self._unsaid.line(line)))
             except wire.LineTooLong as e:
                 why = f"the MCP server {self.server.name} sent {e}; its session was ended"
                 self._problem(why)
@@ -345,7 +361,7 @@ class StdioServer:
                 pass
             nursery.cancel_scope.cancel()
         tail = self._stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
-        return f"{why}: {tail[0][:300]}" if tail[0] else why
+        return self._unsaid.text(f"{why}: {tail[0][:300]}" if tail[0] else why)
 
     async def send(self, body: Mapping[str, Any]) -> None:
         stdin = self.child.stdin

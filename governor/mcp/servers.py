@@ -14,14 +14,17 @@ has not said it trusts every server the agent is handed.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from governor.install import read_only_in
+from governor.secrets import MASK, secret_looking
 from policies.capability import Capability
 from policies.mcp import OWN_SERVER, McpConfig, McpServer
 from policies.policy import Policy
@@ -51,6 +54,59 @@ def secrets(config: McpConfig, environ: Mapping[str, str]) -> list[str]:
     for server in config.servers:
         found.extend(server_headers(server, environ).values())
     return found
+
+
+class Unsaid:
+    """The operator's secrets a server was given, masked in what it sends the
+    agent: a server that quotes its token ("invalid token Bearer ...") or
+    prints its environment (server-everything's ``get-env``) hands the agent
+    none. Values under 6 characters are too short to mask (`governor.secrets`)."""
+
+    def __init__(self, values: Iterable[str]) -> None:
+        known = sorted({v for v in values if len(v) >= 6}, key=len, reverse=True)
+        self._known = re.compile("|".join(map(re.escape, known))) if known else None
+        # a line of JSON holds a value as JSON writes it: both of its spellings
+        spelt = {json.dumps(v, ensure_ascii=a)[1:-1].encode() for v in known for a in (True, False)}
+        ordered = sorted(spelt, key=len, reverse=True)
+        self._bytes = re.compile(b"|".join(map(re.escape, ordered))) if ordered else None
+
+    @classmethod
+    def of(cls, values: Iterable[str]) -> Unsaid:
+        """These values, and a ``Bearer x`` value's credential alone."""
+        found = set()
+        for value in values:
+            found.add(value)
+            scheme, _, credential = value.partition(" ")
+            if credential.strip() and scheme.isalpha():
+                found.add(credential.strip())
+        return cls(found)
+
+    def text(self, value: str) -> str:
+        return value if self._known is None else self._known.sub(MASK, value)
+
+    def line(self, line: bytes) -> bytes:
+        """A line of JSON with each value masked where it is written."""
+        return line if self._bytes is None else self._bytes.sub(MASK.encode(), line)
+
+    def json(self, value: Any) -> Any:
+        """A JSON value with every string masked (keys too: a server chooses them)."""
+        if self._known is None:
+            return value
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, dict):
+            return {self.text(k): self.json(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.json(v) for v in value]
+        return value
+
+
+def unsaid(server: McpServer, environ: Mapping[str, str]) -> Unsaid:
+    """What ``server`` must not hand the agent: its header values, its
+    secret-looking variables' values and a library call's own values."""
+    env = server_env(server, environ)
+    values = [v for k, v in env.items() if secret_looking(k) or k in server.env_values]
+    return Unsaid.of([*server_headers(server, environ).values(), *values])
 
 
 def server_headers(server: McpServer, environ: Mapping[str, str]) -> dict[str, str]:

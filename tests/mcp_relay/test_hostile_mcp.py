@@ -371,3 +371,35 @@ async def test_a_header_value_a_server_echoes_back_reaches_neither_the_agent_nor
     assert "hostile-7f3e-token" not in g.log.read_text()
     assert "hostile-7f3e-token" not in json.dumps(g.events) + " ".join(g.relay.notices())
     assert g.verified()
+
+
+ENV_SERVER = """
+capability = "read-only"
+
+[[mcp.servers]]
+name = "local"
+command = {command}
+env = ["HOSTILE_MCP_TOKEN", "HOSTILE_MCP_TEAM"]
+
+[mcp.allow]
+tools = ["local.get-env", "local.echo"]
+"""
+
+
+async def test_a_stdio_servers_secret_env_value_it_prints_back_reaches_neither_agent_nor_log(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # server-everything's get-env answers its whole environment: the operator's token among it
+    monkeypatch.setenv("HOSTILE_MCP_TOKEN", TOKEN)
+    monkeypatch.setenv("HOSTILE_MCP_TEAM", "platform-team")  # a name that does not look secret
+    command = json.dumps([*npm_server("server-everything"), "stdio"])
+    policy = bound(ENV_SERVER.format(command=command), workspace)
+    async with governed(policy, tmp_path / "audit.jsonl") as g, client(g, "local") as session:
+        env = await session.call_tool("get-env", {})
+        plain = await session.call_tool("echo", {"message": "hello"})
+    assert not env.is_error, _text(env)
+    assert "HOSTILE_MCP_TOKEN" in _text(env) and "hostile-7f3e-token" not in _text(env), _text(env)[:500]
+    assert "platform-team" in _text(env)  # what is not secret is the agent's to read
+    assert _text(plain) == "Echo: hello"
+    assert "hostile-7f3e-token" not in g.log.read_text()
+    assert g.verified()
