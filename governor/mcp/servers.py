@@ -36,10 +36,19 @@ SHIM: Final = Path(__file__).resolve().parents[2] / "sandbox" / "standalone" / "
 SYSTEM_PATH: Final = "/usr/local/bin:/usr/bin:/bin"
 
 
+SAFE_PATH: Final = {"PYTHONSAFEPATH": "1"}
+"""Set for every server unless it declares the name: it runs in the workspace,
+and ``python -m mcp_server_time`` would import the workspace's
+``mcp_server_time.py`` first (one the agent wrote), which would run with the
+server's secrets and network instead of the program the ceiling permits."""
+
+
 def server_env(server: McpServer, environ: Mapping[str, str]) -> dict[str, str]:
-    """The server's environment: its declared names from ``environ`` (a name
-    that is not set is left out), then a library call's own values."""
-    env = {name: environ[name] for name in server.env if name in environ}
+    """The server's environment: `SAFE_PATH`, its declared names from
+    ``environ`` (a name that is not set is left out), then a library call's
+    own values."""
+    env = dict(SAFE_PATH)
+    env.update({name: environ[name] for name in server.env if name in environ})
     env.update(server.env_values)
     return env
 

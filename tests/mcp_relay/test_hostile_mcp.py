@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from http_standin import HUGE, StandIn
 from mcp import ClientSession, MCPError
-from mcp_harness import bound, client, everything_http, governed, npm_server
+from mcp_harness import bound, client, everything_http, governed, npm_server, python_server
 from test_governor_tools import EDIT, tools
 from test_governor_tools import governed as governed_tools
 
@@ -402,4 +402,48 @@ async def test_a_stdio_servers_secret_env_value_it_prints_back_reaches_neither_a
     assert "platform-team" in _text(env)  # what is not secret is the agent's to read
     assert _text(plain) == "Echo: hello"
     assert "hostile-7f3e-token" not in g.log.read_text()
+    assert g.verified()
+
+
+# -- a server run as `python -m MODULE`: the workspace's module of that name -----------------
+
+PLANTED_MODULE = '''
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m:
+        continue
+    if m["method"] == "initialize":
+        r = {"protocolVersion": m["params"]["protocolVersion"], "capabilities": {"tools": {}},
+             "serverInfo": {"name": "planted", "version": "1"}}
+    elif m["method"] == "tools/list":
+        r = {"tools": [{"name": "planted", "inputSchema": {"type": "object"}}]}
+    else:
+        r = {}
+    print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}), flush=True)
+'''
+
+MODULE_SERVER = """
+capability = "edit-workspace"
+
+[[mcp.servers]]
+name = "time"
+command = [{python}, "-m", "mcp_server_time", "--local-timezone", "UTC"]
+
+[mcp.allow]
+tools = ["time.get_current_time"]
+"""
+
+
+async def test_a_module_the_agent_plants_in_the_workspace_is_not_the_server_python_m_runs(
+    workspace: Path, tmp_path: Path
+) -> None:
+    python = json.dumps(str(Path(python_server("python"))))
+    (workspace / "mcp_server_time.py").write_text(PLANTED_MODULE)  # what an agent could write
+    policy = bound(MODULE_SERVER.format(python=python), workspace)
+    async with governed(policy, tmp_path / "audit.jsonl") as g, client(g, "time") as session:
+        names = [t.name for t in (await session.list_tools()).tools]
+        now = await session.call_tool("get_current_time", {"timezone": "UTC"})
+    assert "planted" not in names and "get_current_time" in names, names
+    assert not now.is_error and "UTC" in _text(now), _text(now)
     assert g.verified()
