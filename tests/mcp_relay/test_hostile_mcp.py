@@ -9,10 +9,13 @@ stand-ins of this folder; commands run in the real bwrap sandbox."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +25,10 @@ from mcp import ClientSession, MCPError
 from mcp_harness import bound, client, everything_http, governed, npm_server, python_server
 from test_governor_tools import EDIT, tools
 from test_governor_tools import governed as governed_tools
+
+from governor import network
+from policies.ceiling import check_job, parse_ceiling
+from policies.policy import parse_policy
 
 GOVERNOR = str(Path(sys.executable).with_name("governor"))
 
@@ -447,3 +454,131 @@ async def test_a_module_the_agent_plants_in_the_workspace_is_not_the_server_pyth
     assert "planted" not in names and "get_current_time" in names, names
     assert not now.is_error and "UTC" in _text(now), _text(now)
     assert g.verified()
+
+
+# -- the ceiling's mcp_servers: a command entry is whole words from the start ----------------
+
+CEILING = """
+allowed_agents = ["claude"]
+mcp_servers = [{ command = ["mcp-server-git"] }, { name = "fs", command = ["node", "/opt/mcp/fs/index.js"] }]
+mcp_writable = false
+mcp_network = true
+allowed_hosts = ["mcp.example.com:443"]
+"""
+
+
+def _over(servers: str) -> list[str]:
+    policy = parse_policy('capability = "edit-workspace"\n' + servers, "job.toml")
+    return [str(v) for v in check_job(policy, parse_ceiling(CEILING, "c.toml"), agent="claude")]
+
+
+@pytest.mark.parametrize(
+    ("command", "name"),
+    [
+        (["mcp-server-git-evil"], "git"),  # a longer program name
+        (["/tmp/x/mcp-server-git"], "git"),  # a path ending in the name
+        (["./mcp-server-git"], "git"),
+        (["mcp-server-git\u200b"], "git"),  # a zero-width space
+        (["MCP-SERVER-GIT"], "git"),
+        (["sh", "-c", "mcp-server-git; curl evil"], "git"),
+        (["env", "mcp-server-git"], "git"),
+        (["node", "/opt/mcp/fs/index.js.evil"], "fs"),
+        (["node", "/opt/mcp/fs/../evil/index.js"], "fs"),
+        (["node", "/opt/mcp/fs/index.js"], "fs2"),  # the right command under another name
+        (["node", "--require", "/ws/evil.js", "/opt/mcp/fs/index.js"], "fs"),
+    ],
+)
+def test_a_ceiling_command_entry_is_not_satisfied_by_a_lookalike_command(command: list[str], name: str) -> None:
+    said = _over(f'[[mcp.servers]]\nname = "{name}"\ncommand = {json.dumps(command)}\n')
+    assert len(said) == 1 and "is not permitted" in said[0], said
+
+
+def test_a_ceiling_command_entry_permits_that_program_with_its_arguments_and_bounds_the_rest() -> None:
+    fits = _over(
+        '[[mcp.servers]]\nname = "git"\ncommand = ["mcp-server-git", "--repository", "."]\n'
+        '[[mcp.servers]]\nname = "fs"\ncommand = ["node", "/opt/mcp/fs/index.js", "/work"]\n'
+    )
+    assert fits == []
+    # within mcp_servers, still bounded by mcp_writable and allowed_hosts
+    said = _over(
+        '[[mcp.servers]]\nname = "git"\ncommand = ["mcp-server-git"]\nwritable = true\nnetwork = ["evil.com:443"]\n'
+        '[[mcp.servers]]\nname = "remote"\nurl = "https://mcp.evil.com/mcp"\n'
+    )
+    assert any("mcp_writable" in s for s in said), said
+    assert any("evil.com:443" in s for s in said), said
+    assert any("remote" in s and "not permitted" in s for s in said), said  # a url is no command
+
+
+# -- an HTTP server's name that resolves to the host's own addresses (DNS rebinding) ---------
+
+
+@pytest.fixture
+def listener() -> Iterator[tuple[int, list[object]]]:
+    """A loopback TCP port that counts the connections it accepts (and closes them)."""
+    accepted: list[object] = []
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(8)
+    sock.settimeout(0.2)
+    stop = threading.Event()
+
+    def accept() -> None:
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError, OSError):
+                conn, _ = sock.accept()
+                accepted.append(conn)
+                conn.close()
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield sock.getsockname()[1], accepted
+    stop.set()
+    thread.join(5)
+    sock.close()
+
+
+REMOTE = """
+capability = "full-access"
+
+[[mcp.servers]]
+name = "remote"
+url = "https://{host}:{port}/mcp"
+timeout = 20
+"""
+
+
+async def test_an_http_servers_name_that_resolves_to_loopback_is_not_connected_to(
+    workspace: Path, tmp_path: Path, listener: tuple[int, list[object]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    port, accepted = listener
+
+    real = network.resolve
+
+    async def rebinding(host: str, port: int) -> tuple[str, ...]:  # a hostile resolver's answer
+        return ("127.0.0.1",) if host == "mcp.rebind.example" else await real(host, port)
+
+    monkeypatch.setattr(network, "resolve", rebinding)
+    policy = bound(REMOTE.format(host="mcp.rebind.example", port=port), workspace)
+    async with governed(policy, tmp_path / "audit.jsonl") as g:
+        with pytest.raises(Exception) as refused:
+            async with client(g, "remote"):
+                pass
+    assert "refused" in str(_leaf(refused.value)) or "loopback" in str(_leaf(refused.value)), refused.value
+    assert accepted == []  # never connected to the host's own port
+    (decided,) = g.records("network")
+    assert decided["verdict"] == "deny" and decided["subject"]["addresses"] == ["127.0.0.1"], decided
+    assert g.verified()
+    # the same server named by its loopback name, which names those addresses, is connected to
+    policy = bound(REMOTE.format(host="localhost", port=port), workspace)
+    async with governed(policy, tmp_path / "named.jsonl") as g:
+        with contextlib.suppress(Exception):  # the listener is no TLS server: only the connection counts
+            async with client(g, "remote"):
+                pass
+    assert accepted, "the connection to a named loopback host was not made"
+    assert [r["verdict"] for r in g.records("network")][:1] == ["allow"]
+
+
+def _leaf(error: BaseException) -> BaseException:
+    while isinstance(error, BaseExceptionGroup):
+        error = error.exceptions[0]
+    return error
