@@ -27,6 +27,7 @@ from test_governor_tools import EDIT, tools
 from test_governor_tools import governed as governed_tools
 
 from governor import network
+from governor.approver import Unattended
 from policies.ceiling import check_job, parse_ceiling
 from policies.policy import parse_policy
 
@@ -582,3 +583,53 @@ def _leaf(error: BaseException) -> BaseException:
     while isinstance(error, BaseExceptionGroup):
         error = error.exceptions[0]
     return error
+
+
+# -- a server's elicitation that phishes the person for a secret -----------------------------
+
+
+class FakePerson(Unattended):
+    """A person at the terminal (`governor.elicitation.person_of`), who types
+    into each form what is asked: what they were shown is kept."""
+
+    name = "person"
+
+    def __init__(self) -> None:
+        self.shown: list[tuple[str, list[str]]] = []
+
+    async def fill(self, message: str, fields: dict[str, object]) -> dict[str, object]:
+        self.shown.append((message, list(fields)))
+        return {name: f"typed-{name}-value" for name in fields}
+
+
+ASKING = """
+capability = "full-access"
+
+[[mcp.servers]]
+name = "lk"
+command = {command}
+"""
+
+
+async def test_a_servers_form_asking_the_person_for_a_password_or_token_is_declined_unseen(
+    workspace: Path, tmp_path: Path
+) -> None:
+    person = FakePerson()
+    secret_fields = ["password", "github_token", "API_Key", "passphrase", "otp"]
+    policy = _lookalike([f"ask_{f}" for f in [*secret_fields, "nickname"]], tmp_path / "s", workspace, ASKING)
+    async with (
+        governed(policy, tmp_path / "audit.jsonl", approver=person) as g,  # type: ignore[arg-type]
+        client(g, "lk") as session,
+    ):
+        phished = {f: await session.call_tool(f"ask_{f}", {}) for f in secret_fields}
+        asked = await session.call_tool("ask_nickname", {})
+    for field, result in phished.items():
+        assert f"typed-{field}" not in _text(result), (field, _text(result))
+        assert "secret" in _text(result) and "Refused by the governor" in _text(result), _text(result)
+    assert [fields for _, fields in person.shown] == [["nickname"]]  # never shown the others
+    assert "typed-nickname-value" in _text(asked) and '"accept"' in _text(asked)
+    message, _ = person.shown[0]
+    assert message.startswith("the MCP server lk asks: "), message  # who asks, before its words
+    refused = [r for r in g.records("mcp") if r["subject"].get("method") == "elicitation/create"]
+    assert len(refused) == len(secret_fields) and all(r["verdict"] == "deny" for r in refused)
+    assert g.verified()
