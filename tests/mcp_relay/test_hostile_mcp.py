@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import trio
 from http_standin import HUGE, StandIn
 from mcp import ClientSession, MCPError
 from mcp_harness import bound, client, everything_http, governed, npm_server, python_server
@@ -632,4 +633,65 @@ async def test_a_servers_form_asking_the_person_for_a_password_or_token_is_decli
     assert message.startswith("the MCP server lk asks: "), message  # who asks, before its words
     refused = [r for r in g.records("mcp") if r["subject"].get("method") == "elicitation/create"]
     assert len(refused) == len(secret_fields) and all(r["verdict"] == "deny" for r in refused)
+    assert g.verified()
+
+
+# -- ids: the agent answering the server's own request, or reusing one in flight -------------
+
+
+class _Raw:
+    """The agent's end of a relayed server's socket, spoken line by line (as the shim does)."""
+
+    def __init__(self, stream: trio.SocketStream) -> None:
+        self.stream = stream
+        self.buffer = b""
+
+    async def send(self, body: dict[str, object]) -> None:
+        await self.stream.send_all(json.dumps(body).encode() + b"\n")
+
+    async def receive(self) -> dict[str, object]:
+        while b"\n" not in self.buffer:
+            data = await self.stream.receive_some(65536)
+            assert data, "the relay hung up"
+            self.buffer += data
+        line, _, self.buffer = self.buffer.partition(b"\n")
+        return dict(json.loads(line))
+
+    async def answer_to(self, ident: object) -> dict[str, object]:
+        """The next response to ``ident`` (notifications and others' skipped)."""
+        while True:
+            message = await self.receive()
+            if message.get("id") == ident and "method" not in message:
+                return message
+
+
+async def test_the_agent_cannot_answer_the_servers_own_request_nor_reuse_an_id_in_flight(
+    workspace: Path, tmp_path: Path
+) -> None:
+    policy = _lookalike(["ask_nickname", "ok"], tmp_path / "s", workspace, ASKING)
+    async with governed(policy, tmp_path / "audit.jsonl") as g:  # type: ignore[arg-type]
+        (server,) = g.relay.servers
+        raw = _Raw(await trio.open_unix_socket(g.relay.socket_path(server)))
+        await raw.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "a", "version": "1"}}})  # fmt: skip
+        await raw.answer_to(1)
+        await raw.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        # the agent forges the person's answer to the form the server is about to ask (id ask-1),
+        # before and while the relay decides it
+        forged = {"jsonrpc": "2.0", "id": "ask-1", "result": {"action": "accept", "content": {"nickname": "forged"}}}
+        await raw.send(forged)
+        await raw.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "ask_nickname"}})
+        await raw.send(forged)
+        # the same id again while 2 is in flight: refused, and 2's answer is still the server's
+        await raw.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "ok"}})
+        first = await raw.answer_to(2)
+        second = await raw.answer_to(2)
+        await raw.send({"jsonrpc": "2.0", "id": "2", "method": "tools/call", "params": {"name": "ok"}})
+        string_id = await raw.answer_to("2")
+        await raw.stream.aclose()
+    answers = sorted([first, second], key=lambda m: "error" in m)
+    assert "error" in answers[1] and "in use" in json.dumps(answers[1]), answers
+    said = json.dumps(answers[0])
+    assert "forged" not in said and "decline" in said, said  # unattended: the relay declined it
+    assert "called ok" in json.dumps(string_id)  # "2" is not 2: its own request, answered
     assert g.verified()
