@@ -12,9 +12,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,7 +25,7 @@ import pytest
 import trio
 from http_standin import HUGE, StandIn
 from mcp import ClientSession, MCPError
-from mcp_harness import bound, client, everything_http, governed, npm_server, python_server
+from mcp_harness import REPO, bound, client, everything_http, governed, npm_server, python_server
 from test_governor_tools import EDIT, tools
 from test_governor_tools import governed as governed_tools
 
@@ -694,4 +696,50 @@ async def test_the_agent_cannot_answer_the_servers_own_request_nor_reuse_an_id_i
     said = json.dumps(answers[0])
     assert "forged" not in said and "decline" in said, said  # unattended: the relay declined it
     assert "called ok" in json.dumps(string_id)  # "2" is not 2: its own request, answered
+    assert g.verified()
+
+
+# -- a sandboxed server reaching for the relay's other sockets -------------------------------
+
+PROBE = Path(__file__).with_name("probe_server.py")
+PROBING = """
+capability = "edit-workspace"
+
+[[mcp.servers]]
+name = "probe"
+command = {command}
+
+[mcp]
+governor_tools = true
+
+[mcp.allow]
+tools = ["probe.probe"]
+"""
+
+
+@pytest.fixture
+def visible_tmpdir(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A TMPDIR outside /tmp and /var/tmp (which every sandbox makes private): where an
+    operator's governor may well put its temporary folders."""
+    base = Path(tempfile.mkdtemp(prefix="hostile-mcp-", dir=REPO))
+    monkeypatch.setattr(tempfile, "tempdir", str(base))
+    yield base
+    shutil.rmtree(base, ignore_errors=True)
+
+
+async def test_a_sandboxed_server_cannot_reach_the_governors_own_tools_socket_nor_another_servers(
+    workspace: Path, tmp_path: Path, visible_tmpdir: Path
+) -> None:
+    command = json.dumps([sys.executable, "-I", str(PROBE), str(visible_tmpdir)])
+    policy = bound(PROBING.format(command=command), workspace)
+    async with governed_tools(policy, tmp_path / "audit.jsonl") as g:
+        assert str(g.relay.folder).startswith(str(visible_tmpdir))
+        async with client(g, "probe") as session:
+            probed = await session.call_tool("probe", {})
+        # the agent, whose sandbox shows the folder, reaches the same socket
+        async with tools(g) as session:
+            ran = await session.call_tool("run", {"command": "touch made-by-agent"})
+    assert "connected" not in _text(probed) and ".sock" in _text(probed), _text(probed)  # seen, not reached
+    assert not (workspace / "escaped-by-server").exists()
+    assert not ran.is_error and (workspace / "made-by-agent").exists()
     assert g.verified()
