@@ -55,13 +55,26 @@ def server_env(server: McpServer, environ: Mapping[str, str]) -> dict[str, str]:
 
 def secrets(config: McpConfig, environ: Mapping[str, str]) -> list[str]:
     """The values a library call gave its servers' environments, and every HTTP
-    server's header values: masked in every record like the agent's own
-    secrets (the stdio servers' names from the policy file come from the
-    environment, whose secret-looking variables are masked already; a header
-    is masked whatever its variable is called)."""
+    server's header values (and a ``Bearer x`` value's credential alone):
+    masked in every record like the agent's own secrets (the stdio servers'
+    names from the policy file come from the environment, whose
+    secret-looking variables are masked already; a header is masked whatever
+    its variable is called)."""
     found = [v for s in config.servers for v in s.env_values.values()]
     for server in config.servers:
-        found.extend(server_headers(server, environ).values())
+        found.extend(with_credentials(server_headers(server, environ).values()))
+    return found
+
+
+def with_credentials(values: Iterable[str]) -> list[str]:
+    """``values``, each ``SCHEME credential`` one's credential alone after it
+    (``Bearer eyJ...``: a server or an agent may quote the token without its scheme)."""
+    found = []
+    for value in values:
+        found.append(value)
+        scheme, _, credential = value.partition(" ")
+        if credential.strip() and scheme.isalpha():
+            found.append(credential.strip())
     return found
 
 
@@ -82,13 +95,7 @@ class Unsaid:
     @classmethod
     def of(cls, values: Iterable[str]) -> Unsaid:
         """These values, and a ``Bearer x`` value's credential alone."""
-        found = set()
-        for value in values:
-            found.add(value)
-            scheme, _, credential = value.partition(" ")
-            if credential.strip() and scheme.isalpha():
-                found.add(credential.strip())
-        return cls(found)
+        return cls(with_credentials(values))
 
     def text(self, value: str) -> str:
         return value if self._known is None else self._known.sub(MASK, value)

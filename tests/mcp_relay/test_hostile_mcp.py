@@ -743,3 +743,36 @@ async def test_a_sandboxed_server_cannot_reach_the_governors_own_tools_socket_no
     assert not (workspace / "escaped-by-server").exists()
     assert not ran.is_error and (workspace / "made-by-agent").exists()
     assert g.verified()
+
+
+# -- secrets in OTel spans and records ----------------------------------------------------------
+
+
+async def test_a_header_credential_the_agent_puts_in_a_tool_name_or_uri_reaches_no_span_nor_record(
+    workspace: Path, tmp_path: Path, standin: StandIn
+) -> None:
+    from otel_receiver import Receiver, needs_otel
+    from test_relay_otel import _telemetry
+
+    from governor.outcome import AcpReport, Outcome
+
+    needs_otel()
+    credential = TOKEN.split()[1]  # the header is "Bearer <credential>"
+    policy = bound(STANDIN.format(url=f"http://127.0.0.1:{standin.port}/mcp"), workspace)
+    with Receiver() as rx:
+        telemetry = _telemetry(rx.url)
+        trace = telemetry.attempt()
+        async with governed(policy, tmp_path / "audit.jsonl", listener=trace) as g, client(g, "web") as session:
+            named = await _call(session, credential, {"message": credential})
+            read = await _call(session, "echo", {"message": f"x {credential}"})
+            with contextlib.suppress(Exception):  # the stand-in answers {}: the client refuses it
+                await session.read_resource(f"file:///{credential}/x")  # type: ignore[arg-type]
+        trace.ended(Outcome("completed", acp=AcpReport(agent="Agent", preset="acp"), duration_s=1.0))
+        assert telemetry.shutdown(timeout=30) is None
+        spans = rx.spans()
+    assert _failed(named) and not _failed(read)  # an unknown tool is the server's error; echo works
+    calls = [s for s in spans if "tools/call" in s.name or "resources/read" in s.name]
+    assert len(calls) == 3, [s.name for s in spans]
+    assert credential not in repr(spans), [s for s in spans if credential in repr(s)]
+    assert credential not in g.log.read_text()
+    assert g.verified()
