@@ -121,6 +121,10 @@ EXIT_GRACE: Final = 2.0
 MAX_PENDING: Final = 1024
 """Requests one session may have in flight; more are answered an error."""
 STDERR_TAIL: Final = 4096
+TOOL_NAMES: Final = 256
+"""Names one ``mcp-tools`` record keeps (of those listed, and of those hidden); the
+rest are counted (``more``, ``more_hidden``): a server listing 100,000 tools
+would otherwise write megabytes into the log for each list."""
 TOOL_LISTS: Final = 16
 """Distinct ``tools/list`` results recorded per server (one that changes its
 list at every call would otherwise write a record each time)."""
@@ -256,7 +260,16 @@ class McpRelay:
         if listed in seen or len(seen) >= TOOL_LISTS:
             return
         seen.add(listed)
-        self._record("mcp-tools", {"server": server.name, "tools": names, "hidden": list(listed[1])})
+        subject: dict[str, Any] = {
+            "server": server.name,
+            "tools": names[:TOOL_NAMES],
+            "hidden": list(listed[1][:TOOL_NAMES]),
+        }
+        if len(names) > TOOL_NAMES:
+            subject["more"] = len(names) - TOOL_NAMES
+        if len(hidden) > TOOL_NAMES:
+            subject["more_hidden"] = len(hidden) - TOOL_NAMES
+        self._record("mcp-tools", subject)
 
     def _record(self, kind: str, subject: dict[str, Any]) -> None:
         try:

@@ -2,7 +2,7 @@
 for the hostile tests of tool names: ``python3 lookalike_server.py NAMES_JSON
 [HEADER_FILE]``.
 
-It lists each name of NAMES_JSON as a tool and answers any ``tools/call``
+It lists each name of NAMES_JSON (a number: that many made-up names) as a tool and answers any ``tools/call``
 with ``called NAME``, its dispatch folded as some servers' is (case, and the
 NFKC form of the name): a call the governor lets through to a variant of a
 name reaches that tool. Each call it gets is appended to HEADER_FILE (a
@@ -18,6 +18,8 @@ import sys
 import unicodedata
 
 NAMES = json.loads(sys.argv[1])
+if isinstance(NAMES, int):  # that many tools, with long names
+    NAMES = [f"tool_{i:06d}_" + "x" * 100 for i in range(NAMES)]
 SEEN = sys.argv[2] if len(sys.argv) > 2 else None
 
 

@@ -776,3 +776,36 @@ async def test_a_header_credential_the_agent_puts_in_a_tool_name_or_uri_reaches_
     assert credential not in repr(spans), [s for s in spans if credential in repr(s)]
     assert credential not in g.log.read_text()
     assert g.verified()
+
+
+# -- a tools/list of 50,000 tools: the record keeps a bounded part -----------------------------
+
+MANY = """
+capability = "read-only"
+
+[[mcp.servers]]
+name = "lk"
+command = {command}
+
+[mcp.deny]
+tools = ["lk.tool_00*"]
+"""
+
+
+async def test_a_tools_list_of_fifty_thousand_tools_writes_a_bounded_record_and_the_view_counts_the_rest(
+    workspace: Path, tmp_path: Path
+) -> None:
+    command = [sys.executable, "-I", str(LOOKALIKE), "50000"]
+    policy = bound(MANY.format(command=json.dumps(command)), workspace)
+    async with governed(policy, tmp_path / "audit.jsonl") as g, client(g, "lk") as session:
+        offered = (await session.list_tools()).tools
+    assert len(offered) == 50000 - 10000  # tool_00xxxx_ hidden: 10,000 of them
+    (record,) = g.records("mcp-tools")
+    assert len(record["subject"]["tools"]) == 256 and record["subject"]["more"] == 50000 - 256
+    assert len(record["subject"]["hidden"]) == 256 and record["subject"]["more_hidden"] == 10000 - 256
+    assert g.log.stat().st_size < 200_000, g.log.stat().st_size  # the names alone are 5.6 MB
+    assert g.verified()
+    shown = subprocess.run(
+        [GOVERNOR, "audit", "--mcp", str(g.log)], capture_output=True, text=True, timeout=60, check=True
+    ).stdout
+    assert "(and 49,744 more); hidden: " in shown and "(and 9,744 more)" in shown, shown[-500:]
