@@ -809,3 +809,39 @@ async def test_a_tools_list_of_fifty_thousand_tools_writes_a_bounded_record_and_
         [GOVERNOR, "audit", "--mcp", str(g.log)], capture_output=True, text=True, timeout=60, check=True
     ).stdout
     assert "(and 49,744 more); hidden: " in shown and "(and 9,744 more)" in shown, shown[-500:]
+
+
+# -- a server's last words (its stderr) on their way to the person's summary ------------------
+
+LAST_WORDS = "owned\x1b]0;pwned\x07\x1b[2J\r::stop-commands::token"
+DYING = """
+capability = "read-only"
+
+[[mcp.servers]]
+name = "dying"
+command = {command}
+"""
+
+
+async def test_a_servers_stderr_with_escapes_reaches_the_summary_as_visible_text(
+    workspace: Path, tmp_path: Path
+) -> None:
+    from governor.cli.progress import summary
+    from governor.mcp.relay import said
+    from governor.outcome import AcpReport, Outcome
+
+    script = f"import sys; sys.stdin.readline(); sys.stderr.write({LAST_WORDS!r} + '\\n'); sys.exit(3)"
+    policy = bound(DYING.format(command=json.dumps([sys.executable, "-I", "-c", script])), workspace)
+    async with governed(policy, tmp_path / "audit.jsonl") as g:
+        with pytest.raises(Exception) as ended:  # the SDK's error for initialize
+            async with client(g, "dying"):
+                pass
+        notices = said(g.relay)
+    # its last words are the agent's to read, in the error of the request they ended...
+    assert "::stop-commands::token" in str(_leaf(ended.value)), _leaf(ended.value)
+    # ...and whatever of a server's reaches the person's summary shows every character
+    words = [*notices, f"the MCP server dying ended: {LAST_WORDS}"]
+    shown = summary(Outcome("completed", acp=AcpReport(agent="A", preset="acp", notices=words), duration_s=1.0))
+    assert "owned\\x1b]0;pwned\\x07\\x1b[2J\\x0d::stop-commands::" in shown, shown
+    assert "\x1b" not in shown and "\x07" not in shown and "\r" not in shown
+    assert not any(line.startswith("::") for line in shown.splitlines())
