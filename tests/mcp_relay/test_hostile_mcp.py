@@ -193,8 +193,9 @@ async def test_own_write_through_links_and_dotdot_never_lands_outside(
 
 
 async def test_own_run_cwd_outside_the_roots_is_refused_and_inside_works(
-    tmp_path: Path, workspace: Path, planted: Path
+    tmp_path: Path, workspace: Path, planted: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("RELAY_TEST_SECRET_ENV", "governor-side-secret-9d2c")
     policy = bound(EDIT, workspace)
     async with governed_tools(policy, tmp_path / "audit.jsonl") as g, tools(g) as session:
         tries = {
@@ -215,7 +216,8 @@ async def test_own_run_cwd_outside_the_roots_is_refused_and_inside_works(
     assert "one\ntwo\n" in _text(inside) and f"{workspace}/sub" in _text(inside)
     # the sandbox: a link out of the workspace leads nowhere, the governor's environment is not there
     assert "the host's secret" not in _text(leak)
-    assert "RELAY_TEST_SECRET_ENV" not in _text(leak)
+    assert _text(leak).startswith("exit code") and "PATH=" in _text(leak), _text(leak)
+    assert "governor-side-secret-9d2c" not in _text(leak) and "RELAY_TEST_SECRET_ENV" not in _text(leak)
     assert g.verified()
 
 
