@@ -50,7 +50,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from policies import by as who
 from policies.capability import Capability
@@ -321,9 +321,21 @@ def decide_mcp(call: McpCall, config: McpConfig, capability: Capability) -> McpV
             "(1-128 of A-Z, a-z, 0-9, _, - and .): a lookalike of another tool's, or text for a terminal",
             who.PROTOCOL,
         )
+    # a resource's URI as the server may read it too (dot segments, escapes): for deny and ask
+    spellings: tuple[str, ...] = (call.name,)
+    if subject == "resources":
+        spellings += tuple(u for u in uri_spellings(call.name) if u != call.name)
     for verdict, tier in config.tiers():
         # deny and ask regardless of case, allow exactly: a variant is refused or asked, never let through
-        hit = tier.first(subject, call.server, call.name, call.arguments, fold=verdict is not Verdict.ALLOW)
+        strict = verdict is not Verdict.ALLOW
+        hit = next(
+            (
+                found
+                for name in (spellings if strict else spellings[:1])
+                if (found := tier.first(subject, call.server, name, call.arguments, fold=strict)) is not None
+            ),
+            None,
+        )
         if hit is not None:
             return McpVerdict(
                 verdict,
@@ -337,6 +349,33 @@ def decide_mcp(call: McpCall, config: McpConfig, capability: Capability) -> McpV
         f"capability: {capability}",
         f"{capability} {_VERB[default]} an MCP {what} no rule names ({shown})",
     )
+
+
+def uri_spellings(uri: str) -> tuple[str, ...]:
+    """``uri`` as a server's URL parser may read it: escapes decoded and dot
+    segments removed, empty segments kept (as WHATWG URL does) or dropped
+    (``demo://r/x/../doc/a.md`` is ``demo://r/doc/a.md``). A deny or ask rule
+    matches these spellings too, so that another spelling of a denied
+    resource is no way around it."""
+    scheme, sep, rest = uri.partition("://")
+    if not sep:
+        return ()
+    authority, slash, path = rest.partition("/")
+    cut = min((i for i in (path.find("?"), path.find("#")) if i >= 0), default=len(path))
+    path, tail = unquote(path[:cut]), path[cut:]
+    found = []
+    for keep_empty in (True, False):
+        parts: list[str] = []
+        for part in path.split("/"):
+            if part == "." or (part == "" and not keep_empty):
+                continue
+            if part == "..":
+                if parts:
+                    parts.pop()
+                continue
+            parts.append(part)
+        found.append(f"{scheme}://{authority}{slash}{'/'.join(parts)}{tail}")
+    return tuple(dict.fromkeys(found))
 
 
 def _clip(text: str, limit: int = 200) -> str:

@@ -847,3 +847,46 @@ async def test_a_servers_stderr_with_escapes_reaches_the_summary_as_visible_text
     assert "owned\\x1b]0;pwned\\x07\\x1b[2J\\x0d::stop-commands::" in shown, shown
     assert "\x1b" not in shown and "\x07" not in shown and "\r" not in shown
     assert not any(line.startswith("::") for line in shown.splitlines())
+
+
+# -- a denied resource reached by another spelling of its URI ---------------------------------
+
+RESOURCES = """
+capability = "read-only"
+
+[[mcp.servers]]
+name = "everything"
+command = {command}
+
+[mcp.deny]
+resources = ["everything.demo://resource/static/document/architecture.md"]
+"""
+
+
+async def test_a_denied_resource_uri_respelled_with_dot_segments_escapes_or_case_is_refused(
+    workspace: Path, tmp_path: Path
+) -> None:
+    command = json.dumps([*npm_server("server-everything"), "stdio"])
+    policy = bound(RESOURCES.format(command=command), workspace)
+    spellings = [
+        "demo://resource/static/document/architecture.md",
+        "demo://resource/static/x/../document/architecture.md",
+        "demo://resource/static/document/./architecture.md",
+        "DEMO://RESOURCE/static/document/architecture.md",
+        "demo://resource/static/document/%2E/architecture.md",
+        "demo://resource/static/document//../document/architecture.md",
+    ]
+    async with governed(policy, tmp_path / "audit.jsonl") as g, client(g, "everything") as session:
+        tries = {}
+        for uri in spellings:
+            try:
+                tries[uri] = str(await session.read_resource(uri))  # type: ignore[arg-type]
+            except MCPError as e:
+                tries[uri] = f"error: {e}"
+        allowed = await session.read_resource("demo://resource/static/document/features.md")  # type: ignore[arg-type]
+    for uri, said in tries.items():
+        assert said.startswith("error: Refused by the governor"), (uri, said[:300])
+        assert "Architecture" not in said
+    assert "features" in str(allowed).lower()
+    assert [r["verdict"] for r in g.records()] == ["deny"] * len(spellings) + ["allow"]
+    assert g.verified()
