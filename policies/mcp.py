@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import posixpath
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -222,7 +223,9 @@ class CallPattern:
         for key, glob in self.args:
             if key not in arguments:
                 return False
-            if not fnmatch.fnmatchcase(argument_text(arguments[key]), glob):
+            text = argument_text(arguments[key])
+            said = path_spellings(text) if fold and isinstance(arguments[key], str) else (text,)
+            if not any(fnmatch.fnmatchcase(t, glob) for t in said):
                 return False
         return True
 
@@ -230,6 +233,18 @@ class CallPattern:
         if not self.args:
             return self.text
         return f"{self.text} ({', '.join(f'{k}={v}' for k, v in self.args)})"
+
+
+def path_spellings(text: str) -> tuple[str, ...]:
+    """A string argument as a path may be spelt: as given, normalized
+    (``sub/../a`` is ``a``, ``/w//a`` is ``/w/a``), and a relative one as
+    ``./`` it (so that ``*/private.txt`` holds for ``private.txt``). A deny or
+    ask argument glob matches any of them: a server resolves each to the same file."""
+    found = [text]
+    if text:
+        found.append(posixpath.normpath(text))
+    found += [f"./{t}" for t in list(found) if t and not t.startswith(("/", "./"))]
+    return tuple(dict.fromkeys(found))
 
 
 def argument_text(value: Any) -> str:

@@ -890,3 +890,41 @@ async def test_a_denied_resource_uri_respelled_with_dot_segments_escapes_or_case
     assert "features" in str(allowed).lower()
     assert [r["verdict"] for r in g.records()] == ["deny"] * len(spellings) + ["allow"]
     assert g.verified()
+
+
+# -- an argument rule on a path, reached by another spelling of the path ------------------------
+
+FS_ARGS = """
+capability = "read-only"
+
+[[mcp.servers]]
+name = "fs"
+command = {command}
+
+[mcp.allow]
+tools = ["fs.read_text_file"]
+
+[mcp.deny]
+tools = [{{ tool = "fs.read_text_file", args = {{ path = "*/private.txt" }} }}]
+"""
+
+
+async def test_an_argument_rule_on_a_path_holds_for_other_spellings_of_that_path(
+    workspace: Path, tmp_path: Path
+) -> None:
+    (workspace / "private.txt").write_text("in-the-private-file\n")  # no name the sandbox hides
+    (workspace / "sub").mkdir()
+    command = json.dumps([*npm_server("server-filesystem"), str(workspace)])
+    policy = bound(FS_ARGS.format(command=command), workspace)
+    spellings = [
+        str(workspace / "private.txt"), "private.txt", "./private.txt", "sub/../private.txt",
+        f"{workspace}/sub/../private.txt", f"{workspace}//private.txt",
+    ]  # fmt: skip
+    async with governed(policy, tmp_path / "audit.jsonl") as g, client(g, "fs") as session:
+        tries = {p: await _call(session, "read_text_file", {"path": p}) for p in spellings}
+        allowed = await _call(session, "read_text_file", {"path": "notes.txt"})
+    for path, result in tries.items():
+        assert "in-the-private-file" not in _text(result), (path, _text(result))
+        assert "Refused by the governor" in _text(result), (path, _text(result))
+    assert not _failed(allowed) and "one" in _text(allowed), _text(allowed)
+    assert g.verified()
