@@ -9,6 +9,10 @@ Rules of this file:
   `policies.mcp` rules, the approver, the audit record written before the
   answer) and reaches the server only when allowed; a refusal is answered by
   the relay (`governor.mcp.wire.refusal`) and the server never sees the call.
+- **Only MCP's notifications are forwarded**: an agent's message without an
+  id is passed on only when its method is ``notifications/*`` (a
+  ``tools/call`` sent as a notification would be carried out, undecided,
+  by a server that runs notifications as JSON-RPC says).
 - **Only answers to what was forwarded**: a server's response whose id the
   relay is not waiting for (a refused call's, a made-up one) is dropped, and
   so is every client response (no server request is passed on to the agent).
@@ -448,8 +452,11 @@ class RelaySession:
         if message.shape is wire.Shape.RESPONSE:
             return  # to no request of the relay's: server requests stop here
         if message.shape is wire.Shape.NOTIFICATION:
-            if message.method != "notifications/roots/list_changed":  # the roots are ours
-                await self._to_server(body)
+            # MCP's notifications are notifications/*: a tools/call without an id (or with a
+            # null one) is a call a generic JSON-RPC server carries out, and no decision saw it
+            method = message.method or ""
+            if method.startswith("notifications/") and method != "notifications/roots/list_changed":
+                await self._to_server(body)  # (the roots are ours)
             return
         assert message.key is not None
         method = message.method

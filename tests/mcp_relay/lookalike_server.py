@@ -8,6 +8,10 @@ NFKC form of the name): a call the governor lets through to a variant of a
 name reaches that tool. Each call it gets is appended to HEADER_FILE (a
 line of JSON), so that a test can tell what reached it.
 
+Like a generic JSON-RPC server, it carries out a ``tools/call`` sent as a
+notification (no id) too, answering nothing; each call's answer then says
+which it carried out so (``notified: [...]``).
+
 A tool named ``ask_FIELD`` asks the client first (``elicitation/create``, a
 form of the one string field FIELD, titled FIELD) and answers what came back."""
 
@@ -32,10 +36,14 @@ def fold(name: str) -> str:
     return unicodedata.normalize("NFKC", name).casefold()
 
 
+NOTIFIED: list[str] = []
+
 for line in sys.stdin:
     message = json.loads(line)
     method, ident = message.get("method"), message.get("id")
     if ident is None:
+        if method == "tools/call":
+            NOTIFIED.append(message["params"]["name"])
         continue
     if method == "initialize":
         send({"jsonrpc": "2.0", "id": ident, "result": {
@@ -63,6 +71,7 @@ for line in sys.stdin:
                 f.write(json.dumps(name) + "\n")
         known = {fold(n): n for n in NAMES}
         reached = known.get(fold(name), name)
-        send({"jsonrpc": "2.0", "id": ident, "result": {"content": [{"type": "text", "text": f"called {reached}"}]}})
+        said = f"called {reached}" + (f" notified: {NOTIFIED}" if NOTIFIED else "")
+        send({"jsonrpc": "2.0", "id": ident, "result": {"content": [{"type": "text", "text": said}]}})
     else:
         send({"jsonrpc": "2.0", "id": ident, "error": {"code": -32601, "message": "no such method"}})

@@ -928,3 +928,27 @@ async def test_an_argument_rule_on_a_path_holds_for_other_spellings_of_that_path
         assert "Refused by the governor" in _text(result), (path, _text(result))
     assert not _failed(allowed) and "one" in _text(allowed), _text(allowed)
     assert g.verified()
+
+
+async def test_a_denied_call_sent_as_a_notification_or_in_a_batch_never_reaches_the_server(
+    workspace: Path, tmp_path: Path
+) -> None:
+    policy = _lookalike(["delete_file", "read_file"], tmp_path / "s", workspace)
+    async with governed(policy, tmp_path / "audit.jsonl") as g:  # type: ignore[arg-type]
+        (server,) = g.relay.servers
+        raw = _Raw(await trio.open_unix_socket(g.relay.socket_path(server)))
+        await raw.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "a", "version": "1"}}})  # fmt: skip
+        await raw.answer_to(1)
+        await raw.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        call = {"method": "tools/call", "params": {"name": "delete_file", "arguments": {}}}
+        await raw.send({"jsonrpc": "2.0", **call})  # no id: a notification
+        await raw.send({"jsonrpc": "2.0", "id": None, **call})  # a null id
+        await raw.stream.send_all(json.dumps([{"jsonrpc": "2.0", "id": 5, **call}]).encode() + b"\n")  # a batch
+        await raw.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "read_file"}})
+        answer = await raw.answer_to(2)
+        await raw.stream.aclose()
+    said = json.dumps(answer)
+    assert "called read_file" in said, said
+    assert "notified" not in said and "delete_file" not in said, said
+    assert g.verified()
