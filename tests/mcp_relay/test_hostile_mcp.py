@@ -952,3 +952,23 @@ async def test_a_denied_call_sent_as_a_notification_or_in_a_batch_never_reaches_
     assert "called read_file" in said, said
     assert "notified" not in said and "delete_file" not in said, said
     assert g.verified()
+
+
+async def test_a_credential_in_the_urls_query_never_reaches_the_log_nor_audit_mcp(
+    workspace: Path, tmp_path: Path, standin: StandIn
+) -> None:
+    secret = "querysecret-5b1e77"
+    url = f"http://127.0.0.1:{standin.port}/mcp?api_key={secret}&team=core"
+    policy = bound(STANDIN.format(url=url), workspace)
+    async with governed(policy, tmp_path / "audit.jsonl") as g, client(g, "web") as session:
+        echoed = await _call(session, "echo", {"message": "hello"})
+    assert _text(echoed) == "hello"
+    assert g.verified()
+    assert secret not in g.log.read_text()
+    (ran,) = g.records("mcp-server")
+    assert ran["subject"]["url"].startswith(f"http://127.0.0.1:{standin.port}/mcp?")  # the masker's shapes
+    assert "[secret]" in ran["subject"]["url"] and "team=core" in ran["subject"]["url"]
+    shown = subprocess.run(
+        [GOVERNOR, "audit", "--mcp", str(g.log)], capture_output=True, text=True, timeout=60, check=True
+    ).stdout
+    assert secret not in shown and "[secret]&team=core" in shown
