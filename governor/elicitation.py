@@ -9,6 +9,10 @@ Rules of this file:
   form's fields at the terminal and fills them in, or declines.
 - **URL mode is declined**: it would send the person to a page the governor
   cannot see.
+- **A server's form never asks for a secret**: MCP forbids a server to ask
+  for passwords, tokens or keys in a form; one whose field's name, title or
+  description says so (`SECRET_FIELD`) is refused before the person sees it
+  (a "your session expired, sign in again" form is phishing).
 - **Governed like any request** (`governor.gate.Gate.govern`): `decide` says
   whether the form may be shown, the person settles it (`ask`), and a gate
   that failed closed refuses it before anyone sees it.
@@ -26,8 +30,9 @@ Pure but for `ask`, which awaits the person.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
-from typing import Any, Protocol, cast
+from typing import Any, Final, Protocol, cast
 
 from pydantic import ConfigDict, RootModel, ValidationError
 
@@ -70,12 +75,38 @@ _SERVER_MODES: Mapping[Any, type[Any]] = {
 }
 
 
+SECRET_FIELD: Final = re.compile(
+    r"passw|passphrase|passcode|secret|token|api[\s_-]*key|private[\s_-]*key|credential|"
+    r"\botp\b|2fa|mfa|one[\s_-]*time|\bpin\b|\bssh\b|\bcvv|card[\s_-]*number|\bseed\b|mnemonic",
+    re.IGNORECASE,
+)
+"""What in a server's form field (its name, title or description) asks for a secret."""
+
+
+def secret_asked(params: Mapping[str, Any]) -> str | None:
+    """The first field of a server's form that asks for a secret, or None."""
+    requested = params.get("requestedSchema")
+    properties = requested.get("properties") if isinstance(requested, dict) else None
+    for name, prop in (properties.items() if isinstance(properties, dict) else ()):
+        said = [str(name)]
+        if isinstance(prop, dict):
+            said += [str(prop.get(k, "")) for k in ("title", "description")]
+        if any(SECRET_FIELD.search(text) for text in said):
+            return str(name)
+    return None
+
+
 def from_server(server: str, ident: Any, params: Any) -> ElicitationRequest | str:
     """An MCP server's ``elicitation/create`` params as the request the gate
     decides (its message prefixed with the server's name, so that the person
     knows who asks), or what is wrong with them."""
     if not isinstance(params, dict) or not isinstance(params.get("message"), str):
         return "invalid params for elicitation/create: a message is required"
+    if (field := secret_asked(params)) is not None:
+        return (
+            f"its form asks for a secret (field {field[:64]!r}): MCP forbids a server to ask "
+            "the person for passwords, tokens or keys"
+        )
     body = {  # MCP's fields only: a server names no ACP session or tool call
         **{k: v for k, v in params.items() if k in _SERVER_FIELDS},
         "requestId": ident,

@@ -46,11 +46,12 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import posixpath
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from policies import by as who
 from policies.capability import Capability
@@ -79,6 +80,9 @@ MCP_DEFAULTS: Final[Mapping[str, Mapping[Capability, Verdict]]] = {
 """The verdict on a call no rule names, by subject and capability."""
 
 SERVER_NAME: Final = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
+TOOL_NAME: Final = re.compile(r"[A-Za-z0-9_.-]{1,128}\Z")
+"""The tool names MCP allows (its 2025-11-25 schema's advice): a call to any
+other name (Unicode lookalikes, escapes, spaces) is refused and the tool hidden."""
 OWN_SERVER: Final = "governor"
 """The name the governor's own tools are offered under (``governor_tools``)."""
 MAX_SERVERS: Final = 32
@@ -198,20 +202,30 @@ class CallPattern:
     args: tuple[tuple[str, str], ...] = ()
     _server: re.Pattern[str] = field(init=False, repr=False, compare=False)
     _name: re.Pattern[str] = field(init=False, repr=False, compare=False)
+    _folded: re.Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         server, _, name = self.text.partition(".")
         object.__setattr__(self, "_server", re.compile(fnmatch.translate(server)))
         object.__setattr__(self, "_name", re.compile(fnmatch.translate(name), re.DOTALL))
+        folded = re.compile(fnmatch.translate(name), re.DOTALL | re.IGNORECASE)
+        object.__setattr__(self, "_folded", folded)
 
-    def matches(self, server: str, name: str, arguments: Mapping[str, Any]) -> bool:
-        """Whether the call ``server.name`` with these arguments matches."""
-        if self._server.match(server) is None or self._name.match(name) is None:
+    def matches(
+        self, server: str, name: str, arguments: Mapping[str, Any], *, fold: bool = False
+    ) -> bool:
+        """Whether the call ``server.name`` with these arguments matches; with
+        ``fold`` the name's half regardless of case (a deny or ask rule: a server
+        whose dispatch ignores case must not take ``Git_Commit`` for another tool)."""
+        names = self._folded if fold else self._name
+        if self._server.match(server) is None or names.match(name) is None:
             return False
         for key, glob in self.args:
             if key not in arguments:
                 return False
-            if not fnmatch.fnmatchcase(argument_text(arguments[key]), glob):
+            text = argument_text(arguments[key])
+            said = path_spellings(text) if fold and isinstance(arguments[key], str) else (text,)
+            if not any(fnmatch.fnmatchcase(t, glob) for t in said):
                 return False
         return True
 
@@ -219,6 +233,18 @@ class CallPattern:
         if not self.args:
             return self.text
         return f"{self.text} ({', '.join(f'{k}={v}' for k, v in self.args)})"
+
+
+def path_spellings(text: str) -> tuple[str, ...]:
+    """A string argument as a path may be spelt: as given, normalized
+    (``sub/../a`` is ``a``, ``/w//a`` is ``/w/a``), and a relative one as
+    ``./`` it (so that ``*/private.txt`` holds for ``private.txt``). A deny or
+    ask argument glob matches any of them: a server resolves each to the same file."""
+    found = [text]
+    if text:
+        found.append(posixpath.normpath(text))
+    found += [f"./{t}" for t in list(found) if t and not t.startswith(("/", "./"))]
+    return tuple(dict.fromkeys(found))
 
 
 def argument_text(value: Any) -> str:
@@ -237,11 +263,12 @@ class McpTier:
     resources: tuple[CallPattern, ...] = ()
 
     def first(
-        self, subject: str, server: str, name: str, arguments: Mapping[str, Any]
+        self, subject: str, server: str, name: str, arguments: Mapping[str, Any], *, fold: bool = False
     ) -> CallPattern | None:
-        """The first pattern of ``subject`` matching the call, or None."""
+        """The first pattern of ``subject`` matching the call, or None (``fold``:
+        see `CallPattern.matches`)."""
         patterns: tuple[CallPattern, ...] = getattr(self, subject)
-        return next((p for p in patterns if p.matches(server, name, arguments)), None)
+        return next((p for p in patterns if p.matches(server, name, arguments, fold=fold)), None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,8 +328,29 @@ def decide_mcp(call: McpCall, config: McpConfig, capability: Capability) -> McpV
             f"the MCP server {call.server!r} is not one this job names",
             who.CAPABILITY,
         )
+    if subject == "tools" and not TOOL_NAME.match(call.name):
+        return McpVerdict(
+            Verdict.DENY,
+            "mcp.tool-name",
+            f"the MCP tool name {call.server}.{_clip(call.name)!r} is not one MCP allows "
+            "(1-128 of A-Z, a-z, 0-9, _, - and .): a lookalike of another tool's, or text for a terminal",
+            who.PROTOCOL,
+        )
+    # a resource's URI as the server may read it too (dot segments, escapes): for deny and ask
+    spellings: tuple[str, ...] = (call.name,)
+    if subject == "resources":
+        spellings += tuple(u for u in uri_spellings(call.name) if u != call.name)
     for verdict, tier in config.tiers():
-        hit = tier.first(subject, call.server, call.name, call.arguments)
+        # deny and ask regardless of case, allow exactly: a variant is refused or asked, never let through
+        strict = verdict is not Verdict.ALLOW
+        hit = next(
+            (
+                found
+                for name in (spellings if strict else spellings[:1])
+                if (found := tier.first(subject, call.server, name, call.arguments, fold=strict)) is not None
+            ),
+            None,
+        )
         if hit is not None:
             return McpVerdict(
                 verdict,
@@ -316,6 +364,33 @@ def decide_mcp(call: McpCall, config: McpConfig, capability: Capability) -> McpV
         f"capability: {capability}",
         f"{capability} {_VERB[default]} an MCP {what} no rule names ({shown})",
     )
+
+
+def uri_spellings(uri: str) -> tuple[str, ...]:
+    """``uri`` as a server's URL parser may read it: escapes decoded and dot
+    segments removed, empty segments kept (as WHATWG URL does) or dropped
+    (``demo://r/x/../doc/a.md`` is ``demo://r/doc/a.md``). A deny or ask rule
+    matches these spellings too, so that another spelling of a denied
+    resource is no way around it."""
+    scheme, sep, rest = uri.partition("://")
+    if not sep:
+        return ()
+    authority, slash, path = rest.partition("/")
+    cut = min((i for i in (path.find("?"), path.find("#")) if i >= 0), default=len(path))
+    path, tail = unquote(path[:cut]), path[cut:]
+    found = []
+    for keep_empty in (True, False):
+        parts: list[str] = []
+        for part in path.split("/"):
+            if part == "." or (part == "" and not keep_empty):
+                continue
+            if part == "..":
+                if parts:
+                    parts.pop()
+                continue
+            parts.append(part)
+        found.append(f"{scheme}://{authority}{slash}{'/'.join(parts)}{tail}")
+    return tuple(dict.fromkeys(found))
 
 
 def _clip(text: str, limit: int = 200) -> str:

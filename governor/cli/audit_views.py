@@ -199,6 +199,7 @@ def mcp_calls(logs: Sequence[Checked], as_json: bool) -> int:
                     x["own"] = True
             elif kind == "mcp-tools":
                 x.update({"tools": _list(subject.get("tools")), "hidden": _list(subject.get("hidden"))})
+                x.update({k: subject[k] for k in ("more", "more_hidden") if type(subject.get(k)) is int})
             else:
                 calls += 1
                 x.update({"method": subject.get("method"), "subject": shown(r), "verdict": r.get("verdict"),
@@ -251,6 +252,11 @@ def mcp_listing(kind: str, subject: dict[str, Any]) -> str:
         return f"server {subject.get('server')}: {run} ({access}; network: {network})"
     listed = ", ".join(map(str, _list(subject.get("tools")))) or "none"
     hidden = ", ".join(map(str, _list(subject.get("hidden")))) or "none"
+    more, more_hidden = subject.get("more"), subject.get("more_hidden")
+    if type(more) is int and more > 0:
+        listed += f" (and {more:,} more)"
+    if type(more_hidden) is int and more_hidden > 0:
+        hidden += f" (and {more_hidden:,} more)"
     return f"tools of {subject.get('server')}: {listed}; hidden: {hidden}"
 
 

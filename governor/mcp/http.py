@@ -23,7 +23,13 @@ Rules of this file:
   origin, naming the host it pointed to.
 - **Headers are the operator's**: their values come from the variables the
   policy names (`governor.mcp.servers.server_headers`), are never logged, and
-  are masked in every record (`governor.mcp.servers.secrets`).
+  are masked in every record (`governor.mcp.servers.secrets`) and in every
+  message the server sends the agent (`governor.mcp.servers.Unsaid`): a server that quotes the
+  token it was sent ("invalid token Bearer ...") hands it to no agent.
+- **A body is bounded**: an answer that is not an event stream is cut off
+  past `MAX_BODY` bytes (`_Capped`: the SDK would buffer it whole, endless
+  or not), and that request answered an error saying so; an event stream's
+  events are bounded by the SDK (``max_sse_event_size``).
 - **The server's failures are that server's**: a host that cannot be reached,
   an HTTP error, a body that is not JSON-RPC end in an error the agent reads
   for its pending requests and a notice in the outcome (``problem``), never
@@ -36,7 +42,7 @@ import contextlib
 import json
 import logging
 import ssl
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from typing import Any, Final
 
 import httpcore2
@@ -48,6 +54,7 @@ from mcp_types import jsonrpc_message_adapter
 from pydantic import ValidationError
 
 from governor.mcp import wire
+from governor.mcp.servers import Unsaid
 from policies.mcp import McpServer, url_host
 from sandbox.net.judge import ConnectionRequest, Judge
 
@@ -65,6 +72,8 @@ EXIT_GRACE: Final = 2.0
 """Seconds the session's end (its ``DELETE``) may take once the agent hung up."""
 PARSE_ERROR: Final = -32700
 """The code the SDK's client gives a body it could not read as JSON-RPC."""
+MAX_BODY: Final = wire.MAX_LINE
+"""Bytes of one answer that is not an event stream: a stdio server's line is bounded the same."""
 VIA: Final = "mcp-http"
 """A ``network`` record's ``via`` for a connection the governor makes for an HTTP server."""
 
@@ -125,16 +134,48 @@ def ssl_context() -> ssl.SSLContext:
     return httpx2.create_ssl_context(trust_env=False)
 
 
-class _GovernedTransport(httpx2.AsyncHTTPTransport):
-    """httpx's transport over `_GovernedBackend`, no proxy from the environment."""
+class _Capped(httpx2.AsyncByteStream):
+    """A response body that ends in an error past ``limit`` bytes, ``over``
+    told first (before anything past the limit is kept)."""
 
-    def __init__(self, judge: Judge, origin: str) -> None:
+    def __init__(self, inner: httpx2.AsyncByteStream, limit: int, over: Callable[[], None]) -> None:
+        self._inner = inner
+        self._limit = limit
+        self._over = over
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        seen = 0
+        async for chunk in self._inner:
+            seen += len(chunk)
+            if seen > self._limit:
+                self._over()
+                raise httpx2.StreamError(f"the body is over {self._limit} bytes")
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class _GovernedTransport(httpx2.AsyncHTTPTransport):
+    """httpx's transport over `_GovernedBackend`, no proxy from the environment;
+    each body that is not an event stream `_Capped` at `MAX_BODY`."""
+
+    def __init__(self, judge: Judge, origin: str, over: Callable[[httpx2.Request], None]) -> None:
         super().__init__(trust_env=False)
         self._pool = httpcore2.AsyncConnectionPool(
             ssl_context=ssl_context(),
             max_connections=8,
             network_backend=_GovernedBackend(judge, origin),
         )
+        self._over = over
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        response = await super().handle_async_request(request)
+        kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
+        if kind != "text/event-stream":
+            assert isinstance(response.stream, httpx2.AsyncByteStream)
+            response.stream = _Capped(response.stream, MAX_BODY, lambda: self._over(request))
+        return response
 
 
 class HttpServer:
@@ -155,14 +196,19 @@ class HttpServer:
         self.host, self.port = url_host(server.url)
         self.origin = f"mcp:{server.name}"
         self._headers = dict(headers)
+        self._unsaid = Unsaid.of(headers.values())
         self._judge = judge
-        self._problem = problem
+        self._report = problem
         self._outbox, self._queued = trio.open_memory_channel[dict[str, Any]](16)
         self._done = trio.Event()
         self._scope = trio.CancelScope()
         self._deliver: Deliver | None = None
         self._failed: dict[str, str] = {}
         """Request id key -> why its HTTP answer failed (said before the error the SDK delivers for it)."""
+
+    def _problem(self, why: str) -> None:
+        """A notice for the outcome, the header values masked in it."""
+        self._report(self._unsaid.text(why))
 
     @property
     def where(self) -> str:
@@ -191,7 +237,7 @@ class HttpServer:
             with self._scope:
                 timeout = httpx2.Timeout(min(CONNECT_TIMEOUT, self.server.timeout), read=None)
                 client = httpx2.AsyncClient(
-                    transport=_GovernedTransport(self._judge, self.origin),
+                    transport=_GovernedTransport(self._judge, self.origin, self._too_long),
                     headers=self._headers,
                     timeout=timeout,
                     follow_redirects=False,
@@ -245,7 +291,7 @@ class HttpServer:
                     said = f"the MCP server {self.server.name} at {self.where} sent a body that is not JSON-RPC"
                     self._problem(said)
                     body = wire.error(body.get("id"), wire.REFUSED, said)
-            await self._deliver(wire.message_of(body))
+            await self._deliver(wire.message_of(self._unsaid.json(body)))
         done.cancel()
 
     async def _answered(self, response: httpx2.Response) -> None:
@@ -267,9 +313,22 @@ class HttpServer:
         if said is None:
             return
         self._problem(said)
-        if method == "POST" and len(self._failed) < 1024:
+        self._note_failed(response.request, said)
+
+    def _too_long(self, request: httpx2.Request) -> None:
+        """An answer to ``request`` went past `MAX_BODY`: noted, and said for its id."""
+        said = (
+            f"the MCP server {self.server.name} at {self.where} answered a {request.method} with "
+            f"more than {MAX_BODY // 2**20} MiB: cut off"
+        )
+        self._problem(said)
+        self._note_failed(request, said)
+
+    def _note_failed(self, request: httpx2.Request, said: str) -> None:
+        """``said`` is why the request's answer failed (the error the agent reads for its id)."""
+        if request.method == "POST" and len(self._failed) < 1024:
             with contextlib.suppress(ValueError, AttributeError, httpx2.RequestNotRead):
-                sent = json.loads(response.request.content)
+                sent = json.loads(request.content)
                 if isinstance(sent, dict) and "id" in sent and "method" in sent:
                     self._failed[json.dumps(sent["id"])] = said
 

@@ -9,6 +9,10 @@ Rules of this file:
   `policies.mcp` rules, the approver, the audit record written before the
   answer) and reaches the server only when allowed; a refusal is answered by
   the relay (`governor.mcp.wire.refusal`) and the server never sees the call.
+- **Only MCP's notifications are forwarded**: an agent's message without an
+  id is passed on only when its method is ``notifications/*`` (a
+  ``tools/call`` sent as a notification would be carried out, undecided,
+  by a server that runs notifications as JSON-RPC says).
 - **Only answers to what was forwarded**: a server's response whose id the
   relay is not waiting for (a refused call's, a made-up one) is dropped, and
   so is every client response (no server request is passed on to the agent).
@@ -66,7 +70,15 @@ import trio
 from governor import elicitation
 from governor.acp.dispatch import RpcError
 from governor.audit.log import AuditUnavailable, recorded_input
-from governor.mcp.servers import SHIM, server_headers, server_profile, shim_interpreter, stdio_entry
+from governor.mcp.servers import (
+    SHIM,
+    Unsaid,
+    server_headers,
+    server_profile,
+    shim_interpreter,
+    stdio_entry,
+    unsaid,
+)
 from governor.network import egress_for, judge
 from policies import by as who
 from policies.capability import Capability
@@ -113,6 +125,10 @@ EXIT_GRACE: Final = 2.0
 MAX_PENDING: Final = 1024
 """Requests one session may have in flight; more are answered an error."""
 STDERR_TAIL: Final = 4096
+TOOL_NAMES: Final = 256
+"""Names one ``mcp-tools`` record keeps (of those listed, and of those hidden); the
+rest are counted (``more``, ``more_hidden``): a server listing 100,000 tools
+would otherwise write megabytes into the log for each list."""
 TOOL_LISTS: Final = 16
 """Distinct ``tools/list`` results recorded per server (one that changes its
 list at every call would otherwise write a record each time)."""
@@ -213,7 +229,8 @@ class McpRelay:
                 async with agent_process(
                     profile, server.command, bwrap=_bwrap(), attach=attach
                 ) as child:
-                    await RelaySession(self, server, client, StdioServer(server, child, self._problem)).run()
+                    stdio = StdioServer(server, child, self._problem, unsaid(server, self.environ))
+                    await RelaySession(self, server, client, stdio).run()
             except (OSError, ProfileError, BwrapUnavailable) as e:
                 why = f"MCP server {server.name} could not start: {getattr(e, 'strerror', None) or e}"
                 self._problem(why)
@@ -247,7 +264,16 @@ class McpRelay:
         if listed in seen or len(seen) >= TOOL_LISTS:
             return
         seen.add(listed)
-        self._record("mcp-tools", {"server": server.name, "tools": names, "hidden": list(listed[1])})
+        subject: dict[str, Any] = {
+            "server": server.name,
+            "tools": names[:TOOL_NAMES],
+            "hidden": list(listed[1][:TOOL_NAMES]),
+        }
+        if len(names) > TOOL_NAMES:
+            subject["more"] = len(names) - TOOL_NAMES
+        if len(hidden) > TOOL_NAMES:
+            subject["more_hidden"] = len(hidden) - TOOL_NAMES
+        self._record("mcp-tools", subject)
 
     def _record(self, kind: str, subject: dict[str, Any]) -> None:
         try:
@@ -320,12 +346,19 @@ class Transport(Protocol):
 class StdioServer:
     """A sandboxed server process's stdio as a `Transport`."""
 
-    def __init__(self, server: McpServer, child: Child, problem: Callable[[str], None]) -> None:
+    def __init__(
+        self, server: McpServer, child: Child, problem: Callable[[str], None], unsaid: Unsaid
+    ) -> None:
         self.server = server
         self.child = child
-        self._problem = problem
+        self._unsaid = unsaid
+        """Its secrets, masked in each line and in its last words (`governor.mcp.servers.Unsaid`)."""
+        self._report = problem
         self._lock = trio.Lock()
         self._stderr = bytearray()
+
+    def _problem(self, why: str) -> None:
+        self._report(self._unsaid.text(why))
 
     async def receive(self, deliver: Callable[[wire.Message], Awaitable[None]]) -> str:
         stdout = self.child.stdout
@@ -337,7 +370,7 @@ class StdioServer:
             try:
                 while data := await stdout.receive_some(65536):
                     for line in lines.feed(data):
-                        await deliver(wire.read_message(line))
+                        await deliver(wire.read_message(self._unsaid.line(line)))
             except wire.LineTooLong as e:
                 why = f"the MCP server {self.server.name} sent {e}; its session was ended"
                 self._problem(why)
@@ -345,7 +378,7 @@ class StdioServer:
                 pass
             nursery.cancel_scope.cancel()
         tail = self._stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
-        return f"{why}: {tail[0][:300]}" if tail[0] else why
+        return self._unsaid.text(f"{why}: {tail[0][:300]}" if tail[0] else why)
 
     async def send(self, body: Mapping[str, Any]) -> None:
         stdin = self.child.stdin
@@ -419,8 +452,11 @@ class RelaySession:
         if message.shape is wire.Shape.RESPONSE:
             return  # to no request of the relay's: server requests stop here
         if message.shape is wire.Shape.NOTIFICATION:
-            if message.method != "notifications/roots/list_changed":  # the roots are ours
-                await self._to_server(body)
+            # MCP's notifications are notifications/*: a tools/call without an id (or with a
+            # null one) is a call a generic JSON-RPC server carries out, and no decision saw it
+            method = message.method or ""
+            if method.startswith("notifications/") and method != "notifications/roots/list_changed":
+                await self._to_server(body)  # (the roots are ours)
             return
         assert message.key is not None
         method = message.method

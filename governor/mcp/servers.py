@@ -14,14 +14,17 @@ has not said it trusts every server the agent is handed.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from governor.install import read_only_in
+from governor.secrets import MASK, secret_looking
 from policies.capability import Capability
 from policies.mcp import OWN_SERVER, McpConfig, McpServer
 from policies.policy import Policy
@@ -33,24 +36,93 @@ SHIM: Final = Path(__file__).resolve().parents[2] / "sandbox" / "standalone" / "
 SYSTEM_PATH: Final = "/usr/local/bin:/usr/bin:/bin"
 
 
+SAFE_PATH: Final = {"PYTHONSAFEPATH": "1"}
+"""Set for every server unless it declares the name: it runs in the workspace,
+and ``python -m mcp_server_time`` would import the workspace's
+``mcp_server_time.py`` first (one the agent wrote), which would run with the
+server's secrets and network instead of the program the ceiling permits."""
+
+
 def server_env(server: McpServer, environ: Mapping[str, str]) -> dict[str, str]:
-    """The server's environment: its declared names from ``environ`` (a name
-    that is not set is left out), then a library call's own values."""
-    env = {name: environ[name] for name in server.env if name in environ}
+    """The server's environment: `SAFE_PATH`, its declared names from
+    ``environ`` (a name that is not set is left out), then a library call's
+    own values."""
+    env = dict(SAFE_PATH)
+    env.update({name: environ[name] for name in server.env if name in environ})
     env.update(server.env_values)
     return env
 
 
 def secrets(config: McpConfig, environ: Mapping[str, str]) -> list[str]:
     """The values a library call gave its servers' environments, and every HTTP
-    server's header values: masked in every record like the agent's own
-    secrets (the stdio servers' names from the policy file come from the
-    environment, whose secret-looking variables are masked already; a header
-    is masked whatever its variable is called)."""
+    server's header values (and a ``Bearer x`` value's credential alone):
+    masked in every record like the agent's own secrets (the stdio servers'
+    names from the policy file come from the environment, whose
+    secret-looking variables are masked already; a header is masked whatever
+    its variable is called)."""
     found = [v for s in config.servers for v in s.env_values.values()]
     for server in config.servers:
-        found.extend(server_headers(server, environ).values())
+        found.extend(with_credentials(server_headers(server, environ).values()))
     return found
+
+
+def with_credentials(values: Iterable[str]) -> list[str]:
+    """``values``, each ``SCHEME credential`` one's credential alone after it
+    (``Bearer eyJ...``: a server or an agent may quote the token without its scheme)."""
+    found = []
+    for value in values:
+        found.append(value)
+        scheme, _, credential = value.partition(" ")
+        if credential.strip() and scheme.isalpha():
+            found.append(credential.strip())
+    return found
+
+
+class Unsaid:
+    """The operator's secrets a server was given, masked in what it sends the
+    agent: a server that quotes its token ("invalid token Bearer ...") or
+    prints its environment (server-everything's ``get-env``) hands the agent
+    none. Values under 6 characters are too short to mask (`governor.secrets`)."""
+
+    def __init__(self, values: Iterable[str]) -> None:
+        known = sorted({v for v in values if len(v) >= 6}, key=len, reverse=True)
+        self._known = re.compile("|".join(map(re.escape, known))) if known else None
+        # a line of JSON holds a value as JSON writes it: both of its spellings
+        spelt = {json.dumps(v, ensure_ascii=a)[1:-1].encode() for v in known for a in (True, False)}
+        ordered = sorted(spelt, key=len, reverse=True)
+        self._bytes = re.compile(b"|".join(map(re.escape, ordered))) if ordered else None
+
+    @classmethod
+    def of(cls, values: Iterable[str]) -> Unsaid:
+        """These values, and a ``Bearer x`` value's credential alone."""
+        return cls(with_credentials(values))
+
+    def text(self, value: str) -> str:
+        return value if self._known is None else self._known.sub(MASK, value)
+
+    def line(self, line: bytes) -> bytes:
+        """A line of JSON with each value masked where it is written."""
+        return line if self._bytes is None else self._bytes.sub(MASK.encode(), line)
+
+    def json(self, value: Any) -> Any:
+        """A JSON value with every string masked (keys too: a server chooses them)."""
+        if self._known is None:
+            return value
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, dict):
+            return {self.text(k): self.json(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.json(v) for v in value]
+        return value
+
+
+def unsaid(server: McpServer, environ: Mapping[str, str]) -> Unsaid:
+    """What ``server`` must not hand the agent: its header values, its
+    secret-looking variables' values and a library call's own values."""
+    env = server_env(server, environ)
+    values = [v for k, v in env.items() if secret_looking(k) or k in server.env_values]
+    return Unsaid.of([*server_headers(server, environ).values(), *values])
 
 
 def server_headers(server: McpServer, environ: Mapping[str, str]) -> dict[str, str]:

@@ -13,6 +13,11 @@ It answers ``initialize`` (with a session id), ``notifications/*`` (202),
 - ``silent``: never answers (the handler waits until the stand-in stops).
 - ``redirect``: ``307`` to ``http://example.com/mcp``.
 - ``moved``: ``307`` to ``/mcp?moved=1`` on the same host, where it answers ``moved done``.
+- ``redirect_local``: ``307`` to `StandIn.redirect_to` (a test sets it: another loopback port).
+- ``huge``: a ``200 application/json`` body of `HUGE` bytes, one valid JSON-RPC result,
+  sent in 1 MiB writes until done or the governor hangs up (`StandIn.huge_sent` counts them).
+- ``echo_header``: a JSON-RPC error whose message quotes the ``Authorization`` header it got
+  (as a careless server's "invalid token ..." does).
 
 It keeps what it saw: each request's headers and whether the session was deleted.
 """
@@ -26,8 +31,12 @@ import threading
 from typing import Any
 
 SESSION = "standin-session-1"
-TOOLS = ("echo", "ok", "moved", "not_json", "not_jsonrpc", "html", "error", "flood", "silent", "redirect")
+TOOLS = (
+    "echo", "ok", "moved", "not_json", "not_jsonrpc", "html", "error", "flood", "silent", "redirect",
+    "redirect_local", "huge", "echo_header",
+)  # fmt: skip
 FLOOD = 3000
+HUGE = 256 * 2**20
 
 
 class StandIn:
@@ -37,6 +46,8 @@ class StandIn:
         self.headers: list[dict[str, str]] = []
         self.deleted = False
         self.released = threading.Event()
+        self.redirect_to = "http://example.com/mcp"
+        self.huge_sent = 0
         stand_in = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -94,6 +105,33 @@ class StandIn:
                     self.send_header("Location", "http://example.com/mcp" if name == "redirect" else "/mcp?moved=1")
                     self.send_header("Content-Length", "0")
                     self.end_headers()
+                elif name == "redirect_local":
+                    self.send_response(307)
+                    self.send_header("Location", stand_in.redirect_to)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                elif name == "huge":
+                    head = json.dumps({"jsonrpc": "2.0", "id": ident, "result": {"content": [
+                        {"type": "text", "text": "@"}]}}).encode().split(b"@")  # fmt: skip
+                    fill = HUGE - len(head[0]) - len(head[1])
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(HUGE))
+                    self.end_headers()
+                    chunk = b"A" * 2**20
+                    try:
+                        self.wfile.write(head[0])
+                        while fill > 0:
+                            self.wfile.write(chunk[:fill])
+                            stand_in.huge_sent += min(fill, len(chunk))
+                            fill -= len(chunk)
+                        self.wfile.write(head[1])
+                    except OSError:
+                        pass
+                elif name == "echo_header":
+                    said = f"invalid token {self.headers.get('Authorization')}"
+                    data = json.dumps({"jsonrpc": "2.0", "id": ident, "error": {"code": -32001, "message": said}})
+                    self._reply(200, data.encode(), "application/json")
                 elif name == "silent":
                     stand_in.released.wait(120)
                 elif name == "flood":

@@ -168,7 +168,9 @@ async def test_the_header_reaches_the_server_and_its_value_never_the_log(
     async with governed(policy, tmp_path / "audit.jsonl") as g, client(g, "s") as session:
         # an agent that learnt the value somehow and puts it in a call's arguments
         out = await session.call_tool("echo", {"message": f"the token is {TOKEN}"})
-    assert _text(out) == f"the token is {TOKEN}"  # a server's answer is the agent's to read
+    # the server's answer reaches the agent, the header's value masked in it (a server that quotes
+    # the token it was sent hands it to no agent: test_hostile_mcp)
+    assert _text(out) == "the token is [secret]"
     assert standin.headers and all(h.get("Authorization") == TOKEN for h in standin.headers)
     assert standin.deleted  # the session ended with a DELETE of its id
     assert g.verified() and _verifies(g.log)
