@@ -217,7 +217,8 @@ class McpRelay:
                 return
             try:
                 egress = egress_for(_server_rules(server), f"mcp:{server.name}")
-                profile = server_profile(server, self.policy, self.environ, egress=egress)
+                hide = tuple(str(p) for p in self.folder.glob("*.sock"))
+                profile = server_profile(server, self.policy, self.environ, egress=egress, hide=hide)
                 proxy = self.proxy()
                 if proxy is None:
                     raise ProfileError("the governor's egress proxy is not running")

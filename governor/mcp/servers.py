@@ -135,10 +135,17 @@ def server_headers(server: McpServer, environ: Mapping[str, str]) -> dict[str, s
 
 
 def server_profile(
-    server: McpServer, policy: Policy, environ: Mapping[str, str], *, egress: Egress | None
+    server: McpServer,
+    policy: Policy,
+    environ: Mapping[str, str],
+    *,
+    egress: Egress | None,
+    hide: tuple[str, ...] = (),
 ) -> Profile:
-    """The profile ``server`` runs under (see the module docstring).
-    `ProfileError` when its program cannot be found."""
+    """The profile ``server`` runs under (see the module docstring); ``hide``:
+    the relay's own sockets, covered wherever its folder shows (a server that
+    reached one would be a client of the governor's tools or of another
+    server). `ProfileError` when its program cannot be found."""
     search_path = environ.get("PATH") or os.environ.get("PATH")
     writable = server.writable and policy.capability >= Capability.EDIT_WORKSPACE
     return Profile(
@@ -156,7 +163,7 @@ def server_profile(
         git_read_only=policy.git == "read-only",
         limits=policy.limits.effective(),
         read_only=read_only_in(policy.roots),
-        masked=policy.masked,
+        masked=(*policy.masked, *hide),
     )
 
 

@@ -320,9 +320,15 @@ def survey(
         home_parents=parents,
         concealed=hiding,
         host_secrets=tuple(
-            f
-            for f in dict.fromkeys((*concealed.secret_files(), *_masked(profile)))
-            if _visible_inside(f, roots, hidden_roots)
+            dict.fromkeys(
+                (
+                    *(f for f in concealed.secret_files() if _visible_inside(f, roots, hidden_roots)),
+                    # the profile's own, always: one under a hidden folder may show
+                    # again through a folder kept visible inside it (an install, a
+                    # toolchain), which `_visible_inside` does not see
+                    *_masked(profile),
+                )
+            )
         ),
         home_mounts=tuple(home_mounts),
         run_user_dir=run_user_dir,
@@ -351,9 +357,17 @@ def _toolchain_variables(env: Mapping[str, str]) -> dict[str, str]:
 
 
 def _masked(profile: Profile) -> tuple[str, ...]:
-    """The profile's own masked files that exist (resolved, regular files)."""
+    """The profile's own masked files that exist (resolved: regular files, and
+    sockets, which a ``/dev/null`` over them leaves nothing to connect to)."""
     found = (os.path.realpath(p) for p in profile.masked)
-    return tuple(p for p in found if os.path.isfile(p))
+    return tuple(p for p in found if os.path.isfile(p) or _is_socket(p))
+
+
+def _is_socket(path: str) -> bool:
+    try:
+        return stat.S_ISSOCK(os.stat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _pin_read_only(plan: _Plan, path: str, roots: tuple[str, ...]) -> None:
