@@ -15,7 +15,9 @@ are spent on nothing the governor reads:
 Both are undone the moment the import ends (`_quick_models`), so models
 defined later (ours, the MCP SDK's) are built as pydantic builds them. If
 ``acp`` is imported already (a library caller's own import), nothing changes;
-if pydantic's internals move, the import is the ordinary one.
+if pydantic's internals move, the import is the ordinary one. A model another
+thread defines during those ~0.3 s is built the quick way too (same validator,
+no field descriptions): the governor imports this before it starts threads.
 `tests/connection/test_schema_models.py` holds every model to the ordinary
 import's JSON Schema, descriptions left out.
 """

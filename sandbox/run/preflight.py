@@ -12,8 +12,11 @@ A passed test run is remembered for an hour in the governor's state directory
 (hidden from every sandbox), keyed by what decides it: the binary (path,
 device, inode, size, times), the kernel (boot id, release), the user-namespace
 sysctls and our uid. Every `governor run` in a loop or CI job otherwise paid
-the test run again (about 45 ms of a 0.55 s start, `bench/startup.py`). A
-failure is never remembered; a sandbox that stops working within the hour
+the test run again (about 45 ms of a 0.55 s start, `bench/startup.py`). Only
+that it passed is remembered: the binary's features are probed every run, so
+a memo written by someone else can at most skip a test the same binary and
+kernel passed, never drop an option (``--disable-userns``). A failure is
+never remembered; a sandbox that stops working within the hour
 fails at its own start, and what it would have run is refused, as before.
 """
 
@@ -26,7 +29,6 @@ import shutil
 import tempfile
 import time
 from contextlib import ExitStack
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Final
 
@@ -44,7 +46,7 @@ from sandbox.host.bwrap import (
     probe,
 )
 from sandbox.host.concealed import state_dir
-from sandbox.plan.profile import BwrapFeatures, Profile, ProfileError
+from sandbox.plan.profile import Profile, ProfileError
 from sandbox.run.execution import start_launch
 from sandbox.run.launch import launched, prepare
 
@@ -112,11 +114,12 @@ _SYSCTLS: Final = (
 
 async def _check(path: str, recall: bool = True) -> Bwrap:
     key = _memo_key(path)
-    remembered = _recalled(key) if recall else None
-    if remembered is not None:
-        return remembered
+    if recall and _passed(key):
+        # what the binary offers is asked of it again (~4 ms): only that the test
+        # passed is taken from the memo, never a feature a forged one could drop
+        return await trio.to_thread.run_sync(probe, path)
     bwrap = await _test_run(path)
-    _remember(key, bwrap)
+    _remember(key)
     return bwrap
 
 
@@ -153,33 +156,28 @@ def _memo_path() -> Path:
     return state_dir() / "preflight.json"
 
 
-def _recalled(key: dict[str, Any] | None) -> Bwrap | None:
-    """The remembered probe when ``key`` matches and it is under an hour old."""
+def _passed(key: dict[str, Any] | None) -> bool:
+    """Whether a test run for ``key`` passed less than an hour ago."""
     if key is None:
-        return None
+        return False
     try:
         memo = json.loads(_memo_path().read_text(encoding="utf-8"))
-        if memo["key"] != key or not 0 <= time.time() - memo["passed_at"] < MEMO_SECONDS:
-            return None
-        return Bwrap(path=memo["path"], version=memo["version"],
-                     features=BwrapFeatures(**memo["features"]))  # fmt: skip
+        return bool(memo["key"] == key and 0 <= time.time() - memo["passed_at"] < MEMO_SECONDS)
     except (OSError, ValueError, KeyError, TypeError):
-        return None  # none yet, or not ours to trust: test again
+        return False  # none yet, or not ours to trust: test again
 
 
-def _remember(key: dict[str, Any] | None, bwrap: Bwrap) -> None:
+def _remember(key: dict[str, Any] | None) -> None:
     """Write the passed test run down (atomically; a state dir we cannot write
     just means the next run tests again)."""
     if key is None:
         return
-    memo = {"key": key, "passed_at": time.time(), "path": bwrap.path,
-            "version": bwrap.version, "features": asdict(bwrap.features)}  # fmt: skip
     folder = _memo_path().parent
     try:
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd, scratch = tempfile.mkstemp(prefix=".preflight-", dir=folder)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(memo, f)
+            json.dump({"key": key, "passed_at": time.time()}, f)
         os.replace(scratch, _memo_path())
     except OSError:
         return

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -40,7 +41,7 @@ async def test_a_passed_run_is_remembered_and_recalled(state: Path) -> None:
     memo = memo_file(state)
     written = json.loads(memo.read_text())
     assert written["key"]["bwrap"][0] == str(state)
-    assert written["version"] == first.version
+    assert set(written) == {"key", "passed_at"}  # that it passed, nothing the binary offers
     before = memo.stat().st_mtime_ns
     preflight.forget()  # a new process, as far as the cache is concerned
     again = await preflight.preflight(state)
@@ -62,21 +63,34 @@ async def test_a_changed_binary_is_tested_again(state: Path) -> None:
 async def test_an_old_or_foreign_memo_is_not_trusted(state: Path) -> None:
     await preflight.preflight(state)
     memo = memo_file(state)
+    key = json.loads(memo.read_text())["key"]
     for forged in (
-        {"passed_at": 0},  # older than an hour
-        {"key": {**json.loads(memo.read_text())["key"], "uid": os.geteuid() + 1}},
+        {"key": key, "passed_at": 0},  # older than an hour
+        {"key": {**key, "uid": os.geteuid() + 1}, "passed_at": 4e9},  # another user's, from the future
+        {"key": {**key, "uid": os.geteuid() + 1}, "passed_at": time.time()},  # another user's
     ):
-        written = json.loads(memo.read_text())
-        written.update(forged)
-        written["version"] = "forged"
-        memo.write_text(json.dumps(written))
+        memo.write_text(json.dumps(forged))
         preflight.forget()
-        tested = await preflight.preflight(state)
-        assert tested.version != "forged"
-        assert json.loads(memo.read_text())["version"] == tested.version  # written again
+        await preflight.preflight(state)
+        rewritten = json.loads(memo.read_text())
+        assert rewritten["key"] == key and rewritten["passed_at"] != forged["passed_at"]  # tested again
     memo.write_text("not json")
     preflight.forget()
-    assert (await preflight.preflight(state)).version != "forged"
+    await preflight.preflight(state)
+    assert json.loads(memo.read_text())["key"] == key
+
+
+async def test_a_memo_cannot_take_a_feature_away(state: Path) -> None:
+    """What the binary offers (``--disable-userns``, ...) is probed every run: a memo
+    written by someone else that claims fewer features changes nothing."""
+    probed = await preflight.preflight(state)
+    memo = memo_file(state)
+    written = json.loads(memo.read_text())
+    written["features"] = {"seccomp": True, "disable_userns": False, "assert_userns_disabled": False}
+    memo.write_text(json.dumps(written))
+    preflight.forget()
+    recalled = await preflight.preflight(state)
+    assert recalled == probed and recalled.features.disable_userns
 
 
 async def test_a_failure_is_never_remembered(state: Path) -> None:
