@@ -127,7 +127,3 @@ class Helper:
         self._proc.kill()
         self._proc.wait()
 
-
-def listen_inside(pid: int, addresses: Sequence[tuple[str, int]]) -> list[socket.socket]:
-    """`Helper.listen` with a helper of its own, started now."""
-    return Helper().listen(pid, addresses)
