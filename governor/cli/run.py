@@ -336,9 +336,12 @@ def main(args: argparse.Namespace) -> int:
 
         freeze_startup_heap()
         gc.enable()
-        outcome = trio.run(run_until_signalled, prepared, args.tries)
+        caught: list[int] = []
+        outcome = trio.run(run_until_signalled, prepared, args.tries, caught)
         matched = failed_on(outcome, fail_on) if exit_code(outcome) == 0 else []
         code = FAILED_ON if matched else exit_code(outcome)
+        if caught:  # as a shell expects of a command a signal ended: 130 for Ctrl-C
+            code = 128 + caught[0]
         if trace is not None:
             trace.ended(outcome)
         if events is not None:
@@ -356,7 +359,7 @@ def main(args: argparse.Namespace) -> int:
         return REFUSED_BEFORE_START
     except KeyboardInterrupt:
         print("governor: interrupted", file=sys.stderr)
-        return 1
+        return 128 + signal.SIGINT
     finally:
         if sink is not None and sink is not sys.stdout:
             sink.close()
@@ -481,7 +484,9 @@ def freeze_startup_heap() -> None:
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
-async def run_until_signalled(spec: AttemptSpec | Prepared, tries: int = 1) -> Outcome:
+async def run_until_signalled(
+    spec: AttemptSpec | Prepared, tries: int = 1, caught: list[int] | None = None
+) -> Outcome:
     """The attempt, ended cleanly by SIGINT or SIGTERM: the turn is cancelled, the
     agent shut down, and the outcome and the log's end record are still written.
 
@@ -491,7 +496,8 @@ async def run_until_signalled(spec: AttemptSpec | Prepared, tries: int = 1) -> O
     outright. A second signal while the attempt winds down is ignored: the
     shutdown is bounded (cancel, grace, SIGTERM, SIGKILL of the agent's tree).
     With ``tries`` above 1, the tries of `governor.tries.run_tries`; a signal
-    ends the try under way and starts no other.
+    ends the try under way and starts no other. The signal that stopped it is
+    appended to ``caught``: the command's exit code is then 128 + its number.
     """
     import trio
 
@@ -505,6 +511,8 @@ async def run_until_signalled(spec: AttemptSpec | Prepared, tries: int = 1) -> O
             async def watch() -> None:
                 async for signum in signals:
                     if not stop.is_set():
+                        if caught is not None:
+                            caught.append(signum)
                         name = signal.Signals(signum).name
                         print(f"governor: {name}: cancelling the attempt", file=sys.stderr)
                         stop.set()

@@ -1,0 +1,101 @@
+"""The conventions a person brings from git, ruff and the agents' own CLIs,
+through the real console script: Ctrl-C in a terminal, a pipe closed early, a
+misspelt option."""
+
+from __future__ import annotations
+
+import os
+import pty
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+GOVERNOR = str(Path(sys.executable).parent / "governor")
+DEMO = str(Path(__file__).resolve().parents[2] / "governor" / "agents" / "demo.py")
+EDIT = str(Path(__file__).resolve().parents[2] / "policies" / "edit-workspace.toml")
+
+
+def _read_until(fd: int, wanted: bytes, seen: bytearray, limit: float = 60) -> bool:
+    """Read the pty into `seen` until `wanted` shows or the child closes it."""
+    ends = time.monotonic() + limit
+    while wanted not in seen and time.monotonic() < ends:
+        ready, _, _ = select.select([fd], [], [], 0.5)
+        if ready:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:  # EIO: the child closed its terminal
+                return wanted in seen
+            if not chunk:
+                break
+            seen += chunk
+    return wanted in seen
+
+
+def test_ctrl_c_in_a_terminal_exits_130_with_the_summary_and_no_traceback(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text("wait\n")
+    slow = "import time; print('working', flush=True); time.sleep(120)"
+    argv = [
+        GOVERNOR, "run", "--kind", "command", "--workspace", str(ws),
+        "--log", str(tmp_path / "audit.jsonl"), "--prompt-file", str(prompt),
+        "--", sys.executable, "-c", slow,
+    ]  # fmt: skip
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: a session of its own with the pty as its terminal
+        os.execv(GOVERNOR, argv)
+    seen = bytearray()
+    try:
+        assert _read_until(fd, b"started", seen), seen.decode(errors="replace")
+        time.sleep(1)  # the command is running in its sandbox, behind the proxy
+        os.write(fd, b"\x03")  # Ctrl-C as a person types it: SIGINT to the foreground group
+        _read_until(fd, b"\x00never", seen, limit=60)
+        _, status = os.waitpid(pid, 0)
+    finally:
+        os.close(fd)
+    out = seen.decode(errors="replace")
+    assert os.waitstatus_to_exitcode(status) == 130, out
+    assert "cancelling the attempt" in out and "status" in out, out  # the summary is there
+    assert "Traceback" not in out and "KeyboardInterrupt" not in out, out
+
+
+def test_an_audit_view_whose_reader_is_gone_ends_quietly(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    log = tmp_path / "audit.jsonl"
+    done = subprocess.run(
+        [GOVERNOR, "run", "--policy", EDIT, "--workspace", str(ws), "--log", str(log),
+         "the task", "--", sys.executable, DEMO],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    logs = " ".join([f"'{log}'"] * 200)  # some 100 kB of output: past every buffer
+    for view in ("", "--refused", "--json", "--network"):
+        # `true` reads nothing and is gone before the view writes: EPIPE at once;
+        # `head -1` leaves after a line, mid-output
+        for reader in ("true", "head -1"):
+            piped = subprocess.run(
+                f"'{GOVERNOR}' audit {view} {logs} | {reader}; echo \"rc=${{PIPESTATUS[0]}}\" >&2",
+                shell=True, executable="/bin/bash", capture_output=True, text=True, timeout=60,
+            )  # fmt: skip
+            said = piped.stderr.strip()
+            assert said in ("rc=0", "rc=141"), (view, reader, said)
+
+
+def test_a_misspelt_option_gets_the_command_s_usage_and_a_suggestion() -> None:
+    done = subprocess.run(
+        [GOVERNOR, "run", "--agnet", "demo", "hi"], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2
+    assert "usage: governor run" in done.stderr
+    assert "--agnet" in done.stderr and "did you mean --agent?" in done.stderr, done.stderr
+    # a word that is like nothing gets no guess, and a command's typo names the commands
+    done = subprocess.run(
+        [GOVERNOR, "run", "--zzzzqqq"], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2 and "did you mean" not in done.stderr, done.stderr
+    done = subprocess.run([GOVERNOR, "audti"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "did you mean 'audit'" in done.stderr, done.stderr
