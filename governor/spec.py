@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from governor import install
-from governor.approver import Approver, Ask, Callback, for_on_ask
+from governor.approver import APPROVER_WORDS, Approver, Ask, Callback, approver_problem, for_on_ask
 from governor.audit.log import Durability, inside
 from governor.audit.signing import KEY_VARIABLE, Signer, SigningUnavailable, load_signer
 from governor.ceilings import load_ceiling
@@ -74,7 +74,10 @@ class AttemptSpec:
     policy: Policy | str | Path | None = None
     capability: Capability | str | None = None
     ceiling: Ceiling | str | Path | None = None
-    approver: Approver | Callable[[Ask], Any] | None = None
+    approver: Approver | Callable[[Ask], Any] | Literal["unattended", "pause"] | None = None
+    """Who decides an ``ask``: a function of an `Ask` (sync or async; 'once',
+    'always', 'refuse' or a bool), an `Approver`, or ``"unattended"`` (refuse)
+    or ``"pause"`` (end the attempt ``needs_approval``); None: the policy's ``on_ask``."""
     timeout: float | None = None
     """Seconds for the attempt; None: the policy's ``[limits] wall`` (default 1800).
     Given, it wins over the policy's, and the ceiling's ``max_wall`` bounds both."""
@@ -117,6 +120,12 @@ class AttemptSpec:
     most, the previous try's run id and log head, and the sha256 of the digest
     its prompt carries; written in the attempt-start record (``try``), so each
     try's log names the one it followed."""
+
+    def __post_init__(self) -> None:
+        # refused here, not at the agent's first ask (where a word taken for a
+        # function failed inside the attempt and was answered as a refusal)
+        if (problem := approver_problem(self.approver)) is not None:
+            raise TypeError(problem)
 
 
 @dataclass(frozen=True)
@@ -456,9 +465,11 @@ def _agent_env(
     return env
 
 
-def _approver(value: Approver | Callable[[Ask], Any] | None, policy: Policy) -> Approver:
+def _approver(value: Approver | Callable[[Ask], Any] | str | None, policy: Policy) -> Approver:
     if value is None:
         return for_on_ask(policy.on_ask)
+    if isinstance(value, str):
+        return APPROVER_WORDS[value]()
     if hasattr(value, "name") and callable(value):
         return value  # type: ignore[return-value]
     return Callback(value)
