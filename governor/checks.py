@@ -51,6 +51,8 @@ OUTPUT_LIMIT: Final = 256 * 1024
 """Bytes of a check's output the sandbox keeps while it runs (the newest)."""
 
 WorkspaceMode = Literal["overlay", "read-only"]
+Verdict = Literal["passed", "failed"]
+"""The checks' verdict: ``passed`` when every check passed, else ``failed``."""
 
 READ_ONLY_NOTICE: Final = (
     "the checks ran on the workspace bound read-only (this bwrap has no --tmp-overlay, "
@@ -99,7 +101,7 @@ class Checks:
     workspace: WorkspaceMode = "overlay"
 
     @property
-    def verdict(self) -> str | None:
+    def verdict(self) -> Verdict | None:
         """``passed`` when every check passed, ``failed`` otherwise; None without checks."""
         if not self.runs:
             return None
