@@ -292,8 +292,14 @@ def _dispatch(args: argparse.Namespace) -> int:
         )
     sub = _report_parser().parse_intermixed_args(rest)  # options may follow the logs
     refused, attempt = sub.refused or args.refused, sub.attempt or args.attempt
-    if not sub.paths:
-        raise UsageError(f"name the logs to read\nusage: {USAGE}")
+    if not sub.paths:  # the logs `governor run` writes when --log is not given
+        from governor.spec import default_log_dir
+
+        state = default_log_dir()
+        if not state.is_dir():
+            raise UsageError(f"no logs in {state} (governor run writes there); name the logs to read\nusage: {USAGE}")
+        print(f"governor audit: the logs in {state}", file=sys.stderr)
+        sub.paths = [str(state)]
     network = sub.network or args.network
     checks = sub.checks or args.checks
     mcp = sub.mcp or args.mcp

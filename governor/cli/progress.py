@@ -151,6 +151,8 @@ def summary(outcome: Outcome) -> str:
         rows.append(("verdict", outcome.verdict))
     if outcome.pending:
         rows.append(("pending", pending_text(outcome.pending)))
+    if outcome.run_id and outcome.log:  # what `governor audit --attempt` takes
+        rows.append(("attempt", outcome.run_id))
     if outcome.log:
         rows.append(("log", outcome.log))
     if outcome.log_head:

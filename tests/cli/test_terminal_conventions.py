@@ -99,3 +99,35 @@ def test_a_misspelt_option_gets_the_command_s_usage_and_a_suggestion() -> None:
     assert done.returncode == 2 and "did you mean" not in done.stderr, done.stderr
     done = subprocess.run([GOVERNOR, "audti"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "did you mean 'audit'" in done.stderr, done.stderr
+
+
+def test_the_summary_names_the_attempt_and_audit_with_no_log_reads_the_state_folder(
+    tmp_path: Path,
+) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")}
+    run = subprocess.run(
+        [GOVERNOR, "run", "--policy", EDIT, "--workspace", str(ws), "the task", "--",
+         sys.executable, DEMO],
+        capture_output=True, text=True, timeout=120, env=env,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    rows = dict(line.strip().split("  ", 1) for line in run.stdout.splitlines() if "  " in line)
+    attempt = rows["attempt"].strip()
+    assert attempt.startswith("acp-") and rows["log"].strip().startswith(str(tmp_path / "state"))
+    read = subprocess.run(
+        [GOVERNOR, "audit"], capture_output=True, text=True, timeout=60, env=env
+    )  # fmt: skip
+    assert read.returncode == 0, read.stderr
+    assert attempt in read.stdout and "the logs in" in read.stderr
+    story = subprocess.run(
+        [GOVERNOR, "audit", "--attempt", attempt], capture_output=True, text=True, timeout=60, env=env
+    )  # fmt: skip
+    assert story.returncode == 0 and "hello.py" in story.stdout, story.stderr
+    # no state folder yet: said so, with what to do
+    empty = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "nothing")}
+    none = subprocess.run(
+        [GOVERNOR, "audit"], capture_output=True, text=True, timeout=60, env=empty
+    )
+    assert none.returncode == 2 and "no logs in" in none.stderr
