@@ -418,7 +418,12 @@ def _print_refusal(problems: Sequence[str]) -> None:
     one object, so a program reading it never parses nothing."""
     import json
 
-    doc = {"refused_before_start": True, "exit_code": REFUSED_BEFORE_START, "problems": list(problems)}
+    doc = {
+        "status": "refused_before_start",
+        "refused_before_start": True,
+        "exit_code": REFUSED_BEFORE_START,
+        "problems": list(problems),
+    }
     print(json.dumps(doc, indent=2))
 
 
