@@ -13,7 +13,7 @@ from governor.checks import CheckRun
 from governor.display import terminal
 from governor.outcome import Outcome
 
-_MARK = {"allow": "allowed", "deny": "REFUSED", "approval": "WAITING for approval"}
+_MARK = {"allow": "allowed", "deny": "REFUSED", "approval": "PAUSED until a person approves"}
 _PLAN_MARKS = {"completed": "x", "in_progress": ">", "pending": " "}
 
 
@@ -44,14 +44,19 @@ class Progress:
                 moved = [e for e, old in zip(plan, self.plan, strict=False) if e != old]
                 shown = moved if same_shape else plan
                 self.plan = plan
-                self._line("plan: " + "  ".join(f"[{_PLAN_MARKS.get(s, ' ')}] {terminal(c)}" for c, s in shown))
+                self._line(
+                    "plan: "
+                    + "  ".join(f"[{_PLAN_MARKS.get(s, ' ')}] {terminal(c)}" for c, s in shown)
+                )
         elif kind in ("permission", "read", "write", "terminal"):
             subject = info.get("subject", {})
             what = subject.get("command") or subject.get("path") or subject.get("title") or ""
             verdict = _MARK.get(info.get("verdict", ""), info.get("verdict", ""))
-            by = info.get("by")
+            # a paused ask is decided by nobody yet: its record's `by` (unattended)
+            # says who was there, not who decided
+            by = "" if info.get("verdict") == "approval" else f" by {info.get('by')}"
             extra = f" ({terminal(info.get('reason'))})" if info.get("verdict") != "allow" else ""
-            self._line(f"{kind:10} {terminal(what)}: {verdict} by {by}{extra}")
+            self._line(f"{kind:10} {terminal(what)}: {verdict}{by}{extra}")
         elif kind == "waiting":
             self._line(f"asking: {terminal(pending_text(info))}")
         elif kind == "check":
@@ -140,7 +145,9 @@ def summary(outcome: Outcome) -> str:
         where = f"{f.path}:{f.line}" if f.line is not None else f.path
         rows.append(("tamper", f"{where} {f.rule}: {f.detail}"))
     if len(outcome.findings) > SHOWN_FINDINGS:
-        rows.append(("tamper", f"... and {len(outcome.findings) - SHOWN_FINDINGS} more (--json lists them)"))
+        rows.append(
+            ("tamper", f"... and {len(outcome.findings) - SHOWN_FINDINGS} more (--json lists them)")
+        )
     if outcome.files_changed:
         shown = ", ".join(outcome.files_changed[:SHOWN_CHANGED])
         more = len(outcome.files_changed) - SHOWN_CHANGED
@@ -151,6 +158,9 @@ def summary(outcome: Outcome) -> str:
         rows.append(("verdict", outcome.verdict))
     if outcome.pending:
         rows.append(("pending", pending_text(outcome.pending)))
+    if outcome.status == "needs_approval":
+        rows.append(("next", "nothing was done for it: allow it in the policy (an [allow] "
+                     "rule), or run again with --approvals person to answer it yourself"))  # fmt: skip
     if outcome.run_id and outcome.log:  # what `governor audit --attempt` takes
         rows.append(("attempt", outcome.run_id))
     if outcome.log:

@@ -131,3 +131,25 @@ def test_the_summary_names_the_attempt_and_audit_with_no_log_reads_the_state_fol
         [GOVERNOR, "audit"], capture_output=True, text=True, timeout=60, env=empty
     )
     assert none.returncode == 2 and "no logs in" in none.stderr
+
+
+def test_a_paused_ask_is_said_as_paused_with_its_own_reason_and_what_to_do_next(
+    tmp_path: Path,
+) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    policy = tmp_path / "ask.toml"
+    policy.write_text('capability = "edit-workspace"\n[ask]\ntools = ["edit"]\n')
+    done = subprocess.run(
+        [GOVERNOR, "run", "--policy", str(policy), "--workspace", str(ws), "--approvals", "pause",
+         "--log", str(tmp_path / "a.jsonl"), "the task", "--", sys.executable, DEMO],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 4, done.stderr
+    line = next(x for x in done.stderr.splitlines() if "permission Write hello.py: PAUSED" in x)
+    # not "WAITING for approval by unattended", nor the reason of another part of the decision
+    assert line.endswith(
+        "Write hello.py: PAUSED until a person approves (waiting for a person's approval: "
+        "the tool kind edit matches the ask rule)"
+    ), line
+    assert "--approvals person" in done.stdout.split(" next  ", 1)[1]
