@@ -10,10 +10,14 @@ from typing import Any, TextIO
 
 from governor.budget import usage_line
 from governor.checks import CheckRun
-from governor.display import terminal
+from governor.display import paint, terminal, wants_colour
 from governor.outcome import Outcome
 
 _MARK = {"allow": "allowed", "deny": "REFUSED", "approval": "PAUSED until a person approves"}
+_MARK_STYLE = {"allow": "good", "deny": "bad", "approval": "heed"}
+STATUS_STYLE = {"completed": "good", "failed": "bad", "incomplete": "bad", "blocked": "heed",
+                "needs_approval": "heed", "passed": "good"}  # fmt: skip
+"""The colour of each status and verdict word on a terminal."""
 _PLAN_MARKS = {"completed": "x", "in_progress": ">", "pending": " "}
 
 
@@ -22,6 +26,7 @@ class Progress:
 
     def __init__(self, out: TextIO) -> None:
         self.out = out
+        self.colour = wants_colour(out)
         self.started = time.monotonic()
         self.plan: list[tuple[str, str]] = []
 
@@ -51,7 +56,8 @@ class Progress:
         elif kind in ("permission", "read", "write", "terminal"):
             subject = info.get("subject", {})
             what = subject.get("command") or subject.get("path") or subject.get("title") or ""
-            verdict = _MARK.get(info.get("verdict", ""), info.get("verdict", ""))
+            word = info.get("verdict", "")
+            verdict = paint(_MARK.get(word, word), _MARK_STYLE.get(word, "quiet"), self.colour)
             # a paused ask is decided by nobody yet: its record's `by` (unattended)
             # says who was there, not who decided
             by = "" if info.get("verdict") == "approval" else f" by {info.get('by')}"
@@ -61,12 +67,15 @@ class Progress:
             self._line(f"asking: {terminal(pending_text(info))}")
         elif kind == "check":
             how = "timed out" if info.get("timed_out") else f"exit {info.get('exit')}"
-            self._line(f"check      {terminal(info.get('command'))}: {info.get('verdict')} ({how})")
+            verdict = str(info.get("verdict"))
+            verdict = paint(verdict, STATUS_STYLE.get(verdict, "bad"), self.colour)
+            self._line(f"check      {terminal(info.get('command'))}: {verdict} ({how})")
         elif kind == "try":
             self._line(f"try        {info.get('try')} of {info.get('of')}")
         elif kind == "unasked":
             subject = info.get("subject", {})
-            self._line(f"UNASKED    {terminal(subject.get('title') or subject.get('path'))}")
+            unasked = paint("UNASKED", "heed", self.colour)
+            self._line(f"{unasked}    {terminal(subject.get('title') or subject.get('path'))}")
 
 
 SHOWN_FINDINGS = 10
@@ -111,8 +120,9 @@ def _check_line(c: CheckRun) -> str:
     return f"{'passed' if c.passed else 'FAILED'} {c.command} ({how}){said}"
 
 
-def summary(outcome: Outcome) -> str:
-    """The summary table of an outcome."""
+def summary(outcome: Outcome, colour: bool = False) -> str:
+    """The summary table of an outcome; with `colour`, its status and verdict
+    in their colours (`STATUS_STYLE`)."""
     rows: list[tuple[str, str]] = [("status", outcome.status)]
     if outcome.reason:
         rows.append(("reason", outcome.reason))
@@ -172,4 +182,8 @@ def summary(outcome: Outcome) -> str:
     width = max(len(k) for k, _ in rows)
     # every value may hold the agent's words (reason, summary, paths, notices):
     # one line each, nothing in them acts on the terminal
-    return "\n".join(f"{k:>{width}}  {terminal(v)}" for k, v in rows)
+    styled = {"status", "verdict"} if colour else set()
+    return "\n".join(
+        f"{k:>{width}}  {paint(terminal(v), STATUS_STYLE.get(v, 'bad'), True) if k in styled else terminal(v)}"
+        for k, v in rows
+    )

@@ -554,9 +554,9 @@ def _progress() -> Any:
 def print_summary(outcome: Outcome) -> None:
     """A plain summary of the outcome for a person."""
     from governor.cli.progress import summary
-    from governor.display import terminal
+    from governor.display import terminal, wants_colour
 
     for t in outcome.tries[:-1]:  # the last try is the outcome summed up below
         verdict = t.get("verdict") or "none"
         print(f"try {t['try']}: {t['status']}, verdict {verdict}; log {terminal(t.get('log'))}")
-    print(summary(outcome))
+    print(summary(outcome, colour=wants_colour(sys.stdout)))

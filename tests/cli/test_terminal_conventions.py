@@ -153,3 +153,35 @@ def test_a_paused_ask_is_said_as_paused_with_its_own_reason_and_what_to_do_next(
         "the tool kind edit matches the ask rule)"
     ), line
     assert "--approvals person" in done.stdout.split(" next  ", 1)[1]
+
+
+def _in_a_terminal(argv: list[str], env: dict[str, str]) -> str:
+    """What `argv` shows in a terminal of its own (a pty), to its end."""
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execve(argv[0], argv, env)
+    seen = bytearray()
+    try:
+        _read_until(fd, b"\x00never", seen, limit=120)
+        os.waitpid(pid, 0)
+    finally:
+        os.close(fd)
+    return seen.decode(errors="replace")
+
+
+def test_a_terminal_shows_verdicts_and_the_status_in_colour_and_no_color_turns_it_off(
+    tmp_path: Path,
+) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    argv = [GOVERNOR, "run", "--policy", EDIT, "--workspace", str(ws), "--log",
+            str(tmp_path / "a.jsonl"), "the task", "--", sys.executable, DEMO]  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
+    env["TERM"] = "xterm"
+    shown = _in_a_terminal(argv, env)
+    assert "\x1b[1;31mREFUSED\x1b[0m" in shown and "\x1b[32mallowed\x1b[0m" in shown, shown
+    assert "\x1b[33mUNASKED\x1b[0m" in shown and "status  \x1b[32mcompleted\x1b[0m" in shown
+    plain = _in_a_terminal(argv, {**env, "NO_COLOR": "1"})
+    assert "REFUSED" in plain and "\x1b" not in plain  # the agent's text is inert anyway
+    piped = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env)
+    assert "REFUSED" in piped.stderr and "\x1b" not in piped.stderr + piped.stdout
