@@ -157,7 +157,7 @@ def hide(policy: Policy, run_id: str) -> HeldOut | None:
     except OSError as e:
         raise HoldOutFailed(f"the held-out tests cannot be kept in {folder}: {e.strerror}") from None
     held = HeldOut(folder, (), at_start)
-    kept = []
+    kept: list[Kept] = []
     for n, (path, rel) in enumerate(named):
         copy = str(folder / str(n))
         try:
