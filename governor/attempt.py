@@ -85,7 +85,8 @@ RULES_FOR_THE_AGENT: Final = """
 
 GOVERNOR_TOOLS_RULE: Final = (
     "- Use the tools of the MCP server `governor` (`run` for commands, `read` and `write` for files) "
-    "where you can: the governor decides, sandboxes and records each call, and a refused call says why.\n"
+    "where you can: the governor decides, sandboxes and records each call, and a refused call says why. "
+    "If the task cannot be done as written, call its `blocked` tool with the reason.\n"
 )
 """The line ``--append-rules`` adds when the policy offers the governor's own tools."""
 

@@ -107,7 +107,11 @@ def tracked(policy: Policy) -> list[str]:
     for path, rel in frozen.named(policy.held_out, policy.roots):
         by_root.setdefault(_root_of(path, rel), []).append(rel)
     for root, rels in by_root.items():
-        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM": "1", "HOME": "/nonexistent"}
+        env = {
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "HOME": "/nonexistent",
+        }
         try:
             done = subprocess.run(
                 [git, "-c", "core.fsmonitor=false", "ls-files", "-z", "--cached", "--", *rels],
@@ -155,7 +159,9 @@ def hide(policy: Policy, run_id: str) -> HeldOut | None:
     try:
         folder.mkdir(parents=True, mode=0o700)
     except OSError as e:
-        raise HoldOutFailed(f"the held-out tests cannot be kept in {folder}: {e.strerror}") from None
+        raise HoldOutFailed(
+            f"the held-out tests cannot be kept in {folder}: {e.strerror}"
+        ) from None
     held = HeldOut(folder, (), at_start)
     kept: list[Kept] = []
     for n, (path, rel) in enumerate(named):

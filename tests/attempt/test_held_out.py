@@ -50,10 +50,22 @@ def _task(tmp_path: Path, name: str = "add", hidden: bool = True) -> Path:
     return ws
 
 
-def _run(tmp_path: Path, behaviour: str, *more: str, task: str = "add") -> subprocess.CompletedProcess[str]:
+def _run(
+    tmp_path: Path, behaviour: str, *more: str, task: str = "add"
+) -> subprocess.CompletedProcess[str]:
     argv = [GOVERNOR, "run", "--json", "--policy", str(tmp_path / "loop.toml")]
     argv += ["--workspace", str(tmp_path / "ws"), "--log", str(tmp_path / "audit.jsonl"), *more]
-    argv += ["fix it", "--", sys.executable, str(AGENT), *AGENT_ARGS, "--behaviour", behaviour, "--task", task]
+    argv += [
+        "fix it",
+        "--",
+        sys.executable,
+        str(AGENT),
+        *AGENT_ARGS,
+        "--behaviour",
+        behaviour,
+        "--task",
+        task,
+    ]
     return subprocess.run(argv, capture_output=True, text=True, timeout=300)
 
 
@@ -72,7 +84,9 @@ def _digest(files: dict[str, bytes]) -> str:
 HELD = {"tests/hidden/__init__.py": b"", "tests/hidden/test_add_hidden.py": HIDDEN.encode()}
 
 
-def test_a_held_out_test_is_nowhere_in_the_agents_sandbox_and_back_for_the_checks(tmp_path: Path) -> None:
+def test_a_held_out_test_is_nowhere_in_the_agents_sandbox_and_back_for_the_checks(
+    tmp_path: Path,
+) -> None:
     ws = _task(tmp_path)
     done = _run(tmp_path, "look", "--check", CHECK, "--held-out", "tests/hidden/**")
     outcome = json.loads(done.stdout)
@@ -116,7 +130,9 @@ def test_a_fix_special_cased_to_the_visible_tests_fails_the_held_out_one(tmp_pat
     assert visible.returncode == 0, visible.stderr
 
 
-def test_a_test_the_agent_plants_at_the_held_out_path_is_replaced_for_the_check(tmp_path: Path) -> None:
+def test_a_test_the_agent_plants_at_the_held_out_path_is_replaced_for_the_check(
+    tmp_path: Path,
+) -> None:
     ws = _task(tmp_path)
     done = _run(tmp_path, "plant", "--check", CHECK, "--held-out", "tests/hidden/**")
     outcome = json.loads(done.stdout)
@@ -150,13 +166,28 @@ def test_a_held_out_folder_the_agent_remade_itself_is_named_and_replaced(tmp_pat
     (tmp_path / "plant.py").write_text(script)
     argv = [GOVERNOR, "run", "--json", "--policy", str(tmp_path / "loop.toml"), "--kind", "command"]
     argv += ["--workspace", str(ws), "--log", str(tmp_path / "audit.jsonl"), "--check", CHECK]
-    argv += ["--held-out", "tests/hidden/**", "plant", "--", CHECK_PYTHON, str(tmp_path / "plant.py")]
+    argv += [
+        "--held-out",
+        "tests/hidden/**",
+        "plant",
+        "--",
+        CHECK_PYTHON,
+        str(tmp_path / "plant.py"),
+    ]
     outcome = json.loads(subprocess.run(argv, capture_output=True, text=True, timeout=300).stdout)
     assert outcome["held_out"]["replaced"] == ["tests/hidden"], outcome
     assert any("held-out path" in n for n in outcome["acp"]["notices"])
-    assert outcome["verdict"] == "failed" and "test_add_other_numbers" in outcome["checks_run"][0]["tail"]
-    assert sorted(p.name for p in (ws / "tests" / "hidden").iterdir()) == ["__init__.py", "test_add_hidden.py"]
-    assert list(outside.iterdir()) == [], "putting the test back wrote nothing through the agent's link"
+    assert (
+        outcome["verdict"] == "failed"
+        and "test_add_other_numbers" in outcome["checks_run"][0]["tail"]
+    )
+    assert sorted(p.name for p in (ws / "tests" / "hidden").iterdir()) == [
+        "__init__.py",
+        "test_add_hidden.py",
+    ]
+    assert list(outside.iterdir()) == [], (
+        "putting the test back wrote nothing through the agent's link"
+    )
 
 
 def test_a_glob_that_matches_nothing_is_refused_before_start_naming_it(tmp_path: Path) -> None:
@@ -171,7 +202,9 @@ def test_a_glob_that_matches_nothing_is_refused_before_start_naming_it(tmp_path:
     assert not (tmp_path / "audit.jsonl").exists(), "nothing was started"
 
 
-def test_matching_globs_run_and_the_outcome_counts_the_frozen_and_held_out_files(tmp_path: Path) -> None:
+def test_matching_globs_run_and_the_outcome_counts_the_frozen_and_held_out_files(
+    tmp_path: Path,
+) -> None:
     ws = _task(tmp_path)
     done = _run(tmp_path, "honest", "--check", CHECK, "--held-out", "tests/hidden/**")
     outcome = json.loads(done.stdout)
@@ -188,10 +221,15 @@ def test_a_held_out_file_git_tracks_is_refused_before_start(tmp_path: Path) -> N
     subprocess.run(["git", "-C", str(ws), "add", "tests/hidden"], check=True)
     done = _run(tmp_path, "honest", "--check", CHECK, "--held-out", "tests/hidden/**")
     assert done.returncode == 2
-    assert "git tracks tests/hidden/__init__.py, tests/hidden/test_add_hidden.py" in done.stdout + done.stderr
+    assert (
+        "git tracks tests/hidden/__init__.py, tests/hidden/test_add_hidden.py"
+        in done.stdout + done.stderr
+    )
 
 
-def test_an_agent_that_ends_blocked_gets_no_second_try_and_a_failing_one_does(tmp_path: Path) -> None:
+def test_an_agent_that_ends_blocked_gets_no_second_try_and_a_failing_one_does(
+    tmp_path: Path,
+) -> None:
     _task(tmp_path, hidden=False)
     done = _run(tmp_path, "blocked", "--tries", "3", "--check", CHECK)
     outcome = json.loads(done.stdout)
@@ -201,13 +239,17 @@ def test_an_agent_that_ends_blocked_gets_no_second_try_and_a_failing_one_does(tm
     # the neighbour: a failing try is retried (each try holds the test out again)
     again = tmp_path / "again"
     _task(again)
-    done = _run(again, "special-case", "--tries", "2", "--check", CHECK, "--held-out", "tests/hidden/**")
+    done = _run(
+        again, "special-case", "--tries", "2", "--check", CHECK, "--held-out", "tests/hidden/**"
+    )
     outcome = json.loads(done.stdout)
     assert [(t["status"], t["verdict"]) for t in outcome["tries"]] == [("completed", "failed")] * 2
     assert all(t["held_out"]["start"]["files"] == 2 for t in outcome["tries"])
 
 
-def test_the_governors_blocked_tool_ends_the_attempt_blocked_and_is_not_retried(tmp_path: Path) -> None:
+def test_the_governors_blocked_tool_ends_the_attempt_blocked_and_is_not_retried(
+    tmp_path: Path,
+) -> None:
     _task(tmp_path, hidden=False)
     done = _run(tmp_path, "blocked-tool", "--tries", "3", "--check", CHECK, "--governor-tools")
     outcome = json.loads(done.stdout)
@@ -218,5 +260,7 @@ def test_the_governors_blocked_tool_ends_the_attempt_blocked_and_is_not_retried(
     [said] = [r for r in records if r["kind"] == "blocked"]
     assert said["reason"] == reason and said["via"] == "mcp:governor"
     assert records[-1]["status"] == "blocked" and records[-1]["reason"] == reason
-    verify = subprocess.run([GOVERNOR, "audit", "verify", str(tmp_path / "audit.jsonl")], capture_output=True, text=True)
+    verify = subprocess.run(
+        [GOVERNOR, "audit", "verify", str(tmp_path / "audit.jsonl")], capture_output=True, text=True
+    )
     assert verify.returncode == 0, verify.stdout + verify.stderr
