@@ -264,6 +264,12 @@ class Attempt:
         )
         self._unasked_changes(before, after)
         await self._tamper_audit(kept, before, after)
+        # The frozen files' digest before the held-out ones come back: a path both
+        # frozen and held out counts as held out, at both ends alike.
+        frozen_at_end, said = await trio.to_thread.run_sync(frozen.at_end, policy, frozen_at_start)
+        self.turn.notices.extend(said)
+        if frozen_at_start is not None:
+            self.end.frozen = {"start": frozen_at_start, "end": frozen_at_end}
         if held is not None:  # the agent and all it started are gone: the checks' turn
             await trio.to_thread.run_sync(held_out.put_back, held, policy)
             self.turn.notices.extend(held_out.notices(held))
@@ -273,10 +279,6 @@ class Attempt:
             self.end.checks = await checks.run_checks(
                 policy, environ=p.spec.environ, masker=p.masker, on_check=report
             )
-        frozen_at_end, said = await trio.to_thread.run_sync(frozen.at_end, policy, frozen_at_start)
-        self.turn.notices.extend(said)
-        if frozen_at_start is not None:
-            self.end.frozen = {"start": frozen_at_start, "end": frozen_at_end}
         outcome = judge(self._ended())
         outcome.trace_id = p.spec.trace_id
         end: dict[str, Any] = {}

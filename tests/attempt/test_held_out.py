@@ -264,3 +264,15 @@ def test_the_governors_blocked_tool_ends_the_attempt_blocked_and_is_not_retried(
         [GOVERNOR, "audit", "verify", str(tmp_path / "audit.jsonl")], capture_output=True, text=True
     )
     assert verify.returncode == 0, verify.stdout + verify.stderr
+
+
+def test_a_held_out_folder_inside_a_frozen_one_counts_as_held_out_at_both_ends(tmp_path: Path) -> None:
+    _task(tmp_path)
+    (tmp_path / "loop.toml").write_text(POLICY.replace("tests/acceptance/**", "tests/**"))
+    done = _run(tmp_path, "honest", "--check", CHECK, "--held-out", "tests/hidden/**")
+    outcome = json.loads(done.stdout)
+    assert (outcome["status"], outcome["verdict"]) == ("completed", "passed"), outcome
+    assert outcome["frozen"]["start"] == outcome["frozen"]["end"]
+    assert outcome["frozen"]["start"]["files"] == 4, "the tests but the held-out ones"
+    assert not any("frozen files changed" in n for n in outcome["acp"]["notices"])
+    assert outcome["held_out"]["start"] == outcome["held_out"]["end"]
