@@ -15,11 +15,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import pwd
 import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "taskset"))
 from tasks import AGENT, AGENT_ARGS, BY_NAME, make_repo
@@ -276,3 +281,50 @@ def test_a_held_out_folder_inside_a_frozen_one_counts_as_held_out_at_both_ends(t
     assert outcome["frozen"]["start"]["files"] == 4, "the tests but the held-out ones"
     assert not any("frozen files changed" in n for n in outcome["acp"]["notices"])
     assert outcome["held_out"]["start"] == outcome["held_out"]["end"]
+
+
+def test_as_an_unprivileged_user_with_tmpdir_and_home_elsewhere_the_held_out_test_stays_hidden(
+    tmp_path: Path,
+) -> None:
+    """The same look as `govtest`: ``TMPDIR`` outside ``/tmp``, ``$HOME`` not the
+    password database's, the governor's state folder (where the tests wait)
+    under that ``$HOME``."""
+    if os.getuid() != 0 or shutil.which("runuser") is None:
+        pytest.skip("needs root and runuser to act as another user")
+    try:
+        user = pwd.getpwnam("govtest")
+    except KeyError:
+        pytest.skip("no user govtest")
+    python = shutil.which("python3.11", path="/usr/bin:/usr/local/bin")
+    if python is None:
+        pytest.skip("no system python3.11 that govtest can run")
+    base = Path("/var/tmp") / f"heldout-{os.getpid()}-{tmp_path.name}"
+    try:
+        base.mkdir()
+        ws = _task(base)
+        for folder in ("home", "tmp"):
+            (base / folder).mkdir()
+        for path in [base, *base.rglob("*")]:
+            os.chown(path, user.pw_uid, user.pw_gid, follow_symlinks=False)
+        site = sysconfig.get_paths()["purelib"]
+        repo = str(Path(__file__).resolve().parents[2])
+        env = {
+            "PATH": "/usr/bin:/bin",
+            "HOME": str(base / "home"),
+            "TMPDIR": str(base / "tmp"),
+            "PYTHONPATH": f"{repo}:{site}",
+            "LANG": "C.UTF-8",
+        }
+        argv = [python, "-m", "governor.cli", "run", "--json", "--policy", str(base / "loop.toml")]
+        argv += ["--workspace", str(ws), "--check", CHECK, "--held-out", "tests/hidden/**"]
+        argv += ["fix it", "--", python, str(AGENT), *AGENT_ARGS, "--behaviour", "look", "--task", "add"]
+        done = subprocess.run(
+            ["runuser", "-u", "govtest", "--", "env", "-i", *[f"{k}={v}" for k, v in env.items()], *argv],
+            capture_output=True, text=True, timeout=300, cwd=base,
+        )  # fmt: skip
+        outcome = json.loads(done.stdout)
+        assert outcome["summary"] == "no held-out test anywhere; fixed", (outcome, done.stderr)
+        assert outcome["verdict"] == "passed" and outcome["held_out"]["end"]["files"] == 2
+        assert (ws / "tests" / "hidden" / "test_add_hidden.py").read_text() == HIDDEN
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
