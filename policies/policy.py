@@ -435,7 +435,9 @@ def _frozen(source: str, globs: tuple[str, ...], key: str = "sandbox.frozen") ->
                 source,
                 key,
                 f"{glob!r} names a whole root; for a job that changes nothing use "
-                'capability = "read-only"',
+                'capability = "read-only"'
+                if key == "sandbox.frozen"
+                else f"{glob!r} names a whole root: hold out the tests' folders, not the workspace",
             )
     return globs
 
