@@ -159,7 +159,9 @@ def recorded(policy: Policy) -> dict[str, Any] | None:
     return None if found is None else found.to_json()
 
 
-def at_end(policy: Policy, at_start: dict[str, Any] | None) -> tuple[dict[str, Any] | None, list[str]]:
+def at_end(
+    policy: Policy, at_start: dict[str, Any] | None
+) -> tuple[dict[str, Any] | None, list[str]]:
     """The digest at the attempt's end, and the notices it gives: the freeze did
     not hold (the digest differs from the start's), or it could not be taken."""
     try:
@@ -208,6 +210,8 @@ def unmatched(policy: Policy) -> list[str]:
                         found.add((key, glob))
                     elif (key, glob) not in near and folded.matches(path.lower(), lowered):
                         near[(key, glob)] = os.path.relpath(path, root)
+            if len(found) == len(wanted):
+                return []  # every glob matched: the rest of the walk cannot change that
     problems = []
     for key, glob, _, _ in wanted:
         if (key, glob) in found:

@@ -107,6 +107,7 @@ def tracked(policy: Policy) -> list[str]:
     for path, rel in frozen.named(policy.held_out, policy.roots):
         by_root.setdefault(_root_of(path, rel), []).append(rel)
     for root, rels in by_root.items():
+        argv = [git, "-C", root, "-c", "core.fsmonitor=false", "ls-files", "-z", "--cached"]
         env = {
             "PATH": "/usr/local/bin:/usr/bin:/bin",
             "GIT_CONFIG_NOSYSTEM": "1",
@@ -114,8 +115,8 @@ def tracked(policy: Policy) -> list[str]:
         }
         try:
             done = subprocess.run(
-                [git, "-c", "core.fsmonitor=false", "ls-files", "-z", "--cached", "--", *rels],
-                cwd=root,
+                [*argv, "--", *rels],
+                cwd="/",
                 env=env,
                 stdin=subprocess.DEVNULL,
                 capture_output=True,
