@@ -145,6 +145,7 @@ def summary(outcome: Outcome) -> str:
         shown = ", ".join(outcome.files_changed[:SHOWN_CHANGED])
         more = len(outcome.files_changed) - SHOWN_CHANGED
         rows.append(("changed", f"{shown} and {more} more" if more > 0 else shown))
+    rows.extend(kept_rows(outcome))
     for c in outcome.checks_run:
         rows.append(("check", _check_line(c)))
     if outcome.verdict:
@@ -161,3 +162,20 @@ def summary(outcome: Outcome) -> str:
     # every value may hold the agent's words (reason, summary, paths, notices):
     # one line each, nothing in them acts on the terminal
     return "\n".join(f"{k:>{width}}  {terminal(v)}" for k, v in rows)
+
+
+def kept_rows(outcome: Outcome) -> list[tuple[str, str]]:
+    """The summary's ``frozen`` and ``held-out`` rows: how many files each set
+    held and whether the digest at the end is the start's (a set of nothing is
+    refused before start, so a count of 0 here is itself news)."""
+    rows = []
+    for key, value in (("frozen", outcome.frozen), ("held-out", outcome.held_out)):
+        if not value:
+            continue
+        start, end = value.get("start") or {}, value.get("end")
+        same = "the same at the end" if end == start else "DIFFERENT at the end"
+        line = f"{start.get('files')} file(s), sha256 {str(start.get('sha256'))[:16]}, {same}"
+        if value.get("replaced"):
+            line += f"; the agent's {', '.join(value['replaced'])} replaced for the checks"
+        rows.append((key, line))
+    return rows

@@ -328,3 +328,17 @@ def test_as_an_unprivileged_user_with_tmpdir_and_home_elsewhere_the_held_out_tes
         assert (ws / "tests" / "hidden" / "test_add_hidden.py").read_text() == HIDDEN
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_the_summary_says_how_many_files_were_frozen_and_held_out(tmp_path: Path) -> None:
+    _task(tmp_path)
+    done = _run(tmp_path, "honest", "--check", CHECK, "--held-out", "tests/hidden/**")
+    outcome = json.loads(done.stdout)
+    argv = [GOVERNOR, "run", "--policy", str(tmp_path / "loop.toml"), "--workspace", str(tmp_path / "ws")]
+    argv += ["--check", CHECK, "--held-out", "tests/hidden/**", "--log", str(tmp_path / "again.jsonl")]
+    argv += ["fix it", "--", sys.executable, str(AGENT), *AGENT_ARGS, "--behaviour", "honest", "--task", "add"]
+    shown = subprocess.run(argv, capture_output=True, text=True, timeout=300).stdout
+    frozen = outcome["frozen"]["start"]["sha256"][:16]
+    assert f"  frozen  2 file(s), sha256 {frozen}, the same at the end" in shown, shown
+    held = outcome["held_out"]["start"]["sha256"][:16]
+    assert f"held-out  2 file(s), sha256 {held}, the same at the end" in shown, shown
