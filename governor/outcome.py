@@ -140,6 +140,15 @@ class Outcome:
     """The job's checks after the attempt (`governor.checks`), in order."""
     verdict: Verdict | None = None
     """``passed`` when every check exited 0, ``failed`` otherwise; None without checks."""
+    frozen: dict[str, Any] | None = None
+    """The frozen files' count and digest at the start and the end of the
+    attempt: ``{"start": {"sha256", "files"}, "end": {...}}``; None when the job
+    freezes nothing (`governor.frozen`)."""
+    held_out: dict[str, Any] | None = None
+    """The held-out files' count and digest when held out (``start``) and when
+    put back for the checks (``end``), and ``replaced``: the held-out paths the
+    agent had made something at; None when the job holds nothing out
+    (`governor.held_out`)."""
     tries: list[dict[str, Any]] = field(default_factory=list)
     """With ``--tries`` (`governor.tries`): every try's outcome as JSON, in order,
     each with its number (``try``) and the ``digest`` its failed checks gave the
@@ -178,6 +187,8 @@ class Outcome:
             "files_changed": list(self.files_changed),
             "checks_run": [c.to_json() for c in self.checks_run],
             "verdict": self.verdict,
+            "frozen": _copied(self.frozen),
+            "held_out": _copied(self.held_out),
             "tries": _copied(self.tries) or None,
         }
         return {k: v for k, v in out.items() if v is not None}

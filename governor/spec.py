@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from governor import install
+from governor import frozen, held_out, install
 from governor.approver import APPROVER_WORDS, Approver, Ask, Callback, approver_problem, for_on_ask
 from governor.audit.log import Durability, inside
 from governor.audit.signing import KEY_VARIABLE, Signer, SigningUnavailable, load_signer
@@ -44,7 +44,7 @@ from policies.ceiling import CUSTOM_AGENT, CUSTOM_COMMAND, Ceiling, check_job, p
 from policies.errors import ConfigError, ConfigErrors
 from policies.mcp import McpServer
 from policies.network import HostPatternError, parse_pattern
-from policies.policy import Policy, check_commands
+from policies.policy import Policy, check_commands, inside_globs
 from sandbox.host.concealed import state_dir
 
 
@@ -107,6 +107,10 @@ class AttemptSpec:
     policy's ``[checks] commands``: shell lines run after the attempt, each in a
     fresh sandbox that cannot change the workspace; their verdict is the
     outcome's (`governor.checks`)."""
+    held_out: Sequence[str] = ()
+    """More held-out globs (``--held-out``, a batch job's ``held_out``) besides the
+    policy's ``[sandbox] held_out``: tests the agent never sees, put back only for
+    the checks (`governor.held_out`)."""
     mcp_servers: Sequence[McpServer] = ()
     """MCP servers for the agent besides the policy's ``[[mcp.servers]]``
     (`policies.mcp`): each relayed by the governor, run in a sandbox of its
@@ -252,6 +256,14 @@ def prepare(spec: AttemptSpec) -> Prepared:
             problems.append(str(e))
         else:
             policy = replace(policy, checks=policy.checks + added)
+    if spec.held_out:
+        try:
+            more = inside_globs("--held-out", "held_out", list(spec.held_out))
+        except ConfigError as e:
+            problems.append(str(e))
+        else:
+            held = tuple(dict.fromkeys(policy.held_out_globs + more))
+            policy = replace(policy, held_out_globs=held)
     if spec.governor_tools:
         policy = replace(policy, mcp=replace(policy.mcp, governor_tools=True))
     if spec.mcp_servers:
@@ -337,6 +349,8 @@ def prepare(spec: AttemptSpec) -> Prepared:
         )
     if bound.capability == Capability.EDIT_WORKSPACE:  # only there are the roots writable
         problems.extend(install.problems(bound.roots))
+    if not problems:  # the walk of the roots only once the roots are known good
+        problems.extend(loud_globs(bound, sandboxed=spec.sandbox_agent))
     if problems:
         raise RefusedBeforeStart(problems)
     limits = bound.limits.with_wall(spec.timeout).effective(ceiling.max_limits)
@@ -359,6 +373,25 @@ def prepare(spec: AttemptSpec) -> Prepared:
         approver=_approver(spec.approver, bound),
         signer=signer,
     )
+
+
+def loud_globs(policy: Policy, *, sandboxed: bool = True) -> list[str]:
+    """What is wrong with the bound ``policy``'s frozen and held-out globs before
+    start: a glob that matches nothing (`governor.frozen.unmatched`), a held-out
+    path git tracks (`governor.held_out.tracked`), tests held out from an agent
+    that runs outside a sandbox (it would read the governor's folder they wait in)."""
+    problems: list[str] = []
+    if policy.held_out and (not sandboxed or policy.capability >= Capability.FULL_ACCESS):
+        problems.append(
+            "[sandbox] held_out needs the agent sandbox: an agent outside one (full-access, "
+            "--no-sandbox-agent) can read the folder the held-out tests wait in"
+        )
+    try:
+        problems.extend(frozen.unmatched(policy))
+    except frozen.FrozenTooLarge as e:
+        problems.append(str(e))
+    problems.extend(held_out.tracked(policy))
+    return problems
 
 
 def _agent_id(spec: AttemptSpec) -> str:

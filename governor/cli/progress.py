@@ -162,6 +162,7 @@ def summary(outcome: Outcome, colour: bool = False) -> str:
         shown = ", ".join(outcome.files_changed[:SHOWN_CHANGED])
         more = len(outcome.files_changed) - SHOWN_CHANGED
         rows.append(("changed", f"{shown} and {more} more" if more > 0 else shown))
+    rows.extend(kept_rows(outcome))
     for c in outcome.checks_run:
         rows.append(("check", _check_line(c)))
     if outcome.verdict:
@@ -187,3 +188,20 @@ def summary(outcome: Outcome, colour: bool = False) -> str:
         f"{k:>{width}}  {paint(terminal(v), STATUS_STYLE.get(v, 'bad'), True) if k in styled else terminal(v)}"
         for k, v in rows
     )
+
+
+def kept_rows(outcome: Outcome) -> list[tuple[str, str]]:
+    """The summary's ``frozen`` and ``held-out`` rows: how many files each set
+    held and whether the digest at the end is the start's (a set of nothing is
+    refused before start, so a count of 0 here is itself news)."""
+    rows = []
+    for key, value in (("frozen", outcome.frozen), ("held-out", outcome.held_out)):
+        if not value:
+            continue
+        start, end = value.get("start") or {}, value.get("end")
+        same = "the same at the end" if end == start else "DIFFERENT at the end"
+        line = f"{start.get('files')} file(s), sha256 {str(start.get('sha256'))[:16]}, {same}"
+        if value.get("replaced"):
+            line += f"; the agent's {', '.join(value['replaced'])} replaced for the checks"
+        rows.append((key, line))
+    return rows

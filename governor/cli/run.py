@@ -130,6 +130,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "passed when every check exits 0 (repeatable)",
     )
     p.add_argument(
+        "--held-out",
+        metavar="GLOB",
+        action="append",
+        default=[],
+        help="tests the agent never sees (a glob relative to the workspace, as the policy's "
+        "[sandbox] held_out): moved out of every sandbox before the agent starts, put back "
+        "only for the checks; a glob that matches nothing is refused (repeatable)",
+    )
+    p.add_argument(
         "--tries",
         metavar="N",
         type=int,
@@ -328,6 +337,7 @@ def main(args: argparse.Namespace) -> int:
             durability=args.fsync,
             kind=args.kind,
             checks=args.check,
+            held_out=args.held_out,
             on_event=on_event,
             trace_id=trace.trace_id if trace is not None else None,
         )
