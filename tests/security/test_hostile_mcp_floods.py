@@ -317,3 +317,19 @@ def test_in_a_batch_a_job_that_floods_at_a_1024_descriptor_limit_loses_no_other_
     assert by_job["flood"]["status"] in ("completed", "failed"), by_job["flood"]
     for job in by_job:
         assert verify(box, out / job / "audit.jsonl").returncode == 0
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_governor_sandbox_refuses_to_pass_the_signing_keys_variable_and_passes_an_ordinary_one(
+    accounts: dict[str, Account | str], user: str
+) -> None:
+    box = box_for(accounts, user, "sandbox")
+    shown = ["--workspace", str(box.ws), "--"]
+    done = governor(box, ["sandbox", "--env", SIGNING_KEY_VARIABLE, *shown, "sh", "-c", f"echo ${{#{SIGNING_KEY_VARIABLE}}}"],
+                    environ={SIGNING_KEY_VARIABLE: "not-for-any-sandbox"})  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"{SIGNING_KEY_VARIABLE} holds the audit log's signing key, named in --env" in done.stderr
+    assert "not-for-any-sandbox" not in done.stdout + done.stderr
+    done = governor(box, ["sandbox", "--env", "ORDINARY_NAME", *shown, "sh", "-c", "echo $ORDINARY_NAME"],
+                    environ={"ORDINARY_NAME": "plain value"})  # fmt: skip
+    assert done.returncode == 0 and done.stdout.strip() == "plain value", done.stdout + done.stderr
