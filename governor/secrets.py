@@ -85,9 +85,10 @@ def secret_looking(name: str) -> bool:
 
 SHORTEST: Final = 6
 """Values shorter than this are too short to mask (they would mask ordinary words)."""
-_SHORTEST_SPELLING: Final = 8
-"""An encoded spelling shorter than this is left out (a core of a short secret's
-base64 would match ordinary text)."""
+_SHORTEST_SPELLING: Final = 7
+"""An encoded spelling shorter than this is left out (it could match ordinary
+text). A secret of `SHORTEST` bytes has base64 cores of 7 characters at its
+two unaligned places, so every spelling of a secret long enough to mask is kept."""
 
 
 def spellings(value: str) -> set[str]:

@@ -15,7 +15,7 @@ import textwrap
 from pathlib import Path
 from urllib.parse import quote
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from governor.attempt import run_attempt
@@ -69,6 +69,9 @@ around = st.binary(max_size=12)
 
 
 @given(secret=secrets, before=around, after=around)
+@example(secret="abcdef", before=b"", after=b"zzzz")
+@example(secret="abcdef", before=b"x", after=b"zzzz")  # the shortest secret, each alignment
+@example(secret="abcdef", before=b"xy", after=b"z")
 def test_a_secret_inside_a_longer_base64_text_is_masked_at_every_alignment_in_both_alphabets(
     secret: str, before: bytes, after: bytes
 ) -> None:
