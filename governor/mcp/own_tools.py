@@ -295,8 +295,9 @@ class GovernorTools:
     # -- the connections ---------------------------------------------------------------
 
     async def connection(self, stream: trio.SocketStream) -> None:
-        """One MCP session over ``stream``, the SDK's server on its end, until
-        the client hangs up (or sends a line over `wire.MAX_LINE`)."""
+        """One MCP session over ``stream`` (a connection the relay's accept loop
+        admitted: `McpRelay._admit` bounds them), the SDK's server on its end,
+        until the client hangs up (or sends a line over `wire.MAX_LINE`)."""
         to_server, from_client = anyio.create_memory_object_stream[SessionMessage | Exception](16)
         to_client, from_server = anyio.create_memory_object_stream[SessionMessage](16)
         try:

@@ -221,7 +221,7 @@ class McpRelay:
     async def _accept(
         self, nursery: trio.Nursery, server: McpServer | None, listener: socket.socket
     ) -> None:
-        """Each connection a session, when `_admitted` (``server`` None: the
+        """Each connection a session, when `_admit` lets it in (``server`` None: the
         governor's own tools); one over the caps is refused and closed at once,
         so a flood holds none of the governor's descriptors."""
         name = OWN_SERVER if server is None else server.name
