@@ -252,8 +252,8 @@ class Attempt:
                 finally:
                     await terminals.close()
                 nursery.cancel_scope.cancel()
-        except AuditUnavailable as e:
-            self.end.error = str(e)
+        except Exception as e:  # an ExceptionGroup of the tasks' errors, never a Cancelled
+            self._broke(e)
         after = await trio.to_thread.run_sync(
             functools.partial(
                 snapshot,
@@ -295,6 +295,20 @@ class Attempt:
             if "signature" in end and p.signer is not None:
                 outcome.log_key = p.signer.key_id
         return outcome
+
+    def _broke(self, error: Exception) -> None:
+        """One of the attempt's tasks raised: the attempt still ends with its
+        snapshot, end record and outcome (``failed``, naming the error), never
+        a bare traceback; the traceback goes to the operational log."""
+        leaves = _leaves(error)
+        audit = [e for e in leaves if isinstance(e, AuditUnavailable)]
+        if audit and len(audit) == len(leaves):
+            self.end.error = str(audit[0])  # the gate failed closed already: its words
+            return
+        first = next(e for e in leaves if not isinstance(e, AuditUnavailable)) if leaves else error
+        log.error("the attempt failed in the governor", exc_info=error)
+        words = self.prepared.masker.text(f"{type(first).__name__}: {first}")[:500]
+        self.end.broke = f"the governor failed during the attempt: {words}"
 
     def _ended(self) -> Ending:
         """The attempt's `Ending`, completed with what the turn and the log hold at
@@ -700,6 +714,13 @@ class Attempt:
             self.turn.notices.append(
                 "the workspace has more files than the governor walks: every file there at the start was checked, but files made beyond the first 50,000 were not looked for"
             )
+
+
+def _leaves(error: BaseException) -> list[BaseException]:
+    """The errors an exception group holds, flattened (the error itself if none)."""
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for inner in error.exceptions for leaf in _leaves(inner)]
+    return [error]
 
 
 def _version() -> str:

@@ -76,6 +76,9 @@ class Ending:
     failure: str | None = None
     """Why the gate failed closed (the audit log or the sandbox broke); the gate
     writes it here when it happens."""
+    broke: str | None = None
+    """What failed in the governor itself (one of the attempt's tasks raised): the
+    attempt is failed whatever the agent did. The lifecycle writes it."""
     pending: dict[str, Any] | None = None
     """The ask that paused the attempt, as the agent sent it (written by the gate)."""
     command: CommandResult | None = None
@@ -172,6 +175,10 @@ def _failed_closed(e: Ending) -> Judgement | None:
     return Judgement("failed", e.failure) if e.failure else None
 
 
+def _broke(e: Ending) -> Judgement | None:
+    return Judgement("failed", e.broke) if e.broke else None
+
+
 def _limit(e: Ending) -> Judgement | None:
     if e.limit is None:
         return None
@@ -225,6 +232,7 @@ PRECEDENCE: Final[tuple[tuple[str, Callable[[Ending], Judgement | None]], ...]] 
     ("a plain command's exit", _command),
     ("an ask paused the attempt", _paused),
     ("the gate failed closed", _failed_closed),
+    ("the governor itself failed", _broke),
     ("the agent stopped at a limit", _limit),
     ("the connection gave up on the agent", _gave_up),
     ("the agent said it is blocked", _blocked),

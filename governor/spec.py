@@ -31,14 +31,14 @@ from typing import Any, Final, Literal
 from governor import frozen, held_out, install
 from governor.approver import APPROVER_WORDS, Approver, Ask, Callback, approver_problem, for_on_ask
 from governor.audit.log import Durability, inside
-from governor.audit.signing import KEY_VARIABLE, Signer, SigningUnavailable, load_signer
+from governor.audit.signing import Signer, SigningUnavailable, load_signer
 from governor.ceilings import load_ceiling
 from governor.installs import data_home
 from governor.mcp import servers as mcp_servers
 from governor.network import agent_hosts
 from governor.policyfile import read_policy
 from governor.presets import NotInstalled, Preset, PresetError, find, resolve
-from governor.secrets import Masker
+from governor.secrets import Masker, forwarding_problems
 from policies.capability import Capability
 from policies.ceiling import CUSTOM_AGENT, CUSTOM_COMMAND, Ceiling, check_job, parse_ceiling
 from policies.errors import ConfigError, ConfigErrors
@@ -295,16 +295,17 @@ def prepare(spec: AttemptSpec) -> Prepared:
         problems.extend(f"refused by the ceiling ({ceiling.source}): {v}" for v in violations)
     if spec.trace_id is not None and not _TRACE_ID.fullmatch(spec.trace_id):
         problems.append(f"trace_id {spec.trace_id!r} is not a trace id: 32 lowercase hex digits")
-    if KEY_VARIABLE in [*spec.env, *policy.env]:
-        problems.append(
-            f"{KEY_VARIABLE} holds the audit log's signing key: it is never passed to an agent"
-        )
     signer = None
     if ceiling is not None:
         try:
             signer = load_signer(ceiling.audit_key, environ)
         except SigningUnavailable as e:
             problems.append(str(e))
+    problems.extend(
+        forwarding_problems(
+            forwarded(spec.env, policy, environ), None if signer is None else signer.held_in
+        )
+    )
     missing = [n for n in [*spec.env, *policy.env] if not environ.get(n)]
     if missing:
         problems.append(
@@ -368,7 +369,14 @@ def prepare(spec: AttemptSpec) -> Prepared:
         ceiling=ceiling,
         executor=executor,
         env=agent_env,
-        masker=Masker.from_environ(environ, [*spec.agent_args, *mcp_servers.secrets(bound.mcp, environ)]),
+        masker=Masker.from_environ(
+            environ,
+            [
+                *spec.agent_args,
+                *mcp_servers.secrets(bound.mcp, environ),
+                *(() if signer is None else signer.unsaid()),
+            ],
+        ),
         log_path=log_path,
         approver=_approver(spec.approver, bound),
         signer=signer,
@@ -392,6 +400,25 @@ def loud_globs(policy: Policy, *, sandboxed: bool = True) -> list[str]:
         problems.append(str(e))
     problems.extend(held_out.tracked(policy))
     return problems
+
+
+def forwarded(
+    env: Sequence[str], policy: Policy, environ: Mapping[str, str]
+) -> list[tuple[str, str | None, str]]:
+    """Every variable a job forwards into a sandbox or a header, with its value
+    and where it was named, for `governor.secrets.forwarding_problems`: the
+    job's ``env`` (``--env``, a batch job's), the policy's (the agent, its
+    commands, its checks), each MCP server's ``env`` and an HTTP server's
+    ``headers`` (a library call's values included)."""
+    named = [(n, environ.get(n), "--env (the job's env)") for n in env]
+    named += [(n, environ.get(n), "the policy's env (the agent, commands, checks)") for n in policy.env]
+    for server in policy.mcp.servers:
+        where = f"[[mcp.servers]] {server.name}"
+        named += [(n, environ.get(n), f"{where} env") for n in server.env]
+        named += [(n, v, f"{where} env") for n, v in server.env_values.items()]
+        named += [(v, environ.get(v), f"{where} headers.{h}") for h, v in server.headers]
+        named += [(f"headers.{h}", v, f"{where} headers") for h, v in server.header_values.items()]
+    return named
 
 
 def _agent_id(spec: AttemptSpec) -> str:

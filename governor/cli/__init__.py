@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final, NoReturn
 
 from governor import __version__
+from sandbox.host.descriptors import raise_descriptor_limit
 
 if TYPE_CHECKING:
     from governor.outcome import Outcome
@@ -111,6 +112,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return 2
+    # the flood a hard limit allows is the one the governor meets (`sandbox.net.accepting`)
+    raise_descriptor_limit()
     try:
         code: int = args.func(args)
     except BrokenPipeError:  # e.g. `governor presets | head`

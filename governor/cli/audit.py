@@ -57,9 +57,10 @@ USAGE: Final = """governor audit [--refused | --network | --checks | --mcp | --a
 
 EXIT_CODES: Final = """exit codes:
   0  done (the report warns of a log that does not verify; verify reports unfinished
-     attempts and a line cut by a crash without failing)
+     attempts and a line cut by a crash without failing, unless --public-key is given)
   1  verify: a log does not verify (its first bad line is named), or does not end at
-     its head, or an end record's signature does not hold; --attempt: no such id;
+     its head, or an end record's signature does not hold, or with --public-key an
+     attempt has no end record (no signature covers it); --attempt: no such id;
      every reader: a log or outcomes line of a shape the governor never writes (a
      crafted or corrupt file: the file, the line and the field are named)
   2  usage: a missing log, an unreadable or invalid policy; report: several attempts

@@ -345,18 +345,10 @@ class GovernorTools:
 
     # -- the connections ---------------------------------------------------------------
 
-    async def serve(self, listener: trio.socket.SocketType) -> None:
-        """Answer each connection to ``listener`` (one per shim the agent
-        starts) until cancelled."""
-        with listener:
-            async with trio.open_nursery() as nursery:
-                while True:
-                    sock, _ = await listener.accept()
-                    nursery.start_soon(self.connection, trio.SocketStream(sock))
-
     async def connection(self, stream: trio.SocketStream) -> None:
-        """One MCP session over ``stream``, the SDK's server on its end, until
-        the client hangs up (or sends a line over `wire.MAX_LINE`)."""
+        """One MCP session over ``stream`` (a connection the relay's accept loop
+        admitted: `McpRelay._admit` bounds them), the SDK's server on its end,
+        until the client hangs up (or sends a line over `wire.MAX_LINE`)."""
         to_server, from_client = anyio.create_memory_object_stream[SessionMessage | Exception](16)
         to_client, from_server = anyio.create_memory_object_stream[SessionMessage](16)
         try:
