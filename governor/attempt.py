@@ -31,7 +31,17 @@ import structlog
 import trio
 from pydantic import ValidationError
 
-from governor import checks, confine, elicitation, frozen, installs, network, plain, roots_size
+from governor import (
+    checks,
+    confine,
+    elicitation,
+    frozen,
+    homes,
+    installs,
+    network,
+    plain,
+    roots_size,
+)
 from governor.acp.connection import Connection, ConnectionClosed, RemoteError, RequestTimeout
 from governor.acp.jsonrpc import AUTH_REQUIRED, short_error
 from governor.acp.models import schema
@@ -188,6 +198,8 @@ class Attempt:
             self.audit.close()
             raise RefusedBeforeStart([f"{e}; nothing was started"]) from None
         before = await trio.to_thread.run_sync(snapshot, policy.roots)
+        home = homes.home_roots(p.executor.preset, p.env)
+        home_before = await trio.to_thread.run_sync(snapshot, home, homes.HOME_MAX_FILES)
         kept = await trio.to_thread.run_sync(tamper.keep, before.files, policy.roots)
         try:
             async with trio.open_nursery() as nursery:
@@ -234,6 +246,11 @@ class Attempt:
         )
         self._unasked_changes(before, after)
         await self._tamper_audit(kept, before, after)
+        home_after = await trio.to_thread.run_sync(
+            functools.partial(snapshot, home, homes.HOME_MAX_FILES, before=home_before)
+        )
+        self.end.home_changes = tuple(diff(home_before, home_after))
+        self.end.home_complete = home_before.complete and home_after.complete
         if policy.checks and not self.end.interrupted:  # a person who stops wants it stopped
             report = functools.partial(checks.report, self.audit, self.emit)
             self.end.checks = await checks.run_checks(

@@ -145,6 +145,10 @@ def summary(outcome: Outcome) -> str:
         shown = ", ".join(outcome.files_changed[:SHOWN_CHANGED])
         more = len(outcome.files_changed) - SHOWN_CHANGED
         rows.append(("changed", f"{shown} and {more} more" if more > 0 else shown))
+    if outcome.home_changed:
+        shown = ", ".join(outcome.home_changed[:SHOWN_CHANGED])
+        more = len(outcome.home_changed) - SHOWN_CHANGED
+        rows.append(("home", f"{shown} and {more} more" if more > 0 else shown))
     for c in outcome.checks_run:
         rows.append(("check", _check_line(c)))
     if outcome.verdict:
