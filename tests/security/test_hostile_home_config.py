@@ -58,9 +58,18 @@ def inside(preset: str) -> list[str]:
     ]
 
 
-def governor_run(box: Box, preset: str, shell: str, *, json_out: bool = True) -> subprocess.CompletedProcess[str]:
+def governor_run(
+    box: Box,
+    preset: str,
+    shell: str,
+    *,
+    json_out: bool = True,
+    path: str | None = None,
+    environ: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
     """``governor run --agent PRESET`` as the box's user, its program on PATH
-    the scripted agent playing one shell step."""
+    the scripted agent playing one shell step (``path``: the real agent's PATH
+    instead, with the variables of ``environ`` passed to it)."""
     agent = box.mkdir(box.dir / "agent" / "bin")
     script = box.write(box.dir / "agent" / "script.json", json.dumps([{"shell": shell}, {"say": "Done."}]))
     driver = box.account.driver
@@ -75,10 +84,12 @@ def governor_run(box: Box, preset: str, shell: str, *, json_out: bool = True) ->
     box.write(agent / program, f'#!/bin/sh\nexec {python} {SCRIPTED} --script {script} "$@"\n', mode=0o755)
     policy = box.write(box.dir / "policy.toml", 'capability = "edit-workspace"\n')
     tmp = box.mkdir(box.dir / "tmp")
-    argv = [*prefix, f"HOME={box.home}", f"PATH={agent}:/usr/bin:/bin", f"TMPDIR={tmp}",
-            python, "-m", "governor.cli", "run", *(["--json"] if json_out else []),
+    extra = [f"{k}={v}" for k, v in (environ or {}).items()]
+    names = [a for name in environ or {} for a in ("--env", name)]
+    argv = [*prefix, *extra, f"HOME={box.home}", f"PATH={path or f'{agent}:/usr/bin:/bin'}",
+            f"TMPDIR={tmp}", python, "-m", "governor.cli", "run", *(["--json"] if json_out else []),
             "--agent", preset, "--policy", str(policy), "--workspace", str(box.ws),
-            "--log", str(box.dir / "audit.jsonl"), "go"]  # fmt: skip
+            "--log", str(box.dir / "audit.jsonl"), *names, "go"]  # fmt: skip
     return subprocess.run(argv, capture_output=True, text=True, timeout=300)
 
 
@@ -159,3 +170,49 @@ def test_the_summary_names_what_the_agent_changed_in_its_home_folders(
     assert any(
         r[0] == "notice" and f"{agents_md} (changed)" in r[1] for r in rows if len(r) == 2
     ), done.stdout
+
+
+sys.path.insert(0, str(REPO / "tests" / "e2e"))
+from npm_agents import CLAUDE_AGENT_ACP, MODULES, installed  # noqa: E402
+from standin import StandIn, bash  # noqa: E402
+
+PLANT = f"""printf '%s' '{HOOK}' > "$HOME/.claude/settings.json"
+echo "settings: $?"
+printf x > "$HOME/.claude/notes.txt"
+"""
+
+
+@pytest.mark.e2e
+@pytest.mark.npm_agent(CLAUDE_AGENT_ACP)
+@pytest.mark.parametrize("user", USERS)
+def test_the_real_claude_agent_cannot_plant_a_session_start_hook_and_still_completes_with_its_sessions_kept(
+    accounts: dict[str, Account | str], user: str
+) -> None:
+    installed(CLAUDE_AGENT_ACP)
+    box = box_for(accounts, user, "real-claude")
+    settings = box.write(box.home / ".claude" / "settings.json", '{"theme": "dark"}\n')
+    claude_json = box.write(box.home / ".claude.json", '{"numStartups": 1}\n')
+    box.write(box.ws / "plant.sh", PLANT)
+    with StandIn([bash("sh plant.sh")]) as model:
+        done = governor_run(
+            box,
+            "claude",
+            "",
+            path=f"{MODULES / '.bin'}:/usr/bin:/bin",
+            environ={
+                "ANTHROPIC_BASE_URL": model.url,
+                "ANTHROPIC_API_KEY": "dummy",
+                "DISABLE_TELEMETRY": "1",
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+                "IS_SANDBOX": "1",
+            },
+        )
+        outcome = outcome_of(done)
+    assert model.tool_uses() == ["Bash"], model.describe()
+    assert settings.read_text() == '{"theme": "dark"}\n'  # the hook never reached the host
+    assert claude_json.read_text() == '{"numStartups": 1}\n'
+    # the allowed neighbours: its session files and a plain file of its folder are written
+    sessions = sorted(str(p) for p in (box.home / ".claude" / "projects").rglob("*.jsonl"))
+    assert sessions, sorted(str(p) for p in box.home.rglob("*"))
+    assert (box.home / ".claude" / "notes.txt").read_text() == "x"
+    assert set(sessions) | {str(box.home / ".claude" / "notes.txt")} <= set(outcome["home_changed"])
