@@ -216,7 +216,9 @@ def survey(
             source = os.path.join(home, folder.name)
             if os.path.exists(source):
                 real = os.path.realpath(source)
-                runs_code = folder.writable and folder.name in profile.home_runs_code
+                runs_code = folder.writable and folder.name in {
+                    r.removesuffix("/") for r in profile.home_runs_code
+                }
                 if runs_code and os.path.isdir(real):  # a whole folder that runs code
                     home_mounts.append(HomeMount(real, source, False))
                 else:
@@ -375,7 +377,7 @@ def _home_code(
     pins: list[tuple[str, str]] = []
     stubs: list[str] = []
     opened: list[tuple[str, str]] = []
-    for rel in profile.home_runs_code:
+    for rel in (r.removesuffix("/") for r in profile.home_runs_code):
         name = next((n for n in mounts if rel.startswith(n.rstrip("/") + "/")), None)
         mount = None if name is None else mounts[name]
         if name is None or mount is None or not mount.writable:

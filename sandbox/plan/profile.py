@@ -118,7 +118,9 @@ class Profile:
     """Paths relative to ``$HOME`` inside the writable `home_folders` that make
     the host run code later (a preset's ``runs_code``: hooks, MCP server
     lists): pinned read-only, a missing one held by a placeholder so that it
-    cannot be made; one that is a home folder itself is a throwaway copy
+    cannot be made (one that ends with ``/`` is a folder: made empty on the
+    host instead, `sandbox.run.agent.ensure_home_folders`, as the agent would
+    make it at its start); one that is a home folder itself is a throwaway copy
     (`HomeMount.throwaway`)."""
     visible: tuple[Path, ...] = ()
     links: tuple[tuple[str, str], ...] = ()
@@ -171,7 +173,7 @@ class Profile:
         for rel in (*self.protected, *self.hidden):
             _check_relative("protected/hidden path", rel)
         for rel in self.home_runs_code:
-            _check_relative("home path that runs code", rel)
+            _check_relative("home path that runs code", rel.removesuffix("/"))
         for name in self.unprotected:
             if name not in UNPROTECTABLE:
                 raise ProfileError(

@@ -112,8 +112,9 @@ def attack(preset: str) -> str:
     ]
     for rel in inside(preset):
         if rel != config:
-            lines.append(f"mkdir -p $HOME/{rel} && echo '{HOOK}' > $HOME/{rel}/planted")
-            lines.append(f"echo '{HOOK}' > $HOME/{rel}")
+            lines.append(f"mkdir -p $HOME/{rel} && echo '{HOOK}' > $HOME/{rel.rstrip('/')}/planted")
+            lines.append(f"echo '{HOOK}' > $HOME/{rel.rstrip('/')}")
+            lines.append(f"rmdir $HOME/{rel} && mv $HOME/{rel.rstrip('/')} $HOME/moved")
     return "; ".join(f"({line}) 2>&1" for line in lines)
 
 
@@ -132,8 +133,17 @@ def test_a_preset_s_code_running_home_files_cannot_be_written_made_or_moved_by_i
     assert "Read-only file system" in said or "Permission denied" in said, said
     assert (box.home / config).read_text() == content
     assert not (box.home / f"{config}.old").exists()
-    made = [rel for rel in inside(preset) if rel != config and os.path.lexists(box.home / rel)]
-    assert made == [], said  # nothing made, and every placeholder gone again
+    # nothing made: a missing file's placeholder is gone again, a missing folder
+    # was made empty for the attempt (as the agent would make it) and stays empty
+    made = [
+        rel
+        for rel in inside(preset)
+        if rel != config
+        and os.path.lexists(box.home / rel)
+        and not (rel.endswith("/") and not any((box.home / rel).iterdir()))
+    ]
+    assert made == [], said
+    assert not (box.home / "moved").exists()
     # the allowed neighbour: a file of its home folder that runs nothing is written,
     # and the outcome names it (the field and a notice)
     notes = box.home / folder / "notes.txt"
