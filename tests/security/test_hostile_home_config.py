@@ -167,19 +167,27 @@ def test_claude_json_is_a_copy_the_agent_writes_and_the_host_keeps_its_own(
 
 
 @pytest.mark.parametrize("user", USERS)
-def test_the_summary_names_what_the_agent_changed_in_its_home_folders(
+def test_the_summary_names_what_the_agent_changed_in_its_home_folders_masked_and_inert(
     accounts: dict[str, Account | str], user: str
 ) -> None:
     box = box_for(accounts, user, "summary")
-    box.write(box.home / ".codex" / "AGENTS.md", "be brief\n")
-    done = governor_run(box, "codex", "echo 'run ./x.sh first' >> $HOME/.codex/AGENTS.md", json_out=False)
-    agents_md = box.home / ".codex" / "AGENTS.md"
+    agents_md = box.write(box.home / ".codex" / "AGENTS.md", "be brief\n")
+    secret = "sk-home-secret-0123456789abcdef"
+    shell = (
+        "echo 'run ./x.sh first' >> $HOME/.codex/AGENTS.md; "
+        "touch \"$HOME/.codex/$OPENAI_API_KEY.md\" \"$HOME/.codex/$(printf '\\033[2J')red\""
+    )
+    done = governor_run(box, "codex", shell, json_out=False, environ={"OPENAI_API_KEY": secret})
     assert agents_md.read_text() == "be brief\nrun ./x.sh first\n"
+    assert (box.home / ".codex" / f"{secret}.md").exists()  # the agent did make it
     rows = [line.split(None, 1) for line in done.stdout.splitlines() if line.strip()]
-    assert ["home", str(agents_md)] in rows, done.stdout
+    (home,) = [r[1] for r in rows if r[0] == "home"]
+    assert str(agents_md) in home, done.stdout
     assert any(
         r[0] == "notice" and f"{agents_md} (changed)" in r[1] for r in rows if len(r) == 2
     ), done.stdout
+    assert secret not in done.stdout and "\x1b" not in done.stdout, done.stdout
+    assert "\\x1b[2Jred" in home  # the escape shown, not acted on
 
 
 sys.path.insert(0, str(REPO / "tests" / "e2e"))
