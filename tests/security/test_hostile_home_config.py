@@ -150,6 +150,8 @@ def test_a_preset_s_code_running_home_files_cannot_be_written_made_or_moved_by_i
     assert notes.read_text() == "kept\n"
     assert outcome["home_changed"] == [str(notes)]
     assert any(str(notes) in n and "home folders" in n for n in outcome["acp"]["notices"])
+    records = [json.loads(line) for line in (box.dir / "audit.jsonl").read_text().splitlines()]
+    assert records[-1]["kind"] == "attempt-end" and records[-1]["home_changed"] == [str(notes)]
 
 
 @pytest.mark.parametrize("user", USERS)
