@@ -37,6 +37,7 @@ from governor import (
     elicitation,
     frozen,
     held_out,
+    homes,
     installs,
     network,
     plain,
@@ -218,6 +219,8 @@ class Attempt:
             self.audit.close()
             raise RefusedBeforeStart([f"{e}; nothing was started"]) from None
         before = await trio.to_thread.run_sync(snapshot, policy.roots)
+        home = homes.home_roots(p.executor.preset, p.env)
+        home_before = await trio.to_thread.run_sync(snapshot, home, homes.HOME_MAX_FILES)
         kept = await trio.to_thread.run_sync(tamper.keep, before.files, policy.roots)
         try:
             async with trio.open_nursery() as nursery:
@@ -274,6 +277,11 @@ class Attempt:
             await trio.to_thread.run_sync(held_out.put_back, held, policy)
             self.turn.notices.extend(held_out.notices(held))
             self.end.held_out = held.to_json()
+        home_after = await trio.to_thread.run_sync(
+            functools.partial(snapshot, home, homes.HOME_MAX_FILES, before=home_before)
+        )
+        self.end.home_changes = tuple(diff(home_before, home_after))
+        self.end.home_complete = home_before.complete and home_after.complete
         if policy.checks and not self.end.interrupted:  # a person who stops wants it stopped
             report = functools.partial(checks.report, self.audit, self.emit)
             self.end.checks = await checks.run_checks(

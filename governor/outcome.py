@@ -136,6 +136,10 @@ class Outcome:
     files_changed: list[str] = field(default_factory=list)
     """The roots' files the attempt created, changed or deleted (the workspace
     diff), as absolute paths (a job may have several roots), sorted, masked."""
+    home_changed: list[str] = field(default_factory=list)
+    """The agent's own home folders' files (``~/.claude``, ...) the attempt
+    created, changed or deleted, absolute, sorted, masked (`governor.homes`):
+    what the agent's next start on the host reads."""
     checks_run: list[CheckRun] = field(default_factory=list)
     """The job's checks after the attempt (`governor.checks`), in order."""
     verdict: Verdict | None = None
@@ -185,6 +189,7 @@ class Outcome:
             "log_key": self.log_key,
             "findings": [f.to_json() for f in self.findings],
             "files_changed": list(self.files_changed),
+            "home_changed": list(self.home_changed),
             "checks_run": [c.to_json() for c in self.checks_run],
             "verdict": self.verdict,
             "frozen": _copied(self.frozen),

@@ -163,6 +163,10 @@ def summary(outcome: Outcome, colour: bool = False) -> str:
         more = len(outcome.files_changed) - SHOWN_CHANGED
         rows.append(("changed", f"{shown} and {more} more" if more > 0 else shown))
     rows.extend(kept_rows(outcome))
+    if outcome.home_changed:
+        shown = ", ".join(outcome.home_changed[:SHOWN_CHANGED])
+        more = len(outcome.home_changed) - SHOWN_CHANGED
+        rows.append(("home", f"{shown} and {more} more" if more > 0 else shown))
     for c in outcome.checks_run:
         rows.append(("check", _check_line(c)))
     if outcome.verdict:
