@@ -36,7 +36,7 @@ import tree_sitter_rust
 import tree_sitter_typescript
 from tree_sitter import Language, Node, Parser
 
-from governor.tamper.facts import Facts, Mark, Test
+from governor.tamper.facts import Code, Facts, Mark, Test
 
 MAX_DEPTH: Final = 2_000
 """Deeper than this, a tree is not looked into (no test is written that deep)."""
@@ -141,7 +141,109 @@ def javascript(text: str, language: str = "javascript") -> Facts:
         if depth < MAX_DEPTH:
             stack.extend((c, inner_groups, inner_test, depth + 1) for c in reversed(node.children))
     out.marks.extend(_comment_marks(root, text.splitlines(), _JS_SUPPRESSIONS))
+    _js_code(out, root)
     return out
+
+
+def _tokens(node: Node) -> str:
+    """A subtree as its tokens, comments and whitespace left out: what it does."""
+    out: list[str] = []
+    for sub in _walk(node):
+        if sub.type in ("comment", "line_comment", "block_comment"):
+            continue
+        if sub.child_count == 0:
+            out.append(_text(sub))
+    return "\x00".join(out)
+
+
+_JS_DECLARATIONS: Final = {
+    "import_statement",
+    "function_declaration",
+    "generator_function_declaration",
+    "class_declaration",
+    "lexical_declaration",
+    "variable_declaration",
+    "export_statement",
+    "empty_statement",
+}
+
+
+def _js_code(out: Facts, root: Node) -> None:
+    """The top-level statements of a test file that are not test or group calls:
+    by the names they declare (``const expected = 4``), or by their tokens (a
+    statement that runs as the file loads: ``m.mean = () => 4``,
+    ``process.exit(0)``)."""
+    for node in root.named_children:
+        if node.type == "comment":
+            continue
+        if node.type == "expression_statement":
+            call = node.named_children[0] if node.named_children else None
+            callee = (
+                call.child_by_field_name("function")
+                if call is not None and call.type == "call_expression"
+                else None
+            )
+            head = _squeezed(callee).partition(".")[0] if callee is not None else ""
+            if head.lstrip("xf") in _JS_TESTS | _JS_GROUPS or head in (
+                "before",
+                "after",
+                "beforeEach",
+                "afterEach",
+                "beforeAll",
+                "afterAll",
+            ):
+                if head.startswith(("before", "after")):
+                    out.code[f"{head} (line {_line(node)})"] = Code(
+                        _line(node), _tokens(node), f"{head} runs around the tests"
+                    )
+                continue
+        body = _tokens(node)
+        names = [
+            _text(n)
+            for n in _walk(node)
+            if n.type in ("identifier",)
+            and n.parent is not None
+            and n.parent.type
+            in (
+                "variable_declarator",
+                "function_declaration",
+                "class_declaration",
+                "import_specifier",
+                "namespace_import",
+                "import_clause",
+            )
+        ]
+        key = ", ".join(dict.fromkeys(names)) if names else f"statement {_text(node)[:60]!r}"
+        runs = None
+        if node.type not in _JS_DECLARATIONS or any(
+            n.type
+            in ("call_expression", "new_expression", "assignment_expression", "await_expression")
+            for n in _walk(node)
+            if not _inside_function(n, node)
+        ):
+            runs = "it runs as the file loads"
+        if node.type == "import_statement":
+            runs = None
+        out.code[key] = Code(_line(node), body, runs)
+
+
+def _inside_function(node: Node, top: Node) -> bool:
+    """Whether ``node`` is inside a function body below ``top`` (it runs when
+    called, not as the file loads)."""
+    up = node.parent
+    while up is not None and up != top:
+        if up.type in (
+            "arrow_function",
+            "function_expression",
+            "function",
+            "function_declaration",
+            "method_definition",
+            "generator_function",
+            "generator_function_declaration",
+        ):
+            return True
+        up = up.parent
+    return False
 
 
 def _js_call(
@@ -159,6 +261,7 @@ def _js_call(
     scope = (
         " > ".join((*groups, title)) if named and title is not None else test or " > ".join(groups)
     ) or "the file"
+    option = _js_option(args) if named else None
     if name in _JS_SKIP or (
         head in _JS_TESTS | _JS_GROUPS and modifier in ("skip", "skipIf", "todo")
     ):
@@ -167,15 +270,49 @@ def _js_call(
         out.marks.append(Mark("only-added", name, scope, _line(node)))
     elif name == "this.skip":
         out.marks.append(Mark("skip-added", "this.skip()", scope, _line(node)))
+    elif option is not None:
+        rule = "only-added" if option == "only" else "skip-added"
+        out.marks.append(Mark(rule, f"{{{option}}} option", scope, _line(node)))
+    elif (
+        test is not None
+        and modifier in ("skip", "todo")
+        and head not in _JS_TESTS | _JS_GROUPS
+        and callee is not None
+        and callee.type == "member_expression"
+    ):  # node:test's t.skip() / t.todo() on the test's context
+        out.marks.append(Mark("skip-added", f"t.{modifier}()", test, _line(node)))
     if named and title is not None and bare in _JS_GROUPS:
         return (*groups, title), None
     if named and title is not None:
         full = " > ".join((*groups, title))
-        out.tests.setdefault(full, Test(_line(node)))
+        out.tests.setdefault(full, Test(_line(node), body=_tokens(node)))
         return groups, full
     if test is not None and callee is not None:
         _js_assertion(out.tests[test], node, callee, name, args)
     return groups, test
+
+
+_JS_OPTIONS: Final = {"skip": "skip", "todo": "todo", "only": "only"}
+
+
+def _js_option(args: Node | None) -> str | None:
+    """node:test's ``test(name, {skip: true}, fn)``: the option that skips (or
+    focuses) the test, unless its value is a literal false."""
+    if args is None:
+        return None
+    for value in args.named_children[1:2]:
+        if value.type != "object":
+            continue
+        for pair in value.named_children:
+            if pair.type == "shorthand_property_identifier" and _text(pair) in _JS_OPTIONS:
+                return _text(pair)
+            if pair.type != "pair":
+                continue
+            key = _text(pair.child_by_field_name("key")).strip("\"'`")
+            shown = _squeezed(pair.child_by_field_name("value"))
+            if key in _JS_OPTIONS and shown not in ("false", "0", "''", '""', "null", "undefined"):
+                return _JS_OPTIONS[key]
+    return None
 
 
 def _js_title(args: Node | None) -> str | None:
