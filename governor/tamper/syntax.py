@@ -165,6 +165,12 @@ _JS_DECLARATIONS: Final = {
     "variable_declaration",
     "export_statement",
     "empty_statement",
+    "interface_declaration",
+    "type_alias_declaration",
+    "enum_declaration",
+    "abstract_class_declaration",
+    "ambient_declaration",
+    "import_alias",
 }
 
 
