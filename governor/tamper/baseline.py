@@ -163,13 +163,15 @@ def _started(
     source_rel = startup.bytecode_source(rel)
     if source_rel is not None:
         source = path[: len(path) - len(rel)] + source_rel
-        if startup.pytest_version(rel) is not None:
-            caches.append((path, source))
-            return []
         data = read(path)
         if data is None:
             return [Finding(path, None, "bytecode-added", "bytecode the audit could not read")]
-        finding = startup.bytecode(path, data, source, read(source))
+        text, stamp = read(source), _stamp(source)
+        if startup.pytest_version(rel) is not None:
+            if not startup.stale(data, text, stamp, pytest=True):
+                caches.append((path, source))
+            return []
+        finding = startup.bytecode(path, data, source, text, stamp)
         return [] if finding is None else [finding]
     if rel.endswith((".pth", "sitecustomize.py", "usercustomize.py", "conftest.py")):
         data = read(path)
@@ -248,6 +250,16 @@ def _pytest_caches(caches: list[tuple[str, str]]) -> list[Finding]:
             name = os.path.basename(cache)
             out.append(Finding(cache, None, "bytecode-added", f"{name}: {why}"))
     return out
+
+
+def _stamp(path: str) -> startup.Stamp | None:
+    """A source's mtime and size as the loader compares them with a ``.pyc``'s
+    header (it follows links, as the import does)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return int(st.st_mtime), st.st_size
 
 
 def _b64(data: bytes | None) -> str | None:

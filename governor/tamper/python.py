@@ -198,13 +198,18 @@ def _keys(node: ast.stmt) -> list[str]:
     ]
 
 
-_HOOKS: Final = re.compile(
-    r"^(setup|teardown|setUp|tearDown|asyncSetUp|asyncTearDown|setup_\w*|teardown_\w*|setUpModule|"
-    r"tearDownModule|setUpClass|tearDownClass|load_tests|pytest_\w+|run|debug|__\w+__|"
-    r"assert\w*|fail\w*|skipTest|subTest|addCleanup|doCleanups|id|shortDescription)$"
+_MODULE_HOOKS: Final = re.compile(
+    r"^(setup|teardown|setup_module|teardown_module|setup_function|teardown_function|"
+    r"setUpModule|tearDownModule|load_tests|pytest_\w+)$"
 )
-"""Names a runner calls around the tests, or that replace what a test calls on
-``self`` (a ``def assertEqual`` that does nothing)."""
+"""Module-level functions a runner calls around a file's tests (or to choose them)."""
+_MEMBER_HOOKS: Final = re.compile(
+    r"^(setup|teardown|setUp|tearDown|asyncSetUp|asyncTearDown|setup_\w*|teardown_\w*|"
+    r"setUpClass|tearDownClass|run|debug|__\w+__|assert\w*|fail\w*|skipTest|subTest|"
+    r"addCleanup|doCleanups|id|shortDescription)$"
+)
+"""Methods a runner calls around a class's tests, or that replace what a test
+calls on ``self`` (a ``def assertEqual`` that does nothing)."""
 
 
 def _runs(node: ast.stmt, names: _Names, *, member: bool = False) -> str | None:
@@ -215,7 +220,7 @@ def _runs(node: ast.stmt, names: _Names, *, member: bool = False) -> str | None:
     if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
         return None
     if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-        if _HOOKS.match(node.name) and (member or not node.name.startswith("__")):
+        if (_MEMBER_HOOKS if member else _MODULE_HOOKS).match(node.name):
             return f"{node.name} is called by the runner around the tests"
         for d in node.decorator_list:
             called = names.resolve(d)

@@ -144,16 +144,46 @@ def pytest_version(path: str) -> str | None:
     return None if match is None else match.group("pytest")
 
 
-def bytecode(path: str, data: bytes, source_path: str, source: bytes | None) -> Finding | None:
+Stamp = tuple[int, int]
+"""A source's mtime (whole seconds) and size, as a ``.pyc`` header holds them."""
+
+
+def stale(data: bytes, source: bytes | None, stamp: Stamp | None, *, pytest: bool = False) -> bool:
+    """Whether the loader would skip this ``.pyc`` and compile the source
+    instead: its header's stamp (or checked hash) is not the source's as it is
+    now. Bytecode written before the agent's last edit is harmless, however
+    it differs. pytest reads only its own two forms: a timestamp (flags 0,
+    pytest before 9) or a checked hash (flags 3)."""
+    if source is None or stamp is None or len(data) < 16:
+        return False
+    flags = int.from_bytes(data[4:8], "little")
+    if flags == 0:
+        mtime, size = stamp
+        return data[8:12] != (mtime & 0xFFFFFFFF).to_bytes(4, "little") or data[12:16] != (
+            size & 0xFFFFFFFF
+        ).to_bytes(4, "little")
+    if pytest and flags != 3:
+        return True
+    if flags & 0b10 and data[:4] == importlib.util.MAGIC_NUMBER:  # a checked hash
+        return data[8:16] != importlib.util.source_hash(source)[:8]
+    return False
+
+
+def bytecode(
+    path: str, data: bytes, source_path: str, source: bytes | None, stamp: Stamp | None = None
+) -> Finding | None:
     """A plain ``.pyc`` the attempt wrote, against its source (None: there is
-    none): no finding when it is exactly what this interpreter compiles from
-    the source as it is now."""
+    none) and the source's `Stamp`: no finding when the loader would not use
+    it (`stale`) or when it is exactly what this interpreter compiles from the
+    source as it is now."""
     name = posixpath.basename(path)
     where = posixpath.basename(posixpath.dirname(path))
     if where != "__pycache__":
         why = "bytecode outside __pycache__ is run when its source is missing"
     elif source is None:
         why = "there is no source beside it"
+    elif stale(data, source, stamp):
+        return None
     elif data[:4] != importlib.util.MAGIC_NUMBER:
         why = "it was written for another Python: this audit cannot check it against its source"
     elif len(data) < 16 or data[16:] != _compiled(source_path, source, name):

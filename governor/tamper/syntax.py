@@ -221,34 +221,41 @@ def _js_code(out: Facts, root: Node) -> None:
         ]
         key = ", ".join(dict.fromkeys(names)) if names else f"statement {_text(node)[:60]!r}"
         runs = None
-        if node.type not in _JS_DECLARATIONS or any(
-            n.type
-            in ("call_expression", "new_expression", "assignment_expression", "await_expression")
-            for n in _walk(node)
-            if not _inside_function(n, node)
-        ):
+        if node.type not in _JS_DECLARATIONS or _runs_at_load(node):
             runs = "it runs as the file loads"
         if node.type == "import_statement":
             runs = None
         out.code[key] = Code(_line(node), body, runs)
 
 
-def _inside_function(node: Node, top: Node) -> bool:
-    """Whether ``node`` is inside a function body below ``top`` (it runs when
-    called, not as the file loads)."""
-    up = node.parent
-    while up is not None and up != top:
-        if up.type in (
-            "arrow_function",
-            "function_expression",
-            "function",
-            "function_declaration",
-            "method_definition",
-            "generator_function",
-            "generator_function_declaration",
-        ):
+_JS_FUNCTIONS: Final = {
+    "arrow_function",
+    "function_expression",
+    "function",
+    "function_declaration",
+    "method_definition",
+    "generator_function",
+    "generator_function_declaration",
+}
+_JS_ACTIONS: Final = {
+    "call_expression",
+    "new_expression",
+    "assignment_expression",
+    "await_expression",
+}
+
+
+def _runs_at_load(top: Node) -> bool:
+    """Whether ``top`` calls, constructs, assigns or awaits outside a function
+    body (what runs when the file loads; a function's body runs when called)."""
+    stack = [(top, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if node.type in _JS_ACTIONS:
             return True
-        up = up.parent
+        if node.type in _JS_FUNCTIONS or depth >= MAX_DEPTH:
+            continue
+        stack.extend((c, depth + 1) for c in node.children)
     return False
 
 
