@@ -17,7 +17,7 @@ kind than the before-text had.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -60,6 +60,31 @@ class Finding:
         return {"path": self.path, "line": self.line, "rule": self.rule, "detail": self.detail}
 
 
+class Shape:
+    """What a piece of code does, compared cheaply: its source text first (the
+    same text is the same code), and only when the texts differ its tree
+    without positions and comments, made then (``make``) and kept. Most tests
+    of an attempt are untouched: their trees are never dumped."""
+
+    __slots__ = ("_make", "_value", "text")
+
+    def __init__(self, text: str, make: Callable[[], str]) -> None:
+        self.text = text
+        self._make: Callable[[], str] | None = make
+        self._value: str | None = None
+
+    def value(self) -> str:
+        """The tree as text (made once)."""
+        if self._value is None:
+            assert self._make is not None
+            self._value, self._make = self._make(), None
+        return self._value
+
+    def same(self, other: Shape) -> bool:
+        """Whether the two do the same thing."""
+        return self.text == other.text or self.value() == other.value()
+
+
 @dataclass(slots=True)
 class Test:
     """One test: where it starts, how many assertions it makes, and the lines of
@@ -68,21 +93,21 @@ class Test:
     line: int
     asserts: int = 0
     trivial: list[int] = field(default_factory=list)
-    body: str = ""
-    """The test as its language's tree says it, positions and comments left out:
-    two tests with the same ``body`` do the same thing."""
+    body: Shape | None = None
+    """The test as its language's tree says it, positions and comments left out
+    (None where the language module does not read it)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Code:
     """A piece of a test file that is not a test (a helper, a fixture, a
     constant, an import, a test class's setup): where it starts, what it is
-    (its tree, positions left out) and, when it runs code as the file is
-    imported or around the tests, why (None when it only defines)."""
+    and, asked when it is new, why it runs code as the file is imported or
+    around the tests (None when it only defines)."""
 
     line: int
-    body: str
-    runs: str | None = None
+    body: Shape
+    runs: Callable[[], str | None] = lambda: None
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,7 +201,7 @@ def _changed_bodies(path: str, old: Facts, new: Facts, named: set[str]) -> list[
     out = []
     for name, test in old.tests.items():
         now = new.tests.get(name)
-        if now is None or now.body == test.body or not test.body:
+        if now is None or test.body is None or now.body is None or now.body.same(test.body):
             continue
         if name in named:
             continue
@@ -200,7 +225,7 @@ def _changed_code(path: str, old: Facts, new: Facts) -> list[Finding]:
     out = []
     for key, was in old.code.items():
         now = new.code.get(key)
-        if now is None or now.body != was.body:
+        if now is None or not now.body.same(was.body):
             how = "removed" if now is None else "changed"
             line = was.line if now is None else now.line
             out.append(
@@ -210,8 +235,9 @@ def _changed_code(path: str, old: Facts, new: Facts) -> list[Finding]:
         owner, dot, _ = key.partition(".")
         if dot and f"class {owner}" in new.code and f"class {owner}" not in old.code:
             continue  # a new class's setup runs around its own new tests only
-        if key not in old.code and now.runs is not None:
-            out.append(Finding(path, now.line, "import-code-added", f"{key}: {now.runs}"))
+        why = None if key in old.code else now.runs()
+        if why is not None:
+            out.append(Finding(path, now.line, "import-code-added", f"{key}: {why}"))
     return out
 
 

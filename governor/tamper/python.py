@@ -28,7 +28,7 @@ import re
 import tokenize
 from typing import Final
 
-from governor.tamper.facts import Code, Facts, Mark, Test
+from governor.tamper.facts import Code, Facts, Mark, Shape, Test
 
 _SKIP_MARKS: Final = {"skip", "skipif", "xfail"}
 _UNITTEST_SKIPS: Final = {"skip", "skipIf", "skipUnless", "expectedFailure"}
@@ -59,11 +59,12 @@ def facts(text: str) -> Facts:
         )
     out = Facts()
     names = _Names(tree)
+    lines = text.splitlines()
     for node in tree.body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith(
             "test"
         ):
-            _test(out, names, node.name, node)
+            _test(out, names, node.name, node, lines)
             continue
         if isinstance(node, ast.ClassDef) and _is_test_class(node, names):
             _marks_of_decorators(out, names, node.decorator_list, node.name)
@@ -71,26 +72,58 @@ def facts(text: str) -> Facts:
                 if isinstance(
                     item, ast.FunctionDef | ast.AsyncFunctionDef
                 ) and item.name.startswith("test"):
-                    _test(out, names, f"{node.name}.{item.name}", item)
+                    _test(out, names, f"{node.name}.{item.name}", item, lines)
                     continue
                 if isinstance(item, ast.Assign) and _assigns(item, "pytestmark"):
                     _marks_in(out, names, item.value, node.name)
                 for key in _keys(item):
-                    out.code[f"{node.name}.{key}"] = Code(
-                        item.lineno, _dump(item), _runs(item, names, member=True)
-                    )
-            out.code[f"class {node.name}"] = Code(
-                node.lineno, _dump(_shell(node)), _runs(_shell(node), names)
-            )
+                    out.code[f"{node.name}.{key}"] = _code(item, names, lines, member=True)
+            out.code[f"class {node.name}"] = _code(_shell(node), names, lines)
             continue
         elif isinstance(node, ast.Assign) and _assigns(node, "pytestmark"):
             _marks_in(out, names, node.value, "the module")
         elif not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             _marks_in(out, names, node, "the module")  # pytest.skip(allow_module_level=True)
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            out.code.update(_imports(node))
+            continue
         for key in _keys(node):
-            out.code[key] = Code(node.lineno, _dump(node), _runs(node, names))
+            out.code[key] = _code(node, names, lines)
     out.marks.extend(suppressions(text))
     return out
+
+
+def _imports(node: ast.Import | ast.ImportFrom) -> dict[str, Code]:
+    """One `Code` per name an import binds, what it binds it to as its body:
+    ``from calc import add`` becoming ``from calc import add, sub`` changes
+    nothing ``add`` means; ``from fake import add`` does."""
+    out = {}
+    module = "." * getattr(node, "level", 0) + (getattr(node, "module", None) or "")
+    for a in node.names:
+        name = a.asname or a.name.split(".")[0]
+        if a.name == "*":
+            name = f"* from {module}"
+        meant = f"{module}:{a.name}" if isinstance(node, ast.ImportFrom) else a.name
+        out[name] = Code(node.lineno, Shape(meant, lambda meant=meant: meant))
+    return out
+
+
+def _code(node: ast.stmt, names: _Names, lines: list[str], *, member: bool = False) -> Code:
+    """A statement as `Code`: its text, its tree made only when the text differs,
+    and why it runs, asked only when it is new."""
+    return Code(
+        node.lineno,
+        Shape(_source(node, lines), lambda: _dump(node)),
+        lambda: _runs(node, names, member=member),
+    )
+
+
+def _source(node: ast.stmt, lines: list[str]) -> str:
+    """The lines a statement spans, its decorators' included (a class without a
+    body: its header's)."""
+    decorators = getattr(node, "decorator_list", [])
+    start = min([node.lineno, *(d.lineno for d in decorators)])
+    return "\n".join(lines[start - 1 : node.end_lineno or node.lineno])
 
 
 def _assigns(node: ast.Assign, name: str) -> bool:
@@ -170,9 +203,11 @@ def _dump(node: ast.AST) -> str:
 
 
 def _shell(node: ast.ClassDef) -> ast.ClassDef:
-    """A class without its body: its decorators, bases and keywords."""
+    """A class without its body: its decorators, bases and keywords (its end
+    the line before its body's first statement)."""
     shell = copy.copy(node)
     shell.body = []
+    shell.end_lineno = max(node.lineno, node.body[0].lineno - 1) if node.body else node.end_lineno
     return shell
 
 
@@ -265,9 +300,13 @@ def _calls(nodes: list[ast.expr], names: _Names) -> str | None:
 
 
 def _test(
-    out: Facts, names: _Names, name: str, node: ast.FunctionDef | ast.AsyncFunctionDef
+    out: Facts,
+    names: _Names,
+    name: str,
+    node: ast.FunctionDef | ast.AsyncFunctionDef,
+    lines: list[str],
 ) -> None:
-    test = Test(node.lineno, body=_dump(node))
+    test = Test(node.lineno, body=Shape(_source(node, lines), lambda: _dump(node)))
     _marks_of_decorators(out, names, node.decorator_list, name)
     for sub in (sub for stmt in node.body for sub in ast.walk(stmt)):
         if isinstance(sub, ast.Assert):

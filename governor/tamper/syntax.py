@@ -26,6 +26,7 @@ one must not exhaust Python's recursion.
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
 from collections.abc import Callable, Iterator
 from typing import Final
@@ -36,7 +37,7 @@ import tree_sitter_rust
 import tree_sitter_typescript
 from tree_sitter import Language, Node, Parser
 
-from governor.tamper.facts import Code, Facts, Mark, Test
+from governor.tamper.facts import Code, Facts, Mark, Shape, Test
 
 MAX_DEPTH: Final = 2_000
 """Deeper than this, a tree is not looked into (no test is written that deep)."""
@@ -145,6 +146,11 @@ def javascript(text: str, language: str = "javascript") -> Facts:
     return out
 
 
+def _shape(node: Node) -> Shape:
+    """A subtree's `Shape`: its text, its tokens made only when the text differs."""
+    return Shape(_text(node), lambda: _tokens(node))
+
+
 def _tokens(node: Node) -> str:
     """A subtree as its tokens, comments and whitespace left out: what it does."""
     out: list[str] = []
@@ -179,6 +185,7 @@ def _js_code(out: Facts, root: Node) -> None:
     by the names they declare (``const expected = 4``), or by their tokens (a
     statement that runs as the file loads: ``m.mean = () => 4``,
     ``process.exit(0)``)."""
+    hooks: dict[str, int] = {}
     for node in root.named_children:
         if node.type == "comment":
             continue
@@ -190,42 +197,77 @@ def _js_code(out: Facts, root: Node) -> None:
                 else None
             )
             head = _squeezed(callee).partition(".")[0] if callee is not None else ""
-            if head.lstrip("xf") in _JS_TESTS | _JS_GROUPS or head in (
-                "before",
-                "after",
-                "beforeEach",
-                "afterEach",
-                "beforeAll",
-                "afterAll",
-            ):
-                if head.startswith(("before", "after")):
-                    out.code[f"{head} (line {_line(node)})"] = Code(
-                        _line(node), _tokens(node), f"{head} runs around the tests"
-                    )
+            if head in _JS_HOOKS:  # by kind and order: a moved one is the same
+                hooks[head] = hooks.get(head, 0) + 1
+                out.code[f"{head} #{hooks[head]}"] = Code(
+                    _line(node), _shape(node), lambda head=head: f"{head} runs around the tests"
+                )
                 continue
-        body = _tokens(node)
-        names = [
-            _text(n)
-            for n in _walk(node)
-            if n.type in ("identifier",)
-            and n.parent is not None
-            and n.parent.type
-            in (
-                "variable_declarator",
-                "function_declaration",
-                "class_declaration",
-                "import_specifier",
-                "namespace_import",
-                "import_clause",
-            )
-        ]
-        key = ", ".join(dict.fromkeys(names)) if names else f"statement {_text(node)[:60]!r}"
-        runs = None
-        if node.type not in _JS_DECLARATIONS or _runs_at_load(node):
-            runs = "it runs as the file loads"
+            if head.lstrip("xf") in _JS_TESTS | _JS_GROUPS:
+                continue
         if node.type == "import_statement":
-            runs = None
-        out.code[key] = Code(_line(node), body, runs)
+            out.code.update(_js_imports(node))
+            continue
+        names = _js_declared(node)
+        text = _text(node)
+        key = (
+            ", ".join(names)
+            if names
+            else f"statement {text[:60]!r} ({hashlib.sha256(text.encode()).hexdigest()[:12]})"
+        )
+        out.code[key] = Code(_line(node), _shape(node), lambda node=node: _js_runs(node))
+
+
+_JS_HOOKS: Final = {"before", "after", "beforeEach", "afterEach", "beforeAll", "afterAll"}
+_JS_NAMED: Final = {"function_declaration", "generator_function_declaration", "class_declaration",
+                    "abstract_class_declaration", "interface_declaration", "type_alias_declaration",
+                    "enum_declaration"}  # fmt: skip
+
+
+def _js_declared(node: Node) -> list[str]:
+    """The names a top-level statement declares (``const a = 1, b`` -> a, b)."""
+    if node.type == "export_statement":
+        inner = node.child_by_field_name("declaration")
+        return _js_declared(inner) if inner is not None else []
+    if node.type in _JS_NAMED:
+        return [_text(node.child_by_field_name("name"))]
+    if node.type in ("lexical_declaration", "variable_declaration"):
+        return [
+            _text(d.child_by_field_name("name"))
+            for d in node.named_children
+            if d.type == "variable_declarator"
+        ]
+    return []
+
+
+def _js_imports(node: Node) -> dict[str, Code]:
+    """One `Code` per local name an import binds, what it binds it to as its
+    body (``import { add } from './calc'``: ``add`` is ``'./calc':add``)."""
+    source = _text(node.child_by_field_name("source"))
+    out = {}
+    for n in _walk(node):
+        if n.type == "import_specifier":
+            imported = _text(n.child_by_field_name("name"))
+            local = _text(n.child_by_field_name("alias")) or imported
+        elif n.type == "namespace_import":
+            local = _text(n.named_children[-1]) if n.named_children else ""
+            imported = "*"
+        elif n.type == "identifier" and n.parent is not None and n.parent.type == "import_clause":
+            local, imported = _text(n), "default"
+        else:
+            continue
+        meant = f"{source}:{imported}"
+        out[local] = Code(_line(node), Shape(meant, lambda meant=meant: meant))
+    return out
+
+
+def _js_runs(node: Node) -> str | None:
+    """Why a top-level statement runs code as the file loads, or None."""
+    if node.type == "import_statement":
+        return None
+    if node.type not in _JS_DECLARATIONS or _runs_at_load(node):
+        return "it runs as the file loads"
+    return None
 
 
 _JS_FUNCTIONS: Final = {
@@ -298,7 +340,7 @@ def _js_call(
         return (*groups, title), None
     if named and title is not None:
         full = " > ".join((*groups, title))
-        out.tests.setdefault(full, Test(_line(node), body=_tokens(node)))
+        out.tests.setdefault(full, Test(_line(node), body=_shape(node)))
         return groups, full
     if test is not None and callee is not None:
         _js_assertion(out.tests[test], node, callee, name, args)

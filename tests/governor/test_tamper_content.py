@@ -403,3 +403,24 @@ def test_pytest_s_cache_forged_for_an_unchanged_test_is_a_finding(tmp_path: Path
 
     rules = [(p.rsplit("/", 1)[-1].split(".")[0], r) for p, r, _ in _audit(ws, forge)]
     assert ("test_plain", "bytecode-added") in rules, rules
+
+
+def test_an_import_widened_is_no_finding_and_one_rebound_is_named() -> None:
+    before = "from calc import add\n\n\ndef test_a():\n    assert add(1, 2) == 3\n"
+    assert found(before, before.replace("import add", "import add, sub")) == []
+    assert found(before, before.replace("from calc", "from fake")) == [
+        ("test-code-changed", "add (line 1 before) changed")
+    ]
+    js = "import { add } from './calc.mjs';\n\ntest('a', () => {\n  expect(add(1, 2)).toBe(3);\n});\n"
+    assert found(js, js.replace("{ add }", "{ add, sub }"), "a.test.mjs") == []
+    assert found(js, js.replace("{ add }", "{ sub as add }"), "a.test.mjs") == [
+        ("test-code-changed", "add (line 1 before) changed")
+    ]
+
+
+def test_a_js_hook_that_moved_is_the_same_and_one_added_is_named() -> None:
+    js = "beforeEach(() => {\n  reset();\n});\n\ntest('a', () => {\n  expect(f()).toBe(1);\n});\n"
+    assert found(js, "// moved down\n\n" + js, "a.test.js") == []
+    assert found(js, js + "afterEach(() => {});\n", "a.test.js") == [
+        ("import-code-added", "afterEach #1: afterEach runs around the tests")
+    ]
