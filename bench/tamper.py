@@ -98,19 +98,18 @@ def main() -> None:
     parser.add_argument("--against", help="another checkout, measured in a child process")
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    other = None
-    if args.against:
-        argv = [sys.executable, __file__, "--files", str(args.files), "--rounds", str(args.rounds)]
-        done = subprocess.run(
-            [*argv, "--json"],
-            env={**os.environ, "GOVERNOR_BENCH_ROOT": args.against},
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        other = json.loads(done.stdout)
+    theirs: list[dict[str, float]] = []
     bare, kept, audited, found = [], [], [], 0
     for _ in range(args.rounds):
+        if args.against:  # a round of theirs before each of ours: the same load for both
+            done = subprocess.run(
+                [sys.executable, __file__, "--files", str(args.files), "--rounds", "1", "--json"],
+                env={**os.environ, "GOVERNOR_BENCH_ROOT": args.against},
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            theirs.append(json.loads(done.stdout))
         with tempfile.TemporaryDirectory() as tmp:
             root = Path(tmp)
             paths = make(root, args.files)
@@ -142,9 +141,9 @@ def main() -> None:
     print(
         f"keep + audit                     {(k + a) * 1000:8.1f} ms  = {(k + a) / b:5.2f} x baseline, {(k + a) / args.files * 1e6:.0f} us per file"
     )
-    if other is not None:
-        ob, ok, oa = other["bare"], other["keep"], other["audit"]
-        print(f"--against {args.against}: findings {other['found']}")
+    if theirs:
+        ob, ok, oa = (statistics.median(r[k] for r in theirs) for k in ("bare", "keep", "audit"))
+        print(f"--against {args.against} (rounds interleaved): findings {theirs[-1]['found']}")
         print(
             f"  its keep {ok * 1000:8.1f} ms, audit {oa * 1000:8.1f} ms (its baseline {ob * 1000:.1f} ms)"
         )

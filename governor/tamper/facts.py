@@ -201,9 +201,9 @@ def _changed_bodies(path: str, old: Facts, new: Facts, named: set[str]) -> list[
     out = []
     for name, test in old.tests.items():
         now = new.tests.get(name)
-        if now is None or test.body is None or now.body is None or now.body.same(test.body):
+        if name in named or now is None or test.body is None or now.body is None:
             continue
-        if name in named:
+        if now.body.same(test.body):
             continue
         out.append(
             Finding(
