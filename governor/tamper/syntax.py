@@ -458,7 +458,7 @@ def _rust_function(out: Facts, fn: Node, attrs: list[Node], path: tuple[str, ...
     if not any(_RUST_TEST_ATTRS.match(t) for t in texts):
         return
     name = "::".join((*path, _text(fn.child_by_field_name("name"))))
-    test = Test(_line(fn))
+    test = Test(_line(fn), body=_shape(fn))
     for attr, shown in zip(attrs, texts, strict=True):
         if shown.startswith("#[ignore"):
             out.marks.append(Mark("skip-added", "#[ignore]", name, _line(attr)))
@@ -518,7 +518,7 @@ def go(text: str) -> Facts:
         params = _text(node.child_by_field_name("parameters"))
         if not name.startswith("Test") or "testing.T" not in params:
             continue
-        test = out.tests[name] = Test(_line(node))
+        test = out.tests[name] = Test(_line(node), body=_shape(node))
         body = node.child_by_field_name("body")
         for sub in _walk(body) if body is not None else ():
             if sub.type == "call_expression":

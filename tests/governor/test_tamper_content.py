@@ -424,3 +424,18 @@ def test_a_js_hook_that_moved_is_the_same_and_one_added_is_named() -> None:
     assert found(js, js + "afterEach(() => {});\n", "a.test.js") == [
         ("import-code-added", "afterEach #1: afterEach runs around the tests")
     ]
+
+
+def test_a_rust_or_go_test_that_reads_differently_is_named_too() -> None:
+    rust = "#[cfg(test)]\nmod tests {\n    #[test]\n    fn adds() {\n        assert_eq!(add(2, 3), 5);\n    }\n}\n"
+    assert found(rust, rust.replace("5)", "-1)"), "src/lib.rs") == [
+        ("test-body-changed", "tests::adds (line 4 before) reads differently: a test that was "
+         "there before is the loop's, not the attempt's, to change")
+    ]  # fmt: skip
+    assert (
+        found(rust, rust.replace("    #[test]", "    // the sum\n    #[test]"), "src/lib.rs") == []
+    )
+    go = 'package calc\n\nimport "testing"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(2, 3) != 5 {\n\t\tt.Fatal("add")\n\t}\n}\n'
+    assert [r for r, _ in found(go, go.replace("!= 5", "!= Add(2, 3)"), "calc_test.go")] == [
+        "test-body-changed"
+    ]
