@@ -166,12 +166,12 @@ def _started(
         data = read(path)
         if data is None:
             return [Finding(path, None, "bytecode-added", "bytecode the audit could not read")]
-        text, stamp = read(source), _stamp(source)
+        code, stamp = read(source), _stamp(source)
         if startup.pytest_version(rel) is not None:
-            if not startup.stale(data, text, stamp, pytest=True):
+            if not startup.stale(data, code, stamp, pytest=True):
                 caches.append((path, source))
             return []
-        finding = startup.bytecode(path, data, source, text, stamp)
+        finding = startup.bytecode(path, data, source, code, stamp)
         return [] if finding is None else [finding]
     if rel.endswith((".pth", "sitecustomize.py", "usercustomize.py", "conftest.py")):
         data = read(path)

@@ -85,6 +85,11 @@ class Shape:
         return self.text == other.text or self.value() == other.value()
 
 
+def constant(value: str) -> Callable[[], str]:
+    """A `Shape`'s maker (or a `Code`'s reason) that is already known."""
+    return lambda: value
+
+
 @dataclass(slots=True)
 class Test:
     """One test: where it starts, how many assertions it makes, and the lines of

@@ -28,7 +28,7 @@ import re
 import tokenize
 from typing import Final
 
-from governor.tamper.facts import Code, Facts, Mark, Shape, Test
+from governor.tamper.facts import Code, Facts, Mark, Shape, Test, constant
 
 _SKIP_MARKS: Final = {"skip", "skipif", "xfail"}
 _UNITTEST_SKIPS: Final = {"skip", "skipIf", "skipUnless", "expectedFailure"}
@@ -104,7 +104,7 @@ def _imports(node: ast.Import | ast.ImportFrom) -> dict[str, Code]:
         if a.name == "*":
             name = f"* from {module}"
         meant = f"{module}:{a.name}" if isinstance(node, ast.ImportFrom) else a.name
-        out[name] = Code(node.lineno, Shape(meant, lambda meant=meant: meant))
+        out[name] = Code(node.lineno, Shape(meant, constant(meant)))
     return out
 
 

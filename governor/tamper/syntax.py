@@ -37,7 +37,7 @@ import tree_sitter_rust
 import tree_sitter_typescript
 from tree_sitter import Language, Node, Parser
 
-from governor.tamper.facts import Code, Facts, Mark, Shape, Test
+from governor.tamper.facts import Code, Facts, Mark, Shape, Test, constant
 
 MAX_DEPTH: Final = 2_000
 """Deeper than this, a tree is not looked into (no test is written that deep)."""
@@ -200,7 +200,7 @@ def _js_code(out: Facts, root: Node) -> None:
             if head in _JS_HOOKS:  # by kind and order: a moved one is the same
                 hooks[head] = hooks.get(head, 0) + 1
                 out.code[f"{head} #{hooks[head]}"] = Code(
-                    _line(node), _shape(node), lambda head=head: f"{head} runs around the tests"
+                    _line(node), _shape(node), constant(f"{head} runs around the tests")
                 )
                 continue
             if head.lstrip("xf") in _JS_TESTS | _JS_GROUPS:
@@ -215,7 +215,7 @@ def _js_code(out: Facts, root: Node) -> None:
             if names
             else f"statement {text[:60]!r} ({hashlib.sha256(text.encode()).hexdigest()[:12]})"
         )
-        out.code[key] = Code(_line(node), _shape(node), lambda node=node: _js_runs(node))
+        out.code[key] = Code(_line(node), _shape(node), functools.partial(_js_runs, node))
 
 
 _JS_HOOKS: Final = {"before", "after", "beforeEach", "afterEach", "beforeAll", "afterAll"}
@@ -257,7 +257,7 @@ def _js_imports(node: Node) -> dict[str, Code]:
         else:
             continue
         meant = f"{source}:{imported}"
-        out[local] = Code(_line(node), Shape(meant, lambda meant=meant: meant))
+        out[local] = Code(_line(node), Shape(meant, constant(meant)))
     return out
 
 
