@@ -137,7 +137,7 @@ def audit(base: Baseline, now: Iterable[str], changed: Iterable[str]) -> Audit:
                 out.skipped += 1
                 continue
             found += _placed(path, audit_file(rel, None, _text(base, path, data, found)))
-    found += _pytest_caches(caches)
+    found += _pytest_caches(caches, base.roots)
     out.findings = found[:MAX_FINDINGS]
     out.more = max(0, len(found) - MAX_FINDINGS)
     return out
@@ -183,7 +183,8 @@ def _started(
 
 PYTEST_CHECK_SECONDS: Final = 60
 _PYTEST_CHECK: Final = """
-import ast, base64, importlib.util, json, marshal, sys
+import ast, base64, importlib.util, json, marshal, resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (2**31, 2**31))  # a crafted length fails, fast
 asked = json.load(sys.stdin)
 sys.path[:0] = asked["path"]
 try:
@@ -217,14 +218,14 @@ crafted one can crash the process that loads it), so the governor's own
 process never loads them."""
 
 
-def _pytest_caches(caches: list[tuple[str, str]]) -> list[Finding]:
+def _pytest_caches(caches: list[tuple[str, str]], roots: Sequence[str] = ()) -> list[Finding]:
     """pytest's assertion-rewrite caches the attempt wrote, each compared as code
     with what pytest makes of its source, in one child process; a cache it
     cannot check is a finding."""
     if not caches:
         return []
     asked = {
-        "path": [p for p in sys.path if p and os.path.isabs(p)],
+        "path": [p for p in sys.path if os.path.isabs(p) and not _inside(p, roots)],
         "caches": [
             (c, s, startup.pytest_version(c), _b64(read(c)), _b64(read(s))) for c, s in caches
         ],
@@ -260,6 +261,12 @@ def _stamp(path: str) -> startup.Stamp | None:
     except OSError:
         return None
     return int(st.st_mtime), st.st_size
+
+
+def _inside(path: str, roots: Sequence[str]) -> bool:
+    """Whether ``path`` is a root or under one: never on the child's import path
+    (a ``_pytest`` the agent planted there would judge its own cache)."""
+    return any(path == r.rstrip("/") or path.startswith(r.rstrip("/") + "/") for r in roots)
 
 
 def _b64(data: bytes | None) -> str | None:
