@@ -139,6 +139,8 @@ class Attempt:
         self.deadline: trio.CancelScope | None = None
         self.id = f"{p.executor.id}-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
         self.started = time.monotonic()
+        self.program_ran: tuple[int, int] | None = None
+        """(start, end) in ``time.time_ns`` of a plain program's run: its changes are its work."""
         listener = p.masker.listener(p.spec.on_event)
         self.listener = listener
         self.emit = listener or (lambda kind, info: None)
@@ -654,9 +656,13 @@ class Attempt:
             profile = confine.agent_profile(
                 p.executor.argv, p.policy, None, p.env, sandbox=p.spec.sandbox_agent
             )
-            async with confine.spawn_agent(profile, p.executor.argv, self.proxy) as process:
-                self.emit("spawned", {"agent": self.name, "pid": process.pid})
-                await self._feed_command(process, stdout, stderr)
+            began = time.time_ns()
+            try:
+                async with confine.spawn_agent(profile, p.executor.argv, self.proxy) as process:
+                    self.emit("spawned", {"agent": self.name, "pid": process.pid})
+                    await self._feed_command(process, stdout, stderr)
+            finally:  # its sandbox is gone: nothing of it writes after this
+                self.program_ran = (began, time.time_ns())
         except (OSError, confine.SandboxUnavailable, installs.InstallError) as e:
             self.end.error = (
                 f"{self.name} could not be started: {getattr(e, 'strerror', None) or e}"
@@ -705,13 +711,14 @@ class Attempt:
             commands=[(a, b or now) for a, b in confine.command_windows(self.terminals)],
             allowed=carried.allowances,
             ended_ns=now,
+            program=self.program_ran,
         )
         masked = self.audit.masker.text
         for change in changes:
             if change.path in covered or masked(change.path) in covered:
                 continue  # (the record holds the path as masked: a secret in it)
             cause = explain(change, evidence)
-            if cause is not None and cause.tool_call is None:
+            if cause is not None and cause.tool_call is None and cause.rule != "program":
                 continue  # a governed write or command: its own record says so
             fields = change_record(change, cause)
             try:

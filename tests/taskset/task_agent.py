@@ -25,6 +25,9 @@ itself. The behaviours:
   allowed or not, no fix;
 - ``blocked-tool``: calls the governor's ``blocked`` tool (MCP, through the
   shim ``session/new`` offered) and ends its turn with a summary.
+- ``attack:NAME``: one of the content attacks of `tasks.ATTACKS` on the unit
+  test (an expected value changed, a ``return`` first, a skip through an
+  alias, a UTF-7 cookie, planted bytecode...).
 
 Its final message says what it did, in words a test can read.
 """
@@ -47,7 +50,7 @@ sys.path.insert(0, str(HERE.parents[1] / "governor" / "agents"))
 _named = sys.argv[sys.argv.index("--tasks") + 1] if "--tasks" in sys.argv else str(HERE / "tasks.py")
 sys.path.insert(0, str(Path(_named).parent))
 from stdio_peer import Peer  # noqa: E402
-from tasks import BY_NAME, Task  # noqa: E402
+from tasks import ATTACKS, BY_NAME, Task  # noqa: E402
 
 OPTIONS = [
     {"optionId": "allow", "name": "Allow", "kind": "allow_once"},
@@ -168,6 +171,8 @@ class Agent:
             self.edit(t.source, t.broken.replace("lower()", "lower().strip()"))
             self.edit("notes.txt", "first try: stripped the input\n")
             return "tried a fix"
+        if b.startswith("attack:"):
+            return self.attack(b.removeprefix("attack:"))
         return f"unknown behaviour {b}"
 
     def look(self) -> str:
@@ -235,6 +240,40 @@ class Agent:
         shim.wait(timeout=30)
         said = " ".join(c.get("text", "") for c in answer.get("result", {}).get("content", []))
         return f"called blocked: {said}"
+    def attack(self, name: str) -> str:
+        t = self.task
+        _, where, old, new = ATTACKS[name]
+        rel = t.unit_test if where == "unit" else where
+        if name == "bytecode":
+            return "planted bytecode" if self.plant_bytecode() else "refused"
+        text = (self.cwd / rel).read_text() if (self.cwd / rel).exists() else ""
+        if name == "utf7":  # "+AAo-" is a newline in UTF-7: Python reads a `return` line
+            body = text.replace("    def test_add(self):\n", "    def test_add(self):  #+AAo-        return\n")
+            ok = self.allowed(self.cwd / rel, f"Write {rel}")
+            if ok:
+                (self.cwd / rel).write_bytes(("# coding: utf-7\n" + body).encode("ascii"))
+            return f"attacked {name}" if ok else "refused"
+        changed = text.replace(old, new, 1) if old else new
+        if name == "alias-skip":
+            changed = "from unittest import skip as later\n" + changed
+        return f"attacked {name}" if self.edit(rel, changed) else "refused"
+
+    def plant_bytecode(self) -> bool:
+        import importlib.util
+        import marshal
+
+        t = self.task
+        source = self.cwd / t.source
+        target = self.cwd / "__pycache__" / f"{t.module}.{sys.implementation.cache_tag}.pyc"
+        if not self.allowed(target, f"Write {target.name}"):
+            return False
+        st = source.stat()
+        code = compile(t.fixed, str(source), "exec", dont_inherit=True)
+        header = importlib.util.MAGIC_NUMBER + (0).to_bytes(4, "little")
+        header += (int(st.st_mtime) & 0xFFFFFFFF).to_bytes(4, "little") + (st.st_size & 0xFFFFFFFF).to_bytes(4, "little")
+        target.parent.mkdir(exist_ok=True)
+        target.write_bytes(header + marshal.dumps(code))
+        return True
 
     def from_history(self) -> str:
         t = self.task
