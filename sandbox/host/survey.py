@@ -213,8 +213,13 @@ def survey(
     if home is not None:
         for folder in profile.home_folders:
             source = os.path.join(home, folder.name)
-            if os.path.exists(source):
+            if os.path.exists(source) and not folder.overlay:
                 home_mounts.append(HomeMount(os.path.realpath(source), source, folder.writable))
+    overlays = tuple(
+        os.path.realpath(os.path.join(home, folder.name))
+        for folder in profile.home_folders
+        if home is not None and folder.overlay and os.path.isdir(os.path.join(home, folder.name))
+    )
 
     run_user = f"/run/user/{uid}"
     run_user_dir = run_user if os.path.isdir(run_user) and run is None else None
@@ -339,7 +344,11 @@ def survey(
         ancestors=plan.ancestors_for(pins),
         pins=pins,
         kept=chains.kept,
-        caches=tuple(c for c in chains.caches if not any(is_under(c, m) for m in mounted)),
+        caches=tuple(
+            dict.fromkeys(
+                (*overlays, *(c for c in chains.caches if not any(is_under(c, m) for m in mounted)))
+            )
+        ),
         path=chains.path,
         toolchain_env=chains.env,
         stubs=stubs,

@@ -86,10 +86,15 @@ class ProfileError(ValueError):
 
 @dataclass(frozen=True)
 class HomeFolder:
-    """A path under ``$HOME`` kept visible on top of the empty ``$HOME`` tmpfs."""
+    """A path under ``$HOME`` kept visible on top of the empty ``$HOME`` tmpfs.
+
+    ``overlay``: shown as a package cache is, an overlay whose writes stay in
+    the sandbox (npx's ``~/.npm``: the host runs what lies there later, so
+    nothing written inside may reach it), never bound writable."""
 
     name: str
     writable: bool = False
+    overlay: bool = False
 
     def __post_init__(self) -> None:
         _check_relative("home folder", self.name)
@@ -228,6 +233,7 @@ class Profile:
         extra_roots: Sequence[Path] = (),
         home: Path | None = None,
         home_folders: Sequence[str] = (),
+        overlay_folders: Sequence[str] = (),
         install: Sequence[Path] = (),
         links: Sequence[tuple[str, str]] = (),
         env: Mapping[str, str] | None = None,
@@ -252,6 +258,8 @@ class Profile:
         commands' network switch. Everything else, protected paths included, is
         the same as for a command at that capability. Its ``PATH`` is passed
         through like a command's: only the entries visible inside.
+        ``overlay_folders`` (npx's cache) are shown as overlays whose writes
+        stay in the sandbox (`HomeFolder.overlay`).
         """
         env = dict(env or {})
         search_path = env.pop("PATH", None)
@@ -262,7 +270,10 @@ class Profile:
             network=network,
             env=env,
             home=home,
-            home_folders=tuple(HomeFolder(name, writable=True) for name in home_folders),
+            home_folders=(
+                *(HomeFolder(name, writable=True) for name in home_folders if name not in overlay_folders),
+                *(HomeFolder(name, overlay=True) for name in overlay_folders),
+            ),
             visible=tuple(install),
             links=tuple(links),
             protected=tuple(protected),

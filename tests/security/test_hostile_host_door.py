@@ -1,0 +1,194 @@
+"""Nothing on the host resolves through a place an agent could write.
+
+Before an npx-preset agent starts, the governor fetches its package outside
+the sandbox, as the operator. These attacks plant a ``sh`` where that fetch
+(or npx, or the person's own next ``npx``) would look it up: in npx's cache
+from inside the agent's sandbox, in npx's cache as an earlier attack left it,
+in the ``node_modules/.bin`` of the folder the governor is started from. The
+planted program writes a marker file on the host if it ever runs.
+
+Real attempts: ``governor run --agent codex`` through the CLI as root and as
+govtest, npm and npx against a local registry (`npm_registry`) that serves the
+preset's pinned package with a scripted ACP agent as its program, the real
+sandbox. The allowed neighbour each time: the npx agent runs, and its cache
+serves the next run (offline inside its sandbox).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shlex
+import subprocess
+import sys
+import sysconfig
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from escape_harness import REPO, USERS, Account, Box
+
+sys.path.append(str(REPO / "tests"))
+from npm_registry import Registry, serving
+
+from governor.presets import presets
+
+GOVERNOR = Path(sys.executable).with_name("governor")
+"""The console script, as a person runs it (``python -m`` would put the cwd on
+``sys.path``: the governor refuses to run from inside a root)."""
+SCRIPTED = REPO / "tests" / "audit" / "scripted_agent.py"
+PRESET = presets()["codex"]
+PACKAGE = f"{PRESET.package}@{PRESET.version}"
+
+needs_npm = pytest.mark.skipif(
+    not os.path.exists("/usr/bin/npx") and not os.environ.get("CI"), reason="npm is not installed"
+)
+
+
+def npx_folder(cache: str, package: str) -> Path:
+    """Where npx keeps ``package``: libnpmexec's ``_npx/<sha512 hex[:16]>``."""
+    return Path(cache) / "_npx" / hashlib.sha512(package.encode()).hexdigest()[:16]
+
+
+def planted_sh(marker: Path) -> str:
+    """A ``sh`` that leaves ``marker`` when it runs, then does what sh does
+    (every run it is slipped into stays `completed`)."""
+    return f'#!/bin/sh\necho ran > {shlex.quote(str(marker))}\nexec /bin/sh "$@"\n'
+
+
+def publish_agent(registry: Registry, script: list[dict[str, Any]]) -> None:
+    """The codex preset's pinned package, whose program is the scripted agent
+    playing ``script`` (kept beside it in the package)."""
+    launcher = (
+        "#!/bin/sh\n"
+        'here=$(dirname "$(readlink -f "$0")")\n'
+        f'exec python3 {shlex.quote(str(SCRIPTED))} --script "$here/script.json"\n'
+    )
+    registry.publish(
+        PRESET.package or "",
+        PRESET.version or "",
+        {"agent.sh": launcher, "script.json": json.dumps(script)},
+        {PRESET.argv[0]: "agent.sh"},
+    )
+
+
+@pytest.fixture
+def registry() -> Iterator[Registry]:
+    with serving() as served:
+        yield served
+
+
+def box_for(accounts: dict[str, Account | str], user: str, name: str) -> Box:
+    account = accounts[user]
+    if isinstance(account, str):
+        pytest.skip(f"{user}: {account}")
+    assert account.base is not None
+    return Box(user, account, account.base / f"{name}-{os.urandom(3).hex()}")
+
+
+def governor_run(box: Box, registry: Registry, *, cwd: Path | None = None) -> dict[str, Any]:
+    """``governor run --json --agent codex`` as the box's user, ``$HOME`` the
+    box's (its ``.npmrc`` names the local registry), a data folder of its own
+    (nothing installed: the preset resolves to npx)."""
+    registry.npmrc(box.home)
+    box.own(box.home / ".npmrc")
+    data = box.dir / "data"
+    if not data.exists():
+        box.mkdir(data)
+    env = {
+        "HOME": str(box.home),
+        "XDG_DATA_HOME": str(data),
+        "XDG_STATE_HOME": str(data / "state"),
+        "PATH": "/usr/bin:/bin",
+        "LANG": "C.UTF-8",
+        "npm_config_registry": registry.url,
+    }
+    prefix: list[str] = []
+    cli = [str(GOVERNOR)]
+    driver = box.account.driver
+    if driver is not None:  # the venv's interpreter may lie in root's home: the harness's
+        args = [str(a) for a in driver.proc.args]  # runuser ... env -i K=V ... PYTHON DRIVER
+        prefix = ["runuser", "-u", box.account.name, "--"]
+        env["PYTHONPATH"] = f"{REPO}:{sysconfig.get_paths()['purelib']}"
+        cli = [args[-2], "-P", "-m", "governor.cli"]  # -P: not the cwd on sys.path
+    log = box.dir / f"audit-{os.urandom(2).hex()}.jsonl"
+    argv = [
+        *prefix, "env", "-i", *(f"{k}={v}" for k, v in env.items()),
+        *cli, "run", "--json", "--agent", "codex",
+        "--capability", "edit-workspace", "--env", "npm_config_registry", "--workspace", str(box.ws), "--log", str(log),
+        "do the task",
+    ]  # fmt: skip
+    done = subprocess.run(
+        argv, capture_output=True, text=True, timeout=600, cwd=cwd or box.dir, check=False
+    )
+    assert done.stdout, done.stderr[-3000:]
+    outcome: dict[str, Any] = json.loads(done.stdout)
+    return outcome
+
+
+def plant_in_npx_cache(marker: Path) -> dict[str, Any]:
+    """The agent's own tool writes ``sh`` into every npx folder it can see."""
+    sh = planted_sh(marker)
+    return {
+        "shell": "for d in $HOME/.npm/_npx/*/node_modules; do mkdir -p $d/.bin && "
+        f"printf %s {shlex.quote(sh)} > $d/.bin/sh && chmod 755 $d/.bin/sh; done; "
+        "ls $HOME/.npm/_npx/*/node_modules/.bin/sh"
+    }
+
+
+@needs_npm
+@pytest.mark.parametrize("user", USERS)
+def test_what_an_npx_agent_writes_in_its_cache_never_runs_on_the_host(
+    accounts: dict[str, Account | str], registry: Registry, user: str
+) -> None:
+    box = box_for(accounts, user, "npxcache")
+    marker = box.dir / "planted-sh-ran"
+    publish_agent(registry, [plant_in_npx_cache(marker), {"say": "planted"}])
+    first = governor_run(box, registry)
+    assert first["status"] == "completed", first
+    assert "node_modules/.bin/sh" in json.dumps(first)  # the agent did write it, inside
+    folder = npx_folder(str(box.home / ".npm"), PACKAGE)
+    assert not (folder / "node_modules" / ".bin" / "sh").exists()  # never on the host
+    # the next run's fetch, and the agent run offline from the cache (the neighbour)
+    second = governor_run(box, registry)
+    assert second["status"] == "completed", second
+    assert not marker.exists()
+    fetched = [r for r in registry.requests if r.startswith("tarballs/")]
+    assert len(fetched) == 1, fetched  # the cache served the second run
+
+
+@needs_npm
+@pytest.mark.parametrize("user", USERS)
+def test_a_sh_already_planted_in_npx_s_cache_is_not_run_by_the_fetch(
+    accounts: dict[str, Account | str], registry: Registry, user: str
+) -> None:
+    box = box_for(accounts, user, "npxplanted")
+    marker = box.dir / "planted-sh-ran"
+    publish_agent(registry, [{"say": "hello"}])
+    first = governor_run(box, registry)
+    assert first["status"] == "completed", first
+    # as an attack on an earlier governor left it
+    bin_dir = npx_folder(str(box.home / ".npm"), PACKAGE) / "node_modules" / ".bin"
+    assert bin_dir.is_dir(), list(bin_dir.parent.iterdir())
+    box.write(bin_dir / "sh", planted_sh(marker), mode=0o755)
+    second = governor_run(box, registry)
+    assert second["status"] == "completed", second
+    assert not marker.exists()
+
+
+@needs_npm
+@pytest.mark.parametrize("user", USERS)
+def test_a_sh_in_the_workspace_s_node_modules_is_not_run_by_an_npx_run_started_there(
+    accounts: dict[str, Account | str], registry: Registry, user: str
+) -> None:
+    box = box_for(accounts, user, "wsbin")
+    marker = box.dir / "planted-sh-ran"
+    publish_agent(registry, [{"say": "hello"}])
+    box.mkdir(box.ws / "node_modules")
+    box.mkdir(box.ws / "node_modules" / ".bin")
+    box.write(box.ws / "node_modules" / ".bin" / "sh", planted_sh(marker), mode=0o755)
+    outcome = governor_run(box, registry, cwd=box.ws)
+    assert outcome.get("status") == "completed", outcome
+    assert not marker.exists()
