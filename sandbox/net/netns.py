@@ -89,7 +89,7 @@ class Helper:
         try:
             argv = [sys.executable, "-I", "-S", "-c", HELPER, str(theirs.fileno())]
             self._proc = subprocess.Popen(
-                argv, pass_fds=(theirs.fileno(),), env={}, stdin=subprocess.DEVNULL
+                argv, pass_fds=(theirs.fileno(),), env={}, stdin=subprocess.DEVNULL, cwd="/"
             )
         except BaseException:
             self._ours.close()
