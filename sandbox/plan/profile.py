@@ -410,7 +410,9 @@ def validate(profile: Profile, facts: HostFacts) -> None:
                 f"path to keep visible {path} is '/' or contains the home directory; "
                 "that would expose ~/.ssh, ~/.aws and agent credentials"
             )
-    if not any(is_under(facts.cwd, root) for root in facts.roots):
+    if not any(is_under(facts.cwd, root) for root in facts.roots) and facts.cwd not in facts.visible:
+        # one kept visible (read-only) is allowed too: an MCP server starts in
+        # the governor's empty folder, never where an agent may have written
         raise ProfileError(f"working directory {facts.cwd} is outside the roots")
 
 

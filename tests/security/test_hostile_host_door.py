@@ -23,7 +23,7 @@ import shlex
 import subprocess
 import sys
 import sysconfig
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -88,8 +88,15 @@ def box_for(accounts: dict[str, Account | str], user: str, name: str) -> Box:
     return Box(user, account, account.base / f"{name}-{os.urandom(3).hex()}")
 
 
-def governor_run(box: Box, registry: Registry, *, cwd: Path | None = None) -> dict[str, Any]:
-    """``governor run --json --agent codex`` as the box's user, ``$HOME`` the
+def governor_run(
+    box: Box,
+    registry: Registry,
+    *,
+    cwd: Path | None = None,
+    extra: Sequence[str] = (),
+    agent: Sequence[str] = ("--agent", "codex"),
+) -> dict[str, Any]:
+    """``governor run --json --agent codex`` (or ``agent``) as the box's user, ``$HOME`` the
     box's (its ``.npmrc`` names the local registry), a data folder of its own
     (nothing installed: the preset resolves to npx)."""
     registry.npmrc(box.home)
@@ -114,11 +121,14 @@ def governor_run(box: Box, registry: Registry, *, cwd: Path | None = None) -> di
         env["PYTHONPATH"] = f"{REPO}:{sysconfig.get_paths()['purelib']}"
         cli = [args[-2], "-P", "-m", "governor.cli"]  # -P: not the cwd on sys.path
     log = box.dir / f"audit-{os.urandom(2).hex()}.jsonl"
+    flags = ["--log", str(log), *extra] if "--log" not in extra else list(extra)
+    # a preset (``--agent ID``) before the prompt; a command (``-- ARGV``) after it
+    tail = ("do the task", *agent) if agent[0] == "--" else (*agent, "do the task")
     argv = [
         *prefix, "env", "-i", *(f"{k}={v}" for k, v in env.items()),
-        *cli, "run", "--json", "--agent", "codex",
-        "--capability", "edit-workspace", "--env", "npm_config_registry", "--workspace", str(box.ws), "--log", str(log),
-        "do the task",
+        *cli, "run", "--json", "--capability", "edit-workspace",
+        "--env", "npm_config_registry", "--workspace", str(box.ws), *flags,
+        *tail,
     ]  # fmt: skip
     done = subprocess.run(
         argv, capture_output=True, text=True, timeout=600, cwd=cwd or box.dir, check=False
@@ -192,3 +202,77 @@ def test_a_sh_in_the_workspace_s_node_modules_is_not_run_by_an_npx_run_started_t
     outcome = governor_run(box, registry, cwd=box.ws)
     assert outcome.get("status") == "completed", outcome
     assert not marker.exists()
+
+
+MCP_SERVER = """\
+import json, sys
+name = sys.argv[1]
+for line in sys.stdin:
+    message = json.loads(line)
+    if "id" not in message:
+        continue
+    result = {}
+    if message.get("method") == "initialize":
+        result = {"protocolVersion": message["params"]["protocolVersion"], "capabilities": {},
+                  "serverInfo": {"name": name, "version": "1"}}
+    print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
+"""
+
+
+def mcp_launcher(who: str) -> str:
+    """A server's program: it leaves ``<its first argument>/<who>-ran`` (the
+    workspace, for a writable server), then answers MCP as ``who``."""
+    return (
+        "#!/bin/sh\n"
+        f'echo ran > "$1/{who}-ran"\n'
+        f'exec python3 "$(dirname "$(readlink -f "$0")")/server.py" {who}\n'
+    )
+
+
+INITIALIZE = {
+    "jsonrpc": "2.0", "id": 1, "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+               "clientInfo": {"name": "scripted", "version": "1"}},
+}  # fmt: skip
+
+
+@needs_npm
+@pytest.mark.parametrize("user", USERS)
+def test_an_npx_server_runs_its_package_fetched_outside_never_a_bin_planted_in_the_workspace(
+    accounts: dict[str, Account | str], registry: Registry, user: str
+) -> None:
+    box = box_for(accounts, user, "mcpnpx")
+    registry.publish(
+        "mcp-probe-server", "1.0.0",
+        {"server.sh": mcp_launcher("genuine"), "server.py": MCP_SERVER}, {"mcp-probe": "server.sh"},
+    )  # fmt: skip
+    # what npx in the workspace would run: the same name and version, planted
+    planted = box.ws / "node_modules" / "mcp-probe-server"
+    for folder in (box.ws / "node_modules", box.ws / "node_modules" / ".bin", planted):
+        box.mkdir(folder)
+    manifest = {"name": "mcp-probe-server", "version": "1.0.0", "bin": {"mcp-probe": "server.sh"}}
+    box.write(planted / "package.json", json.dumps(manifest))
+    box.write(planted / "server.sh", mcp_launcher("planted"), mode=0o755)
+    box.write(planted / "server.py", MCP_SERVER)
+    (box.ws / "node_modules" / ".bin" / "mcp-probe").symlink_to("../mcp-probe-server/server.sh")
+    policy = box.write(
+        box.dir / "policy.toml",
+        'capability = "edit-workspace"\n[[mcp.servers]]\nname = "probe"\n'
+        f'command = ["npx", "-y", "mcp-probe-server@1.0.0", "{box.ws}"]\nwritable = true\n',
+    )
+    # in the workspace: the agent reads it inside its sandbox, which hides the home
+    script = box.write(box.ws / "script.json", json.dumps([{"mcp": "probe", "send": [INITIALIZE]}]))
+    log = box.dir / "audit.jsonl"
+    outcome = governor_run(
+        box, registry, extra=["--policy", str(policy), "--log", str(log)],
+        agent=["--", "/usr/bin/python3", str(SCRIPTED), "--script", str(script)],
+    )  # fmt: skip
+    assert outcome.get("status") == "completed", outcome
+    assert not (box.ws / "planted-ran").exists()
+    assert (box.ws / "genuine-ran").exists()  # the neighbour: a writable server still writes
+    assert '\\"name\\": \\"genuine\\"' in json.dumps(outcome) or "genuine" in log.read_text()
+    (record,) = [r for r in map(json.loads, log.read_text().splitlines()) if r.get("kind") == "mcp-server"]
+    program = record["subject"]["program"]
+    assert record["subject"]["command"][0] == "npx"
+    assert program[0].startswith(str(box.dir / "data" / "acp-governor" / "mcp-servers")), program
+    assert program[0].endswith("/node_modules/.bin/mcp-probe") and program[1:] == [str(box.ws)]
