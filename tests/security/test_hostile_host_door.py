@@ -23,7 +23,7 @@ import shlex
 import subprocess
 import sys
 import sysconfig
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -95,10 +95,13 @@ def governor_run(
     cwd: Path | None = None,
     extra: Sequence[str] = (),
     agent: Sequence[str] = ("--agent", "codex"),
+    environ: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """``governor run --json --agent codex`` (or ``agent``) as the box's user, ``$HOME`` the
-    box's (its ``.npmrc`` names the local registry), a data folder of its own
-    (nothing installed: the preset resolves to npx)."""
+    """``governor run --json --agent codex`` (or ``agent``) as the box's user,
+    ``$HOME`` the box's (its ``.npmrc`` names the local registry, which the
+    agent is passed too: inside its sandbox npx finds its cache by the
+    registry's address), a data folder of its own (nothing installed: the
+    preset resolves to npx), ``environ`` added (a ``PYTHONPATH`` goes first)."""
     registry.npmrc(box.home)
     box.own(box.home / ".npmrc")
     data = box.dir / "data"
@@ -120,6 +123,8 @@ def governor_run(
         prefix = ["runuser", "-u", box.account.name, "--"]
         env["PYTHONPATH"] = f"{REPO}:{sysconfig.get_paths()['purelib']}"
         cli = [args[-2], "-P", "-m", "governor.cli"]  # -P: not the cwd on sys.path
+    for name, value in (environ or {}).items():
+        env[name] = f"{value}:{env[name]}" if name == "PYTHONPATH" and name in env else value
     log = box.dir / f"audit-{os.urandom(2).hex()}.jsonl"
     flags = ["--log", str(log), *extra] if "--log" not in extra else list(extra)
     # a preset (``--agent ID``) before the prompt; a command (``-- ARGV``) after it
