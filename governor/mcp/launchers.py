@@ -193,13 +193,17 @@ async def resolve(
         why = refused(name, command)
         if why is not None:
             raise LauncherError(why)
-        found = command[0] if "/" in command[0] else shutil.which(
-            command[0], path=environ.get("PATH") or os.environ.get("PATH")
+        found = (
+            command[0]
+            if "/" in command[0]
+            else shutil.which(command[0], path=environ.get("PATH") or os.environ.get("PATH"))
         )
         return (os.path.abspath(found) if found else command[0], *command[1:])
     npm = processes.find_program("npm", near=os.path.dirname(os.path.realpath(command[0])))
     if npm is None:
-        raise LauncherError(f"MCP server {name}: npm is not installed, so {command[0]} cannot be resolved")
+        raise LauncherError(
+            f"MCP server {name}: npm is not installed, so {command[0]} cannot be resolved"
+        )
     folder = server_folder(launch.package, environ)
     folder.mkdir(parents=True, exist_ok=True)
     flags = ("--no-audit", "--no-fund", "--prefer-offline", "--loglevel=error")

@@ -276,7 +276,9 @@ def test_an_npx_server_runs_its_package_fetched_outside_never_a_bin_planted_in_t
     assert not (box.ws / "planted-ran").exists()
     assert (box.ws / "genuine-ran").exists()  # the neighbour: a writable server still writes
     assert '\\"name\\": \\"genuine\\"' in json.dumps(outcome) or "genuine" in log.read_text()
-    (record,) = [r for r in map(json.loads, log.read_text().splitlines()) if r.get("kind") == "mcp-server"]
+    (record,) = [
+        r for r in map(json.loads, log.read_text().splitlines()) if r.get("kind") == "mcp-server"
+    ]
     program = record["subject"]["program"]
     assert record["subject"]["command"][0] == "npx"
     assert program[0].startswith(str(box.dir / "data" / "acp-governor" / "mcp-servers")), program
