@@ -175,19 +175,33 @@ def _bin_of(folder: Path, launch: NpxLaunch) -> Path:
     return found
 
 
+WORKSPACE: Final = "{workspace}"
+"""Stands for the job's workspace in a server's arguments: the server starts
+from the governor's empty folder, so ``.`` no longer names it."""
+
+
+def placed(command: Sequence[str], workspace: str) -> tuple[str, ...]:
+    """``command`` with `WORKSPACE` replaced in each argument (never the program)."""
+    return (*command[:1], *(arg.replace(WORKSPACE, workspace) for arg in command[1:]))
+
+
 async def resolve(
     name: str,
     command: Sequence[str],
     environ: Mapping[str, str],
     places: processes.Places,
+    workspace: str | None = None,
 ) -> tuple[str, ...]:
     """The argv server ``name`` really starts with: an npx launch's package
     fetched into `server_folder` and its bin by absolute path; any other
     program by its absolute path on the servers' ``PATH`` (left as configured
-    when it is not found: the sandbox then says so). `LauncherError` naming
-    the server when the launcher is refused or the fetch fails."""
+    when it is not found: the sandbox then says so); `WORKSPACE` in an
+    argument replaced by ``workspace``. `LauncherError` naming the server when
+    the launcher is refused or the fetch fails."""
     import trio
 
+    if workspace is not None:
+        command = placed(command, workspace)
     launch = npx_launch(name, command)
     if launch is None:
         why = refused(name, command)
@@ -231,9 +245,11 @@ async def resolve(
 
 __all__ = [
     "REFUSED",
+    "WORKSPACE",
     "LauncherError",
     "NpxLaunch",
     "npx_launch",
+    "placed",
     "refused",
     "resolve",
     "server_folder",

@@ -185,7 +185,7 @@ class McpRelay:
                 continue
             try:
                 self.commands[server.name] = await launchers.resolve(
-                    server.name, server.command, self.environ, places
+                    server.name, server.command, self.environ, places, self.policy.workspace
                 )
             except launchers.LauncherError as e:
                 self.unlaunched[server.name] = str(e)

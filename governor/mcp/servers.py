@@ -39,10 +39,11 @@ SYSTEM_PATH: Final = "/usr/local/bin:/usr/bin:/bin"
 
 
 SAFE_PATH: Final = {"PYTHONSAFEPATH": "1"}
-"""Set for every server unless it declares the name: it runs in the workspace,
-and ``python -m mcp_server_time`` would import the workspace's
-``mcp_server_time.py`` first (one the agent wrote), which would run with the
-server's secrets and network instead of the program the ceiling permits."""
+"""Set for every server unless it declares the name: ``python -m
+mcp_server_time`` would import a ``mcp_server_time.py`` of its cwd first (the
+cwd is the governor's empty folder, `server_profile`; this holds should it
+ever be another), which would run with the server's secrets and network
+instead of the program the ceiling permits."""
 
 
 def server_env(server: McpServer, environ: Mapping[str, str]) -> dict[str, str]:

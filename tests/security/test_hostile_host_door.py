@@ -283,3 +283,63 @@ def test_an_npx_server_runs_its_package_fetched_outside_never_a_bin_planted_in_t
     assert record["subject"]["command"][0] == "npx"
     assert program[0].startswith(str(box.dir / "data" / "acp-governor" / "mcp-servers")), program
     assert program[0].endswith("/node_modules/.bin/mcp-probe") and program[1:] == [str(box.ws)]
+
+
+@needs_npm
+@pytest.mark.parametrize("user", USERS)
+def test_an_npm_found_in_the_workspace_is_refused_naming_it_and_never_run(
+    accounts: dict[str, Account | str], registry: Registry, user: str
+) -> None:
+    box = box_for(accounts, user, "wsnpm")
+    marker = box.dir / "planted-npm-ran"
+    publish_agent(registry, [{"say": "hello"}])
+    bin_dir = box.ws / "node_modules" / ".bin"
+    box.mkdir(box.ws / "node_modules")
+    box.mkdir(bin_dir)
+    for name in ("npm", "npx"):  # a project's own npm, first on the PATH the person gave
+        box.write(
+            bin_dir / name,
+            f'#!/bin/sh\necho ran > {shlex.quote(str(marker))}\nexec /usr/bin/{name} "$@"\n',
+            mode=0o755,
+        )
+    outcome = governor_run(box, registry, environ={"PATH": f"{bin_dir}:/usr/bin:/bin"})
+    assert not marker.exists()
+    assert outcome.get("status") == "failed", outcome
+    reason = outcome.get("reason") or ""
+    assert f"its program {bin_dir / 'npm'} lies in a root of the attempt" in reason, reason
+
+
+def test_a_launcher_that_resolves_its_program_as_it_starts_is_refused_before_start_naming_it(
+    accounts: dict[str, Account | str], registry: Registry
+) -> None:
+    box = box_for(accounts, "root", "launchers")
+    servers = "".join(
+        f'[[mcp.servers]]\nname = "s{i}"\ncommand = {json.dumps(command)}\n'
+        for i, command in enumerate(
+            (["uvx", "mcp-server-time"], ["pnpm", "dlx", "x"], ["bunx", "x"], ["npx", "./x"])
+        )
+    )
+    policy = box.write(box.dir / "policy.toml", f'capability = "edit-workspace"\n{servers}')
+    outcome = governor_run(
+        box, registry, extra=["--policy", str(policy)],
+        agent=["--", "/usr/bin/python3", str(SCRIPTED)],
+    )  # fmt: skip
+    problems = "\n".join(outcome.get("problems") or [])
+    assert outcome.get("refused_before_start"), outcome
+    for launcher in ("s0: uvx", "s1: pnpm dlx", "s2: bunx"):
+        assert f"MCP server {launcher} fetches or resolves its program as it starts" in problems
+    assert "MCP server s3: './x' is not a package of the registry" in problems, problems
+    # the neighbour: a server given by its absolute program starts the run
+    fine = box.write(
+        box.dir / "fine.toml",
+        'capability = "edit-workspace"\n[[mcp.servers]]\nname = "t"\n'
+        f'command = ["/usr/bin/python3", "{box.ws}/server.py"]\n',
+    )
+    box.write(box.ws / "server.py", MCP_SERVER)
+    started = governor_run(
+        box,
+        registry,
+        extra=["--policy", str(fine)],
+        agent=["--", "/usr/bin/python3", str(SCRIPTED)],
+    )
+    assert started.get("status") == "completed", started
