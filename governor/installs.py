@@ -139,6 +139,12 @@ def install(
     if done.returncode != 0:
         tail = " | ".join(line for line in done.stderr.strip().splitlines()[-3:] if line.strip())
         raise InstallError(f"{preset.id}: npm install {wanted} failed ({done.returncode}): {tail}")
+    try:
+        import trio
+
+        trio.run(run_install_scripts, before.folder, os.path.abspath(npm), environ)
+    except InstallError as e:
+        raise InstallError(f"{preset.id}: {e}") from None
     after = installed(preset, root)
     if not after.current:
         raise InstallError(
@@ -147,6 +153,73 @@ def install(
         )
     say(f"{preset.id}: {wanted} installed in {time.monotonic() - started:.0f} s")
     return after
+
+
+INSTALL_SCRIPTS: Final = ("preinstall", "install", "postinstall")
+"""The lifecycle scripts npm runs when it installs a package (``prepare`` runs
+only for a git or local one, which the governor never fetches)."""
+
+
+def with_install_scripts(folder: Path) -> list[str]:
+    """The packages under ``folder/node_modules`` that declare an install script
+    (opencode's ``postinstall`` puts its platform binary in place)."""
+    modules = folder / "node_modules"
+    manifests = [*modules.glob("*/package.json"), *modules.glob("@*/*/package.json")]
+    found = []
+    for manifest in manifests:
+        try:
+            scripts = json.loads(manifest.read_text(encoding="utf-8")).get("scripts") or {}
+        except (OSError, ValueError):
+            continue
+        if isinstance(scripts, dict) and any(scripts.get(k) for k in INSTALL_SCRIPTS):
+            found.append(str(manifest.parent.relative_to(modules)))
+    return sorted(found)
+
+
+async def run_install_scripts(folder: Path, npm: str, environ: Mapping[str, str]) -> None:
+    """Run the install scripts of what ``folder`` holds, if any declares one, in a
+    sandbox: only ``folder`` writable, no network, the homes hidden, npm's
+    script shell ``/bin/sh``. The host never runs a package's code (the
+    install itself was ``--ignore-scripts``); an agent whose package needs its
+    script still works. `InstallError` naming the packages when it fails."""
+    import trio
+
+    from policies.capability import Capability
+    from sandbox import BwrapUnavailable, Profile, ProfileError
+    from sandbox.run.runner import Command, run
+
+    packages = with_install_scripts(folder)
+    if not packages:
+        return
+    profile = Profile(
+        capability=Capability.EDIT_WORKSPACE,
+        workspace=folder,
+        network=False,
+        env={"HOME": environ.get("HOME", "/")} if os.path.isabs(environ.get("HOME", "")) else {},
+        path=processes.host_path(os.path.dirname(npm)),
+        cwd=folder,
+        toolchains=False,
+    )
+    argv = [npm, "rebuild", "--foreground-scripts", f"--script-shell={processes.SCRIPT_SHELL}",
+            "--no-audit", "--no-fund", "--loglevel=error"]  # fmt: skip
+    try:
+        with trio.fail_after(FETCH_TIMEOUT):
+            result = await run(
+                Command.of(argv), profile, bwrap=os.environ.get("ACP_GOVERNOR_BWRAP") or None
+            )
+    except trio.TooSlowError:
+        raise InstallError(f"the install scripts of {', '.join(packages)} took too long") from None
+    except (BwrapUnavailable, ProfileError, OSError) as e:
+        raise InstallError(
+            f"the install scripts of {', '.join(packages)} need a sandbox, which could not "
+            f"be started: {e}"
+        ) from None
+    if result.status.shell_code != 0:
+        tail = " | ".join(line for line in result.text.strip().splitlines()[-3:] if line.strip())
+        raise InstallError(
+            f"the install scripts of {', '.join(packages)} failed in their sandbox "
+            f"({result.status.shell_code}): {tail}"
+        )
 
 
 FETCH_TIMEOUT: Final = 900
@@ -211,6 +284,7 @@ async def fetch_for_npx(
         lines = done.stderr.decode("utf-8", errors="replace").strip().splitlines()
         tail = " | ".join(line for line in lines[-3:] if line.strip())
         raise InstallError(f"npm could not fetch {package} for npx ({done.returncode}): {tail}")
+    await run_install_scripts(folder, npm, environ)
 
 
 __all__ = [
@@ -223,5 +297,7 @@ __all__ = [
     "install",
     "installed",
     "npx_folder",
+    "run_install_scripts",
     "spec",
+    "with_install_scripts",
 ]

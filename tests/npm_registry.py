@@ -22,10 +22,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 
-def tarball(name: str, version: str, files: Mapping[str, str], bin_: Mapping[str, str]) -> bytes:
+def tarball(
+    name: str,
+    version: str,
+    files: Mapping[str, str],
+    bin_: Mapping[str, str],
+    scripts: Mapping[str, str] | None = None,
+) -> bytes:
     """An npm package tarball (``package/...``), its package.json made here;
     files named in ``bin_`` are executable."""
-    manifest = {"name": name, "version": version, "bin": dict(bin_)}
+    manifest = {"name": name, "version": version, "bin": dict(bin_), "scripts": dict(scripts or {})}
     out = io.BytesIO()
     with tarfile.open(fileobj=out, mode="w:gz") as tar:
         for path, text in {"package.json": json.dumps(manifest), **files}.items():
@@ -47,9 +53,15 @@ class Registry:
     requests: list[str] = field(default_factory=list)
 
     def publish(
-        self, name: str, version: str, files: Mapping[str, str], bin_: Mapping[str, str]
+        self,
+        name: str,
+        version: str,
+        files: Mapping[str, str],
+        bin_: Mapping[str, str],
+        scripts: Mapping[str, str] | None = None,
     ) -> None:
-        data = tarball(name, version, files, bin_)
+        """Publish ``name@version`` (the latest), with ``scripts`` in its package.json."""
+        data = tarball(name, version, files, bin_, scripts)
         key = f"{hashlib.sha1(data).hexdigest()}.tgz"
         self.tarballs[key] = data
         integrity = "sha512-" + base64.b64encode(hashlib.sha512(data).digest()).decode()
@@ -60,6 +72,8 @@ class Registry:
             "name": name,
             "version": version,
             "bin": dict(bin_),
+            "scripts": dict(scripts or {}),
+            **({"hasInstallScript": True} if scripts else {}),
             "dist": {
                 "tarball": f"{self.url}tarballs/{key}",
                 "shasum": hashlib.sha1(data).hexdigest(),

@@ -343,3 +343,34 @@ def test_a_launcher_that_resolves_its_program_as_it_starts_is_refused_before_sta
         agent=["--", "/usr/bin/python3", str(SCRIPTED)],
     )
     assert started.get("status") == "completed", started
+
+
+@needs_npm
+@pytest.mark.parametrize("user", USERS)
+def test_an_agent_package_s_install_script_runs_only_in_a_sandbox_and_the_agent_still_works(
+    accounts: dict[str, Account | str], registry: Registry, user: str
+) -> None:
+    box = box_for(accounts, user, "postinstall")
+    marker = box.dir / "postinstall-ran-on-the-host"
+    launcher = (
+        "#!/bin/sh\n"
+        'here=$(dirname "$(readlink -f "$0")")\n'
+        f'exec python3 {shlex.quote(str(SCRIPTED))} --script "$here/script.json"\n'
+    )
+    # as opencode's: the bin is a placeholder until the script puts the program in place
+    post = f"cat agent.real > agent.sh\necho ran > {shlex.quote(str(marker))}\n"
+    registry.publish(
+        PRESET.package or "",
+        PRESET.version or "",
+        {
+            "agent.sh": "#!/bin/sh\necho 'the postinstall script was not run' >&2\nexit 1\n",
+            "agent.real": launcher,
+            "post.sh": post,
+            "script.json": json.dumps([{"say": "hello"}]),
+        },
+        {PRESET.argv[0]: "agent.sh"},
+        {"postinstall": "sh ./post.sh"},
+    )
+    outcome = governor_run(box, registry)
+    assert not marker.exists()  # the host ran nothing of the package
+    assert outcome.get("status") == "completed", outcome  # its script did run, sandboxed
