@@ -124,13 +124,44 @@ def test_every_host_process_of_a_whole_run_starts_outside_every_place_an_agent_w
         box, registry, cwd=box.ws, extra=["--policy", str(policy)],
         environ={"PYTHONPATH": str(hook), "HOSTDOOR_SPAWNS": str(spawns)},
     )  # fmt: skip
-    recorded = [json.loads(line) for line in spawns.read_text().splitlines()]
-    programs = {os.path.basename(s["argv"][0]) for s in recorded}
     writable = [
         box.ws,
         *(box.home / h.removeprefix("~/") for h in PRESET.home),
         box.home / ".npm",
     ]
+    programs = held(spawns, writable)
+    assert {"npm", "bwrap"} <= programs, programs  # the fetches and the sandboxes were seen
+    assert outcome.get("status") == "completed", outcome
+    assert (box.ws / "genuine-ran").exists()  # the server did start
+
+
+@needs_npm
+@pytest.mark.parametrize("user", USERS)
+def test_a_clone_and_its_checks_run_git_and_bwrap_outside_the_clone(
+    accounts: dict[str, Account | str], registry: Registry, user: str
+) -> None:
+    box = box_for(accounts, user, "inventoryclone")
+    hook = box.mkdir(box.dir / "hook")
+    box.write(hook / "sitecustomize.py", HOOK)
+    spawns = box.write(box.dir / "spawns.jsonl", "", mode=0o666)
+    clone = box.dir / "clone"
+    outcome = governor_run(
+        box, registry, cwd=box.ws,
+        extra=["--clone", f"{box.ws}@HEAD", "--check", "git status --short"],
+        agent=["--agent", "demo"],
+        environ={"PYTHONPATH": str(hook), "HOSTDOOR_SPAWNS": str(spawns)},
+        workspace=clone,
+    )  # fmt: skip
+    programs = held(spawns, [box.ws, clone])
+    assert {"git", "bwrap"} <= programs, programs
+    assert outcome.get("status") == "completed", outcome
+    assert outcome.get("verdict") == "passed", outcome  # the check ran, sandboxed
+
+
+def held(spawns: Path, writable: list[Path]) -> set[str]:
+    """The programs spawned, once every spawn is checked: its cwd and ``PATH``
+    outside ``writable``, its program in the inventory."""
+    recorded = [json.loads(line) for line in spawns.read_text().splitlines()]
     known = inventory()
     wrong = []
     for spawn in recorded:
@@ -143,6 +174,4 @@ def test_every_host_process_of_a_whole_run_starts_outside_every_place_an_agent_w
         if not listed(spawn["argv"], known):
             wrong.append(f"{spawn['argv'][:3]}: not in docs/security.md's inventory ({known})")
     assert wrong == [], "\n".join(wrong)
-    assert {"npm", "bwrap"} <= programs, programs  # the fetches and the sandboxes were seen
-    assert outcome.get("status") == "completed", outcome
-    assert (box.ws / "genuine-ran").exists()  # the server did start
+    return {os.path.basename(s["argv"][0]) for s in recorded}

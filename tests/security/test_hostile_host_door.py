@@ -96,6 +96,7 @@ def governor_run(
     extra: Sequence[str] = (),
     agent: Sequence[str] = ("--agent", "codex"),
     environ: Mapping[str, str] | None = None,
+    workspace: Path | None = None,
 ) -> dict[str, Any]:
     """``governor run --json --agent codex`` (or ``agent``) as the box's user,
     ``$HOME`` the box's (its ``.npmrc`` names the local registry, which the
@@ -132,7 +133,7 @@ def governor_run(
     argv = [
         *prefix, "env", "-i", *(f"{k}={v}" for k, v in env.items()),
         *cli, "run", "--json", "--capability", "edit-workspace",
-        "--env", "npm_config_registry", "--workspace", str(box.ws), *flags,
+        "--env", "npm_config_registry", "--workspace", str(workspace or box.ws), *flags,
         *tail,
     ]  # fmt: skip
     done = subprocess.run(
