@@ -217,13 +217,12 @@ def host_places(
     """Where the attempt's agent may write, as `sandbox.host.processes` refuses
     it for every host process of the attempt (the npx fetch): the roots, the
     preset's home folders (kept writable in its sandbox) under the agent's
-    ``$HOME``, npm's cache and the temporary folders."""
+    ``$HOME`` and where its variables relocate them (``CODEX_HOME``), npm's
+    cache and the temporary folders."""
     home = env.get("HOME", "")
-    homes = [
-        os.path.join(home, h.removeprefix("~/"))
-        for h in (preset.home if preset is not None else ())
-        if h.startswith("~/") and os.path.isabs(home)
-    ]
+    homes = (
+        preset.home_paths(env, Path(home)) if preset is not None and os.path.isabs(home) else ()
+    )
     return processes.Places.of(roots=policy.roots, homes=homes, environ=env)
 
 
