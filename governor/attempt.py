@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import os
 import signal
 import time
@@ -31,7 +32,18 @@ import structlog
 import trio
 from pydantic import ValidationError
 
-from governor import checks, confine, elicitation, frozen, installs, network, plain, roots_size
+from governor import (
+    checks,
+    confine,
+    elicitation,
+    frozen,
+    harness,
+    installs,
+    network,
+    plain,
+    roots_size,
+    test_results,
+)
 from governor.acp.connection import Connection, ConnectionClosed, RemoteError, RequestTimeout
 from governor.acp.jsonrpc import AUTH_REQUIRED, short_error
 from governor.acp.models import schema
@@ -177,6 +189,8 @@ class Attempt:
         policy = p.policy
         try:
             frozen_at_start = await trio.to_thread.run_sync(frozen.recorded, policy)
+            await trio.to_thread.run_sync(harness.pins, policy)  # past its bounds: not started
+            acceptance = await trio.to_thread.run_sync(test_results.acceptance_of, policy)
         except frozen.FrozenTooLarge as e:
             self.audit.close()
             raise RefusedBeforeStart([f"{e}; nothing was started"]) from None
@@ -237,8 +251,13 @@ class Attempt:
         if policy.checks and not self.end.interrupted:  # a person who stops wants it stopped
             report = functools.partial(checks.report, self.audit, self.emit)
             self.end.checks = await checks.run_checks(
-                policy, environ=p.spec.environ, masker=p.masker, on_check=report
+                policy,
+                environ=p.spec.environ,
+                masker=p.masker,
+                on_check=report,
+                acceptance=acceptance,
             )
+        self.end.harness = harness.described(policy)
         frozen_at_end, said = await trio.to_thread.run_sync(frozen.at_end, policy, frozen_at_start)
         self.turn.notices.extend(said)
         outcome = judge(self._ended())
@@ -616,10 +635,16 @@ class Attempt:
 
     async def _tamper_audit(self, kept: tamper.Baseline, before: Snapshot, after: Snapshot) -> None:
         """The tamper audit of the diff (`governor.tamper`), into the `Ending`."""
-        changed = [c.path for c in diff(before, after)]
+        diffed = diff(before, after)
+        changed = [c.path for c in diffed]
         self.end.files_changed = tuple(changed)
         found = await trio.to_thread.run_sync(tamper.audit, kept, after.files, changed)
-        self.end.findings = tuple(found.findings)
+        set_changed = harness.findings(
+            self.prepared.policy,
+            [(c.path, c.how) for c in diffed],
+            itertools.chain(before.files, after.files),
+        )
+        self.end.findings = tuple(found.findings) + tuple(set_changed)
         self.end.findings_more = found.more
         self.end.audit_skipped = found.skipped
 

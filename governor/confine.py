@@ -47,7 +47,7 @@ from typing import Any, Final
 import structlog
 import trio
 
-from governor import frozen, leftovers
+from governor import frozen, harness, leftovers
 from governor.install import read_only_in
 from governor.network import egress_for
 from governor.presets import NPM_HOME, Preset
@@ -153,7 +153,7 @@ def command_profile(policy: Policy, agent_env: Mapping[str, str] | None = None) 
         hidden=_literal_paths(tuple(h for h in policy.hidden_globs if not h.startswith("**/"))),
         git_read_only=policy.git == "read-only",
         limits=policy.limits.effective(),
-        read_only=read_only_in(policy.roots) + frozen.pins(policy),
+        read_only=read_only_in(policy.roots) + frozen.pins(policy) + harness.pins(policy),
         masked=policy.masked,
     )
 
@@ -203,7 +203,7 @@ def agent_profile(
         toolchains=policy.toolchains,
         git_read_only=policy.git == "read-only",
         limits=policy.limits.effective(),
-        read_only=read_only_in(policy.roots) + frozen.pins(policy),
+        read_only=read_only_in(policy.roots) + frozen.pins(policy) + harness.pins(policy),
         masked=policy.masked,
     )
 

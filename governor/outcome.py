@@ -136,7 +136,16 @@ class Outcome:
     checks_run: list[CheckRun] = field(default_factory=list)
     """The job's checks after the attempt (`governor.checks`), in order."""
     verdict: str | None = None
-    """``passed`` when every check exited 0, ``failed`` otherwise; None without checks."""
+    """``passed`` when every check exited 0 and every acceptance test ran and
+    passed, ``failed`` otherwise; None without checks."""
+    tests: dict[str, Any] | None = None
+    """The acceptance tests against the checks' reports (`governor.test_results`):
+    ``acceptance`` (how many), ``source`` (``job`` or ``frozen``), ``passed``,
+    ``not_passed`` (each test and what it came to: failed, error, skipped,
+    missing), ``failed_elsewhere``, ``unfinished_runs``; None without checks."""
+    harness: dict[str, Any] | None = None
+    """The checks' harness set (`governor.harness`): ``mode``, and what the job
+    ``added``, ``excepted`` and the checks ``named``; None without checks."""
     tries: list[dict[str, Any]] = field(default_factory=list)
     """With ``--tries`` (`governor.tries`): every try's outcome as JSON, in order,
     each with its number (``try``) and the ``digest`` its failed checks gave the
@@ -169,6 +178,8 @@ class Outcome:
             "files_changed": list(self.files_changed),
             "checks_run": [c.to_json() for c in self.checks_run],
             "verdict": self.verdict,
+            "tests": _copied(self.tests),
+            "harness": _copied(self.harness),
             "tries": _copied(self.tries) or None,
         }
         return {k: v for k, v in out.items() if v is not None}

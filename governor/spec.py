@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from governor import install
+from governor import harness, install
 from governor.approver import Approver, Ask, Callback, for_on_ask
 from governor.audit.log import Durability, inside
 from governor.audit.signing import KEY_VARIABLE, Signer, SigningUnavailable, load_signer
@@ -314,6 +314,7 @@ def prepare(spec: AttemptSpec) -> Prepared:
     bound = policy.bind(
         ws, tuple(extra) if spec.extra_dirs else None, protected=ceiling.protected, masked=key
     )
+    bound = harness.with_named(bound)
     if not spec.extra_dirs:
         problems.extend(
             f"an extra directory of the policy does not exist: {d}"

@@ -23,6 +23,7 @@ from typing import Any, Final
 from policies import by as who
 from policies.actions import Action, Connect, ReadFile, RunCommand, ToolPermission, WriteFile
 from policies.capability import Capability
+from policies.harness import member as harness_member
 from policies.mcp import McpCall, decide_mcp
 from policies.network import decide_connect
 from policies.paths import normalize, within
@@ -170,6 +171,14 @@ def decide_write(action: WriteFile, policy: Policy) -> Decision:
     if frozen is not None:  # before the rules: the job froze it, no allow of its own thaws it
         return Decision(
             DENY, f"frozen: {frozen}", f"{path} is frozen for this attempt ({frozen})", who.PROTECTED
+        )
+    harness = harness_member(policy, path) if policy.harness == "frozen" else None
+    if harness is not None:  # the checks' harness is the loop's, as its frozen tests are
+        return Decision(
+            DENY,
+            "harness: frozen",
+            f"{path} decides what the checks run ({harness}): it is frozen for this attempt",
+            who.PROTECTED,
         )
     for verdict, rules in policy.rules.write_tiers:
         hit = rules.paths.first(path, roots) or rules.writes.first(path, roots)

@@ -31,6 +31,7 @@ RULES: Final = {
     "runner-config-changed": "test-runner configuration that changes what runs or how it is judged was changed",
     "suppression-added": "a coverage, type-check or lint suppression was added",
     "unparsable": "a test file no longer parses: the audit could not look inside it",
+    "harness-changed": "a file of the checks' harness set (what decides what a check runs) was created, changed or deleted",
 }
 """Every rule a finding can name, with what it means."""
 
