@@ -10,6 +10,7 @@ at the heads the outcomes report."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tasks import BY_NAME, JOBS, TASKS, check_command, make
+from tasks import AGENT, AGENT_ARGS, BY_NAME, JOBS, TASKS, check_command, make
 
 GOVERNOR = str(Path(sys.executable).parent / "governor")
 CHECK_PYTHON = shutil.which("python3", path="/usr/local/bin:/usr/bin:/bin") or "python3"
@@ -167,6 +168,41 @@ def test_the_checks_harness_set_is_frozen_and_each_change_to_it_a_finding_naming
     planted = sorted(f["path"].split("/plant-even", 1)[-1] for f in outcomes["plant-even"]["findings"])
     names = sorted(p.rsplit("/", 1)[-1] for p in planted)
     assert names == [".pytest.ini", "GNUmakefile", "entry_points.txt", "pytest.toml", "x.pth"], planted
+
+
+@pytest.mark.parametrize(
+    ("behaviour", "verdict", "not_passed"),
+    [
+        ("honest", "passed", []),
+        ("bytecode", "failed", ["failed"]),
+        ("exit-module", "failed", ["missing"]),
+        ("venv-python", "failed", ["failed"]),
+    ],
+)
+def test_governor_run_check_judges_the_fix_not_a_harness_the_workspace_chose(
+    tmp_path: Path, behaviour: str, verdict: str, not_passed: list[str]
+) -> None:
+    """Through ``governor run --check``, with the workspace's ``.venv/bin``
+    first on the governor's ``PATH`` (as when it is started from an activated
+    virtualenv): the check's ``python3`` is never the workspace's, its bytecode
+    never the attempt's, and a run that ended before its tests is no pass."""
+    make(tmp_path, sys.executable, CHECK_PYTHON)
+    workspace = tmp_path / "ws"
+    subprocess.run(["git", "clone", "-q", str(tmp_path / "repos" / "add"), str(workspace)], check=True)
+    subprocess.run(["git", "-C", str(workspace), "checkout", "-q", "HEAD~1"], check=True)
+    task = BY_NAME["add"]
+    agent = [sys.executable, str(AGENT), *AGENT_ARGS, "--behaviour", behaviour, "--task", "add"]
+    path = f"{workspace}/.venv/bin:{Path(CHECK_PYTHON).parent}:/usr/bin:/bin"
+    done = subprocess.run(
+        [GOVERNOR, "run", "--json", "--policy", str(tmp_path / "loop.toml"), "--workspace", str(workspace),
+         "--check", check_command(task, "python3"), "fix calc.py", "--", *agent],
+        capture_output=True, text=True, timeout=300, env={**os.environ, "PATH": path},
+    )  # fmt: skip
+    outcome = json.loads(done.stdout)
+    assert (outcome["status"], outcome["verdict"], outcome["findings"]) == ("completed", verdict, []), (
+        outcome["summary"], outcome["checks_run"])  # fmt: skip
+    assert [t["outcome"] for t in outcome["tests"]["not_passed"]] == not_passed
+    assert done.returncode == (0 if verdict == "passed" else 5)
 
 
 def test_the_fix_in_the_repositorys_history_is_not_in_a_job_s_clone(
