@@ -60,7 +60,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 from governor import test_results
 from governor.secrets import Masker
-from governor.test_results import Acceptance, Judgement, TestResult
+from governor.test_results import Acceptance, CaseResult, Judgement
 from policies.capability import Capability
 from policies.policy import Policy
 
@@ -93,7 +93,7 @@ class CheckRun:
     timed_out: bool = False
     error: str | None = None
     """Why the check could not run (the sandbox could not be built), in words."""
-    tests: tuple[TestResult, ...] = ()
+    tests: tuple[CaseResult, ...] = ()
     """What each test its runners reported came to (failures first, at most
     `governor.test_results.MAX_KEPT`; ``tests_more`` counts the rest)."""
     tests_more: int = 0

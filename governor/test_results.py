@@ -49,7 +49,7 @@ _JS_TEST: Final = re.compile(r"""\b(?:test|it)\s*(?:\.\s*\w+\s*)?\(\s*(['"`])((?
 
 
 @dataclass(frozen=True, slots=True)
-class TestResult:
+class CaseResult:
     """One test a report names: its id (``module.Class.test`` for Python, the
     test's name for ``node --test``), what it came to and why, in short."""
 
@@ -71,7 +71,7 @@ class Reports:
     never reported (a unittest run ended from inside), and the files that could
     not be read."""
 
-    results: tuple[TestResult, ...] = ()
+    results: tuple[CaseResult, ...] = ()
     unfinished: int = 0
     unreadable: tuple[str, ...] = ()
 
@@ -82,7 +82,7 @@ def read_reports(folder: str) -> Reports:
         names = sorted(os.listdir(folder))
     except OSError:
         return Reports()
-    results: list[TestResult] = []
+    results: list[CaseResult] = []
     unreadable: list[str] = []
     xml = [n for n in names if n.endswith(".xml")][:MAX_REPORTS]
     unfinished = sum(
@@ -111,7 +111,7 @@ def _runner_of(name: str) -> str:
     return "junit"
 
 
-def _cases(root: ET.Element, runner: str) -> Iterable[TestResult]:
+def _cases(root: ET.Element, runner: str) -> Iterable[CaseResult]:
     for case in root.iter("testcase"):
         name = case.get("name") or ""
         classname = case.get("classname") or ""
@@ -125,7 +125,7 @@ def _cases(root: ET.Element, runner: str) -> Iterable[TestResult]:
                 detail = (child.get("message") or child.text or "").strip()[:300]
                 if outcome != "skipped":
                     break
-        yield TestResult(ident, outcome, detail, runner)
+        yield CaseResult(ident, outcome, detail, runner)
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,7 +225,7 @@ class Judgement:
         return out
 
 
-def judge(acceptance: Acceptance, results: Sequence[TestResult], unfinished: int = 0) -> Judgement:
+def judge(acceptance: Acceptance, results: Sequence[CaseResult], unfinished: int = 0) -> Judgement:
     """Each acceptance test against every check's results."""
     not_passed: list[tuple[str, Judged]] = []
     passed = 0
@@ -255,7 +255,7 @@ def _worst(outcomes: Sequence[Result]) -> Judged:
     return "passed"
 
 
-def _matches(test: str, result: TestResult) -> bool:
+def _matches(test: str, result: CaseResult) -> bool:
     path, _, name = test.partition("::")
     ident = re.sub(r"\[.*\]$", "", result.id)
     if path.endswith(_JS_EXT):
@@ -271,11 +271,11 @@ def _matches(test: str, result: TestResult) -> bool:
 class Kept:
     """A check's per-test results as its outcome lists them: failures first, bounded."""
 
-    shown: list[TestResult] = field(default_factory=list)
+    shown: list[CaseResult] = field(default_factory=list)
     more: int = 0
 
 
-def kept(results: Sequence[TestResult]) -> Kept:
+def kept(results: Sequence[CaseResult]) -> Kept:
     order = {"error": 0, "failed": 1, "skipped": 2, "passed": 3}
     ranked = sorted(results, key=lambda r: order[r.outcome])
     return Kept(ranked[:MAX_KEPT], max(0, len(ranked) - MAX_KEPT))
