@@ -109,3 +109,16 @@ def test_reports_are_read_from_junit_xml_and_a_hostile_one_is_unreadable_not_bel
     assert read.results[1].detail == "1 != 2"
     assert sorted(read.unreadable) == ["junit-link.xml", "node.xml"]
     assert read.unfinished == 1
+
+
+def test_a_tries_digest_names_the_acceptance_tests_not_passed_when_every_check_exited_0() -> None:
+    from governor.checks import CheckRun
+    from governor.tries import digest, with_digest
+
+    ran = [CheckRun("python3 -m unittest", 0, 0.1, "OK")]
+    assert digest(ran) is None  # an exit status alone says nothing failed
+    tests = {"not_passed": [{"test": ADD, "outcome": "missing"}]}
+    facts = digest(ran, tried=1, tests=tests)
+    assert facts is not None
+    assert facts["failed_checks"] == [] and facts["tests_not_passed"] == [{"test": ADD, "outcome": "missing"}]
+    assert ADD in with_digest("fix it", facts)
