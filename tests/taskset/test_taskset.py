@@ -9,6 +9,7 @@ at the heads the outcomes report."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -216,6 +217,68 @@ def test_governor_run_check_judges_the_fix_not_a_harness_the_workspace_chose(
         outcome["summary"], outcome["checks_run"])  # fmt: skip
     assert [t["outcome"] for t in outcome["tests"]["not_passed"]] == not_passed
     assert done.returncode == (0 if verdict == "passed" else 5)
+
+
+UNPRIVILEGED = "govtest"
+
+
+@pytest.mark.parametrize(
+    ("behaviour", "verdict", "not_passed"),
+    [("honest", "passed", []), ("exit-module", "failed", ["missing"]), ("skip-init", "failed", ["failed"])],
+)
+def test_as_an_unprivileged_user_the_harness_is_the_loops_and_the_verdict_is_the_tests(
+    behaviour: str, verdict: str, not_passed: list[str]
+) -> None:
+    """The same as a user that is not root (``runuser``), its ``$HOME`` and
+    ``TMPDIR`` its own, outside ``/tmp`` (under the repository: a folder that
+    user can reach): the report folders under its state folder, its
+    sandbox's pins of the harness set (``skip-init`` is refused and its test
+    runs, failing)."""
+    import pwd
+    import sysconfig
+
+    if os.getuid() != 0 or shutil.which("runuser") is None:
+        pytest.skip("needs root to run as another user (runuser)")
+    try:
+        account = pwd.getpwnam(UNPRIVILEGED)
+    except KeyError:
+        pytest.skip(f"no user {UNPRIVILEGED}")
+    python = f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}"
+    if not os.path.exists(python):
+        pytest.skip(f"no {python} for {UNPRIVILEGED} (the venv's interpreter may be under root's home)")
+    base = Path(__file__).resolve().parents[2] / ".pytest-unprivileged" / f"{behaviour}-{os.getpid()}"
+    shutil.rmtree(base, ignore_errors=True)
+    base.mkdir(parents=True)
+    try:
+        make(base / "set", python, python)
+        ws = base / "ws"
+        subprocess.run(["git", "clone", "-q", str(base / "set" / "repos" / "largest"), str(ws)], check=True)
+        subprocess.run(["git", "-C", str(ws), "checkout", "-q", "HEAD~1"], check=True)
+        for d in ("home", "tmp"):
+            (base / d).mkdir()
+        subprocess.run(["chown", "-R", f"{account.pw_uid}:{account.pw_gid}", str(base)], check=True)
+        os.chmod(base.parent, 0o755)
+        site = sysconfig.get_paths()["purelib"]
+        env = [f"PYTHONPATH={Path(__file__).resolve().parents[2]}:{site}", f"HOME={base / 'home'}",
+               f"TMPDIR={base / 'tmp'}", "PATH=/usr/bin:/bin", "LANG=C.UTF-8"]  # fmt: skip
+        agent = [python, str(AGENT), *AGENT_ARGS, "--behaviour", behaviour, "--task", "largest"]
+        done = subprocess.run(
+            ["runuser", "-u", UNPRIVILEGED, "--", "env", "-i", *env, python, "-m", "governor.cli", "run",
+             "--json", "--policy", str(base / "set" / "loop.toml"), "--workspace", str(ws),
+             "--check", f"{python} -m unittest discover -s tests -t . -q", "fix largest.py", "--", *agent],
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert done.stdout, done.stderr[-2000:]
+        outcome = json.loads(done.stdout)
+        assert (outcome["status"], outcome["verdict"]) == ("completed", verdict), outcome["summary"]
+        assert [t["outcome"] for t in outcome["tests"]["not_passed"]] == not_passed
+        assert outcome["findings"] == []
+        if behaviour == "skip-init":
+            assert outcome["acp"]["tally"]["refused"] == 1 and outcome["files_changed"] == []
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            base.parent.rmdir()
 
 
 def test_the_fix_in_the_repositorys_history_is_not_in_a_job_s_clone(
