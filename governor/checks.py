@@ -27,9 +27,10 @@ interpreters run with the workspace off their module path
 (``PYTHONSAFEPATH``: ``python -m pytest`` no longer finds a ``pytest.py`` at
 the root), pytest's plugin autoload off (``PYTEST_DISABLE_PLUGIN_AUTOLOAD``:
 a plugin the job wants is named with ``-p``), no bytecode the attempt wrote
-(``PYTHONPYCACHEPREFIX`` on the sandbox's fresh ``/tmp``: a ``__pycache__``
-in the workspace, pytest's assertion-rewrite cache included, is never read)
-and no ``.pytest_cache`` (``-p no:cacheprovider``), and its ``PATH`` without
+(every ``__pycache__`` and ``.pytest_cache`` swept from the overlay before
+the command, `cache_sweep`; where the roots are bound read-only instead,
+``PYTHONPYCACHEPREFIX`` on the sandbox's fresh ``/tmp``) and no
+``.pytest_cache`` (``-p no:cacheprovider``), and its ``PATH`` without
 an entry in a root (a workspace ``.venv/bin`` is no ``python3`` of a check's
 unless the check names it). The files that decide what a check runs are the
 harness set (`policies.harness`, `governor.harness`).
@@ -200,10 +201,13 @@ async def run_checks(
             profile = check_profile(
                 policy,
                 workspace,
-                check_environment(declared, folders.lib, reports),
+                check_environment(
+                    declared, folders.lib, reports, pycache_prefix=workspace == "read-only"
+                ),
                 folders=(folders.lib, reports),
             )
-            ran = await _one(command, profile, policy.check_timeout, masked, failure)
+            sweep = cache_sweep(policy) if workspace == "overlay" else None
+            ran = await _one(command, profile, policy.check_timeout, masked, failure, sweep)
             ran = _with_reports(ran, reports, masked)
             runs.append(ran)
             if on_check is not None:
@@ -222,18 +226,24 @@ PYCACHE_INSIDE: Final = "/tmp/.governor-pycache"
 """Where a check's interpreters keep bytecode: on its sandbox's fresh ``/tmp``."""
 
 
-def check_environment(declared: Mapping[str, str], lib: str, reports: str) -> dict[str, str]:
+def check_environment(
+    declared: Mapping[str, str], lib: str, reports: str, *, pycache_prefix: bool = False
+) -> dict[str, str]:
     """A check's variables: the job's declared ones, then the harness's, which
     win (a job names a pytest plugin with ``-p``, not by turning autoload on).
     ``lib`` holds the unittest reporter (first on ``PYTHONPATH``), ``reports``
-    is where the runners write their JUnit XML."""
+    is where the runners write their JUnit XML. ``pycache_prefix``: bytecode
+    under the sandbox's fresh ``/tmp`` (where the workspace's caches cannot be
+    swept away, `cache_sweep`: every module, the standard library's too, is
+    then compiled afresh by each interpreter, some 0.5 s a run)."""
     env = dict(declared)
     extra_path = declared.get("PYTHONPATH")
     pytest_opts = declared.get("PYTEST_ADDOPTS")
     node_opts = declared.get("NODE_OPTIONS")
+    if pycache_prefix:
+        env["PYTHONPYCACHEPREFIX"] = PYCACHE_INSIDE
     env.update(
         PYTHONSAFEPATH="1",
-        PYTHONPYCACHEPREFIX=PYCACHE_INSIDE,
         PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
         PYTHONPATH=lib + (f":{extra_path}" if extra_path else ""),
         PYTEST_ADDOPTS=f"-p no:cacheprovider --junitxml={reports}/pytest.xml"
@@ -244,6 +254,29 @@ def check_environment(declared: Mapping[str, str], lib: str, reports: str) -> di
     )
     env[REPORTS_VARIABLE] = reports
     return env
+
+
+def cache_sweep(policy: Policy) -> str:
+    """The shell line a check runs before its command over overlay roots: every
+    ``__pycache__`` and ``.pytest_cache`` in the roots removed from the
+    overlay (the host's stay), so no bytecode the attempt left is loaded (a
+    ``.pyc`` of the fix stamped with the unchanged source's mtime and size,
+    pytest's assertion-rewrite cache) and the check's interpreters compile
+    the workspace's sources afresh, while the standard library's and the
+    installed packages' own caches are used. Not swept: ``.git``,
+    ``node_modules``, and the virtualenvs a check runs (in the harness set:
+    pinned, or their changes found). A pinned cache (under a frozen folder,
+    which the attempt could not write) stays."""
+    import shlex
+
+    pruned = " -o ".join(
+        ["-name .git", "-name node_modules", *(f"-path {shlex.quote(p)}" for p in policy.harness_named)]
+    )
+    roots = " ".join(shlex.quote(r) for r in policy.roots)
+    return (
+        f"find {roots} \\( {pruned} \\) -prune -o \\( -name __pycache__ -o -name .pytest_cache \\) "
+        "-prune -exec rm -rf {} + 2>/dev/null"
+    )
 
 
 def check_path(path: str | None, roots: tuple[str, ...]) -> str | None:
@@ -344,7 +377,12 @@ def check_profile(
 
 
 async def _one(
-    command: str, profile: Profile, timeout: float, masker: Masker, failure: str | None
+    command: str,
+    profile: Profile,
+    timeout: float,
+    masker: Masker,
+    failure: str | None,
+    sweep: str | None = None,
 ) -> CheckRun:
     from governor.confine import configured_bwrap
     from sandbox import BwrapUnavailable, ProfileError
@@ -355,7 +393,7 @@ async def _one(
         return CheckRun(command, None, 0.0, "", error=masker.text(failure))
     try:
         result = await run(
-            Command.shell(command),
+            Command.shell(command if sweep is None else f"{sweep}\n{command}"),
             profile,
             timeout=timeout,
             output_limit=OUTPUT_LIMIT,
