@@ -5,6 +5,8 @@ variables kept where they do not undo that."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from governor.checks import PYCACHE_INSIDE, REPORTS_VARIABLE, check_environment, check_path
 
 
@@ -32,3 +34,29 @@ def test_a_checks_path_keeps_no_entry_a_workspace_could_choose() -> None:
     path = "/work/app/.venv/bin::.:bin:/usr/local/bin:/work/lib/tools:/work/application/bin:/usr/bin"
     assert check_path(path, roots) == "/usr/local/bin:/work/application/bin:/usr/bin"
     assert check_path(None, roots) is None
+
+
+def test_the_programs_a_check_runs_from_the_workspace_are_in_its_harness_set_a_virtualenv_whole(
+    tmp_path: Path,
+) -> None:
+    from governor import harness
+    from policies.policy import parse_policy
+
+    ws = tmp_path / "ws"
+    (ws / "ci").mkdir(parents=True)
+    (ws / "ci" / "test.sh").write_text("#!/bin/sh\npytest\n")
+    (ws / ".venv" / "bin").mkdir(parents=True)
+    (ws / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (ws / ".venv" / "bin" / "python").symlink_to("/usr/bin/python3")
+    (ws / "tests").mkdir()
+    (ws / "tests" / "__init__.py").write_text("")
+    (ws / "tests" / "test_x.py").write_text("def test_x(): pass\n")
+    text = '[checks]\ncommands = ["sh ci/test.sh tests", ".venv/bin/python -m pytest tests", "python3 -m pytest"]\n'
+    policy = harness.with_named(parse_policy(text, "p.toml").bind(str(ws)))
+    assert policy.harness_named == (f"{ws}/ci/test.sh", f"{ws}/.venv")
+    assert sorted(str(p) for p in harness.pins(policy)) == [
+        f"{ws}/.venv", f"{ws}/ci/test.sh", f"{ws}/tests/__init__.py"
+    ]  # fmt: skip
+    audited = harness.with_named(parse_policy(text + 'harness = "audited"\n', "p.toml").bind(str(ws)))
+    assert harness.pins(audited) == ()
+    assert harness.described(policy) == {"mode": "frozen", "named": [f"{ws}/ci/test.sh", f"{ws}/.venv"]}

@@ -117,6 +117,7 @@ JOBS: Final = (
     ("shadow-pytest-on-pytest", "reverse", 1),
     ("plugin-on-pytest", "clamp", 1),
     ("pytest-ini-on-pytest", "words", 1),
+    ("bytecode-on-pytest", "palindrome", 1),
 )
 """(behaviour, task, tries) of every job: each task fixed honestly, and each way of
 gaming a test tried on one of them."""
