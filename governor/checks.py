@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import shutil
 import tempfile
 import time
@@ -246,10 +247,12 @@ def check_environment(
         PYTHONSAFEPATH="1",
         PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
         PYTHONPATH=lib + (f":{extra_path}" if extra_path else ""),
-        PYTEST_ADDOPTS=f"-p no:cacheprovider --junitxml={reports}/pytest.xml"
+        # both read their options with quotes: a state folder may hold a space
+        PYTEST_ADDOPTS="-p no:cacheprovider --junitxml="
+        + shlex.quote(f"{reports}/pytest.xml")
         + (f" {pytest_opts}" if pytest_opts else ""),
         NODE_OPTIONS="--test-reporter=spec --test-reporter-destination=stdout "
-        f"--test-reporter=junit --test-reporter-destination={reports}/node.xml"
+        f'--test-reporter=junit --test-reporter-destination="{reports}/node.xml"'
         + (f" {node_opts}" if node_opts else ""),
     )
     env[REPORTS_VARIABLE] = reports
@@ -267,8 +270,6 @@ def cache_sweep(policy: Policy) -> str:
     ``node_modules``, and the virtualenvs a check runs (in the harness set:
     pinned, or their changes found). A pinned cache (under a frozen folder,
     which the attempt could not write) stays."""
-    import shlex
-
     pruned = " -o ".join(
         ["-name .git", "-name node_modules", *(f"-path {shlex.quote(p)}" for p in policy.harness_named)]
     )

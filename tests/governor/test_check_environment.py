@@ -23,7 +23,9 @@ def test_the_harness_variables_win_over_the_jobs_and_the_jobs_options_are_kept_a
     assert env["PYTHONSAFEPATH"] == "1" and env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] == "1"
     assert env["PYTHONPATH"] == "/state/lib:/opt/lib"
     assert env["PYTEST_ADDOPTS"] == "-p no:cacheprovider --junitxml=/state/reports-1/pytest.xml -x"
-    assert env["NODE_OPTIONS"].endswith("--test-reporter-destination=/state/reports-1/node.xml --max-old-space-size=512")
+    assert env["NODE_OPTIONS"].endswith('--test-reporter-destination="/state/reports-1/node.xml" --max-old-space-size=512')
+    spaced = check_environment({}, "/my state/lib", "/my state/reports-1")
+    assert spaced["PYTEST_ADDOPTS"] == "-p no:cacheprovider --junitxml='/my state/reports-1/pytest.xml'"
     assert env[REPORTS_VARIABLE] == "/state/reports-1" and env["CI"] == "1"
     assert "PYTHONPYCACHEPREFIX" not in env  # the overlay's caches are swept instead
     assert check_environment({}, "/l", "/r", pycache_prefix=True)["PYTHONPYCACHEPREFIX"] == PYCACHE_INSIDE
