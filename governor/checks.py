@@ -197,18 +197,21 @@ async def run_checks(
     declared = {n: env_from[n] for n in policy.env if n in env_from}
     runs = []
     with _Folders() as folders:
+        try:  # the pins' walk is bounded: past it no check runs, and each says why
+            shared: Profile | None = check_profile(policy, workspace, {})
+            built = failure
+        except ProfileError as e:
+            shared, built = None, failure or f"the check's sandbox cannot be built: {e}"
         for command in chosen:
             reports = folders.reports()
-            profile = check_profile(
-                policy,
-                workspace,
-                check_environment(
-                    declared, folders.lib, reports, pycache_prefix=workspace == "read-only"
-                ),
-                folders=(folders.lib, reports),
+            env = check_environment(
+                declared, folders.lib, reports, pycache_prefix=workspace == "read-only"
+            )
+            profile = None if shared is None else replace(
+                shared, env=env, inputs=(Path(folders.lib),), outputs=(Path(reports),)
             )
             sweep = cache_sweep(policy) if workspace == "overlay" else None
-            ran = await _one(command, profile, policy.check_timeout, masked, failure, sweep)
+            ran = await _one(command, profile, policy.check_timeout, masked, built, sweep)
             ran = _with_reports(ran, reports, masked)
             runs.append(ran)
             if on_check is not None:
@@ -379,7 +382,7 @@ def check_profile(
 
 async def _one(
     command: str,
-    profile: Profile,
+    profile: Profile | None,
     timeout: float,
     masker: Masker,
     failure: str | None,
@@ -390,8 +393,9 @@ async def _one(
     from sandbox.run.runner import Command, run
 
     started = time.monotonic()
-    if failure is not None:
-        return CheckRun(command, None, 0.0, "", error=masker.text(failure))
+    if failure is not None or profile is None:
+        why = failure or "the check's sandbox cannot be built"
+        return CheckRun(command, None, 0.0, "", error=masker.text(why))
     try:
         result = await run(
             Command.shell(command if sweep is None else f"{sweep}\n{command}"),
