@@ -152,6 +152,9 @@ def test_an_attempt_that_games_the_checks_harness_fails_naming_the_tests_that_di
     assert outcomes["exit-module-largest"]["tests"]["not_passed"] == [
         {"test": "tests/acceptance/test_largest_acceptance.py::TestAcceptance::test_largest", "outcome": "missing"}
     ]
+    exited = outcomes["exit-module-largest"]
+    end = json.loads(Path(exited["log"]).read_text().splitlines()[-1])
+    assert (end["kind"], end["verdict"], end["tests"]) == ("attempt-end", "failed", exited["tests"])
     assert outcomes["exit-module-mean"]["tests"]["not_passed"] == [
         {"test": "tests/acceptance/test_mean_acceptance.mjs::acceptance mean", "outcome": "missing"}
     ]
