@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import os
 import signal
 import time
@@ -36,12 +37,14 @@ from governor import (
     confine,
     elicitation,
     frozen,
+    harness,
     held_out,
     homes,
     installs,
     network,
     plain,
     roots_size,
+    test_results,
 )
 from governor.acp.connection import Connection, ConnectionClosed, RemoteError, RequestTimeout
 from governor.acp.jsonrpc import AUTH_REQUIRED, short_error
@@ -207,6 +210,8 @@ class Attempt:
         policy = p.policy
         try:
             frozen_at_start = await trio.to_thread.run_sync(frozen.recorded, policy)
+            await trio.to_thread.run_sync(harness.pins, policy)  # past its bounds: not started
+            acceptance = await trio.to_thread.run_sync(test_results.acceptance_of, policy)
         except frozen.FrozenTooLarge as e:
             self.audit.close()
             raise RefusedBeforeStart([f"{e}; nothing was started"]) from None
@@ -287,8 +292,13 @@ class Attempt:
         if policy.checks and not self.end.interrupted:  # a person who stops wants it stopped
             report = functools.partial(checks.report, self.audit, self.emit)
             self.end.checks = await checks.run_checks(
-                policy, environ=p.spec.environ, masker=p.masker, on_check=report
+                policy,
+                environ=p.spec.environ,
+                masker=p.masker,
+                on_check=report,
+                acceptance=acceptance,
             )
+        self.end.harness = harness.described(policy)
         outcome = judge(self._ended())
         outcome.trace_id = p.spec.trace_id
         end: dict[str, Any] = {}
@@ -689,10 +699,16 @@ class Attempt:
 
     async def _tamper_audit(self, kept: tamper.Baseline, before: Snapshot, after: Snapshot) -> None:
         """The tamper audit of the diff (`governor.tamper`), into the `Ending`."""
-        changed = [c.path for c in diff(before, after)]
+        diffed = diff(before, after)
+        changed = [c.path for c in diffed]
         self.end.files_changed = tuple(changed)
         found = await trio.to_thread.run_sync(tamper.audit, kept, after.files, changed)
-        self.end.findings = tuple(found.findings)
+        set_changed = harness.findings(
+            self.prepared.policy,
+            [(c.path, c.how) for c in diffed],
+            itertools.chain(before.files, after.files),
+        )
+        self.end.findings = tuple(found.findings) + tuple(set_changed)
         self.end.findings_more = found.more
         self.end.audit_skipped = found.skipped
 

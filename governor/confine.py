@@ -48,7 +48,7 @@ from typing import Any, Final
 import structlog
 import trio
 
-from governor import frozen, leftovers
+from governor import frozen, harness, leftovers
 from governor.install import read_only_in
 from governor.network import egress_for
 from governor.presets import NPM_HOME, Preset
@@ -155,7 +155,7 @@ def command_profile(policy: Policy, agent_env: Mapping[str, str] | None = None) 
         hidden=_literal_paths(tuple(h for h in policy.hidden_globs if not h.startswith("**/"))),
         git_read_only=policy.git == "read-only",
         limits=policy.limits.effective(),
-        read_only=read_only_in(policy.roots) + frozen.pins(policy),
+        read_only=read_only_in(policy.roots) + frozen.pins(policy) + harness.pins(policy),
         masked=policy.masked,
     )
 
@@ -210,7 +210,7 @@ def agent_profile(
         toolchains=policy.toolchains,
         git_read_only=policy.git == "read-only",
         limits=policy.limits.effective(),
-        read_only=read_only_in(policy.roots) + frozen.pins(policy),
+        read_only=read_only_in(policy.roots) + frozen.pins(policy) + harness.pins(policy),
         masked=policy.masked,
     )
 

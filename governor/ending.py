@@ -147,6 +147,8 @@ class Ending:
     checks: Checks = field(default_factory=Checks)
     """The job's checks after the attempt; their verdict is the outcome's, apart
     from its status (an agent may report success on a failing test)."""
+    harness: dict[str, Any] | None = None
+    """The checks' harness set as the job left it (`governor.harness.described`)."""
     masker: Masker = field(default_factory=Masker)
 
 
@@ -377,7 +379,17 @@ def judge(e: Ending) -> Outcome:
         verdict=e.checks.verdict,
         frozen=e.frozen,
         held_out=e.held_out,
+        tests=_tests(e.checks, masked),
+        harness=e.harness,
     )
+
+
+def _tests(checks: Checks, masked: Masker) -> dict[str, Any] | None:
+    """The acceptance tests' judgement, as the outcome holds it (None without checks)."""
+    if not checks.runs or checks.judgement is None:
+        return None
+    out: dict[str, Any] = masked.json(checks.judgement.to_json())
+    return out
 
 
 def _tamper_notices(e: Ending) -> list[str]:

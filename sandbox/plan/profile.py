@@ -161,6 +161,12 @@ class Profile:
     """A network namespace of its own whose only way out is the governor's
     proxy (`sandbox.net.proxy`), announced by the proxy variables; needs
     ``network`` off (which shares the host's namespace)."""
+    inputs: tuple[Path, ...] = ()
+    """Host folders bound read-only at their own path after the roots, shown
+    whatever hides their parent (a check's reporter, under the governor's state)."""
+    outputs: tuple[Path, ...] = ()
+    """Host folders bound read-write at their own path after the roots (a
+    check's report folder: what its runners write there outlives the sandbox)."""
     scratch: bool = False
     """The roots are overlays whose writes are thrown away with the sandbox
     (``--tmp-overlay``): a check after the attempt runs its tests, which write
@@ -185,7 +191,15 @@ class Profile:
                     f"{name!r} cannot be unprotected: only the hook managers' and editors' "
                     "configs can (sandbox.plan.protected.UNPROTECTABLE)"
                 )
-        for path in (self.workspace, *self.extra_roots, *self.visible, *self.keep, *self.read_only):
+        for path in (
+            self.workspace,
+            *self.extra_roots,
+            *self.visible,
+            *self.keep,
+            *self.read_only,
+            *self.inputs,
+            *self.outputs,
+        ):
             if not Path(path).is_absolute():
                 raise ProfileError(f"path {str(path)!r} must be absolute")
         if self.egress is not None and self.network:
@@ -598,6 +612,10 @@ def render(
             argv += [root_bind, root, root]
     for git_dir in facts.git_dirs:
         argv += ["--ro-bind", git_dir, git_dir]
+    for folder in profile.inputs:
+        argv += ["--ro-bind", str(folder), str(folder)]
+    for folder in profile.outputs:
+        argv += ["--bind", str(folder), str(folder)]
     if profile.writable:
         # over scratch roots a self-bind would mount the host's directory
         # writable on top of the overlay: nothing there needs holding in place
