@@ -177,9 +177,41 @@ def _remove(path: Path) -> None:
     shutil.rmtree(path)
 
 
+_KINDS: Final = (
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def _what(path: str) -> str | None:
+    """What kind of file ``path`` is when it is one a copy cannot hold (a pipe,
+    a socket, a device), else None."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return None
+    return next((name for test, name in _KINDS if test(mode)), None)
+
+
 def _why(e: BaseException) -> str:
+    """Why a copy failed, naming the file: `shutil.copytree` gathers its files'
+    errors into one `shutil.Error` (an OSError with neither a filename nor a
+    strerror), whose first is named with what the file is when a copy cannot
+    hold its kind."""
+    if isinstance(e, shutil.Error) and e.args and isinstance(e.args[0], list) and e.args[0]:
+        failed: list[tuple[str, str, str]] = [t for t in e.args[0] if len(t) == 3]
+        if failed:
+            src, _dst, why = failed[0]
+            kind = _what(src)
+            first = f"{src} is {kind}, which cannot be copied" if kind else f"{src}: {why}"
+            more = f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""
+            return first[:500] + more
     if isinstance(e, OSError):
-        return f"{e.filename}: {e.strerror}" if e.filename else str(e.strerror)
+        if e.filename:
+            return f"{e.filename}: {e.strerror}"
+        return str(e.strerror if e.strerror is not None else e)[:500]
     return str(e)[:500]
 
 
