@@ -196,7 +196,11 @@ class Attempt:
                     nursery.start_soon(self._watch_stop, self.stop)
                 if policy.limits.workspace is not None:
                     nursery.start_soon(
-                        roots_size.watch, policy.roots, policy.limits.workspace, self._over_workspace
+                        roots_size.watch,
+                        policy.roots,
+                        policy.limits.workspace,
+                        self._over_workspace,
+                        before.closed,
                     )
                 terminals = self.terminals = confine.GovernedTerminals(
                     nursery, policy, p.env, proxy=lambda: self.proxy
@@ -495,14 +499,18 @@ class Attempt:
             self.deadline.cancel()
         return self.deadline
 
-    def _over_workspace(self, total: int) -> None:
-        """The roots hold more than ``[limits] workspace``: the turn ends (`_stop_at`)."""
+    def _over_workspace(self, total: int, closed: tuple[str, ...] = ()) -> None:
+        """The roots hold more than ``[limits] workspace``, or a folder the
+        governor cannot open and so cannot bound: the turn ends (`_stop_at`)."""
         limit = self.prepared.policy.limits.workspace
         assert limit is not None
-        self._stop_at(
-            f"workspace limit {render('workspace', limit)} ([limits] workspace: "
-            f"the writable roots hold {total} bytes or more)"
+        what = (
+            f"the writable roots hold a folder the governor cannot open, {closed[0]}: "
+            "what it holds cannot be bounded"
+            if closed
+            else f"the writable roots hold {total} bytes or more"
         )
+        self._stop_at(f"workspace limit {render('workspace', limit)} ([limits] workspace: {what})")
 
     def _stop_at(self, limit: str) -> None:
         """A limit reached (the workspace's, a budget's): recorded, every later
@@ -654,9 +662,16 @@ class Attempt:
                 self.audit.record(fields.pop("kind"), session=self.turn.session_id, **fields)
             except AuditUnavailable:
                 break
-        if not after.complete:
+        if after.left_unknown:
             self.turn.notices.append(
                 "the workspace has more files than the governor walks: every file there at the start was checked, but files made beyond the first 50,000 were not looked for"
+            )
+        elif after.left_unseen():
+            self.turn.notices.append(
+                "the workspace has more files git ignores than the governor walks (50,000): "
+                "every file git tracks or would track was checked, but files were made or "
+                "removed during the attempt in ignored folders it did not walk: "
+                + ", ".join(sorted(after.left_ignored)[:5])
             )
 
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from governor.folders import Opening, walk
 from policies.paths import PathGlobs
 from policies.policy import Policy
 from sandbox import ProfileError
@@ -59,7 +60,8 @@ def pins(policy: Policy) -> tuple[Path, ...]:
     """The existing paths the policy's frozen globs name, outermost only."""
     if not policy.frozen:
         return ()
-    out = [Path(p) for p, _ in _named(policy)]
+    with Opening() as opening:
+        out = [Path(p) for p, _ in _named(policy, opening)]
     if len(out) > MAX_PINS:
         raise FrozenTooLarge(
             f"the frozen globs name {len(out)} paths; at most {MAX_PINS} can be pinned "
@@ -73,10 +75,14 @@ def digest(policy: Policy) -> Digest | None:
     frozen). A link is hashed as its target's text, never followed."""
     if not policy.frozen:
         return None
+    with Opening() as opening:  # open while the files are read, too
+        return _digest(sorted(_files(policy, opening)))
+
+
+def _digest(entries: list[tuple[str, str]]) -> Digest:
     h = hashlib.sha256()
     files = 0
     read = 0
-    entries = sorted(_files(policy))
     for rel, path in entries:
         try:
             st = os.lstat(path)
@@ -100,13 +106,15 @@ def digest(policy: Policy) -> Digest | None:
     return Digest(h.hexdigest(), files)
 
 
-def _named(policy: Policy) -> Iterator[tuple[str, str]]:
+def _named(policy: Policy, opening: Opening) -> Iterator[tuple[str, str]]:
     """(absolute path, its path relative to its root) of each path a frozen
-    glob names, not descending into what it names; ``.git`` is not walked."""
+    glob names, not descending into what it names; ``.git`` is not walked.
+    A folder the governor may not read is opened, as by every walk of the
+    roots (`governor.folders`)."""
     globs: PathGlobs = policy.frozen
     seen = 0
     for root in policy.roots:
-        for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        for dirpath, dirnames, filenames in walk(root, opening):
             seen += len(dirnames) + len(filenames)
             if seen > MAX_ENTRIES:
                 raise FrozenTooLarge(
@@ -128,11 +136,11 @@ def _named(policy: Policy) -> Iterator[tuple[str, str]]:
                     yield path, os.path.relpath(path, root)
 
 
-def _files(policy: Policy) -> Iterator[tuple[str, str]]:
+def _files(policy: Policy, opening: Opening) -> Iterator[tuple[str, str]]:
     """(relative path, absolute path) of each file under the frozen paths."""
-    for path, rel in _named(policy):
+    for path, rel in _named(policy, opening):
         if os.path.isdir(path) and not os.path.islink(path):
-            for dirpath, _, filenames in os.walk(path, followlinks=False):
+            for dirpath, _, filenames in walk(path, opening):
                 for name in filenames:
                     full = os.path.join(dirpath, name)
                     yield os.path.join(rel, os.path.relpath(full, path)), full

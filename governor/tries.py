@@ -54,6 +54,7 @@ from typing import Any, Final
 
 import trio
 
+from governor import folders
 from governor.checks import CheckRun
 from governor.outcome import Outcome
 from governor.secrets import Masker
@@ -164,16 +165,15 @@ class StartingCopy:
 
 def _remove(path: Path) -> None:
     """Remove ``path`` (a link itself, never what it points at), making the
-    folders the agent left unreadable or unwritable ours again first."""
+    folders the agent left unreadable or unwritable ours again first: the walk
+    every look at the roots takes (`governor.folders`), with every right given
+    back and none put back."""
     if path.is_symlink() or not path.is_dir():
         path.unlink(missing_ok=True)
         return
-    os.chmod(path, stat.S_IRWXU)
-    for folder, dirs, _files in os.walk(path):  # top-down: a child is opened after this
-        for name in dirs:
-            child = Path(folder) / name
-            if not child.is_symlink():
-                os.chmod(child, stat.S_IRWXU)
+    with folders.Opening(folders.ALL, put_back=False) as opening:
+        for _folder in folders.walk(str(path), opening):  # top-down: opens each before it
+            pass
     shutil.rmtree(path)
 
 
