@@ -671,7 +671,7 @@ class Attempt:
                 "the workspace has more files git ignores than the governor walks (50,000): "
                 "every file git tracks or would track was checked, but files were made or "
                 "removed during the attempt in ignored folders it did not walk: "
-                + ", ".join(sorted(after.left_ignored)[:5])
+                + ", ".join(after.changed_unwalked()[:5])
             )
 
 

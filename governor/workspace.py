@@ -128,9 +128,12 @@ class Snapshot:
         """Whether a file this walk did not look at might matter: it stopped
         where git did not say the files were ignored, or an ignored folder it
         left had files made or removed in it since the first snapshot began."""
-        if self.left_unknown:
-            return True
-        return any(ctime >= self.started_ns for ctime in self.left_ignored.values())
+        return self.left_unknown or bool(self.changed_unwalked())
+
+    def changed_unwalked(self) -> list[str]:
+        """The ignored folders the walk left that had files made or removed in
+        them since the first snapshot began (sorted)."""
+        return sorted(p for p, ctime in self.left_ignored.items() if ctime >= self.started_ns)
 
 
 def snapshot(
