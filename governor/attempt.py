@@ -33,7 +33,7 @@ from pydantic import ValidationError
 
 from governor import checks, confine, elicitation, frozen, installs, network, plain, roots_size
 from governor.acp.connection import Connection, ConnectionClosed, RemoteError, RequestTimeout
-from governor.acp.jsonrpc import AUTH_REQUIRED, short_error
+from governor.acp.jsonrpc import AUTH_REQUIRED, Malformed, short_error
 from governor.acp.models import schema
 from governor.attribution import Evidence, change_record, explain
 from governor.audit.log import AuditLog, AuditUnavailable
@@ -329,6 +329,7 @@ class Attempt:
                     process.stdout,
                     process.stderr,
                     max_line_bytes=p.spec.max_line_bytes,
+                    on_rejected=self._rejected_at_wire,
                 )
                 try:
                     async with trio.open_nursery() as inner:
@@ -498,6 +499,30 @@ class Attempt:
         if (self.stop is not None and self.stop.is_set()) or self.end.limit is not None:
             self.deadline.cancel()
         return self.deadline
+
+    def _rejected_at_wire(self, line: Malformed) -> None:
+        """A line of the agent rejected at the wire: a ``wire`` record (its
+        method when readable, its length, why; never its text), counted in the
+        outcome. A refusal by the governor, so a flood of them is thinned like
+        any other (`governor.audit.thinning`)."""
+        e = self.end
+        e.rejected_lines += 1
+        if line.method is not None and len(e.rejected_methods) < 5 and line.method not in e.rejected_methods:
+            e.rejected_methods = (*e.rejected_methods, line.method)
+        subject: dict[str, Any] = {"length": line.length, "why": line.reason}
+        if line.method is not None:
+            subject["method"] = line.method
+        subject["answered"] = line.reply is not None
+        with contextlib.suppress(AuditUnavailable):
+            self.audit.record(
+                "wire",
+                session=self.turn.session_id,
+                verdict="deny",
+                by="governor",
+                rule="wire",
+                subject=subject,
+                reason=f"the line is not a JSON-RPC message the governor can read: {line.reason}",
+            )
 
     def _over_workspace(self, total: int, closed: tuple[str, ...] = ()) -> None:
         """The roots hold more than ``[limits] workspace``, or a folder the

@@ -14,7 +14,9 @@ time), and on ``session/prompt`` plays a script: a JSON list of steps, each
 - ``{"fetch": URL}``: a GET through the proxy variables, as an agent calls its
   model API; one that fails ends the prompt with an error naming it;
 - ``{"shell": LINE}``: ``/bin/sh -c LINE`` run by the agent itself (its own
-  tool, in its own sandbox when it has one), its output said as a message.
+  tool, in its own sandbox when it has one), its output said as a message;
+- ``{"raw": LINE}``: LINE written on stdout as it is, answer not waited for
+  (what a broken or hostile agent sends: ``NaN``, a line that is not JSON).
 
 Strings may hold ``{cwd}``, ``{session}``, ``{i}``, ``{arg}`` (this program's
 last argument, e.g. a raw agent arg) and ``{env:NAME}`` (a variable it was given).
@@ -112,6 +114,8 @@ class Agent:
                     self.play(step["steps"], k)
             elif "request" in step:
                 self.request(step["request"], self.fill(step.get("params", {}), i))
+            elif "raw" in step:
+                self.peer.write(self.fill(step["raw"], i).encode() + b"\n")
             elif "update" in step:
                 self.notify(self.fill(step["update"], i))
             elif "write" in step:
