@@ -5,8 +5,9 @@ An agent running as the person's own user may ``chmod 0300`` a folder it made:
 a walk as that user then lists nothing there (``os.walk`` drops the error
 unless given ``onerror``), and whatever the folder holds escapes the snapshot,
 the workspace limit and the tamper audit. Every walk of the roots (the
-snapshot, the size watch, the frozen paths, the tries' delete) goes through
-`walk` here, with one rule:
+snapshot, the size watch, the frozen paths, the tries' delete, a batch job's
+``git add`` before its patch: `opened_tree`) goes through `walk` here, with
+one rule:
 
 - **A folder the governor may not read or search is opened**: its owner's
   rights are given back (`give_back`, on the folder itself, never through a
@@ -146,3 +147,19 @@ def walk(top: str, opening: Opening) -> Iterator[tuple[str, list[str], list[str]
             (dirs if is_dir else files).append(entry.name)
         yield path, dirs, files
         stack.extend(os.path.join(path, name) for name in reversed(dirs))
+
+
+def opened_tree(top: str, skip: frozenset[str] = frozenset({".git"})) -> Opening:
+    """Every folder under ``top`` opened for a program that walks the tree
+    itself (``git add --all`` skips a folder it cannot read, with a warning, and
+    the patch then lacks what it holds); folders named in ``skip`` are not
+    entered. ``close()`` the result when the program is done: the modes go
+    back."""
+    opening = Opening()
+    try:
+        for _path, dirnames, _files in walk(top, opening):
+            dirnames[:] = [d for d in dirnames if d not in skip]
+    except BaseException:
+        opening.close()
+        raise
+    return opening

@@ -16,6 +16,7 @@ import stat
 import subprocess
 import sys
 import sysconfig
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -100,3 +101,46 @@ def test_an_honest_attempt_with_a_readable_subfolder_is_left_as_it_was_and_compl
     assert outcome["acp"]["unasked_paths"] == [str(box.ws / "sub" / "notes.txt")]
     assert stat.S_IMODE((box.ws / "sub").lstat().st_mode) == 0o750
     assert (box.ws / "sub" / "old.txt").read_text() == "kept"
+
+
+def governor_batch(box: Box, jobs: list[dict[str, Any]]) -> Path:
+    """``governor batch`` as the box's user; its output folder."""
+    path = box.write(box.dir / "jobs.jsonl", "".join(json.dumps(j) + "\n" for j in jobs))
+    out = box.dir / "out"
+    driver = box.account.driver
+    if driver is not None:
+        args = [str(a) for a in driver.proc.args]
+        python, prefix = args[-2], args[:-2]
+    else:
+        site = sysconfig.get_paths()["purelib"]
+        python = os.path.realpath(sys.executable)
+        prefix = ["env", "-i", f"PYTHONPATH={REPO}:{site}", f"HOME={box.account.home}",
+                  "PATH=/usr/bin:/bin", "LANG=C.UTF-8"]  # fmt: skip
+    argv = [*prefix, python, "-m", "governor.cli", "batch", str(path), "--out", str(out)]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    assert (out / "outcomes.jsonl").exists(), done.stdout[-2000:] + done.stderr[-3000:]
+    return out
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_a_batch_patch_holds_what_a_folder_the_agent_made_unreadable_holds(
+    accounts: dict[str, Account | str], user: str
+) -> None:
+    box = attempt_box(accounts, user, "batch")
+    python = os.path.realpath(sys.executable)
+    driver = box.account.driver
+    if driver is not None:
+        python = [str(a) for a in driver.proc.args][-2]
+
+    def job(name: str, shell: str) -> dict[str, Any]:
+        script = box.write(box.dir / f"{name}.json", json.dumps([{"shell": shell}, {"say": "Done."}]))
+        return {"id": name, "prompt": "go", "repo": str(box.ws), "capability": "edit-workspace",
+                "timeout": 120, "argv": [python, str(SCRIPTED), "--script", str(script)]}  # fmt: skip
+
+    small = "cd {cwd} && mkdir hid && printf '#!/bin/sh\\nid\\n' > hid/payload.sh && chmod 0300 hid"
+    out = governor_batch(box, [job("hidden", small),
+                               job("open", "cd {cwd} && mkdir sub && printf note > sub/notes.txt")])  # fmt: skip
+    lines = {json.loads(line)["job"]: json.loads(line) for line in (out / "outcomes.jsonl").read_text().splitlines()}
+    assert {j: line["status"] for j, line in lines.items()} == {"hidden": "completed", "open": "completed"}
+    assert "b/hid/payload.sh" in (out / "hidden" / "changes.patch").read_text()
+    assert "b/sub/notes.txt" in (out / "open" / "changes.patch").read_text()  # the neighbour
