@@ -144,3 +144,22 @@ def test_a_batch_patch_holds_what_a_folder_the_agent_made_unreadable_holds(
     assert {j: line["status"] for j, line in lines.items()} == {"hidden": "completed", "open": "completed"}
     assert "b/hid/payload.sh" in (out / "hidden" / "changes.patch").read_text()
     assert "b/sub/notes.txt" in (out / "open" / "changes.patch").read_text()  # the neighbour
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_another_users_unreadable_folder_there_before_the_attempt_is_no_change_and_no_limit(
+    accounts: dict[str, Account | str], user: str
+) -> None:
+    box = attempt_box(accounts, user, "vault")
+    vault = box.ws / "vault"
+    vault.mkdir()
+    (vault / "data.bin").write_bytes(b"\0" * (16 << 20))  # past the limit, but not the agent's
+    os.chown(vault, 0, 0)
+    os.chmod(vault, 0o700)  # unprivileged: a folder the governor cannot open
+    steps = [{"shell": "cd {cwd} && printf note > notes.txt"}, {"sleep": 3}, {"say": "Done."}]
+    # unprivileged, it cannot be measured: there before the agent, it is not counted
+    limit = "8M" if user == "unprivileged" else "64M"
+    outcome = governor_run(box, "vault", f'[limits]\nworkspace = "{limit}"', steps)
+    assert outcome["status"] == "completed", outcome.get("reason")
+    assert outcome["files_changed"] == [str(box.ws / "notes.txt")]
+    assert stat.S_IMODE(vault.lstat().st_mode) == 0o700 and vault.lstat().st_uid == 0
