@@ -518,7 +518,7 @@ class Attempt:
                 "wire",
                 session=self.turn.session_id,
                 verdict="deny",
-                by="governor",
+                by=who.PROTOCOL,
                 rule="wire",
                 subject=subject,
                 reason=f"the line is not a JSON-RPC message the governor can read: {line.reason}",

@@ -65,7 +65,7 @@ def test_a_nan_permission_request_is_a_wire_record_counted_in_the_outcome_and_sh
     text = log.read_text()
     assert SECRET_TITLE not in text and "NaN" not in text  # never the line's text
     [wire] = [r for r in map(json.loads, text.splitlines()) if r["kind"] == "wire"]
-    assert wire["verdict"] == "deny" and wire["by"] == "governor"
+    assert wire["verdict"] == "deny" and wire["by"] == "protocol"
     assert wire["subject"]["method"] == "session/request_permission"
     assert wire["subject"]["length"] > len(SECRET_TITLE) and wire["subject"]["answered"] is True
     assert wire["subject"]["why"].startswith("not strict JSON")
