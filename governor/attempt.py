@@ -40,6 +40,7 @@ from governor.audit.log import AuditLog, AuditUnavailable
 from governor.budget import Budget
 from governor.callouts import callouts
 from governor.ending import CommandResult, Ending, judge
+from governor.folders import Opening
 from governor.framing import end_fields, start_fields
 from governor.gate import Gate
 from governor.mcp import relay as mcp
@@ -187,8 +188,11 @@ class Attempt:
         except AuditUnavailable as e:
             self.audit.close()
             raise RefusedBeforeStart([f"{e}; nothing was started"]) from None
-        before = await trio.to_thread.run_sync(snapshot, policy.roots)
-        kept = await trio.to_thread.run_sync(tamper.keep, before.files, policy.roots)
+        with Opening() as opened:  # the baseline reads what the walk opened
+            before = await trio.to_thread.run_sync(
+                functools.partial(snapshot, policy.roots, opening=opened)
+            )
+            kept = await trio.to_thread.run_sync(tamper.keep, before.files, policy.roots)
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self.audit.run_batch_sync)
@@ -228,16 +232,18 @@ class Attempt:
                 nursery.cancel_scope.cancel()
         except AuditUnavailable as e:
             self.end.error = str(e)
-        after = await trio.to_thread.run_sync(
-            functools.partial(
-                snapshot,
-                policy.roots,
-                before=before,
-                also_hash=self.end.carried.written,
+        with Opening() as opened:  # the tamper audit reads what the walk opened
+            after = await trio.to_thread.run_sync(
+                functools.partial(
+                    snapshot,
+                    policy.roots,
+                    before=before,
+                    also_hash=self.end.carried.written,
+                    opening=opened,
+                )
             )
-        )
-        self._unasked_changes(before, after)
-        await self._tamper_audit(kept, before, after)
+            self._unasked_changes(before, after)
+            await self._tamper_audit(kept, before, after)
         if policy.checks and not self.end.interrupted:  # a person who stops wants it stopped
             report = functools.partial(checks.report, self.audit, self.emit)
             self.end.checks = await checks.run_checks(

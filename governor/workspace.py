@@ -142,11 +142,14 @@ def snapshot(
     *,
     before: Snapshot | None = None,
     also_hash: Iterable[str] = (),
+    opening: Opening | None = None,
 ) -> Snapshot:
     """Walk the roots (not following symlinks) up to `limit` files. A racy file
     is hashed, and so is each file ``before`` hashed and each of ``also_hash``
     (the governed writes', whose digest the gate kept): its content is what
-    tells an edit in the same tick from none.
+    tells an edit in the same tick from none. With ``opening``, the folders the
+    walk opened stay open until the caller closes it (to read the files, as
+    the tamper audit does); without, their modes are put back before return.
 
     With ``before``, its files are looked at first, then the walk adds the new
     ones up to the limit: an agent that floods a root with files can hide
@@ -158,14 +161,21 @@ def snapshot(
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _snapshot(roots, limit, before, also_hash)
+        if opening is not None:  # the caller reads the files next, then puts the modes back
+            return _snapshot(roots, limit, before, also_hash, opening)
+        with Opening() as own:
+            return _snapshot(roots, limit, before, also_hash, own)
     finally:
         if was_enabled:
             gc.enable()
 
 
 def _snapshot(
-    roots: Iterable[str], limit: int, before: Snapshot | None, also_hash: Iterable[str]
+    roots: Iterable[str],
+    limit: int,
+    before: Snapshot | None,
+    also_hash: Iterable[str],
+    opening: Opening,
 ) -> Snapshot:
     snap = Snapshot(rechecked=before is not None)
     now_ns = time.time_ns()
@@ -176,9 +186,14 @@ def _snapshot(
     rehash.update(also_hash)
     files = snap.files
 
+    denied: list[str] = []
+
     def look(path: str) -> None:
         try:
             st = os.lstat(path)
+        except PermissionError:
+            denied.append(path)  # in a folder made unsearchable: again once the walk opened it
+            return
         except OSError:
             return
         ctime = st.st_ctime_ns
@@ -191,18 +206,20 @@ def _snapshot(
             snap.ignored[root] = before.ignored[root]
         else:
             snap.ignored[root] = git_ignored(root)
-    with Opening() as opening:
-        for path in kept:
-            look(path)
-        # files looked at: [git ignores them, or no git knows; git would track them];
-        # the files kept from before count against the first bound, as they always did
-        counted = [len(files), 0]
-        for root in roots:
-            if not _walk_root(root, snap, kept, limit, counted, racy_from, rehash, opening):
-                break
-        for folder in opening.closed:  # never taken for empty: an entry of its own
-            look(folder)
-        snap.closed = list(opening.closed)
+    for path in kept:
+        look(path)
+    # files looked at: [git ignores them, or no git knows; git would track them];
+    # the files kept from before count against the first bound, as they always did
+    counted = [len(files) + len(denied), 0]
+    for root in roots:
+        if not _walk_root(root, snap, kept, limit, counted, racy_from, rehash, opening):
+            break
+    again, denied[:] = list(denied), []
+    for path in again:  # the walk opened their folders (or could not: then they stay unseen)
+        look(path)
+    for folder in opening.closed:  # never taken for empty: an entry of its own
+        look(folder)
+    snap.closed = list(opening.closed)
     return snap
 
 

@@ -64,27 +64,32 @@ def governor_run(box: Box, name: str, policy: str, steps: list[Any]) -> dict[str
 
 HIDE = (
     "cd {cwd} && mkdir hid && printf '#!/bin/sh\\nid\\n' > hid/payload.sh"
-    " && head -c 40000000 /dev/zero > hid/blob.bin && chmod 0300 hid"
+    " && printf 'def pytest_runtest_call(item):\\n    item.runtest = lambda: None\\n' > hid/conftest.py"
+    " && head -c 40000000 /dev/zero > hid/blob.bin && chmod MODE hid"
 )
 
 
+@pytest.mark.parametrize("mode", [0o300, 0o600])  # unlistable; unsearchable
 @pytest.mark.parametrize("user", USERS)
 def test_a_folder_the_agent_made_unreadable_hides_no_file_and_counts_toward_the_workspace_limit(
-    accounts: dict[str, Account | str], user: str
+    accounts: dict[str, Account | str], user: str, mode: int
 ) -> None:
     box = attempt_box(accounts, user, "hid")
-    steps = [{"shell": HIDE}, {"sleep": 8}, {"say": "Done."}]
+    steps = [{"shell": HIDE.replace("MODE", f"{mode:04o}")}, {"sleep": 8}, {"say": "Done."}]
     try:
         outcome = governor_run(box, "hid", '[limits]\nworkspace = "8M"', steps)
     finally:
         hid = box.ws / "hid"
-        mode = stat.S_IMODE(hid.lstat().st_mode) if hid.exists() else None
-    assert mode == 0o300  # the walk put back the mode it found
+        left = stat.S_IMODE(hid.lstat().st_mode) if hid.exists() else None
+    assert left == mode  # the walk put back the mode it found
     assert outcome["status"] == "failed", (outcome["status"], outcome.get("reason"))
     assert "stopped at its workspace limit 8M" in outcome["reason"], outcome["reason"]
     planted = {str(box.ws / "hid" / "payload.sh"), str(box.ws / "hid" / "blob.bin")}
     assert planted <= set(outcome["acp"]["unasked_paths"]), outcome["acp"]["unasked_paths"]
     assert planted <= set(outcome["files_changed"]), outcome["files_changed"]
+    # what the walk opened, the tamper audit reads: the planted conftest is a finding
+    assert str(box.ws / "hid" / "conftest.py") in {f["path"] for f in outcome["findings"]}
+    assert not [n for n in outcome["acp"]["notices"] if "did not cover" in n]
 
 
 @pytest.mark.parametrize("user", USERS)
