@@ -695,7 +695,9 @@ class Attempt:
                 break
         if after.left_unknown:
             self.turn.notices.append(
-                "the workspace has more files than the governor walks: every file there at the start was checked, but files made beyond the first 50,000 were not looked for"
+                "the workspace has more files than the governor walks: every file there at "
+                "the start was checked, but new files past the walk's bound (50,000 outside a "
+                "git repository, 1,000,000 that git tracks or would track) were not looked for"
             )
         elif after.left_unseen():
             self.turn.notices.append(
