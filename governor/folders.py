@@ -60,13 +60,16 @@ def give_back(path: str, rights: int = READ) -> int | None:
         os.close(fd)
 
 
-def put_back(path: str, mode: int) -> None:
-    """Set the folder at ``path`` back to ``mode`` (not following a link); a
-    folder gone meanwhile is left gone."""
+def put_back(path: str, mode: int, rights: int = READ) -> None:
+    """Set the folder at ``path`` back to ``mode`` (not following a link), if
+    it still has the mode `give_back` left it (``mode | rights``): a folder
+    whose mode the agent changed meanwhile keeps the agent's, one gone
+    meanwhile is left gone."""
     with contextlib.suppress(OSError):
         fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
         try:
-            if stat.S_ISDIR(os.fstat(fd).st_mode):
+            st = os.fstat(fd)
+            if stat.S_ISDIR(st.st_mode) and stat.S_IMODE(st.st_mode) == mode | rights:
                 os.chmod(f"/proc/self/fd/{fd}", mode)
         finally:
             os.close(fd)
@@ -110,7 +113,7 @@ class Opening:
         """Put back the modes of the folders this walk opened (innermost first)."""
         if self.keep_modes:
             for path, mode in reversed(self.opened):
-                put_back(path, mode)
+                put_back(path, mode, self.rights)
         self.opened.clear()
 
     def __enter__(self) -> Opening:
