@@ -88,11 +88,18 @@ async def watch(
 ) -> None:
     """Walk ``roots`` every few seconds; call ``over`` with what they hold once
     it is past ``limit`` bytes, or with the folders it could not open that
-    were not ``closed_at_start``, then return."""
-    known = frozenset(closed_at_start)
+    were not ``closed_at_start`` nor closed at its first walk, then return.
+    (The agent runs as the governor's user: a folder it makes, the governor
+    can always open; one it cannot is another user's, and one there from the
+    start, wherever the snapshot's walk stopped, is not the agent's doing.)"""
+    known = set(closed_at_start)
+    first = True
     while True:
         started = time.monotonic()
         found = await trio.to_thread.run_sync(measure, roots, limit, abandon_on_cancel=True)
+        if first:
+            known.update(found.closed)
+            first = False
         new_closed = tuple(p for p in found.closed if p not in known)
         if found.total > limit or new_closed:
             over(found.total, new_closed)
