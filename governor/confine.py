@@ -13,7 +13,8 @@ wrapper and every command see the same roots, capability and protected paths:
   read-only where it lies in a root (`governor.install`), and the policy's
   frozen paths pinned read-only too (`governor.frozen`);
 - the agent process: the same roots and capability, its preset's home folders
-  kept writable on the empty ``$HOME``, its install kept visible, its
+  kept writable on the empty ``$HOME`` but for what in them runs code on the
+  host later (the preset's ``runs_code``: read-only, or a throwaway copy), its install kept visible, its
   environment as the attempt built it. ``--no-sandbox-agent`` (or
   full-access) runs it bare, under a watchdog that takes it and everything it
   started down with the attempt or the governor (`sandbox.standalone.watchdog`), and the
@@ -172,8 +173,10 @@ def agent_profile(
     (`governor.network`); unsandboxed, the host's network."""
     capability = policy.capability if sandbox else Capability.FULL_ACCESS
     home_folders: list[str] = []
+    runs_code: tuple[str, ...] = ()
     if preset is not None:
         home_folders += [h.removeprefix("~/") for h in preset.home if h.startswith("~/")]
+        runs_code = tuple(h.removeprefix("~/") for h in preset.runs_code)
     if via_npx:
         home_folders.append(NPM_HOME.removeprefix("~/"))
     try:
@@ -192,6 +195,7 @@ def agent_profile(
         Path(policy.workspace),
         extra_roots=tuple(Path(r) for r in policy.roots[1:]),
         home_folders=tuple(dict.fromkeys(h for h in home_folders if h and h != ".")),
+        home_runs_code=runs_code,
         install=install,
         links=links,
         env=env,

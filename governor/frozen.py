@@ -61,7 +61,7 @@ def pins(policy: Policy) -> tuple[Path, ...]:
     if not policy.frozen:
         return ()
     with Opening() as opening:
-        out = [Path(p) for p, _ in _named(policy, opening)]
+        out = [Path(p) for p, _ in _named(policy.frozen, policy.roots, opening)]
     if len(out) > MAX_PINS:
         raise FrozenTooLarge(
             f"the frozen globs name {len(out)} paths; at most {MAX_PINS} can be pinned "
@@ -75,11 +75,18 @@ def digest(policy: Policy) -> Digest | None:
     frozen). A link is hashed as its target's text, never followed."""
     if not policy.frozen:
         return None
+    return digest_of(policy.frozen, policy.roots)
+
+
+def digest_of(globs: PathGlobs, roots: tuple[str, ...], what: str = "frozen") -> Digest:
+    """The digest of every regular file under the paths ``globs`` name in
+    ``roots`` (the frozen files', the held-out files'); ``what`` names them in
+    the error past `MAX_DIGEST_BYTES`."""
     with Opening() as opening:  # open while the files are read, too
-        return _digest(sorted(_files(policy, opening)))
+        return _digest(sorted(_files(globs, roots, opening)), what)
 
 
-def _digest(entries: list[tuple[str, str]]) -> Digest:
+def _digest(entries: list[tuple[str, str]], what: str) -> Digest:
     h = hashlib.sha256()
     files = 0
     read = 0
@@ -94,7 +101,7 @@ def _digest(entries: list[tuple[str, str]]) -> Digest:
             read += st.st_size
             if read > MAX_DIGEST_BYTES:
                 raise FrozenTooLarge(
-                    f"the frozen files hold more than {MAX_DIGEST_BYTES // 2**20} MiB"
+                    f"the {what} files hold more than {MAX_DIGEST_BYTES // 2**20} MiB"
                 )
             with open(path, "rb") as f:
                 data = f.read()
@@ -106,14 +113,15 @@ def _digest(entries: list[tuple[str, str]]) -> Digest:
     return Digest(h.hexdigest(), files)
 
 
-def _named(policy: Policy, opening: Opening) -> Iterator[tuple[str, str]]:
-    """(absolute path, its path relative to its root) of each path a frozen
-    glob names, not descending into what it names; ``.git`` is not walked.
+def _named(
+    globs: PathGlobs, roots: tuple[str, ...], opening: Opening
+) -> Iterator[tuple[str, str]]:
+    """(absolute path, its path relative to its root) of each path a glob of
+    ``globs`` names, not descending into what it names; ``.git`` is not walked.
     A folder the governor may not read is opened, as by every walk of the
     roots (`governor.folders`)."""
-    globs: PathGlobs = policy.frozen
     seen = 0
-    for root in policy.roots:
+    for root in roots:
         for dirpath, dirnames, filenames in walk(root, opening):
             seen += len(dirnames) + len(filenames)
             if seen > MAX_ENTRIES:
@@ -136,9 +144,18 @@ def _named(policy: Policy, opening: Opening) -> Iterator[tuple[str, str]]:
                     yield path, os.path.relpath(path, root)
 
 
-def _files(policy: Policy, opening: Opening) -> Iterator[tuple[str, str]]:
-    """(relative path, absolute path) of each file under the frozen paths."""
-    for path, rel in _named(policy, opening):
+def named(globs: PathGlobs, roots: tuple[str, ...]) -> list[tuple[str, str]]:
+    """(absolute path, relative path) of each existing path ``globs`` name in
+    ``roots``, outermost only (`FrozenTooLarge` past `MAX_ENTRIES`)."""
+    with Opening() as opening:
+        return list(_named(globs, roots, opening))
+
+
+def _files(
+    globs: PathGlobs, roots: tuple[str, ...], opening: Opening
+) -> Iterator[tuple[str, str]]:
+    """(relative path, absolute path) of each file under the paths ``globs`` name."""
+    for path, rel in _named(globs, roots, opening):
         if os.path.isdir(path) and not os.path.islink(path):
             for dirpath, _, filenames in walk(path, opening):
                 for name in filenames:
@@ -155,7 +172,9 @@ def recorded(policy: Policy) -> dict[str, Any] | None:
     return None if found is None else found.to_json()
 
 
-def at_end(policy: Policy, at_start: dict[str, Any] | None) -> tuple[dict[str, Any] | None, list[str]]:
+def at_end(
+    policy: Policy, at_start: dict[str, Any] | None
+) -> tuple[dict[str, Any] | None, list[str]]:
     """The digest at the attempt's end, and the notices it gives: the freeze did
     not hold (the digest differs from the start's), or it could not be taken."""
     try:
@@ -168,3 +187,63 @@ def at_end(policy: Policy, at_start: dict[str, Any] | None) -> tuple[dict[str, A
             "differs from the start's)"
         ]
     return now, []
+
+
+def unmatched(policy: Policy) -> list[str]:
+    """A problem for each frozen or held-out glob of the bound ``policy`` that
+    names no existing path in its roots: a freeze of nothing, or tests held out
+    that are not there, would otherwise hold silently (``tests/acceptance/**``
+    against ``tests/Acceptance/``: globs are case-sensitive, and a path that
+    matches but for case is named). `FrozenTooLarge` past `MAX_ENTRIES`."""
+    wanted = [
+        (key, glob, PathGlobs((glob,)), PathGlobs((glob.lower(),)))
+        for key, globs in (("frozen", policy.frozen_globs), ("held_out", policy.held_out_globs))
+        for glob in globs
+    ]
+    if not wanted:
+        return []
+    with Opening() as opening:
+        return _unmatched(policy, wanted, opening)
+
+
+def _unmatched(
+    policy: Policy, wanted: list[tuple[str, str, PathGlobs, PathGlobs]], opening: Opening
+) -> list[str]:
+    found: set[tuple[str, str]] = set()
+    near: dict[tuple[str, str], str] = {}
+    seen = 0
+    for root in policy.roots:
+        lowered = (root.lower(),)
+        for dirpath, dirnames, filenames in walk(root, opening):
+            seen += len(dirnames) + len(filenames)
+            if seen > MAX_ENTRIES:
+                raise FrozenTooLarge(
+                    f"the roots hold more than {MAX_ENTRIES} paths to look for frozen ones in"
+                )
+            dirnames[:] = sorted(d for d in dirnames if d != ".git")
+            for name in (*dirnames, *sorted(filenames)):
+                path = os.path.join(dirpath, name)
+                for key, glob, exact, folded in wanted:
+                    if (key, glob) in found:
+                        continue
+                    if exact.matches(path, (root,)):
+                        found.add((key, glob))
+                    elif (key, glob) not in near and folded.matches(path.lower(), lowered):
+                        near[(key, glob)] = os.path.relpath(path, root)
+            if len(found) == len(wanted):
+                return []  # every glob matched: the rest of the walk cannot change that
+    problems = []
+    for key, glob, _, _ in wanted:
+        if (key, glob) in found:
+            continue
+        hint = near.get((key, glob))
+        problems.append(
+            f"[sandbox] {key} {glob!r} matches nothing in {', '.join(policy.roots)}: "
+            + (
+                f"globs are case-sensitive and {hint!r} differs only in case"
+                if hint is not None
+                else "a freeze or a hold-out of nothing would pass unnoticed; fix the glob "
+                "or write the tests before the attempt"
+            )
+        )
+    return problems

@@ -33,6 +33,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Final, Literal
 
+from policies.errors import toml_error
 from policies.network import HostPatternError, parse_pattern
 
 DEFAULT_PATH: Final = Path(str(resources.files("governor") / "presets.toml"))
@@ -102,6 +103,12 @@ class Preset:
     """Variables holding the agent's API base URL: their host:port is allowed too."""
     version: str | None = None
     """The version of `package` that `governor agents install` and npx use."""
+    runs_code: tuple[str, ...] = ()
+    """The files and folders of its home folders (``~/...``, each inside a `home`
+    entry) that make the host run code later: hooks, MCP server lists, notify
+    commands, plugins. Read-only in its sandbox (a missing one cannot be made
+    there); one that is a `home` entry itself is a throwaway copy
+    (`governor.confine.agent_profile`)."""
 
     def home_paths(self, environ: Mapping[str, str], home: Path) -> tuple[Path, ...]:
         """Where the `home` entries are for a person with this environment and $HOME.
@@ -236,6 +243,10 @@ def _home(v: object) -> tuple[str, ...]:
     return entries
 
 
+def _inside(path: str, entry: str) -> bool:
+    return path == entry or path.startswith(entry.rstrip("/") + "/")
+
+
 def _relocate(v: object) -> tuple[Relocation, ...]:
     if not isinstance(v, dict):
         raise _Bad(f"a table of tables, not {_type(v)}")
@@ -288,6 +299,7 @@ _SCHEMA: Final[dict[str, tuple[bool, Callable[[object], Any]]]] = {
     "api_hosts": (False, _host_patterns),
     "base_url_env": (False, _env_names),
     "version": (False, _version),
+    "runs_code": (False, _home),
 }
 _DEFAULTS: Final[dict[str, object]] = {
     "alternatives": (),
@@ -304,6 +316,7 @@ _DEFAULTS: Final[dict[str, object]] = {
     "api_hosts": (),
     "base_url_env": (),
     "version": None,
+    "runs_code": (),
 }
 
 
@@ -322,7 +335,7 @@ def load_presets(text: str | None = None, *, source: str = str(DEFAULT_PATH)) ->
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        raise PresetError(f"{source}: {e}") from None
+        raise PresetError(str(toml_error(source, text, e))) from None
     return {pid: _preset(source, pid, table) for pid, table in doc.items()}
 
 
@@ -358,6 +371,12 @@ def _preset(source: str, pid: str, table: object) -> Preset:
         fields["install"] = (
             f"governor agents install {pid} (or npm install -g {fields['package']})"
         )
+    for path in fields["runs_code"]:
+        if not any(_inside(path, entry) for entry in fields["home"]):
+            raise PresetError(
+                f"{where}: `runs_code` names {path!r}, which is in no `home` entry: "
+                "the sandbox hides it already"
+            )
     for r in fields["relocate"]:
         if r.entry not in fields["home"]:
             raise PresetError(f"{where}: `relocate.{r.var}` moves {r.entry!r}, not in `home`")

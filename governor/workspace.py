@@ -20,7 +20,9 @@ is hashed as well (when it is at most `RACY_MAX_BYTES`), and hashed again by
 the next snapshot: few files are that fresh, so the walk stays a walk of
 ``lstat`` calls (bench/workspace.py).
 
-A symlink is an entry like a file (to a folder too: it is not followed).
+A symlink is an entry like a file (to a folder too: it is not followed). A
+root that is no folder is one entry itself (an agent's ``~/.claude.json``,
+`governor.homes`).
 A folder the agent made unreadable is opened (`governor.folders`); one that
 cannot be is an entry of its own (its mode says folder), so that it shows as a
 change when it appears or changes, never as an empty folder.
@@ -212,6 +214,11 @@ def _snapshot(
     # the files kept from before count against the first bound, as they always did
     counted = [len(files) + len(denied), 0]
     for root in roots:
+        if not os.path.isdir(root):  # a file root (an agent's ~/.claude.json) is one entry
+            if root not in files and root not in kept:
+                look(root)
+                counted[0] += 1
+            continue
         if not _walk_root(root, snap, kept, limit, counted, racy_from, rehash, opening):
             break
     again, denied[:] = list(denied), []

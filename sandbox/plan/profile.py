@@ -114,6 +114,14 @@ class Profile:
     env: Mapping[str, str] = field(default_factory=dict)
     home: Path | None = None
     home_folders: tuple[HomeFolder, ...] = ()
+    home_runs_code: tuple[str, ...] = ()
+    """Paths relative to ``$HOME`` inside the writable `home_folders` that make
+    the host run code later (a preset's ``runs_code``: hooks, MCP server
+    lists): pinned read-only, a missing one held by a placeholder so that it
+    cannot be made (one that ends with ``/`` is a folder: made empty on the
+    host instead, `sandbox.run.agent.ensure_home_folders`, as the agent would
+    make it at its start); one that is a home folder itself is a throwaway copy
+    (`HomeMount.throwaway`)."""
     visible: tuple[Path, ...] = ()
     links: tuple[tuple[str, str], ...] = ()
     """Symlinks to recreate inside, as (path, target as read): the links through
@@ -164,6 +172,8 @@ class Profile:
                 raise ProfileError(f"environment variable {name} contains a NUL byte")
         for rel in (*self.protected, *self.hidden):
             _check_relative("protected/hidden path", rel)
+        for rel in self.home_runs_code:
+            _check_relative("home path that runs code", rel.removesuffix("/"))
         for name in self.unprotected:
             if name not in UNPROTECTABLE:
                 raise ProfileError(
@@ -228,6 +238,7 @@ class Profile:
         extra_roots: Sequence[Path] = (),
         home: Path | None = None,
         home_folders: Sequence[str] = (),
+        home_runs_code: Sequence[str] = (),
         install: Sequence[Path] = (),
         links: Sequence[tuple[str, str]] = (),
         env: Mapping[str, str] | None = None,
@@ -247,7 +258,8 @@ class Profile:
 
         Differences from a command profile: the agent's own state folders (its
         preset's ``~/.claude``, ``~/.codex``, npm's ``~/.npm``, ...) are kept
-        read-write on the empty ``$HOME``; its install stays visible read-only;
+        read-write on the empty ``$HOME``, but for what in them makes the host
+        run code later (``home_runs_code``); its install stays visible read-only;
         network is on (it must reach its model API), independent of the
         commands' network switch. Everything else, protected paths included, is
         the same as for a command at that capability. Its ``PATH`` is passed
@@ -263,6 +275,7 @@ class Profile:
             env=env,
             home=home,
             home_folders=tuple(HomeFolder(name, writable=True) for name in home_folders),
+            home_runs_code=tuple(home_runs_code),
             visible=tuple(install),
             links=tuple(links),
             protected=tuple(protected),
@@ -290,6 +303,11 @@ class HomeMount:
     source: str
     dest: str
     writable: bool
+    throwaway: bool = False
+    """A writable home entry that itself runs code later (``~/.claude.json``,
+    which the agent rewrites as it runs): the sandbox gets a copy of the file
+    (``--bind-data``), and the host's stays as it was. A home *folder* that runs
+    code is bound read-only instead (``writable`` off)."""
 
 
 @dataclass(frozen=True)
@@ -336,6 +354,16 @@ class HostFacts:
     host_secrets: tuple[str, ...] = ()
     """The host's secret files (``/etc/shadow``, ...), covered like `hidden`."""
     home_mounts: tuple[HomeMount, ...] = ()
+    home_pins: tuple[tuple[str, str], ...] = ()
+    """(host path, path inside) of each part of a writable home folder that runs
+    code later, bound read-only over itself (a stub's: `home_stubs`)."""
+    home_stubs: tuple[str, ...] = ()
+    """Host paths of `home_pins` that do not exist yet: the launcher makes a
+    placeholder there (`sandbox.run.stubs`) for the sandbox's life."""
+    home_opened: tuple[tuple[str, str], ...] = ()
+    """(host path, path inside) of the folders between a home folder and a
+    deeper pin, bound writable over themselves: a mount point cannot be renamed,
+    so the pin cannot be carried away with its parent."""
     run_user_dir: str | None = None
     sockets: tuple[str, ...] = ()
     visible: tuple[str, ...] = ()
@@ -438,6 +466,7 @@ def render(
     sealed: Collection[str] = (),
     fork_server: bool = False,
     excludes_fd: int | None = None,
+    throwaway_fds: Mapping[str, int] | None = None,
 ) -> list[str]:
     """bwrap options (no program name, no ``--``, no command) for ``profile`` on ``facts``.
 
@@ -448,6 +477,10 @@ def render(
     are immutable stubs (checked by the launcher just before): they get no mount,
     only a ``--lock-file`` (see `sandbox.run.stubs`). ``excludes_fd`` holds the
     excludes file of ``facts.git_excludes``, required when there is one.
+
+    ``throwaway_fds`` maps the destination of each throwaway home file
+    (`HomeMount.throwaway`) to a descriptor holding its content, copied in by
+    ``--bind-data``; without one such a file is bound read-only.
 
     ``fork_server`` renders a session's sandbox (`sandbox.run.session`), whose
     program is `sandbox.standalone.forkserver`: it keeps ``CAP_SYS_ADMIN``,
@@ -526,7 +559,8 @@ def render(
     if facts.home is not None:
         argv += [*tmpfs, "--tmpfs", facts.home]
     for mount in facts.home_mounts:
-        argv += ["--bind" if mount.writable else "--ro-bind", mount.source, mount.dest]
+        argv += _home_mount(mount, (throwaway_fds or {}).get(mount.dest))
+    argv += _home_pins(facts, fds, features, sealed)
     if facts.run_user_dir is not None:
         argv += [*tmpfs, "--tmpfs", facts.run_user_dir]
     for path in facts.visible:
@@ -577,6 +611,36 @@ def render(
     if info_fd is not None:
         argv += ["--info-fd", str(info_fd)]
     return argv
+
+
+def _home_mount(mount: HomeMount, fd: int | None) -> list[str]:
+    """A kept home entry: bound as it is, or a copy thrown away with the sandbox."""
+    if not mount.throwaway:
+        return ["--bind" if mount.writable else "--ro-bind", mount.source, mount.dest]
+    if fd is not None:
+        return ["--perms", "0600", "--bind-data", str(fd), mount.dest]
+    return ["--ro-bind", mount.source, mount.dest]  # no copy: fail closed, read-only
+
+
+def _home_pins(
+    facts: HostFacts, fds: Mapping[str, int], features: BwrapFeatures, sealed: Collection[str]
+) -> list[str]:
+    """The parts of the writable home folders that run code later, read-only,
+    outer paths first (after the home folders' own binds: step 3)."""
+    pinned = {host for host, _ in facts.home_pins}
+    out: list[str] = []
+    items = [(inside, host, False) for host, inside in facts.home_opened if host not in pinned]
+    items += [(inside, host, True) for host, inside in facts.home_pins]
+    for inside, host, pin in sorted(items, key=lambda item: _outer_first(item[0])):
+        if not pin:
+            out += ["--bind", host, inside]
+        elif host in sealed:
+            out += ["--lock-file", inside]
+        elif (fd := fds.get(host)) is not None and features.ro_bind_fd:
+            out += ["--ro-bind-fd", str(fd), inside]
+        else:
+            out += ["--ro-bind", host, inside]
+    return out
 
 
 def _outer_first(path: str) -> tuple[int, str]:

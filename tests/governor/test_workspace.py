@@ -179,3 +179,21 @@ def test_a_folder_made_unreadable_is_walked_and_its_mode_put_back(tmp_path: Path
         assert os.stat(root / "hid").st_mode & 0o777 == 0o300
     finally:
         os.chmod(root / "hid", 0o700)
+
+
+def test_a_root_that_is_a_file_is_one_entry_seen_changed_and_deleted(tmp_path: Path) -> None:
+    config = tmp_path / ".claude.json"
+    config.write_text("{}")
+    missing = tmp_path / "not-there.json"
+    before = snapshot([str(config), str(missing)])
+    assert list(before.files) == [str(config)]
+    config.write_text('{"mcpServers": {}}')
+    missing.write_text("{}")
+    after = snapshot([str(config), str(missing)], before=before)
+    assert [(c.path, c.how) for c in diff(before, after)] == [
+        (str(config), "changed"),
+        (str(missing), "created"),
+    ]
+    config.unlink()
+    gone = snapshot([str(config), str(missing)], before=after)
+    assert [(c.path, c.how) for c in diff(after, gone)] == [(str(config), "deleted")]

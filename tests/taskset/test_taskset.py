@@ -1,5 +1,5 @@
-"""The task set through the real `governor batch`: eleven small repositories
-(`tasks.py`: ten Python, one JavaScript), each with a failing acceptance test
+"""The task set through the real `governor batch`: twelve small repositories
+(`tasks.py`: eleven Python, one JavaScript), each with a failing acceptance test
 (frozen) and a known fix, and a scripted agent per behaviour. The honest agent
 passes every task; the agents that game the test are caught, each as
 expected: by the verdict, by a tamper finding, by a refusal; the one that
