@@ -375,8 +375,9 @@ class Attempt:
         try:
             if p.executor.via_npx and p.executor.preset is not None:
                 await installs.fetch_for_npx(
-                    installs.spec(p.executor.preset), p.executor.argv[0], p.env
-                )
+                    installs.spec(p.executor.preset), p.executor.argv[0], p.env,
+                    confine.host_places(p.policy, p.executor.preset, p.env),
+                )  # fmt: skip
             profile = confine.agent_profile(
                 p.executor.argv,
                 p.policy,
@@ -690,11 +691,13 @@ class Attempt:
         try:
             if p.executor.via_npx and p.executor.preset is not None:
                 await installs.fetch_for_npx(
-                    installs.spec(p.executor.preset), p.executor.argv[0], p.env
-                )
+                    installs.spec(p.executor.preset), p.executor.argv[0], p.env,
+                    confine.host_places(p.policy, p.executor.preset, p.env),
+                )  # fmt: skip
             profile = confine.agent_profile(
-                p.executor.argv, p.policy, None, p.env, sandbox=p.spec.sandbox_agent
-            )
+                p.executor.argv, p.policy, None, p.env, sandbox=p.spec.sandbox_agent,
+                via_npx=p.executor.via_npx,
+            )  # fmt: skip
             began = time.time_ns()
             try:
                 async with confine.spawn_agent(profile, p.executor.argv, self.proxy) as process:

@@ -63,6 +63,7 @@ from sandbox import (
     Terminals,
     agent_process,
 )
+from sandbox.host import processes
 from sandbox.host.survey import survey
 from sandbox.net.proxy import EgressProxy
 from sandbox.run.agent import resolve_install, resolve_links
@@ -177,8 +178,9 @@ def agent_profile(
     if preset is not None:
         home_folders += [h.removeprefix("~/") for h in preset.home if h.startswith("~/")]
         runs_code = tuple(h.removeprefix("~/") for h in preset.runs_code)
-    if via_npx:
-        home_folders.append(NPM_HOME.removeprefix("~/"))
+    # npx's cache: an overlay, never writable, since the host's next fetch and
+    # the person's own npx run what lies there (`sandbox.host.processes`)
+    overlay_folders = (NPM_HOME.removeprefix("~/"),) if via_npx else ()
     try:
         sandboxed = capability < Capability.FULL_ACCESS
         install = (
@@ -196,6 +198,7 @@ def agent_profile(
         extra_roots=tuple(Path(r) for r in policy.roots[1:]),
         home_folders=tuple(dict.fromkeys(h for h in home_folders if h and h != ".")),
         home_runs_code=runs_code,
+        overlay_folders=overlay_folders,
         install=install,
         links=links,
         env=env,
@@ -210,6 +213,21 @@ def agent_profile(
         read_only=read_only_in(policy.roots) + frozen.pins(policy),
         masked=policy.masked,
     )
+
+
+def host_places(
+    policy: Policy, preset: Preset | None, env: Mapping[str, str]
+) -> processes.Places:
+    """Where the attempt's agent may write, as `sandbox.host.processes` refuses
+    it for every host process of the attempt (the npx fetch): the roots, the
+    preset's home folders (kept writable in its sandbox) under the agent's
+    ``$HOME`` and where its variables relocate them (``CODEX_HOME``), npm's
+    cache and the temporary folders."""
+    home = env.get("HOME", "")
+    homes = (
+        preset.home_paths(env, Path(home)) if preset is not None and os.path.isabs(home) else ()
+    )
+    return processes.Places.of(roots=policy.roots, homes=homes, environ=env)
 
 
 FOLDER_VARIABLE: Final = re.compile(r"[A-Z0-9_]+_(HOME|DIR)\Z")

@@ -48,7 +48,6 @@ from __future__ import annotations
 import gc
 import hashlib
 import os
-import shutil
 import stat
 import subprocess
 import time
@@ -57,13 +56,13 @@ from dataclasses import dataclass, field
 from typing import Final, NamedTuple
 
 from governor.folders import Opening, walk
+from sandbox.host import processes
 
 MAX_FILES: Final = 50_000
 """Files git ignores (or, outside a repository, any file) a walk looks at."""
 KNOWN_MAX_FILES: Final = 1_000_000
 """Files git tracks or would track a walk looks at: past this, it stops."""
 GIT_TIMEOUT: Final = 60.0
-GIT_PATH: Final = "/usr/local/bin:/usr/bin:/bin"
 _GIT_KEEP: Final = ("hooks", "config", "info")
 RACY_NS: Final = 2_000_000_000
 """How fresh a ctime makes a file racy: two of the coarsest timestamps kept
@@ -307,15 +306,16 @@ def _left(snap: Snapshot, folder: str) -> None:
 def git_ignored(root: str) -> Ignored | None:
     """What git ignores under ``root`` (see the module's header), or None when no
     repository holds it or git cannot say. git runs on a tree the agent may
-    have shaped (a later attempt's workspace), so nothing of it may run: no
-    system or global config, the fsmonitor and untracked cache off, no
-    optional locks (nothing written), no prompt, stdin closed, a deadline,
-    ``/`` as its cwd and a PATH of system folders only."""
-    program = shutil.which("git", path=GIT_PATH)
+    have shaped (a later attempt's workspace), so nothing of it may run: it
+    starts through the host door (`sandbox.host.processes`: an absolute
+    program, the governor's empty folder as its cwd, a PATH of system
+    folders), with no system or global config, the fsmonitor and untracked
+    cache off, no hooks, no optional locks (nothing written), no prompt, a
+    deadline."""
+    program = processes.find_program("git")
     if program is None or not os.path.isdir(root):
         return None
     env = {
-        "PATH": GIT_PATH,
         "LC_ALL": "C",
         "GIT_CONFIG_NOSYSTEM": "1",
         "GIT_CONFIG_GLOBAL": "/dev/null",
@@ -331,11 +331,12 @@ def git_ignored(root: str) -> Ignored | None:
 
     def run(args: list[str], feed: bytes = b"") -> bytes | None:
         try:
+            host = processes.command([*base, *args], env=env)
             done = subprocess.run(
-                [*base, *args], input=feed, capture_output=True, env=env, cwd="/",
-                timeout=GIT_TIMEOUT, check=False,
+                list(host.argv), input=feed, capture_output=True, env=dict(host.env),
+                cwd=host.cwd, timeout=GIT_TIMEOUT, check=False,
             )  # fmt: skip
-        except (OSError, subprocess.SubprocessError):
+        except (OSError, subprocess.SubprocessError, processes.HostProcessRefused):
             return None
         return done.stdout if done.returncode in (0, 1) else None
 

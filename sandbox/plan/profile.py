@@ -86,10 +86,15 @@ class ProfileError(ValueError):
 
 @dataclass(frozen=True)
 class HomeFolder:
-    """A path under ``$HOME`` kept visible on top of the empty ``$HOME`` tmpfs."""
+    """A path under ``$HOME`` kept visible on top of the empty ``$HOME`` tmpfs.
+
+    ``overlay``: shown as a package cache is, an overlay whose writes stay in
+    the sandbox (npx's ``~/.npm``: the host runs what lies there later, so
+    nothing written inside may reach it), never bound writable."""
 
     name: str
     writable: bool = False
+    overlay: bool = False
 
     def __post_init__(self) -> None:
         _check_relative("home folder", self.name)
@@ -239,6 +244,7 @@ class Profile:
         home: Path | None = None,
         home_folders: Sequence[str] = (),
         home_runs_code: Sequence[str] = (),
+        overlay_folders: Sequence[str] = (),
         install: Sequence[Path] = (),
         links: Sequence[tuple[str, str]] = (),
         env: Mapping[str, str] | None = None,
@@ -264,6 +270,8 @@ class Profile:
         commands' network switch. Everything else, protected paths included, is
         the same as for a command at that capability. Its ``PATH`` is passed
         through like a command's: only the entries visible inside.
+        ``overlay_folders`` (npx's cache) are shown as overlays whose writes
+        stay in the sandbox (`HomeFolder.overlay`).
         """
         env = dict(env or {})
         search_path = env.pop("PATH", None)
@@ -274,7 +282,10 @@ class Profile:
             network=network,
             env=env,
             home=home,
-            home_folders=tuple(HomeFolder(name, writable=True) for name in home_folders),
+            home_folders=(
+                *(HomeFolder(name, writable=True) for name in home_folders if name not in overlay_folders),
+                *(HomeFolder(name, overlay=True) for name in overlay_folders),
+            ),
             home_runs_code=tuple(home_runs_code),
             visible=tuple(install),
             links=tuple(links),
@@ -427,7 +438,9 @@ def validate(profile: Profile, facts: HostFacts) -> None:
                 f"path to keep visible {path} is '/' or contains the home directory; "
                 "that would expose ~/.ssh, ~/.aws and agent credentials"
             )
-    if not any(is_under(facts.cwd, root) for root in facts.roots):
+    if not any(is_under(facts.cwd, root) for root in facts.roots) and facts.cwd not in facts.visible:
+        # one kept visible (read-only) is allowed too: an MCP server starts in
+        # the governor's empty folder, never where an agent may have written
         raise ProfileError(f"working directory {facts.cwd} is outside the roots")
 
 
