@@ -38,6 +38,7 @@ from typing import Final
 
 import trio
 
+from governor import folders
 from sandbox.host import processes
 
 GIT_TIMEOUT: Final = 600.0
@@ -170,10 +171,15 @@ async def changes(workspace: Clone) -> bytes:
     """The workspace's diff against its commit, binary-safe: every change,
     committed or not, new untracked files included (ignored ones not)."""
     path = workspace.path
-    await git("add", "--all", "--", ".", cwd=path)
-    argv = [
-        "diff", "--cached", "--binary", "--full-index", "--no-color", "--no-ext-diff",
-        "--no-textconv", "--no-renames", "--src-prefix=a/", "--dst-prefix=b/",
-        workspace.commit, "--",
-    ]  # fmt: skip
-    return await git_bytes(*argv, cwd=path)
+    # a folder the agent made unreadable is opened first, or git would skip it
+    opening = await trio.to_thread.run_sync(folders.opened_tree, str(path))
+    try:
+        await git("add", "--all", "--", ".", cwd=path)
+        argv = [
+            "diff", "--cached", "--binary", "--full-index", "--no-color", "--no-ext-diff",
+            "--no-textconv", "--no-renames", "--src-prefix=a/", "--dst-prefix=b/",
+            workspace.commit, "--",
+        ]  # fmt: skip
+        return await git_bytes(*argv, cwd=path)
+    finally:
+        opening.close()
