@@ -167,7 +167,10 @@ def _files(
 
 def files(policy: Policy) -> list[tuple[str, str]]:
     """(relative path, absolute path) of each file under the frozen paths now."""
-    return list(_files(policy.frozen, policy.roots)) if policy.frozen else []
+    if not policy.frozen:
+        return []
+    with Opening() as opening:
+        return list(_files(policy.frozen, policy.roots, opening))
 
 
 def recorded(policy: Policy) -> dict[str, Any] | None:
