@@ -445,9 +445,9 @@ def _executor(
     own = [*(spec.argv or [])]
     if (spec.agent is None) == (not own):
         # in both spellings: the library's field and the command line's flag
-        which = "no agent was given" if spec.agent is None else "both a preset and a command were given"
+        given = "no agent was given" if spec.agent is None else "both a preset and a command were given"
         problems.append(
-            f"say which agent: {which}; give a preset (agent=ID, --agent ID; `governor "
+            f"say which agent: {given}; give a preset (agent=ID, --agent ID; `governor "
             "presets` lists them) or an ACP command (argv=[...], the words after --), not both"
         )
         return None

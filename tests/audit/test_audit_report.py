@@ -204,15 +204,20 @@ def test_a_log_that_does_not_verify_is_named_in_a_warning(
 @pytest.mark.parametrize(
     ("args", "words"),
     [
-        ([], "name the logs to read"),
+        ([], "no logs in"),  # none named, and the state folder has none yet
         (["--refused", "--attempt", "x", "LOG"], "choose one"),
         (["nowhere.jsonl"], "nowhere.jsonl: no such file or directory"),
         (["replay", "LOG", "--policy", "missing.toml"], "missing.toml: cannot read the policy"),
     ],
 )
 def test_usage_errors_exit_2_naming_the_culprit(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], words: str
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    args: list[str],
+    words: str,
 ) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "no-state"))
     (tmp_path / "LOG").write_text("")
     code, _, err = audit(
         capsys, *[str(tmp_path / a) if a in ("LOG", "missing.toml") else a for a in args]
