@@ -66,6 +66,7 @@ from sandbox import (
 from sandbox.host.survey import survey
 from sandbox.net.proxy import EgressProxy
 from sandbox.run.agent import resolve_install, resolve_links
+from sandbox.run.execution import Execution
 from sandbox.run.preflight import preflight
 from sandbox.run.spawn import Child
 
@@ -316,11 +317,12 @@ class GovernedTerminals:
         env: Mapping[str, str],
         cwd: str,
         output_byte_limit: int | None,
+        on_exit: Callable[[Execution], None] | None = None,
     ) -> str:
         started = time.time_ns()
         fallback = self.inner.fallback
         terminal_id = await self.inner.create(
-            command, args, env=env, cwd=cwd, output_byte_limit=output_byte_limit
+            command, args, env=env, cwd=cwd, output_byte_limit=output_byte_limit, on_exit=on_exit
         )
         if fallback is None and self.inner.fallback is not None:
             log.warning(

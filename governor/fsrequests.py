@@ -18,16 +18,21 @@ Rules of this file:
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Final, cast
 
 import trio
 
+from governor import effects
 from governor.acp.dispatch import Route, RpcError
 from governor.acp.jsonrpc import INVALID_PARAMS
 from governor.acp.models import schema
+from governor.audit.log import AuditUnavailable
 from governor.fsaccess import (
+    NOT_KEPT,
     FileAccessError,
     open_text,
     read_opened,
@@ -133,9 +138,12 @@ class FileRequests:
         if not ruling.allowed:
             raise RpcError(REFUSED, f"Refused by the governor: {ruling.reason}")
         try:
-            await trio.to_thread.run_sync(write_text, path, req.content)
+            before = await trio.to_thread.run_sync(
+                functools.partial(write_text, path, req.content, before=effects.DIFF_INPUT_BYTES)
+            )
         except FileAccessError as e:
             raise RpcError(e.code, str(e)) from None
+        self._diffed(path, ruling.seq, before, req.content)
         try:
             st = os.stat(path)
             self.gate.carried.written[path] = seen(st)._replace(
@@ -144,6 +152,19 @@ class FileRequests:
         except OSError:
             pass
         return schema.WriteTextFileResponse()
+
+
+    def _diffed(self, path: str, decision: int | None, before: str | None, after: str) -> None:
+        """The write's ``diff`` record (masked and bounded: `governor.effects`),
+        for the auditor's page, after the write and before its answer."""
+        audit = self.gate.audit
+        if before == NOT_KEPT:
+            fields = {"subject": {"path": path}, "decision": decision,
+                      "diff": "(not diffed: the file before was not text, or too large)"}  # fmt: skip
+        else:
+            fields = effects.diff_fields(path, decision, before, after, audit.masker)
+        with contextlib.suppress(AuditUnavailable):
+            audit.append("diff", {k: v for k, v in fields.items() if v is not None}, thin=False)
 
 
 async def _read_in_worker(
