@@ -405,9 +405,11 @@ def _changes(page: AttemptPage, stats: DiffStat) -> str:
             how = change(subject, None, stats)
             why = _explained(r)
             body = ""
+        seq = r.get("seq")  # a diff record is no decision: no timeline row to link to
+        head = _e(f"#{seq}") if r.get("kind") == "diff" else _seq_anchor(seq)
         items.append(
             f'<div class="item {_css(str(r.get("kind"))[:40])}">'
-            f'<p class="item-head">{_seq_anchor(r.get("seq"))} <code class="what">{_e(shown(r))}</code> '
+            f'<p class="item-head">{head} <code class="what">{_e(shown(r))}</code> '
             f'<span class="change">{_e(how)}</span></p>'
             f'<div class="explained">{why}</div>{body}</div>'
         )
