@@ -90,7 +90,12 @@ def unified(path: str, before: str | None, after: str, masker: Masker) -> str:
     label = path.rsplit("/", 1)[-1]
     lines = list(
         difflib.unified_diff(
-            old, new, "/dev/null" if before is None else f"a/{label}", f"b/{label}", lineterm="", n=2
+            old,
+            new,
+            "/dev/null" if before is None else f"a/{label}",
+            f"b/{label}",
+            lineterm="",
+            n=2,
         )
     )
     more = len(lines) - DIFF_LINES

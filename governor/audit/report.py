@@ -79,8 +79,11 @@ def render(
     stats: DiffStat | None = None,
 ) -> str:
     """The page for one attempt: its header with a status badge, the prompt and
-    the agent's summary, the verification of its log's chain, its tally chart,
-    refusals, changes without asking and timeline (with filters).
+    the agent's summary, its usage and notices, the verification of its log's
+    chain, its tally chart, refusals (identical ones grouped), changes without
+    asking (only what nothing explains), the explained changes (with the
+    governed writes' diffs), the commands (exit and output tail) and the
+    timeline (with filters).
 
     ``check`` is the verification of the whole log the attempt was read from,
     ``authenticity`` what it was checked against besides itself (a head, a
