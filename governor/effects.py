@@ -30,7 +30,7 @@ DIFF_LINES: Final = 200
 """The lines of a unified diff a ``diff`` record keeps; it says how many more."""
 DIFF_CHARS: Final = 16_000
 """What a ``diff`` record keeps of the diff at most."""
-DIFF_INPUT_BYTES: Final = 1 << 20
+DIFF_INPUT_BYTES: Final = 256 * 1024
 """A file larger than this before or after a write is not diffed (the record
 says so): a diff of megabytes is no page's and costs the attempt its time."""
 

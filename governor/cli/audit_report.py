@@ -154,9 +154,10 @@ def _workspace(page: AttemptPage) -> str | None:
 
 
 def _unasked_paths(page: AttemptPage) -> set[str]:
-    """The paths the change column of a page describes."""
+    """The paths the change column of a page describes (its changes without
+    asking and its explained ones)."""
     found: set[str] = set()
-    for r in page.unasked:
+    for r in [*page.unasked, *page.changes]:
         subject = r.get("subject") or {}
         for p in [subject.get("path"), *(subject.get("paths") or [])]:
             if isinstance(p, str):
