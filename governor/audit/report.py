@@ -77,6 +77,7 @@ def render(
     log_name: str,
     authenticity: Authenticity | None = None,
     stats: DiffStat | None = None,
+    diffs: Mapping[str, str] | None = None,
 ) -> str:
     """The page for one attempt: its header with a status badge, the prompt and
     the agent's summary, its usage and notices, the verification of its log's
@@ -89,7 +90,9 @@ def render(
     ``authenticity`` what it was checked against besides itself (a head, a
     signature; None: nothing, which the page says); ``log_name`` is shown as
     given (the caller masks it); ``stats``, when the workspace's diff is known,
-    fills the change column with each file's lines added and removed.
+    fills the change column with each file's lines added and removed, and
+    ``diffs`` (a batch job's patch, by absolute path, masked) shows each
+    change's own lines.
     """
     body = "\n".join(
         [
@@ -100,8 +103,8 @@ def render(
             _verification(page, check, log_name, authenticity or Authenticity()),
             _tally(page.tally, (page.end or {}).get("tally")),
             _refusals(page),
-            _unasked(page, stats or {}),
-            _changes(page, stats or {}),
+            _unasked(page, stats or {}, diffs or {}),
+            _changes(page, stats or {}, diffs or {}),
             _commands(page),
             _timeline(page),
         ]
@@ -384,7 +387,7 @@ def _usage(end: Mapping[str, Any] | None) -> str:
     return f'<section id="usage"><h2>Usage</h2>{said}{notes}</section>'
 
 
-def _changes(page: AttemptPage, stats: DiffStat) -> str:
+def _changes(page: AttemptPage, stats: DiffStat, diffs: Mapping[str, str]) -> str:
     """The changes something explains: what a governed write changed (its diff)
     and what the agent changed itself under a permission it was allowed. One
     block each, not a table's row, so that a diff reads in full at a phone's width."""
@@ -407,7 +410,7 @@ def _changes(page: AttemptPage, stats: DiffStat) -> str:
         else:
             how = change(subject, None, stats)
             why = _explained(r)
-            body = ""
+            body = _patched(subject, diffs, folded=False)
         seq = r.get("seq")  # a diff record is no decision: no timeline row to link to
         head = _e(f"#{seq}") if r.get("kind") == "diff" else _seq_anchor(seq)
         items.append(
@@ -475,7 +478,21 @@ def _commands(page: AttemptPage) -> str:
     return f'<section id="commands"><h2>Commands ({total})</h2>{cut}{"".join(items)}</section>'
 
 
-def _unasked(page: AttemptPage, stats: DiffStat) -> str:
+def _patched(subject: Any, diffs: Mapping[str, str], *, folded: bool) -> str:
+    """The lines a batch job's patch changed in a change's files (``folded``:
+    under a ``diff`` toggle, for a table's cell)."""
+    if not isinstance(subject, Mapping) or not diffs:
+        return ""
+    listed = subject.get("paths")
+    paths = [subject.get("path"), *(listed if isinstance(listed, list) else [])]
+    found = [diffs[p] for p in paths[:CHANGE_PATHS] if isinstance(p, str) and p in diffs]
+    shown = "".join(_diff(d) for d in found)
+    if not shown or not folded:
+        return shown
+    return f"<details><summary>diff</summary>{shown}</details>"
+
+
+def _unasked(page: AttemptPage, stats: DiffStat, diffs: Mapping[str, str]) -> str:
     total, found = page.unasked_total, page.unasked
     cut = _cut_note(
         "unasked", len(found), total, "changes", f"governor audit --attempt {page.attempt} LOG"
@@ -489,7 +506,8 @@ def _unasked(page: AttemptPage, stats: DiffStat) -> str:
     lines = "".join(
         f'<tr class="{_e(r.get("kind"))}">{_seq_link(r.get("seq"))}<td>{_e(r.get("kind"))}</td>'
         f"<td>{_subject(r.get('subject'), r)}</td>"
-        f'<td class="change">{_e(change(r.get("subject"), changed, stats))}</td>'
+        f'<td class="change">{_e(change(r.get("subject"), changed, stats))}'
+        f"{_patched(r.get('subject'), diffs, folded=True)}</td>"
         f"<td>{_e(r.get('by'))}</td>"
         f'<td class="explained">{_explained(r)}</td></tr>'
         for r in found
