@@ -18,9 +18,10 @@ written before the agent got its answer, is unchanged.
 from __future__ import annotations
 
 import difflib
+import re
 from typing import Any, Final
 
-from governor.secrets import Masker
+from governor.secrets import MASK, Masker
 
 TAIL_LINES: Final = 40
 """The newest lines of a command's output an ``exit`` record keeps."""
@@ -57,14 +58,33 @@ def exit_fields(
 
 
 def tail(output: str, masker: Masker) -> str:
-    """The newest `TAIL_LINES` lines of ``output``, masked, then the newest
-    `TAIL_CHARS` characters of them, saying how many lines came before."""
-    lines = output.splitlines()
-    kept = masker.text("\n".join(lines[-TAIL_LINES:]))
+    """The newest `TAIL_LINES` lines of ``output``, then the newest `TAIL_CHARS`
+    characters of them, saying how many lines came before.
+
+    Masked before it is cut: the newest `TAIL_WINDOW` characters, from a line's
+    start, are masked whole, so a private key block whose first line is above
+    the kept lines is still masked from its ``BEGIN``; a block that began even
+    before the window (its ``END`` with no ``BEGIN``) is masked from the
+    window's start to its ``END``."""
+    window = output[-TAIL_WINDOW:]
+    if len(window) < len(output) and "\n" in window:
+        window = window[window.index("\n") + 1 :]  # from a whole line
+    masked = masker.text(window)
+    end = _KEY_END.search(masked)
+    if end is not None and "-----BEGIN" not in masked[: end.start()]:
+        masked = MASK + masked[end.end() :]
+    lines = masked.splitlines()
+    kept = "\n".join(lines[-TAIL_LINES:])
     if len(kept) > TAIL_CHARS:
         kept = kept[-TAIL_CHARS:]
-    dropped = len(lines) - TAIL_LINES
+    total = output.count("\n") + (0 if output.endswith("\n") or not output else 1)
+    dropped = total - min(len(lines), TAIL_LINES)
     return (f"[{dropped:,} earlier line(s) not kept]\n" if dropped > 0 else "") + kept
+
+
+TAIL_WINDOW: Final = 256 * 1024
+"""What of a command's output is masked for its tail (the ring may hold more)."""
+_KEY_END: Final = re.compile(r"-----END [A-Z ]*PRIVATE KEY-----")
 
 
 def diff_fields(

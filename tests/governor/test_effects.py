@@ -17,6 +17,7 @@ from governor.effects import (
     DIFF_LINES,
     TAIL_CHARS,
     TAIL_LINES,
+    TAIL_WINDOW,
     diff_fields,
     exit_fields,
     tail,
@@ -107,3 +108,24 @@ def test_the_log_writes_result_records_that_verify_and_readers_refuse_a_crafted_
         malformed({"kind": "attempt-end", "notices": "x"})
         == "its 'notices' is a string, not a list"
     )
+
+
+KEY_BODY = ["MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC" + f"{i:013d}" for i in range(60)]
+KEY = "-----BEGIN PRIVATE KEY-----\n" + "\n".join(KEY_BODY) + "\n-----END PRIVATE KEY-----"
+
+
+def test_a_private_key_whose_first_line_is_above_the_kept_lines_is_still_masked() -> None:
+    kept = tail(f"cat id\n{KEY}\ndone\n", Masker())
+    assert not any(line in kept for line in KEY_BODY), kept
+    assert kept.endswith("[secret]\ndone")
+
+
+def test_a_private_key_that_began_before_the_masked_window_is_masked_to_its_end() -> None:
+    body = [f"{KEY_BODY[0]}{i:06d}" for i in range(6000)]
+    assert sum(map(len, body)) > TAIL_WINDOW  # its BEGIN is outside the window
+    output = (
+        "-----BEGIN PRIVATE KEY-----\n" + "\n".join(body) + "\n-----END PRIVATE KEY-----\nafter\n"
+    )
+    kept = tail(output, Masker())
+    assert not any(line in kept for line in body[-50:]), kept
+    assert kept.endswith("[secret]\nafter")
