@@ -164,6 +164,11 @@ def diff_stat(patch: Path, workspace: str | None, wanted: Collection[str]) -> di
     return {p: (a, d) for p, (a, d) in out.items()}
 
 
+LINE_BYTES: Final = 64 * 1024
+"""What of one line of a patch is read for a page (a minified file's line may
+be megabytes); the text is masked after, then cut to what the page shows."""
+
+
 def patch_texts(
     patch: Path, workspace: str | None, wanted: Collection[str], mask: Callable[[str], str]
 ) -> dict[str, str]:
@@ -196,7 +201,7 @@ def patch_texts(
                         lines.append(f"+++ {'/dev/null' if _patch_path(raw[4:]) is None else 'b/' + (new or '')}")
                 elif lines is not None:
                     if len(lines) < DIFF_LINES:
-                        lines.append(raw.decode("utf-8", errors="replace").rstrip("\n")[:DIFF_CHARS])
+                        lines.append(raw[:LINE_BYTES].decode("utf-8", errors="replace").rstrip("\n"))
                     else:
                         more[path] = more.get(path, 0) + 1
     except OSError:
