@@ -77,6 +77,8 @@ def end_fields(outcome: Outcome, frozen_at_end: Any, masker: Masker) -> dict[str
         "files_changed": outcome.files_changed or None,
         "home_changed": outcome.home_changed or None,
         "verdict": outcome.verdict,
+        "tests": outcome.tests,
+        "harness": outcome.harness,
         "summary": bounded(outcome.summary or None, SUMMARY_CHARS, masker),
         "usage": usage_fields(outcome.usage),
         "notices": [

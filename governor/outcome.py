@@ -79,6 +79,9 @@ class AcpReport:
     unasked: int = 0
     unasked_paths: list[str] = field(default_factory=list)
     tally: Tally = field(default_factory=Tally)
+    rejected_lines: int = 0
+    """Lines of the agent rejected at the wire (not a JSON-RPC message the
+    governor could read): each a ``wire`` record of the log, apart from the tally."""
     plan: list[dict[str, Any]] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
     sandboxed_agent: bool = True
@@ -143,7 +146,8 @@ class Outcome:
     checks_run: list[CheckRun] = field(default_factory=list)
     """The job's checks after the attempt (`governor.checks`), in order."""
     verdict: Verdict | None = None
-    """``passed`` when every check exited 0, ``failed`` otherwise; None without checks."""
+    """``passed`` when every check exited 0 and every acceptance test ran and
+    passed, ``failed`` otherwise; None without checks."""
     frozen: dict[str, Any] | None = None
     """The frozen files' count and digest at the start and the end of the
     attempt: ``{"start": {"sha256", "files"}, "end": {...}}``; None when the job
@@ -153,6 +157,14 @@ class Outcome:
     put back for the checks (``end``), and ``replaced``: the held-out paths the
     agent had made something at; None when the job holds nothing out
     (`governor.held_out`)."""
+    tests: dict[str, Any] | None = None
+    """The acceptance tests against the checks' reports (`governor.test_results`):
+    ``acceptance`` (how many), ``source`` (``job`` or ``frozen``), ``passed``,
+    ``not_passed`` (each test and what it came to: failed, error, skipped,
+    missing), ``failed_elsewhere``, ``unfinished_runs``; None without checks."""
+    harness: dict[str, Any] | None = None
+    """The checks' harness set (`governor.harness`): ``mode``, and what the job
+    ``added``, ``excepted`` and the checks ``named``; None without checks."""
     tries: list[dict[str, Any]] = field(default_factory=list)
     """With ``--tries`` (`governor.tries`): every try's outcome as JSON, in order,
     each with its number (``try``) and the ``digest`` its failed checks gave the
@@ -194,6 +206,8 @@ class Outcome:
             "verdict": self.verdict,
             "frozen": _copied(self.frozen),
             "held_out": _copied(self.held_out),
+            "tests": _copied(self.tests),
+            "harness": _copied(self.harness),
             "tries": _copied(self.tries) or None,
         }
         return {k: v for k, v in out.items() if v is not None}

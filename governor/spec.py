@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from governor import frozen, held_out, install
+from governor import frozen, harness, held_out, install
 from governor.approver import APPROVER_WORDS, Approver, Ask, Callback, approver_problem, for_on_ask
 from governor.audit.log import Durability, inside
 from governor.audit.signing import Signer, SigningUnavailable, load_signer
@@ -336,6 +336,7 @@ def prepare(spec: AttemptSpec) -> Prepared:
     bound = policy.bind(
         ws, tuple(extra) if spec.extra_dirs else None, protected=ceiling.protected, masked=key
     )
+    bound = harness.with_named(bound)
     if not spec.extra_dirs:
         problems.extend(
             f"an extra directory of the policy does not exist: {d}"
@@ -443,9 +444,11 @@ def _executor(
     """What runs, or None with the reasons added to `problems`."""
     own = [*(spec.argv or [])]
     if (spec.agent is None) == (not own):
+        # in both spellings: the library's field and the command line's flag
+        which = "no agent was given" if spec.agent is None else "both a preset and a command were given"
         problems.append(
-            "say which agent: a preset (--agent ID, see `governor presets`) or an ACP "
-            "command (after --), not both"
+            f"say which agent: {which}; give a preset (agent=ID, --agent ID; `governor "
+            "presets` lists them) or an ACP command (argv=[...], the words after --), not both"
         )
         return None
     if spec.agent is None:

@@ -54,6 +54,7 @@ from typing import Any, Final
 
 import trio
 
+from governor import folders
 from governor.checks import CheckRun
 from governor.outcome import Outcome
 from governor.secrets import Masker
@@ -65,21 +66,30 @@ DIGEST_TAIL: Final = 1500
 """Characters of a failed check's output (its newest) the next try is shown."""
 DIGEST_CHECKS: Final = 8
 """Failed checks shown in a digest; more are counted."""
+DIGEST_TESTS: Final = 20
+"""Acceptance tests not passed shown in a digest; more are counted."""
 
 ENDS_TRIES: Final = frozenset({"blocked", "needs_approval"})
 """Statuses after which no try follows, whatever the verdict."""
 
 
 def digest(
-    runs: Iterable[CheckRun], *, masker: Masker | None = None, tried: int | None = None
+    runs: Iterable[CheckRun],
+    *,
+    masker: Masker | None = None,
+    tried: int | None = None,
+    tests: dict[str, Any] | None = None,
 ) -> dict[str, Any] | None:
     """The facts of the failed checks among ``runs`` for the next try, as JSON
     values: each failed check's command, exit status (``timed_out`` or the
     ``error`` that kept it from running, when so) and the newest `DIGEST_TAIL`
-    characters of its output, masked; None when no check failed."""
+    characters of its output, masked; and, from ``tests`` (the outcome's,
+    `governor.test_results`), the acceptance tests that did not pass and what
+    each came to (a check can exit 0 having run none). None when nothing failed."""
     mask = masker.text if masker is not None else (lambda s: s)
     failed = [r for r in runs if not r.passed]
-    if not failed:
+    not_passed = list((tests or {}).get("not_passed") or [])
+    if not failed and not not_passed:
         return None
     shown = []
     for run in failed[:DIGEST_CHECKS]:
@@ -93,6 +103,13 @@ def digest(
     out: dict[str, Any] = {"verdict": "failed", "failed_checks": shown}
     if len(failed) > DIGEST_CHECKS:
         out["more_failed_checks"] = len(failed) - DIGEST_CHECKS
+    if not_passed:
+        out["tests_not_passed"] = [
+            {"test": mask(str(t.get("test"))), "outcome": t.get("outcome")}
+            for t in not_passed[:DIGEST_TESTS]
+        ]
+        if len(not_passed) > DIGEST_TESTS:
+            out["more_tests_not_passed"] = len(not_passed) - DIGEST_TESTS
     if tried is not None:
         out["try"] = tried
     return out
@@ -164,22 +181,53 @@ class StartingCopy:
 
 def _remove(path: Path) -> None:
     """Remove ``path`` (a link itself, never what it points at), making the
-    folders the agent left unreadable or unwritable ours again first."""
+    folders the agent left unreadable or unwritable ours again first: the walk
+    every look at the roots takes (`governor.folders`), with every right given
+    back and none put back."""
     if path.is_symlink() or not path.is_dir():
         path.unlink(missing_ok=True)
         return
-    os.chmod(path, stat.S_IRWXU)
-    for folder, dirs, _files in os.walk(path):  # top-down: a child is opened after this
-        for name in dirs:
-            child = Path(folder) / name
-            if not child.is_symlink():
-                os.chmod(child, stat.S_IRWXU)
+    with folders.Opening(folders.ALL, put_back=False) as opening:
+        for _folder in folders.walk(str(path), opening):  # top-down: opens each before it
+            pass
     shutil.rmtree(path)
 
 
+_KINDS: Final = (
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def _what(path: str) -> str | None:
+    """What kind of file ``path`` is when it is one a copy cannot hold (a pipe,
+    a socket, a device), else None."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return None
+    return next((name for test, name in _KINDS if test(mode)), None)
+
+
 def _why(e: BaseException) -> str:
+    """Why a copy failed, naming the file: `shutil.copytree` gathers its files'
+    errors into one `shutil.Error` (an OSError with neither a filename nor a
+    strerror), whose first is named with what the file is when a copy cannot
+    hold its kind."""
+    if isinstance(e, shutil.Error) and e.args and isinstance(e.args[0], list) and e.args[0]:
+        failed: list[tuple[str, str, str]] = [t for t in e.args[0] if len(t) == 3]
+        if failed:
+            src, _dst, why = failed[0]
+            kind = _what(src)
+            first = f"{src} is {kind}, which cannot be copied" if kind else f"{src}: {why}"
+            more = f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""
+            return first[:500] + more
     if isinstance(e, OSError):
-        return f"{e.filename}: {e.strerror}" if e.filename else str(e.strerror)
+        if e.filename:
+            return f"{e.filename}: {e.strerror}"
+        return str(e.strerror if e.strerror is not None else e)[:500]
     return str(e)[:500]
 
 
@@ -241,7 +289,9 @@ async def run_tries(
                 _notice(outcome, f"no try {n}: {e}")  # the tries so far stand
                 break
             outcome = current
-            facts = digest(outcome.checks_run, masker=first.masker, tried=n)
+            facts = digest(
+                outcome.checks_run, masker=first.masker, tried=n, tests=outcome.tests
+            )
             entry = {"try": n, **outcome.to_json()}
             if facts is not None:
                 entry["digest"] = facts

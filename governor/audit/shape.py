@@ -29,7 +29,6 @@ _TEXT: Final = (
 _MAPPINGS: Final = ("subject", "explained_by", "tally", "usage")
 _LISTS: Final = ("argv", "roots", "protected", "agent_hosts", "notices")
 _COUNTS: Final = ("seq", "requests", "count", "decision")
-
 _NUMBERS: Final = ("time", "duration_s")
 
 JOB_ID: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
@@ -92,6 +91,13 @@ def malformed(record: Mapping[str, Any]) -> str | None:
     code = record.get("exit_code")
     if code is not None and (type(code) is not int or not -(2**31) <= code < 2**32):
         return f"its 'exit_code' is {_what(code)}, not an exit code"
+    if record.get("kind") == "wire":  # a line rejected at the wire: the views print these
+        subject = record.get("subject") or {}
+        length, method = subject.get("length"), subject.get("method")
+        if type(length) is not int or not 0 <= length < 2**63:
+            return f"its subject's 'length' is {_what(length)}, not a count"
+        if method is not None and not isinstance(method, str):
+            return f"its subject's 'method' is {_what(method)}, not a string"
     tally = record.get("tally")
     if isinstance(tally, dict):
         for key, value in tally.items():

@@ -38,6 +38,9 @@ from typing import Final
 
 import trio
 
+from governor import folders
+from sandbox.host import processes
+
 GIT_TIMEOUT: Final = 600.0
 """Seconds for one git command (a clone of a large repository over the network)."""
 
@@ -95,18 +98,19 @@ async def git(*args: str, cwd: Path | None = None) -> str:
 
 
 async def git_bytes(*args: str, cwd: Path | None = None) -> bytes:
-    """Like `git`, with stdout as bytes (a patch is not text)."""
+    """Like `git`, with stdout as bytes (a patch is not text). ``cwd`` is the
+    repository git works in (``git -C``); the process itself starts from the
+    governor's empty folder, through `sandbox.host.processes`."""
+    program = processes.find_program("git")
+    if program is None:
+        raise GitFailed("git could not be run: it is not installed in the system folders")
+    where = () if cwd is None else ("-C", str(cwd))
     try:
+        host = processes.command([program, *where, *SAFE, *args], env=_env())
         with trio.fail_after(GIT_TIMEOUT):
-            done = await trio.run_process(
-                ["git", *SAFE, *args],
-                cwd=cwd,
-                stdin=b"",
-                capture_stdout=True,
-                capture_stderr=True,
-                check=False,
-                env=_env(),
-            )
+            done = await processes.run_async(host)
+    except processes.HostProcessRefused as e:
+        raise GitFailed(str(e)) from None
     except trio.TooSlowError:
         raise GitFailed(f"git {args[0]} took longer than {GIT_TIMEOUT:.0f} s") from None
     except OSError as e:
@@ -167,10 +171,15 @@ async def changes(workspace: Clone) -> bytes:
     """The workspace's diff against its commit, binary-safe: every change,
     committed or not, new untracked files included (ignored ones not)."""
     path = workspace.path
-    await git("add", "--all", "--", ".", cwd=path)
-    argv = [
-        "diff", "--cached", "--binary", "--full-index", "--no-color", "--no-ext-diff",
-        "--no-textconv", "--no-renames", "--src-prefix=a/", "--dst-prefix=b/",
-        workspace.commit, "--",
-    ]  # fmt: skip
-    return await git_bytes(*argv, cwd=path)
+    # a folder the agent made unreadable is opened first, or git would skip it
+    opening = await trio.to_thread.run_sync(folders.opened_tree, str(path))
+    try:
+        await git("add", "--all", "--", ".", cwd=path)
+        argv = [
+            "diff", "--cached", "--binary", "--full-index", "--no-color", "--no-ext-diff",
+            "--no-textconv", "--no-renames", "--src-prefix=a/", "--dst-prefix=b/",
+            workspace.commit, "--",
+        ]  # fmt: skip
+        return await git_bytes(*argv, cwd=path)
+    finally:
+        opening.close()

@@ -36,6 +36,7 @@ RULES: Final = {
     "import-code-added": "code that runs when the tests are imported or around them was added (a conftest.py, an __init__.py in a test folder, a .pth, sitecustomize, module-level code, an autouse fixture, a setup hook)",
     "bytecode-added": "bytecode or a runner's cache the attempt wrote does not match (or cannot be checked against) its source",
     "coding-changed": "a Python file declares an encoding other than UTF-8 (its runtime decodes it so; an audit that read UTF-8 would not see what runs)",
+    "harness-changed": "a file of the checks' harness set (what decides what a check runs) was created, changed or deleted",
 }
 """Every rule a finding can name, with what it means."""
 

@@ -214,7 +214,7 @@ def survey(
     if home is not None:
         for folder in profile.home_folders:
             source = os.path.join(home, folder.name)
-            if os.path.exists(source):
+            if os.path.exists(source) and not folder.overlay:
                 real = os.path.realpath(source)
                 runs_code = folder.writable and folder.name in {
                     r.removesuffix("/") for r in profile.home_runs_code
@@ -225,6 +225,11 @@ def survey(
                     home_mounts.append(HomeMount(real, source, folder.writable, runs_code))
                 kept_by_name[folder.name] = home_mounts[-1]
     home_pins, home_stubs, home_opened = _home_code(profile, kept_by_name)
+    overlays = tuple(
+        os.path.realpath(os.path.join(home, folder.name))
+        for folder in profile.home_folders
+        if home is not None and folder.overlay and os.path.isdir(os.path.join(home, folder.name))
+    )
 
     run_user = f"/run/user/{uid}"
     run_user_dir = run_user if os.path.isdir(run_user) and run is None else None
@@ -352,7 +357,11 @@ def survey(
         ancestors=plan.ancestors_for(pins),
         pins=pins,
         kept=chains.kept,
-        caches=tuple(c for c in chains.caches if not any(is_under(c, m) for m in mounted)),
+        caches=tuple(
+            dict.fromkeys(
+                (*overlays, *(c for c in chains.caches if not any(is_under(c, m) for m in mounted)))
+            )
+        ),
         path=chains.path,
         toolchain_env=chains.env,
         stubs=stubs,

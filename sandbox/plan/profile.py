@@ -86,10 +86,15 @@ class ProfileError(ValueError):
 
 @dataclass(frozen=True)
 class HomeFolder:
-    """A path under ``$HOME`` kept visible on top of the empty ``$HOME`` tmpfs."""
+    """A path under ``$HOME`` kept visible on top of the empty ``$HOME`` tmpfs.
+
+    ``overlay``: shown as a package cache is, an overlay whose writes stay in
+    the sandbox (npx's ``~/.npm``: the host runs what lies there later, so
+    nothing written inside may reach it), never bound writable."""
 
     name: str
     writable: bool = False
+    overlay: bool = False
 
     def __post_init__(self) -> None:
         _check_relative("home folder", self.name)
@@ -156,6 +161,12 @@ class Profile:
     """A network namespace of its own whose only way out is the governor's
     proxy (`sandbox.net.proxy`), announced by the proxy variables; needs
     ``network`` off (which shares the host's namespace)."""
+    inputs: tuple[Path, ...] = ()
+    """Host folders bound read-only at their own path after the roots, shown
+    whatever hides their parent (a check's reporter, under the governor's state)."""
+    outputs: tuple[Path, ...] = ()
+    """Host folders bound read-write at their own path after the roots (a
+    check's report folder: what its runners write there outlives the sandbox)."""
     scratch: bool = False
     """The roots are overlays whose writes are thrown away with the sandbox
     (``--tmp-overlay``): a check after the attempt runs its tests, which write
@@ -180,7 +191,15 @@ class Profile:
                     f"{name!r} cannot be unprotected: only the hook managers' and editors' "
                     "configs can (sandbox.plan.protected.UNPROTECTABLE)"
                 )
-        for path in (self.workspace, *self.extra_roots, *self.visible, *self.keep, *self.read_only):
+        for path in (
+            self.workspace,
+            *self.extra_roots,
+            *self.visible,
+            *self.keep,
+            *self.read_only,
+            *self.inputs,
+            *self.outputs,
+        ):
             if not Path(path).is_absolute():
                 raise ProfileError(f"path {str(path)!r} must be absolute")
         if self.egress is not None and self.network:
@@ -239,6 +258,7 @@ class Profile:
         home: Path | None = None,
         home_folders: Sequence[str] = (),
         home_runs_code: Sequence[str] = (),
+        overlay_folders: Sequence[str] = (),
         install: Sequence[Path] = (),
         links: Sequence[tuple[str, str]] = (),
         env: Mapping[str, str] | None = None,
@@ -264,6 +284,8 @@ class Profile:
         commands' network switch. Everything else, protected paths included, is
         the same as for a command at that capability. Its ``PATH`` is passed
         through like a command's: only the entries visible inside.
+        ``overlay_folders`` (npx's cache) are shown as overlays whose writes
+        stay in the sandbox (`HomeFolder.overlay`).
         """
         env = dict(env or {})
         search_path = env.pop("PATH", None)
@@ -274,7 +296,10 @@ class Profile:
             network=network,
             env=env,
             home=home,
-            home_folders=tuple(HomeFolder(name, writable=True) for name in home_folders),
+            home_folders=(
+                *(HomeFolder(name, writable=True) for name in home_folders if name not in overlay_folders),
+                *(HomeFolder(name, overlay=True) for name in overlay_folders),
+            ),
             home_runs_code=tuple(home_runs_code),
             visible=tuple(install),
             links=tuple(links),
@@ -427,7 +452,9 @@ def validate(profile: Profile, facts: HostFacts) -> None:
                 f"path to keep visible {path} is '/' or contains the home directory; "
                 "that would expose ~/.ssh, ~/.aws and agent credentials"
             )
-    if not any(is_under(facts.cwd, root) for root in facts.roots):
+    if not any(is_under(facts.cwd, root) for root in facts.roots) and facts.cwd not in facts.visible:
+        # one kept visible (read-only) is allowed too: an MCP server starts in
+        # the governor's empty folder, never where an agent may have written
         raise ProfileError(f"working directory {facts.cwd} is outside the roots")
 
 
@@ -585,6 +612,10 @@ def render(
             argv += [root_bind, root, root]
     for git_dir in facts.git_dirs:
         argv += ["--ro-bind", git_dir, git_dir]
+    for folder in profile.inputs:
+        argv += ["--ro-bind", str(folder), str(folder)]
+    for folder in profile.outputs:
+        argv += ["--bind", str(folder), str(folder)]
     if profile.writable:
         # over scratch roots a self-bind would mount the host's directory
         # writable on top of the overlay: nothing there needs holding in place

@@ -154,7 +154,7 @@ def ensure_home_folders(profile: Profile) -> None:
     """
     home = Path(process_home(profile))
     for folder in profile.home_folders:
-        if not folder.writable or Path(folder.name).suffix:
+        if not folder.writable or folder.overlay or Path(folder.name).suffix:
             continue
         if not os.path.lexists(home / folder.name):
             (home / folder.name).mkdir(mode=0o700, parents=True, exist_ok=True)

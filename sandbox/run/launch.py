@@ -257,7 +257,7 @@ def prepare(
             argv=(*outside, bwrap.path, "--args", str(args_fd), "--", *inside, *command),
             pass_fds=tuple(fds),
             env={},
-            cwd=None,
+            cwd="/",  # never the governor's own cwd (a project): bwrap chdirs inside
             new_session=False,
             sandboxed=True,
             info_fd=info_read,
