@@ -14,7 +14,9 @@ Rules of this file:
   and nothing else, so a value that ever slipped past the escaping could
   neither run nor fetch.
 - **Nothing added unmasked.** The values are the log's, masked when they were
-  written; what the page adds besides them (the log's name) the caller masks.
+  written (a command's output tail and a write's diff too: `governor.effects`);
+  what the page adds besides them (the log's name, a batch job's patch lines)
+  the caller masks.
 - **Read once, bounded.** The attempt comes folded from its log in one
   streaming pass (`governor.audit.page_source`: verified as it is read, the
   first `PAGE_ROWS` rows of each table kept, the rest counted); the tally is
