@@ -67,6 +67,7 @@ from sandbox.host import processes
 from sandbox.host.survey import survey
 from sandbox.net.proxy import EgressProxy
 from sandbox.run.agent import resolve_install, resolve_links
+from sandbox.run.execution import Execution
 from sandbox.run.preflight import preflight
 from sandbox.run.spawn import Child
 
@@ -334,11 +335,12 @@ class GovernedTerminals:
         env: Mapping[str, str],
         cwd: str,
         output_byte_limit: int | None,
+        on_exit: Callable[[Execution], None] | None = None,
     ) -> str:
         started = time.time_ns()
         fallback = self.inner.fallback
         terminal_id = await self.inner.create(
-            command, args, env=env, cwd=cwd, output_byte_limit=output_byte_limit
+            command, args, env=env, cwd=cwd, output_byte_limit=output_byte_limit, on_exit=on_exit
         )
         if fallback is None and self.inner.fallback is not None:
             log.warning(

@@ -80,4 +80,36 @@ def end_fields(outcome: Outcome, frozen_at_end: Any, masker: Masker) -> dict[str
         "tests": outcome.tests,
         "harness": outcome.harness,
         "summary": bounded(outcome.summary or None, SUMMARY_CHARS, masker),
+        "usage": usage_fields(outcome.usage),
+        "notices": [
+            bounded(n, NOTICE_CHARS, masker) for n in outcome.acp.notices[:NOTICES]
+        ] if outcome.acp and outcome.acp.notices else None,
     }
+
+
+NOTICES: Final = 50
+"""Notices the attempt-end record keeps (the outcome has them all)."""
+NOTICE_CHARS: Final = 1000
+"""What the attempt-end record keeps of one notice."""
+USAGE_NUMBERS: Final = (
+    "tokens", "tool_calls", "inputTokens", "outputTokens", "totalTokens",
+    "cachedReadTokens", "cachedWriteTokens", "thoughtTokens", "used", "size",
+)  # fmt: skip
+"""The usage counts the attempt-end record keeps: the budget's and the agent's."""
+
+
+def usage_fields(usage: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The outcome's ``usage`` as the attempt-end record keeps it (the page's
+    tokens and cost): its counts, whether the agent reported any, and its cost
+    (amount and a currency cut to 12 characters); None without usage."""
+    if not usage:
+        return None
+    kept: dict[str, Any] = {
+        k: usage[k] for k in USAGE_NUMBERS if type(usage.get(k)) in (int, float)
+    }
+    if isinstance(usage.get("reported"), bool):
+        kept["reported"] = usage["reported"]
+    cost = usage.get("cost")
+    if isinstance(cost, dict) and type(cost.get("amount")) in (int, float):
+        kept["cost"] = {"amount": cost["amount"], "currency": str(cost.get("currency"))[:12]}
+    return kept or None

@@ -20,6 +20,7 @@ import os
 import secrets
 import stat
 from pathlib import Path
+from typing import Final
 
 
 class FileAccessError(Exception):
@@ -152,8 +153,19 @@ def read_opened(
     return "".join(lines[start:end])
 
 
-def write_text(path: str, content: str) -> None:
-    """Write atomically, refusing any symlink on the way (component by component)."""
+NOT_KEPT: Final = "\0not kept"
+"""`write_text`'s word for a previous content it did not keep (not a regular
+file, over the bound, not text): distinct from None, no file before."""
+
+
+def write_text(path: str, content: str, *, before: int = 0) -> str | None:
+    """Write atomically, refusing any symlink on the way (component by component).
+
+    With ``before`` > 0, the file's previous text is returned when it was a
+    regular UTF-8 file of at most ``before`` bytes (read through the same
+    directory descriptors, the leaf with ``O_NOFOLLOW``, so the read follows no
+    link the write would refuse), None when there was no file, `NOT_KEPT`
+    otherwise: what a diff of the write needs."""
     parts = Path(path).parts
     if len(parts) < 2:
         raise FileAccessError(INVALID_PARAMS, f"cannot write {path}")
@@ -173,6 +185,7 @@ def write_text(path: str, content: str) -> None:
             os.close(dir_fd)
             dir_fd = next_fd
         leaf = parts[-1]
+        previous: str | None = None
         try:
             st = os.stat(leaf, dir_fd=dir_fd, follow_symlinks=False)
             mode = st.st_mode & 0o7777
@@ -181,6 +194,8 @@ def write_text(path: str, content: str) -> None:
                     INVALID_PARAMS,
                     f"{path} is a symlink; the governor does not write through symlinks",
                 )
+            if before > 0:
+                previous = _previous(leaf, dir_fd, st, before)
         except FileNotFoundError:
             mode = 0o644
         tmp = f".{leaf}.governor-{secrets.token_hex(4)}.tmp"
@@ -200,6 +215,7 @@ def write_text(path: str, content: str) -> None:
             with contextlib.suppress(OSError):
                 os.unlink(tmp, dir_fd=dir_fd)
             raise
+        return previous
     except FileAccessError:
         raise
     except OSError as e:
@@ -210,6 +226,26 @@ def write_text(path: str, content: str) -> None:
         raise FileAccessError(_code(e), f"cannot write {path}: {e.strerror}") from None
     finally:
         os.close(dir_fd)
+
+
+def _previous(leaf: str, dir_fd: int, st: os.stat_result, most: int) -> str:
+    """A regular file's text of at most ``most`` bytes, else `NOT_KEPT`."""
+    if not stat.S_ISREG(st.st_mode) or st.st_size > most:
+        return NOT_KEPT
+    try:
+        fd = os.open(leaf, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, dir_fd=dir_fd)
+    except OSError:
+        return NOT_KEPT
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            return NOT_KEPT
+        data = f.read(most + 1)
+    if len(data) > most:
+        return NOT_KEPT
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return NOT_KEPT
 
 
 def _code(e: OSError) -> int:

@@ -18,16 +18,21 @@ Rules of this file:
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Final, cast
+from typing import TYPE_CHECKING, Any, Final, cast
 
 import trio
 
+from governor import effects
 from governor.acp.dispatch import Route, RpcError
 from governor.acp.jsonrpc import INVALID_PARAMS
 from governor.acp.models import schema
+from governor.audit.log import AuditUnavailable
 from governor.fsaccess import (
+    NOT_KEPT,
     FileAccessError,
     open_text,
     read_opened,
@@ -36,6 +41,7 @@ from governor.fsaccess import (
     write_text,
 )
 from governor.ruling import REFUSED, Ruling, then
+from governor.secrets import Masker
 from governor.workspace import content_digest, seen
 from policies.actions import ReadFile, WriteFile
 from policies.decide import decide
@@ -132,10 +138,15 @@ class FileRequests:
     ) -> schema.WriteTextFileResponse:
         if not ruling.allowed:
             raise RpcError(REFUSED, f"Refused by the governor: {ruling.reason}")
+        masker = self.gate.audit.masker
         try:
-            await trio.to_thread.run_sync(write_text, path, req.content)
+            diff = await trio.to_thread.run_sync(
+                functools.partial(_write_and_diff, path, req.content, ruling.seq, masker)
+            )
         except FileAccessError as e:
             raise RpcError(e.code, str(e)) from None
+        with contextlib.suppress(AuditUnavailable):  # a log that is full or broken refused all since
+            self.gate.audit.append("diff", diff, thin=False)
         try:
             st = os.stat(path)
             self.gate.carried.written[path] = seen(st)._replace(
@@ -144,6 +155,18 @@ class FileRequests:
         except OSError:
             pass
         return schema.WriteTextFileResponse()
+
+
+def _write_and_diff(path: str, content: str, decision: int | None, masker: Masker) -> dict[str, Any]:
+    """The write, then its ``diff`` record's fields (masked and bounded:
+    `governor.effects`), in the worker thread: masking and diffing a large file
+    must not hold up the attempt's other requests."""
+    before = write_text(path, content, before=effects.DIFF_INPUT_BYTES)
+    if before == NOT_KEPT:
+        return {"subject": {"path": path}, "decision": decision,
+                "diff": "(not diffed: the file before was not text, or too large)"}  # fmt: skip
+    fields = effects.diff_fields(path, decision, before, content, masker)
+    return {k: v for k, v in fields.items() if v is not None}
 
 
 async def _read_in_worker(

@@ -17,13 +17,16 @@ Rules of this file:
 from __future__ import annotations
 
 import contextlib
+import functools
 import shlex
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, cast
 
+from governor import effects
 from governor.acp.dispatch import Route, RpcError
 from governor.acp.jsonrpc import INVALID_PARAMS, RESOURCE_NOT_FOUND
 from governor.acp.models import schema
+from governor.audit.log import AuditUnavailable
 from governor.confine import GovernedTerminals
 from governor.ruling import REFUSED, Ruling, then
 from policies import by as who
@@ -31,6 +34,7 @@ from policies.actions import RunCommand
 from policies.decide import Decision, decide
 from policies.rules import Verdict
 from sandbox import BwrapUnavailable, ProfileError
+from sandbox.run.execution import Execution
 
 if TYPE_CHECKING:
     from governor.gate import Gate
@@ -99,8 +103,9 @@ class TerminalRelay:
         env = {e.name: e.value for e in (req.env or [])}
         try:
             terminal_id: str = await self.terminals.create(
-                req.command, args, env=env, cwd=cwd, output_byte_limit=req.output_byte_limit
-            )
+                req.command, args, env=env, cwd=cwd, output_byte_limit=req.output_byte_limit,
+                on_exit=functools.partial(self._exited, subject, ruling.seq),
+            )  # fmt: skip
         except ProfileError as e:
             raise RpcError(INVALID_PARAMS, f"Invalid params: {e}") from None
         except (BwrapUnavailable, OSError) as e:
@@ -154,6 +159,28 @@ class TerminalRelay:
         self._check(req.session_id, req.terminal_id)
         await self.terminals.release(req.terminal_id)
         return schema.ReleaseTerminalResponse()
+
+    def _exited(self, subject: dict[str, Any], decision: int | None, execution: Execution) -> None:
+        """The command ended: its ``exit`` record (how, and its output's newest
+        lines, masked and bounded: `governor.effects`), for the auditor's page.
+        Written after the fact, off the decision path; a log that cannot take
+        it (full, broken) has refused everything since already."""
+        status = execution.status
+        output, _ = execution.ring.text(final=True)
+        audit = self.gate.audit
+        with contextlib.suppress(AuditUnavailable):
+            audit.append(
+                "exit",
+                effects.exit_fields(
+                    {k: subject[k] for k in ("command", "cwd") if k in subject},
+                    decision,
+                    None if status is None else status.exit_code,
+                    None if status is None else status.signal,
+                    output,
+                    audit.masker,
+                ),
+                thin=False,
+            )
 
     def _check(self, session_id: str, terminal_id: str) -> None:
         """Refuse a request for another session, or for a terminal it does not hold."""

@@ -13,7 +13,7 @@ long attempts is summed up in the memory of one of its pages.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -23,6 +23,7 @@ from governor.audit.page_source import AttemptPage
 from governor.audit.report import _e as escaped
 from governor.audit.report import badges, document
 from governor.audit.tally import Tally
+from governor.effects import DIFF_CHARS, DIFF_LINES
 
 REFUSED_BEFORE_START: Final = "refused before start"
 """How a job's reason begins when the governor refused its attempt before it began
@@ -161,6 +162,55 @@ def diff_stat(patch: Path, workspace: str | None, wanted: Collection[str]) -> di
     except OSError:
         return {}
     return {p: (a, d) for p, (a, d) in out.items()}
+
+
+LINE_BYTES: Final = 64 * 1024
+"""What of one line of a patch is read for a page (a minified file's line may
+be megabytes); the text is masked after, then cut to what the page shows."""
+
+
+def patch_texts(
+    patch: Path, workspace: str | None, wanted: Collection[str], mask: Callable[[str], str]
+) -> dict[str, str]:
+    """Each file of ``wanted``'s part of a job's ``changes.patch`` (its hunks),
+    for its change on the job's page: read one line at a time, cut at
+    `governor.effects.DIFF_LINES` lines (saying how many more), then masked
+    (``mask``: the patch is the workspace's, written unmasked); {} without a
+    workspace or a patch."""
+    if workspace is None or not wanted:
+        return {}
+    prefix = workspace.rstrip("/") + "/"
+    kept: dict[str, list[str]] = {}
+    more: dict[str, int] = {}
+    lines: list[str] | None = None
+    path = ""
+    old: str | None = None
+    try:
+        with patch.open("rb") as f:
+            for raw in f:
+                if raw.startswith(b"diff --git "):
+                    lines, old = None, None
+                elif lines is None and raw.startswith(b"--- "):
+                    old = _patch_path(raw[4:])
+                elif lines is None and raw.startswith(b"+++ "):
+                    new = _patch_path(raw[4:]) or old
+                    path = prefix + new if new else ""
+                    lines = kept.setdefault(path, []) if path in wanted else None
+                    if lines is not None:
+                        lines.append(f"--- {'/dev/null' if old is None else 'a/' + old}")
+                        lines.append(f"+++ {'/dev/null' if _patch_path(raw[4:]) is None else 'b/' + (new or '')}")
+                elif lines is not None:
+                    if len(lines) < DIFF_LINES:
+                        lines.append(raw[:LINE_BYTES].decode("utf-8", errors="replace").rstrip("\n"))
+                    else:
+                        more[path] = more.get(path, 0) + 1
+    except OSError:
+        return {}
+    out = {}
+    for p, text in kept.items():
+        said = f"\n... ({more[p]:,} more line(s) of the patch not shown)" if p in more else ""
+        out[p] = mask("\n".join(text))[:DIFF_CHARS] + said
+    return out
 
 
 def _patch_path(raw: bytes) -> str | None:

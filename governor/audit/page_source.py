@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from governor.audit.reading import FRAMING, LogMalformed, LogUnreadable, checked_walk
+from governor.audit.replay import shown
 from governor.audit.tally import Tallier, Tally
 from governor.audit.verify import UNFINISHED, Verification
 
@@ -36,9 +37,17 @@ PAGE_ROWS: Final = 2000
 page of hundreds of megabytes that no browser opens. The page says what it
 left out and which command lists it all."""
 
-UNASKED_KINDS: Final = ("unasked", "changed")
-"""The records of changes made without asking: ``unasked`` (nothing explains
-them) and ``changed`` (only an allowed permission does: ``explained_by``)."""
+UNASKED_KINDS: Final = ("unasked",)
+"""The records of changes made without asking that nothing explains: the
+page's "changes without asking"."""
+CHANGE_KINDS: Final = ("changed", "diff")
+"""The records of changes something explains: ``changed`` (the agent made it
+under a permission it was allowed: ``explained_by``) and ``diff`` (what a
+governed write changed in a file): the page's changes table."""
+RESULT_KINDS: Final = ("exit", "diff")
+"""Records of what an allowed action did (a command's exit and its output's
+tail, a governed write's diff): results, not decisions, so not in the
+timeline's count of decisions."""
 
 
 @dataclass(slots=True)
@@ -60,7 +69,18 @@ class AttemptPage:
     refused_total: int = 0
     unasked: list[dict[str, Any]] = field(default_factory=list)
     unasked_total: int = 0
+    changes: list[dict[str, Any]] = field(default_factory=list)
+    changes_total: int = 0
+    commands: list[dict[str, Any]] = field(default_factory=list)
+    """The ``exit`` records: each command's exit and the newest lines of its output."""
+    commands_total: int = 0
+    refusal_groups: dict[tuple[str, ...], list[Any]] = field(default_factory=dict)
+    """Identical refusals as one: (kind, what, by, rule, reason) -> [first record,
+    how many]; the first `rows` groups are kept, later refusals of a kept group
+    counted in it, of a new group counted only in ``refused_total``."""
     tallier: Tallier = field(default_factory=Tallier)
+    _thinned: dict[tuple[str, str, str], tuple[str, ...]] = field(default_factory=dict)
+    """Thinning's key (kind, origin, rule) -> the group of its last refusal written."""
 
     def add(self, record: dict[str, Any]) -> None:
         """Fold one of the attempt's records in."""
@@ -77,18 +97,53 @@ class AttemptPage:
                 self.end = record
             return
         self.end = None  # a record after an end: the end was not the last word
+        if kind in CHANGE_KINDS:
+            self.changes_total += 1
+            if len(self.changes) < self.rows:
+                self.changes.append(record)
+        if kind == "exit":
+            self.commands_total += 1
+            if len(self.commands) < self.rows:
+                self.commands.append(record)
+        if kind in RESULT_KINDS:
+            return
         self.tallier.take(record)
         self.decisions += 1
         if len(self.timeline) < self.rows:
             self.timeline.append(record)
-        if record.get("verdict") == "deny":
-            self.refused_total += 1
-            if len(self.refusals) < self.rows:
-                self.refusals.append(record)
+        if record.get("verdict") == "deny" or kind == "repeated":
+            self._refused(record)
         if kind in UNASKED_KINDS:
             self.unasked_total += 1
             if len(self.unasked) < self.rows:
                 self.unasked.append(record)
+
+    def _refused(self, record: dict[str, Any]) -> None:
+        """One refusal folded into its group of identical ones; a ``repeated``
+        record (refusals the log counted instead of writing them one by one,
+        `governor.audit.thinning`) into the group of the last refusal written
+        under its key, which they were like."""
+        repeated = record.get("kind") == "repeated"
+        count = record.get("count") if repeated else 1
+        count = count if type(count) is int and count > 0 else 1
+        self.refused_total += count
+        if len(self.refusals) < self.rows:
+            self.refusals.append(record)
+        if repeated:
+            thinned = (str(record.get("of")), str(record.get("origin")), str(record.get("rule")))
+            key = self._thinned.get(thinned) or _refusal_key(record)
+        else:
+            key = _refusal_key(record)
+            subject = record.get("subject")
+            origin = subject.get("origin", "agent") if isinstance(subject, dict) else "agent"
+            self._thinned[(str(record.get("kind")), str(origin)[:32], str(record.get("rule"))[:128])] = key
+            if len(self._thinned) > self.rows:
+                self._thinned.pop(next(iter(self._thinned)))
+        group = self.refusal_groups.get(key)
+        if group is not None:
+            group[1] += count
+        elif len(self.refusal_groups) < self.rows:
+            self.refusal_groups[key] = [record, count]
 
     @property
     def tally(self) -> Tally:
@@ -119,6 +174,16 @@ class AttemptPage:
         if self.started is None or self.last_time is None:
             return None
         return round(self.last_time - self.started, 3)
+
+
+def _refusal_key(record: dict[str, Any]) -> tuple[str, ...]:
+    """What makes two refusals the same row: what was refused, by whom, why."""
+    fields = [str(record.get(k))[:SHOWN_KEY] for k in ("kind", "by", "rule", "reason")]
+    return (*fields, shown(record)[:SHOWN_KEY])
+
+
+SHOWN_KEY: Final = 1000
+"""What of a refusal's fields its group's key holds (the page shows no more)."""
 
 
 class Chooser:

@@ -14,7 +14,9 @@ Rules of this file:
   and nothing else, so a value that ever slipped past the escaping could
   neither run nor fetch.
 - **Nothing added unmasked.** The values are the log's, masked when they were
-  written; what the page adds besides them (the log's name) the caller masks.
+  written (a command's output tail and a write's diff too: `governor.effects`);
+  what the page adds besides them (the log's name, a batch job's patch lines)
+  the caller masks.
 - **Read once, bounded.** The attempt comes folded from its log in one
   streaming pass (`governor.audit.page_source`: verified as it is read, the
   first `PAGE_ROWS` rows of each table kept, the rest counted); the tally is
@@ -77,26 +79,35 @@ def render(
     log_name: str,
     authenticity: Authenticity | None = None,
     stats: DiffStat | None = None,
+    diffs: Mapping[str, str] | None = None,
 ) -> str:
     """The page for one attempt: its header with a status badge, the prompt and
-    the agent's summary, the verification of its log's chain, its tally chart,
-    refusals, changes without asking and timeline (with filters).
+    the agent's summary, its usage and notices, the verification of its log's
+    chain, its tally chart, refusals (identical ones grouped), changes without
+    asking (only what nothing explains), the explained changes (with the
+    governed writes' diffs), the commands (exit and output tail) and the
+    timeline (with filters).
 
     ``check`` is the verification of the whole log the attempt was read from,
     ``authenticity`` what it was checked against besides itself (a head, a
     signature; None: nothing, which the page says); ``log_name`` is shown as
     given (the caller masks it); ``stats``, when the workspace's diff is known,
-    fills the change column with each file's lines added and removed.
+    fills the change column with each file's lines added and removed, and
+    ``diffs`` (a batch job's patch, by absolute path, masked) shows each
+    change's own lines.
     """
     body = "\n".join(
         [
             f'<h1>Attempt <code>{_e(page.attempt)}</code> {badges(page.status, _verdict(page.end))}</h1>',
             _header(page, log_name),
             _words(page),
+            _usage(page.end),
             _verification(page, check, log_name, authenticity or Authenticity()),
             _tally(page.tally, (page.end or {}).get("tally")),
             _refusals(page),
-            _unasked(page, stats or {}),
+            _unasked(page, stats or {}, diffs or {}),
+            _changes(page, stats or {}, diffs or {}),
+            _commands(page),
             _timeline(page),
         ]
     )
@@ -254,11 +265,12 @@ def _anchoring(check: Verification, auth: Authenticity) -> str:
     not let "intact" pass for "authentic"."""
     if check.problem is not None:
         return ""
-    if not auth.checked:
+    if not auth.checked:  # the usual: nothing was given to check it against
         return (
-            '<p class="bad" id="anchor-result">not anchored: checked against neither a head '
-            "nor a signature, so intact means only that the file agrees with itself (whoever "
-            "can write it could have rewritten all of it): give --head or --public-key</p>"
+            '<p class="none" id="anchor-result">not checked against an anchor: intact '
+            "means the file agrees with itself. To show nobody rewrote it, check it against "
+            "the head the run reported (<code>--head</code>) or a key "
+            "(<code>--public-key</code>)</p>"
         )
     against = {"head": "the head given", "signature": "the public key given"}
     what = " and ".join(against[c] for c in auth.checked)
@@ -316,24 +328,173 @@ def _cut_note(section: str, kept: int, total: int, what: str, command: str) -> s
 
 
 def _refusals(page: AttemptPage) -> str:
+    """Every refusal, identical ones (what, by whom, rule, reason) as one row
+    with their count: an agent that tried one thing 57 times is one row saying 57."""
     if not page.refused_total:
         return '<section id="refusals"><h2>Refused</h2><p>nothing was refused</p></section>'
-    total, refused = page.refused_total, page.refusals
-    cut = _cut_note("refusals", len(refused), total, "refusals", "governor audit --refused LOG")
+    total, groups = page.refused_total, list(page.refusal_groups.values())
+    grouped = sum(n for _, n in groups)
+    cut = _cut_note("refusals", grouped, total, "refusals", "governor audit --refused LOG")
     lines = "".join(
-        f'<tr class="refusal">{_seq_link(r.get("seq"))}<td>{_e(r.get("kind"))}</td>'
+        f'<tr class="refusal">{_seq_link(r.get("seq"))}'
+        f'<td class="count">{"" if n == 1 else f"{n}×"}</td><td>{_e(r.get("of") or r.get("kind"))}</td>'
         f"<td>{_subject(r.get('subject'), r)}</td><td>{_e(r.get('by'))}</td>"
         f'<td class="rule">{_e(r.get("rule"))}</td><td class="reason">{_e(r.get("reason"))}</td></tr>'
-        for r in refused
+        for r, n in groups
     )
     return (
         f'<section id="refusals"><h2>Refused ({total})</h2>{cut}<div class="scroll"><table>'
-        "<thead><tr><th>#</th><th>kind</th><th>what</th><th>by</th><th>rule</th>"
+        "<thead><tr><th>#</th><th>times</th><th>kind</th><th>what</th><th>by</th><th>rule</th>"
         f"<th>reason</th></tr></thead><tbody>{lines}</tbody></table></div></section>"
     )
 
 
-def _unasked(page: AttemptPage, stats: DiffStat) -> str:
+def _times(n: int) -> str:
+    return "" if n == 1 else f"{n:,}\u00d7"
+
+
+def _usage(end: Mapping[str, Any] | None) -> str:
+    """Tokens, cost and tool calls as the attempt-end record keeps them (the
+    run's summary's ``usage`` line), then the outcome's notices."""
+    if end is None:
+        return '<section id="usage"><h2>Usage</h2><p class="none">the attempt did not finish: no usage recorded</p></section>'
+    usage = end.get("usage")
+    if not isinstance(usage, Mapping):
+        said = '<p class="none" id="usage-line">the log does not record usage (a plain program, or a governor before it did)</p>'
+    else:
+        parts = []
+        if usage.get("reported") is False:
+            parts.append("the agent reported no tokens or cost")
+        tokens = usage.get("tokens")
+        if isinstance(tokens, int):
+            parts.append(f"{tokens:,} tokens")
+        for name, words in (("inputTokens", "in"), ("outputTokens", "out")):
+            n = usage.get(name)
+            if isinstance(n, int):
+                parts.append(f"{n:,} {words}")
+        cost = usage.get("cost")
+        if isinstance(cost, Mapping):
+            parts.append(f"cost {cost.get('amount')} {cost.get('currency')}")
+        calls = usage.get("tool_calls")
+        if isinstance(calls, int):
+            parts.append(f"{calls:,} tool call(s)")
+        said = f'<p id="usage-line">{_e(", ".join(parts) or "nothing reported")}</p>'
+    notices = end.get("notices")
+    listed = [n for n in notices if isinstance(n, str)] if isinstance(notices, list) else []
+    notes = (
+        '<h2>Notices</h2><ul id="notices">' + "".join(f"<li>{_e(n)}</li>" for n in listed) + "</ul>"
+        if listed
+        else ""
+    )
+    return f'<section id="usage"><h2>Usage</h2>{said}{notes}</section>'
+
+
+def _changes(page: AttemptPage, stats: DiffStat, diffs: Mapping[str, str]) -> str:
+    """The changes something explains: what a governed write changed (its diff)
+    and what the agent changed itself under a permission it was allowed. One
+    block each, not a table's row, so that a diff reads in full at a phone's width."""
+    total, found = page.changes_total, page.changes
+    if not found:
+        return ""
+    cut = _cut_note(
+        "changes", len(found), total, "changes", f"governor audit --attempt {page.attempt} LOG"
+    )
+    items = []
+    for r in found:
+        subject = r.get("subject")
+        if r.get("kind") == "diff":
+            at = r.get("decision")
+            how = "written"
+            why = "explained by a governed write" + (
+                f', allowed at <a href="#r{at}">#{at}</a>' if type(at) is int else ""
+            )
+            body = _diff(r.get("diff"))
+        else:
+            how = change(subject, None, stats)
+            why = _explained(r)
+            body = _patched(subject, diffs, folded=False)
+        seq = r.get("seq")  # a diff record is no decision: no timeline row to link to
+        head = _e(f"#{seq}") if r.get("kind") == "diff" else _seq_anchor(seq)
+        items.append(
+            f'<div class="item {_css(str(r.get("kind"))[:40])}">'
+            f'<p class="item-head">{head} <code class="what">{_e(shown(r))}</code> '
+            f'<span class="change">{_e(how)}</span></p>'
+            f'<div class="explained">{why}</div>{body}</div>'
+        )
+    return f'<section id="changes"><h2>Changes ({total})</h2>{cut}{"".join(items)}</section>'
+
+
+def _seq_anchor(seq: Any) -> str:
+    return f'<a href="#r{seq}">#{seq}</a>' if type(seq) is int else _e(seq)
+
+
+def _diff(diff: Any) -> str:
+    """A unified diff as text, each line in a span classed by its first character
+    (added, removed, context): escaped like every value, bounded when written."""
+    if not isinstance(diff, str):
+        return '<span class="none">no diff recorded</span>'
+    lines = []
+    for line in diff[:DIFF_CHARS].splitlines():
+        css = {"+": "add", "-": "del", "@": "hunk"}.get(line[:1], "ctx")
+        if line.startswith(("+++", "---")):
+            css = "file"
+        lines.append(f'<span class="{css}">{_e(line)}</span>')
+    return '<pre class="diff">' + "".join(lines) + "</pre>"
+
+
+DIFF_CHARS: Final = 20_000
+"""What the page shows of one diff (the record holds a bounded one already)."""
+
+
+def _commands(page: AttemptPage) -> str:
+    """Each command the agent ran through the governor: how it ended and the
+    newest lines of its output (masked and bounded when recorded), one block
+    each (see `_changes`)."""
+    total, found = page.commands_total, page.commands
+    if not found:
+        return ""
+    cut = _cut_note(
+        "commands", len(found), total, "commands", f"governor audit --attempt {page.attempt} LOG"
+    )
+    items = []
+    for r in found:
+        code, signal = r.get("exit_code"), r.get("signal")
+        if signal is not None:
+            ended = f"killed by {signal}"
+        elif code is None:
+            ended = "no exit status"
+        else:
+            ended = f"exit {code}"
+        css = "good" if code == 0 and signal is None else "bad"
+        tail = r.get("tail")
+        out = (
+            f'<pre class="tail">{_e(tail, DIFF_CHARS)}</pre>'
+            if isinstance(tail, str) and tail
+            else '<p class="none">no output</p>'
+        )
+        items.append(
+            f'<div class="item command"><p class="item-head">{_seq_anchor(r.get("decision"))} '
+            f'<code class="what">{_e(shown(r))}</code> <span class="exit {css}">{_e(ended)}</span></p>'
+            f"{out}</div>"
+        )
+    return f'<section id="commands"><h2>Commands ({total})</h2>{cut}{"".join(items)}</section>'
+
+
+def _patched(subject: Any, diffs: Mapping[str, str], *, folded: bool) -> str:
+    """The lines a batch job's patch changed in a change's files (``folded``:
+    under a ``diff`` toggle, for a table's cell)."""
+    if not isinstance(subject, Mapping) or not diffs:
+        return ""
+    listed = subject.get("paths")
+    paths = [subject.get("path"), *(listed if isinstance(listed, list) else [])]
+    found = [diffs[p] for p in paths[:CHANGE_PATHS] if isinstance(p, str) and p in diffs]
+    shown = "".join(_diff(d) for d in found)
+    if not shown or not folded:
+        return shown
+    return f"<details><summary>diff</summary>{shown}</details>"
+
+
+def _unasked(page: AttemptPage, stats: DiffStat, diffs: Mapping[str, str]) -> str:
     total, found = page.unasked_total, page.unasked
     cut = _cut_note(
         "unasked", len(found), total, "changes", f"governor audit --attempt {page.attempt} LOG"
@@ -347,7 +508,8 @@ def _unasked(page: AttemptPage, stats: DiffStat) -> str:
     lines = "".join(
         f'<tr class="{_e(r.get("kind"))}">{_seq_link(r.get("seq"))}<td>{_e(r.get("kind"))}</td>'
         f"<td>{_subject(r.get('subject'), r)}</td>"
-        f'<td class="change">{_e(change(r.get("subject"), changed, stats))}</td>'
+        f'<td class="change">{_e(change(r.get("subject"), changed, stats))}'
+        f"{_patched(r.get('subject'), diffs, folded=True)}</td>"
         f"<td>{_e(r.get('by'))}</td>"
         f'<td class="explained">{_explained(r)}</td></tr>'
         for r in found
@@ -594,7 +756,14 @@ label { margin-right: 0.8em; display: inline-block; }
 .t-count { font-size: 12px; font-family: ui-monospace, monospace; min-width: 2ch; }
 .t-bar { display: block; width: 100%; height: 18px; background: #f3f3f3; }
 .bar { fill: #607d8b; } .bar.allowed { fill: #2e7d32; } .bar.refused { fill: #c62828; }
-.bar.unasked { fill: #ef6c00; } .bar.waited { fill: #1565c0; } .bar.reported { fill: #f9a825; }
+.bar.unasked { fill: #ef6c00; }
+.item { border-left: 4px solid #bbb; padding: 2px 8px; margin: 8px 0; }
+.item.unasked { border-color: #ef6c00; } .item-head { margin: 2px 0; } .item .explained { color: #555; }
+pre.diff, pre.tail { background: #f6f6f6; padding: 4px 6px; max-height: 24em; overflow-y: auto;
+                     overflow-wrap: anywhere; font-size: 12px; }
+pre.diff span { display: block; }
+pre.diff .add { color: #1b5e20; background: #e8f5e9; } pre.diff .del { color: #b71c1c; background: #ffebee; }
+pre.diff .hunk, pre.diff .file { color: #777; } .exit { white-space: nowrap; } td.count { white-space: nowrap; } .bar.waited { fill: #1565c0; } .bar.reported { fill: #f9a825; }
 @media (max-width: 600px) {
   body { margin: 0.6em; }
   dl { grid-template-columns: minmax(0, 1fr); } dt { margin-top: 4px; }

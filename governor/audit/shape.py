@@ -23,11 +23,12 @@ from typing import Any, Final
 _TEXT: Final = (
     "attempt", "kind", "verdict", "by", "rule", "reason", "status", "of", "option",
     "preset", "agent", "workspace", "hash", "trace_id", "prompt", "summary",
+    "diff", "tail",
 )  # fmt: skip
 """Fields that are strings when present."""
-_MAPPINGS: Final = ("subject", "explained_by", "tally")
-_LISTS: Final = ("argv", "roots", "protected", "agent_hosts")
-_COUNTS: Final = ("seq", "requests")
+_MAPPINGS: Final = ("subject", "explained_by", "tally", "usage")
+_LISTS: Final = ("argv", "roots", "protected", "agent_hosts", "notices")
+_COUNTS: Final = ("seq", "requests", "count", "decision")
 _NUMBERS: Final = ("time", "duration_s")
 
 JOB_ID: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
@@ -87,6 +88,9 @@ def malformed(record: Mapping[str, Any]) -> str | None:
             return f"its {key!r} is {_what(value)}, not a number of seconds"
         if not 0 <= value < TIME_LIMIT:
             return f"its {key!r} is {value:.3g} seconds: no clock wrote that"
+    code = record.get("exit_code")
+    if code is not None and (type(code) is not int or not -(2**31) <= code < 2**32):
+        return f"its 'exit_code' is {_what(code)}, not an exit code"
     if record.get("kind") == "wire":  # a line rejected at the wire: the views print these
         subject = record.get("subject") or {}
         length, method = subject.get("length"), subject.get("method")

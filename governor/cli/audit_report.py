@@ -75,8 +75,10 @@ def run_html_report(
     auth = authenticate(check, anchors=[Anchor(h) for h in heads] if heads else None, key=key)
     for problem in auth.problems:
         print(f"warning: {log}: {problem}", file=sys.stderr)
-    stats = _job_stats(log, page)
-    html = render(page, check, log_name=masked(str(log)), authenticity=auth, stats=stats)
+    stats, diffs = _job_stats(log, page, masked)
+    html = render(
+        page, check, log_name=masked(str(log)), authenticity=auth, stats=stats, diffs=diffs
+    )
     if output == "-":
         sys.stdout.write(html)
         return 0
@@ -91,7 +93,13 @@ def run_batch_report(root: Path, output: str, *, key: PublicKey | None = None) -
     ``STEM.JOB.html``; each job's log is checked against the head on its outcome
     line. A job id that is not one (`governor.audit.shape.JOB_ID`: it would name
     a folder outside the output) is refused naming its line, before any page."""
-    from governor.audit.batch_page import diff_stat, entry, page_name, render_batch
+    from governor.audit.batch_page import (
+        diff_stat,
+        entry,
+        page_name,
+        patch_texts,
+        render_batch,
+    )
     from governor.audit.report import render
     from governor.batch.output import PATCH, read_outcomes
 
@@ -125,9 +133,13 @@ def run_batch_report(root: Path, output: str, *, key: PublicKey | None = None) -
             entries.append(entry(job, line, None, None, None))
             continue
         auth = authenticate(check, anchors=anchors, key=key)
-        stats = diff_stat(root / job / PATCH, _workspace(page), _unasked_paths(page))
+        changed = _unasked_paths(page)
+        stats = diff_stat(root / job / PATCH, _workspace(page), changed)
+        diffs = patch_texts(root / job / PATCH, _workspace(page), changed, masked)
         name = page_name(out.stem, job)
-        html = render(page, check, log_name=masked(str(log)), authenticity=auth, stats=stats)
+        html = render(
+            page, check, log_name=masked(str(log)), authenticity=auth, stats=stats, diffs=diffs
+        )
         _write(out.parent / name, html)
         intact = check.problem is None and not auth.problems
         entries.append(entry(job, line, page, intact, name, anchored=bool(auth.checked)))
@@ -137,15 +149,21 @@ def run_batch_report(root: Path, output: str, *, key: PublicKey | None = None) -
     return 0
 
 
-def _job_stats(log: Path, page: AttemptPage) -> dict[str, tuple[int, int]]:
-    """A batch job's diff stat when the log is one (``OUT/JOB/audit.jsonl``, its
-    patch beside it), else none."""
-    from governor.audit.batch_page import diff_stat
+def _job_stats(
+    log: Path, page: AttemptPage, mask: Callable[[str], str]
+) -> tuple[dict[str, tuple[int, int]], dict[str, str]]:
+    """A batch job's diff stat and each changed file's part of its patch when
+    the log is one (``OUT/JOB/audit.jsonl``, its patch beside it), else none."""
+    from governor.audit.batch_page import diff_stat, patch_texts
     from governor.batch.output import PATCH
 
     if log.name != BATCH_LOG or not is_batch_output(log.parent.parent):
-        return {}
-    return diff_stat(log.parent / PATCH, _workspace(page), _unasked_paths(page))
+        return {}, {}
+    changed, workspace = _unasked_paths(page), _workspace(page)
+    return (
+        diff_stat(log.parent / PATCH, workspace, changed),
+        patch_texts(log.parent / PATCH, workspace, changed, mask),
+    )
 
 
 def _workspace(page: AttemptPage) -> str | None:
@@ -154,9 +172,10 @@ def _workspace(page: AttemptPage) -> str | None:
 
 
 def _unasked_paths(page: AttemptPage) -> set[str]:
-    """The paths the change column of a page describes."""
+    """The paths the change column of a page describes (its changes without
+    asking and its explained ones)."""
     found: set[str] = set()
-    for r in page.unasked:
+    for r in [*page.unasked, *page.changes]:
         subject = r.get("subject") or {}
         for p in [subject.get("path"), *(subject.get("paths") or [])]:
             if isinstance(p, str):

@@ -358,6 +358,18 @@ def describe(record: dict[str, Any], t0: float | None) -> str:
             f"{head} check {shown(record)}: {record.get('verdict')} "
             f"({record.get('error') or how}, {record.get('duration_s')} s)"
         )
+    if kind == "exit":  # what came of an allowed command (`governor.effects`)
+        signal, code = record.get("signal"), record.get("exit_code")
+        how = f"killed by {signal}" if signal else f"exit {code}"
+        tail = str(record.get("tail") or "").rsplit("\n", 1)[-1][-200:]
+        return f"{head} exit of #{record.get('decision')} {shown(record)}: {how}" + (
+            f": {tail}" if tail else ""
+        )
+    if kind == "diff":  # what an allowed write changed (`governor.effects`)
+        diff = str(record.get("diff") or "").splitlines()
+        added = sum(1 for d in diff if d.startswith("+") and not d.startswith("+++"))
+        removed = sum(1 for d in diff if d.startswith("-") and not d.startswith("---"))
+        return f"{head} diff of #{record.get('decision')} {shown(record)}: +{added} \u2212{removed}"
     if kind in _MCP_KINDS and kind != "mcp":
         return f"{head} {kind}: {mcp_listing(_MCP_KINDS[kind], record.get('subject') or {})}"
     if kind == "attempt-end":

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from types import TracebackType
@@ -103,8 +103,12 @@ class Terminals:
         env: Mapping[str, str] | None = None,
         cwd: str | os.PathLike[str] | None = None,
         output_byte_limit: int | None = None,
+        on_exit: Callable[[Execution], None] | None = None,
     ) -> str:
-        """Start the command and return its terminal id once it is running.
+        """Start the command and return its terminal id once it is running;
+        ``on_exit`` is told of the command's end (its status and output), once,
+        whether or not the terminal was released before (the caller's record of
+        what came of it: this module knows no log).
 
         Raises `sandbox.plan.profile.ProfileError` (bad cwd, bad env name) or
         `sandbox.host.bwrap.BwrapUnavailable` without starting anything.
@@ -118,7 +122,7 @@ class Terminals:
             cwd=Path(cwd) if cwd is not None else None, env=env
         )
         execution: Execution = await self._nursery.start(
-            self._run, Command.from_acp(command, args), profile, limit
+            self._run, Command.from_acp(command, args), profile, limit, on_exit
         )
         terminal_id = f"term_{secrets.token_hex(8)}"
         self._terminals[terminal_id] = execution
@@ -129,6 +133,7 @@ class Terminals:
         command: Command,
         profile: Profile,
         limit: int,
+        on_exit: Callable[[Execution], None] | None = None,
         task_status: trio.TaskStatus[Execution] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         began = False
@@ -146,6 +151,8 @@ class Terminals:
                     began = True
                     task_status.started(execution)
                     await execution.finish()
+                    if on_exit is not None:
+                        on_exit(execution)
                 return
             except SessionEnded:
                 # the sandbox was gone before the command started: once more in a new one

@@ -22,6 +22,7 @@ from browser import artifacts, browse, devtools, find_chromium
 
 from governor import cli
 from governor.attempt import run_attempt
+from governor.audit.page_source import RESULT_KINDS
 from governor.audit.verify import UNFINISHED
 
 GOVERNOR = Path(sys.executable).parent / "governor"
@@ -93,7 +94,8 @@ class Logs:
         return [
             r
             for r in self.records(log)
-            if r["attempt"] == attempt and r["kind"] not in ("attempt-start", "attempt-end")
+            if r["attempt"] == attempt
+            and r["kind"] not in ("attempt-start", "attempt-end", *RESULT_KINDS)
         ]
 
     def governor(self, *args: str) -> subprocess.CompletedProcess[str]:

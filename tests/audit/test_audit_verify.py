@@ -57,13 +57,14 @@ def forged_after(lines: Lines, index: int) -> str:
 
 
 # The log: two demo attempts of the same records each (start, permission, write,
-# read, permission, terminal, refused permission, unasked, end), one after the other.
+# its diff, read, permission, terminal, its exit, refused permission, unasked,
+# end), one after the other.
 CASES: list[tuple[str, Callable[[Lines], Lines], int, str]] = [
     (
         "a refusal edited to look allowed",
-        lambda ls: [*ls[:6], rewrite(ls[6], verdict="allow"), *ls[7:]],
-        7,
-        "line 7 was edited",
+        lambda ls: [*ls[:8], rewrite(ls[8], verdict="allow"), *ls[9:]],
+        9,
+        "line 9 was edited",
     ),
     (
         "a line re-formatted, no value changed",
@@ -73,9 +74,9 @@ CASES: list[tuple[str, Callable[[Lines], Lines], int, str]] = [
     ),
     (
         "a refusal edited and its line re-hashed",
-        lambda ls: [*ls[:6], rehashed(ls[6], verdict="allow"), *ls[7:]],
-        8,
-        "does not link to record 7 of attempt",
+        lambda ls: [*ls[:8], rehashed(ls[8], verdict="allow"), *ls[9:]],
+        10,
+        "does not link to record 9 of attempt",
     ),
     ("a line deleted", lambda ls: [*ls[:3], *ls[4:]], 4, "record 4 of attempt"),
     (

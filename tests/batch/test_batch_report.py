@@ -7,6 +7,7 @@ page in headless Chromium at 400 and 1,400 px, screenshots kept."""
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import subprocess
@@ -97,10 +98,16 @@ def test_a_job_page_s_change_column_holds_the_patch_s_lines_for_the_file(
     _report(batch, tmp_path / "b.html")
     patch = (batch / "hello-1" / "changes.patch").read_text()
     notes = patch[patch.index("b/NOTES.md") :].split("diff --git", 1)[0]
-    added = sum(1 for x in notes.splitlines() if x.startswith("+") and not x.startswith("+++"))
-    assert added > 0
+    lines = [x for x in notes.splitlines() if x.startswith("+") and not x.startswith("+++")]
+    assert lines
     page = (tmp_path / "b.hello-1.html").read_text()
-    assert f'<td class="change">edit: NOTES.md changed (+{added} \u22120)</td>' in page
+    cell = re.search(r'<td class="change">(.*?)</td>', page, re.S)
+    assert cell is not None
+    assert cell.group(1).startswith(f"edit: NOTES.md changed (+{len(lines)} \u22120)")
+    # and the file's own lines from the patch, each escaped, under "diff"
+    assert "<details><summary>diff</summary><pre class=\"diff\">" in cell.group(1)
+    for line in lines:
+        assert f'<span class="add">{html.escape(line, quote=True)}</span>' in cell.group(1)
 
 
 def test_a_job_name_that_leads_outside_the_folder_is_refused_naming_its_line(

@@ -185,7 +185,7 @@ def test_after_a_persons_once_then_always_the_tally_reads_as_its_words_say(tmp_p
         if r["kind"] in ("permission", "read", "write", "terminal"):
             by_request.setdefault(r["request"], set()).add(r["by"])
     waited = [n for n, bys in by_request.items() if "person" in bys]
-    refused = {r["request"] for r in outcome["tool_calls"] if r["verdict"] == "deny"}
+    refused = {r["request"] for r in outcome["tool_calls"] if r.get("verdict") == "deny"}
     assert len(by_request) == tally["asked"] and len(waited) == tally["waited"]
     assert len(refused) == tally["refused"] and tally["allowed"] == tally["asked"] - len(refused)
     assert any(bys == {"grant"} for bys in by_request.values())  # allowed, not a wait
