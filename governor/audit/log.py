@@ -61,7 +61,7 @@ import trio
 from governor.audit.signing import Signer
 from governor.audit.tally import ASKED_KINDS, Tallier
 from governor.audit.thinning import Key, Pending, Thinning, key_of
-from governor.secrets import Masker
+from governor.secrets import Masker, spellings
 from policies.limits import size_text
 from policies.paths import is_under
 
@@ -218,10 +218,14 @@ class AuditLog:
         self.durability = durability
         self.masker = masker or Masker()
         self.signer = signer
-        # The screen needs the masker's known values; any other masker is
-        # asked about every record (None).
+        # The screen needs the masker's known values, in every spelling it masks
+        # (base64, hex, URL-encoded: a record with a secret's base64 in it passed
+        # a screen of the raw values unmasked); any other masker is asked about
+        # every record (None).
         self._known: tuple[bytes, ...] | None = (
-            tuple(v.encode("utf-8", "surrogatepass") for v in self.masker.values)
+            tuple(
+                {s.encode("utf-8", "surrogatepass") for v in self.masker.values for s in spellings(v)}
+            )
             if type(self.masker) is Masker
             else None
         )

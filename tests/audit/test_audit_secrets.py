@@ -195,3 +195,29 @@ async def test_a_token_in_a_terminal_command_and_its_env_never_reach_the_log(
     assert "[secret]" in subject["command"] and "[secret]" in " ".join(subject["argv"])
     assert leaks(log.read_text()) == []
     assert leaks(json.dumps(outcome.to_json())) == []
+
+
+def test_a_secret_spelt_in_base64_hex_or_url_encoding_never_reaches_a_record() -> None:
+    """The log screens each record before masking it string by string: the
+    screen must know every spelling the masker masks, or a record holding only
+    a secret's base64 passes it unmasked."""
+    import base64
+    import urllib.parse
+
+    from governor.audit.log import AuditLog
+    from governor.secrets import Masker
+
+    secret = "sk-live-4f9a7Q2xLmN8pR3t"
+    log = AuditLog(None, "a", masker=Masker([secret]))
+    spelt = {
+        "base64": base64.b64encode(secret.encode()).decode(),
+        "hex": secret.encode().hex(),
+        "url": urllib.parse.quote("/" + secret + "/x", safe=""),
+    }
+    for how, text in spelt.items():
+        record = log.record("read", subject={"path": f"/ws/{text}"})
+        written = json.dumps(record)
+        assert text not in written and "[secret]" in written, how
+    # the neighbour: an ordinary path is written as it is
+    plain = log.record("read", subject={"path": "/ws/readme.md"})
+    assert plain["subject"]["path"] == "/ws/readme.md"
