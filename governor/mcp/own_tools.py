@@ -136,8 +136,13 @@ class BadArguments(Exception):
 class GovernorTools:
     """The governor's tools, answered by one gate (see the module docstring)."""
 
-    def __init__(self, gate: Gate) -> None:
+    def __init__(
+        self, gate: Gate, admit: Callable[[trio.SocketStream], Awaitable[bool]] | None = None
+    ) -> None:
         self.gate = gate
+        self.admit = admit
+        """Whether a connection may have a session: it said the attempt's token
+        (`governor.mcp.relay.McpRelay.admitted`); None: every one may."""
         self.server: Server[Any] = Server(
             OWN_SERVER,
             version="1",
@@ -305,7 +310,11 @@ class GovernorTools:
 
     async def connection(self, stream: trio.SocketStream) -> None:
         """One MCP session over ``stream``, the SDK's server on its end, until
-        the client hangs up (or sends a line over `wire.MAX_LINE`)."""
+        the client hangs up (or sends a line over `wire.MAX_LINE`); none, the
+        stream closed unanswered, when `admit` refuses it."""
+        if self.admit is not None and not await self.admit(stream):
+            await stream.aclose()
+            return
         to_server, from_client = anyio.create_memory_object_stream[SessionMessage | Exception](16)
         to_client, from_server = anyio.create_memory_object_stream[SessionMessage](16)
         try:
