@@ -199,6 +199,7 @@ async def changes_into(
     argv = ["git", *SAFE, *DIFF, workspace.commit, "--"]
     total = 0
     stderr = bytearray()
+    stopped: Exception | None = None  # raised once the nursery (and git) is gone
     try:
         with trio.fail_after(GIT_TIMEOUT):
             async with trio.open_nursery() as nursery:
@@ -213,15 +214,21 @@ async def changes_into(
                 while chunk := await process.stdout.receive_some(CHUNK):
                     total += len(chunk)
                     if total > most:
-                        raise PatchTooLarge(f"over {most} bytes")  # the nursery kills git
-                    try:
-                        write(chunk)
-                    except OSError as e:  # a full disk: the job's, named as such
-                        raise GitFailed(f"the patch could not be written: {e.strerror}") from None
+                        stopped = PatchTooLarge(f"over {most} bytes")
+                    else:
+                        try:
+                            write(chunk)
+                        except OSError as e:  # a full disk: the job's, named as such
+                            stopped = GitFailed(f"the patch could not be written: {e.strerror}")
+                    if stopped is not None:
+                        nursery.cancel_scope.cancel()  # git killed with it
+                        break
     except trio.TooSlowError:
         raise GitFailed(f"git diff took longer than {GIT_TIMEOUT:.0f} s") from None
     except OSError as e:
         raise GitFailed(f"git could not be run: {e.strerror}") from None
+    if stopped is not None:
+        raise stopped
     if process.returncode != 0:
         tail = stderr.decode(errors="replace").strip().splitlines()[-3:]
         raise GitFailed(f"git diff exited {process.returncode}: {' / '.join(tail) or 'no output'}")
