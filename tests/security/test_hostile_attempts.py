@@ -184,7 +184,7 @@ def test_a_connection_without_the_attempts_token_answers_nothing_and_is_recorded
     box = _box(accounts, user, "token")
     repo = _source(box, srv)
     probe = box.write(srv / "probe_sockets.py", PROBE_SOCKETS)  # where sandboxes see it
-    line = f"python3 -I {probe} $(find {_attempts(box)} -name '*.sock') 2>&1"
+    line = f"python3 -I {probe} $(find {_attempts(box)} {srv / 'tmp'} -name '*.sock') 2>&1"
     job = _job(box, "a", repo, [{"shell": line}, {"say": "done"}], "[mcp]\ngovernor_tools = true\n")
     lines = _batch(box, srv, [job])
     said = _said(lines["a"])
