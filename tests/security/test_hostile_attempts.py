@@ -44,6 +44,8 @@ for path in sys.argv[1:]:
         s.sendall(b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}\\n')
         data = s.recv(65536)
         print(path, "ANSWERED" if data else "closed-unanswered")
+    except ConnectionResetError:
+        print(path, "closed-unanswered")
     except OSError as e:
         print(path, "unreachable", e)
 """
