@@ -29,7 +29,9 @@ __all__ = [
     "Outcome",
     "RefusedBeforeStart",
     "StartingCopy",
+    "Status",
     "Tally",
+    "Verdict",
     "__version__",
     "decision_records",
     "digest",
@@ -46,8 +48,8 @@ if TYPE_CHECKING:
     from governor.attempt import run, run_attempt
     from governor.audit.reading import decision_records
     from governor.audit.tally import Tally
-    from governor.checks import run_checks
-    from governor.outcome import Outcome
+    from governor.checks import Verdict, run_checks
+    from governor.outcome import Outcome, Status
     from governor.spec import AttemptSpec, RefusedBeforeStart, prepare
     from governor.tries import StartingCopy, digest, run_tries, with_digest
 
@@ -63,6 +65,8 @@ _LAZY = {
     "run": "governor.attempt",
     "run_attempt": "governor.attempt",
     "Outcome": "governor.outcome",
+    "Status": "governor.outcome",
+    "Verdict": "governor.checks",
     "Tally": "governor.audit.tally",
     "decision_records": "governor.audit.reading",
     "Ask": "governor.approver",

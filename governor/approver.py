@@ -99,6 +99,25 @@ class Callback:
         return value
 
 
+APPROVER_WORDS: Final[dict[str, Callable[[], Approver]]] = {"unattended": Unattended, "pause": Pause}
+"""The approvers a library caller may name by word, as ``--approvals`` does."""
+
+
+def approver_problem(value: object) -> str | None:
+    """Why `value` cannot be an attempt's approver (None when it can): a
+    callable of an `Ask`, an `Approver`, or a word of `APPROVER_WORDS`."""
+    if value is None or callable(value) or value in APPROVER_WORDS:
+        return None
+    words = " or ".join(f"{w!r}" for w in APPROVER_WORDS)
+    if value == "person":
+        return (
+            "approver='person' is the command line's terminal prompt; from the library "
+            "pass a function of an Ask (return 'once', 'always', 'refuse' or a bool), "
+            f"or {words}"
+        )
+    return f"approver={value!r} is not an approver: pass a function of an Ask, or {words}"
+
+
 def for_on_ask(on_ask: str) -> Approver:
     """The approver a policy's ``on_ask`` names when no other is given."""
     return Pause() if on_ask == "pause" else Unattended()

@@ -31,7 +31,17 @@ import structlog
 import trio
 from pydantic import ValidationError
 
-from governor import checks, confine, elicitation, frozen, installs, network, plain, roots_size
+from governor import (
+    checks,
+    confine,
+    elicitation,
+    frozen,
+    held_out,
+    installs,
+    network,
+    plain,
+    roots_size,
+)
 from governor.acp.connection import Connection, ConnectionClosed, RemoteError, RequestTimeout
 from governor.acp.jsonrpc import AUTH_REQUIRED, short_error
 from governor.acp.models import schema
@@ -75,7 +85,8 @@ RULES_FOR_THE_AGENT: Final = """
 
 GOVERNOR_TOOLS_RULE: Final = (
     "- Use the tools of the MCP server `governor` (`run` for commands, `read` and `write` for files) "
-    "where you can: the governor decides, sandboxes and records each call, and a refused call says why.\n"
+    "where you can: the governor decides, sandboxes and records each call, and a refused call says why. "
+    "If the task cannot be done as written, call its `blocked` tool with the reason.\n"
 )
 """The line ``--append-rules`` adds when the policy offers the governor's own tools."""
 
@@ -172,7 +183,23 @@ class Attempt:
         self.end.agent = self.turn.agent = self.budget.agent = value
 
     async def run(self) -> Outcome:
-        """The whole attempt, from its start record to its end record."""
+        """The whole attempt, from its start record to its end record, with the
+        held-out tests out of the roots from before its start to its checks
+        (`governor.held_out`), and back whatever ends it."""
+        policy = self.prepared.policy
+        try:
+            held = await trio.to_thread.run_sync(held_out.hide, policy, self.id)
+        except (frozen.FrozenTooLarge, held_out.HoldOutFailed) as e:
+            self.audit.close()
+            raise RefusedBeforeStart([f"{e}; nothing was started"]) from None
+        try:
+            return await self._run(held)
+        finally:
+            if held is not None:
+                with trio.CancelScope(shield=True):
+                    await trio.to_thread.run_sync(held_out.put_back, held, policy)
+
+    async def _run(self, held: held_out.HeldOut | None) -> Outcome:
         p = self.prepared
         policy = p.policy
         try:
@@ -180,8 +207,11 @@ class Attempt:
         except frozen.FrozenTooLarge as e:
             self.audit.close()
             raise RefusedBeforeStart([f"{e}; nothing was started"]) from None
+        hidden = None if held is None else {**held.at_start.to_json(), "folder": str(held.folder)}
         try:
-            start = self.audit.record("attempt-start", **start_fields(p, frozen_at_start))
+            start = self.audit.record(
+                "attempt-start", **start_fields(p, frozen_at_start), held_out=hidden
+            )
             await self.audit.durable(start)
             self.emit("attempt", {"id": self.id, "agent": self.name, "log": str(p.log_path)})
         except AuditUnavailable as e:
@@ -224,8 +254,8 @@ class Attempt:
                 finally:
                     await terminals.close()
                 nursery.cancel_scope.cancel()
-        except AuditUnavailable as e:
-            self.end.error = str(e)
+        except Exception as e:  # an ExceptionGroup of the tasks' errors, never a Cancelled
+            self._broke(e)
         after = await trio.to_thread.run_sync(
             functools.partial(
                 snapshot,
@@ -236,18 +266,30 @@ class Attempt:
         )
         self._unasked_changes(before, after)
         await self._tamper_audit(kept, before, after)
+        # The frozen files' digest before the held-out ones come back: a path both
+        # frozen and held out counts as held out, at both ends alike.
+        frozen_at_end, said = await trio.to_thread.run_sync(frozen.at_end, policy, frozen_at_start)
+        self.turn.notices.extend(said)
+        if frozen_at_start is not None:
+            self.end.frozen = {"start": frozen_at_start, "end": frozen_at_end}
+        if held is not None:  # the agent and all it started are gone: the checks' turn
+            await trio.to_thread.run_sync(held_out.put_back, held, policy)
+            self.turn.notices.extend(held_out.notices(held))
+            self.end.held_out = held.to_json()
         if policy.checks and not self.end.interrupted:  # a person who stops wants it stopped
             report = functools.partial(checks.report, self.audit, self.emit)
             self.end.checks = await checks.run_checks(
                 policy, environ=p.spec.environ, masker=p.masker, on_check=report
             )
-        frozen_at_end, said = await trio.to_thread.run_sync(frozen.at_end, policy, frozen_at_start)
-        self.turn.notices.extend(said)
         outcome = judge(self._ended())
         outcome.trace_id = p.spec.trace_id
         end: dict[str, Any] = {}
         with contextlib.suppress(AuditUnavailable):
-            end = self.audit.record("attempt-end", **end_fields(outcome, frozen_at_end, p.masker))
+            end = self.audit.record(
+                "attempt-end",
+                **end_fields(outcome, frozen_at_end, p.masker),
+                held_out=outcome.held_out,
+            )
         self.audit.close()
         head = self.audit.head
         if head is not None:
@@ -255,6 +297,20 @@ class Attempt:
             if "signature" in end and p.signer is not None:
                 outcome.log_key = p.signer.key_id
         return outcome
+
+    def _broke(self, error: Exception) -> None:
+        """One of the attempt's tasks raised: the attempt still ends with its
+        snapshot, end record and outcome (``failed``, naming the error), never
+        a bare traceback; the traceback goes to the operational log."""
+        leaves = _leaves(error)
+        audit = [e for e in leaves if isinstance(e, AuditUnavailable)]
+        if audit and len(audit) == len(leaves):
+            self.end.error = str(audit[0])  # the gate failed closed already: its words
+            return
+        first = next(e for e in leaves if not isinstance(e, AuditUnavailable)) if leaves else error
+        log.error("the attempt failed in the governor", exc_info=error)
+        words = self.prepared.masker.text(f"{type(first).__name__}: {first}")[:500]
+        self.end.broke = f"the governor failed during the attempt: {words}"
 
     def _ended(self) -> Ending:
         """The attempt's `Ending`, completed with what the turn and the log hold at
@@ -660,6 +716,13 @@ class Attempt:
             self.turn.notices.append(
                 "the workspace has more files than the governor walks: every file there at the start was checked, but files made beyond the first 50,000 were not looked for"
             )
+
+
+def _leaves(error: BaseException) -> list[BaseException]:
+    """The errors an exception group holds, flattened (the error itself if none)."""
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for inner in error.exceptions for leaf in _leaves(inner)]
+    return [error]
 
 
 def _version() -> str:

@@ -37,7 +37,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from governor.secrets import Masker
+from governor.secrets import Masker, forwarding_problems
 from policies.capability import Capability
 from policies.policy import Policy
 
@@ -51,6 +51,8 @@ OUTPUT_LIMIT: Final = 256 * 1024
 """Bytes of a check's output the sandbox keeps while it runs (the newest)."""
 
 WorkspaceMode = Literal["overlay", "read-only"]
+Verdict = Literal["passed", "failed"]
+"""The checks' verdict: ``passed`` when every check passed, else ``failed``."""
 
 READ_ONLY_NOTICE: Final = (
     "the checks ran on the workspace bound read-only (this bwrap has no --tmp-overlay, "
@@ -99,7 +101,7 @@ class Checks:
     workspace: WorkspaceMode = "overlay"
 
     @property
-    def verdict(self) -> str | None:
+    def verdict(self) -> Verdict | None:
         """``passed`` when every check passed, ``failed`` otherwise; None without checks."""
         if not self.runs:
             return None
@@ -143,8 +145,12 @@ async def run_checks(
         failure = f"the check's sandbox could not be started: {e}"
     except (BwrapUnavailable, ProfileError) as e:
         failure = f"the check's sandbox cannot work here: {e}"
+    # a library call reaches here without `governor.spec.prepare`: the same one check
+    refused = forwarding_problems((n, env_from.get(n), "the policy's env (a check's)") for n in policy.env)
+    if refused:
+        failure = "refused before the check: " + "; ".join(refused)
     profile = check_profile(
-        policy, workspace, {n: env_from[n] for n in policy.env if n in env_from}
+        policy, workspace, {n: env_from[n] for n in policy.env if n in env_from and not refused}
     )
     runs = []
     for command in chosen:

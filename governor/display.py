@@ -30,8 +30,10 @@ escape their data as GitHub documents (`governor.cli.ci`).
 
 from __future__ import annotations
 
+import os
 import re
-from typing import Final
+from collections.abc import Mapping
+from typing import Final, TextIO
 
 
 def _visible(code: int) -> str:
@@ -51,6 +53,29 @@ A backslash is doubled, so that a literal ``\\x1b`` typed by the agent reads
 differently from an escape character it sent."""
 
 _LINES: Final = {k: v for k, v in _TERMINAL.items() if k != ord("\n")}
+
+
+_STYLES: Final = {"good": "32", "bad": "1;31", "heed": "33", "quiet": "2"}
+"""SGR codes of the few styles the governor's own words get on a terminal:
+green, bold red, yellow, dim."""
+
+
+def wants_colour(stream: TextIO, environ: Mapping[str, str] = os.environ) -> bool:
+    """Colour on `stream`: only a terminal, not ``TERM=dumb``, and never with
+    ``NO_COLOR`` set to anything (no-color.org); ``FORCE_COLOR`` asks for it
+    on a pipe (a CI log that renders colour)."""
+    if environ.get("NO_COLOR"):
+        return False
+    if environ.get("FORCE_COLOR"):
+        return True
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty()) and environ.get("TERM") != "dumb"
+
+
+def paint(text: str, style: str, colour: bool) -> str:
+    """`text` (the governor's own words, or agent text already made inert by
+    `terminal`) in a style of `_STYLES` when `colour` is on."""
+    return f"\x1b[{_STYLES[style]}m{text}\x1b[0m" if colour else text
 
 
 def terminal(text: object) -> str:

@@ -11,7 +11,7 @@ Rules of this file:
   decides the status and the reason. In order: a plain command's own exit
   (unless it was stopped), an ask that paused the attempt, the gate failing
   closed, the agent's process stopped at one of its limits, the connection
-  giving up on a hopeless agent, an interruption, a
+  giving up on a hopeless agent, the agent's ``blocked`` tool, an interruption, a
   sign-in the agent needs, the timeout, the agent's stop reason (with its final
   message judged: ``BLOCKED:`` / ``FAILED:``), an error talking to the agent,
   and last an agent that ended without an answer.
@@ -76,6 +76,9 @@ class Ending:
     failure: str | None = None
     """Why the gate failed closed (the audit log or the sandbox broke); the gate
     writes it here when it happens."""
+    broke: str | None = None
+    """What failed in the governor itself (one of the attempt's tasks raised): the
+    attempt is failed whatever the agent did. The lifecycle writes it."""
     pending: dict[str, Any] | None = None
     """The ask that paused the attempt, as the agent sent it (written by the gate)."""
     command: CommandResult | None = None
@@ -126,6 +129,15 @@ class Ending:
     """Files the tamper audit could not cover (past its bounds, unreadable)."""
     files_changed: tuple[str, ...] = ()
     """The roots' files created, changed or deleted (the workspace diff)."""
+    frozen: dict[str, Any] | None = None
+    """The frozen files' digest at the attempt's start and end (``start``, ``end``:
+    each ``{"sha256", "files"}``); None when nothing is frozen."""
+    held_out: dict[str, Any] | None = None
+    """The held-out files' digest when held out and when put back for the checks,
+    and the held-out paths the agent had made something at (`governor.held_out`)."""
+    blocked: str | None = None
+    """The reason the agent gave with the governor's ``blocked`` tool: the task
+    cannot be done as specified (written by the tool)."""
     checks: Checks = field(default_factory=Checks)
     """The job's checks after the attempt; their verdict is the outcome's, apart
     from its status (an agent may report success on a failing test)."""
@@ -153,8 +165,18 @@ def _paused(e: Ending) -> Judgement | None:
     return Judgement("needs_approval", str(e.pending.get("reason")))
 
 
+def _blocked(e: Ending) -> Judgement | None:
+    """The agent called the governor's ``blocked`` tool (the turn was then ended
+    for it: its stop reason is the cancel's, not its word)."""
+    return Judgement("blocked", e.blocked) if e.blocked is not None else None
+
+
 def _failed_closed(e: Ending) -> Judgement | None:
     return Judgement("failed", e.failure) if e.failure else None
+
+
+def _broke(e: Ending) -> Judgement | None:
+    return Judgement("failed", e.broke) if e.broke else None
 
 
 def _limit(e: Ending) -> Judgement | None:
@@ -210,8 +232,10 @@ PRECEDENCE: Final[tuple[tuple[str, Callable[[Ending], Judgement | None]], ...]] 
     ("a plain command's exit", _command),
     ("an ask paused the attempt", _paused),
     ("the gate failed closed", _failed_closed),
+    ("the governor itself failed", _broke),
     ("the agent stopped at a limit", _limit),
     ("the connection gave up on the agent", _gave_up),
+    ("the agent said it is blocked", _blocked),
     ("the governor was interrupted", _interrupted),
     ("the agent needs signing in", _sign_in),
     ("the attempt timed out", _timed_out),
@@ -341,6 +365,8 @@ def judge(e: Ending) -> Outcome:
             for c in e.checks.runs
         ],
         verdict=e.checks.verdict,
+        frozen=e.frozen,
+        held_out=e.held_out,
     )
 
 

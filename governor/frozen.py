@@ -59,7 +59,7 @@ def pins(policy: Policy) -> tuple[Path, ...]:
     """The existing paths the policy's frozen globs name, outermost only."""
     if not policy.frozen:
         return ()
-    out = [Path(p) for p, _ in _named(policy)]
+    out = [Path(p) for p, _ in _named(policy.frozen, policy.roots)]
     if len(out) > MAX_PINS:
         raise FrozenTooLarge(
             f"the frozen globs name {len(out)} paths; at most {MAX_PINS} can be pinned "
@@ -73,10 +73,17 @@ def digest(policy: Policy) -> Digest | None:
     frozen). A link is hashed as its target's text, never followed."""
     if not policy.frozen:
         return None
+    return digest_of(policy.frozen, policy.roots)
+
+
+def digest_of(globs: PathGlobs, roots: tuple[str, ...], what: str = "frozen") -> Digest:
+    """The digest of every regular file under the paths ``globs`` name in
+    ``roots`` (the frozen files', the held-out files'); ``what`` names them in
+    the error past `MAX_DIGEST_BYTES`."""
     h = hashlib.sha256()
     files = 0
     read = 0
-    entries = sorted(_files(policy))
+    entries = sorted(_files(globs, roots))
     for rel, path in entries:
         try:
             st = os.lstat(path)
@@ -88,7 +95,7 @@ def digest(policy: Policy) -> Digest | None:
             read += st.st_size
             if read > MAX_DIGEST_BYTES:
                 raise FrozenTooLarge(
-                    f"the frozen files hold more than {MAX_DIGEST_BYTES // 2**20} MiB"
+                    f"the {what} files hold more than {MAX_DIGEST_BYTES // 2**20} MiB"
                 )
             with open(path, "rb") as f:
                 data = f.read()
@@ -100,12 +107,11 @@ def digest(policy: Policy) -> Digest | None:
     return Digest(h.hexdigest(), files)
 
 
-def _named(policy: Policy) -> Iterator[tuple[str, str]]:
-    """(absolute path, its path relative to its root) of each path a frozen
-    glob names, not descending into what it names; ``.git`` is not walked."""
-    globs: PathGlobs = policy.frozen
+def _named(globs: PathGlobs, roots: tuple[str, ...]) -> Iterator[tuple[str, str]]:
+    """(absolute path, its path relative to its root) of each path a glob of
+    ``globs`` names, not descending into what it names; ``.git`` is not walked."""
     seen = 0
-    for root in policy.roots:
+    for root in roots:
         for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
             seen += len(dirnames) + len(filenames)
             if seen > MAX_ENTRIES:
@@ -128,9 +134,15 @@ def _named(policy: Policy) -> Iterator[tuple[str, str]]:
                     yield path, os.path.relpath(path, root)
 
 
-def _files(policy: Policy) -> Iterator[tuple[str, str]]:
-    """(relative path, absolute path) of each file under the frozen paths."""
-    for path, rel in _named(policy):
+def named(globs: PathGlobs, roots: tuple[str, ...]) -> list[tuple[str, str]]:
+    """(absolute path, relative path) of each existing path ``globs`` name in
+    ``roots``, outermost only (`FrozenTooLarge` past `MAX_ENTRIES`)."""
+    return list(_named(globs, roots))
+
+
+def _files(globs: PathGlobs, roots: tuple[str, ...]) -> Iterator[tuple[str, str]]:
+    """(relative path, absolute path) of each file under the paths ``globs`` name."""
+    for path, rel in _named(globs, roots):
         if os.path.isdir(path) and not os.path.islink(path):
             for dirpath, _, filenames in os.walk(path, followlinks=False):
                 for name in filenames:
@@ -147,7 +159,9 @@ def recorded(policy: Policy) -> dict[str, Any] | None:
     return None if found is None else found.to_json()
 
 
-def at_end(policy: Policy, at_start: dict[str, Any] | None) -> tuple[dict[str, Any] | None, list[str]]:
+def at_end(
+    policy: Policy, at_start: dict[str, Any] | None
+) -> tuple[dict[str, Any] | None, list[str]]:
     """The digest at the attempt's end, and the notices it gives: the freeze did
     not hold (the digest differs from the start's), or it could not be taken."""
     try:
@@ -160,3 +174,56 @@ def at_end(policy: Policy, at_start: dict[str, Any] | None) -> tuple[dict[str, A
             "differs from the start's)"
         ]
     return now, []
+
+
+def unmatched(policy: Policy) -> list[str]:
+    """A problem for each frozen or held-out glob of the bound ``policy`` that
+    names no existing path in its roots: a freeze of nothing, or tests held out
+    that are not there, would otherwise hold silently (``tests/acceptance/**``
+    against ``tests/Acceptance/``: globs are case-sensitive, and a path that
+    matches but for case is named). `FrozenTooLarge` past `MAX_ENTRIES`."""
+    wanted = [
+        (key, glob, PathGlobs((glob,)), PathGlobs((glob.lower(),)))
+        for key, globs in (("frozen", policy.frozen_globs), ("held_out", policy.held_out_globs))
+        for glob in globs
+    ]
+    if not wanted:
+        return []
+    found: set[tuple[str, str]] = set()
+    near: dict[tuple[str, str], str] = {}
+    seen = 0
+    for root in policy.roots:
+        lowered = (root.lower(),)
+        for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+            seen += len(dirnames) + len(filenames)
+            if seen > MAX_ENTRIES:
+                raise FrozenTooLarge(
+                    f"the roots hold more than {MAX_ENTRIES} paths to look for frozen ones in"
+                )
+            dirnames[:] = sorted(d for d in dirnames if d != ".git")
+            for name in (*dirnames, *sorted(filenames)):
+                path = os.path.join(dirpath, name)
+                for key, glob, exact, folded in wanted:
+                    if (key, glob) in found:
+                        continue
+                    if exact.matches(path, (root,)):
+                        found.add((key, glob))
+                    elif (key, glob) not in near and folded.matches(path.lower(), lowered):
+                        near[(key, glob)] = os.path.relpath(path, root)
+            if len(found) == len(wanted):
+                return []  # every glob matched: the rest of the walk cannot change that
+    problems = []
+    for key, glob, _, _ in wanted:
+        if (key, glob) in found:
+            continue
+        hint = near.get((key, glob))
+        problems.append(
+            f"[sandbox] {key} {glob!r} matches nothing in {', '.join(policy.roots)}: "
+            + (
+                f"globs are case-sensitive and {hint!r} differs only in case"
+                if hint is not None
+                else "a freeze or a hold-out of nothing would pass unnoticed; fix the glob "
+                "or write the tests before the attempt"
+            )
+        )
+    return problems

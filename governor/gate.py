@@ -331,13 +331,15 @@ class Gate:
             self.fail(str(e))
             raise RpcError(REFUSED, f"refused: {e}") from None
         if not self._quiet:
+            # the reason of the part that carries the verdict, not of the last part
+            told = next((r for r in reversed(written) if r.get("verdict") == word), record)
             self.on_event(
                 kind,
                 {  # as logged: masked (a secret in a path or a command stays out)
                     "subject": record.get("subject", subject),
                     "verdict": word,
                     "by": by,
-                    "reason": record.get("reason", reason),
+                    "reason": told.get("reason", reason),
                     "rule": decision.rule,
                     "records": written,  # one per part
                 },

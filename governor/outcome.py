@@ -10,13 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Literal, get_args
 
 from governor.audit.tally import Tally
-from governor.checks import CheckRun
+from governor.checks import CheckRun, Verdict
 from governor.tamper.facts import Finding
 
-STATUSES: Final = ("completed", "blocked", "failed", "incomplete", "needs_approval")
+Status = Literal["completed", "blocked", "failed", "incomplete", "needs_approval"]
+"""What an attempt came to (the module docstring says each)."""
+STATUSES: Final[tuple[Status, ...]] = get_args(Status)
+
 
 # stop reason -> (status when the final message is a plain summary, note)
 STOP_REASONS: Final[Mapping[str, str]] = {
@@ -32,7 +35,7 @@ STOP_REASONS: Final[Mapping[str, str]] = {
 class Judgement:
     """A status, its reason, and the summary when the agent reported one."""
 
-    status: str
+    status: Status
     reason: str | None = None
     summary: str | None = None
 
@@ -101,7 +104,7 @@ class Outcome:
     surprise. ``governor run --json`` streams them as ``tool_calls``
     (`governor.cli.outcome`)."""
 
-    status: str
+    status: Status
     reason: str | None = None
     summary: str | None = None
     run_id: str = ""
@@ -135,12 +138,27 @@ class Outcome:
     diff), as absolute paths (a job may have several roots), sorted, masked."""
     checks_run: list[CheckRun] = field(default_factory=list)
     """The job's checks after the attempt (`governor.checks`), in order."""
-    verdict: str | None = None
+    verdict: Verdict | None = None
     """``passed`` when every check exited 0, ``failed`` otherwise; None without checks."""
+    frozen: dict[str, Any] | None = None
+    """The frozen files' count and digest at the start and the end of the
+    attempt: ``{"start": {"sha256", "files"}, "end": {...}}``; None when the job
+    freezes nothing (`governor.frozen`)."""
+    held_out: dict[str, Any] | None = None
+    """The held-out files' count and digest when held out (``start``) and when
+    put back for the checks (``end``), and ``replaced``: the held-out paths the
+    agent had made something at; None when the job holds nothing out
+    (`governor.held_out`)."""
     tries: list[dict[str, Any]] = field(default_factory=list)
     """With ``--tries`` (`governor.tries`): every try's outcome as JSON, in order,
     each with its number (``try``) and the ``digest`` its failed checks gave the
     next; this outcome is the last one's. Empty for a single attempt."""
+
+    @property
+    def tally(self) -> Tally:
+        """The attempt's tally (``acp.tally``); all zeros when no ACP session
+        was made (``acp`` is None: refused, failed at start, a command agent)."""
+        return self.acp.tally if self.acp is not None else Tally()
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -169,6 +187,8 @@ class Outcome:
             "files_changed": list(self.files_changed),
             "checks_run": [c.to_json() for c in self.checks_run],
             "verdict": self.verdict,
+            "frozen": _copied(self.frozen),
+            "held_out": _copied(self.held_out),
             "tries": _copied(self.tries) or None,
         }
         return {k: v for k, v in out.items() if v is not None}

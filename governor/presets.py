@@ -33,6 +33,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Final, Literal
 
+from policies.errors import toml_error
 from policies.network import HostPatternError, parse_pattern
 
 DEFAULT_PATH: Final = Path(str(resources.files("governor") / "presets.toml"))
@@ -322,7 +323,7 @@ def load_presets(text: str | None = None, *, source: str = str(DEFAULT_PATH)) ->
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        raise PresetError(f"{source}: {e}") from None
+        raise PresetError(str(toml_error(source, text, e))) from None
     return {pid: _preset(source, pid, table) for pid, table in doc.items()}
 
 

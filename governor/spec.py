@@ -28,23 +28,23 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from governor import install
-from governor.approver import Approver, Ask, Callback, for_on_ask
+from governor import frozen, held_out, install
+from governor.approver import APPROVER_WORDS, Approver, Ask, Callback, approver_problem, for_on_ask
 from governor.audit.log import Durability, inside
-from governor.audit.signing import KEY_VARIABLE, Signer, SigningUnavailable, load_signer
+from governor.audit.signing import Signer, SigningUnavailable, load_signer
 from governor.ceilings import load_ceiling
 from governor.installs import data_home
 from governor.mcp import servers as mcp_servers
 from governor.network import agent_hosts
 from governor.policyfile import read_policy
 from governor.presets import NotInstalled, Preset, PresetError, find, resolve
-from governor.secrets import Masker
+from governor.secrets import Masker, forwarding_problems
 from policies.capability import Capability
 from policies.ceiling import CUSTOM_AGENT, CUSTOM_COMMAND, Ceiling, check_job, parse_ceiling
 from policies.errors import ConfigError, ConfigErrors
 from policies.mcp import McpServer
 from policies.network import HostPatternError, parse_pattern
-from policies.policy import Policy, check_commands
+from policies.policy import Policy, check_commands, inside_globs
 from sandbox.host.concealed import attempts_dir, state_dir
 
 
@@ -74,7 +74,10 @@ class AttemptSpec:
     policy: Policy | str | Path | None = None
     capability: Capability | str | None = None
     ceiling: Ceiling | str | Path | None = None
-    approver: Approver | Callable[[Ask], Any] | None = None
+    approver: Approver | Callable[[Ask], Any] | Literal["unattended", "pause"] | None = None
+    """Who decides an ``ask``: a function of an `Ask` (sync or async; 'once',
+    'always', 'refuse' or a bool), an `Approver`, or ``"unattended"`` (refuse)
+    or ``"pause"`` (end the attempt ``needs_approval``); None: the policy's ``on_ask``."""
     timeout: float | None = None
     """Seconds for the attempt; None: the policy's ``[limits] wall`` (default 1800).
     Given, it wins over the policy's, and the ceiling's ``max_wall`` bounds both."""
@@ -104,6 +107,10 @@ class AttemptSpec:
     policy's ``[checks] commands``: shell lines run after the attempt, each in a
     fresh sandbox that cannot change the workspace; their verdict is the
     outcome's (`governor.checks`)."""
+    held_out: Sequence[str] = ()
+    """More held-out globs (``--held-out``, a batch job's ``held_out``) besides the
+    policy's ``[sandbox] held_out``: tests the agent never sees, put back only for
+    the checks (`governor.held_out`)."""
     mcp_servers: Sequence[McpServer] = ()
     """MCP servers for the agent besides the policy's ``[[mcp.servers]]``
     (`policies.mcp`): each relayed by the governor, run in a sandbox of its
@@ -120,6 +127,12 @@ class AttemptSpec:
     most, the previous try's run id and log head, and the sha256 of the digest
     its prompt carries; written in the attempt-start record (``try``), so each
     try's log names the one it followed."""
+
+    def __post_init__(self) -> None:
+        # refused here, not at the agent's first ask (where a word taken for a
+        # function failed inside the attempt and was answered as a refusal)
+        if (problem := approver_problem(self.approver)) is not None:
+            raise TypeError(problem)
 
 
 @dataclass(frozen=True)
@@ -249,6 +262,14 @@ def prepare(spec: AttemptSpec) -> Prepared:
             problems.append(str(e))
         else:
             policy = replace(policy, checks=policy.checks + added)
+    if spec.held_out:
+        try:
+            more = inside_globs("--held-out", "held_out", list(spec.held_out))
+        except ConfigError as e:
+            problems.append(str(e))
+        else:
+            held = tuple(dict.fromkeys(policy.held_out_globs + more))
+            policy = replace(policy, held_out_globs=held)
     if spec.governor_tools:
         policy = replace(policy, mcp=replace(policy.mcp, governor_tools=True))
     if spec.mcp_servers:
@@ -280,16 +301,17 @@ def prepare(spec: AttemptSpec) -> Prepared:
         problems.extend(f"refused by the ceiling ({ceiling.source}): {v}" for v in violations)
     if spec.trace_id is not None and not _TRACE_ID.fullmatch(spec.trace_id):
         problems.append(f"trace_id {spec.trace_id!r} is not a trace id: 32 lowercase hex digits")
-    if KEY_VARIABLE in [*spec.env, *policy.env]:
-        problems.append(
-            f"{KEY_VARIABLE} holds the audit log's signing key: it is never passed to an agent"
-        )
     signer = None
     if ceiling is not None:
         try:
             signer = load_signer(ceiling.audit_key, environ)
         except SigningUnavailable as e:
             problems.append(str(e))
+    problems.extend(
+        forwarding_problems(
+            forwarded(spec.env, policy, environ), None if signer is None else signer.held_in
+        )
+    )
     missing = [n for n in [*spec.env, *policy.env] if not environ.get(n)]
     if missing:
         problems.append(
@@ -343,6 +365,8 @@ def prepare(spec: AttemptSpec) -> Prepared:
         )
     if bound.capability == Capability.EDIT_WORKSPACE:  # only there are the roots writable
         problems.extend(install.problems(bound.roots))
+    if not problems:  # the walk of the roots only once the roots are known good
+        problems.extend(loud_globs(bound, sandboxed=spec.sandbox_agent))
     if problems:
         raise RefusedBeforeStart(problems)
     limits = bound.limits.with_wall(spec.timeout).effective(ceiling.max_limits)
@@ -362,13 +386,57 @@ def prepare(spec: AttemptSpec) -> Prepared:
         executor=executor,
         env=agent_env,
         masker=Masker.from_environ(
-            environ, [*spec.agent_args, *mcp_servers.secrets(bound.mcp, environ), token]
+            environ,
+            [
+                *spec.agent_args,
+                *mcp_servers.secrets(bound.mcp, environ),
+                *(() if signer is None else signer.unsaid()),
+                token,
+            ],
         ),
         log_path=log_path,
         approver=_approver(spec.approver, bound),
         signer=signer,
         relay_token=token,
     )
+
+
+def loud_globs(policy: Policy, *, sandboxed: bool = True) -> list[str]:
+    """What is wrong with the bound ``policy``'s frozen and held-out globs before
+    start: a glob that matches nothing (`governor.frozen.unmatched`), a held-out
+    path git tracks (`governor.held_out.tracked`), tests held out from an agent
+    that runs outside a sandbox (it would read the governor's folder they wait in)."""
+    problems: list[str] = []
+    if policy.held_out and (not sandboxed or policy.capability >= Capability.FULL_ACCESS):
+        problems.append(
+            "[sandbox] held_out needs the agent sandbox: an agent outside one (full-access, "
+            "--no-sandbox-agent) can read the folder the held-out tests wait in"
+        )
+    try:
+        problems.extend(frozen.unmatched(policy))
+    except frozen.FrozenTooLarge as e:
+        problems.append(str(e))
+    problems.extend(held_out.tracked(policy))
+    return problems
+
+
+def forwarded(
+    env: Sequence[str], policy: Policy, environ: Mapping[str, str]
+) -> list[tuple[str, str | None, str]]:
+    """Every variable a job forwards into a sandbox or a header, with its value
+    and where it was named, for `governor.secrets.forwarding_problems`: the
+    job's ``env`` (``--env``, a batch job's), the policy's (the agent, its
+    commands, its checks), each MCP server's ``env`` and an HTTP server's
+    ``headers`` (a library call's values included)."""
+    named = [(n, environ.get(n), "--env (the job's env)") for n in env]
+    named += [(n, environ.get(n), "the policy's env (the agent, commands, checks)") for n in policy.env]
+    for server in policy.mcp.servers:
+        where = f"[[mcp.servers]] {server.name}"
+        named += [(n, environ.get(n), f"{where} env") for n in server.env]
+        named += [(n, v, f"{where} env") for n, v in server.env_values.items()]
+        named += [(v, environ.get(v), f"{where} headers.{h}") for h, v in server.headers]
+        named += [(f"headers.{h}", v, f"{where} headers") for h, v in server.header_values.items()]
+    return named
 
 
 def _agent_id(spec: AttemptSpec) -> str:
@@ -475,9 +543,11 @@ def _agent_env(
     return env
 
 
-def _approver(value: Approver | Callable[[Ask], Any] | None, policy: Policy) -> Approver:
+def _approver(value: Approver | Callable[[Ask], Any] | str | None, policy: Policy) -> Approver:
     if value is None:
         return for_on_ask(policy.on_ask)
+    if isinstance(value, str):
+        return APPROVER_WORDS[value]()
     if hasattr(value, "name") and callable(value):
         return value  # type: ignore[return-value]
     return Callback(value)

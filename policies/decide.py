@@ -4,7 +4,7 @@ Everything that affects a verdict lives here, in this order:
 
 1. The boundary, which no rule can widen: reads and writes outside the roots
    below full-access, any write at read-only, writes to protected paths, reads
-   of hidden paths; then writes to the job's frozen paths (its own word, which
+   of hidden paths; then writes to the job's frozen and held-out paths (its own word, which
    its own ``allow`` rules do not undo). A job's policy may come from an untrusted repository, so its
    ``allow`` rules only ever act inside this boundary.
 2. The rules: deny > ask > allow.
@@ -170,6 +170,11 @@ def decide_write(action: WriteFile, policy: Policy) -> Decision:
     if frozen is not None:  # before the rules: the job froze it, no allow of its own thaws it
         return Decision(
             DENY, f"frozen: {frozen}", f"{path} is frozen for this attempt ({frozen})", who.PROTECTED
+        )
+    held = policy.held_out.first(path, roots) if policy.held_out else None
+    if held is not None:  # the job's own tests, out of the agent's sight: not its to write
+        return Decision(
+            DENY, f"held-out: {held}", f"{path} is held out for this attempt ({held})", who.PROTECTED
         )
     for verdict, rules in policy.rules.write_tiers:
         hit = rules.paths.first(path, roots) or rules.writes.first(path, roots)

@@ -51,22 +51,38 @@ def toml_error(source: str, text: str, error: tomllib.TOMLDecodeError) -> Config
     written there (in its table), so a long file is not searched by eye."""
     message = str(error)
     found = _AT.search(message)
-    if found is None:  # "at end of document": no line to name
-        return ConfigError(source, "", f"not valid TOML: {message}")
+    if found is None:  # "at end of document": something opened is never closed
+        return _unclosed(source, text, message)
     line, column = int(found.group(1)), found.group(2)
-    lines = text.splitlines()[:line]
+    problem = f"not valid TOML: {message[: found.start()]} (column {column})"
+    return ConfigError(source, _key_at(text.splitlines()[:line]), problem, line=line)
+
+
+def _key_at(lines: list[str]) -> str:
+    """The key (in its table) or table header written on the last of `lines`."""
     table = ""
     for earlier in lines[:-1]:
         if header := _TABLE.match(earlier):
             table = header.group(1)
-    key = ""
     if lines and (written := _KEY.match(lines[-1])):
         name = re.sub(r"\s+", "", written.group(1))
-        key = f"{table}.{name}" if table else name
-    elif lines and (header := _TABLE.match(lines[-1])):
-        key = header.group(1)
-    problem = f"not valid TOML: {message[: found.start()]} (column {column})"
-    return ConfigError(source, key, problem, line=line)
+        return f"{table}.{name}" if table else name
+    if lines and (header := _TABLE.match(lines[-1])):
+        return header.group(1)
+    return ""
+
+
+def _unclosed(source: str, text: str, message: str) -> ConfigError:
+    """The parser reached the end of the file inside something never closed (an
+    array, an inline table, a string) and names no line: name the last key
+    written, where the unclosed value most likely starts."""
+    what = message.removesuffix("(at end of document)").strip()
+    lines = text.splitlines()
+    line = max((n for n, written in enumerate(lines, 1) if _KEY.match(written)), default=0)
+    if not line:
+        return ConfigError(source, "", f"not valid TOML: {what} at the end of the file")
+    problem = f"not valid TOML: {what} at the end of the file (is the value begun here closed?)"
+    return ConfigError(source, _key_at(lines[:line]), problem, line=line)
 
 
 def closest(word: str, choices: Iterable[str]) -> str | None:

@@ -19,6 +19,7 @@ closest key suggested for a typo). The format, every key::
     toolchains = true                 # keep the toolchains under $HOME that PATH leads to
     git = "commit"                    # commit | read-only: may commands and the agent commit
     frozen = ["tests/acceptance/**"]  # read-only to the agent and every command for the attempt
+    held_out = ["tests/hidden/**"]    # absent from every sandbox of the attempt, back for the checks
 
     [checks]                          # run after the attempt, each in a fresh sandbox
     commands = ["pytest -q"]          # shell lines; network off, the workspace unchangeable
@@ -93,7 +94,7 @@ _TOP_KEYS: Final = {
     "mcp",
 }
 _RULE_KEYS: Final = {"commands", "paths", "writes", "tools"}
-_SANDBOX_KEYS: Final = {"git", "keep", "toolchains", "frozen"}
+_SANDBOX_KEYS: Final = {"git", "keep", "toolchains", "frozen", "held_out"}
 _NETWORK_KEYS: Final = {"allow", "ask", "deny"}
 _CHECKS_KEYS: Final = {"commands", "timeout"}
 CHECK_TIMEOUT: Final = 600.0
@@ -139,6 +140,10 @@ class Policy:
     """``[sandbox] frozen``: globs relative to each root, read-only to the agent
     and every command for the whole attempt (a loop's acceptance tests, written
     before it), every governed write to them refused."""
+    held_out_globs: tuple[str, ...] = ()
+    """``[sandbox] held_out`` (and ``--held-out``): globs relative to the
+    workspace naming tests the agent never sees: moved out of the workspace
+    before the agent starts, put back only for the checks (`governor.held_out`)."""
     checks: tuple[str, ...] = ()
     """``[checks] commands``: shell lines run after the attempt, each in a fresh
     sandbox over the workspace as the attempt left it (`governor.checks`); the
@@ -155,6 +160,7 @@ class Policy:
     protected: PathGlobs = field(init=False, compare=False, repr=False)
     hidden: PathGlobs = field(init=False, compare=False, repr=False)
     frozen: PathGlobs = field(init=False, compare=False, repr=False)
+    held_out: PathGlobs = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(
@@ -164,6 +170,7 @@ class Policy:
         )
         object.__setattr__(self, "hidden", PathGlobs(tuple(self.hidden_globs)))
         object.__setattr__(self, "frozen", PathGlobs(tuple(self.frozen_globs)))
+        object.__setattr__(self, "held_out", PathGlobs(tuple(self.held_out_globs)))
 
     @property
     def workspace(self) -> str:
@@ -348,6 +355,9 @@ def _sandbox(source: str, value: Any) -> dict[str, Any]:
         out["toolchains"] = boolean(source, "sandbox.host.toolchains", body["toolchains"])
     if "frozen" in body:
         out["frozen_globs"] = _frozen(source, string_list(source, "sandbox.frozen", body["frozen"]))
+    if "held_out" in body:
+        key = "sandbox.held_out"
+        out["held_out_globs"] = _frozen(source, string_list(source, key, body["held_out"]), key)
     if "git" in body:
         git = body["git"]
         if git not in GIT_ACCESS:
@@ -399,28 +409,36 @@ MAX_FROZEN: Final = 256
 workspace walk meets, and each existing path it names is a bind in every sandbox."""
 
 
-def _frozen(source: str, globs: tuple[str, ...]) -> tuple[str, ...]:
-    """Frozen globs are relative to the roots and inside them: an absolute path,
-    ``..`` or a glob that names a whole root would freeze what the capability
-    already decides (read-only is a capability, not a frozen glob)."""
+def inside_globs(source: str, key: str, value: Any) -> tuple[str, ...]:
+    """Globs as a job gives them for its frozen or held-out paths (a policy, a
+    batch job, ``--held-out``): strings relative to the roots, inside them, at
+    most `MAX_FROZEN`; a `ConfigError` naming ``key`` otherwise."""
+    return _frozen(source, string_list(source, key, value), key)
+
+
+def _frozen(source: str, globs: tuple[str, ...], key: str = "sandbox.frozen") -> tuple[str, ...]:
+    """Frozen (and held-out, ``key``) globs are relative to the roots and inside
+    them: an absolute path, ``..`` or a glob that names a whole root would
+    freeze what the capability already decides (read-only is a capability, not
+    a frozen glob), or hold out the workspace itself."""
     if len(globs) > MAX_FROZEN:
-        raise ConfigError(
-            source, "sandbox.frozen", f"{len(globs)} globs; at most {MAX_FROZEN} are accepted"
-        )
+        raise ConfigError(source, key, f"{len(globs)} globs; at most {MAX_FROZEN} are accepted")
     for glob in globs:
         parts = glob.removeprefix("./").split("/")
         if not glob or glob.startswith(("/", "~")) or ".." in parts:
             raise ConfigError(
                 source,
-                "sandbox.frozen",
+                key,
                 f"{glob!r} must be relative to the roots and stay inside them (no /, ~ or ..)",
             )
         if all(p in ("", ".", "**") for p in parts):
             raise ConfigError(
                 source,
-                "sandbox.frozen",
+                key,
                 f"{glob!r} names a whole root; for a job that changes nothing use "
-                'capability = "read-only"',
+                'capability = "read-only"'
+                if key == "sandbox.frozen"
+                else f"{glob!r} names a whole root: hold out the tests' folders, not the workspace",
             )
     return globs
 

@@ -18,8 +18,11 @@ ties it to something outside the file:
 
 Rules of this file: it is pure (a `Verification` and the anchors in, an
 `Authenticity` out); a failure names the attempt and where its chain departs
-from what was reported. An attempt with no end record (a crash) is never a
-failure of its signature: it is said to be covered by none.
+from what was reported. An attempt with no end record (a crash) is not called
+tampered: it is *unsigned* (covered by no signature), which fails a check
+against a key all the same (``verify --public-key`` exits 1): a key given says
+every attempt must be vouched for, and a cut log is one whose newest records
+anyone who can write the file could have written.
 """
 
 from __future__ import annotations
@@ -55,11 +58,14 @@ class Authenticity:
     problems: list[str] = field(default_factory=list)
     held: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    unsigned: list[str] = field(default_factory=list)
+    """Attempts a key was given for but no signature covers (no end record): not
+    tampering as far as the file shows, but nothing vouches for them either."""
 
     @property
     def ok(self) -> bool:
-        """Nothing failed."""
-        return not self.problems
+        """Nothing failed, and with a key, every attempt is covered by a signature."""
+        return not self.problems and not self.unsigned
 
     signatures: int = 0
     """End records whose signature held."""
@@ -190,7 +196,7 @@ def _departs(end: ChainEnd, a: Anchor) -> str:
 def _signatures(check: Verification, key: PublicKey, out: Authenticity) -> None:
     for e in check.ends:
         if not e.ended:
-            out.notes.append(
+            out.unsigned.append(
                 f"attempt {e.attempt}: no end record, so no signature covers its records "
                 "(a crash cuts a log so; so could anyone who can write it)"
             )

@@ -264,6 +264,8 @@ def _anchoring(check: Verification, auth: Authenticity) -> str:
     what = " and ".join(against[c] for c in auth.checked)
     if auth.problems:
         verdict, css, items = f"NOT AUTHENTIC (checked against {what})", "bad", auth.problems
+    elif auth.unsigned:
+        verdict, css, items = f"NOT SIGNED (checked against {what})", "bad", auth.unsigned
     else:
         verdict, css, items = f"{auth.label()}: checked against {what}", "good", auth.held
     listed = "".join(f"<li>{_e(x)}</li>" for x in [*items, *auth.notes])

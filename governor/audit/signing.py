@@ -24,6 +24,7 @@ Rules of this file:
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import os
 import re
@@ -32,10 +33,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-KEY_VARIABLE: Final = "ACP_GOVERNOR_AUDIT_PRIVATE_KEY"
+from governor.secrets import SIGNING_KEY_VARIABLE
+
+KEY_VARIABLE: Final = SIGNING_KEY_VARIABLE
 """The environment variable that may hold the signing key (its PEM text); its
 name looks secret (`governor.secrets`), so its value is masked wherever it
-could appear."""
+could appear, and it is one of `governor.secrets.NEVER_FORWARDED`."""
 INSTALL: Final = "pip install 'acp-governor[signing]'"
 DOMAIN: Final = b"acp-governor audit head v1\n"
 """Prefixed to what is signed, so a signature over a log's record can never be
@@ -70,7 +73,7 @@ def fingerprint(public_raw: bytes) -> str:
 class Signer:
     """An Ed25519 private key that signs end records; shows only its fingerprint."""
 
-    __slots__ = ("_key", "key_id", "source")
+    __slots__ = ("_key", "_spellings", "key_id", "source")
 
     def __init__(self, pem: bytes, source: str) -> None:
         serialization, ed25519 = _crypto()
@@ -89,9 +92,30 @@ class Signer:
             serialization.Encoding.Raw, serialization.PublicFormat.Raw
         )
         self.key_id = fingerprint(raw)
+        seed = key.private_bytes(
+            serialization.Encoding.Raw, serialization.PrivateFormat.Raw, serialization.NoEncryption()
+        )
+        text = pem.decode("ascii", "replace").strip()
+        body = "".join(line for line in text.splitlines() if not line.startswith("-----"))
+        self._spellings = tuple(
+            v for v in (text, body, seed.hex(), base64.b64encode(seed).decode()) if v
+        )
 
     def __repr__(self) -> str:
         return f"Signer(key {self.key_id} from {self.source})"
+
+    def unsaid(self) -> tuple[str, ...]:
+        """The key's spellings (its PEM, the PEM's base64 body, the raw key in hex
+        and base64), for a masker only: a key that came from the ceiling's file is
+        in no environment the masker reads, and must be masked all the same."""
+        return self._spellings
+
+    def held_in(self, value: str) -> bool:
+        """Whether ``value`` holds this key (whitespace aside): a variable the
+        job forwards under another name must not carry it
+        (`governor.secrets.forwarding_problems`)."""
+        flat = "".join(value.split())
+        return any("".join(s.split()) in flat for s in self._spellings[1:])
 
     def sealed(self, body: bytes) -> bytes:
         """A record's compact JSON (``{...}``) with its ``signature`` field appended

@@ -79,6 +79,9 @@ class Job:
     checks: tuple[str, ...] = ()
     """Shell lines run after the attempt, after the policy's ``[checks] commands``
     (`governor.checks`): the job's verdict."""
+    held_out: tuple[str, ...] = ()
+    """Globs of tests the agent never sees, put back only for the checks
+    (`governor.held_out`), besides the policy's ``[sandbox] held_out``."""
     tries: int = 1
     """Attempts at most while the verdict is ``failed`` (`governor.tries`): each
     in a fresh copy of the clone, told the failed checks' digest."""
@@ -123,6 +126,7 @@ class Job:
             durability=self.durability,
             kind=self.kind,
             checks=list(self.checks),
+            held_out=list(self.held_out),
             on_event=on_event,
         )
 
@@ -230,6 +234,7 @@ KEYS: Final[Mapping[str, Check]] = {
     "approvals": _one_of("unattended", "pause"),
     "durability": _one_of("batch", "always"),
     "checks": _names,
+    "held_out": _names,
     "tries": _tries,
 }
 """Every key a job may hold, with its value's check."""
@@ -247,7 +252,7 @@ OWNED: Final[Mapping[str, str]] = {
 }
 """`AttemptSpec` fields the batch decides for every job, with the reason a job may not."""
 
-_TUPLES: Final = ("argv", "env", "extra_dirs", "agent_args", "checks")
+_TUPLES: Final = ("argv", "env", "extra_dirs", "agent_args", "checks", "held_out")
 
 
 def parse_job(value: Any, line: int | None = None) -> tuple[Job | None, list[str]]:
@@ -455,8 +460,11 @@ def _with_policy(job: Job, problems: list[str]) -> Job:
 
 def _about_the_clone(problem: str) -> bool:
     """Problems of the stand-in workspace the check uses, not of the job: the
-    policy's extra directories are looked for again beside the real clone."""
-    return problem.startswith("an extra directory of the policy does not exist")
+    policy's extra directories are looked for again beside the real clone, and
+    the frozen and held-out globs matched against it."""
+    return problem.startswith("an extra directory of the policy does not exist") or (
+        problem.startswith("[sandbox] ") and " matches nothing in " in problem
+    )  # the frozen and held-out globs are matched against the real clone when the job runs
 
 
 def _repo_problems(job: Job) -> list[str]:

@@ -5,6 +5,10 @@ preflight and the startup costs (imports, the schema's validators), which is
 most of why N attempts here are cheaper than N `governor run`s. Attempts
 mostly wait (on the model, on their agent), so N may exceed the cores.
 
+A job whose run raises (a bug, a host out of descriptors) is written
+``failed`` naming the error (`governor.batch.work.died`), and the pool goes
+on: one job never loses the others.
+
 Stopping (``stop`` set, e.g. by Ctrl-C): no job starts any more, each running
 attempt is ended the way a timeout ends it (cancel, grace, its agent's tree
 killed), and its result is thrown away (`JobResult.interrupted`): the job is
@@ -73,7 +77,7 @@ async def run_local(
     import trio
 
     from governor.batch.results import Event
-    from governor.batch.work import run_job
+    from governor.batch.work import died, run_job
 
     waiting = iter([j for j in jobs if j.id not in output.finished])
 
@@ -85,11 +89,15 @@ async def run_local(
             # the patch is streamed into the output's file as git makes it, never held
             patch = await trio.to_thread.run_sync(output.patch_file, job.id)
             try:
-                result = await run_job(job, ceiling=ceiling, stop=stop, patch_to=patch)
+                try:
+                    result = await run_job(job, ceiling=ceiling, stop=stop, patch_to=patch)
+                except Exception as e:  # this job's end, never the pool's: the others go on
+                    result = died(job, e)
                 if result.interrupted:
                     on_progress(Event("interrupted", job.id))
                     continue
-                line = await trio.to_thread.run_sync(output.write, result, patch)
+                streamed = patch if result.patch_streamed else None
+                line = await trio.to_thread.run_sync(output.write, result, streamed)
             finally:
                 os.close(patch)
                 output.drop_patch(job.id)

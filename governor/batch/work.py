@@ -52,6 +52,8 @@ from policies.ceiling import Ceiling
 from policies.limits import DEFAULTS, Limits, size_text
 from policies.policy import Policy
 
+logger = structlog.get_logger("governor.batch")
+
 
 @dataclass(slots=True)
 class JobResult:
@@ -81,6 +83,20 @@ def failed(job: Job, reason: str, **facts: Any) -> dict[str, Any]:
     """The outcome line of a job that ended ``failed`` without an attempt's outcome."""
     return {**Outcome("failed", reason).to_json(), "exit_code": exit_code_of("failed", None),
             **_facts(job), **facts}  # fmt: skip
+
+
+def died(job: Job, error: Exception) -> JobResult:
+    """The result of a job whose run raised instead of returning: ``failed``,
+    naming the error's type and first words (the traceback goes to the
+    operational log), so the batch writes it and goes on."""
+    logger.error("a job failed in the governor", job=job.id, exc_info=error)
+    first: BaseException = error
+    while isinstance(first, BaseExceptionGroup) and first.exceptions:
+        first = first.exceptions[0]
+    words = f"{type(first).__name__}: {first}"[:300]
+    outcome = failed(job, f"the governor failed while running this job: {words}")
+    outcome["host"], outcome["pid"] = socket.gethostname(), os.getpid()
+    return JobResult(job.id, outcome, b"", b"", False, {})
 
 
 def _facts(job: Job) -> dict[str, Any]:

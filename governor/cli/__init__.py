@@ -16,12 +16,15 @@ failed (the verdict is ``failed``) · 6 completed, but ``--fail-on`` matched.
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
+import os
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, NoReturn
 
 from governor import __version__
+from sandbox.host.descriptors import raise_descriptor_limit
 
 if TYPE_CHECKING:
     from governor.outcome import Outcome
@@ -75,7 +78,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         epilog=EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"acp-governor {__version__}")
+    parser.add_argument("-V", "--version", action="version", version=f"acp-governor {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS if only is None else (only,):
         importlib.import_module(f"governor.cli.{name}").register(sub)
@@ -97,18 +100,60 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:  # Ctrl-C before anything started: a word, not a traceback
         print("governor: interrupted", file=sys.stderr)
         return 130
-    args = parser.parse_args(words)
+    if words and not words[0].startswith("-") and words[0] not in COMMANDS:
+        near = difflib.get_close_matches(words[0], COMMANDS, n=1, cutoff=0.6)
+        guess = f" (did you mean '{near[0]}'?)" if near else ""
+        parser.error(f"no command '{words[0]}'{guess}; the commands: {', '.join(COMMANDS)}")
+    args, unknown = parser.parse_known_args(words)
+    if unknown:
+        _unrecognized(parser, words[0] if words else None, unknown)
     if command is not None:
         args.command = command
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return 2
+    # the flood a hard limit allows is the one the governor meets (`sandbox.net.accepting`)
+    raise_descriptor_limit()
     try:
         code: int = args.func(args)
     except BrokenPipeError:  # e.g. `governor presets | head`
-        sys.stderr.close()
+        _reader_gone()
+        return 0
+    except BaseExceptionGroup as group:  # the same from inside a trio run
+        if group.subgroup(BrokenPipeError) is None or group.split(BrokenPipeError)[1]:
+            raise
+        _reader_gone()
         return 0
     return code
+
+
+def _reader_gone() -> None:
+    """The reader of stdout left (``| head``): end quietly. What is still in
+    stdout's buffer would raise again when Python flushes it at exit, so stdout
+    is pointed at /dev/null first."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
+def _unrecognized(
+    parser: argparse.ArgumentParser, command: str | None, words: Sequence[str]
+) -> NoReturn:
+    """Refuse words no option takes, with the command's own usage and, for a
+    misspelt option, the one it looks like (``--agnet``: did you mean --agent?)."""
+    if command is not None:
+        for action in parser._actions:  # argparse has no public list of its subparsers
+            if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+                parser = action.choices[command]
+    options = [name for action in parser._actions for name in action.option_strings]
+    said = f"unrecognized arguments: {' '.join(words)}"
+    for word in words:
+        if word.startswith("-"):
+            near = difflib.get_close_matches(word.split("=", 1)[0], options, n=1, cutoff=0.75)
+            if near:
+                said += f" (did you mean {near[0]}?)"
+                break
+    parser.error(said)
 
 
 if __name__ == "__main__":  # pragma: no cover

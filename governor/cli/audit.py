@@ -57,9 +57,10 @@ USAGE: Final = """governor audit [--refused | --network | --checks | --mcp | --a
 
 EXIT_CODES: Final = """exit codes:
   0  done (the report warns of a log that does not verify; verify reports unfinished
-     attempts and a line cut by a crash without failing)
+     attempts and a line cut by a crash without failing, unless --public-key is given)
   1  verify: a log does not verify (its first bad line is named), or does not end at
-     its head, or an end record's signature does not hold; --attempt: no such id;
+     its head, or an end record's signature does not hold, or with --public-key an
+     attempt has no end record (no signature covers it); --attempt: no such id;
      every reader: a log or outcomes line of a shape the governor never writes (a
      crafted or corrupt file: the file, the line and the field are named)
   2  usage: a missing log, an unreadable or invalid policy; report: several attempts
@@ -292,8 +293,14 @@ def _dispatch(args: argparse.Namespace) -> int:
         )
     sub = _report_parser().parse_intermixed_args(rest)  # options may follow the logs
     refused, attempt = sub.refused or args.refused, sub.attempt or args.attempt
-    if not sub.paths:
-        raise UsageError(f"name the logs to read\nusage: {USAGE}")
+    if not sub.paths:  # the logs `governor run` writes when --log is not given
+        from governor.spec import default_log_dir
+
+        state = default_log_dir()
+        if not state.is_dir():
+            raise UsageError(f"no logs in {state} (governor run writes there); name the logs to read\nusage: {USAGE}")
+        print(f"governor audit: the logs in {state}", file=sys.stderr)
+        sub.paths = [str(state)]
     network = sub.network or args.network
     checks = sub.checks or args.checks
     mcp = sub.mcp or args.mcp

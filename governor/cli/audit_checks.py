@@ -96,6 +96,7 @@ class _Verified:
             "anchor_problems": list(self.auth.problems),
             "held": list(self.auth.held),
             "notes": list(self.auth.notes),
+            "unsigned": list(self.auth.unsigned),
             "unfinished": list(check.unfinished) if check else [],
             "incomplete": list(check.incomplete) if check else [],
             "attempts": check.attempts if check else 0,
@@ -111,6 +112,8 @@ class _Verified:
             yield f"{path}: TAMPERED: {check.problem.what}"
         elif auth.problems:
             yield from (f"{path}: TAMPERED: {p}" for p in auth.problems)
+        elif auth.unsigned:
+            yield from (f"{path}: intact but NOT SIGNED: {u}" for u in auth.unsigned)
         else:
             counts = f"{check.records} line(s), {check.attempts} attempt(s)"
             yield (

@@ -1,65 +1,136 @@
-"""`governor completion bash|zsh`: a shell completion script, generated from the parser
-itself so it never drifts from the real options."""
+"""`governor completion bash|zsh|fish`: a shell completion script, generated from
+the parser itself so it never drifts from the real options, with the values an
+option takes: its choices, the preset ids for ``--agent``, the shipped policies'
+names (and files) for ``--policy``."""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from dataclasses import dataclass, field
+
+SHELLS = ("bash", "zsh", "fish")
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the `completion` subcommand."""
     p = sub.add_parser(
         "completion",
-        help="print a shell completion script (bash or zsh)",
+        help="print a shell completion script (bash, zsh or fish)",
         description="Print a completion script. Install: "
-        "`governor completion bash > ~/.local/share/bash-completion/completions/governor`, "
-        'or for zsh add `eval "$(governor completion zsh)"` to ~/.zshrc.',
+        "`governor completion bash > ~/.local/share/bash-completion/completions/governor`; "
+        'for zsh add `eval "$(governor completion zsh)"` to ~/.zshrc; for fish '
+        "`governor completion fish > ~/.config/fish/completions/governor.fish`.",
     )
-    p.add_argument("shell", choices=("bash", "zsh"))
+    p.add_argument("shell", choices=SHELLS)
     p.set_defaults(func=main)
 
 
-def words(parser: argparse.ArgumentParser) -> dict[str, list[str]]:
-    """Subcommand -> its option strings (and "" -> the subcommands and top options)."""
-    table: dict[str, list[str]] = {"": []}
-    for action in parser._actions:
+@dataclass
+class Command:
+    """One subcommand's words: its options, those that take a value (with the
+    values known here), and its own subcommands (``audit verify``)."""
+
+    help: str = ""
+    options: list[str] = field(default_factory=list)
+    values: dict[str, list[str]] = field(default_factory=dict)
+    files: set[str] = field(default_factory=set)
+    """Options whose value may be a file as well as one of `values`."""
+    subcommands: list[str] = field(default_factory=list)
+    words: list[str] = field(default_factory=list)
+    """What its positional arguments may be, where they are choices
+    (``completion bash``); otherwise files."""
+
+
+def _known_values(option: str) -> tuple[list[str], bool]:
+    """The values ``option`` takes that this install knows, and whether a file
+    is one too (a policy by name or by path)."""
+    if option == "--agent":
+        from governor.presets import presets
+
+        return sorted(presets()), False
+    if option in ("--policy", "--ceiling"):
+        from governor.policyfile import shipped_policies
+
+        return (sorted(shipped_policies()) if option == "--policy" else []), True
+    return [], True
+
+
+def commands(parser: argparse.ArgumentParser) -> dict[str, Command]:
+    """Subcommand -> its `Command` (and "" -> the top level's)."""
+    table: dict[str, Command] = {"": Command()}
+    for action in parser._actions:  # argparse has no public list of its actions
         if isinstance(action, argparse._SubParsersAction):
+            helps = {a.dest: a.help or "" for a in action._choices_actions}
             for name, child in action.choices.items():
-                table[""].append(name)
-                table[name] = sorted(
-                    {o for a in child._actions for o in a.option_strings}
-                    | {
-                        c
-                        for a in child._actions
-                        if isinstance(a, argparse._SubParsersAction)
-                        for c in a.choices
-                    }
-                )
+                table[""].subcommands.append(name)
+                table[name] = _command(child, helps.get(name, ""))
         else:
-            table[""].extend(action.option_strings)
+            table[""].options.extend(action.option_strings)
     return table
 
 
-def bash_script(table: dict[str, Any]) -> str:
+def _command(parser: argparse.ArgumentParser, help: str) -> Command:
+    command = Command(help=help)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            command.subcommands.extend(action.choices)
+            continue
+        command.options.extend(action.option_strings)
+        if not action.option_strings and action.choices is not None:
+            command.words.extend(str(c) for c in action.choices)
+        if not action.option_strings or action.nargs == 0:
+            continue
+        for option in action.option_strings:
+            if action.choices is not None:
+                command.values[option] = [str(c) for c in action.choices]
+                continue
+            values, files = _known_values(option)
+            command.values[option] = values
+            if files:
+                command.files.add(option)
+    command.options.sort()
+    return command
+
+
+def bash_script(table: dict[str, Command]) -> str:
     """A bash `complete -F` function for the table."""
     cases = "\n".join(
-        f'        {name}) opts="{" ".join(opts)}" ;;' for name, opts in table.items() if name
+        f'        {name}) opts="{" ".join(sorted({*c.options, *c.subcommands}))}"; '
+        f'words="{" ".join(c.words)}" ;;'
+        for name, c in table.items()
+        if name
     )
+    value_cases = "\n".join(
+        f'        "{name} {option}") takes=1; values="{" ".join(values)}"; '
+        f"files={int(option in c.files)} ;;"
+        for name, c in table.items()
+        for option, values in c.values.items()
+    )
+    top = " ".join([*table[""].subcommands, *table[""].options])
     return f"""# bash completion for governor (generated by `governor completion bash`)
 _governor() {{
-    local cur="${{COMP_WORDS[COMP_CWORD]}}" sub="" opts
-    local i
+    local cur="${{COMP_WORDS[COMP_CWORD]}}" prev="${{COMP_WORDS[COMP_CWORD-1]}}" sub="" opts
+    local values="" files=0 takes=0 words="" i
     for ((i = 1; i < COMP_CWORD; i++)); do
         case "${{COMP_WORDS[i]}}" in -*) ;; *) sub="${{COMP_WORDS[i]}}"; break ;; esac
     done
+    case "$sub $prev" in
+{value_cases}
+    esac
+    if [[ $takes -eq 1 ]]; then
+        COMPREPLY=($(compgen -W "$values" -- "$cur"))
+        [[ $files -eq 1 ]] && COMPREPLY+=($(compgen -f -- "$cur"))
+        return
+    fi
     case "$sub" in
-        "") opts="{" ".join(table[""])}" ;;
+        "") opts="{top}" ;;
 {cases}
         *) opts="" ;;
     esac
     if [[ "$cur" == -* || -z "$sub" ]]; then
         COMPREPLY=($(compgen -W "$opts" -- "$cur"))
+    elif [[ -n "$words" ]]; then
+        COMPREPLY=($(compgen -W "$words" -- "$cur"))
     else
         COMPREPLY=($(compgen -f -- "$cur"))
     fi
@@ -68,11 +139,48 @@ complete -o filenames -F _governor governor
 """
 
 
+def fish_script(table: dict[str, Command]) -> str:
+    """``complete -c governor`` lines for fish: subcommands with their help,
+    each one's options, and the values an option takes."""
+    lines = ["# fish completion for governor (generated by `governor completion fish`)"]
+    lines.append("complete -c governor -f")
+    for name in table[""].subcommands:
+        said = table[name].help.replace("'", "\\'")
+        lines.append(f"complete -c governor -n '__fish_use_subcommand' -a {name} -d '{said}'")
+    for option in table[""].options:
+        lines.append(f"complete -c governor -n '__fish_use_subcommand' {_fish_flag(option)}")
+    for name, c in table.items():
+        if not name:
+            continue
+        seen = f"-n '__fish_seen_subcommand_from {name}'"
+        if c.subcommands or c.words:
+            lines.append(f"complete -c governor {seen} -a '{' '.join([*c.subcommands, *c.words])}'")
+        for option in c.options:
+            flag = _fish_flag(option)
+            if option not in c.values:
+                lines.append(f"complete -c governor {seen} {flag}")
+                continue
+            files = " -F" if option in c.files else ""
+            values = f" -a '{' '.join(c.values[option])}'" if c.values[option] else ""
+            lines.append(f"complete -c governor {seen} {flag} -r{files}{values}")
+        if not c.words:  # their words are files (a log, a jobs file, a policy)
+            lines.append(f"complete -c governor {seen} -F")
+    return "\n".join(lines) + "\n"
+
+
+def _fish_flag(option: str) -> str:
+    return f"-l {option[2:]}" if option.startswith("--") else f"-s {option[1:]}"
+
+
 def main(args: argparse.Namespace) -> int:
     """Print the script for the shell asked for."""
     from governor.cli import build_parser
 
-    script = bash_script(words(build_parser()))
+    table = commands(build_parser())
+    if args.shell == "fish":
+        print(fish_script(table), end="")
+        return 0
+    script = bash_script(table)
     if args.shell == "zsh":
         script = "autoload -U +X bashcompinit && bashcompinit\n" + script
     print(script, end="")

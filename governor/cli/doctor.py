@@ -10,6 +10,7 @@ import argparse
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
 
@@ -28,6 +29,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "profile), a command in a session's sandbox, each preset's availability and where "
         "audit logs go. Exit 1 if something the default run needs is broken, with what to do.",
     )
+    p.add_argument(
+        "--json", action="store_true",
+        help="print one JSON object: status (ok or broken), exit_code, and each check "
+        "with its result (ok, FAIL, --), what it said and its details",
+    )  # fmt: skip
     p.set_defaults(func=main)
 
 
@@ -122,7 +128,42 @@ def _limits(tmpfs_size: bool) -> list[str]:
 
 
 def main(args: argparse.Namespace) -> int:
-    """Print one line per check; exit 1 when the default run cannot work."""
+    """Print one line per check (or, with ``--json``, one document of them);
+    exit 1 when the default run cannot work."""
+    lines: list[str] = []
+    broken = _checks(lines.append)
+    if args.json:
+        import json
+
+        doc = {"status": "broken" if broken else "ok", "exit_code": int(broken),
+               "checks": _items(lines)}  # fmt: skip
+        print(json.dumps(doc, indent=2))
+    else:
+        print("\n".join(lines))
+        if broken:
+            print("the default run cannot work here: fix the FAIL lines above")
+    return 1 if broken else 0
+
+
+def _items(lines: list[str]) -> list[dict[str, object]]:
+    """The printed lines as items: ``ok    sandbox: ...`` begins one (its result,
+    check and words), an indented line is a detail of the item above it."""
+    items: list[dict[str, object]] = []
+    for line in lines:
+        if line.startswith(" ") and items:
+            details = items[-1]["details"]
+            assert isinstance(details, list)
+            details.append(line.strip())
+            continue
+        result, _, rest = line.partition(" ")
+        check, _, said = rest.strip().partition(": ")
+        items.append({"result": result, "check": check, "said": said, "details": []})
+    return items
+
+
+def _checks(say: Callable[[str], object]) -> bool:
+    """Run every check, saying one line each (and detail lines); True when
+    something the default run needs is broken."""
     import functools
 
     import trio
@@ -136,25 +177,23 @@ def main(args: argparse.Namespace) -> int:
     try:
         bwrap = trio.run(functools.partial(preflight, configured_bwrap(), recall=False))
     except BwrapUnavailable as e:
-        print(f"FAIL  sandbox: {e}")
+        say(f"FAIL  sandbox: {e}")
         broken = True
     else:
         features = [f.name for f in fields(bwrap.features) if getattr(bwrap.features, f.name)]
-        print(
+        say(
             f"ok    sandbox: bwrap {bwrap.version} at {bwrap.path}; user namespaces work; "
             f"a test run of the full profile passed (features: {', '.join(features)})"
         )
-        print(trio.run(_session_check))
-        for line in _toolchains(bwrap.features.tmp_overlay):
-            print(line)
-        for line in _limits(bwrap.features.tmpfs_size):
-            print(line)
+        say(trio.run(_session_check))
+        for line in (*_toolchains(bwrap.features.tmp_overlay), *_limits(bwrap.features.tmpfs_size)):
+            say(line)
     logs = default_log_dir()
     why = _writable(logs)
     if why is None:
-        print(f"ok    audit logs: {logs} is writable")
+        say(f"ok    audit logs: {logs} is writable")
     else:
-        print(
+        say(
             f"FAIL  audit logs: {logs} is not writable ({why}); set XDG_STATE_HOME or pass --log FILE"
         )
         broken = True
@@ -162,20 +201,19 @@ def main(args: argparse.Namespace) -> int:
     for preset in presets().values():
         found = resolve(preset, installs=root)
         if isinstance(found, NotInstalled):
-            print(
+            say(
                 f"--    agent {preset.id}: not installed: {preset.install}; then sign in: {preset.login}"
             )
         elif found.via == "npx":
-            print(
-                f"ok    agent {preset.id}: through npx ({found.argv[0]} {' '.join(found.argv[1:4])}, "
-                f"fetched outside the sandbox before it starts); or `governor agents install "
-                f"{preset.id}`; sign in: {preset.login}"
+            # `presets` words it the same: not installed, and how it runs anyway
+            say(
+                f"ok    agent {preset.id}: not installed; runs through npx ({found.argv[0]} "
+                f"{' '.join(found.argv[1:4])}, fetched outside the sandbox before it starts); "
+                f"or `governor agents install {preset.id}`; sign in: {preset.login}"
             )
         elif found.via == "installed":
             version = installed(preset, root).version
-            print(f"ok    agent {preset.id}: installed by the governor, version {version}: {found.argv[0]}")
+            say(f"ok    agent {preset.id}: installed by the governor, version {version}: {found.argv[0]}")
         else:
-            print(f"ok    agent {preset.id}: from PATH: {found.argv[0]}")
-    if broken:
-        print("the default run cannot work here: fix the FAIL lines above")
-    return 1 if broken else 0
+            say(f"ok    agent {preset.id}: from PATH: {found.argv[0]}")
+    return broken

@@ -10,10 +10,14 @@ from typing import Any, TextIO
 
 from governor.budget import usage_line
 from governor.checks import CheckRun
-from governor.display import terminal
+from governor.display import paint, terminal, wants_colour
 from governor.outcome import Outcome
 
-_MARK = {"allow": "allowed", "deny": "REFUSED", "approval": "WAITING for approval"}
+_MARK = {"allow": "allowed", "deny": "REFUSED", "approval": "PAUSED until a person approves"}
+_MARK_STYLE = {"allow": "good", "deny": "bad", "approval": "heed"}
+STATUS_STYLE = {"completed": "good", "failed": "bad", "incomplete": "bad", "blocked": "heed",
+                "needs_approval": "heed", "passed": "good"}  # fmt: skip
+"""The colour of each status and verdict word on a terminal."""
 _PLAN_MARKS = {"completed": "x", "in_progress": ">", "pending": " "}
 
 
@@ -22,6 +26,7 @@ class Progress:
 
     def __init__(self, out: TextIO) -> None:
         self.out = out
+        self.colour = wants_colour(out)
         self.started = time.monotonic()
         self.plan: list[tuple[str, str]] = []
 
@@ -44,24 +49,33 @@ class Progress:
                 moved = [e for e, old in zip(plan, self.plan, strict=False) if e != old]
                 shown = moved if same_shape else plan
                 self.plan = plan
-                self._line("plan: " + "  ".join(f"[{_PLAN_MARKS.get(s, ' ')}] {terminal(c)}" for c, s in shown))
+                self._line(
+                    "plan: "
+                    + "  ".join(f"[{_PLAN_MARKS.get(s, ' ')}] {terminal(c)}" for c, s in shown)
+                )
         elif kind in ("permission", "read", "write", "terminal"):
             subject = info.get("subject", {})
             what = subject.get("command") or subject.get("path") or subject.get("title") or ""
-            verdict = _MARK.get(info.get("verdict", ""), info.get("verdict", ""))
-            by = info.get("by")
+            word = info.get("verdict", "")
+            verdict = paint(_MARK.get(word, word), _MARK_STYLE.get(word, "quiet"), self.colour)
+            # a paused ask is decided by nobody yet: its record's `by` (unattended)
+            # says who was there, not who decided
+            by = "" if info.get("verdict") == "approval" else f" by {info.get('by')}"
             extra = f" ({terminal(info.get('reason'))})" if info.get("verdict") != "allow" else ""
-            self._line(f"{kind:10} {terminal(what)}: {verdict} by {by}{extra}")
+            self._line(f"{kind:10} {terminal(what)}: {verdict}{by}{extra}")
         elif kind == "waiting":
             self._line(f"asking: {terminal(pending_text(info))}")
         elif kind == "check":
             how = "timed out" if info.get("timed_out") else f"exit {info.get('exit')}"
-            self._line(f"check      {terminal(info.get('command'))}: {info.get('verdict')} ({how})")
+            verdict = str(info.get("verdict"))
+            verdict = paint(verdict, STATUS_STYLE.get(verdict, "bad"), self.colour)
+            self._line(f"check      {terminal(info.get('command'))}: {verdict} ({how})")
         elif kind == "try":
             self._line(f"try        {info.get('try')} of {info.get('of')}")
         elif kind == "unasked":
             subject = info.get("subject", {})
-            self._line(f"UNASKED    {terminal(subject.get('title') or subject.get('path'))}")
+            unasked = paint("UNASKED", "heed", self.colour)
+            self._line(f"{unasked}    {terminal(subject.get('title') or subject.get('path'))}")
 
 
 SHOWN_FINDINGS = 10
@@ -106,8 +120,9 @@ def _check_line(c: CheckRun) -> str:
     return f"{'passed' if c.passed else 'FAILED'} {c.command} ({how}){said}"
 
 
-def summary(outcome: Outcome) -> str:
-    """The summary table of an outcome."""
+def summary(outcome: Outcome, colour: bool = False) -> str:
+    """The summary table of an outcome; with `colour`, its status and verdict
+    in their colours (`STATUS_STYLE`)."""
     rows: list[tuple[str, str]] = [("status", outcome.status)]
     if outcome.reason:
         rows.append(("reason", outcome.reason))
@@ -140,17 +155,25 @@ def summary(outcome: Outcome) -> str:
         where = f"{f.path}:{f.line}" if f.line is not None else f.path
         rows.append(("tamper", f"{where} {f.rule}: {f.detail}"))
     if len(outcome.findings) > SHOWN_FINDINGS:
-        rows.append(("tamper", f"... and {len(outcome.findings) - SHOWN_FINDINGS} more (--json lists them)"))
+        rows.append(
+            ("tamper", f"... and {len(outcome.findings) - SHOWN_FINDINGS} more (--json lists them)")
+        )
     if outcome.files_changed:
         shown = ", ".join(outcome.files_changed[:SHOWN_CHANGED])
         more = len(outcome.files_changed) - SHOWN_CHANGED
         rows.append(("changed", f"{shown} and {more} more" if more > 0 else shown))
+    rows.extend(kept_rows(outcome))
     for c in outcome.checks_run:
         rows.append(("check", _check_line(c)))
     if outcome.verdict:
         rows.append(("verdict", outcome.verdict))
     if outcome.pending:
         rows.append(("pending", pending_text(outcome.pending)))
+    if outcome.status == "needs_approval":
+        rows.append(("next", "nothing was done for it: allow it in the policy (an [allow] "
+                     "rule), or run again with --approvals person to answer it yourself"))  # fmt: skip
+    if outcome.run_id and outcome.log:  # what `governor audit --attempt` takes
+        rows.append(("attempt", outcome.run_id))
     if outcome.log:
         rows.append(("log", outcome.log))
     if outcome.log_head:
@@ -160,4 +183,25 @@ def summary(outcome: Outcome) -> str:
     width = max(len(k) for k, _ in rows)
     # every value may hold the agent's words (reason, summary, paths, notices):
     # one line each, nothing in them acts on the terminal
-    return "\n".join(f"{k:>{width}}  {terminal(v)}" for k, v in rows)
+    styled = {"status", "verdict"} if colour else set()
+    return "\n".join(
+        f"{k:>{width}}  {paint(terminal(v), STATUS_STYLE.get(v, 'bad'), True) if k in styled else terminal(v)}"
+        for k, v in rows
+    )
+
+
+def kept_rows(outcome: Outcome) -> list[tuple[str, str]]:
+    """The summary's ``frozen`` and ``held-out`` rows: how many files each set
+    held and whether the digest at the end is the start's (a set of nothing is
+    refused before start, so a count of 0 here is itself news)."""
+    rows = []
+    for key, value in (("frozen", outcome.frozen), ("held-out", outcome.held_out)):
+        if not value:
+            continue
+        start, end = value.get("start") or {}, value.get("end")
+        same = "the same at the end" if end == start else "DIFFERENT at the end"
+        line = f"{start.get('files')} file(s), sha256 {str(start.get('sha256'))[:16]}, {same}"
+        if value.get("replaced"):
+            line += f"; the agent's {', '.join(value['replaced'])} replaced for the checks"
+        rows.append((key, line))
+    return rows

@@ -130,6 +130,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "passed when every check exits 0 (repeatable)",
     )
     p.add_argument(
+        "--held-out",
+        metavar="GLOB",
+        action="append",
+        default=[],
+        help="tests the agent never sees (a glob relative to the workspace, as the policy's "
+        "[sandbox] held_out): moved out of every sandbox before the agent starts, put back "
+        "only for the checks; a glob that matches nothing is refused (repeatable)",
+    )
+    p.add_argument(
         "--tries",
         metavar="N",
         type=int,
@@ -328,6 +337,7 @@ def main(args: argparse.Namespace) -> int:
             durability=args.fsync,
             kind=args.kind,
             checks=args.check,
+            held_out=args.held_out,
             on_event=on_event,
             trace_id=trace.trace_id if trace is not None else None,
         )
@@ -336,9 +346,12 @@ def main(args: argparse.Namespace) -> int:
 
         freeze_startup_heap()
         gc.enable()
-        outcome = trio.run(run_until_signalled, prepared, args.tries)
+        caught: list[int] = []
+        outcome = trio.run(run_until_signalled, prepared, args.tries, caught)
         matched = failed_on(outcome, fail_on) if exit_code(outcome) == 0 else []
         code = FAILED_ON if matched else exit_code(outcome)
+        if caught:  # as a shell expects of a command a signal ended: 130 for Ctrl-C
+            code = 128 + caught[0]
         if trace is not None:
             trace.ended(outcome)
         if events is not None:
@@ -356,7 +369,7 @@ def main(args: argparse.Namespace) -> int:
         return REFUSED_BEFORE_START
     except KeyboardInterrupt:
         print("governor: interrupted", file=sys.stderr)
-        return 1
+        return 128 + signal.SIGINT
     finally:
         if sink is not None and sink is not sys.stdout:
             sink.close()
@@ -415,7 +428,12 @@ def _print_refusal(problems: Sequence[str]) -> None:
     one object, so a program reading it never parses nothing."""
     import json
 
-    doc = {"refused_before_start": True, "exit_code": REFUSED_BEFORE_START, "problems": list(problems)}
+    doc = {
+        "status": "refused_before_start",
+        "refused_before_start": True,
+        "exit_code": REFUSED_BEFORE_START,
+        "problems": list(problems),
+    }
     print(json.dumps(doc, indent=2))
 
 
@@ -481,7 +499,9 @@ def freeze_startup_heap() -> None:
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
-async def run_until_signalled(spec: AttemptSpec | Prepared, tries: int = 1) -> Outcome:
+async def run_until_signalled(
+    spec: AttemptSpec | Prepared, tries: int = 1, caught: list[int] | None = None
+) -> Outcome:
     """The attempt, ended cleanly by SIGINT or SIGTERM: the turn is cancelled, the
     agent shut down, and the outcome and the log's end record are still written.
 
@@ -491,7 +511,8 @@ async def run_until_signalled(spec: AttemptSpec | Prepared, tries: int = 1) -> O
     outright. A second signal while the attempt winds down is ignored: the
     shutdown is bounded (cancel, grace, SIGTERM, SIGKILL of the agent's tree).
     With ``tries`` above 1, the tries of `governor.tries.run_tries`; a signal
-    ends the try under way and starts no other.
+    ends the try under way and starts no other. The signal that stopped it is
+    appended to ``caught``: the command's exit code is then 128 + its number.
     """
     import trio
 
@@ -505,6 +526,8 @@ async def run_until_signalled(spec: AttemptSpec | Prepared, tries: int = 1) -> O
             async def watch() -> None:
                 async for signum in signals:
                     if not stop.is_set():
+                        if caught is not None:
+                            caught.append(signum)
                         name = signal.Signals(signum).name
                         print(f"governor: {name}: cancelling the attempt", file=sys.stderr)
                         stop.set()
@@ -541,9 +564,9 @@ def _progress() -> Any:
 def print_summary(outcome: Outcome) -> None:
     """A plain summary of the outcome for a person."""
     from governor.cli.progress import summary
-    from governor.display import terminal
+    from governor.display import terminal, wants_colour
 
     for t in outcome.tries[:-1]:  # the last try is the outcome summed up below
         verdict = t.get("verdict") or "none"
         print(f"try {t['try']}: {t['status']}, verdict {verdict}; log {terminal(t.get('log'))}")
-    print(summary(outcome))
+    print(summary(outcome, colour=wants_colour(sys.stdout)))

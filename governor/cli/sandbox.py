@@ -169,7 +169,12 @@ def _judge(policy: Policy) -> Judge:
 
 def _profile(args: argparse.Namespace, policy: Policy) -> Profile:
     from governor.confine import command_profile
+    from governor.secrets import forwarding_problems
 
+    named = [(n, os.environ.get(n), "the policy's env") for n in policy.env]
+    named += [(n, os.environ.get(n), "--env") for n in args.env_names]
+    if refused := forwarding_problems(named):
+        raise ProfileError("; ".join(refused))
     env: dict[str, str] = {}
     for name in (*policy.env, *args.env_names):
         if name not in os.environ:

@@ -1,4 +1,5 @@
-"""The governor's own tools as an MCP server: governed ``run``, ``read`` and ``write``.
+"""The governor's own tools as an MCP server: governed ``run``, ``read`` and
+``write``, and ``blocked``, the agent's honest way out.
 
 Rules of this file:
 
@@ -23,6 +24,12 @@ Rules of this file:
 - **In-process**: the official SDK's low-level `Server` answers each shim's
   connection on the governor's own trio loop (it runs on anyio); no server
   process, nothing the agent could start on its own.
+
+``blocked`` is no request to decide: it is the agent saying the task cannot
+be done as specified (`blocked`), the same word as a final message starting
+``BLOCKED:``. Its reason is an audit record (kind ``blocked``) written before
+the answer, the turn then ends as a pause ends it, and the attempt is
+``blocked`` with that reason (`governor.ending`): a loop's tries stop there.
 
 No ``search``: ``run`` with ``grep`` or ``rg`` searches in the sandbox under
 the command rules already, and a search tool of its own would need a second
@@ -49,6 +56,7 @@ from mcp.shared.message import SessionMessage
 
 from governor.acp.dispatch import RpcError
 from governor.acp.models import schema
+from governor.audit.log import AuditUnavailable
 from governor.mcp import wire
 from policies.capability import Capability
 from policies.mcp import OWN_SERVER
@@ -63,6 +71,8 @@ VIA: Final = f"mcp:{OWN_SERVER}"
 RUN_TIMEOUT: Final = 120.0
 """Seconds a ``run`` may take when the call names none."""
 MAX_RUN_TIMEOUT: Final = 1800.0
+BLOCKED_REASON_CHARS: Final = 2000
+"""Characters of a ``blocked`` reason kept (as of a final message's summary)."""
 RUN_OUTPUT_LIMIT: Final = 64 * 1024
 """Bytes of a command's output a ``run`` returns: the newest, as a terminal keeps them."""
 KILL_GRACE: Final = 10.0
@@ -71,7 +81,9 @@ INSTRUCTIONS: Final = (
     "The governor's own tools: `run` runs a shell command in the governor's sandbox, "
     "`read` and `write` read and write a text file. Each call is decided by the job's "
     "policy and recorded before it is carried out; a refused call says why. Paths may "
-    "be absolute or relative to the workspace."
+    "be absolute or relative to the workspace. If the task cannot be done as specified "
+    "(it contradicts the spec, a test is wrong, information is missing), call `blocked` "
+    "with the reason instead of working around it: the attempt then ends, blocked."
 )
 
 _PATH: Final = {"type": "string", "description": "absolute, or relative to the workspace"}
@@ -124,6 +136,26 @@ TOOLS: Final[Mapping[str, types.Tool]] = {
         },
         annotations=types.ToolAnnotations(destructive_hint=True),
     ),
+    "blocked": types.Tool(
+        name="blocked",
+        description=(
+            "Say that the task cannot be done as specified (it contradicts the spec, a test is "
+            "wrong, information is missing) and why. The reason is recorded, your turn ends "
+            "and the attempt ends blocked: it is not retried as a failure. Use it instead of "
+            "working around a test."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "reason": {
+                    "type": "string",
+                    "description": "why the task cannot be done as specified, for the person "
+                    f"who wrote it (at most {BLOCKED_REASON_CHARS} characters are kept)",
+                },
+            },
+            "required": ["reason"],
+        },
+    ),
 }
 
 T = TypeVar("T")
@@ -136,13 +168,8 @@ class BadArguments(Exception):
 class GovernorTools:
     """The governor's tools, answered by one gate (see the module docstring)."""
 
-    def __init__(
-        self, gate: Gate, admit: Callable[[trio.SocketStream], Awaitable[bool]] | None = None
-    ) -> None:
+    def __init__(self, gate: Gate) -> None:
         self.gate = gate
-        self.admit = admit
-        """Whether a connection may have a session: it said the attempt's token
-        (`governor.mcp.relay.McpRelay.admitted`); None: every one may."""
         self.server: Server[Any] = Server(
             OWN_SERVER,
             version="1",
@@ -154,6 +181,7 @@ class GovernorTools:
             "run": self._run,
             "read": self._read,
             "write": self._write,
+            "blocked": self._blocked,
         }
 
     # -- what is offered ---------------------------------------------------------------
@@ -288,6 +316,24 @@ class GovernorTools:
             is_error=waiting.cancelled_caught,
         )
 
+    async def _blocked(self, arguments: Mapping[str, Any]) -> types.CallToolResult:
+        """The agent's honest way out: recorded before the answer, the first
+        reason kept, then the turn ends (`Gate.pause_requested`, which the
+        attempt watches)."""
+        reason = arguments.get("reason")
+        if not isinstance(reason, str) or not reason.strip():
+            raise BadArguments("reason: expected why the task cannot be done (a non-empty string)")
+        reason = reason.strip()[:BLOCKED_REASON_CHARS]
+        gate = self.gate
+        try:
+            gate.audit.record("blocked", session=gate.session_id, via=VIA, reason=reason)
+        except AuditUnavailable as e:  # the gate fails closed on its own; say so here too
+            return _error(f"blocked: the reason could not be recorded: {e}")
+        if gate.end.blocked is None:
+            gate.end.blocked = reason
+        gate.pause_requested.set()
+        return _text("recorded: the attempt ends blocked with your reason; end your turn now")
+
     def _path(self, arguments: Mapping[str, Any], key: str) -> str:
         """An argument's path, absolute: a relative one is the workspace's."""
         value = arguments.get(key)
@@ -299,22 +345,10 @@ class GovernorTools:
 
     # -- the connections ---------------------------------------------------------------
 
-    async def serve(self, listener: trio.socket.SocketType) -> None:
-        """Answer each connection to ``listener`` (one per shim the agent
-        starts) until cancelled."""
-        with listener:
-            async with trio.open_nursery() as nursery:
-                while True:
-                    sock, _ = await listener.accept()
-                    nursery.start_soon(self.connection, trio.SocketStream(sock))
-
     async def connection(self, stream: trio.SocketStream) -> None:
-        """One MCP session over ``stream``, the SDK's server on its end, until
-        the client hangs up (or sends a line over `wire.MAX_LINE`); none, the
-        stream closed unanswered, when `admit` refuses it."""
-        if self.admit is not None and not await self.admit(stream):
-            await stream.aclose()
-            return
+        """One MCP session over ``stream`` (a connection the relay's accept loop
+        admitted: `McpRelay._admit` bounds them), the SDK's server on its end,
+        until the client hangs up (or sends a line over `wire.MAX_LINE`)."""
         to_server, from_client = anyio.create_memory_object_stream[SessionMessage | Exception](16)
         to_client, from_server = anyio.create_memory_object_stream[SessionMessage](16)
         try:

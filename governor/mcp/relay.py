@@ -13,6 +13,15 @@ Rules of this file:
   id is passed on only when its method is ``notifications/*`` (a
   ``tools/call`` sent as a notification would be carried out, undecided,
   by a server that runs notifications as JSON-RPC says).
+- **Only requests the relay knows are forwarded**: one with an id whose
+  method is neither governed nor one of `wire.PASSED` (``notifications/tools/call``
+  with an id, a later MCP version's method) is refused, recorded (kind
+  ``mcp``, rule ``mcp.unknown-method``) and answered ``METHOD_NOT_FOUND``.
+- **Sessions are bounded**: at most `MAX_SESSIONS` per server at once, and
+  sandboxed server processes (one per stdio session) at most the job's
+  ``[limits] processes`` together; a connection over either is refused,
+  recorded (method ``session``, rule ``mcp.sessions``) and closed at once.
+  The accept loops never end for want of descriptors (`sandbox.net.accepting`).
 - **Only answers to what was forwarded**: a server's response whose id the
   relay is not waiting for (a refused call's, a made-up one) is dropped, and
   so is every client response (no server request is passed on to the agent).
@@ -58,7 +67,6 @@ governor_tools`` one more socket there is answered by the governor itself
 from __future__ import annotations
 
 import contextlib
-import functools
 import hmac
 import importlib.util
 import os
@@ -96,6 +104,7 @@ from policies.mcp import OWN_SERVER, McpCall, McpServer
 from policies.network import NetworkRules
 from policies.rules import Verdict
 from sandbox import BwrapUnavailable, Profile, ProfileError, agent_process
+from sandbox.net.accepting import accept_forever
 from sandbox.run.spawn import Child
 
 if TYPE_CHECKING:
@@ -138,6 +147,11 @@ TOOL_NAMES: Final = 256
 """Names one ``mcp-tools`` record keeps (of those listed, and of those hidden); the
 rest are counted (``more``, ``more_hidden``): a server listing 100,000 tools
 would otherwise write megabytes into the log for each list."""
+MAX_SESSIONS: Final = 8
+"""Sessions one server may have at once. An agent opens one per server per
+session of its own (a few with subagents); each stdio session is a sandboxed
+server process of its own, so without a bound 60 connections were 60 processes
+(issue 35). More are refused, recorded, and their connection closed."""
 TOOL_LISTS: Final = 16
 """Distinct ``tools/list`` results recorded per server (one that changes its
 list at every call would otherwise write a record each time)."""
@@ -147,6 +161,10 @@ TOKEN_LINE_MAX: Final = 256
 """Bytes the first line may take: a connection that says more is not a shim's."""
 TOKEN_WAIT: Final = 10.0
 """Seconds a connection has to say its token (the shim says it at once)."""
+MAX_UNPROVEN: Final = 64
+"""Connections waiting to say the token at once; more are closed at once
+(a flood of silent connections holds the governor's descriptors for
+`TOKEN_WAIT` at most, and only this many)."""
 REFUSALS_RECORDED: Final = 16
 """Refused connections recorded per server; more are counted in the notice."""
 UNIX_PATH_MAX: Final = 107
@@ -176,6 +194,8 @@ class McpRelay:
         """What a connection must say first (`admitted`): the attempt's secret."""
         self.refused: dict[str, int] = {}
         """Server name -> connections refused for want of the token."""
+        self.unproven = 0
+        """Connections that have not said the token yet (at most `MAX_UNPROVEN`)."""
         self.servers = policy.mcp.servers
         self.shim = str(folder / "mcp_shim.py")
         self.interpreter = shim_interpreter()
@@ -187,10 +207,16 @@ class McpRelay:
         """Server name -> the tools/list results recorded (names, hidden)."""
         self.own: GovernorTools | None = None
         """The governor's own tools, when the policy offers them."""
+        self.max_sessions = MAX_SESSIONS
+        self.sessions: dict[str, int] = {}
+        """Server name -> its sessions open now (`MAX_SESSIONS` at most)."""
+        self.running = 0
+        """Sandboxed server processes running now (one per stdio session), counted
+        against the job's ``[limits] processes``."""
         if policy.mcp.governor_tools:
             from governor.mcp.own_tools import GovernorTools  # the SDK's server: only when on
 
-            self.own = GovernorTools(gate, admit=functools.partial(self.admitted, OWN_SERVER))
+            self.own = GovernorTools(gate)
 
     def socket_path(self, server: McpServer) -> str:
         """Where the shim for ``server`` connects."""
@@ -230,11 +256,15 @@ class McpRelay:
         expected = TOKEN_PREFIX + self.token.encode() + b"\n"
         if hmac.compare_digest(bytes(line), expected):
             return True
-        why = "no token" if not line.startswith(TOKEN_PREFIX) else "a wrong token"
+        self._unproven(name, "no token" if not line.startswith(TOKEN_PREFIX) else "a wrong token")
+        return False
+
+    def _unproven(self, name: str, why: str) -> None:
+        """A connection refused for want of the token: counted, and recorded
+        (``mcp-connection``) up to `REFUSALS_RECORDED` times per server."""
         count = self.refused[name] = self.refused.get(name, 0) + 1
         if count <= REFUSALS_RECORDED:
             self._record("mcp-connection", {"server": name, "verdict": "deny", "reason": why})
-        return False
 
     async def serve(
         self, listeners: list[tuple[McpServer, socket.socket]], own: socket.socket | None = None
@@ -242,22 +272,92 @@ class McpRelay:
         """Accept the agent's connections until cancelled; each is a session."""
         async with trio.open_nursery() as nursery:
             for server, listener in listeners:
-                nursery.start_soon(self._accept, nursery, server, trio.socket.from_stdlib_socket(listener))
+                nursery.start_soon(self._accept, nursery, server, listener)
             if self.own is not None and own is not None:
-                nursery.start_soon(self.own.serve, trio.socket.from_stdlib_socket(own))
+                nursery.start_soon(self._accept, nursery, None, own)
 
-    async def _accept(self, nursery: trio.Nursery, server: McpServer, listener: Any) -> None:
-        with listener:
-            while True:
-                sock, _ = await listener.accept()
-                nursery.start_soon(self._session, server, trio.SocketStream(sock))
+    async def _accept(
+        self, nursery: trio.Nursery, server: McpServer | None, listener: socket.socket
+    ) -> None:
+        """Each connection a session, when `_admit` lets it in (``server`` None: the
+        governor's own tools); one over the caps is refused and closed at once,
+        so a flood holds none of the governor's descriptors."""
+        name = OWN_SERVER if server is None else server.name
+
+        def take(sock: socket.socket) -> None:
+            stream = trio.SocketStream(trio.socket.from_stdlib_socket(sock))
+            nursery.start_soon(self._admit, server, stream)
+
+        def starved(e: OSError) -> None:
+            self._problem(
+                f"MCP server {name}: connections waited, the governor out of descriptors "
+                f"({e.strerror or e})"
+            )
+
+        await accept_forever(listener, take, starved=starved)
+
+    async def _admit(self, server: McpServer | None, client: trio.SocketStream) -> None:
+        """One connection: closed unanswered unless it says the attempt's token
+        first (`admitted`: before the caps, so that a socket found by another
+        attempt's agent holds no session of this one's); then a session when
+        under the caps, else refused and recorded."""
+        name = OWN_SERVER if server is None else server.name
+        self.unproven += 1
+        try:
+            if self.unproven > MAX_UNPROVEN:
+                self._unproven(name, f"over {MAX_UNPROVEN} connections yet to say the token")
+                proven = False
+            else:
+                proven = await self.admitted(name, client)
+        finally:
+            self.unproven -= 1
+        if not proven:
+            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                await client.aclose()
+            return
+        stdio = server is not None and server.stdio
+        over = self._over(name, stdio)
+        if over is not None:
+            await self._refuse_session(name, over)
+            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                await client.aclose()
+            return
+        self.sessions[name] = self.sessions.get(name, 0) + 1
+        self.running += stdio
+        try:
+            if server is None:
+                assert self.own is not None
+                await self.own.connection(client)
+            else:
+                await self._session(server, client)
+        finally:
+            self.sessions[name] -= 1
+            self.running -= stdio
+
+    def _over(self, name: str, stdio: bool) -> str | None:
+        """Why one more session of ``name`` is refused (None: it is not)."""
+        if self.sessions.get(name, 0) >= self.max_sessions:
+            return f"over {self.max_sessions} sessions at once to the MCP server {name}"
+        processes = self.policy.limits.processes
+        if stdio and processes is not None and self.running >= processes:
+            return (
+                f"over {processes} MCP server processes at once (the job's [limits] processes): "
+                f"a session of {name} would start another"
+            )
+        return None
+
+    async def _refuse_session(self, name: str, why: str) -> None:
+        """A session refused: recorded (kind ``mcp``, method ``session``) and a notice."""
+        self._problem(f"MCP server {name}: sessions refused: {why}")
+        decision = Decision(Verdict.DENY, "mcp.sessions", why, who.PROTOCOL)
+        subject = {"server": name, "method": "session"}
+        with contextlib.suppress(RpcError):
+            await self.gate.ruled("mcp", subject, f"{name} session", decision, {})
 
     async def _session(self, server: McpServer, client: trio.SocketStream) -> None:
         """One agent connection: its own server process (or HTTP session), relayed
-        until either ends; none for a connection without the token."""
+        until either ends."""
         async with client:
-            if not await self.admitted(server.name, client):
-                return
             if not server.stdio:
                 # the SDK's HTTP client: paid by a url's first session
                 from governor.mcp.http import HttpServer
@@ -520,6 +620,9 @@ class RelaySession:
         if message.key in self.pending or len(self.pending) >= MAX_PENDING:
             await self._to_client(wire.error(body["id"], wire.INVALID_REQUEST, "too many requests in flight, or an id in use"))
             return
+        if method not in wire.GOVERNED and method not in wire.PASSED:
+            await self._refuse_unknown(body["id"], method)
+            return
         request = None
         if method in wire.GOVERNED:
             request = await self._allowed(message)
@@ -559,6 +662,17 @@ class RelaySession:
             await self._to_client(wire.refusal(ident, method, ruling.reason))
             return None
         return ruling.request
+
+    async def _refuse_unknown(self, ident: Any, method: str) -> None:
+        """An agent's request the relay does not know how to decide: refused,
+        recorded (kind ``mcp``), answered ``METHOD_NOT_FOUND``; the server never sees it."""
+        shown = method[:200]
+        reason = f"{shown} is not a request the governor knows how to decide; it was not forwarded"
+        decision = Decision(Verdict.DENY, "mcp.unknown-method", reason, who.PROTOCOL)
+        subject = {"server": self.server.name, "method": shown}
+        with contextlib.suppress(RpcError):
+            await self.relay.gate.ruled("mcp", subject, f"{self.server.name} {shown}", decision, {})
+        await self._to_client(wire.error(ident, wire.METHOD_NOT_FOUND, f"Refused by the governor: {reason}"))
 
     async def _expire(self, key: str, pending: _Pending) -> None:
         with pending.timer:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import sys
 from collections.abc import Iterable, Mapping
@@ -25,7 +24,7 @@ from secrets import token_urlsafe
 from typing import Any, Final
 
 from governor.install import read_only_in
-from governor.secrets import MASK, secret_looking
+from governor.secrets import SHORTEST, secret_looking, spellings, spelt_bytes, spelt_text
 from policies.capability import Capability
 from policies.mcp import OWN_SERVER, McpConfig, McpServer
 from policies.policy import Policy
@@ -91,15 +90,15 @@ class Unsaid:
     """The operator's secrets a server was given, masked in what it sends the
     agent: a server that quotes its token ("invalid token Bearer ...") or
     prints its environment (server-everything's ``get-env``) hands the agent
-    none. Values under 6 characters are too short to mask (`governor.secrets`)."""
+    none, in clear or encoded (base64, hex, URL-encoded: `governor.secrets.spellings`).
+    Values under 6 characters are too short to mask (`governor.secrets`)."""
 
     def __init__(self, values: Iterable[str]) -> None:
-        known = sorted({v for v in values if len(v) >= 6}, key=len, reverse=True)
-        self._known = re.compile("|".join(map(re.escape, known))) if known else None
+        known = {s for v in values if len(v) >= SHORTEST for s in spellings(v)}
+        self._known = spelt_text(known) if known else None
         # a line of JSON holds a value as JSON writes it: both of its spellings
-        spelt = {json.dumps(v, ensure_ascii=a)[1:-1].encode() for v in known for a in (True, False)}
-        ordered = sorted(spelt, key=len, reverse=True)
-        self._bytes = re.compile(b"|".join(map(re.escape, ordered))) if ordered else None
+        spelt = {json.dumps(v, ensure_ascii=a)[1:-1] for v in known for a in (True, False)}
+        self._bytes = spelt_bytes(spelt) if spelt else None
 
     @classmethod
     def of(cls, values: Iterable[str]) -> Unsaid:
@@ -107,11 +106,11 @@ class Unsaid:
         return cls(with_credentials(values))
 
     def text(self, value: str) -> str:
-        return value if self._known is None else self._known.sub(MASK, value)
+        return value if self._known is None else self._known.sub(value)
 
     def line(self, line: bytes) -> bytes:
         """A line of JSON with each value masked where it is written."""
-        return line if self._bytes is None else self._bytes.sub(MASK.encode(), line)
+        return line if self._bytes is None else self._bytes.sub(line)
 
     def json(self, value: Any) -> Any:
         """A JSON value with every string masked (keys too: a server chooses them)."""

@@ -40,6 +40,28 @@ GOVERNED: Final[Mapping[str, tuple[type[BaseModel], str]]] = {
 """The requests decided before they are forwarded: their params model and the
 field that names their subject."""
 
+PASSED: Final = frozenset(
+    {
+        "initialize",
+        "ping",
+        "tools/list",
+        "prompts/list",
+        "resources/list",
+        "resources/templates/list",
+        "resources/subscribe",
+        "resources/unsubscribe",
+        "completion/complete",
+        "logging/setLevel",
+    }
+)
+"""The agent's requests forwarded without a decision: they list, describe or
+set up, and act on nothing. A request whose method is neither here nor in
+`GOVERNED` is refused and recorded, never forwarded: a server may carry out
+whatever it is sent (``notifications/tools/call`` with an id, a method of a
+later MCP version), and no decision would have seen it. The list is written
+out, not read from the SDK, so that a new SDK's method is refused until the
+relay knows how to decide it."""
+
 
 
 class LineTooLong(Exception):

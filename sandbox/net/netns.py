@@ -88,9 +88,13 @@ class Helper:
         self._ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             argv = [sys.executable, "-I", "-S", "-c", HELPER, str(theirs.fileno())]
+            # a group of its own: the terminal's Ctrl-C goes to the foreground
+            # group, which the governor handles; the helper would die of it
+            # with a KeyboardInterrupt traceback on the person's screen
             self._proc = subprocess.Popen(
-                argv, pass_fds=(theirs.fileno(),), env={}, stdin=subprocess.DEVNULL
-            )
+                argv, pass_fds=(theirs.fileno(),), env={}, stdin=subprocess.DEVNULL,
+                process_group=0,
+            )  # fmt: skip
         except BaseException:
             self._ours.close()
             raise

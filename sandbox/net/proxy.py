@@ -50,6 +50,7 @@ import structlog
 import trio
 
 from sandbox.net import http1
+from sandbox.net.accepting import accept_forever
 from sandbox.net.judge import (
     ConnectionAnswer,
     ConnectionRequest,
@@ -113,20 +114,10 @@ class EgressProxy:
     async def _accept(
         self, listener: socket.socket, origin: str, forward: tuple[str, int] | None
     ) -> None:
-        listener.setblocking(False)
-        with listener:
-            while True:
-                try:
-                    sock, _ = listener.accept()
-                except BlockingIOError:
-                    await trio.lowlevel.wait_readable(listener)
-                    continue
-                except OSError as e:  # out of descriptors or memory: wait, as trio does
-                    if e.errno not in _ACCEPT_RETRY:
-                        raise
-                    await trio.sleep(0.1)
-                    continue
-                self._nursery.start_soon(self._serve, Wire(sock), origin, forward)
+        def take(sock: socket.socket) -> None:
+            self._nursery.start_soon(self._serve, Wire(sock), origin, forward)
+
+        await accept_forever(listener, take)
 
     async def _serve(self, wire: Wire, origin: str, forward: tuple[str, int] | None) -> None:
         try:
@@ -505,8 +496,6 @@ class EgressProxy:
 
 _NOT_FORWARDED: Final = (b"expect", b"content-length")
 """ConnectionRequest fields the proxy writes itself (it answers ``Expect``)."""
-
-_ACCEPT_RETRY: Final = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
 
 
 def _head_bytes(first: bytes, fields: Sequence[tuple[bytes, bytes]]) -> bytearray:

@@ -103,6 +103,23 @@ async def test_pause_ends_the_attempt_needing_approval_with_the_pending_request(
     assert not (tmp_path / "ws" / "hello.py").exists()
 
 
+@pytest.mark.parametrize("word", ["person", "Pause", "refuse", 3])
+def test_an_approver_that_is_neither_a_function_nor_a_known_word_is_refused_when_the_spec_is_built(
+    tmp_path: Path, word: object
+) -> None:
+    with pytest.raises(TypeError, match=r"is the command line's terminal prompt|is not an approver"):
+        spec(tmp_path, approver=word)
+
+
+async def test_the_approver_may_be_named_by_word_as_the_command_line_does(tmp_path: Path) -> None:
+    asks = parse_policy('capability = "edit-workspace"\n[ask]\ntools = ["edit"]', "t")
+    outcome = await run_attempt(spec(tmp_path, policy=asks, approver="pause"))
+    assert outcome.status == "needs_approval"  # the policy's on_ask is "refuse": the word won
+    (tmp_path / "u").mkdir()
+    again = await run_attempt(spec(tmp_path / "u", policy=asks, approver="unattended"))
+    assert again.status == "completed" and again.acp is not None and again.acp.tally.refused >= 1
+
+
 async def test_a_callback_approver_decides_asks_and_is_recorded_as_a_person(tmp_path: Path) -> None:
     seen: list[Ask] = []
 

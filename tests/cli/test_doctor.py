@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -10,10 +11,10 @@ from pathlib import Path
 GOVERNOR = str(Path(sys.executable).parent / "governor")
 
 
-def doctor(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+def doctor(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if k != "ACP_GOVERNOR_BWRAP"}
     return subprocess.run(
-        [GOVERNOR, "doctor"],
+        [GOVERNOR, "doctor", *args],
         capture_output=True,
         text=True,
         timeout=120,
@@ -48,3 +49,35 @@ def test_doctor_says_how_the_limits_are_enforced_here(tmp_path: Path) -> None:
     else:
         assert "pids cgroup" in processes or "NOT enforced" in processes
     assert "cgroup v2: " in done.stdout
+
+
+def test_doctor_json_is_one_document_of_the_same_checks_with_a_status(tmp_path: Path) -> None:
+    plain = doctor(tmp_path)
+    done = doctor(tmp_path, "--json")
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert (doc["status"], doc["exit_code"]) == ("ok", 0)
+    checks = {c["check"]: c for c in doc["checks"]}
+    assert checks["sandbox"]["result"] == "ok" and "bwrap" in checks["sandbox"]["said"]
+    assert checks["agent demo"]["said"].startswith("from PATH: ")
+    # the same items as the lines a person reads, details under their check
+    assert len(doc["checks"]) == sum(1 for line in plain.stdout.splitlines() if line[:1] != " ")
+    assert any(d.startswith("processes: ") for d in checks["limits"]["details"])
+    broken = doctor(tmp_path, "--json", ACP_GOVERNOR_BWRAP=str(tmp_path / "none"))
+    doc = json.loads(broken.stdout)
+    assert broken.returncode == 1 and (doc["status"], doc["exit_code"]) == ("broken", 1)
+    assert doc["checks"][0]["result"] == "FAIL" and doc["checks"][0]["check"] == "sandbox"
+
+
+def test_doctor_and_presets_tell_one_story_of_an_agent_run_through_npx(tmp_path: Path) -> None:
+    done = doctor(tmp_path)
+    npx = [line for line in done.stdout.splitlines() if "runs through npx" in line]
+    listed = subprocess.run(
+        [GOVERNOR, "presets"], capture_output=True, text=True, timeout=60,
+        env={**os.environ, "HOME": str(tmp_path)},
+    )  # fmt: skip
+    for line in npx:  # each says "not installed; runs through npx", as presets does
+        agent = line.split("agent ", 1)[1].split(":", 1)[0]
+        assert ": not installed; runs through npx (" in line
+        block = ("\n" + listed.stdout).split(f"\n{agent} ", 1)[1]
+        assert "not installed; runs through npx" in block.split("login:", 1)[0], agent

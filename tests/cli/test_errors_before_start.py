@@ -217,6 +217,7 @@ def test_every_problem_of_the_command_line_and_the_job_is_reported_in_one_round(
     assert "the prompt is empty" not in done.stderr  # said once, naming where it came from
     doc = json.loads(done.stdout)
     assert doc["refused_before_start"] is True and doc["exit_code"] == 2
+    assert doc["status"] == "refused_before_start"  # a script reading .status gets a word
     assert doc["problems"] == [line.removeprefix("governor: ") for line in done.stderr.splitlines()]
 
 
@@ -226,6 +227,7 @@ def test_with_json_a_refusal_before_start_is_a_json_object_on_stdout_and_without
     with_json = demo(ws, "--json", "--timeout", "0")
     refused(with_json, ws)
     assert json.loads(with_json.stdout) == {
+        "status": "refused_before_start",
         "refused_before_start": True,
         "exit_code": 2,
         "problems": [

@@ -24,6 +24,12 @@ BAD_FILES: list[BadFile] = [
         lambda p: f"{p}: line 4: limits.memory: not valid TOML: Invalid value (column 10)",
     ),
     (
+        "an array never closed (the parser names no line: the last key written is)",
+        b'capability = "edit-workspace"\n[limits]\nwall = 60\n[network]\nallow = ["a.example",\n',
+        lambda p: f"{p}: line 5: network.allow: not valid TOML: Invalid value at the end of the file "
+        "(is the value begun here closed?)",
+    ),
+    (
         "an unknown key",
         b'[sandbox]\nkeeps = ["/opt"]\n',
         lambda p: f"{p}: sandbox.keeps: unknown key; did you mean `keep`?",

@@ -67,3 +67,27 @@ def test_the_worked_loop_example_finishes_the_task(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "task done: hello from the demo agent" in done.stdout
+
+
+def test_the_library_page_opens_with_the_first_loop_example_word_for_word() -> None:
+    """docs/library.md shows examples/first_loop.py, which CI type-checks with
+    ``mypy --strict`` and this file runs: the page's loop cannot drift from one
+    that a type checker accepts and that works."""
+    page = (ROOT / "docs" / "library.md").read_text()
+    block = re.search(r"```python\n(.*?)```", page, re.S)
+    assert block is not None
+    assert block.group(1) == (ROOT / "examples" / "first_loop.py").read_text()
+
+
+def test_the_first_loop_example_stops_at_a_passed_verdict(tmp_path: Path) -> None:
+    (tmp_path / "ws").mkdir()
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "first_loop.py"), str(tmp_path / "ws")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path / "s")},
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines()[0].startswith("completed passed Tally(asked=6"), done.stdout
+    assert done.stdout.splitlines()[-1] == "done"

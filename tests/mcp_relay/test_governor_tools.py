@@ -140,7 +140,7 @@ async def test_each_tool_call_is_the_fs_or_terminal_request_it_stands_for_decide
     log = tmp_path / "audit.jsonl"
     async with governed(policy, log) as g, tools(g) as session:
         listed = await session.list_tools()
-        assert sorted(t.name for t in listed.tools) == ["read", "run", "write"]
+        assert sorted(t.name for t in listed.tools) == ["blocked", "read", "run", "write"]
 
         read = await session.call_tool("read", {"path": "notes.txt", "line": 2, "limit": 1})
         assert not read.is_error and _text(read) == "two\n"
@@ -202,7 +202,7 @@ async def test_each_tool_call_is_the_fs_or_terminal_request_it_stands_for_decide
     assert "allow    tools/call read: " in shown and "deny     tools/call run: rm keep.txt" in shown
     assert shown.count("tools/call run: cat made.txt") == 1, shown  # three parts, one request
     assert "server governor: the governor's own tools, answered in-process (writable; network: none)" in shown
-    assert "tools of governor: run, read, write; hidden: none" in shown, shown
+    assert "tools of governor: run, read, write, blocked; hidden: none" in shown, shown
     assert "governor: 9 call(s), 4 allowed, 5 refused or waiting" in shown, shown
     story = subprocess.run(
         [str(Path(sys.executable).with_name("governor")), "audit", "--attempt", "att", str(log)],
@@ -226,9 +226,9 @@ async def test_at_read_only_write_and_a_writing_run_are_refused_and_the_sandbox_
     log = tmp_path / "audit.jsonl"
     async with governed(policy, log) as g, tools(g) as session:
         listed = await session.list_tools()
-        assert sorted(t.name for t in listed.tools) == ["read", "run"]  # every write is refused
+        assert sorted(t.name for t in listed.tools) == ["blocked", "read", "run"]  # every write is refused
         (offered,) = [r for r in _all(log) if r["kind"] == "mcp-tools"]
-        assert offered["subject"] == {"server": "governor", "tools": ["run", "read"], "hidden": ["write"]}
+        assert offered["subject"] == {"server": "governor", "tools": ["run", "read", "blocked"], "hidden": ["write"]}
         read = await session.call_tool("read", {"path": "notes.txt"})
         assert not read.is_error and "three" in _text(read)
         wrote = await session.call_tool("write", {"path": "notes.txt", "content": "changed"})

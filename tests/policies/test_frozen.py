@@ -1,5 +1,6 @@
-"""``[sandbox] frozen``: parsed strictly, and every governed write to a frozen
-path refused, whatever the job's own allow rules say; beside it, writes pass."""
+"""``[sandbox] frozen`` and ``held_out``: parsed strictly, and every governed
+write to a frozen or held-out path refused, whatever the job's own allow rules
+say; beside them, writes pass."""
 
 from __future__ import annotations
 
@@ -45,13 +46,23 @@ def test_a_write_beside_the_frozen_paths_is_decided_as_before() -> None:
         ("./**", "names a whole root"),
     ],
 )
-def test_a_frozen_glob_outside_the_roots_or_naming_a_whole_root_is_refused(
-    glob: str, says: str
+@pytest.mark.parametrize("key", ["frozen", "held_out"])
+def test_a_frozen_or_held_out_glob_outside_the_roots_or_naming_a_whole_root_is_refused(
+    glob: str, says: str, key: str
 ) -> None:
-    text = f'[sandbox]\nfrozen = ["{glob}"]\n'
+    text = f'[sandbox]\n{key} = ["{glob}"]\n'
     with pytest.raises(ConfigError) as e:
         parse_policy(text, "loop.toml")
-    assert "loop.toml" in str(e.value) and "sandbox.frozen" in str(e.value) and says in str(e.value)
+    assert "loop.toml" in str(e.value) and f"sandbox.{key}" in str(e.value) and says in str(e.value)
+
+
+def test_a_governed_write_to_a_held_out_path_is_refused_even_under_an_allow_rule() -> None:
+    text = LOOP.replace('frozen = ["tests/acceptance/**", "spec/*.feature"]', 'held_out = ["tests/hidden/**"]')
+    policy = parse_policy(text, "loop.toml").bind("/ws")
+    d = decide(WriteFile("/ws/tests/hidden/test_x.py"), policy)
+    assert (str(d.verdict), d.rule, d.by) == ("deny", "held-out: tests/hidden/**", "protected")
+    assert "held out for this attempt" in d.reason
+    assert decide(WriteFile("/ws/tests/unit/test_x.py"), policy).rule == "allow: tests/**"
 
 
 def test_too_many_frozen_globs_are_refused_with_the_bound() -> None:

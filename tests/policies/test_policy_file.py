@@ -123,7 +123,7 @@ writes = ["build/**"]
         ),
         ('[network]\nallow = ["a.org" "b.org"]\n', "job.toml: line 2: network.allow: not valid TOML"),
         ('on_ask = "refuse"\n\nstray\n', "job.toml: line 3: not valid TOML: Expected '='"),
-        ("env = [", "job.toml: not valid TOML: Invalid value (at end of document)"),
+        ("env = [", "job.toml: line 1: env: not valid TOML: Invalid value at the end of the file"),
     ],
 )
 def test_a_bad_policy_is_an_error_naming_the_file_and_the_key(text: str, expected: str) -> None:
