@@ -59,6 +59,19 @@ def socket_of(entry: dict[str, Any]) -> str:
     return next(a for a in entry["args"] if str(a).endswith(".sock"))
 
 
+def _connect(s: socket.socket, path: str) -> None:
+    """Connect as the shim does: through the folder's descriptor when the path
+    is longer than a Unix socket's may be (the state folder under a deep $HOME)."""
+    if len(os.fsencode(path)) <= 107:
+        s.connect(path)
+        return
+    fd = os.open(os.path.dirname(path), os.O_PATH | os.O_DIRECTORY)
+    try:
+        s.connect(f"/proc/self/fd/{fd}/{os.path.basename(path)}")
+    finally:
+        os.close(fd)
+
+
 def connected(path: str, timeout: float) -> socket.socket:
     """A connection to ``path``; a full backlog (``EAGAIN`` on a Unix socket)
     is waited out until ``timeout``, as a blocking client would wait."""
@@ -67,7 +80,7 @@ def connected(path: str, timeout: float) -> socket.socket:
         s = socket.socket(socket.AF_UNIX)
         s.settimeout(timeout)
         try:
-            s.connect(path)
+            _connect(s, path)
             return s
         except BlockingIOError:
             s.close()
