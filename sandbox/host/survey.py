@@ -226,7 +226,9 @@ def survey(
             and not any(is_under(os.path.realpath(s), d) for d in (*hidden_roots, run_user))
         )
     elif sockets is None:
-        sockets = host_sockets(hidden=(*roots, *hidden_roots))
+        # the state folder is concealed: the scan need not enter it, and must not
+        # cover the attempt's own relay sockets bound back into it (`Profile.own`)
+        sockets = host_sockets(hidden=(*roots, *hidden_roots, state))
 
     visible = [*(run.kept if run is not None else ())]
     for path in profile.visible:

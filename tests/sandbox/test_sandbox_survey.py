@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
 from dataclasses import replace
@@ -412,8 +413,11 @@ def test_the_state_folder_is_concealed_outside_the_home_and_the_attempts_own_fol
     own.mkdir(parents=True)
     try:
         monkeypatch.setenv("XDG_STATE_HOME", str(state))
-        facts = survey(edit(ws, own=(own,)))
+        with socket.socket(socket.AF_UNIX) as listening:
+            listening.bind(str(own / "governor.sock"))  # the relay's, found by no socket scan
+            facts = survey(edit(ws, own=(own,)))
         assert str(state / "acp-governor") in facts.concealed
         assert facts.own == (str(own),)
+        assert str(own / "governor.sock") not in facts.sockets  # not covered: the agent's own
     finally:
         shutil.rmtree(state)
