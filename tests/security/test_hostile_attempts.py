@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -99,6 +100,24 @@ def governor(box: Box, *args: str, environ: dict[str, str]) -> subprocess.Comple
     return subprocess.run(
         [*prefix, *extra, python, "-m", "governor.cli", *args],
         capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+
+
+def governor_process(box: Box, *args: str, environ: dict[str, str]) -> subprocess.Popen[str]:
+    """`governor` as the box's user (see `governor`), started and left running."""
+    driver = box.account.driver
+    if driver is not None:
+        argv = [str(a) for a in driver.proc.args]
+        python, prefix = argv[-2], argv[:-2]
+    else:
+        site = sysconfig.get_paths()["purelib"]
+        python = os.path.realpath(sys.executable)
+        prefix = ["env", "-i", f"PYTHONPATH={REPO}:{site}", f"HOME={box.account.home}",
+                  "PATH=/usr/bin:/bin", "LANG=C.UTF-8"]  # fmt: skip
+    extra = [f"{k}={v}" for k, v in environ.items()]
+    return subprocess.Popen(
+        [*prefix, *extra, python, "-m", "governor.cli", *args],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
 
 
@@ -219,3 +238,72 @@ def test_a_patch_over_the_patch_limit_fails_its_job_with_an_empty_patch_and_the_
     assert "+++ b/notes.txt" in patch and "+a note" in patch
     assert lines["small"]["patch_bytes"] == len(patch.encode())
     assert not list(Path(lines["small"]["changes"]).parent.glob(".tmp-*"))  # committed, nothing left
+
+
+# calls the governor's own `write` through every socket it is given, as the agent of
+# another attempt that found them would
+PROBE_WRITE = """
+import json, socket, sys
+for path in sys.argv[1:]:
+    try:
+        s = socket.socket(socket.AF_UNIX)
+        s.settimeout(20)
+        s.connect(path)
+        f = s.makefile("rwb")
+        for body in (
+            {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+             "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}}},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+             "params": {"name": "write", "arguments": {"path": "escaped.txt", "content": "from another attempt"}}},
+        ):
+            f.write(json.dumps(body).encode() + b"\\n")
+            f.flush()
+        print(path, "ANSWERED" if f.readline() else "closed-unanswered")
+    except OSError as e:
+        print(path, "refused", e)
+"""
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_two_governor_runs_one_agent_cannot_use_the_others_relay_and_both_complete(
+    accounts: dict[str, Account | str], srv: Path, user: str
+) -> None:
+    box = _box(accounts, user, "runs")
+    tmpdir = _owned(box, srv / "tmp")
+    probe = box.write(srv / "probe_write.py", PROBE_WRITE)
+    policy = box.write(box.dir / "tools.toml", 'capability = "edit-workspace"\n[mcp]\ngovernor_tools = true\n')
+    runs = {}
+    # a first, b once a's sandbox is up (a socket made after a sandbox was built is
+    # no host socket its scan could cover); a probes once b's agent runs, relay open
+    wait = f"for i in $(seq 240); do [ -e {srv / 'ws-b' / 'started'} ] && break; sleep 0.5; done"
+    for name, steps in (
+        ("a", [{"write": "{cwd}/started", "text": "yes"},
+               {"shell": f"{wait}; python3 -I {probe} $(find {_attempts(box)} {tmpdir} -name '*.sock') 2>&1"},
+               {"say": "a done"}]),
+        ("b", [{"write": "{cwd}/started", "text": "yes"},
+               {"shell": "sleep 8; echo b-own-work > {cwd}/own.txt"}, {"say": "b done"}]),
+    ):  # fmt: skip
+        ws = _owned(box, srv / f"ws-{name}")
+        script = box.write(box.dir / f"{name}.json", json.dumps(steps))
+        args = ["run", "--json", "--policy", str(policy), "--workspace", str(ws),
+                "--log", str(box.dir / f"{name}.jsonl"), "the task", "--",
+                _python(box), str(SCRIPTED), "--script", str(script)]  # fmt: skip
+        runs[name] = (ws, governor_process(box, *args, environ={"TMPDIR": str(tmpdir)}))
+        for _ in range(600):  # its agent started (a wait for the test's order, not a timing assert)
+            if (ws / "started").exists() or runs[name][1].poll() is not None:
+                break
+            time.sleep(0.2)
+    outcomes = {}
+    for name, (_, process) in runs.items():
+        out, err = process.communicate(timeout=600)
+        assert out, err[-3000:]
+        outcomes[name] = json.loads(out)
+    said_a = json.dumps(outcomes["a"])
+    assert "ANSWERED" not in said_a, said_a  # no relay of b's (nor its own) answered it
+    assert not (runs["b"][0] / "escaped.txt").exists() and not (runs["a"][0] / "escaped.txt").exists()
+    b_log = (box.dir / "b.jsonl").read_text()
+    kinds = [json.loads(x)["kind"] for x in b_log.splitlines()]
+    assert "write" not in kinds and "escaped" not in b_log, kinds  # nothing of a's in b's record
+    assert (runs["b"][0] / "own.txt").read_text() == "b-own-work\n"  # the neighbour: b did its work
+    assert outcomes["a"]["status"] == outcomes["b"]["status"] == "completed", outcomes
