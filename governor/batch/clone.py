@@ -199,17 +199,18 @@ async def changes_into(
     argv = ["git", *SAFE, *DIFF, workspace.commit, "--"]
     total = 0
     stderr = bytearray()
-    stopped: Exception | None = None  # raised once the nursery (and git) is gone
+    stopped: Exception | None = None  # raised once git is gone
+    try:
+        process = await trio.lowlevel.open_process(
+            argv, cwd=path, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, env=_env(),
+        )  # fmt: skip
+    except OSError as e:
+        raise GitFailed(f"git could not be run: {e.strerror}") from None
+    assert process.stdout is not None and process.stderr is not None
     try:
         with trio.fail_after(GIT_TIMEOUT):
             async with trio.open_nursery() as nursery:
-                process: trio.Process = await nursery.start(
-                    functools.partial(
-                        trio.run_process, argv, cwd=path, stdin=b"", stdout=subprocess.PIPE,
-                        stderr=subprocess.PIPE, check=False, env=_env(),
-                    )
-                )  # fmt: skip
-                assert process.stdout is not None and process.stderr is not None
                 nursery.start_soon(_tail, process.stderr, stderr)
                 while chunk := await process.stdout.receive_some(CHUNK):
                     total += len(chunk)
@@ -221,12 +222,18 @@ async def changes_into(
                         except OSError as e:  # a full disk: the job's, named as such
                             stopped = GitFailed(f"the patch could not be written: {e.strerror}")
                     if stopped is not None:
-                        nursery.cancel_scope.cancel()  # git killed with it
+                        process.kill()
                         break
+            await process.wait()
     except trio.TooSlowError:
         raise GitFailed(f"git diff took longer than {GIT_TIMEOUT:.0f} s") from None
-    except OSError as e:
-        raise GitFailed(f"git could not be run: {e.strerror}") from None
+    finally:
+        if process.returncode is None:  # cancelled, or too slow: never left running
+            process.kill()
+        with trio.CancelScope(shield=True):
+            await process.wait()
+            await process.stdout.aclose()
+            await process.stderr.aclose()
     if stopped is not None:
         raise stopped
     if process.returncode != 0:
