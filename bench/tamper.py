@@ -7,21 +7,33 @@ runs it: `governor.tamper.baseline.keep` over the snapshot at the start,
 `audit` at the end. Baseline, in the same run: reading every file's bytes
 twice (once per side), which is the least any diff of the contents costs.
 
-Run: ``.venv/bin/python bench/tamper.py [--files N] [--rounds R]``.
+Against another checkout (``--against DIR``, e.g. main's worktree): the same
+workload is run again in a child process that imports ``governor`` from DIR,
+and the ratio of this code's keep + audit to that one's is printed: what
+reading content (test bodies, code at import, coding cookies) costs per
+attempt against the audit that counted assertions.
+
+Run: ``.venv/bin/python bench/tamper.py [--files N] [--rounds R] [--against DIR]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 # Run as a script, this file has bench/ first on sys.path: the project's root
-# must come first for `governor` to be the package, not a script here.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# must come first for `governor` to be the package, not a script here (or the
+# checkout `--against` names, in the child that measures it).
+sys.path.insert(
+    0, os.environ.get("GOVERNOR_BENCH_ROOT") or str(Path(__file__).resolve().parents[1])
+)
 
 from governor.tamper import baseline
 from governor.workspace import diff, snapshot
@@ -83,9 +95,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--files", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--against", help="another checkout, measured in a child process")
+    parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    theirs: list[dict[str, float]] = []
     bare, kept, audited, found = [], [], [], 0
     for _ in range(args.rounds):
+        if args.against:  # a round of theirs before each of ours: the same load for both
+            done = subprocess.run(
+                [sys.executable, __file__, "--files", str(args.files), "--rounds", "1", "--json"],
+                env={**os.environ, "GOVERNOR_BENCH_ROOT": args.against},
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            theirs.append(json.loads(done.stdout))
         with tempfile.TemporaryDirectory() as tmp:
             root = Path(tmp)
             paths = make(root, args.files)
@@ -105,6 +129,9 @@ def main() -> None:
             audited.append(time.perf_counter() - t0)
             found = len(result.findings) + result.more
     b, k, a = (statistics.median(x) for x in (bare, kept, audited))
+    if args.json:
+        print(json.dumps({"bare": b, "keep": k, "audit": a, "found": found}))
+        return
     print(
         f"files {args.files}, rounds {args.rounds}, findings {found} (expected {args.files // 2})"
     )
@@ -114,6 +141,17 @@ def main() -> None:
     print(
         f"keep + audit                     {(k + a) * 1000:8.1f} ms  = {(k + a) / b:5.2f} x baseline, {(k + a) / args.files * 1e6:.0f} us per file"
     )
+    if theirs:
+        ob, ok, oa = (statistics.median(r[k] for r in theirs) for k in ("bare", "keep", "audit"))
+        print(f"--against {args.against} (rounds interleaved): findings {theirs[-1]['found']}")
+        print(
+            f"  its keep {ok * 1000:8.1f} ms, audit {oa * 1000:8.1f} ms (its baseline {ob * 1000:.1f} ms)"
+        )
+        print(
+            f"  this code's keep + audit = {(k + a) / (ok + oa):5.2f} x its "
+            f"(keep {k / ok:4.2f} x, audit {a / oa:4.2f} x; baseline-normalized "
+            f"{((k + a) / b) / ((ok + oa) / ob):4.2f} x)"
+        )
 
 
 if __name__ == "__main__":

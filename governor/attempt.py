@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import os
 import signal
 import time
@@ -36,11 +37,14 @@ from governor import (
     confine,
     elicitation,
     frozen,
+    harness,
     held_out,
+    homes,
     installs,
     network,
     plain,
     roots_size,
+    test_results,
 )
 from governor.acp.connection import Connection, ConnectionClosed, RemoteError, RequestTimeout
 from governor.acp.jsonrpc import AUTH_REQUIRED, short_error
@@ -138,6 +142,8 @@ class Attempt:
         self.deadline: trio.CancelScope | None = None
         self.id = f"{p.executor.id}-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
         self.started = time.monotonic()
+        self.program_ran: tuple[int, int] | None = None
+        """(start, end) in ``time.time_ns`` of a plain program's run: its changes are its work."""
         listener = p.masker.listener(p.spec.on_event)
         self.listener = listener
         self.emit = listener or (lambda kind, info: None)
@@ -204,6 +210,8 @@ class Attempt:
         policy = p.policy
         try:
             frozen_at_start = await trio.to_thread.run_sync(frozen.recorded, policy)
+            await trio.to_thread.run_sync(harness.pins, policy)  # past its bounds: not started
+            acceptance = await trio.to_thread.run_sync(test_results.acceptance_of, policy)
         except frozen.FrozenTooLarge as e:
             self.audit.close()
             raise RefusedBeforeStart([f"{e}; nothing was started"]) from None
@@ -218,6 +226,8 @@ class Attempt:
             self.audit.close()
             raise RefusedBeforeStart([f"{e}; nothing was started"]) from None
         before = await trio.to_thread.run_sync(snapshot, policy.roots)
+        home = homes.home_roots(p.executor.preset, p.env)
+        home_before = await trio.to_thread.run_sync(snapshot, home, homes.HOME_MAX_FILES)
         kept = await trio.to_thread.run_sync(tamper.keep, before.files, policy.roots)
         try:
             async with trio.open_nursery() as nursery:
@@ -276,11 +286,21 @@ class Attempt:
             await trio.to_thread.run_sync(held_out.put_back, held, policy)
             self.turn.notices.extend(held_out.notices(held))
             self.end.held_out = held.to_json()
+        home_after = await trio.to_thread.run_sync(
+            functools.partial(snapshot, home, homes.HOME_MAX_FILES, before=home_before)
+        )
+        self.end.home_changes = tuple(diff(home_before, home_after))
+        self.end.home_complete = home_before.complete and home_after.complete
         if policy.checks and not self.end.interrupted:  # a person who stops wants it stopped
             report = functools.partial(checks.report, self.audit, self.emit)
             self.end.checks = await checks.run_checks(
-                policy, environ=p.spec.environ, masker=p.masker, on_check=report
+                policy,
+                environ=p.spec.environ,
+                masker=p.masker,
+                on_check=report,
+                acceptance=acceptance,
             )
+        self.end.harness = harness.described(policy)
         outcome = judge(self._ended())
         outcome.trace_id = p.spec.trace_id
         end: dict[str, Any] = {}
@@ -357,8 +377,9 @@ class Attempt:
         try:
             if p.executor.via_npx and p.executor.preset is not None:
                 await installs.fetch_for_npx(
-                    installs.spec(p.executor.preset), p.executor.argv[0], p.env
-                )
+                    installs.spec(p.executor.preset), p.executor.argv[0], p.env,
+                    confine.host_places(p.policy, p.executor.preset, p.env),
+                )  # fmt: skip
             profile = confine.agent_profile(
                 p.executor.argv,
                 p.policy,
@@ -643,14 +664,20 @@ class Attempt:
         try:
             if p.executor.via_npx and p.executor.preset is not None:
                 await installs.fetch_for_npx(
-                    installs.spec(p.executor.preset), p.executor.argv[0], p.env
-                )
+                    installs.spec(p.executor.preset), p.executor.argv[0], p.env,
+                    confine.host_places(p.policy, p.executor.preset, p.env),
+                )  # fmt: skip
             profile = confine.agent_profile(
-                p.executor.argv, p.policy, None, p.env, sandbox=p.spec.sandbox_agent
-            )
-            async with confine.spawn_agent(profile, p.executor.argv, self.proxy) as process:
-                self.emit("spawned", {"agent": self.name, "pid": process.pid})
-                await self._feed_command(process, stdout, stderr)
+                p.executor.argv, p.policy, None, p.env, sandbox=p.spec.sandbox_agent,
+                via_npx=p.executor.via_npx,
+            )  # fmt: skip
+            began = time.time_ns()
+            try:
+                async with confine.spawn_agent(profile, p.executor.argv, self.proxy) as process:
+                    self.emit("spawned", {"agent": self.name, "pid": process.pid})
+                    await self._feed_command(process, stdout, stderr)
+            finally:  # its sandbox is gone: nothing of it writes after this
+                self.program_ran = (began, time.time_ns())
         except (OSError, confine.SandboxUnavailable, installs.InstallError) as e:
             self.end.error = (
                 f"{self.name} could not be started: {getattr(e, 'strerror', None) or e}"
@@ -674,10 +701,16 @@ class Attempt:
 
     async def _tamper_audit(self, kept: tamper.Baseline, before: Snapshot, after: Snapshot) -> None:
         """The tamper audit of the diff (`governor.tamper`), into the `Ending`."""
-        changed = [c.path for c in diff(before, after)]
+        diffed = diff(before, after)
+        changed = [c.path for c in diffed]
         self.end.files_changed = tuple(changed)
         found = await trio.to_thread.run_sync(tamper.audit, kept, after.files, changed)
-        self.end.findings = tuple(found.findings)
+        set_changed = harness.findings(
+            self.prepared.policy,
+            [(c.path, c.how) for c in diffed],
+            itertools.chain(before.files, after.files),
+        )
+        self.end.findings = tuple(found.findings) + tuple(set_changed)
         self.end.findings_more = found.more
         self.end.audit_skipped = found.skipped
 
@@ -699,13 +732,14 @@ class Attempt:
             commands=[(a, b or now) for a, b in confine.command_windows(self.terminals)],
             allowed=carried.allowances,
             ended_ns=now,
+            program=self.program_ran,
         )
         masked = self.audit.masker.text
         for change in changes:
             if change.path in covered or masked(change.path) in covered:
                 continue  # (the record holds the path as masked: a secret in it)
             cause = explain(change, evidence)
-            if cause is not None and cause.tool_call is None:
+            if cause is not None and cause.tool_call is None and cause.rule != "program":
                 continue  # a governed write or command: its own record says so
             fields = change_record(change, cause)
             try:

@@ -16,6 +16,7 @@ without asking.
 | ``command`` | its time (its ctime, which the agent cannot set) falls in a governed terminal's run | anything else writing during a command |
 | ``window`` | its time falls between an allowed permission's answer and its tool call's end (its ``completed`` or ``failed`` update, else the next permission, else the turn's end) | two tool calls at once: a change made by one inside the other's window is credited to it; a write without asking while an allowed call runs |
 | ``deleted`` | a deletion (it carries no time) while a governed command ran or a permission was allowed | any deletion in such an attempt |
+| ``program`` | the agent is a plain program (``--kind command``, which asks nothing: its changes are its work) and the change's time falls in its run, or it is a deletion | anything else writing in the roots while it runs |
 
 Pure: the gate collects the evidence (`Carried`: its writes, commands and
 `Allowance`s), the attempt the snapshots.
@@ -179,6 +180,8 @@ class Evidence:
     allowed: Allowances = field(default_factory=Allowances)
     ended_ns: int = 0
     """The turn's end, closing the windows still open."""
+    program: tuple[int, int] | None = None
+    """(start, end) of a plain program's run (``--kind command``): the agent itself."""
 
 
 def _written(change: Change, e: Evidence) -> Cause | None:
@@ -211,12 +214,22 @@ def _deleted(change: Change, e: Evidence) -> Cause | None:
     return None
 
 
+def _program(change: Change, e: Evidence) -> Cause | None:
+    if e.program is None:
+        return None
+    t = change.time_ns
+    if change.how == "deleted" or (t is not None and e.program[0] <= t <= e.program[1]):
+        return Cause("program")
+    return None
+
+
 RULES: Final[tuple[tuple[str, Callable[[Change, Evidence], Cause | None]], ...]] = (
     ("written", _written),
     ("named", _named),
     ("command", _command),
     ("window", _window),
     ("deleted", _deleted),
+    ("program", _program),
 )
 """In order; the first that holds explains the change (see the module's table)."""
 
@@ -248,6 +261,8 @@ def change_record(change: Change, cause: Cause | None) -> dict[str, Any]:
     reason = (
         f"{change.path} was {change.how} by the agent itself, under the permission allowed "
         f"for tool call {cause.tool_call}"
+        if cause.rule != "program"
+        else f"{change.path} was {change.how} by the plain program the attempt ran: its work"
     )
     return {"kind": "changed", "subject": subject, "verdict": "reported", "by": who.AGENT,
             "reason": reason, "explained_by": cause.to_json()}  # fmt: skip

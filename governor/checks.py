@@ -20,7 +20,27 @@ the file under review). So each check runs in a fresh sandbox of its own:
   timeout`` seconds, after which its whole tree is killed and it fails.
 
 Each check is sandboxed even at full-access: a check is the job's command, not
-the agent's, and nothing in it was asked for. Its output is kept as a bounded
+the agent's, and nothing in it was asked for.
+
+**The harness is the loop's** (`check_environment`, `check_path`): a check's
+interpreters run with the workspace off their module path
+(``PYTHONSAFEPATH``: ``python -m pytest`` no longer finds a ``pytest.py`` at
+the root), pytest's plugin autoload off (``PYTEST_DISABLE_PLUGIN_AUTOLOAD``:
+a plugin the job wants is named with ``-p``), no bytecode the attempt wrote
+(every ``__pycache__`` and ``.pytest_cache`` swept from the overlay before
+the command, `cache_sweep`; where the roots are bound read-only instead,
+``PYTHONPYCACHEPREFIX`` on the sandbox's fresh ``/tmp``) and no
+``.pytest_cache`` (``-p no:cacheprovider``), and its ``PATH`` without
+an entry in a root (a workspace ``.venv/bin`` is no ``python3`` of a check's
+unless the check names it). The files that decide what a check runs are the
+harness set (`policies.harness`, `governor.harness`).
+
+**Judged by results** (`governor.test_results`): each check gets a report
+folder outside the workspace (``$GOVERNOR_CHECK_REPORTS``) where its runners
+write JUnit XML (pytest's ``--junitxml``, ``node --test``'s junit reporter,
+unittest through `governor.unittest_report`, and any file the job's own
+command writes there), and the verdict is ``passed`` only when every check
+exited 0 *and* every acceptance test ran and passed. Its output is kept as a bounded
 tail, masked, since a test run prints the environment it was given.
 
 `run_checks` is the library's step: a loop that owns its retries calls it with
@@ -31,13 +51,18 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
+import shutil
+import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
+from governor import test_results
 from governor.secrets import Masker, forwarding_problems
+from governor.test_results import Acceptance, CaseResult, Judgement
 from policies.capability import Capability
 from policies.policy import Policy
 
@@ -72,6 +97,12 @@ class CheckRun:
     timed_out: bool = False
     error: str | None = None
     """Why the check could not run (the sandbox could not be built), in words."""
+    tests: tuple[CaseResult, ...] = ()
+    """What each test its runners reported came to (failures first, at most
+    `governor.test_results.MAX_KEPT`; ``tests_more`` counts the rest)."""
+    tests_more: int = 0
+    unfinished: int = 0
+    """Test runs that began and never reported (ended from inside)."""
 
     @property
     def passed(self) -> bool:
@@ -90,6 +121,12 @@ class CheckRun:
             out["timed_out"] = True
         if self.error is not None:
             out["error"] = self.error
+        if self.tests:
+            out["tests"] = [t.to_json() for t in self.tests]
+        if self.tests_more:
+            out["tests_more"] = self.tests_more
+        if self.unfinished:
+            out["unfinished_runs"] = self.unfinished
         return out
 
 
@@ -99,13 +136,21 @@ class Checks:
 
     runs: tuple[CheckRun, ...] = ()
     workspace: WorkspaceMode = "overlay"
+    judgement: Judgement | None = None
+    """The acceptance tests against every check's reports (`governor.test_results`)."""
 
     @property
     def verdict(self) -> Verdict | None:
-        """``passed`` when every check passed, ``failed`` otherwise; None without checks."""
+        """``passed`` when every check exited 0 and every acceptance test ran and
+        passed (no reported test failed, no run ended unreported), ``failed``
+        otherwise; None without checks."""
         if not self.runs:
             return None
-        return "passed" if all(r.passed for r in self.runs) else "failed"
+        if not all(r.passed for r in self.runs):
+            return "failed"
+        if self.judgement is not None and not self.judgement.ok:
+            return "failed"
+        return "passed"
 
 
 async def run_checks(
@@ -115,6 +160,7 @@ async def run_checks(
     environ: Mapping[str, str] | None = None,
     masker: Masker | None = None,
     on_check: Callable[[CheckRun], None] | None = None,
+    acceptance: Acceptance | None = None,
 ) -> Checks:
     """Run the checks (``commands``, default the policy's ``[checks] commands``)
     one after the other over the bound ``policy``'s roots, each in a fresh
@@ -123,8 +169,12 @@ async def run_checks(
     to: a loop wants every failing check at once.
 
     A check gets the policy's ``env`` names from ``environ`` (default
-    ``os.environ``), the governor's ``PATH`` and ``$HOME`` shown empty. Its tail is
-    masked with ``masker`` (default: the secret-looking variables of ``environ``).
+    ``os.environ``), the governor's ``PATH`` (none of its entries in a root) and
+    ``$HOME`` shown empty, and the harness's variables (`check_environment`). Its
+    tail is masked with ``masker`` (default: the secret-looking variables of
+    ``environ``). The verdict needs ``acceptance`` passed (default: the
+    policy's, `governor.test_results.acceptance_of`, read now: an attempt
+    passes the ones it read at its start).
     """
     from governor.confine import configured_bwrap
     from sandbox import BwrapUnavailable, ProfileError, SandboxStartFailed
@@ -145,20 +195,153 @@ async def run_checks(
         failure = f"the check's sandbox could not be started: {e}"
     except (BwrapUnavailable, ProfileError) as e:
         failure = f"the check's sandbox cannot work here: {e}"
+    wanted = acceptance if acceptance is not None else test_results.acceptance_of(policy)
     # a library call reaches here without `governor.spec.prepare`: the same one check
     refused = forwarding_problems((n, env_from.get(n), "the policy's env (a check's)") for n in policy.env)
     if refused:
         failure = "refused before the check: " + "; ".join(refused)
-    profile = check_profile(
-        policy, workspace, {n: env_from[n] for n in policy.env if n in env_from and not refused}
-    )
+    declared = {n: env_from[n] for n in policy.env if n in env_from and not refused}
     runs = []
-    for command in chosen:
-        ran = await _one(command, profile, policy.check_timeout, masked, failure)
-        runs.append(ran)
-        if on_check is not None:
-            on_check(ran)
-    return Checks(tuple(runs), workspace)
+    with _Folders() as folders:
+        try:  # the pins' walk is bounded: past it no check runs, and each says why
+            shared: Profile | None = check_profile(policy, workspace, {})
+            built = failure
+        except ProfileError as e:
+            shared, built = None, failure or f"the check's sandbox cannot be built: {e}"
+        for command in chosen:
+            reports = folders.reports()
+            env = check_environment(
+                declared, folders.lib, reports, pycache_prefix=workspace == "read-only"
+            )
+            profile = None if shared is None else replace(
+                shared, env=env, inputs=(Path(folders.lib),), outputs=(Path(reports),)
+            )
+            sweep = cache_sweep(policy) if workspace == "overlay" else None
+            ran = await _one(command, profile, policy.check_timeout, masked, built, sweep)
+            ran = _with_reports(ran, reports, masked)
+            runs.append(ran)
+            if on_check is not None:
+                on_check(ran)
+        results = [t for folder in folders.made for t in test_results.read_reports(folder).results]
+    unfinished = sum(r.unfinished for r in runs)
+    judgement = test_results.judge(wanted, results, unfinished)
+    return Checks(tuple(runs), workspace, judgement)
+
+
+REPORTS_VARIABLE: Final = "GOVERNOR_CHECK_REPORTS"
+"""The variable naming a check's report folder: a job's own command writes its
+JUnit XML there (``jest --reporters=jest-junit`` with ``JEST_JUNIT_OUTPUT_DIR``,
+``go-junit-report > "$GOVERNOR_CHECK_REPORTS/go.xml"``)."""
+PYCACHE_INSIDE: Final = "/tmp/.governor-pycache"
+"""Where a check's interpreters keep bytecode: on its sandbox's fresh ``/tmp``."""
+
+
+def check_environment(
+    declared: Mapping[str, str], lib: str, reports: str, *, pycache_prefix: bool = False
+) -> dict[str, str]:
+    """A check's variables: the job's declared ones, then the harness's, which
+    win (a job names a pytest plugin with ``-p``, not by turning autoload on).
+    ``lib`` holds the unittest reporter (first on ``PYTHONPATH``), ``reports``
+    is where the runners write their JUnit XML. ``pycache_prefix``: bytecode
+    under the sandbox's fresh ``/tmp`` (where the workspace's caches cannot be
+    swept away, `cache_sweep`: every module, the standard library's too, is
+    then compiled afresh by each interpreter, some 0.5 s a run)."""
+    env = dict(declared)
+    extra_path = declared.get("PYTHONPATH")
+    pytest_opts = declared.get("PYTEST_ADDOPTS")
+    node_opts = declared.get("NODE_OPTIONS")
+    if pycache_prefix:
+        env["PYTHONPYCACHEPREFIX"] = PYCACHE_INSIDE
+    env.update(
+        PYTHONSAFEPATH="1",
+        PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
+        PYTHONPATH=lib + (f":{extra_path}" if extra_path else ""),
+        # both read their options with quotes: a state folder may hold a space
+        PYTEST_ADDOPTS="-p no:cacheprovider --junitxml="
+        + shlex.quote(f"{reports}/pytest.xml")
+        + (f" {pytest_opts}" if pytest_opts else ""),
+        NODE_OPTIONS="--test-reporter=spec --test-reporter-destination=stdout "
+        f'--test-reporter=junit --test-reporter-destination="{reports}/node.xml"'
+        + (f" {node_opts}" if node_opts else ""),
+    )
+    env[REPORTS_VARIABLE] = reports
+    return env
+
+
+def cache_sweep(policy: Policy) -> str:
+    """The shell line a check runs before its command over overlay roots: every
+    ``__pycache__`` and ``.pytest_cache`` in the roots removed from the
+    overlay (the host's stay), so no bytecode the attempt left is loaded (a
+    ``.pyc`` of the fix stamped with the unchanged source's mtime and size,
+    pytest's assertion-rewrite cache) and the check's interpreters compile
+    the workspace's sources afresh, while the standard library's and the
+    installed packages' own caches are used. Not swept: ``.git``,
+    ``node_modules``, and the virtualenvs a check runs (in the harness set:
+    pinned, or their changes found). A pinned cache (under a frozen folder,
+    which the attempt could not write) stays."""
+    pruned = " -o ".join(
+        ["-name .git", "-name node_modules", *(f"-path {shlex.quote(p)}" for p in policy.harness_named)]
+    )
+    roots = " ".join(shlex.quote(r) for r in policy.roots)
+    return (
+        f"find {roots} \\( {pruned} \\) -prune -o \\( -name __pycache__ -o -name .pytest_cache \\) "
+        "-prune -exec rm -rf {} + 2>/dev/null"
+    )
+
+
+def check_path(path: str | None, roots: tuple[str, ...]) -> str | None:
+    """``path`` without the entries a workspace could choose: relative or empty
+    ones (the check's working directory) and those in a root (a ``.venv/bin``
+    the governor was started from). None stays None (the sandbox's default)."""
+    if path is None:
+        return None
+    from policies.paths import is_under, normalize
+
+    kept = [
+        entry
+        for entry in path.split(":")
+        if entry.startswith("/") and not any(is_under(normalize(entry), r) for r in roots)
+    ]
+    return ":".join(kept)
+
+
+class _Folders:
+    """One run of checks' folders outside every root, under the governor's state
+    (which no other sandbox shows): ``lib`` (the reporter, read-only to the
+    check) and a fresh report folder per check; removed at the end."""
+
+    def __init__(self) -> None:
+        from sandbox.host.concealed import state_dir
+
+        under = state_dir() / "checks"
+        under.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.top = tempfile.mkdtemp(prefix="run-", dir=under)
+        self.lib = os.path.join(self.top, "lib")
+        os.mkdir(self.lib)
+        here = os.path.dirname(os.path.abspath(__file__))
+        shutil.copyfile(os.path.join(here, "unittest_report.py"), os.path.join(self.lib, "sitecustomize.py"))
+        self.made: list[str] = []
+
+    def reports(self) -> str:
+        folder = os.path.join(self.top, f"reports-{len(self.made) + 1}")
+        os.mkdir(folder)
+        self.made.append(folder)
+        return folder
+
+    def __enter__(self) -> _Folders:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        shutil.rmtree(self.top, ignore_errors=True)
+
+
+def _with_reports(ran: CheckRun, folder: str, masker: Masker) -> CheckRun:
+    """The check with what its reports say of each test (masked: a test's
+    message may print what it was given)."""
+    read = test_results.read_reports(folder)
+    shown = test_results.kept(read.results)
+    tests = tuple(replace(t, id=masker.text(t.id), detail=masker.text(t.detail)) for t in shown.shown)
+    return replace(ran, tests=tests, tests_more=shown.more, unfinished=read.unfinished)
 
 
 def report(audit: AuditLog, emit: Callable[[str, dict[str, Any]], None], ran: CheckRun) -> None:
@@ -173,10 +356,18 @@ def report(audit: AuditLog, emit: Callable[[str, dict[str, Any]], None], ran: Ch
         audit.record("check", subject={"command": ran.command}, verdict=verdict, **fields)
 
 
-def check_profile(policy: Policy, workspace: WorkspaceMode, env: Mapping[str, str]) -> Profile:
+def check_profile(
+    policy: Policy,
+    workspace: WorkspaceMode,
+    env: Mapping[str, str],
+    *,
+    folders: tuple[str, str] | None = None,
+) -> Profile:
     """The profile of one check: the commands' (`governor.confine.command_profile`:
     roots, pins, frozen paths, hidden files, limits) with the roots as thrown-away
-    overlays (or read-only), sandboxed at any capability, and no network."""
+    overlays (or read-only), sandboxed at any capability, no network, its
+    ``PATH`` out of the roots (`check_path`) and, with ``folders``, its
+    reporter's folder shown read-only and its report folder writable."""
     from governor.confine import command_profile
 
     base = command_profile(policy)
@@ -189,22 +380,31 @@ def check_profile(policy: Policy, workspace: WorkspaceMode, env: Mapping[str, st
         egress=None,
         env=dict(env),
         cwd=Path(policy.workspace),
+        path=check_path(base.path, policy.roots),
+        inputs=(Path(folders[0]),) if folders else (),
+        outputs=(Path(folders[1]),) if folders else (),
     )
 
 
 async def _one(
-    command: str, profile: Profile, timeout: float, masker: Masker, failure: str | None
+    command: str,
+    profile: Profile | None,
+    timeout: float,
+    masker: Masker,
+    failure: str | None,
+    sweep: str | None = None,
 ) -> CheckRun:
     from governor.confine import configured_bwrap
     from sandbox import BwrapUnavailable, ProfileError
     from sandbox.run.runner import Command, run
 
     started = time.monotonic()
-    if failure is not None:
-        return CheckRun(command, None, 0.0, "", error=masker.text(failure))
+    if failure is not None or profile is None:
+        why = failure or "the check's sandbox cannot be built"
+        return CheckRun(command, None, 0.0, "", error=masker.text(why))
     try:
         result = await run(
-            Command.shell(command),
+            Command.shell(command if sweep is None else f"{sweep}\n{command}"),
             profile,
             timeout=timeout,
             output_limit=OUTPUT_LIMIT,

@@ -13,7 +13,8 @@ wrapper and every command see the same roots, capability and protected paths:
   read-only where it lies in a root (`governor.install`), and the policy's
   frozen paths pinned read-only too (`governor.frozen`);
 - the agent process: the same roots and capability, its preset's home folders
-  kept writable on the empty ``$HOME``, its install kept visible, its
+  kept writable on the empty ``$HOME`` but for what in them runs code on the
+  host later (the preset's ``runs_code``: read-only, or a throwaway copy), its install kept visible, its
   environment as the attempt built it. ``--no-sandbox-agent`` (or
   full-access) runs it bare, under a watchdog that takes it and everything it
   started down with the attempt or the governor (`sandbox.standalone.watchdog`), and the
@@ -47,7 +48,7 @@ from typing import Any, Final
 import structlog
 import trio
 
-from governor import frozen, leftovers
+from governor import frozen, harness, leftovers
 from governor.install import read_only_in
 from governor.network import egress_for
 from governor.presets import NPM_HOME, Preset
@@ -62,6 +63,7 @@ from sandbox import (
     Terminals,
     agent_process,
 )
+from sandbox.host import processes
 from sandbox.host.survey import survey
 from sandbox.net.proxy import EgressProxy
 from sandbox.run.agent import resolve_install, resolve_links
@@ -153,7 +155,7 @@ def command_profile(policy: Policy, agent_env: Mapping[str, str] | None = None) 
         hidden=_literal_paths(tuple(h for h in policy.hidden_globs if not h.startswith("**/"))),
         git_read_only=policy.git == "read-only",
         limits=policy.limits.effective(),
-        read_only=read_only_in(policy.roots) + frozen.pins(policy),
+        read_only=read_only_in(policy.roots) + frozen.pins(policy) + harness.pins(policy),
         masked=policy.masked,
     )
 
@@ -172,10 +174,13 @@ def agent_profile(
     (`governor.network`); unsandboxed, the host's network."""
     capability = policy.capability if sandbox else Capability.FULL_ACCESS
     home_folders: list[str] = []
+    runs_code: tuple[str, ...] = ()
     if preset is not None:
         home_folders += [h.removeprefix("~/") for h in preset.home if h.startswith("~/")]
-    if via_npx:
-        home_folders.append(NPM_HOME.removeprefix("~/"))
+        runs_code = tuple(h.removeprefix("~/") for h in preset.runs_code)
+    # npx's cache: an overlay, never writable, since the host's next fetch and
+    # the person's own npx run what lies there (`sandbox.host.processes`)
+    overlay_folders = (NPM_HOME.removeprefix("~/"),) if via_npx else ()
     try:
         sandboxed = capability < Capability.FULL_ACCESS
         install = (
@@ -192,6 +197,8 @@ def agent_profile(
         Path(policy.workspace),
         extra_roots=tuple(Path(r) for r in policy.roots[1:]),
         home_folders=tuple(dict.fromkeys(h for h in home_folders if h and h != ".")),
+        home_runs_code=runs_code,
+        overlay_folders=overlay_folders,
         install=install,
         links=links,
         env=env,
@@ -203,9 +210,24 @@ def agent_profile(
         toolchains=policy.toolchains,
         git_read_only=policy.git == "read-only",
         limits=policy.limits.effective(),
-        read_only=read_only_in(policy.roots) + frozen.pins(policy),
+        read_only=read_only_in(policy.roots) + frozen.pins(policy) + harness.pins(policy),
         masked=policy.masked,
     )
+
+
+def host_places(
+    policy: Policy, preset: Preset | None, env: Mapping[str, str]
+) -> processes.Places:
+    """Where the attempt's agent may write, as `sandbox.host.processes` refuses
+    it for every host process of the attempt (the npx fetch): the roots, the
+    preset's home folders (kept writable in its sandbox) under the agent's
+    ``$HOME`` and where its variables relocate them (``CODEX_HOME``), npm's
+    cache and the temporary folders."""
+    home = env.get("HOME", "")
+    homes = (
+        preset.home_paths(env, Path(home)) if preset is not None and os.path.isabs(home) else ()
+    )
+    return processes.Places.of(roots=policy.roots, homes=homes, environ=env)
 
 
 FOLDER_VARIABLE: Final = re.compile(r"[A-Z0-9_]+_(HOME|DIR)\Z")

@@ -32,12 +32,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
+from governor import homes
 from governor.attribution import Carried
 from governor.audit.tally import Tally
 from governor.checks import READ_ONLY_NOTICE, Checks
 from governor.outcome import AcpReport, Judgement, Outcome, from_stop_reason, judged
 from governor.secrets import Masker
 from governor.tamper.facts import Finding
+from governor.workspace import Change
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +130,10 @@ class Ending:
     audit_skipped: int = 0
     """Files the tamper audit could not cover (past its bounds, unreadable)."""
     files_changed: tuple[str, ...] = ()
+    home_changes: tuple[Change, ...] = ()
+    """What changed in the agent's own home folders (`governor.homes`)."""
+    home_complete: bool = True
+    """Whether the walk of those folders saw all of them."""
     """The roots' files created, changed or deleted (the workspace diff)."""
     frozen: dict[str, Any] | None = None
     """The frozen files' digest at the attempt's start and end (``start``, ``end``:
@@ -141,6 +147,8 @@ class Ending:
     checks: Checks = field(default_factory=Checks)
     """The job's checks after the attempt; their verdict is the outcome's, apart
     from its status (an agent may report success on a failing test)."""
+    harness: dict[str, Any] | None = None
+    """The checks' harness set as the job left it (`governor.harness.described`)."""
     masker: Masker = field(default_factory=Masker)
 
 
@@ -318,6 +326,9 @@ def judge(e: Ending) -> Outcome:
             f"{e.agent} sent {calls} request(s) of {method}, a method the governor does not "
             "know; each was answered -32601"
         )
+    home = homes.notice(e.agent, e.home_changes, e.home_complete)
+    if home is not None:
+        notices.append(home)
     if e.alone:
         notices.append(
             f"{e.agent} decides alone: its {', '.join(e.alone)} cannot be set to a value that asks"
@@ -360,6 +371,7 @@ def judge(e: Ending) -> Outcome:
             replace(f, path=masked.text(f.path), detail=masked.text(f.detail)) for f in e.findings
         ],
         files_changed=[masked.text(p) for p in e.files_changed],
+        home_changed=[masked.text(c.path) for c in e.home_changes],
         checks_run=[
             replace(c, command=masked.text(c.command), tail=masked.text(c.tail))
             for c in e.checks.runs
@@ -367,7 +379,17 @@ def judge(e: Ending) -> Outcome:
         verdict=e.checks.verdict,
         frozen=e.frozen,
         held_out=e.held_out,
+        tests=_tests(e.checks, masked),
+        harness=e.harness,
     )
+
+
+def _tests(checks: Checks, masked: Masker) -> dict[str, Any] | None:
+    """The acceptance tests' judgement, as the outcome holds it (None without checks)."""
+    if not checks.runs or checks.judgement is None:
+        return None
+    out: dict[str, Any] = masked.json(checks.judgement.to_json())
+    return out
 
 
 def _tamper_notices(e: Ending) -> list[str]:

@@ -75,6 +75,9 @@ def end_fields(outcome: Outcome, frozen_at_end: Any, masker: Masker) -> dict[str
         "findings": [f.to_json() for f in outcome.findings] or None,
         "frozen": frozen_at_end,
         "files_changed": outcome.files_changed or None,
+        "home_changed": outcome.home_changed or None,
         "verdict": outcome.verdict,
+        "tests": outcome.tests,
+        "harness": outcome.harness,
         "summary": bounded(outcome.summary or None, SUMMARY_CHARS, masker),
     }

@@ -152,6 +152,11 @@ def _files(globs: PathGlobs, roots: tuple[str, ...]) -> Iterator[tuple[str, str]
             yield rel, path
 
 
+def files(policy: Policy) -> list[tuple[str, str]]:
+    """(relative path, absolute path) of each file under the frozen paths now."""
+    return list(_files(policy.frozen, policy.roots)) if policy.frozen else []
+
+
 def recorded(policy: Policy) -> dict[str, Any] | None:
     """The digest as the attempt-start and attempt-end records hold it (None:
     nothing is frozen); `FrozenTooLarge` past the bounds."""

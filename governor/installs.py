@@ -16,10 +16,10 @@ presets` reads the installs and must answer without it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
-import subprocess
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Final
 
 from governor.presets import Preset
+from sandbox.host import processes
 
 NPM_FLAGS: Final = (
     "--no-audit",
@@ -122,20 +123,28 @@ def install(
         raise InstallError(
             f"{preset.id}: npm is not on PATH (install Node.js >= 18, which brings it)"
         )
+    environ = dict(os.environ if environ is None else environ)
     before.folder.mkdir(parents=True, exist_ok=True)
+    try:
+        host = processes.command(
+            [os.path.abspath(npm), "install", "--prefix", str(before.folder),
+             *processes.npm_flags(), *NPM_FLAGS, wanted],
+            env=environ,
+        )  # fmt: skip
+    except processes.HostProcessRefused as e:
+        raise InstallError(f"{preset.id}: {e}") from None
     say(f"{preset.id}: installing {wanted} into {before.folder} ...")
     started = time.monotonic()
-    done = subprocess.run(
-        [npm, "install", "--prefix", str(before.folder), *NPM_FLAGS, wanted],
-        env=dict(os.environ if environ is None else environ),
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    done = processes.run(host)
     if done.returncode != 0:
         tail = " | ".join(line for line in done.stderr.strip().splitlines()[-3:] if line.strip())
         raise InstallError(f"{preset.id}: npm install {wanted} failed ({done.returncode}): {tail}")
+    try:
+        import trio
+
+        trio.run(run_install_scripts, before.folder, os.path.abspath(npm), environ)
+    except InstallError as e:
+        raise InstallError(f"{preset.id}: {e}") from None
     after = installed(preset, root)
     if not after.current:
         raise InstallError(
@@ -146,37 +155,136 @@ def install(
     return after
 
 
+INSTALL_SCRIPTS: Final = ("preinstall", "install", "postinstall")
+"""The lifecycle scripts npm runs when it installs a package (``prepare`` runs
+only for a git or local one, which the governor never fetches)."""
+
+
+def with_install_scripts(folder: Path) -> list[str]:
+    """The packages under ``folder/node_modules`` that declare an install script
+    (opencode's ``postinstall`` puts its platform binary in place)."""
+    modules = folder / "node_modules"
+    manifests = [*modules.glob("*/package.json"), *modules.glob("@*/*/package.json")]
+    found = []
+    for manifest in manifests:
+        try:
+            scripts = json.loads(manifest.read_text(encoding="utf-8")).get("scripts") or {}
+        except (OSError, ValueError):
+            continue
+        if isinstance(scripts, dict) and any(scripts.get(k) for k in INSTALL_SCRIPTS):
+            found.append(str(manifest.parent.relative_to(modules)))
+    return sorted(found)
+
+
+async def run_install_scripts(folder: Path, npm: str, environ: Mapping[str, str]) -> None:
+    """Run the install scripts of what ``folder`` holds, if any declares one, in a
+    sandbox: only ``folder`` writable, no network, the homes hidden, npm's
+    script shell ``/bin/sh``. The host never runs a package's code (the
+    install itself was ``--ignore-scripts``); an agent whose package needs its
+    script still works. `InstallError` naming the packages when it fails."""
+    import trio
+
+    from policies.capability import Capability
+    from sandbox import BwrapUnavailable, Profile, ProfileError
+    from sandbox.run.runner import Command, run
+
+    packages = with_install_scripts(folder)
+    if not packages:
+        return
+    profile = Profile(
+        capability=Capability.EDIT_WORKSPACE,
+        workspace=folder,
+        network=False,
+        env={"HOME": environ.get("HOME", "/")} if os.path.isabs(environ.get("HOME", "")) else {},
+        path=processes.host_path(os.path.dirname(npm)),
+        cwd=folder,
+        toolchains=False,
+    )
+    argv = [npm, "rebuild", "--foreground-scripts", f"--script-shell={processes.SCRIPT_SHELL}",
+            "--no-audit", "--no-fund", "--loglevel=error"]  # fmt: skip
+    try:
+        with trio.fail_after(FETCH_TIMEOUT):
+            result = await run(
+                Command.of(argv), profile, bwrap=os.environ.get("ACP_GOVERNOR_BWRAP") or None
+            )
+    except trio.TooSlowError:
+        raise InstallError(f"the install scripts of {', '.join(packages)} took too long") from None
+    except (BwrapUnavailable, ProfileError, OSError) as e:
+        raise InstallError(
+            f"the install scripts of {', '.join(packages)} need a sandbox, which could not "
+            f"be started: {e}"
+        ) from None
+    if result.status.shell_code != 0:
+        tail = " | ".join(line for line in result.text.strip().splitlines()[-3:] if line.strip())
+        raise InstallError(
+            f"the install scripts of {', '.join(packages)} failed in their sandbox "
+            f"({result.status.shell_code}): {tail}"
+        )
+
+
 FETCH_TIMEOUT: Final = 900
 """Seconds npm may take to fetch an agent for npx (the largest are ~100 MB)."""
 
 
-async def fetch_for_npx(package: str, npx: str, environ: Mapping[str, str]) -> None:
+def npx_folder(cache: str, package: str) -> Path:
+    """Where npx keeps ``package`` (``name@version``, as npx is given it):
+    ``<cache>/_npx/<the first 16 hex digits of its SHA-512>``, as npm's
+    libnpmexec names it for one package."""
+    digest = hashlib.sha512(package.encode()).hexdigest()[:16]
+    return Path(cache) / "_npx" / digest
+
+
+async def fetch_for_npx(
+    package: str, npx: str, environ: Mapping[str, str], places: processes.Places | None = None
+) -> None:
     """Put ``package`` (``name@version``) in npm's cache and npx's install folder,
     outside any sandbox, with the agent's ``$HOME`` (so the same ``~/.npm``), so
     that the agent's ``npx --offline -y <package>`` (`governor.presets.resolve`)
     finds it there: its sandbox cannot reach the registry.
 
-    ``npm exec --package=<package> -- true`` installs it as npx would (the same
-    folder under ``~/.npm/_npx``), and runs ``true``, not the agent: nothing of
-    the agent runs outside its sandbox. Raises `InstallError` naming the package
-    when npm fails or takes longer than `FETCH_TIMEOUT`.
+    The fetch runs nothing of any package: ``npm cache add`` (the metadata
+    npx reads) and ``npm install --ignore-scripts`` into npx's own folder for
+    it (`npx_folder`), from the governor's empty
+    folder, through `sandbox.host.processes` (``npm exec ... -- true`` would
+    run ``true`` through a script shell looked up on a ``PATH`` that starts
+    with that folder's ``node_modules/.bin``, and the cwd's). ``places``: where
+    the agent may have written (its roots, its writable home folders), refused
+    as the cwd or on the ``PATH``. Raises `InstallError` naming the package
+    when npm is refused, fails or takes longer than `FETCH_TIMEOUT`.
     """
     import trio
 
     npm = str(Path(npx).with_name("npm"))
     flags = ("--no-audit", "--no-fund", "--prefer-offline", "--loglevel=error")
-    argv = [npm, "exec", "--yes", *flags, f"--package={package}", "--", "true"]
+    where = places if places is not None else processes.Places.of(environ=environ)
     with trio.move_on_after(FETCH_TIMEOUT) as waited:
-        done = await trio.run_process(
-            argv, env=dict(environ), stdin=subprocess.DEVNULL, capture_stdout=True,
-            capture_stderr=True, check=False,
-        )  # fmt: skip
+        try:
+            ask = processes.command([npm, "config", "get", "cache"], places=where, env=environ)
+            found = await processes.run_async(ask)
+        except processes.HostProcessRefused as e:
+            raise InstallError(f"npm could not fetch {package} for npx: {e}") from None
+        cache = found.stdout.decode(errors="replace").strip()
+        if found.returncode != 0 or not os.path.isabs(cache):
+            said = found.stderr.decode(errors="replace").strip()[-300:]
+            raise InstallError(f"npm could not say where its cache is ({found.returncode}): {said}")
+        folder = npx_folder(cache, package)
+        folder.mkdir(parents=True, exist_ok=True)
+        # the same door as `ask`, so not refused: first the package's metadata
+        # as npx will ask for it, then its folder (neither runs a script)
+        for argv in (
+            [npm, "cache", "add", *processes.npm_flags(), *flags, package],
+            [npm, "install", "--prefix", str(folder), *processes.npm_flags(), *flags, package],
+        ):
+            done = await processes.run_async(processes.command(argv, places=where, env=environ))
+            if done.returncode != 0:
+                break
     if waited.cancelled_caught:
         raise InstallError(f"npm did not fetch {package} within {FETCH_TIMEOUT} s")
     if done.returncode != 0:
         lines = done.stderr.decode("utf-8", errors="replace").strip().splitlines()
         tail = " | ".join(line for line in lines[-3:] if line.strip())
         raise InstallError(f"npm could not fetch {package} for npx ({done.returncode}): {tail}")
+    await run_install_scripts(folder, npm, environ)
 
 
 __all__ = [
@@ -188,5 +296,8 @@ __all__ = [
     "fetch_for_npx",
     "install",
     "installed",
+    "npx_folder",
+    "run_install_scripts",
     "spec",
+    "with_install_scripts",
 ]

@@ -136,10 +136,15 @@ class Outcome:
     files_changed: list[str] = field(default_factory=list)
     """The roots' files the attempt created, changed or deleted (the workspace
     diff), as absolute paths (a job may have several roots), sorted, masked."""
+    home_changed: list[str] = field(default_factory=list)
+    """The agent's own home folders' files (``~/.claude``, ...) the attempt
+    created, changed or deleted, absolute, sorted, masked (`governor.homes`):
+    what the agent's next start on the host reads."""
     checks_run: list[CheckRun] = field(default_factory=list)
     """The job's checks after the attempt (`governor.checks`), in order."""
     verdict: Verdict | None = None
-    """``passed`` when every check exited 0, ``failed`` otherwise; None without checks."""
+    """``passed`` when every check exited 0 and every acceptance test ran and
+    passed, ``failed`` otherwise; None without checks."""
     frozen: dict[str, Any] | None = None
     """The frozen files' count and digest at the start and the end of the
     attempt: ``{"start": {"sha256", "files"}, "end": {...}}``; None when the job
@@ -149,6 +154,14 @@ class Outcome:
     put back for the checks (``end``), and ``replaced``: the held-out paths the
     agent had made something at; None when the job holds nothing out
     (`governor.held_out`)."""
+    tests: dict[str, Any] | None = None
+    """The acceptance tests against the checks' reports (`governor.test_results`):
+    ``acceptance`` (how many), ``source`` (``job`` or ``frozen``), ``passed``,
+    ``not_passed`` (each test and what it came to: failed, error, skipped,
+    missing), ``failed_elsewhere``, ``unfinished_runs``; None without checks."""
+    harness: dict[str, Any] | None = None
+    """The checks' harness set (`governor.harness`): ``mode``, and what the job
+    ``added``, ``excepted`` and the checks ``named``; None without checks."""
     tries: list[dict[str, Any]] = field(default_factory=list)
     """With ``--tries`` (`governor.tries`): every try's outcome as JSON, in order,
     each with its number (``try``) and the ``digest`` its failed checks gave the
@@ -185,10 +198,13 @@ class Outcome:
             "log_key": self.log_key,
             "findings": [f.to_json() for f in self.findings],
             "files_changed": list(self.files_changed),
+            "home_changed": list(self.home_changed),
             "checks_run": [c.to_json() for c in self.checks_run],
             "verdict": self.verdict,
             "frozen": _copied(self.frozen),
             "held_out": _copied(self.held_out),
+            "tests": _copied(self.tests),
+            "harness": _copied(self.harness),
             "tries": _copied(self.tries) or None,
         }
         return {k: v for k, v in out.items() if v is not None}

@@ -103,6 +103,12 @@ class Preset:
     """Variables holding the agent's API base URL: their host:port is allowed too."""
     version: str | None = None
     """The version of `package` that `governor agents install` and npx use."""
+    runs_code: tuple[str, ...] = ()
+    """The files and folders of its home folders (``~/...``, each inside a `home`
+    entry) that make the host run code later: hooks, MCP server lists, notify
+    commands, plugins. Read-only in its sandbox (a missing one cannot be made
+    there); one that is a `home` entry itself is a throwaway copy
+    (`governor.confine.agent_profile`)."""
 
     def home_paths(self, environ: Mapping[str, str], home: Path) -> tuple[Path, ...]:
         """Where the `home` entries are for a person with this environment and $HOME.
@@ -237,6 +243,10 @@ def _home(v: object) -> tuple[str, ...]:
     return entries
 
 
+def _inside(path: str, entry: str) -> bool:
+    return path == entry or path.startswith(entry.rstrip("/") + "/")
+
+
 def _relocate(v: object) -> tuple[Relocation, ...]:
     if not isinstance(v, dict):
         raise _Bad(f"a table of tables, not {_type(v)}")
@@ -289,6 +299,7 @@ _SCHEMA: Final[dict[str, tuple[bool, Callable[[object], Any]]]] = {
     "api_hosts": (False, _host_patterns),
     "base_url_env": (False, _env_names),
     "version": (False, _version),
+    "runs_code": (False, _home),
 }
 _DEFAULTS: Final[dict[str, object]] = {
     "alternatives": (),
@@ -305,6 +316,7 @@ _DEFAULTS: Final[dict[str, object]] = {
     "api_hosts": (),
     "base_url_env": (),
     "version": None,
+    "runs_code": (),
 }
 
 
@@ -359,6 +371,12 @@ def _preset(source: str, pid: str, table: object) -> Preset:
         fields["install"] = (
             f"governor agents install {pid} (or npm install -g {fields['package']})"
         )
+    for path in fields["runs_code"]:
+        if not any(_inside(path, entry) for entry in fields["home"]):
+            raise PresetError(
+                f"{where}: `runs_code` names {path!r}, which is in no `home` entry: "
+                "the sandbox hides it already"
+            )
     for r in fields["relocate"]:
         if r.entry not in fields["home"]:
             raise PresetError(f"{where}: `relocate.{r.var}` moves {r.entry!r}, not in `home`")

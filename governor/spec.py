@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from governor import frozen, held_out, install
+from governor import frozen, harness, held_out, install
 from governor.approver import APPROVER_WORDS, Approver, Ask, Callback, approver_problem, for_on_ask
 from governor.audit.log import Durability, inside
 from governor.audit.signing import Signer, SigningUnavailable, load_signer
@@ -345,6 +345,7 @@ def prepare(spec: AttemptSpec) -> Prepared:
     bound = policy.bind(
         ws, tuple(extra) if spec.extra_dirs else None, protected=ceiling.protected, masked=key
     )
+    bound = harness.with_named(bound)
     if not spec.extra_dirs:
         problems.extend(
             f"an extra directory of the policy does not exist: {d}"

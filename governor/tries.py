@@ -66,21 +66,30 @@ DIGEST_TAIL: Final = 1500
 """Characters of a failed check's output (its newest) the next try is shown."""
 DIGEST_CHECKS: Final = 8
 """Failed checks shown in a digest; more are counted."""
+DIGEST_TESTS: Final = 20
+"""Acceptance tests not passed shown in a digest; more are counted."""
 
 ENDS_TRIES: Final = frozenset({"blocked", "needs_approval"})
 """Statuses after which no try follows, whatever the verdict."""
 
 
 def digest(
-    runs: Iterable[CheckRun], *, masker: Masker | None = None, tried: int | None = None
+    runs: Iterable[CheckRun],
+    *,
+    masker: Masker | None = None,
+    tried: int | None = None,
+    tests: dict[str, Any] | None = None,
 ) -> dict[str, Any] | None:
     """The facts of the failed checks among ``runs`` for the next try, as JSON
     values: each failed check's command, exit status (``timed_out`` or the
     ``error`` that kept it from running, when so) and the newest `DIGEST_TAIL`
-    characters of its output, masked; None when no check failed."""
+    characters of its output, masked; and, from ``tests`` (the outcome's,
+    `governor.test_results`), the acceptance tests that did not pass and what
+    each came to (a check can exit 0 having run none). None when nothing failed."""
     mask = masker.text if masker is not None else (lambda s: s)
     failed = [r for r in runs if not r.passed]
-    if not failed:
+    not_passed = list((tests or {}).get("not_passed") or [])
+    if not failed and not not_passed:
         return None
     shown = []
     for run in failed[:DIGEST_CHECKS]:
@@ -94,6 +103,13 @@ def digest(
     out: dict[str, Any] = {"verdict": "failed", "failed_checks": shown}
     if len(failed) > DIGEST_CHECKS:
         out["more_failed_checks"] = len(failed) - DIGEST_CHECKS
+    if not_passed:
+        out["tests_not_passed"] = [
+            {"test": mask(str(t.get("test"))), "outcome": t.get("outcome")}
+            for t in not_passed[:DIGEST_TESTS]
+        ]
+        if len(not_passed) > DIGEST_TESTS:
+            out["more_tests_not_passed"] = len(not_passed) - DIGEST_TESTS
     if tried is not None:
         out["try"] = tried
     return out
@@ -247,7 +263,9 @@ async def run_tries(
                 _notice(outcome, f"no try {n}: {e}")  # the tries so far stand
                 break
             outcome = current
-            facts = digest(outcome.checks_run, masker=first.masker, tried=n)
+            facts = digest(
+                outcome.checks_run, masker=first.masker, tried=n, tests=outcome.tests
+            )
             entry = {"try": n, **outcome.to_json()}
             if facts is not None:
                 entry["digest"] = facts

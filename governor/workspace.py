@@ -20,7 +20,9 @@ is hashed as well (when it is at most `RACY_MAX_BYTES`), and hashed again by
 the next snapshot: few files are that fresh, so the walk stays a walk of
 ``lstat`` calls (bench/workspace.py).
 
-A symlink is an entry like a file (to a folder too: it is not followed).
+A symlink is an entry like a file (to a folder too: it is not followed). A
+root that is no folder is one entry itself (an agent's ``~/.claude.json``,
+`governor.homes`).
 Bounded: a walk stops after `MAX_FILES` files and says so, rather than stalling
 an attempt on a huge tree. ``.git`` is walked only for what runs code later
 (hooks, config).
@@ -131,6 +133,13 @@ def _snapshot(
     for path in kept:
         look(path)
     for root in roots:
+        if not os.path.isdir(root):  # a file root (an agent's ~/.claude.json) is one entry
+            if root not in files and root not in kept:
+                if len(files) >= limit:
+                    snap.complete = False
+                    return snap
+                look(root)
+            continue
         for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
             if os.path.basename(dirpath) == ".git":
                 dirnames[:] = [d for d in dirnames if d in _GIT_KEEP]

@@ -23,6 +23,7 @@ from typing import Any, Final
 from policies import by as who
 from policies.actions import Action, Connect, ReadFile, RunCommand, ToolPermission, WriteFile
 from policies.capability import Capability
+from policies.harness import member as harness_member
 from policies.mcp import McpCall, decide_mcp
 from policies.network import decide_connect
 from policies.paths import normalize, within
@@ -175,6 +176,14 @@ def decide_write(action: WriteFile, policy: Policy) -> Decision:
     if held is not None:  # the job's own tests, out of the agent's sight: not its to write
         return Decision(
             DENY, f"held-out: {held}", f"{path} is held out for this attempt ({held})", who.PROTECTED
+        )
+    harness = harness_member(policy, path) if policy.harness == "frozen" else None
+    if harness is not None:  # the checks' harness is the loop's, as its frozen tests are
+        return Decision(
+            DENY,
+            "harness: frozen",
+            f"{path} decides what the checks run ({harness}): it is frozen for this attempt",
+            who.PROTECTED,
         )
     for verdict, rules in policy.rules.write_tiers:
         hit = rules.paths.first(path, roots) or rules.writes.first(path, roots)

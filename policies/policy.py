@@ -24,6 +24,10 @@ closest key suggested for a typo). The format, every key::
     [checks]                          # run after the attempt, each in a fresh sandbox
     commands = ["pytest -q"]          # shell lines; network off, the workspace unchangeable
     timeout = 600                     # seconds for each check (default 600)
+    acceptance = ["tests/acceptance/test_api.py::test_get"]  # the tests that must pass (default: the frozen set's)
+    harness = "frozen"                # frozen | audited: the harness set read-only, or only its changes found
+    harness_add = ["ci/**"]           # more globs in the harness set
+    harness_except = ["pyproject.toml"]  # globs of the default harness set this job may change
 
     [limits]                          # one attempt's resources (policies.limits; defaults there)
     memory = "4G"                     # per process
@@ -59,6 +63,7 @@ from typing import Any, Final, Literal
 from policies.capability import Capability, CapabilityError
 from policies.ceiling import boolean, string_list, table, type_name
 from policies.errors import ConfigError, ConfigErrors, closest, toml_error, unknown_key
+from policies.harness import HARNESS_MODES, HarnessMode
 from policies.limits import Limits, limits_from_mapping
 from policies.mcp import McpConfig, mcp_from_mapping
 from policies.network import HostPattern, HostPatternError, NetworkRules, parse_pattern
@@ -96,7 +101,14 @@ _TOP_KEYS: Final = {
 _RULE_KEYS: Final = {"commands", "paths", "writes", "tools"}
 _SANDBOX_KEYS: Final = {"git", "keep", "toolchains", "frozen", "held_out"}
 _NETWORK_KEYS: Final = {"allow", "ask", "deny"}
-_CHECKS_KEYS: Final = {"commands", "timeout"}
+_CHECKS_KEYS: Final = {
+    "commands",
+    "timeout",
+    "acceptance",
+    "harness",
+    "harness_add",
+    "harness_except",
+}
 CHECK_TIMEOUT: Final = 600.0
 """Seconds one check may run by default: a hung test suite ends as a failed check."""
 MAX_CHECKS: Final = 64
@@ -150,6 +162,21 @@ class Policy:
     outcome's verdict is theirs."""
     check_timeout: float = CHECK_TIMEOUT
     """``[checks] timeout``: seconds for each check."""
+    acceptance: tuple[str, ...] = ()
+    """``[checks] acceptance``: the tests the verdict needs passed (``path::Class::test``,
+    ``path::test name``); empty: the tests in the frozen files (`governor.test_results`)."""
+    harness: HarnessMode = "frozen"
+    """``[checks] harness``: the harness set (`policies.harness`) pinned read-only
+    for the attempt (``frozen``) or only its changes found (``audited``)."""
+    harness_add: tuple[str, ...] = ()
+    """``[checks] harness_add``: globs of more paths in the harness set."""
+    harness_except: tuple[str, ...] = ()
+    """``[checks] harness_except``: globs the default harness set's paths may
+    match to leave it (a job whose agent must change its ``pyproject.toml``)."""
+    harness_named: tuple[str, ...] = ()
+    """Absolute paths in the roots the checks run as programs (a script, a
+    virtualenv's interpreter: the whole virtualenv), found by the caller who
+    owns the file system (`governor.harness.named`); in the harness set."""
     limits: Limits = field(default_factory=Limits)
     """The ``[limits]`` as written (unset ones None: `Limits.effective` fills them)."""
     mcp: McpConfig = field(default_factory=McpConfig)
@@ -161,6 +188,8 @@ class Policy:
     hidden: PathGlobs = field(init=False, compare=False, repr=False)
     frozen: PathGlobs = field(init=False, compare=False, repr=False)
     held_out: PathGlobs = field(init=False, compare=False, repr=False)
+    harness_added: PathGlobs = field(init=False, compare=False, repr=False)
+    harness_excepted: PathGlobs = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(
@@ -171,6 +200,8 @@ class Policy:
         object.__setattr__(self, "hidden", PathGlobs(tuple(self.hidden_globs)))
         object.__setattr__(self, "frozen", PathGlobs(tuple(self.frozen_globs)))
         object.__setattr__(self, "held_out", PathGlobs(tuple(self.held_out_globs)))
+        object.__setattr__(self, "harness_added", PathGlobs(tuple(self.harness_add)))
+        object.__setattr__(self, "harness_excepted", PathGlobs(tuple(self.harness_except)))
 
     @property
     def workspace(self) -> str:
@@ -385,6 +416,26 @@ def _checks(source: str, value: Any) -> dict[str, Any]:
                 source, "checks.timeout", f"expected a number of seconds above 0, got {timeout!r}"
             )
         out["check_timeout"] = float(timeout)
+    if "acceptance" in body:
+        names = string_list(source, "checks.acceptance", body["acceptance"])
+        for name in names:
+            if not name.strip() or "\0" in name:
+                raise ConfigError(source, "checks.acceptance", "a test must be named (path::name)")
+        out["acceptance"] = names
+    if "harness" in body:
+        mode = body["harness"]
+        if mode not in HARNESS_MODES:
+            raise ConfigError(
+                source,
+                "checks.harness",
+                f"{mode!r} is not accepted (accepted: {', '.join(HARNESS_MODES)})",
+            )
+        out["harness"] = mode
+    for key in ("harness_add", "harness_except"):
+        if key in body:
+            named = string_list(source, f"checks.{key}", body[key])
+            globs = _frozen(source, named, f"checks.{key}", whole=key == "harness_except")
+            out[key] = globs
     return out
 
 
@@ -416,11 +467,14 @@ def inside_globs(source: str, key: str, value: Any) -> tuple[str, ...]:
     return _frozen(source, string_list(source, key, value), key)
 
 
-def _frozen(source: str, globs: tuple[str, ...], key: str = "sandbox.frozen") -> tuple[str, ...]:
+def _frozen(
+    source: str, globs: tuple[str, ...], key: str = "sandbox.frozen", *, whole: bool = False
+) -> tuple[str, ...]:
     """Frozen (and held-out, ``key``) globs are relative to the roots and inside
     them: an absolute path, ``..`` or a glob that names a whole root would
     freeze what the capability already decides (read-only is a capability, not
-    a frozen glob), or hold out the workspace itself."""
+    a frozen glob), or hold out the workspace itself (``whole`` lets a harness
+    exception name every file)."""
     if len(globs) > MAX_FROZEN:
         raise ConfigError(source, key, f"{len(globs)} globs; at most {MAX_FROZEN} are accepted")
     for glob in globs:
@@ -431,7 +485,7 @@ def _frozen(source: str, globs: tuple[str, ...], key: str = "sandbox.frozen") ->
                 key,
                 f"{glob!r} must be relative to the roots and stay inside them (no /, ~ or ..)",
             )
-        if all(p in ("", ".", "**") for p in parts):
+        if not whole and all(p in ("", ".", "**") for p in parts):
             raise ConfigError(
                 source,
                 key,

@@ -42,6 +42,8 @@ from typing import Final
 
 import trio
 
+from sandbox.host import processes
+
 GIT_TIMEOUT: Final = 600.0
 """Seconds for one git command (a clone of a large repository over the network)."""
 
@@ -103,18 +105,19 @@ async def git(*args: str, cwd: Path | None = None) -> str:
 
 
 async def git_bytes(*args: str, cwd: Path | None = None) -> bytes:
-    """Like `git`, with stdout as bytes (a patch is not text)."""
+    """Like `git`, with stdout as bytes (a patch is not text). ``cwd`` is the
+    repository git works in (``git -C``); the process itself starts from the
+    governor's empty folder, through `sandbox.host.processes`."""
+    program = processes.find_program("git")
+    if program is None:
+        raise GitFailed("git could not be run: it is not installed in the system folders")
+    where = () if cwd is None else ("-C", str(cwd))
     try:
+        host = processes.command([program, *where, *SAFE, *args], env=_env())
         with trio.fail_after(GIT_TIMEOUT):
-            done = await trio.run_process(
-                ["git", *SAFE, *args],
-                cwd=cwd,
-                stdin=b"",
-                capture_stdout=True,
-                capture_stderr=True,
-                check=False,
-                env=_env(),
-            )
+            done = await processes.run_async(host)
+    except processes.HostProcessRefused as e:
+        raise GitFailed(str(e)) from None
     except trio.TooSlowError:
         raise GitFailed(f"git {args[0]} took longer than {GIT_TIMEOUT:.0f} s") from None
     except OSError as e:
@@ -196,15 +199,22 @@ async def changes_into(
     written is the caller's to throw away); `GitFailed` as `git`."""
     path = workspace.path
     await git("add", "--all", "--", ".", cwd=path)
-    argv = ["git", *SAFE, *DIFF, workspace.commit, "--"]
+    program = processes.find_program("git")
+    if program is None:
+        raise GitFailed("git could not be run: it is not installed in the system folders")
     total = 0
     stderr = bytearray()
     stopped: Exception | None = None  # raised once git is gone
-    try:
+    try:  # through the host door, as every git of the governor's (`sandbox.host.processes`)
+        host = processes.command(
+            [program, "-C", str(path), *SAFE, *DIFF, workspace.commit, "--"], env=_env()
+        )
         process = await trio.lowlevel.open_process(
-            argv, cwd=path, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, env=_env(),
+            list(host.argv), cwd=host.cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, env=dict(host.env),
         )  # fmt: skip
+    except processes.HostProcessRefused as e:
+        raise GitFailed(str(e)) from None
     except OSError as e:
         raise GitFailed(f"git could not be run: {e.strerror}") from None
     assert process.stdout is not None and process.stderr is not None

@@ -36,6 +36,7 @@ from policies.capability import CAPABILITY_NAMES
 from policies.ceiling import Ceiling
 from policies.errors import ConfigError, closest
 from policies.policy import Policy
+from sandbox.host import processes
 
 ID_PATTERN: Final = JOB_ID
 """A job's id names its folder in the output: letters, digits, ``.``, ``_``, ``-``
@@ -489,14 +490,16 @@ def _repo_problems(job: Job) -> list[str]:
 
 
 def _git(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["git", "-C", str(repo), *args],
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        timeout=60,
-        env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},
-    )
+    """``git -C repo ARGS`` through `sandbox.host.processes` (a failure to start
+    is a non-zero exit, as git's own would be)."""
+    program = processes.find_program("git") or "/usr/bin/git"
+    try:
+        host = processes.command(
+            [program, "-C", str(repo), *args], env={**os.environ, "GIT_TERMINAL_PROMPT": "0"}
+        )
+        return processes.run(host, timeout=60)
+    except (OSError, processes.HostProcessRefused) as e:
+        return subprocess.CompletedProcess([program, *args], 127, "", str(e))
 
 
 def _json_type(value: Any) -> str:

@@ -42,7 +42,7 @@ import structlog
 import trio
 
 from governor.attempt_folders import NoAttemptFolder, attempt_folder
-from governor.batch.clone import GitFailed, PatchTooLarge, changes_into, clone, shown_url
+from governor.batch.clone import GitFailed, PatchTooLarge, changes_into, clone, git, shown_url
 from governor.batch.jobs import Job, is_url
 from governor.cli import REFUSED_BEFORE_START, exit_code_of
 from governor.outcome import Outcome
@@ -211,13 +211,12 @@ async def sources(repo: str) -> tuple[str, ...]:
     if not os.path.isdir(path):
         return ()
     found = [path]
-    done = await trio.run_process(
-        ["git", "-C", path, "rev-parse", "--path-format=absolute", "--git-common-dir"],
-        stdin=b"", capture_stdout=True, capture_stderr=True, check=False,
-        env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},
-    )  # fmt: skip
-    common = os.path.realpath(done.stdout.decode(errors="replace").strip())
-    if done.returncode == 0 and common and not common.startswith(path + os.sep):
+    try:
+        said = await git("rev-parse", "--path-format=absolute", "--git-common-dir", cwd=Path(path))
+    except GitFailed:
+        return tuple(found)  # not a repository git knows: the clone says why
+    common = os.path.realpath(said.strip())
+    if said.strip() and not common.startswith(path + os.sep):
         found.append(common)
     return tuple(found)
 

@@ -26,7 +26,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def describe(preset: Preset) -> dict[str, Any]:
-    """One preset's row: found how, login, install, folders kept."""
+    """One preset's row: found how, login, install, folders kept, and what in
+    them its sandbox holds read-only (its ``runs_code``)."""
     root = data_home(os.environ)
     found = resolve(preset, installs=root)
     home = Path.home()
@@ -40,6 +41,8 @@ def describe(preset: Preset) -> dict[str, Any]:
         "pinned": preset.version,
         "version": installed(preset, root).version if preset.package else None,
         "keeps": [str(p) for p in preset.home_paths(os.environ, home)],
+        # what in those folders runs code on the host later: read-only to the agent
+        "holds": [str(home / e.removeprefix("~/")) for e in preset.runs_code],
     }
     if isinstance(found, NotInstalled):
         row["found"] = None
@@ -76,4 +79,6 @@ def main(args: argparse.Namespace) -> int:
         print(f"{'':<{width}}  login: {r['login']}")
         if r["keeps"]:
             print(f"{'':<{width}}  keeps: {', '.join(r['keeps'])}")
+        if r["holds"]:
+            print(f"{'':<{width}}  held there (runs code later: read-only, or a throwaway copy): {', '.join(r['holds'])}")
     return 0

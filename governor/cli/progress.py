@@ -107,6 +107,23 @@ SHOWN_CHANGED = 10
 """Changed files named in the summary; the JSON outcome lists them all."""
 
 
+def _tests_line(tests: dict[str, Any]) -> str:
+    """The acceptance tests in one line: how many passed, and the first that did not."""
+    line = f"{tests.get('passed', 0)} of {tests.get('acceptance', 0)} acceptance test(s) passed"
+    if tests.get("source") == "frozen":
+        line += " (the frozen files' tests)"
+    not_passed = tests.get("not_passed") or []
+    if not_passed:
+        first = not_passed[0]
+        more = len(not_passed) - 1 + int(tests.get("more_not_passed", 0))
+        line += f"; {first.get('outcome')}: {first.get('test')}" + (f" and {more} more" if more else "")
+    if tests.get("failed_elsewhere"):
+        line += f"; {len(tests['failed_elsewhere'])} other test(s) failed"
+    if tests.get("unfinished_runs"):
+        line += f"; {tests['unfinished_runs']} test run(s) ended without reporting"
+    return line
+
+
 def _check_line(c: CheckRun) -> str:
     """One check: passed or failed, how it ended, and its output's last line."""
     if c.error is not None:
@@ -163,8 +180,14 @@ def summary(outcome: Outcome, colour: bool = False) -> str:
         more = len(outcome.files_changed) - SHOWN_CHANGED
         rows.append(("changed", f"{shown} and {more} more" if more > 0 else shown))
     rows.extend(kept_rows(outcome))
+    if outcome.home_changed:
+        shown = ", ".join(outcome.home_changed[:SHOWN_CHANGED])
+        more = len(outcome.home_changed) - SHOWN_CHANGED
+        rows.append(("home", f"{shown} and {more} more" if more > 0 else shown))
     for c in outcome.checks_run:
         rows.append(("check", _check_line(c)))
+    if outcome.tests:
+        rows.append(("tests", _tests_line(outcome.tests)))
     if outcome.verdict:
         rows.append(("verdict", outcome.verdict))
     if outcome.pending:

@@ -86,6 +86,7 @@ from governor import elicitation
 from governor.acp.dispatch import RpcError
 from governor.attempt_folders import attempt_folder
 from governor.audit.log import AuditUnavailable, recorded_input
+from governor.mcp import launchers
 from governor.mcp.servers import (
     SHIM,
     Unsaid,
@@ -104,6 +105,7 @@ from policies.mcp import OWN_SERVER, McpCall, McpServer
 from policies.network import NetworkRules
 from policies.rules import Verdict
 from sandbox import BwrapUnavailable, Profile, ProfileError, agent_process
+from sandbox.host import processes
 from sandbox.net.accepting import accept_forever
 from sandbox.run.spawn import Child
 
@@ -205,6 +207,10 @@ class McpRelay:
         """What went wrong with a server, in words (the outcome's notices)."""
         self.tool_lists: dict[str, set[tuple[tuple[str, ...], tuple[str, ...]]]] = {}
         """Server name -> the tools/list results recorded (names, hidden)."""
+        self.commands: dict[str, tuple[str, ...]] = {}
+        """Server name -> the argv that really starts it (`launchers.resolve`)."""
+        self.unlaunched: dict[str, str] = {}
+        """Server name -> why its launcher could not be resolved (its sessions are refused)."""
         self.own: GovernorTools | None = None
         """The governor's own tools, when the policy offers them."""
         self.max_sessions = MAX_SESSIONS
@@ -217,6 +223,23 @@ class McpRelay:
             from governor.mcp.own_tools import GovernorTools  # the SDK's server: only when on
 
             self.own = GovernorTools(gate)
+
+    async def resolve_launches(self) -> None:
+        """What each stdio server really runs, found before any session: an npx
+        package fetched outside into the governor's folder, any program by its
+        absolute path (`governor.mcp.launchers`). A server whose launcher fails
+        is a problem of the outcome and answers every session with why."""
+        places = processes.Places.of(roots=self.policy.roots, environ=self.environ)
+        for server in self.servers:
+            if not server.stdio:
+                continue
+            try:
+                self.commands[server.name] = await launchers.resolve(
+                    server.name, server.command, self.environ, places, self.policy.workspace
+                )
+            except launchers.LauncherError as e:
+                self.unlaunched[server.name] = str(e)
+                self._problem(str(e))
 
     def socket_path(self, server: McpServer) -> str:
         """Where the shim for ``server`` connects."""
@@ -367,9 +390,14 @@ class McpRelay:
                 await RelaySession(self, server, client, http).run()
                 return
             try:
+                if server.name in self.unlaunched:
+                    raise ProfileError(self.unlaunched[server.name])
+                command = self.commands.get(server.name, server.command)
                 egress = egress_for(_server_rules(server), f"mcp:{server.name}")
                 hide = tuple(str(p) for p in self.folder.glob("*.sock"))
-                profile = server_profile(server, self.policy, self.environ, egress=egress, hide=hide)
+                profile = server_profile(
+                    server, self.policy, self.environ, egress=egress, hide=hide, command=command
+                )
                 proxy = self.proxy()
                 if proxy is None:
                     raise ProfileError("the governor's egress proxy is not running")
@@ -378,9 +406,7 @@ class McpRelay:
                     assert proxy is not None
                     await proxy.attach(pid, egress, f"mcp:{server.name}")
 
-                async with agent_process(
-                    profile, server.command, bwrap=_bwrap(), attach=attach
-                ) as child:
+                async with agent_process(profile, command, bwrap=_bwrap(), attach=attach) as child:
                     stdio = StdioServer(server, child, self._problem, unsaid(server, self.environ))
                     await RelaySession(self, server, client, stdio).run()
             except (OSError, ProfileError, BwrapUnavailable) as e:
@@ -396,6 +422,7 @@ class McpRelay:
                 "server": server.name,
                 "command": list(server.command),
                 "writable": writable,
+                **({"program": list(self.commands[server.name])} if server.name in self.commands else {}),
                 "network": [h.text for h in server.hosts],
             }
             if server.url is not None:  # reached by the governor: its URL and its headers' names
@@ -836,6 +863,7 @@ async def open_relay(
         shutil.copyfile(SHIM, folder / "mcp_shim.py")
         environ = os.environ if environ is None else environ
         relay = McpRelay(gate, policy, environ, folder, proxy, token)
+        await relay.resolve_launches()
         relay.record_servers()
         listeners: list[tuple[McpServer, socket.socket]] = []
         own: socket.socket | None = None

@@ -18,17 +18,19 @@ import json
 import os
 import shutil
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from secrets import token_urlsafe
 from typing import Any, Final
 
 from governor.install import read_only_in
+from governor.mcp import launchers
 from governor.secrets import SHORTEST, secret_looking, spellings, spelt_bytes, spelt_text
 from policies.capability import Capability
 from policies.mcp import OWN_SERVER, McpConfig, McpServer
 from policies.policy import Policy
 from sandbox import Profile, ProfileError
+from sandbox.host import processes
 from sandbox.plan.egress import Egress
 from sandbox.run.agent import resolve_install, resolve_links
 
@@ -45,10 +47,11 @@ def relay_token() -> str:
 
 
 SAFE_PATH: Final = {"PYTHONSAFEPATH": "1"}
-"""Set for every server unless it declares the name: it runs in the workspace,
-and ``python -m mcp_server_time`` would import the workspace's
-``mcp_server_time.py`` first (one the agent wrote), which would run with the
-server's secrets and network instead of the program the ceiling permits."""
+"""Set for every server unless it declares the name: ``python -m
+mcp_server_time`` would import a ``mcp_server_time.py`` of its cwd first (the
+cwd is the governor's empty folder, `server_profile`; this holds should it
+ever be another), which would run with the server's secrets and network
+instead of the program the ceiling permits."""
 
 
 def server_env(server: McpServer, environ: Mapping[str, str]) -> dict[str, str]:
@@ -149,12 +152,21 @@ def server_profile(
     *,
     egress: Egress | None,
     hide: tuple[str, ...] = (),
+    command: Sequence[str] | None = None,
 ) -> Profile:
     """The profile ``server`` runs under (see the module docstring); ``hide``:
     the relay's own sockets, covered wherever its folder shows (a server that
     reached one would be a client of the governor's tools or of another
-    server). `ProfileError` when its program cannot be found."""
+    server). ``command``: what really starts (`governor.mcp.launchers.resolve`),
+    default the configured one. Its cwd is the governor's empty folder, shown
+    read-only, never the workspace: nothing there resolves to a file an agent
+    wrote. `ProfileError` when its program cannot be found."""
+    argv = tuple(server.command if command is None else command)
     search_path = environ.get("PATH") or os.environ.get("PATH")
+    try:
+        empty = processes.empty_folder(environ)
+    except (OSError, processes.HostProcessRefused) as e:
+        raise ProfileError(f"MCP server {server.name} has no folder to start from: {e}") from None
     writable = server.writable and policy.capability >= Capability.EDIT_WORKSPACE
     return Profile(
         capability=Capability.EDIT_WORKSPACE if writable else Capability.READ_ONLY,
@@ -163,10 +175,10 @@ def server_profile(
         network=False,
         egress=egress,
         env=server_env(server, environ),
-        visible=resolve_install(server.command, search_path=search_path),
-        links=resolve_links(server.command, search_path=search_path),
+        visible=(*resolve_install(argv, search_path=search_path), empty),
+        links=resolve_links(argv, search_path=search_path),
         path=search_path,
-        cwd=Path(policy.workspace),
+        cwd=empty,
         toolchains=policy.toolchains,
         git_read_only=policy.git == "read-only",
         limits=policy.limits.effective(),
@@ -213,6 +225,9 @@ def problems(
                 else f"MCP server {server.name}: named twice"
             )
         seen.add(server.name)
+        if server.stdio and (why := launchers.refused(server.name, server.command)):
+            found.append(why)
+            continue
         if not server.stdio:
             found.extend(
                 f"MCP server {server.name}: headers.{header} names {variable}, which is not set"

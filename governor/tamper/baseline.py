@@ -23,8 +23,12 @@ planted as a test must not make the governor read elsewhere or block).
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import stat
+import subprocess
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final
@@ -35,6 +39,7 @@ from governor.tamper import (
     audit_file,
     language,
     looks_like_test,
+    startup,
     suppressions,
 )
 from governor.tamper.facts import Finding, Mark
@@ -56,6 +61,11 @@ class Baseline:
     marks: dict[str, list[Mark]] = field(default_factory=dict)
     kept_bytes: int = 0
     skipped: int = 0
+    encodings: dict[str, str] = field(default_factory=dict)
+    """The Python files among them not in UTF-8: path -> the encoding their
+    cookie declares."""
+    present: frozenset[str] = frozenset()
+    """Every file there at the start (a file not in it was created)."""
 
 
 @dataclass(slots=True)
@@ -70,8 +80,9 @@ class Audit:
 
 def keep(paths: Iterable[str], roots: Sequence[str]) -> Baseline:
     """Read the audited files among ``paths`` (absolute, under ``roots``)."""
-    base = Baseline(tuple(roots))
-    for path in sorted(paths):
+    paths = sorted(paths)
+    base = Baseline(tuple(roots), present=frozenset(paths))
+    for path in paths:
         rel = _relative(path, base.roots)
         test = looks_like_test(rel)
         if not test and language(rel) is None:
@@ -80,14 +91,17 @@ def keep(paths: Iterable[str], roots: Sequence[str]) -> Baseline:
         if data is None:
             base.skipped += 1
             continue
+        text, encoding = startup.decode(rel, data)
+        if encoding not in startup.UTF8:
+            base.encodings[path] = encoding
         if test:
             if base.kept_bytes + len(data) > MAX_KEPT_BYTES:
                 base.skipped += 1
                 continue
             base.kept_bytes += len(data)
-            base.texts[path] = data.decode("utf-8", "replace")
+            base.texts[path] = text
         elif any(word in data for word in SUPPRESSION_WORDS):
-            base.marks[path] = suppressions(rel, data.decode("utf-8", "replace"))
+            base.marks[path] = suppressions(rel, text)
         else:
             base.marks[path] = []
     return base
@@ -104,25 +118,159 @@ def audit(base: Baseline, now: Iterable[str], changed: Iterable[str]) -> Audit:
         if path in present and data is None:
             out.skipped += 1
             continue
-        after = None if data is None else data.decode("utf-8", "replace")
+        after = None if data is None else _text(base, path, data, found)
         found += _placed(path, audit_file(_relative(path, base.roots), before, after))
+    caches: list[tuple[str, str]] = []
     for path in sorted(set(changed) & present):
         if path in base.texts:
             continue
         rel = _relative(path, base.roots)
+        created = path not in base.present
+        found += _started(base, path, rel, created, caches)
         if path in base.marks:
             data = read(path)
-            text = None if data is None else data.decode("utf-8", "replace")
+            text = None if data is None else _text(base, path, data, found)
             found += _placed(path, added_suppressions(rel, base.marks[path], text))
         elif looks_like_test(rel) or language(rel) is not None:  # created
             data = read(path)
             if data is None:
                 out.skipped += 1
                 continue
-            found += _placed(path, audit_file(rel, None, data.decode("utf-8", "replace")))
+            found += _placed(path, audit_file(rel, None, _text(base, path, data, found)))
+    found += _pytest_caches(caches, base.roots)
     out.findings = found[:MAX_FINDINGS]
     out.more = max(0, len(found) - MAX_FINDINGS)
     return out
+
+
+def _text(base: Baseline, path: str, data: bytes, found: list[Finding]) -> str:
+    """A file's text at the end, decoded as its runtime decodes it; a coding
+    cookie it did not have at the start is a finding."""
+    text, encoding = startup.decode(_relative(path, base.roots), data)
+    was = base.encodings.get(path, "utf-8" if path in base.present else None)
+    finding = startup.coding(path, was, encoding)
+    if finding is not None:
+        found.append(finding)
+    return text
+
+
+def _started(
+    base: Baseline, path: str, rel: str, created: bool, caches: list[tuple[str, str]]
+) -> list[Finding]:
+    """Findings for a start-up file or bytecode the attempt created or changed;
+    pytest's caches are put in ``caches`` (bytecode, its source), to be checked
+    together."""
+    source_rel = startup.bytecode_source(rel)
+    if source_rel is not None:
+        source = path[: len(path) - len(rel)] + source_rel
+        data = read(path)
+        if data is None:
+            return [Finding(path, None, "bytecode-added", "bytecode the audit could not read")]
+        code, stamp = read(source), _stamp(source)
+        if startup.pytest_version(rel) is not None:
+            if not startup.stale(data, code, stamp, pytest=True):
+                caches.append((path, source))
+            return []
+        finding = startup.bytecode(path, data, source, code, stamp)
+        return [] if finding is None else [finding]
+    if rel.endswith((".pth", "sitecustomize.py", "usercustomize.py", "conftest.py")):
+        data = read(path)
+        text = None if data is None else startup.decode(rel, data)[0]
+        finding = startup.started(path, created, text)
+        return [] if finding is None else [finding]
+    return []
+
+
+PYTEST_CHECK_SECONDS: Final = 60
+_PYTEST_CHECK: Final = """
+import ast, base64, importlib.util, json, marshal, resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (2**31, 2**31))  # a crafted length fails, fast
+asked = json.load(sys.stdin)
+sys.path[:0] = asked["path"]
+try:
+    import _pytest
+    from _pytest.assertion.rewrite import rewrite_asserts
+except ImportError:
+    print(json.dumps({}))
+    raise SystemExit
+out = {}
+for cache, source, version, data, text in asked["caches"]:
+    if version != _pytest.__version__:
+        out[cache] = f"rewritten by pytest {version}; this audit has pytest {_pytest.__version__}"
+        continue
+    if data is None or text is None:
+        out[cache] = "there is no source beside it" if data is not None else "unreadable"
+        continue
+    data, text = base64.b64decode(data), base64.b64decode(text)
+    if data[:4] != importlib.util.MAGIC_NUMBER:
+        out[cache] = "it was written for another Python"
+        continue
+    tree = ast.parse(text, filename=source)
+    rewrite_asserts(tree, text, source, None)
+    if marshal.loads(data[16:]) == compile(tree, source, "exec", dont_inherit=True):
+        out[cache] = None
+    else:
+        out[cache] = "it is not what pytest makes of its source: it runs in place of the test"
+print(json.dumps(out))
+"""
+"""Run in a child: ``marshal.loads`` is not safe on bytes the agent wrote (a
+crafted one can crash the process that loads it), so the governor's own
+process never loads them."""
+
+
+def _pytest_caches(caches: list[tuple[str, str]], roots: Sequence[str] = ()) -> list[Finding]:
+    """pytest's assertion-rewrite caches the attempt wrote, each compared as code
+    with what pytest makes of its source, in one child process; a cache it
+    cannot check is a finding."""
+    if not caches:
+        return []
+    asked = {
+        "path": [p for p in sys.path if os.path.isabs(p) and not _inside(p, roots)],
+        "caches": [
+            (c, s, startup.pytest_version(c), _b64(read(c)), _b64(read(s))) for c, s in caches
+        ],
+    }
+    said: dict[str, str | None] = {}
+    try:
+        done = subprocess.run(
+            [sys.executable, "-I", "-S", "-c", _PYTEST_CHECK],
+            input=json.dumps(asked),
+            capture_output=True,
+            text=True,
+            timeout=PYTEST_CHECK_SECONDS,
+            cwd="/",
+            env={"PATH": "/usr/bin:/bin"},
+        )
+        said = json.loads(done.stdout) if done.returncode == 0 else {}
+    except (OSError, subprocess.SubprocessError, ValueError):
+        said = {}
+    out = []
+    for cache, _ in caches:
+        why = said.get(cache, "this audit could not check it (no pytest here, or the check failed)")
+        if why is not None:
+            name = os.path.basename(cache)
+            out.append(Finding(cache, None, "bytecode-added", f"{name}: {why}"))
+    return out
+
+
+def _stamp(path: str) -> startup.Stamp | None:
+    """A source's mtime and size as the loader compares them with a ``.pyc``'s
+    header (it follows links, as the import does)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return int(st.st_mtime), st.st_size
+
+
+def _inside(path: str, roots: Sequence[str]) -> bool:
+    """Whether ``path`` is a root or under one: never on the child's import path
+    (a ``_pytest`` the agent planted there would judge its own cache)."""
+    return any(path == r.rstrip("/") or path.startswith(r.rstrip("/") + "/") for r in roots)
+
+
+def _b64(data: bytes | None) -> str | None:
+    return None if data is None else base64.b64encode(data).decode("ascii")
 
 
 def read(path: str, limit: int = MAX_FILE_BYTES) -> bytes | None:

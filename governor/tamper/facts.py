@@ -17,7 +17,7 @@ kind than the before-text had.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -31,6 +31,12 @@ RULES: Final = {
     "runner-config-changed": "test-runner configuration that changes what runs or how it is judged was changed",
     "suppression-added": "a coverage, type-check or lint suppression was added",
     "unparsable": "a test file no longer parses: the audit could not look inside it",
+    "test-body-changed": "a test that was there before reads differently (its expected values, assertions or the code around them)",
+    "test-code-changed": "code of a test file that its tests use (a helper, fixture, constant or a test class's setup) was changed or removed",
+    "import-code-added": "code that runs when the tests are imported or around them was added (a conftest.py, an __init__.py in a test folder, a .pth, sitecustomize, module-level code, an autouse fixture, a setup hook)",
+    "bytecode-added": "bytecode or a runner's cache the attempt wrote does not match (or cannot be checked against) its source",
+    "coding-changed": "a Python file declares an encoding other than UTF-8 (its runtime decodes it so; an audit that read UTF-8 would not see what runs)",
+    "harness-changed": "a file of the checks' harness set (what decides what a check runs) was created, changed or deleted",
 }
 """Every rule a finding can name, with what it means."""
 
@@ -55,6 +61,36 @@ class Finding:
         return {"path": self.path, "line": self.line, "rule": self.rule, "detail": self.detail}
 
 
+class Shape:
+    """What a piece of code does, compared cheaply: its source text first (the
+    same text is the same code), and only when the texts differ its tree
+    without positions and comments, made then (``make``) and kept. Most tests
+    of an attempt are untouched: their trees are never dumped."""
+
+    __slots__ = ("_make", "_value", "text")
+
+    def __init__(self, text: str, make: Callable[[], str]) -> None:
+        self.text = text
+        self._make: Callable[[], str] | None = make
+        self._value: str | None = None
+
+    def value(self) -> str:
+        """The tree as text (made once)."""
+        if self._value is None:
+            assert self._make is not None
+            self._value, self._make = self._make(), None
+        return self._value
+
+    def same(self, other: Shape) -> bool:
+        """Whether the two do the same thing."""
+        return self.text == other.text or self.value() == other.value()
+
+
+def constant(value: str) -> Callable[[], str]:
+    """A `Shape`'s maker (or a `Code`'s reason) that is already known."""
+    return lambda: value
+
+
 @dataclass(slots=True)
 class Test:
     """One test: where it starts, how many assertions it makes, and the lines of
@@ -63,6 +99,21 @@ class Test:
     line: int
     asserts: int = 0
     trivial: list[int] = field(default_factory=list)
+    body: Shape | None = None
+    """The test as its language's tree says it, positions and comments left out
+    (None where the language module does not read it)."""
+
+
+@dataclass(slots=True)
+class Code:
+    """A piece of a test file that is not a test (a helper, a fixture, a
+    constant, an import, a test class's setup): where it starts, what it is
+    and, asked when it is new, why it runs code as the file is imported or
+    around the tests (None when it only defines)."""
+
+    line: int
+    body: Shape
+    runs: Callable[[], str | None] = lambda: None
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +126,10 @@ class Mark:
     label: str
     scope: str
     line: int
+    near: tuple[str, str] = ("", "")
+    """A suppression's neighbouring lines (above, below), stripped: the line that
+    carried it before is the one between the same neighbours, however it was
+    edited."""
 
 
 @dataclass(slots=True)
@@ -85,6 +140,9 @@ class Facts:
     tests: dict[str, Test] = field(default_factory=dict)
     marks: list[Mark] = field(default_factory=list)
     error: str | None = None
+    code: dict[str, Code] = field(default_factory=dict)
+    """The rest of a test file by what it binds (``helper``, ``EXPECTED``,
+    ``TestX.setUp``); empty where the language module does not read it."""
 
 
 def compare(path: str, before: Facts | None, after: Facts | None) -> list[Finding]:
@@ -109,6 +167,7 @@ def compare(path: str, before: Facts | None, after: Facts | None) -> list[Findin
         return []
     old = before if before is not None and before.error is None else Facts()
     out: list[Finding] = []
+    named: set[str] = set()  # the tests a finding names: not also a changed body
     for name, test in old.tests.items():
         now = after.tests.get(name)
         if now is None:
@@ -118,6 +177,7 @@ def compare(path: str, before: Facts | None, after: Facts | None) -> list[Findin
                 )
             )
         elif now.asserts < test.asserts:
+            named.add(name)
             out.append(
                 Finding(
                     path,
@@ -129,21 +189,105 @@ def compare(path: str, before: Facts | None, after: Facts | None) -> list[Findin
     for name, test in after.tests.items():
         was = old.tests.get(name)
         for line in test.trivial[len(was.trivial) if was else 0 :]:
+            named.add(name)
             out.append(Finding(path, line, "assertion-trivial", f"in {name}: it cannot fail"))
-    out.extend(_added_marks(path, old.marks, after.marks))
+    marks = _added_marks(path, old.marks, after.marks)
+    named.update(scope for _, scope in marks)
+    out.extend(f for f, _ in marks)
+    out.extend(_changed_bodies(path, old, after, named))
+    out.extend(_changed_code(path, old, after))
     return sorted(out, key=lambda f: (f.line or 0, f.rule))
 
 
-def _added_marks(path: str, before: Iterable[Mark], after: Iterable[Mark]) -> list[Finding]:
+def _changed_bodies(path: str, old: Facts, new: Facts, named: set[str]) -> list[Finding]:
+    """A pre-existing test whose body reads differently: `test-body-changed`,
+    unless a finding already names it (a skip marker added is that, not also
+    a changed body). Every change counts, an assertion's message too: ``assert
+    f() == 5, os._exit(0)`` passes by exiting when the assertion fails."""
+    out = []
+    for name, test in old.tests.items():
+        now = new.tests.get(name)
+        if name in named or now is None or test.body is None or now.body is None:
+            continue
+        if now.body.same(test.body):
+            continue
+        out.append(
+            Finding(
+                path,
+                now.line,
+                "test-body-changed",
+                f"{name} (line {test.line} before) reads differently: a test that was there "
+                "before is the loop's, not the attempt's, to change",
+            )
+        )
+    return out
+
+
+def _changed_code(path: str, old: Facts, new: Facts) -> list[Finding]:
+    """What the tests use, changed (`test-code-changed`: a helper returning
+    another value, a constant, an import rebound to a stub), and code added that
+    runs as the file is imported or around its tests (`import-code-added`:
+    ``calc.add = ...`` at module level, an autouse fixture, a ``setUp``)."""
+    out = []
+    for key, was in old.code.items():
+        now = new.code.get(key)
+        if now is None or not now.body.same(was.body):
+            how = "removed" if now is None else "changed"
+            line = was.line if now is None else now.line
+            out.append(
+                Finding(path, line, "test-code-changed", f"{key} (line {was.line} before) {how}")
+            )
+    for key, now in new.code.items():
+        owner, dot, _ = key.partition(".")
+        if dot and f"class {owner}" in new.code and f"class {owner}" not in old.code:
+            continue  # a new class's setup runs around its own new tests only
+        why = None if key in old.code else now.runs()
+        if why is not None:
+            out.append(Finding(path, now.line, "import-code-added", f"{key}: {why}"))
+    return out
+
+
+def _added_marks(
+    path: str, before: Sequence[Mark], after: Sequence[Mark]
+) -> list[tuple[Finding, str]]:
+    """The marks of ``after`` that ``before`` did not hold: the same kind at the
+    same place (its test, or its line's code, wherever the line moved); and for
+    a suppression, also the same kind on the line between the same neighbours
+    (the line that carried it before, edited: fixing a line that already had
+    a ``# type: ignore`` adds none)."""
     counts: dict[tuple[str, str, str], int] = defaultdict(int)
     for m in before:
         counts[m.rule, m.label, m.scope] += 1
-    out = []
+    fresh = []
     for m in after:
         key = (m.rule, m.label, m.scope)
         if counts[key] > 0:
             counts[key] -= 1
             continue
+        fresh.append(m)
+    unmatched: list[Mark] = []
+    for m in before:  # the ones no mark of ``after`` took by scope
+        key = (m.rule, m.label, m.scope)
+        if counts[key] > 0:
+            counts[key] -= 1
+            unmatched.append(m)
+    out: list[tuple[Finding, str]] = []
+    for m in fresh:
+        same = next((b for b in unmatched if _same_line(b, m)), None)
+        if same is not None:
+            unmatched.remove(same)
+            continue
         where = f"on {m.scope}" if m.rule != "suppression-added" else "added"
-        out.append(Finding(path, m.line, m.rule, f"{m.label} {where}"))
+        out.append((Finding(path, m.line, m.rule, f"{m.label} {where}"), m.scope))
     return out
+
+
+def _same_line(before: Mark, after: Mark) -> bool:
+    """Whether ``after`` sits on the line ``before`` was on, edited: a
+    suppression of the same kind between the same non-blank neighbours."""
+    if before.rule != "suppression-added" or (before.rule, before.label) != (
+        after.rule,
+        after.label,
+    ):
+        return False
+    return any(b and b == a for b, a in zip(before.near, after.near, strict=True))

@@ -21,12 +21,14 @@ tests: `governor.tamper.runner` judges them.
 from __future__ import annotations
 
 import ast
+import copy
+import hashlib
 import io
 import re
 import tokenize
 from typing import Final
 
-from governor.tamper.facts import Facts, Mark, Test
+from governor.tamper.facts import Code, Facts, Mark, Shape, Test, constant
 
 _SKIP_MARKS: Final = {"skip", "skipif", "xfail"}
 _UNITTEST_SKIPS: Final = {"skip", "skipIf", "skipUnless", "expectedFailure"}
@@ -46,7 +48,8 @@ _MAY_SUPPRESS: Final = re.compile(r"#\s*(pragma|type|noqa|pylint|pyright|mypy)",
 
 
 def facts(text: str) -> Facts:
-    """The tests, markers and suppressions of one Python file."""
+    """The tests, markers and suppressions of one Python file, and the rest of
+    its code (`Facts.code`: what its tests use and what runs at import)."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError) as e:
@@ -55,48 +58,263 @@ def facts(text: str) -> Facts:
             error=f"not valid Python{f' (line {line})' if line else ''}: {e.msg if isinstance(e, SyntaxError) else e}"
         )
     out = Facts()
+    names = _Names(tree)
+    lines = text.splitlines()
     for node in tree.body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith(
             "test"
         ):
-            _test(out, node.name, node)
-        elif isinstance(node, ast.ClassDef) and _is_test_class(node):
-            _marks_of_decorators(out, node.decorator_list, node.name)
+            _test(out, names, node.name, node, lines)
+            continue
+        if isinstance(node, ast.ClassDef) and _is_test_class(node, names):
+            _marks_of_decorators(out, names, node.decorator_list, node.name)
             for item in node.body:
                 if isinstance(
                     item, ast.FunctionDef | ast.AsyncFunctionDef
                 ) and item.name.startswith("test"):
-                    _test(out, f"{node.name}.{item.name}", item)
-                elif isinstance(item, ast.Assign) and _assigns(item, "pytestmark"):
-                    _marks_in(out, item.value, node.name)
+                    _test(out, names, f"{node.name}.{item.name}", item, lines)
+                    continue
+                if isinstance(item, ast.Assign) and _assigns(item, "pytestmark"):
+                    _marks_in(out, names, item.value, node.name)
+                for key in _keys(item):
+                    out.code[f"{node.name}.{key}"] = _code(item, names, lines, member=True)
+            out.code[f"class {node.name}"] = _code(_shell(node), names, lines)
+            continue
         elif isinstance(node, ast.Assign) and _assigns(node, "pytestmark"):
-            _marks_in(out, node.value, "the module")
+            _marks_in(out, names, node.value, "the module")
         elif not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            _marks_in(out, node, "the module")  # pytest.skip(allow_module_level=True)
+            _marks_in(out, names, node, "the module")  # pytest.skip(allow_module_level=True)
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            out.code.update(_imports(node))
+            continue
+        for key in _keys(node):
+            out.code[key] = _code(node, names, lines)
     out.marks.extend(suppressions(text))
     return out
+
+
+def _imports(node: ast.Import | ast.ImportFrom) -> dict[str, Code]:
+    """One `Code` per name an import binds, what it binds it to as its body:
+    ``from calc import add`` becoming ``from calc import add, sub`` changes
+    nothing ``add`` means; ``from fake import add`` does."""
+    out = {}
+    module = "." * getattr(node, "level", 0) + (getattr(node, "module", None) or "")
+    for a in node.names:
+        name = a.asname or a.name.split(".")[0]
+        if a.name == "*":
+            name = f"* from {module}"
+        meant = f"{module}:{a.name}" if isinstance(node, ast.ImportFrom) else a.name
+        out[name] = Code(node.lineno, Shape(meant, constant(meant)))
+    return out
+
+
+def _code(node: ast.stmt, names: _Names, lines: list[str], *, member: bool = False) -> Code:
+    """A statement as `Code`: its text, its tree made only when the text differs,
+    and why it runs, asked only when it is new."""
+    return Code(
+        node.lineno,
+        Shape(_source(node, lines), lambda: _dump(node)),
+        lambda: _runs(node, names, member=member),
+    )
+
+
+def _source(node: ast.stmt, lines: list[str]) -> str:
+    """The lines a statement spans, its decorators' included (a class without a
+    body: its header's)."""
+    decorators = getattr(node, "decorator_list", [])
+    start = min([node.lineno, *(d.lineno for d in decorators)])
+    return "\n".join(lines[start - 1 : node.end_lineno or node.lineno])
 
 
 def _assigns(node: ast.Assign, name: str) -> bool:
     return any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
 
 
-def _is_test_class(node: ast.ClassDef) -> bool:
+class _Names:
+    """What a dotted name in a file means, through its imports and plain
+    assignments: ``from pytest import mark`` makes ``mark.skip`` read
+    ``pytest.mark.skip``, ``import pytest as p`` makes ``p.mark.skip`` read so,
+    ``skip = pytest.mark.skip`` makes ``@skip`` read so. Module level only, the
+    last binding of a name winning, as at import."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.aliases: dict[str, str] = {}
+        for node in tree.body:
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.asname is not None:
+                        self.aliases[a.asname] = _canonical(a.name)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                for a in node.names:
+                    if a.name != "*":
+                        self.aliases[a.asname or a.name] = _canonical(f"{node.module}.{a.name}")
+            elif (
+                isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)
+                and isinstance(node.value, ast.Name | ast.Attribute)
+            ):
+                value = self.resolve(node.value)
+                if value:
+                    self.aliases[node.targets[0].id] = value
+
+    def resolve(self, node: ast.AST) -> str:
+        """The dotted name of a Name/Attribute chain (a call looked through), its
+        head resolved through the aliases; ``""`` when it is not one."""
+        name = _name(node)
+        for _ in range(16):  # an alias of an alias, a bounded number of times
+            head, dot, rest = name.partition(".")
+            full = self.aliases.get(head)
+            if full is None or f"{full}{dot}{rest}" == name:
+                break
+            name = f"{full}{dot}{rest}"
+        return _canonical(name)
+
+
+def _canonical(name: str) -> str:
+    """One spelling of the names that mean the same thing (``unittest.case.skip``
+    is ``unittest.skip``; ``_pytest.mark`` is ``pytest.mark``)."""
+    for long, short in (("unittest.case.", "unittest."), ("_pytest.mark.", "pytest.mark."),
+                        ("_pytest.outcomes.", "pytest."), ("pytest.mark.structures.", "pytest.mark.")):  # fmt: skip
+        if name.startswith(long):
+            return short + name[len(long) :]
+    return name
+
+
+def _is_test_class(node: ast.ClassDef, names: _Names) -> bool:
     if node.name.startswith("Test"):
         return True
-    return any(_name(base).endswith("TestCase") for base in node.bases)
+    return any(names.resolve(base).endswith("TestCase") for base in node.bases)
 
 
-def _test(out: Facts, name: str, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-    test = Test(node.lineno)
-    _marks_of_decorators(out, node.decorator_list, name)
+def _dump(node: ast.AST) -> str:
+    """The tree without positions, a leading docstring left out: what the code does."""
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and node.body:
+        first = node.body[0]
+        if (
+            isinstance(first, ast.Expr)
+            and isinstance(first.value, ast.Constant)
+            and isinstance(first.value.value, str)
+            and len(node.body) > 1
+        ):
+            node = copy.copy(node)
+            node.body = node.body[1:]
+    return ast.dump(node, include_attributes=False)
+
+
+def _shell(node: ast.ClassDef) -> ast.ClassDef:
+    """A class without its body: its decorators, bases and keywords (its end
+    the line before its body's first statement)."""
+    shell = copy.copy(node)
+    shell.body = []
+    shell.end_lineno = max(node.lineno, node.body[0].lineno - 1) if node.body else node.end_lineno
+    return shell
+
+
+def _keys(node: ast.stmt) -> list[str]:
+    """What a statement binds (the names a test can use), or its tree when it
+    binds nothing (an expression, an ``if`` at module level)."""
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return [node.name]
+    if isinstance(node, ast.Import | ast.ImportFrom):
+        return [a.asname or a.name.split(".")[0] for a in node.names if a.name != "*"] or [
+            f"import * from {getattr(node, 'module', '')}"
+        ]
+    targets: list[ast.expr] = []
+    if isinstance(node, ast.Assign):
+        targets = node.targets
+    elif isinstance(node, ast.AnnAssign | ast.AugAssign):
+        targets = [node.target]
+    bound = [ast.unparse(t) for t in targets]
+    if bound:
+        return [", ".join(bound) + " ="]
+    return [
+        f"statement {ast.unparse(node)[:60]!r} ({hashlib.sha256(_dump(node).encode()).hexdigest()[:12]})"
+    ]
+
+
+_MODULE_HOOKS: Final = re.compile(
+    r"^(setup|teardown|setup_module|teardown_module|setup_function|teardown_function|"
+    r"setUpModule|tearDownModule|load_tests|pytest_\w+)$"
+)
+"""Module-level functions a runner calls around a file's tests (or to choose them)."""
+_MEMBER_HOOKS: Final = re.compile(
+    r"^(setup|teardown|setUp|tearDown|asyncSetUp|asyncTearDown|setup_\w*|teardown_\w*|"
+    r"setUpClass|tearDownClass|run|debug|__\w+__|assert\w*|fail\w*|skipTest|subTest|"
+    r"addCleanup|doCleanups|id|shortDescription)$"
+)
+"""Methods a runner calls around a class's tests, or that replace what a test
+calls on ``self`` (a ``def assertEqual`` that does nothing)."""
+
+
+def _runs(node: ast.stmt, names: _Names, *, member: bool = False) -> str | None:
+    """Why ``node`` runs code when its file is imported or around its tests;
+    None when it only defines (a function, a class, a constant, an import)."""
+    if isinstance(node, ast.Import | ast.ImportFrom | ast.Pass):
+        return None
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+        return None
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        if (_MEMBER_HOOKS if member else _MODULE_HOOKS).match(node.name):
+            return f"{node.name} is called by the runner around the tests"
+        for d in node.decorator_list:
+            called = names.resolve(d)
+            if called.startswith("pytest.fixture") and any(
+                k.arg == "autouse" and not (isinstance(k.value, ast.Constant) and not k.value.value)
+                for k in (d.keywords if isinstance(d, ast.Call) else [])
+            ):
+                return "an autouse fixture runs around every test"
+        outer = [
+            *node.decorator_list,
+            *node.args.defaults,
+            *(d for d in node.args.kw_defaults if d),
+        ]
+        outer += [a.annotation for a in (*node.args.args, *node.args.kwonlyargs) if a.annotation]
+        if node.returns is not None:
+            outer.append(node.returns)
+        return _calls(outer, names)
+    if isinstance(node, ast.ClassDef):
+        return _calls([*node.decorator_list, *node.bases, *(k.value for k in node.keywords)], names)
+    if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        if not all(isinstance(t, ast.Name) for t in targets):
+            return f"it assigns to {ast.unparse(targets[0])[:60]}"
+        return _calls([node.value] if node.value is not None else [], names)
+    return f"a {type(node).__name__.lower()} statement runs as the file is imported"
+
+
+_INERT_CALLS: Final = re.compile(
+    r"^(pytest\.(mark\.\w+|fixture|param)|unittest\.\w+|dataclasses\.\w+|typing\.\w+)$"
+)
+"""Calls at import a test file makes to declare, not to act."""
+
+
+def _calls(nodes: list[ast.expr], names: _Names) -> str | None:
+    for node in nodes:
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Call) and not _INERT_CALLS.match(names.resolve(sub.func)):
+                return f"it calls {ast.unparse(sub.func)[:60]} as the file is imported"
+            if isinstance(sub, ast.NamedExpr):
+                return "it assigns as the file is imported"
+    return None
+
+
+def _test(
+    out: Facts,
+    names: _Names,
+    name: str,
+    node: ast.FunctionDef | ast.AsyncFunctionDef,
+    lines: list[str],
+) -> None:
+    test = Test(node.lineno, body=Shape(_source(node, lines), lambda: _dump(node)))
+    _marks_of_decorators(out, names, node.decorator_list, name)
     for sub in (sub for stmt in node.body for sub in ast.walk(stmt)):
         if isinstance(sub, ast.Assert):
             test.asserts += 1
             if _cannot_fail(sub.test):
                 test.trivial.append(sub.lineno)
         elif isinstance(sub, ast.Call):
-            called = _name(sub.func)
+            called = names.resolve(sub.func)
             last = called.rsplit(".", 1)[-1]
             if last.startswith(("assert", "fail")) or (
                 called.startswith("pytest.") and last in _RAISES
@@ -104,31 +322,31 @@ def _test(out: Facts, name: str, node: ast.FunctionDef | ast.AsyncFunctionDef) -
                 test.asserts += 1
                 if _trivial_call(last, sub.args):
                     test.trivial.append(sub.lineno)
-            _skip_call(out, sub, name)
+            _skip_call(out, names, sub, name)
         elif (
             isinstance(sub, ast.Raise)
             and sub.exc is not None
-            and _name(sub.exc).endswith("SkipTest")
+            and names.resolve(sub.exc).endswith("SkipTest")
         ):
             out.marks.append(Mark("skip-added", "raise SkipTest", name, sub.lineno))
     out.tests[name] = test
 
 
-def _marks_of_decorators(out: Facts, decorators: list[ast.expr], scope: str) -> None:
+def _marks_of_decorators(out: Facts, names: _Names, decorators: list[ast.expr], scope: str) -> None:
     for d in decorators:
-        _marks_in(out, d, scope)
+        _marks_in(out, names, d, scope)
 
 
-def _marks_in(out: Facts, node: ast.AST, scope: str) -> None:
+def _marks_in(out: Facts, names: _Names, node: ast.AST, scope: str) -> None:
     """Skip markers anywhere inside ``node`` (a decorator, a ``pytestmark``
     list, a module-level statement)."""
     for sub in ast.walk(node):
         if isinstance(sub, ast.Attribute | ast.Name):
-            label = _mark_label(_name(sub))
+            label = _mark_label(names.resolve(sub))
             if label is not None:
                 out.marks.append(Mark("skip-added", label, scope, sub.lineno))
         elif isinstance(sub, ast.Call):
-            _skip_call(out, sub, scope)
+            _skip_call(out, names, sub, scope)
 
 
 def _mark_label(name: str) -> str | None:
@@ -140,8 +358,8 @@ def _mark_label(name: str) -> str | None:
     return None
 
 
-def _skip_call(out: Facts, call: ast.Call, scope: str) -> None:
-    called = _name(call.func)
+def _skip_call(out: Facts, names: _Names, call: ast.Call, scope: str) -> None:
+    called = names.resolve(call.func)
     parts = called.split(".")
     if len(parts) == 2 and parts[0] == "pytest" and parts[1] in _SKIP_CALLS:
         out.marks.append(Mark("skip-added", f"{called}()", scope, call.lineno))
@@ -150,11 +368,19 @@ def _skip_call(out: Facts, call: ast.Call, scope: str) -> None:
 
 
 def _cannot_fail(test: ast.expr) -> bool:
-    """A true constant, a non-empty literal, or an expression compared with itself."""
+    """A true constant, a non-empty literal, an expression compared with itself,
+    one of constants only (``5 == 2 + 3``: nothing under test in it), or one
+    ``or``-ed with a true constant."""
     if isinstance(test, ast.Constant):
         return bool(test.value)
     if isinstance(test, ast.Tuple | ast.List | ast.Set | ast.Dict):
         return bool(test.elts if not isinstance(test, ast.Dict) else test.keys)
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
+        return any(_cannot_fail(v) for v in test.values)
+    if not any(
+        isinstance(n, ast.Name | ast.Call | ast.Attribute | ast.Subscript) for n in ast.walk(test)
+    ):
+        return True  # never evaluated: the file is the agent's (``2**10**10**10``)
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
         same = ast.dump(test.left) == ast.dump(test.comparators[0])
         return same and isinstance(test.ops[0], ast.Eq | ast.Is | ast.LtE | ast.GtE)
@@ -201,10 +427,17 @@ def suppressions(text: str) -> list[Mark]:
                 if pattern.search(tok.string):
                     row = tok.start[0]
                     code = lines[row - 1][: tok.start[1]].strip() if row <= len(lines) else ""
-                    out.append(Mark("suppression-added", label, code, row))
+                    out.append(Mark("suppression-added", label, code, row, _near(lines, row)))
     except (tokenize.TokenError, SyntaxError, ValueError):
         pass  # the tokens read so far stand; a broken file is reported by `facts`
     return out
+
+
+def _near(lines: list[str], row: int) -> tuple[str, str]:
+    """The stripped lines above and below line ``row`` (1-based)."""
+    above = lines[row - 2].strip() if 2 <= row <= len(lines) + 1 else ""
+    below = lines[row].strip() if row < len(lines) else ""
+    return above, below
 
 
 def conftest_hooks(text: str) -> dict[str, tuple[int, str]] | None:

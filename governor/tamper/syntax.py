@@ -26,6 +26,7 @@ one must not exhaust Python's recursion.
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
 from collections.abc import Callable, Iterator
 from typing import Final
@@ -36,7 +37,7 @@ import tree_sitter_rust
 import tree_sitter_typescript
 from tree_sitter import Language, Node, Parser
 
-from governor.tamper.facts import Facts, Mark, Test
+from governor.tamper.facts import Code, Facts, Mark, Shape, Test, constant
 
 MAX_DEPTH: Final = 2_000
 """Deeper than this, a tree is not looked into (no test is written that deep)."""
@@ -141,7 +142,163 @@ def javascript(text: str, language: str = "javascript") -> Facts:
         if depth < MAX_DEPTH:
             stack.extend((c, inner_groups, inner_test, depth + 1) for c in reversed(node.children))
     out.marks.extend(_comment_marks(root, text.splitlines(), _JS_SUPPRESSIONS))
+    _js_code(out, root)
     return out
+
+
+def _shape(node: Node) -> Shape:
+    """A subtree's `Shape`: its text, its tokens made only when the text differs."""
+    return Shape(_text(node), lambda: _tokens(node))
+
+
+def _tokens(node: Node) -> str:
+    """A subtree as its tokens, comments and whitespace left out: what it does."""
+    out: list[str] = []
+    for sub in _walk(node):
+        if sub.type in ("comment", "line_comment", "block_comment"):
+            continue
+        if sub.child_count == 0:
+            out.append(_text(sub))
+    return "\x00".join(out)
+
+
+_JS_DECLARATIONS: Final = {
+    "import_statement",
+    "function_declaration",
+    "generator_function_declaration",
+    "class_declaration",
+    "lexical_declaration",
+    "variable_declaration",
+    "export_statement",
+    "empty_statement",
+    "interface_declaration",
+    "type_alias_declaration",
+    "enum_declaration",
+    "abstract_class_declaration",
+    "ambient_declaration",
+    "import_alias",
+}
+
+
+def _js_code(out: Facts, root: Node) -> None:
+    """The top-level statements of a test file that are not test or group calls:
+    by the names they declare (``const expected = 4``), or by their tokens (a
+    statement that runs as the file loads: ``m.mean = () => 4``,
+    ``process.exit(0)``)."""
+    hooks: dict[str, int] = {}
+    for node in root.named_children:
+        if node.type == "comment":
+            continue
+        if node.type == "expression_statement":
+            call = node.named_children[0] if node.named_children else None
+            callee = (
+                call.child_by_field_name("function")
+                if call is not None and call.type == "call_expression"
+                else None
+            )
+            head = _squeezed(callee).partition(".")[0] if callee is not None else ""
+            if head in _JS_HOOKS:  # by kind and order: a moved one is the same
+                hooks[head] = hooks.get(head, 0) + 1
+                out.code[f"{head} #{hooks[head]}"] = Code(
+                    _line(node), _shape(node), constant(f"{head} runs around the tests")
+                )
+                continue
+            if head.lstrip("xf") in _JS_TESTS | _JS_GROUPS:
+                continue
+        if node.type == "import_statement":
+            out.code.update(_js_imports(node))
+            continue
+        names = _js_declared(node)
+        text = _text(node)
+        key = (
+            ", ".join(names)
+            if names
+            else f"statement {text[:60]!r} ({hashlib.sha256(text.encode()).hexdigest()[:12]})"
+        )
+        out.code[key] = Code(_line(node), _shape(node), functools.partial(_js_runs, node))
+
+
+_JS_HOOKS: Final = {"before", "after", "beforeEach", "afterEach", "beforeAll", "afterAll"}
+_JS_NAMED: Final = {"function_declaration", "generator_function_declaration", "class_declaration",
+                    "abstract_class_declaration", "interface_declaration", "type_alias_declaration",
+                    "enum_declaration"}  # fmt: skip
+
+
+def _js_declared(node: Node) -> list[str]:
+    """The names a top-level statement declares (``const a = 1, b`` -> a, b)."""
+    if node.type == "export_statement":
+        inner = node.child_by_field_name("declaration")
+        return _js_declared(inner) if inner is not None else []
+    if node.type in _JS_NAMED:
+        return [_text(node.child_by_field_name("name"))]
+    if node.type in ("lexical_declaration", "variable_declaration"):
+        return [
+            _text(d.child_by_field_name("name"))
+            for d in node.named_children
+            if d.type == "variable_declarator"
+        ]
+    return []
+
+
+def _js_imports(node: Node) -> dict[str, Code]:
+    """One `Code` per local name an import binds, what it binds it to as its
+    body (``import { add } from './calc'``: ``add`` is ``'./calc':add``)."""
+    source = _text(node.child_by_field_name("source"))
+    out = {}
+    for n in _walk(node):
+        if n.type == "import_specifier":
+            imported = _text(n.child_by_field_name("name"))
+            local = _text(n.child_by_field_name("alias")) or imported
+        elif n.type == "namespace_import":
+            local = _text(n.named_children[-1]) if n.named_children else ""
+            imported = "*"
+        elif n.type == "identifier" and n.parent is not None and n.parent.type == "import_clause":
+            local, imported = _text(n), "default"
+        else:
+            continue
+        meant = f"{source}:{imported}"
+        out[local] = Code(_line(node), Shape(meant, constant(meant)))
+    return out
+
+
+def _js_runs(node: Node) -> str | None:
+    """Why a top-level statement runs code as the file loads, or None."""
+    if node.type == "import_statement":
+        return None
+    if node.type not in _JS_DECLARATIONS or _runs_at_load(node):
+        return "it runs as the file loads"
+    return None
+
+
+_JS_FUNCTIONS: Final = {
+    "arrow_function",
+    "function_expression",
+    "function",
+    "function_declaration",
+    "method_definition",
+    "generator_function",
+    "generator_function_declaration",
+}
+_JS_ACTIONS: Final = {
+    "call_expression",
+    "new_expression",
+    "assignment_expression",
+    "await_expression",
+}
+
+
+def _runs_at_load(top: Node) -> bool:
+    """Whether ``top`` calls, constructs, assigns or awaits outside a function
+    body (what runs when the file loads; a function's body runs when called)."""
+    stack = [(top, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if node.type in _JS_ACTIONS:
+            return True
+        if node.type in _JS_FUNCTIONS or depth >= MAX_DEPTH:
+            continue
+        stack.extend((c, depth + 1) for c in node.children)
+    return False
 
 
 def _js_call(
@@ -159,6 +316,7 @@ def _js_call(
     scope = (
         " > ".join((*groups, title)) if named and title is not None else test or " > ".join(groups)
     ) or "the file"
+    option = _js_option(args) if named else None
     if name in _JS_SKIP or (
         head in _JS_TESTS | _JS_GROUPS and modifier in ("skip", "skipIf", "todo")
     ):
@@ -167,15 +325,49 @@ def _js_call(
         out.marks.append(Mark("only-added", name, scope, _line(node)))
     elif name == "this.skip":
         out.marks.append(Mark("skip-added", "this.skip()", scope, _line(node)))
+    elif option is not None:
+        rule = "only-added" if option == "only" else "skip-added"
+        out.marks.append(Mark(rule, f"{{{option}}} option", scope, _line(node)))
+    elif (
+        test is not None
+        and modifier in ("skip", "todo")
+        and head not in _JS_TESTS | _JS_GROUPS
+        and callee is not None
+        and callee.type == "member_expression"
+    ):  # node:test's t.skip() / t.todo() on the test's context
+        out.marks.append(Mark("skip-added", f"t.{modifier}()", test, _line(node)))
     if named and title is not None and bare in _JS_GROUPS:
         return (*groups, title), None
     if named and title is not None:
         full = " > ".join((*groups, title))
-        out.tests.setdefault(full, Test(_line(node)))
+        out.tests.setdefault(full, Test(_line(node), body=_shape(node)))
         return groups, full
     if test is not None and callee is not None:
         _js_assertion(out.tests[test], node, callee, name, args)
     return groups, test
+
+
+_JS_OPTIONS: Final = {"skip": "skip", "todo": "todo", "only": "only"}
+
+
+def _js_option(args: Node | None) -> str | None:
+    """node:test's ``test(name, {skip: true}, fn)``: the option that skips (or
+    focuses) the test, unless its value is a literal false."""
+    if args is None:
+        return None
+    for value in args.named_children[1:2]:
+        if value.type != "object":
+            continue
+        for pair in value.named_children:
+            if pair.type == "shorthand_property_identifier" and _text(pair) in _JS_OPTIONS:
+                return _text(pair)
+            if pair.type != "pair":
+                continue
+            key = _text(pair.child_by_field_name("key")).strip("\"'`")
+            shown = _squeezed(pair.child_by_field_name("value"))
+            if key in _JS_OPTIONS and shown not in ("false", "0", "''", '""', "null", "undefined"):
+                return _JS_OPTIONS[key]
+    return None
 
 
 def _js_title(args: Node | None) -> str | None:
@@ -266,7 +458,7 @@ def _rust_function(out: Facts, fn: Node, attrs: list[Node], path: tuple[str, ...
     if not any(_RUST_TEST_ATTRS.match(t) for t in texts):
         return
     name = "::".join((*path, _text(fn.child_by_field_name("name"))))
-    test = Test(_line(fn))
+    test = Test(_line(fn), body=_shape(fn))
     for attr, shown in zip(attrs, texts, strict=True):
         if shown.startswith("#[ignore"):
             out.marks.append(Mark("skip-added", "#[ignore]", name, _line(attr)))
@@ -326,7 +518,7 @@ def go(text: str) -> Facts:
         params = _text(node.child_by_field_name("parameters"))
         if not name.startswith("Test") or "testing.T" not in params:
             continue
-        test = out.tests[name] = Test(_line(node))
+        test = out.tests[name] = Test(_line(node), body=_shape(node))
         body = node.child_by_field_name("body")
         for sub in _walk(body) if body is not None else ():
             if sub.type == "call_expression":

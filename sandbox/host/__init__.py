@@ -2,5 +2,6 @@
 
 Each module reads the host (files, ``/proc``, cgroups, the person's git
 config, the bwrap binary) and hands back facts for `sandbox.plan`; none starts
-a sandbox. Reads are bounded and cached where a session would repeat them.
+a sandbox. `processes` is the door every host process the governor starts goes
+through (the probes here among them). Reads are bounded and cached where a session would repeat them.
 """

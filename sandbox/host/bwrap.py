@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from sandbox.host import processes
 from sandbox.plan.profile import BwrapFeatures
 
 INSTALL_ADVICE: Final = (
@@ -95,7 +96,9 @@ def locate(configured: str | os.PathLike[str] | None = None) -> str:
     if configured is not None:
         path = Path(configured)
         if not (path.is_file() and os.access(path, os.X_OK)):
-            raise BwrapUnavailable(f"configured bwrap {path} is not an executable file; {INSTALL_ADVICE}")
+            raise BwrapUnavailable(
+                f"configured bwrap {path} is not an executable file; {INSTALL_ADVICE}"
+            )
         return str(path)
     on_path = shutil.which("bwrap")
     if on_path:
@@ -130,13 +133,18 @@ def parse_features(help_text: str) -> BwrapFeatures:
 def probe(path: str) -> Bwrap:
     """Run ``--version`` and ``--help`` (fast, no namespaces involved)."""
     try:
-        version = subprocess.run(
-            [path, "--version"], capture_output=True, text=True, timeout=10, env={}
+        # through the door (its empty folder, its PATH); bwrap is found where the
+        # operator configured it or in its wheel, so no place is refused
+        places = processes.Places()
+        version = processes.run(
+            processes.command([os.path.abspath(path), "--version"], places=places, env={}),
+            timeout=10,
         )
-        help_run = subprocess.run(
-            [path, "--help"], capture_output=True, text=True, timeout=10, env={}
+        help_run = processes.run(
+            processes.command([os.path.abspath(path), "--help"], places=places, env={}),
+            timeout=10,
         )
-    except (OSError, subprocess.TimeoutExpired) as exc:
+    except (OSError, subprocess.TimeoutExpired, processes.HostProcessRefused) as exc:
         raise BwrapUnavailable(f"cannot run {path}: {exc}; {INSTALL_ADVICE}") from None
     match = re.search(r"(\d+\.\d+(?:\.\d+)?)", version.stdout)
     features = parse_features(help_run.stdout + help_run.stderr)

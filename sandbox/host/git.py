@@ -36,7 +36,6 @@ from __future__ import annotations
 import functools
 import os
 import re
-import shutil
 import stat
 import subprocess
 from collections.abc import Iterable
@@ -44,6 +43,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from policies.paths import is_under
+from sandbox.host import processes
 
 CONFIG_TIMEOUT: Final = 5.0
 EXCLUDES_MAX_BYTES: Final = 256 * 1024
@@ -84,24 +84,22 @@ def _read_host_git(workspace: str, _chosen: tuple[str | None, ...]) -> HostGit:
 
 
 def _config(workspace: str) -> dict[str, str]:
-    git = shutil.which("git")
+    git = processes.find_program("git")
     if git is None:
         return {}
     env = {k: v for k, v in os.environ.items() if k not in _REPO_VARIABLES}
     try:
-        done = subprocess.run(
-            [git, "config", "-z", "--includes", "--get-regexp", _KEYS],
-            cwd=workspace,
+        host = processes.command(
+            [git, "-C", workspace, "config", "-z", "--includes", "--get-regexp", _KEYS],
+            places=processes.Places(),  # the governor's own probe: its program is a system one
             env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=CONFIG_TIMEOUT,
-            check=False,
         )
-    except (OSError, subprocess.SubprocessError):
+        done = processes.run(host, timeout=CONFIG_TIMEOUT, text=False)
+    except (OSError, subprocess.SubprocessError, processes.HostProcessRefused):
         return {}
     values: dict[str, str] = {}
-    for entry in done.stdout.decode("utf-8", "replace").split("\0"):
+    stdout = done.stdout if isinstance(done.stdout, bytes) else done.stdout.encode()
+    for entry in stdout.decode("utf-8", "replace").split("\0"):
         key, _, value = entry.partition("\n")
         if key:
             values[key.lower()] = value  # the last one wins, as in git
@@ -113,9 +111,7 @@ def _excludes_file(workspace: str, configured: str | None) -> str | None:
         if configured.startswith("~/"):
             return os.path.join(os.environ.get("HOME", "/"), configured[2:])
         return os.path.join(workspace, configured)  # an absolute one stays as it is
-    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(
-        os.environ.get("HOME", "/"), ".config"
-    )
+    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.environ.get("HOME", "/"), ".config")
     return os.path.join(xdg, "git", "ignore")
 
 

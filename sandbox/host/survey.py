@@ -210,11 +210,26 @@ def survey(
     state = os.path.realpath(concealed.state_dir())
 
     home_mounts: list[HomeMount] = []
+    kept_by_name: dict[str, HomeMount] = {}
     if home is not None:
         for folder in profile.home_folders:
             source = os.path.join(home, folder.name)
-            if os.path.exists(source):
-                home_mounts.append(HomeMount(os.path.realpath(source), source, folder.writable))
+            if os.path.exists(source) and not folder.overlay:
+                real = os.path.realpath(source)
+                runs_code = folder.writable and folder.name in {
+                    r.removesuffix("/") for r in profile.home_runs_code
+                }
+                if runs_code and os.path.isdir(real):  # a whole folder that runs code
+                    home_mounts.append(HomeMount(real, source, False))
+                else:
+                    home_mounts.append(HomeMount(real, source, folder.writable, runs_code))
+                kept_by_name[folder.name] = home_mounts[-1]
+    home_pins, home_stubs, home_opened = _home_code(profile, kept_by_name)
+    overlays = tuple(
+        os.path.realpath(os.path.join(home, folder.name))
+        for folder in profile.home_folders
+        if home is not None and folder.overlay and os.path.isdir(os.path.join(home, folder.name))
+    )
 
     run_user = f"/run/user/{uid}"
     run_user_dir = run_user if os.path.isdir(run_user) and run is None else None
@@ -335,6 +350,9 @@ def survey(
             )
         ),
         home_mounts=tuple(home_mounts),
+        home_pins=home_pins,
+        home_stubs=home_stubs,
+        home_opened=home_opened,
         run_user_dir=run_user_dir,
         sockets=sockets,
         visible=_dedupe(visible),
@@ -343,7 +361,11 @@ def survey(
         ancestors=plan.ancestors_for(pins),
         pins=pins,
         kept=chains.kept,
-        caches=tuple(c for c in chains.caches if not any(is_under(c, m) for m in mounted)),
+        caches=tuple(
+            dict.fromkeys(
+                (*overlays, *(c for c in chains.caches if not any(is_under(c, m) for m in mounted)))
+            )
+        ),
         path=chains.path,
         toolchain_env=chains.env,
         stubs=stubs,
@@ -351,6 +373,47 @@ def survey(
         git_env=git_env,
         git_excludes=excludes,
     )
+
+
+def _home_code(
+    profile: Profile, mounts: Mapping[str, HomeMount]
+) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """The pins, stubs and opened folders that hold what runs code later read-only
+    inside the writable home folders (`Profile.home_runs_code`), each as (host
+    path, path inside): the host's through the folder's real path, the sandbox's
+    under its ``$HOME``.
+
+    The first missing component gets the stub (nothing can be made under a file);
+    an existing file or folder on the way is where the pin stops. A link on the
+    way is refused: a pin follows it, and the link itself, in a writable
+    folder, could be replaced by a file the host then reads."""
+    pins: list[tuple[str, str]] = []
+    stubs: list[str] = []
+    opened: list[tuple[str, str]] = []
+    for rel in (r.removesuffix("/") for r in profile.home_runs_code):
+        name = next((n for n in mounts if rel.startswith(n.rstrip("/") + "/")), None)
+        mount = None if name is None else mounts[name]
+        if name is None or mount is None or not mount.writable:
+            continue  # a home entry itself (a copy, read-only), not kept, or not there
+        host, inside = mount.source, mount.dest
+        parts = rel[len(name.rstrip("/")) + 1 :].split("/")
+        for i, part in enumerate(parts):
+            host, inside = os.path.join(host, part), os.path.join(inside, part)
+            if not os.path.lexists(host):
+                stubs.append(host)
+                pins.append((host, inside))
+                break
+            if os.path.islink(host):
+                raise ProfileError(
+                    f"{inside} is a symbolic link, and it runs code at the agent's next start "
+                    "on the host: a link in the agent's writable home folder could be replaced, "
+                    "so it cannot be held read-only; make it a regular file or folder"
+                )
+            if i == len(parts) - 1 or not os.path.isdir(host):
+                pins.append((host, inside))
+                break
+            opened.append((host, inside))
+    return tuple(dict.fromkeys(pins)), tuple(dict.fromkeys(stubs)), tuple(dict.fromkeys(opened))
 
 
 def _toolchain_variables(env: Mapping[str, str]) -> dict[str, str]:

@@ -92,7 +92,7 @@ class Helper:
             # group, which the governor handles; the helper would die of it
             # with a KeyboardInterrupt traceback on the person's screen
             self._proc = subprocess.Popen(
-                argv, pass_fds=(theirs.fileno(),), env={}, stdin=subprocess.DEVNULL,
+                argv, pass_fds=(theirs.fileno(),), env={}, stdin=subprocess.DEVNULL, cwd="/",
                 process_group=0,
             )  # fmt: skip
         except BaseException:

@@ -88,10 +88,15 @@ class ProfileError(ValueError):
 
 @dataclass(frozen=True)
 class HomeFolder:
-    """A path under ``$HOME`` kept visible on top of the empty ``$HOME`` tmpfs."""
+    """A path under ``$HOME`` kept visible on top of the empty ``$HOME`` tmpfs.
+
+    ``overlay``: shown as a package cache is, an overlay whose writes stay in
+    the sandbox (npx's ``~/.npm``: the host runs what lies there later, so
+    nothing written inside may reach it), never bound writable."""
 
     name: str
     writable: bool = False
+    overlay: bool = False
 
     def __post_init__(self) -> None:
         _check_relative("home folder", self.name)
@@ -116,6 +121,14 @@ class Profile:
     env: Mapping[str, str] = field(default_factory=dict)
     home: Path | None = None
     home_folders: tuple[HomeFolder, ...] = ()
+    home_runs_code: tuple[str, ...] = ()
+    """Paths relative to ``$HOME`` inside the writable `home_folders` that make
+    the host run code later (a preset's ``runs_code``: hooks, MCP server
+    lists): pinned read-only, a missing one held by a placeholder so that it
+    cannot be made (one that ends with ``/`` is a folder: made empty on the
+    host instead, `sandbox.run.agent.ensure_home_folders`, as the agent would
+    make it at its start); one that is a home folder itself is a throwaway copy
+    (`HomeMount.throwaway`)."""
     visible: tuple[Path, ...] = ()
     links: tuple[tuple[str, str], ...] = ()
     """Symlinks to recreate inside, as (path, target as read): the links through
@@ -157,6 +170,12 @@ class Profile:
     """A network namespace of its own whose only way out is the governor's
     proxy (`sandbox.net.proxy`), announced by the proxy variables; needs
     ``network`` off (which shares the host's namespace)."""
+    inputs: tuple[Path, ...] = ()
+    """Host folders bound read-only at their own path after the roots, shown
+    whatever hides their parent (a check's reporter, under the governor's state)."""
+    outputs: tuple[Path, ...] = ()
+    """Host folders bound read-write at their own path after the roots (a
+    check's report folder: what its runners write there outlives the sandbox)."""
     scratch: bool = False
     """The roots are overlays whose writes are thrown away with the sandbox
     (``--tmp-overlay``): a check after the attempt runs its tests, which write
@@ -173,6 +192,8 @@ class Profile:
                 raise ProfileError(f"environment variable {name} contains a NUL byte")
         for rel in (*self.protected, *self.hidden):
             _check_relative("protected/hidden path", rel)
+        for rel in self.home_runs_code:
+            _check_relative("home path that runs code", rel.removesuffix("/"))
         for name in self.unprotected:
             if name not in UNPROTECTABLE:
                 raise ProfileError(
@@ -180,7 +201,14 @@ class Profile:
                     "configs can (sandbox.plan.protected.UNPROTECTABLE)"
                 )
         for path in (
-            self.workspace, *self.extra_roots, *self.visible, *self.keep, *self.read_only, *self.own
+            self.workspace,
+            *self.extra_roots,
+            *self.visible,
+            *self.keep,
+            *self.read_only,
+            *self.inputs,
+            *self.outputs,
+            *self.own,
         ):
             if not Path(path).is_absolute():
                 raise ProfileError(f"path {str(path)!r} must be absolute")
@@ -239,6 +267,8 @@ class Profile:
         extra_roots: Sequence[Path] = (),
         home: Path | None = None,
         home_folders: Sequence[str] = (),
+        home_runs_code: Sequence[str] = (),
+        overlay_folders: Sequence[str] = (),
         install: Sequence[Path] = (),
         links: Sequence[tuple[str, str]] = (),
         env: Mapping[str, str] | None = None,
@@ -258,11 +288,14 @@ class Profile:
 
         Differences from a command profile: the agent's own state folders (its
         preset's ``~/.claude``, ``~/.codex``, npm's ``~/.npm``, ...) are kept
-        read-write on the empty ``$HOME``; its install stays visible read-only;
+        read-write on the empty ``$HOME``, but for what in them makes the host
+        run code later (``home_runs_code``); its install stays visible read-only;
         network is on (it must reach its model API), independent of the
         commands' network switch. Everything else, protected paths included, is
         the same as for a command at that capability. Its ``PATH`` is passed
         through like a command's: only the entries visible inside.
+        ``overlay_folders`` (npx's cache) are shown as overlays whose writes
+        stay in the sandbox (`HomeFolder.overlay`).
         """
         env = dict(env or {})
         search_path = env.pop("PATH", None)
@@ -273,7 +306,11 @@ class Profile:
             network=network,
             env=env,
             home=home,
-            home_folders=tuple(HomeFolder(name, writable=True) for name in home_folders),
+            home_folders=(
+                *(HomeFolder(name, writable=True) for name in home_folders if name not in overlay_folders),
+                *(HomeFolder(name, overlay=True) for name in overlay_folders),
+            ),
+            home_runs_code=tuple(home_runs_code),
             visible=tuple(install),
             links=tuple(links),
             protected=tuple(protected),
@@ -301,6 +338,11 @@ class HomeMount:
     source: str
     dest: str
     writable: bool
+    throwaway: bool = False
+    """A writable home entry that itself runs code later (``~/.claude.json``,
+    which the agent rewrites as it runs): the sandbox gets a copy of the file
+    (``--bind-data``), and the host's stays as it was. A home *folder* that runs
+    code is bound read-only instead (``writable`` off)."""
 
 
 @dataclass(frozen=True)
@@ -350,6 +392,16 @@ class HostFacts:
     host_secrets: tuple[str, ...] = ()
     """The host's secret files (``/etc/shadow``, ...), covered like `hidden`."""
     home_mounts: tuple[HomeMount, ...] = ()
+    home_pins: tuple[tuple[str, str], ...] = ()
+    """(host path, path inside) of each part of a writable home folder that runs
+    code later, bound read-only over itself (a stub's: `home_stubs`)."""
+    home_stubs: tuple[str, ...] = ()
+    """Host paths of `home_pins` that do not exist yet: the launcher makes a
+    placeholder there (`sandbox.run.stubs`) for the sandbox's life."""
+    home_opened: tuple[tuple[str, str], ...] = ()
+    """(host path, path inside) of the folders between a home folder and a
+    deeper pin, bound writable over themselves: a mount point cannot be renamed,
+    so the pin cannot be carried away with its parent."""
     run_user_dir: str | None = None
     sockets: tuple[str, ...] = ()
     visible: tuple[str, ...] = ()
@@ -413,7 +465,9 @@ def validate(profile: Profile, facts: HostFacts) -> None:
                 f"path to keep visible {path} is '/' or contains the home directory; "
                 "that would expose ~/.ssh, ~/.aws and agent credentials"
             )
-    if not any(is_under(facts.cwd, root) for root in facts.roots):
+    if not any(is_under(facts.cwd, root) for root in facts.roots) and facts.cwd not in facts.visible:
+        # one kept visible (read-only) is allowed too: an MCP server starts in
+        # the governor's empty folder, never where an agent may have written
         raise ProfileError(f"working directory {facts.cwd} is outside the roots")
 
 
@@ -452,6 +506,7 @@ def render(
     sealed: Collection[str] = (),
     fork_server: bool = False,
     excludes_fd: int | None = None,
+    throwaway_fds: Mapping[str, int] | None = None,
 ) -> list[str]:
     """bwrap options (no program name, no ``--``, no command) for ``profile`` on ``facts``.
 
@@ -462,6 +517,10 @@ def render(
     are immutable stubs (checked by the launcher just before): they get no mount,
     only a ``--lock-file`` (see `sandbox.run.stubs`). ``excludes_fd`` holds the
     excludes file of ``facts.git_excludes``, required when there is one.
+
+    ``throwaway_fds`` maps the destination of each throwaway home file
+    (`HomeMount.throwaway`) to a descriptor holding its content, copied in by
+    ``--bind-data``; without one such a file is bound read-only.
 
     ``fork_server`` renders a session's sandbox (`sandbox.run.session`), whose
     program is `sandbox.standalone.forkserver`: it keeps ``CAP_SYS_ADMIN``,
@@ -540,7 +599,8 @@ def render(
     if facts.home is not None:
         argv += [*tmpfs, "--tmpfs", facts.home]
     for mount in facts.home_mounts:
-        argv += ["--bind" if mount.writable else "--ro-bind", mount.source, mount.dest]
+        argv += _home_mount(mount, (throwaway_fds or {}).get(mount.dest))
+    argv += _home_pins(facts, fds, features, sealed)
     if facts.run_user_dir is not None:
         argv += [*tmpfs, "--tmpfs", facts.run_user_dir]
     for path in facts.visible:
@@ -567,6 +627,10 @@ def render(
             argv += [root_bind, root, root]
     for git_dir in facts.git_dirs:
         argv += ["--ro-bind", git_dir, git_dir]
+    for folder in profile.inputs:
+        argv += ["--ro-bind", str(folder), str(folder)]
+    for folder in profile.outputs:
+        argv += ["--bind", str(folder), str(folder)]
     if profile.writable:
         # over scratch roots a self-bind would mount the host's directory
         # writable on top of the overlay: nothing there needs holding in place
@@ -593,6 +657,36 @@ def render(
     if info_fd is not None:
         argv += ["--info-fd", str(info_fd)]
     return argv
+
+
+def _home_mount(mount: HomeMount, fd: int | None) -> list[str]:
+    """A kept home entry: bound as it is, or a copy thrown away with the sandbox."""
+    if not mount.throwaway:
+        return ["--bind" if mount.writable else "--ro-bind", mount.source, mount.dest]
+    if fd is not None:
+        return ["--perms", "0600", "--bind-data", str(fd), mount.dest]
+    return ["--ro-bind", mount.source, mount.dest]  # no copy: fail closed, read-only
+
+
+def _home_pins(
+    facts: HostFacts, fds: Mapping[str, int], features: BwrapFeatures, sealed: Collection[str]
+) -> list[str]:
+    """The parts of the writable home folders that run code later, read-only,
+    outer paths first (after the home folders' own binds: step 3)."""
+    pinned = {host for host, _ in facts.home_pins}
+    out: list[str] = []
+    items = [(inside, host, False) for host, inside in facts.home_opened if host not in pinned]
+    items += [(inside, host, True) for host, inside in facts.home_pins]
+    for inside, host, pin in sorted(items, key=lambda item: _outer_first(item[0])):
+        if not pin:
+            out += ["--bind", host, inside]
+        elif host in sealed:
+            out += ["--lock-file", inside]
+        elif (fd := fds.get(host)) is not None and features.ro_bind_fd:
+            out += ["--ro-bind-fd", str(fd), inside]
+        else:
+            out += ["--ro-bind", host, inside]
+    return out
 
 
 def _outer_first(path: str) -> tuple[int, str]:

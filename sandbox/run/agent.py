@@ -19,6 +19,7 @@ die with the governor, SIGKILL included, and at the end of the block.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -139,6 +140,13 @@ def ensure_home_folders(profile: Profile) -> None:
     """Create the agent's missing writable home folders (mode 0700), so that what
     it stores there (a login, a cache) survives the sandbox.
 
+    A folder inside them that runs code on the host later (a preset's
+    ``runs_code`` entry ending with ``/``: ``~/.qwen/extensions/``) is made
+    too, empty, so that the survey holds it read-only as a folder: agents make
+    such folders at their start (``mkdir -p``), which a placeholder file in its
+    place would fail. It is left behind, empty, as the agent itself would have
+    made it; deleting it could detach a concurrent sandbox's mount of it.
+
     A name with an extension (``.claude.json``) is a file: it is bound when it
     exists and never created (an empty file or, worse, a directory in its place
     would break the agent on the host too); until it exists the agent writes it
@@ -146,10 +154,17 @@ def ensure_home_folders(profile: Profile) -> None:
     """
     home = Path(process_home(profile))
     for folder in profile.home_folders:
-        if not folder.writable or Path(folder.name).suffix:
+        if not folder.writable or folder.overlay or Path(folder.name).suffix:
             continue
         if not os.path.lexists(home / folder.name):
             (home / folder.name).mkdir(mode=0o700, parents=True, exist_ok=True)
+        for rel in profile.home_runs_code:
+            inside = rel.removesuffix("/")
+            if rel.endswith("/") and inside.startswith(folder.name + "/"):
+                path = home / inside
+                if not os.path.lexists(path) and not path.parent.is_symlink():
+                    with contextlib.suppress(OSError):  # the survey holds what is there
+                        path.mkdir(mode=0o700, parents=True)
 
 
 async def _watched(launch: Launch, *, stdin: Std, stdout: Std, stderr: Std) -> Child:

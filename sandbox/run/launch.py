@@ -32,7 +32,7 @@ import termios
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
-from typing import TypeVar
+from typing import Final, TypeVar
 
 import trio
 
@@ -116,6 +116,36 @@ def open_pin(path: str) -> int:
     return fd
 
 
+THROWAWAY_MAX_BYTES: Final = 64 << 20
+"""The largest home file copied for a sandbox to write and throw away
+(`sandbox.plan.profile.HomeMount.throwaway`); a larger one is refused."""
+
+
+def _copy_of(path: str) -> int:
+    """A memfd holding the content of ``path`` (a regular file, not
+    followed if a link), for bwrap's ``--bind-data``."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise ProfileError(f"cannot read {path} to give the agent a copy: {exc.strerror}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > THROWAWAY_MAX_BYTES:
+            raise ProfileError(
+                f"{path} is not a regular file of at most {THROWAWAY_MAX_BYTES >> 20} MiB: "
+                "the agent's sandbox cannot give it a copy to write"
+            )
+        data = b""
+        while len(data) <= THROWAWAY_MAX_BYTES:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        os.close(fd)
+    return memfd("governor-home-copy", data)
+
+
 @contextmanager
 def prepare(
     profile: Profile,
@@ -169,11 +199,17 @@ def prepare(
         sealed: set[str] = set()
         if profile.writable:
             sealed = acquire_stubs(ledger, facts.pins, facts.stubs, stack)
+        home_pins = [host for host, _ in facts.home_pins]
+        if home_pins:  # the agent's home folders are writable at every capability
+            sealed |= acquire_stubs(ledger, home_pins, facts.home_stubs, stack)
         pin_fds: dict[str, int] = {}
-        if bwrap.features.ro_bind_fd and profile.writable:
-            for pin in facts.pins:
+        if bwrap.features.ro_bind_fd:
+            for pin in (*(facts.pins if profile.writable else ()), *home_pins):
                 if pin not in sealed:
                     pin_fds[pin] = track(open_pin(pin))
+        throwaway_fds = {
+            m.dest: track(_copy_of(m.source)) for m in facts.home_mounts if m.throwaway
+        }
         seccomp_fd: int | None = None
         if fork_server is None:
             seccomp_fd = track(
@@ -204,6 +240,7 @@ def prepare(
             sealed=sealed,
             fork_server=fork_server is not None,
             excludes_fd=excludes_fd,
+            throwaway_fds=throwaway_fds,
         )
         block_write: int | None = None
         if profile.egress is not None or live:
@@ -220,7 +257,7 @@ def prepare(
             argv=(*outside, bwrap.path, "--args", str(args_fd), "--", *inside, *command),
             pass_fds=tuple(fds),
             env={},
-            cwd=None,
+            cwd="/",  # never the governor's own cwd (a project): bwrap chdirs inside
             new_session=False,
             sandboxed=True,
             info_fd=info_read,

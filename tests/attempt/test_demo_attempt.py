@@ -217,6 +217,8 @@ async def test_an_agent_that_needs_signing_in_fails_with_the_login_command(tmp_p
 async def test_a_plain_command_gets_the_prompt_on_stdin_and_is_judged_by_its_output_and_diff(
     tmp_path: Path,
 ) -> None:
+    """Its changes are its work: recorded as its own (``changed`` by the agent,
+    explained by the ``program`` rule), never as done without asking."""
     script = tmp_path / "tool.sh"
     script.write_text('#!/bin/sh\nread task\necho "$task" > done.txt\necho "did: $task"\n')
     script.chmod(0o755)
@@ -226,9 +228,10 @@ async def test_a_plain_command_gets_the_prompt_on_stdin_and_is_judged_by_its_out
     assert outcome.status == "completed", outcome.reason
     assert outcome.summary == "did: paint it"
     assert (tmp_path / "ws" / "done.txt").read_text() == "paint it\n"
-    assert (
-        outcome.acp is not None and str(tmp_path / "ws" / "done.txt") in outcome.acp.unasked_paths
-    )
+    assert outcome.acp is not None and outcome.acp.unasked_paths == []
+    assert not any("without asking" in n for n in outcome.acp.notices), outcome.acp.notices
+    assert outcome.acp.tally.unasked == 0 and outcome.acp.tally.reported == 1
+    assert outcome.files_changed == [str(tmp_path / "ws" / "done.txt")]
 
 
 async def test_a_plain_command_that_exits_non_zero_fails_with_its_words(tmp_path: Path) -> None:

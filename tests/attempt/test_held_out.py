@@ -139,7 +139,7 @@ def test_a_test_the_agent_plants_at_the_held_out_path_is_replaced_for_the_check(
     tmp_path: Path,
 ) -> None:
     ws = _task(tmp_path)
-    done = _run(tmp_path, "plant", "--check", CHECK, "--held-out", "tests/hidden/**")
+    done = _run(tmp_path, "plant-held-out", "--check", CHECK, "--held-out", "tests/hidden/**")
     outcome = json.loads(done.stdout)
     assert outcome["summary"] == "planted a passing held-out test (refused)"
     # asked, it was refused (held out, as frozen is); written anyway, it is named,
@@ -174,7 +174,7 @@ def test_a_held_out_folder_the_agent_remade_itself_is_named_and_replaced(tmp_pat
     argv += [
         "--held-out",
         "tests/hidden/**",
-        "plant",
+        "plant-held-out",
         "--",
         CHECK_PYTHON,
         str(tmp_path / "plant.py"),

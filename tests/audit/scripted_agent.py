@@ -14,7 +14,11 @@ time), and on ``session/prompt`` plays a script: a JSON list of steps, each
 - ``{"fetch": URL}``: a GET through the proxy variables, as an agent calls its
   model API; one that fails ends the prompt with an error naming it;
 - ``{"shell": LINE}``: ``/bin/sh -c LINE`` run by the agent itself (its own
-  tool, in its own sandbox when it has one), its output said as a message.
+  tool, in its own sandbox when it has one), its output said as a message;
+- ``{"mcp": NAME, "send": [MESSAGE, ...]}``: the MCP server ``NAME`` of
+  ``session/new``'s ``mcpServers`` started as the entry says, each message
+  written to it as a line, the answer to each one with an ``id`` read back and
+  said as a message (30 s each at most), then its stdin closed.
 
 Strings may hold ``{cwd}``, ``{session}``, ``{i}``, ``{arg}`` (this program's
 last argument, e.g. a raw agent arg) and ``{env:NAME}`` (a variable it was given).
@@ -53,6 +57,7 @@ class Agent:
         self.peer = Peer()
         self.session = ""
         self.cwd = ""
+        self.mcp_servers: dict[str, dict[str, Any]] = {}
         self.usage: dict[str, Any] | None = None
         self.received = open(received, "a", encoding="utf-8") if received else None  # noqa: SIM115
         if self.received is not None:
@@ -138,6 +143,8 @@ class Agent:
                                      capture_output=True, text=True, timeout=60)  # fmt: skip
                 self.notify({"sessionUpdate": "agent_message_chunk",
                              "content": {"type": "text", "text": ran.stdout + ran.stderr}})  # fmt: skip
+            elif "mcp" in step:
+                self.mcp(self.mcp_servers[step["mcp"]], self.fill(step.get("send", []), i))
             elif "say" in step:
                 self.notify(
                     {
@@ -145,6 +152,28 @@ class Agent:
                         "content": {"type": "text", "text": self.fill(step["say"], i)},
                     }
                 )
+
+    def mcp(self, entry: dict[str, Any], messages: list[dict[str, Any]]) -> None:
+        import select
+        import subprocess
+
+        env = {**os.environ, **{e["name"]: e["value"] for e in entry.get("env", [])}}  # as agents do
+        server = subprocess.Popen(
+            [entry["command"], *entry.get("args", [])],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+        )  # fmt: skip
+        assert server.stdin is not None and server.stdout is not None
+        said = []
+        for message in messages:
+            server.stdin.write((json.dumps(message) + "\n").encode())
+            server.stdin.flush()
+            if "id" in message:
+                ready, _, _ = select.select([server.stdout], [], [], 30)
+                said.append(server.stdout.readline().decode() if ready else "(no answer)\n")
+        server.stdin.close()
+        server.wait(timeout=30)
+        self.notify({"sessionUpdate": "agent_message_chunk",
+                     "content": {"type": "text", "text": "".join(said)}})  # fmt: skip
 
     def notify(self, update: dict[str, Any]) -> None:
         self.send(
@@ -177,6 +206,7 @@ class Agent:
             elif method == "session/new":
                 self.session = f"s-{uuid.uuid4().hex}"
                 self.cwd = params.get("cwd") or os.getcwd()
+                self.mcp_servers = {s.get("name"): s for s in params.get("mcpServers") or []}
                 self.send({"id": mid, "result": {"sessionId": self.session}})
             elif method == "session/prompt":
                 self.peer.cancelled = False

@@ -124,3 +124,13 @@ def test_install_refuses_an_unknown_or_non_npm_agent_by_name(tmp_path: Path) -> 
     assert goose.returncode == 2 and "goose is not an npm package" in goose.stderr
     none = _governor("agents", "install", env=env)
     assert none.returncode == 2 and "name the agents to install (claude, codex" in none.stderr
+
+
+def test_presets_name_what_in_an_agent_s_home_folders_its_sandbox_holds(tmp_path: Path) -> None:
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    shown = _governor("presets", "--json", env=env)
+    claude = next(r for r in json.loads(shown.stdout) if r["id"] == "claude")
+    assert str(tmp_path / ".claude" / "settings.json") in claude["holds"]
+    assert str(tmp_path / ".claude" / "hooks") in claude["holds"]
+    table = _governor("presets", env=env).stdout
+    assert f"held there (runs code later: read-only, or a throwaway copy): {tmp_path}/.claude.json" in table

@@ -65,3 +65,20 @@ def test_each_check_is_a_progress_line_as_it_ends() -> None:
     out = io.StringIO()
     Progress(out)("check", {"verdict": "failed", **FAILED.to_json()})
     assert out.getvalue().rstrip().endswith("check      ruff check: failed (exit 1)")
+
+
+def test_every_check_exiting_0_is_no_pass_when_an_acceptance_test_is_missing_and_the_summary_names_it() -> None:
+    from governor.test_results import Acceptance
+    from governor.test_results import judge as judge_tests
+
+    wanted = Acceptance(("tests/acceptance/test_add.py::TestA::test_add",))
+    missing = Checks((PASSED,), "overlay", judge_tests(wanted, []))
+    outcome = judge(_ending(missing))
+    assert outcome.verdict == "failed" and exit_code(outcome) == CHECK_FAILED
+    assert outcome.tests is not None and outcome.tests["not_passed"] == [
+        {"test": "tests/acceptance/test_add.py::TestA::test_add", "outcome": "missing"}
+    ]
+    assert (
+        "tests  0 of 1 acceptance test(s) passed (the frozen files' tests); "
+        "missing: tests/acceptance/test_add.py::TestA::test_add"
+    ) in summary(outcome)

@@ -70,8 +70,26 @@ def test_a_deletion_is_unexplained_when_nothing_governed_happened() -> None:
     )
 
 
+PROGRAM = {"written": {}, "current": Snapshot({}), "commands": [], "allowed": Allowances(),
+           "program": (1000, 2000)}  # fmt: skip
+"""A plain program (``--kind command``) ran from 1000 to 2000 and nothing else did."""
+PROGRAM_TABLE: list[tuple[Change, Cause | None]] = [
+    (Change("/ws/fixed.py", "changed", 1500), Cause("program")),
+    (Change("/ws/made.txt", "created", 2000), Cause("program")),
+    (Change("/ws/gone.txt", "deleted", None), Cause("program")),
+    (Change("/ws/before.txt", "created", 900), None),  # not in its run
+    (Change("/ws/after.txt", "created", 2100), None),
+]
+
+
+@pytest.mark.parametrize(("change", "cause"), PROGRAM_TABLE)
+def test_a_plain_program_s_changes_in_its_run_are_its_work(change: Change, cause: Cause | None) -> None:
+    assert explain(change, evidence(**PROGRAM)) == cause
+    assert explain(change, evidence(**{**PROGRAM, "program": None})) is None  # an ACP agent
+
+
 def test_every_rule_explains_a_row_of_the_table() -> None:
-    rules = {cause.rule for _, cause in TABLE if cause is not None}
+    rules = {cause.rule for _, cause in [*TABLE, *PROGRAM_TABLE] if cause is not None}
     assert rules == {name for name, _ in RULES}
 
 

@@ -22,6 +22,7 @@ from governor.presets import (
     load_presets,
     login_as_found,
     preset_ids,
+    presets,
     resolve,
 )
 
@@ -356,3 +357,27 @@ def test_the_login_line_names_an_installed_agent_by_its_path_when_path_does_not_
     assert login_as_found(claude, "/usr/bin/npx", which=lambda _: None) == claude.login
     spaced = "/my agents/claude-agent-acp"
     assert login_as_found(claude, spaced, which=lambda _: None).startswith(f"'{spaced}' --cli")
+
+
+def test_what_runs_code_lies_inside_a_home_entry_and_under_home() -> None:
+    with pytest.raises(PresetError, match=r"`runs_code` must be paths under ~/, not '/etc/x'"):
+        _one(MINIMAL + 'runs_code = ["/etc/x"]\n')
+    with pytest.raises(
+        PresetError, match=r"`runs_code` names '~/.bashrc', which is in no `home` entry"
+    ):
+        _one(MINIMAL + 'runs_code = ["~/.bashrc"]\n')
+    # a prefix of a name is not its folder
+    with pytest.raises(PresetError, match=r"names '~/.mine-x/hooks', which is in no `home`"):
+        _one(MINIMAL + 'runs_code = ["~/.mine-x/hooks"]\n')
+    mine = load_presets(MINIMAL + 'runs_code = ["~/.mine/hooks"]\n', source="test.toml")["mine"]
+    assert mine.runs_code == ("~/.mine/hooks",)
+
+
+def test_every_preset_with_a_writable_home_names_what_in_it_runs_code() -> None:
+    for preset in presets().values():
+        assert bool(preset.runs_code) == bool(preset.home), preset.id
+    claude = find("claude")
+    assert {"~/.claude/settings.json", "~/.claude.json"} <= set(claude.runs_code)
+    assert "~/.codex/config.toml" in find("codex").runs_code
+    assert "~/.gemini/settings.json" in find("gemini").runs_code
+    assert "~/.qwen/settings.json" in find("qwen").runs_code

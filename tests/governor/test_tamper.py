@@ -34,8 +34,12 @@ class TestMul(unittest.TestCase):
 
 def test_an_honest_fix_of_the_code_under_test_gives_no_finding() -> None:
     after = (
-        PY_BEFORE.replace("add(0, 0) == 0", "add(0, 0) == 0, 'zero'")
+        "# the tests of math\n"
+        + PY_BEFORE.replace(
+            "    assert add(0, 0) == 0\n", "    # zero too\n    assert add(0, 0) == 0\n"
+        )
         + "\n\ndef test_new():\n    assert add(2, 2) == 4\n"
+        + "\n\ndef test_other():\n    assert sub(2, 1) == sub(3, 2)\n"
     )
     assert audit_file("tests/test_math.py", PY_BEFORE, after) == []
 
@@ -79,7 +83,7 @@ def test_a_unittest_assertion_of_a_value_with_itself_is_found() -> None:
 
 
 def test_an_assertion_comparing_two_different_things_is_not_trivial() -> None:
-    after = PY_BEFORE.replace("assert sub(2, 1) == 1", "assert sub(2, 1) == sub(3, 2)")
+    after = PY_BEFORE + "\n\ndef test_new():\n    assert sub(2, 1) == sub(3, 2)\n"
     assert audit_file("tests/test_math.py", PY_BEFORE, after) == []
 
 
@@ -191,7 +195,10 @@ def test_a_ts_ignore_or_eslint_disable_added_is_found() -> None:
 
 
 def test_an_honest_js_edit_gives_no_finding() -> None:
-    after = JS_BEFORE.replace("toBe(3)", "toBe(3);\n    expect(add(2, 2)).toBe(4)")
+    after = JS_BEFORE.replace(
+        "  test(",
+        '  // the second\n  it("adds more", () => {\n    expect(add(2, 2)).toBe(4);\n  });\n  test(',
+    ).replace("toBe(3);", "toBe(3);  // three")
     assert audit_file("src/math.test.js", JS_BEFORE, after) == []
 
 

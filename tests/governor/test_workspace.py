@@ -111,3 +111,21 @@ def test_a_link_to_a_folder_made_in_a_root_is_a_change_and_is_not_followed(tmp_p
     after = snapshot([str(root)], before=before)
     assert [(c.path, c.how) for c in diff(before, after)] == [(str(root / "etc"), "created")]
     assert not any(p.startswith(str(root / "etc") + "/") for p in after.files)
+
+
+def test_a_root_that_is_a_file_is_one_entry_seen_changed_and_deleted(tmp_path: Path) -> None:
+    config = tmp_path / ".claude.json"
+    config.write_text("{}")
+    missing = tmp_path / "not-there.json"
+    before = snapshot([str(config), str(missing)])
+    assert list(before.files) == [str(config)]
+    config.write_text('{"mcpServers": {}}')
+    missing.write_text("{}")
+    after = snapshot([str(config), str(missing)], before=before)
+    assert [(c.path, c.how) for c in diff(before, after)] == [
+        (str(config), "changed"),
+        (str(missing), "created"),
+    ]
+    config.unlink()
+    gone = snapshot([str(config), str(missing)], before=after)
+    assert [(c.path, c.how) for c in diff(after, gone)] == [(str(config), "deleted")]

@@ -174,6 +174,28 @@ def test_missing_home_folders_are_created_but_file_entries_never_are(tmp_path: P
     assert not (home / ".claude.json").exists()
 
 
+def test_a_missing_folder_that_runs_code_is_made_empty_and_a_missing_file_is_not(
+    tmp_path: Path, ws: Path
+) -> None:
+    from sandbox.host.survey import survey
+    from sandbox.run.agent import ensure_home_folders
+
+    home = tmp_path / "fresh-home"
+    home.mkdir()
+    profile = Profile.for_agent(
+        Capability.EDIT_WORKSPACE, ws, home=home, home_folders=(".qwen",),
+        home_runs_code=(".qwen/extensions/", ".qwen/settings.json"),
+    )  # fmt: skip
+    ensure_home_folders(profile)
+    assert (home / ".qwen" / "extensions").is_dir() and not any((home / ".qwen" / "extensions").iterdir())
+    assert not (home / ".qwen" / "settings.json").exists()
+    # the folder is held read-only as it is; the file by a placeholder the launcher makes
+    facts = survey(profile)
+    q = str(home / ".qwen")
+    assert facts.home_pins == ((f"{q}/extensions", f"{q}/extensions"), (f"{q}/settings.json", f"{q}/settings.json"))
+    assert facts.home_stubs == (f"{q}/settings.json",)
+
+
 @pytest.mark.parametrize("capability", [Capability.READ_ONLY, Capability.FULL_ACCESS],
                          ids=["sandboxed", "unsandboxed"])  # fmt: skip
 async def test_an_agent_runs_in_a_session_of_its_own_out_of_reach_of_the_terminals_ctrl_c(

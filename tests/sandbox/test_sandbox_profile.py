@@ -215,6 +215,41 @@ def test_home_folders_are_bound_on_top_of_the_empty_home_with_their_mode() -> No
     assert position(argv, "--ro-bind", "/opt/rustup", "/home/u/.rustup") > home
 
 
+def test_what_runs_code_in_a_home_folder_is_pinned_after_it_and_a_home_file_that_does_is_a_copy() -> None:
+    c = "/home/u/.claude"
+    facts = replace(
+        FACTS,
+        home_mounts=(
+            HomeMount(c, c, True),
+            HomeMount("/home/u/.claude.json", "/home/u/.claude.json", True, throwaway=True),
+        ),
+        home_pins=(
+            (f"{c}/settings.json", f"{c}/settings.json"),
+            (f"{c}/hooks", f"{c}/hooks"),
+            (f"{c}/plugins/x", f"{c}/plugins/x"),
+        ),
+        home_stubs=(f"{c}/hooks",),
+        home_opened=((f"{c}/plugins", f"{c}/plugins"),),
+    )
+    argv = render(
+        profile(), facts, ALL, seccomp_fd=9, pin_fds={f"{c}/settings.json": 7},
+        sealed={f"{c}/hooks"}, throwaway_fds={"/home/u/.claude.json": 8},
+    )  # fmt: skip
+    folder = position(argv, "--bind", c, c)
+    assert position(argv, "--ro-bind-fd", "7", f"{c}/settings.json") > folder
+    assert position(argv, "--lock-file", f"{c}/hooks") > folder  # a sealed stub needs no mount
+    assert folder < position(argv, "--bind", f"{c}/plugins", f"{c}/plugins") < position(
+        argv, "--ro-bind", f"{c}/plugins/x", f"{c}/plugins/x"
+    )
+    assert position(argv, "--perms", "0600", "--bind-data", "8", "/home/u/.claude.json") > 0
+    assert "/home/u/.claude.json" not in pairs(argv, "--bind")
+    # at read-only too: the agent's home folders are writable at every capability
+    ro = render(profile(Capability.READ_ONLY), facts, ALL, seccomp_fd=9)
+    assert position(ro, "--ro-bind", f"{c}/settings.json", f"{c}/settings.json") > 0
+    # without its copy, a home file that runs code is bound read-only, never writable
+    assert position(ro, "--ro-bind", "/home/u/.claude.json", "/home/u/.claude.json") > 0
+
+
 def test_userns_flags_are_left_out_when_bwrap_lacks_them() -> None:
     argv = render(profile(), FACTS, replace(ALL, disable_userns=False), seccomp_fd=9)
     assert "--disable-userns" not in argv

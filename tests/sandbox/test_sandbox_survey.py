@@ -421,3 +421,43 @@ def test_the_state_folder_is_concealed_outside_the_home_and_the_attempts_own_fol
         assert str(own / "governor.sock") not in facts.sockets  # not covered: the agent's own
     finally:
         shutil.rmtree(state)
+
+
+def test_what_runs_code_in_a_writable_home_folder_is_pinned_and_a_missing_name_stubbed(
+    tmp_path: Path, ws: Path
+) -> None:
+    home = tmp_path / "home"
+    (home / ".claude" / "plugins" / "cache").mkdir(parents=True)
+    (home / ".claude" / "settings.json").write_text("{}")
+    (home / ".claude.json").write_text("{}")
+    profile = edit(
+        ws,
+        home_folders=(HomeFolder(".claude", True), HomeFolder(".claude.json", True)),
+        home_runs_code=(".claude.json", ".claude/settings.json", ".claude/hooks", ".claude/plugins/cache/x"),
+    )
+    facts = survey(profile)
+    c = str(home / ".claude")
+    assert facts.home_pins == (
+        (f"{c}/settings.json", f"{c}/settings.json"),
+        (f"{c}/hooks", f"{c}/hooks"),
+        (f"{c}/plugins/cache/x", f"{c}/plugins/cache/x"),
+    )
+    assert facts.home_stubs == (f"{c}/hooks", f"{c}/plugins/cache/x")
+    # the folders on the way to a deeper pin are bound over themselves: not movable
+    assert facts.home_opened == ((f"{c}/plugins", f"{c}/plugins"), (f"{c}/plugins/cache", f"{c}/plugins/cache"))
+    mounts = {m.dest: (m.writable, m.throwaway) for m in facts.home_mounts}
+    assert mounts == {c: (True, False), str(home / ".claude.json"): (True, True)}
+
+
+def test_a_link_where_a_home_file_runs_code_is_refused_by_name(tmp_path: Path, ws: Path) -> None:
+    home = tmp_path / "home"
+    (home / ".claude").mkdir()
+    (tmp_path / "dotfiles.json").write_text("{}")
+    (home / ".claude" / "settings.json").symlink_to(tmp_path / "dotfiles.json")
+    profile = edit(
+        ws, home_folders=(HomeFolder(".claude", True),), home_runs_code=(".claude/settings.json",)
+    )
+    with pytest.raises(ProfileError, match=r"settings\.json is a symbolic link.*cannot be held read-only"):
+        survey(profile)
+    # read-only home folders hold nothing: nothing there can change
+    survey(replace(profile, home_folders=(HomeFolder(".claude", False),)))

@@ -1,0 +1,190 @@
+"""The harness set: the files in a root that decide what a job's checks run,
+named by their path alone (pure).
+
+A check is the loop's command, but a test runner reads the workspace to know
+what to do: its configuration (``pytest.ini``, ``pyproject.toml``,
+``package.json`` scripts, a ``Makefile``), the ``conftest.py`` and test
+folders' ``__init__.py`` it imports before any test, a root module named like
+the runner or the standard library (``pytest.py``, ``unittest/__init__.py``,
+``json.py``), bytecode or a native module Python loads instead of a source
+file, an installed distribution's entry points (``*.dist-info``, where
+pytest's plugins are found) and ``.pth`` files. An agent that changes any of
+them changes the check, not the code. When a job has checks, these are its
+**harness set** (`reason`): pinned read-only like its frozen paths
+(``[checks] harness = "frozen"``, the default) and any change to them a
+finding (always: a file created later cannot be pinned).
+
+Not looked into: ``.git``, ``node_modules``, ``__pycache__`` (the checks never
+trust the attempt's bytecode caches: `governor.checks`) and a virtualenv
+(a folder holding ``pyvenv.cfg``), unless a check runs a program from it: then
+the virtualenv is in the set whole (`named_programs`).
+
+A job widens the set with ``[checks] harness_add`` (globs) and narrows it with
+``harness_except`` (globs a path of the default set may match to leave it);
+the outcome says so.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import shlex
+import sys
+from typing import TYPE_CHECKING, Final, Literal
+
+from policies.paths import is_under, within
+
+if TYPE_CHECKING:
+    from policies.policy import Policy
+
+HarnessMode = Literal["frozen", "audited"]
+HARNESS_MODES: Final = ("frozen", "audited")
+
+RUNNER_CONFIG: Final = frozenset(
+    {
+        # pytest, in the order it looks for them, and the files it takes options from
+        "pytest.toml",
+        ".pytest.toml",
+        "pytest.ini",
+        ".pytest.ini",
+        "pyproject.toml",
+        "tox.ini",
+        "setup.cfg",
+        "conftest.py",
+        # npm runs package.json's scripts, with .npmrc's script-shell and node-options
+        "package.json",
+        ".npmrc",
+        # make reads the first of these it finds
+        "GNUmakefile",
+        "makefile",
+        "Makefile",
+        # imported by every interpreter that finds them on its path
+        "sitecustomize.py",
+        "usercustomize.py",
+    }
+)
+"""Names a supported runner (pytest, unittest, ``node --test``, npm, make)
+reads as its configuration, wherever they are (pytest takes the nearest
+ancestor's of its arguments)."""
+
+TEST_FOLDERS: Final = frozenset({"tests", "test", "testing", "__tests__", "spec"})
+
+RUNNER_MODULES: Final = frozenset(
+    {"pytest", "_pytest", "pluggy", "py", "iniconfig", "unittest", "nose", "nose2"}
+)
+SHADOWED: Final = (frozenset(sys.stdlib_module_names) - {"test"}) | RUNNER_MODULES
+"""Module names a root module must not take: the runners' and the standard
+library's (whose ``test`` package is no project's shadow of it: ``tests``
+folders are looked at for their ``__init__.py`` instead)."""
+
+SKIPPED_FOLDERS: Final = frozenset({".git", "node_modules", "__pycache__"})
+
+_NATIVE: Final = (".so", ".pyd")
+
+
+def reason(rel: str, venvs: frozenset[str] = frozenset()) -> str | None:
+    """Why the path ``rel`` (relative to its root, ``/``-separated) is in the
+    default harness set, or None. ``venvs`` are the root-relative folders that
+    hold a ``pyvenv.cfg``: nothing under them is (a check that runs one names
+    it: `named_programs`)."""
+    parts = rel.split("/")
+    if any(p in SKIPPED_FOLDERS for p in parts):
+        return None
+    if any(rel == v or rel.startswith(v + "/") for v in venvs):
+        return None
+    name = parts[-1]
+    dist = next((p for p in parts[:-1] if p.endswith(".dist-info")), None)
+    if dist is not None:
+        return f"an installed distribution's metadata ({dist}: entry points load as plugins)"
+    if name in RUNNER_CONFIG:
+        return f"runner configuration ({name})"
+    if name == "entry_points.txt":
+        return "entry points (entry_points.txt: pytest loads its plugins from them)"
+    if name.endswith(".pth"):
+        return "a .pth file (its lines run at interpreter start in a site folder)"
+    if name == "__init__.py" and any(p in TEST_FOLDERS for p in parts[:-1]):
+        return "a test folder's __init__.py (it runs before the tests it holds)"
+    if name.endswith(".pyc"):
+        return "bytecode outside __pycache__ (loaded where its source is missing)"
+    if name.endswith(_NATIVE):
+        return "a native module (loaded before a source module of its name)"
+    module = _root_module(parts)
+    if module is not None and module in SHADOWED:
+        what = "the test runner" if module in RUNNER_MODULES else "the standard library"
+        return f"a root module shadowing {what} ({module})"
+    return None
+
+
+def member(policy: Policy, path: str, venvs: frozenset[str] = frozenset()) -> str | None:
+    """Why the absolute, normalized ``path`` is in the job's harness set, or
+    None: a job without checks has none; ``harness_except`` takes a path out of
+    the default set, ``harness_add`` and the programs the checks name
+    (``harness_named``) put it in. ``venvs`` as for `reason`."""
+    if not policy.checks:
+        return None
+    roots = policy.roots
+    for named in policy.harness_named:
+        if is_under(path, named):
+            return f"run by a check ({named})"
+    added = policy.harness_added.first(path, roots) if policy.harness_add else None
+    if added is not None:
+        return f"harness_add: {added}"
+    root = within(path, roots)
+    if root is None or path == root:
+        return None
+    if policy.harness_except and policy.harness_excepted.matches(path, roots):
+        return None
+    return reason(posixpath.relpath(path, root), venvs)
+
+
+def _root_module(parts: list[str]) -> str | None:
+    """The module a root-level file defines, or the package a Python file in a
+    root-level folder belongs to (its ``__init__``, its ``__main__``)."""
+    if len(parts) == 1 and parts[0].endswith(".py"):
+        return parts[0][:-3]
+    if len(parts) >= 2 and parts[-1].endswith(".py"):
+        return parts[0]
+    return None
+
+
+_INTERPRETERS: Final = ("sh", "bash", "dash", "zsh", "python", "node", "perl", "ruby")
+_SEPARATORS: Final = frozenset({"&&", "||", ";", "|", "&", "(", ")", ";;", "|&"})
+
+
+def named_programs(command: str) -> tuple[str, ...]:
+    """The words of a check's shell line that name a program or a script it
+    runs: each simple command's program, and the script an interpreter is given
+    (``sh ci/test.sh``, ``python tools/run.py``; not after ``-m`` or ``-c``).
+    Its test files and folders are arguments, not programs. A line the shell
+    splitter cannot read names nothing (it still runs, and is judged)."""
+    try:
+        lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        words = list(lexer)
+    except ValueError:
+        return ()
+    out: list[str] = []
+    start = True
+    interpreter = False
+    for word in words:
+        if word in _SEPARATORS:
+            start, interpreter = True, False
+            continue
+        if start:
+            if "=" in word and not word.startswith("=") and word.split("=", 1)[0].isidentifier():
+                continue  # an assignment before the program
+            if word in ("env", "exec", "command", "time", "nice", "timeout"):
+                continue
+            out.append(word)
+            base = posixpath.basename(word)
+            interpreter = any(base == i or base.startswith(i) for i in _INTERPRETERS)
+            start = False
+            continue
+        if interpreter:
+            if word in ("-m", "-c", "-e", "--eval", "-p", "--print", "--test", "--"):
+                interpreter = False
+                continue
+            if word.startswith("-"):
+                continue
+            out.append(word)
+            interpreter = False
+    return tuple(out)
