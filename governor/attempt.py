@@ -47,13 +47,14 @@ from governor import (
     test_results,
 )
 from governor.acp.connection import Connection, ConnectionClosed, RemoteError, RequestTimeout
-from governor.acp.jsonrpc import AUTH_REQUIRED, short_error
+from governor.acp.jsonrpc import AUTH_REQUIRED, Malformed, short_error
 from governor.acp.models import schema
 from governor.attribution import Evidence, change_record, explain
 from governor.audit.log import AuditLog, AuditUnavailable
 from governor.budget import Budget
 from governor.callouts import callouts
 from governor.ending import CommandResult, Ending, judge
+from governor.folders import Opening
 from governor.framing import end_fields, start_fields
 from governor.gate import Gate
 from governor.mcp import relay as mcp
@@ -225,10 +226,13 @@ class Attempt:
         except AuditUnavailable as e:
             self.audit.close()
             raise RefusedBeforeStart([f"{e}; nothing was started"]) from None
-        before = await trio.to_thread.run_sync(snapshot, policy.roots)
+        with Opening() as opened:  # the baseline reads what the walk opened
+            before = await trio.to_thread.run_sync(
+                functools.partial(snapshot, policy.roots, opening=opened)
+            )
+            kept = await trio.to_thread.run_sync(tamper.keep, before.files, policy.roots)
         home = homes.home_roots(p.executor.preset, p.env)
         home_before = await trio.to_thread.run_sync(snapshot, home, homes.HOME_MAX_FILES)
-        kept = await trio.to_thread.run_sync(tamper.keep, before.files, policy.roots)
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self.audit.run_batch_sync)
@@ -236,7 +240,11 @@ class Attempt:
                     nursery.start_soon(self._watch_stop, self.stop)
                 if policy.limits.workspace is not None:
                     nursery.start_soon(
-                        roots_size.watch, policy.roots, policy.limits.workspace, self._over_workspace
+                        roots_size.watch,
+                        policy.roots,
+                        policy.limits.workspace,
+                        self._over_workspace,
+                        before.closed,
                     )
                 terminals = self.terminals = confine.GovernedTerminals(
                     nursery, policy, p.env, proxy=lambda: self.proxy
@@ -266,16 +274,18 @@ class Attempt:
                 nursery.cancel_scope.cancel()
         except Exception as e:  # an ExceptionGroup of the tasks' errors, never a Cancelled
             self._broke(e)
-        after = await trio.to_thread.run_sync(
-            functools.partial(
-                snapshot,
-                policy.roots,
-                before=before,
-                also_hash=self.end.carried.written,
+        with Opening() as opened:  # the tamper audit reads what the walk opened
+            after = await trio.to_thread.run_sync(
+                functools.partial(
+                    snapshot,
+                    policy.roots,
+                    before=before,
+                    also_hash=self.end.carried.written,
+                    opening=opened,
+                )
             )
-        )
-        self._unasked_changes(before, after)
-        await self._tamper_audit(kept, before, after)
+            self._unasked_changes(before, after)
+            await self._tamper_audit(kept, before, after)
         # The frozen files' digest before the held-out ones come back: a path both
         # frozen and held out counts as held out, at both ends alike.
         frozen_at_end, said = await trio.to_thread.run_sync(frozen.at_end, policy, frozen_at_start)
@@ -404,6 +414,7 @@ class Attempt:
                     process.stdout,
                     process.stderr,
                     max_line_bytes=p.spec.max_line_bytes,
+                    on_rejected=self._rejected_at_wire,
                 )
                 try:
                     async with trio.open_nursery() as inner:
@@ -574,14 +585,42 @@ class Attempt:
             self.deadline.cancel()
         return self.deadline
 
-    def _over_workspace(self, total: int) -> None:
-        """The roots hold more than ``[limits] workspace``: the turn ends (`_stop_at`)."""
+    def _rejected_at_wire(self, line: Malformed) -> None:
+        """A line of the agent rejected at the wire: a ``wire`` record (its
+        method when readable, its length, why; never its text), counted in the
+        outcome. A refusal by the governor, so a flood of them is thinned like
+        any other (`governor.audit.thinning`)."""
+        e = self.end
+        e.rejected_lines += 1
+        if line.method is not None and len(e.rejected_methods) < 5 and line.method not in e.rejected_methods:
+            e.rejected_methods = (*e.rejected_methods, line.method)
+        subject: dict[str, Any] = {"length": line.length, "why": line.reason}
+        if line.method is not None:
+            subject["method"] = line.method
+        subject["answered"] = line.reply is not None
+        with contextlib.suppress(AuditUnavailable):
+            self.audit.record(
+                "wire",
+                session=self.turn.session_id,
+                verdict="deny",
+                by=who.PROTOCOL,
+                rule="wire",
+                subject=subject,
+                reason=f"the line is not a JSON-RPC message the governor can read: {line.reason}",
+            )
+
+    def _over_workspace(self, total: int, closed: tuple[str, ...] = ()) -> None:
+        """The roots hold more than ``[limits] workspace``, or a folder the
+        governor cannot open and so cannot bound: the turn ends (`_stop_at`)."""
         limit = self.prepared.policy.limits.workspace
         assert limit is not None
-        self._stop_at(
-            f"workspace limit {render('workspace', limit)} ([limits] workspace: "
-            f"the writable roots hold {total} bytes or more)"
+        what = (
+            f"the writable roots hold a folder the governor cannot open, {closed[0]}: "
+            "what it holds cannot be bounded"
+            if closed
+            else f"the writable roots hold {total} bytes or more"
         )
+        self._stop_at(f"workspace limit {render('workspace', limit)} ([limits] workspace: {what})")
 
     def _stop_at(self, limit: str) -> None:
         """A limit reached (the workspace's, a budget's): recorded, every later
@@ -746,9 +785,18 @@ class Attempt:
                 self.audit.record(fields.pop("kind"), session=self.turn.session_id, **fields)
             except AuditUnavailable:
                 break
-        if not after.complete:
+        if after.left_unknown:
             self.turn.notices.append(
-                "the workspace has more files than the governor walks: every file there at the start was checked, but files made beyond the first 50,000 were not looked for"
+                "the workspace has more files than the governor walks: every file there at "
+                "the start was checked, but new files past the walk's bound (50,000 outside a "
+                "git repository, 1,000,000 that git tracks or would track) were not looked for"
+            )
+        elif after.left_unseen():
+            self.turn.notices.append(
+                "the workspace has more files git ignores than the governor walks (50,000): "
+                "every file git tracks or would track was checked, but files were made or "
+                "removed during the attempt in ignored folders it did not walk: "
+                + ", ".join(after.changed_unwalked()[:5])
             )
 
 

@@ -104,6 +104,11 @@ class Ending:
     usage: dict[str, Any] | None = None
     notices: tuple[str, ...] = ()
     bad_updates: int = 0
+    rejected_lines: int = 0
+    """Lines of the agent rejected at the wire (not a JSON-RPC message the
+    governor could read); each is a ``wire`` record of the log."""
+    rejected_methods: tuple[str, ...] = ()
+    """The methods those lines named, when readable (the first few, in order)."""
     unknown_requests: dict[str, int] = field(default_factory=dict)
     """Requests the agent made of methods the governor does not know: name -> calls
     (the gate's routes count them here)."""
@@ -321,6 +326,13 @@ def judge(e: Ending) -> Outcome:
         notices.append(
             f"{e.agent} sent {e.bad_updates} malformed session update(s); they were logged and ignored"
         )
+    if e.rejected_lines:
+        named = f" (naming {', '.join(e.rejected_methods)})" if e.rejected_methods else ""
+        notices.append(
+            f"{e.agent} sent {e.rejected_lines} line(s) rejected at the wire{named}: not a "
+            "JSON-RPC message the governor could read, answered with an error and "
+            "recorded as wire records"
+        )
     for method, calls in e.unknown_requests.items():
         notices.append(
             f"{e.agent} sent {calls} request(s) of {method}, a method the governor does not "
@@ -347,6 +359,7 @@ def judge(e: Ending) -> Outcome:
         unasked=t.unasked,
         unasked_paths=list(e.unasked_paths),
         tally=t,
+        rejected_lines=e.rejected_lines,
         plan=masked.json(e.plan),  # the agent's words
         notices=[masked.text(n) for n in notices],
         sandboxed_agent=e.sandboxed_agent,

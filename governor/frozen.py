@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from governor.folders import Opening, walk
 from policies.paths import PathGlobs
 from policies.policy import Policy
 from sandbox import ProfileError
@@ -59,7 +60,8 @@ def pins(policy: Policy) -> tuple[Path, ...]:
     """The existing paths the policy's frozen globs name, outermost only."""
     if not policy.frozen:
         return ()
-    out = [Path(p) for p, _ in _named(policy.frozen, policy.roots)]
+    with Opening() as opening:
+        out = [Path(p) for p, _ in _named(policy.frozen, policy.roots, opening)]
     if len(out) > MAX_PINS:
         raise FrozenTooLarge(
             f"the frozen globs name {len(out)} paths; at most {MAX_PINS} can be pinned "
@@ -80,10 +82,14 @@ def digest_of(globs: PathGlobs, roots: tuple[str, ...], what: str = "frozen") ->
     """The digest of every regular file under the paths ``globs`` name in
     ``roots`` (the frozen files', the held-out files'); ``what`` names them in
     the error past `MAX_DIGEST_BYTES`."""
+    with Opening() as opening:  # open while the files are read, too
+        return _digest(sorted(_files(globs, roots, opening)), what)
+
+
+def _digest(entries: list[tuple[str, str]], what: str) -> Digest:
     h = hashlib.sha256()
     files = 0
     read = 0
-    entries = sorted(_files(globs, roots))
     for rel, path in entries:
         try:
             st = os.lstat(path)
@@ -107,12 +113,16 @@ def digest_of(globs: PathGlobs, roots: tuple[str, ...], what: str = "frozen") ->
     return Digest(h.hexdigest(), files)
 
 
-def _named(globs: PathGlobs, roots: tuple[str, ...]) -> Iterator[tuple[str, str]]:
+def _named(
+    globs: PathGlobs, roots: tuple[str, ...], opening: Opening
+) -> Iterator[tuple[str, str]]:
     """(absolute path, its path relative to its root) of each path a glob of
-    ``globs`` names, not descending into what it names; ``.git`` is not walked."""
+    ``globs`` names, not descending into what it names; ``.git`` is not walked.
+    A folder the governor may not read is opened, as by every walk of the
+    roots (`governor.folders`)."""
     seen = 0
     for root in roots:
-        for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        for dirpath, dirnames, filenames in walk(root, opening):
             seen += len(dirnames) + len(filenames)
             if seen > MAX_ENTRIES:
                 raise FrozenTooLarge(
@@ -137,14 +147,17 @@ def _named(globs: PathGlobs, roots: tuple[str, ...]) -> Iterator[tuple[str, str]
 def named(globs: PathGlobs, roots: tuple[str, ...]) -> list[tuple[str, str]]:
     """(absolute path, relative path) of each existing path ``globs`` name in
     ``roots``, outermost only (`FrozenTooLarge` past `MAX_ENTRIES`)."""
-    return list(_named(globs, roots))
+    with Opening() as opening:
+        return list(_named(globs, roots, opening))
 
 
-def _files(globs: PathGlobs, roots: tuple[str, ...]) -> Iterator[tuple[str, str]]:
+def _files(
+    globs: PathGlobs, roots: tuple[str, ...], opening: Opening
+) -> Iterator[tuple[str, str]]:
     """(relative path, absolute path) of each file under the paths ``globs`` name."""
-    for path, rel in _named(globs, roots):
+    for path, rel in _named(globs, roots, opening):
         if os.path.isdir(path) and not os.path.islink(path):
-            for dirpath, _, filenames in os.walk(path, followlinks=False):
+            for dirpath, _, filenames in walk(path, opening):
                 for name in filenames:
                     full = os.path.join(dirpath, name)
                     yield os.path.join(rel, os.path.relpath(full, path)), full
@@ -154,7 +167,10 @@ def _files(globs: PathGlobs, roots: tuple[str, ...]) -> Iterator[tuple[str, str]
 
 def files(policy: Policy) -> list[tuple[str, str]]:
     """(relative path, absolute path) of each file under the frozen paths now."""
-    return list(_files(policy.frozen, policy.roots)) if policy.frozen else []
+    if not policy.frozen:
+        return []
+    with Opening() as opening:
+        return list(_files(policy.frozen, policy.roots, opening))
 
 
 def recorded(policy: Policy) -> dict[str, Any] | None:
@@ -194,12 +210,19 @@ def unmatched(policy: Policy) -> list[str]:
     ]
     if not wanted:
         return []
+    with Opening() as opening:
+        return _unmatched(policy, wanted, opening)
+
+
+def _unmatched(
+    policy: Policy, wanted: list[tuple[str, str, PathGlobs, PathGlobs]], opening: Opening
+) -> list[str]:
     found: set[tuple[str, str]] = set()
     near: dict[tuple[str, str], str] = {}
     seen = 0
     for root in policy.roots:
         lowered = (root.lower(),)
-        for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        for dirpath, dirnames, filenames in walk(root, opening):
             seen += len(dirnames) + len(filenames)
             if seen > MAX_ENTRIES:
                 raise FrozenTooLarge(

@@ -79,6 +79,9 @@ class AcpReport:
     unasked: int = 0
     unasked_paths: list[str] = field(default_factory=list)
     tally: Tally = field(default_factory=Tally)
+    rejected_lines: int = 0
+    """Lines of the agent rejected at the wire (not a JSON-RPC message the
+    governor could read): each a ``wire`` record of the log, apart from the tally."""
     plan: list[dict[str, Any]] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
     sandboxed_agent: bool = True

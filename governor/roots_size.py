@@ -14,34 +14,51 @@ duration; its price is that a fast writer may pass the limit by what it
 writes between two walks before it is stopped.
 
 A file's size is its apparent size (a sparse file counts what it would take
-once copied), each inode once (hard links), symlinks not followed.
+once copied), each inode once (hard links), symlinks not followed. A folder
+the agent made unreadable is opened and counted (`governor.folders`); one
+the governor cannot open is never counted as empty: unless it was there
+already when the attempt began (the first snapshot's ``closed``), it stops
+the attempt as over the limit, since what it holds cannot be bounded.
 """
 
 from __future__ import annotations
 
-import os
 import time
-from collections.abc import Callable, Sequence
-from typing import Final
+from collections.abc import Callable, Collection, Sequence
+from typing import Final, NamedTuple
 
 import trio
+
+from governor.folders import Opening
 
 MIN_INTERVAL: Final = 2.0
 """Seconds between two walks at least."""
 
 
+class Measured(NamedTuple):
+    """What a walk of the roots found: the bytes counted, and the folders it
+    could not open (what they hold is not in ``total``)."""
+
+    total: int
+    closed: tuple[str, ...]
+
+
 def held(roots: Sequence[str], stop_over: int | None = None) -> int:
     """Bytes the files under ``roots`` hold (see the module docstring); stops
     counting once past ``stop_over``."""
+    return measure(roots, stop_over).total
+
+
+def measure(roots: Sequence[str], stop_over: int | None = None) -> Measured:
+    """`held`, with the folders the walk could not open."""
     seen: set[tuple[int, int]] = set()
     total = 0
     stack = list(dict.fromkeys(roots))
-    while stack:
-        try:
-            entries = os.scandir(stack.pop())
-        except OSError:
-            continue  # gone or unreadable: nothing of it is counted
-        with entries:
+    with Opening() as opening:
+        while stack:
+            entries = opening.listing(stack.pop())
+            if entries is None:
+                continue  # gone, or in opening.closed
             for entry in entries:
                 try:
                     if entry.is_dir(follow_symlinks=False):
@@ -59,17 +76,32 @@ def held(roots: Sequence[str], stop_over: int | None = None) -> int:
                     seen.add(inode)
                 total += info.st_size
                 if stop_over is not None and total > stop_over:
-                    return total
-    return total
+                    return Measured(total, tuple(opening.closed))
+        return Measured(total, tuple(opening.closed))
 
 
-async def watch(roots: Sequence[str], limit: int, over: Callable[[int], None]) -> None:
+async def watch(
+    roots: Sequence[str],
+    limit: int,
+    over: Callable[[int, tuple[str, ...]], None],
+    closed_at_start: Collection[str] = (),
+) -> None:
     """Walk ``roots`` every few seconds; call ``over`` with what they hold once
-    it is past ``limit`` bytes, then return."""
+    it is past ``limit`` bytes, or with the folders it could not open that
+    were not ``closed_at_start`` nor closed at its first walk, then return.
+    (The agent runs as the governor's user: a folder it makes, the governor
+    can always open; one it cannot is another user's, and one there from the
+    start, wherever the snapshot's walk stopped, is not the agent's doing.)"""
+    known = set(closed_at_start)
+    first = True
     while True:
         started = time.monotonic()
-        total = await trio.to_thread.run_sync(held, roots, limit, abandon_on_cancel=True)
-        if total > limit:
-            over(total)
+        found = await trio.to_thread.run_sync(measure, roots, limit, abandon_on_cancel=True)
+        if first:
+            known.update(found.closed)
+            first = False
+        new_closed = tuple(p for p in found.closed if p not in known)
+        if found.total > limit or new_closed:
+            over(found.total, new_closed)
             return
         await trio.sleep(max(MIN_INTERVAL, 10 * (time.monotonic() - started)))

@@ -462,9 +462,11 @@ def _executor(
     """What runs, or None with the reasons added to `problems`."""
     own = [*(spec.argv or [])]
     if (spec.agent is None) == (not own):
+        # in both spellings: the library's field and the command line's flag
+        which = "no agent was given" if spec.agent is None else "both a preset and a command were given"
         problems.append(
-            "say which agent: a preset (--agent ID, see `governor presets`) or an ACP "
-            "command (after --), not both"
+            f"say which agent: {which}; give a preset (agent=ID, --agent ID; `governor "
+            "presets` lists them) or an ACP command (argv=[...], the words after --), not both"
         )
         return None
     if spec.agent is None:

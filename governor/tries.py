@@ -54,6 +54,7 @@ from typing import Any, Final
 
 import trio
 
+from governor import folders
 from governor.attempt_folders import NoAttemptFolder, attempt_folder
 from governor.checks import CheckRun
 from governor.outcome import Outcome
@@ -186,22 +187,53 @@ class StartingCopy:
 
 def _remove(path: Path) -> None:
     """Remove ``path`` (a link itself, never what it points at), making the
-    folders the agent left unreadable or unwritable ours again first."""
+    folders the agent left unreadable or unwritable ours again first: the walk
+    every look at the roots takes (`governor.folders`), with every right given
+    back and none put back."""
     if path.is_symlink() or not path.is_dir():
         path.unlink(missing_ok=True)
         return
-    os.chmod(path, stat.S_IRWXU)
-    for folder, dirs, _files in os.walk(path):  # top-down: a child is opened after this
-        for name in dirs:
-            child = Path(folder) / name
-            if not child.is_symlink():
-                os.chmod(child, stat.S_IRWXU)
+    with folders.Opening(folders.ALL, put_back=False) as opening:
+        for _folder in folders.walk(str(path), opening):  # top-down: opens each before it
+            pass
     shutil.rmtree(path)
 
 
+_KINDS: Final = (
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def _what(path: str) -> str | None:
+    """What kind of file ``path`` is when it is one a copy cannot hold (a pipe,
+    a socket, a device), else None."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return None
+    return next((name for test, name in _KINDS if test(mode)), None)
+
+
 def _why(e: BaseException) -> str:
+    """Why a copy failed, naming the file: `shutil.copytree` gathers its files'
+    errors into one `shutil.Error` (an OSError with neither a filename nor a
+    strerror), whose first is named with what the file is when a copy cannot
+    hold its kind."""
+    if isinstance(e, shutil.Error) and e.args and isinstance(e.args[0], list) and e.args[0]:
+        failed: list[tuple[str, str, str]] = [t for t in e.args[0] if len(t) == 3]
+        if failed:
+            src, _dst, why = failed[0]
+            kind = _what(src)
+            first = f"{src} is {kind}, which cannot be copied" if kind else f"{src}: {why}"
+            more = f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""
+            return first[:500] + more
     if isinstance(e, OSError):
-        return f"{e.filename}: {e.strerror}" if e.filename else str(e.strerror)
+        if e.filename:
+            return f"{e.filename}: {e.strerror}"
+        return str(e.strerror if e.strerror is not None else e)[:500]
     return str(e)[:500]
 
 

@@ -59,7 +59,8 @@ DECIDED: Final[Mapping[str, str]] = {
     FAILED: "the attempt had failed closed (its audit log could not be written, the "
     "sandbox stopped working): everything from then on is refused",
     PROTOCOL: "the request cannot be carried out as asked: a relative path, a port out of "
-    "range, an HTTP request the proxy cannot read, a host that does not resolve",
+    "range, an HTTP request the proxy cannot read, a host that does not resolve, a line of "
+    "the agent that is not a JSON-RPC message the governor can read (a wire record)",
     OPTIONS: "allowed, but the agent offered no option that allows just this request "
     "(only ones that would stop it asking, which the policy does not allow): refused",
 }

@@ -65,6 +65,7 @@ from governor.acp.jsonrpc import (
     DEFAULT_MAX_LINE_BYTES,
     ErrorResponse,
     JsonId,
+    Malformed,
     Notification,
     Request,
     Response,
@@ -147,13 +148,15 @@ class Connection:
         give_up_after: int = DEFAULT_GIVE_UP_AFTER,
         max_unwritten_bytes: int = DEFAULT_MAX_UNWRITTEN_BYTES,
         log: Any = None,
+        on_rejected: Callable[[Malformed], None] | None = None,
     ) -> None:
         """`max_in_flight` caps the agent's concurrent requests; `write_buffer` is the
         number of lines queued for stdin before senders wait; `stderr_grace` is how
         long `serve` waits for stderr to end once stdout has; `give_up_after` is the
         number of malformed lines in a row after which the agent is hopeless;
         `max_unwritten_bytes` bounds the answers held for an agent that does not
-        read them (the rules: `governor.acp.peer`)."""
+        read them (the rules: `governor.acp.peer`); `on_rejected` is told of each
+        line rejected at the wire (`governor.acp.jsonrpc.Malformed`)."""
         self._log = log if log is not None else structlog.get_logger("governor.acp.connection")
         self._peer = Peer(
             max_line_bytes=max_line_bytes,
@@ -161,6 +164,7 @@ class Connection:
             give_up_after=give_up_after,
             max_unwritten_bytes=max_unwritten_bytes,
             log=self._log,
+            on_rejected=on_rejected,
         )
         self._stdin = stdin
         self._stdin_fd: int | None = (

@@ -193,13 +193,17 @@ class Malformed:
     `reply` is the error line to send back (``None`` when answering would be
     wrong or impossible, e.g. a bad response or an over-long line whose id we
     could not see). `length` is the line's size in bytes; `prefix` is at most
-    `PREFIX_BYTES` of it, for logs.
+    `PREFIX_BYTES` of it, for logs; `method` the method it names, when it
+    could be read (from the line read leniently, or from the leading members
+    of an over-long one), cut to `SHORT_CHARS`: what an audit record of the
+    line may say of it, never its text.
     """
 
     reason: str
     reply: bytes | None
     length: int
     prefix: str
+    method: str | None = None
 
 
 Event: TypeAlias = Request | Notification | Response | ErrorResponse | UnknownResponse | Malformed
@@ -413,7 +417,8 @@ class JsonRpc:
     def _too_long(self, head: bytes, length: int) -> Malformed:
         reason = f"a line of {length} bytes exceeds the {self._limit}-byte limit (max_line_bytes)"
         reply = None
-        id = _sniff_request_id(head)
+        members = _leading_members(head)
+        id = _request_id(members)
         if id is not _NO_ID:
             reply = error_line(
                 id,
@@ -421,7 +426,7 @@ class JsonRpc:
                 f"Invalid request: the message is {length} bytes, over the "
                 f"{self._limit}-byte line limit",
             )
-        return Malformed(reason, reply, length, _prefix(head))
+        return Malformed(reason, reply, length, _prefix(head), _method_of(members))
 
     def _parse(self, line: bytes, events: list[Event]) -> None:
         """Classify one complete line (the hot path: keep the common case short)."""
@@ -435,16 +440,22 @@ class JsonRpc:
             except UnicodeDecodeError:
                 events.append(Malformed("not UTF-8", _REPLY_NOT_UTF8, len(line), _prefix(line)))
                 return
+            method = None
             try:  # the error path only: which words the log gets
-                _loads(line)
+                loose = _loads(line)
                 why = f"not strict JSON ({e.msg})"
+                method = _method_of(loose)
             except (ValueError, RecursionError):
                 why = "not JSON"
-            events.append(Malformed(why, _REPLY_NOT_JSON, len(line), _prefix(line)))
+            events.append(Malformed(why, _REPLY_NOT_JSON, len(line), _prefix(line), method))
             return
         # counting brackets is cheap; only a line with many of them is walked
         if line.count(b"[") + line.count(b"{") > MAX_DEPTH and _too_deep(message):
-            events.append(Malformed("nested too deep", _REPLY_TOO_DEEP, len(line), _prefix(line)))
+            events.append(
+                Malformed(
+                    "nested too deep", _REPLY_TOO_DEEP, len(line), _prefix(line), _method_of(message)
+                )
+            )
             return
         if type(message) is dict:
             method = message.get("method")
@@ -458,7 +469,11 @@ class JsonRpc:
                 else:
                     events.append(
                         Malformed(
-                            "request id of a bad type", _REPLY_BAD_ID, len(line), _prefix(line)
+                            "request id of a bad type",
+                            _REPLY_BAD_ID,
+                            len(line),
+                            _prefix(line),
+                            short(method),
                         )
                     )
                 return
@@ -509,8 +524,15 @@ _LEADING_PAIRS: Final = re.compile(
 _PAIR: Final = re.compile(rb'"((?:[^"\\]|\\.)*)"\s*:\s*("(?:[^"\\]|\\.)*"|[^,\s]+)\s*,')
 
 
-def _sniff_request_id(head: bytes) -> Any:
-    """The id of an over-long request, if its first bytes show both id and method.
+def _method_of(message: Any) -> str | None:
+    """The method a message names, cut to `SHORT_CHARS`, or None."""
+    if type(message) is dict and type(method := message.get("method")) is str:
+        return short(method)
+    return None
+
+
+def _leading_members(head: bytes) -> dict[str, Any] | None:
+    """The scalar members an over-long line begins with, or None.
 
     SDKs write ``{"jsonrpc":"2.0","id":5,"method":"...","params":{...`` so the
     scalar members before ``params`` are enough to answer the agent, which would
@@ -519,14 +541,19 @@ def _sniff_request_id(head: bytes) -> Any:
     """
     match = _LEADING_PAIRS.match(head)
     if match is None:
-        return _NO_ID
+        return None
     members: dict[str, Any] = {}
     for key, value in _PAIR.findall(match.group(1)):
         try:
             members[_loads(b'"' + key + b'"')] = _loads(value)
         except ValueError:
-            return _NO_ID
-    if type(members.get("method")) is not str or "id" not in members:
+            return None
+    return members
+
+
+def _request_id(members: dict[str, Any] | None) -> Any:
+    """The id of a request whose leading members are ``members``, or `_NO_ID`."""
+    if members is None or type(members.get("method")) is not str or "id" not in members:
         return _NO_ID
     id = members["id"]
     return id if type(id) in _ID_TYPES else _NO_ID

@@ -29,7 +29,8 @@ Rules of this file:
 - **Notifications** whose method is in `notifications` are passed on, in order;
   ``_`` extensions are ignored quietly, other methods with a warning.
 - **Malformed lines** (`governor.acp.jsonrpc.Malformed`) are answered with the
-  reply the framing gives (if any) and counted by kind. The peer gives up -- as
+  reply the framing gives (if any), counted by kind, and told to
+  ``on_rejected`` (the attempt makes each a ``wire`` record of the audit log). The peer gives up -- as
   if the agent's stdout had ended: `closed`, and `gave_up` says what the agent
   did -- when the agent's last `give_up_after` lines were all malformed, with no
   usable message between them, or when more than ``10 * give_up_after`` of its
@@ -54,7 +55,7 @@ they carry sizes, ids and reasons, never more of a line than a short prefix.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from typing import Any, Final, TypeAlias
 
@@ -125,6 +126,7 @@ class Peer:
         "_malformed_total",
         "_max_in_flight",
         "_max_unwritten",
+        "_on_rejected",
         "_refusing",
         "_rpc",
         "_run",
@@ -143,7 +145,11 @@ class Peer:
         max_unwritten_bytes: int = DEFAULT_MAX_UNWRITTEN_BYTES,
         notifications: Collection[str] = DEFAULT_NOTIFICATIONS,
         log: Any = None,
+        on_rejected: Callable[[Malformed], None] | None = None,
     ) -> None:
+        """``on_rejected`` is told of each malformed line (its reason, length and
+        method when readable; `governor.acp.jsonrpc.Malformed`), as it is read:
+        the attempt records it in the audit log."""
         if give_up_after < 1:
             raise ValueError(f"give_up_after must be at least 1, got {give_up_after}")
         self._rpc = JsonRpc(max_line_bytes=max_line_bytes)
@@ -164,6 +170,7 @@ class Peer:
         self._malformed_total = 0
         self._gave_up: str | None = None
         self._stopped = False
+        self._on_rejected = on_rejected
 
     # --- what the loop reads ---
 
@@ -374,6 +381,8 @@ class Peer:
             prefix=event.prefix,
             answered=event.reply is not None,
         )
+        if self._on_rejected is not None:
+            self._on_rejected(event)
 
     def _judge(self) -> None:
         """Give up on the agent if its malformed lines meet the rule (module docstring)."""

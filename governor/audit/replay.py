@@ -233,6 +233,11 @@ def shown(record: Mapping[str, Any]) -> str:
     paths = subject.get("paths")
     if isinstance(paths, list) and paths:
         return ", ".join(map(str, paths))
+    length = subject.get("length")
+    if record.get("kind") == "wire" and isinstance(length, int):  # a line rejected at the wire
+        method = subject.get("method")
+        named = f"{method} " if isinstance(method, str) else ""
+        return f"{named}line of {length} bytes"
     return ""
 
 

@@ -87,6 +87,13 @@ def malformed(record: Mapping[str, Any]) -> str | None:
             return f"its {key!r} is {_what(value)}, not a number of seconds"
         if not 0 <= value < TIME_LIMIT:
             return f"its {key!r} is {value:.3g} seconds: no clock wrote that"
+    if record.get("kind") == "wire":  # a line rejected at the wire: the views print these
+        subject = record.get("subject") or {}
+        length, method = subject.get("length"), subject.get("method")
+        if type(length) is not int or not 0 <= length < 2**63:
+            return f"its subject's 'length' is {_what(length)}, not a count"
+        if method is not None and not isinstance(method, str):
+            return f"its subject's 'method' is {_what(method)}, not a string"
     tally = record.get("tally")
     if isinstance(tally, dict):
         for key, value in tally.items():

@@ -42,6 +42,7 @@ from typing import Final
 
 import trio
 
+from governor import folders
 from sandbox.host import processes
 
 GIT_TIMEOUT: Final = 600.0
@@ -186,8 +187,13 @@ async def changes(workspace: Clone) -> bytes:
     """The workspace's diff against its commit, binary-safe: every change,
     committed or not, new untracked files included (ignored ones not)."""
     path = workspace.path
-    await git("add", "--all", "--", ".", cwd=path)
-    return await git_bytes(*DIFF, workspace.commit, "--", cwd=path)
+    # a folder the agent made unreadable is opened first, or git would skip it
+    opening = await trio.to_thread.run_sync(folders.opened_tree, str(path))
+    try:
+        await git("add", "--all", "--", ".", cwd=path)
+        return await git_bytes(*DIFF, workspace.commit, "--", cwd=path)
+    finally:
+        opening.close()
 
 
 async def changes_into(
@@ -198,7 +204,19 @@ async def changes_into(
     `PatchTooLarge` once it passes ``most`` bytes (git stopped, what was
     written is the caller's to throw away); `GitFailed` as `git`."""
     path = workspace.path
-    await git("add", "--all", "--", ".", cwd=path)
+    opening = await trio.to_thread.run_sync(folders.opened_tree, str(path))  # as `changes`
+    try:
+        await git("add", "--all", "--", ".", cwd=path)
+        return await _diff_into(path, workspace.commit, write, most)
+    finally:
+        opening.close()
+
+
+async def _diff_into(
+    path: Path, commit: str, write: Callable[[bytes | bytearray], object], most: int
+) -> int:
+    """The streaming half of `changes_into`: ``git diff`` of the index against
+    ``commit``, chunk by chunk into ``write``, git killed past ``most`` bytes."""
     program = processes.find_program("git")
     if program is None:
         raise GitFailed("git could not be run: it is not installed in the system folders")
@@ -207,7 +225,7 @@ async def changes_into(
     stopped: Exception | None = None  # raised once git is gone
     try:  # through the host door, as every git of the governor's (`sandbox.host.processes`)
         host = processes.command(
-            [program, "-C", str(path), *SAFE, *DIFF, workspace.commit, "--"], env=_env()
+            [program, "-C", str(path), *SAFE, *DIFF, commit, "--"], env=_env()
         )
         process = await trio.lowlevel.open_process(
             list(host.argv), cwd=host.cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,

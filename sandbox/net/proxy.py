@@ -17,7 +17,8 @@ Rules of this file (everything between an accepted socket and an upstream one):
    came): ``CONNECT host:port`` opens a tunnel (bytes both ways, never parsed
    again: a second ``CONNECT`` inside goes to the allowed host as data); an
    absolute-form request (``GET http://host/path``) is forwarded, its Host
-   header must agree with its target, and each request of a kept-alive
+   header must agree with its target and is forwarded as the judged
+   ``host[:port]`` (`judged_host`), never as the client spelled it, and each request of a kept-alive
    connection is judged on its own (a request smuggled after an allowed one
    is decided like any other). What no real request holds (a host longer
    than DNS allows) is refused by its length (`bounded`), never judged at it. ``Expect: 100-continue`` is answered by the
@@ -294,8 +295,8 @@ class EgressProxy:
         fields = [(k, v) for k, v in head.forwarded() if k not in _NOT_FORWARDED]
         if framing.length or head.values(b"content-length"):  # one value, however it came
             fields.append((b"content-length", b"%d" % framing.length))
-        if not hosts:
-            fields.insert(0, (b"host", url.netloc.encode("ascii", "replace")))
+        # the Host the upstream reads is the one judged, whatever the client spelled
+        fields.insert(0, (b"host", judged_host(host, port)))
         if framing.chunked:
             fields.append((b"transfer-encoding", b"chunked"))
         out = _head_bytes(b"%s %s %s" % (head.method, path.encode("ascii", "replace"), head.version), fields)
@@ -494,8 +495,18 @@ class EgressProxy:
                 nursery.start_soon(pump, upstream, inside)
 
 
-_NOT_FORWARDED: Final = (b"expect", b"content-length")
-"""ConnectionRequest fields the proxy writes itself (it answers ``Expect``)."""
+_NOT_FORWARDED: Final = (b"expect", b"content-length", b"host")
+"""Fields the proxy writes itself (it answers ``Expect``; the Host is the judged one)."""
+
+
+def judged_host(host: str, port: int) -> bytes:
+    """The Host header of a forwarded request: the host and port the judge was
+    asked about, never the client's spelling. A Host that a reader other than
+    ours splits otherwise (``BAD\\@OK`` is ``OK`` to `urlsplit`, but may be
+    ``BAD`` to an upstream that routes on it) never reaches the upstream."""
+    name = f"[{host}]" if ":" in host else host
+    text = name if port == 80 else f"{name}:{port}"
+    return text.encode("ascii", "replace")
 
 
 def _head_bytes(first: bytes, fields: Sequence[tuple[bytes, bytes]]) -> bytearray:

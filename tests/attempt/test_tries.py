@@ -164,3 +164,18 @@ def test_the_starting_copy_comes_back_whole_whatever_the_try_left(tmp_path: Path
     assert not list((tmp_path / "scratch").iterdir())
     assert try_log(None, 2) is None and try_log("/l/a.jsonl", 1) == Path("/l/a.jsonl")
     assert try_log("/l/a.jsonl", 3) == Path("/l/a.try3.jsonl")
+
+
+def test_a_named_pipe_in_the_workspace_refuses_tries_naming_the_file_and_what_it_is(
+    tmp_path: Path,
+) -> None:
+    ws = _task(tmp_path, "slug")
+    os.mkfifo(ws / "build.pipe")
+    done = _run(tmp_path, "second-try", "slug", "--tries", "2", "--check", CHECK)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"{ws / 'build.pipe'} is a named pipe (FIFO), which cannot be copied" in done.stderr, done.stderr
+    assert "None" not in done.stderr
+    os.unlink(ws / "build.pipe")  # the neighbour: without it the tries run
+    done = _run(tmp_path, "second-try", "slug", "--tries", "2", "--check", CHECK)
+    assert done.returncode == 0, done.stderr
+    assert [t["verdict"] for t in json.loads(done.stdout)["tries"]] == ["failed", "passed"]

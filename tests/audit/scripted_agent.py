@@ -15,6 +15,8 @@ time), and on ``session/prompt`` plays a script: a JSON list of steps, each
   model API; one that fails ends the prompt with an error naming it;
 - ``{"shell": LINE}``: ``/bin/sh -c LINE`` run by the agent itself (its own
   tool, in its own sandbox when it has one), its output said as a message;
+- ``{"raw": LINE}``: LINE written on stdout as it is, answer not waited for
+  (what a broken or hostile agent sends: ``NaN``, a line that is not JSON);
 - ``{"mcp": NAME, "send": [MESSAGE, ...]}``: the MCP server ``NAME`` of
   ``session/new``'s ``mcpServers`` started as the entry says, each message
   written to it as a line, the answer to each one with an ``id`` read back and
@@ -117,6 +119,8 @@ class Agent:
                     self.play(step["steps"], k)
             elif "request" in step:
                 self.request(step["request"], self.fill(step.get("params", {}), i))
+            elif "raw" in step:
+                self.peer.write(self.fill(step["raw"], i).encode() + b"\n")
             elif "update" in step:
                 self.notify(self.fill(step["update"], i))
             elif "write" in step:

@@ -4,6 +4,7 @@ cannot set, and an untouched tree shows none."""
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -111,6 +112,73 @@ def test_a_link_to_a_folder_made_in_a_root_is_a_change_and_is_not_followed(tmp_p
     after = snapshot([str(root)], before=before)
     assert [(c.path, c.how) for c in diff(before, after)] == [(str(root / "etc"), "created")]
     assert not any(p.startswith(str(root / "etc") + "/") for p in after.files)
+
+
+def repo_with_build(root: Path, built: int) -> Path:
+    """A git repository with a test, an ignored ``build/`` of ``built`` files and
+    a folder holding only an ignored file (git lists it, yet does not ignore it)."""
+    tree(root)
+    (root / ".gitignore").write_text("build/\n*.log\n")
+    (root / "logs").mkdir()
+    (root / "logs" / "run.log").write_text("x")
+    (root / "build").mkdir()
+    for n in range(built):
+        (root / "build" / f"{n}.o").write_text("")
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    return root
+
+
+def test_past_the_bound_new_files_git_would_track_are_seen_and_ignored_ones_are_not(
+    tmp_path: Path,
+) -> None:
+    root = repo_with_build(tmp_path / "ws", 30)
+    before = snapshot([str(root)], limit=10)
+    assert not before.complete and not before.left_unseen()  # only ignored files were left
+    (root / "logs" / "conftest.py").write_text("x")  # in a folder git lists, not one it ignores
+    (root / "src" / "new.py").write_text("x")
+    (root / ".gitignore").write_text("build/\n*.log\n*.py\n")  # the agent's ignore rules count for nothing
+    after = snapshot([str(root)], limit=10, before=before)
+    found = {(c.path, c.how) for c in diff(before, after)}
+    assert {(str(root / "logs" / "conftest.py"), "created"), (str(root / "src" / "new.py"), "created")} <= found
+    assert not after.left_unseen()
+    (root / "build" / "late.o").write_text("")  # into the ignored folder the walk left
+    assert snapshot([str(root)], limit=10, before=before).changed_unwalked() == [str(root / "build")]
+
+
+def test_outside_a_repository_the_bound_applies_to_every_file_and_says_so(tmp_path: Path) -> None:
+    root = tree(tmp_path / "ws")
+    for n in range(5):
+        (root / f"{n}.txt").write_text("")
+    snap = snapshot([str(root)], limit=3)
+    assert snap.left_unknown and snap.left_unseen() and len(snap.files) == 3
+
+
+def test_git_asked_what_it_ignores_runs_nothing_the_repository_names(tmp_path: Path) -> None:
+    root = repo_with_build(tmp_path / "ws", 2)
+    marker = tmp_path / "ran"
+    config = root / ".git" / "config"
+    config.write_text(config.read_text() + f"[core]\n\tfsmonitor = touch {marker}\n")
+    ignored = workspace.git_ignored(str(root))
+    assert ignored is not None and ignored.folders == frozenset({str(root / "build")})
+    assert str(root / "logs" / "run.log") in ignored.files
+    assert not marker.exists()
+    # the neighbour: the person's own git there runs it (the hook is real)
+    subprocess.run(["git", "-C", str(root), "status", "--short"], capture_output=True, check=False)
+    assert marker.exists()
+
+
+def test_a_folder_made_unreadable_is_walked_and_its_mode_put_back(tmp_path: Path) -> None:
+    root = tree(tmp_path / "ws")
+    before = snapshot([str(root)])
+    (root / "hid").mkdir()
+    (root / "hid" / "payload.sh").write_text("id")
+    os.chmod(root / "hid", 0o300)
+    try:
+        after = snapshot([str(root)], before=before)
+        assert str(root / "hid" / "payload.sh") in {c.path for c in diff(before, after)}
+        assert os.stat(root / "hid").st_mode & 0o777 == 0o300
+    finally:
+        os.chmod(root / "hid", 0o700)
 
 
 def test_a_root_that_is_a_file_is_one_entry_seen_changed_and_deleted(tmp_path: Path) -> None:

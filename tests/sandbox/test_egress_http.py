@@ -351,3 +351,21 @@ async def test_a_head_sent_a_byte_at_a_time_is_read_whole(setup: Setup) -> None:
         await c.send(bytes([byte]))
         await trio.sleep(0.001)  # each its own segment: the proxy reads them one by one
     assert (await c.response())[1] == b"hello"
+
+
+async def test_the_host_header_is_forwarded_as_the_host_judged_never_as_the_client_spelled_it(
+    setup: Setup,
+) -> None:
+    at = f"127.0.0.1:{setup.origin.port}"
+    c = await client(setup)
+    await c.send(f"GET http://BAD\\@{at}/hello HTTP/1.1\r\nHost: BAD\\@{at}\r\n\r\n".encode())
+    response, got = await c.response()
+    assert response.status_code == 200 and got == b"hello"
+    [record] = setup.records()
+    assert (record["verdict"], record["subject"]["host"]) == ("allow", "127.0.0.1")  # type: ignore[index]
+    hosts = [v for k, v in setup.origin.requests[0][2] if k == b"host"]
+    assert hosts == [at.encode()]  # as judged: h11, the origin's reader, saw no BAD
+    # the neighbour: a plain request's Host reaches the origin as it was
+    await c.send(get(setup, "/hello"))
+    assert (await c.response())[1] == b"hello"
+    assert [v for k, v in setup.origin.requests[1][2] if k == b"host"] == [at.encode()]

@@ -32,7 +32,9 @@ EXPECTED: dict[str, set[str]] = {
     "or-true": {"assertion-trivial"},
     "alias-skip": {"skip-added"},
     "module-patch": {"import-code-added"},
-    "init-skip": {"import-code-added"},
+    # refused: a test folder's __init__.py is the checks' harness, frozen by default
+    # (skip-init-audited-celsius in test_taskset.py: audited, it is both findings)
+    "init-skip": set(),
     "utf7": {"coding-changed", "test-body-changed"},
     "bytecode": {"bytecode-added"},
     "node-skip": {"skip-added"},
@@ -93,6 +95,9 @@ def test_each_content_attack_ends_with_a_finding_that_names_it(
     assert seen == EXPECTED
     for job in ATTACKS:
         assert batch[job]["status"] == "completed", (job, batch[job].get("reason"))
+        if job == "init-skip":
+            assert (batch[job]["summary"], batch[job]["verdict"]) == ("refused", "failed")
+            continue
         assert batch[job]["summary"].startswith(("attacked", "planted")), batch[job]["summary"]
 
 
