@@ -261,7 +261,9 @@ class Attempt:
                 try:
                     async with (
                         open_egress(network.judge(self.gate, self.refused)) as self.proxy,
-                        mcp.open_relay(self.gate, policy, p.spec.environ, lambda: self.proxy) as self.relay,
+                        mcp.open_relay(
+                            self.gate, policy, p.spec.environ, lambda: self.proxy, p.relay_token or None
+                        ) as self.relay,
                     ):
                         if isinstance(p.executor, PlainProgram):
                             await self._drive_command()

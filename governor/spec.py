@@ -45,7 +45,7 @@ from policies.errors import ConfigError, ConfigErrors
 from policies.mcp import McpServer
 from policies.network import HostPatternError, parse_pattern
 from policies.policy import Policy, check_commands, inside_globs
-from sandbox.host.concealed import state_dir
+from sandbox.host.concealed import attempts_dir, state_dir
 
 
 class RefusedBeforeStart(Exception):
@@ -119,6 +119,9 @@ class AttemptSpec:
     """The OpenTelemetry trace this attempt belongs to (32 lowercase hex digits, as
     `governor.otel` makes it): written in the attempt-start record and the outcome,
     so that a trace and a log can be joined."""
+    concealed: Sequence[str | Path] = ()
+    """Host folders no sandbox of the attempt shows, each an empty folder inside
+    (a batch job's source repository: `governor.batch.work`)."""
     tried: Mapping[str, Any] | None = None
     """Set by `governor.tries` for a try after the first: its number, how many at
     most, the previous try's run id and log head, and the sha256 of the digest
@@ -175,6 +178,9 @@ class Prepared:
     approver: Approver
     signer: Signer | None = None
     """The operator's key that signs the end record (`governor.audit.signing`)."""
+    relay_token: str = ""
+    """What the agent's MCP shims say to this attempt's relay
+    (`governor.mcp.relay.McpRelay.admitted`): a secret, in the masker."""
 
     @property
     def wall(self) -> float:
@@ -332,7 +338,10 @@ def prepare(spec: AttemptSpec) -> Prepared:
     if problems or ceiling is None or executor is None:
         raise RefusedBeforeStart(problems)
     ws = str(workspace.resolve())
-    key = () if ceiling.audit_key is None else (os.path.realpath(os.path.expanduser(ceiling.audit_key)),)
+    key: tuple[str, ...] = (
+        () if ceiling.audit_key is None else (os.path.realpath(os.path.expanduser(ceiling.audit_key)),)
+    )
+    key += tuple(os.path.realpath(os.path.expanduser(c)) for c in spec.concealed)
     bound = policy.bind(
         ws, tuple(extra) if spec.extra_dirs else None, protected=ceiling.protected, masked=key
     )
@@ -349,6 +358,12 @@ def prepare(spec: AttemptSpec) -> Prepared:
             f"the audit log {log_path} is inside the root {root}, where the agent could "
             "rewrite it: give --log (or $XDG_STATE_HOME) a place outside every root"
         )
+    if (root := inside(attempts_dir(), bound.roots)) is not None:
+        problems.append(
+            f"the governor's folder for attempts {attempts_dir()} is inside the root {root}, "
+            "where the agent would reach every attempt's sockets and workspaces: set "
+            "$XDG_STATE_HOME to a place outside every root"
+        )
     if bound.capability == Capability.EDIT_WORKSPACE:  # only there are the roots writable
         problems.extend(install.problems(bound.roots))
     if not problems:  # the walk of the roots only once the roots are known good
@@ -364,6 +379,7 @@ def prepare(spec: AttemptSpec) -> Prepared:
             agent_hosts(executor.preset, agent_env)
         ),
     )
+    token = mcp_servers.relay_token()
     return Prepared(
         spec=replace(spec, timeout=limits.wall),
         policy=bound,
@@ -376,11 +392,13 @@ def prepare(spec: AttemptSpec) -> Prepared:
                 *spec.agent_args,
                 *mcp_servers.secrets(bound.mcp, environ),
                 *(() if signer is None else signer.unsaid()),
+                token,
             ],
         ),
         log_path=log_path,
         approver=_approver(spec.approver, bound),
         signer=signer,
+        relay_token=token,
     )
 
 

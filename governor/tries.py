@@ -15,8 +15,8 @@ job's ``tries`` run them. Rules of this file:
 
 - **Every try starts from the same workspace.** Before the first try (and only
   when a second one may follow) the workspace is copied once into a folder no
-  sandbox shows (`StartingCopy`: the governor's state folder, or a batch job's
-  own temporary folder); before each later try the workspace is emptied and the
+  sandbox shows (`StartingCopy`: a folder of its own under the governor's folder
+  for attempts, or a batch job's own folder there); before each later try the workspace is emptied and the
   copy put back, so a try never builds on what a failed one left. The cost is
   one copy of the workspace, and one copy back per retry: a workspace of
   gigabytes (a checked-in ``node_modules``, a build's output) costs that much
@@ -55,10 +55,11 @@ from typing import Any, Final
 import trio
 
 from governor import folders
+from governor.attempt_folders import NoAttemptFolder, attempt_folder
 from governor.checks import CheckRun
 from governor.outcome import Outcome
 from governor.secrets import Masker
-from governor.spec import AttemptSpec, Prepared, RefusedBeforeStart, default_log_dir, prepare
+from governor.spec import AttemptSpec, Prepared, RefusedBeforeStart, prepare
 
 MAX_TRIES: Final = 20
 """The most tries a job may ask for: each is a whole attempt."""
@@ -144,16 +145,21 @@ class StartingCopy:
     @classmethod
     def keep(cls, workspace: str | Path, scratch: str | Path | None = None) -> StartingCopy:
         """Copy ``workspace`` (links kept as links, never followed) into a new
-        folder under ``scratch`` (default: the governor's state folder, which no
+        folder under ``scratch`` (default: a folder of the attempt's own under
+        the governor's folder for attempts, `governor.attempt_folders`, which no
         sandbox shows; not ``/tmp``, often memory, for a copy that may be big)."""
         ws = Path(workspace).resolve()
-        under = Path(scratch) if scratch is not None else default_log_dir() / "tries"
         try:
-            under.mkdir(parents=True, exist_ok=True, mode=0o700)
-            folder = Path(tempfile.mkdtemp(prefix="start-", dir=under))
+            if scratch is None:
+                folder = attempt_folder("tries-")
+            else:
+                Path(scratch).mkdir(parents=True, exist_ok=True, mode=0o700)
+                folder = Path(tempfile.mkdtemp(prefix="start-", dir=scratch))
+        except NoAttemptFolder as e:
+            raise ResetFailed(f"the starting workspace cannot be kept: {e}") from None
         except OSError as e:
             raise ResetFailed(
-                f"the starting workspace cannot be kept under {under}: {e.strerror}"
+                f"the starting workspace cannot be kept under {scratch}: {e.strerror}"
             ) from None
         kept = cls(ws, folder / "workspace")
         try:

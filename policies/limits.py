@@ -1,7 +1,7 @@
 """Resource limits of one attempt: the policy's ``[limits]``, parsed and rendered.
 
 A job says how much one attempt may take (``memory``, ``processes``, ``tmp``,
-``cpu_seconds``, ``wall``, ``log``, ``workspace``, and the budgets
+``cpu_seconds``, ``wall``, ``log``, ``workspace``, ``patch``, and the budgets
 ``tool_calls``, ``tokens``, ``cost_usd``); the ceiling says the most any job may
 ask for (`policies.ceiling`). A limit the job leaves out takes `DEFAULTS`, or the
 ceiling's maximum where that is lower: the job asked for nothing, so nothing is
@@ -27,11 +27,11 @@ from policies.errors import ConfigError, unknown_key
 
 LIMIT_KEYS: Final = (
     "memory", "processes", "tmp", "cpu_seconds", "wall", "log", "workspace",
-    "tool_calls", "tokens", "cost_usd",
+    "tool_calls", "tokens", "cost_usd", "patch",
 )  # fmt: skip
 BUDGET_KEYS: Final = ("tool_calls", "tokens", "cost_usd")
 """The limits read from what the agent reports (`governor.budget`), not set on a process."""
-SIZE_KEYS: Final = frozenset({"memory", "tmp", "log", "workspace"})
+SIZE_KEYS: Final = frozenset({"memory", "tmp", "log", "workspace", "patch"})
 _SUFFIX: Final = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 _SIZE: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\s*$", re.IGNORECASE)
 MIN_SIZE: Final = 1 << 20
@@ -66,6 +66,10 @@ class Limits:
     """Tokens the agent may report using (`governor.budget` says how they are read)."""
     cost_usd: float | None = None
     """US dollars the agent may report spending (its ``usage_update`` cost)."""
+    patch: int | None = None
+    """Bytes of a batch job's patch (its workspace's diff), streamed to disk:
+    past it the job ends ``failed`` and keeps an empty patch (a cut one would
+    apply half the work)."""
 
     def effective(self, maxima: Limits | None = None) -> Limits:
         """Every limit set: this one's, else the default, lowered to ``maxima``'s
@@ -103,11 +107,12 @@ DEFAULTS: Final = Limits(
     wall=1800.0,
     log=256 << 20,
     workspace=16 << 30,
+    patch=512 << 20,
 )
 """One attempt on a developer machine: 4 GiB per process, 1,024 processes in a
 sandbox, a 1 GiB ``/tmp``, 30 CPU minutes per process, 30 minutes in all,
-256 MiB of audit log, 16 GiB in the writable roots; no budget (tool calls,
-tokens, cost) but the ceiling's."""
+256 MiB of audit log, 16 GiB in the writable roots, a 512 MiB batch patch; no
+budget (tool calls, tokens, cost) but the ceiling's."""
 
 
 def size_text(value: int) -> str:

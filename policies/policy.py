@@ -139,7 +139,8 @@ class Policy:
     Not part of the policy's identity: ``protected_extra`` holds them already."""
     masked: tuple[str, ...] = ()
     """Host files (absolute) masked in every sandbox of the job: the operator's,
-    from the ceiling (its audit signing key), never a job's own."""
+    from the ceiling (its audit signing key), never a job's own; a folder here
+    is empty inside (a batch job's source repository)."""
     hidden_globs: tuple[str, ...] = HIDDEN_BY_DEFAULT
     keep: tuple[str, ...] = ()
     """Folders kept visible read-only in every sandbox, as written (``~/`` expanded

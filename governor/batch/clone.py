@@ -22,7 +22,9 @@ Rules of this file:
   hard-link every object of the source, the unreachable ones included.
 - **The patch is bytes**: ``git diff --binary`` of everything against the
   ref's commit (new files included, ``.gitignore``d ones not), applied with
-  ``git apply`` to a clone at the same ref.
+  ``git apply`` to a clone at the same ref. It is streamed, a chunk at a
+  time, to whoever keeps it (`changes_into`), never held whole, and bounded:
+  past ``most`` bytes git is stopped and `PatchTooLarge` raised.
 """
 
 from __future__ import annotations
@@ -31,7 +33,9 @@ import functools
 import os
 import re
 import shutil
+import subprocess
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -77,6 +81,10 @@ def shown_url(url: str) -> str:
 
 class GitFailed(Exception):
     """A git command failed; the message says which and git's own words."""
+
+
+class PatchTooLarge(Exception):
+    """The workspace's diff is over the bound it was taken with; the message says it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +175,14 @@ async def _resolve(source: Path, ref: str | None) -> str | None:
     return (await git(*verify, "FETCH_HEAD^{commit}", cwd=source)).strip()
 
 
+DIFF: Final = (
+    "diff", "--cached", "--binary", "--full-index", "--no-color", "--no-ext-diff",
+    "--no-textconv", "--no-renames", "--src-prefix=a/", "--dst-prefix=b/",
+)  # fmt: skip
+CHUNK: Final = 1 << 16
+STDERR_TAIL: Final = 4096
+
+
 async def changes(workspace: Clone) -> bytes:
     """The workspace's diff against its commit, binary-safe: every change,
     committed or not, new untracked files included (ignored ones not)."""
@@ -175,11 +191,87 @@ async def changes(workspace: Clone) -> bytes:
     opening = await trio.to_thread.run_sync(folders.opened_tree, str(path))
     try:
         await git("add", "--all", "--", ".", cwd=path)
-        argv = [
-            "diff", "--cached", "--binary", "--full-index", "--no-color", "--no-ext-diff",
-            "--no-textconv", "--no-renames", "--src-prefix=a/", "--dst-prefix=b/",
-            workspace.commit, "--",
-        ]  # fmt: skip
-        return await git_bytes(*argv, cwd=path)
+        return await git_bytes(*DIFF, workspace.commit, "--", cwd=path)
     finally:
         opening.close()
+
+
+async def changes_into(
+    workspace: Clone, write: Callable[[bytes | bytearray], object], most: int
+) -> int:
+    """`changes`, handed to ``write`` a chunk at a time as git makes it (the
+    caller's memory stays flat in the patch's size); its size in bytes.
+    `PatchTooLarge` once it passes ``most`` bytes (git stopped, what was
+    written is the caller's to throw away); `GitFailed` as `git`."""
+    path = workspace.path
+    opening = await trio.to_thread.run_sync(folders.opened_tree, str(path))  # as `changes`
+    try:
+        await git("add", "--all", "--", ".", cwd=path)
+        return await _diff_into(path, workspace.commit, write, most)
+    finally:
+        opening.close()
+
+
+async def _diff_into(
+    path: Path, commit: str, write: Callable[[bytes | bytearray], object], most: int
+) -> int:
+    """The streaming half of `changes_into`: ``git diff`` of the index against
+    ``commit``, chunk by chunk into ``write``, git killed past ``most`` bytes."""
+    program = processes.find_program("git")
+    if program is None:
+        raise GitFailed("git could not be run: it is not installed in the system folders")
+    total = 0
+    stderr = bytearray()
+    stopped: Exception | None = None  # raised once git is gone
+    try:  # through the host door, as every git of the governor's (`sandbox.host.processes`)
+        host = processes.command(
+            [program, "-C", str(path), *SAFE, *DIFF, commit, "--"], env=_env()
+        )
+        process = await trio.lowlevel.open_process(
+            list(host.argv), cwd=host.cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, env=dict(host.env),
+        )  # fmt: skip
+    except processes.HostProcessRefused as e:
+        raise GitFailed(str(e)) from None
+    except OSError as e:
+        raise GitFailed(f"git could not be run: {e.strerror}") from None
+    assert process.stdout is not None and process.stderr is not None
+    try:
+        with trio.fail_after(GIT_TIMEOUT):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_tail, process.stderr, stderr)
+                while chunk := await process.stdout.receive_some(CHUNK):
+                    total += len(chunk)
+                    if total > most:
+                        stopped = PatchTooLarge(f"over {most} bytes")
+                    else:
+                        try:
+                            write(chunk)
+                        except OSError as e:  # a full disk: the job's, named as such
+                            stopped = GitFailed(f"the patch could not be written: {e.strerror}")
+                    if stopped is not None:
+                        process.kill()
+                        break
+            await process.wait()
+    except trio.TooSlowError:
+        raise GitFailed(f"git diff took longer than {GIT_TIMEOUT:.0f} s") from None
+    finally:
+        if process.returncode is None:  # cancelled, or too slow: never left running
+            process.kill()
+        with trio.CancelScope(shield=True):
+            await process.wait()
+            await process.stdout.aclose()
+            await process.stderr.aclose()
+    if stopped is not None:
+        raise stopped
+    if process.returncode != 0:
+        tail = stderr.decode(errors="replace").strip().splitlines()[-3:]
+        raise GitFailed(f"git diff exited {process.returncode}: {' / '.join(tail) or 'no output'}")
+    return total
+
+
+async def _tail(stream: trio.abc.ReceiveStream, into: bytearray) -> None:
+    """Read ``stream`` to its end, keeping its newest `STDERR_TAIL` bytes."""
+    while data := await stream.receive_some(CHUNK):
+        into += data
+        del into[:-STDERR_TAIL]

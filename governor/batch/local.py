@@ -86,14 +86,21 @@ async def run_local(
             if stop.is_set():
                 return
             on_progress(Event("started", job.id))
+            # the patch is streamed into the output's file as git makes it, never held
+            patch = await trio.to_thread.run_sync(output.patch_file, job.id)
             try:
-                result = await run_job(job, ceiling=ceiling, stop=stop)
-            except Exception as e:  # this job's end, never the pool's: the others go on
-                result = died(job, e)
-            if result.interrupted:
-                on_progress(Event("interrupted", job.id))
-                continue
-            line = await trio.to_thread.run_sync(output.write, result)
+                try:
+                    result = await run_job(job, ceiling=ceiling, stop=stop, patch_to=patch)
+                except Exception as e:  # this job's end, never the pool's: the others go on
+                    result = died(job, e)
+                if result.interrupted:
+                    on_progress(Event("interrupted", job.id))
+                    continue
+                streamed = patch if result.patch_streamed else None
+                line = await trio.to_thread.run_sync(output.write, result, streamed)
+            finally:
+                os.close(patch)
+                output.drop_patch(job.id)
             on_progress(Event("finished", job.id, line))
 
     async with trio.open_nursery() as nursery:

@@ -10,7 +10,9 @@ Rules of this file:
 
 - **The outcome line is the commit point.** A job's two files are written
   under temporary names, fsync'd and renamed into place; only then is its
-  line appended to ``outcomes.jsonl`` and fsync'd. A job is finished when its
+  line appended to ``outcomes.jsonl`` and fsync'd. The patch is streamed into
+  its temporary file while the job runs (`patch_file`: the batch never holds
+  it whole) and committed the same way. A job is finished when its
   line is there *and* its files exist; anything less (files without a line, a
   line cut by a crash) is a job to run again.
 - **Each id once.** Opening the folder drops from ``outcomes.jsonl`` what does
@@ -43,6 +45,8 @@ OUTCOMES: Final = BATCH_OUTCOMES
 LOG: Final = BATCH_LOG
 PATCH: Final = "changes.patch"
 _TMP: Final = ".tmp-"
+STREAMED: Final = f"{_TMP}stream-{PATCH}"
+"""The temporary name a job's patch is streamed into (`Output.patch_file`)."""
 
 
 class OutputBusy(Exception):
@@ -130,17 +134,49 @@ class Output:
                 for leftover in Path(entry.path).glob(f"{_TMP}*"):
                     leftover.unlink(missing_ok=True)
 
-    def write(self, result: JobResult) -> dict[str, Any]:
+    def patch_file(self, job: str) -> int:
+        """A descriptor of a fresh, empty temporary file in ``job``'s folder for
+        its patch to be streamed into while it runs (`STREAMED`, never
+        through a link); `write` commits it when the result says it was
+        streamed, `drop_patch` removes it when the job is not recorded."""
+        fd = _job_folder(self.root, job)
+        try:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(STREAMED, dir_fd=fd)
+            return os.open(
+                STREAMED, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o644, dir_fd=fd
+            )
+        finally:
+            os.close(fd)
+
+    def drop_patch(self, job: str) -> None:
+        """Remove ``job``'s streamed patch if it was not committed (an interrupted job)."""
+        with contextlib.suppress(OSError):
+            fd = os.open(self.root / job, os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW)
+            try:
+                os.unlink(STREAMED, dir_fd=fd)
+            finally:
+                os.close(fd)
+
+    def write(self, result: JobResult, patch: int | None = None) -> dict[str, Any]:
         """Record a finished job: its files first, then its outcome line (the
-        commit point); returns that line. Safe to call from several threads."""
+        commit point); returns that line. Safe to call from several threads.
+        ``patch``: the descriptor `patch_file` gave, when the result's patch was
+        streamed there."""
         assert self._fd is not None, "open the output first"
+        assert result.patch_streamed == (patch is not None), "a streamed patch needs its file"
         folder = self.job_dir(result.job)
         fd = _job_folder(self.root, result.job)
         try:
             for name, data in result.try_logs.items():  # before the first's: LOG commits
                 _replace(fd, name, data)
             _replace(fd, LOG, result.log)
-            _replace(fd, PATCH, result.patch)
+            if patch is not None:
+                os.fsync(patch)
+                os.rename(STREAMED, PATCH, src_dir_fd=fd, dst_dir_fd=fd)
+                os.fsync(fd)
+            else:
+                _replace(fd, PATCH, result.patch)
         finally:
             os.close(fd)
         line = {"job": result.job, **result.outcome}

@@ -472,10 +472,25 @@ def batch_rows(root: Path) -> tuple[list[JobRow], list[Checked]]:
         log = check_log(root / job / chosen)
         logs.append(log)
         summed = attempt_rows(log)
-        patch = (root / job / PATCH).read_bytes()
-        files = patch.count(b"\ndiff --git ") + patch.startswith(b"diff --git ")
+        files = patch_files(root / job / PATCH)
         rows.append(JobRow(job, line, summed[-1] if summed else None, files))
     return rows, logs
+
+
+_FILE_HEADER: Final = b"\ndiff --git "
+
+
+def patch_files(path: Path) -> int:
+    """How many files a patch changes (its ``diff --git`` headers), read a chunk
+    at a time: a batch's patch may be hundreds of MB, and its summary must not
+    hold it (the batch streamed it to disk for that reason)."""
+    count, tail = 0, b"\n"  # the file's start counts as a line's
+    with path.open("rb") as f:
+        while chunk := f.read(1 << 20):
+            data = tail + chunk
+            count += data.count(_FILE_HEADER)
+            tail = data[-(len(_FILE_HEADER) - 1) :]
+    return count
 
 
 def _job_lines(root: Path, files: Sequence[str]) -> dict[str, int]:

@@ -5,9 +5,10 @@ nothing after it, a remote that points nowhere).
 Rules of this file:
 
 - **Where the workspace goes**: ``--workspace DIR`` when given (a folder that
-  does not exist yet, or an empty one), else a new folder under the system's
-  temporary directory (``$TMPDIR``, as the batch's workspaces), named after
-  the repository. It is kept after the attempt, for the person to read; its
+  does not exist yet, or an empty one), else a new folder of the attempt's
+  own under the governor's folder for attempts (`governor.attempt_folders`,
+  as the batch's workspaces: hidden from every other attempt's sandbox,
+  whatever ``TMPDIR`` is), named after the repository. It is kept after the attempt, for the person to read; its
   path is printed on stderr before the agent starts. A refusal before start
   removes it again: nothing ran there.
 - **URL@REF** splits at the last ``@``, unless what follows cannot be a ref (it
@@ -25,13 +26,13 @@ import argparse
 import re
 import shutil
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 import trio
 
+from governor.attempt_folders import NoAttemptFolder, attempt_folder
 from governor.batch.clone import GitFailed, clone
 from governor.batch.clone import shown_url as shown
 from governor.spec import RefusedBeforeStart
@@ -113,7 +114,11 @@ def _target(
     if workspace is None:
         # a name of dots would be the made folder itself or its parent: `.../..` clones into $TMPDIR
         name = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(url.rstrip("/")).stem)[:40].strip(".") or "repo"
-        folder = Path(tempfile.mkdtemp(prefix=f"governor-clone-{name}-"))
+        try:
+            folder = attempt_folder(f"clone-{name}-")
+        except NoAttemptFolder as e:
+            problems.append(str(e))
+            return None
         return folder / name, folder
     target = Path(workspace).expanduser().absolute()
     if target.is_dir() and any(target.iterdir()):

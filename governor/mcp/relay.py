@@ -49,8 +49,14 @@ Rules of this file:
   The agent reads each as an error of that one server.
 
 The agent reaches a server through `sandbox/standalone/mcp_shim.py`, which it
-spawns as a stdio server: its socket lies in a folder of the relay's, kept
-visible in the agent's sandbox (`McpRelay.folder`). Behind the socket a
+spawns as a stdio server: its socket lies in a folder of the relay's, under
+the governor's folder for attempts that every sandbox hides
+(`governor.attempt_folders`), bound back into this attempt's agent sandbox
+only (`McpRelay.folder`, `exposed`). **A connection proves it is this
+attempt's** before anything else: the shim's entry carries the attempt's
+random token (`governor.mcp.servers.TOKEN_VARIABLE`, masked in every record), the shim sends it
+first, and a connection without it is closed unanswered and recorded
+(``mcp-connection``, and a notice). Behind the socket a
 `RelaySession` speaks to the server through a `Transport`: a sandboxed child
 on stdio (`StdioServer`) or, for a ``url``, the governor's own HTTP session
 (`governor.mcp.http.HttpServer`); the agent never learns the URL. With ``[mcp]
@@ -61,12 +67,12 @@ governor_tools`` one more socket there is answered by the governor itself
 from __future__ import annotations
 
 import contextlib
+import hmac
 import importlib.util
 import os
 import shutil
 import socket
 import sys
-import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
@@ -78,11 +84,13 @@ import trio
 
 from governor import elicitation
 from governor.acp.dispatch import RpcError
+from governor.attempt_folders import attempt_folder
 from governor.audit.log import AuditUnavailable, recorded_input
 from governor.mcp import launchers
 from governor.mcp.servers import (
     SHIM,
     Unsaid,
+    relay_token,
     server_headers,
     server_profile,
     shim_interpreter,
@@ -149,6 +157,20 @@ server process of its own, so without a bound 60 connections were 60 processes
 TOOL_LISTS: Final = 16
 """Distinct ``tools/list`` results recorded per server (one that changes its
 list at every call would otherwise write a record each time)."""
+TOKEN_PREFIX: Final = b"acp-governor-token "
+"""What the shim's first line starts with; the attempt's token follows, then ``\n``."""
+TOKEN_LINE_MAX: Final = 256
+"""Bytes the first line may take: a connection that says more is not a shim's."""
+TOKEN_WAIT: Final = 10.0
+"""Seconds a connection has to say its token (the shim says it at once)."""
+MAX_UNPROVEN: Final = 64
+"""Connections waiting to say the token at once; more are closed at once
+(a flood of silent connections holds the governor's descriptors for
+`TOKEN_WAIT` at most, and only this many)."""
+REFUSALS_RECORDED: Final = 16
+"""Refused connections recorded per server; more are counted in the notice."""
+UNIX_PATH_MAX: Final = 107
+"""The longest path ``bind`` takes for a Unix socket (``sun_path`` less its NUL)."""
 
 
 class McpRelay:
@@ -162,6 +184,7 @@ class McpRelay:
         environ: Mapping[str, str],
         folder: Path,
         proxy: Callable[[], EgressProxy | None],
+        token: str | None = None,
     ) -> None:
         self.gate = gate
         self.policy = policy
@@ -169,6 +192,12 @@ class McpRelay:
         self.folder = folder
         """Where the sockets and the shim lie: kept visible in the agent's sandbox."""
         self.proxy = proxy
+        self.token = token or relay_token()
+        """What a connection must say first (`admitted`): the attempt's secret."""
+        self.refused: dict[str, int] = {}
+        """Server name -> connections refused for want of the token."""
+        self.unproven = 0
+        """Connections that have not said the token yet (at most `MAX_UNPROVEN`)."""
         self.servers = policy.mcp.servers
         self.shim = str(folder / "mcp_shim.py")
         self.interpreter = shim_interpreter()
@@ -224,12 +253,41 @@ class McpRelay:
         """``session/new``'s ``mcpServers``: a shim in place of each real server
         (and one for the governor's own tools)."""
         entries = [
-            stdio_entry(s.name, self.socket_path(s), self.interpreter, self.shim)
+            stdio_entry(s.name, self.socket_path(s), self.interpreter, self.shim, self.token)
             for s in self.servers
         ]
         if self.own is not None:
-            entries.append(stdio_entry(OWN_SERVER, self.own_socket_path(), self.interpreter, self.shim))
+            entries.append(
+                stdio_entry(OWN_SERVER, self.own_socket_path(), self.interpreter, self.shim, self.token)
+            )
         return entries
+
+    async def admitted(self, name: str, client: trio.SocketStream) -> bool:
+        """Whether ``client`` (a connection to server ``name``'s socket) says this
+        attempt's token first, read a byte at a time so that nothing after it is
+        taken from the session. One that does not is refused: recorded
+        (``mcp-connection``, up to `REFUSALS_RECORDED` per server) and counted
+        in the notices; the caller closes it unanswered."""
+        line = bytearray()
+        with trio.move_on_after(TOKEN_WAIT):
+            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                while len(line) < TOKEN_LINE_MAX and not line.endswith(b"\n"):
+                    byte = await client.receive_some(1)
+                    if not byte:
+                        break
+                    line += byte
+        expected = TOKEN_PREFIX + self.token.encode() + b"\n"
+        if hmac.compare_digest(bytes(line), expected):
+            return True
+        self._unproven(name, "no token" if not line.startswith(TOKEN_PREFIX) else "a wrong token")
+        return False
+
+    def _unproven(self, name: str, why: str) -> None:
+        """A connection refused for want of the token: counted, and recorded
+        (``mcp-connection``) up to `REFUSALS_RECORDED` times per server."""
+        count = self.refused[name] = self.refused.get(name, 0) + 1
+        if count <= REFUSALS_RECORDED:
+            self._record("mcp-connection", {"server": name, "verdict": "deny", "reason": why})
 
     async def serve(
         self, listeners: list[tuple[McpServer, socket.socket]], own: socket.socket | None = None
@@ -262,8 +320,24 @@ class McpRelay:
         await accept_forever(listener, take, starved=starved)
 
     async def _admit(self, server: McpServer | None, client: trio.SocketStream) -> None:
-        """One connection: a session when under the caps, else refused and recorded."""
+        """One connection: closed unanswered unless it says the attempt's token
+        first (`admitted`: before the caps, so that a socket found by another
+        attempt's agent holds no session of this one's); then a session when
+        under the caps, else refused and recorded."""
         name = OWN_SERVER if server is None else server.name
+        self.unproven += 1
+        try:
+            if self.unproven > MAX_UNPROVEN:
+                self._unproven(name, f"over {MAX_UNPROVEN} connections yet to say the token")
+                proven = False
+            else:
+                proven = await self.admitted(name, client)
+        finally:
+            self.unproven -= 1
+        if not proven:
+            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                await client.aclose()
+            return
         stdio = server is not None and server.stdio
         over = self._over(name, stdio)
         if over is not None:
@@ -394,6 +468,11 @@ class McpRelay:
     def notices(self) -> list[str]:
         """What the outcome should say about the servers."""
         said = list(self.problems)
+        for name, count in self.refused.items():
+            said.append(
+                f"MCP server {name}: {count} connection(s) refused: they did not carry "
+                "this attempt's token (another attempt's agent, or a socket found by hand)"
+            )
         for name, count in self.dropped.items():
             said.append(f"MCP server {name}: {count} messages dropped (malformed or unasked for)")
         return said
@@ -768,19 +847,22 @@ async def open_relay(
     policy: Policy,
     environ: Mapping[str, str] | None,
     proxy: Callable[[], EgressProxy | None],
+    token: str | None = None,
 ) -> AsyncIterator[McpRelay | None]:
     """The relay of the job's servers (and of the governor's own tools),
     listening for the block (None when the job names none and offers no tools);
-    its folder removed after. The servers' variables (and the HTTP servers'
-    header values) come from ``environ`` (None: the governor's own)."""
+    its folder (`governor.attempt_folders`) removed after. The servers'
+    variables (and the HTTP servers' header values) come from ``environ``
+    (None: the governor's own). ``token``: the attempt's, masked in its
+    records (`governor.spec.Prepared.relay_token`); None: a fresh one."""
     if not policy.mcp.servers and not policy.mcp.governor_tools:
         yield None
         return
-    folder = Path(tempfile.mkdtemp(prefix="governor-mcp-"))
+    folder = attempt_folder("mcp-")
     try:
-        os.chmod(folder, 0o755)  # the agent may run as another user (govtest): the socket's mode guards
         shutil.copyfile(SHIM, folder / "mcp_shim.py")
-        relay = McpRelay(gate, policy, os.environ if environ is None else environ, folder, proxy)
+        environ = os.environ if environ is None else environ
+        relay = McpRelay(gate, policy, environ, folder, proxy, token)
         await relay.resolve_launches()
         relay.record_servers()
         listeners: list[tuple[McpServer, socket.socket]] = []
@@ -789,12 +871,12 @@ async def open_relay(
             for server in relay.servers:
                 sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
                 listeners.append((server, sock))
-                sock.bind(relay.socket_path(server))
+                _bind(sock, relay.socket_path(server))
                 os.chmod(relay.socket_path(server), 0o600)
                 sock.listen(16)
             if relay.own is not None:
                 own = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                own.bind(relay.own_socket_path())
+                _bind(own, relay.own_socket_path())
                 os.chmod(relay.own_socket_path(), 0o600)
                 own.listen(16)
         except BaseException:
@@ -813,11 +895,25 @@ async def open_relay(
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def _bind(sock: socket.socket, path: str) -> None:
+    """Bind ``sock`` at ``path``, through its folder's descriptor when the path
+    is longer than a Unix socket's may be (a deep ``$XDG_STATE_HOME``)."""
+    if len(os.fsencode(path)) <= UNIX_PATH_MAX:
+        sock.bind(path)
+        return
+    fd = os.open(os.path.dirname(path), os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        sock.bind(f"/proc/self/fd/{fd}/{os.path.basename(path)}")
+    finally:
+        os.close(fd)
+
+
 def exposed(profile: Profile, relay: McpRelay | None) -> Profile:
-    """The agent's profile with the relay's folder (its sockets, the shim) visible."""
+    """The agent's profile with the relay's folder (its sockets, the shim) bound
+    back over the hidden folder of every attempt's (`Profile.own`)."""
     if relay is None or not profile.sandboxed:
         return profile
-    return replace(profile, visible=(*profile.visible, relay.folder))
+    return replace(profile, own=(*profile.own, relay.folder))
 
 
 def offered(relay: McpRelay | None) -> list[dict[str, object]]:

@@ -20,6 +20,7 @@ import shutil
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from secrets import token_urlsafe
 from typing import Any, Final
 
 from governor.install import read_only_in
@@ -35,6 +36,14 @@ from sandbox.run.agent import resolve_install, resolve_links
 
 SHIM: Final = Path(__file__).resolve().parents[2] / "sandbox" / "standalone" / "mcp_shim.py"
 SYSTEM_PATH: Final = "/usr/local/bin:/usr/bin:/bin"
+TOKEN_VARIABLE: Final = "ACP_GOVERNOR_MCP_TOKEN"
+"""Where the shim finds the attempt's token (`governor.mcp.relay.McpRelay.admitted`):
+in its entry's ``env``, not its argv, which the host's ``ps`` shows everyone."""
+
+
+def relay_token() -> str:
+    """A fresh token for one attempt's relay (256 random bits)."""
+    return token_urlsafe(32)
 
 
 SAFE_PATH: Final = {"PYTHONSAFEPATH": "1"}
@@ -184,10 +193,18 @@ def shim_interpreter() -> str:
     return shutil.which("python3", path=SYSTEM_PATH) or sys.executable
 
 
-def stdio_entry(name: str, socket_path: str, interpreter: str, shim: str) -> dict[str, object]:
+def stdio_entry(
+    name: str, socket_path: str, interpreter: str, shim: str, token: str
+) -> dict[str, object]:
     """The ``mcpServers`` entry the agent gets in place of a real server: the
-    shim, which connects back to the governor's socket for it."""
-    return {"name": name, "command": interpreter, "args": ["-I", "-S", shim, socket_path], "env": []}
+    shim, which connects back to the governor's socket for it and proves it
+    is this attempt's with ``token`` (`TOKEN_VARIABLE`)."""
+    return {
+        "name": name,
+        "command": interpreter,
+        "args": ["-I", "-S", shim, socket_path],
+        "env": [{"name": TOKEN_VARIABLE, "value": token}],
+    }
 
 
 def problems(

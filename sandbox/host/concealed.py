@@ -15,7 +15,11 @@ file) and no policy ``keep`` brings them back:
   why), so `foreign_homes` also hands back the listing of each;
 * the governor's state directory (`state_dir`, where every attempt's audit log
   is written by default): an agent that read it would see every earlier
-  attempt's prompts, paths and refusals, of every project.
+  attempt's prompts, paths and refusals, of every project. Every attempt's
+  own files on the host lie in it too (`attempts_dir`: relay sockets, batch
+  job folders, tries copies, ``--clone`` workspaces), whatever ``TMPDIR`` is:
+  a sandbox gets back only its own attempt's (its roots, its relay's folder),
+  so one attempt never reaches another's socket, workspace or live log.
 """
 
 from __future__ import annotations
@@ -46,6 +50,18 @@ def state_dir() -> Path:
     default under ``~/.local/state``."""
     state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(state) / STATE_DIR_NAME
+
+
+ATTEMPTS_DIR_NAME = "attempts"
+
+
+def attempts_dir() -> Path:
+    """Where each attempt's own files on the host are made, one folder each:
+    ``attempts/`` in the state directory, hidden from every sandbox with it.
+    Not under ``TMPDIR``: only ``/tmp`` and ``/var/tmp`` are private in a
+    sandbox, and a ``TMPDIR`` elsewhere (``/srv/tmp``) showed every attempt's
+    sockets and workspaces to every other attempt's agent."""
+    return state_dir() / ATTEMPTS_DIR_NAME
 
 
 def secret_files() -> tuple[str, ...]:

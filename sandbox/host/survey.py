@@ -241,7 +241,9 @@ def survey(
             and not any(is_under(os.path.realpath(s), d) for d in (*hidden_roots, run_user))
         )
     elif sockets is None:
-        sockets = host_sockets(hidden=(*roots, *hidden_roots))
+        # the state folder is concealed: the scan need not enter it, and must not
+        # cover the attempt's own relay sockets bound back into it (`Profile.own`)
+        sockets = host_sockets(hidden=(*roots, *hidden_roots, state))
 
     visible = [*(run.kept if run is not None else ())]
     for path in profile.visible:
@@ -264,11 +266,12 @@ def survey(
     kept = (*mounted, *(k.path for k in chains.kept))
     hiding = tuple(
         d
-        for d in (state, *concealed.secret_dirs())
+        for d in (state, *concealed.secret_dirs(), *_masked_folders(profile))
         if os.path.isdir(d)
         and not any(is_under(d, r) for r in roots)  # a root's rules hold in it
         and (any(is_under(d, k) for k in kept) or not any(is_under(d, h) for h in hidden_roots))
     )
+    own = _dedupe(os.path.realpath(p) for p in profile.own if os.path.isdir(p))
     links = tuple(
         (path, target)
         for path, target in profile.links
@@ -334,6 +337,7 @@ def survey(
         foreign_homes=foreign,
         home_parents=parents,
         concealed=hiding,
+        own=own,
         host_secrets=tuple(
             dict.fromkeys(
                 (
@@ -424,6 +428,14 @@ def _masked(profile: Profile) -> tuple[str, ...]:
     sockets, which a ``/dev/null`` over them leaves nothing to connect to)."""
     found = (os.path.realpath(p) for p in profile.masked)
     return tuple(p for p in found if os.path.isfile(p) or _is_socket(p))
+
+
+def _masked_folders(profile: Profile) -> tuple[str, ...]:
+    """The profile's masked folders (resolved): each an empty tmpfs inside, as
+    a concealed folder is (one inside a root is not: the root is bound back
+    over it, and `survey` leaves it out)."""
+    found = (os.path.realpath(p) for p in profile.masked)
+    return tuple(p for p in found if os.path.isdir(p))
 
 
 def _is_socket(path: str) -> bool:

@@ -19,9 +19,11 @@ this file:
    tmpfs.
 3. Kept home folders, visible install paths and the toolchain folders kept
    (`sandbox.host.toolchains`), then a tmpfs over each concealed folder (the
-   host's secret folders, the governor's state: after them, since a kept folder
-   may hold one) and ``/dev/null`` over host daemon sockets (after them: a
-   visible path's bind would uncover a socket inside it).
+   host's secret folders, the governor's state with every attempt's own
+   folders, a masked folder: after them, since a kept folder may hold one),
+   the attempt's own folders bound back on top (`Profile.own`: its relay's
+   sockets, never another attempt's) and ``/dev/null`` over host daemon
+   sockets (after them: a visible path's bind would uncover a socket inside it).
 4. The roots (read-write only at ``edit-workspace``), then git dirs outside
    the roots that a ``.git`` file points to (kept visible, read-only).
 5. Read-write self-binds and read-only pins, together, outer paths first (a
@@ -150,7 +152,14 @@ class Profile:
     one is refused."""
     masked: tuple[str, ...] = ()
     """Host files no process inside may open, wherever they are (the operator's
-    audit signing key: a job's agent that read it could sign a rewritten log)."""
+    audit signing key: a job's agent that read it could sign a rewritten log);
+    a folder named here is empty inside, as a concealed one (a batch job's
+    source repository, where the answer may be)."""
+    own: tuple[Path, ...] = ()
+    """The attempt's own folders under the governor's hidden folder
+    (`sandbox.host.concealed.attempts_dir`: the relay's sockets and shim),
+    bound back read-only after the concealed folders: this sandbox sees its
+    own attempt's and no other's."""
     toolchains: bool = True
     """Whether the toolchains under the homes are detected and kept
     (`sandbox.host.toolchains`)."""
@@ -199,6 +208,7 @@ class Profile:
             *self.read_only,
             *self.inputs,
             *self.outputs,
+            *self.own,
         ):
             if not Path(path).is_absolute():
                 raise ProfileError(f"path {str(path)!r} must be absolute")
@@ -375,7 +385,10 @@ class HostFacts:
     """The folders of the foreign homes, each one tmpfs with the rest bound back."""
     concealed: tuple[str, ...] = ()
     """Host folders that are empty inside whatever is kept around them: the
-    host's secret folders and the governor's state (`sandbox.host.concealed`)."""
+    host's secret folders, the governor's state (`sandbox.host.concealed`, every
+    attempt's own folders with it) and the profile's masked folders."""
+    own: tuple[str, ...] = ()
+    """The profile's own folders (`Profile.own`), bound read-only after `concealed`."""
     host_secrets: tuple[str, ...] = ()
     """The host's secret files (``/etc/shadow``, ...), covered like `hidden`."""
     home_mounts: tuple[HomeMount, ...] = ()
@@ -601,6 +614,8 @@ def render(
             argv += ["--overlay-src", cache, "--tmp-overlay", cache]
     for concealed in facts.concealed:  # after what is kept: one may hold it
         argv += [*tmpfs, "--tmpfs", concealed]
+    for own in facts.own:  # this attempt's, back on top of the hidden folder of all of them
+        argv += ["--ro-bind", own, own]
     for sock in facts.sockets:
         argv += ["--ro-bind", os.devnull, sock]
 

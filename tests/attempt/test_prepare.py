@@ -170,3 +170,11 @@ def test_limits_over_the_ceiling_are_refused_with_every_other_problem(tmp_path: 
     assert any("limits.memory = 4G exceeds the permitted maximum 1G" in p for p in found)
     assert any("limits.wall = 600 s exceeds the permitted maximum 60 s" in p for p in found)
     assert any("GOVTEST_NO" in p for p in found)
+
+
+def test_the_relay_token_is_fresh_per_attempt_and_masked_like_every_secret(tmp_path: Path) -> None:
+    first, second = prepare(demo_spec(tmp_path)), prepare(demo_spec(tmp_path))
+    assert len(first.relay_token) >= 40 and first.relay_token != second.relay_token
+    said = f"the shim said {first.relay_token} to the relay"
+    assert first.relay_token not in first.masker.text(said)
+    assert "the shim said" in first.masker.text(said)  # only the token is masked

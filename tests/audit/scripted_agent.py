@@ -161,9 +161,10 @@ class Agent:
         import select
         import subprocess
 
+        env = {**os.environ, **{e["name"]: e["value"] for e in entry.get("env", [])}}  # as agents do
         server = subprocess.Popen(
             [entry["command"], *entry.get("args", [])],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
         )  # fmt: skip
         assert server.stdin is not None and server.stdout is not None
         said = []

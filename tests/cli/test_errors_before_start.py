@@ -297,3 +297,20 @@ def test_a_paused_request_is_shown_in_words_not_as_a_python_dict(tmp_path: Path)
         f"permission Write hello.py ({ws / 'hello.py'}): waiting for a person's approval: "
         "the tool kind edit matches the ask rule"
     )
+
+
+def test_a_state_folder_inside_the_workspace_is_refused_and_one_beside_it_runs(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # inside: the agent would reach every attempt's sockets and workspaces there
+    monkeypatch.setenv("XDG_STATE_HOME", str(ws / "state"))
+    attempts = ws / "state" / "acp-governor" / "attempts"
+    done = demo(ws)
+    refused(
+        done, ws,
+        f"the governor's folder for attempts {attempts} is inside the root {ws}, where the "
+        "agent would reach every attempt's sockets and workspaces: set $XDG_STATE_HOME to a "
+        "place outside every root",
+    )  # fmt: skip
+    monkeypatch.setenv("XDG_STATE_HOME", str(ws.parent / "state"))  # the neighbour: beside it
+    assert demo(ws).returncode == 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from governor.cli.cloning import shown, split
+from sandbox.host.concealed import attempts_dir
 
 GOVERNOR = str(Path(sys.executable).parent / "governor")
 SCRIPTED = Path(__file__).resolve().parents[1] / "audit" / "scripted_agent.py"
@@ -81,8 +83,8 @@ def test_an_empty_ref_or_repository_is_an_error_naming_it() -> None:
     assert shown("https://me@host/r.git") == "https://me@host/r.git"
 
 
-def test_run_clone_works_in_a_fresh_clone_under_tmpdir_with_the_ref_s_history_only(
-    tmp_path: Path, source: Path
+def test_run_clone_works_in_a_fresh_clone_of_its_own_outside_tmpdir_with_the_ref_s_history_only(
+    tmp_path: Path, source: Path, request: pytest.FixtureRequest
 ) -> None:
     look = "git log --all --format=%s; git fetch -q; echo fetch=$?"
     steps = [{"shell": look}, {"write": "{cwd}/notes.txt", "text": "seen\n"}, {"shell": look}]
@@ -94,7 +96,9 @@ def test_run_clone_works_in_a_fresh_clone_under_tmpdir_with_the_ref_s_history_on
     assert "fetch=128" in said and "the-governor-removed-this-remote" in said
     (line,) = [x for x in done.stderr.splitlines() if x.startswith("governor: cloned")]
     ws = Path(line.rsplit(" into ", 1)[1])
-    assert ws.parent.parent == tmp_path / "tmp" and ws.name == "source"
+    # the attempt's own folder, hidden from every other sandbox: not under TMPDIR
+    assert ws.parent.parent == attempts_dir() and ws.name == "source"
+    request.addfinalizer(lambda: shutil.rmtree(ws.parent, ignore_errors=True))
     assert outcome["workspace"] == str(ws)
     assert (ws / "notes.txt").read_text() == "seen\n"  # kept, with what the agent left
     assert (ws / "calc.py").read_text().endswith("a - b\n")

@@ -190,13 +190,27 @@ async def governed(
         yield Governed(relay, gate, log, events)
 
 
+async def connect(governed: Governed, path: str) -> Any:
+    """A raw connection to one of the relay's sockets, as the shim makes it:
+    the attempt's token said first (`governor.mcp.relay.McpRelay.admitted`)."""
+    import trio
+
+    from governor.mcp.relay import TOKEN_PREFIX
+
+    stream = await trio.open_unix_socket(path)
+    await stream.send_all(TOKEN_PREFIX + governed.relay.token.encode() + b"\n")
+    return stream
+
+
 @asynccontextmanager
 async def client(governed: Governed, name: str, **options: Any) -> AsyncIterator[ClientSession]:
     """An initialized SDK client session with the relayed server ``name``,
     spawned from the entry the agent would get in ``session/new``."""
     entry = next(e for e in governed.relay.entries() if e["name"] == name)
     params = StdioServerParameters(
-        command=str(entry["command"]), args=[str(a) for a in entry["args"]]  # type: ignore[union-attr]
+        command=str(entry["command"]),
+        args=[str(a) for a in entry["args"]],  # type: ignore[union-attr]
+        env={str(v["name"]): str(v["value"]) for v in entry["env"]},  # type: ignore[union-attr,index]
     )
     async with stdio_client(params) as (read, write), ClientSession(read, write, **options) as session:
         await session.initialize()

@@ -1,8 +1,9 @@
 """An MCP server (stdlib only) that reaches for the relay's other sockets:
-``python3 probe_server.py BASE``. Its one tool ``probe`` looks for the relay's
-folders under BASE (``governor-mcp-*``), connects to each socket there (the
-governor's own tools, the other servers) as an agent would and calls the
-governor's ``run`` with ``touch escaped-by-server``; it answers what happened."""
+``python3 probe_server.py BASE...``. Its one tool ``probe`` looks for sockets
+anywhere under each BASE (``TMPDIR``, the governor's folder for attempts),
+connects to each (the governor's own tools, the other servers) as an agent
+would and calls the governor's ``run`` with ``touch escaped-by-server``; it
+answers what happened."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import json
 import socket
 import sys
 
-BASE = sys.argv[1]
+BASES = sys.argv[1:]
 
 
 def send(body: object) -> None:
@@ -21,7 +22,8 @@ def send(body: object) -> None:
 
 def probe() -> str:
     said = []
-    for path in sorted(glob.glob(f"{BASE}/governor-mcp-*/*.sock")):
+    found = {p for base in BASES for p in glob.glob(f"{base}/**/*.sock", recursive=True)}
+    for path in sorted(found):
         try:
             with socket.socket(socket.AF_UNIX) as s:
                 s.settimeout(20)
@@ -40,7 +42,7 @@ def probe() -> str:
                 said.append(f"{path}: connected: {answers[-1][:300]!r}")
         except OSError as e:
             said.append(f"{path}: {e}")
-    return "\n".join(said) or f"no socket under {BASE}"
+    return "\n".join(said) or f"no socket under {' '.join(BASES)}"
 
 
 for line in sys.stdin:

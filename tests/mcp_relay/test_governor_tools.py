@@ -17,7 +17,7 @@ import pytest
 import trio
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
-from mcp_harness import REPO, Governed, bound
+from mcp_harness import REPO, Governed, bound, connect
 
 from governor import network
 from governor.approver import Approver, Ask, Callback, Unattended
@@ -85,7 +85,9 @@ async def tools(g: Governed) -> AsyncIterator[ClientSession]:
     """The SDK's client on the shim command the agent gets for ``governor``."""
     (entry,) = [e for e in g.relay.entries() if e["name"] == "governor"]
     params = StdioServerParameters(
-        command=str(entry["command"]), args=[str(a) for a in entry["args"]]  # type: ignore[union-attr]
+        command=str(entry["command"]),
+        args=[str(a) for a in entry["args"]],  # type: ignore[union-attr]
+        env={str(v["name"]): str(v["value"]) for v in entry["env"]},  # type: ignore[union-attr,index]
     )
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         init = await session.initialize()
@@ -308,7 +310,7 @@ async def test_a_client_that_sends_garbage_or_a_line_without_end_loses_its_sessi
     session, and the next connection is served as the first was."""
     policy = bound(EDIT, workspace)
     async with governed(policy, tmp_path / "audit.jsonl") as g:
-        raw = await trio.open_unix_socket(g.relay.own_socket_path())
+        raw = await connect(g, g.relay.own_socket_path())
         ping = {"jsonrpc": "2.0", "id": 7, "method": "ping"}
         await raw.send_all(b"not json\n[1, 2]\n" + json.dumps(ping).encode() + b"\n")
         with trio.fail_after(30):
@@ -343,7 +345,7 @@ async def test_a_client_that_hangs_up_during_a_run_has_its_command_killed_and_th
     policy = bound(EDIT, workspace)
     async with governed(policy, tmp_path / "audit.jsonl") as g:
         inner = g.gate.relay.terminals.inner  # type: ignore[union-attr]
-        raw = await trio.open_unix_socket(g.relay.own_socket_path())
+        raw = await connect(g, g.relay.own_socket_path())
         hello = {
             "jsonrpc": "2.0", "id": 1, "method": "initialize",
             "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},

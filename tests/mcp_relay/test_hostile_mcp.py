@@ -25,7 +25,16 @@ import pytest
 import trio
 from http_standin import HUGE, StandIn
 from mcp import ClientSession, MCPError
-from mcp_harness import REPO, bound, client, everything_http, governed, npm_server, python_server
+from mcp_harness import (
+    REPO,
+    bound,
+    client,
+    connect,
+    everything_http,
+    governed,
+    npm_server,
+    python_server,
+)
 from test_governor_tools import EDIT, tools
 from test_governor_tools import governed as governed_tools
 
@@ -675,7 +684,7 @@ async def test_the_agent_cannot_answer_the_servers_own_request_nor_reuse_an_id_i
     policy = _lookalike(["ask_nickname", "ok"], tmp_path / "s", workspace, ASKING)
     async with governed(policy, tmp_path / "audit.jsonl") as g:  # type: ignore[arg-type]
         (server,) = g.relay.servers
-        raw = _Raw(await trio.open_unix_socket(g.relay.socket_path(server)))
+        raw = _Raw(await connect(g, g.relay.socket_path(server)))
         await raw.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "a", "version": "1"}}})  # fmt: skip
         await raw.answer_to(1)
@@ -732,16 +741,18 @@ def visible_tmpdir(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 async def test_a_sandboxed_server_cannot_reach_the_governors_own_tools_socket_nor_another_servers(
     workspace: Path, tmp_path: Path, visible_tmpdir: Path
 ) -> None:
-    command = json.dumps([sys.executable, "-I", str(PROBE), str(visible_tmpdir)])
+    from sandbox.host.concealed import attempts_dir
+
+    command = json.dumps([sys.executable, "-I", str(PROBE), str(visible_tmpdir), str(attempts_dir())])
     policy = bound(PROBING.format(command=command), workspace)
     async with governed_tools(policy, tmp_path / "audit.jsonl") as g:
-        assert str(g.relay.folder).startswith(str(visible_tmpdir))
+        assert g.relay.folder.parent == attempts_dir()  # not under TMPDIR: hidden with the state
         async with client(g, "probe") as session:
             probed = await session.call_tool("probe", {})
         # the agent, whose sandbox shows the folder, reaches the same socket
         async with tools(g) as session:
             ran = await session.call_tool("run", {"command": "touch made-by-agent"})
-    assert "connected" not in _text(probed) and ".sock" in _text(probed), _text(probed)  # seen, not reached
+    assert "connected" not in _text(probed), _text(probed)  # hidden, or masked where named
     assert not (workspace / "escaped-by-server").exists()
     assert not ran.is_error and (workspace / "made-by-agent").exists()
     assert g.verified()
@@ -936,7 +947,7 @@ async def test_a_denied_call_sent_as_a_notification_or_in_a_batch_never_reaches_
     policy = _lookalike(["delete_file", "read_file"], tmp_path / "s", workspace)
     async with governed(policy, tmp_path / "audit.jsonl") as g:  # type: ignore[arg-type]
         (server,) = g.relay.servers
-        raw = _Raw(await trio.open_unix_socket(g.relay.socket_path(server)))
+        raw = _Raw(await connect(g, g.relay.socket_path(server)))
         await raw.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "a", "version": "1"}}})  # fmt: skip
         await raw.answer_to(1)

@@ -402,3 +402,12 @@ def test_unix_sockets_are_allowed_exactly_where_the_network_namespace_is_its_own
     assert profile().unix_sockets
     assert not profile(network=True).unix_sockets
     assert not Profile.for_agent(Capability.EDIT_WORKSPACE, Path(WS)).unix_sockets
+
+
+def test_an_attempts_own_folder_is_bound_back_read_only_after_the_concealed_folder_that_hides_all() -> None:
+    attempts = "/srv/state/acp-governor"
+    own = f"{attempts}/attempts/mcp-1"
+    facts = replace(FACTS, concealed=(attempts,), own=(own,))
+    argv = render(profile(own=(Path(own),)), facts, ALL, seccomp_fd=9)
+    assert position(argv, "--tmpfs", attempts) < position(argv, "--ro-bind", own, own)
+    assert position(argv, "--ro-bind", own, own) < position(argv, "--bind", WS, WS)

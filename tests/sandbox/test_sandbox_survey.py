@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
 from dataclasses import replace
@@ -388,6 +389,38 @@ def test_the_survey_hides_home_by_one_tmpfs_and_binds_back_a_root_inside_it(
         assert str(home / "proj") in facts.roots
     finally:
         shutil.rmtree(home)
+
+
+def test_a_masked_folder_is_concealed_and_a_masked_file_covered(ws: Path, tmp_path: Path) -> None:
+    source = Path("/srv") / f"survey-source-{os.getpid()}"
+    source.mkdir()
+    try:
+        (source / "fix.txt").write_text("the answer\n")
+        key = source / "key"
+        key.write_text("a key\n")
+        facts = survey(edit(ws, masked=(str(source), str(key))))
+        assert str(source) in facts.concealed  # an empty folder inside
+        assert str(key) in facts.host_secrets  # a file: /dev/null over it, as before
+    finally:
+        shutil.rmtree(source)
+
+
+def test_the_state_folder_is_concealed_outside_the_home_and_the_attempts_own_folder_kept(
+    ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state = Path("/srv") / f"survey-state-{os.getpid()}"
+    own = state / "acp-governor" / "attempts" / "mcp-1"
+    own.mkdir(parents=True)
+    try:
+        monkeypatch.setenv("XDG_STATE_HOME", str(state))
+        with socket.socket(socket.AF_UNIX) as listening:
+            listening.bind(str(own / "governor.sock"))  # the relay's, found by no socket scan
+            facts = survey(edit(ws, own=(own,)))
+        assert str(state / "acp-governor") in facts.concealed
+        assert facts.own == (str(own),)
+        assert str(own / "governor.sock") not in facts.sockets  # not covered: the agent's own
+    finally:
+        shutil.rmtree(state)
 
 
 def test_what_runs_code_in_a_writable_home_folder_is_pinned_and_a_missing_name_stubbed(

@@ -46,9 +46,30 @@ from stdio_peer import Peer
 INIT = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "mcp-agent", "version": "1"}}
 
 
+def token_line(entry: dict[str, Any]) -> bytes:
+    """What the shim of ``entry`` says first on its socket: the attempt's token,
+    from the entry's env (`governor.mcp.relay.McpRelay.admitted`); this agent
+    holds it as a real one does, and floods as its own shims would."""
+    token = next((e["value"] for e in entry.get("env", []) if e["name"] == "ACP_GOVERNOR_MCP_TOKEN"), "")
+    return b"acp-governor-token " + token.encode() + b"\n"
+
+
 def socket_of(entry: dict[str, Any]) -> str:
     """The relay socket the shim of ``entry`` connects to."""
     return next(a for a in entry["args"] if str(a).endswith(".sock"))
+
+
+def _connect(s: socket.socket, path: str) -> None:
+    """Connect as the shim does: through the folder's descriptor when the path
+    is longer than a Unix socket's may be (the state folder under a deep $HOME)."""
+    if len(os.fsencode(path)) <= 107:
+        s.connect(path)
+        return
+    fd = os.open(os.path.dirname(path), os.O_PATH | os.O_DIRECTORY)
+    try:
+        s.connect(f"/proc/self/fd/{fd}/{os.path.basename(path)}")
+    finally:
+        os.close(fd)
 
 
 def connected(path: str, timeout: float) -> socket.socket:
@@ -59,7 +80,7 @@ def connected(path: str, timeout: float) -> socket.socket:
         s = socket.socket(socket.AF_UNIX)
         s.settimeout(timeout)
         try:
-            s.connect(path)
+            _connect(s, path)
             return s
         except BlockingIOError:
             s.close()
@@ -134,7 +155,8 @@ def sessions(entry: dict[str, Any], n: int) -> dict[str, int]:
             counts["other"] += 1
             continue
         try:
-            s.sendall(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INIT}).encode() + b"\n")
+            hello = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INIT}).encode()
+            s.sendall(token_line(entry) + hello + b"\n")
         except (BrokenPipeError, ConnectionResetError):
             counts["closed"] += 1  # the governor closed it first
             s.close()
@@ -154,12 +176,15 @@ def sessions(entry: dict[str, Any], n: int) -> dict[str, int]:
     return counts
 
 
-def holder(path: str, n: int, ready: int) -> None:
-    """A child: ``n`` connections to ``path``, held until killed; it writes how many connected."""
+def holder(path: str, n: int, ready: int, token: bytes) -> None:
+    """A child: ``n`` connections to ``path``, each saying ``token``, held until
+    killed; it writes how many connected."""
     held, count = [], 0
     for _ in range(n):
         try:
-            held.append(connected(path, 10))
+            s = connected(path, 10)
+            s.sendall(token)
+            held.append(s)
         except OSError:
             continue
         count += 1
@@ -177,7 +202,7 @@ def flood(entry: dict[str, Any], n: int, other: dict[str, Any]) -> dict[str, Any
         pid = os.fork()
         if pid == 0:
             os.close(read)
-            holder(path, share, write)
+            holder(path, share, write, token_line(entry))
             os._exit(0)
         os.close(write)
         children.append((pid, read))
