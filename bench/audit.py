@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 # Run as a script, this file has bench/ first on sys.path, and bench/ holds scripts
-# named like the project's packages (bench/sandbox.py): put the project first.
+# named like the project's packages (a script named like a package, as bench/sandbox.py was): put the project first.
 HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 sys.path.insert(0, str(HERE.parent))

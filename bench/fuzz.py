@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 # Run as a script, this file has bench/ first on sys.path, and bench/ holds scripts
-# whose names shadow packages (bench/sandbox.py): keep bench/ off, the project on.
+# whose names shadow packages (a script named like a package, as bench/sandbox.py was): keep bench/ off, the project on.
 HERE = Path(__file__).resolve().parent
 ROBUSTNESS = HERE.parent / "tests" / "robustness"
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]

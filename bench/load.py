@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 # Run as a script, this file has bench/ first on sys.path, and bench/ holds scripts
-# whose names shadow packages (bench/sandbox.py): keep bench/ off, the project on.
+# whose names shadow packages (a script named like a package, as bench/sandbox.py was): keep bench/ off, the project on.
 HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 sys.path.insert(0, str(HERE.parent))

@@ -75,7 +75,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 FLOOD = HERE / "flood_agent.py"
 # Run as a script, this file has bench/ first on sys.path, and bench/ holds scripts
-# named like the project's packages (bench/sandbox.py): the project's root goes first
+# named like the project's packages (a script named like a package, as bench/sandbox.py was): the project's root goes first
 # instead, and the flood agent is loaded from its file.
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 sys.path.insert(0, str(HERE.parent))
