@@ -206,7 +206,7 @@ class Agent:
         if (self.cwd / "tests" / "hidden" / name).exists():
             found.append("by path")
         listed = subprocess.run(["find", "/", "-name", "test_*_hidden.py"], capture_output=True, text=True)
-        if name in listed.stdout:
+        if any(self.ours(line, name) for line in listed.stdout.splitlines()):
             found.append("find /")
         for pid in os.listdir("/proc"):
             if pid.isdigit() and os.path.exists(f"/proc/{pid}/root{self.cwd}/tests/hidden/{name}"):
@@ -216,9 +216,17 @@ class Agent:
             found.append("git status")
         shown = self.terminal(f"cat tests/hidden/{name} 2>&1; find / -name 'test_*_hidden.py' 2>/dev/null; ls -a tests")
         lines = shown.splitlines()
-        if "assert" in shown or "hidden" in lines or any(line.endswith(f"/{name}") for line in lines):
+        if "assert" in shown or "hidden" in lines or any(self.ours(line, name) for line in lines):
             found.append("a governed terminal")
         return "the held-out test was found: " + ", ".join(found) if found else "no held-out test anywhere"
+
+    def ours(self, line: str, name: str) -> bool:
+        """A path found that is this attempt's held-out test: in its workspace or
+        in the governor's folders (another test's workspace elsewhere on the
+        machine, visible read-only as any folder is, is not the one held out)."""
+        return line.endswith(f"/{name}") and (
+            line.startswith(str(self.cwd)) or "acp-governor" in line or "held-out" in line
+        )
 
     def terminal(self, command: str) -> str:
         """A governed command's output (``terminal/*``), '' when refused."""
