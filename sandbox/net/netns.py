@@ -37,7 +37,7 @@ import sys
 from collections.abc import Sequence
 
 HELPER = r"""
-import ctypes, fcntl, os, socket, sys
+import ctypes, errno, fcntl, os, socket, sys, time
 libc = ctypes.CDLL(None, use_errno=True)
 def setns(fd, kind):
     if libc.setns(fd, kind) != 0:
@@ -67,7 +67,17 @@ try:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         if family == socket.AF_INET6:
             s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-        s.bind((host, int(port)))
+        # bwrap brings the namespace's loopback up after making it: asked that
+        # early, 127.0.0.1 is not there yet (EADDRNOTAVAIL); wait for it, briefly
+        until = time.monotonic() + 5
+        while True:
+            try:
+                s.bind((host, int(port)))
+                break
+            except OSError as e:
+                if e.errno != errno.EADDRNOTAVAIL or time.monotonic() > until:
+                    raise
+                time.sleep(0.01)
         s.listen(128)
         made.append(s)
     socket.send_fds(out, [b"ok"], [m.fileno() for m in made])

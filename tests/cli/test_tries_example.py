@@ -29,7 +29,9 @@ def test_the_tries_example_passes_on_the_second_try_told_the_digest(tmp_path: Pa
     assert (tmp_path / "ws" / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
     # two logs, the starting copy gone
     assert len(list((tmp_path / "state" / "acp-governor").glob("*.jsonl"))) == 2
-    assert not list((tmp_path / "state" / "acp-governor" / "tries").iterdir())
+    # the starting copy lived with the attempt's own files (hidden from every sandbox)
+    attempts = tmp_path / "state" / "acp-governor" / "attempts"
+    assert not [p for p in attempts.iterdir() if p.name.startswith("tries-")]
 
 
 def test_the_tries_example_gives_up_when_its_one_try_fails(tmp_path: Path) -> None:
