@@ -116,6 +116,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     raise_descriptor_limit()
     try:
         code: int = args.func(args)
+        # what is still buffered, written now: at the interpreter's exit a reader
+        # gone would be an "Exception ignored ... BrokenPipeError" and exit 120
+        sys.stdout.flush()
     except BrokenPipeError:  # e.g. `governor presets | head`
         _reader_gone()
         return 0
