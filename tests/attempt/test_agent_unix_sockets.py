@@ -87,6 +87,8 @@ class Listener:
 
 @pytest.fixture
 def host_sockets() -> Iterator[tuple[str, str, list[Listener]]]:
+    if not os.access("/srv", os.W_OK):  # a folder beside the homes: root's to make
+        pytest.skip("making a folder under /srv needs root")
     folder = Path("/srv") / f"acp-agent-sockets-{secrets.token_hex(4)}"
     folder.mkdir(parents=True)
     name = f"acp-agent-abstract-{secrets.token_hex(4)}"

@@ -55,6 +55,8 @@ for path in sys.argv[1:]:
 @pytest.fixture
 def srv(accounts: dict[str, Account | str]) -> Iterator[Path]:
     """A folder under /srv: not private in any sandbox (TMPDIR and the source go there)."""
+    if not os.access("/srv", os.W_OK):  # a folder beside the homes: root's to make
+        pytest.skip("making a folder under /srv needs root")
     base = Path("/srv") / f"govattempts-{secrets.token_hex(4)}"
     base.mkdir(mode=0o755)
     yield base
