@@ -38,6 +38,9 @@ __all__ = ["registry"]  # the fixture
 
 HOOK = """\
 import json, os, sys
+from checkout import needs_a_visible_checkout
+
+pytestmark = needs_a_visible_checkout()
 
 _OUT = os.environ.get("HOSTDOOR_SPAWNS")
 

@@ -25,9 +25,12 @@ import sysconfig
 from typing import Any
 
 import pytest
+from checkout import needs_a_visible_checkout
 from escape_harness import REPO, USERS, Account, Box
 
 from governor.presets import find
+
+pytestmark = needs_a_visible_checkout()
 
 SCRIPTED = REPO / "tests" / "audit" / "scripted_agent.py"
 

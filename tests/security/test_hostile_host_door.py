@@ -31,9 +31,12 @@ import pytest
 from escape_harness import REPO, USERS, Account, Box
 
 sys.path.append(str(REPO / "tests"))
+from checkout import needs_a_visible_checkout
 from npm_registry import Registry, serving
 
 from governor.presets import presets
+
+pytestmark = needs_a_visible_checkout()
 
 GOVERNOR = Path(sys.executable).with_name("governor")
 """The console script, as a person runs it (``python -m`` would put the cwd on
