@@ -27,7 +27,10 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "taskset"))
+from checkout import needs_a_visible_checkout
 from tasks import AGENT, AGENT_ARGS, BY_NAME, make_repo
+
+pytestmark = needs_a_visible_checkout()
 
 GOVERNOR = str(Path(sys.executable).parent / "governor")
 CHECK_PYTHON = shutil.which("python3", path="/usr/local/bin:/usr/bin:/bin") or "python3"

@@ -36,11 +36,12 @@ from test_hostile_host_door import (
 
 __all__ = ["registry"]  # the fixture
 
-HOOK = """\
-import json, os, sys
 from checkout import needs_a_visible_checkout
 
 pytestmark = needs_a_visible_checkout()
+
+HOOK = """\
+import json, os, sys
 
 _OUT = os.environ.get("HOSTDOOR_SPAWNS")
 
