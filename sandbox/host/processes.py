@@ -198,7 +198,9 @@ def command(
     program = argv[0]
     folder = os.path.dirname(program)
     search = host_path(folder)
-    cwd = str(empty_folder(env))
+    # the governor's own folder, found from the governor's environment: a child's
+    # (git's HOME=/nonexistent) would put it elsewhere, or fail to make it there
+    cwd = str(empty_folder())
     checks = [
         (program, True, "program"),
         (os.path.realpath(program), True, "program"),
