@@ -222,3 +222,72 @@ def test_a_servers_secret_in_clear_or_base64_is_masked_and_ordinary_text_passes(
     assert all("[secret]" in r for r in results[:2]), results
     assert results[2] == "plain words"
     assert TOKEN not in log.read_text()
+
+
+# -- a batch's output folder: one job's results in every later job's sandbox --------------------
+
+
+@pytest.fixture
+def outside_homes(tmp_path: Path) -> Any:
+    """A folder outside every home and temporary folder (where a person keeps a
+    batch's results: ``/srv/results``, a data disk), made by root, removed after."""
+    import shutil
+
+    if os.getuid() != 0:
+        pytest.skip("making a folder outside the homes needs root")
+    base = Path("/var/lib") / f"acp-governor-outside-attack-{os.urandom(3).hex()}"
+    base.mkdir(mode=0o755)
+    try:
+        yield base
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="hole: the batch's --out folder (every finished job's changes.patch, audit.jsonl, "
+    "outcomes.jsonl) and its jobs file are readable from every later job's sandbox when "
+    "they lie outside the homes; only the attempts folder and the source repository are hidden",
+)
+@pytest.mark.parametrize("user", USERS)
+def test_a_batch_job_reads_no_other_jobs_results_nor_the_jobs_file(
+    accounts: dict[str, Account | str], user: str, outside_homes: Path
+) -> None:
+    """Class: one attempt reaches another's files. Job b writes its answer;
+    job a, run after it, reads ``OUT/b/changes.patch``, ``OUT/outcomes.jsonl``
+    and the jobs file (every job's prompt, argv and checks) with its own shell
+    and keeps them in its workspace, so its patch carries them. issue 35 moved
+    the live job folders under the hidden attempts folder, but what the batch
+    writes for the person (``--out``) and reads from them (the jobs file) stay
+    where the person put them, shown read-only like the rest of the host. The
+    mechanism that closes the class: every path a batch writes or reads for
+    its jobs (out folder, jobs file, ``--log`` folders) hidden from every
+    sandbox of the batch, as the source repository already is (or a sandbox
+    whose host view is a list of what it may see, not of what it may not)."""
+    box = box_for(accounts, user, "out")
+    place = outside_homes / "batch"
+    box.mkdir(place)
+    out = place / "out"
+    python = python_of(box)
+    answer = "THE-ANSWER-OF-JOB-B-" + os.urandom(4).hex()
+    held = "held-out-check-" + os.urandom(4).hex()
+    jobs_file = place / "jobs.jsonl"
+
+    def job(name: str, shell: str, **more: Any) -> dict[str, Any]:
+        script = box.write(box.dir / f"{name}.json", json.dumps([{"shell": shell}, {"say": "Done."}]))
+        return {"id": name, "prompt": "go", "repo": str(box.ws), "capability": "edit-workspace",
+                "timeout": 120, "argv": [python, str(SCRIPTED), "--script", str(script)], **more}  # fmt: skip
+
+    steal = (f"cd {{cwd}} && (cat {out}/b/changes.patch {out}/outcomes.jsonl {jobs_file}; true)"
+             " > leaked.txt 2>&1")  # fmt: skip
+    jobs = [job("b", f"cd {{cwd}} && echo {answer} > answer.txt", checks=[f"echo {held}"]),
+            job("a", steal)]  # fmt: skip
+    box.write(jobs_file, "".join(json.dumps(j) + "\n" for j in jobs))
+    done = governor(box, ["batch", str(jobs_file), "--out", str(out), "--jobs", "1"])
+    assert (out / "outcomes.jsonl").exists(), done.stdout[-2000:] + done.stderr[-3000:]
+    lines = {json.loads(line)["job"]: json.loads(line) for line in (out / "outcomes.jsonl").read_text().splitlines()}
+    assert {j: line["status"] for j, line in lines.items()} == {"b": "completed", "a": "completed"}
+    assert answer in (out / "b" / "changes.patch").read_text()  # the neighbour: b's own patch
+    stolen = (out / "a" / "changes.patch").read_text()
+    assert "b/leaked.txt" in stolen  # a wrote what it found
+    assert answer not in stolen and held not in stolen, stolen[:2000]
