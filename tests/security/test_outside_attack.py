@@ -291,3 +291,86 @@ def test_a_batch_job_reads_no_other_jobs_results_nor_the_jobs_file(
     stolen = (out / "a" / "changes.patch").read_text()
     assert "b/leaked.txt" in stolen  # a wrote what it found
     assert answer not in stolen and held not in stolen, stolen[:2000]
+
+
+# -- a file name that is not UTF-8 ----------------------------------------------------------------
+
+PLANT_BYTES = (
+    "cd {cwd} && printf x > \"$(printf 'bad\\377name')\""
+    " && mkdir \"$(printf 'd\\376')\" && printf y > \"$(printf 'd\\376')/conftest.py\""
+)
+"""Files whose names are bytes, not UTF-8 (Linux allows any byte but / and NUL)."""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="hole: governor/batch/output.py writes each outcome with json.dumps(ensure_ascii=False)"
+    ".encode(): a path holding a surrogate (a name that is not UTF-8) raises UnicodeEncodeError, "
+    "the batch ends with a traceback, outcomes.jsonl empty and the other job never run",
+)
+@pytest.mark.parametrize("user", USERS)
+def test_a_batch_job_that_names_a_file_in_bytes_that_are_not_utf8_loses_no_job(
+    accounts: dict[str, Account | str], user: str
+) -> None:
+    """Class: an attempt ends without its records (and a batch loses another
+    job). Job b creates ``bad\\xffname`` and ``d\\xfe/conftest.py`` with its own
+    shell; a path the governor read with ``os`` holds surrogates, and a
+    writer that encodes strictly (the batch's outcome line) raises. Job a asked
+    for nothing. The mechanism that closes the class: one spelling for a path
+    in every record, outcome and output (its bytes escaped, e.g. JSON with
+    ``ensure_ascii`` or ``surrogateescape`` written as ``\\\\xff``), used by every
+    writer, so no name an agent chooses can stop a writer."""
+    box = box_for(accounts, user, "bytes")
+    python = python_of(box)
+
+    def job(name: str, shell: str) -> dict[str, Any]:
+        script = box.write(box.dir / f"{name}.json", json.dumps([{"shell": shell}, {"say": "Done."}]))
+        return {"id": name, "prompt": "go", "repo": str(box.ws), "capability": "edit-workspace",
+                "timeout": 120, "argv": [python, str(SCRIPTED), "--script", str(script)]}  # fmt: skip
+
+    jobs_file = box.write(box.dir / "jobs.jsonl", "".join(
+        json.dumps(j) + "\n" for j in [job("b", PLANT_BYTES), job("a", "cd {cwd} && printf n > notes.txt")]
+    ))  # fmt: skip
+    out = box.dir / "out"
+    done = governor(box, ["batch", str(jobs_file), "--out", str(out), "--jobs", "1"])
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    raw = (out / "outcomes.jsonl").read_bytes()
+    lines = {json.loads(line)["job"]: json.loads(line) for line in raw.decode().splitlines()}
+    assert {j: line["status"] for j, line in lines.items()} == {"b": "completed", "a": "completed"}
+    assert "b/notes.txt" in (out / "a" / "changes.patch").read_text()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="hole: `governor run --json` writes the outcome with the planted name's raw bytes "
+    "(a surrogate written through stdout's surrogateescape): the outcome is not UTF-8 JSON, and "
+    "the audit log spells the name with U+FFFD, so two planted names are one in the record",
+)
+@pytest.mark.parametrize("user", USERS)
+def test_a_file_named_in_bytes_that_are_not_utf8_is_recorded_by_a_name_that_is_its_own(
+    accounts: dict[str, Account | str], user: str
+) -> None:
+    """Class: a change escapes the record (a name the record cannot spell).
+    The outcome a ``--json`` reader parses must be UTF-8 JSON, and the log must
+    name the very file: ``d\\xfe/conftest.py`` and ``d\\xfd/conftest.py`` are two
+    files, not one ``d\\ufffd/conftest.py``."""
+    box = box_for(accounts, user, "name")
+    policy_path = box.write(box.dir / "p.toml", 'capability = "edit-workspace"\n')
+    script = box.write(box.dir / "s.json", json.dumps([{"shell": PLANT_BYTES}, {"say": "Done."}]))
+    log = box.dir / "audit.jsonl"
+    driver = box.account.driver
+    if driver is not None:
+        args = [str(a) for a in driver.proc.args]
+        python, prefix = args[-2], args[:-2]
+    else:
+        site = sysconfig.get_paths()["purelib"]
+        python = os.path.realpath(sys.executable)
+        prefix = ["env", "-i", f"PYTHONPATH={REPO}:{site}", "PATH=/usr/bin:/bin", "LANG=C.UTF-8"]
+    argv = [*prefix, f"HOME={box.home}", f"TMPDIR={box.dir / 'tmp'}", python, "-m", "governor.cli",
+            "run", "--json", "--policy", str(policy_path), "--workspace", str(box.ws), "--log", str(log),
+            "go", "--", python, str(SCRIPTED), "--script", str(script)]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, timeout=600)
+    outcome = json.loads(done.stdout.decode("utf-8"))  # strict: what a --json reader does
+    assert outcome["status"] == "completed"
+    assert len(outcome["acp"]["unasked_paths"]) == 2
+    assert "\ufffd" not in log.read_text(), "the log names a file that does not exist"
