@@ -195,7 +195,7 @@ def test_a_servers_secret_reaches_the_agent_in_no_spelling_it_can_undo(
     import base64
 
     box = box_for(accounts, user, "spell")
-    outcome, log = mcp_run(box, ENC_POLICY, ["call", "enc", "secret",
+    outcome, _log = mcp_run(box, ENC_POLICY, ["call", "enc", "secret",
                                              json.dumps({"name": "SERVICE_TOKEN", "encoding": encoding})],
                            {"SERVICE_TOKEN": TOKEN})  # fmt: skip
     assert outcome["status"] == "completed", outcome
