@@ -5,7 +5,9 @@ as a program would, and says what it was sent:
 - ``secret {name, encoding}``: the value of its variable ``name`` as
   ``plain``, ``base64``, ``base64-inside`` (inside a longer base64 text, at the
   second alignment), ``base64url-inside`` (URL-safe, third alignment), ``hex``,
-  ``HEX`` or ``url`` (percent-encoded);
+  ``HEX``, ``url`` (percent-encoded), ``reversed``, ``base32`` or ``halves``
+  (the two halves apart: what ``echo ${T:0:10} ${T:10}`` in a shell-like
+  server's tool hands back);
 - ``received``: the methods of every message this session was sent, in order.
 """
 
@@ -33,6 +35,9 @@ def encoded(value: str, encoding: str) -> str:
         "hex": lambda: raw.hex(),
         "HEX": lambda: raw.hex().upper(),
         "url": lambda: quote(value, safe=""),
+        "reversed": lambda: value[::-1],
+        "base32": lambda: base64.b32encode(raw).decode(),
+        "halves": lambda: value[: len(value) // 2] + " " + value[len(value) // 2 :],
     }[encoding]()
 
 
