@@ -190,7 +190,10 @@ class Output:
         for entry in line.get("tries") or []:
             entry["log"] = placed(entry.get("log"))
         line["changes"] = str(folder / PATCH)
-        data = json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+        # a path the agent named in bytes that are not UTF-8 is a lone surrogate
+        # here: written as the JSON escape it is (\udcff), never a crash of the batch
+        text = json.dumps(line, ensure_ascii=False, separators=(",", ":"))
+        data = text.encode("utf-8", "backslashreplace") + b"\n"
         with self._write_lock:
             os.write(self._fd, data)
             os.fsync(self._fd)

@@ -63,7 +63,11 @@ def governor(
 
 def python_of(box: Box) -> str:
     driver = box.account.driver
-    return [str(a) for a in driver.proc.args][-2] if driver is not None else os.path.realpath(sys.executable)
+    return (
+        [str(a) for a in driver.proc.args][-2]
+        if driver is not None
+        else os.path.realpath(sys.executable)
+    )
 
 
 def outcome_of(done: subprocess.CompletedProcess[str]) -> dict[str, Any]:
@@ -84,28 +88,14 @@ def scripted_run(box: Box, name: str, policy: str, steps: list[Any]) -> dict[str
     return outcome_of(governor(box, argv))
 
 
-def hole_for_unprivileged(reason: str) -> list[Any]:
-    """USERS, the unprivileged one marked as a known hole (root holds)."""
-    return [
-        pytest.param(u, marks=pytest.mark.xfail(strict=True, reason=f"hole: {reason}"))
-        if u == "unprivileged"
-        else u
-        for u in USERS
-    ]
-
-
 # -- the walk's bound: what git would track is always seen ------------------------------------
 
 BOUND = 50_000  # governor.workspace.MAX_FILES
 
-UNPRIVILEGED_GIT_IGNORED = (
-    "governor.workspace.git_ignored gives git HOME=/nonexistent, and the host door makes its "
-    "empty cwd under $HOME/.local/share: an unprivileged governor cannot, so git is never asked "
-    "what it ignores, the walk's bound applies to every file, and a new file past it is never seen"
-)
-
-
-@pytest.mark.parametrize("user", hole_for_unprivileged(UNPRIVILEGED_GIT_IGNORED))
+# Was a hole for an unprivileged governor: git got HOME=/nonexistent and the host door
+# made its empty cwd from the child's HOME, so git was never asked what it ignores.
+# Closed: the door's folder comes from the governor's own environment.
+@pytest.mark.parametrize("user", USERS)
 def test_a_file_git_would_track_is_seen_in_a_workspace_with_more_ignored_files_than_the_walks_bound(
     accounts: dict[str, Account | str], user: str
 ) -> None:
@@ -123,14 +113,19 @@ def test_a_file_git_would_track_is_seen_in_a_workspace_with_more_ignored_files_t
     box.write(box.ws / "vendor" / "keep.txt", "tracked, so vendor/ is no ignored folder")
     box.git("add", ".gitignore", "vendor/keep.txt")
     box.git("commit", "-q", "-m", "vendor")
-    made = box.host(PY, "-c", f"[open(f'vendor/{{i}}.o', 'w').close() for i in range({BOUND + 100})]")
+    made = box.host(
+        PY, "-c", f"[open(f'vendor/{{i}}.o', 'w').close() for i in range({BOUND + 100})]"
+    )
     assert made.returncode == 0, made.stderr
     steps = [{"shell": "cd {cwd} && mkdir vendor/plugins && printf 'import os\\n' > vendor/plugins/conftest.py"},
              {"say": "Done."}]  # fmt: skip
     outcome = scripted_run(box, "bound", "", steps)
     assert outcome["status"] == "completed", outcome.get("reason")
     planted = str(box.ws / "vendor" / "plugins" / "conftest.py")
-    assert planted in outcome["acp"]["unasked_paths"], (outcome["acp"]["unasked_paths"], outcome["acp"]["notices"])
+    assert planted in outcome["acp"]["unasked_paths"], (
+        outcome["acp"]["unasked_paths"],
+        outcome["acp"]["notices"],
+    )
 
 
 @pytest.mark.parametrize("user", USERS)
@@ -153,7 +148,9 @@ def test_a_new_file_beside_a_few_ignored_ones_is_seen_by_every_governor(
 # -- masking: a server's secret in spellings the masker does not list -------------------------
 
 
-def mcp_run(box: Box, policy: str, agent: list[str], environ: dict[str, str]) -> tuple[dict[str, Any], Path]:
+def mcp_run(
+    box: Box, policy: str, agent: list[str], environ: dict[str, str]
+) -> tuple[dict[str, Any], Path]:
     policy_path = box.write(box.dir / "policy.toml", policy)
     log = box.dir / "audit.jsonl"
     argv = ["run", "--json", "--policy", str(policy_path), "--workspace", str(box.ws), "--log", str(log),
@@ -214,7 +211,11 @@ def test_a_servers_secret_in_clear_or_base64_is_masked_and_ordinary_text_passes(
 ) -> None:
     """The spellings the masker does list hold (the neighbour of the hole above)."""
     box = box_for(accounts, user, "listed")
-    calls = [a for e in ("plain", "base64-inside") for a in ("secret", json.dumps({"name": "SERVICE_TOKEN", "encoding": e}))]
+    calls = [
+        a
+        for e in ("plain", "base64-inside")
+        for a in ("secret", json.dumps({"name": "SERVICE_TOKEN", "encoding": e}))
+    ]
     outcome, log = mcp_run(box, ENC_POLICY, ["call", "enc", *calls, "echo", json.dumps({"text": "plain words"})],
                            {"SERVICE_TOKEN": TOKEN})  # fmt: skip
     assert outcome["status"] == "completed", outcome
@@ -274,7 +275,9 @@ def test_a_batch_job_reads_no_other_jobs_results_nor_the_jobs_file(
     jobs_file = place / "jobs.jsonl"
 
     def job(name: str, shell: str, **more: Any) -> dict[str, Any]:
-        script = box.write(box.dir / f"{name}.json", json.dumps([{"shell": shell}, {"say": "Done."}]))
+        script = box.write(
+            box.dir / f"{name}.json", json.dumps([{"shell": shell}, {"say": "Done."}])
+        )
         return {"id": name, "prompt": "go", "repo": str(box.ws), "capability": "edit-workspace",
                 "timeout": 120, "argv": [python, str(SCRIPTED), "--script", str(script)], **more}  # fmt: skip
 
@@ -285,7 +288,10 @@ def test_a_batch_job_reads_no_other_jobs_results_nor_the_jobs_file(
     box.write(jobs_file, "".join(json.dumps(j) + "\n" for j in jobs))
     done = governor(box, ["batch", str(jobs_file), "--out", str(out), "--jobs", "1"])
     assert (out / "outcomes.jsonl").exists(), done.stdout[-2000:] + done.stderr[-3000:]
-    lines = {json.loads(line)["job"]: json.loads(line) for line in (out / "outcomes.jsonl").read_text().splitlines()}
+    lines = {
+        json.loads(line)["job"]: json.loads(line)
+        for line in (out / "outcomes.jsonl").read_text().splitlines()
+    }
     assert {j: line["status"] for j, line in lines.items()} == {"b": "completed", "a": "completed"}
     assert answer in (out / "b" / "changes.patch").read_text()  # the neighbour: b's own patch
     stolen = (out / "a" / "changes.patch").read_text()
@@ -302,12 +308,6 @@ PLANT_BYTES = (
 """Files whose names are bytes, not UTF-8 (Linux allows any byte but / and NUL)."""
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: governor/batch/output.py writes each outcome with json.dumps(ensure_ascii=False)"
-    ".encode(): a path holding a surrogate (a name that is not UTF-8) raises UnicodeEncodeError, "
-    "the batch ends with a traceback, outcomes.jsonl empty and the other job never run",
-)
 @pytest.mark.parametrize("user", USERS)
 def test_a_batch_job_that_names_a_file_in_bytes_that_are_not_utf8_loses_no_job(
     accounts: dict[str, Account | str], user: str
@@ -324,7 +324,9 @@ def test_a_batch_job_that_names_a_file_in_bytes_that_are_not_utf8_loses_no_job(
     python = python_of(box)
 
     def job(name: str, shell: str) -> dict[str, Any]:
-        script = box.write(box.dir / f"{name}.json", json.dumps([{"shell": shell}, {"say": "Done."}]))
+        script = box.write(
+            box.dir / f"{name}.json", json.dumps([{"shell": shell}, {"say": "Done."}])
+        )
         return {"id": name, "prompt": "go", "repo": str(box.ws), "capability": "edit-workspace",
                 "timeout": 120, "argv": [python, str(SCRIPTED), "--script", str(script)]}  # fmt: skip
 
