@@ -439,3 +439,48 @@ def test_as_an_unprivileged_user_with_tmpdir_elsewhere_a_rewritten_report_is_not
         assert not _accepted(outcome)
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+NPM_SCRIPT = (
+    'printf \'{"type": "module", "private": true, "scripts": {"test": '
+    '"node --test tests/test_mean.mjs tests/acceptance/test_mean_acceptance.mjs"}}\\n\' > package.json\n'
+    "git add -A && git -c user.name=l -c user.email=l@example.invalid commit -qm npm\n"
+)
+
+NODE_IN_NODE_MODULES_BIN = """mkdir -p node_modules/.bin
+cat > node_modules/.bin/node <<'SH'
+#!/bin/sh
+printf '%s\\n' '<testsuites><testsuite name="x"><testcase name="acceptance mean"/>\\
+<testcase name="unit mean"/></testsuite></testsuites>' > "$GOVERNOR_CHECK_REPORTS/node.xml"
+echo "# pass 2"
+SH
+chmod +x node_modules/.bin/node
+"""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="hole: npm puts the workspace's node_modules/.bin first on a script's PATH; "
+    "node_modules is outside the harness set",
+)
+def test_a_node_that_npm_finds_in_the_workspace_s_node_modules_bin_is_not_the_check_s(
+    tmp_path: Path,
+) -> None:
+    """Class: the check's ``PATH`` leaves the roots out, but the runner puts a
+    root back: ``npm test`` runs its script with ``node_modules/.bin`` first,
+    and ``node_modules`` is neither pinned nor a finding. A ``node`` there
+    writes a JUnit file of passing tests and exits 0."""
+    ws = _workspace(tmp_path, "mean", held_out=False)
+    subprocess.run(["sh", "-c", NPM_SCRIPT], cwd=ws, check=True)
+    outcome = _attempt_in(tmp_path, ws, NODE_IN_NODE_MODULES_BIN, "npm test")
+    assert _node_fresh(ws) == "12"
+    assert not _accepted(outcome)
+
+
+def test_the_honest_fix_through_npm_test_is_accepted_clean(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path, "mean", held_out=False)
+    subprocess.run(["sh", "-c", NPM_SCRIPT], cwd=ws, check=True)
+    fixed = BY_NAME["mean"].fixed.replace("'", "'\\''")
+    outcome = _attempt_in(tmp_path, ws, f"printf '%s' '{fixed}' > stats.mjs\n", "npm test")
+    assert _node_fresh(ws) == "4"
+    assert _accepted(outcome), (outcome.get("verdict"), outcome.get("findings"))
