@@ -777,3 +777,26 @@ def test_the_honest_fix_in_a_src_layout_is_accepted_clean(tmp_path: Path) -> Non
     )
     assert _fresh(ws / "src", "calc", "m.add(2, 3)") == "5"
     assert _accepted(outcome), (outcome.get("verdict"), outcome.get("findings"))
+
+
+QA_LAYOUT = "git mv tests qa && git -c user.name=l -c user.email=l@example.invalid commit -qm qa\n"
+REBIND_IN_QA_INIT = "printf 'import calc\\n\\ncalc.add = lambda a, b: a + b\\n' > qa/__init__.py\n"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="hole: test folders are known by name (tests, test, spec...); qa/__init__.py is neither harness nor audited",
+)
+def test_a_test_package_s_init_is_the_harness_whatever_the_folder_is_called(tmp_path: Path) -> None:
+    """Class: the harness set and the audit know a test folder by a list of
+    names; a project whose tests live in ``qa/`` (checked with ``discover -s
+    qa``) has a ``qa/__init__.py`` that runs before every test in it, neither
+    pinned nor read: rebinding ``calc.add`` there passes the tests in the
+    runner's process only."""
+    ws = _workspace(tmp_path, "add", held_out=False)
+    subprocess.run(["sh", "-c", QA_LAYOUT], cwd=ws, check=True)
+    (tmp_path / "loop.toml").write_text(POLICY.replace("tests/acceptance", "qa/acceptance"))
+    check = f"{CHECK_PYTHON} -m unittest discover -s qa -t . -q"
+    outcome = _attempt_in(tmp_path, ws, REBIND_IN_QA_INIT, check)
+    assert _fresh(ws, "calc", "m.add(2, 3)") == "-1"
+    assert not _accepted(outcome)
