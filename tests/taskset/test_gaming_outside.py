@@ -34,7 +34,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from checkout import needs_a_visible_checkout
 from tasks import BY_NAME, check_command, make_repo
+
+pytestmark = needs_a_visible_checkout()
 
 GOVERNOR = str(Path(sys.executable).parent / "governor")
 CHECK_PYTHON = shutil.which("python3", path="/usr/local/bin:/usr/bin:/bin") or "python3"
