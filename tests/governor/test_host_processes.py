@@ -16,10 +16,25 @@ from sandbox.host.processes import HostProcessRefused, Places
 
 
 @pytest.fixture
-def environ(tmp_path: Path) -> dict[str, str]:
+def environ(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """A child's environment, and the governor's own home set to the same: the
+    empty folder is the governor's, found from its own environment."""
     home = tmp_path / "home"
     home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
     return {"HOME": str(home), "PATH": "/usr/bin:/bin", "TMPDIR": str(tmp_path / "t")}
+
+
+def test_the_empty_folder_is_the_governors_whatever_home_the_child_is_given(
+    environ: dict[str, str],
+) -> None:
+    """git runs with HOME=/nonexistent: its cwd is still the governor's folder
+    (a child's HOME made root create /nonexistent/.local/share/... on the host,
+    and an unprivileged governor could start no git at all)."""
+    host = processes.command(["/usr/bin/git", "--version"], env={**environ, "HOME": "/nonexistent"})
+    assert host.cwd == str(Path(environ["HOME"]) / ".local/share/acp-governor/empty")
+    assert not host.cwd.startswith("/nonexistent")
 
 
 def test_a_host_process_starts_from_the_empty_folder_with_the_system_path_and_its_own_folder(
