@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import os
 import re
 import sys
 import textwrap
@@ -75,7 +76,9 @@ TALLY_HELP: Final = "the tally's words:\n" + "".join(
 )
 """`WORDS` as `governor audit --help` prints them, before its exit codes."""
 TABLE_ROWS: Final = 2000
-"""Attempts the table shows (the earliest); past them a line says how many more."""
+"""Attempts the table shows (the newest); past them a line says how many more."""
+WORKSPACE_WIDTH: Final = 48
+"""A workspace's characters in the table: its last ones, where its name is."""
 
 
 HEAD: Final = re.compile(r"[0-9a-f]{64}")
@@ -319,8 +322,19 @@ def _dispatch(args: argparse.Namespace) -> int:
     )
 
 
+def _where(workspace: str | None) -> str:
+    """A workspace as the table shows it: the home as ``~``, a long path cut
+    at its start (its end names it), ``?`` when the log does not say."""
+    if not workspace:
+        return "?"
+    home = os.path.expanduser("~")
+    if home not in ("", "/") and (workspace == home or workspace.startswith(home + "/")):
+        workspace = "~" + workspace[len(home):]
+    return workspace if len(workspace) <= WORKSPACE_WIDTH else "..." + workspace[3 - WORKSPACE_WIDTH:]
+
+
 def _table(rows: list[Row]) -> Iterator[str]:
-    header = ("ATTEMPT", "AGENT", "STATUS", *(c.upper() for c in TALLY_COLUMNS), "DURATION")
+    header = ("ATTEMPT", "AGENT", "STATUS", *(c.upper() for c in TALLY_COLUMNS), "DURATION", "WORKSPACE")
     body = [
         (
             r.attempt,
@@ -328,11 +342,12 @@ def _table(rows: list[Row]) -> Iterator[str]:
             r.status,
             *(str(getattr(r.tally, c)) for c in TALLY_COLUMNS),
             "?" if r.duration_s is None else f"{r.duration_s:.1f}s" + ("" if r.finished else "+"),
+            _where(r.workspace),
         )
         for r in rows
     ]
     widths = [max(len(x) for x in col) for col in zip(header, *body, strict=False)]
-    numeric = set(range(3, len(header)))
+    numeric = set(range(3, len(header) - 1))
     for cells in (header, *body):  # a crafted log's fields reach the terminal as text
         yield terminal("  ".join(
             c.rjust(w) if i in numeric else c.ljust(w)
@@ -390,7 +405,12 @@ def run_table(
         return check_runs(logs, as_json)
     if mcp:
         return mcp_calls(logs, as_json)
-    rows = sorted((r for log in logs for r in attempt_rows(log)), key=lambda r: (r.started or 0.0, r.attempt))
+    # newest first, as `git log`: the attempt one looks for is most often the last
+    rows = sorted(
+        (r for log in logs for r in attempt_rows(log)),
+        key=lambda r: (r.started or 0.0, r.attempt),
+        reverse=True,
+    )
     if as_json:
         print(json.dumps([r.to_json() for r in rows], indent=1, ensure_ascii=False))
         return 0
@@ -402,7 +422,7 @@ def run_table(
     unfinished = sum(1 for r in rows if not r.finished)
     total = Tally(*(sum(getattr(r.tally, c) for r in rows) for c in TALLY_COLUMNS))
     if len(rows) > TABLE_ROWS:
-        print(f"... and {len(rows) - TABLE_ROWS:,} more attempt(s), the latest: the totals count them; "
+        print(f"... and {len(rows) - TABLE_ROWS:,} older attempt(s): the totals count them; "
               "--json lists every one, --attempt ID tells one")  # fmt: skip
     print(
         f"\n{len(rows)} attempt(s) in {len(logs)} log(s); "

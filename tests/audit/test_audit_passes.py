@@ -44,7 +44,7 @@ def command(request: Any, verdict: str = "allow", text: str = "pytest -q") -> di
             "verdict": verdict, "by": "policy", "rule": "r", "reason": "why"}  # fmt: skip
 
 
-def test_the_table_shows_its_first_rows_and_says_how_many_more_while_the_totals_count_all(
+def test_the_table_shows_its_newest_rows_and_says_how_many_older_while_the_totals_count_all(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     log = tmp_path / "audit.jsonl"
@@ -52,14 +52,14 @@ def test_the_table_shows_its_first_rows_and_says_how_many_more_while_the_totals_
     monkeypatch.setattr(audit_cli, "TABLE_ROWS", 2)
     code, out, _ = run([str(log)])
     assert code == 0
-    assert [line.split()[0] for line in out.splitlines()[1:3]] == ["a0", "a1"]
-    assert "a2" not in out and "... and 3 more attempt(s)" in out
+    assert [line.split()[0] for line in out.splitlines()[1:3]] == ["a4", "a3"]
+    assert "a2" not in out and "... and 3 older attempt(s)" in out
     assert "5 attempt(s) in 1 log(s); 5 asked, 0 allowed, 0 waited, 5 refused" in out
     monkeypatch.setattr(audit_cli, "TABLE_ROWS", 5)  # within the bound: every row, no note
     code, out, _ = run([str(log)])
-    assert "a4" in out and "more attempt" not in out
+    assert "a0" in out and "older attempt" not in out
     code, out, _ = run(["--json", str(log)])
-    assert [r["attempt"] for r in json.loads(out)] == [f"a{k}" for k in range(5)]
+    assert [r["attempt"] for r in json.loads(out)] == [f"a{k}" for k in reversed(range(5))]
 
 
 def test_replay_lists_its_first_changes_and_counts_every_one(

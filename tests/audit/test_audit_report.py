@@ -98,11 +98,14 @@ def test_the_report_has_one_row_per_attempt_with_agent_status_and_counts(
         "REPORTED",
         "UNASKED",
         "DURATION",
+        "WORKSPACE",
     ]
-    for outcome, line in zip(outcomes, lines[1:5], strict=True):
+    # newest first, each with the end of its workspace's path
+    for outcome, line in zip(reversed(outcomes), lines[1:5], strict=True):
         t = outcome["acp"]["tally"]
         cells = line.split()
         assert cells[:3] == [outcome["run_id"], "demo", outcome["status"]]
+        assert outcome["workspace"].endswith(cells[-1].removeprefix("..."))
         assert cells[3:9] == [
             str(t[c]) for c in ("asked", "allowed", "waited", "refused", "reported", "unasked")
         ]
