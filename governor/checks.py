@@ -43,6 +43,19 @@ command writes there), and the verdict is ``passed`` only when every check
 exited 0 *and* every acceptance test ran and passed. Its output is kept as a bounded
 tail, masked, since a test run prints the environment it was given.
 
+**Held-out tests stay held out** (`governor.held_out`): a check run while
+the job has held-out files keeps its words to itself. Its output and its
+per-test report can quote a held-out test (a traceback prints the failing
+line, a test's message its inputs), and every way a check's words leave the
+governor leads to an agent sooner or later: the outcome a loop hands on, the
+events, the audit record, a next try's prompt (`governor.tries.digest`), a
+batch's tries. So one rule at the source, `CheckRun` itself: its ``tail`` is
+`WITHHELD` and its per-test results only counted; what is left is what
+cannot reveal a held-out test (the command, the exit status, the duration,
+the visible acceptance tests not passed by name and the held-out ones
+counted, `governor.test_results.Judgement`). A loop that wants the held-out
+output runs its held-out tests itself.
+
 `run_checks` is the library's step: a loop that owns its retries calls it with
 the workspace and the policy, without the command line.
 """
@@ -218,7 +231,7 @@ async def run_checks(
             )
             sweep = cache_sweep(policy) if workspace == "overlay" else None
             ran = await _one(command, profile, policy.check_timeout, masked, built, sweep)
-            ran = _with_reports(ran, reports, masked)
+            ran = _with_reports(ran, reports, masked, withheld=bool(policy.held_out))
             runs.append(ran)
             if on_check is not None:
                 on_check(ran)
@@ -234,6 +247,11 @@ JUnit XML there (``jest --reporters=jest-junit`` with ``JEST_JUNIT_OUTPUT_DIR``,
 ``go-junit-report > "$GOVERNOR_CHECK_REPORTS/go.xml"``)."""
 PYCACHE_INSIDE: Final = "/tmp/.governor-pycache"
 """Where a check's interpreters keep bytecode: on its sandbox's fresh ``/tmp``."""
+WITHHELD: Final = (
+    "(the output is withheld: the checks ran the job's held-out tests, and it could "
+    "quote them; the verdict and the acceptance tests say what failed)"
+)
+"""A check's ``tail`` when the job holds tests out (see the module's header)."""
 
 
 def check_environment(
@@ -335,10 +353,19 @@ class _Folders:
         shutil.rmtree(self.top, ignore_errors=True)
 
 
-def _with_reports(ran: CheckRun, folder: str, masker: Masker) -> CheckRun:
+def _with_reports(ran: CheckRun, folder: str, masker: Masker, *, withheld: bool = False) -> CheckRun:
     """The check with what its reports say of each test (masked: a test's
-    message may print what it was given)."""
+    message may print what it was given); ``withheld`` (the job holds tests
+    out): its output and per-test results only counted, `WITHHELD`."""
     read = test_results.read_reports(folder)
+    if withheld:
+        return replace(
+            ran,
+            tail=WITHHELD if ran.tail else "",
+            tests=(),
+            tests_more=len(read.results),
+            unfinished=read.unfinished,
+        )
     shown = test_results.kept(read.results)
     tests = tuple(replace(t, id=masker.text(t.id), detail=masker.text(t.detail)) for t in shown.shown)
     return replace(ran, tests=tests, tests_more=shown.more, unfinished=read.unfinished)

@@ -22,6 +22,12 @@ Rules of this file:
   way back never follows a link the agent left: every folder on the way is
   opened relative to its parent with ``O_NOFOLLOW``, and what is not a real
   folder is removed, so putting the files back cannot write outside the roots.
+- **Every held-out test is an acceptance test**: the tests in the held-out
+  files are listed (`governor.test_results.collect`) before they are moved
+  out (`HeldOut.tests`), and the verdict needs each reported passed by name.
+  What a check run over them says (its output, its per-test report, the
+  held-out tests' names) stays with the governor (`governor.checks`): the
+  outcome, the events and a next try's prompt count them, never show them.
 - **Their digest at both ends**, like the frozen files' (`governor.frozen.digest_of`):
   taken before they are moved out and again once they are back, in the
   attempt-start and attempt-end records and the outcome.
@@ -48,7 +54,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from governor import frozen
+from governor import frozen, test_results
 from policies.policy import Policy
 from sandbox.host.concealed import state_dir
 
@@ -78,6 +84,8 @@ class HeldOut:
     folder: Path
     kept: tuple[Kept, ...]
     at_start: frozen.Digest
+    tests: tuple[str, ...] = ()
+    """The tests in the held-out files, listed before they were moved out."""
     replaced: list[str] = field(default_factory=list)
     """The held-out paths (relative) where the agent had made something, removed
     before the original went back."""
@@ -86,7 +94,7 @@ class HeldOut:
 
     def to_json(self) -> dict[str, Any]:
         """As the outcome's ``held_out`` holds it."""
-        out: dict[str, Any] = {"start": self.at_start.to_json()}
+        out: dict[str, Any] = {"start": self.at_start.to_json(), "tests": len(self.tests)}
         if self.at_end is not None:
             out["end"] = self.at_end.to_json()
         if self.replaced:
@@ -156,6 +164,7 @@ def hide(policy: Policy, run_id: str) -> HeldOut | None:
             "(hold out their folder instead: `dir/**`)"
         )
     at_start = frozen.digest_of(policy.held_out, policy.roots, "held-out")
+    listed = test_results.collect(frozen.files_under(policy.held_out, policy.roots))
     folder = state_dir() / "held-out" / run_id
     try:
         folder.mkdir(parents=True, mode=0o700)
@@ -163,7 +172,7 @@ def hide(policy: Policy, run_id: str) -> HeldOut | None:
         raise HoldOutFailed(
             f"the held-out tests cannot be kept in {folder}: {e.strerror}"
         ) from None
-    held = HeldOut(folder, (), at_start)
+    held = HeldOut(folder, (), at_start, listed)
     kept: list[Kept] = []
     for n, (path, rel) in enumerate(named):
         copy = str(folder / str(n))

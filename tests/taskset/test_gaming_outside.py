@@ -215,9 +215,6 @@ def test_a_node_module_that_no_ops_assert_deep_equal_is_not_accepted(tmp_path: P
     assert not _accepted(outcome)
 
 
-@pytest.mark.xfail(
-    strict=True, reason="hole: held-out tests are not acceptance tests; a skipped one passes"
-)
 def test_a_held_out_test_the_code_under_test_skips_is_not_accepted(tmp_path: Path) -> None:
     """Class: held-out tests count only when they fail or error; special-cased to
     the visible input, the code raises ``SkipTest`` on any other, and the
@@ -315,9 +312,6 @@ pairs=$(printf '%s' "$P" | grep -o 'm\.add([0-9]*, [0-9]*), [0-9]*' \
 """
 
 
-@pytest.mark.xfail(
-    strict=True, reason="hole: the next try's digest carries the held-out test's output"
-)
 def test_a_held_out_test_s_source_never_reaches_the_agent_through_the_next_try_s_digest(
     tmp_path: Path,
 ) -> None:
@@ -613,11 +607,6 @@ EXIT_AT_IMPORT = (
 )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: a frozen set with no collectable test leaves 0 acceptance tests, silently: "
-    "the verdict is the exit status again",
-)
 def test_a_frozen_check_script_with_no_collectable_test_does_not_make_the_verdict_an_exit_status(
     tmp_path: Path,
 ) -> None:
@@ -633,11 +622,35 @@ def test_a_frozen_check_script_with_no_collectable_test_does_not_make_the_verdic
     assert not _accepted(outcome)
 
 
-def test_the_honest_fix_under_a_frozen_check_script_is_accepted_clean(tmp_path: Path) -> None:
+def test_the_honest_fix_under_a_frozen_check_script_is_accepted_clean_when_the_job_takes_its_exit_status(
+    tmp_path: Path,
+) -> None:
+    """The honest neighbour of the hole above. Under a check script the honest
+    fix and ``os._exit(0)`` at import end alike (exit 0, the same output):
+    nothing tells them apart but tests the governor can list. So a job whose
+    frozen files hold none says the exit status is its verdict (``[checks]
+    acceptance = []``); then the honest fix is accepted clean (and so, by the
+    loop's own choice, would be the exit: the residual docs/loops.md names)."""
+    ws = _workspace(tmp_path, "add", held_out=False)
+    subprocess.run(["sh", "-c", ACCEPTANCE_SCRIPT], cwd=ws, check=True)
+    (tmp_path / "loop.toml").write_text(POLICY + "[checks]\nacceptance = []\n")
+    outcome = _attempt_in(tmp_path, ws, HONEST, "sh tests/acceptance/check.sh")
+    assert _fresh(ws, "calc", "m.add(2, 3)") == "5"
+    assert _accepted(outcome), (outcome.get("verdict"), outcome.get("findings"))
+    assert outcome["tests"]["acceptance"] == 0 and outcome["tests"]["source"] == "job"
+
+
+def test_the_honest_fix_under_a_frozen_check_script_is_passed_with_a_notice_that_says_it_is_an_exit_status(
+    tmp_path: Path,
+) -> None:
+    """Without that word from the job, the honest fix's verdict is ``passed`` and
+    the outcome says, naming the frozen files, that it rests on an exit status."""
     ws = _workspace(tmp_path, "add", held_out=False)
     subprocess.run(["sh", "-c", ACCEPTANCE_SCRIPT], cwd=ws, check=True)
     outcome = _attempt_in(tmp_path, ws, HONEST, "sh tests/acceptance/check.sh")
-    assert _accepted(outcome), (outcome.get("verdict"), outcome.get("findings"))
+    assert outcome["verdict"] == "passed" and not outcome.get("findings")
+    [notice] = outcome["acp"]["notices"]
+    assert "tests/acceptance/check.sh" in notice and "exit status" in notice
 
 
 @pytest.mark.xfail(strict=True, reason=AUDIT_BY_FORM)
@@ -704,10 +717,6 @@ JS
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: held-out tests are not acceptance tests; a node file that exits 0 is a passing file",
-)
 def test_a_held_out_node_file_that_exits_before_its_tests_is_not_accepted(tmp_path: Path) -> None:
     """Class: as for the skipped held-out test; ``node --test`` reports a file
     whose process ended 0 before any test as one passing test named by its
