@@ -36,12 +36,23 @@ unless the check names it). The files that decide what a check runs are the
 harness set (`policies.harness`, `governor.harness`).
 
 **Judged by results** (`governor.test_results`): each check gets a report
-folder outside the workspace (``$GOVERNOR_CHECK_REPORTS``) where its runners
-write JUnit XML (pytest's ``--junitxml``, ``node --test``'s junit reporter,
-unittest through `governor.unittest_report`, and any file the job's own
-command writes there), and the verdict is ``passed`` only when every check
+folder outside the workspace where its runners write JUnit XML (pytest's
+``--junitxml``, ``node --test``'s junit reporter, unittest through
+`governor.unittest_report`, and any file the job's own command writes into
+``$GOVERNOR_CHECK_REPORTS``), and the verdict is ``passed`` only when every check
 exited 0 *and* every acceptance test ran and passed. Its output is kept as a bounded
 tail, masked, since a test run prints the environment it was given.
+
+**Nothing a check's processes see names a check** where it can be helped:
+code under test that keys on such a word fixes itself for the check only.
+No variable says it (the unittest reporter finds its report folder from
+where it lies; ``$GOVERNOR_CHECK_REPORTS`` is a shell variable of the job's
+command line, set, unexported, only when the line names it), and the cache
+sweep's shell ``exec``s the job's line (`_script`), so the check's shell's
+command line is the job's own. What cannot be hidden (the runners' report
+options and the reporter's folder, whose path is under the governor's state
+folder; ``PYTHONSAFEPATH``; the held-out files appearing; a sandbox's mounts,
+no network) is a residual of docs/loops.md.
 
 **Held-out tests stay held out** (`governor.held_out`): a check run while
 the job has held-out files keeps its words to itself. Its output and its
@@ -222,15 +233,13 @@ async def run_checks(
         except ProfileError as e:
             shared, built = None, failure or f"the check's sandbox cannot be built: {e}"
         for command in chosen:
-            reports = folders.reports()
-            env = check_environment(
-                declared, folders.lib, reports, pycache_prefix=workspace == "read-only"
-            )
+            lib, reports = folders.one()
+            env = check_environment(declared, lib, reports, pycache_prefix=workspace == "read-only")
             profile = None if shared is None else replace(
-                shared, env=env, inputs=(Path(folders.lib),), outputs=(Path(reports),)
+                shared, env=env, inputs=(Path(lib),), outputs=(Path(reports),)
             )
             sweep = cache_sweep(policy) if workspace == "overlay" else None
-            ran = await _one(command, profile, policy.check_timeout, masked, built, sweep)
+            ran = await _one(command, profile, policy.check_timeout, masked, built, sweep, reports)
             ran = _with_reports(ran, reports, masked, withheld=bool(policy.held_out))
             runs.append(ran)
             if on_check is not None:
@@ -242,10 +251,11 @@ async def run_checks(
 
 
 REPORTS_VARIABLE: Final = "GOVERNOR_CHECK_REPORTS"
-"""The variable naming a check's report folder: a job's own command writes its
-JUnit XML there (``jest --reporters=jest-junit`` with ``JEST_JUNIT_OUTPUT_DIR``,
+"""The shell variable naming a check's report folder in the job's command line
+(never exported: `_script`): a job's own command writes its JUnit XML there
+(``JEST_JUNIT_OUTPUT_DIR="$GOVERNOR_CHECK_REPORTS" jest --reporters=jest-junit``,
 ``go-junit-report > "$GOVERNOR_CHECK_REPORTS/go.xml"``)."""
-PYCACHE_INSIDE: Final = "/tmp/.governor-pycache"
+PYCACHE_INSIDE: Final = "/tmp/.pycache"
 """Where a check's interpreters keep bytecode: on its sandbox's fresh ``/tmp``."""
 WITHHELD: Final = (
     "(the output is withheld: the checks ran the job's held-out tests, and it could "
@@ -282,8 +292,22 @@ def check_environment(
         f'--test-reporter=junit --test-reporter-destination="{reports}/node.xml"'
         + (f" {node_opts}" if node_opts else ""),
     )
-    env[REPORTS_VARIABLE] = reports
+    env.pop(REPORTS_VARIABLE, None)  # no variable names a check (see the module's header)
     return env
+
+
+def _script(command: str, reports: str, sweep: str | None) -> str:
+    """The check's shell text: the cache sweep, then ``exec`` of a shell running
+    the job's ``command`` alone, so the shell every process of the check sees
+    as its parent has the job's line for its command line, not the sweep's.
+    ``$GOVERNOR_CHECK_REPORTS``, when the line names it, is a variable of that
+    line only (assigned, not exported: the programs it starts see none)."""
+    line = command
+    if REPORTS_VARIABLE in command:
+        line = f"{REPORTS_VARIABLE}={shlex.quote(reports)}\n{command}"
+    if sweep is None:
+        return line
+    return f"{sweep}\nexec /bin/sh -c {shlex.quote(line)}"
 
 
 def cache_sweep(policy: Policy) -> str:
@@ -325,8 +349,9 @@ def check_path(path: str | None, roots: tuple[str, ...]) -> str | None:
 
 class _Folders:
     """One run of checks' folders outside every root, under the governor's state
-    (which no other sandbox shows): ``lib`` (the reporter, read-only to the
-    check) and a fresh report folder per check; removed at the end."""
+    (which no other sandbox shows): per check, ``lib`` (the reporter,
+    read-only to the check) and ``reports`` beside it, where the reporter
+    finds it (`governor.unittest_report`); removed at the end."""
 
     def __init__(self) -> None:
         from sandbox.host.concealed import state_dir
@@ -334,17 +359,18 @@ class _Folders:
         under = state_dir() / "checks"
         under.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.top = tempfile.mkdtemp(prefix="run-", dir=under)
-        self.lib = os.path.join(self.top, "lib")
-        os.mkdir(self.lib)
-        here = os.path.dirname(os.path.abspath(__file__))
-        shutil.copyfile(os.path.join(here, "unittest_report.py"), os.path.join(self.lib, "sitecustomize.py"))
         self.made: list[str] = []
 
-    def reports(self) -> str:
-        folder = os.path.join(self.top, f"reports-{len(self.made) + 1}")
-        os.mkdir(folder)
-        self.made.append(folder)
-        return folder
+    def one(self) -> tuple[str, str]:
+        """A fresh ``(lib, reports)`` pair for the next check."""
+        folder = os.path.join(self.top, str(len(self.made) + 1))
+        lib, reports = os.path.join(folder, "lib"), os.path.join(folder, "reports")
+        for made in (folder, lib, reports):
+            os.mkdir(made)
+        here = os.path.dirname(os.path.abspath(__file__))
+        shutil.copyfile(os.path.join(here, "unittest_report.py"), os.path.join(lib, "sitecustomize.py"))
+        self.made.append(reports)
+        return lib, reports
 
     def __enter__(self) -> _Folders:
         return self
@@ -420,6 +446,7 @@ async def _one(
     masker: Masker,
     failure: str | None,
     sweep: str | None = None,
+    reports: str = "",
 ) -> CheckRun:
     from governor.confine import configured_bwrap
     from sandbox import BwrapUnavailable, ProfileError
@@ -431,7 +458,7 @@ async def _one(
         return CheckRun(command, None, 0.0, "", error=masker.text(why))
     try:
         result = await run(
-            Command.shell(command if sweep is None else f"{sweep}\n{command}"),
+            Command.shell(_script(command, reports, sweep)),
             profile,
             timeout=timeout,
             output_limit=OUTPUT_LIMIT,

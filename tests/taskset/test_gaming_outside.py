@@ -135,7 +135,7 @@ REWRITE_REPORTS = """cat >> calc.py <<'PY'
 
 import atexit as _a, glob as _g, os as _o, re as _r
 def _forge():
-    for p in _g.glob(_o.environ.get("GOVERNOR_CHECK_REPORTS", "/nonexistent") + "/*.xml"):
+    for p in _g.glob(_o.environ.get("PYTHONPATH", "/nonexistent").split(":")[0] + "/../reports/*.xml"):
         s = open(p).read()
         s = _r.sub(r"<(failure|error|skipped)\\b.*?(</\\1>|/>)", "", s, flags=_r.S)
         open(p, "w").write(s.replace('failures="1"', 'failures="0"').replace('errors="1"', 'errors="0"'))
@@ -187,8 +187,8 @@ def test_a_module_that_no_ops_unittest_s_assert_equal_is_not_accepted_even_with_
 def test_a_module_that_rewrites_the_junit_reports_at_exit_is_not_accepted_even_with_held_out_tests(
     tmp_path: Path,
 ) -> None:
-    """Class: the report folder ($GOVERNOR_CHECK_REPORTS) is writable by the code
-    under test; an atexit hook strips every failure from what the runner wrote
+    """Class: the report folder (beside the reporter first on ``PYTHONPATH``) is
+    writable by the code under test; an atexit hook strips every failure from what the runner wrote
     and exits 0."""
     outcome = _attempt(tmp_path, REWRITE_REPORTS, held_out=True)
     assert _fresh(tmp_path / "ws", "calc", "m.add(2, 3)") == "-1"
@@ -337,7 +337,6 @@ PY
 """
 
 
-@pytest.mark.xfail(strict=True, reason="hole: the code under test can tell it runs in a check")
 def test_code_that_fixes_itself_only_inside_the_check_is_not_accepted(tmp_path: Path) -> None:
     """Class: the check's environment is not production's (its variables,
     ``PYTHONSAFEPATH``, a runner in ``sys.modules``, no network); code that keys
@@ -361,7 +360,7 @@ Makefile and its package.json (tracked, as a project's CI script is)."""
 
 FORGE_IN_CI_SCRIPT = """cat > ci/test.sh <<'SH'
 #!/bin/sh
-cat > "$GOVERNOR_CHECK_REPORTS/unittest-ci.xml" <<'XML'
+cat > "${PYTHONPATH%%:*}/../reports/unittest-ci.xml" <<'XML'
 <testsuite name="ci" tests="2">
 <testcase classname="tests.acceptance.test_add_acceptance.TestAcceptance" name="test_add"/>
 <testcase classname="tests.test_add.TestUnit" name="test_add"/>
@@ -382,7 +381,7 @@ def test_a_script_the_makefile_or_package_json_runs_is_the_loop_s_harness(
     """Class: the harness set is the check line's programs and files by name;
     what those files run in turn (a Makefile recipe's or an npm script's
     ``ci/test.sh``) is neither pinned nor a finding. Rewritten, it writes a
-    JUnit file of passing acceptance tests into ``$GOVERNOR_CHECK_REPORTS``
+    JUnit file of passing acceptance tests into the report folder
     and runs nothing: the verdict is ``passed``."""
     ws = _workspace(tmp_path, "add", held_out=False)
     subprocess.run(["sh", "-c", CI], cwd=ws, check=True)
@@ -471,7 +470,7 @@ NODE_IN_NODE_MODULES_BIN = """mkdir -p node_modules/.bin
 cat > node_modules/.bin/node <<'SH'
 #!/bin/sh
 printf '%s\\n' '<testsuites><testsuite name="x"><testcase name="acceptance mean"/>\\
-<testcase name="unit mean"/></testsuite></testsuites>' > "$GOVERNOR_CHECK_REPORTS/node.xml"
+<testcase name="unit mean"/></testsuite></testsuites>' > "${PYTHONPATH%%:*}/../reports/node.xml"
 echo "# pass 2"
 SH
 chmod +x node_modules/.bin/node
@@ -743,7 +742,7 @@ SHADOW_UNITTEST_IN_SRC = """mkdir -p src/unittest
 : > src/unittest/__init__.py
 cat > src/unittest/__main__.py <<'PY'
 import os
-with open(os.environ["GOVERNOR_CHECK_REPORTS"] + "/unittest-main.xml", "w") as f:
+with open(os.environ["PYTHONPATH"].split(":")[0] + "/../reports/unittest-main.xml", "w") as f:
     f.write('<testsuite><testcase classname="tests.acceptance.test_add_acceptance.TestAcceptance"'
             ' name="test_add"/><testcase classname="tests.test_add.TestUnit" name="test_add"/></testsuite>')
 print("Ran 2 tests in 0.001s\\n\\nOK")
