@@ -320,14 +320,17 @@ def cache_sweep(policy: Policy) -> str:
     installed packages' own caches are used. Not swept: ``.git``,
     ``node_modules``, and the virtualenvs a check runs (in the harness set:
     pinned, or their changes found). A pinned cache (under a frozen folder,
-    which the attempt could not write) stays."""
+    which the attempt could not write) stays. Each cache is made the
+    owner's to list and write first: a ``__pycache__`` the attempt left at
+    mode 0311 cannot be emptied by an unprivileged ``rm -rf``, yet Python
+    opens the ``.pyc`` in it by name."""
     pruned = " -o ".join(
         ["-name .git", "-name node_modules", *(f"-path {shlex.quote(p)}" for p in policy.harness_named)]
     )
     roots = " ".join(shlex.quote(r) for r in policy.roots)
     return (
         f"find {roots} \\( {pruned} \\) -prune -o \\( -name __pycache__ -o -name .pytest_cache \\) "
-        "-prune -exec rm -rf {} + 2>/dev/null"
+        "-prune -exec chmod -R u+rwx {} + -exec rm -rf {} + 2>/dev/null"
     )
 
 

@@ -230,16 +230,29 @@ _OPEN_DIR: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 def _place(one: Kept) -> bool:
     """Put ``one`` back at its path, never following a link; True when something
-    of the agent's was in the way (removed)."""
+    of the agent's was in the way (removed). A folder on the way the agent
+    made unwritable or unlistable (the workspace root at 0555, as an
+    unprivileged user) is made the owner's for the placing and given its
+    mode back after: the originals go back whatever the agent did to modes,
+    and the modes stay the agent's work."""
     parts = one.rel.split("/")
     replaced = False
-    fd = os.open(one.root, _OPEN_DIR)
+    modes: list[tuple[int, int]] = []
     try:
+        fd = os.open(one.root, _OPEN_DIR)
+    except PermissionError:
+        was = stat.S_IMODE(os.lstat(one.root).st_mode)
+        os.chmod(one.root, was | stat.S_IRWXU)
+        fd = os.open(one.root, _OPEN_DIR)
+        modes.append((os.dup(fd), was))
+    try:
+        _writable(fd, modes)
         for part in parts[:-1]:
-            child, was = _folder(fd, part)
+            child, was = _folder(fd, part, modes)
             replaced = replaced or was
             os.close(fd)
             fd = child
+            _writable(fd, modes)
         name = parts[-1]
         if _exists(fd, name):
             _remove(fd, name)
@@ -247,17 +260,39 @@ def _place(one: Kept) -> bool:
         _copy_in(one.copy, fd, name)
     finally:
         os.close(fd)
+        for kept, mode in reversed(modes):
+            with contextlib.suppress(OSError):
+                os.fchmod(kept, mode)
+            os.close(kept)
     return replaced
 
 
-def _folder(fd: int, name: str) -> tuple[int, bool]:
+def _writable(fd: int, modes: list[tuple[int, int]]) -> None:
+    """Give the owner every right on the open folder ``fd`` when it lacks one,
+    noting its mode in ``modes`` (with a copy of ``fd``) to give back."""
+    mode = stat.S_IMODE(os.fstat(fd).st_mode)
+    if mode & stat.S_IRWXU != stat.S_IRWXU:
+        modes.append((os.dup(fd), mode))
+        os.fchmod(fd, mode | stat.S_IRWXU)
+
+
+def _folder(fd: int, name: str, modes: list[tuple[int, int]]) -> tuple[int, bool]:
     """The folder ``name`` under ``fd``, opened; made when missing, and made
-    anew (True) when something else (a link, a file) is there."""
+    anew (True) when something else (a link, a file) is there; one the owner
+    cannot open (mode 0311) opened after its rights are given (its mode in
+    ``modes``)."""
     try:
         return os.open(name, _OPEN_DIR, dir_fd=fd), False
     except FileNotFoundError:
         os.mkdir(name, 0o755, dir_fd=fd)
         return os.open(name, _OPEN_DIR, dir_fd=fd), False
+    except PermissionError:
+        st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        if stat.S_ISDIR(st.st_mode):
+            os.chmod(name, stat.S_IMODE(st.st_mode) | stat.S_IRWXU, dir_fd=fd, follow_symlinks=False)
+            child = os.open(name, _OPEN_DIR, dir_fd=fd)
+            modes.append((os.dup(child), stat.S_IMODE(st.st_mode)))
+            return child, False
     except OSError as e:
         if e.errno not in (errno.ELOOP, errno.ENOTDIR):
             raise

@@ -537,15 +537,15 @@ PY
 def test_as_an_unprivileged_user_bytecode_in_an_unlistable_pycache_is_named_by_the_audit(
     tmp_path: Path,
 ) -> None:
-    """Held, by the second layer only: as ``govtest`` a ``__pycache__`` of mode
-    0311 cannot be emptied by the checks' sweep (``rm -rf`` fails, its error
-    is dropped) yet Python opens the forged ``.pyc`` by name: the check ran
-    the fix and the verdict is ``passed``. The tamper audit names the bytecode."""
+    """Held by both layers: as ``govtest`` a ``__pycache__`` of mode 0311 could
+    not be emptied by a plain ``rm -rf`` (Python opens the forged ``.pyc`` in
+    it by name); the checks' sweep makes it the owner's first, so the check
+    runs the source and fails, and the tamper audit names the bytecode."""
     outcome, ws, base = _as_govtest(
         tmp_path, PLANT_IN_UNREADABLE_CACHE, UNITTEST_CHECK, held_out=False
     )
     try:
-        assert outcome["verdict"] == "passed"  # the sweep did not hold
+        assert outcome["verdict"] == "failed"  # the sweep held: the bug ran
         assert [f["rule"] for f in outcome["findings"]] == ["bytecode-added"]
         assert not _accepted(outcome)
         os.chmod(ws / "__pycache__", 0o755)
