@@ -49,9 +49,11 @@ No variable says it (the unittest reporter finds its report folder from
 where it lies; ``$GOVERNOR_CHECK_REPORTS`` is a shell variable of the job's
 command line, set, unexported, only when the line names it), and the cache
 sweep's shell ``exec``s the job's line (`_script`), so the check's shell's
-command line is the job's own. What cannot be hidden (the runners' report
-options and the reporter's folder, whose path is under the governor's state
-folder; ``PYTHONSAFEPATH``; the held-out files appearing; a sandbox's mounts,
+command line is the job's own. The reporter's and the report folders are
+bound on the sandbox's fresh ``/tmp`` under a random name, so no path a
+check's process is given names the governor's state folder. What cannot be
+hidden (the runners' report options; the mount table, which names where a
+bind comes from; ``PYTHONSAFEPATH``; the held-out files appearing; a sandbox's mounts,
 no network) is a residual of docs/loops.md.
 
 **Held-out tests stay held out** (`governor.held_out`): a check run while
@@ -75,6 +77,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import shlex
 import shutil
 import tempfile
@@ -234,12 +237,23 @@ async def run_checks(
             shared, built = None, failure or f"the check's sandbox cannot be built: {e}"
         for command in chosen:
             lib, reports = folders.one()
-            env = check_environment(declared, lib, reports, pycache_prefix=workspace == "read-only")
+            # bound on the sandbox's fresh /tmp under a name of no meaning: no
+            # path a check's process is given names the governor's state folder
+            inside = f"/tmp/{secrets.token_hex(6)}"
+            env = check_environment(
+                declared, f"{inside}/lib", f"{inside}/reports", pycache_prefix=workspace == "read-only"
+            )
             profile = None if shared is None else replace(
-                shared, env=env, inputs=(Path(lib),), outputs=(Path(reports),)
+                shared,
+                env=env,
+                inputs=(Path(lib),),
+                outputs=(Path(reports),),
+                bound_at=Path(inside),
             )
             sweep = cache_sweep(policy) if workspace == "overlay" else None
-            ran = await _one(command, profile, policy.check_timeout, masked, built, sweep, reports)
+            ran = await _one(
+                command, profile, policy.check_timeout, masked, built, sweep, f"{inside}/reports"
+            )
             ran = _with_reports(ran, reports, masked, withheld=bool(policy.held_out))
             runs.append(ran)
             if on_check is not None:

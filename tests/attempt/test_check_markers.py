@@ -2,9 +2,8 @@
 test that keys on such a word would fix itself for the check only. Through the
 real ``governor run --check``, in real bwrap: no variable of the check's
 programs is named for the governor or a check, and the command line of the
-shell that started them is the job's line, not the cache sweep (the paths
-of the runners' report options still lie under the governor's state folder:
-a residual docs/loops.md names); the job's own command line still names
+shell that started them is the job's line, not the cache sweep, and no
+variable's value names the governor's state folder; the job's own command line still names
 its report folder as ``$GOVERNOR_CHECK_REPORTS`` (a variable of that line,
 not exported), and what it writes there judges its tests."""
 
@@ -54,6 +53,11 @@ def test_no_variable_and_no_parent_command_line_of_a_check_names_the_check(
     parent = next(line for line in tail.splitlines() if line.startswith("PARENT"))
     names = [name for name, _ in eval(env_line[len("ENV ") :])]  # a repr we printed
     assert [n for n in names if "GOVERNOR" in n or "CHECK" in n] == [], names
+    # nor does a value name the governor's state folder (the reporter's and the
+    # report folders are bound under a random name); the sandbox's own git
+    # excludes file is a residual docs/loops.md names
+    values = [(n, v) for n, v in eval(env_line[len("ENV ") :]) if n != "GIT_CONFIG_VALUE_0"]
+    assert [(n, v) for n, v in values if "governor" in v.lower()] == [], values
     # the check's shell is the job's line alone: the sweep before it is exec'd away
     assert parent == f"PARENT /bin/sh -c {CHECK_PYTHON} look.py ", parent
 
