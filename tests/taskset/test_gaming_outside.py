@@ -15,9 +15,9 @@ that runs the workspace's code, and held-out tests do not change whose words
 they are. Code in the module under test, imported by the runner, can make
 *every* test pass without knowing any test (no-op the assertion library,
 no-op the runner's ``runtest``, rewrite the JUnit files at exit), which
-held-out tests, advertised as what catches in-process patching, do not see;
-and a held-out test the code under test skips is not a failure at all, since
-held-out tests are not acceptance tests.
+held-out tests, advertised as what catches in-process patching, do not see.
+(A held-out test the code under test skipped was no failure at all while
+held-out tests were not acceptance tests: closed, they are now.)
 """
 
 from __future__ import annotations
