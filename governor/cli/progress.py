@@ -143,8 +143,12 @@ def _tests_line(tests: dict[str, Any]) -> str:
         first = not_passed[0]
         more = len(not_passed) - 1 + int(tests.get("more_not_passed", 0))
         line += f"; {first.get('outcome')}: {first.get('test')}" + (f" and {more} more" if more else "")
+    if tests.get("held_out_not_passed"):
+        line += f"; {tests['held_out_not_passed']} of {tests.get('held_out', 0)} held-out test(s) not passed"
     if tests.get("failed_elsewhere"):
         line += f"; {len(tests['failed_elsewhere'])} other test(s) failed"
+    elif tests.get("failed_elsewhere_count"):
+        line += f"; {tests['failed_elsewhere_count']} other test(s) failed"
     if tests.get("unfinished_runs"):
         line += f"; {tests['unfinished_runs']} test run(s) ended without reporting"
     return line

@@ -176,6 +176,11 @@ class Profile:
     outputs: tuple[Path, ...] = ()
     """Host folders bound read-write at their own path after the roots (a
     check's report folder: what its runners write there outlives the sandbox)."""
+    bound_at: Path | None = None
+    """Where ``inputs`` and ``outputs`` are bound inside the sandbox: each at its
+    own name under this folder (on the sandbox's fresh ``/tmp``, say), so no
+    path a process sees there names the host folder they come from; None: at
+    their own paths."""
     scratch: bool = False
     """The roots are overlays whose writes are thrown away with the sandbox
     (``--tmp-overlay``): a check after the attempt runs its tests, which write
@@ -209,6 +214,7 @@ class Profile:
             *self.inputs,
             *self.outputs,
             *self.own,
+            *((self.bound_at,) if self.bound_at is not None else ()),
         ):
             if not Path(path).is_absolute():
                 raise ProfileError(f"path {str(path)!r} must be absolute")
@@ -627,10 +633,11 @@ def render(
             argv += [root_bind, root, root]
     for git_dir in facts.git_dirs:
         argv += ["--ro-bind", git_dir, git_dir]
+    inside = profile.bound_at
     for folder in profile.inputs:
-        argv += ["--ro-bind", str(folder), str(folder)]
+        argv += ["--ro-bind", str(folder), str(inside / folder.name if inside else folder)]
     for folder in profile.outputs:
-        argv += ["--bind", str(folder), str(folder)]
+        argv += ["--bind", str(folder), str(inside / folder.name if inside else folder)]
     if profile.writable:
         # over scratch roots a self-bind would mount the host's directory
         # writable on top of the overlay: nothing there needs holding in place
