@@ -17,6 +17,7 @@ Rules of this file:
 from __future__ import annotations
 
 import functools
+import glob
 import math
 import os
 import re
@@ -342,6 +343,8 @@ def prepare(spec: AttemptSpec) -> Prepared:
         () if ceiling.audit_key is None else (os.path.realpath(os.path.expanduser(ceiling.audit_key)),)
     )
     key += tuple(os.path.realpath(os.path.expanduser(c)) for c in spec.concealed)
+    log_path = _log_path(spec, ws)
+    key += _log_family(log_path)
     bound = policy.bind(
         ws, tuple(extra) if spec.extra_dirs else None, protected=ceiling.protected, masked=key
     )
@@ -352,7 +355,6 @@ def prepare(spec: AttemptSpec) -> Prepared:
             for d in bound.roots[1:]
             if not os.path.isdir(d)
         )
-    log_path = _log_path(spec, ws)
     if log_path is not None and (root := inside(log_path, bound.roots)) is not None:
         problems.append(
             f"the audit log {log_path} is inside the root {root}, where the agent could "
@@ -577,6 +579,19 @@ def _log_problems(path: Path) -> list[str]:
                 ]
             return []
     return []
+
+
+def _log_family(log: Path | None) -> tuple[str, ...]:
+    """The audit log the attempt writes and its tries' logs beside it
+    (``NAME.tryN.SUFFIX``, `governor.tries.try_log`), masked in every sandbox
+    of the attempt: a ``--log`` outside the homes was readable there, and an
+    earlier try's log holds its checks' output (a held-out test's traceback).
+    The default log is in the state folder, hidden whole."""
+    if log is None:
+        return ()
+    first = log.with_name(re.sub(r"\.try[0-9]+$", "", log.stem) + log.suffix)
+    tries = first.parent.glob(glob.escape(first.stem) + ".try*" + glob.escape(first.suffix))
+    return tuple(dict.fromkeys(os.path.realpath(p) for p in (log, first, *sorted(tries))))
 
 
 def _log_path(spec: AttemptSpec, workspace: str) -> Path | None:

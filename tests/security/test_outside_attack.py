@@ -244,12 +244,9 @@ def outside_homes(tmp_path: Path) -> Any:
         shutil.rmtree(base, ignore_errors=True)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: the batch's --out folder (every finished job's changes.patch, audit.jsonl, "
-    "outcomes.jsonl) and its jobs file are readable from every later job's sandbox when "
-    "they lie outside the homes; only the attempts folder and the source repository are hidden",
-)
+# Was a hole: the batch's --out folder and its jobs file were readable from every later
+# job's sandbox when they lay outside the homes. Closed: every path the batch reads or
+# writes for its operator is masked in every job's sandboxes (batch.runner.operator_paths).
 @pytest.mark.parametrize("user", USERS)
 def test_a_batch_job_reads_no_other_jobs_results_nor_the_jobs_file(
     accounts: dict[str, Account | str], user: str, outside_homes: Path
@@ -297,6 +294,39 @@ def test_a_batch_job_reads_no_other_jobs_results_nor_the_jobs_file(
     stolen = (out / "a" / "changes.patch").read_text()
     assert "b/leaked.txt" in stolen  # a wrote what it found
     assert answer not in stolen and held not in stolen, stolen[:2000]
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_a_run_reads_none_of_the_files_it_writes_or_reads_for_the_person(
+    accounts: dict[str, Account | str], user: str, outside_homes: Path
+) -> None:
+    """Class: an attempt reads what the governor keeps for the person. With
+    ``--log``, ``--events``, ``--policy`` and ``--ceiling`` outside the homes
+    (a data disk), the agent's own shell reads each and keeps what it found in
+    its workspace: the live audit log and event stream (and, with ``--tries``,
+    an earlier try's checks' output), the operator's rules. Each is masked in
+    every sandbox of the attempt, as a batch's output is; the neighbour: the
+    agent still writes its own workspace and the run completes."""
+    box = box_for(accounts, user, "runfiles")
+    place = outside_homes / "run"
+    box.mkdir(place)
+    marker = "operator-only-" + os.urandom(4).hex()
+    policy = box.write(place / "policy.toml", f'# {marker}\ncapability = "edit-workspace"\n')
+    ceiling = box.write(place / "ceiling.toml", f'# {marker}\nallowed_agents = ["acp"]\n')
+    log, events = place / "audit.jsonl", place / "events.jsonl"
+    shell = (f"cd {{cwd}} && echo mine > mine.txt && (cat {log} {events} {policy} {ceiling}; true)"
+             " > leaked.txt 2>&1")  # fmt: skip
+    script = box.write(box.dir / "s.json", json.dumps([{"shell": shell}, {"say": "Done."}]))
+    python = python_of(box)
+    argv = ["run", "--json", "--policy", str(policy), "--ceiling", str(ceiling), "--workspace",
+            str(box.ws), "--log", str(log), "--events", str(events),
+            "go", "--", python, str(SCRIPTED), "--script", str(script)]  # fmt: skip
+    outcome = outcome_of(governor(box, argv))
+    assert outcome["status"] == "completed", outcome
+    assert (box.ws / "mine.txt").read_text() == "mine\n"  # the neighbour: its own workspace
+    leaked = (box.ws / "leaked.txt").read_text()
+    assert "attempt-start" not in leaked and marker not in leaked, leaked[:2000]
+    assert "attempt-start" in log.read_text()  # the log was there to read
 
 
 # -- a file name that is not UTF-8 ----------------------------------------------------------------
