@@ -372,12 +372,9 @@ def test_a_batch_job_that_names_a_file_in_bytes_that_are_not_utf8_loses_no_job(
     assert "b/notes.txt" in (out / "a" / "changes.patch").read_text()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: `governor run --json` writes the outcome with the planted name's raw bytes "
-    "(a surrogate written through stdout's surrogateescape): the outcome is not UTF-8 JSON, and "
-    "the audit log spells the name with U+FFFD, so two planted names are one in the record",
-)
+# Was a hole: `governor run --json` wrote a planted name's raw bytes and the audit log
+# spelled it with U+FFFD (two names one). Closed: one spelling, the lone surrogate as its
+# JSON escape, in every writer (governor.spelling).
 @pytest.mark.parametrize("user", USERS)
 def test_a_file_named_in_bytes_that_are_not_utf8_is_recorded_by_a_name_that_is_its_own(
     accounts: dict[str, Account | str], user: str
@@ -406,3 +403,18 @@ def test_a_file_named_in_bytes_that_are_not_utf8_is_recorded_by_a_name_that_is_i
     assert outcome["status"] == "completed"
     assert len(outcome["acp"]["unasked_paths"]) == 2
     assert "\ufffd" not in log.read_text(), "the log names a file that does not exist"
+    # each name is its own: the very bytes back, in the outcome and in the log's records
+    planted = {bytes(box.ws) + b"/bad\xffname", bytes(box.ws) + b"/d\xfe/conftest.py"}
+    assert {os.fsencode(p) for p in outcome["acp"]["unasked_paths"]} == planted
+    named = {os.fsencode(r["subject"]["path"]) for line in log.read_text().splitlines()
+             if (r := json.loads(line)).get("kind") == "unasked"}  # fmt: skip
+    assert named == planted, named
+    # the governor's own readers read it back: the chain verifies, the story names both
+    read = [*prefix, f"HOME={box.home}", python, "-m", "governor.cli", "audit"]
+    verified = subprocess.run([*read, "verify", str(log)], capture_output=True, timeout=120)
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    story = subprocess.run([*read, "--attempt", outcome["run_id"], str(log)],
+                           capture_output=True, timeout=120)  # fmt: skip
+    assert story.returncode == 0, story.stderr
+    shown = story.stdout.decode("utf-8")  # strict: what a terminal gets is UTF-8
+    assert "bad\\udcffname" in shown and "d\\udcfe/conftest.py" in shown, shown[-3000:]
