@@ -366,6 +366,7 @@ def prepare(spec: AttemptSpec) -> Prepared:
             "where the agent would reach every attempt's sockets and workspaces: set "
             "$XDG_STATE_HOME to a place outside every root"
         )
+    problems.extend(_state_in_agent_homes(preset, environ))
     if bound.capability == Capability.EDIT_WORKSPACE:  # only there are the roots writable
         problems.extend(install.problems(bound.roots))
     if not problems:  # the walk of the roots only once the roots are known good
@@ -578,6 +579,26 @@ def _log_problems(path: Path) -> list[str]:
                     "give --log a path under a directory"
                 ]
             return []
+    return []
+
+
+def _state_in_agent_homes(preset: Preset | None, environ: Mapping[str, str]) -> list[str]:
+    """A refusal when the governor's state folder (``$XDG_STATE_HOME``: every
+    attempt's folders, the default audit logs) lies in a home folder the
+    preset's sandbox keeps writable (``~/.codex``, where ``CODEX_HOME`` puts
+    it): the agent would write where the next attempt's sockets, workspaces and
+    logs are made, before they exist and so before they are hidden."""
+    home = environ.get("HOME", "")
+    if preset is None or not os.path.isabs(home):
+        return []
+    state = os.path.realpath(state_dir())
+    for folder in preset.home_paths(environ, Path(home)):
+        real = os.path.realpath(folder)
+        if state == real or state.startswith(real.rstrip(os.sep) + os.sep):
+            return [
+                f"the governor's state folder {state_dir()} is inside {folder}, a home folder "
+                f"the {preset.id} agent may write: set $XDG_STATE_HOME to a place outside it"
+            ]
     return []
 
 
