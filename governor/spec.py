@@ -342,9 +342,12 @@ def prepare(spec: AttemptSpec) -> Prepared:
     key: tuple[str, ...] = (
         () if ceiling.audit_key is None else (os.path.realpath(os.path.expanduser(ceiling.audit_key)),)
     )
-    key += tuple(os.path.realpath(os.path.expanduser(c)) for c in spec.concealed)
     log_path = _log_path(spec, ws)
-    key += _log_family(log_path)
+    hidden = (*(os.path.realpath(os.path.expanduser(c)) for c in spec.concealed),
+              *_log_family(log_path))  # fmt: skip
+    # one in a root is the agent's to see (a policy file in the workspace): masked
+    # there, it would read as empty and git would see it changed
+    key += tuple(h for h in hidden if inside(h, (ws, *extra)) is None)
     bound = policy.bind(
         ws, tuple(extra) if spec.extra_dirs else None, protected=ceiling.protected, masked=key
     )

@@ -329,6 +329,27 @@ def test_a_run_reads_none_of_the_files_it_writes_or_reads_for_the_person(
     assert "attempt-start" in log.read_text()  # the log was there to read
 
 
+@pytest.mark.parametrize("user", USERS)
+def test_a_policy_file_in_the_workspace_stays_the_agents_to_read(
+    accounts: dict[str, Account | str], user: str
+) -> None:
+    """The neighbour of the run's masked files: a ``--policy`` (or prompt) file
+    inside the workspace is the workspace's, shown as it is (masked, it would
+    read as empty and git would see it changed)."""
+    box = box_for(accounts, user, "inpolicy")
+    policy = box.write(box.ws / "governor.toml", '# ours\ncapability = "edit-workspace"\n')
+    box.git("add", "governor.toml")
+    box.git("commit", "-q", "-m", "policy")
+    shell = "cd {cwd} && cat governor.toml > seen.txt && git status --porcelain > status.txt"
+    script = box.write(box.dir / "s.json", json.dumps([{"shell": shell}, {"say": "Done."}]))
+    argv = ["run", "--json", "--policy", str(policy), "--workspace", str(box.ws),
+            "go", "--", python_of(box), str(SCRIPTED), "--script", str(script)]  # fmt: skip
+    outcome = outcome_of(governor(box, argv))
+    assert outcome["status"] == "completed", outcome
+    assert (box.ws / "seen.txt").read_text() == policy.read_text()
+    assert "governor.toml" not in (box.ws / "status.txt").read_text()
+
+
 # -- a file name that is not UTF-8 ----------------------------------------------------------------
 
 PLANT_BYTES = (
