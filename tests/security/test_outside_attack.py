@@ -330,6 +330,34 @@ def test_a_run_reads_none_of_the_files_it_writes_or_reads_for_the_person(
 
 
 @pytest.mark.parametrize("user", USERS)
+def test_a_later_try_and_its_checks_read_no_tries_log(
+    accounts: dict[str, Account | str], user: str, outside_homes: Path
+) -> None:
+    """The same for ``--tries``: each try's log is beside ``--log``
+    (``NAME.tryN.jsonl``) and holds its checks' output; a check (workspace code
+    in a sandbox of its own) prints every try's log it can read, and the
+    outcome keeps the tail: none is readable. The neighbour: both tries run and
+    fail on the check, which did run."""
+    box = box_for(accounts, user, "trylogs")
+    place = outside_homes / "tries"
+    box.mkdir(place)
+    log = place / "audit.jsonl"
+    script = box.write(box.dir / "s.json", json.dumps(
+        [{"shell": "cd {cwd} && echo mine > mine.txt"}, {"say": "Done."}]
+    ))  # fmt: skip
+    check = f"echo checked; cat {log} {place / 'audit.try2.jsonl'} 2>&1; exit 1"
+    argv = ["run", "--json", "--policy", "edit-workspace", "--workspace", str(box.ws),
+            "--log", str(log), "--tries", "2", "--check", check,
+            "go", "--", python_of(box), str(SCRIPTED), "--script", str(script)]  # fmt: skip
+    outcome = outcome_of(governor(box, argv))
+    assert outcome["verdict"] == "failed", outcome
+    assert len(outcome["tries"]) == 2, outcome["tries"]
+    tail = outcome["checks_run"][0]["tail"]
+    assert "checked" in tail and "attempt-start" not in tail, tail
+    assert (place / "audit.try2.jsonl").exists()
+
+
+@pytest.mark.parametrize("user", USERS)
 def test_a_policy_file_in_the_workspace_stays_the_agents_to_read(
     accounts: dict[str, Account | str], user: str
 ) -> None:
