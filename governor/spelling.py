@@ -34,8 +34,9 @@ _LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 def escaped(text: str) -> str:
     """JSON text (`json.dumps` with ``ensure_ascii=False``) with each lone
     surrogate written as its escape (``\\udcfe``): encodable as UTF-8, and
-    parsed back to the same string. Only for JSON text, where such a
-    character can only be inside a string."""
+    parsed back to the same string. For JSON text, where such a character
+    can only be inside a string; an HTML page (`governor.audit.report`)
+    shows the same characters as text."""
     if _LONE_SURROGATE.search(text) is None:
         return text
     return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)

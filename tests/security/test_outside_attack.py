@@ -467,3 +467,6 @@ def test_a_file_named_in_bytes_that_are_not_utf8_is_recorded_by_a_name_that_is_i
     assert story.returncode == 0, story.stderr
     shown = story.stdout.decode("utf-8")  # strict: what a terminal gets is UTF-8
     assert "bad\\udcffname" in shown and "d\\udcfe/conftest.py" in shown, shown[-3000:]
+    page = subprocess.run([*read, "report", str(log), "-o", "-"], capture_output=True, timeout=120)
+    assert page.returncode == 0, page.stderr[-3000:]
+    assert "bad\\udcffname" in page.stdout.decode("utf-8")
