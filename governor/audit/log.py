@@ -440,7 +440,7 @@ class AuditLog:
             # After masking: what is signed is what is written, and the
             # signature (hex) is no string a masker could change.
             data = self.signer.sealed(data)
-            body["signature"] = orjson.loads(data)["signature"]
+            body["signature"] = loads(data)["signature"]
         digest = hashlib.sha256(data).hexdigest()
         body["hash"] = digest
         return _line(data, digest), digest

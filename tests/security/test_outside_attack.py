@@ -470,3 +470,29 @@ def test_a_file_named_in_bytes_that_are_not_utf8_is_recorded_by_a_name_that_is_i
     page = subprocess.run([*read, "report", str(log), "-o", "-"], capture_output=True, timeout=120)
     assert page.returncode == 0, page.stderr[-3000:]
     assert "bad\\udcffname" in page.stdout.decode("utf-8")
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_a_signed_attempt_that_names_a_file_in_bytes_that_are_not_utf8_ends_signed(
+    accounts: dict[str, Account | str], user: str
+) -> None:
+    """The same names in a signed log: the end record (which names what
+    changed) is parsed back after masking to take its signature, and a name's
+    escape must not stop it. The attempt completes, and the chain verifies
+    signed by the operator's key."""
+    box = box_for(accounts, user, "signed")
+    key = box.dir / "key"
+    made = governor(box, ["audit", "keygen", str(key)])
+    assert made.returncode == 0, made.stderr
+    ceiling = box.write(box.dir / "c.toml", f'allowed_agents = ["acp"]\naudit_key = "{key}"\n')
+    script = box.write(box.dir / "s.json", json.dumps([{"shell": PLANT_BYTES}, {"say": "Done."}]))
+    log = box.dir / "audit.jsonl"
+    argv = ["run", "--json", "--ceiling", str(ceiling), "--policy", "edit-workspace",
+            "--workspace", str(box.ws), "--log", str(log),
+            "go", "--", python_of(box), str(SCRIPTED), "--script", str(script)]  # fmt: skip
+    outcome = outcome_of(governor(box, argv))
+    assert outcome["status"] == "completed", outcome
+    assert len(outcome["acp"]["unasked_paths"]) == 2
+    verified = governor(box, ["audit", "verify", "--public-key", f"{key}.pub", str(log)])
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert "signed by key" in verified.stdout
