@@ -92,6 +92,7 @@ def run_batch(
     with Output(out) as output:
         earlier = _skip(checked, output, report)
         conceal = operator_paths(jobs, output.root, checked, ceiling)
+        _refuse_hidden_needs(checked, conceal)
         if ray is not None:
             interrupted = _on_ray(
                 checked, output, ray, bound, ray_options, report, handle_signals, conceal
@@ -125,6 +126,8 @@ async def run_batch_async(
     with Output(out) as output:
         earlier = _skip(checked, output, report)
         stop = stop or trio.Event()
+        conceal = operator_paths(jobs, output.root, checked, ceiling)
+        _refuse_hidden_needs(checked, conceal)
         await run_local(
             checked,
             output,
@@ -132,7 +135,7 @@ async def run_batch_async(
             ceiling=bound,
             stop=stop,
             on_progress=report,
-            conceal=operator_paths(jobs, output.root, checked, ceiling),
+            conceal=conceal,
         )
         return _result(checked, output, earlier, stop.is_set())
 
@@ -227,6 +230,28 @@ def operator_paths(
         found.append(Path(ceiling))
     resolved = (os.path.realpath(os.path.expanduser(p)) for p in found)
     return tuple(dict.fromkeys(p for p in resolved if p not in shipped))
+
+
+def _refuse_hidden_needs(jobs: Iterable[Job], conceal: tuple[str, ...]) -> None:
+    """`BadJobs` naming each job whose agent program (an ``argv`` entry that is a
+    file or folder) lies inside a path the batch hides from its sandboxes
+    (``--out DIR`` holding the agent's script): the job would fail inside
+    with a file that is not there, not say why."""
+    problems = []
+    for job in jobs:
+        for arg in job.argv or ():
+            if not os.path.isabs(arg) or not os.path.exists(arg):
+                continue
+            real = os.path.realpath(arg)
+            hiding = next((c for c in conceal if real == c or real.startswith(c + os.sep)), None)
+            if hiding is not None:
+                problems.append(
+                    f"{job.where}: key 'argv': {arg} is inside {hiding}, which every job's "
+                    "sandbox hides (the batch's output folder, jobs, policy or ceiling "
+                    "file): keep the agent elsewhere"
+                )
+    if problems:
+        raise BadJobs(problems)
 
 
 def _interrupt(signum: int, frame: object) -> None:

@@ -107,3 +107,32 @@ def test_a_state_folder_inside_a_home_folder_the_agent_may_write_is_refused_befo
     outcome = outcome_of(goose_run(box, box.dir / "state"))
     assert outcome["status"] == "completed", outcome
     assert (box.ws / "mine.txt").read_text() == "mine\n"
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_a_job_whose_agent_lies_in_the_batchs_output_folder_is_refused_naming_it(
+    accounts: dict[str, Account | str], user: str
+) -> None:
+    """The batch's output folder is hidden from every job's sandbox; a job
+    whose agent's script was put there would fail inside on a missing file.
+    It is refused before anything runs, naming the file and the folder; the
+    neighbour: the same script beside the folder runs."""
+    box = box_for(accounts, user, "outagent")
+    out = box.mkdir(box.dir / "out")
+    python = python_of(box)
+    steps = json.dumps([{"shell": "cd {cwd} && echo mine > mine.txt"}, {"say": "Done."}])
+
+    def batch(script: Path) -> Any:
+        box.write(script, steps)
+        job = {"id": "j", "prompt": "go", "repo": str(box.ws), "capability": "edit-workspace",
+               "timeout": 120, "argv": [python, str(SCRIPTED), "--script", str(script)]}  # fmt: skip
+        jobs_file = box.write(box.dir / "jobs.jsonl", json.dumps(job) + "\n")
+        return governor(box, ["batch", str(jobs_file), "--out", str(out), "--jobs", "1"])
+
+    refused = batch(out / "steps.json")
+    assert refused.returncode == REFUSED_BEFORE_START, refused.stderr[-2000:]
+    assert f"{out / 'steps.json'} is inside {out}" in refused.stderr
+    assert not (out / "outcomes.jsonl").exists() or not (out / "outcomes.jsonl").read_text()
+    done = batch(box.dir / "steps.json")
+    line = json.loads((out / "outcomes.jsonl").read_text().splitlines()[0])
+    assert line["status"] == "completed", done.stderr[-2000:]
