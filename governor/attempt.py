@@ -511,7 +511,7 @@ class Attempt:
             self.end.error = setup.error
             return
         self.end.model, self.end.alone = setup.model, setup.alone
-        self.turn.mode = setup.mode
+        self.turn.settled(setup.mode)
         self.turn.config_options = list(setup.config_options)
         prompt = p.spec.prompt + (rules_for_the_agent(p.policy) if p.spec.append_rules else "")
         self.emit("prompt", {"session": session.session_id})

@@ -54,7 +54,10 @@ class Progress:
                 self._said.append(str(info.get("text", "")))
             return
         self.said()
-        if kind == "tool_call":
+        if kind == "attempt":
+            # the clock of the attempt (and of each try), as the summary's duration counts
+            self.started = time.monotonic()
+        elif kind == "tool_call":
             if self.masker is not None:
                 title = self.masker.text(str(info.get("title") or info.get("kind") or "?"))
                 self._line(f"tool       {terminal(title)}: {terminal(info.get('status'))}")

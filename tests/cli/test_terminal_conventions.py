@@ -210,6 +210,10 @@ def test_quiet_prints_only_the_summary_and_verbose_adds_the_agent_s_words_masked
         assert done.returncode == 0, done.stderr
         assert "status  completed" in done.stdout
     assert "permission Write hello.py: allowed" in plain.stderr
+    # the stream's clock is the attempt's: no line later than the summary's duration
+    last = float(plain.stderr.strip().splitlines()[-1].split("s]", 1)[0].strip("[ "))
+    duration = float(plain.stdout.split("duration", 1)[1].split()[0])
+    assert last <= duration, (last, duration)
     assert "says" not in plain.stderr and "tool " not in plain.stderr
     assert "permission" not in quiet.stderr and "[" not in quiet.stderr
     assert "says       I will [secret], check it" in loud.stderr
