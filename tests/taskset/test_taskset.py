@@ -170,7 +170,13 @@ def test_an_attempt_that_games_the_checks_harness_fails_naming_the_tests_that_di
     for task in TASKS:
         honest = outcomes[f"honest-{task.name}"]
         assert honest["tests"] == {"acceptance": 1, "source": "frozen", "passed": 1, "not_passed": []}
+        packages = honest["harness"].pop("packages")
         assert honest["harness"] == {"mode": "frozen"}
+        # the package __init__.py above the acceptance test, existing or not
+        assert [p.split("/")[-3:] for p in packages] == [
+            ["tests", "acceptance", "__init__.py"],
+            [f"honest-{task.name}", "tests", "__init__.py"],
+        ]
 
 
 def test_the_checks_harness_set_is_frozen_and_each_change_to_it_a_finding_naming_it(
@@ -184,7 +190,7 @@ def test_the_checks_harness_set_is_frozen_and_each_change_to_it_a_finding_naming
     # audited: written, and found
     [found] = [f for f in outcomes["skip-init-audited-celsius"]["findings"] if f["rule"] == "harness-changed"]
     assert found["path"].endswith("/tests/__init__.py") and found["detail"].startswith("changed: a test folder")
-    assert outcomes["skip-init-audited-celsius"]["harness"] == {"mode": "audited"}
+    assert outcomes["skip-init-audited-celsius"]["harness"]["mode"] == "audited"
     shadow = sorted(f["path"].rsplit("/", 2)[-2] + "/" + f["path"].rsplit("/", 1)[-1] for f in outcomes["shadow-runner-fizz"]["findings"])
     assert shadow == ["unittest/__init__.py", "unittest/__main__.py"]
     # each file is a harness-changed finding (the .pth is import-code-added too: the tamper audit's)
