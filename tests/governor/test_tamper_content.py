@@ -155,10 +155,12 @@ def test_a_helper_or_constant_of_a_test_file_changed_is_a_finding() -> None:
 
 
 def test_honest_additions_to_a_test_file_are_no_finding_but_a_call_at_import_is_named() -> None:
-    """A new class's own ``setUp`` runs around its own new tests only; a call at
-    module level runs as the file is imported, whatever it is named."""
+    """A new class's own ``setUp`` runs around its own new tests only; path
+    algebra (``Path(__file__).parent``) is inert; a call of anything the
+    allow-list does not know runs as the file is imported, whatever it is named."""
     after = (
-        "import os\nfrom pathlib import Path\n\nHERE = Path(__file__).parent\nLIMIT: int = 3\n"
+        "import os\nfrom pathlib import Path\nfrom helpers import prepare\n\n"
+        "HERE = Path(__file__).resolve().parent\nLIMIT: int = 3\nREADY = prepare()\n"
         + BEFORE
         + "\n\nimport pytest\n\n\n@pytest.fixture\ndef numbers():\n    return [1, 2]\n\n\n"
         "@pytest.mark.parametrize('a', [1, 2])\ndef test_more(a, numbers):\n    assert calc.add(a, 0) == a\n"
@@ -166,8 +168,70 @@ def test_honest_additions_to_a_test_file_are_no_finding_but_a_call_at_import_is_
         "    def test_x(self):\n        self.assertEqual(calc.add(self.x, 1), 2)\n"
     )
     assert found(BEFORE, after) == [
-        ("import-code-added", "HERE =: it calls Path as the file is imported")
+        ("import-code-added", "READY =: it calls prepare as the file is imported")
     ]
+
+
+CLASS_BODY_PATCH = (
+    "class TestMore(unittest.TestCase):\n"
+    "    unittest.TestCase.assertEqual = lambda *a, **k: None\n\n"
+    "    def test_more(self):\n        self.assertEqual(calc.add(1, 1), 2)\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("added", "what"),
+    [
+        (CLASS_BODY_PATCH, "TestMore.unittest.TestCase.assertEqual =: it assigns to"),
+        ("class Base:\n    def __init_subclass__(cls):\n        pass\n", "Base: in class Base: __init_subclass__"),
+        ("class D:\n    def __set_name__(self, owner, name):\n        pass\n", "D: in class D: __set_name__"),
+        ("class M(type):\n    pass\n", "M: class M is a metaclass"),
+        ("class C(metaclass=helpers.Meta):\n    pass\n", "C: class C's metaclass"),
+        ("class C(helpers.make_base()):\n    pass\n", "C: it calls helpers.make_base"),
+        ("class C:\n    x = helpers.patch()\n", "C: in class C: it calls helpers.patch"),
+        ("class C:\n    class D:\n        helpers.patch()\n", "C: in class C: in class D: a expr"),
+        ("@helpers.register\ndef f():\n    pass\n", "f: the decorator helpers.register"),
+        ("def f(x=helpers.patch()):\n    pass\n", "f: it calls helpers.patch"),
+        ("pytest_plugins = ['helpers_more']\n", "pytest_plugins =: pytest reads pytest_plugins"),
+        ("X = [helpers.patch() for _ in '1']\n", "X =: it calls helpers.patch"),
+        ("if os.environ:\n    helpers.patch()\n", "statement"),
+        ("try:\n    import helpers\nexcept ImportError:\n    helpers.patch()\n", "statement"),
+        ("def frozenset():\n    pass\nX = frozenset()\n", "X =: it calls frozenset"),
+    ],
+)
+def test_any_form_that_runs_at_import_is_a_finding_not_only_a_listed_one(added: str, what: str) -> None:
+    """The allow-list of inert forms (`governor.tamper.import_time`): class
+    bodies, the methods the language calls as classes are made, metaclasses,
+    decorators, defaults, ``pytest_plugins``, and calls of anything but the
+    declarations it knows, at any depth (a builtin's name the file rebinds
+    too)."""
+    after = "import os\nimport helpers\n" + BEFORE + "\n\n" + added
+    rules = [(r, d) for r, d in found(BEFORE, after) if not d.startswith(("os", "helpers"))]
+    assert [r for r, _ in rules] == ["import-code-added"], rules
+    assert rules[0][1].startswith(what), rules
+
+
+def test_the_inert_forms_honest_test_files_use_are_no_finding() -> None:
+    """What honest test files write at their top (measured on this project's
+    tests and the standard library's, `docs/loops.md`): no finding."""
+    added = (
+        "import sys\nimport shutil\nimport re\nimport logging\nfrom typing import TypeVar, TYPE_CHECKING\n"
+        "from dataclasses import dataclass, field\nfrom unittest import mock\nimport pytest\n"
+        "if TYPE_CHECKING:\n    from collections.abc import Iterator\n"
+        "try:\n    import tomllib\nexcept ImportError:\n    tomllib = None\n"
+        "T = TypeVar('T')\nLOG = logging.getLogger(__name__)\nWORD = re.compile(r'\\w+')\n"
+        "GIT = shutil.which('git')\nCASES = [(1, 2), (2, 3)]\nIDS = {c: str(c) for c in CASES}\n"
+        "pytestmark = pytest.mark.filterwarnings('ignore')\n\n\n"
+        "@dataclass(frozen=True)\nclass Case:\n    a: int\n    b: list[int] = field(default_factory=list)\n\n"
+        "    @property\n    def total(self) -> int:\n        return self.a\n\n"
+        "    @total.setter\n    def total(self, v: int) -> None:\n        pass\n\n\n"
+        "@pytest.fixture(params=[1, 2])\ndef n(request: pytest.FixtureRequest) -> int:\n    return request.param\n\n\n"
+        "@mock.patch('os.getcwd', lambda: '/')\ndef helper(x: int = 3, *, y: str = 'a') -> None:\n    pass\n\n\n"
+        "class TestMore(unittest.TestCase):\n    maxDiff = None\n\n    def setUp(self):\n        self.x = 1\n\n"
+        "    def test_x(self):\n        self.assertEqual(calc.add(self.x, 1), 2)\n\n\n"
+        "if __name__ == '__main__':\n    unittest.main()\n"
+    )
+    assert found(BEFORE, BEFORE + "\n\n" + added) == []
 
 
 JS = """\

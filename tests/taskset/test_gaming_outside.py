@@ -274,12 +274,8 @@ class TestMore(unittest.TestCase, Base):
 PY
 """
 
-AUDIT_BY_FORM = (
-    "hole: import-code-added lists syntax forms; a class body and __init_subclass__ run at import"
-)
 
 
-@pytest.mark.xfail(strict=True, reason=AUDIT_BY_FORM)
 def test_a_new_test_class_whose_body_patches_the_assertions_is_a_finding(tmp_path: Path) -> None:
     """Class: the tamper audit's import-time code is a list of forms (module-level
     calls, decorators, defaults, bases); a statement in a class body runs at
@@ -289,7 +285,6 @@ def test_a_new_test_class_whose_body_patches_the_assertions_is_a_finding(tmp_pat
     assert not _accepted(outcome)
 
 
-@pytest.mark.xfail(strict=True, reason=AUDIT_BY_FORM)
 def test_a_new_test_class_whose_base_patches_the_assertions_in_init_subclass_is_a_finding(
     tmp_path: Path,
 ) -> None:
@@ -377,7 +372,6 @@ echo OK
 SH
 """
 
-TRANSITIVE = "hole: the harness set stops at the check line; a script its Makefile/package.json runs is not in it"
 
 
 @pytest.mark.parametrize("check", ["make test", "npm test"])
@@ -578,11 +572,6 @@ PY
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: a new test module's pytest_plugins loads a workspace plugin "
-    "(autoload off does not cover it; a constant assignment is no import-code finding)",
-)
 def test_a_plugin_a_new_test_module_names_in_pytest_plugins_is_not_accepted(tmp_path: Path) -> None:
     """Class: the runner's own plugin mechanism, reached from a test file: pytest
     loads the modules a test module's ``pytest_plugins`` names. A hookwrapper
@@ -634,7 +623,6 @@ def test_the_honest_fix_under_a_frozen_check_script_is_accepted_clean(tmp_path: 
     assert _accepted(outcome), (outcome.get("verdict"), outcome.get("findings"))
 
 
-@pytest.mark.xfail(strict=True, reason=AUDIT_BY_FORM)
 def test_through_governor_batch_a_class_body_patch_and_a_pytest_plugins_plugin_are_not_accepted(
     tmp_path: Path,
 ) -> None:
