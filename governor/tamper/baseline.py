@@ -37,6 +37,8 @@ from governor.tamper import (
     SUPPRESSION_WORDS,
     added_suppressions,
     audit_file,
+    import_code_added,
+    import_time,
     language,
     looks_like_test,
     startup,
@@ -59,6 +61,9 @@ class Baseline:
     roots: tuple[str, ...]
     texts: dict[str, str] = field(default_factory=dict)
     marks: dict[str, list[Mark]] = field(default_factory=dict)
+    chunks: dict[str, frozenset[str]] = field(default_factory=dict)
+    """The Python source files' top-level statements, fingerprinted
+    (`governor.tamper.import_time.chunks`): which statements at import are new."""
     kept_bytes: int = 0
     skipped: int = 0
     encodings: dict[str, str] = field(default_factory=dict)
@@ -104,6 +109,8 @@ def keep(paths: Iterable[str], roots: Sequence[str]) -> Baseline:
             base.marks[path] = suppressions(rel, text)
         else:
             base.marks[path] = []
+        if not test and language(rel) == "python":
+            base.chunks[path] = import_time.chunks(text)
     return base
 
 
@@ -131,6 +138,8 @@ def audit(base: Baseline, now: Iterable[str], changed: Iterable[str]) -> Audit:
             data = read(path)
             text = None if data is None else _text(base, path, data, found)
             found += _placed(path, added_suppressions(rel, base.marks[path], text))
+            if text is not None and path in base.chunks:
+                found += _placed(path, import_code_added(rel, base.chunks[path], text))
         elif looks_like_test(rel) or language(rel) is not None:  # created
             data = read(path)
             if data is None:
