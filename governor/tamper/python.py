@@ -292,6 +292,13 @@ def _test(
     lines: list[str],
 ) -> None:
     test = Test(node.lineno, body=Shape(_source(node, lines), lambda: _dump(node)))
+    outer = import_time.why(node, names.resolve, names.own, in_class="." in name)
+    if outer is not None:  # its decorators or defaults run at import, whatever its body asserts
+        parts = [*node.decorator_list, node.args, *([node.returns] if node.returns else [])]
+        signature = "\n".join(ast.dump(p) for p in parts)
+        out.code[f"{name} (decorators, defaults)"] = Code(
+            node.lineno, Shape(signature, constant(signature)), lambda: outer
+        )
     _marks_of_decorators(out, names, node.decorator_list, name)
     for sub in (sub for stmt in node.body for sub in ast.walk(stmt)):
         if isinstance(sub, ast.Assert):

@@ -197,6 +197,8 @@ CLASS_BODY_PATCH = (
         ("if os.environ:\n    helpers.patch()\n", "statement"),
         ("try:\n    import helpers\nexcept ImportError:\n    helpers.patch()\n", "statement"),
         ("def frozenset():\n    pass\nX = frozenset()\n", "X =: it calls frozenset"),
+        ("def test_x(_=helpers.patch()):\n    assert calc.add(1, 1) == 2\n", "test_x (decorators, defaults): it calls"),
+        ("@helpers.quietly\ndef test_x():\n    assert calc.add(1, 1) == 2\n", "test_x (decorators, defaults): the decorator"),
     ],
 )
 def test_any_form_that_runs_at_import_is_a_finding_not_only_a_listed_one(added: str, what: str) -> None:
