@@ -1,6 +1,6 @@
-"""The harness set of a job with checks (`policies.harness`): the programs its
-checks name, the paths pinned read-only in every sandbox, and the findings
-for what changed in it.
+"""The harness set of a job with checks (`policies.harness`): the closure of
+what its checks run (`closure`), the paths pinned read-only in every sandbox,
+and the findings for what changed in it.
 
 Why both a pin and a finding: a pin holds a file that exists when the attempt
 starts (a ``pytest.ini`` cannot be edited, a ``tests/__init__.py`` cannot be

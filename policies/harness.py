@@ -19,6 +19,15 @@ trust the attempt's bytecode caches: `governor.checks`) and a virtualenv
 (a folder holding ``pyvenv.cfg``), unless a check runs a program from it: then
 the virtualenv is in the set whole (`named_programs`).
 
+What a check runs beyond these names is a closure, not a list: the programs
+and scripts its shell line names, the makefile recipes and ``package.json``
+scripts it reaches, the folders its ``PATH``/``PYTHONPATH``/``NODE_PATH``
+put in a root, the ``__init__.py`` above its acceptance tests. The caller who
+owns the file system follows it (`governor.harness.closure`, with the parsers
+here: `named_programs`, `make_recipes`, `package_scripts`,
+`path_assignments`) and binds it into the policy (``harness_named``,
+``harness_paths``), which `member` reads.
+
 A job widens the set with ``[checks] harness_add`` (globs) and narrows it with
 ``harness_except`` (globs a path of the default set may match to leave it);
 the outcome says so.
