@@ -124,11 +124,11 @@ def audit_file(path: str, before: str | None, after: str | None) -> list[Finding
     return out + compare(path, old, new)
 
 
-def import_code_added(path: str, before: frozenset[str] | None, after: str) -> list[Finding]:
+def import_code_added(path: str, before: str | None, after: str) -> list[Finding]:
     """The statements of a Python source module that run as it is imported and
-    that it did not hold before (``before``: its `import_time.chunks` at the
-    start; None: it is new): a check imports it (the module under test, a
-    helper of the tests), and what runs then runs in the runner's process."""
+    that it did not hold before (``before``: its text at the start; None: it
+    is new): a check imports it (the module under test, a helper of the
+    tests), and what runs then runs in the runner's process."""
     return [
         Finding(path, line, "import-code-added", f"at the module's top: {why}")
         for line, why in import_time.added(after, before)

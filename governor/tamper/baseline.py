@@ -29,6 +29,7 @@ import os
 import stat
 import subprocess
 import sys
+import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final
@@ -38,7 +39,6 @@ from governor.tamper import (
     added_suppressions,
     audit_file,
     import_code_added,
-    import_time,
     language,
     looks_like_test,
     startup,
@@ -48,6 +48,8 @@ from governor.tamper.facts import Finding, Mark
 
 MAX_FILE_BYTES: Final = 2**20
 MAX_KEPT_BYTES: Final = 32 * 2**20
+MAX_SOURCE_BYTES: Final = 32 * 2**20
+"""Compressed bytes of Python source texts kept (some 150 MiB of source)."""
 MAX_FINDINGS: Final = 1_000
 """Findings past this many are counted, not listed (an agent that deletes
 100,000 tests must not make the outcome that large)."""
@@ -61,9 +63,10 @@ class Baseline:
     roots: tuple[str, ...]
     texts: dict[str, str] = field(default_factory=dict)
     marks: dict[str, list[Mark]] = field(default_factory=dict)
-    chunks: dict[str, frozenset[str]] = field(default_factory=dict)
-    """The Python source files' top-level statements, fingerprinted
-    (`governor.tamper.import_time.chunks`): which statements at import are new."""
+    sources: dict[str, bytes] = field(default_factory=dict)
+    """The Python source files' texts, compressed (up to `MAX_SOURCE_BYTES`
+    together): which of their statements at import are new at the end."""
+    source_bytes: int = 0
     kept_bytes: int = 0
     skipped: int = 0
     encodings: dict[str, str] = field(default_factory=dict)
@@ -110,7 +113,12 @@ def keep(paths: Iterable[str], roots: Sequence[str]) -> Baseline:
         else:
             base.marks[path] = []
         if not test and language(rel) == "python":
-            base.chunks[path] = import_time.chunks(text)
+            packed = zlib.compress(text.encode("utf-8", "surrogatepass"), 1)
+            if base.source_bytes + len(packed) > MAX_SOURCE_BYTES:
+                base.skipped += 1  # its new code at import cannot be told: said, not hidden
+                continue
+            base.source_bytes += len(packed)
+            base.sources[path] = packed
     return base
 
 
@@ -138,8 +146,9 @@ def audit(base: Baseline, now: Iterable[str], changed: Iterable[str]) -> Audit:
             data = read(path)
             text = None if data is None else _text(base, path, data, found)
             found += _placed(path, added_suppressions(rel, base.marks[path], text))
-            if text is not None and path in base.chunks:
-                found += _placed(path, import_code_added(rel, base.chunks[path], text))
+            if text is not None and path in base.sources:
+                was = zlib.decompress(base.sources[path]).decode("utf-8", "surrogatepass")
+                found += _placed(path, import_code_added(rel, was, text))
         elif looks_like_test(rel) or language(rel) is not None:  # created
             data = read(path)
             if data is None:

@@ -45,6 +45,7 @@ if new.
 from __future__ import annotations
 
 import ast
+import contextlib
 import re
 from collections.abc import Callable
 from typing import Final
@@ -228,60 +229,50 @@ def own_names(tree: ast.Module) -> frozenset[str]:
     return frozenset(out)
 
 
-def chunks(text: str) -> frozenset[str]:
-    """The top-level statements of a module's text as fingerprints, read without
-    parsing (a statement starts at a line in column 0 that is not blank, a
-    comment or a continuation): kept for every Python source file at the
-    attempt's start, cheaply, to tell at the end which statements are new."""
-    out: set[str] = set()
-    current: list[str] = []
-    for line in text.splitlines():
-        if line[:1] not in _CONTINUED and not line.startswith(_CLAUSES) and current and not _open(current):
-            out.add(_fingerprint(current))
-            current = []
-        current.append(line)
-    if current:
-        out.add(_fingerprint(current))
-    return frozenset(out)
 
-
-_CONTINUED: Final = ("", " ", "\t", "#", ")", "]", "}")
-_CLAUSES: Final = ("else:", "else ", "elif ", "except", "finally:", "finally ")
-"""Lines in column 0 that go on the statement before them."""
-
-
-def _open(lines: list[str]) -> bool:
-    """Whether the statement so far is a decorator waiting for its ``def``."""
-    return lines[-1].startswith("@")
-
-
-def _fingerprint(lines: list[str]) -> str:
-    import hashlib
-
-    kept = [line.rstrip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
-    return hashlib.sha256("\n".join(kept).encode()).hexdigest()[:16]
-
-
-def added(text: str, before: frozenset[str] | None) -> list[tuple[int, str]]:
+def added(text: str, before: str | None) -> list[tuple[int, str]]:
     """``(line, why)`` of each top-level statement of a source module that runs
-    at import and was not in the module before (``before``: its `chunks` at
-    the start; None: the module is new, every statement counts). A module that
-    does not parse is the checks' to report."""
+    at import and whose import-time part (`at_import`) the module did not hold
+    before (``before``: its text at the start; None: the module is new, every
+    statement counts). An edit of a function's or method's body is no new code
+    at import; a changed decorator, default, class body or call is. A module
+    that does not parse is the checks' to report."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return []
+    old: set[str] = set()
+    if before is not None:
+        with contextlib.suppress(SyntaxError, ValueError):  # unparsable: every one is new
+            old = {at_import(node) for node in ast.parse(before).body}
     from governor.tamper.python import _Names
 
     names = _Names(tree)
-    lines = text.splitlines()
     out = []
     for node in tree.body:
-        if before is not None:
-            start = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
-            if _fingerprint(lines[start - 1 : node.end_lineno or node.lineno]) in before:
-                continue
         reason = why(node, names.resolve, names.own)
-        if reason is not None:
+        if reason is not None and at_import(node) not in old:
             out.append((node.lineno, reason))
     return out
+
+
+class _Bodiless(ast.NodeTransformer):
+    """Every function's body emptied: it does not run at import."""
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        self.generic_visit(node)
+        node.body = [ast.Pass()]
+        return node
+
+    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> ast.AST:
+        self.generic_visit(node)
+        node.body = [ast.Pass()]
+        return node
+
+
+def at_import(node: ast.stmt) -> str:
+    """What of a top-level statement runs at import, as text: the statement with
+    every function body emptied, without positions."""
+    import copy
+
+    return ast.dump(_Bodiless().visit(copy.deepcopy(node)), include_attributes=False)

@@ -510,6 +510,8 @@ def test_a_rust_or_go_test_that_reads_differently_is_named_too() -> None:
 SOURCE = (
     '"""Calculator."""\nimport logging\nimport re\n\nLOG = logging.getLogger(__name__)\n'
     "_REGISTRY = {}\n_REGISTRY.setdefault('add', 1)  # code at import the project had before\n\n\n"
+    "@_REGISTRY.setdefault(\n    'sub',\n)\ndef sub(a, b):\n    return a - b\n\n\n"
+    "if _REGISTRY:\n    LOG.info('ready')\nelse:\n    LOG.info('empty')\n\n\n"
     "def add(a, b):\n    return a - b\n"
 )
 
