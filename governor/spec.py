@@ -351,7 +351,7 @@ def prepare(spec: AttemptSpec) -> Prepared:
     bound = policy.bind(
         ws, tuple(extra) if spec.extra_dirs else None, protected=ceiling.protected, masked=key
     )
-    bound = harness.with_named(bound)
+    bound = harness.with_named(bound, environ)
     if not spec.extra_dirs:
         problems.extend(
             f"an extra directory of the policy does not exist: {d}"

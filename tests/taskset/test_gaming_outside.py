@@ -271,12 +271,8 @@ class TestMore(unittest.TestCase, Base):
 PY
 """
 
-AUDIT_BY_FORM = (
-    "hole: import-code-added lists syntax forms; a class body and __init_subclass__ run at import"
-)
 
 
-@pytest.mark.xfail(strict=True, reason=AUDIT_BY_FORM)
 def test_a_new_test_class_whose_body_patches_the_assertions_is_a_finding(tmp_path: Path) -> None:
     """Class: the tamper audit's import-time code is a list of forms (module-level
     calls, decorators, defaults, bases); a statement in a class body runs at
@@ -286,7 +282,6 @@ def test_a_new_test_class_whose_body_patches_the_assertions_is_a_finding(tmp_pat
     assert not _accepted(outcome)
 
 
-@pytest.mark.xfail(strict=True, reason=AUDIT_BY_FORM)
 def test_a_new_test_class_whose_base_patches_the_assertions_in_init_subclass_is_a_finding(
     tmp_path: Path,
 ) -> None:
@@ -370,10 +365,8 @@ echo OK
 SH
 """
 
-TRANSITIVE = "hole: the harness set stops at the check line; a script its Makefile/package.json runs is not in it"
 
 
-@pytest.mark.xfail(strict=True, reason=TRANSITIVE)
 @pytest.mark.parametrize("check", ["make test", "npm test"])
 def test_a_script_the_makefile_or_package_json_runs_is_the_loop_s_harness(
     tmp_path: Path, check: str
@@ -477,11 +470,6 @@ chmod +x node_modules/.bin/node
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: npm puts the workspace's node_modules/.bin first on a script's PATH; "
-    "node_modules is outside the harness set",
-)
 def test_a_node_that_npm_finds_in_the_workspace_s_node_modules_bin_is_not_the_check_s(
     tmp_path: Path,
 ) -> None:
@@ -577,11 +565,6 @@ PY
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: a new test module's pytest_plugins loads a workspace plugin "
-    "(autoload off does not cover it; a constant assignment is no import-code finding)",
-)
 def test_a_plugin_a_new_test_module_names_in_pytest_plugins_is_not_accepted(tmp_path: Path) -> None:
     """Class: the runner's own plugin mechanism, reached from a test file: pytest
     loads the modules a test module's ``pytest_plugins`` names. A hookwrapper
@@ -652,7 +635,6 @@ def test_the_honest_fix_under_a_frozen_check_script_is_passed_with_a_notice_that
     assert "tests/acceptance/check.sh" in notice and "exit status" in notice
 
 
-@pytest.mark.xfail(strict=True, reason=AUDIT_BY_FORM)
 def test_through_governor_batch_a_class_body_patch_and_a_pytest_plugins_plugin_are_not_accepted(
     tmp_path: Path,
 ) -> None:
@@ -757,10 +739,6 @@ def _src_layout(tmp_path: Path) -> Path:
     return ws
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: the shadowing rule looks at root modules only; the job's PYTHONPATH puts src/ before the stdlib",
-)
 def test_a_runner_shadowed_in_a_folder_on_the_job_s_pythonpath_is_the_loop_s_harness(
     tmp_path: Path,
 ) -> None:
@@ -794,10 +772,6 @@ QA_LAYOUT = "git mv tests qa && git -c user.name=l -c user.email=l@example.inval
 REBIND_IN_QA_INIT = "printf 'import calc\\n\\ncalc.add = lambda a, b: a + b\\n' > qa/__init__.py\n"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: test folders are known by name (tests, test, spec...); qa/__init__.py is neither harness nor audited",
-)
 def test_a_test_package_s_init_is_the_harness_whatever_the_folder_is_called(tmp_path: Path) -> None:
     """Class: the harness set and the audit know a test folder by a list of
     names; a project whose tests live in ``qa/`` (checked with ``discover -s
