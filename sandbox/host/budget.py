@@ -55,7 +55,7 @@ from typing import Final, Protocol
 import trio
 
 from policies.limits import Limits, render
-from sandbox.host.limits import GROUP_PREFIX, _remove, _sweep, enforcement
+from sandbox.host.limits import GROUP_PREFIX, _alive, _remove, _sweep, enforcement
 
 MIN_INTERVAL: Final = 1.0
 """Seconds between two measures at least (a /proc walk of a few hundred
@@ -115,7 +115,11 @@ class AttemptBudget:
 
     def measure(self) -> Usage:
         """What the running sandboxes hold now (see the module docstring)."""
-        running = self.running()
+        return self.count(self.running())
+
+    def count(self, running: list[Sandboxed]) -> Usage:
+        """What ``running`` (some of `running`) hold now: only reads /proc and
+        the cgroup files, so a worker thread may call it (the list is the caller's)."""
         processes = memory = 0
         for child in running:
             for pid in _tree(child.pid):
@@ -212,6 +216,7 @@ def _attempt_group(root: str, processes: int) -> Iterator[str]:
     """The attempt's pids group under ``root`` (``pids.max`` = ``processes``)."""
     base = os.path.join(root, GROUP_PREFIX)
     os.makedirs(base, exist_ok=True)
+    _sweep_attempts(base)
     _sweep(base)
     group = os.path.join(base, f"{os.getpid()}-attempt-{secrets.token_hex(8)}")
     os.mkdir(group)
@@ -228,6 +233,22 @@ def _attempt_group(root: str, processes: int) -> Iterator[str]:
         _remove(group)
 
 
+def _sweep_attempts(base: str) -> None:
+    """Empty the attempt groups of governors no longer running of their empty
+    sandbox groups, so that `_sweep` can remove them (it removes empty groups)."""
+    with contextlib.suppress(OSError):
+        for name in os.listdir(base):
+            owner, _, rest = name.partition("-")
+            if not rest.startswith("attempt-") or not owner.isdigit() or _alive(int(owner)):
+                continue
+            inner = os.path.join(base, name, GROUP_PREFIX)
+            with contextlib.suppress(OSError):
+                for left in os.listdir(inner):
+                    with contextlib.suppress(OSError):
+                        os.rmdir(os.path.join(inner, left))  # only an empty one goes
+                os.rmdir(inner)
+
+
 async def watch(budget: AttemptBudget, over: Callable[[str], None]) -> None:
     """Measure ``budget`` every so often; once past a limit, kill every sandbox
     of the attempt, call ``over`` with the limit in words, and return."""
@@ -235,7 +256,8 @@ async def watch(budget: AttemptBudget, over: Callable[[str], None]) -> None:
         return
     while True:
         started = time.monotonic()
-        usage = budget.measure()
+        running = budget.running()  # on the trio thread, where sandboxes are added
+        usage = await trio.to_thread.run_sync(budget.count, running, abandon_on_cancel=True)
         limit = budget.over(usage)
         if limit is not None:
             budget.kill_all()

@@ -123,6 +123,13 @@ class Enforcement:
             "memory: RLIMIT_DATA per process; cpu_seconds: RLIMIT_CPU per process; "
             "tmp: tmpfs --size",
             f"processes: {procs}",
+            "attempt_processes, attempt_memory (all of an attempt's sandboxes together): "
+            + (
+                "a pids cgroup for the attempt with each sandbox's group below it "
+                "(processes), and a watcher counting every sandbox from /proc"
+                if self.processes == "cgroup"
+                else "a watcher counting every sandbox's processes and private memory from /proc"
+            ),
             f"cgroup v2: {self.cgroup_v2}",
             "prlimit: " + (self.prlimit or "NOT found (util-linux): limits cannot be set"),
         ]
