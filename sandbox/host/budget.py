@@ -100,6 +100,7 @@ class AttemptBudget:
         own groups are made below it."""
         self.killed = False
         self._refused_gone = 0
+        self._refused_before = 0
 
     def add(self, child: Sandboxed) -> None:
         """Count ``child`` (a sandbox just started) from now until it is reaped;
@@ -138,6 +139,7 @@ class AttemptBudget:
         if self.group is None:
             return 0
         total = self._refused_gone + _read_count(self.group, "pids.events", "max")
+        total -= self._refused_before
         inner = os.path.join(self.group, GROUP_PREFIX)
         with contextlib.suppress(OSError):
             for name in os.listdir(inner):
@@ -169,8 +171,10 @@ class AttemptBudget:
 
     def settle(self) -> None:
         """The turn's sandboxes are gone: those started from now on (the
-        checks') are let run, and counted afresh."""
+        checks') are let run, and counted afresh (the forks refused so far
+        were the turn's)."""
         self.killed = False
+        self._refused_before += self.refused()
 
     def kill_all(self) -> None:
         """SIGKILL every running sandbox (each one's pid 1 ends its namespace),
