@@ -26,6 +26,9 @@ The mechanisms, and why each is where it is:
   an operator put on the governor's own group.
 - **tmpfs sizes**: bwrap's ``--size`` on every tmpfs the sandbox mounts.
 
+All the sandboxes of one attempt together are bounded by `sandbox.host.budget`
+(``attempt_processes``, ``attempt_memory``); this module bounds each one.
+
 A cgroup v2 for memory and CPU (one group per sandbox, the whole tree counted)
 is the better mechanism; `probe` says whether this machine offers one, and it
 is not used yet (see docs/limits.md): the machine this was built on offers none.

@@ -105,3 +105,32 @@ def test_the_same_work_under_the_attempt_budget_completes(
     assert said["agent"] == each and said["server"] == each, said  # every part held all of it
     assert str(said["command"]).startswith("term"), said
     assert gone(marker) == []
+
+
+CHECK_AGENT = Path(__file__).resolve().parents[1] / "sandbox" / "limits_agent.py"
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_a_check_is_counted_in_the_same_budget_and_the_same_check_under_it_passes(
+    accounts: dict[str, Account | str], user: str
+) -> None:
+    marker = f"30.{random.randrange(10**6, 10**7)}"
+    check = f"sh -c 'for i in $(seq 24); do sleep {marker} & done; sleep 3; kill $(jobs -p)'"
+    results = {}
+    for name, budget in (("over", 16), ("under", 200)):
+        box = box_for(accounts, user, f"check-{name}")
+        text = (f'capability = "edit-workspace"\n[limits]\nprocesses = 64\nattempt_processes = {budget}\n'
+                f'[checks]\ncommands = ["{check}"]\n').replace("\\", "\\\\")  # fmt: skip
+        policy_path = box.write(box.dir / "policy.toml", text)
+        log = box.dir / "audit.jsonl"
+        done = governor(box, ["run", "--json", "--policy", str(policy_path), "--workspace", str(box.ws),
+                              "--log", str(log), "go", "--", PY, str(CHECK_AGENT), "fine"])  # fmt: skip
+        results[name] = (outcome_of(done), records(log))
+        assert gone(marker) == []
+    outcome, log = results["over"]
+    assert outcome["status"] == "failed", outcome
+    assert "stopped at its processes limit 16 across its sandboxes" in outcome["reason"], outcome
+    assert [r for r in log if r["kind"] == "limit"] and log[-1]["kind"] == "attempt-end"
+    outcome, log = results["under"]
+    assert outcome["status"] == "completed", outcome
+    assert not [r for r in log if r["kind"] == "limit"]
