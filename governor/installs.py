@@ -97,7 +97,7 @@ def installed(preset: Preset, root: Path) -> Installed:
     folder = root / preset.id
     version = None
     if preset.pypi:
-        version = pypi_version(folder / VENV, preset.pypi)
+        version = pypi_version(folder / VENV, preset.pypi) if venv_in_place(folder / VENV) else None
     elif preset.package:
         manifest = folder / "node_modules" / preset.package / "package.json"
         try:
@@ -281,6 +281,20 @@ def pypi_version(venv: Path, name: str) -> str | None:
         if found_name is not None and _normal(found_name) == wanted and found_version:
             return found_version
     return None
+
+
+def venv_in_place(venv: Path) -> bool:
+    """Whether ``venv`` is where it was made: its console scripts name its
+    ``bin/python`` by absolute path (pip's own, ``bin/pip``, tells), so a data
+    folder moved or copied elsewhere holds programs that no longer start, and
+    counts as not installed (`install` makes it anew)."""
+    try:
+        with (venv / "bin" / "pip").open("rb") as f:
+            first = f.readline().strip()
+    except OSError:
+        return False
+    named = first.removeprefix(b"#!")
+    return named.startswith(os.fsencode(venv / "bin" / "python")) and os.path.exists(named)
 
 
 def _minor(version: str) -> tuple[int, int]:
@@ -490,5 +504,6 @@ __all__ = [
     "pypi_version",
     "run_install_scripts",
     "spec",
+    "venv_in_place",
     "with_install_scripts",
 ]

@@ -129,3 +129,16 @@ def test_a_release_with_no_wheel_is_not_built_on_the_host(data: Path) -> None:
     ):
         install(docopt, data, say=lambda line: None, environ=_environ())
     assert installed(docopt, data).version is None
+
+
+def test_a_venv_moved_from_where_it_was_made_counts_as_not_installed(data: Path) -> None:
+    """Its console scripts name its python by absolute path: moved, they no
+    longer start, so the install is made anew rather than taken as current."""
+    install(_cow(), data / "here", say=lambda line: None, environ=_environ())
+    (data / "here").rename(data / "there")
+    assert installed(_cow(), data / "there").version is None
+    again = install(_cow(), data / "there", say=lambda line: None, environ=_environ())
+    assert again.current
+    ran = subprocess.run([str(again.folder / "venv" / "bin" / "cowsay"), "-t", "moo"],
+                         capture_output=True, text=True, check=False)  # fmt: skip
+    assert ran.returncode == 0 and "moo" in ran.stdout, ran.stderr

@@ -14,9 +14,9 @@ the workspace, unasked: the outcome names each of those files.
 from __future__ import annotations
 
 import pytest
+from governor_agents import governor_installed, governor_run, probe_in_its_sandbox
 from npm_agents import Job
 from openai_standin import Call, OpenAIStandIn
-from pypi_agents import governor_run, probe_in_its_sandbox, pypi_agent
 
 pytestmark = [pytest.mark.e2e]
 
@@ -24,7 +24,7 @@ pytestmark = [pytest.mark.e2e]
 def test_fast_agent_installed_by_the_governor_asks_for_its_write_and_command_and_both_are_governed(
     job: Job,
 ) -> None:
-    pypi_agent("fast-agent")
+    governor_installed("fast-agent")
     steps = [
         Call(("write_text_file",), {"path": str(job.workspace / "hello.txt"), "content": "hello\n"}),
         Call(("execute",), {"command": f"echo ran > {job.workspace}/ran.txt"}),
@@ -64,7 +64,7 @@ def test_fast_agent_installed_by_the_governor_asks_for_its_write_and_command_and
 async def test_fast_agent_s_sandbox_refuses_a_write_outside_and_holds_its_home_read_only(
     job: Job,
 ) -> None:
-    agent = pypi_agent("fast-agent")
+    agent = governor_installed("fast-agent")
     outside = job.root / "outside"
     outside.mkdir()
     home = job.home

@@ -12,9 +12,9 @@ before every write and command, writes through the client's
 from __future__ import annotations
 
 import pytest
+from governor_agents import governor_installed, governor_run, probe_in_its_sandbox
 from npm_agents import Job
 from openai_standin import Call, OpenAIStandIn
-from pypi_agents import governor_run, probe_in_its_sandbox, pypi_agent
 
 pytestmark = [pytest.mark.e2e]
 
@@ -34,7 +34,7 @@ def vibe_home(job: Job, url: str) -> dict[str, str]:
 def test_vibe_installed_by_the_governor_asks_for_its_write_and_command_and_both_are_governed(
     job: Job,
 ) -> None:
-    pypi_agent("vibe")
+    governor_installed("vibe")
     steps = [
         Call(("write_file",), {"file_path": str(job.workspace / "hello.txt"), "content": "hello\n"}),
         Call(("bash",), {"command": f"echo ran > {job.workspace}/ran.txt"}),
@@ -67,7 +67,7 @@ def test_vibe_installed_by_the_governor_asks_for_its_write_and_command_and_both_
 async def test_vibe_s_sandbox_refuses_a_write_outside_and_holds_its_config_files_read_only(
     job: Job,
 ) -> None:
-    vibe = pypi_agent("vibe")
+    vibe = governor_installed("vibe")
     outside = job.root / "outside"
     outside.mkdir()
     home = job.home

@@ -27,7 +27,10 @@ from governor.presets import (
     resolve,
 )
 
-REAL_AGENTS = ("claude", "codex", "gemini", "opencode", "copilot", "goose", "qwen", "vibe", "fast-agent")
+REAL_AGENTS = (
+    "claude", "codex", "gemini", "opencode", "copilot", "goose", "qwen",
+    "vibe", "fast-agent", "cline", "kilo",
+)  # fmt: skip
 
 MINIMAL = """
 [mine]

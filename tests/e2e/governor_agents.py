@@ -1,9 +1,10 @@
-"""The Python agents `governor agents install` puts in a data folder of their
-own, and what the e2e tests need to drive them through the real console script.
+"""The agents `governor agents install` itself puts in a data folder (the Python
+ones in a venv each, Kilo from npm), and what the e2e tests need to drive them
+through the real console script.
 
-`.ci/agents` installs them with ``XDG_DATA_HOME=<repo>/.pypi-agents``
-(``ACP_GOVERNOR_PYPI_AGENTS`` names another folder): each is a venv of its own
-under ``acp-governor/agents/<id>``. When one is missing the tests skip on a
+`.ci/agents` installs them with ``XDG_DATA_HOME=<repo>/.governor-agents``
+(``ACP_GOVERNOR_INSTALLED_AGENTS`` names another folder), each under
+``acp-governor/agents/<id>``. When one is missing the tests skip on a
 developer's machine and fail under CI, as for the npm agents (`npm_agents`).
 """
 
@@ -28,12 +29,12 @@ from policies.policy import parse_policy
 from sandbox.run.agent import agent_process
 
 REPO = Path(__file__).resolve().parents[2]
-XDG_DATA = Path(os.environ.get("ACP_GOVERNOR_PYPI_AGENTS") or REPO / ".pypi-agents")
+XDG_DATA = Path(os.environ.get("ACP_GOVERNOR_INSTALLED_AGENTS") or REPO / ".governor-agents")
 """The ``XDG_DATA_HOME`` `.ci/agents` installs the Python agents under."""
 GOVERNOR = Path(sys.executable).parent / "governor"
 
 
-def pypi_agent(agent_id: str) -> Installed:
+def governor_installed(agent_id: str) -> Installed:
     """The agent `governor agents install` put under `XDG_DATA`, at its pin;
     skip (or fail under CI) when it is not there."""
     found = installed(find(agent_id), XDG_DATA / "acp-governor" / "agents")
@@ -55,13 +56,15 @@ def governor_run(
     environ: Mapping[str, str],
     *flags: str,
     prompt: str = "Do the task.",
+    data_home: bool = True,
 ) -> dict[str, Any]:
     """``governor run --agent ID --json`` through the console script, the agent
-    found in its install under `XDG_DATA`; its outcome."""
+    found in its install under `XDG_DATA` (``data_home``: the governor's
+    ``XDG_DATA_HOME`` names it; else ``environ``'s PATH must); its outcome."""
     argv = [str(GOVERNOR), "run", "--agent", agent_id, "--capability", "edit-workspace",
             "--workspace", str(workspace), "--log", str(log), "--timeout", "150", *flags,
             "--json", prompt]  # fmt: skip
-    env = {**environ, "XDG_DATA_HOME": str(XDG_DATA)}
+    env = {**environ, "XDG_DATA_HOME": str(XDG_DATA)} if data_home else dict(environ)
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300, check=False)
     try:
         outcome: dict[str, Any] = json.loads(done.stdout)
@@ -91,17 +94,24 @@ print(json.dumps(out), flush=True)
 
 
 async def probe_in_its_sandbox(
-    agent: Installed, module: str, workspace: Path, home: Path, targets: Mapping[str, str]
+    agent: Installed,
+    module: str | None,
+    workspace: Path,
+    home: Path,
+    targets: Mapping[str, str],
+    program: Sequence[str] = (),
 ) -> dict[str, str]:
-    """Run the agent's own interpreter under the very profile the governor gives
-    the agent (its preset, its install, an edit-workspace policy), trying to
-    write each of ``targets`` (a path ending in ``/`` is a folder: a file is
-    made in it) and importing ``module`` from its install: what each said."""
-    python = str(agent.folder / "venv" / "bin" / "python")
+    """Run the agent's own interpreter (a Python agent's; else ``program``, the
+    agent's argv, is what the profile is made for and the system's python3
+    probes) under the very profile the governor gives the agent (its preset, its
+    install, an edit-workspace policy), trying to write each of ``targets`` (a
+    path ending in ``/`` is a folder: a file is made in it) and importing
+    ``module`` from its install: what each said."""
     policy = parse_policy('capability = "edit-workspace"\n', "job.toml").bind(str(workspace))
     env = {"PATH": "/usr/bin:/bin", "HOME": str(home)}
-    argv: Sequence[str] = [python, "-I", "-c", PROBE, json.dumps(targets), module]
-    profile = agent_profile(argv, policy, agent.preset, env, sandbox=True)
+    python = str(agent.folder / "venv" / "bin" / "python") if not program else "/usr/bin/python3"
+    argv: Sequence[str] = [python, "-I", "-c", PROBE, json.dumps(targets), module or "json"]
+    profile = agent_profile(program or argv, policy, agent.preset, env, sandbox=True)
     profile = dataclasses.replace(profile, egress=None)  # no proxy: no network at all
     async with agent_process(profile, argv, stdin=subprocess.DEVNULL, stderr=None) as child:
         assert child.stdout is not None
