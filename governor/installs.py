@@ -1,6 +1,7 @@
 """The agents the governor installs itself (`governor agents install`): each
-preset's npm package at the version `presets.toml` pins, in a folder of its
-own under the governor's data directory, installed outside any sandbox.
+preset's npm package (or, for a Python agent, its PyPI distribution in a venv
+of its own) at the version `presets.toml` pins, in a folder of its own under
+the governor's data directory, installed outside any sandbox.
 
 Why not `npx -y <package>` at every run: npx fetches whatever the registry
 serves that day, and it does so from inside the agent's sandbox, whose only way
@@ -19,7 +20,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
+import subprocess
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -58,7 +61,10 @@ def data_home(environ: Mapping[str, str]) -> Path:
 
 
 def spec(preset: Preset) -> str:
-    """``package@version``: what npm installs (and npx runs) for `preset`."""
+    """``package@version``: what npm installs (and npx runs) for `preset`;
+    ``name==version`` for a Python agent (what pip installs)."""
+    if preset.pypi:
+        return f"{preset.pypi}=={preset.version}"
     if not preset.package:
         raise InstallError(f"{preset.id} is not an npm package: {preset.install}")
     return f"{preset.package}@{preset.version}" if preset.version else preset.package
@@ -79,8 +85,10 @@ class Installed:
         return self.version is not None and self.preset.version in (None, self.version)
 
     def program(self, name: str) -> Path | None:
-        """The installed package's program ``name`` (npm's link in ``.bin``), if there."""
-        link = self.folder / "node_modules" / ".bin" / name
+        """The installed package's program ``name`` (npm's link in ``.bin``, a
+        Python agent's console script in its venv's ``bin``), if there."""
+        bin_dir = VENV_BIN if self.preset.pypi else Path("node_modules/.bin")
+        link = self.folder / bin_dir / name
         return link if self.version is not None and os.access(link, os.X_OK) else None
 
 
@@ -88,7 +96,9 @@ def installed(preset: Preset, root: Path) -> Installed:
     """What `root` holds of `preset` (read from its package's package.json)."""
     folder = root / preset.id
     version = None
-    if preset.package:
+    if preset.pypi:
+        version = pypi_version(folder / VENV, preset.pypi) if venv_in_place(folder / VENV) else None
+    elif preset.package:
         manifest = folder / "node_modules" / preset.package / "package.json"
         try:
             found = json.loads(manifest.read_text(encoding="utf-8")).get("version")
@@ -118,6 +128,8 @@ def install(
     if before.current:
         say(f"{preset.id}: {wanted} is installed in {before.folder}")
         return before
+    if preset.pypi:
+        return _install_pypi(preset, root, say=say, which=which, environ=environ)
     npm = which("npm")
     if npm is None:
         raise InstallError(
@@ -222,6 +234,192 @@ async def run_install_scripts(folder: Path, npm: str, environ: Mapping[str, str]
         )
 
 
+VENV: Final = "venv"
+"""A Python agent's venv, in its folder: ``<data>/agents/<id>/venv``."""
+VENV_BIN: Final = Path(VENV) / "bin"
+LOCK: Final = "requirements.lock"
+"""What a Python agent's install resolved: every distribution in its venv,
+``name==version --hash=sha256:...`` (pip's requirements format), written
+from pip's installation report next to the venv."""
+PYTHON_VARIABLE: Final = "ACP_GOVERNOR_PYTHON"
+"""Names the interpreter a Python agent's venv is made with (else the newest
+``python3.N`` on ``PATH`` that is new enough)."""
+PIP_FLAGS: Final = (
+    "--only-binary", ":all:",
+    "--no-input",
+    "--disable-pip-version-check",
+    "--no-warn-script-location",
+)  # fmt: skip
+"""Wheels only: pip builds nothing, so no ``setup.py`` nor build backend of any
+package runs on the host (a release with a dependency that has no wheel for
+this platform fails to install, naming it, rather than be built)."""
+
+
+def _normal(name: str) -> str:
+    """A distribution name as PEP 503 compares them (``Mistral_Vibe`` is ``mistral-vibe``)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def pypi_version(venv: Path, name: str) -> str | None:
+    """The version of distribution ``name`` in ``venv`` (from its ``.dist-info``
+    folder's ``METADATA``), or None when it is not there."""
+    wanted = _normal(name)
+    for meta in sorted(venv.glob("lib/python3*/site-packages/*.dist-info/METADATA")):
+        found_name = found_version = None
+        try:
+            with meta.open(encoding="utf-8", errors="replace") as f:
+                for line in f:
+                    if not line.strip():
+                        break
+                    key, _, value = line.partition(":")
+                    if key == "Name":
+                        found_name = value.strip()
+                    elif key == "Version":
+                        found_version = value.strip()
+        except OSError:
+            continue
+        if found_name is not None and _normal(found_name) == wanted and found_version:
+            return found_version
+    return None
+
+
+def venv_in_place(venv: Path) -> bool:
+    """Whether ``venv`` is where it was made: its console scripts name its
+    ``bin/python`` by absolute path (pip's own, ``bin/pip``, tells), so a data
+    folder moved or copied elsewhere holds programs that no longer start, and
+    counts as not installed (`install` makes it anew)."""
+    try:
+        with (venv / "bin" / "pip").open("rb") as f:
+            first = f.readline().strip()
+    except OSError:
+        return False
+    named = first.removeprefix(b"#!")
+    return named.startswith(os.fsencode(venv / "bin" / "python")) and os.path.exists(named)
+
+
+def _minor(version: str) -> tuple[int, int]:
+    major, _, minor = version.partition(".")
+    return int(major), int(minor.partition(".")[0] or 0)
+
+
+def find_python(
+    preset: Preset,
+    environ: Mapping[str, str],
+    which: Callable[[str], str | None] = shutil.which,
+) -> str:
+    """An interpreter at least as new as the preset's `python`: the one
+    ``$ACP_GOVERNOR_PYTHON`` names, else the newest ``python3.N`` (then
+    ``python3``) found on ``PATH`` that runs and is new enough. Each candidate
+    is asked its version through the one door (`sandbox.host.processes`), and
+    the path it reports (``sys.executable``: the interpreter, not a version
+    manager's shim) is the one used. `InstallError` naming what was found."""
+    oldest = _minor(preset.python or "3.0")
+    named = environ.get(PYTHON_VARIABLE, "")
+    candidates = (
+        [named]
+        if named
+        else [c for n in [f"python3.{m}" for m in range(30, oldest[1] - 1, -1)] + ["python3"]
+              if (c := which(n)) is not None]
+    )  # fmt: skip
+    seen: list[str] = []
+    for candidate in dict.fromkeys(candidates):
+        try:
+            host = processes.command(
+                [os.path.abspath(candidate), "-I", "-c",
+                 "import sys; print('%d.%d' % sys.version_info[:2]); print(sys.executable)"],
+                env=environ,
+            )  # fmt: skip
+            done = processes.run(host, timeout=60)
+        except (processes.HostProcessRefused, OSError, subprocess.TimeoutExpired) as e:
+            seen.append(f"{candidate} ({e})")
+            continue
+        lines = done.stdout.split()
+        if done.returncode != 0 or len(lines) != 2:
+            seen.append(f"{candidate} (does not run)")
+            continue
+        if _minor(lines[0]) >= oldest and os.path.isabs(lines[1]):
+            return lines[1]
+        seen.append(f"{candidate} ({lines[0]})")
+    where = f"${PYTHON_VARIABLE}" if named else "PATH"
+    raise InstallError(
+        f"{preset.id}: {preset.pypi}=={preset.version} needs Python >= {preset.python}, and "
+        f"{where} has none ({', '.join(seen) or 'no python3'}): set {PYTHON_VARIABLE} to one"
+    )
+
+
+def _install_pypi(
+    preset: Preset,
+    root: Path,
+    *,
+    say: Callable[[str], None],
+    which: Callable[[str], str | None],
+    environ: Mapping[str, str] | None,
+) -> Installed:
+    """A venv of its own in ``root/<id>/venv``, made with an interpreter new
+    enough (`find_python`), and the pinned release installed in it by that
+    venv's pip, wheels only (`PIP_FLAGS`), both through the one door; then
+    `LOCK` written from pip's report. A venv holding another version is made
+    anew: its dependencies are resolved again, not upgraded in place."""
+    assert preset.pypi is not None
+    env = dict(os.environ if environ is None else environ)
+    wanted = spec(preset)
+    folder = root / preset.id
+    venv = folder / VENV
+    python = find_python(preset, env, which)
+    folder.mkdir(parents=True, exist_ok=True)
+    if folder.is_symlink() or venv.is_symlink():
+        raise InstallError(f"{preset.id}: {folder} or its venv is a symbolic link: remove it")
+    if venv.exists():
+        shutil.rmtree(venv)
+    report = folder / "pip-report.json"
+    say(f"{preset.id}: installing {wanted} into {venv} (Python {python}) ...")
+    started = time.monotonic()
+    steps = (
+        ("python -m venv", [python, "-I", "-m", "venv", str(venv)]),
+        ("pip install", [str(venv / "bin" / "python"), "-I", "-m", "pip", "install",
+                         *PIP_FLAGS, "--report", str(report), wanted]),
+    )  # fmt: skip
+    for what, argv in steps:
+        try:
+            done = processes.run(processes.command(argv, env=env))
+        except processes.HostProcessRefused as e:
+            raise InstallError(f"{preset.id}: {e}") from None
+        if done.returncode != 0:
+            lines = [x for x in done.stderr.strip().splitlines() if x.startswith("ERROR")]
+            tail = " | ".join((lines or done.stderr.strip().splitlines())[-3:])
+            raise InstallError(f"{preset.id}: {what} {wanted} failed ({done.returncode}): {tail}")
+    try:
+        (folder / LOCK).write_text(lock_lines(json.loads(report.read_text(encoding="utf-8"))))
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise InstallError(f"{preset.id}: pip's report of {wanted} is unreadable: {e}") from None
+    finally:
+        report.unlink(missing_ok=True)
+    after = installed(preset, root)
+    if not after.current:
+        raise InstallError(
+            f"{preset.id}: pip installed {after.version or 'nothing'} in {venv}, "
+            f"not {preset.version}"
+        )
+    say(f"{preset.id}: {wanted} installed in {time.monotonic() - started:.0f} s")
+    return after
+
+
+def lock_lines(report: Mapping[str, object]) -> str:
+    """`LOCK`'s text from pip's installation report (``pip install --report``):
+    one ``name==version --hash=sha256:...`` line per distribution, sorted, with
+    a header saying where it came from."""
+    lines = []
+    items = report["install"]
+    assert isinstance(items, list)
+    for item in items:
+        meta = item["metadata"]
+        hashes = item.get("download_info", {}).get("archive_info", {}).get("hashes", {})
+        pin = f"{_normal(meta['name'])}=={meta['version']}"
+        lines.append(f"{pin} --hash=sha256:{hashes['sha256']}" if "sha256" in hashes else pin)
+    head = "# resolved by `governor agents install` (pip --only-binary :all:); pip's requirements format\n"
+    return head + "".join(f"{line}\n" for line in sorted(lines))
+
+
 FETCH_TIMEOUT: Final = 900
 """Seconds npm may take to fetch an agent for npx (the largest are ~100 MB)."""
 
@@ -289,15 +487,23 @@ async def fetch_for_npx(
 
 __all__ = [
     "FETCH_TIMEOUT",
+    "LOCK",
     "NPM_FLAGS",
+    "PIP_FLAGS",
+    "PYTHON_VARIABLE",
+    "VENV",
     "InstallError",
     "Installed",
     "data_home",
     "fetch_for_npx",
+    "find_python",
     "install",
     "installed",
+    "lock_lines",
     "npx_folder",
+    "pypi_version",
     "run_install_scripts",
     "spec",
+    "venv_in_place",
     "with_install_scripts",
 ]

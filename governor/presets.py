@@ -57,6 +57,10 @@ NPM_HOME: Final = "~/.npm"
 _ID = re.compile(r"[a-z0-9][a-z0-9_-]*\Z")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _VERSION = re.compile(r"\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?\Z")
+_PEP440 = re.compile(r"\d+(\.\d+)+((a|b|rc|\.post|\.dev)\d+)*\Z")
+"""An exact PyPI release (``6.1``, ``2.25.5``, ``1.0rc1``, ``1.0.post1``)."""
+_PYPI = re.compile(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?\Z")
+_PYTHON = re.compile(r"3\.\d+\Z")
 
 
 class PresetError(ValueError):
@@ -103,6 +107,13 @@ class Preset:
     """Variables holding the agent's API base URL: their host:port is allowed too."""
     version: str | None = None
     """The version of `package` that `governor agents install` and npx use."""
+    pypi: str | None = None
+    """The PyPI distribution that installs argv[0] (``mistral-vibe``), when the
+    agent is a Python program: `governor agents install` gives it a venv of its
+    own, and `version` pins it. An agent has an npm `package` or this, not both."""
+    python: str | None = None
+    """The oldest Python (``3.12``) the pinned `pypi` release runs on: the
+    install looks for an interpreter at least as new."""
     runs_code: tuple[str, ...] = ()
     """The files and folders of its home folders (``~/...``, each inside a `home`
     entry) that make the host run code later: hooks, MCP server lists, notify
@@ -264,7 +275,7 @@ def _relocate(v: object) -> tuple[Relocation, ...]:
 
 
 def _version(v: object) -> str:
-    if not isinstance(v, str) or not _VERSION.match(v):
+    if not isinstance(v, str) or not (_VERSION.match(v) or _PEP440.match(v)):
         raise _Bad(f"an exact version like 1.2.3, not {v!r}")
     return v
 
@@ -277,6 +288,18 @@ def _host_patterns(v: object) -> tuple[str, ...]:
         except HostPatternError as e:
             raise _Bad(f"a list of host[:port] patterns ({e})") from None
     return hosts
+
+
+def _pypi(v: object) -> str:
+    if not isinstance(v, str) or not _PYPI.match(v):
+        raise _Bad(f"a PyPI project name like mistral-vibe, not {v!r}")
+    return v
+
+
+def _python(v: object) -> str:
+    if not isinstance(v, str) or not _PYTHON.match(v):
+        raise _Bad(f"a Python version like 3.12, not {v!r}")
+    return v
 
 
 # key -> (required, checker); a checker returns the converted value or raises _Bad.
@@ -300,6 +323,8 @@ _SCHEMA: Final[dict[str, tuple[bool, Callable[[object], Any]]]] = {
     "base_url_env": (False, _env_names),
     "version": (False, _version),
     "runs_code": (False, _home),
+    "pypi": (False, _pypi),
+    "python": (False, _python),
 }
 _DEFAULTS: Final[dict[str, object]] = {
     "alternatives": (),
@@ -317,6 +342,8 @@ _DEFAULTS: Final[dict[str, object]] = {
     "base_url_env": (),
     "version": None,
     "runs_code": (),
+    "pypi": None,
+    "python": None,
 }
 
 
@@ -363,14 +390,30 @@ def _preset(source: str, pid: str, table: object) -> Preset:
             raise PresetError(f"{where}: `{key}` must be {e}") from None
     if fields["npx"] and not fields["package"]:
         raise PresetError(f"{where}: `npx = true` needs `package`")
-    if fields["version"] and not fields["package"]:
-        raise PresetError(f"{where}: `version` pins `package`, which is missing")
-    if fields["install"] is None:
-        if not fields["package"]:
-            raise PresetError(f"{where}: say how to install it: `package` or `install`")
-        fields["install"] = (
-            f"governor agents install {pid} (or npm install -g {fields['package']})"
+    if fields["package"] and fields["pypi"]:
+        raise PresetError(f"{where}: `package` (npm) and `pypi` both install it: keep one")
+    if fields["version"] and not (fields["package"] or fields["pypi"]):
+        raise PresetError(f"{where}: `version` pins `package` or `pypi`, and neither is there")
+    if fields["package"] and fields["version"] and not _VERSION.match(fields["version"]):
+        raise PresetError(
+            f"{where}: `version` must be an exact version like 1.2.3, not {fields['version']!r}"
         )
+    if fields["pypi"] and not fields["version"]:
+        raise PresetError(f"{where}: `pypi` needs `version`: a Python agent is installed pinned")
+    if fields["python"] and not fields["pypi"]:
+        raise PresetError(f"{where}: `python` is the oldest Python for `pypi`, which is missing")
+    if fields["install"] is None:
+        if fields["pypi"]:
+            fields["install"] = (
+                f"governor agents install {pid} "
+                f"(or pipx install {fields['pypi']}=={fields['version']})"
+            )
+        elif not fields["package"]:
+            raise PresetError(f"{where}: say how to install it: `package`, `pypi` or `install`")
+        else:
+            fields["install"] = (
+                f"governor agents install {pid} (or npm install -g {fields['package']})"
+            )
     for path in fields["runs_code"]:
         if not any(_inside(path, entry) for entry in fields["home"]):
             raise PresetError(
@@ -430,7 +473,8 @@ def resolve(
     then npx.
 
     Tries `argv[0]`, then each alternative's first word, on PATH; then npm's
-    link to each of them in ``installs/<id>/node_modules/.bin`` (where
+    link to each of them in ``installs/<id>/node_modules/.bin``, or a Python
+    agent's console script in ``installs/<id>/venv/bin`` (where
     `governor agents install` puts the agent; `governor.installs.data_home`);
     then, when the preset allows it and `npx` is on PATH,
     ``npx --offline -y <package>@<version> <argv[1:]>``. The found program's absolute
@@ -446,8 +490,8 @@ def resolve(
             return Resolved(preset, (os.path.abspath(found), *argv[1:]))
         if argv[0] not in tried:
             tried.append(argv[0])
-    if installs is not None and preset.package:
-        bin_dir = installs / preset.id / "node_modules" / ".bin"
+    if installs is not None and (preset.package or preset.pypi):
+        bin_dir = installs / preset.id / ("venv/bin" if preset.pypi else "node_modules/.bin")
         for argv in argvs:
             program = bin_dir / argv[0]
             if "/" not in argv[0] and os.access(program, os.X_OK):

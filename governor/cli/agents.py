@@ -1,6 +1,7 @@
 """`governor agents install|update|list`: the agents the governor installs itself,
-each preset's npm package at its pinned version, in the governor's data
-directory (`governor.installs`), outside any sandbox."""
+each preset's npm package (or a Python agent's PyPI release, in a venv of its
+own) at its pinned version, in the governor's data directory
+(`governor.installs`), outside any sandbox."""
 
 from __future__ import annotations
 
@@ -18,11 +19,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the `agents` subcommand and its three actions."""
     p = sub.add_parser(
         "agents",
-        help="install the agents' npm packages at their pinned versions, or list them",
+        help="install the agents' npm or PyPI packages at their pinned versions, or list them",
         description="Install each preset's npm package, at the version presets.toml pins, "
         "into the governor's data directory ($XDG_DATA_HOME/acp-governor/agents), with npm "
-        "checking every tarball's integrity. A preset's program is looked for on PATH, then "
-        "there, then run through npx.",
+        "checking every tarball's integrity; a Python agent's PyPI release goes into a venv "
+        "of its own there, wheels only, its resolved dependencies written to "
+        "requirements.lock beside it (the interpreter: $ACP_GOVERNOR_PYTHON, else the newest "
+        "python3.N on PATH). A preset's program is looked for on PATH, then there, then run "
+        "through npx.",
     )
     actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     for name, text in (
@@ -32,14 +36,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         a = actions.add_parser(name, help=text, description=text)
         a.add_argument("ids", nargs="*", metavar="ID", help="agent ids (see `governor presets`)")
         a.set_defaults(func=main)
-    listing = actions.add_parser("list", help="each npm agent: pinned, installed, how it runs")
+    listing = actions.add_parser("list", help="each agent: pinned, installed, how it runs")
     listing.add_argument("--json", action="store_true", help="print JSON")
     listing.set_defaults(func=main)
 
 
 def npm_presets() -> list[Preset]:
-    """The presets the governor can install: those with an npm package."""
-    return [p for p in presets().values() if p.package]
+    """The presets the governor can install: those with an npm or a PyPI package."""
+    return [p for p in presets().values() if p.package or p.pypi]
 
 
 def row(preset: Preset) -> dict[str, Any]:
@@ -49,7 +53,8 @@ def row(preset: Preset) -> dict[str, Any]:
     found = resolve(preset, installs=root)
     return {
         "id": preset.id,
-        "package": preset.package,
+        "package": preset.package or preset.pypi,
+        "registry": "pypi" if preset.pypi else "npm",
         "pinned": preset.version,
         "installed": mine.version,
         "folder": str(mine.folder),
@@ -74,9 +79,10 @@ def main(args: argparse.Namespace) -> int:
         print(f"governor agents {args.action}: {e}", file=sys.stderr)
         return 2
     for preset in chosen:
-        if not preset.package:
+        if not (preset.package or preset.pypi):
             print(
-                f"governor agents {args.action}: {preset.id} is not an npm package: {preset.install}",
+                f"governor agents {args.action}: {preset.id} is not an npm or a PyPI package: "
+                f"{preset.install}",
                 file=sys.stderr,
             )
             return 2
@@ -107,5 +113,10 @@ def _list(as_json: bool) -> int:
             have += f" (pinned: {r['pinned']}; `governor agents update {r['id']}`)"
         runs = {"PATH": "from PATH", "installed": "from its install", "npx": "through npx"}
         how = runs.get(r["runs"], "cannot run") if r["runs"] else "cannot run: no program, no npx"
-        print(f"{r['id']:<{width}}  {r['package']}@{r['pinned']}: {have}; {how}")
+        pin = (
+            f"{r['package']}=={r['pinned']} (PyPI)"
+            if r["registry"] == "pypi"
+            else (f"{r['package']}@{r['pinned']}")
+        )
+        print(f"{r['id']:<{width}}  {pin}: {have}; {how}")
     return 0

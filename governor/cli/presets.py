@@ -39,7 +39,7 @@ def describe(preset: Preset) -> dict[str, Any]:
         "login": preset.login,
         "install": preset.install,
         "pinned": preset.version,
-        "version": installed(preset, root).version if preset.package else None,
+        "version": installed(preset, root).version if preset.package or preset.pypi else None,
         "keeps": [str(p) for p in preset.home_paths(os.environ, home)],
         # what in those folders runs code on the host later: read-only to the agent
         "holds": [str(home / e.removeprefix("~/")) for e in preset.runs_code],

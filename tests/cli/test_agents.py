@@ -121,7 +121,7 @@ def test_install_refuses_an_unknown_or_non_npm_agent_by_name(tmp_path: Path) -> 
     unknown = _governor("agents", "install", "gpt", env=env)
     assert unknown.returncode == 2 and "no agent `gpt`" in unknown.stderr
     goose = _governor("agents", "install", "goose", env=env)
-    assert goose.returncode == 2 and "goose is not an npm package" in goose.stderr
+    assert goose.returncode == 2 and "goose is not an npm or a PyPI package" in goose.stderr
     none = _governor("agents", "install", env=env)
     assert none.returncode == 2 and "name the agents to install (claude, codex" in none.stderr
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -26,7 +27,10 @@ from governor.presets import (
     resolve,
 )
 
-REAL_AGENTS = ("claude", "codex", "gemini", "opencode", "copilot", "goose", "qwen")
+REAL_AGENTS = (
+    "claude", "codex", "gemini", "opencode", "copilot", "goose", "qwen",
+    "vibe", "fast-agent", "cline", "kilo",
+)  # fmt: skip
 
 MINIMAL = """
 [mine]
@@ -283,7 +287,7 @@ def test_a_version_is_an_exact_one_and_pins_a_package() -> None:
     with pytest.raises(PresetError, match=r"`version` must be an exact version like 1.2.3, not '\^1.2'"):
         _one(MINIMAL + 'version = "^1.2"\n')
     no_package = MINIMAL.replace('package = "@me/my-agent"\n', 'install = "get it"\n')
-    with pytest.raises(PresetError, match="`version` pins `package`, which is missing"):
+    with pytest.raises(PresetError, match="`version` pins `package` or `pypi`, and neither is there"):
         _one(no_package + 'version = "1.2.3"\n')
     assert load_presets(MINIMAL + 'version = "1.2.3-rc.1"\n')["mine"].version == "1.2.3-rc.1"
 
@@ -381,3 +385,26 @@ def test_every_preset_with_a_writable_home_names_what_in_it_runs_code() -> None:
     assert "~/.codex/config.toml" in find("codex").runs_code
     assert "~/.gemini/settings.json" in find("gemini").runs_code
     assert "~/.qwen/settings.json" in find("qwen").runs_code
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        ('package = "x"\npypi = "x"\nversion = "1.0.0"', "`package` (npm) and `pypi` both install it"),
+        ('pypi = "x"', "`pypi` needs `version`: a Python agent is installed pinned"),
+        ('python = "3.12"\ninstall = "by hand"', "`python` is the oldest Python for `pypi`"),
+        ('package = "x"\nversion = "6.1"', "`version` must be an exact version like 1.2.3"),
+        ('pypi = "x y"\nversion = "1.0"', "`pypi` must be a PyPI project name"),
+    ],
+)
+def test_a_python_agent_is_pinned_by_pypi_and_version_and_never_also_an_npm_one(
+    extra: str, says: str
+) -> None:
+    with pytest.raises(PresetError, match=re.escape(says)):
+        _one(MINIMAL.replace('package = "@me/my-agent"\n', "") + extra)
+
+
+def test_a_python_agent_s_release_may_be_any_exact_pep_440_version() -> None:
+    p = load_presets(MINIMAL.replace('package = "@me/my-agent"\n', "") + 'pypi = "cowsay"\nversion = "6.1"\npython = "3.11"', source="t")
+    assert (p["mine"].pypi, p["mine"].version, p["mine"].python) == ("cowsay", "6.1", "3.11")
+    assert p["mine"].install == "governor agents install mine (or pipx install cowsay==6.1)"

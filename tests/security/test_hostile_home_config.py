@@ -39,6 +39,7 @@ CONFIGS = {
     "codex": (".codex/config.toml", 'model = "o3"\n'),
     "gemini": (".gemini/settings.json", '{"ui": {"theme": "Default"}}\n'),
     "qwen": (".qwen/settings.json", '{"ui": {"theme": "Default"}}\n'),
+    "vibe": (".vibe/config.toml", 'active_model = "devstral"\n'),
 }
 """Per preset: the settings file that exists on the host before the attempt, and its content."""
 
