@@ -60,7 +60,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from governor import test_results
+from governor import canaries, test_results
 from governor.secrets import Masker, forwarding_problems
 from governor.test_results import Acceptance, CaseResult, Judgement
 from policies.capability import Capability
@@ -103,11 +103,22 @@ class CheckRun:
     tests_more: int = 0
     unfinished: int = 0
     """Test runs that began and never reported (ended from inside)."""
+    lie: canaries.Lie | None = None
+    """What the check misreported of its canaries (`governor.canaries`): its
+    results are not believed."""
+    explained: bool = False
+    """Its non-zero exit status is its must-fail canaries' (every test its
+    reports name that did not pass is one)."""
 
     @property
     def passed(self) -> bool:
-        """Exit status 0, within its timeout."""
-        return self.exit == 0 and not self.timed_out
+        """Exit status 0 (or one its canaries explain), within its timeout, and
+        no canary misreported."""
+        return (
+            (self.exit == 0 or (self.exit is not None and self.explained))
+            and not self.timed_out
+            and self.lie is None
+        )
 
     def to_json(self) -> dict[str, Any]:
         """The run as plain JSON values (``timed_out`` and ``error`` only when set)."""
@@ -127,6 +138,8 @@ class CheckRun:
             out["tests_more"] = self.tests_more
         if self.unfinished:
             out["unfinished_runs"] = self.unfinished
+        if self.lie is not None:
+            out["runner_lied"] = self.lie.detail()
         return out
 
 
@@ -138,6 +151,10 @@ class Checks:
     workspace: WorkspaceMode = "overlay"
     judgement: Judgement | None = None
     """The acceptance tests against every check's reports (`governor.test_results`)."""
+
+    def lies(self) -> list[tuple[int, CheckRun]]:
+        """The checks (numbered from 1) whose runners misreported their canaries."""
+        return [(n, r) for n, r in enumerate(self.runs, 1) if r.lie is not None]
 
     @property
     def verdict(self) -> Verdict | None:
@@ -208,21 +225,28 @@ async def run_checks(
             built = failure
         except ProfileError as e:
             shared, built = None, failure or f"the check's sandbox cannot be built: {e}"
+        results: list[CaseResult] = []
         for command in chosen:
             reports = folders.reports()
             env = check_environment(
                 declared, folders.lib, reports, pycache_prefix=workspace == "read-only"
             )
+            # fresh for each check, made now: the agent and all it started are gone
+            planted = canaries.plant(wanted, policy.roots, folders.canaries())
             profile = None if shared is None else replace(
-                shared, env=env, inputs=(Path(folders.lib),), outputs=(Path(reports),)
+                shared,
+                env=env,
+                inputs=(Path(folders.lib),),
+                outputs=(Path(reports),),
+                shown_as=tuple((Path(a), Path(b)) for a, b in planted.shown_as),
             )
             sweep = cache_sweep(policy) if workspace == "overlay" else None
-            ran = await _one(command, profile, policy.check_timeout, masked, built, sweep)
-            ran = _with_reports(ran, reports, masked)
+            ran = await _one(command, profile, policy.check_timeout, masked, built, sweep, planted)
+            ran, believed = _with_reports(ran, reports, masked, planted)
+            results += believed
             runs.append(ran)
             if on_check is not None:
                 on_check(ran)
-        results = [t for folder in folders.made for t in test_results.read_reports(folder).results]
     unfinished = sum(r.unfinished for r in runs)
     judgement = test_results.judge(wanted, results, unfinished)
     return Checks(tuple(runs), workspace, judgement)
@@ -328,6 +352,12 @@ class _Folders:
         self.made.append(folder)
         return folder
 
+    def canaries(self) -> str:
+        """A folder for the current check's canary copies (never shown to it as a folder)."""
+        folder = os.path.join(self.top, f"canaries-{len(self.made)}")
+        os.mkdir(folder)
+        return folder
+
     def __enter__(self) -> _Folders:
         return self
 
@@ -335,13 +365,25 @@ class _Folders:
         shutil.rmtree(self.top, ignore_errors=True)
 
 
-def _with_reports(ran: CheckRun, folder: str, masker: Masker) -> CheckRun:
+def _with_reports(
+    ran: CheckRun, folder: str, masker: Masker, planted: canaries.Planted
+) -> tuple[CheckRun, tuple[CaseResult, ...]]:
     """The check with what its reports say of each test (masked: a test's
-    message may print what it was given)."""
+    message may print what it was given), its canaries taken out and judged
+    (`governor.canaries.judge`); and its results without the canaries."""
     read = test_results.read_reports(folder)
-    shown = test_results.kept(read.results)
+    judged = canaries.judge(planted, read.results)
+    shown = test_results.kept(judged.results)
     tests = tuple(replace(t, id=masker.text(t.id), detail=masker.text(t.detail)) for t in shown.shown)
-    return replace(ran, tests=tests, tests_more=shown.more, unfinished=read.unfinished)
+    ran = replace(
+        ran,
+        tests=tests,
+        tests_more=shown.more,
+        unfinished=read.unfinished,
+        lie=judged.lie,
+        explained=judged.explained,
+    )
+    return ran, judged.results
 
 
 def report(audit: AuditLog, emit: Callable[[str, dict[str, Any]], None], ran: CheckRun) -> None:
@@ -393,6 +435,7 @@ async def _one(
     masker: Masker,
     failure: str | None,
     sweep: str | None = None,
+    planted: canaries.Planted | None = None,
 ) -> CheckRun:
     from governor.confine import configured_bwrap
     from sandbox import BwrapUnavailable, ProfileError
@@ -415,7 +458,7 @@ async def _one(
         return CheckRun(
             command, None, round(time.monotonic() - started, 3), "", error=masker.text(error)
         )
-    text = result.text
+    text = result.text if planted is None else canaries.scrub(result.text, planted)
     tail = text[-TAIL_CHARS:] if len(text) > TAIL_CHARS else text
     return CheckRun(
         command=command,

@@ -176,6 +176,11 @@ class Profile:
     outputs: tuple[Path, ...] = ()
     """Host folders bound read-write at their own path after the roots (a
     check's report folder: what its runners write there outlives the sandbox)."""
+    shown_as: tuple[tuple[Path, Path], ...] = ()
+    """Host files shown read-only at another path, as (host file, path inside
+    a root), bound last (over the pins): a check's own copy of an acceptance
+    test file with its canaries (`governor.canaries`), never the workspace's.
+    A path inside that does not exist is made only over scratch roots."""
     scratch: bool = False
     """The roots are overlays whose writes are thrown away with the sandbox
     (``--tmp-overlay``): a check after the attempt runs its tests, which write
@@ -209,6 +214,7 @@ class Profile:
             *self.inputs,
             *self.outputs,
             *self.own,
+            *(p for pair in self.shown_as for p in pair),
         ):
             if not Path(path).is_absolute():
                 raise ProfileError(f"path {str(path)!r} must be absolute")
@@ -648,6 +654,8 @@ def render(
                 argv += ["--ro-bind", path, path]
     for hidden in (*facts.hidden, *facts.host_secrets):
         argv += ["--ro-bind", os.devnull, hidden]
+    for source, inside in profile.shown_as:
+        argv += ["--ro-bind", str(source), str(inside)]
     if excludes_fd is not None:
         argv += ["--ro-bind-data", str(excludes_fd), EXCLUDES_PATH]
 

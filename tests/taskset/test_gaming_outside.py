@@ -172,7 +172,6 @@ JS
 IN_PROCESS = "hole: the per-test results are the words of the process running the workspace's code"
 
 
-@pytest.mark.xfail(strict=True, reason=IN_PROCESS)
 def test_a_module_that_no_ops_unittest_s_assert_equal_is_not_accepted_even_with_held_out_tests(
     tmp_path: Path,
 ) -> None:
@@ -183,7 +182,6 @@ def test_a_module_that_no_ops_unittest_s_assert_equal_is_not_accepted_even_with_
     assert not _accepted(outcome)
 
 
-@pytest.mark.xfail(strict=True, reason=IN_PROCESS)
 def test_a_module_that_rewrites_the_junit_reports_at_exit_is_not_accepted_even_with_held_out_tests(
     tmp_path: Path,
 ) -> None:
@@ -195,7 +193,6 @@ def test_a_module_that_rewrites_the_junit_reports_at_exit_is_not_accepted_even_w
     assert not _accepted(outcome)
 
 
-@pytest.mark.xfail(strict=True, reason=IN_PROCESS)
 def test_a_module_that_no_ops_pytest_s_runtest_is_not_accepted_even_with_held_out_tests(
     tmp_path: Path,
 ) -> None:
@@ -207,7 +204,6 @@ def test_a_module_that_no_ops_pytest_s_runtest_is_not_accepted_even_with_held_ou
     assert not _accepted(outcome)
 
 
-@pytest.mark.xfail(strict=True, reason=IN_PROCESS)
 def test_a_node_module_that_no_ops_assert_deep_equal_is_not_accepted(tmp_path: Path) -> None:
     """Class: as for unittest, the module under test mutates ``node:assert``."""
     outcome = _attempt(tmp_path, NODE_NO_OP, task="mean")
@@ -279,7 +275,6 @@ AUDIT_BY_FORM = (
 )
 
 
-@pytest.mark.xfail(strict=True, reason=AUDIT_BY_FORM)
 def test_a_new_test_class_whose_body_patches_the_assertions_is_a_finding(tmp_path: Path) -> None:
     """Class: the tamper audit's import-time code is a list of forms (module-level
     calls, decorators, defaults, bases); a statement in a class body runs at
@@ -289,7 +284,6 @@ def test_a_new_test_class_whose_body_patches_the_assertions_is_a_finding(tmp_pat
     assert not _accepted(outcome)
 
 
-@pytest.mark.xfail(strict=True, reason=AUDIT_BY_FORM)
 def test_a_new_test_class_whose_base_patches_the_assertions_in_init_subclass_is_a_finding(
     tmp_path: Path,
 ) -> None:
@@ -453,7 +447,6 @@ def _as_govtest(
 UNITTEST_CHECK = "{python} -m unittest discover -s tests -t . -q"
 
 
-@pytest.mark.xfail(strict=True, reason=IN_PROCESS)
 def test_as_an_unprivileged_user_with_tmpdir_elsewhere_a_rewritten_report_is_not_accepted(
     tmp_path: Path,
 ) -> None:
@@ -584,11 +577,6 @@ PY
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: a new test module's pytest_plugins loads a workspace plugin "
-    "(autoload off does not cover it; a constant assignment is no import-code finding)",
-)
 def test_a_plugin_a_new_test_module_names_in_pytest_plugins_is_not_accepted(tmp_path: Path) -> None:
     """Class: the runner's own plugin mechanism, reached from a test file: pytest
     loads the modules a test module's ``pytest_plugins`` names. A hookwrapper
@@ -640,7 +628,6 @@ def test_the_honest_fix_under_a_frozen_check_script_is_accepted_clean(tmp_path: 
     assert _accepted(outcome), (outcome.get("verdict"), outcome.get("findings"))
 
 
-@pytest.mark.xfail(strict=True, reason=AUDIT_BY_FORM)
 def test_through_governor_batch_a_class_body_patch_and_a_pytest_plugins_plugin_are_not_accepted(
     tmp_path: Path,
 ) -> None:
