@@ -27,8 +27,8 @@ governor writes, fresh for that check (`plant`):
 
 After the check, before any verdict (`judge`), every canary a runner reported
 must be reported as it must end (must-fail: failed or errored; must-pass:
-passed), and none of a file's canaries may be missing once another of them
-was reported; otherwise the check's results are not believed (`Lie`: the
+passed), and none of a file's canaries may be missing once a test of that
+file was reported; otherwise the check's results are not believed (`Lie`: the
 verdict is ``failed`` and the outcome has a ``runner-lied`` finding naming the
 check and what was misreported, never a canary's source). The canaries'
 results are taken out of the check's results: they are never acceptance
@@ -45,15 +45,17 @@ the tests it lies about. The agent knows the visible acceptance tests (their
 names, their files' text), so code that lies only about those, or about
 every test but what was appended to a file it knows, still passes them;
 held-out tests (names and files it never saw, indistinguishable from a
-canary) are what catch that. A check that selects tests by name (``-k``,
-``file::test``) runs no canary: nothing is judged then, and nothing said.
+canary) are what catch that. A check that runs only some tests of an acceptance file by name (``-k``,
+``file::test``) runs no canary of it, and is ``runner-lied``: run the file.
 """
 
 from __future__ import annotations
 
 import ast
 import os
+import re
 import secrets
+import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal
@@ -104,6 +106,8 @@ class Planted:
     shown_as: tuple[tuple[str, str], ...] = ()
     words: frozenset[str] = frozenset()
     """What names or quotes a canary in the check's output (`scrub`)."""
+    starts: tuple[tuple[str, int], ...] = ()
+    """(file, first line of its canaries): a frame or ``test at FILE:LINE`` past it is a canary's."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +166,7 @@ def plant(acceptance: Acceptance, roots: Sequence[str], folder: str) -> Planted:
     canaries: list[Canary] = []
     shown: list[tuple[str, str]] = []
     words: set[str] = set()
+    starts: list[tuple[str, int]] = []
     for n, rel in enumerate(acceptance_files(acceptance)):
         path = next(
             (os.path.join(r, rel) for r in roots if os.path.isfile(os.path.join(r, rel))), None
@@ -182,11 +187,12 @@ def plant(acceptance: Acceptance, roots: Sequence[str], folder: str) -> Planted:
         copy = os.path.join(folder, f"canary-{n}")
         with open(copy, "wb") as f:
             f.write(data + text.encode("ascii"))
-        os.chmod(copy, 0o444)
+        os.chmod(copy, stat.S_IMODE(os.stat(path).st_mode))
         canaries += planted
         words |= said
         shown.append((copy, path))
-    return Planted(tuple(canaries), tuple(shown), frozenset(words))
+        starts.append((rel, data.count(b"\n") + 1))
+    return Planted(tuple(canaries), tuple(shown), frozenset(words), tuple(starts))
 
 
 def _name(taken: set[str], sep: str, count: int = 2) -> str:
@@ -254,8 +260,6 @@ def _python(rel: str, data: bytes) -> tuple[str, list[Canary], set[str]] | None:
 
 
 def _javascript(rel: str, data: bytes) -> tuple[str, list[Canary], set[str]] | None:
-    import re
-
     from governor.test_results import _JS_TEST
 
     text = data.decode("utf-8", "replace")
@@ -302,26 +306,39 @@ def _javascript(rel: str, data: bytes) -> tuple[str, list[Canary], set[str]] | N
     return "\n".join(out), canaries, said
 
 
-def judge(planted: Planted, results: Iterable[CaseResult]) -> Judged:
+def judge(
+    planted: Planted, results: Iterable[CaseResult], acceptance: Acceptance | None = None
+) -> Judged:
     """A check's ``results`` without its canaries, and whether its runners told
-    the truth about them (see the module's header)."""
+    the truth about them (see the module's header). A canary is owed a result
+    once a runner that runs its kind reported a test of its file (another
+    canary, or one of ``acceptance``): a pytest-only canary when pytest did,
+    the others when any runner did. An owed canary no report names is
+    misreported (``missing``): a report that names only the tests its writer
+    knew is a lie too."""
     every = list(results)
     if not planted.canaries:
         return Judged(tuple(every))
     mine: set[int] = set()
     misreported: list[tuple[Expect, str, str]] = []
-    seen_groups: set[tuple[str, str]] = set()
+    ran: set[tuple[str, str]] = set()  # (file, runner) of a reported test
     found: dict[Canary, list[CaseResult]] = {}
     for canary in planted.canaries:
         at = [i for i, r in enumerate(every) if canary.matches(r)]
         mine.update(at)
         found[canary] = [every[i] for i in at]
-        if at:
-            seen_groups.add((canary.file, canary.group))
+        ran |= {(canary.file, every[i].runner) for i in at}
+    for test in acceptance.tests if acceptance is not None else ():
+        file = test.partition("::")[0]
+        ran |= {(file, r.runner) for r in every if _matches(test, r)}
     reported = 0
     for canary, hits in found.items():
         if not hits:
-            if (canary.file, canary.group) in seen_groups:
+            owed = any(
+                f == canary.file and (canary.group != "pytest" or runner == "pytest")
+                for f, runner in ran
+            )
+            if owed:
                 misreported.append((canary.expect, "missing", canary.family))
             continue
         reported += 1
@@ -341,13 +358,60 @@ def judge(planted: Planted, results: Iterable[CaseResult]) -> Judged:
     return Judged(rest, lie, explained and lie is None, reported, len(planted.canaries))
 
 
+_UNITTEST_SEP: Final = re.compile(r"^={70}$")
+_UNITTEST_END: Final = re.compile(r"^-{70}$")
+_PYTEST_HEADER: Final = re.compile(r"^_{3,} .* _{3,}$")
+_PYTEST_SECTION: Final = re.compile(r"^={3,} .* ={3,}$")
+_AT_LINE: Final = re.compile(r"(?:test at |[(\s/])(\S+?):(\d+):\d+\)?$")
+
+
 def scrub(text: str, planted: Planted) -> str:
-    """``text`` (a check's output) without the lines that name or quote a canary."""
+    """``text`` (a check's output) without what names or quotes a canary: a
+    unittest failure block (``====`` ... up to the next), a pytest one (``___
+    name ___`` ... up to the next header or section), and any other line
+    that names one (node's ``✖ name``, ``test at FILE:LINE`` past the file's
+    own lines, a ``FAILED`` summary line) with the indented lines after it.
+    The runner's counts (``Ran 12 tests``, ``FAILED (failures=4)``) stay."""
     if not planted.words:
         return text
     words = [w for w in planted.words if w]
-    kept = [line for line in text.splitlines(keepends=True) if not any(w in line for w in words)]
-    return "".join(kept)
+
+    def hit(line: str) -> bool:
+        if any(w in line for w in words):
+            return True
+        at = _AT_LINE.search(line.rstrip())
+        if at is None:
+            return False
+        return any(at.group(1).endswith(f) and int(at.group(2)) >= n for f, n in planted.starts)
+
+    lines = text.splitlines(keepends=True)
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i].rstrip("\n")
+        j = i + 1
+        if _UNITTEST_SEP.match(line) and j < len(lines) and hit(lines[j]):
+            while j < len(lines) and not _UNITTEST_SEP.match(lines[j].rstrip("\n")):
+                if (
+                    _UNITTEST_END.match(lines[j].rstrip("\n"))
+                    and lines[j + 1 :][:1] != []
+                    and (lines[j + 1].startswith("Ran "))
+                ):
+                    break
+                j += 1
+        elif _PYTEST_HEADER.match(line) and hit(line):
+            while j < len(lines) and not (
+                _PYTEST_HEADER.match(lines[j].rstrip("\n"))
+                or _PYTEST_SECTION.match(lines[j].rstrip("\n"))
+            ):
+                j += 1
+        elif hit(line):
+            while j < len(lines) and (lines[j].startswith((" ", "\t")) or not lines[j].strip()):
+                j += 1
+        else:
+            out.append(lines[i])
+        i = j
+    return "".join(out)
 
 
 @dataclass(slots=True)

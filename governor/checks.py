@@ -125,6 +125,7 @@ class CheckRun:
         out: dict[str, Any] = {
             "command": self.command,
             "exit": self.exit,
+            "passed": self.passed,
             "duration_s": self.duration_s,
             "tail": self.tail,
         }
@@ -242,7 +243,7 @@ async def run_checks(
             )
             sweep = cache_sweep(policy) if workspace == "overlay" else None
             ran = await _one(command, profile, policy.check_timeout, masked, built, sweep, planted)
-            ran, believed = _with_reports(ran, reports, masked, planted)
+            ran, believed = _with_reports(ran, reports, masked, planted, wanted)
             results += believed
             runs.append(ran)
             if on_check is not None:
@@ -366,13 +367,17 @@ class _Folders:
 
 
 def _with_reports(
-    ran: CheckRun, folder: str, masker: Masker, planted: canaries.Planted
+    ran: CheckRun,
+    folder: str,
+    masker: Masker,
+    planted: canaries.Planted,
+    acceptance: Acceptance,
 ) -> tuple[CheckRun, tuple[CaseResult, ...]]:
     """The check with what its reports say of each test (masked: a test's
     message may print what it was given), its canaries taken out and judged
     (`governor.canaries.judge`); and its results without the canaries."""
     read = test_results.read_reports(folder)
-    judged = canaries.judge(planted, read.results)
+    judged = canaries.judge(planted, read.results, acceptance)
     shown = test_results.kept(judged.results)
     tests = tuple(replace(t, id=masker.text(t.id), detail=masker.text(t.detail)) for t in shown.shown)
     ran = replace(

@@ -374,7 +374,6 @@ SH
 TRANSITIVE = "hole: the harness set stops at the check line; a script its Makefile/package.json runs is not in it"
 
 
-@pytest.mark.xfail(strict=True, reason=TRANSITIVE)
 @pytest.mark.parametrize("check", ["make test", "npm test"])
 def test_a_script_the_makefile_or_package_json_runs_is_the_loop_s_harness(
     tmp_path: Path, check: str
@@ -477,11 +476,6 @@ chmod +x node_modules/.bin/node
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: npm puts the workspace's node_modules/.bin first on a script's PATH; "
-    "node_modules is outside the harness set",
-)
 def test_a_node_that_npm_finds_in_the_workspace_s_node_modules_bin_is_not_the_check_s(
     tmp_path: Path,
 ) -> None:
@@ -736,10 +730,6 @@ def _src_layout(tmp_path: Path) -> Path:
     return ws
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: the shadowing rule looks at root modules only; the job's PYTHONPATH puts src/ before the stdlib",
-)
 def test_a_runner_shadowed_in_a_folder_on_the_job_s_pythonpath_is_the_loop_s_harness(
     tmp_path: Path,
 ) -> None:
