@@ -57,7 +57,7 @@ import re
 import secrets
 import stat
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Final, Literal
 
 from governor.test_results import _JS_EXT, _PY_EXT, Acceptance, CaseResult, _matches
@@ -412,12 +412,3 @@ def scrub(text: str, planted: Planted) -> str:
             out.append(lines[i])
         i = j
     return "".join(out)
-
-
-@dataclass(slots=True)
-class Count:
-    """Canaries planted and reported over a run of checks (for the audit record)."""
-
-    planted: int = 0
-    reported: int = 0
-    lies: list[Lie] = field(default_factory=list)

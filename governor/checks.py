@@ -43,6 +43,12 @@ command writes there), and the verdict is ``passed`` only when every check
 exited 0 *and* every acceptance test ran and passed. Its output is kept as a bounded
 tail, masked, since a test run prints the environment it was given.
 
+**Believed only when its runner tells the truth about its canaries**
+(`governor.canaries`): each check sees its own copy of the acceptance test
+files with tests the agent could not know appended, some that must fail and
+some that must pass; a check that misreports one fails (``runner-lied``),
+and one whose only failures are its must-fail canaries counts as exited 0.
+
 `run_checks` is the library's step: a loop that owns its retries calls it with
 the workspace and the policy, without the command line.
 """
