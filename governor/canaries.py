@@ -184,15 +184,29 @@ def plant(acceptance: Acceptance, roots: Sequence[str], folder: str) -> Planted:
         if made is None:
             continue
         text, planted, said = made
+        at = _main_guard(data) if rel.endswith(_PY_EXT) else len(data)
+        head = data[:at] if data[:at].endswith(b"\n") or not at else data[:at] + b"\n"
         copy = os.path.join(folder, f"canary-{n}")
         with open(copy, "wb") as f:
-            f.write(data + text.encode("ascii"))
+            f.write(head + text.encode("ascii") + b"\n" + data[at:])
         os.chmod(copy, stat.S_IMODE(os.stat(path).st_mode))
         canaries += planted
         words |= said
         shown.append((copy, path))
-        starts.append((rel, data.count(b"\n") + 1))
+        starts.append((rel, head.count(b"\n") + 1))
     return Planted(tuple(canaries), tuple(shown), frozenset(words), tuple(starts))
+
+
+def _main_guard(data: bytes) -> int:
+    """Where in a Python file its canaries go: before a top-level ``if __name__
+    == "__main__":`` (which runs the tests when the file is run, before any
+    class after it is made), else at its end."""
+    tree = ast.parse(data)
+    for node in tree.body:
+        if isinstance(node, ast.If) and "__name__" in ast.dump(node.test):
+            lines = data.split(b"\n")
+            return sum(len(line) + 1 for line in lines[: node.lineno - 1])
+    return len(data)
 
 
 def _name(taken: set[str], sep: str, count: int = 2) -> str:

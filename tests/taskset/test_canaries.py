@@ -218,3 +218,25 @@ def test_a_canary_reported_as_it_must_end_is_no_lie_and_is_taken_out_of_the_resu
         CaseResult("tests.test_a.TestOther.test_b", "failed", runner="unittest"),
     ]
     assert not canaries.judge(wanted, real_failure).explained
+
+
+def test_a_file_run_as_a_script_gets_its_canaries_before_its_main_guard(tmp_path: Path) -> None:
+    """``python tests/test_a.py`` runs ``unittest.main()`` where the guard is:
+    a class after it would never run."""
+    from governor import canaries
+    from governor.test_results import Acceptance
+
+    ws = tmp_path / "ws"
+    (ws / "tests").mkdir(parents=True)
+    guard = 'if __name__ == "__main__":\n    unittest.main()\n'
+    text = BY_NAME["add"].test_text("acceptance") + "\n\n" + guard
+    (ws / "tests" / "test_a.py").write_text(text)
+    planted = canaries.plant(
+        Acceptance(("tests/test_a.py::TestAcceptance::test_add",)), (str(ws),), str(tmp_path)
+    )
+    [(copy, _)] = planted.shown_as
+    made = Path(copy).read_text()
+    assert made.endswith(guard) and made.startswith(text.removesuffix(guard))
+    assert all(
+        f"def {c.name.rpartition('::')[2]}(" in made[: -len(guard)] for c in planted.canaries
+    )
