@@ -11,7 +11,7 @@ that lies about one failure lies about the canary.** So for every check the
 governor writes, fresh for that check (`plant`):
 
 - a copy of each acceptance test file (`governor.test_results.Acceptance`)
-  with canary tests appended, shown read-only at the file's path in that
+  and each held-out test file (`carriers`) with canary tests appended, shown read-only at the file's path in that
   check's sandbox only (`sandbox.plan.profile.Profile.shown_as`): never in the
   agent's workspace, never there before or after, made after the agent and
   everything it started are gone;
@@ -60,7 +60,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from governor.test_results import _JS_EXT, _PY_EXT, Acceptance, CaseResult, _matches
+from governor import frozen
+from governor.test_results import _JS_EXT, _PY_EXT, Acceptance, CaseResult, _matches, collect
+from policies.policy import Policy
 
 Expect = Literal["passed", "failed"]
 Group = Literal["unittest", "pytest", "node"]
@@ -150,6 +152,21 @@ class Judged:
     reported: a non-zero exit status is the canaries', not the check's."""
     reported: int = 0
     planted: int = 0
+
+
+def carriers(policy: Policy, acceptance: Acceptance) -> Acceptance:
+    """The tests whose files carry canaries: the acceptance tests, and the
+    held-out files' tests (``[sandbox] held_out``, back in place for the
+    checks). In a held-out file the agent never saw, a canary cannot be told
+    from a held-out test by what was added to a file it knows: a lie that
+    spares what was appended to the visible files lies about those."""
+    if not policy.held_out:
+        return acceptance
+    try:
+        found = collect(frozen.files_under(policy.held_out, policy.roots))
+    except (frozen.FrozenTooLarge, OSError):
+        return acceptance
+    return Acceptance(tuple(dict.fromkeys((*acceptance.tests, *found))), acceptance.source)
 
 
 def acceptance_files(acceptance: Acceptance) -> list[str]:

@@ -233,13 +233,14 @@ async def run_checks(
         except ProfileError as e:
             shared, built = None, failure or f"the check's sandbox cannot be built: {e}"
         results: list[CaseResult] = []
+        carrying = canaries.carriers(policy, wanted)
         for command in chosen:
             reports = folders.reports()
             env = check_environment(
                 declared, folders.lib, reports, pycache_prefix=workspace == "read-only"
             )
             # fresh for each check, made now: the agent and all it started are gone
-            planted = canaries.plant(wanted, policy.roots, folders.canaries())
+            planted = canaries.plant(carrying, policy.roots, folders.canaries())
             profile = None if shared is None else replace(
                 shared,
                 env=env,
@@ -249,7 +250,7 @@ async def run_checks(
             )
             sweep = cache_sweep(policy) if workspace == "overlay" else None
             ran = await _one(command, profile, policy.check_timeout, masked, built, sweep, planted)
-            ran, believed = _with_reports(ran, reports, masked, planted, wanted)
+            ran, believed = _with_reports(ran, reports, masked, planted, carrying)
             results += believed
             runs.append(ran)
             if on_check is not None:

@@ -165,6 +165,12 @@ def _files(
             yield rel, path
 
 
+def files_under(globs: PathGlobs, roots: tuple[str, ...]) -> list[tuple[str, str]]:
+    """(relative path, absolute path) of each file under the paths ``globs`` name now."""
+    with Opening() as opening:
+        return list(_files(globs, roots, opening))
+
+
 def files(policy: Policy) -> list[tuple[str, str]]:
     """(relative path, absolute path) of each file under the frozen paths now."""
     if not policy.frozen:
