@@ -202,16 +202,32 @@ def plant(acceptance: Acceptance, roots: Sequence[str], folder: str) -> Planted:
             continue
         text, planted, said = made
         at = _main_guard(data) if rel.endswith(_PY_EXT) else len(data)
-        head = data[:at] if data[:at].endswith(b"\n") or not at else data[:at] + b"\n"
+        head = data[:at].rstrip(b"\n") + b"\n" if data[:at].strip() else b""
         copy = os.path.join(folder, f"canary-{n}")
         with open(copy, "wb") as f:
-            f.write(head + text.encode("ascii") + b"\n" + data[at:])
+            f.write(head + text.encode("ascii") + (b"\n\n" + data[at:] if data[at:] else b""))
         os.chmod(copy, stat.S_IMODE(os.stat(path).st_mode))
         canaries += planted
         words |= said
         shown.append((copy, path))
         starts.append((rel, head.count(b"\n") + 1))
     return Planted(tuple(canaries), tuple(shown), frozenset(words), tuple(starts))
+
+
+def _test_case(tree: ast.Module) -> str | None:
+    """How the file itself names ``unittest.TestCase`` at its top level, if it
+    does (the canaries' class is written as its neighbours are, and needs no
+    import of its own)."""
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name == "unittest":
+                    return f"{alias.asname or 'unittest'}.TestCase"
+        elif isinstance(node, ast.ImportFrom) and node.module == "unittest" and not node.level:
+            for alias in node.names:
+                if alias.name == "TestCase":
+                    return alias.asname or "TestCase"
+    return None
 
 
 def _main_guard(data: bytes) -> int:
@@ -262,29 +278,34 @@ def _python(rel: str, data: bytes) -> tuple[str, list[Canary], set[str]] | None:
         (
             "passed",
             "pytest.raises",
-            f"import pytest\n    with pytest.raises(ZeroDivisionError):\n        {a} // 0",
+            f"import pytest  # type: ignore[import-not-found,unused-ignore]\n\n"
+            f"    with pytest.raises(ZeroDivisionError):\n        divmod({a}, 0)",
         ),
         (
             "failed",
             "pytest.raises",
-            f'import pytest\n    with pytest.raises(KeyError):\n        {{}}.get("{word}")',
+            f"import pytest  # type: ignore[import-not-found,unused-ignore]\n\n"
+            f"    with pytest.raises(KeyError):\n        {{{a}: {b}}}.get({a + b})",
         ),
     ]
     _RNG.shuffle(methods)
     _RNG.shuffle(functions)
     module = _name(taken, "_")
     cls = "Test" + "".join(w.title() for w in _name(taken, " ").split())
-    out = [f"\n\nimport unittest as _{module}\n\n\nclass {cls}(_{module}.TestCase):"]
+    base = _test_case(tree)
+    imported = "" if base else f"\n\nimport unittest as _{module}  # noqa: E402"
+    base = base or f"_{module}.TestCase"
+    out = [f"{imported}\n\n{chr(10) if imported else ''}class {cls}({base}):"]
     canaries: list[Canary] = []
     said = {cls, f"_{module}"}
     for expect, family, body in methods:
         test = "test_" + _name(taken, "_")
-        out.append(f"    def {test}(self):\n        {body}\n")
+        out.append(f"    def {test}(self) -> None:\n        {body}\n")
         canaries.append(Canary(rel, f"{cls}::{test}", expect, "unittest", family))
         said |= {test, body.strip()}
     for expect, family, body in functions:
         test = "test_" + _name(taken, "_")
-        out.append(f"\ndef {test}():\n    {body}\n")
+        out.append(f"\ndef {test}() -> None:\n    {body}\n")
         canaries.append(Canary(rel, test, expect, "pytest", family))
         said |= {test, *(line.strip() for line in body.splitlines())}
     return "\n".join(out), canaries, said
