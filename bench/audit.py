@@ -24,7 +24,12 @@ end) through an `AuditLog` with no file, unsigned and with the operator's
 Ed25519 key signing each end record, in the same rounds: what one signature
 per attempt costs on the record path.
 
-Run: ``.venv/bin/python bench/audit.py [--records N] [--logs N] [--signing]``.
+With ``--secrets K`` (default 20): the same records with no file against a
+masker that knows no secret and one that knows K, each screened in every
+spelling masking knows (`governor.secrets.spellings`): what each secret an
+attempt knows costs on the record path.
+
+Run: ``.venv/bin/python bench/audit.py [--records N] [--logs N] [--secrets K] [--signing]``.
 """
 
 from __future__ import annotations
@@ -145,10 +150,17 @@ def governed(path: Path, n: int, durability: Durability, producers: int) -> floa
     return trio.run(main)
 
 
-def in_memory(n: int) -> float:
-    """Seconds for ``n`` records masked, chained and kept, with no file."""
+def many_secrets(k: int) -> Masker:
+    """A masker that knows ``k`` secrets (each screened in its every spelling:
+    clear, base64 in three alignments, hex, URL-encoded)."""
+    return Masker([f"secret-value-{i:03d}-" + "q" * 24 for i in range(k)])
+
+
+def in_memory(n: int, known: Masker | None = None) -> float:
+    """Seconds for ``n`` records masked, chained and kept, with no file (the
+    bench's masker, or ``known``)."""
     records = [fields(i) for i in range(n)]
-    log = AuditLog(None, "bench-attempt", masker=masker())
+    log = AuditLog(None, "bench-attempt", masker=known or masker())
     start = time.perf_counter()
     for r in records:
         log.record("permission", **r)
@@ -174,6 +186,10 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=20_000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--logs", type=int, default=2000)
+    parser.add_argument(
+        "--secrets", type=int, default=20,
+        help="also records screened against a masker that knows this many secrets",
+    )  # fmt: skip
     parser.add_argument(
         "--signing", action="store_true", help="also short attempts with their end records signed"
     )
@@ -208,6 +224,8 @@ def main() -> None:
             ("bare write", n, lambda: bare(fresh(), lines)),
             ("json + write", n, lambda: plain_json(fresh(), records)),
             ("AuditLog, no file", n, lambda: in_memory(n)),
+            ("no file, no secrets", n, lambda: in_memory(n, Masker())),
+            (f"no file, {args.secrets} secrets", n, lambda: in_memory(n, many_secrets(args.secrets))),
             ("fsync each", few, lambda: bare(fresh(), lines[:few], fsync=True)),
             ("batch, 1 producer", n, lambda: governed(fresh(), n, "batch", 1)),
             ("batch, 8 producers", n, lambda: governed(fresh(), n, "batch", 8)),
@@ -247,6 +265,14 @@ def main() -> None:
         f"always with 8 producers: {always8:,.0f} records/s "
         f"(target >= 5,000): {'met' if always8 >= 5000 else 'MISSED'}; "
         f"{always8 / rate['always, 1 producer']:.1f}x one producer (group commit)"
+    )
+    none, known, usual = (
+        rate["no file, no secrets"], rate[f"no file, {args.secrets} secrets"], rate["AuditLog, no file"]
+    )
+    print(
+        f"the screen of known secrets: {args.secrets} secrets take {none / known:.2f}x the time "
+        f"of none, the bench's 3 take {none / usual:.2f}x "
+        f"({(1 / known - 1 / none) / args.secrets * 1e6:.2f} us per record per secret)"
     )
     if signer is not None:
         unsigned, signed = rate["attempts, unsigned"], rate["attempts, signed"]

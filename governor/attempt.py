@@ -212,7 +212,15 @@ class Attempt:
         try:
             frozen_at_start = await trio.to_thread.run_sync(frozen.recorded, policy)
             await trio.to_thread.run_sync(harness.pins, policy)  # past its bounds: not started
-            acceptance = await trio.to_thread.run_sync(test_results.acceptance_of, policy)
+            acceptance = await trio.to_thread.run_sync(
+                test_results.acceptance_of, policy, held.tests if held is not None else ()
+            )
+            unjudged = await trio.to_thread.run_sync(
+                test_results.unjudged,
+                policy,
+                acceptance,
+                held.at_start.files if held is not None else 0,
+            )
         except frozen.FrozenTooLarge as e:
             self.audit.close()
             raise RefusedBeforeStart([f"{e}; nothing was started"]) from None
@@ -310,6 +318,7 @@ class Attempt:
                 on_check=report,
                 acceptance=acceptance,
             )
+            self.turn.notices.extend(unjudged)
         self.end.harness = harness.described(policy)
         outcome = judge(self._ended())
         outcome.trace_id = p.spec.trace_id
@@ -511,7 +520,7 @@ class Attempt:
             self.end.error = setup.error
             return
         self.end.model, self.end.alone = setup.model, setup.alone
-        self.turn.mode = setup.mode
+        self.turn.settled(setup.mode)
         self.turn.config_options = list(setup.config_options)
         prompt = p.spec.prompt + (rules_for_the_agent(p.policy) if p.spec.append_rules else "")
         self.emit("prompt", {"session": session.session_id})

@@ -36,10 +36,10 @@ unless the check names it). The files that decide what a check runs are the
 harness set (`policies.harness`, `governor.harness`).
 
 **Judged by results** (`governor.test_results`): each check gets a report
-folder outside the workspace (``$GOVERNOR_CHECK_REPORTS``) where its runners
-write JUnit XML (pytest's ``--junitxml``, ``node --test``'s junit reporter,
-unittest through `governor.unittest_report`, and any file the job's own
-command writes there), and the verdict is ``passed`` only when every check
+folder outside the workspace where its runners write JUnit XML (pytest's
+``--junitxml``, ``node --test``'s junit reporter, unittest through
+`governor.unittest_report`, and any file the job's own command writes into
+``$GOVERNOR_CHECK_REPORTS``), and the verdict is ``passed`` only when every check
 exited 0 *and* every acceptance test ran and passed. Its output is kept as a bounded
 tail, masked, since a test run prints the environment it was given.
 
@@ -49,6 +49,32 @@ files with tests the agent could not know appended, some that must fail and
 some that must pass; a check that misreports one fails (``runner-lied``),
 and one whose only failures are its must-fail canaries counts as exited 0.
 
+**Nothing a check's processes see names a check** where it can be helped:
+code under test that keys on such a word fixes itself for the check only.
+No variable says it (the unittest reporter finds its report folder from
+where it lies; ``$GOVERNOR_CHECK_REPORTS`` is a shell variable of the job's
+command line, set, unexported, only when the line names it), and the cache
+sweep's shell ``exec``s the job's line (`_script`), so the check's shell's
+command line is the job's own. The reporter's and the report folders are
+bound on the sandbox's fresh ``/tmp`` under a random name, so no path a
+check's process is given names the governor's state folder. What cannot be
+hidden (the runners' report options; the mount table, which names where a
+bind comes from; ``PYTHONSAFEPATH``; the held-out files appearing; a sandbox's mounts,
+no network) is a residual of docs/loops.md.
+
+**Held-out tests stay held out** (`governor.held_out`): a check run while
+the job has held-out files keeps its words to itself. Its output and its
+per-test report can quote a held-out test (a traceback prints the failing
+line, a test's message its inputs), and every way a check's words leave the
+governor leads to an agent sooner or later: the outcome a loop hands on, the
+events, the audit record, a next try's prompt (`governor.tries.digest`), a
+batch's tries. So one rule at the source, `CheckRun` itself: its ``tail`` is
+`WITHHELD` and its per-test results only counted; what is left is what
+cannot reveal a held-out test (the command, the exit status, the duration,
+the visible acceptance tests not passed by name and the held-out ones
+counted, `governor.test_results.Judgement`). A loop that wants the held-out
+output runs its held-out tests itself.
+
 `run_checks` is the library's step: a loop that owns its retries calls it with
 the workspace and the policy, without the command line.
 """
@@ -57,6 +83,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import shlex
 import shutil
 import tempfile
@@ -235,22 +262,37 @@ async def run_checks(
         results: list[CaseResult] = []
         carrying = canaries.carriers(policy, wanted)
         for command in chosen:
-            reports = folders.reports()
+            lib, reports = folders.one()
+            # bound on the sandbox's fresh /tmp under a name of no meaning: no
+            # path a check's process is given names the governor's state folder
+            inside = f"/tmp/{secrets.token_hex(6)}"
             env = check_environment(
-                declared, folders.lib, reports, pycache_prefix=workspace == "read-only"
+                declared, f"{inside}/lib", f"{inside}/reports", pycache_prefix=workspace == "read-only"
             )
             # fresh for each check, made now: the agent and all it started are gone
             planted = canaries.plant(carrying, policy.roots, folders.canaries())
             profile = None if shared is None else replace(
                 shared,
                 env=env,
-                inputs=(Path(folders.lib),),
+                inputs=(Path(lib),),
                 outputs=(Path(reports),),
+                bound_at=Path(inside),
                 shown_as=tuple((Path(a), Path(b)) for a, b in planted.shown_as),
             )
             sweep = cache_sweep(policy) if workspace == "overlay" else None
-            ran = await _one(command, profile, policy.check_timeout, masked, built, sweep, planted)
-            ran, believed = _with_reports(ran, reports, masked, planted, carrying)
+            ran = await _one(
+                command,
+                profile,
+                policy.check_timeout,
+                masked,
+                built,
+                sweep,
+                f"{inside}/reports",
+                planted,
+            )
+            ran, believed = _with_reports(
+                ran, reports, masked, planted, carrying, withheld=bool(policy.held_out)
+            )
             results += believed
             runs.append(ran)
             if on_check is not None:
@@ -261,11 +303,17 @@ async def run_checks(
 
 
 REPORTS_VARIABLE: Final = "GOVERNOR_CHECK_REPORTS"
-"""The variable naming a check's report folder: a job's own command writes its
-JUnit XML there (``jest --reporters=jest-junit`` with ``JEST_JUNIT_OUTPUT_DIR``,
+"""The shell variable naming a check's report folder in the job's command line
+(never exported: `_script`): a job's own command writes its JUnit XML there
+(``JEST_JUNIT_OUTPUT_DIR="$GOVERNOR_CHECK_REPORTS" jest --reporters=jest-junit``,
 ``go-junit-report > "$GOVERNOR_CHECK_REPORTS/go.xml"``)."""
-PYCACHE_INSIDE: Final = "/tmp/.governor-pycache"
+PYCACHE_INSIDE: Final = "/tmp/.pycache"
 """Where a check's interpreters keep bytecode: on its sandbox's fresh ``/tmp``."""
+WITHHELD: Final = (
+    "(the output is withheld: the checks ran the job's held-out tests, and it could "
+    "quote them; the verdict and the acceptance tests say what failed)"
+)
+"""A check's ``tail`` when the job holds tests out (see the module's header)."""
 
 
 def check_environment(
@@ -296,8 +344,22 @@ def check_environment(
         f'--test-reporter=junit --test-reporter-destination="{reports}/node.xml"'
         + (f" {node_opts}" if node_opts else ""),
     )
-    env[REPORTS_VARIABLE] = reports
+    env.pop(REPORTS_VARIABLE, None)  # no variable names a check (see the module's header)
     return env
+
+
+def _script(command: str, reports: str, sweep: str | None) -> str:
+    """The check's shell text: the cache sweep, then ``exec`` of a shell running
+    the job's ``command`` alone, so the shell every process of the check sees
+    as its parent has the job's line for its command line, not the sweep's.
+    ``$GOVERNOR_CHECK_REPORTS``, when the line names it, is a variable of that
+    line only (assigned, not exported: the programs it starts see none)."""
+    line = command
+    if REPORTS_VARIABLE in command:
+        line = f"{REPORTS_VARIABLE}={shlex.quote(reports)}\n{command}"
+    if sweep is None:
+        return line
+    return f"{sweep}\nexec /bin/sh -c {shlex.quote(line)}"
 
 
 def cache_sweep(policy: Policy) -> str:
@@ -310,14 +372,17 @@ def cache_sweep(policy: Policy) -> str:
     installed packages' own caches are used. Not swept: ``.git``,
     ``node_modules``, and the virtualenvs a check runs (in the harness set:
     pinned, or their changes found). A pinned cache (under a frozen folder,
-    which the attempt could not write) stays."""
+    which the attempt could not write) stays. Each cache is made the
+    owner's to list and write first: a ``__pycache__`` the attempt left at
+    mode 0311 cannot be emptied by an unprivileged ``rm -rf``, yet Python
+    opens the ``.pyc`` in it by name."""
     pruned = " -o ".join(
         ["-name .git", "-name node_modules", *(f"-path {shlex.quote(p)}" for p in policy.harness_named)]
     )
     roots = " ".join(shlex.quote(r) for r in policy.roots)
     return (
         f"find {roots} \\( {pruned} \\) -prune -o \\( -name __pycache__ -o -name .pytest_cache \\) "
-        "-prune -exec rm -rf {} + 2>/dev/null"
+        "-prune -exec chmod -R u+rwx {} + -exec rm -rf {} + 2>/dev/null"
     )
 
 
@@ -339,8 +404,9 @@ def check_path(path: str | None, roots: tuple[str, ...]) -> str | None:
 
 class _Folders:
     """One run of checks' folders outside every root, under the governor's state
-    (which no other sandbox shows): ``lib`` (the reporter, read-only to the
-    check) and a fresh report folder per check; removed at the end."""
+    (which no other sandbox shows): per check, ``lib`` (the reporter,
+    read-only to the check) and ``reports`` beside it, where the reporter
+    finds it (`governor.unittest_report`); removed at the end."""
 
     def __init__(self) -> None:
         from sandbox.host.concealed import state_dir
@@ -348,17 +414,18 @@ class _Folders:
         under = state_dir() / "checks"
         under.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.top = tempfile.mkdtemp(prefix="run-", dir=under)
-        self.lib = os.path.join(self.top, "lib")
-        os.mkdir(self.lib)
-        here = os.path.dirname(os.path.abspath(__file__))
-        shutil.copyfile(os.path.join(here, "unittest_report.py"), os.path.join(self.lib, "sitecustomize.py"))
         self.made: list[str] = []
 
-    def reports(self) -> str:
-        folder = os.path.join(self.top, f"reports-{len(self.made) + 1}")
-        os.mkdir(folder)
-        self.made.append(folder)
-        return folder
+    def one(self) -> tuple[str, str]:
+        """A fresh ``(lib, reports)`` pair for the next check."""
+        folder = os.path.join(self.top, str(len(self.made) + 1))
+        lib, reports = os.path.join(folder, "lib"), os.path.join(folder, "reports")
+        for made in (folder, lib, reports):
+            os.mkdir(made)
+        here = os.path.dirname(os.path.abspath(__file__))
+        shutil.copyfile(os.path.join(here, "unittest_report.py"), os.path.join(lib, "sitecustomize.py"))
+        self.made.append(reports)
+        return lib, reports
 
     def canaries(self) -> str:
         """A folder for the current check's canary copies (never shown to it as a folder)."""
@@ -379,12 +446,27 @@ def _with_reports(
     masker: Masker,
     planted: canaries.Planted,
     acceptance: Acceptance,
+    *,
+    withheld: bool = False,
 ) -> tuple[CheckRun, tuple[CaseResult, ...]]:
     """The check with what its reports say of each test (masked: a test's
     message may print what it was given), its canaries taken out and judged
-    (`governor.canaries.judge`); and its results without the canaries."""
+    (`governor.canaries.judge`); and its results without the canaries.
+    ``withheld`` (the job holds tests out): its output and per-test results
+    only counted, `WITHHELD`."""
     read = test_results.read_reports(folder)
     judged = canaries.judge(planted, read.results, acceptance)
+    if withheld:
+        ran = replace(
+            ran,
+            tail=WITHHELD if ran.tail else "",
+            tests=(),
+            tests_more=len(judged.results),
+            unfinished=read.unfinished,
+            lie=judged.lie,
+            explained=judged.explained,
+        )
+        return ran, judged.results
     shown = test_results.kept(judged.results)
     tests = tuple(replace(t, id=masker.text(t.id), detail=masker.text(t.detail)) for t in shown.shown)
     ran = replace(
@@ -447,6 +529,7 @@ async def _one(
     masker: Masker,
     failure: str | None,
     sweep: str | None = None,
+    reports: str = "",
     planted: canaries.Planted | None = None,
 ) -> CheckRun:
     from governor.confine import configured_bwrap
@@ -459,7 +542,7 @@ async def _one(
         return CheckRun(command, None, 0.0, "", error=masker.text(why))
     try:
         result = await run(
-            Command.shell(command if sweep is None else f"{sweep}\n{command}"),
+            Command.shell(_script(command, reports, sweep)),
             profile,
             timeout=timeout,
             output_limit=OUTPUT_LIMIT,

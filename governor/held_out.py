@@ -22,6 +22,12 @@ Rules of this file:
   way back never follows a link the agent left: every folder on the way is
   opened relative to its parent with ``O_NOFOLLOW``, and what is not a real
   folder is removed, so putting the files back cannot write outside the roots.
+- **Every held-out test is an acceptance test**: the tests in the held-out
+  files are listed (`governor.test_results.collect`) before they are moved
+  out (`HeldOut.tests`), and the verdict needs each reported passed by name.
+  What a check run over them says (its output, its per-test report, the
+  held-out tests' names) stays with the governor (`governor.checks`): the
+  outcome, the events and a next try's prompt count them, never show them.
 - **Their digest at both ends**, like the frozen files' (`governor.frozen.digest_of`):
   taken before they are moved out and again once they are back, in the
   attempt-start and attempt-end records and the outcome.
@@ -48,7 +54,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from governor import frozen
+from governor import frozen, test_results
 from policies.policy import Policy
 from sandbox.host.concealed import state_dir
 
@@ -78,6 +84,8 @@ class HeldOut:
     folder: Path
     kept: tuple[Kept, ...]
     at_start: frozen.Digest
+    tests: tuple[str, ...] = ()
+    """The tests in the held-out files, listed before they were moved out."""
     replaced: list[str] = field(default_factory=list)
     """The held-out paths (relative) where the agent had made something, removed
     before the original went back."""
@@ -86,7 +94,7 @@ class HeldOut:
 
     def to_json(self) -> dict[str, Any]:
         """As the outcome's ``held_out`` holds it."""
-        out: dict[str, Any] = {"start": self.at_start.to_json()}
+        out: dict[str, Any] = {"start": self.at_start.to_json(), "tests": len(self.tests)}
         if self.at_end is not None:
             out["end"] = self.at_end.to_json()
         if self.replaced:
@@ -156,6 +164,7 @@ def hide(policy: Policy, run_id: str) -> HeldOut | None:
             "(hold out their folder instead: `dir/**`)"
         )
     at_start = frozen.digest_of(policy.held_out, policy.roots, "held-out")
+    listed = test_results.collect(frozen.files_under(policy.held_out, policy.roots))
     folder = state_dir() / "held-out" / run_id
     try:
         folder.mkdir(parents=True, mode=0o700)
@@ -163,7 +172,7 @@ def hide(policy: Policy, run_id: str) -> HeldOut | None:
         raise HoldOutFailed(
             f"the held-out tests cannot be kept in {folder}: {e.strerror}"
         ) from None
-    held = HeldOut(folder, (), at_start)
+    held = HeldOut(folder, (), at_start, listed)
     kept: list[Kept] = []
     for n, (path, rel) in enumerate(named):
         copy = str(folder / str(n))
@@ -221,16 +230,29 @@ _OPEN_DIR: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 def _place(one: Kept) -> bool:
     """Put ``one`` back at its path, never following a link; True when something
-    of the agent's was in the way (removed)."""
+    of the agent's was in the way (removed). A folder on the way the agent
+    made unwritable or unlistable (the workspace root at 0555, as an
+    unprivileged user) is made the owner's for the placing and given its
+    mode back after: the originals go back whatever the agent did to modes,
+    and the modes stay the agent's work."""
     parts = one.rel.split("/")
     replaced = False
-    fd = os.open(one.root, _OPEN_DIR)
+    modes: list[tuple[int, int]] = []
     try:
+        fd = os.open(one.root, _OPEN_DIR)
+    except PermissionError:
+        was = stat.S_IMODE(os.lstat(one.root).st_mode)
+        os.chmod(one.root, was | stat.S_IRWXU)
+        fd = os.open(one.root, _OPEN_DIR)
+        modes.append((os.dup(fd), was))
+    try:
+        _writable(fd, modes)
         for part in parts[:-1]:
-            child, was = _folder(fd, part)
+            child, was = _folder(fd, part, modes)
             replaced = replaced or was
             os.close(fd)
             fd = child
+            _writable(fd, modes)
         name = parts[-1]
         if _exists(fd, name):
             _remove(fd, name)
@@ -238,17 +260,39 @@ def _place(one: Kept) -> bool:
         _copy_in(one.copy, fd, name)
     finally:
         os.close(fd)
+        for kept, mode in reversed(modes):
+            with contextlib.suppress(OSError):
+                os.fchmod(kept, mode)
+            os.close(kept)
     return replaced
 
 
-def _folder(fd: int, name: str) -> tuple[int, bool]:
+def _writable(fd: int, modes: list[tuple[int, int]]) -> None:
+    """Give the owner every right on the open folder ``fd`` when it lacks one,
+    noting its mode in ``modes`` (with a copy of ``fd``) to give back."""
+    mode = stat.S_IMODE(os.fstat(fd).st_mode)
+    if mode & stat.S_IRWXU != stat.S_IRWXU:
+        modes.append((os.dup(fd), mode))
+        os.fchmod(fd, mode | stat.S_IRWXU)
+
+
+def _folder(fd: int, name: str, modes: list[tuple[int, int]]) -> tuple[int, bool]:
     """The folder ``name`` under ``fd``, opened; made when missing, and made
-    anew (True) when something else (a link, a file) is there."""
+    anew (True) when something else (a link, a file) is there; one the owner
+    cannot open (mode 0311) opened after its rights are given (its mode in
+    ``modes``)."""
     try:
         return os.open(name, _OPEN_DIR, dir_fd=fd), False
     except FileNotFoundError:
         os.mkdir(name, 0o755, dir_fd=fd)
         return os.open(name, _OPEN_DIR, dir_fd=fd), False
+    except PermissionError:
+        st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        if stat.S_ISDIR(st.st_mode):
+            os.chmod(name, stat.S_IMODE(st.st_mode) | stat.S_IRWXU, dir_fd=fd, follow_symlinks=False)
+            child = os.open(name, _OPEN_DIR, dir_fd=fd)
+            modes.append((os.dup(child), stat.S_IMODE(st.st_mode)))
+            return child, False
     except OSError as e:
         if e.errno not in (errno.ELOOP, errno.ENOTDIR):
             raise

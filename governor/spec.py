@@ -463,10 +463,14 @@ def _executor(
     own = [*(spec.argv or [])]
     if (spec.agent is None) == (not own):
         # in both spellings: the library's field and the command line's flag
-        given = "no agent was given" if spec.agent is None else "both a preset and a command were given"
+        given, twice = (
+            ("no agent was given", "")
+            if spec.agent is None
+            else ("both a preset and a command were given", ", not both")
+        )
         problems.append(
             f"say which agent: {given}; give a preset (agent=ID, --agent ID; `governor "
-            "presets` lists them) or an ACP command (argv=[...], the words after --), not both"
+            f"presets` lists them) or an ACP command (argv=[...], the words after --){twice}"
         )
         return None
     if spec.agent is None:

@@ -13,7 +13,23 @@ none skipped, none failed or errored.
 
 The acceptance tests are the job's (``[checks] acceptance``), or else the
 tests in its frozen files as they were when the attempt started
-(`collect`): a loop's acceptance tests are what it froze.
+(`collect`): a loop's acceptance tests are what it froze. **Every held-out
+test is an acceptance test too**, whatever the job names: listed from the
+held-out files before they are moved out (`governor.held_out.hide`), so a
+held-out test the code under test skips, or a held-out file whose process
+ends before its tests (reported as one passing test named by its path), is
+not passed. Which acceptance tests are held out is kept (`Acceptance.held_out`):
+a verdict names the visible ones that did not pass and only counts the
+held-out ones (`Judgement.to_json`), so no name of a held-out test reaches
+an outcome, an event, or a next try's prompt.
+
+**Loud, never silent** (`unjudged`): when a job with checks freezes or holds
+out files and none holds a test the governor can list (a check script, Go or
+shell tests), the verdict over no acceptance test is an exit status again
+(the module under test exiting 0 at import passes), and the outcome says so
+in a notice naming the files; the job names its tests (``[checks]
+acceptance = [...]``) or says the exit status is its verdict (``acceptance =
+[]``, no notice).
 
 The reports are the check's words, read with bounds (`MAX_REPORT_BYTES`,
 `MAX_REPORTS`, `MAX_KEPT`) by ``xml.etree`` (expat: its entity amplification
@@ -132,10 +148,13 @@ def _cases(root: ET.Element, runner: str) -> Iterable[CaseResult]:
 class Acceptance:
     """The tests a passed verdict needs, as ``path::Class::test`` (Python) or
     ``path::test name`` (JavaScript), and where they come from
-    (``job``: ``[checks] acceptance``; ``frozen``: the frozen files' tests)."""
+    (``job``: ``[checks] acceptance``; ``frozen``: the frozen files' tests);
+    ``held_out``: those of them listed from the held-out files (in ``tests``
+    too), never named outside the governor."""
 
     tests: tuple[str, ...] = ()
     source: str = "frozen"
+    held_out: tuple[str, ...] = ()
 
 
 def collect(files: Iterable[tuple[str, str]]) -> tuple[str, ...]:
@@ -204,21 +223,33 @@ class Judgement:
     failed_elsewhere: tuple[str, ...] = ()
     """Reported tests outside the acceptance set that failed or errored."""
     unfinished: int = 0
+    held_out: frozenset[str] = frozenset()
+    """The acceptance tests that are held out: counted, never named, in `to_json`;
+    with any, the tests failed elsewhere are counted too (one may be a
+    held-out test the listing could not name: a generated one)."""
 
     @property
     def ok(self) -> bool:
         return not self.not_passed and not self.failed_elsewhere and not self.unfinished
 
     def to_json(self) -> dict[str, Any]:
+        """As an outcome's ``tests`` holds it: the held-out tests counted
+        (``held_out``, ``held_out_not_passed``), never named."""
+        shown = [(t, o) for t, o in self.not_passed if t not in self.held_out]
         out: dict[str, Any] = {
             "acceptance": self.expected,
             "source": self.source,
             "passed": self.passed,
-            "not_passed": [{"test": t, "outcome": o} for t, o in self.not_passed[:MAX_KEPT]],
+            "not_passed": [{"test": t, "outcome": o} for t, o in shown[:MAX_KEPT]],
         }
-        if len(self.not_passed) > MAX_KEPT:
-            out["more_not_passed"] = len(self.not_passed) - MAX_KEPT
-        if self.failed_elsewhere:
+        if len(shown) > MAX_KEPT:
+            out["more_not_passed"] = len(shown) - MAX_KEPT
+        if self.held_out:
+            out["held_out"] = len(self.held_out)
+            out["held_out_not_passed"] = len(self.not_passed) - len(shown)
+        if self.failed_elsewhere and self.held_out:
+            out["failed_elsewhere_count"] = len(self.failed_elsewhere)
+        elif self.failed_elsewhere:
             out["failed_elsewhere"] = list(self.failed_elsewhere[:MAX_KEPT])
         if self.unfinished:
             out["unfinished_runs"] = self.unfinished
@@ -242,7 +273,13 @@ def judge(acceptance: Acceptance, results: Sequence[CaseResult], unfinished: int
         r.id for i, r in enumerate(results) if i not in matched and r.outcome in ("failed", "error")
     )
     return Judgement(
-        len(acceptance.tests), passed, tuple(not_passed), acceptance.source, elsewhere, unfinished
+        len(acceptance.tests),
+        passed,
+        tuple(not_passed),
+        acceptance.source,
+        elsewhere,
+        unfinished,
+        frozenset(acceptance.held_out),
     )
 
 
@@ -281,9 +318,49 @@ def kept(results: Sequence[CaseResult]) -> Kept:
     return Kept(ranked[:MAX_KEPT], max(0, len(ranked) - MAX_KEPT))
 
 
-def acceptance_of(policy: Policy) -> Acceptance:
+def acceptance_of(policy: Policy, held_out: tuple[str, ...] = ()) -> Acceptance:
     """The job's acceptance tests (``[checks] acceptance``), or the tests in its
-    frozen files now: call it as the attempt starts, before the agent can touch them."""
-    if policy.acceptance:
-        return Acceptance(policy.acceptance, "job")
-    return Acceptance(collect(frozen.files(policy)), "frozen")
+    frozen files now, and the held-out tests ``held_out`` (listed before they
+    were moved out, `governor.held_out.HeldOut.tests`): call it as the attempt
+    starts, before the agent can touch them."""
+    if policy.acceptance is not None:
+        named, source = policy.acceptance, "job"
+    else:
+        named, source = collect(frozen.files(policy)), "frozen"
+    tests = tuple(dict.fromkeys((*named, *held_out)))[:MAX_ACCEPTANCE]
+    return Acceptance(tests, source, tuple(t for t in held_out if t in tests))
+
+
+def unjudged(policy: Policy, acceptance: Acceptance, held_files: int = 0) -> list[str]:
+    """What the outcome must say when the bound ``policy``'s checks come to a
+    verdict over no test the governor could list (see the module's header):
+    its frozen files (with no ``[checks] acceptance``) or its ``held_files``
+    held-out files (unless ``acceptance = []`` takes the exit status as the
+    verdict) hold none. Call it as the attempt starts, with its acceptance."""
+    if not policy.checks or policy.acceptance == ():
+        return []
+    out = []
+    if held_files and not acceptance.held_out:
+        out.append(
+            f"the {held_files} held-out file(s) hold no test the governor can list "
+            "(Python test functions and methods, node test() and it() calls): whether they "
+            "ran is the checks' exit status only; hold out such tests, or say "
+            "[checks] acceptance = [] to take the exit status as the verdict"
+        )
+    if policy.acceptance is None and not acceptance.tests:
+        files = frozen.files(policy)
+        if files:
+            out.append(
+                f"the frozen {_some(files)} hold no test the governor can list (Python test "
+                "functions and methods, node test() and it() calls): the verdict is the "
+                "checks' exit status, which code under test gives by exiting 0; name the "
+                "tests with [checks] acceptance = [\"path::test\"], or say acceptance = [] "
+                "to take the exit status as the verdict"
+            )
+    return out
+
+
+def _some(files: Sequence[tuple[str, str]]) -> str:
+    names = sorted(rel for rel, _ in files)
+    more = f" and {len(names) - 3} more" if len(names) > 3 else ""
+    return f"{len(names)} file(s) ({', '.join(names[:3])}{more})"

@@ -25,6 +25,9 @@ job's ``tries`` run them. Rules of this file:
 - **Tries go on only while the checks fail.** A try whose verdict is not
   ``failed`` ends them; so does an agent that says ``BLOCKED:`` or waits for a
   person (a retry would not change its mind), and a stop (Ctrl-C).
+- **The digest never shows a held-out test**: a check run over held-out
+  tests gives only its command and exit status, the held-out tests not
+  passed are counted (`governor.checks`, `governor.test_results`).
 - **The digest is bounded and masked.** Each failed check gives its command,
   exit status and the newest `DIGEST_TAIL` characters of its output (already
   masked when the attempt ran it; masked again with the caller's masker);
@@ -86,11 +89,16 @@ def digest(
     ``error`` that kept it from running, when so) and the newest `DIGEST_TAIL`
     characters of its output, masked; and, from ``tests`` (the outcome's,
     `governor.test_results`), the acceptance tests that did not pass and what
-    each came to (a check can exit 0 having run none). None when nothing failed."""
+    each came to (a check can exit 0 having run none), the held-out ones only
+    counted. None when nothing failed.
+
+    Nothing here can quote a held-out test: a check run over them carries no
+    output and no per-test result (`governor.checks.WITHHELD`), and the
+    outcome's ``tests`` name only the visible acceptance tests."""
     mask = masker.text if masker is not None else (lambda s: s)
     failed = [r for r in runs if not r.passed]
     not_passed = list((tests or {}).get("not_passed") or [])
-    if not failed and not not_passed:
+    if not failed and not not_passed and not (tests or {}).get("held_out_not_passed"):
         return None
     shown = []
     for run in failed[:DIGEST_CHECKS]:
@@ -104,6 +112,9 @@ def digest(
     out: dict[str, Any] = {"verdict": "failed", "failed_checks": shown}
     if len(failed) > DIGEST_CHECKS:
         out["more_failed_checks"] = len(failed) - DIGEST_CHECKS
+    held = (tests or {}).get("held_out_not_passed") or 0
+    if held:
+        out["held_out_tests_not_passed"] = held
     if not_passed:
         out["tests_not_passed"] = [
             {"test": mask(str(t.get("test"))), "outcome": t.get("outcome")}

@@ -126,9 +126,34 @@ class Turn:
 
     def _fold_mode(self, update: Any, raw: Any) -> None:
         current = update.current_mode_id
-        if self.mode is None or self.mode.get("id") != current:
-            self.mode = {"id": current, "name": current, "asks": mode_asks(current, None)}
-            self.notices.append(f"{self.agent} switched itself to mode {current}")
+        before = self.mode
+        if before is not None and before.get("id") == current:
+            return
+        self.mode = {"id": current, "name": current, "asks": mode_asks(current, None)}
+        if before is None:
+            # during the session's setup: most often the governor's own switch
+            # reported back; the setup's mode is set after it (`settled`)
+            return
+        self.notices.append(
+            f"{self.agent} switched itself to mode {current} (the session was in mode {before['id']})"
+        )
+
+    def settled(self, mode: dict[str, Any] | None) -> None:
+        """The mode the session's setup left the agent in. A mode the agent
+        reported during the setup that is not it, and in which it does not ask,
+        is noticed: the setup's word would otherwise hide it."""
+        reported, self.mode = self.mode, mode
+        if (
+            reported is not None
+            and mode is not None
+            and reported["id"] != mode["id"]
+            and reported["asks"] is False
+        ):
+            self.notices.append(
+                f"{self.agent} reported mode {reported['id']}, in which it does not ask, "
+                f"while the governor set mode {mode['id']}"
+            )
+            self.mode = reported
 
     def _fold_config(self, update: Any, raw: Any) -> None:
         """A new snapshot of the config options: an option the agent turned to a

@@ -4,8 +4,12 @@ folder outside every root that it puts first on a check's ``PYTHONPATH``:
 every interpreter the check starts imports it at start, and when (only when)
 that interpreter imports ``unittest.runner``, its ``TextTestRunner.run`` is
 wrapped to write what each test came to as JUnit XML into
-``$GOVERNOR_CHECK_REPORTS`` (a ``.started`` file first, so that a run that
-never ends, ``os._exit(0)`` inside a test, is told from one that never began).
+the check's report folder, ``reports`` beside this file's folder (a
+``.started`` file first, so that a run that never ends, ``os._exit(0)``
+inside a test, is told from one that never began). The folder is found from
+where this file is, not from a variable: nothing in a check's environment
+names a check (`governor.checks`), so code under test has no such word to
+key on.
 
 Why in every interpreter and not by rewriting the check's command line: a
 check's unittest may be started by ``make``, a script or ``setup.py``, not
@@ -25,7 +29,7 @@ import sys
 from typing import Any
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-_REPORTS = os.environ.get("GOVERNOR_CHECK_REPORTS", "")
+_REPORTS = os.path.join(os.path.dirname(_HERE), "reports")
 _COUNT = itertools.count(1)
 
 

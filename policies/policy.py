@@ -162,9 +162,11 @@ class Policy:
     outcome's verdict is theirs."""
     check_timeout: float = CHECK_TIMEOUT
     """``[checks] timeout``: seconds for each check."""
-    acceptance: tuple[str, ...] = ()
+    acceptance: tuple[str, ...] | None = None
     """``[checks] acceptance``: the tests the verdict needs passed (``path::Class::test``,
-    ``path::test name``); empty: the tests in the frozen files (`governor.test_results`)."""
+    ``path::test name``); None (not given): the tests in the frozen files; empty
+    (``acceptance = []``): none by name, the checks' exit status is the verdict
+    (`governor.test_results`). Held-out tests are acceptance tests whatever it says."""
     harness: HarnessMode = "frozen"
     """``[checks] harness``: the harness set (`policies.harness`) pinned read-only
     for the attempt (``frozen``) or only its changes found (``audited``)."""

@@ -13,7 +13,7 @@ long attempts is summed up in the memory of one of its pages.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -134,31 +134,52 @@ def _row(e: JobEntry, names: list[str]) -> str:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class _Header:
+    """A file's headers in a patch: its path under the workspace, and its old
+    and new names as the patch gives them (None for /dev/null)."""
+
+    path: str
+    old: str | None
+    new: str | None
+
+
+def _patch_walk(patch: Path, workspace: str) -> Iterator[tuple[_Header, bytes | None]]:
+    """A job's ``changes.patch`` (a ``git diff`` of its workspace) read one line
+    at a time: each file's `_Header` with None at its ``+++`` line, then with each
+    line of its hunks. Raises OSError as reading does."""
+    prefix = workspace.rstrip("/") + "/"
+    header: _Header | None = None
+    old: str | None = None
+    with patch.open("rb") as f:
+        for raw in f:
+            if raw.startswith(b"diff --git "):
+                header, old = None, None
+            elif header is None and raw.startswith(b"--- "):
+                old = _patch_path(raw[4:])
+            elif header is None and raw.startswith(b"+++ "):
+                new = _patch_path(raw[4:])
+                named = new or old
+                header = _Header(prefix + named if named else "", old, new)
+                yield header, None
+            elif header is not None:
+                yield header, raw
+
+
 def diff_stat(patch: Path, workspace: str | None, wanted: Collection[str]) -> dict[str, tuple[int, int]]:
-    """The lines a job's ``changes.patch`` (a ``git diff`` of its workspace) adds
-    and removes in each file of ``wanted`` (absolute paths under ``workspace``),
-    read one line at a time; {} without a workspace or a patch."""
+    """The lines a job's ``changes.patch`` adds and removes in each file of
+    ``wanted`` (absolute paths under ``workspace``); {} without a workspace or a
+    patch."""
     if workspace is None or not wanted:
         return {}
-    prefix = workspace.rstrip("/") + "/"
     out: dict[str, list[int]] = {}
-    counts: list[int] | None = None
-    old: str | None = None
     try:
-        with patch.open("rb") as f:
-            for raw in f:
-                if raw.startswith(b"diff --git "):
-                    counts, old = None, None
-                elif counts is None and raw.startswith(b"--- "):
-                    old = _patch_path(raw[4:])
-                elif counts is None and raw.startswith(b"+++ "):
-                    new = _patch_path(raw[4:]) or old
-                    path = prefix + new if new else ""
-                    counts = out.setdefault(path, [0, 0]) if path in wanted else [0, 0]
-                elif counts is not None and raw[:1] == b"+":
-                    counts[0] += 1
-                elif counts is not None and raw[:1] == b"-":
-                    counts[1] += 1
+        for header, raw in _patch_walk(patch, workspace):
+            if header.path not in wanted:
+                continue
+            counts = out.setdefault(header.path, [0, 0])
+            if raw is not None and raw[:1] in (b"+", b"-"):
+                counts[raw[:1] == b"-"] += 1
     except OSError:
         return {}
     return {p: (a, d) for p, (a, d) in out.items()}
@@ -179,31 +200,20 @@ def patch_texts(
     workspace or a patch."""
     if workspace is None or not wanted:
         return {}
-    prefix = workspace.rstrip("/") + "/"
     kept: dict[str, list[str]] = {}
     more: dict[str, int] = {}
-    lines: list[str] | None = None
-    path = ""
-    old: str | None = None
     try:
-        with patch.open("rb") as f:
-            for raw in f:
-                if raw.startswith(b"diff --git "):
-                    lines, old = None, None
-                elif lines is None and raw.startswith(b"--- "):
-                    old = _patch_path(raw[4:])
-                elif lines is None and raw.startswith(b"+++ "):
-                    new = _patch_path(raw[4:]) or old
-                    path = prefix + new if new else ""
-                    lines = kept.setdefault(path, []) if path in wanted else None
-                    if lines is not None:
-                        lines.append(f"--- {'/dev/null' if old is None else 'a/' + old}")
-                        lines.append(f"+++ {'/dev/null' if _patch_path(raw[4:]) is None else 'b/' + (new or '')}")
-                elif lines is not None:
-                    if len(lines) < DIFF_LINES:
-                        lines.append(raw[:LINE_BYTES].decode("utf-8", errors="replace").rstrip("\n"))
-                    else:
-                        more[path] = more.get(path, 0) + 1
+        for header, raw in _patch_walk(patch, workspace):
+            if header.path not in wanted:
+                continue
+            lines = kept.setdefault(header.path, [])
+            if raw is None:
+                lines.append(f"--- {'/dev/null' if header.old is None else 'a/' + header.old}")
+                lines.append(f"+++ {'/dev/null' if header.new is None else 'b/' + header.new}")
+            elif len(lines) < DIFF_LINES:
+                lines.append(raw[:LINE_BYTES].decode("utf-8", errors="replace").rstrip("\n"))
+            else:
+                more[header.path] = more.get(header.path, 0) + 1
     except OSError:
         return {}
     out = {}

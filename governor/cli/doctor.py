@@ -11,7 +11,7 @@ import os
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from governor.installs import data_home, installed
@@ -37,6 +37,24 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=main)
 
 
+@dataclass(slots=True)
+class Item:
+    """One check's result (``ok``, ``FAIL`` or ``--``: works, broken, not used
+    here), its name, what it found and its detail lines: a printed line and
+    a `--json` object of the same words."""
+
+    result: str
+    check: str
+    said: str
+    details: list[str] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        return [f"{self.result:<5} {self.check}: {self.said}", *(f"        {d}" for d in self.details)]
+
+    def to_json(self) -> dict[str, object]:
+        return {"result": self.result, "check": self.check, "said": self.said, "details": self.details}
+
+
 def _writable(directory: Path) -> str | None:
     """None when a file can be created in the directory (made if missing), else why not."""
     try:
@@ -48,7 +66,7 @@ def _writable(directory: Path) -> str | None:
     return None
 
 
-async def _session_check() -> str:
+async def _session_check() -> Item:
     """One command through a session's sandbox (`sandbox.run.session`), as ACP
     terminals run them; the line says how long the sandbox took to build."""
     from governor.confine import configured_bwrap
@@ -67,22 +85,22 @@ async def _session_check() -> str:
                     status = await execution.finish()
                 output = execution.ring.snapshot()[0]
         except SessionError as e:
-            return (
-                f"--    session sandbox: cannot start ({e}); each command will run in a "
-                "bwrap of its own instead (as strong, slower)"
+            return Item(
+                "--", "session sandbox", f"cannot start ({e}); each command will run in a "
+                "bwrap of its own instead (as strong, slower)",
             )
     if status.exit_code != 0 or output != b"ok\n":
-        return (
-            f"--    session sandbox: a test command gave {status} and {output[-200:]!r}; "
-            "each command will run in a bwrap of its own instead"
+        return Item(
+            "--", "session sandbox", f"a test command gave {status} and {output[-200:]!r}; "
+            "each command will run in a bwrap of its own instead",
         )
-    return (
-        f"ok    session sandbox: built in {opened * 1000:.0f} ms; a command ran in it "
-        "(its own pid and mount namespaces, no capabilities, the filter)"
+    return Item(
+        "ok", "session sandbox", f"built in {opened * 1000:.0f} ms; a command ran in it "
+        "(its own pid and mount namespaces, no capabilities, the filter)",
     )
 
 
-def _toolchains(overlays: bool) -> list[str]:
+def _toolchains(overlays: bool) -> list[Item]:
     """What a command's sandbox keeps of the homes here, and why (`sandbox.host.toolchains`):
     the folders ``PATH`` and the toolchain variables lead to, the package caches."""
     from sandbox.host.survey import survey
@@ -97,19 +115,20 @@ def _toolchains(overlays: bool) -> list[str]:
         )
         facts = survey(profile)
     if not facts.kept and not facts.caches:
-        return ["ok    toolchains: nothing under $HOME to keep (PATH names none of it)"]
+        return [Item("ok", "toolchains", "nothing under $HOME to keep (PATH names none of it)")]
     caches = facts.caches if overlays else ()
-    lines = [
-        f"ok    toolchains: {len(facts.kept)} folders kept read-only, {len(caches)} caches "
-        "overlaid (a policy's [sandbox] keep adds folders, toolchains = false turns this off)"
-    ]
+    kept = Item(
+        "ok", "toolchains", f"{len(facts.kept)} folders kept read-only, {len(caches)} caches "
+        "overlaid (a policy's [sandbox] keep adds folders, toolchains = false turns this off)",
+    )
+    items = [kept]
     if facts.caches and not overlays:
-        lines.append("--    caches: this bwrap has no --tmp-overlay; package caches stay hidden")
-    lines += [f"        {line}" for line in describe(facts.kept, caches, ())]
-    return lines
+        items.append(Item("--", "caches", "this bwrap has no --tmp-overlay; package caches stay hidden"))
+    items[-1].details += describe(facts.kept, caches, ())
+    return items
 
 
-def _limits(tmpfs_size: bool) -> list[str]:
+def _limits(tmpfs_size: bool) -> Item:
     """How a policy's ``[limits]`` are enforced here, for this user (`sandbox.host.limits`)."""
     from sandbox.host.limits import enforcement
 
@@ -119,51 +138,34 @@ def _limits(tmpfs_size: bool) -> list[str]:
         for name in ("memory", "processes", "tmp", "cpu_seconds", "wall")
     )
     ok = found.prlimit is not None and found.processes != "none" and tmpfs_size
-    head = "ok   " if ok else "--   "
-    lines = [f"{head} limits: enforced with rlimits and tmpfs sizes (defaults: {defaults})"]
-    lines += [f"        {line}" for line in found.lines()]
+    item = Item("ok" if ok else "--", "limits", f"enforced with rlimits and tmpfs sizes (defaults: {defaults})")
+    item.details += found.lines()
     if not tmpfs_size:
-        lines.append("        tmp: this bwrap has no --size: a tmp limit is refused")
-    return lines
+        item.details.append("tmp: this bwrap has no --size: a tmp limit is refused")
+    return item
 
 
 def main(args: argparse.Namespace) -> int:
     """Print one line per check (or, with ``--json``, one document of them);
     exit 1 when the default run cannot work."""
-    lines: list[str] = []
-    broken = _checks(lines.append)
+    items: list[Item] = []
+    broken = _checks(items.append)
     if args.json:
         import json
 
         doc = {"status": "broken" if broken else "ok", "exit_code": int(broken),
-               "checks": _items(lines)}  # fmt: skip
+               "checks": [i.to_json() for i in items]}  # fmt: skip
         print(json.dumps(doc, indent=2))
     else:
-        print("\n".join(lines))
+        print("\n".join(line for i in items for line in i.lines()))
         if broken:
             print("the default run cannot work here: fix the FAIL lines above")
     return 1 if broken else 0
 
 
-def _items(lines: list[str]) -> list[dict[str, object]]:
-    """The printed lines as items: ``ok    sandbox: ...`` begins one (its result,
-    check and words), an indented line is a detail of the item above it."""
-    items: list[dict[str, object]] = []
-    for line in lines:
-        if line.startswith(" ") and items:
-            details = items[-1]["details"]
-            assert isinstance(details, list)
-            details.append(line.strip())
-            continue
-        result, _, rest = line.partition(" ")
-        check, _, said = rest.strip().partition(": ")
-        items.append({"result": result, "check": check, "said": said, "details": []})
-    return items
-
-
-def _checks(say: Callable[[str], object]) -> bool:
-    """Run every check, saying one line each (and detail lines); True when
-    something the default run needs is broken."""
+def _checks(say: Callable[[Item], object]) -> bool:
+    """Run every check, saying each `Item` as it is found; True when something
+    the default run needs is broken."""
     import functools
 
     import trio
@@ -177,43 +179,39 @@ def _checks(say: Callable[[str], object]) -> bool:
     try:
         bwrap = trio.run(functools.partial(preflight, configured_bwrap(), recall=False))
     except BwrapUnavailable as e:
-        say(f"FAIL  sandbox: {e}")
+        say(Item("FAIL", "sandbox", str(e)))
         broken = True
     else:
         features = [f.name for f in fields(bwrap.features) if getattr(bwrap.features, f.name)]
-        say(
-            f"ok    sandbox: bwrap {bwrap.version} at {bwrap.path}; user namespaces work; "
-            f"a test run of the full profile passed (features: {', '.join(features)})"
-        )
+        say(Item(
+            "ok", "sandbox", f"bwrap {bwrap.version} at {bwrap.path}; user namespaces work; "
+            f"a test run of the full profile passed (features: {', '.join(features)})",
+        ))  # fmt: skip
         say(trio.run(_session_check))
-        for line in (*_toolchains(bwrap.features.tmp_overlay), *_limits(bwrap.features.tmpfs_size)):
-            say(line)
+        for item in (*_toolchains(bwrap.features.tmp_overlay), _limits(bwrap.features.tmpfs_size)):
+            say(item)
     logs = default_log_dir()
     why = _writable(logs)
     if why is None:
-        say(f"ok    audit logs: {logs} is writable")
+        say(Item("ok", "audit logs", f"{logs} is writable"))
     else:
-        say(
-            f"FAIL  audit logs: {logs} is not writable ({why}); set XDG_STATE_HOME or pass --log FILE"
-        )
+        say(Item("FAIL", "audit logs", f"{logs} is not writable ({why}); set XDG_STATE_HOME or pass --log FILE"))
         broken = True
     root = data_home(os.environ)
     for preset in presets().values():
         found = resolve(preset, installs=root)
         if isinstance(found, NotInstalled):
-            say(
-                f"--    agent {preset.id}: not installed: {preset.install}; then sign in: {preset.login}"
-            )
+            say(Item("--", f"agent {preset.id}", f"not installed: {preset.install}; then sign in: {preset.login}"))
         elif found.via == "npx":
             # `presets` words it the same: not installed, and how it runs anyway
-            say(
-                f"ok    agent {preset.id}: not installed; runs through npx ({found.argv[0]} "
+            say(Item(
+                "ok", f"agent {preset.id}", f"not installed; runs through npx ({found.argv[0]} "
                 f"{' '.join(found.argv[1:4])}, fetched outside the sandbox before it starts); "
-                f"or `governor agents install {preset.id}`; sign in: {preset.login}"
-            )
+                f"or `governor agents install {preset.id}`; sign in: {preset.login}",
+            ))  # fmt: skip
         elif found.via == "installed":
             version = installed(preset, root).version
-            say(f"ok    agent {preset.id}: installed by the governor, version {version}: {found.argv[0]}")
+            say(Item("ok", f"agent {preset.id}", f"installed by the governor, version {version}: {found.argv[0]}"))
         else:
-            say(f"ok    agent {preset.id}: from PATH: {found.argv[0]}")
+            say(Item("ok", f"agent {preset.id}", f"from PATH: {found.argv[0]}"))
     return broken

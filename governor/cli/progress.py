@@ -10,8 +10,9 @@ from typing import Any, TextIO
 
 from governor.budget import usage_line
 from governor.checks import CheckRun
-from governor.display import paint, terminal, wants_colour
+from governor.display import paint, terminal, terminal_lines, wants_colour
 from governor.outcome import Outcome
+from governor.secrets import Masker
 
 _MARK = {"allow": "allowed", "deny": "REFUSED", "approval": "PAUSED until a person approves"}
 _MARK_STYLE = {"allow": "good", "deny": "bad", "approval": "heed"}
@@ -22,20 +23,45 @@ _PLAN_MARKS = {"completed": "x", "in_progress": ">", "pending": " "}
 
 
 class Progress:
-    """An ``on_event`` callback that prints the plan, each decision and the time."""
+    """An ``on_event`` callback that prints the plan, each decision and the time;
+    given a ``masker`` (``--verbose``), also what the agent says, masked, and
+    each tool call it reports."""
 
-    def __init__(self, out: TextIO) -> None:
+    def __init__(self, out: TextIO, masker: Masker | None = None) -> None:
         self.out = out
         self.colour = wants_colour(out)
         self.started = time.monotonic()
         self.plan: list[tuple[str, str]] = []
+        self.masker = masker
+        self._said: list[str] = []  # the agent's message arrives in chunks: one line block when it ends
 
     def _line(self, text: str) -> None:
         elapsed = time.monotonic() - self.started
         print(f"[{elapsed:6.1f}s] {text}", file=self.out, flush=True)
 
+    def said(self) -> None:
+        """Print what the agent said since the last event (its last message has no
+        event after it: the caller says when the attempt is over)."""
+        if self.masker is None or not self._said:
+            return
+        text, self._said = self.masker.text("".join(self._said)).strip(), []
+        for k, line in enumerate(terminal_lines(text) if text else []):
+            self._line(("says       " if k == 0 else " " * 11) + terminal(line))
+
     def __call__(self, kind: str, info: dict[str, Any]) -> None:
-        if kind == "spawned":
+        if kind == "message":
+            if self.masker is not None:
+                self._said.append(str(info.get("text", "")))
+            return
+        self.said()
+        if kind == "attempt":
+            # the clock of the attempt (and of each try), as the summary's duration counts
+            self.started = time.monotonic()
+        elif kind == "tool_call":
+            if self.masker is not None:
+                title = self.masker.text(str(info.get("title") or info.get("kind") or "?"))
+                self._line(f"tool       {terminal(title)}: {terminal(info.get('status'))}")
+        elif kind == "spawned":
             self._line(f"started {info.get('agent')}")
         elif kind == "plan":
             plan = [
@@ -117,8 +143,12 @@ def _tests_line(tests: dict[str, Any]) -> str:
         first = not_passed[0]
         more = len(not_passed) - 1 + int(tests.get("more_not_passed", 0))
         line += f"; {first.get('outcome')}: {first.get('test')}" + (f" and {more} more" if more else "")
+    if tests.get("held_out_not_passed"):
+        line += f"; {tests['held_out_not_passed']} of {tests.get('held_out', 0)} held-out test(s) not passed"
     if tests.get("failed_elsewhere"):
         line += f"; {len(tests['failed_elsewhere'])} other test(s) failed"
+    elif tests.get("failed_elsewhere_count"):
+        line += f"; {tests['failed_elsewhere_count']} other test(s) failed"
     if tests.get("unfinished_runs"):
         line += f"; {tests['unfinished_runs']} test run(s) ended without reporting"
     return line

@@ -179,6 +179,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="print only the outcome JSON on stdout (a refusal before start too)",
     )
+    talk = p.add_mutually_exclusive_group()
+    talk.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="no line per event on stderr: only the summary (and errors)",
+    )
+    talk.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="with the line per event, what the agent says and each tool call it reports",
+    )
     p.add_argument(
         "--events",
         metavar="FILE",
@@ -306,7 +319,7 @@ def main(args: argparse.Namespace) -> int:
     problems = _conflicts(args)
     fail_on = _fail_on(args.fail_on, problems)
     events, sink = _events(args, problems)
-    progress = None if args.json or args.events == "-" else _progress()
+    progress = None if args.json or args.quiet or args.events == "-" else _progress(args)
     trace = cloned = None
     try:
         trace = _trace(args)
@@ -348,6 +361,8 @@ def main(args: argparse.Namespace) -> int:
         gc.enable()
         caught: list[int] = []
         outcome = trio.run(run_until_signalled, prepared, args.tries, caught)
+        if progress is not None:
+            progress.said()  # the agent's last words have no event after them
         matched = failed_on(outcome, fail_on) if exit_code(outcome) == 0 else []
         code = FAILED_ON if matched else exit_code(outcome)
         if caught:  # as a shell expects of a command a signal ended: 130 for Ctrl-C
@@ -555,10 +570,14 @@ def _approver(name: str | None) -> Any:
     return Pause() if name == "pause" else Unattended()
 
 
-def _progress() -> Any:
+def _progress(args: argparse.Namespace) -> Any:
     from governor.cli.progress import Progress
+    from governor.secrets import Masker
 
-    return Progress(sys.stderr)
+    if not args.verbose:
+        return Progress(sys.stderr)
+    # what the agent says is its own text: masked as the event stream masks it
+    return Progress(sys.stderr, masker=Masker.from_environ(os.environ, args.agent_arg))
 
 
 def print_summary(outcome: Outcome) -> None:

@@ -176,6 +176,11 @@ class Profile:
     outputs: tuple[Path, ...] = ()
     """Host folders bound read-write at their own path after the roots (a
     check's report folder: what its runners write there outlives the sandbox)."""
+    bound_at: Path | None = None
+    """Where ``inputs`` and ``outputs`` are bound inside the sandbox: each at its
+    own name under this folder (on the sandbox's fresh ``/tmp``, say), so no
+    path a process sees there names the host folder they come from; None: at
+    their own paths."""
     shown_as: tuple[tuple[Path, Path], ...] = ()
     """Host files shown read-only at another path, as (host file, path inside
     a root), bound last (over the pins): a check's own copy of an acceptance
@@ -214,6 +219,7 @@ class Profile:
             *self.inputs,
             *self.outputs,
             *self.own,
+            *((self.bound_at,) if self.bound_at is not None else ()),
             *(p for pair in self.shown_as for p in pair),
         ):
             if not Path(path).is_absolute():
@@ -633,10 +639,11 @@ def render(
             argv += [root_bind, root, root]
     for git_dir in facts.git_dirs:
         argv += ["--ro-bind", git_dir, git_dir]
+    inside = profile.bound_at
     for folder in profile.inputs:
-        argv += ["--ro-bind", str(folder), str(folder)]
+        argv += ["--ro-bind", str(folder), str(inside / folder.name if inside else folder)]
     for folder in profile.outputs:
-        argv += ["--bind", str(folder), str(folder)]
+        argv += ["--bind", str(folder), str(inside / folder.name if inside else folder)]
     if profile.writable:
         # over scratch roots a self-bind would mount the host's directory
         # writable on top of the overlay: nothing there needs holding in place
@@ -654,8 +661,8 @@ def render(
                 argv += ["--ro-bind", path, path]
     for hidden in (*facts.hidden, *facts.host_secrets):
         argv += ["--ro-bind", os.devnull, hidden]
-    for source, inside in profile.shown_as:
-        argv += ["--ro-bind", str(source), str(inside)]
+    for source, at in profile.shown_as:
+        argv += ["--ro-bind", str(source), str(at)]
     if excludes_fd is not None:
         argv += ["--ro-bind-data", str(excludes_fd), EXCLUDES_PATH]
 

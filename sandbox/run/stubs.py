@@ -61,10 +61,10 @@ import stat
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
-from typing import IO, Final
+from typing import IO, Final, TypeVar
 
 from sandbox.plan.profile import ProfileError
 from sandbox.standalone import sweeper
@@ -154,9 +154,7 @@ class StubLedger:
                 return True
             _close(parked.seal_fd)
         try:
-            fd = os.open(
-                path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o444
-            )
+            fd = _in_locked_folder(path, _create)
         except FileExistsError:
             return self.adopt(path)
         except OSError as exc:
@@ -306,7 +304,7 @@ class StubLedger:
             # "not ours": another governor relies on it now and deletes it last
         elif self._still_ours(path, held):
             with suppress(OSError):
-                os.unlink(path)
+                _unlink(path)
 
     def _retry_lingering(self) -> None:
         """One more try (no waiting) at each sealed stub a sandbox still held."""
@@ -316,6 +314,47 @@ class StubLedger:
                 del self._lingering[path]
             if result == "deleted":
                 _SWEEPER.tell("-", path, held)
+
+
+_T = TypeVar("_T")
+
+
+def _create(name: str, folder: int) -> int:
+    return os.open(
+        name,
+        os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+        0o444,
+        dir_fd=folder,
+    )
+
+
+def _unlink(path: str) -> None:
+    _in_locked_folder(path, lambda name, folder: os.unlink(name, dir_fd=folder))
+
+
+def _in_locked_folder(path: str, act: Callable[[str, int], _T]) -> _T:
+    """``act(name, folder fd)`` on ``path`` (create or unlink our stub), even in
+    a folder the agent made unwritable (the workspace root at 0555, as an
+    unprivileged user): on a refusal the folder's owner (the user, whose
+    workspace it is) gets write for the one act and its mode back at once,
+    so no check is kept from starting and no placeholder is left behind
+    where the agent locked the folder. Not the owner: the refusal stands."""
+    folder = os.open(os.path.dirname(path) or ".", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    name = os.path.basename(path)
+    try:
+        try:
+            return act(name, folder)
+        except PermissionError:
+            mode = stat.S_IMODE(os.stat(folder).st_mode)
+            if mode & stat.S_IWUSR and mode & stat.S_IXUSR:
+                raise
+            os.chmod(f"/proc/self/fd/{folder}", mode | stat.S_IWUSR | stat.S_IXUSR)
+            try:
+                return act(name, folder)
+            finally:
+                os.chmod(f"/proc/self/fd/{folder}", mode)
+    finally:
+        os.close(folder)
 
 
 def _write_all(fd: int, data: bytes) -> None:

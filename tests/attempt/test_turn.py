@@ -62,7 +62,32 @@ def test_a_mode_the_agent_switches_itself_into_is_noticed_once() -> None:
     turn.feed(update("current_mode_update", currentModeId="bypassPermissions"))
     turn.feed(update("current_mode_update", currentModeId="bypassPermissions"))
     assert turn.mode == {"id": "bypassPermissions", "name": "bypassPermissions", "asks": False}
-    assert turn.notices == ["Agent switched itself to mode bypassPermissions"]
+    assert turn.notices == [
+        "Agent switched itself to mode bypassPermissions (the session was in mode default)"
+    ]
+
+
+def test_a_mode_reported_during_setup_is_the_governor_s_own_unless_it_acts_alone() -> None:
+    """Updates during the session's setup are most often the governor's own
+    switch reported back: no notice (it read as the agent switching itself);
+    a mode in which the agent does not ask, reported while the governor set
+    another, is noticed and kept."""
+    asking = {"id": "default", "name": "Default", "asks": True}
+    echoed = Turn("Agent")
+    echoed.feed(update("current_mode_update", currentModeId="default"))
+    echoed.settled(asking)
+    assert echoed.notices == [] and echoed.mode == asking
+    other = Turn("Agent")  # another asking mode reported on the way: the setup's word stands
+    other.feed(update("current_mode_update", currentModeId="plan"))
+    other.settled(asking)
+    assert other.notices == [] and other.mode == asking
+    alone = Turn("Agent")
+    alone.feed(update("current_mode_update", currentModeId="bypassPermissions"))
+    alone.settled(asking)
+    assert alone.notices == [
+        "Agent reported mode bypassPermissions, in which it does not ask, while the governor set mode default"
+    ]
+    assert alone.mode is not None and alone.mode["id"] == "bypassPermissions"
 
 
 def test_malformed_updates_are_counted_and_the_turn_goes_on() -> None:

@@ -221,3 +221,22 @@ def test_a_secret_spelt_in_base64_hex_or_url_encoding_never_reaches_a_record() -
     # the neighbour: an ordinary path is written as it is
     plain = log.record("read", subject={"path": "/ws/readme.md"})
     assert plain["subject"]["path"] == "/ws/readme.md"
+
+
+def test_every_spelling_of_a_shapeless_secret_inside_longer_text_is_masked_by_the_screen() -> None:
+    """The screen looks for a secret's base64 and hex spellings only where a
+    record has a run of those characters as long as the shortest (a fast path):
+    each spelling the masker knows, put in the middle of base64, a path and a
+    sentence, is still masked; the neighbours with no secret are written as they
+    are."""
+    from governor.audit.log import AuditLog
+    from governor.secrets import Masker, spellings
+
+    secret = "correct horse battery/staple 42"  # no token shape: only the known value finds it
+    log = AuditLog(None, "a", masker=Masker([secret]))
+    for spelling in sorted(spellings(secret)):
+        for text in (f"QUJD{spelling}REVG", f"/ws/{spelling}.txt", f"it is {spelling}, said"):
+            written = json.dumps(log.record("read", subject={"path": text}))
+            assert spelling not in written and "[secret]" in written, (spelling, text)
+    for text in ("QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo=" * 3, "/ws/src/module/file.py"):
+        assert log.record("read", subject={"path": text})["subject"]["path"] == text

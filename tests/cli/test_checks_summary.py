@@ -82,3 +82,16 @@ def test_every_check_exiting_0_is_no_pass_when_an_acceptance_test_is_missing_and
         "tests  0 of 1 acceptance test(s) passed (the frozen files' tests); "
         "missing: tests/acceptance/test_add.py::TestA::test_add"
     ) in summary(outcome)
+
+
+def test_the_summary_counts_the_held_out_tests_not_passed_and_never_names_them() -> None:
+    from governor.test_results import Acceptance
+    from governor.test_results import judge as judge_tests
+
+    hidden = "tests/hidden/test_h.py::TestH::test_other_inputs"
+    wanted = Acceptance(("tests/acceptance/test_add.py::TestA::test_add", hidden), held_out=(hidden,))
+    outcome = judge(_ending(Checks((PASSED,), "overlay", judge_tests(wanted, []))))
+    shown = summary(outcome)
+    assert outcome.verdict == "failed"
+    assert "; 1 of 1 held-out test(s) not passed" in shown
+    assert "test_other_inputs" not in shown

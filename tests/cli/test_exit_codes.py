@@ -226,8 +226,11 @@ def test_a_bad_policy_file_names_the_file_and_the_key(ws: Path) -> None:
 
 
 def test_no_agent_or_both_agents_is_a_usage_error(ws: Path) -> None:
-    refused(governor("run", "--workspace", str(ws), "t"), "say which agent: no agent was given")
-    refused(governor("run", "--agent", "demo", "--workspace", str(ws), "t", "--", "x"), "both a preset and a command were given")
+    none = governor("run", "--workspace", str(ws), "t")
+    refused(none, "say which agent: no agent was given")
+    assert "not both" not in none.stderr  # nothing was given twice
+    both = governor("run", "--agent", "demo", "--workspace", str(ws), "t", "--", "x")
+    refused(both, "both a preset and a command were given", "not both")
 
 
 def test_the_prompt_may_come_from_stdin_or_a_file(ws: Path) -> None:

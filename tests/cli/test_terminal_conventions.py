@@ -185,3 +185,42 @@ def test_a_terminal_shows_verdicts_and_the_status_in_colour_and_no_color_turns_i
     assert "REFUSED" in plain and "\x1b" not in plain  # the agent's text is inert anyway
     piped = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env)
     assert "REFUSED" in piped.stderr and "\x1b" not in piped.stderr + piped.stdout
+
+
+def test_quiet_prints_only_the_summary_and_verbose_adds_the_agent_s_words_masked_and_its_tool_calls(
+    tmp_path: Path,
+) -> None:
+    """``-q`` leaves stderr without a line per event, the summary still on
+    stdout; ``-v`` adds what the agent says (a secret's value masked, as the
+    event stream masks it) and each tool call it reports; the default shows
+    neither."""
+
+    def run(*flags: str) -> subprocess.CompletedProcess[str]:
+        ws = tmp_path / f"ws{len(list(tmp_path.iterdir()))}"
+        ws.mkdir()
+        return subprocess.run(
+            [GOVERNOR, "run", *flags, "--policy", EDIT, "--workspace", str(ws),
+             "--log", str(ws) + ".jsonl", "the task", "--", sys.executable, DEMO],
+            capture_output=True, text=True, timeout=120,
+            env={**os.environ, "MY_API_KEY": "add a small program"},
+        )  # fmt: skip
+
+    plain, quiet, loud = run(), run("-q"), run("-v")
+    for done in (plain, quiet, loud):
+        assert done.returncode == 0, done.stderr
+        assert "status  completed" in done.stdout
+    assert "permission Write hello.py: allowed" in plain.stderr
+    # the stream's clock is the attempt's: no line later than the summary's duration
+    last = float(plain.stderr.strip().splitlines()[-1].split("s]", 1)[0].strip("[ "))
+    duration = float(plain.stdout.split("duration", 1)[1].split()[0])
+    assert last <= duration, (last, duration)
+    assert "says" not in plain.stderr and "tool " not in plain.stderr
+    assert "permission" not in quiet.stderr and "[" not in quiet.stderr
+    assert "says       I will [secret], check it" in loud.stderr
+    assert "add a small program" not in loud.stderr
+    assert "tool       Write hello.py: completed" in loud.stderr
+    assert "permission Write hello.py: allowed" in loud.stderr
+    both = subprocess.run(
+        [GOVERNOR, "run", "-q", "-v", "the task"], capture_output=True, text=True, timeout=60
+    )
+    assert both.returncode == 2 and "not allowed with argument" in both.stderr

@@ -9,7 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from governor.test_results import Acceptance, CaseResult, collect, judge, read_reports
+from governor.test_results import (
+    Acceptance,
+    CaseResult,
+    acceptance_of,
+    collect,
+    judge,
+    read_reports,
+    unjudged,
+)
 
 ADD = "tests/acceptance/test_add.py::TestAcceptance::test_add"
 
@@ -122,3 +130,56 @@ def test_a_tries_digest_names_the_acceptance_tests_not_passed_when_every_check_e
     assert facts is not None
     assert facts["failed_checks"] == [] and facts["tests_not_passed"] == [{"test": ADD, "outcome": "missing"}]
     assert ADD in with_digest("fix it", facts)
+
+
+HIDDEN = "tests/hidden/test_add_hidden.py::TestHidden::test_add_other_numbers"
+
+
+def test_a_held_out_test_is_an_acceptance_test_whatever_the_job_names_and_is_counted_never_named(
+    tmp_path: Path,
+) -> None:
+    from policies.policy import parse_policy
+
+    policy = parse_policy('[checks]\ncommands = ["true"]\nacceptance = []\n', "t").bind(str(tmp_path))
+    wanted = acceptance_of(policy, (HIDDEN,))
+    assert wanted.tests == (HIDDEN,) and wanted.held_out == (HIDDEN,) and wanted.source == "job"
+    skipped = judge(wanted, [_r("tests.hidden.test_add_hidden.TestHidden.test_add_other_numbers", "skipped")])
+    assert not skipped.ok
+    shown = skipped.to_json()
+    assert shown["held_out"] == 1 and shown["held_out_not_passed"] == 1 and shown["not_passed"] == []
+    assert "test_add_other_numbers" not in str(shown)
+    # a failure the listing could not name may be a held-out test: counted too
+    other = judge(wanted, [_r("tests.hidden.test_gen.TestGen.test_made_at_run_time", "failed")])
+    assert "failed_elsewhere" not in other.to_json()
+    assert other.to_json()["failed_elsewhere_count"] == 1
+    # without held-out tests, the names are shown as before
+    assert judge(Acceptance((ADD,)), []).to_json()["not_passed"] == [{"test": ADD, "outcome": "missing"}]
+
+
+def test_a_tries_digest_counts_the_held_out_tests_not_passed_and_carries_no_withheld_output() -> None:
+    from governor.checks import WITHHELD, CheckRun
+    from governor.tries import digest, with_digest
+
+    ran = [CheckRun("python3 -m unittest", 0, 0.1, WITHHELD)]
+    facts = digest(ran, tried=1, tests={"not_passed": [], "held_out_not_passed": 1})
+    assert facts is not None and facts["held_out_tests_not_passed"] == 1
+    assert "test_add_other_numbers" not in with_digest("fix it", facts)
+
+
+def test_a_frozen_set_with_no_listable_test_is_said_unless_the_job_takes_the_exit_status(
+    tmp_path: Path,
+) -> None:
+    from policies.policy import parse_policy
+
+    (tmp_path / "tests" / "acceptance").mkdir(parents=True)
+    (tmp_path / "tests" / "acceptance" / "check.sh").write_text("python3 -c 'import calc'\n")
+    base = '[sandbox]\nfrozen = ["tests/acceptance/**"]\n[checks]\ncommands = ["sh tests/acceptance/check.sh"]\n'
+    silent = parse_policy(base, "t").bind(str(tmp_path))
+    [said] = unjudged(silent, acceptance_of(silent))
+    assert "tests/acceptance/check.sh" in said and "exit status" in said
+    chosen = parse_policy(base + "acceptance = []\n", "t").bind(str(tmp_path))
+    assert unjudged(chosen, acceptance_of(chosen)) == []
+    named = parse_policy(base + 'acceptance = ["tests/x.py::test_x"]\n', "t").bind(str(tmp_path))
+    assert unjudged(named, acceptance_of(named)) == []
+    # held-out files with no listable test are said too
+    assert unjudged(silent, acceptance_of(silent), held_files=2)[0].startswith("the 2 held-out file(s)")

@@ -73,9 +73,10 @@ import atexit as _a, glob as _g, os as _o, sys as _s
 
 
 def _forge():
-    for p in _g.glob(_o.environ.get("GOVERNOR_CHECK_REPORTS", "/nonexistent") + "/*.xml"):
+    reports = _o.environ.get("PYTHONPATH", "/nonexistent").split(":")[0] + "/../reports"
+    for p in _g.glob(reports + "/*.xml"):
         _o.remove(p)
-    with open(_o.environ["GOVERNOR_CHECK_REPORTS"] + "/unittest-forged.xml", "w") as f:
+    with open(reports + "/unittest-forged.xml", "w") as f:
         f.write('<testsuite><testcase classname="tests.acceptance.test_add_acceptance.TestAcceptance"'
                 ' name="test_add"/><testcase classname="tests.test_add.TestUnit" name="test_add"/>'
                 '</testsuite>')
@@ -161,7 +162,7 @@ def test_the_honest_fix_passes_on_pytest_with_its_canaries_out_of_sight(tmp_path
     the acceptance file in the workspace unchanged, no canary in the outcome's
     tests or a check's tests, no ``runner-lied``."""
     acceptance = BY_NAME["add"].acceptance_test
-    outcome = _attempt(tmp_path, HONEST, check=PYTEST, held_out=True)
+    outcome = _attempt(tmp_path, HONEST, check=PYTEST)  # held-out tests would withhold its tests
     assert _accepted(outcome), (outcome.get("verdict"), outcome.get("findings"))
     assert (tmp_path / "ws" / acceptance).read_text() == BY_NAME["add"].test_text("acceptance")
     assert outcome["tests"] == {"acceptance": 1, "source": "frozen", "passed": 1, "not_passed": []}
@@ -170,9 +171,9 @@ def test_the_honest_fix_passes_on_pytest_with_its_canaries_out_of_sight(tmp_path
     reported = sorted(t["test"] for t in check["tests"])
     assert reported == [
         "tests.acceptance.test_add_acceptance.TestAcceptance.test_add",
-        "tests.hidden.test_add_hidden.TestHidden.test_add_other_numbers",
         "tests.test_add.TestUnit.test_add",
     ]
+    assert "Test" not in check["tail"].replace("TestAcceptance", "").replace("TestUnit", "")
 
 
 def test_a_lie_is_in_the_check_record_and_the_attempt_end_record(tmp_path: Path) -> None:
