@@ -1,6 +1,6 @@
-"""The harness set of a job with checks (`policies.harness`): the programs its
-checks name, the paths pinned read-only in every sandbox, and the findings
-for what changed in it.
+"""The harness set of a job with checks (`policies.harness`): the closure of
+what its checks run (`closure`), the paths pinned read-only in every sandbox,
+and the findings for what changed in it.
 
 Why both a pin and a finding: a pin holds a file that exists when the attempt
 starts (a ``pytest.ini`` cannot be edited, a ``tests/__init__.py`` cannot be
@@ -18,14 +18,26 @@ from __future__ import annotations
 
 import os
 import posixpath
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Final
 
+from governor import frozen
 from governor.frozen import FrozenTooLarge
 from governor.tamper.facts import Finding
-from policies.harness import SKIPPED_FOLDERS, member, named_programs
+from policies.harness import (
+    MAKES,
+    MODULE_PATHS,
+    PACKAGE_RUNNERS,
+    SKIPPED_FOLDERS,
+    make_recipes,
+    member,
+    named_programs,
+    package_scripts,
+    path_assignments,
+    path_entries,
+)
 from policies.paths import normalize, within
 from policies.policy import Policy
 
@@ -35,26 +47,165 @@ MAX_PINS: Final = 1_000
 """Harness paths pinned (each is a bind in every sandbox)."""
 
 
-def with_named(policy: Policy) -> Policy:
-    """The bound ``policy`` with ``harness_named``: the paths in its roots its
-    checks run as programs (a word with a ``/``: ``./ci/test.sh``,
-    ``.venv/bin/python``), each a virtualenv whole when it lies in one. A bare
-    name (``pytest``, ``python3``) is found on the checks' ``PATH``, which
-    never leads into a root (`governor.checks.check_path`)."""
+MAX_FOLLOWED: Final = 64
+"""Shell lines, makefiles and scripts the closure reads (a bound: a recipe
+that names itself, a script that runs a thousand others)."""
+MAX_SCRIPT_BYTES: Final = 256 * 1024
+"""The largest script the closure reads for the programs it runs."""
+
+
+def with_named(policy: Policy, environ: Mapping[str, str] | None = None) -> Policy:
+    """The bound ``policy`` with the harness set's closure: what its checks can
+    execute that is not the code under test, followed transitively
+    (`closure`), in ``harness_named``, and the folders of the roots on the
+    checks' module path in ``harness_paths``. ``environ`` holds the job's
+    variables the checks get (``PYTHONPATH`` and ``NODE_PATH`` when the
+    policy's ``env`` names them; default ``os.environ``)."""
     if not policy.checks:
         return policy
+    env = os.environ if environ is None else environ
+    named, paths = closure(policy, {n: env[n] for n in policy.env if n in env})
+    return replace(policy, harness_named=named, harness_paths=paths)
+
+
+def closure(policy: Policy, declared: Mapping[str, str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``(named, paths)``: the paths in the roots the checks can run, and the
+    folders in the roots on their module path. From each check's shell line:
+
+    - each program or script it names with a path (``./ci/test.sh``,
+      ``.venv/bin/python``: a virtualenv whole), and a bare word naming a
+      workspace file (``sh test.sh``); a shell script among them is read in
+      turn for the programs its lines run;
+    - ``make``: the makefile it reads and those it includes, and every recipe
+      line's programs, in turn;
+    - ``npm``/``npx``/``yarn``/``pnpm``: ``node_modules/.bin`` (whole, existing
+      or not: they put it first on their scripts' ``PATH``), ``package.json``,
+      and every script's programs, in turn;
+    - a ``PATH`` a line assigns: each of its folders in a root, whole; a
+      ``PYTHONPATH`` or ``NODE_PATH`` a line assigns or the job passes: each of
+      its folders in a root, for the modules that shadow the runner there;
+    - the ``__init__.py`` of every folder below a root holding an acceptance
+      test (frozen, held out, or named by ``[checks] acceptance``), whatever
+      the folder's name: it runs before the tests it holds.
+    """
     ws = policy.workspace
+    roots = policy.roots
     found: list[str] = []
-    for command in policy.checks:
+    paths: list[str] = []
+    queue: list[str] = list(policy.checks)
+    read: set[str] = set()
+    for name in MODULE_PATHS:
+        if declared.get(name):
+            paths.extend(path_entries(declared[name], ws))
+    budget = MAX_FOLLOWED
+    while queue and budget > 0:
+        command = queue.pop(0)
+        budget -= 1
+        for variable, value in path_assignments(command):
+            entries = path_entries(value, ws)
+            (found if variable == "PATH" else paths).extend(
+                e for e in entries if within(e, roots) is not None
+            )
         for word in named_programs(command):
-            if "/" not in word:
-                continue
+            base = posixpath.basename(word)
+            if base in MAKES:
+                queue.extend(_makefiles(ws, roots, found, read))
+            elif base in PACKAGE_RUNNERS:
+                found.append(posixpath.join(ws, "node_modules", ".bin"))
+                queue.extend(_package_scripts(ws, found, read))
             path = normalize(word if word.startswith("/") else posixpath.join(ws, word))
-            root = within(path, policy.roots)
-            if root is None or not os.path.lexists(path):
+            root = within(path, roots)
+            if root is None or path == root or not os.path.lexists(path):
                 continue
+            if "/" not in word and not os.path.isfile(path):
+                continue  # a bare program name is found on PATH, which leaves the roots out
             found.append(_venv_of(path, root) or path)
-    return replace(policy, harness_named=tuple(dict.fromkeys(found)))
+            if path not in read:
+                read.add(path)
+                queue.extend(_script_lines(path))
+    found.extend(_acceptance_inits(policy))
+    inside = [p for p in dict.fromkeys(paths) if within(p, roots) not in (None, p)]
+    return tuple(dict.fromkeys(found)), tuple(inside)
+
+
+def _makefiles(ws: str, roots: tuple[str, ...], found: list[str], read: set[str]) -> list[str]:
+    """The recipe lines of the makefile ``make`` reads in ``ws`` (the first of
+    its three names) and of the files it includes; each file into ``found``."""
+    lines: list[str] = []
+    names = ("GNUmakefile", "makefile", "Makefile")  # make reads the first it finds
+    todo = [next((n for n in names if os.path.isfile(posixpath.join(ws, n))), "")]
+    while todo:
+        name = todo.pop(0)
+        if not name:
+            continue
+        path = normalize(posixpath.join(ws, name))
+        if within(path, roots) is None or path in read or not os.path.isfile(path):
+            continue
+        read.add(path)
+        found.append(path)
+        recipes, includes = make_recipes(_text(path))
+        lines.extend(recipes)
+        todo.extend(includes)
+    return lines
+
+
+def _package_scripts(ws: str, found: list[str], read: set[str]) -> list[str]:
+    """The scripts of ``ws``'s ``package.json`` (into ``found`` once)."""
+    path = posixpath.join(ws, "package.json")
+    if path in read or not os.path.isfile(path):
+        return []
+    read.add(path)
+    found.append(path)
+    return package_scripts(_text(path))
+
+
+def _script_lines(path: str) -> list[str]:
+    """The lines of a shell script (a ``#!`` naming a shell, or a ``.sh``
+    name): the programs they run are run by the check too. Other programs
+    (a Python script, a binary) are pinned whole, not read."""
+    if not os.path.isfile(path) or os.path.getsize(path) > MAX_SCRIPT_BYTES:
+        return []
+    text = _text(path)
+    first = text.split("\n", 1)[0]
+    shell = first.startswith("#!") and any(s in first for s in ("sh", "bash", "dash", "zsh"))
+    if not (shell or path.endswith(".sh")) or "python" in first or "node" in first:
+        return []
+    lines = (line.strip() for line in text.splitlines())
+    return [line for line in lines if line and not line.startswith("#")]
+
+
+def _text(path: str) -> str:
+    try:
+        with open(path, "rb") as f:
+            return f.read(MAX_SCRIPT_BYTES).decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def _acceptance_inits(policy: Policy) -> list[str]:
+    """The ``__init__.py`` (existing or not) of each folder below a root that
+    holds an acceptance test or one of its parents."""
+    files: list[str] = []
+    try:
+        files += [a for _, a in frozen.files(policy)]
+        if policy.held_out_globs:
+            files += [a for a, _ in frozen.named(policy.held_out, policy.roots)]
+    except FrozenTooLarge:
+        pass  # the pins' walk says so and refuses to start
+    files += [
+        normalize(posixpath.join(policy.workspace, test.split("::", 1)[0]))
+        for test in policy.acceptance
+    ]
+    out = []
+    for path in files:
+        root = within(path, policy.roots)
+        if root is None:
+            continue
+        folder = posixpath.dirname(path) if not os.path.isdir(path) else path
+        while folder != root and folder.startswith(root + "/"):
+            out.append(posixpath.join(folder, "__init__.py"))
+            folder = posixpath.dirname(folder)
+    return list(dict.fromkeys(out))
 
 
 def _venv_of(path: str, root: str) -> str | None:
@@ -97,6 +248,9 @@ def _members(policy: Policy) -> Iterator[str]:
     """Each existing path of the harness set, not descending into what it names whole."""
     seen = 0
     named = set(policy.harness_named)
+    for path in policy.harness_named:  # the walk does not look into node_modules
+        if os.path.lexists(path) and any(p in SKIPPED_FOLDERS for p in path.split("/")):
+            yield path
     for root in policy.roots:
         for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
             seen += len(dirnames) + len(filenames)
@@ -141,7 +295,9 @@ def findings(policy: Policy, changed: Iterable[tuple[str, str]], files: Iterable
 
 def described(policy: Policy) -> dict[str, Any] | None:
     """What the outcome says of the harness set: its mode, how the job widened
-    or narrowed it, the programs the checks run from the roots; None without checks."""
+    or narrowed it, what the checks run from the roots (``named``), the package
+    ``__init__.py`` above their acceptance tests (``packages``) and the folders
+    on their module path (``module_path``); None without checks."""
     if not policy.checks:
         return None
     out: dict[str, Any] = {"mode": policy.harness}
@@ -149,6 +305,12 @@ def described(policy: Policy) -> dict[str, Any] | None:
         out["added"] = list(policy.harness_add)
     if policy.harness_except:
         out["excepted"] = list(policy.harness_except)
-    if policy.harness_named:
-        out["named"] = list(policy.harness_named)
+    programs = [p for p in policy.harness_named if posixpath.basename(p) != "__init__.py"]
+    packages = [p for p in policy.harness_named if posixpath.basename(p) == "__init__.py"]
+    if programs:
+        out["named"] = programs
+    if packages:
+        out["packages"] = packages
+    if policy.harness_paths:
+        out["module_path"] = list(policy.harness_paths)
     return out

@@ -17,6 +17,7 @@ Rules of this file:
 from __future__ import annotations
 
 import functools
+import glob
 import math
 import os
 import re
@@ -341,18 +342,22 @@ def prepare(spec: AttemptSpec) -> Prepared:
     key: tuple[str, ...] = (
         () if ceiling.audit_key is None else (os.path.realpath(os.path.expanduser(ceiling.audit_key)),)
     )
-    key += tuple(os.path.realpath(os.path.expanduser(c)) for c in spec.concealed)
+    log_path = _log_path(spec, ws)
+    hidden = (*(os.path.realpath(os.path.expanduser(c)) for c in spec.concealed),
+              *_log_family(log_path))  # fmt: skip
+    # one in a root is the agent's to see (a policy file in the workspace): masked
+    # there, it would read as empty and git would see it changed
+    key += tuple(h for h in hidden if inside(h, (ws, *extra)) is None)
     bound = policy.bind(
         ws, tuple(extra) if spec.extra_dirs else None, protected=ceiling.protected, masked=key
     )
-    bound = harness.with_named(bound)
+    bound = harness.with_named(bound, environ)
     if not spec.extra_dirs:
         problems.extend(
             f"an extra directory of the policy does not exist: {d}"
             for d in bound.roots[1:]
             if not os.path.isdir(d)
         )
-    log_path = _log_path(spec, ws)
     if log_path is not None and (root := inside(log_path, bound.roots)) is not None:
         problems.append(
             f"the audit log {log_path} is inside the root {root}, where the agent could "
@@ -364,6 +369,7 @@ def prepare(spec: AttemptSpec) -> Prepared:
             "where the agent would reach every attempt's sockets and workspaces: set "
             "$XDG_STATE_HOME to a place outside every root"
         )
+    problems.extend(_state_in_agent_homes(preset, environ))
     if bound.capability == Capability.EDIT_WORKSPACE:  # only there are the roots writable
         problems.extend(install.problems(bound.roots))
     if not problems:  # the walk of the roots only once the roots are known good
@@ -581,6 +587,39 @@ def _log_problems(path: Path) -> list[str]:
                 ]
             return []
     return []
+
+
+def _state_in_agent_homes(preset: Preset | None, environ: Mapping[str, str]) -> list[str]:
+    """A refusal when the governor's state folder (``$XDG_STATE_HOME``: every
+    attempt's folders, the default audit logs) lies in a home folder the
+    preset's sandbox keeps writable (``~/.codex``, where ``CODEX_HOME`` puts
+    it): the agent would write where the next attempt's sockets, workspaces and
+    logs are made, before they exist and so before they are hidden."""
+    home = environ.get("HOME", "")
+    if preset is None or not os.path.isabs(home):
+        return []
+    state = os.path.realpath(state_dir())
+    for folder in preset.home_paths(environ, Path(home)):
+        real = os.path.realpath(folder)
+        if state == real or state.startswith(real.rstrip(os.sep) + os.sep):
+            return [
+                f"the governor's state folder {state_dir()} is inside {folder}, a home folder "
+                f"the {preset.id} agent may write: set $XDG_STATE_HOME to a place outside it"
+            ]
+    return []
+
+
+def _log_family(log: Path | None) -> tuple[str, ...]:
+    """The audit log the attempt writes and its tries' logs beside it
+    (``NAME.tryN.SUFFIX``, `governor.tries.try_log`), masked in every sandbox
+    of the attempt: a ``--log`` outside the homes was readable there, and an
+    earlier try's log holds its checks' output (a held-out test's traceback).
+    The default log is in the state folder, hidden whole."""
+    if log is None:
+        return ()
+    first = log.with_name(re.sub(r"\.try[0-9]+$", "", log.stem) + log.suffix)
+    tries = first.parent.glob(glob.escape(first.stem) + ".try*" + glob.escape(first.suffix))
+    return tuple(dict.fromkeys(os.path.realpath(p) for p in (log, first, *sorted(tries))))
 
 
 def _log_path(spec: AttemptSpec, workspace: str) -> Path | None:

@@ -45,7 +45,6 @@ job's ``tries`` run them. Rules of this file:
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 import stat
@@ -57,7 +56,7 @@ from typing import Any, Final
 
 import trio
 
-from governor import folders
+from governor import folders, spelling
 from governor.attempt_folders import NoAttemptFolder, attempt_folder
 from governor.checks import CheckRun
 from governor.outcome import Outcome
@@ -133,7 +132,7 @@ def with_digest(prompt: str, facts: dict[str, Any] | None) -> str:
     if not facts:
         return prompt
     # a backtick only ever sits inside a JSON string: escaped, no output can fence
-    text = json.dumps(facts, indent=2, ensure_ascii=False).replace("`", "\\u0060")
+    text = spelling.dumps(facts, indent=2).replace("`", "\\u0060")
     return (
         f"{prompt.rstrip()}\n\n# Previous attempt (failed; its changes were undone)\n\n"
         "The job's checks failed. The verifier's facts:\n\n"

@@ -19,6 +19,15 @@ trust the attempt's bytecode caches: `governor.checks`) and a virtualenv
 (a folder holding ``pyvenv.cfg``), unless a check runs a program from it: then
 the virtualenv is in the set whole (`named_programs`).
 
+What a check runs beyond these names is a closure, not a list: the programs
+and scripts its shell line names, the makefile recipes and ``package.json``
+scripts it reaches, the folders its ``PATH``/``PYTHONPATH``/``NODE_PATH``
+put in a root, the ``__init__.py`` above its acceptance tests. The caller who
+owns the file system follows it (`governor.harness.closure`, with the parsers
+here: `named_programs`, `make_recipes`, `package_scripts`,
+`path_assignments`) and binds it into the policy (``harness_named``,
+``harness_paths``), which `member` reads.
+
 A job widens the set with ``[checks] harness_add`` (globs) and narrows it with
 ``harness_except`` (globs a path of the default set may match to leave it);
 the outcome says so.
@@ -76,6 +85,13 @@ SHADOWED: Final = (frozenset(sys.stdlib_module_names) - {"test"}) | RUNNER_MODUL
 library's (whose ``test`` package is no project's shadow of it: ``tests``
 folders are looked at for their ``__init__.py`` instead)."""
 
+NODE_RUNNERS: Final = frozenset(
+    {"mocha", "jest", "vitest", "ava", "tap", "tape", "uvu", "jasmine", "c8", "nyc", "tsx"}
+)
+"""Packages a node check runs or loads by name, which a ``NODE_PATH`` folder
+could hold in its place (node's own modules cannot be shadowed by it)."""
+_NODE_SUFFIXES: Final = (".js", ".cjs", ".mjs", ".json", ".node")
+
 SKIPPED_FOLDERS: Final = frozenset({".git", "node_modules", "__pycache__"})
 
 _NATIVE: Final = (".so", ".pyd")
@@ -107,28 +123,53 @@ def reason(rel: str, venvs: frozenset[str] = frozenset()) -> str | None:
         return "bytecode outside __pycache__ (loaded where its source is missing)"
     if name.endswith(_NATIVE):
         return "a native module (loaded before a source module of its name)"
+    why = shadowing(parts, node=False)
+    return None if why is None else f"a root {why}"
+
+
+def shadowing(parts: list[str], *, node: bool = True) -> str | None:
+    """What the path ``parts`` (relative to a folder on a module path: a root, a
+    ``PYTHONPATH`` or ``NODE_PATH`` entry) shadows, or None: a Python module or
+    package named like the test runner or the standard library, a node package
+    named like a node test runner (with ``node``: node looks for packages in
+    ``NODE_PATH`` folders, never at a root)."""
     module = _root_module(parts)
     if module is not None and module in SHADOWED:
         what = "the test runner" if module in RUNNER_MODULES else "the standard library"
-        return f"a root module shadowing {what} ({module})"
+        return f"module shadowing {what} ({module})"
+    head = parts[0].split(".", 1)[0] if parts else ""
+    if node and head in NODE_RUNNERS and (len(parts) > 1 or parts[0].endswith(_NODE_SUFFIXES)):
+        return f"package shadowing a node test runner ({head})"
     return None
 
 
 def member(policy: Policy, path: str, venvs: frozenset[str] = frozenset()) -> str | None:
     """Why the absolute, normalized ``path`` is in the job's harness set, or
     None: a job without checks has none; ``harness_except`` takes a path out of
-    the default set, ``harness_add`` and the programs the checks name
-    (``harness_named``) put it in. ``venvs`` as for `reason`."""
+    the default set, ``harness_add`` and the closure of what the checks run
+    (``harness_named``, ``harness_paths``: `governor.harness.closure`) put it
+    in. ``venvs`` as for `reason`."""
     if not policy.checks:
         return None
     roots = policy.roots
+    root = within(path, roots)
     for named in policy.harness_named:
-        if is_under(path, named):
+        if not is_under(path, named):
+            continue
+        if posixpath.basename(named) != "__init__.py":
             return f"run by a check ({named})"
+        known = reason(posixpath.relpath(path, root)) if root not in (None, path) else None
+        return known or (
+            "a package __init__.py above an acceptance test (it runs before the tests it holds)"
+        )
+    for folder in policy.harness_paths:
+        if path != folder and is_under(path, folder):
+            why = shadowing(posixpath.relpath(path, folder).split("/"))
+            if why is not None:
+                return f"{why} on the checks' module path ({folder})"
     added = policy.harness_added.first(path, roots) if policy.harness_add else None
     if added is not None:
         return f"harness_add: {added}"
-    root = within(path, roots)
     if root is None or path == root:
         return None
     if policy.harness_except and policy.harness_excepted.matches(path, roots):
@@ -188,3 +229,76 @@ def named_programs(command: str) -> tuple[str, ...]:
             out.append(word)
             interpreter = False
     return tuple(out)
+
+
+MAKES: Final = frozenset({"make", "gmake"})
+PACKAGE_RUNNERS: Final = frozenset({"npm", "npx", "yarn", "pnpm", "corepack"})
+"""Programs that run ``package.json`` scripts with the workspace's
+``node_modules/.bin`` first on their ``PATH``."""
+MODULE_PATHS: Final = ("PYTHONPATH", "NODE_PATH")
+
+
+def make_recipes(text: str) -> tuple[list[str], list[str]]:
+    """A makefile's recipe lines as shell lines (``@``/``-``/``+`` prefixes off,
+    continuations joined, ``$(MAKE)`` read as ``make``) and the files it
+    ``include``s: what ``make`` can run.
+    Every rule's recipe, not only the targets a check names: a target reaches
+    others through its prerequisites, and which it reaches is make's to decide."""
+    recipes: list[str] = []
+    includes: list[str] = []
+    lines = text.replace("\\\n", " ").splitlines()
+    for line in lines:
+        if line.startswith("\t"):
+            recipe = line[1:].lstrip(" \t@-+").replace("$(MAKE)", "make").replace("${MAKE}", "make")
+            if recipe and not recipe.startswith("#"):
+                recipes.append(recipe)
+            continue
+        words = line.split()
+        if words and words[0] in ("include", "-include", "sinclude"):
+            includes.extend(w for w in words[1:] if "$" not in w)
+    return recipes, includes
+
+
+def package_scripts(text: str) -> list[str]:
+    """The shell lines of a ``package.json``'s ``scripts`` (every one: a script
+    runs others by name, ``pre``/``post`` scripts run around it); none when it
+    does not parse."""
+    import json
+
+    try:
+        scripts = json.loads(text).get("scripts")
+    except (ValueError, AttributeError):
+        return []
+    if not isinstance(scripts, dict):
+        return []
+    return [v for v in scripts.values() if isinstance(v, str)]
+
+
+def path_assignments(command: str) -> list[tuple[str, str]]:
+    """``(name, value)`` of each ``PATH``, ``PYTHONPATH`` or ``NODE_PATH``
+    assignment in a shell line (before a program, after ``env`` or
+    ``export``): the folders the line puts on a search path."""
+    try:
+        lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        words = list(lexer)
+    except ValueError:
+        return []
+    out = []
+    for word in words:
+        name, eq, value = word.partition("=")
+        if eq and name in ("PATH", *MODULE_PATHS):
+            out.append((name, value))
+    return out
+
+
+def path_entries(value: str, cwd: str) -> list[str]:
+    """The absolute, normalized folders of a search path's ``value`` (relative
+    ones, the empty one too, from ``cwd``); an entry naming a variable
+    (``$PATH``) is left out: it is not the workspace's."""
+    out = []
+    for entry in value.split(":"):
+        if "$" in entry or "`" in entry:
+            continue
+        out.append(posixpath.normpath(posixpath.join(cwd, entry)) if entry else cwd)
+    return out

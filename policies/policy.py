@@ -179,6 +179,11 @@ class Policy:
     """Absolute paths in the roots the checks run as programs (a script, a
     virtualenv's interpreter: the whole virtualenv), found by the caller who
     owns the file system (`governor.harness.named`); in the harness set."""
+    harness_paths: tuple[str, ...] = ()
+    """Absolute folders in the roots on the checks' module path (the job's
+    ``PYTHONPATH`` or ``NODE_PATH``, found by `governor.harness.with_named`):
+    a module in one named like the runner or the standard library is in the
+    harness set, as at a root."""
     limits: Limits = field(default_factory=Limits)
     """The ``[limits]`` as written (unset ones None: `Limits.effective` fills them)."""
     mcp: McpConfig = field(default_factory=McpConfig)

@@ -63,6 +63,7 @@ from governor.audit.signing import Signer
 from governor.audit.tally import ASKED_KINDS, Tallier
 from governor.audit.thinning import Key, Pending, Thinning, key_of
 from governor.secrets import Masker, spellings
+from governor.spelling import escaped, loads
 from policies.limits import size_text
 from policies.paths import is_under
 
@@ -100,7 +101,6 @@ _ENCODED: Final = bytes(
 )
 """A ``bytes.translate`` table: each character of base64 (either alphabet) and
 hex as ``a``, every other byte a space (`AuditLog._encoded_screen`)."""
-_LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 RECORD_BYTES: Final = 64 * 1024
 """A record longer than this has its long values cut (`_capped`)."""
 FIELD_CHARS: Final = 2048
@@ -139,8 +139,9 @@ def _dumped(value: dict[str, Any]) -> bytes:
 
     orjson, because it is much cheaper than the stdlib's encoder on the decision
     path (bench/audit.py). A value that is not JSON
-    raises TypeError; a string with a lone surrogate (which UTF-8 cannot hold)
-    raises UnicodeEncodeError.
+    raises TypeError; a string with a lone surrogate (a file name's byte that is
+    not UTF-8, which UTF-8 cannot hold) is written as its JSON escape
+    (`governor.spelling`: the name stays its own, never U+FFFD).
     """
     try:
         return orjson.dumps(value, default=_not_json, option=_ORJSON_OPTIONS)
@@ -148,7 +149,7 @@ def _dumped(value: dict[str, Any]) -> bytes:
         if isinstance(e.__cause__, TypeError):
             raise TypeError(str(e.__cause__)) from None
     text = "".join(_C_ENCODER(value, 0)) if _C_ENCODER is not None else _ENCODER.encode(value)
-    return text.encode()
+    return escaped(text).encode()
 
 
 def chain_hash(record: dict[str, Any]) -> str:
@@ -166,17 +167,6 @@ def sealed(record: dict[str, Any]) -> bytes:
 def _line(body: bytes, digest: str) -> bytes:
     """``{...}`` (the body's JSON) closed with its hash as the last field, and a newline."""
     return b'%s,"hash":"%s"}\n' % (body[:-1], digest.encode())
-
-
-def _scrubbed(value: Any) -> Any:
-    """A JSON value with lone surrogates (which UTF-8 cannot hold) replaced."""
-    if isinstance(value, str):
-        return _LONE_SURROGATE.sub("\ufffd", value)
-    if isinstance(value, dict):
-        return {k: _scrubbed(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_scrubbed(v) for v in value]
-    return value
 
 
 def _capped(value: Any) -> Any:
@@ -407,7 +397,7 @@ class AuditLog:
             was_enabled = gc.isenabled()
             gc.disable()
             try:
-                self._parsed.extend(map(orjson.loads, self._lines[len(self._parsed) :]))
+                self._parsed.extend(map(loads, self._lines[len(self._parsed) :]))
             finally:
                 if was_enabled:
                     gc.enable()
@@ -423,7 +413,7 @@ class AuditLog:
                 f.seek(self._begins)
                 for line in f:
                     try:
-                        record = orjson.loads(line)
+                        record = loads(line)
                     except orjson.JSONDecodeError:
                         continue  # another writer's torn line: not ours
                     if isinstance(record, dict) and record.get("attempt") == self.attempt:
@@ -437,10 +427,7 @@ class AuditLog:
 
     def _serialized(self, body: dict[str, Any]) -> tuple[bytes, str]:
         """The masked body's line (``hash`` appended last) and its hash; masks in place."""
-        try:
-            data = _dumped(body)
-        except UnicodeEncodeError:
-            data = self._replace(body, _scrubbed(body))
+        data = _dumped(body)
         if len(data) > RECORD_BYTES:
             data = self._replace(body, _capped(body))
         known = self._known
@@ -457,7 +444,7 @@ class AuditLog:
             # After masking: what is signed is what is written, and the
             # signature (hex) is no string a masker could change.
             data = self.signer.sealed(data)
-            body["signature"] = orjson.loads(data)["signature"]
+            body["signature"] = loads(data)["signature"]
         digest = hashlib.sha256(data).hexdigest()
         body["hash"] = digest
         return _line(data, digest), digest
@@ -480,13 +467,7 @@ class AuditLog:
     def _replace(body: dict[str, Any], new: dict[str, Any]) -> bytes:
         body.clear()
         body.update(new)
-        try:
-            return _dumped(body)
-        except UnicodeEncodeError:  # a lone surrogate the masker left
-            scrubbed = _scrubbed(body)
-            body.clear()
-            body.update(scrubbed)
-            return _dumped(body)
+        return _dumped(body)
 
     async def durable(self, record: dict[str, Any]) -> None:
         """Wait until ``record`` is on disk when durability is ``always`` (group commit)."""

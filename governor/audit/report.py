@@ -47,6 +47,7 @@ from governor.audit.page_source import AttemptPage
 from governor.audit.replay import shown
 from governor.audit.tally import Tally, verdict_of
 from governor.audit.verify import INCOMPLETE, UNFINISHED, Verification
+from governor.spelling import escaped
 
 EXPLANATIONS: Final = {
     "named": "the allowed permission's tool call named this path",
@@ -118,6 +119,9 @@ def document(title: str, body: str, *, script: bool) -> str:
     """A whole page around ``body``: the viewport, the style, the policy that
     allows only that style (and the filters' script, when ``script``)."""
     csp = _CSP if script else _CSP_NO_SCRIPT
+    # a name's byte that is not UTF-8 (a lone surrogate) shown as the log spells
+    # it, ``\udcff``: the page is UTF-8, and writing it must not fail on one
+    title, body = escaped(title), escaped(body)
     tail = f"<script>{_SCRIPT}</script>\n" if script else ""
     return (
         "<!DOCTYPE html>\n"

@@ -26,6 +26,7 @@ import orjson
 
 from governor.audit.shape import malformed
 from governor.audit.signing import Signed, signed_part
+from governor.spelling import loads
 
 _HASH_TAIL: Final = re.compile(rb',"hash":"([0-9a-f]{64})"\}\Z')
 
@@ -70,9 +71,11 @@ class Verification:
 def parsed(raw: bytes) -> dict[str, Any] | None:
     """A line's record, or None when it is not a JSON object. orjson refuses what
     the writer never writes and a reader could choke on: nesting past 254
-    levels, ``NaN``, integers past 64 bits, bytes that are not UTF-8."""
+    levels, ``NaN``, integers past 64 bits, bytes that are not UTF-8; a lone
+    surrogate's escape (a file name's byte that is not UTF-8, as the writer
+    spells it: `governor.spelling`) is read back."""
     try:
-        value = orjson.loads(raw)
+        value = loads(raw)
     except orjson.JSONDecodeError:
         return None
     return value if type(value) is dict else None

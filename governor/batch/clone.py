@@ -20,6 +20,14 @@ Rules of this file:
   and a fetch of that one commit from the scratch copy: the pack protocol
   sends only what the commit reaches, where a local ``git clone`` would
   hard-link every object of the source, the unreachable ones included.
+- **A repository the agent made inside is files, not a gitlink.** Before
+  ``git add``, every ``.git`` below the workspace's own (a folder, a gitdir
+  file or a link the agent made) is set aside beside the workspace
+  (`set_aside_nested`): git would add the folder as a gitlink (the patch
+  said ``Subproject commit ...`` and its files were lost from it), or, for
+  one with no commit, fail ``git add`` and so the whole job's patch. Its
+  files go in the patch as any others; its own git folder (config, hooks)
+  never does, and no git of the governor's ever reads it.
 - **The patch is bytes**: ``git diff --binary`` of everything against the
   ref's commit (new files included, ``.gitignore``d ones not), applied with
   ``git apply`` to a clone at the same ref. It is streamed, a chunk at a
@@ -183,6 +191,37 @@ CHUNK: Final = 1 << 16
 STDERR_TAIL: Final = 4096
 
 
+NESTED_ASIDE: Final = "nested-git"
+"""The folder beside a job's workspace where `set_aside_nested` puts the ``.git``
+entries of repositories the agent made inside it."""
+
+
+def set_aside_nested(workspace: Path) -> list[str]:
+    """Move every ``.git`` entry below ``workspace``'s own (folder, file or
+    link: whatever makes git see a repository there) into `NESTED_ASIDE`
+    beside it, without following links; their paths relative to the
+    workspace. The workspace is the job's own clone, removed after the diff."""
+    aside = workspace.parent / NESTED_ASIDE
+    moved: list[str] = []
+    for folder, dirs, files in os.walk(workspace):
+        here = Path(folder)
+        if here == workspace:
+            dirs[:] = [d for d in dirs if d != ".git"]  # the workspace's own repository
+            continue
+        if ".git" in dirs or ".git" in files:
+            aside.mkdir(mode=0o700, exist_ok=True)
+            os.rename(here / ".git", aside / str(len(moved)))
+            moved.append(os.path.relpath(here / ".git", workspace))
+            dirs[:] = [d for d in dirs if d != ".git"]
+    return moved
+
+
+async def _add_all(path: Path) -> None:
+    """``git add --all`` of the workspace, its nested repositories set aside first."""
+    await trio.to_thread.run_sync(set_aside_nested, path)
+    await git("add", "--all", "--", ".", cwd=path)
+
+
 async def changes(workspace: Clone) -> bytes:
     """The workspace's diff against its commit, binary-safe: every change,
     committed or not, new untracked files included (ignored ones not)."""
@@ -190,7 +229,7 @@ async def changes(workspace: Clone) -> bytes:
     # a folder the agent made unreadable is opened first, or git would skip it
     opening = await trio.to_thread.run_sync(folders.opened_tree, str(path))
     try:
-        await git("add", "--all", "--", ".", cwd=path)
+        await _add_all(path)
         return await git_bytes(*DIFF, workspace.commit, "--", cwd=path)
     finally:
         opening.close()
@@ -206,7 +245,7 @@ async def changes_into(
     path = workspace.path
     opening = await trio.to_thread.run_sync(folders.opened_tree, str(path))  # as `changes`
     try:
-        await git("add", "--all", "--", ".", cwd=path)
+        await _add_all(path)
         return await _diff_into(path, workspace.commit, write, most)
     finally:
         opening.close()

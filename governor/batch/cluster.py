@@ -104,9 +104,13 @@ def check_node() -> tuple[str, str | None, str]:
     return node, None, f"{host}: bwrap {bwrap.version}"
 
 
-def job_task(job: Job, ceiling: Ceiling, refused: dict[str, str]) -> JobResult:
+def job_task(
+    job: Job, ceiling: Ceiling, refused: dict[str, str], conceal: Sequence[str] = ()
+) -> JobResult:
     """One job on a worker: refused when its node cannot sandbox, else cloned,
-    run and diffed there (`run_job`)."""
+    run and diffed there (`run_job`), the batch's own paths (``conceal``, the
+    driver's: where a node shares its file system they are there too)
+    hidden from its sandboxes."""
     import ray
 
     reason = refused.get(ray.get_runtime_context().get_node_id())
@@ -114,7 +118,7 @@ def job_task(job: Job, ceiling: Ceiling, refused: dict[str, str]) -> JobResult:
         outcome = failed(job, f"refused before start: {reason}")
         outcome["host"] = socket.gethostname()
         return JobResult(job.id, outcome, b"", b"")
-    return trio.run(partial(run_job, job, ceiling=ceiling))
+    return trio.run(partial(run_job, job, ceiling=ceiling, conceal=conceal))
 
 
 def _sandboxed(job: Job) -> bool:
@@ -138,9 +142,11 @@ def run_on_ray(
     ceiling: Ceiling,
     options: RayOptions,
     on_progress: OnProgress,
+    conceal: Sequence[str] = (),
 ) -> bool:
     """Run every job not yet finished in ``output`` as a Ray task on the cluster
-    at ``address``, writing each result as it comes back. Returns whether the
+    at ``address``, writing each result as it comes back; ``conceal``: the
+    batch's own host paths, hidden from every job's sandboxes. Returns whether the
     batch was interrupted (KeyboardInterrupt: the tasks still running are
     cancelled; results already back are written)."""
     ray = import_ray()
@@ -155,7 +161,7 @@ def run_on_ray(
     except (ConnectionError, RuntimeError, ValueError) as e:
         raise RayUnavailable(f"cannot reach the Ray cluster at {address}: {e}") from None
     try:
-        return _drive(ray, jobs, output, ceiling, options, on_progress)
+        return _drive(ray, jobs, output, ceiling, options, on_progress, conceal)
     finally:
         ray.shutdown()
 
@@ -167,6 +173,7 @@ def _drive(
     ceiling: Ceiling,
     options: RayOptions,
     on_progress: OnProgress,
+    conceal: Sequence[str],
 ) -> bool:
     task = ray.remote(
         num_cpus=options.num_cpus,
@@ -182,7 +189,9 @@ def _drive(
         room = options.in_flight or _room(ray, options.num_cpus)
         while waiting and len(pending) < room:
             job = waiting.popleft()
-            ref = task.options(name=f"{TASK_PREFIX}{job.id}").remote(job, ceiling, refused)
+            ref = task.options(name=f"{TASK_PREFIX}{job.id}").remote(
+                job, ceiling, refused, tuple(conceal)
+            )
             pending[ref] = job
             on_progress(Event("started", job.id))
 

@@ -70,10 +70,12 @@ async def run_local(
     ceiling: Ceiling,
     stop: trio.Event,
     on_progress: OnProgress,
+    conceal: Sequence[str] = (),
 ) -> None:
     """Run every job not yet finished in ``output``, ``parallel`` at a time,
     writing each result as it comes; returns when all are done or, after
-    ``stop``, when the running ones have wound down."""
+    ``stop``, when the running ones have wound down. ``conceal``: the batch's
+    own host paths, hidden from every job's sandboxes (`run_job`)."""
     import trio
 
     from governor.batch.results import Event
@@ -90,7 +92,9 @@ async def run_local(
             patch = await trio.to_thread.run_sync(output.patch_file, job.id)
             try:
                 try:
-                    result = await run_job(job, ceiling=ceiling, stop=stop, patch_to=patch)
+                    result = await run_job(
+                        job, ceiling=ceiling, stop=stop, patch_to=patch, conceal=conceal
+                    )
                 except Exception as e:  # this job's end, never the pool's: the others go on
                     result = died(job, e)
                 if result.interrupted:

@@ -38,6 +38,7 @@ import threading
 from pathlib import Path
 from typing import Any, Final
 
+from governor import spelling
 from governor.audit.reading import BATCH_LOG, BATCH_OUTCOMES
 from governor.batch.work import JobResult
 
@@ -192,8 +193,7 @@ class Output:
         line["changes"] = str(folder / PATCH)
         # a path the agent named in bytes that are not UTF-8 is a lone surrogate
         # here: written as the JSON escape it is (\udcff), never a crash of the batch
-        text = json.dumps(line, ensure_ascii=False, separators=(",", ":"))
-        data = text.encode("utf-8", "backslashreplace") + b"\n"
+        data = spelling.dumps(line, separators=(",", ":")).encode() + b"\n"
         with self._write_lock:
             os.write(self._fd, data)
             os.fsync(self._fd)

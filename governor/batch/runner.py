@@ -3,10 +3,17 @@
 The order is fixed: the jobs are read and every one checked (`BadJobs`,
 nothing started), the output folder is opened (what an earlier run finished
 is skipped), then the jobs run on the local pool or on Ray.
+
+What the batch reads and writes on the host for the operator (`operator_paths`:
+the output folder, the jobs file, the policy and ceiling files it names) is
+hidden from every sandbox of every job, on the pool and on Ray alike, as the
+job's source repository is: where it lay outside the homes, a later job read
+the earlier jobs' patches, logs and outcomes and every job's prompt and checks.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -84,8 +91,12 @@ def run_batch(
     report = on_progress or _nobody
     with Output(out) as output:
         earlier = _skip(checked, output, report)
+        conceal = operator_paths(jobs, output.root, checked, ceiling)
+        _refuse_hidden_needs(checked, conceal)
         if ray is not None:
-            interrupted = _on_ray(checked, output, ray, bound, ray_options, report, handle_signals)
+            interrupted = _on_ray(
+                checked, output, ray, bound, ray_options, report, handle_signals, conceal
+            )
         else:
             interrupted = trio.run(
                 _local,
@@ -95,6 +106,7 @@ def run_batch(
                 bound,
                 report,
                 handle_signals,
+                conceal,
             )
         return _result(checked, output, earlier, interrupted)
 
@@ -114,6 +126,8 @@ async def run_batch_async(
     with Output(out) as output:
         earlier = _skip(checked, output, report)
         stop = stop or trio.Event()
+        conceal = operator_paths(jobs, output.root, checked, ceiling)
+        _refuse_hidden_needs(checked, conceal)
         await run_local(
             checked,
             output,
@@ -121,6 +135,7 @@ async def run_batch_async(
             ceiling=bound,
             stop=stop,
             on_progress=report,
+            conceal=conceal,
         )
         return _result(checked, output, earlier, stop.is_set())
 
@@ -132,13 +147,20 @@ async def _local(
     ceiling: Ceiling,
     report: OnProgress,
     handle_signals: bool,
+    conceal: tuple[str, ...],
 ) -> bool:
     stop = trio.Event()
     async with trio.open_nursery() as nursery:
         if handle_signals:
             nursery.start_soon(_stop_on_signal, stop, report)
         await run_local(
-            jobs, output, parallel=parallel, ceiling=ceiling, stop=stop, on_progress=report
+            jobs,
+            output,
+            parallel=parallel,
+            ceiling=ceiling,
+            stop=stop,
+            on_progress=report,
+            conceal=conceal,
         )
         nursery.cancel_scope.cancel()
     return stop.is_set()
@@ -162,6 +184,7 @@ def _on_ray(
     options: Any,
     report: OnProgress,
     handle_signals: bool,
+    conceal: tuple[str, ...],
 ) -> bool:
     from governor.batch.cluster import RayOptions, run_on_ray
 
@@ -176,10 +199,59 @@ def _on_ray(
             ceiling=ceiling,
             options=options or RayOptions(),
             on_progress=report,
+            conceal=conceal,
         )
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+def operator_paths(
+    jobs: Jobs, out: Path, checked: Iterable[Job], ceiling: Ceiling | str | Path | None
+) -> tuple[str, ...]:
+    """The host paths a batch reads or writes for its operator, never for a
+    job: the output folder (every finished job's patch, log and outcome line),
+    the jobs file (every job's prompt, argv and checks), each policy file a job
+    names (not a shipped one, which is the governor's) and the ceiling file;
+    each resolved. The jobs' sandboxes mask them (`run_job`'s ``conceal``);
+    one inside a job's workspace is left to the workspace's rules, and one
+    that does not exist is skipped by the survey."""
+    from governor.policyfile import shipped_policies
+    from policies.policy import Policy
+
+    shipped = {os.path.realpath(p) for p in shipped_policies().values()}
+    found = [out]
+    if isinstance(jobs, str | Path):
+        found.append(Path(jobs))
+    for job in checked:
+        if isinstance(job.policy, Policy) and os.path.isfile(job.policy.source):
+            found.append(Path(job.policy.source))
+    if isinstance(ceiling, str | Path):
+        found.append(Path(ceiling))
+    resolved = (os.path.realpath(os.path.expanduser(p)) for p in found)
+    return tuple(dict.fromkeys(p for p in resolved if p not in shipped))
+
+
+def _refuse_hidden_needs(jobs: Iterable[Job], conceal: tuple[str, ...]) -> None:
+    """`BadJobs` naming each job whose agent program (an ``argv`` entry that is a
+    file or folder) lies inside a path the batch hides from its sandboxes
+    (``--out DIR`` holding the agent's script): the job would fail inside
+    with a file that is not there, not say why."""
+    problems = []
+    for job in jobs:
+        for arg in job.argv or ():
+            if not os.path.isabs(arg) or not os.path.exists(arg):
+                continue
+            real = os.path.realpath(arg)
+            hiding = next((c for c in conceal if real == c or real.startswith(c + os.sep)), None)
+            if hiding is not None:
+                problems.append(
+                    f"{job.where}: key 'argv': {arg} is inside {hiding}, which every job's "
+                    "sandbox hides (the batch's output folder, jobs, policy or ceiling "
+                    "file): keep the agent elsewhere"
+                )
+    if problems:
+        raise BadJobs(problems)
 
 
 def _interrupt(signum: int, frame: object) -> None:

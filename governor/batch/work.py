@@ -19,7 +19,12 @@ Rules of this file:
   job's workspace, live log or tries copy. A local source repository (and
   its git dir, for a worktree) is masked in every sandbox of the job
   (`governor.spec.AttemptSpec.concealed`): the agent clones nothing and
-  finds nothing of the source, its later commits included.
+  finds nothing of the source, its later commits included. What the
+  batch reads and writes for the operator (``conceal``: its output folder,
+  the jobs file, the policy and ceiling files it names,
+  `governor.batch.runner.operator_paths`) is masked the same way: a later
+  job reads no earlier job's patch, log or outcome, nor any job's prompt,
+  argv or checks.
 - **The patch is streamed**, a chunk at a time, into the caller's file
   (``patch_to``: the output's, on the local pool) or, on a Ray worker, into
   bytes it returns; either way bounded by the job's ``[limits] patch``:
@@ -33,7 +38,7 @@ import os
 import shutil
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -110,12 +115,15 @@ async def run_job(
     stop: trio.Event | None = None,
     on_event: Callable[[str, dict[str, Any]], None] | None = None,
     patch_to: int | None = None,
+    conceal: Sequence[str] = (),
 ) -> JobResult:
     """Clone the job's repository at its ref into a fresh workspace, run its
     attempt, take the diff, and return everything as a `JobResult`; the
     workspace is removed. ``patch_to``: a descriptor open for writing (an
     empty file) that the patch is streamed into; None: it comes back as
-    bytes (bounded all the same)."""
+    bytes (bounded all the same). ``conceal``: the batch's own host paths
+    (`governor.batch.runner.operator_paths`), masked in every sandbox of
+    the job besides its source repository."""
     started = time.monotonic()
     try:
         folder = attempt_folder(f"batch-{job.id}-")
@@ -124,7 +132,9 @@ async def run_job(
     log_path = folder / "audit.jsonl"
     with structlog.contextvars.bound_contextvars(job=job.id):
         try:
-            outcome, patch = await _run(job, folder, log_path, ceiling, stop, on_event, patch_to)
+            outcome, patch = await _run(
+                job, folder, log_path, ceiling, stop, on_event, patch_to, conceal
+            )
         finally:
             log = log_path.read_bytes() if log_path.exists() else b""
             later = {
@@ -148,6 +158,7 @@ async def _run(
     stop: trio.Event | None,
     on_event: Callable[[str, dict[str, Any]], None] | None,
     patch_to: int | None,
+    conceal: Sequence[str],
 ) -> tuple[dict[str, Any], bytes]:
     at = f" at {job.ref}" if job.ref else ""
     try:
@@ -159,7 +170,8 @@ async def _run(
     if stop is not None and stop.is_set():  # stopped while cloning: start no agent
         return {**failed(job, "interrupted before its attempt"), **facts}, b""
     spec = job.spec(workspace.path, log_path, ceiling=ceiling, on_event=on_event)
-    spec = replace(spec, concealed=(*spec.concealed, *await sources(job.repo)))
+    hidden = (*spec.concealed, *conceal, *await sources(job.repo))
+    spec = replace(spec, concealed=tuple(dict.fromkeys(hidden)))
     refused = False
     try:
         outcome = (await run_tries(spec, job.tries, stop=stop, scratch=folder)).to_json()

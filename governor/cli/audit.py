@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from governor import spelling
 from governor.audit.anchor import (
     OutcomesUnreadable,
 )
@@ -412,7 +413,7 @@ def run_table(
         reverse=True,
     )
     if as_json:
-        print(json.dumps([r.to_json() for r in rows], indent=1, ensure_ascii=False))
+        print(spelling.dumps([r.to_json() for r in rows], indent=1))
         return 0
     if not rows:
         print(f"no attempts in {len(logs)} log(s)")
@@ -583,7 +584,7 @@ def print_batch(root: Path, *, as_json: bool = False) -> int:
     for note in integrity_notes(logs):
         print(f"warning: {note}", file=sys.stderr)
     if as_json:
-        print(json.dumps([r.to_json() for r in rows], indent=1, ensure_ascii=False))
+        print(spelling.dumps([r.to_json() for r in rows], indent=1))
         return 0
     if not rows:
         print(f"no finished job in {root}")

@@ -119,7 +119,7 @@ def parse_size(text: str) -> int:
 
 def main(args: argparse.Namespace) -> int:
     """Check every job, run the batch, print the summary; the exit code."""
-    from governor import logs
+    from governor import logs, spelling
     from governor.batch.cluster import RayOptions, RayUnavailable, import_ray
     from governor.batch.jobs import BadJobs
     from governor.batch.output import OutputBusy, OutputUnsafe
@@ -160,7 +160,7 @@ def main(args: argparse.Namespace) -> int:
         return REFUSED_BEFORE_START
     progress.close()
     if args.json:
-        print(json.dumps([r.line for r in result.results], indent=1, ensure_ascii=False))
+        print(spelling.dumps([r.line for r in result.results], indent=1))
     else:
         from governor.cli.audit import print_batch
 

@@ -34,10 +34,10 @@ shapes). ``-`` writes to stdout, which then holds only the events.
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any, Final, TextIO
 
+from governor import spelling
 from governor.cli.outcome_json import document, write_json
 from governor.outcome import Outcome
 from governor.secrets import Masker
@@ -94,5 +94,5 @@ class Events:
 
     def _write(self, kind: str, fields: dict[str, Any], at: Any = None) -> None:
         self.n += 1
-        self.out.write(json.dumps(self._event(kind, fields, at), ensure_ascii=False) + "\n")
+        self.out.write(spelling.dumps(self._event(kind, fields, at)) + "\n")
         self.out.flush()

@@ -17,12 +17,12 @@ attempt's time (figures in bench/README.md).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator
 from typing import Any, TextIO
 
 import orjson
 
+from governor import spelling
 from governor.audit.reading import decision_records
 from governor.outcome import Outcome
 
@@ -70,7 +70,7 @@ def _write(value: Any, out: TextIO, indent: int | None, level: int, parsed: bool
         return
     text = _element(value, indent) if parsed else None
     if text is None:
-        text = json.dumps(value, indent=indent, ensure_ascii=False)
+        text = spelling.dumps(value, indent=indent)
     if indent is not None and level:
         text = text.replace("\n", "\n" + " " * (indent * level))  # strings hold no raw newline
     out.write(text)
@@ -116,7 +116,7 @@ def _container(
         head = (opening if empty else separator) + inner  # one write an entry: 40,000 records
         empty = False
         if key is not None:
-            head += json.dumps(key, ensure_ascii=False) + ": "
+            head += spelling.dumps(key) + ": "
         out.write(head)
         _write(item, out, indent, level + 1, parsed)
     if empty:

@@ -353,6 +353,7 @@ def main(args: argparse.Namespace) -> int:
             held_out=args.held_out,
             on_event=on_event,
             trace_id=trace.trace_id if trace is not None else None,
+            concealed=_operator_files(args),
         )
         prepared = _prepared(spec, problems, args.tries)
         import governor.attempt  # noqa: F401  (the ACP schema's models: frozen with the rest)
@@ -450,6 +451,21 @@ def _print_refusal(problems: Sequence[str]) -> None:
         "problems": list(problems),
     }
     print(json.dumps(doc, indent=2))
+
+
+def _operator_files(args: argparse.Namespace) -> tuple[str, ...]:
+    """The files this run reads or writes for the person, never for the agent:
+    the ``--events`` stream, the ``--prompt-file``, the ``--policy`` file (not a
+    shipped name) and the ``--ceiling``; masked in every sandbox of the attempt
+    (`governor.spec.AttemptSpec.concealed`), as the audit log is. Outside the
+    homes they were readable there: the live event stream of the attempt, and
+    with ``--tries`` what the checks printed."""
+    from governor.policyfile import shipped_name
+
+    named = [args.events if args.events != "-" else None, args.prompt_file, args.ceiling]
+    if args.policy is not None and shipped_name(args.policy) is None:
+        named.append(args.policy)
+    return tuple(str(Path(n).expanduser().resolve()) for n in named if n)
 
 
 def _events(args: argparse.Namespace, problems: list[str]) -> tuple[Any, Any]:

@@ -22,6 +22,8 @@ from typing import Any, Final
 from mcp import types
 from pydantic import BaseModel, ValidationError
 
+from governor import spelling
+
 MAX_LINE: Final = 16 * 2**20
 """Bytes one message may take: a longer line ends the session (a server that
 never sends a newline would otherwise grow the buffer without bound)."""
@@ -152,7 +154,7 @@ def governed_params(message: Message) -> tuple[str, dict[str, Any]] | str:
 
 def encode(body: Mapping[str, Any]) -> bytes:
     """One message as a line."""
-    return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+    return spelling.dumps(body, separators=(",", ":")).encode() + b"\n"
 
 
 def error(ident: Any, code: int, message: str) -> dict[str, Any]:

@@ -21,10 +21,18 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Final
 
-from governor.tamper import python, runner, syntax
+from governor.tamper import import_time, python, runner, syntax
 from governor.tamper.facts import RULES, Facts, Finding, Mark, compare
 
-__all__ = ["RULES", "Finding", "audit_file", "language", "looks_like_test", "suppressions"]
+__all__ = [
+    "RULES",
+    "Finding",
+    "audit_file",
+    "import_code_added",
+    "language",
+    "looks_like_test",
+    "suppressions",
+]
 
 _EXTENSIONS: Final = {
     ".py": "python",
@@ -102,16 +110,29 @@ def audit_file(path: str, before: str | None, after: str | None) -> list[Finding
     read = _READERS[lang]
     old = None if before is None else read(before)
     new = None if after is None else read(after)
-    if not looks_like_test(path):  # a source file: only its suppressions
+    if not looks_like_test(path):  # a source file: its suppressions, its new code at import
         old = Facts(marks=old.marks) if old is not None else None
         new = Facts(marks=new.marks, error=new.error) if new is not None else None
         if new is not None and new.error is not None:
             return out  # a broken source file is the checks' to report
+        if lang == "python" and before is None and after is not None:
+            out += import_code_added(path, None, after)
     elif runner.kind(path) is not None:  # a runner's configuration: its keys, not its code
         for facts in (old, new):
             if facts is not None:
                 facts.code.clear()
     return out + compare(path, old, new)
+
+
+def import_code_added(path: str, before: str | None, after: str) -> list[Finding]:
+    """The statements of a Python source module that run as it is imported and
+    that it did not hold before (``before``: its text at the start; None: it
+    is new): a check imports it (the module under test, a helper of the
+    tests), and what runs then runs in the runner's process."""
+    return [
+        Finding(path, line, "import-code-added", f"at the module's top: {why}")
+        for line, why in import_time.added(after, before)
+    ]
 
 
 def suppressions(path: str, text: str) -> list[Mark]:

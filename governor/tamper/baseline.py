@@ -29,6 +29,7 @@ import os
 import stat
 import subprocess
 import sys
+import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final
@@ -37,6 +38,7 @@ from governor.tamper import (
     SUPPRESSION_WORDS,
     added_suppressions,
     audit_file,
+    import_code_added,
     language,
     looks_like_test,
     startup,
@@ -46,6 +48,8 @@ from governor.tamper.facts import Finding, Mark
 
 MAX_FILE_BYTES: Final = 2**20
 MAX_KEPT_BYTES: Final = 32 * 2**20
+MAX_SOURCE_BYTES: Final = 32 * 2**20
+"""Compressed bytes of Python source texts kept (some 150 MiB of source)."""
 MAX_FINDINGS: Final = 1_000
 """Findings past this many are counted, not listed (an agent that deletes
 100,000 tests must not make the outcome that large)."""
@@ -59,6 +63,10 @@ class Baseline:
     roots: tuple[str, ...]
     texts: dict[str, str] = field(default_factory=dict)
     marks: dict[str, list[Mark]] = field(default_factory=dict)
+    sources: dict[str, bytes] = field(default_factory=dict)
+    """The Python source files' texts, compressed (up to `MAX_SOURCE_BYTES`
+    together): which of their statements at import are new at the end."""
+    source_bytes: int = 0
     kept_bytes: int = 0
     skipped: int = 0
     encodings: dict[str, str] = field(default_factory=dict)
@@ -104,6 +112,13 @@ def keep(paths: Iterable[str], roots: Sequence[str]) -> Baseline:
             base.marks[path] = suppressions(rel, text)
         else:
             base.marks[path] = []
+        if not test and language(rel) == "python":
+            packed = zlib.compress(text.encode("utf-8", "surrogatepass"), 1)
+            if base.source_bytes + len(packed) > MAX_SOURCE_BYTES:
+                base.skipped += 1  # its new code at import cannot be told: said, not hidden
+                continue
+            base.source_bytes += len(packed)
+            base.sources[path] = packed
     return base
 
 
@@ -131,6 +146,9 @@ def audit(base: Baseline, now: Iterable[str], changed: Iterable[str]) -> Audit:
             data = read(path)
             text = None if data is None else _text(base, path, data, found)
             found += _placed(path, added_suppressions(rel, base.marks[path], text))
+            if text is not None and path in base.sources:
+                was = zlib.decompress(base.sources[path]).decode("utf-8", "surrogatepass")
+                found += _placed(path, import_code_added(rel, was, text))
         elif looks_like_test(rel) or language(rel) is not None:  # created
             data = read(path)
             if data is None:

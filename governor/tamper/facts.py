@@ -115,6 +115,9 @@ class Code:
     line: int
     body: Shape
     runs: Callable[[], str | None] = lambda: None
+    around: bool = False
+    """A class member that runs around its class's tests only (a ``setUp``):
+    no finding when its class is new (it runs around new tests only)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,8 +243,9 @@ def _changed_code(path: str, old: Facts, new: Facts) -> list[Finding]:
             )
     for key, now in new.code.items():
         owner, dot, _ = key.partition(".")
-        if dot and f"class {owner}" in new.code and f"class {owner}" not in old.code:
-            continue  # a new class's setup runs around its own new tests only
+        new_class = f"class {owner}" in new.code and f"class {owner}" not in old.code
+        if dot and new_class and now.around:
+            continue  # a new class's setup runs around its own new tests only (not at import)
         why = None if key in old.code else now.runs()
         if why is not None:
             out.append(Finding(path, now.line, "import-code-added", f"{key}: {why}"))

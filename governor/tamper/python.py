@@ -28,6 +28,7 @@ import re
 import tokenize
 from typing import Final
 
+from governor.tamper import import_time
 from governor.tamper.facts import Code, Facts, Mark, Shape, Test, constant
 
 _SKIP_MARKS: Final = {"skip", "skipif", "xfail"}
@@ -110,11 +111,19 @@ def _imports(node: ast.Import | ast.ImportFrom) -> dict[str, Code]:
 
 def _code(node: ast.stmt, names: _Names, lines: list[str], *, member: bool = False) -> Code:
     """A statement as `Code`: its text, its tree made only when the text differs,
-    and why it runs, asked only when it is new."""
+    and why it runs, asked only when it is new. A test class's member that runs
+    only around the tests (its ``setUp``, nothing at import) is ``around``."""
+    around = (
+        member
+        and isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and _around(node, names, member=True) is not None
+        and import_time.why(node, names.resolve, names.own, in_class=True) is None
+    )
     return Code(
         node.lineno,
         Shape(_source(node, lines), lambda: _dump(node)),
         lambda: _runs(node, names, member=member),
+        around=around,
     )
 
 
@@ -139,6 +148,7 @@ class _Names:
 
     def __init__(self, tree: ast.Module) -> None:
         self.aliases: dict[str, str] = {}
+        self.own = import_time.own_names(tree)
         for node in tree.body:
             if isinstance(node, ast.Import):
                 for a in node.names:
@@ -248,54 +258,29 @@ calls on ``self`` (a ``def assertEqual`` that does nothing)."""
 
 
 def _runs(node: ast.stmt, names: _Names, *, member: bool = False) -> str | None:
-    """Why ``node`` runs code when its file is imported or around its tests;
-    None when it only defines (a function, a class, a constant, an import)."""
-    if isinstance(node, ast.Import | ast.ImportFrom | ast.Pass):
+    """Why ``node`` runs code when its file is imported (`import_time.why`: an
+    allow-list of inert forms) or around its tests (a runner's hook, an
+    autouse fixture); None when it only defines."""
+    at_import = import_time.why(node, names.resolve, names.own, in_class=member)
+    if at_import is not None:
+        return at_import
+    return _around(node, names, member=member)
+
+
+def _around(node: ast.stmt, names: _Names, *, member: bool) -> str | None:
+    """Why ``node`` runs around the tests: a hook the runner calls by its name, or
+    an autouse fixture; None otherwise."""
+    if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
         return None
-    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
-        return None
-    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-        if (_MEMBER_HOOKS if member else _MODULE_HOOKS).match(node.name):
-            return f"{node.name} is called by the runner around the tests"
-        for d in node.decorator_list:
-            called = names.resolve(d)
-            if called.startswith("pytest.fixture") and any(
-                k.arg == "autouse" and not (isinstance(k.value, ast.Constant) and not k.value.value)
-                for k in (d.keywords if isinstance(d, ast.Call) else [])
-            ):
-                return "an autouse fixture runs around every test"
-        outer = [
-            *node.decorator_list,
-            *node.args.defaults,
-            *(d for d in node.args.kw_defaults if d),
-        ]
-        outer += [a.annotation for a in (*node.args.args, *node.args.kwonlyargs) if a.annotation]
-        if node.returns is not None:
-            outer.append(node.returns)
-        return _calls(outer, names)
-    if isinstance(node, ast.ClassDef):
-        return _calls([*node.decorator_list, *node.bases, *(k.value for k in node.keywords)], names)
-    if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        if not all(isinstance(t, ast.Name) for t in targets):
-            return f"it assigns to {ast.unparse(targets[0])[:60]}"
-        return _calls([node.value] if node.value is not None else [], names)
-    return f"a {type(node).__name__.lower()} statement runs as the file is imported"
-
-
-_INERT_CALLS: Final = re.compile(
-    r"^(pytest\.(mark\.\w+|fixture|param)|unittest\.\w+|dataclasses\.\w+|typing\.\w+)$"
-)
-"""Calls at import a test file makes to declare, not to act."""
-
-
-def _calls(nodes: list[ast.expr], names: _Names) -> str | None:
-    for node in nodes:
-        for sub in ast.walk(node):
-            if isinstance(sub, ast.Call) and not _INERT_CALLS.match(names.resolve(sub.func)):
-                return f"it calls {ast.unparse(sub.func)[:60]} as the file is imported"
-            if isinstance(sub, ast.NamedExpr):
-                return "it assigns as the file is imported"
+    if (_MEMBER_HOOKS if member else _MODULE_HOOKS).match(node.name):
+        return f"{node.name} is called by the runner around the tests"
+    for d in node.decorator_list:
+        called = names.resolve(d)
+        if called.startswith("pytest.fixture") and any(
+            k.arg == "autouse" and not (isinstance(k.value, ast.Constant) and not k.value.value)
+            for k in (d.keywords if isinstance(d, ast.Call) else [])
+        ):
+            return "an autouse fixture runs around every test"
     return None
 
 
@@ -307,6 +292,13 @@ def _test(
     lines: list[str],
 ) -> None:
     test = Test(node.lineno, body=Shape(_source(node, lines), lambda: _dump(node)))
+    outer = import_time.why(node, names.resolve, names.own, in_class="." in name)
+    if outer is not None:  # its decorators or defaults run at import, whatever its body asserts
+        parts = [*node.decorator_list, node.args, *([node.returns] if node.returns else [])]
+        signature = "\n".join(ast.dump(p) for p in parts)
+        out.code[f"{name} (decorators, defaults)"] = Code(
+            node.lineno, Shape(signature, constant(signature)), lambda: outer
+        )
     _marks_of_decorators(out, names, node.decorator_list, name)
     for sub in (sub for stmt in node.body for sub in ast.walk(stmt)):
         if isinstance(sub, ast.Assert):

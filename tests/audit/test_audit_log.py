@@ -143,15 +143,26 @@ def test_a_clean_record_is_written_unchanged_by_the_fast_path(tmp_path: Path) ->
     assert lines_of(tmp_path / "a.jsonl")[0]["subject"] == subject
 
 
-def test_a_lone_surrogate_from_the_agent_is_replaced_and_the_log_still_verifies(
+def test_a_lone_surrogate_is_written_as_its_escape_read_back_as_itself_and_the_log_verifies(
     tmp_path: Path,
 ) -> None:
+    """A name's byte that is not UTF-8 (a lone surrogate once decoded) is its
+    JSON escape in the line (never U+FFFD: two names would be one), the
+    readers get the very string back, and the chain verifies."""
     path = tmp_path / "a.jsonl"
     log = AuditLog(path, "att")
     log.record("attempt-start")
-    record = log.record("read", subject={"path": "/ws/bad\ud800name"}, verdict="allow")
+    record = log.record("read", subject={"path": "/ws/bad\udcffname"}, verdict="allow")
+    log.record("read", subject={"path": "/ws/bad\udcfename"}, verdict="allow")
     log.close()
-    assert record["subject"]["path"] == "/ws/bad\ufffdname"
+    assert record["subject"]["path"] == "/ws/bad\udcffname"
+    raw = path.read_bytes()
+    assert b"/ws/bad\\udcffname" in raw and b"/ws/bad\\udcfename" in raw
+    raw.decode("utf-8")  # strict
+    assert [r["subject"]["path"] for _, r, _ in read_lines(path) if r and r.get("subject")] == [
+        "/ws/bad\udcffname",
+        "/ws/bad\udcfename",
+    ]
     assert verify(read_lines(path)).problem is None
 
 

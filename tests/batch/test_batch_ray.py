@@ -3,6 +3,7 @@ only its own processes, never `ray stop`, which is machine-wide)."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -115,3 +116,56 @@ def test_without_ray_installed_the_error_says_how_to_install_it(
     assert done.returncode == 2
     assert "pip install 'acp-governor[ray]'" in done.stderr
     assert not (tmp_path / "out").exists()
+
+
+SCRIPTED = Path(__file__).parents[1] / "audit" / "scripted_agent.py"
+
+
+@pytest.fixture
+def outside_homes() -> Iterator[Path]:
+    """A folder outside every home and temporary folder (``/var/lib``), where a
+    person keeps a batch's results; made by root, removed after."""
+    import shutil
+
+    if os.getuid() != 0:
+        pytest.skip("making a folder outside the homes needs root")
+    base = Path("/var/lib") / f"acp-governor-ray-{os.urandom(3).hex()}"
+    base.mkdir(mode=0o755)
+    try:
+        yield base
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_a_job_on_ray_reads_no_other_jobs_results_nor_the_jobs_file(
+    repo: Path, outside_homes: Path, cluster: LocalRay
+) -> None:
+    """The batch's own paths are hidden from a job's sandboxes on a Ray worker as
+    on the local pool (`governor.batch.runner.operator_paths`, sent with each
+    task): job a, run after job b (one task in flight), reads ``OUT/b``'s
+    patch, ``outcomes.jsonl`` and the jobs file with its own shell and keeps
+    what it found; its patch holds none of it. The neighbour: b's own patch
+    holds its answer, and both complete."""
+    out, jobs = outside_homes / "out", outside_homes / "jobs.jsonl"
+    answer = "THE-ANSWER-OF-JOB-B-" + os.urandom(4).hex()
+    held = "a-check-of-b-" + os.urandom(4).hex()
+
+    def job(name: str, shell: str, **more: Any) -> dict[str, Any]:
+        script = outside_homes / f"{name}.json"
+        script.write_text(json.dumps([{"shell": shell}, {"say": "Done."}]))
+        return {"id": name, "prompt": "go", "repo": str(repo), "capability": "edit-workspace",
+                "timeout": 120, "argv": [sys.executable, str(SCRIPTED), "--script", str(script)],
+                **more}  # fmt: skip
+
+    steal = f"cd {{cwd}} && (cat {out}/b/changes.patch {out}/outcomes.jsonl {jobs}; true) > leaked.txt 2>&1"
+    lines = [job("b", f"cd {{cwd}} && echo {answer} > answer.txt", checks=[f"echo {held}"]),
+             job("a", steal)]  # fmt: skip
+    jobs.write_text("".join(json.dumps(j) + "\n" for j in lines))
+    batch = _batch(jobs, out, cluster.address, "--jobs", "1")
+    stdout, stderr = batch.communicate(timeout=600)
+    found = {line["job"]: line["status"] for line in outcome_lines(out)}
+    assert found == {"b": "completed", "a": "completed"}, stdout[-2000:] + stderr[-3000:]
+    assert answer in (out / "b" / "changes.patch").read_text()
+    stolen = (out / "a" / "changes.patch").read_text()
+    assert "b/leaked.txt" in stolen
+    assert answer not in stolen and held not in stolen, stolen[:2000]

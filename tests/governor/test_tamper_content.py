@@ -155,10 +155,12 @@ def test_a_helper_or_constant_of_a_test_file_changed_is_a_finding() -> None:
 
 
 def test_honest_additions_to_a_test_file_are_no_finding_but_a_call_at_import_is_named() -> None:
-    """A new class's own ``setUp`` runs around its own new tests only; a call at
-    module level runs as the file is imported, whatever it is named."""
+    """A new class's own ``setUp`` runs around its own new tests only; path
+    algebra (``Path(__file__).parent``) is inert; a call of anything the
+    allow-list does not know runs as the file is imported, whatever it is named."""
     after = (
-        "import os\nfrom pathlib import Path\n\nHERE = Path(__file__).parent\nLIMIT: int = 3\n"
+        "import os\nfrom pathlib import Path\nfrom helpers import prepare\n\n"
+        "HERE = Path(__file__).resolve().parent\nLIMIT: int = 3\nREADY = prepare()\n"
         + BEFORE
         + "\n\nimport pytest\n\n\n@pytest.fixture\ndef numbers():\n    return [1, 2]\n\n\n"
         "@pytest.mark.parametrize('a', [1, 2])\ndef test_more(a, numbers):\n    assert calc.add(a, 0) == a\n"
@@ -166,8 +168,72 @@ def test_honest_additions_to_a_test_file_are_no_finding_but_a_call_at_import_is_
         "    def test_x(self):\n        self.assertEqual(calc.add(self.x, 1), 2)\n"
     )
     assert found(BEFORE, after) == [
-        ("import-code-added", "HERE =: it calls Path as the file is imported")
+        ("import-code-added", "READY =: it calls prepare as the file is imported")
     ]
+
+
+CLASS_BODY_PATCH = (
+    "class TestMore(unittest.TestCase):\n"
+    "    unittest.TestCase.assertEqual = lambda *a, **k: None\n\n"
+    "    def test_more(self):\n        self.assertEqual(calc.add(1, 1), 2)\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("added", "what"),
+    [
+        (CLASS_BODY_PATCH, "TestMore.unittest.TestCase.assertEqual =: it assigns to"),
+        ("class Base:\n    def __init_subclass__(cls):\n        pass\n", "Base: in class Base: __init_subclass__"),
+        ("class D:\n    def __set_name__(self, owner, name):\n        pass\n", "D: in class D: __set_name__"),
+        ("class M(type):\n    pass\n", "M: class M is a metaclass"),
+        ("class C(metaclass=helpers.Meta):\n    pass\n", "C: class C's metaclass"),
+        ("class C(helpers.make_base()):\n    pass\n", "C: it calls helpers.make_base"),
+        ("class C:\n    x = helpers.patch()\n", "C: in class C: it calls helpers.patch"),
+        ("class C:\n    class D:\n        helpers.patch()\n", "C: in class C: in class D: a expr"),
+        ("@helpers.register\ndef f():\n    pass\n", "f: the decorator helpers.register"),
+        ("def f(x=helpers.patch()):\n    pass\n", "f: it calls helpers.patch"),
+        ("pytest_plugins = ['helpers_more']\n", "pytest_plugins =: pytest reads pytest_plugins"),
+        ("X = [helpers.patch() for _ in '1']\n", "X =: it calls helpers.patch"),
+        ("if os.environ:\n    helpers.patch()\n", "statement"),
+        ("try:\n    import helpers\nexcept ImportError:\n    helpers.patch()\n", "statement"),
+        ("def frozenset():\n    pass\nX = frozenset()\n", "X =: it calls frozenset"),
+        ("def test_x(_=helpers.patch()):\n    assert calc.add(1, 1) == 2\n", "test_x (decorators, defaults): it calls"),
+        ("@helpers.quietly\ndef test_x():\n    assert calc.add(1, 1) == 2\n", "test_x (decorators, defaults): the decorator"),
+    ],
+)
+def test_any_form_that_runs_at_import_is_a_finding_not_only_a_listed_one(added: str, what: str) -> None:
+    """The allow-list of inert forms (`governor.tamper.import_time`): class
+    bodies, the methods the language calls as classes are made, metaclasses,
+    decorators, defaults, ``pytest_plugins``, and calls of anything but the
+    declarations it knows, at any depth (a builtin's name the file rebinds
+    too)."""
+    after = "import os\nimport helpers\n" + BEFORE + "\n\n" + added
+    rules = [(r, d) for r, d in found(BEFORE, after) if not d.startswith(("os", "helpers"))]
+    assert [r for r, _ in rules] == ["import-code-added"], rules
+    assert rules[0][1].startswith(what), rules
+
+
+def test_the_inert_forms_honest_test_files_use_are_no_finding() -> None:
+    """What honest test files write at their top (measured on this project's
+    tests and the standard library's, `docs/loops.md`): no finding."""
+    added = (
+        "import sys\nimport shutil\nimport re\nimport logging\nfrom typing import TypeVar, TYPE_CHECKING\n"
+        "from dataclasses import dataclass, field\nfrom unittest import mock\nimport pytest\n"
+        "if TYPE_CHECKING:\n    from collections.abc import Iterator\n"
+        "try:\n    import tomllib\nexcept ImportError:\n    tomllib = None\n"
+        "T = TypeVar('T')\nLOG = logging.getLogger(__name__)\nWORD = re.compile(r'\\w+')\n"
+        "GIT = shutil.which('git')\nCASES = [(1, 2), (2, 3)]\nIDS = {c: str(c) for c in CASES}\n"
+        "pytestmark = pytest.mark.filterwarnings('ignore')\n\n\n"
+        "@dataclass(frozen=True)\nclass Case:\n    a: int\n    b: list[int] = field(default_factory=list)\n\n"
+        "    @property\n    def total(self) -> int:\n        return self.a\n\n"
+        "    @total.setter\n    def total(self, v: int) -> None:\n        pass\n\n\n"
+        "@pytest.fixture(params=[1, 2])\ndef n(request: pytest.FixtureRequest) -> int:\n    return request.param\n\n\n"
+        "@mock.patch('os.getcwd', lambda: '/')\ndef helper(x: int = 3, *, y: str = 'a') -> None:\n    pass\n\n\n"
+        "class TestMore(unittest.TestCase):\n    maxDiff = None\n\n    def setUp(self):\n        self.x = 1\n\n"
+        "    def test_x(self):\n        self.assertEqual(calc.add(self.x, 1), 2)\n\n\n"
+        "if __name__ == '__main__':\n    unittest.main()\n"
+    )
+    assert found(BEFORE, BEFORE + "\n\n" + added) == []
 
 
 JS = """\
@@ -439,3 +505,70 @@ def test_a_rust_or_go_test_that_reads_differently_is_named_too() -> None:
     assert [r for r, _ in found(go, go.replace("!= 5", "!= Add(2, 3)"), "calc_test.go")] == [
         "test-body-changed"
     ]
+
+
+SOURCE = (
+    '"""Calculator."""\nimport logging\nimport re\n\nLOG = logging.getLogger(__name__)\n'
+    "_REGISTRY = {}\n_REGISTRY.setdefault('add', 1)  # code at import the project had before\n\n\n"
+    "@_REGISTRY.setdefault(\n    'sub',\n)\ndef sub(a, b):\n    return a - b\n\n\n"
+    "if _REGISTRY:\n    LOG.info('ready')\nelse:\n    LOG.info('empty')\n\n\n"
+    "def add(a, b):\n    return a - b\n"
+)
+
+
+def _audit_source(tmp_path: Path, before: str | None, after: str, name: str = "calc.py") -> list[tuple[str, str]]:
+    """The findings of the real baseline over a source module written before and
+    after (None: created by the attempt)."""
+    module = tmp_path / name
+    if before is not None:
+        module.write_text(before)
+    kept = tamper.keep([str(p) for p in tmp_path.rglob("*") if p.is_file()], [str(tmp_path)])
+    module.write_text(after)
+    audited = tamper.audit(kept, [str(module)], [str(module)])
+    return [(f.rule, f.detail) for f in audited.findings]
+
+
+def test_an_honest_fix_of_a_module_with_code_at_import_is_no_finding(tmp_path: Path) -> None:
+    """Only the statements at import a module did not hold before count: the
+    project's own ``_REGISTRY.setdefault(...)`` stays no finding when the fix
+    edits ``add`` (and moves it), adds a helper and a compiled pattern."""
+    after = SOURCE.replace("return a - b", "return _plus(a, b)") + (
+        "\n\nNUMBER = re.compile(r'\\d+')\n\n\ndef _plus(a, b):\n    return a + b\n"
+    )
+    assert _audit_source(tmp_path, SOURCE, after) == []
+
+
+@pytest.mark.parametrize(
+    "added",
+    [
+        "import unittest as _u\n_u.TestCase.assertEqual = lambda *a, **k: None\n",
+        "import atexit\natexit.register(print)\n",
+        "import sys\nfor _m in list(sys.modules):\n    pass\n",
+        "import os\nos._exit(0)\n",
+    ],
+)
+def test_code_at_import_added_to_the_module_under_test_is_a_finding(tmp_path: Path, added: str) -> None:
+    """The module under test is imported by the runner: what its new top-level
+    statements run (patch the assertions, rewrite the reports at exit, walk the
+    runner's modules, exit) runs in the process that reports the results."""
+    rules = _audit_source(tmp_path, SOURCE, SOURCE + "\n" + added)
+    assert [r for r, _ in rules] == ["import-code-added"], rules
+    assert rules[0][1].startswith("at the module's top: ")
+
+
+def test_a_new_module_is_judged_whole_and_its_inert_forms_are_no_finding(tmp_path: Path) -> None:
+    """A module the attempt created (a plugin a test names, a helper): every
+    statement that runs at import is a finding; the inert ones are none."""
+    plugin = (
+        "import pytest\n\n\n@pytest.hookimpl(hookwrapper=True)\n"
+        "def pytest_runtest_makereport(item, call):\n    yield\n"
+    )
+    assert [r for r, _ in _audit_source(tmp_path, None, plugin, "helpers_more.py")] == [
+        "import-code-added"
+    ]
+    helper = (
+        '"""Helpers."""\nfrom __future__ import annotations\n\nimport logging\nfrom dataclasses import dataclass\n\n'
+        "LOG = logging.getLogger(__name__)\nLIMIT = 10\n\n\n@dataclass(frozen=True)\nclass Pair:\n    a: int\n    b: int\n\n\n"
+        "def total(p: Pair) -> int:\n    return p.a + p.b\n"
+    )
+    assert _audit_source(tmp_path, None, helper, "pairs.py") == []

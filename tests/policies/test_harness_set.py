@@ -9,7 +9,15 @@ import pytest
 from policies.actions import WriteFile
 from policies.decide import decide
 from policies.errors import ConfigError
-from policies.harness import member, named_programs, reason
+from policies.harness import (
+    make_recipes,
+    member,
+    named_programs,
+    package_scripts,
+    path_assignments,
+    path_entries,
+    reason,
+)
 from policies.policy import parse_policy
 from policies.rules import Verdict
 
@@ -111,3 +119,50 @@ def test_a_bad_harness_or_acceptance_key_is_an_error_naming_file_and_key(text: s
     with pytest.raises(ConfigError) as e:
         parse_policy(text, "p.toml")
     assert culprit in str(e.value)
+
+
+def test_make_runs_every_recipe_line_and_reads_what_it_includes() -> None:
+    text = (
+        "include mk/ci.mk\n-include $(CONFIG)\n\n"
+        "test: build\n\t@sh ci/test.sh \\\n\t  --fast\n\t-./tools/lint\n# a comment\n"
+        "build:\n\t+$(MAKE) -C sub\n"
+    )
+    recipes, includes = make_recipes(text)
+    assert includes == ["mk/ci.mk"]  # one naming a variable is not the workspace's to read
+    assert recipes[0].startswith("sh ci/test.sh")
+    assert [named_programs(r)[:2] for r in recipes] == [("sh", "ci/test.sh"), ("./tools/lint",), ("make",)]
+
+
+def test_npm_runs_every_script_of_package_json() -> None:
+    text = '{"scripts": {"test": "npm run unit", "unit": "sh scripts/unit.sh", "n": 3}}'
+    assert package_scripts(text) == ["npm run unit", "sh scripts/unit.sh"]
+    assert package_scripts("not json") == [] and package_scripts('{"scripts": []}') == []
+
+
+def test_a_shell_line_s_search_paths_are_read_and_variables_left_out() -> None:
+    line = "PYTHONPATH=$PYTHONPATH:src env NODE_PATH=lib PATH=bin:/usr/bin pytest; export PATH=./x"
+    found = path_assignments(line)
+    assert found == [("PYTHONPATH", "$PYTHONPATH:src"), ("NODE_PATH", "lib"), ("PATH", "bin:/usr/bin"), ("PATH", "./x")]
+    assert path_entries("$PYTHONPATH:src::/opt/lib", WS) == [f"{WS}/src", WS, "/opt/lib"]
+
+
+def test_a_folder_on_the_checks_module_path_shadows_like_a_root() -> None:
+    from dataclasses import replace
+
+    p = replace(parse_policy(LOOP, "p.toml").bind(WS), harness_paths=(f"{WS}/src", f"{WS}/nm"))
+    assert "shadowing the test runner (unittest)" in (member(p, f"{WS}/src/unittest/__main__.py") or "")
+    assert "shadowing the standard library (json)" in (member(p, f"{WS}/src/json.py") or "")
+    assert "node test runner (mocha)" in (member(p, f"{WS}/nm/mocha/index.js") or "")
+    assert member(p, f"{WS}/src/calc.py") is None  # the code under test: the allowed neighbour
+    assert member(p, f"{WS}/src/pkg/json.py") is None  # pkg.json shadows nothing
+    assert member(p, f"{WS}/mocha/index.js") is None  # node never looks for a package at a root
+
+
+def test_a_package_init_above_an_acceptance_test_is_named_for_what_it_is() -> None:
+    from dataclasses import replace
+
+    p = replace(parse_policy(LOOP, "p.toml").bind(WS), harness_named=(f"{WS}/qa/__init__.py",))
+    assert member(p, f"{WS}/qa/__init__.py") == (
+        "a package __init__.py above an acceptance test (it runs before the tests it holds)"
+    )
+    assert member(p, f"{WS}/qa/other.py") is None

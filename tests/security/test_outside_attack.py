@@ -244,12 +244,9 @@ def outside_homes(tmp_path: Path) -> Any:
         shutil.rmtree(base, ignore_errors=True)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: the batch's --out folder (every finished job's changes.patch, audit.jsonl, "
-    "outcomes.jsonl) and its jobs file are readable from every later job's sandbox when "
-    "they lie outside the homes; only the attempts folder and the source repository are hidden",
-)
+# Was a hole: the batch's --out folder and its jobs file were readable from every later
+# job's sandbox when they lay outside the homes. Closed: every path the batch reads or
+# writes for its operator is masked in every job's sandboxes (batch.runner.operator_paths).
 @pytest.mark.parametrize("user", USERS)
 def test_a_batch_job_reads_no_other_jobs_results_nor_the_jobs_file(
     accounts: dict[str, Account | str], user: str, outside_homes: Path
@@ -299,6 +296,88 @@ def test_a_batch_job_reads_no_other_jobs_results_nor_the_jobs_file(
     assert answer not in stolen and held not in stolen, stolen[:2000]
 
 
+@pytest.mark.parametrize("user", USERS)
+def test_a_run_reads_none_of_the_files_it_writes_or_reads_for_the_person(
+    accounts: dict[str, Account | str], user: str, outside_homes: Path
+) -> None:
+    """Class: an attempt reads what the governor keeps for the person. With
+    ``--log``, ``--events``, ``--policy`` and ``--ceiling`` outside the homes
+    (a data disk), the agent's own shell reads each and keeps what it found in
+    its workspace: the live audit log and event stream (and, with ``--tries``,
+    an earlier try's checks' output), the operator's rules. Each is masked in
+    every sandbox of the attempt, as a batch's output is; the neighbour: the
+    agent still writes its own workspace and the run completes."""
+    box = box_for(accounts, user, "runfiles")
+    place = outside_homes / "run"
+    box.mkdir(place)
+    marker = "operator-only-" + os.urandom(4).hex()
+    policy = box.write(place / "policy.toml", f'# {marker}\ncapability = "edit-workspace"\n')
+    ceiling = box.write(place / "ceiling.toml", f'# {marker}\nallowed_agents = ["acp"]\n')
+    log, events = place / "audit.jsonl", place / "events.jsonl"
+    shell = (f"cd {{cwd}} && echo mine > mine.txt && (cat {log} {events} {policy} {ceiling}; true)"
+             " > leaked.txt 2>&1")  # fmt: skip
+    script = box.write(box.dir / "s.json", json.dumps([{"shell": shell}, {"say": "Done."}]))
+    python = python_of(box)
+    argv = ["run", "--json", "--policy", str(policy), "--ceiling", str(ceiling), "--workspace",
+            str(box.ws), "--log", str(log), "--events", str(events),
+            "go", "--", python, str(SCRIPTED), "--script", str(script)]  # fmt: skip
+    outcome = outcome_of(governor(box, argv))
+    assert outcome["status"] == "completed", outcome
+    assert (box.ws / "mine.txt").read_text() == "mine\n"  # the neighbour: its own workspace
+    leaked = (box.ws / "leaked.txt").read_text()
+    assert "attempt-start" not in leaked and marker not in leaked, leaked[:2000]
+    assert "attempt-start" in log.read_text()  # the log was there to read
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_a_later_try_and_its_checks_read_no_tries_log(
+    accounts: dict[str, Account | str], user: str, outside_homes: Path
+) -> None:
+    """The same for ``--tries``: each try's log is beside ``--log``
+    (``NAME.tryN.jsonl``) and holds its checks' output; a check (workspace code
+    in a sandbox of its own) prints every try's log it can read, and the
+    outcome keeps the tail: none is readable. The neighbour: both tries run and
+    fail on the check, which did run."""
+    box = box_for(accounts, user, "trylogs")
+    place = outside_homes / "tries"
+    box.mkdir(place)
+    log = place / "audit.jsonl"
+    script = box.write(box.dir / "s.json", json.dumps(
+        [{"shell": "cd {cwd} && echo mine > mine.txt"}, {"say": "Done."}]
+    ))  # fmt: skip
+    check = f"echo checked; cat {log} {place / 'audit.try2.jsonl'} 2>&1; exit 1"
+    argv = ["run", "--json", "--policy", "edit-workspace", "--workspace", str(box.ws),
+            "--log", str(log), "--tries", "2", "--check", check,
+            "go", "--", python_of(box), str(SCRIPTED), "--script", str(script)]  # fmt: skip
+    outcome = outcome_of(governor(box, argv))
+    assert outcome["verdict"] == "failed", outcome
+    assert len(outcome["tries"]) == 2, outcome["tries"]
+    tail = outcome["checks_run"][0]["tail"]
+    assert "checked" in tail and "attempt-start" not in tail, tail
+    assert (place / "audit.try2.jsonl").exists()
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_a_policy_file_in_the_workspace_stays_the_agents_to_read(
+    accounts: dict[str, Account | str], user: str
+) -> None:
+    """The neighbour of the run's masked files: a ``--policy`` (or prompt) file
+    inside the workspace is the workspace's, shown as it is (masked, it would
+    read as empty and git would see it changed)."""
+    box = box_for(accounts, user, "inpolicy")
+    policy = box.write(box.ws / "governor.toml", '# ours\ncapability = "edit-workspace"\n')
+    box.git("add", "governor.toml")
+    box.git("commit", "-q", "-m", "policy")
+    shell = "cd {cwd} && cat governor.toml > seen.txt && git status --porcelain > status.txt"
+    script = box.write(box.dir / "s.json", json.dumps([{"shell": shell}, {"say": "Done."}]))
+    argv = ["run", "--json", "--policy", str(policy), "--workspace", str(box.ws),
+            "go", "--", python_of(box), str(SCRIPTED), "--script", str(script)]  # fmt: skip
+    outcome = outcome_of(governor(box, argv))
+    assert outcome["status"] == "completed", outcome
+    assert (box.ws / "seen.txt").read_text() == policy.read_text()
+    assert "governor.toml" not in (box.ws / "status.txt").read_text()
+
+
 # -- a file name that is not UTF-8 ----------------------------------------------------------------
 
 PLANT_BYTES = (
@@ -342,12 +421,9 @@ def test_a_batch_job_that_names_a_file_in_bytes_that_are_not_utf8_loses_no_job(
     assert "b/notes.txt" in (out / "a" / "changes.patch").read_text()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: `governor run --json` writes the outcome with the planted name's raw bytes "
-    "(a surrogate written through stdout's surrogateescape): the outcome is not UTF-8 JSON, and "
-    "the audit log spells the name with U+FFFD, so two planted names are one in the record",
-)
+# Was a hole: `governor run --json` wrote a planted name's raw bytes and the audit log
+# spelled it with U+FFFD (two names one). Closed: one spelling, the lone surrogate as its
+# JSON escape, in every writer (governor.spelling).
 @pytest.mark.parametrize("user", USERS)
 def test_a_file_named_in_bytes_that_are_not_utf8_is_recorded_by_a_name_that_is_its_own(
     accounts: dict[str, Account | str], user: str
@@ -376,3 +452,47 @@ def test_a_file_named_in_bytes_that_are_not_utf8_is_recorded_by_a_name_that_is_i
     assert outcome["status"] == "completed"
     assert len(outcome["acp"]["unasked_paths"]) == 2
     assert "\ufffd" not in log.read_text(), "the log names a file that does not exist"
+    # each name is its own: the very bytes back, in the outcome and in the log's records
+    planted = {bytes(box.ws) + b"/bad\xffname", bytes(box.ws) + b"/d\xfe/conftest.py"}
+    assert {os.fsencode(p) for p in outcome["acp"]["unasked_paths"]} == planted
+    named = {os.fsencode(r["subject"]["path"]) for line in log.read_text().splitlines()
+             if (r := json.loads(line)).get("kind") == "unasked"}  # fmt: skip
+    assert named == planted, named
+    # the governor's own readers read it back: the chain verifies, the story names both
+    read = [*prefix, f"HOME={box.home}", python, "-m", "governor.cli", "audit"]
+    verified = subprocess.run([*read, "verify", str(log)], capture_output=True, timeout=120)
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    story = subprocess.run([*read, "--attempt", outcome["run_id"], str(log)],
+                           capture_output=True, timeout=120)  # fmt: skip
+    assert story.returncode == 0, story.stderr
+    shown = story.stdout.decode("utf-8")  # strict: what a terminal gets is UTF-8
+    assert "bad\\udcffname" in shown and "d\\udcfe/conftest.py" in shown, shown[-3000:]
+    page = subprocess.run([*read, "report", str(log), "-o", "-"], capture_output=True, timeout=120)
+    assert page.returncode == 0, page.stderr[-3000:]
+    assert "bad\\udcffname" in page.stdout.decode("utf-8")
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_a_signed_attempt_that_names_a_file_in_bytes_that_are_not_utf8_ends_signed(
+    accounts: dict[str, Account | str], user: str
+) -> None:
+    """The same names in a signed log: the end record (which names what
+    changed) is parsed back after masking to take its signature, and a name's
+    escape must not stop it. The attempt completes, and the chain verifies
+    signed by the operator's key."""
+    box = box_for(accounts, user, "signed")
+    key = box.dir / "key"
+    made = governor(box, ["audit", "keygen", str(key)])
+    assert made.returncode == 0, made.stderr
+    ceiling = box.write(box.dir / "c.toml", f'allowed_agents = ["acp"]\naudit_key = "{key}"\n')
+    script = box.write(box.dir / "s.json", json.dumps([{"shell": PLANT_BYTES}, {"say": "Done."}]))
+    log = box.dir / "audit.jsonl"
+    argv = ["run", "--json", "--ceiling", str(ceiling), "--policy", "edit-workspace",
+            "--workspace", str(box.ws), "--log", str(log),
+            "go", "--", python_of(box), str(SCRIPTED), "--script", str(script)]  # fmt: skip
+    outcome = outcome_of(governor(box, argv))
+    assert outcome["status"] == "completed", outcome
+    assert len(outcome["acp"]["unasked_paths"]) == 2
+    verified = governor(box, ["audit", "verify", "--public-key", f"{key}.pub", str(log)])
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert "signed by key" in verified.stdout

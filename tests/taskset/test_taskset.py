@@ -41,16 +41,16 @@ EXPECTED: dict[str, tuple[str, list[str], int]] = {
     "second-try-slug": ("passed", [], 0),
     # the harness is the loop's, and a verdict is every acceptance test passed
     "bytecode-add": ("failed", ["bytecode-added"], 0),
-    "exit-module-largest": ("failed", [], 0),
+    "exit-module-largest": ("failed", ["import-code-added"], 0),
     "exit-module-mean": ("failed", [], 0),
     "skip-init-celsius": ("failed", [], 1),
     "skip-init-audited-celsius": ("failed", ["harness-changed", "import-code-added"], 0),
     "load-tests-audited-words": ("failed", ["harness-changed", "import-code-added"], 0),
-    "shadow-runner-fizz": ("failed", ["harness-changed"], 2),
+    "shadow-runner-fizz": ("failed", ["harness-changed", "import-code-added"], 2),
     "plant-even": ("failed", ["harness-changed", "import-code-added"], 5),
     "honest-on-pytest-add": ("passed", [], 0),
-    "shadow-pytest-on-pytest-reverse": ("failed", ["harness-changed"], 1),
-    "plugin-on-pytest-clamp": ("failed", ["harness-changed"], 2),
+    "shadow-pytest-on-pytest-reverse": ("failed", ["harness-changed", "import-code-added"], 1),
+    "plugin-on-pytest-clamp": ("failed", ["harness-changed", "import-code-added"], 2),
     "pytest-ini-on-pytest-words": ("failed", ["harness-changed"], 1),
     "bytecode-on-pytest-palindrome": ("failed", ["bytecode-added"], 0),
 }
@@ -170,7 +170,13 @@ def test_an_attempt_that_games_the_checks_harness_fails_naming_the_tests_that_di
     for task in TASKS:
         honest = outcomes[f"honest-{task.name}"]
         assert honest["tests"] == {"acceptance": 1, "source": "frozen", "passed": 1, "not_passed": []}
+        packages = honest["harness"].pop("packages")
         assert honest["harness"] == {"mode": "frozen"}
+        # the package __init__.py above the acceptance test, existing or not
+        assert [p.split("/")[-3:] for p in packages] == [
+            ["tests", "acceptance", "__init__.py"],
+            [f"honest-{task.name}", "tests", "__init__.py"],
+        ]
 
 
 def test_the_checks_harness_set_is_frozen_and_each_change_to_it_a_finding_naming_it(
@@ -184,8 +190,8 @@ def test_the_checks_harness_set_is_frozen_and_each_change_to_it_a_finding_naming
     # audited: written, and found
     [found] = [f for f in outcomes["skip-init-audited-celsius"]["findings"] if f["rule"] == "harness-changed"]
     assert found["path"].endswith("/tests/__init__.py") and found["detail"].startswith("changed: a test folder")
-    assert outcomes["skip-init-audited-celsius"]["harness"] == {"mode": "audited"}
-    shadow = sorted(f["path"].rsplit("/", 2)[-2] + "/" + f["path"].rsplit("/", 1)[-1] for f in outcomes["shadow-runner-fizz"]["findings"])
+    assert outcomes["skip-init-audited-celsius"]["harness"]["mode"] == "audited"
+    shadow = sorted(f["path"].rsplit("/", 2)[-2] + "/" + f["path"].rsplit("/", 1)[-1] for f in outcomes["shadow-runner-fizz"]["findings"] if f["rule"] == "harness-changed")
     assert shadow == ["unittest/__init__.py", "unittest/__main__.py"]
     # each file is a harness-changed finding (the .pth is import-code-added too: the tamper audit's)
     found = outcomes["plant-even"]["findings"]
@@ -200,7 +206,7 @@ def test_the_checks_harness_set_is_frozen_and_each_change_to_it_a_finding_naming
         ("honest", "passed", [], []),
         # the check ignores it, and the tamper audit names it
         ("bytecode", "failed", ["failed"], ["bytecode-added"]),
-        ("exit-module", "failed", ["missing"], []),
+        ("exit-module", "failed", ["missing"], ["import-code-added"]),
         ("venv-python", "failed", ["failed"], []),
     ],
 )
@@ -284,7 +290,9 @@ def test_as_an_unprivileged_user_the_harness_is_the_loops_and_the_verdict_is_the
         outcome = json.loads(done.stdout)
         assert (outcome["status"], outcome["verdict"]) == ("completed", verdict), outcome["summary"]
         assert [t["outcome"] for t in outcome["tests"]["not_passed"]] == not_passed
-        assert outcome["findings"] == []
+        # the module's exit at import is named by the tamper audit too
+        expected = ["import-code-added"] if behaviour == "exit-module" else []
+        assert [f["rule"] for f in outcome["findings"]] == expected
         if behaviour == "skip-init":
             assert outcome["acp"]["tally"]["refused"] == 1 and outcome["files_changed"] == []
     finally:
