@@ -291,7 +291,12 @@ def _python(rel: str, data: bytes) -> tuple[str, list[Canary], set[str]] | None:
     _RNG.shuffle(methods)
     _RNG.shuffle(functions)
     module = _name(taken, "_")
-    cls = "Test" + "".join(w.title() for w in _name(taken, " ").split())
+    # after every class of the file by name, as unittest orders them (the last
+    # one's name and more): a lie that starts in a test before (a patch made
+    # as the code runs) is told
+    classes = [n.name for n in tree.body if isinstance(n, ast.ClassDef)]
+    last = max(classes, default="Test")
+    cls = last + "".join(w.title() for w in _name(taken, " ").split())
     base = _test_case(tree)
     imported = "" if base else f"\n\nimport unittest as _{module}  # noqa: E402"
     base = base or f"_{module}.TestCase"
