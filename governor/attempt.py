@@ -68,6 +68,7 @@ from governor.workspace import Snapshot, diff, snapshot
 from policies import by as who
 from policies.limits import render
 from policies.policy import Policy
+from sandbox.host import budget as sandbox_budget
 from sandbox.host.limits import blame
 from sandbox.net.proxy import EgressProxy, open_egress
 from sandbox.run.execution import ExitStatus
@@ -176,6 +177,9 @@ class Attempt:
             workspace=p.policy.workspace,
             masker=p.masker,
         )
+        self.sandboxes = sandbox_budget.AttemptBudget(None, None)
+        """Every sandbox of the attempt, counted together (`sandbox.host.budget`):
+        the one `run` makes current while the attempt runs."""
         self.auth_methods: list[Any] = []
         self.turn_over = trio.Event()
         """Set when the prompt is answered (or when the governor stops waiting for it)."""
@@ -200,7 +204,8 @@ class Attempt:
             self.audit.close()
             raise RefusedBeforeStart([f"{e}; nothing was started"]) from None
         try:
-            return await self._run(held)
+            with sandbox_budget.attempt_budget(policy.limits) as self.sandboxes:
+                return await self._run(held)
         finally:
             if held is not None:
                 with trio.CancelScope(shield=True):
@@ -246,6 +251,7 @@ class Attempt:
                 nursery.start_soon(self.audit.run_batch_sync)
                 if self.stop is not None:
                     nursery.start_soon(self._watch_stop, self.stop)
+                nursery.start_soon(sandbox_budget.watch, self.sandboxes, self._stop_at)
                 if policy.limits.workspace is not None:
                     nursery.start_soon(
                         roots_size.watch,
@@ -282,6 +288,7 @@ class Attempt:
                 nursery.cancel_scope.cancel()
         except Exception as e:  # an ExceptionGroup of the tasks' errors, never a Cancelled
             self._broke(e)
+        self._sandboxes_spent()
         with Opening() as opened:  # the tamper audit reads what the walk opened
             after = await trio.to_thread.run_sync(
                 functools.partial(
@@ -311,13 +318,18 @@ class Attempt:
         self.end.home_complete = home_before.complete and home_after.complete
         if policy.checks and not self.end.interrupted:  # a person who stops wants it stopped
             report = functools.partial(checks.report, self.audit, self.emit)
-            self.end.checks = await checks.run_checks(
-                policy,
-                environ=p.spec.environ,
-                masker=p.masker,
-                on_check=report,
-                acceptance=acceptance,
-            )
+            self.sandboxes.settle()
+            async with trio.open_nursery() as watching:  # the checks' sandboxes: the same budget
+                watching.start_soon(sandbox_budget.watch, self.sandboxes, self._stop_at)
+                self.end.checks = await checks.run_checks(
+                    policy,
+                    environ=p.spec.environ,
+                    masker=p.masker,
+                    on_check=report,
+                    acceptance=acceptance,
+                )
+                watching.cancel_scope.cancel()
+            self._sandboxes_spent()
             self.turn.notices.extend(unjudged)
         self.end.harness = harness.described(policy)
         outcome = judge(self._ended())
@@ -630,6 +642,15 @@ class Attempt:
             else f"the writable roots hold {total} bytes or more"
         )
         self._stop_at(f"workspace limit {render('workspace', limit)} ([limits] workspace: {what})")
+
+    def _sandboxes_spent(self) -> None:
+        """A last look at the budget once the sandboxes have ended: a fork the
+        attempt's pids group refused (root) stops the attempt at the limit even
+        when what was refused ended the agent before the watcher's next
+        measure (its own failure is then the limit's doing)."""
+        limit = self.sandboxes.over(self.sandboxes.measure())
+        if limit is not None:
+            self._stop_at(limit)
 
     def _stop_at(self, limit: str) -> None:
         """A limit reached (the workspace's, a budget's): recorded, every later

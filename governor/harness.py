@@ -194,7 +194,7 @@ def _acceptance_inits(policy: Policy) -> list[str]:
         pass  # the pins' walk says so and refuses to start
     files += [
         normalize(posixpath.join(policy.workspace, test.split("::", 1)[0]))
-        for test in policy.acceptance
+        for test in policy.acceptance or ()
     ]
     out = []
     for path in files:

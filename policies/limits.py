@@ -27,11 +27,11 @@ from policies.errors import ConfigError, unknown_key
 
 LIMIT_KEYS: Final = (
     "memory", "processes", "tmp", "cpu_seconds", "wall", "log", "workspace",
-    "tool_calls", "tokens", "cost_usd", "patch",
+    "tool_calls", "tokens", "cost_usd", "patch", "attempt_processes", "attempt_memory",
 )  # fmt: skip
 BUDGET_KEYS: Final = ("tool_calls", "tokens", "cost_usd")
 """The limits read from what the agent reports (`governor.budget`), not set on a process."""
-SIZE_KEYS: Final = frozenset({"memory", "tmp", "log", "workspace", "patch"})
+SIZE_KEYS: Final = frozenset({"memory", "tmp", "log", "workspace", "patch", "attempt_memory"})
 _SUFFIX: Final = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 _SIZE: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\s*$", re.IGNORECASE)
 MIN_SIZE: Final = 1 << 20
@@ -70,6 +70,14 @@ class Limits:
     """Bytes of a batch job's patch (its workspace's diff), streamed to disk:
     past it the job ends ``failed`` and keeps an empty patch (a cut one would
     apply half the work)."""
+    attempt_processes: int | None = None
+    """Processes (threads count) all the attempt's sandboxes may hold together:
+    the agent's, each session's commands, each MCP server's, each check's
+    (`sandbox.host.budget`). ``processes`` stays the bound of each one."""
+    attempt_memory: int | None = None
+    """Bytes of private memory (resident anonymous and shared-memory pages) all
+    the attempt's sandboxes may hold together. ``memory`` stays the bound of
+    each process."""
 
     def effective(self, maxima: Limits | None = None) -> Limits:
         """Every limit set: this one's, else the default, lowered to ``maxima``'s
@@ -108,9 +116,11 @@ DEFAULTS: Final = Limits(
     log=256 << 20,
     workspace=16 << 30,
     patch=512 << 20,
+    attempt_processes=4096,
+    attempt_memory=16 << 30,
 )
 """One attempt on a developer machine: 4 GiB per process, 1,024 processes in a
-sandbox, a 1 GiB ``/tmp``, 30 CPU minutes per process, 30 minutes in all,
+sandbox, 4,096 processes and 16 GiB of private memory across all its sandboxes, a 1 GiB ``/tmp``, 30 CPU minutes per process, 30 minutes in all,
 256 MiB of audit log, 16 GiB in the writable roots, a 512 MiB batch patch; no
 budget (tool calls, tokens, cost) but the ceiling's."""
 

@@ -26,6 +26,9 @@ The mechanisms, and why each is where it is:
   an operator put on the governor's own group.
 - **tmpfs sizes**: bwrap's ``--size`` on every tmpfs the sandbox mounts.
 
+All the sandboxes of one attempt together are bounded by `sandbox.host.budget`
+(``attempt_processes``, ``attempt_memory``); this module bounds each one.
+
 A cgroup v2 for memory and CPU (one group per sandbox, the whole tree counted)
 is the better mechanism; `probe` says whether this machine offers one, and it
 is not used yet (see docs/limits.md): the machine this was built on offers none.
@@ -47,7 +50,7 @@ import secrets
 import shutil
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -123,6 +126,13 @@ class Enforcement:
             "memory: RLIMIT_DATA per process; cpu_seconds: RLIMIT_CPU per process; "
             "tmp: tmpfs --size",
             f"processes: {procs}",
+            "attempt_processes, attempt_memory (all of an attempt's sandboxes together): "
+            + (
+                "a pids cgroup for the attempt with each sandbox's group below it "
+                "(processes), and a watcher counting every sandbox from /proc"
+                if self.processes == "cgroup"
+                else "a watcher counting every sandbox's processes and private memory from /proc"
+            ),
             f"cgroup v2: {self.cgroup_v2}",
             "prlimit: " + (self.prlimit or "NOT found (util-linux): limits cannot be set"),
         ]
@@ -218,14 +228,27 @@ def command_prefix(limits: Limits | None) -> tuple[str, ...]:
     return () if limits is None else prlimit_prefix(limits, enforcement().prlimit)
 
 
-def launcher(limits: Limits | None, stack: contextlib.ExitStack) -> tuple[str, ...]:
+def launcher(
+    limits: Limits | None,
+    stack: contextlib.ExitStack,
+    within: str | None = None,
+    ending: Callable[[str], None] | None = None,
+) -> tuple[str, ...]:
     """The words before bwrap that start it in a pids group of its own, where
-    the processes limit needs one (root); the group lives until ``stack`` closes."""
+    the processes limit needs one (root); the group lives until ``stack`` closes.
+    ``within``: the attempt's pids group (`sandbox.host.budget`), made below
+    this process's own: the sandbox's group is made below it, so the kernel
+    holds the sandbox to ``processes`` and the whole attempt to its budget;
+    ``ending`` is told the group's path just before it is removed."""
     found = enforcement()
-    if limits is None or limits.processes is None or found.processes != "cgroup":
+    if found.processes != "cgroup":
         return ()
-    assert found.pids_root is not None
-    procs = stack.enter_context(pids_group(found.pids_root, limits.processes))
+    each = None if limits is None else limits.processes
+    if each is None and within is None:
+        return ()
+    root = within if within is not None else found.pids_root
+    assert root is not None
+    procs = stack.enter_context(pids_group(root, each, ending))
     return ("/bin/sh", "-c", JOIN, procs)
 
 
@@ -278,8 +301,11 @@ class LimitsUnavailable(ProfileError):
 
 
 @contextlib.contextmanager
-def pids_group(root: str, processes: int) -> Iterator[str]:
-    """A pids group of its own under ``root`` allowing ``processes``: yields the
+def pids_group(
+    root: str, processes: int | None, ending: Callable[[str], None] | None = None
+) -> Iterator[str]:
+    """A pids group of its own under ``root`` allowing ``processes`` (None: as
+    many as the groups above allow): yields the
     path of its ``cgroup.procs`` (for `JOIN`); on exit, whatever is left in it
     is killed and the group removed. Groups left by a governor that died are
     removed when empty (the name holds its owner's pid: a group another
@@ -290,9 +316,12 @@ def pids_group(root: str, processes: int) -> Iterator[str]:
     group = os.path.join(base, f"{os.getpid()}-{secrets.token_hex(8)}")
     os.mkdir(group)
     try:
-        Path(group, "pids.max").write_text(str(processes))
+        Path(group, "pids.max").write_text("max" if processes is None else str(processes))
         yield os.path.join(group, "cgroup.procs")
     finally:
+        if ending is not None:
+            with contextlib.suppress(OSError):
+                ending(group)
         _remove(group)
 
 

@@ -36,6 +36,7 @@ from typing import Final, TypeVar
 
 import trio
 
+from sandbox.host.budget import current as attempt_budget
 from sandbox.host.bwrap import Bwrap, SandboxStartFailed, bwrap_line, failure_of
 from sandbox.host.limits import command_prefix, launcher
 from sandbox.host.sockets import forget
@@ -252,7 +253,12 @@ def prepare(
         # limits (sandbox.host.limits): rlimits set inside, once bwrap made the user
         # namespace (a fork server sets them per command); root's pids group
         inside = () if fork_server is not None else command_prefix(profile.limits)
-        outside = launcher(profile.limits, stack)
+        budget = attempt_budget()
+        outside = (
+            launcher(profile.limits, stack)
+            if budget is None
+            else launcher(profile.limits, stack, budget.group, budget.group_ending)
+        )
         yield Launch(
             argv=(*outside, bwrap.path, "--args", str(args_fd), "--", *inside, *command),
             pass_fds=tuple(fds),
@@ -445,6 +451,9 @@ async def open_launch(
         start_new_session=launch.new_session,
     )
     launch.spawned()
+    budget = attempt_budget() if launch.sandboxed else None
+    if budget is not None:  # counted from its start: a sandbox killed at once is reaped
+        budget.add(child)
     if launch.info_fd is None:
         return child
     launch._open.discard(launch.info_fd)

@@ -1,0 +1,330 @@
+"""One processes-and-memory budget for all the sandboxes of one attempt.
+
+``[limits] processes`` and ``memory`` bound one sandbox and one process
+(`sandbox.host.limits`): an attempt that opens a session for its commands,
+three MCP servers and a check sandbox may hold five times ``processes``, and
+each of its processes ``memory``. ``[limits] attempt_processes`` and
+``attempt_memory`` bound them together: every sandbox started while an
+`AttemptBudget` is current (a context variable, so the tasks of one attempt
+share it and a batch's other attempts, in other tasks, never do) is counted in
+it, from the moment `open_launch` has started it until it is reaped.
+
+How, and why each way:
+
+- **Counted from /proc** (everywhere): `measure` walks each sandbox's process
+  tree from its launched process (bwrap, or the shell that execs it) down,
+  through ``/proc/PID/task/TID/children``, and sums the threads
+  (``Threads:``) and the private resident memory (``RssAnon:`` +
+  ``RssShmem:``) of each process in ``/proc/PID/status``, which any user can
+  read for every process, including those in a sandbox's user namespace. A
+  pid namespace's orphans are reparented to its pid 1, bwrap's child: the
+  walk finds every process of the sandbox. bwrap's own process counts, as
+  a pids cgroup counts it. Shared memory mapped by several processes is
+  counted in each (an overestimate, never an underestimate).
+- **A pids cgroup for the whole attempt** where one can be made (root, with a
+  writable pids hierarchy: `sandbox.host.limits.enforcement`): each sandbox's
+  own pids group is made *below* the attempt's, whose ``pids.max`` is
+  ``attempt_processes``; the kernel refuses the fork past it, whatever the
+  watcher's pace. Its ``pids.events`` ``max`` count (forks refused) tells the
+  watcher the budget was reached. A memory cgroup would be the same for
+  memory; the machine this was built on mounts cgroup v1's memory hierarchy
+  read-only even for root, and offers no cgroup v2 with memory, so memory is
+  watched only (`governor doctor` says what applies).
+- **A watcher** (`watch`) measures every so often, spaced by ten times the
+  last measure's duration (as `governor.roots_size` spaces its walks), at
+  least `MIN_INTERVAL` apart; past a limit it kills every sandbox of the
+  attempt (SIGKILL to each sandbox's pid 1: its whole pid namespace goes) and
+  tells the attempt, which ends the turn ``failed`` naming the limit. A
+  watcher can be outrun for a moment: between two measures a sandbox may grow
+  past the budget; the per-sandbox rlimits (``processes`` per sandbox,
+  ``memory`` per process) stay the hard bound of that moment.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import os
+import secrets
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final, Protocol
+
+import trio
+
+from policies.limits import Limits, render
+from sandbox.host.limits import GROUP_PREFIX, _alive, _remove, _sweep, enforcement
+
+MIN_INTERVAL: Final = 1.0
+"""Seconds between two measures at least (a /proc walk of a few hundred
+processes takes milliseconds; ten times it is far less)."""
+
+
+class Sandboxed(Protocol):
+    """What the budget needs of a started sandbox (`sandbox.run.spawn.Child`)."""
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    def kill(self, *, hard: bool = False) -> None: ...
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What the attempt's sandboxes held at one measure."""
+
+    processes: int
+    """Processes and threads, bwrap's own included."""
+    memory: int
+    """Bytes of private resident memory (RssAnon + RssShmem)."""
+    sandboxes: int
+    """Sandboxes running."""
+    refused: int = 0
+    """Forks the attempt's pids group refused (root with a pids cgroup only)."""
+
+
+class AttemptBudget:
+    """The sandboxes of one attempt, counted together against its limits."""
+
+    def __init__(self, processes: int | None, memory: int | None) -> None:
+        self.processes = processes
+        self.memory = memory
+        self._running: list[Sandboxed] = []
+        self.group: str | None = None
+        """The attempt's pids group (root, where one can be made): the sandboxes'
+        own groups are made below it."""
+        self.killed = False
+        self._refused_gone = 0
+        self._refused_before = 0
+
+    def add(self, child: Sandboxed) -> None:
+        """Count ``child`` (a sandbox just started) from now until it is reaped;
+        one started after the budget was spent is killed at once."""
+        self._running.append(child)
+        if self.killed:
+            child.kill()
+
+    def running(self) -> list[Sandboxed]:
+        """The sandboxes not yet reaped (a reaped one's pid may be anyone's)."""
+        self._running = [c for c in self._running if c.returncode is None]
+        return list(self._running)
+
+    def measure(self) -> Usage:
+        """What the running sandboxes hold now (see the module docstring)."""
+        return self.count(self.running())
+
+    def count(self, running: list[Sandboxed]) -> Usage:
+        """What ``running`` (some of `running`) hold now: only reads /proc and
+        the cgroup files, so a worker thread may call it (the list is the caller's)."""
+        processes = memory = 0
+        for child in running:
+            for pid in _tree(child.pid):
+                threads, private = _status(pid)
+                processes += threads
+                memory += private
+        return Usage(processes, memory, len(running), self.refused())
+
+    def group_ending(self, group: str) -> None:
+        """A sandbox's pids group below the attempt's, about to be removed:
+        the forks the attempt refused in it are kept (`refused`)."""
+        self._refused_gone += _refused_by_attempt(group)
+
+    def refused(self) -> int:
+        """Forks the attempt's pids group refused so far (0 without one)."""
+        if self.group is None:
+            return 0
+        total = self._refused_gone + _read_count(self.group, "pids.events", "max")
+        total -= self._refused_before
+        inner = os.path.join(self.group, GROUP_PREFIX)
+        with contextlib.suppress(OSError):
+            for name in os.listdir(inner):
+                with contextlib.suppress(OSError, ValueError):
+                    total += _refused_by_attempt(os.path.join(inner, name))
+        return total
+
+    def over(self, usage: Usage) -> str | None:
+        """The limit ``usage`` is past, in words, or None."""
+        where = f" in {usage.sandboxes} sandboxes" if usage.sandboxes else ""
+        procs = self.processes
+        if procs is not None and (usage.processes > procs or usage.refused):
+            held = (
+                f"{usage.refused} new processes refused by the attempt's pids group"
+                if usage.refused
+                else f"{usage.processes} processes and threads"
+            )
+            return (
+                f"processes limit {procs} across its sandboxes "
+                f"([limits] attempt_processes: {held}{where})"
+            )
+        if self.memory is not None and usage.memory > self.memory:
+            return (
+                f"memory limit {render('attempt_memory', self.memory)} across its sandboxes "
+                f"([limits] attempt_memory: {usage.memory} bytes of private memory"
+                f"{where})"
+            )
+        return None
+
+    def settle(self) -> None:
+        """The turn's sandboxes are gone: those started from now on (the
+        checks') are let run, and counted afresh (the forks refused so far
+        were the turn's)."""
+        self.killed = False
+        self._refused_before += self.refused()
+
+    def kill_all(self) -> None:
+        """SIGKILL every running sandbox (each one's pid 1 ends its namespace),
+        and every sandbox started after this."""
+        self.killed = True
+        for child in self.running():
+            child.kill()
+
+
+CURRENT: contextvars.ContextVar[AttemptBudget | None] = contextvars.ContextVar(
+    "acp_governor_attempt_budget", default=None
+)
+"""The budget of the attempt whose task (or a task it started) is running."""
+
+
+def current() -> AttemptBudget | None:
+    """The current attempt's budget, if any (`sandbox.run.launch` asks)."""
+    return CURRENT.get()
+
+
+@contextlib.contextmanager
+def attempt_budget(limits: Limits) -> Iterator[AttemptBudget]:
+    """An `AttemptBudget` for ``limits``, current inside the block (and in the
+    tasks started from it); its pids group, if any, removed at the end."""
+    budget = AttemptBudget(limits.attempt_processes, limits.attempt_memory)
+    with contextlib.ExitStack() as stack:
+        found = enforcement()
+        if budget.processes is not None and found.processes == "cgroup":
+            assert found.pids_root is not None
+            try:
+                budget.group = stack.enter_context(
+                    _attempt_group(found.pids_root, budget.processes)
+                )
+            except OSError:  # the probe's group could be made, this one not: watched only
+                budget.group = None
+        token = CURRENT.set(budget)
+        stack.callback(CURRENT.reset, token)
+        yield budget
+
+
+@contextlib.contextmanager
+def _attempt_group(root: str, processes: int) -> Iterator[str]:
+    """The attempt's pids group under ``root`` (``pids.max`` = ``processes``)."""
+    base = os.path.join(root, GROUP_PREFIX)
+    os.makedirs(base, exist_ok=True)
+    _sweep_attempts(base)
+    _sweep(base)
+    group = os.path.join(base, f"{os.getpid()}-attempt-{secrets.token_hex(8)}")
+    os.mkdir(group)
+    try:
+        Path(group, "pids.max").write_text(str(processes))
+        yield group
+    finally:
+        inner = os.path.join(group, GROUP_PREFIX)
+        with contextlib.suppress(OSError):
+            for name in os.listdir(inner):
+                _remove(os.path.join(inner, name))
+        with contextlib.suppress(OSError):
+            os.rmdir(inner)
+        _remove(group)
+
+
+def _sweep_attempts(base: str) -> None:
+    """Empty the attempt groups of governors no longer running of their empty
+    sandbox groups, so that `_sweep` can remove them (it removes empty groups)."""
+    with contextlib.suppress(OSError):
+        for name in os.listdir(base):
+            owner, _, rest = name.partition("-")
+            if not rest.startswith("attempt-") or not owner.isdigit() or _alive(int(owner)):
+                continue
+            inner = os.path.join(base, name, GROUP_PREFIX)
+            with contextlib.suppress(OSError):
+                for left in os.listdir(inner):
+                    with contextlib.suppress(OSError):
+                        os.rmdir(os.path.join(inner, left))  # only an empty one goes
+                os.rmdir(inner)
+
+
+async def watch(budget: AttemptBudget, over: Callable[[str], None]) -> None:
+    """Measure ``budget`` every so often; once past a limit, kill every sandbox
+    of the attempt, call ``over`` with the limit in words, and return."""
+    if budget.processes is None and budget.memory is None:
+        return
+    while True:
+        started = time.monotonic()
+        running = budget.running()  # on the trio thread, where sandboxes are added
+        usage = await trio.to_thread.run_sync(budget.count, running, abandon_on_cancel=True)
+        limit = budget.over(usage)
+        if limit is not None:
+            budget.kill_all()
+            over(limit)
+            return
+        await trio.sleep(max(MIN_INTERVAL, 10 * (time.monotonic() - started)))
+
+
+def _tree(root: int) -> list[int]:
+    """``root`` and every process below it (gone ones left out)."""
+    found: list[int] = []
+    stack = [root]
+    while stack:
+        pid = stack.pop()
+        found.append(pid)
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tasks:
+            with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{tid}/children") as f:
+                stack.extend(int(c) for c in f.read().split())
+    return found
+
+
+def _status(pid: int) -> tuple[int, int]:
+    """(threads, bytes of RssAnon + RssShmem) of ``pid``; (0, 0) once gone."""
+    threads = private = 0
+    try:
+        with open(f"/proc/{pid}/status", "rb") as f:
+            text = f.read()
+    except OSError:
+        return 0, 0
+    for line in text.splitlines():
+        if line.startswith(b"Threads:"):
+            threads = int(line.split()[1])
+        elif line.startswith((b"RssAnon:", b"RssShmem:")):
+            private += int(line.split()[1]) * 1024
+    return threads, private
+
+
+def _refused_by_attempt(group: str) -> int:
+    """The forks a sandbox's own pids ``group`` saw refused that its own
+    ``pids.max`` did not refuse: those the attempt's group above did. Where the
+    kernel counts a refusal (``pids.events`` ``max``) differs: cgroup v1 in the
+    group of the process that forked (this one), cgroup v2 in the group whose
+    limit refused it (the attempt's, read there). A group that reached its own
+    ``pids.max`` (``pids.peak``) may have been refused by either: counted as
+    its own limit's (the sandbox's ``processes`` names it)."""
+    refused = _read_count(group, "pids.events", "max")
+    if not refused:
+        return 0
+    own = Path(group, "pids.max").read_text().strip()
+    peak = Path(group, "pids.peak")
+    if own != "max" and peak.exists() and int(peak.read_text()) >= int(own):
+        return 0
+    return refused
+
+
+def _read_count(group: str, name: str, key: str) -> int:
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path(group, name).read_text().splitlines():
+            found, _, count = line.partition(" ")
+            if found == key:
+                return int(count)
+    return 0
