@@ -43,6 +43,12 @@ folder outside the workspace where its runners write JUnit XML (pytest's
 exited 0 *and* every acceptance test ran and passed. Its output is kept as a bounded
 tail, masked, since a test run prints the environment it was given.
 
+**Believed only when its runner tells the truth about its canaries**
+(`governor.canaries`): each check sees its own copy of the acceptance test
+files with tests the agent could not know appended, some that must fail and
+some that must pass; a check that misreports one fails (``runner-lied``),
+and one whose only failures are its must-fail canaries counts as exited 0.
+
 **Nothing a check's processes see names a check** where it can be helped:
 code under test that keys on such a word fixes itself for the check only.
 No variable says it (the unittest reporter finds its report folder from
@@ -87,7 +93,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from governor import test_results
+from governor import canaries, test_results
 from governor.secrets import Masker, forwarding_problems
 from governor.test_results import Acceptance, CaseResult, Judgement
 from policies.capability import Capability
@@ -130,17 +136,29 @@ class CheckRun:
     tests_more: int = 0
     unfinished: int = 0
     """Test runs that began and never reported (ended from inside)."""
+    lie: canaries.Lie | None = None
+    """What the check misreported of its canaries (`governor.canaries`): its
+    results are not believed."""
+    explained: bool = False
+    """Its non-zero exit status is its must-fail canaries' (every test its
+    reports name that did not pass is one)."""
 
     @property
     def passed(self) -> bool:
-        """Exit status 0, within its timeout."""
-        return self.exit == 0 and not self.timed_out
+        """Exit status 0 (or one its canaries explain), within its timeout, and
+        no canary misreported."""
+        return (
+            (self.exit == 0 or (self.exit is not None and self.explained))
+            and not self.timed_out
+            and self.lie is None
+        )
 
     def to_json(self) -> dict[str, Any]:
         """The run as plain JSON values (``timed_out`` and ``error`` only when set)."""
         out: dict[str, Any] = {
             "command": self.command,
             "exit": self.exit,
+            "passed": self.passed,
             "duration_s": self.duration_s,
             "tail": self.tail,
         }
@@ -154,6 +172,8 @@ class CheckRun:
             out["tests_more"] = self.tests_more
         if self.unfinished:
             out["unfinished_runs"] = self.unfinished
+        if self.lie is not None:
+            out["runner_lied"] = self.lie.detail()
         return out
 
 
@@ -165,6 +185,10 @@ class Checks:
     workspace: WorkspaceMode = "overlay"
     judgement: Judgement | None = None
     """The acceptance tests against every check's reports (`governor.test_results`)."""
+
+    def lies(self) -> list[tuple[int, CheckRun]]:
+        """The checks (numbered from 1) whose runners misreported their canaries."""
+        return [(n, r) for n, r in enumerate(self.runs, 1) if r.lie is not None]
 
     @property
     def verdict(self) -> Verdict | None:
@@ -235,6 +259,8 @@ async def run_checks(
             built = failure
         except ProfileError as e:
             shared, built = None, failure or f"the check's sandbox cannot be built: {e}"
+        results: list[CaseResult] = []
+        carrying = canaries.carriers(policy, wanted)
         for command in chosen:
             lib, reports = folders.one()
             # bound on the sandbox's fresh /tmp under a name of no meaning: no
@@ -243,22 +269,34 @@ async def run_checks(
             env = check_environment(
                 declared, f"{inside}/lib", f"{inside}/reports", pycache_prefix=workspace == "read-only"
             )
+            # fresh for each check, made now: the agent and all it started are gone
+            planted = canaries.plant(carrying, policy.roots, folders.canaries())
             profile = None if shared is None else replace(
                 shared,
                 env=env,
                 inputs=(Path(lib),),
                 outputs=(Path(reports),),
                 bound_at=Path(inside),
+                shown_as=tuple((Path(a), Path(b)) for a, b in planted.shown_as),
             )
             sweep = cache_sweep(policy) if workspace == "overlay" else None
             ran = await _one(
-                command, profile, policy.check_timeout, masked, built, sweep, f"{inside}/reports"
+                command,
+                profile,
+                policy.check_timeout,
+                masked,
+                built,
+                sweep,
+                f"{inside}/reports",
+                planted,
             )
-            ran = _with_reports(ran, reports, masked, withheld=bool(policy.held_out))
+            ran, believed = _with_reports(
+                ran, reports, masked, planted, carrying, withheld=bool(policy.held_out)
+            )
+            results += believed
             runs.append(ran)
             if on_check is not None:
                 on_check(ran)
-        results = [t for folder in folders.made for t in test_results.read_reports(folder).results]
     unfinished = sum(r.unfinished for r in runs)
     judgement = test_results.judge(wanted, results, unfinished)
     return Checks(tuple(runs), workspace, judgement)
@@ -389,6 +427,12 @@ class _Folders:
         self.made.append(reports)
         return lib, reports
 
+    def canaries(self) -> str:
+        """A folder for the current check's canary copies (never shown to it as a folder)."""
+        folder = os.path.join(self.top, f"canaries-{len(self.made)}")
+        os.mkdir(folder)
+        return folder
+
     def __enter__(self) -> _Folders:
         return self
 
@@ -396,22 +440,44 @@ class _Folders:
         shutil.rmtree(self.top, ignore_errors=True)
 
 
-def _with_reports(ran: CheckRun, folder: str, masker: Masker, *, withheld: bool = False) -> CheckRun:
+def _with_reports(
+    ran: CheckRun,
+    folder: str,
+    masker: Masker,
+    planted: canaries.Planted,
+    acceptance: Acceptance,
+    *,
+    withheld: bool = False,
+) -> tuple[CheckRun, tuple[CaseResult, ...]]:
     """The check with what its reports say of each test (masked: a test's
-    message may print what it was given); ``withheld`` (the job holds tests
-    out): its output and per-test results only counted, `WITHHELD`."""
+    message may print what it was given), its canaries taken out and judged
+    (`governor.canaries.judge`); and its results without the canaries.
+    ``withheld`` (the job holds tests out): its output and per-test results
+    only counted, `WITHHELD`."""
     read = test_results.read_reports(folder)
+    judged = canaries.judge(planted, read.results, acceptance)
     if withheld:
-        return replace(
+        ran = replace(
             ran,
             tail=WITHHELD if ran.tail else "",
             tests=(),
-            tests_more=len(read.results),
+            tests_more=len(judged.results),
             unfinished=read.unfinished,
+            lie=judged.lie,
+            explained=judged.explained,
         )
-    shown = test_results.kept(read.results)
+        return ran, judged.results
+    shown = test_results.kept(judged.results)
     tests = tuple(replace(t, id=masker.text(t.id), detail=masker.text(t.detail)) for t in shown.shown)
-    return replace(ran, tests=tests, tests_more=shown.more, unfinished=read.unfinished)
+    ran = replace(
+        ran,
+        tests=tests,
+        tests_more=shown.more,
+        unfinished=read.unfinished,
+        lie=judged.lie,
+        explained=judged.explained,
+    )
+    return ran, judged.results
 
 
 def report(audit: AuditLog, emit: Callable[[str, dict[str, Any]], None], ran: CheckRun) -> None:
@@ -464,6 +530,7 @@ async def _one(
     failure: str | None,
     sweep: str | None = None,
     reports: str = "",
+    planted: canaries.Planted | None = None,
 ) -> CheckRun:
     from governor.confine import configured_bwrap
     from sandbox import BwrapUnavailable, ProfileError
@@ -486,7 +553,7 @@ async def _one(
         return CheckRun(
             command, None, round(time.monotonic() - started, 3), "", error=masker.text(error)
         )
-    text = result.text
+    text = result.text if planted is None else canaries.scrub(result.text, planted)
     tail = text[-TAIL_CHARS:] if len(text) > TAIL_CHARS else text
     return CheckRun(
         command=command,

@@ -381,7 +381,8 @@ def judge(e: Ending) -> Outcome:
         duration_s=round(e.elapsed_s, 3),
         sign_in=e.sign_in,
         findings=[
-            replace(f, path=masked.text(f.path), detail=masked.text(f.detail)) for f in e.findings
+            replace(f, path=masked.text(f.path), detail=masked.text(f.detail))
+            for f in (*e.findings, *_lies(e.checks))
         ],
         files_changed=[masked.text(p) for p in e.files_changed],
         home_changed=[masked.text(c.path) for c in e.home_changes],
@@ -403,6 +404,16 @@ def _tests(checks: Checks, masked: Masker) -> dict[str, Any] | None:
         return None
     out: dict[str, Any] = masked.json(checks.judgement.to_json())
     return out
+
+
+def _lies(checks: Checks) -> list[Finding]:
+    """A ``runner-lied`` finding for each check whose runner misreported its
+    canaries (`governor.canaries`), naming the check (its command as the path)."""
+    return [
+        Finding(run.command, None, "runner-lied", f"check {n}: {run.lie.detail()}")
+        for n, run in checks.lies()
+        if run.lie is not None
+    ]
 
 
 def _tamper_notices(e: Ending) -> list[str]:

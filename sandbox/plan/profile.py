@@ -181,6 +181,11 @@ class Profile:
     own name under this folder (on the sandbox's fresh ``/tmp``, say), so no
     path a process sees there names the host folder they come from; None: at
     their own paths."""
+    shown_as: tuple[tuple[Path, Path], ...] = ()
+    """Host files shown read-only at another path, as (host file, path inside
+    a root), bound last (over the pins): a check's own copy of an acceptance
+    test file with its canaries (`governor.canaries`), never the workspace's.
+    A path inside that does not exist is made only over scratch roots."""
     scratch: bool = False
     """The roots are overlays whose writes are thrown away with the sandbox
     (``--tmp-overlay``): a check after the attempt runs its tests, which write
@@ -215,6 +220,7 @@ class Profile:
             *self.outputs,
             *self.own,
             *((self.bound_at,) if self.bound_at is not None else ()),
+            *(p for pair in self.shown_as for p in pair),
         ):
             if not Path(path).is_absolute():
                 raise ProfileError(f"path {str(path)!r} must be absolute")
@@ -655,6 +661,8 @@ def render(
                 argv += ["--ro-bind", path, path]
     for hidden in (*facts.hidden, *facts.host_secrets):
         argv += ["--ro-bind", os.devnull, hidden]
+    for source, at in profile.shown_as:
+        argv += ["--ro-bind", str(source), str(at)]
     if excludes_fd is not None:
         argv += ["--ro-bind-data", str(excludes_fd), EXCLUDES_PATH]
 

@@ -172,7 +172,6 @@ JS
 IN_PROCESS = "hole: the per-test results are the words of the process running the workspace's code"
 
 
-@pytest.mark.xfail(strict=True, reason=IN_PROCESS)
 def test_a_module_that_no_ops_unittest_s_assert_equal_is_not_accepted_even_with_held_out_tests(
     tmp_path: Path,
 ) -> None:
@@ -183,7 +182,6 @@ def test_a_module_that_no_ops_unittest_s_assert_equal_is_not_accepted_even_with_
     assert not _accepted(outcome)
 
 
-@pytest.mark.xfail(strict=True, reason=IN_PROCESS)
 def test_a_module_that_rewrites_the_junit_reports_at_exit_is_not_accepted_even_with_held_out_tests(
     tmp_path: Path,
 ) -> None:
@@ -195,7 +193,6 @@ def test_a_module_that_rewrites_the_junit_reports_at_exit_is_not_accepted_even_w
     assert not _accepted(outcome)
 
 
-@pytest.mark.xfail(strict=True, reason=IN_PROCESS)
 def test_a_module_that_no_ops_pytest_s_runtest_is_not_accepted_even_with_held_out_tests(
     tmp_path: Path,
 ) -> None:
@@ -207,7 +204,6 @@ def test_a_module_that_no_ops_pytest_s_runtest_is_not_accepted_even_with_held_ou
     assert not _accepted(outcome)
 
 
-@pytest.mark.xfail(strict=True, reason=IN_PROCESS)
 def test_a_node_module_that_no_ops_assert_deep_equal_is_not_accepted(tmp_path: Path) -> None:
     """Class: as for unittest, the module under test mutates ``node:assert``."""
     outcome = _attempt(tmp_path, NODE_NO_OP, task="mean")
@@ -439,7 +435,6 @@ def _as_govtest(
 UNITTEST_CHECK = "{python} -m unittest discover -s tests -t . -q"
 
 
-@pytest.mark.xfail(strict=True, reason=IN_PROCESS)
 def test_as_an_unprivileged_user_with_tmpdir_elsewhere_a_rewritten_report_is_not_accepted(
     tmp_path: Path,
 ) -> None:
