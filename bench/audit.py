@@ -26,7 +26,7 @@ per attempt costs on the record path.
 
 With ``--secrets K`` (default 20): the same records with no file against a
 masker that knows no secret and one that knows K, each screened in every
-spelling masking knows (`governor.secrets.spellings`): what each secret an
+spelling masking knows (`governor.boundary.secrets.spellings`): what each secret an
 attempt knows costs on the record path.
 
 Run: ``.venv/bin/python bench/audit.py [--records N] [--logs N] [--secrets K] [--signing]``.
@@ -56,7 +56,7 @@ sys.path.insert(0, str(HERE.parent))
 import trio  # noqa: E402
 
 from governor.audit.log import AuditLog, Durability  # noqa: E402
-from governor.secrets import Masker  # noqa: E402
+from governor.boundary.secrets import Masker  # noqa: E402
 
 WS = "/work/app"
 

@@ -58,11 +58,11 @@ def script_crashes(log: Path, page: Path) -> list[str]:
 def work(task: tuple[int, int, int, int, int, int, int]) -> tuple[int, int, int, list[str]]:
     """One worker's share: logs ``first, first + step, ...`` while under ``lines``
     lines. Returns (lines fed, logs, CLI samples, crashes)."""
-    import governor.ceilings
-    import governor.policyfile
+    import governor.job.ceiling_source
+    import governor.job.policy_files
 
-    governor.policyfile.read_policy = functools.cache(governor.policyfile.read_policy)
-    governor.ceilings.load_ceiling = functools.cache(governor.ceilings.load_ceiling)
+    governor.job.policy_files.read_policy = functools.cache(governor.job.policy_files.read_policy)
+    governor.job.ceiling_source.load_ceiling = functools.cache(governor.job.ceiling_source.load_ceiling)
     base, first, step, lines, per_log, cli_every, script_every = task
     shm = Path("/dev/shm")
     fed = logs = sampled = 0

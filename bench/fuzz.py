@@ -34,10 +34,10 @@ sys.path[:0] = [str(HERE.parent), str(ROBUSTNESS)]
 import trio  # noqa: E402
 from fuzz_corpus import PROBE_FILE, PROBE_TEXT, check, draw_templates, expand, write_script  # noqa: E402
 
-from governor import logs  # noqa: E402
-from governor.attempt import run_attempt  # noqa: E402
+from governor.attempt.lifecycle import run_attempt  # noqa: E402
 from governor.audit.verify import read_lines, verify  # noqa: E402
-from governor.spec import AttemptSpec  # noqa: E402
+from governor.job.spec import AttemptSpec  # noqa: E402
+from governor.observe import logs  # noqa: E402
 from policies.policy import parse_policy  # noqa: E402
 
 FUZZ_AGENT = ROBUSTNESS / "fuzz_agent.py"

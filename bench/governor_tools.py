@@ -37,12 +37,12 @@ from mcp.client.stdio import stdio_client
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from governor import network  # noqa: E402
-from governor.approver import Unattended  # noqa: E402
 from governor.audit.log import AuditLog  # noqa: E402
 from governor.audit.verify import read_lines, verify  # noqa: E402
-from governor.confine import GovernedTerminals  # noqa: E402
-from governor.gate import Gate  # noqa: E402
+from governor.confine import egress as network  # noqa: E402
+from governor.confine.sandboxes import GovernedTerminals  # noqa: E402
+from governor.gate.approver import Unattended  # noqa: E402
+from governor.gate.gatekeeper import Gate  # noqa: E402
 from governor.mcp.relay import open_relay  # noqa: E402
 from policies.policy import parse_policy  # noqa: E402
 from sandbox.net.proxy import EgressProxy, open_egress  # noqa: E402

@@ -44,10 +44,10 @@ sys.path.insert(0, str(HERE.parent))
 import orjson  # noqa: E402
 import trio  # noqa: E402
 
-from governor import logs  # noqa: E402
-from governor.attempt import run_attempt  # noqa: E402
+from governor.attempt.lifecycle import run_attempt  # noqa: E402
 from governor.cli.run import freeze_startup_heap  # noqa: E402
-from governor.spec import AttemptSpec  # noqa: E402
+from governor.job.spec import AttemptSpec  # noqa: E402
+from governor.observe import logs  # noqa: E402
 from policies.policy import parse_policy  # noqa: E402
 
 ROOT = HERE.parent

@@ -4,8 +4,8 @@ its literal text only, same run.
 Every line an MCP server sends the agent goes through `Unsaid.line`, and every
 record and event through `Masker.text`: both now mask each known secret's
 base64 (standard and URL-safe, three alignments), hex (both cases) and
-URL-encoded spellings (`governor.secrets.spellings`) besides its text, as one
-trie-shaped pattern (`governor.secrets.alternation`). The baseline is what the
+URL-encoded spellings (`governor.boundary.secrets.spellings`) besides its text, as one
+trie-shaped pattern (`governor.boundary.secrets.alternation`). The baseline is what the
 code did before: one flat alternation of the literal values (and, for
 `Masker.text`, the token shapes after it, as before and now).
 
@@ -31,8 +31,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from governor.boundary.secrets import _SHAPES, MASK, Masker  # noqa: E402
 from governor.mcp.servers import Unsaid  # noqa: E402
-from governor.secrets import _SHAPES, MASK, Masker  # noqa: E402
 
 
 def _texts() -> dict[str, str]:

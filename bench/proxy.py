@@ -38,10 +38,10 @@ import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from governor.approver import Unattended
 from governor.audit.log import AuditLog
-from governor.gate import Gate
-from governor.network import egress_for, judge
+from governor.confine.egress import egress_for, judge
+from governor.gate.approver import Unattended
+from governor.gate.gatekeeper import Gate
 from policies.capability import Capability
 from policies.network import NetworkRules, parse_pattern
 from policies.policy import Policy

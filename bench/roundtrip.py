@@ -9,7 +9,7 @@ session/new, the prompt's 2N round trips, the agent's exit -- is timed through:
   reads and writes on the pipes, the file read with ``open``);
 - ``sdk``: the official Python SDK's client (``acp.spawn_agent_process``,
   asyncio), allowing everything;
-- ``governor``: `governor.attempt.run_attempt` with an edit-workspace policy,
+- ``governor``: `governor.attempt.lifecycle.run_attempt` with an edit-workspace policy,
   an audit log file (default durability ``batch``) and the CLI's structlog
   set-up: the full decision, validation and audit path, agent not sandboxed;
 - ``governor-always``: the same with ``durability="always"`` (an fsync before
@@ -279,7 +279,7 @@ def run_sdk(n: int, ws: Path, clock: Clock) -> str:
 def governor_spec(
     n: int, ws: Path, log: Path, *, durability: str, sandboxed: bool, signed: bool = False
 ) -> Any:
-    from governor.spec import AttemptSpec
+    from governor.job.spec import AttemptSpec
     from policies.policy import parse_policy
 
     environ = None
@@ -316,9 +316,9 @@ def run_governor(
     outcome's document hold every decision too)."""
     import trio
 
-    from governor import logs
-    from governor.attempt import run_attempt
+    from governor.attempt.lifecycle import run_attempt
     from governor.audit.verify import read_lines, verify
+    from governor.observe import logs
 
     logs.configure(json_lines=True)
     log = ws.parent / "audit.jsonl"
@@ -388,9 +388,9 @@ WARM_UP: dict[str, tuple[str, ...]] = {
     "sdk": ("acp", "acp.schema"),
     "governor": (
         "trio",
-        "governor.attempt",
+        "governor.attempt.lifecycle",
         "governor.audit.log",
-        "governor.logs",
+        "governor.observe.logs",
         "governor.cli.outcome_json",
     ),
 }

@@ -35,8 +35,8 @@ sys.path.insert(
     0, os.environ.get("GOVERNOR_BENCH_ROOT") or str(Path(__file__).resolve().parents[1])
 )
 
+from governor.confine.workspace import diff, snapshot
 from governor.tamper import baseline
-from governor.workspace import diff, snapshot
 
 PY = "import pytest\n\n" + "".join(
     f"def test_case_{i}():\n    value = compute({i})\n    assert value == {i * 2}\n    assert value > 0\n\n"

@@ -1,10 +1,10 @@
 """The workspace snapshot an attempt takes before and after: a walk of a
-50,000-file tree (`governor.workspace.MAX_FILES`, the most it walks).
+50,000-file tree (`governor.confine.workspace.MAX_FILES`, the most it walks).
 
 Baseline, measured in the same run over the same tree: the walk that kept
 ``(size, mtime)`` alone (the agent could edit a file and put both back). The
 snapshot keeps ctime, inode and mode too, and hashes racy files (changed within
-`governor.workspace.RACY_NS` of the walk); printed: the snapshot of a tree at
+`governor.confine.workspace.RACY_NS` of the walk); printed: the snapshot of a tree at
 rest (nothing racy, the attempt's usual case), and the worst case, every file
 hashed (a snapshot whose ``before`` hashed them all), and the attempt's end:
 the snapshot taken after one at rest (its files looked at first). Target: at rest <= 1.2 x
@@ -22,8 +22,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from governor import workspace
-from governor.workspace import Snapshot, snapshot
+from governor.confine import workspace
+from governor.confine.workspace import Snapshot, snapshot
 
 
 def size_and_mtime(roots: list[str], limit: int = workspace.MAX_FILES) -> dict[str, tuple[int, int]]:

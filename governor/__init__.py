@@ -10,7 +10,7 @@ The library surface for coding loops::
         ...  # the attempt's decision log, read from its audit log one record at a time
 
 `run_attempt` is the same under trio. A loop that owns its retries has the
-three steps of a try (`governor.tries`): `run_attempt`, `run_checks` over the
+three steps of a try (`governor.attempt.tries`): `run_attempt`, `run_checks` over the
 prepared policy, and `digest` of the failed checks for the next prompt
 (`with_digest`), with `StartingCopy` to start each try from the same
 workspace; `run_tries` is those steps as ``governor run --tries`` runs them.
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from governor.version import __version__
 
 __all__ = [
     "Ask",
@@ -44,32 +44,32 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from governor.approver import Ask
-    from governor.attempt import run, run_attempt
+    from governor.attempt.lifecycle import run, run_attempt
+    from governor.attempt.tries import StartingCopy, digest, run_tries, with_digest
     from governor.audit.reading import decision_records
     from governor.audit.tally import Tally
-    from governor.checks import Verdict, run_checks
-    from governor.outcome import Outcome, Status
-    from governor.spec import AttemptSpec, RefusedBeforeStart, prepare
-    from governor.tries import StartingCopy, digest, run_tries, with_digest
+    from governor.checks.check_runs import Verdict, run_checks
+    from governor.ending.outcome import Outcome, Status
+    from governor.gate.approver import Ask
+    from governor.job.spec import AttemptSpec, RefusedBeforeStart, prepare
 
 _LAZY = {
-    "AttemptSpec": "governor.spec",
-    "RefusedBeforeStart": "governor.spec",
-    "prepare": "governor.spec",
-    "run_checks": "governor.checks",
-    "digest": "governor.tries",
-    "with_digest": "governor.tries",
-    "run_tries": "governor.tries",
-    "StartingCopy": "governor.tries",
-    "run": "governor.attempt",
-    "run_attempt": "governor.attempt",
-    "Outcome": "governor.outcome",
-    "Status": "governor.outcome",
-    "Verdict": "governor.checks",
+    "AttemptSpec": "governor.job.spec",
+    "RefusedBeforeStart": "governor.job.spec",
+    "prepare": "governor.job.spec",
+    "run_checks": "governor.checks.check_runs",
+    "digest": "governor.attempt.tries",
+    "with_digest": "governor.attempt.tries",
+    "run_tries": "governor.attempt.tries",
+    "StartingCopy": "governor.attempt.tries",
+    "run": "governor.attempt.lifecycle",
+    "run_attempt": "governor.attempt.lifecycle",
+    "Outcome": "governor.ending.outcome",
+    "Status": "governor.ending.outcome",
+    "Verdict": "governor.checks.check_runs",
     "Tally": "governor.audit.tally",
     "decision_records": "governor.audit.reading",
-    "Ask": "governor.approver",
+    "Ask": "governor.gate.approver",
 }
 
 

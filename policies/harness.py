@@ -15,7 +15,7 @@ them changes the check, not the code. When a job has checks, these are its
 finding (always: a file created later cannot be pinned).
 
 Not looked into: ``.git``, ``node_modules``, ``__pycache__`` (the checks never
-trust the attempt's bytecode caches: `governor.checks`) and a virtualenv
+trust the attempt's bytecode caches: `governor.checks.check_runs`) and a virtualenv
 (a folder holding ``pyvenv.cfg``), unless a check runs a program from it: then
 the virtualenv is in the set whole (`named_programs`).
 
@@ -23,7 +23,7 @@ What a check runs beyond these names is a closure, not a list: the programs
 and scripts its shell line names, the makefile recipes and ``package.json``
 scripts it reaches, the folders its ``PATH``/``PYTHONPATH``/``NODE_PATH``
 put in a root, the ``__init__.py`` above its acceptance tests. The caller who
-owns the file system follows it (`governor.harness.closure`, with the parsers
+owns the file system follows it (`governor.confine.harness.closure`, with the parsers
 here: `named_programs`, `make_recipes`, `package_scripts`,
 `path_assignments`) and binds it into the policy (``harness_named``,
 ``harness_paths``), which `member` reads.
@@ -147,7 +147,7 @@ def member(policy: Policy, path: str, venvs: frozenset[str] = frozenset()) -> st
     """Why the absolute, normalized ``path`` is in the job's harness set, or
     None: a job without checks has none; ``harness_except`` takes a path out of
     the default set, ``harness_add`` and the closure of what the checks run
-    (``harness_named``, ``harness_paths``: `governor.harness.closure`) put it
+    (``harness_named``, ``harness_paths``: `governor.confine.harness.closure`) put it
     in. ``venvs`` as for `reason`."""
     if not policy.checks:
         return None

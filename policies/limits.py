@@ -30,7 +30,7 @@ LIMIT_KEYS: Final = (
     "tool_calls", "tokens", "cost_usd", "patch", "attempt_processes", "attempt_memory",
 )  # fmt: skip
 BUDGET_KEYS: Final = ("tool_calls", "tokens", "cost_usd")
-"""The limits read from what the agent reports (`governor.budget`), not set on a process."""
+"""The limits read from what the agent reports (`governor.attempt.budget`), not set on a process."""
 SIZE_KEYS: Final = frozenset({"memory", "tmp", "log", "workspace", "patch", "attempt_memory"})
 _SUFFIX: Final = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 _SIZE: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\s*$", re.IGNORECASE)
@@ -63,7 +63,7 @@ class Limits:
     """Tool calls the agent may make (each new tool call id it reports or asks
     about counts once): past it the turn is cancelled and the attempt ends ``failed``."""
     tokens: int | None = None
-    """Tokens the agent may report using (`governor.budget` says how they are read)."""
+    """Tokens the agent may report using (`governor.attempt.budget` says how they are read)."""
     cost_usd: float | None = None
     """US dollars the agent may report spending (its ``usage_update`` cost)."""
     patch: int | None = None

@@ -155,10 +155,10 @@ class Policy:
     held_out_globs: tuple[str, ...] = ()
     """``[sandbox] held_out`` (and ``--held-out``): globs relative to the
     workspace naming tests the agent never sees: moved out of the workspace
-    before the agent starts, put back only for the checks (`governor.held_out`)."""
+    before the agent starts, put back only for the checks (`governor.checks.held_out`)."""
     checks: tuple[str, ...] = ()
     """``[checks] commands``: shell lines run after the attempt, each in a fresh
-    sandbox over the workspace as the attempt left it (`governor.checks`); the
+    sandbox over the workspace as the attempt left it (`governor.checks.check_runs`); the
     outcome's verdict is theirs."""
     check_timeout: float = CHECK_TIMEOUT
     """``[checks] timeout``: seconds for each check."""
@@ -166,7 +166,7 @@ class Policy:
     """``[checks] acceptance``: the tests the verdict needs passed (``path::Class::test``,
     ``path::test name``); None (not given): the tests in the frozen files; empty
     (``acceptance = []``): none by name, the checks' exit status is the verdict
-    (`governor.test_results`). Held-out tests are acceptance tests whatever it says."""
+    (`governor.checks.test_results`). Held-out tests are acceptance tests whatever it says."""
     harness: HarnessMode = "frozen"
     """``[checks] harness``: the harness set (`policies.harness`) pinned read-only
     for the attempt (``frozen``) or only its changes found (``audited``)."""
@@ -178,10 +178,10 @@ class Policy:
     harness_named: tuple[str, ...] = ()
     """Absolute paths in the roots the checks run as programs (a script, a
     virtualenv's interpreter: the whole virtualenv), found by the caller who
-    owns the file system (`governor.harness.named`); in the harness set."""
+    owns the file system (`governor.confine.harness.named`); in the harness set."""
     harness_paths: tuple[str, ...] = ()
     """Absolute folders in the roots on the checks' module path (the job's
-    ``PYTHONPATH`` or ``NODE_PATH``, found by `governor.harness.with_named`):
+    ``PYTHONPATH`` or ``NODE_PATH``, found by `governor.confine.harness.with_named`):
     a module in one named like the runner or the standard library is in the
     harness set, as at a root."""
     limits: Limits = field(default_factory=Limits)

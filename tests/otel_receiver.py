@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from governor import otel
+from governor.observe import otel
 
 
 def needs_otel() -> None:

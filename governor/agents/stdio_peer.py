@@ -7,7 +7,7 @@ through this one file, so a change to how an agent reads or writes the wire is
 made once. The rules of this file:
 
 - standard library only, and nothing of ours: agents run it inside sandboxes,
-  by path, where only this file (``governor.confine`` keeps it visible) and
+  by path, where only this file (``governor.confine.sandboxes`` keeps it visible) and
   the agent's own are sure to be seen; an agent puts this folder on
   ``sys.path`` itself, because ``python -I`` and ``PYTHONSAFEPATH`` leave the
   script's folder off it;

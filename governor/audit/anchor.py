@@ -275,7 +275,7 @@ def outcome_anchors(path: Path) -> dict[Path, list[Anchor]]:
         if not isinstance(job, str) and not isinstance(log, str):
             raise OutcomesUnreadable(f"{path}: line {n} names neither a job nor a log")
         tries = line.get("tries")
-        # with tries (`governor.tries`), each try its own log and head; the line is the last's
+        # with tries (`governor.attempt.tries`), each try its own log and head; the line is the last's
         each = [t for t in tries if isinstance(t, dict)] if isinstance(tries, list) else []
         for entry in each or [line]:
             at = f", try {entry.get('try')}" if each else ""

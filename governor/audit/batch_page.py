@@ -6,7 +6,7 @@ adds and removes per file, for the change column of its page.
 Rules of this file: the page is built like the attempt's (`governor.audit.report`:
 everything from the outcomes and the logs escaped, one style allowed by hash
 and no script at all); a link is to a page this command wrote, named from the
-job's id, which `governor.audit.shape.JOB_ID` has already checked holds no
+job's id, which `governor.audit.record_shape.JOB_ID` has already checked holds no
 ``/`` and is no ``..``; the rows keep counts, never records, so a batch of
 long attempts is summed up in the memory of one of its pages.
 """
@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import quote
 
+from governor.audit.effects import DIFF_CHARS, DIFF_LINES
 from governor.audit.page_source import AttemptPage
 from governor.audit.report import _e as escaped
 from governor.audit.report import badges, document
 from governor.audit.tally import Tally
-from governor.effects import DIFF_CHARS, DIFF_LINES
 
 REFUSED_BEFORE_START: Final = "refused before start"
 """How a job's reason begins when the governor refused its attempt before it began
@@ -195,7 +195,7 @@ def patch_texts(
 ) -> dict[str, str]:
     """Each file of ``wanted``'s part of a job's ``changes.patch`` (its hunks),
     for its change on the job's page: read one line at a time, cut at
-    `governor.effects.DIFF_LINES` lines (saying how many more), then masked
+    `governor.audit.effects.DIFF_LINES` lines (saying how many more), then masked
     (``mask``: the patch is the workspace's, written unmasked); {} without a
     workspace or a patch."""
     if workspace is None or not wanted:

@@ -22,13 +22,13 @@ Rules of this file:
 - **Signed when the operator gives a key.** With a `Signer`, the attempt-end
   record carries an Ed25519 signature over its own bytes before ``hash``
   (`governor.audit.signing`: why there and not every N records).
-- **Masked.** Every string in a record is masked (`governor.secrets.Masker`)
+- **Masked.** Every string in a record is masked (`governor.boundary.secrets.Masker`)
   before it is hashed and written. Masking every string with the masker's
   regular expressions costs more than everything else a record does, so a
   record is first serialized and screened as a whole (`_SCREEN` and the known
   values): only a record the screen flags is masked string by string. The
   screen may flag a clean record, never pass a dirty one (a test holds it to
-  every shape in `governor.secrets`).
+  every shape in `governor.boundary.secrets`).
 - **A crash is not tampering.** A line cut by a crash (the last line, or one
   followed by a new attempt-start after a restart) is reported as incomplete,
   not as an edit; reopening a log whose last line was cut starts on a new line.
@@ -37,7 +37,7 @@ Rules of this file:
 - **Bounded.** The agent decides how much it asks, so nothing it sends may
   grow the log without bound: a record over `RECORD_BYTES` has its long
   strings and containers cut (`_capped`); repeated refusals past a rate are
-  counted (`governor.audit.thinning`); past the attempt's ``[limits] log``
+  counted (`governor.audit.repeated_refusals`); past the attempt's ``[limits] log``
   (``limit``) one ``limit`` record is written, everything after it is
   refused and counted, and only the counts and the end record follow.
 """
@@ -59,11 +59,11 @@ from typing import Any, Final, Literal
 import orjson
 import trio
 
+from governor.audit.repeated_refusals import Key, Pending, Thinning, key_of
 from governor.audit.signing import Signer
 from governor.audit.tally import ASKED_KINDS, Tallier
-from governor.audit.thinning import Key, Pending, Thinning, key_of
-from governor.secrets import Masker, spellings
-from governor.spelling import escaped, loads
+from governor.boundary.secrets import Masker, spellings
+from governor.boundary.spelling import escaped, loads
 from policies.limits import size_text
 from policies.paths import is_under
 
@@ -71,7 +71,7 @@ Durability = Literal["always", "batch"]
 DURABILITIES: Final = ("batch", "always")
 BATCH_INTERVAL: Final = 0.05
 
-# A necessary condition for every token shape `governor.secrets` masks, on the
+# A necessary condition for every token shape `governor.boundary.secrets` masks, on the
 # serialized record (bytes). The regex engine scans for the first characters of
 # the branches at C speed and tries the branches only where one occurs, so each
 # branch is keyed on a character that is rare in records (not ``-``, ``_`` or
@@ -141,7 +141,7 @@ def _dumped(value: dict[str, Any]) -> bytes:
     path (bench/audit.py). A value that is not JSON
     raises TypeError; a string with a lone surrogate (a file name's byte that is
     not UTF-8, which UTF-8 cannot hold) is written as its JSON escape
-    (`governor.spelling`: the name stays its own, never U+FFFD).
+    (`governor.boundary.spelling`: the name stays its own, never U+FFFD).
     """
     try:
         return orjson.dumps(value, default=_not_json, option=_ORJSON_OPTIONS)
@@ -350,7 +350,7 @@ class AuditLog:
 
     def flush(self, *, everything: bool = False, key: Key | None = None) -> None:
         """Write the ``repeated`` record of each count that is due (see
-        `governor.audit.thinning`)."""
+        `governor.audit.repeated_refusals`)."""
         for (kind, origin, rule), pending in self.thinning.due(everything=everything, key=key):
             self._repeated(kind, origin, rule, pending)
 

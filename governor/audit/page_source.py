@@ -121,7 +121,7 @@ class AttemptPage:
     def _refused(self, record: dict[str, Any]) -> None:
         """One refusal folded into its group of identical ones; a ``repeated``
         record (refusals the log counted instead of writing them one by one,
-        `governor.audit.thinning`) into the group of the last refusal written
+        `governor.audit.repeated_refusals`) into the group of the last refusal written
         under its key, which they were like."""
         repeated = record.get("kind") == "repeated"
         count = record.get("count") if repeated else 1

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Final
 
-from governor.audit.shape import malformed
+from governor.audit.record_shape import malformed
 from governor.audit.tally import Tally, tally
 from governor.audit.verify import UNFINISHED, Problem, Verification, parsed, verify
 

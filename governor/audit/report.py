@@ -14,7 +14,7 @@ Rules of this file:
   and nothing else, so a value that ever slipped past the escaping could
   neither run nor fetch.
 - **Nothing added unmasked.** The values are the log's, masked when they were
-  written (a command's output tail and a write's diff too: `governor.effects`);
+  written (a command's output tail and a write's diff too: `governor.audit.effects`);
   what the page adds besides them (the log's name, a batch job's patch lines)
   the caller masks.
 - **Read once, bounded.** The attempt comes folded from its log in one
@@ -47,14 +47,14 @@ from governor.audit.page_source import AttemptPage
 from governor.audit.replay import shown
 from governor.audit.tally import Tally, verdict_of
 from governor.audit.verify import INCOMPLETE, UNFINISHED, Verification
-from governor.spelling import escaped
+from governor.boundary.spelling import escaped
 
 EXPLANATIONS: Final = {
     "named": "the allowed permission's tool call named this path",
     "window": "it changed while an allowed tool call ran (the time rule: "
     "two tool calls at once can fool it)",
 }
-"""What each `governor.attribution` rule that reaches a ``changed`` record means."""
+"""What each `governor.ending.attribution` rule that reaches a ``changed`` record means."""
 
 SHOWN_CHARS: Final = 1000
 """What is shown of a long value (a title, a command, a reason); the page says

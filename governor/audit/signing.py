@@ -33,12 +33,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from governor.secrets import SIGNING_KEY_VARIABLE
+from governor.boundary.secrets import SIGNING_KEY_VARIABLE
 
 KEY_VARIABLE: Final = SIGNING_KEY_VARIABLE
 """The environment variable that may hold the signing key (its PEM text); its
-name looks secret (`governor.secrets`), so its value is masked wherever it
-could appear, and it is one of `governor.secrets.NEVER_FORWARDED`."""
+name looks secret (`governor.boundary.secrets`), so its value is masked wherever it
+could appear, and it is one of `governor.boundary.secrets.NEVER_FORWARDED`."""
 INSTALL: Final = "pip install 'acp-governor[signing]'"
 DOMAIN: Final = b"acp-governor audit head v1\n"
 """Prefixed to what is signed, so a signature over a log's record can never be
@@ -113,7 +113,7 @@ class Signer:
     def held_in(self, value: str) -> bool:
         """Whether ``value`` holds this key (whitespace aside): a variable the
         job forwards under another name must not carry it
-        (`governor.secrets.forwarding_problems`)."""
+        (`governor.boundary.secrets.forwarding_problems`)."""
         flat = "".join(value.split())
         return any("".join(s.split()) in flat for s in self._spellings[1:])
 

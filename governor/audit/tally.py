@@ -139,7 +139,7 @@ class Tallier:
 
     def add_refused(self, requests: int) -> None:
         """Count ``requests`` refused requests whose records were counted, not
-        written (a ``repeated`` record: `governor.audit.thinning`)."""
+        written (a ``repeated`` record: `governor.audit.repeated_refusals`)."""
         closed = self._closed  # asked, refused, not allowed; none waited on a person
         closed[0] += requests
         closed[1] += requests

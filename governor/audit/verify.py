@@ -24,9 +24,9 @@ from typing import Any, Final
 
 import orjson
 
-from governor.audit.shape import malformed
+from governor.audit.record_shape import malformed
 from governor.audit.signing import Signed, signed_part
-from governor.spelling import loads
+from governor.boundary.spelling import loads
 
 _HASH_TAIL: Final = re.compile(rb',"hash":"([0-9a-f]{64})"\}\Z')
 
@@ -73,7 +73,7 @@ def parsed(raw: bytes) -> dict[str, Any] | None:
     the writer never writes and a reader could choke on: nesting past 254
     levels, ``NaN``, integers past 64 bits, bytes that are not UTF-8; a lone
     surrogate's escape (a file name's byte that is not UTF-8, as the writer
-    spells it: `governor.spelling`) is read back."""
+    spells it: `governor.boundary.spelling`) is read back."""
     try:
         value = loads(raw)
     except orjson.JSONDecodeError:

@@ -50,7 +50,7 @@ from typing import Final
 
 import trio
 
-from governor import folders
+from governor.boundary import folders
 from sandbox.host import processes
 
 GIT_TIMEOUT: Final = 600.0

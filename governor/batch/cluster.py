@@ -91,7 +91,7 @@ def check_node() -> tuple[str, str | None, str]:
     can), and what it runs (host, bwrap version)."""
     import ray
 
-    from governor.confine import configured_bwrap
+    from governor.confine.sandboxes import configured_bwrap
     from sandbox import BwrapUnavailable
     from sandbox.run.preflight import preflight
 

@@ -29,9 +29,9 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from governor.audit.shape import JOB_ID
-from governor.policyfile import read_policy, shipped_name
-from governor.spec import AttemptSpec, RefusedBeforeStart, prepare
+from governor.audit.record_shape import JOB_ID
+from governor.job.policy_files import read_policy, shipped_name
+from governor.job.spec import AttemptSpec, RefusedBeforeStart, prepare
 from policies.capability import CAPABILITY_NAMES
 from policies.ceiling import Ceiling
 from policies.errors import ConfigError, closest
@@ -40,7 +40,7 @@ from sandbox.host import processes
 
 ID_PATTERN: Final = JOB_ID
 """A job's id names its folder in the output: letters, digits, ``.``, ``_``, ``-``
-(`governor.audit.shape.JOB_ID`, the check the readers of the output use too)."""
+(`governor.audit.record_shape.JOB_ID`, the check the readers of the output use too)."""
 
 
 class BadJobs(Exception):
@@ -79,12 +79,12 @@ class Job:
     durability: Literal["batch", "always"] = "batch"
     checks: tuple[str, ...] = ()
     """Shell lines run after the attempt, after the policy's ``[checks] commands``
-    (`governor.checks`): the job's verdict."""
+    (`governor.checks.check_runs`): the job's verdict."""
     held_out: tuple[str, ...] = ()
     """Globs of tests the agent never sees, put back only for the checks
-    (`governor.held_out`), besides the policy's ``[sandbox] held_out``."""
+    (`governor.checks.held_out`), besides the policy's ``[sandbox] held_out``."""
     tries: int = 1
-    """Attempts at most while the verdict is ``failed`` (`governor.tries`): each
+    """Attempts at most while the verdict is ``failed`` (`governor.attempt.tries`): each
     in a fresh copy of the clone, told the failed checks' digest."""
     line: int | None = field(default=None, compare=False)
     """The line of the jobs file it came from, for messages."""
@@ -103,7 +103,7 @@ class Job:
         on_event: Callable[[str, dict[str, Any]], None] | None = None,
     ) -> AttemptSpec:
         """The job's attempt in ``workspace``, logging to ``log``."""
-        from governor.approver import Pause, Unattended
+        from governor.gate.approver import Pause, Unattended
 
         approver = {None: None, "unattended": Unattended(), "pause": Pause()}[self.approvals]
         return AttemptSpec(
@@ -189,7 +189,7 @@ def _seconds(value: Any) -> str | None:
 
 
 def _tries(value: Any) -> str | None:
-    from governor.tries import MAX_TRIES
+    from governor.attempt.tries import MAX_TRIES
 
     good = type(value) is int and 1 <= value <= MAX_TRIES
     return None if good else f"must be a whole number from 1 to {MAX_TRIES}"

@@ -38,9 +38,9 @@ import threading
 from pathlib import Path
 from typing import Any, Final
 
-from governor import spelling
 from governor.audit.reading import BATCH_LOG, BATCH_OUTCOMES
 from governor.batch.work import JobResult
+from governor.boundary import spelling
 
 OUTCOMES: Final = BATCH_OUTCOMES
 LOG: Final = BATCH_LOG

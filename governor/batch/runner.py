@@ -55,7 +55,7 @@ def prepare_jobs(
 
 
 def _ceiling(value: Ceiling | str | Path | None) -> Ceiling:
-    from governor.ceilings import load_ceiling
+    from governor.job.ceiling_source import load_ceiling
     from policies.errors import ConfigError
 
     if isinstance(value, Ceiling):
@@ -216,7 +216,7 @@ def operator_paths(
     each resolved. The jobs' sandboxes mask them (`run_job`'s ``conceal``);
     one inside a job's workspace is left to the workspace's rules, and one
     that does not exist is skipped by the survey."""
-    from governor.policyfile import shipped_policies
+    from governor.job.policy_files import shipped_policies
     from policies.policy import Policy
 
     shipped = {os.path.realpath(p) for p in shipped_policies().values()}

@@ -14,11 +14,11 @@ Rules of this file:
   what outlives it is in the result: the outcome, the patch and the log's
   bytes, for the caller to write.
 - **No job sees another's, nor its source.** That folder is the governor's
-  (`governor.attempt_folders`), hidden from every sandbox whatever
+  (`governor.confine.attempt_folders`), hidden from every sandbox whatever
   ``TMPDIR`` is: a job's sandboxes get back its workspace only, never another
   job's workspace, live log or tries copy. A local source repository (and
   its git dir, for a worktree) is masked in every sandbox of the job
-  (`governor.spec.AttemptSpec.concealed`): the agent clones nothing and
+  (`governor.job.spec.AttemptSpec.concealed`): the agent clones nothing and
   finds nothing of the source, its later commits included. What the
   batch reads and writes for the operator (``conceal``: its output folder,
   the jobs file, the policy and ceiling files it names,
@@ -46,13 +46,13 @@ from typing import Any
 import structlog
 import trio
 
-from governor.attempt_folders import NoAttemptFolder, attempt_folder
+from governor.attempt.tries import run_tries, try_log
 from governor.batch.clone import GitFailed, PatchTooLarge, changes_into, clone, git, shown_url
 from governor.batch.jobs import Job, is_url
 from governor.cli import REFUSED_BEFORE_START, exit_code_of
-from governor.outcome import Outcome
-from governor.spec import RefusedBeforeStart
-from governor.tries import run_tries, try_log
+from governor.confine.attempt_folders import NoAttemptFolder, attempt_folder
+from governor.ending.outcome import Outcome
+from governor.job.spec import RefusedBeforeStart
 from policies.ceiling import Ceiling
 from policies.limits import DEFAULTS, Limits, size_text
 from policies.policy import Policy

@@ -23,11 +23,11 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final, NoReturn
 
-from governor import __version__
+from governor.version import __version__
 from sandbox.host.descriptors import raise_descriptor_limit
 
 if TYPE_CHECKING:
-    from governor.outcome import Outcome
+    from governor.ending.outcome import Outcome
 
 EXITS: Final[tuple[tuple[int, str, tuple[str, ...]], ...]] = (
     (0, "completed", ("completed",)),

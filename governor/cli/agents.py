@@ -1,7 +1,7 @@
 """`governor agents install|update|list`: the agents the governor installs itself,
 each preset's npm package (or a Python agent's PyPI release, in a venv of its
 own) at its pinned version, in the governor's data directory
-(`governor.installs`), outside any sandbox."""
+(`governor.agents.npm_installs`), outside any sandbox."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import os
 import sys
 from typing import Any
 
-from governor.installs import InstallError, data_home, install, installed
-from governor.presets import NotInstalled, Preset, PresetError, find, presets, resolve
+from governor.agents.npm_installs import InstallError, data_home, install, installed
+from governor.agents.presets import NotInstalled, Preset, PresetError, find, presets, resolve
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

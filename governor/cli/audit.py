@@ -29,12 +29,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from governor import spelling
 from governor.audit.anchor import (
     OutcomesUnreadable,
 )
-from governor.audit.passes import Checked, check_log
-from governor.audit.passes import rows as attempt_rows
+from governor.audit.read_in_passes import Checked, check_log
+from governor.audit.read_in_passes import rows as attempt_rows
 from governor.audit.reading import (
     BATCH_OUTCOMES,
     LogFile,
@@ -45,11 +44,12 @@ from governor.audit.reading import (
     job_problem,
     log_files,
 )
-from governor.audit.shape import outcome_malformed
+from governor.audit.record_shape import outcome_malformed
 from governor.audit.signing import SigningUnavailable
 from governor.audit.tally import WORDS, Tally
 from governor.audit.verify import INCOMPLETE, UNFINISHED
-from governor.display import terminal
+from governor.boundary import spelling
+from governor.boundary.display import terminal
 
 USAGE: Final = """governor audit [--refused | --network | --checks | --mcp | --attempt ID] [--json] LOG|DIR ...
        governor audit verify [--json] [--head HASH ... | --outcomes FILE] [--public-key FILE] LOG|DIR ...
@@ -298,7 +298,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     sub = _report_parser().parse_intermixed_args(rest)  # options may follow the logs
     refused, attempt = sub.refused or args.refused, sub.attempt or args.attempt
     if not sub.paths:  # the logs `governor run` writes when --log is not given
-        from governor.spec import default_log_dir
+        from governor.job.spec import default_log_dir
 
         state = default_log_dir()
         if not state.is_dir():

@@ -17,15 +17,15 @@ from governor.audit.anchor import (
     authenticate,
     outcome_anchors,
 )
-from governor.audit.passes import check_log, records
+from governor.audit.read_in_passes import check_log, records
 from governor.audit.reading import log_files
 from governor.audit.replay import Replay, replay
 from governor.audit.signing import PublicKey, keygen
 from governor.audit.verify import INCOMPLETE, UNFINISHED, Verification
+from governor.boundary.display import terminal
 from governor.cli.audit import HEAD, UsageError
 from governor.cli.audit_views import find_attempt, in_logs
 from governor.cli.outcome_json import Streamed, write_json
-from governor.display import terminal
 
 
 def run_verify(
@@ -168,8 +168,8 @@ def run_replay(
     as_json: bool = False,
 ) -> int:
     """List what would change if the log's actions were decided under another policy."""
-    from governor.ceilings import load_ceiling
-    from governor.policyfile import read_policy
+    from governor.job.ceiling_source import load_ceiling
+    from governor.job.policy_files import read_policy
     from policies.errors import ConfigError
 
     try:

@@ -24,7 +24,7 @@ from governor.audit.reading import (
     is_batch_output,
     log_files,
 )
-from governor.audit.shape import outcome_malformed
+from governor.audit.record_shape import outcome_malformed
 from governor.audit.signing import PublicKey
 from governor.audit.verify import INCOMPLETE, Verification
 from governor.cli.audit import HEAD, UsageError, _job_lines
@@ -91,7 +91,7 @@ def run_batch_report(root: Path, output: str, *, key: PublicKey | None = None) -
     """Write the page of a batch's output (a row a finished job, `governor.audit.
     batch_page`) to ``output`` and each job's attempt page beside it, as
     ``STEM.JOB.html``; each job's log is checked against the head on its outcome
-    line. A job id that is not one (`governor.audit.shape.JOB_ID`: it would name
+    line. A job id that is not one (`governor.audit.record_shape.JOB_ID`: it would name
     a folder outside the output) is refused naming its line, before any page."""
     from governor.audit.batch_page import (
         diff_stat,
@@ -195,7 +195,7 @@ def _warn(log: Path, check: Verification) -> None:
 
 def _masker() -> Callable[[str], str]:
     """The records are masked as written; the log's name is what the page adds."""
-    from governor.secrets import Masker
+    from governor.boundary.secrets import Masker
 
     return Masker.from_environ(os.environ).text
 

@@ -9,13 +9,13 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, TypeVar
 
-from governor.audit.passes import Checked, records
+from governor.audit.read_in_passes import Checked, records
 from governor.audit.replay import shown
 from governor.audit.tally import verdict_of
 from governor.audit.verify import UNFINISHED
+from governor.boundary.display import terminal
 from governor.cli.audit import TALLY_COLUMNS
 from governor.cli.outcome_json import Streamed, write_json
-from governor.display import terminal
 
 A = TypeVar("A", bound="Named")
 
@@ -358,14 +358,14 @@ def describe(record: dict[str, Any], t0: float | None) -> str:
             f"{head} check {shown(record)}: {record.get('verdict')} "
             f"({record.get('error') or how}, {record.get('duration_s')} s)"
         )
-    if kind == "exit":  # what came of an allowed command (`governor.effects`)
+    if kind == "exit":  # what came of an allowed command (`governor.audit.effects`)
         signal, code = record.get("signal"), record.get("exit_code")
         how = f"killed by {signal}" if signal else f"exit {code}"
         tail = str(record.get("tail") or "").rsplit("\n", 1)[-1][-200:]
         return f"{head} exit of #{record.get('decision')} {shown(record)}: {how}" + (
             f": {tail}" if tail else ""
         )
-    if kind == "diff":  # what an allowed write changed (`governor.effects`)
+    if kind == "diff":  # what an allowed write changed (`governor.audit.effects`)
         diff = str(record.get("diff") or "").splitlines()
         added = sum(1 for d in diff if d.startswith("+") and not d.startswith("+++"))
         removed = sum(1 for d in diff if d.startswith("-") and not d.startswith("---"))

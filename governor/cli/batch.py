@@ -119,12 +119,13 @@ def parse_size(text: str) -> int:
 
 def main(args: argparse.Namespace) -> int:
     """Check every job, run the batch, print the summary; the exit code."""
-    from governor import logs, spelling
     from governor.batch.cluster import RayOptions, RayUnavailable, import_ray
     from governor.batch.jobs import BadJobs
     from governor.batch.output import OutputBusy, OutputUnsafe
     from governor.batch.runner import run_batch
+    from governor.boundary import spelling
     from governor.cli.run import freeze_startup_heap
+    from governor.observe import logs
 
     logs.configure(json_lines=not sys.stderr.isatty())
     options = None

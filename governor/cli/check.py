@@ -12,8 +12,8 @@ import argparse
 import sys
 from dataclasses import replace
 
-from governor.ceilings import load_ceiling
-from governor.policyfile import read_policy
+from governor.job.ceiling_source import load_ceiling
+from governor.job.policy_files import read_policy
 from policies.capability import CAPABILITY_NAMES, Capability, CapabilityError
 from policies.ceiling import check_job
 from policies.errors import ConfigError

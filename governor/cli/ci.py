@@ -17,8 +17,8 @@ import sys
 from typing import Any, Final
 
 from governor.audit.reading import decision_records
-from governor.display import markdown, markdown_code, terminal
-from governor.outcome import Outcome
+from governor.boundary.display import markdown, markdown_code, terminal
+from governor.ending.outcome import Outcome
 
 SUMMARY_VARIABLE: Final = "GITHUB_STEP_SUMMARY"
 MAX_ROWS: Final = 200

@@ -6,7 +6,7 @@ Rules of this file:
 
 - **Where the workspace goes**: ``--workspace DIR`` when given (a folder that
   does not exist yet, or an empty one), else a new folder of the attempt's
-  own under the governor's folder for attempts (`governor.attempt_folders`,
+  own under the governor's folder for attempts (`governor.confine.attempt_folders`,
   as the batch's workspaces: hidden from every other attempt's sandbox,
   whatever ``TMPDIR`` is), named after the repository. It is kept after the attempt, for the person to read; its
   path is printed on stderr before the agent starts. A refusal before start
@@ -32,10 +32,10 @@ from typing import Final
 
 import trio
 
-from governor.attempt_folders import NoAttemptFolder, attempt_folder
 from governor.batch.clone import GitFailed, clone
 from governor.batch.clone import shown_url as shown
-from governor.spec import RefusedBeforeStart
+from governor.confine.attempt_folders import NoAttemptFolder, attempt_folder
+from governor.job.spec import RefusedBeforeStart
 
 _AUTHORITY_ONLY: Final = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^/]*$")
 """What precedes an ``@`` that belongs to the URL itself: a scheme and a user."""

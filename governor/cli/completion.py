@@ -45,11 +45,11 @@ def _known_values(option: str) -> tuple[list[str], bool]:
     """The values ``option`` takes that this install knows, and whether a file
     is one too (a policy by name or by path)."""
     if option == "--agent":
-        from governor.presets import presets
+        from governor.agents.presets import presets
 
         return sorted(presets()), False
     if option in ("--policy", "--ceiling"):
-        from governor.policyfile import shipped_policies
+        from governor.job.policy_files import shipped_policies
 
         return (sorted(shipped_policies()) if option == "--policy" else []), True
     return [], True

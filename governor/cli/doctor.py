@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from governor.installs import data_home, installed
-from governor.presets import NotInstalled, presets, resolve
+from governor.agents.npm_installs import data_home, installed
+from governor.agents.presets import NotInstalled, presets, resolve
 from policies.capability import Capability
 from policies.limits import DEFAULTS, render
 
@@ -69,7 +69,7 @@ def _writable(directory: Path) -> str | None:
 async def _session_check() -> Item:
     """One command through a session's sandbox (`sandbox.run.session`), as ACP
     terminals run them; the line says how long the sandbox took to build."""
-    from governor.confine import configured_bwrap
+    from governor.confine.sandboxes import configured_bwrap
     from sandbox.plan.profile import Profile
     from sandbox.run.session import SandboxSession, SessionError
 
@@ -170,8 +170,8 @@ def _checks(say: Callable[[Item], object]) -> bool:
 
     import trio
 
-    from governor.confine import configured_bwrap
-    from governor.spec import default_log_dir
+    from governor.confine.sandboxes import configured_bwrap
+    from governor.job.spec import default_log_dir
     from sandbox.host.bwrap import BwrapUnavailable
     from sandbox.run.preflight import preflight
 

@@ -37,10 +37,10 @@ from __future__ import annotations
 import time
 from typing import Any, Final, TextIO
 
-from governor import spelling
+from governor.boundary import spelling
+from governor.boundary.secrets import Masker
 from governor.cli.outcome_json import document, write_json
-from governor.outcome import Outcome
-from governor.secrets import Masker
+from governor.ending.outcome import Outcome
 
 SCHEMA: Final = 1
 _DECISION_FIELDS: Final = ("seq", "kind", "verdict", "by", "rule", "reason", "subject")

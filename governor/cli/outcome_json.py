@@ -22,9 +22,9 @@ from typing import Any, TextIO
 
 import orjson
 
-from governor import spelling
 from governor.audit.reading import decision_records
-from governor.outcome import Outcome
+from governor.boundary import spelling
+from governor.ending.outcome import Outcome
 
 
 class Streamed:

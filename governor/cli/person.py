@@ -13,8 +13,8 @@ from typing import Any, Final
 
 import trio
 
-from governor import display
-from governor.approver import Approval, Ask
+from governor.boundary import display
+from governor.gate.approver import Approval, Ask
 
 _CHOICES = {"o": "once", "a": "always", "r": "refuse", "": "refuse"}
 
@@ -177,7 +177,7 @@ def render(ask: Ask) -> Shown:
     """The ask as a person sees it: what would be done first and whole (the
     command, the path), then the rule and why, then what the agent says of it,
     marked as the agent's. Everything agent-supplied is terminal-safe
-    (`governor.display`); a write's content and a long input are never cut
+    (`governor.boundary.display`); a write's content and a long input are never cut
     silently: their size is said and the rest is a page away."""
     act = _ACTS.get(ask.kind, f"asks: {display.terminal(ask.kind)}")
     out = [f"\n--- the agent {act}\n"]

@@ -9,8 +9,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from governor.installs import data_home, installed
-from governor.presets import NotInstalled, Preset, login_as_found, presets, resolve
+from governor.agents.npm_installs import data_home, installed
+from governor.agents.presets import NotInstalled, Preset, login_as_found, presets, resolve
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

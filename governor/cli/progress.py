@@ -8,11 +8,11 @@ from __future__ import annotations
 import time
 from typing import Any, TextIO
 
-from governor.budget import usage_line
-from governor.checks import CheckRun
-from governor.display import paint, terminal, terminal_lines, wants_colour
-from governor.outcome import Outcome
-from governor.secrets import Masker
+from governor.attempt.budget import usage_line
+from governor.boundary.display import paint, terminal, terminal_lines, wants_colour
+from governor.boundary.secrets import Masker
+from governor.checks.check_runs import CheckRun
+from governor.ending.outcome import Outcome
 
 _MARK = {"allow": "allowed", "deny": "REFUSED", "approval": "PAUSED until a person approves"}
 _MARK_STYLE = {"allow": "good", "deny": "bad", "approval": "heed"}
@@ -162,7 +162,7 @@ def _check_line(c: CheckRun) -> str:
         how = f"killed at its timeout after {c.duration_s:.1f} s"
     else:
         how = f"exit {c.exit}, {c.duration_s:.1f} s"
-        if c.passed and c.exit != 0:  # governor.canaries: its must-fail ones failed, as they must
+        if c.passed and c.exit != 0:  # governor.checks.canaries: its must-fail ones failed, as they must
             how = f"exit {c.exit}: the canaries' failures only, {c.duration_s:.1f} s"
     last = next((line for line in reversed(c.tail.splitlines()) if line.strip()), "")
     said = f": {last[-200:]}" if last and not c.passed else ""

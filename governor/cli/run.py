@@ -20,8 +20,8 @@ from governor.cli import EXIT_CODES, FAILED_ON, REFUSED_BEFORE_START, exit_code
 from policies.capability import CAPABILITY_NAMES, Capability
 
 if TYPE_CHECKING:
-    from governor.outcome import Outcome
-    from governor.spec import AttemptSpec, Prepared
+    from governor.ending.outcome import Outcome
+    from governor.job.spec import AttemptSpec, Prepared
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -310,9 +310,9 @@ def main(args: argparse.Namespace) -> int:
     gc.disable()
     import trio
 
-    from governor import logs
     from governor.cli import ci, cloning
-    from governor.spec import AttemptSpec, RefusedBeforeStart
+    from governor.job.spec import AttemptSpec, RefusedBeforeStart
+    from governor.observe import logs
 
     logs.configure(json_lines=args.json or not sys.stderr.isatty())
     command = list(args.command)
@@ -356,7 +356,7 @@ def main(args: argparse.Namespace) -> int:
             concealed=_operator_files(args),
         )
         prepared = _prepared(spec, problems, args.tries)
-        import governor.attempt  # noqa: F401  (the ACP schema's models: frozen with the rest)
+        import governor.attempt.lifecycle  # noqa: F401  (the ACP schema's models: frozen with the rest)
 
         freeze_startup_heap()
         gc.enable()
@@ -419,8 +419,8 @@ def main(args: argparse.Namespace) -> int:
 def _prepared(spec: AttemptSpec, problems: list[str], tries: int = 1) -> Prepared:
     """The spec prepared, or `RefusedBeforeStart` with the command line's problems
     and the spec's together: an operator fixes the whole command in one round."""
-    from governor.spec import EMPTY_PROMPT, RefusedBeforeStart, prepare
-    from governor.tries import tries_problems
+    from governor.attempt.tries import tries_problems
+    from governor.job.spec import EMPTY_PROMPT, RefusedBeforeStart, prepare
 
     problems = [*problems, *tries_problems("--tries", tries)]
     try:
@@ -457,10 +457,10 @@ def _operator_files(args: argparse.Namespace) -> tuple[str, ...]:
     """The files this run reads or writes for the person, never for the agent:
     the ``--events`` stream, the ``--prompt-file``, the ``--policy`` file (not a
     shipped name) and the ``--ceiling``; masked in every sandbox of the attempt
-    (`governor.spec.AttemptSpec.concealed`), as the audit log is. Outside the
+    (`governor.job.spec.AttemptSpec.concealed`), as the audit log is. Outside the
     homes they were readable there: the live event stream of the attempt, and
     with ``--tries`` what the checks printed."""
-    from governor.policyfile import shipped_name
+    from governor.job.policy_files import shipped_name
 
     named = [args.events if args.events != "-" else None, args.prompt_file, args.ceiling]
     if args.policy is not None and shipped_name(args.policy) is None:
@@ -473,8 +473,8 @@ def _events(args: argparse.Namespace, problems: list[str]) -> tuple[Any, Any]:
     or when it cannot be opened: then the reason is added to `problems`)."""
     if not args.events:
         return None, None
+    from governor.boundary.secrets import Masker
     from governor.cli.events import Events
-    from governor.secrets import Masker
 
     try:
         sink = sys.stdout if args.events == "-" else open(args.events, "w", encoding="utf-8")  # noqa: SIM115
@@ -486,12 +486,12 @@ def _events(args: argparse.Namespace, problems: list[str]) -> tuple[Any, Any]:
 
 def _trace(args: argparse.Namespace) -> Any:
     """The attempt's OpenTelemetry trace (``--otel`` or $OTEL_EXPORTER_OTLP_ENDPOINT),
-    or None; `governor.otel` is the only module that imports the extra, and loading
+    or None; `governor.observe.otel` is the only module that imports the extra, and loading
     it costs a tenth of a second: not for a run that exports nothing."""
     if not (args.otel or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")):
         return None
-    from governor import otel
-    from governor.secrets import Masker
+    from governor.boundary.secrets import Masker
+    from governor.observe import otel
 
     return otel.for_run(args.otel, Masker.from_environ(os.environ, args.agent_arg))
 
@@ -541,14 +541,14 @@ async def run_until_signalled(
     no outcome, no end record, a traceback. SIGTERM would kill the governor
     outright. A second signal while the attempt winds down is ignored: the
     shutdown is bounded (cancel, grace, SIGTERM, SIGKILL of the agent's tree).
-    With ``tries`` above 1, the tries of `governor.tries.run_tries`; a signal
+    With ``tries`` above 1, the tries of `governor.attempt.tries.run_tries`; a signal
     ends the try under way and starts no other. The signal that stopped it is
     appended to ``caught``: the command's exit code is then 128 + its number.
     """
     import trio
 
-    from governor.spec import RefusedBeforeStart
-    from governor.tries import run_tries
+    from governor.attempt.tries import run_tries
+    from governor.job.spec import RefusedBeforeStart
 
     stop = trio.Event()
     with trio.open_signal_receiver(*STOP_SIGNALS) as signals:
@@ -575,7 +575,7 @@ async def run_until_signalled(
 
 
 def _approver(name: str | None) -> Any:
-    from governor.approver import Pause, Unattended
+    from governor.gate.approver import Pause, Unattended
 
     if name is None:
         return None
@@ -587,8 +587,8 @@ def _approver(name: str | None) -> Any:
 
 
 def _progress(args: argparse.Namespace) -> Any:
+    from governor.boundary.secrets import Masker
     from governor.cli.progress import Progress
-    from governor.secrets import Masker
 
     if not args.verbose:
         return Progress(sys.stderr)
@@ -598,8 +598,8 @@ def _progress(args: argparse.Namespace) -> Any:
 
 def print_summary(outcome: Outcome) -> None:
     """A plain summary of the outcome for a person."""
+    from governor.boundary.display import terminal, wants_colour
     from governor.cli.progress import summary
-    from governor.display import terminal, wants_colour
 
     for t in outcome.tries[:-1]:  # the last try is the outcome summed up below
         verdict = t.get("verdict") or "none"

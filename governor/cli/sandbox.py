@@ -1,7 +1,7 @@
 """``governor sandbox``: run one command under the profile a policy would give it.
 
 For operators debugging a policy: the same profile machinery, preflight and
-bwrap argv as a governed command (`governor.confine.command_profile`), under
+bwrap argv as a governed command (`governor.confine.sandboxes.command_profile`), under
 ``--policy FILE`` or the least-authority default, each flag given overriding
 the file (``--add-dir`` and ``--keep`` replace its lists; ``--timeout`` its
 ``[limits] wall``, which is otherwise the command's timeout only when the file
@@ -32,8 +32,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from governor.ceilings import load_ceiling
-from governor.policyfile import read_policy
+from governor.job.ceiling_source import load_ceiling
+from governor.job.policy_files import read_policy
 from policies.capability import CAPABILITY_NAMES, Capability, CapabilityError
 from policies.ceiling import check_job
 from policies.errors import ConfigError
@@ -155,7 +155,7 @@ def _policy(args: argparse.Namespace) -> Policy:
 def _judge(policy: Policy) -> Judge:
     """Decide each connection as the policy does, and say so on stderr
     (`governor sandbox` keeps no audit log)."""
-    from governor.network import decide_connection
+    from governor.confine.egress import decide_connection
     from sandbox.net.judge import ConnectionAnswer
 
     async def judge(request: ConnectionRequest) -> ConnectionAnswer:
@@ -168,8 +168,8 @@ def _judge(policy: Policy) -> Judge:
 
 
 def _profile(args: argparse.Namespace, policy: Policy) -> Profile:
-    from governor.confine import command_profile
-    from governor.secrets import forwarding_problems
+    from governor.boundary.secrets import forwarding_problems
+    from governor.confine.sandboxes import command_profile
 
     named = [(n, os.environ.get(n), "the policy's env") for n in policy.env]
     named += [(n, os.environ.get(n), "--env") for n in args.env_names]

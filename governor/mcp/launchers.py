@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from governor.installs import FETCH_TIMEOUT, data_home
+from governor.agents.npm_installs import FETCH_TIMEOUT, data_home
 from sandbox.host import processes
 
 REFUSED: Final[Mapping[tuple[str, ...], str]] = {

@@ -7,7 +7,7 @@ Rules of this file:
   ``fs/read_text_file`` it stands for, a ``write`` the ``fs/write_text_file``,
   a ``run`` the ``terminal/create`` (then wait, output, release), each built
   as that ACP request and handed to the gate's own handler
-  (`governor.fsrequests`, `governor.terminalrelay`): the same decision, the
+  (`governor.gate.file_requests`, `governor.gate.terminal_requests`): the same decision, the
   same approver, the record written before anything happens, a command in the
   same sandbox as a terminal's, the same evidence for the workspace's changes.
   The one difference is in the record: its subject says ``via: mcp:governor``
@@ -29,7 +29,7 @@ Rules of this file:
 be done as specified (`blocked`), the same word as a final message starting
 ``BLOCKED:``. Its reason is an audit record (kind ``blocked``) written before
 the answer, the turn then ends as a pause ends it, and the attempt is
-``blocked`` with that reason (`governor.ending`): a loop's tries stop there.
+``blocked`` with that reason (`governor.ending.how_it_ended`): a loop's tries stop there.
 
 No ``search``: ``run`` with ``grep`` or ``rg`` searches in the sandbox under
 the command rules already, and a search tool of its own would need a second
@@ -62,7 +62,7 @@ from policies.capability import Capability
 from policies.mcp import OWN_SERVER
 
 if TYPE_CHECKING:
-    from governor.gate import Gate
+    from governor.gate.gatekeeper import Gate
 
 log = structlog.get_logger("governor.mcp")
 
@@ -397,7 +397,7 @@ async def _write_lines(
 
 
 async def _settled(answer: T | Awaitable[T]) -> T:
-    """A gate handler's answer, made at once or later (`governor.ruling.then`)."""
+    """A gate handler's answer, made at once or later (`governor.gate.ruling.then`)."""
     if inspect.isawaitable(answer):
         return await answer
     return answer

@@ -32,7 +32,7 @@ Rules of this file:
   shows; never what the agent says, whose ``roots`` capability and
   ``list_changed`` notifications stop here), ``ping`` is answered, an
   ``elicitation/create`` goes through the gate like the agent's own
-  (`governor.elicitation`: declined unattended, put to a person with
+  (`governor.gate.elicitation`: declined unattended, put to a person with
   ``--approvals person``, recorded), and ``sampling/createMessage`` or any
   other request is refused and recorded (sampling would let a server drive
   the agent's model). Sampling is never offered in the ``initialize`` the
@@ -51,7 +51,7 @@ Rules of this file:
 The agent reaches a server through `sandbox/standalone/mcp_shim.py`, which it
 spawns as a stdio server: its socket lies in a folder of the relay's, under
 the governor's folder for attempts that every sandbox hides
-(`governor.attempt_folders`), bound back into this attempt's agent sandbox
+(`governor.confine.attempt_folders`), bound back into this attempt's agent sandbox
 only (`McpRelay.folder`, `exposed`). **A connection proves it is this
 attempt's** before anything else: the shim's entry carries the attempt's
 random token (`governor.mcp.servers.TOKEN_VARIABLE`, masked in every record), the shim sends it
@@ -82,10 +82,11 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 import structlog
 import trio
 
-from governor import elicitation
 from governor.acp.dispatch import RpcError
-from governor.attempt_folders import attempt_folder
 from governor.audit.log import AuditUnavailable, recorded_input
+from governor.confine.attempt_folders import attempt_folder
+from governor.confine.egress import egress_for, judge
+from governor.gate import elicitation
 from governor.mcp import launchers
 from governor.mcp.servers import (
     SHIM,
@@ -97,7 +98,6 @@ from governor.mcp.servers import (
     stdio_entry,
     unsaid,
 )
-from governor.network import egress_for, judge
 from policies import by as who
 from policies.capability import Capability
 from policies.decide import Decision, decide_call
@@ -110,7 +110,7 @@ from sandbox.net.accepting import accept_forever
 from sandbox.run.spawn import Child
 
 if TYPE_CHECKING:
-    from governor.gate import Gate
+    from governor.gate.gatekeeper import Gate
     from governor.mcp import wire
     from governor.mcp.own_tools import GovernorTools
     from policies.policy import Policy
@@ -483,7 +483,7 @@ def _server_rules(server: McpServer) -> NetworkRules:
 
 
 def _bwrap() -> str | None:
-    from governor.confine import configured_bwrap  # governor.confine imports much; late
+    from governor.confine.sandboxes import configured_bwrap  # governor.confine imports much; late
 
     return configured_bwrap()
 
@@ -851,10 +851,10 @@ async def open_relay(
 ) -> AsyncIterator[McpRelay | None]:
     """The relay of the job's servers (and of the governor's own tools),
     listening for the block (None when the job names none and offers no tools);
-    its folder (`governor.attempt_folders`) removed after. The servers'
+    its folder (`governor.confine.attempt_folders`) removed after. The servers'
     variables (and the HTTP servers' header values) come from ``environ``
     (None: the governor's own). ``token``: the attempt's, masked in its
-    records (`governor.spec.Prepared.relay_token`); None: a fresh one."""
+    records (`governor.job.spec.Prepared.relay_token`); None: a fresh one."""
     if not policy.mcp.servers and not policy.mcp.governor_tools:
         yield None
         return

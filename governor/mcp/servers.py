@@ -23,9 +23,9 @@ from pathlib import Path
 from secrets import token_urlsafe
 from typing import Any, Final
 
-from governor.install import read_only_in
+from governor.boundary.secrets import SHORTEST, secret_looking, spellings, spelt_bytes, spelt_text
+from governor.confine.own_install import read_only_in
 from governor.mcp import launchers
-from governor.secrets import SHORTEST, secret_looking, spellings, spelt_bytes, spelt_text
 from policies.capability import Capability
 from policies.mcp import OWN_SERVER, McpConfig, McpServer
 from policies.policy import Policy
@@ -93,8 +93,8 @@ class Unsaid:
     """The operator's secrets a server was given, masked in what it sends the
     agent: a server that quotes its token ("invalid token Bearer ...") or
     prints its environment (server-everything's ``get-env``) hands the agent
-    none, in clear or encoded (base64, hex, URL-encoded: `governor.secrets.spellings`).
-    Values under 6 characters are too short to mask (`governor.secrets`)."""
+    none, in clear or encoded (base64, hex, URL-encoded: `governor.boundary.secrets.spellings`).
+    Values under 6 characters are too short to mask (`governor.boundary.secrets`)."""
 
     def __init__(self, values: Iterable[str]) -> None:
         known = {s for v in values if len(v) >= SHORTEST for s in spellings(v)}

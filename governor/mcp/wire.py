@@ -22,7 +22,7 @@ from typing import Any, Final
 from mcp import types
 from pydantic import BaseModel, ValidationError
 
-from governor import spelling
+from governor.boundary import spelling
 
 MAX_LINE: Final = 16 * 2**20
 """Bytes one message may take: a longer line ends the session (a server that

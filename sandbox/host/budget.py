@@ -31,7 +31,7 @@ How, and why each way:
   read-only even for root, and offers no cgroup v2 with memory, so memory is
   watched only (`governor doctor` says what applies).
 - **A watcher** (`watch`) measures every so often, spaced by ten times the
-  last measure's duration (as `governor.roots_size` spaces its walks), at
+  last measure's duration (as `governor.attempt.roots_size` spaces its walks), at
   least `MIN_INTERVAL` apart; past a limit it kills every sandbox of the
   attempt (SIGKILL to each sandbox's pid 1: its whole pid namespace goes) and
   tells the attempt, which ends the turn ``failed`` naming the limit. A

@@ -1,7 +1,7 @@
 """The host's Unix sockets, kept out of reach of a sandbox that may make its own.
 
 Who may call ``socket(AF_UNIX)`` is `sandbox.plan.profile.Profile.unix_sockets`: by
-default a process with a network namespace of its own (`governor.confine` says
+default a process with a network namespace of its own (`governor.confine.sandboxes` says
 which processes share the host's). Its abstract sockets are then its own (they
 belong to a network namespace), but every socket *file* it can see and write
 is reachable: a read-only mount does not stop ``connect()``, which checks write

@@ -184,7 +184,7 @@ class Profile:
     shown_as: tuple[tuple[Path, Path], ...] = ()
     """Host files shown read-only at another path, as (host file, path inside
     a root), bound last (over the pins): a check's own copy of an acceptance
-    test file with its canaries (`governor.canaries`), never the workspace's.
+    test file with its canaries (`governor.checks.canaries`), never the workspace's.
     A path inside that does not exist is made only over scratch roots."""
     scratch: bool = False
     """The roots are overlays whose writes are thrown away with the sandbox
@@ -256,7 +256,7 @@ class Profile:
         default exactly when it has a network namespace of its own (network
         off), where abstract sockets are its own; the survey then hides the
         host's socket files (`sandbox.host.sockets`). One that shares the host's
-        namespace (`governor.confine` says which do) would reach the host's
+        namespace (`governor.confine.sandboxes` says which do) would reach the host's
         abstract sockets (X11, D-Bus), which no mount can hide."""
         return not self.network
 

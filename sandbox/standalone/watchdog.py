@@ -46,7 +46,7 @@ was already running (``tmux`` into an existing server, ``systemd-run --user``,
 ``at``) is no descendant; a descendant that changed its user (``sudo``) may
 refuse the SIGKILL (the sweep gives up after `SWEEP_LIMIT` seconds); and the
 agent, running as the same user, can kill the watchdog itself (full-access is
-no boundary). The governor's marker sweep (``governor/leftovers.py``) still
+no boundary). The governor's marker sweep (``governor/confine/stray_processes.py``) still
 covers whatever kept the marker variable.
 """
 

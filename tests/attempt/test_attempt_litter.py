@@ -11,8 +11,8 @@ import struct
 import sys
 from pathlib import Path
 
-from governor.attempt import run_attempt
-from governor.spec import AttemptSpec
+from governor.attempt.lifecycle import run_attempt
+from governor.job.spec import AttemptSpec
 from policies.policy import parse_policy
 
 FLOOD = Path(__file__).resolve().parents[2] / "bench" / "flood_agent.py"

@@ -21,9 +21,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "audit"))
 from audit_helpers import SCRIPTED, records, scripted_spec
 
-from governor.attempt import run_attempt
+from governor.attempt.lifecycle import run_attempt
 from governor.cli import exit_code
-from governor.outcome import Outcome
+from governor.ending.outcome import Outcome
 from policies.ceiling import parse_ceiling
 from policies.policy import parse_policy
 

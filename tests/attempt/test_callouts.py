@@ -13,9 +13,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "audit"))
 
 from audit_helpers import scripted_spec
 
-from governor.attempt import run_attempt
+from governor.attempt.lifecycle import run_attempt
 from governor.cli.progress import summary
-from governor.outcome import Outcome
+from governor.ending.outcome import Outcome
 
 
 def workspace(tmp_path: Path) -> Path:

@@ -1,4 +1,4 @@
-"""Nothing a check's processes see names a check (`governor.checks`): code under
+"""Nothing a check's processes see names a check (`governor.checks.check_runs`): code under
 test that keys on such a word would fix itself for the check only. Through the
 real ``governor run --check``, in real bwrap: no variable of the check's
 programs is named for the governor or a check, and the command line of the

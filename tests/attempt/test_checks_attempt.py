@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from governor.checks import run_checks
+from governor.checks.check_runs import run_checks
 from policies.policy import parse_policy
 
 SCRIPTED = Path(__file__).resolve().parents[1] / "audit" / "scripted_agent.py"

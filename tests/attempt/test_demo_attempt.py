@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from governor.approver import Ask
-from governor.attempt import run_attempt
+from governor.attempt.lifecycle import run_attempt
 from governor.audit.reading import decision_records
 from governor.audit.verify import read_lines, verify
-from governor.spec import AttemptSpec, RefusedBeforeStart
+from governor.gate.approver import Ask
+from governor.job.spec import AttemptSpec, RefusedBeforeStart
 from policies.capability import Capability
 from policies.ceiling import Ceiling
 from policies.policy import parse_policy

@@ -11,7 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "audit"))
 
 from audit_helpers import scripted_spec
 
-from governor.attempt import run_attempt
+from governor.attempt.lifecycle import run_attempt
 from governor.audit.reading import decision_records
 
 SECRET = "sk-live-0123456789abcdefghij"

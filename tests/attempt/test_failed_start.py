@@ -7,9 +7,9 @@ import os
 import sys
 from pathlib import Path
 
-from governor.attempt import run_attempt
-from governor.secrets import MASK
-from governor.spec import AttemptSpec
+from governor.attempt.lifecycle import run_attempt
+from governor.boundary.secrets import MASK
+from governor.job.spec import AttemptSpec
 from policies.policy import parse_policy
 
 EDIT = parse_policy('capability = "edit-workspace"', "test")

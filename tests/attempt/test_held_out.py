@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "taskset"))
 from checkout import needs_a_visible_checkout
 from tasks import AGENT, AGENT_ARGS, BY_NAME, make_repo
 
-from governor.checks import WITHHELD
+from governor.checks.check_runs import WITHHELD
 
 pytestmark = needs_a_visible_checkout()
 

@@ -1,5 +1,5 @@
 """The held-out tests go back for the checks whatever the agent did to the
-folders' modes (`governor.held_out`): an agent that leaves the workspace root
+folders' modes (`governor.checks.held_out`): an agent that leaves the workspace root
 and the held-out path's parent at 0555 (as an unprivileged user, the governor
 could not write there) still has its work checked against the held-out test,
 the originals are back in the workspace, nothing is left in the governor's

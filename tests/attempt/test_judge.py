@@ -1,6 +1,6 @@
 """The judge as a table: each ending's facts give the status and reason the
 lifecycle's old ten-branch if/elif gave (rows written from that code, before it
-became `governor.ending.PRECEDENCE`)."""
+became `governor.ending.how_it_ended.PRECEDENCE`)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from governor.audit.tally import Tally
-from governor.ending import PRECEDENCE, SAID_CHARS, CommandResult, Ending, judge, said
-from governor.secrets import MASK, Masker
+from governor.boundary.secrets import MASK, Masker
+from governor.ending.how_it_ended import PRECEDENCE, SAID_CHARS, CommandResult, Ending, judge, said
 
 PAUSE = {"kind": "terminal", "request": 3, "subject": {"command": "rm x"}, "reason": "waiting: rm"}
 GAVE_UP = "sent 1,000 lines in a row that are not JSON-RPC (1,000 not JSON)"

@@ -14,9 +14,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "audit"))
 
 from audit_helpers import demo_spec, scripted_spec
 
-from governor.approver import Ask
-from governor.attempt import run_attempt
+from governor.attempt.lifecycle import run_attempt
 from governor.audit.reading import decision_records
+from governor.gate.approver import Ask
 from policies.policy import parse_policy
 
 

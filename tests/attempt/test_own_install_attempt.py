@@ -1,7 +1,7 @@
 """A real attempt, its governor started from a venv inside the workspace (a
 project's ``.venv`` with acp-governor in it): the sandboxed agent cannot plant
 a ``.pth`` in that venv, which the next ``governor`` start would run outside
-any sandbox, and still writes the rest of the workspace (`governor.install`)."""
+any sandbox, and still writes the rest of the workspace (`governor.confine.own_install`)."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from governor.spec import Agent, AttemptSpec, PlainProgram, RefusedBeforeStart, prepare
+from governor.job.spec import Agent, AttemptSpec, PlainProgram, RefusedBeforeStart, prepare
 
 
 def problems(**fields: object) -> list[str]:

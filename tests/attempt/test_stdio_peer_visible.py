@@ -1,5 +1,5 @@
 """A sandboxed stdlib agent sees the JSON-RPC loop it imports by path
-(`governor.agents.stdio_peer`, kept visible by `governor.confine`), even when
+(`governor.agents.stdio_peer`, kept visible by `governor.confine.sandboxes`), even when
 the agent itself lies under a folder its sandbox hides (here ``/tmp``, as a
 checkout under ``$HOME`` would be): a real demo agent, real bwrap."""
 
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from governor import confine
-from governor.attempt import run_attempt
-from governor.spec import AttemptSpec
+from governor.attempt.lifecycle import run_attempt
+from governor.confine import sandboxes as confine
+from governor.job.spec import AttemptSpec
 from policies.policy import parse_policy
 
 AGENTS = Path(__file__).resolve().parents[2] / "governor" / "agents"

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from governor import cli
-from governor.attempt import run_attempt
-from governor.spec import AttemptSpec, RefusedBeforeStart
+from governor.attempt.lifecycle import run_attempt
+from governor.job.spec import AttemptSpec, RefusedBeforeStart
 from policies.policy import parse_policy
 
 EDIT = parse_policy('capability = "edit-workspace"', "test")

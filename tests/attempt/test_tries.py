@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from governor.checks import CheckRun
-from governor.secrets import Masker
-from governor.tries import DIGEST_TAIL, StartingCopy, digest, try_log, with_digest
+from governor.attempt.tries import DIGEST_TAIL, StartingCopy, digest, try_log, with_digest
+from governor.boundary.secrets import Masker
+from governor.checks.check_runs import CheckRun
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "taskset"))
 from tasks import AGENT, AGENT_ARGS, BY_NAME, make_repo

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from governor.turn import Turn
+from governor.attempt.turn import Turn
 
 
 def update(what: str, session: str = "s1", **fields: Any) -> dict[str, Any]:

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from governor.workspace import MAX_FILES
+from governor.confine.workspace import MAX_FILES
 
 GOVERNOR = Path(sys.executable).parent / "governor"
 SCRIPTED = Path(__file__).resolve().parents[1] / "audit" / "scripted_agent.py"

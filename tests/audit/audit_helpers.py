@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from governor.attempt import run_attempt
-from governor.outcome import Outcome
-from governor.spec import AttemptSpec
+from governor.attempt.lifecycle import run_attempt
+from governor.ending.outcome import Outcome
+from governor.job.spec import AttemptSpec
 from policies.policy import parse_policy
 
 HERE = Path(__file__).parent

@@ -20,8 +20,8 @@ from typing import Any
 
 import trio
 
-from governor.attempt import run_attempt
-from governor.spec import AttemptSpec
+from governor.attempt.lifecycle import run_attempt
+from governor.job.spec import AttemptSpec
 from policies.policy import parse_policy
 
 HERE = Path(__file__).parent

@@ -14,11 +14,11 @@ import pytest
 import trio
 from audit_helpers import demo_spec, log_lines
 
-from governor.attempt import run_attempt
+from governor.attempt.lifecycle import run_attempt
 from governor.audit.log import chain_hash, sealed
 from governor.audit.signing import KEY_VARIABLE
-from governor.outcome import Outcome
-from governor.spec import RefusedBeforeStart
+from governor.ending.outcome import Outcome
+from governor.job.spec import RefusedBeforeStart
 
 GOVERNOR = Path(sys.executable).parent / "governor"
 

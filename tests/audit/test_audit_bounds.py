@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from governor.audit.log import RECORD_BYTES, AuditLog, AuditUnavailable
+from governor.audit.repeated_refusals import BURST
 from governor.audit.tally import tally
-from governor.audit.thinning import BURST
 from governor.audit.verify import read_lines, verify
 
 

@@ -21,7 +21,7 @@ from audit_helpers import scripted_spec
 from browser import artifacts, browse, devtools, find_chromium
 
 from governor import cli
-from governor.attempt import run_attempt
+from governor.attempt.lifecycle import run_attempt
 from governor.audit.page_source import RESULT_KINDS
 from governor.audit.verify import UNFINISHED
 

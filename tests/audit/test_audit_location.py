@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from audit_helpers import demo_spec, records
 
-from governor.attempt import run_attempt
-from governor.spec import RefusedBeforeStart
+from governor.attempt.lifecycle import run_attempt
+from governor.job.spec import RefusedBeforeStart
 
 
 @pytest.mark.parametrize(

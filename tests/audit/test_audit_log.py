@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from governor.audit.log import _SCREEN, AuditLog, AuditUnavailable, chain_hash
 from governor.audit.verify import read_lines, verify
-from governor.secrets import _SHAPES, Masker
+from governor.boundary.secrets import _SHAPES, Masker
 
 KNOWN = ['hunter2-"quoted"-\\back', "plain-known-value-123", "line\nbreak-secret"]
 
@@ -92,7 +92,7 @@ def test_the_screen_flags_every_sample_of_every_shape(branch: str, data: st.Data
 
 
 def test_every_top_level_shape_branch_is_covered_by_the_samples() -> None:
-    assert len(SHAPE_BRANCHES) >= 10  # a new shape in governor.secrets joins the property test
+    assert len(SHAPE_BRANCHES) >= 10  # a new shape in governor.boundary.secrets joins the property test
     for branch in SHAPE_BRANCHES:
         re.compile(branch.replace("(?<=[?&])", "[?&]"))
 

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from governor.approver import Unattended
 from governor.audit.log import AuditLog
 from governor.audit.tally import Tally
 from governor.cli.audit import run_table
 from governor.cli.audit_checks import run_replay
-from governor.gate import Gate
-from governor.network import judge
+from governor.confine.egress import judge
+from governor.gate.approver import Unattended
+from governor.gate.gatekeeper import Gate
 from policies.capability import Capability
 from policies.network import NetworkRules, parse_pattern
 from policies.policy import Policy
@@ -78,7 +78,7 @@ async def test_replay_re_decides_network_records_keeping_the_agents_own_hosts(
 
 
 async def test_a_persons_always_allows_a_host_for_the_rest_of_the_attempt(tmp_path: Path) -> None:
-    from governor.approver import Callback
+    from governor.gate.approver import Callback
 
     asked: list[str] = []
 
@@ -103,7 +103,7 @@ async def test_a_persons_always_allows_a_host_for_the_rest_of_the_attempt(tmp_pa
 async def test_a_host_a_person_allowed_is_looked_up_after_the_answer_and_connected_to(
     tmp_path: Path,
 ) -> None:
-    from governor.approver import Callback
+    from governor.gate.approver import Callback
 
     rules = NetworkRules(enabled=True, ask=(parse_pattern("localhost:8443"),))  # resolves offline
     policy = Policy(capability=Capability.EDIT_WORKSPACE, network_rules=rules).bind(str(tmp_path))

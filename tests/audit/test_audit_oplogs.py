@@ -9,7 +9,7 @@ import structlog
 from audit_helpers import scripted_spec
 from structlog.testing import capture_logs
 
-from governor.attempt import run_attempt
+from governor.attempt.lifecycle import run_attempt
 
 MALFORMED = [
     {"update": {"sessionUpdate": "tool_call", "title": "no id"}},  # toolCallId is required

@@ -1,4 +1,4 @@
-"""The audit views read a log in passes (`governor.audit.passes`): the check
+"""The audit views read a log in passes (`governor.audit.read_in_passes`): the check
 first, then the records one at a time. What they keep is bounded (the table's
 rows shown, replay's changes listed, each saying how many more), a later pass
 reads only what the check read, and a batch's job names cannot lead a reader
@@ -16,7 +16,7 @@ from reader_runs import run
 
 import governor.audit.replay as replay_module
 import governor.cli.audit as audit_cli
-from governor.audit.passes import check_log, records
+from governor.audit.read_in_passes import check_log, records
 from governor.audit.reading import LogMalformed, LogUnreadable
 
 

@@ -13,11 +13,11 @@ import trio
 from audit_helpers import demo_spec, log_lines, records
 
 from governor import cli
-from governor.approver import Ask
-from governor.attempt import run_attempt
+from governor.attempt.lifecycle import run_attempt
 from governor.audit.log import AuditLog
 from governor.audit.verify import UNFINISHED
-from governor.outcome import Outcome
+from governor.ending.outcome import Outcome
+from governor.gate.approver import Ask
 from policies.capability import Capability
 from policies.policy import parse_policy
 

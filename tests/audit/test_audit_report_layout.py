@@ -21,7 +21,7 @@ import trio
 from audit_helpers import scripted_spec
 from browser import artifacts, devtools, find_chromium, layout
 
-from governor.attempt import run_attempt
+from governor.attempt.lifecycle import run_attempt
 
 GOVERNOR = Path(sys.executable).parent / "governor"
 WIDTHS = (400, 1400)

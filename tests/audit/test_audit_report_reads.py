@@ -28,7 +28,7 @@ import trio
 from audit_helpers import scripted_spec
 from browser import DevTools, artifacts, devtools, find_chromium, layout
 
-from governor.attempt import run_attempt
+from governor.attempt.lifecycle import run_attempt
 
 GOVERNOR = Path(sys.executable).parent / "governor"
 WIDTHS = (400, 1400)
@@ -36,7 +36,7 @@ TOKEN = "ghp_" + "Q7x" * 12  # a GitHub token's shape: the masker's
 HOSTILE = '<img src=x onerror="document.title=1"><script>document.title="owned"</script>'
 REFUSALS = 100
 """Identical refusals: more than the log writes one by one in a burst
-(`governor.audit.thinning.BURST`), so the page also folds its count of the rest."""
+(`governor.audit.repeated_refusals.BURST`), so the page also folds its count of the rest."""
 
 
 def _governor(*args: str) -> subprocess.CompletedProcess[str]:

@@ -13,7 +13,7 @@ from typing import Any
 
 from audit_helpers import records, scripted_spec
 
-from governor.attempt import run_attempt
+from governor.attempt.lifecycle import run_attempt
 from governor.audit.verify import read_lines, verify
 from governor.cli.outcome_json import document, write_json
 from policies.ceiling import CUSTOM_AGENT, Ceiling
@@ -205,7 +205,7 @@ def test_a_secret_spelt_in_base64_hex_or_url_encoding_never_reaches_a_record() -
     import urllib.parse
 
     from governor.audit.log import AuditLog
-    from governor.secrets import Masker
+    from governor.boundary.secrets import Masker
 
     secret = "sk-live-4f9a7Q2xLmN8pR3t"
     log = AuditLog(None, "a", masker=Masker([secret]))
@@ -230,7 +230,7 @@ def test_every_spelling_of_a_shapeless_secret_inside_longer_text_is_masked_by_th
     sentence, is still masked; the neighbours with no secret are written as they
     are."""
     from governor.audit.log import AuditLog
-    from governor.secrets import Masker, spellings
+    from governor.boundary.secrets import Masker, spellings
 
     secret = "correct horse battery/staple 42"  # no token shape: only the known value finds it
     log = AuditLog(None, "a", masker=Masker([secret]))

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from governor.audit.reading import LogUnreadable, decision_records
 from governor.cli.outcome_json import Streamed, document, write_json
-from governor.outcome import Outcome
+from governor.ending.outcome import Outcome
 
 
 def decisions_in(log: Path, attempt: str) -> list[dict[str, Any]]:

@@ -13,9 +13,9 @@ from typing import Any
 import trio
 from audit_helpers import scripted_spec
 
-from governor.attempt import run_attempt
-from governor.framing import PROMPT_CHARS, SUMMARY_CHARS, bounded
-from governor.secrets import Masker
+from governor.attempt.lifecycle import run_attempt
+from governor.attempt.start_end_records import PROMPT_CHARS, SUMMARY_CHARS, bounded
+from governor.boundary.secrets import Masker
 
 TOKEN = "ghp_R2l0SHViVG9rZW5Gb3JUZXN0c09ubHkxMjM0"
 

@@ -26,15 +26,15 @@ import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from governor.approver import Approval, Ask, Callback
 from governor.audit import page_source, report
 from governor.audit.log import AuditLog
-from governor.audit.passes import check_log
+from governor.audit.read_in_passes import check_log
 from governor.audit.reading import read_log, row
+from governor.audit.repeated_refusals import Thinning
 from governor.audit.tally import ASKED_KINDS, WORDS, Tally, tally
-from governor.audit.thinning import Thinning
 from governor.cli import audit_views
-from governor.gate import Gate
+from governor.gate.approver import Approval, Ask, Callback
+from governor.gate.gatekeeper import Gate
 from policies import by
 from policies.decide import Decision
 from policies.policy import parse_policy

@@ -2,7 +2,7 @@
 one page with a row per job (status, verdict, tally, changes without asking,
 refusals) linking to each job's attempt page, written beside it; a crafted job
 name in ``outcomes.jsonl`` cannot lead the reader outside the folder (the same
-check, `governor.audit.shape.JOB_ID`, refuses it in the table too); and the
+check, `governor.audit.record_shape.JOB_ID`, refuses it in the table too); and the
 page in headless Chromium at 400 and 1,400 px, screenshots kept."""
 
 from __future__ import annotations

@@ -11,10 +11,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from governor.attempt import run_attempt
+from governor.attempt.lifecycle import run_attempt
 from governor.audit.reading import decision_records
 from governor.audit.verify import read_lines, verify
-from governor.spec import AttemptSpec
+from governor.job.spec import AttemptSpec
 from policies.policy import parse_policy
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from governor.installs import InstallError, data_home, fetch_for_npx, install, installed
-from governor.presets import Preset, load_presets
+from governor.agents.npm_installs import InstallError, data_home, fetch_for_npx, install, installed
+from governor.agents.presets import Preset, load_presets
 
 SMALL = """
 [sdk]

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from governor.installs import LOCK, PYTHON_VARIABLE, InstallError, install, installed
-from governor.presets import Preset, Resolved, load_presets, resolve
+from governor.agents.npm_installs import LOCK, PYTHON_VARIABLE, InstallError, install, installed
+from governor.agents.presets import Preset, Resolved, load_presets, resolve
 
 SMALL = """
 [cow]

@@ -3,11 +3,11 @@ exit code of a failed verdict, the notice of read-only roots, masked tails."""
 
 from __future__ import annotations
 
-from governor.checks import READ_ONLY_NOTICE, CheckRun, Checks
+from governor.boundary.secrets import MASK, Masker
+from governor.checks.check_runs import READ_ONLY_NOTICE, CheckRun, Checks
 from governor.cli import CHECK_FAILED, EXIT_BY_STATUS, exit_code
 from governor.cli.progress import summary
-from governor.ending import Ending, judge
-from governor.secrets import MASK, Masker
+from governor.ending.how_it_ended import Ending, judge
 
 PASSED = CheckRun("pytest -q", 0, 1.5, "1 passed\n")
 FAILED = CheckRun("ruff check", 1, 0.25, "calc.py:1:1: F401 unused\nFound 1 error.\n")
@@ -68,8 +68,8 @@ def test_each_check_is_a_progress_line_as_it_ends() -> None:
 
 
 def test_every_check_exiting_0_is_no_pass_when_an_acceptance_test_is_missing_and_the_summary_names_it() -> None:
-    from governor.test_results import Acceptance
-    from governor.test_results import judge as judge_tests
+    from governor.checks.test_results import Acceptance
+    from governor.checks.test_results import judge as judge_tests
 
     wanted = Acceptance(("tests/acceptance/test_add.py::TestA::test_add",))
     missing = Checks((PASSED,), "overlay", judge_tests(wanted, []))
@@ -85,8 +85,8 @@ def test_every_check_exiting_0_is_no_pass_when_an_acceptance_test_is_missing_and
 
 
 def test_the_summary_counts_the_held_out_tests_not_passed_and_never_names_them() -> None:
-    from governor.test_results import Acceptance
-    from governor.test_results import judge as judge_tests
+    from governor.checks.test_results import Acceptance
+    from governor.checks.test_results import judge as judge_tests
 
     hidden = "tests/hidden/test_h.py::TestH::test_other_inputs"
     wanted = Acceptance(("tests/acceptance/test_add.py::TestA::test_add", hidden), held_out=(hidden,))

@@ -18,7 +18,7 @@ import cmarkgfm
 import pytest
 from cmarkgfm.cmark import Options
 
-from governor import display
+from governor.boundary import display
 
 GOVERNOR = Path(sys.executable).parent / "governor"
 SCRIPTED = Path(__file__).resolve().parents[1] / "audit" / "scripted_agent.py"

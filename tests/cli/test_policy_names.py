@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from governor.batch.jobs import Job, anchored
-from governor.policyfile import shipped_policies
+from governor.job.policy_files import shipped_policies
 
 GOVERNOR = str(Path(sys.executable).parent / "governor")
 SHIPPED = sorted(shipped_policies())

@@ -26,7 +26,7 @@ POLICY = str(ROOT / "policies" / "edit-workspace.toml")
 
 FORBIDDEN = (
     "acp", "pydantic", "trio", "structlog", "jsonrpcserver", "jsonschema",
-    "sandbox.run", "sandbox.net", "governor.acp", "governor.attempt", "governor.spec",
+    "sandbox.run", "sandbox.net", "governor.acp", "governor.attempt.lifecycle", "governor.job.spec",
 )  # fmt: skip
 """The ACP schema package, its validation, the async runtime, the logs, the
 sandbox's processes and the attempt: what only running an attempt needs."""
@@ -46,7 +46,7 @@ QUICK = [
 EAGER = """
 import contextlib, io, json, sys
 import trio, acp.schema, structlog
-import governor.attempt, governor.confine, sandbox.run.session, sandbox.net.proxy
+import governor.attempt.lifecycle, governor.confine.sandboxes, sandbox.run.session, sandbox.net.proxy
 from governor.cli import COMMANDS, main
 for name in COMMANDS:
     __import__(f"governor.cli.{name}")
@@ -141,7 +141,7 @@ def test_the_import_probe_sees_what_a_command_that_prepares_an_attempt_imports(
         environ(tmp_path),
     )
     assert done.returncode == 2, done.stderr
-    assert "governor.spec" in forbidden(modules)
+    assert "governor.job.spec" in forbidden(modules)
     assert "trio" in forbidden(modules)
 
 
@@ -155,6 +155,6 @@ def test_an_attempt_without_mcp_servers_imports_neither_the_mcp_sdk_nor_jsonrpcs
             "--log", str(tmp_path / "audit.jsonl"), "the task", "--", sys.executable, demo]  # fmt: skip
     done, modules = imported(argv, environ(tmp_path))
     assert done.returncode == 0, done.stderr
-    assert "acp.schema" in modules and "governor.attempt" in modules
+    assert "acp.schema" in modules and "governor.attempt.lifecycle" in modules
     unneeded = ("mcp", "jsonrpcserver", "jsonschema", "oslash", "http.server")
     assert sorted(m for m in modules for u in unneeded if m == u or m.startswith(u + ".")) == []

@@ -22,9 +22,9 @@ from typing import Any
 import pytest
 import trio
 
-from governor.confine import agent_profile
-from governor.installs import Installed, installed
-from governor.presets import find
+from governor.agents.npm_installs import Installed, installed
+from governor.agents.presets import find
+from governor.confine.sandboxes import agent_profile
 from policies.policy import parse_policy
 from sandbox.run.agent import agent_process
 

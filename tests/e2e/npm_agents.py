@@ -21,8 +21,8 @@ import pytest
 
 from governor.audit.reading import decision_records
 from governor.audit.verify import read_lines, verify
-from governor.outcome import Outcome
-from governor.spec import AttemptSpec
+from governor.ending.outcome import Outcome
+from governor.job.spec import AttemptSpec
 
 REPO = Path(__file__).resolve().parents[2]
 WIRETAP = Path(__file__).resolve().with_name("wiretap.py")

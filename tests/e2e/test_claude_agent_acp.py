@@ -20,7 +20,7 @@ from toolchain_home import (
     developer_workspace,
 )
 
-from governor.attempt import run_attempt
+from governor.attempt.lifecycle import run_attempt
 from governor.audit.reading import decision_records
 
 pytestmark = [pytest.mark.e2e, pytest.mark.npm_agent(CLAUDE_AGENT_ACP)]

@@ -17,10 +17,10 @@ import pytest
 from npm_agents import CLAUDE_AGENT_ACP, Job, installed, records
 from standin import StandIn, write
 
-from governor.attempt import run_attempt
+from governor.attempt.lifecycle import run_attempt
 from governor.audit.reading import decision_records
 from governor.cli import exit_code
-from governor.outcome import Outcome
+from governor.ending.outcome import Outcome
 from policies.policy import Policy, parse_policy
 
 pytestmark = [pytest.mark.e2e, pytest.mark.npm_agent(CLAUDE_AGENT_ACP)]

@@ -82,7 +82,7 @@ async def test_scripted_to_make_the_fix_it_gets_the_verdict_passed(job: Job) -> 
     assert code == 0, outcome
     assert outcome["status"] == "completed" and outcome["verdict"] == "passed", outcome
     [check] = outcome["checks_run"]
-    # the runner exits 1: its must-fail canaries fail (governor.canaries), as they must
+    # the runner exits 1: its must-fail canaries fail (governor.checks.canaries), as they must
     assert check["command"] == CHECK and check["passed"] and "Ran " in check["tail"]
     assert outcome["files_changed"] == [str(job.workspace.resolve() / TASK.source)]
     assert outcome.get("findings", []) == []

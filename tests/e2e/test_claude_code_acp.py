@@ -25,7 +25,7 @@ from toolchain_home import (
     developer_workspace,
 )
 
-from governor.attempt import run_attempt
+from governor.attempt.lifecycle import run_attempt
 from governor.audit.reading import decision_records
 from policies.policy import parse_policy
 

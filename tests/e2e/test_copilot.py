@@ -12,7 +12,7 @@ import pytest
 from npm_agents import COPILOT, Job, copilot_argv, records, tally_without_network
 from openai_standin import Call, OpenAIStandIn
 
-from governor.attempt import run_attempt
+from governor.attempt.lifecycle import run_attempt
 
 pytestmark = [pytest.mark.e2e, pytest.mark.npm_agent(COPILOT, node=None)]
 

@@ -11,7 +11,7 @@ from mcp_relay.mcp_harness import everything_http
 from npm_agents import CLAUDE_AGENT_ACP, Job, installed, records
 from standin import StandIn, Step
 
-from governor.attempt import run_attempt
+from governor.attempt.lifecycle import run_attempt
 
 pytestmark = [pytest.mark.e2e, pytest.mark.npm_agent(CLAUDE_AGENT_ACP)]
 

@@ -19,7 +19,7 @@ import pytest
 from npm_agents import Job, installed, preset_path, records, tally_without_network
 from openai_standin import Call, OpenAIStandIn
 
-from governor.attempt import run_attempt
+from governor.attempt.lifecycle import run_attempt
 
 OPENCODE = "opencode-ai/bin/opencode.exe"
 """npm's postinstall links the platform package's binary here."""

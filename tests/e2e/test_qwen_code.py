@@ -23,7 +23,7 @@ from npm_agents import (
 )
 from openai_standin import Call, OpenAIStandIn
 
-from governor.attempt import run_attempt
+from governor.attempt.lifecycle import run_attempt
 
 pytestmark = [pytest.mark.e2e, pytest.mark.npm_agent(QWEN_CODE, node=str(MODULES / NODE_22))]
 

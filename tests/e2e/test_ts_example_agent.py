@@ -16,9 +16,9 @@ import trio
 from npm_agents import TS_EXAMPLE, Job, installed, records
 from wiretap import read as read_wire
 
-from governor.approver import Ask
-from governor.attempt import run_attempt
-from governor.outcome import Outcome
+from governor.attempt.lifecycle import run_attempt
+from governor.ending.outcome import Outcome
+from governor.gate.approver import Ask
 from policies.capability import Capability
 from policies.ceiling import CUSTOM_AGENT, Ceiling
 from policies.policy import parse_policy

@@ -1,4 +1,4 @@
-"""What explains each change in the workspace, rule by rule (`governor.attribution`)."""
+"""What explains each change in the workspace, rule by rule (`governor.ending.attribution`)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from governor.attribution import RULES, Allowance, Allowances, Cause, Evidence, explain
-from governor.workspace import Change, Seen, Snapshot
+from governor.confine.workspace import Change, Seen, Snapshot
+from governor.ending.attribution import RULES, Allowance, Allowances, Cause, Evidence, explain
 
 WRITTEN = "/ws/written.txt"
 LEFT = Seen(3, 100, 100, 7, 0o100644)
@@ -134,7 +134,7 @@ def test_many_allowances_answer_as_the_linear_rule_would() -> None:
 def test_the_tool_calls_kept_are_the_last_mentioned_and_bounded() -> None:
     from acp import schema
 
-    from governor.toolcalls import MAX_TOOL_CALLS, ToolCalls
+    from governor.gate.tool_calls import MAX_TOOL_CALLS, ToolCalls
 
     calls = ToolCalls()
     first = calls.upsert(schema.ToolCallStart(session_update="tool_call", tool_call_id="call-0", title="first"))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from acp import schema
 
-from governor.budget import Budget, usage_line
+from governor.attempt.budget import Budget, usage_line
 from policies.limits import Limits
 
 

@@ -1,4 +1,4 @@
-"""A check's environment is the loop's (`governor.checks.check_environment`,
+"""A check's environment is the loop's (`governor.checks.check_runs.check_environment`,
 `check_path`): the workspace off the module path, plugin autoload off, its
 reports outside the workspace, its PATH out of the roots; the job's own
 variables kept where they do not undo that."""
@@ -7,7 +7,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from governor.checks import PYCACHE_INSIDE, REPORTS_VARIABLE, check_environment, check_path
+from governor.checks.check_runs import (
+    PYCACHE_INSIDE,
+    REPORTS_VARIABLE,
+    check_environment,
+    check_path,
+)
 
 
 def test_the_harness_variables_win_over_the_jobs_and_the_jobs_options_are_kept_after_them() -> None:
@@ -44,7 +49,7 @@ def test_a_checks_path_keeps_no_entry_a_workspace_could_choose() -> None:
 def test_the_programs_a_check_runs_from_the_workspace_are_in_its_harness_set_a_virtualenv_whole(
     tmp_path: Path,
 ) -> None:
-    from governor import harness
+    from governor.confine import harness
     from policies.policy import parse_policy
 
     ws = tmp_path / "ws"

@@ -1,4 +1,4 @@
-"""`governor.confine`: what a policy's ``[sandbox]`` table becomes in the
+"""`governor.confine.sandboxes`: what a policy's ``[sandbox]`` table becomes in the
 profiles of the commands and of the agent."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from governor.confine import agent_profile, command_profile
+from governor.confine.sandboxes import agent_profile, command_profile
 from policies.policy import parse_policy
 
 

@@ -1,4 +1,4 @@
-"""The result records (`governor.effects`): a command's output tail and a
+"""The result records (`governor.audit.effects`): a command's output tail and a
 governed write's diff are masked before they are cut and bounded whatever the
 agent printed or wrote; the log writes them as any record (chained, masked
 again) and its readers accept their shape, and refuse a crafted one."""
@@ -10,9 +10,7 @@ import re
 from pathlib import Path
 
 from governor import cli
-from governor.audit.log import AuditLog
-from governor.audit.shape import malformed
-from governor.effects import (
+from governor.audit.effects import (
     DIFF_CHARS,
     DIFF_LINES,
     TAIL_CHARS,
@@ -22,8 +20,10 @@ from governor.effects import (
     exit_fields,
     tail,
 )
-from governor.fsaccess import NOT_KEPT, write_text
-from governor.secrets import Masker
+from governor.audit.log import AuditLog
+from governor.audit.record_shape import malformed
+from governor.boundary.secrets import Masker
+from governor.gate.file_access import NOT_KEPT, write_text
 
 SECRET = "s3cr3t-value-of-the-operator"
 

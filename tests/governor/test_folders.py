@@ -1,4 +1,4 @@
-"""`governor.folders`, as an unprivileged user (root sees through any mode):
+"""`governor.boundary.folders`, as an unprivileged user (root sees through any mode):
 a folder made unreadable is opened and its mode put back, a link in a folder's
 place is never followed, a mode changed meanwhile is kept, and a folder of
 another user is listed as closed, never walked as empty. The checks run in a
@@ -24,7 +24,7 @@ USER = "govtest"
 
 CHECKS = r"""
 import json, os, stat, sys
-from governor import folders
+from governor.boundary import folders
 base = sys.argv[1]
 out = {}
 hid = os.path.join(base, "hid")

@@ -14,10 +14,10 @@ import pytest
 import trio
 
 from governor.acp.dispatch import begin, reply
-from governor.approver import Unattended
 from governor.audit.log import AuditLog
-from governor.fsaccess import resolve
-from governor.gate import Gate
+from governor.gate.approver import Unattended
+from governor.gate.file_access import resolve
+from governor.gate.gatekeeper import Gate
 from policies.policy import parse_policy
 
 REPO = Path(__file__).resolve().parents[2]
@@ -92,7 +92,7 @@ def test_a_fifo_in_the_workspace_is_refused_without_blocking(tree: Path) -> None
     os.mkfifo(fifo)
     code = (
         "import sys; sys.path.insert(0, sys.argv[1])\n"
-        "from governor.fsaccess import FileAccessError, read_text\n"
+        "from governor.gate.file_access import FileAccessError, read_text\n"
         "try:\n"
         "    read_text(sys.argv[2])\n"
         "except FileAccessError as e:\n"
@@ -167,7 +167,7 @@ def test_small_and_large_files_read_whole_and_by_lines_without_leaking_descripto
 def test_a_file_that_reports_no_size_is_read_to_its_end() -> None:
     """/proc files say they are empty and give a page or so per read: the whole
     text still comes back (here this process's maps, several pages under pytest)."""
-    from governor.fsaccess import read_text
+    from governor.gate.file_access import read_text
 
     path = "/proc/self/maps"
     assert os.stat(path).st_size == 0

@@ -12,9 +12,9 @@ from typing import Any
 import trio
 
 from governor.acp.dispatch import begin, reply
-from governor.approver import Approval, Ask
 from governor.audit.log import AuditLog
-from governor.gate import Gate
+from governor.gate.approver import Approval, Ask
+from governor.gate.gatekeeper import Gate
 from policies.policy import parse_policy
 
 FORM = {

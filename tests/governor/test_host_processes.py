@@ -137,8 +137,8 @@ def test_the_workspace_placeholder_is_replaced_in_arguments_only() -> None:
 def test_the_places_of_an_attempt_hold_its_roots_and_its_agent_s_home_folders_where_relocated(
     tmp_path: Path, environ: dict[str, str]
 ) -> None:
-    from governor.confine import host_places
-    from governor.presets import presets
+    from governor.agents.presets import presets
+    from governor.confine.sandboxes import host_places
     from policies.policy import Policy
 
     elsewhere = tmp_path / "codex-home"

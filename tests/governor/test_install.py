@@ -1,4 +1,4 @@
-"""The governor's own install is never the agent's to change (`governor.install`):
+"""The governor's own install is never the agent's to change (`governor.confine.own_install`):
 its folders inside a writable root are pinned read-only in the agent's and the
 commands' profiles, and a root that is one of them is refused before start."""
 
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from governor import install
-from governor.confine import agent_profile, command_profile
-from governor.spec import AttemptSpec, RefusedBeforeStart, prepare
+from governor.confine import own_install as install
+from governor.confine.sandboxes import agent_profile, command_profile
+from governor.job.spec import AttemptSpec, RefusedBeforeStart, prepare
 from policies.policy import parse_policy
 
 EDIT = parse_policy('capability = "edit-workspace"', "edit.toml")

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from governor.ending import Ending, judge
-from governor.network import agent_hosts
-from governor.presets import find
+from governor.agents.presets import find
+from governor.confine.egress import agent_hosts
+from governor.ending.how_it_ended import Ending, judge
 
 
 def test_a_failed_attempt_names_the_hosts_the_proxy_refused_the_agent() -> None:

@@ -1,4 +1,4 @@
-"""`governor.otel` driven in process: spans and metrics kept in memory (the SDK's
+"""`governor.observe.otel` driven in process: spans and metrics kept in memory (the SDK's
 in-memory exporter and reader), fed by a real attempt of the demo agent or by
 events written here."""
 
@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from otel_receiver import needs_otel
 
-from governor import otel
-from governor.attempt import run_attempt
-from governor.outcome import AcpReport, Outcome
-from governor.secrets import Masker
-from governor.spec import AttemptSpec, RefusedBeforeStart
+from governor.attempt.lifecycle import run_attempt
+from governor.boundary.secrets import Masker
+from governor.ending.outcome import AcpReport, Outcome
+from governor.job.spec import AttemptSpec, RefusedBeforeStart
+from governor.observe import otel
 from policies.policy import parse_policy
 
 EDIT = parse_policy('capability = "edit-workspace"', "test")

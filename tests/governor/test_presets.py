@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from governor.presets import (
+from governor.agents.presets import (
     DEFAULT_PATH,
     NotInstalled,
     PresetError,

@@ -12,9 +12,9 @@ import pytest
 import trio
 
 from governor.acp.dispatch import begin, reply
-from governor.approver import Unattended
 from governor.audit.log import AuditLog
-from governor.gate import Gate
+from governor.gate.approver import Unattended
+from governor.gate.gatekeeper import Gate
 from policies.policy import parse_policy
 
 COMMANDS = {"echo hi": 1, "git status; pytest -q": 2, "ls && cat a | grep b": 3}

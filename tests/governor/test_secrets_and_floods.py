@@ -18,11 +18,17 @@ from urllib.parse import quote
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from governor.attempt import run_attempt
+from governor.attempt.lifecycle import run_attempt
 from governor.audit.signing import keygen
-from governor.checks import run_checks
+from governor.boundary.secrets import (
+    MASK,
+    SIGNING_KEY_VARIABLE,
+    Masker,
+    alternation,
+    forwarding_problems,
+)
+from governor.checks.check_runs import run_checks
 from governor.mcp.servers import Unsaid
-from governor.secrets import MASK, SIGNING_KEY_VARIABLE, Masker, alternation, forwarding_problems
 from policies.policy import parse_policy
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "audit"))

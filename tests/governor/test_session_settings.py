@@ -7,7 +7,7 @@ from typing import Any
 
 from acp import schema
 
-from governor.session_settings import (
+from governor.attempt.session_choices import (
     ModelChoice,
     Setting,
     Unavailable,

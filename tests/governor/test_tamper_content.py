@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from governor.confine.workspace import diff, snapshot
 from governor.tamper import audit_file
 from governor.tamper import baseline as tamper
-from governor.workspace import diff, snapshot
 
 BEFORE = """\
 import unittest

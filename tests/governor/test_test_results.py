@@ -1,4 +1,4 @@
-"""Judged by results (`governor.test_results`): the acceptance tests collected
+"""Judged by results (`governor.checks.test_results`): the acceptance tests collected
 from the frozen files, the runners' JUnit reports read with bounds, and a
 verdict that needs every acceptance test reported passed."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from governor.test_results import (
+from governor.checks.test_results import (
     Acceptance,
     CaseResult,
     acceptance_of,
@@ -120,8 +120,8 @@ def test_reports_are_read_from_junit_xml_and_a_hostile_one_is_unreadable_not_bel
 
 
 def test_a_tries_digest_names_the_acceptance_tests_not_passed_when_every_check_exited_0() -> None:
-    from governor.checks import CheckRun
-    from governor.tries import digest, with_digest
+    from governor.attempt.tries import digest, with_digest
+    from governor.checks.check_runs import CheckRun
 
     ran = [CheckRun("python3 -m unittest", 0, 0.1, "OK")]
     assert digest(ran) is None  # an exit status alone says nothing failed
@@ -157,8 +157,8 @@ def test_a_held_out_test_is_an_acceptance_test_whatever_the_job_names_and_is_cou
 
 
 def test_a_tries_digest_counts_the_held_out_tests_not_passed_and_carries_no_withheld_output() -> None:
-    from governor.checks import WITHHELD, CheckRun
-    from governor.tries import digest, with_digest
+    from governor.attempt.tries import digest, with_digest
+    from governor.checks.check_runs import WITHHELD, CheckRun
 
     ran = [CheckRun("python3 -m unittest", 0, 0.1, WITHHELD)]
     facts = digest(ran, tried=1, tests={"not_passed": [], "held_out_not_passed": 1})

@@ -1,4 +1,4 @@
-"""Workspace snapshots (`governor.workspace`): a change is seen by what the agent
+"""Workspace snapshots (`governor.confine.workspace`): a change is seen by what the agent
 cannot set, and an untouched tree shows none."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from governor import workspace
-from governor.workspace import Seen, Snapshot, diff, differs, snapshot
+from governor.confine import workspace
+from governor.confine.workspace import Seen, Snapshot, diff, differs, snapshot
 
 
 def tree(root: Path) -> Path:

@@ -26,14 +26,14 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from governor import network
-from governor.approver import Unattended
 from governor.audit.log import AuditLog
 from governor.audit.verify import read_lines, verify
-from governor.gate import Gate
+from governor.boundary.secrets import Masker
+from governor.confine import egress as network
+from governor.gate.approver import Unattended
+from governor.gate.gatekeeper import Gate
 from governor.mcp.relay import McpRelay, open_relay
 from governor.mcp.servers import secrets
-from governor.secrets import Masker
 from policies.policy import Policy, parse_policy
 from sandbox.net.proxy import open_egress
 
@@ -168,7 +168,7 @@ async def governed(
     """The audit log, gate, egress proxy and relay of ``policy``'s servers;
     every event kept, and also given to ``listener`` (an OTel trace); asks go to
     ``approver`` (default: unattended). The log is masked as an attempt's is
-    (`governor.spec`: the environment's secrets, the servers' given values and
+    (`governor.job.spec`: the environment's secrets, the servers' given values and
     header values)."""
     events: list[tuple[str, dict[str, object]]] = []
     environ = dict(os.environ)

@@ -19,14 +19,14 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp_harness import REPO, Governed, bound, connect
 
-from governor import network
-from governor.approver import Approver, Ask, Callback, Unattended
 from governor.audit.log import AuditLog
 from governor.audit.tally import Tally, tally
-from governor.confine import GovernedTerminals
-from governor.gate import Gate
+from governor.confine import egress as network
+from governor.confine.sandboxes import GovernedTerminals
+from governor.gate.approver import Approver, Ask, Callback, Unattended
+from governor.gate.gatekeeper import Gate
+from governor.job.spec import AttemptSpec, prepare
 from governor.mcp.relay import open_relay
-from governor.spec import AttemptSpec, prepare
 from policies.errors import ConfigError
 from policies.policy import Policy, parse_policy
 from sandbox.net.proxy import open_egress
@@ -275,7 +275,7 @@ def test_the_tools_are_off_by_default_and_their_name_is_the_governors(tmp_path: 
 def test_a_library_call_cannot_hand_the_agent_a_server_named_governor_while_the_tools_are_on(
     tmp_path: Path,
 ) -> None:
-    from governor.spec import RefusedBeforeStart
+    from governor.job.spec import RefusedBeforeStart
     from policies.mcp import McpServer
 
     policy = tmp_path / "policy.toml"
@@ -293,7 +293,7 @@ def test_a_library_call_cannot_hand_the_agent_a_server_named_governor_while_the_
 
 def test_a_run_without_mcp_does_not_import_the_sdk() -> None:
     code = (
-        "import sys, governor.attempt, governor.cli.run, governor.mcp.relay; "
+        "import sys, governor.attempt.lifecycle, governor.cli.run, governor.mcp.relay; "
         "print(sorted(m for m in sys.modules if m == 'mcp' or m.startswith(('mcp.', 'governor.mcp.own'))))"
     )
     found = subprocess.run(

@@ -38,8 +38,8 @@ from mcp_harness import (
 from test_governor_tools import EDIT, tools
 from test_governor_tools import governed as governed_tools
 
-from governor import network
-from governor.approver import Unattended
+from governor.confine import egress as network
+from governor.gate.approver import Unattended
 from policies.ceiling import check_job, parse_ceiling
 from policies.policy import parse_policy
 
@@ -603,7 +603,7 @@ def _leaf(error: BaseException) -> BaseException:
 
 
 class FakePerson(Unattended):
-    """A person at the terminal (`governor.elicitation.person_of`), who types
+    """A person at the terminal (`governor.gate.elicitation.person_of`), who types
     into each form what is asked: what they were shown is kept."""
 
     name = "person"
@@ -767,7 +767,7 @@ async def test_a_header_credential_the_agent_puts_in_a_tool_name_or_uri_reaches_
     from otel_receiver import Receiver, needs_otel
     from test_relay_otel import _telemetry
 
-    from governor.outcome import AcpReport, Outcome
+    from governor.ending.outcome import AcpReport, Outcome
 
     needs_otel()
     credential = TOKEN.split()[1]  # the header is "Bearer <credential>"
@@ -840,8 +840,8 @@ async def test_a_servers_stderr_with_escapes_reaches_the_summary_as_visible_text
     workspace: Path, tmp_path: Path
 ) -> None:
     from governor.cli.progress import summary
+    from governor.ending.outcome import AcpReport, Outcome
     from governor.mcp.relay import said
-    from governor.outcome import AcpReport, Outcome
 
     script = f"import sys; sys.stdin.readline(); sys.stderr.write({LAST_WORDS!r} + '\\n'); sys.exit(3)"
     policy = bound(DYING.format(command=json.dumps([sys.executable, "-I", "-c", script])), workspace)

@@ -10,8 +10,8 @@ from typing import Any
 from mcp_harness import bound, client, governed, python_server
 from otel_receiver import Receiver, attributes, needs_otel
 
-from governor import otel
-from governor.outcome import AcpReport, Outcome
+from governor.ending.outcome import AcpReport, Outcome
+from governor.observe import otel
 
 POLICY = """
 capability = "read-only"

@@ -76,7 +76,7 @@ def test_tools_list_loses_only_the_hidden_tools_and_initialize_its_server_asks()
 def test_a_servers_form_is_the_gates_request_naming_the_server_and_no_acp_session() -> None:
     """A server cannot pass its form off as the agent's: the session and tool
     call it names are dropped, and the message says who asks."""
-    from governor import elicitation
+    from governor.gate import elicitation
 
     request = elicitation.from_server(
         "rogue", "ask-1",

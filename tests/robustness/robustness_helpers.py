@@ -12,7 +12,7 @@ from typing import Any
 
 import trio
 
-from governor.spec import AttemptSpec
+from governor.job.spec import AttemptSpec
 from policies.policy import parse_policy
 
 HERE = Path(__file__).resolve().parent

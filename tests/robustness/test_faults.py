@@ -34,9 +34,9 @@ from robustness_helpers import (
 )
 from structlog.testing import capture_logs
 
-from governor.attempt import run_attempt
+from governor.attempt.lifecycle import run_attempt
 from governor.audit.verify import read_lines, verify
-from governor.spec import RefusedBeforeStart
+from governor.job.spec import RefusedBeforeStart
 from sandbox.run.preflight import forget
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -84,8 +84,8 @@ def every_allow_was_logged(entries: list[dict[str, Any]], logged: list[dict[str,
 def short_graces(monkeypatch: pytest.MonkeyPatch) -> None:
     """Shorter waits for an agent to answer a cancel and to exit (5 s and 2 s by default):
     these agents never will, and the same steps run either way."""
-    monkeypatch.setattr("governor.attempt.CANCEL_GRACE", 0.5)
-    monkeypatch.setattr("governor.attempt.EXIT_GRACE", 0.5)
+    monkeypatch.setattr("governor.attempt.lifecycle.CANCEL_GRACE", 0.5)
+    monkeypatch.setattr("governor.attempt.lifecycle.EXIT_GRACE", 0.5)
 
 
 # -- the agent misbehaves -------------------------------------------------------------

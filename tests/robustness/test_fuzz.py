@@ -21,9 +21,9 @@ from typing import Any
 import trio
 from structlog.testing import capture_logs
 
-from governor.attempt import run_attempt
+from governor.attempt.lifecycle import run_attempt
 from governor.audit.verify import read_lines, verify
-from governor.spec import AttemptSpec
+from governor.job.spec import AttemptSpec
 
 sys.path.insert(0, str(Path(__file__).parent))
 

@@ -15,9 +15,9 @@ from pathlib import Path
 import trio
 from robustness_helpers import GUARD, fault_spec, none_left
 
-from governor.attempt import run_attempt
+from governor.attempt.lifecycle import run_attempt
 from governor.audit.verify import read_lines, verify
-from governor.outcome import Outcome
+from governor.ending.outcome import Outcome
 
 
 async def test_an_agent_that_only_sends_garbage_fails_naming_what_it_sent(

@@ -18,10 +18,10 @@ from typing import Any
 import trio
 from robustness_helpers import EDIT, GUARD, HERE, rss_mb, sample_rss
 
-from governor.attempt import run_attempt
+from governor.attempt.lifecycle import run_attempt
 from governor.audit.verify import read_lines, verify
-from governor.outcome import Outcome
-from governor.spec import AttemptSpec
+from governor.ending.outcome import Outcome
+from governor.job.spec import AttemptSpec
 
 ROOT = HERE.parents[1]
 FLOOD = ROOT / "bench" / "flood_agent.py"

@@ -20,10 +20,10 @@ import h11
 import pytest
 import trio
 
-from governor.approver import Unattended
 from governor.audit.log import AuditLog
-from governor.gate import Gate
-from governor.network import judge
+from governor.confine.egress import judge
+from governor.gate.approver import Unattended
+from governor.gate.gatekeeper import Gate
 from policies.capability import Capability
 from policies.network import NetworkRules, parse_pattern
 from policies.policy import Policy

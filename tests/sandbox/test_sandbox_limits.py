@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 import trio
 
-from governor.attempt import run_attempt
-from governor.outcome import Outcome
-from governor.spec import AttemptSpec
+from governor.attempt.lifecycle import run_attempt
+from governor.ending.outcome import Outcome
+from governor.job.spec import AttemptSpec
 from policies.capability import Capability
 from policies.limits import Limits
 from policies.policy import parse_policy

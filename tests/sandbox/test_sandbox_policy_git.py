@@ -1,4 +1,4 @@
-"""A policy's ``[sandbox] git`` reaches the sandbox (``governor.confine``): commits
+"""A policy's ``[sandbox] git`` reaches the sandbox (``governor.confine.sandboxes``): commits
 at edit-workspace by default, ``.git`` read-only as a whole with ``read-only``,
 for the commands' profile and the agent's alike. Real bwrap, real git."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from governor.confine import agent_profile, command_profile
+from governor.confine.sandboxes import agent_profile, command_profile
 from policies.policy import parse_policy
 from sandbox.run.runner import Command, run
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from governor.confine import SandboxUnavailable, check
+from governor.confine.sandboxes import SandboxUnavailable, check
 from policies.capability import Capability
 from sandbox.host.bwrap import (
     PROC_ADVICE,

@@ -141,7 +141,7 @@ async def test_cancelling_the_owning_nursery_kills_the_commands(
 async def test_governed_terminals_have_a_namespace_of_their_own_with_or_without_network(
     ws: Path, network: bool
 ) -> None:
-    from governor.confine import GovernedTerminals
+    from governor.confine.sandboxes import GovernedTerminals
     from policies.capability import Capability
     from policies.policy import Policy
 
@@ -169,11 +169,11 @@ async def _refuse_all(request: ConnectionRequest) -> ConnectionAnswer:
 async def test_governed_commands_with_network_reach_only_the_policys_hosts_through_the_proxy(
     ws: Path,
 ) -> None:
-    from governor.approver import Unattended
     from governor.audit.log import AuditLog
-    from governor.confine import GovernedTerminals
-    from governor.gate import Gate
-    from governor.network import judge
+    from governor.confine.egress import judge
+    from governor.confine.sandboxes import GovernedTerminals
+    from governor.gate.approver import Unattended
+    from governor.gate.gatekeeper import Gate
     from policies.capability import Capability
     from policies.policy import parse_policy
 

@@ -5,9 +5,9 @@ unprivileged account (``runuser``), with one JSON request on stdin. It starts
 the loopback servers the attack aims at (``allowed`` and ``unlisted``, TCP
 and a UDP one on the unlisted port, each counting who reached it; ``decoys``:
 servers on other loopback addresses at the allowed port), opens the
-egress proxy with the real judge (`governor.network.judge` over a real `Gate`
+egress proxy with the real judge (`governor.confine.egress.judge` over a real `Gate`
 and a real audit log), starts ``bash -c SCRIPT`` in the agent's own sandbox
-(`governor.confine.agent_profile`'s shape: own network namespace, the proxy)
+(`governor.confine.sandboxes.agent_profile`'s shape: own network namespace, the proxy)
 with ``$A`` and ``$B`` the two ports, and prints one JSON line: the script's output and exit code, the servers' hits, the audit log's
 network records, the proxy process's peak RSS.
 """
@@ -22,10 +22,10 @@ from typing import Any
 
 import trio
 
-from governor.approver import Unattended
 from governor.audit.log import AuditLog
-from governor.gate import Gate
-from governor.network import egress_for, judge
+from governor.confine.egress import egress_for, judge
+from governor.gate.approver import Unattended
+from governor.gate.gatekeeper import Gate
 from policies.capability import Capability
 from policies.network import NetworkRules, parse_pattern
 from policies.policy import Policy

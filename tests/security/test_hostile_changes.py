@@ -14,10 +14,10 @@ from pathlib import Path
 
 from escape_harness import Box
 
-from governor.attempt import run_attempt
+from governor.attempt.lifecycle import run_attempt
 from governor.audit.reading import decision_records
-from governor.outcome import Outcome
-from governor.workspace import diff, snapshot
+from governor.confine.workspace import diff, snapshot
+from governor.ending.outcome import Outcome
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "audit"))
 from audit_helpers import scripted_spec

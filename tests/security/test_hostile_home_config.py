@@ -28,7 +28,7 @@ import pytest
 from checkout import needs_a_visible_checkout
 from escape_harness import REPO, USERS, Account, Box
 
-from governor.presets import find
+from governor.agents.presets import find
 
 pytestmark = needs_a_visible_checkout()
 

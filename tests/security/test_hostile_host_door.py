@@ -34,7 +34,7 @@ sys.path.append(str(REPO / "tests"))
 from checkout import needs_a_visible_checkout
 from npm_registry import Registry, serving
 
-from governor.presets import presets
+from governor.agents.presets import presets
 
 pytestmark = needs_a_visible_checkout()
 

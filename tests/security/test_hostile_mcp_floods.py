@@ -26,7 +26,7 @@ from urllib.parse import quote
 import pytest
 from escape_harness import REPO, USERS, Account, Box
 
-from governor.secrets import SIGNING_KEY_VARIABLE
+from governor.boundary.secrets import SIGNING_KEY_VARIABLE
 
 AGENT = Path(__file__).with_name("mcp_agent.py")
 SERVER = Path(__file__).with_name("encoding_server.py")

@@ -3,7 +3,7 @@ sandbox (issue 24), as root and as an unprivileged user, in a bwrap of its own
 and in a session's sandbox: a ``.pth`` file planted in a project's ``.venv``
 would run at the next ``governor`` start, as the person, outside any sandbox.
 
-`governor.install` decides which folders (tests/governor/test_install.py, and
+`governor.confine.own_install` decides which folders (tests/governor/test_install.py, and
 a real attempt in tests/attempt/test_own_install_attempt.py); here the
 sandbox's half: the pinned venv cannot be written, moved away or rebuilt,
 while the rest of the workspace stays writable and the venv still runs.

@@ -90,7 +90,7 @@ def scripted_run(box: Box, name: str, policy: str, steps: list[Any]) -> dict[str
 
 # -- the walk's bound: what git would track is always seen ------------------------------------
 
-BOUND = 50_000  # governor.workspace.MAX_FILES
+BOUND = 50_000  # governor.confine.workspace.MAX_FILES
 
 # Was a hole for an unprivileged governor: git got HOME=/nonexistent and the host door
 # made its empty cwd from the child's HOME, so git was never asked what it ignores.
@@ -423,7 +423,7 @@ def test_a_batch_job_that_names_a_file_in_bytes_that_are_not_utf8_loses_no_job(
 
 # Was a hole: `governor run --json` wrote a planted name's raw bytes and the audit log
 # spelled it with U+FFFD (two names one). Closed: one spelling, the lone surrogate as its
-# JSON escape, in every writer (governor.spelling).
+# JSON escape, in every writer (governor.boundary.spelling).
 @pytest.mark.parametrize("user", USERS)
 def test_a_file_named_in_bytes_that_are_not_utf8_is_recorded_by_a_name_that_is_its_own(
     accounts: dict[str, Account | str], user: str

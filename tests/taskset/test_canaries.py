@@ -1,4 +1,4 @@
-"""Canaries (`governor.canaries`): a runner that lies about one failure lies
+"""Canaries (`governor.checks.canaries`): a runner that lies about one failure lies
 about the canary. Attacks of the class the outside attack found (code in the
 runner's process makes every test pass without knowing any test), each
 through the real `governor run --check` with a ``--kind command`` agent, and
@@ -204,8 +204,8 @@ def test_a_lie_is_in_the_check_record_and_the_attempt_end_record(tmp_path: Path)
 def test_canaries_are_drawn_afresh_for_each_check_and_never_written_in_the_workspace(
     tmp_path: Path,
 ) -> None:
-    from governor import canaries
-    from governor.test_results import Acceptance
+    from governor.checks import canaries
+    from governor.checks.test_results import Acceptance
 
     ws = tmp_path / "ws"
     (ws / "tests").mkdir(parents=True)
@@ -228,8 +228,8 @@ def test_canaries_are_drawn_afresh_for_each_check_and_never_written_in_the_works
 
 
 def test_a_canary_reported_as_it_must_end_is_no_lie_and_is_taken_out_of_the_results() -> None:
-    from governor import canaries
-    from governor.test_results import CaseResult
+    from governor.checks import canaries
+    from governor.checks.test_results import CaseResult
 
     wanted = canaries.Planted(
         (
@@ -263,8 +263,8 @@ def test_a_canary_reported_as_it_must_end_is_no_lie_and_is_taken_out_of_the_resu
 def test_a_file_run_as_a_script_gets_its_canaries_before_its_main_guard(tmp_path: Path) -> None:
     """``python tests/test_a.py`` runs ``unittest.main()`` where the guard is:
     a class after it would never run."""
-    from governor import canaries
-    from governor.test_results import Acceptance
+    from governor.checks import canaries
+    from governor.checks.test_results import Acceptance
 
     ws = tmp_path / "ws"
     (ws / "tests").mkdir(parents=True)

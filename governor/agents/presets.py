@@ -1,0 +1,533 @@
+"""Agent presets: which program is which agent, how to install and sign it in,
+and which folders of `$HOME` its sandbox must keep.
+
+Everything here is pure parsing and a PATH lookup: no trio, no subprocess. The
+presets live in `presets.toml` at the top of the repository (and travel in the
+wheel as package data: `DEFAULT_PATH`); the file is read
+strictly, because a misspelt key would otherwise be a silently ignored setting
+(a `hom` that leaves the agent without its credentials, a `relocte` that hides
+them). Every error is one line naming the file, the preset and the key.
+
+`resolve` prefers a program already on PATH (argv[0], then each alternative),
+then the one `governor agents install` put in the governor's data directory
+(`governor.agents.npm_installs`), over `npx -y <package>@<version>`: npx needs the
+registry, which the agent's sandbox cannot reach, so it is only a fallback,
+only where the preset allows it and npx itself is installed, and the governor
+fetches the package into npm's cache outside the sandbox before the agent runs
+it inside, offline (`governor.agents.npm_installs.fetch_for_npx`).
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import os
+import re
+import shlex
+import shutil
+import sys
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from policies.errors import toml_error
+from policies.network import HostPatternError, parse_pattern
+
+DEFAULT_PATH: Final = Path(str(resources.files("governor") / "presets.toml"))
+"""`presets.toml`, as the package carries it: in a checkout ``governor/presets.toml``
+is a link to the one at the top of the repository (where people edit it), and
+a wheel holds a copy, so an install that is not editable finds it too."""
+
+AGENTS_DIR: Final = Path(str(resources.files("governor") / "agents"))
+"""The bundled agents (`governor/agents`), package data of the wheel."""
+
+PYTHON_MARKER: Final = "{python}"
+AGENTS_MARKER: Final = "{agents}"
+"""Stands for the directory of the bundled agents (`governor/agents`): a script
+path, not ``-m governor.agents...``, so a sandboxed agent needs only that file
+visible, wherever the project is checked out (even under a private ``/tmp``)."""
+"""An argv element standing for the interpreter running acp-governor."""
+
+NPM_HOME: Final = "~/.npm"
+"""npx's cache: kept visible and writable when an agent runs through npx."""
+
+_ID = re.compile(r"[a-z0-9][a-z0-9_-]*\Z")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_VERSION = re.compile(r"\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?\Z")
+_PEP440 = re.compile(r"\d+(\.\d+)+((a|b|rc|\.post|\.dev)\d+)*\Z")
+"""An exact PyPI release (``6.1``, ``2.25.5``, ``1.0rc1``, ``1.0.post1``)."""
+_PYPI = re.compile(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?\Z")
+_PYTHON = re.compile(r"3\.\d+\Z")
+
+
+class PresetError(ValueError):
+    """`presets.toml` is malformed, or an agent id names no preset."""
+
+
+@dataclass(frozen=True)
+class Relocation:
+    """When `var` is set to an absolute path, home entry `entry` lives at `$var/sub`."""
+
+    var: str
+    entry: str
+    sub: str
+
+
+@dataclass(frozen=True)
+class Preset:
+    """One agent, as `presets.toml` describes it (`{python}` already substituted)."""
+
+    id: str
+    name: str
+    argv: tuple[str, ...]
+    alternatives: tuple[tuple[str, ...], ...]
+    package: str | None
+    old_packages: tuple[str, ...]
+    install: str
+    npx: bool
+    login: str
+    home: tuple[str, ...]
+    relocate: tuple[Relocation, ...]
+    env: tuple[str, ...]
+    notes: str
+    model_env: str | None = None
+    """The variable the agent reads its model from: how `--model` reaches an agent
+    that offers no choice of model over ACP."""
+    asking_mode: str | None = None
+    """The agent's mode in which it asks before acting, when it has several."""
+    alone_env: tuple[str, ...] = ()
+    """Variables that make the agent act without asking (``COPILOT_ALLOW_ALL``):
+    a job that passes one is refused unless its policy allows mode switches."""
+    api_hosts: tuple[str, ...] = ()
+    """The model API hosts (``host[:port]`` patterns) its sandbox may reach."""
+    base_url_env: tuple[str, ...] = ()
+    """Variables holding the agent's API base URL: their host:port is allowed too."""
+    version: str | None = None
+    """The version of `package` that `governor agents install` and npx use."""
+    pypi: str | None = None
+    """The PyPI distribution that installs argv[0] (``mistral-vibe``), when the
+    agent is a Python program: `governor agents install` gives it a venv of its
+    own, and `version` pins it. An agent has an npm `package` or this, not both."""
+    python: str | None = None
+    """The oldest Python (``3.12``) the pinned `pypi` release runs on: the
+    install looks for an interpreter at least as new."""
+    runs_code: tuple[str, ...] = ()
+    """The files and folders of its home folders (``~/...``, each inside a `home`
+    entry) that make the host run code later: hooks, MCP server lists, notify
+    commands, plugins. Read-only in its sandbox (a missing one cannot be made
+    there); one that is a `home` entry itself is a throwaway copy
+    (`governor.confine.sandboxes.agent_profile`)."""
+
+    def home_paths(self, environ: Mapping[str, str], home: Path) -> tuple[Path, ...]:
+        """Where the `home` entries are for a person with this environment and $HOME.
+
+        A relocating variable counts only when it holds an absolute path: the
+        agents resolve a relative one against their working directory (or ignore
+        it), which is the workspace, already visible.
+        """
+        out: list[Path] = []
+        for entry in self.home:
+            place = home / entry.removeprefix("~/")
+            for r in self.relocate:
+                value = environ.get(r.var, "")
+                if r.entry == entry and os.path.isabs(value):
+                    place = Path(os.path.normpath(Path(value) / r.sub))
+                    break
+            if place not in out:
+                out.append(place)
+        return tuple(out)
+
+
+Via = Literal["PATH", "installed", "npx"]
+"""How a preset's program was found: on PATH, in the governor's installs, or npx."""
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A preset whose program was found: `argv[0]` is an absolute path."""
+
+    preset: Preset
+    argv: tuple[str, ...]
+    via: Via = "PATH"
+
+    @property
+    def via_npx(self) -> bool:
+        """Runs through ``npx``: its sandbox keeps npm's cache, where it was fetched."""
+        return self.via == "npx"
+
+    @property
+    def home(self) -> tuple[str, ...]:
+        """The preset's home entries, plus npx's cache when it runs through npx."""
+        return (*self.preset.home, NPM_HOME) if self.via_npx else self.preset.home
+
+
+@dataclass(frozen=True)
+class NotInstalled:
+    """A preset none of whose programs is on PATH (nor npx, where allowed)."""
+
+    preset: Preset
+    tried: tuple[str, ...]
+    install: str
+    login: str
+
+    @property
+    def message(self) -> str:
+        """One line: what is missing, how to install it, how to sign in."""
+        return (
+            f"{self.preset.id} is not installed (no {_either(self.tried)} on PATH): "
+            f"{self.install}; then sign in: {self.login}"
+        )
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class _Bad(Exception):
+    """What a checker expected: becomes "`key` must be <that>"."""
+
+
+def _str(v: object) -> str:
+    if not isinstance(v, str):
+        raise _Bad(f"a string, not {_type(v)}")
+    return v
+
+
+def _text(v: object) -> str:
+    if not _str(v).strip():
+        raise _Bad("a non-empty string")
+    return _str(v)
+
+
+def _bool(v: object) -> bool:
+    if not isinstance(v, bool):
+        raise _Bad(f"true or false, not {_type(v)}")
+    return v
+
+
+def _strings(v: object) -> tuple[str, ...]:
+    if not isinstance(v, list):
+        raise _Bad(f"a list of strings, not {_type(v)}")
+    if not all(isinstance(x, str) and x for x in v):
+        raise _Bad("a list of non-empty strings")
+    return tuple(v)
+
+
+def _argv(v: object) -> tuple[str, ...]:
+    argv = _strings(v)
+    if not argv:
+        raise _Bad("a non-empty list of non-empty strings")
+    agents = str(AGENTS_DIR)
+    return tuple(
+        sys.executable if a == PYTHON_MARKER else a.replace(AGENTS_MARKER, agents) for a in argv
+    )
+
+
+def _argvs(v: object) -> tuple[tuple[str, ...], ...]:
+    if not isinstance(v, list):
+        raise _Bad(f"a list of argv lists, not {_type(v)}")
+    return tuple(_argv(a) for a in v)
+
+
+def _env_names(v: object) -> tuple[str, ...]:
+    names = _strings(v)
+    for n in names:
+        if not _ENV_NAME.match(n):
+            raise _Bad(f"environment variable names, not {n!r}")
+    return names
+
+
+def _env_name(v: object) -> str:
+    if not isinstance(v, str) or not _ENV_NAME.match(v):
+        raise _Bad(f"an environment variable name, not {v!r}")
+    return v
+
+
+def _home(v: object) -> tuple[str, ...]:
+    entries = _strings(v)
+    for e in entries:
+        rest = e.removeprefix("~/")
+        if rest == e or not rest or ".." in Path(rest).parts:
+            raise _Bad(f"paths under ~/, not {e!r}")
+    return entries
+
+
+def _inside(path: str, entry: str) -> bool:
+    return path == entry or path.startswith(entry.rstrip("/") + "/")
+
+
+def _relocate(v: object) -> tuple[Relocation, ...]:
+    if not isinstance(v, dict):
+        raise _Bad(f"a table of tables, not {_type(v)}")
+    out: list[Relocation] = []
+    for var, moves in v.items():
+        if not _ENV_NAME.match(var):
+            raise _Bad(f"keyed by environment variable names, not {var!r}")
+        if not isinstance(moves, dict) or not moves:
+            raise _Bad(f'{{ "~/entry" = "path under ${var}" }} for {var}')
+        for entry, sub in moves.items():
+            if not isinstance(sub, str) or os.path.isabs(sub) or ".." in Path(sub).parts:
+                raise _Bad(f"relative paths under ${var}, not {sub!r}")
+            out.append(Relocation(var, entry, sub))
+    return tuple(out)
+
+
+def _version(v: object) -> str:
+    if not isinstance(v, str) or not (_VERSION.match(v) or _PEP440.match(v)):
+        raise _Bad(f"an exact version like 1.2.3, not {v!r}")
+    return v
+
+
+def _host_patterns(v: object) -> tuple[str, ...]:
+    hosts = _strings(v)
+    for host in hosts:
+        try:
+            parse_pattern(host)
+        except HostPatternError as e:
+            raise _Bad(f"a list of host[:port] patterns ({e})") from None
+    return hosts
+
+
+def _pypi(v: object) -> str:
+    if not isinstance(v, str) or not _PYPI.match(v):
+        raise _Bad(f"a PyPI project name like mistral-vibe, not {v!r}")
+    return v
+
+
+def _python(v: object) -> str:
+    if not isinstance(v, str) or not _PYTHON.match(v):
+        raise _Bad(f"a Python version like 3.12, not {v!r}")
+    return v
+
+
+# key -> (required, checker); a checker returns the converted value or raises _Bad.
+_SCHEMA: Final[dict[str, tuple[bool, Callable[[object], Any]]]] = {
+    "name": (True, _text),
+    "argv": (True, _argv),
+    "alternatives": (False, _argvs),
+    "package": (False, _text),
+    "old_packages": (False, _strings),
+    "install": (False, _text),
+    "npx": (False, _bool),
+    "login": (True, _text),
+    "home": (True, _home),
+    "relocate": (False, _relocate),
+    "env": (False, _env_names),
+    "notes": (False, _str),
+    "model_env": (False, _env_name),
+    "asking_mode": (False, _text),
+    "alone_env": (False, _env_names),
+    "api_hosts": (False, _host_patterns),
+    "base_url_env": (False, _env_names),
+    "version": (False, _version),
+    "runs_code": (False, _home),
+    "pypi": (False, _pypi),
+    "python": (False, _python),
+}
+_DEFAULTS: Final[dict[str, object]] = {
+    "alternatives": (),
+    "package": None,
+    "old_packages": (),
+    "install": None,
+    "npx": False,
+    "relocate": (),
+    "env": (),
+    "notes": "",
+    "model_env": None,
+    "asking_mode": None,
+    "alone_env": (),
+    "api_hosts": (),
+    "base_url_env": (),
+    "version": None,
+    "runs_code": (),
+    "pypi": None,
+    "python": None,
+}
+
+
+def load_presets(text: str | None = None, *, source: str = str(DEFAULT_PATH)) -> dict[str, Preset]:
+    """Parse presets (the text given, else the file `source`) strictly.
+
+    Raises `PresetError` naming `source`, the preset and the key for an unknown
+    key (with the closest known one), a wrong type, a missing required key, or a
+    combination that cannot work (`npx = true` without `package`).
+    """
+    if text is None:
+        try:
+            text = Path(source).read_text(encoding="utf-8")
+        except OSError as e:
+            raise PresetError(f"{source}: cannot read: {e.strerror or e}") from None
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise PresetError(str(toml_error(source, text, e))) from None
+    return {pid: _preset(source, pid, table) for pid, table in doc.items()}
+
+
+def _preset(source: str, pid: str, table: object) -> Preset:
+    where = f"{source}: [{pid}]"
+    if not _ID.match(pid):
+        raise PresetError(f"{where}: a preset id is lowercase letters, digits, - and _")
+    if not isinstance(table, dict):
+        raise PresetError(f"{source}: `{pid}` must be a table [{pid}], not {_type(table)}")
+    for key in table:
+        if key not in _SCHEMA:
+            close = difflib.get_close_matches(key, _SCHEMA, n=1)
+            hint = f" (did you mean `{close[0]}`?)" if close else f" (known: {', '.join(_SCHEMA)})"
+            raise PresetError(f"{where}: unknown key `{key}`{hint}")
+    fields: dict[str, Any] = {"id": pid}
+    for key, (required, check) in _SCHEMA.items():
+        if key not in table:
+            if required:
+                raise PresetError(f"{where}: missing `{key}`")
+            fields[key] = _DEFAULTS[key]
+            continue
+        try:
+            fields[key] = check(table[key])
+        except _Bad as e:
+            raise PresetError(f"{where}: `{key}` must be {e}") from None
+    if fields["npx"] and not fields["package"]:
+        raise PresetError(f"{where}: `npx = true` needs `package`")
+    if fields["package"] and fields["pypi"]:
+        raise PresetError(f"{where}: `package` (npm) and `pypi` both install it: keep one")
+    if fields["version"] and not (fields["package"] or fields["pypi"]):
+        raise PresetError(f"{where}: `version` pins `package` or `pypi`, and neither is there")
+    if fields["package"] and fields["version"] and not _VERSION.match(fields["version"]):
+        raise PresetError(
+            f"{where}: `version` must be an exact version like 1.2.3, not {fields['version']!r}"
+        )
+    if fields["pypi"] and not fields["version"]:
+        raise PresetError(f"{where}: `pypi` needs `version`: a Python agent is installed pinned")
+    if fields["python"] and not fields["pypi"]:
+        raise PresetError(f"{where}: `python` is the oldest Python for `pypi`, which is missing")
+    if fields["install"] is None:
+        if fields["pypi"]:
+            fields["install"] = (
+                f"governor agents install {pid} "
+                f"(or pipx install {fields['pypi']}=={fields['version']})"
+            )
+        elif not fields["package"]:
+            raise PresetError(f"{where}: say how to install it: `package`, `pypi` or `install`")
+        else:
+            fields["install"] = (
+                f"governor agents install {pid} (or npm install -g {fields['package']})"
+            )
+    for path in fields["runs_code"]:
+        if not any(_inside(path, entry) for entry in fields["home"]):
+            raise PresetError(
+                f"{where}: `runs_code` names {path!r}, which is in no `home` entry: "
+                "the sandbox hides it already"
+            )
+    for r in fields["relocate"]:
+        if r.entry not in fields["home"]:
+            raise PresetError(f"{where}: `relocate.{r.var}` moves {r.entry!r}, not in `home`")
+    return Preset(**fields)
+
+
+@functools.cache
+def _default() -> dict[str, Preset]:
+    return load_presets()
+
+
+def presets() -> Mapping[str, Preset]:
+    """The presets of the repository's `presets.toml` (read once)."""
+    return _default()
+
+
+def preset_ids() -> tuple[str, ...]:
+    """The agent ids of `presets.toml`, in file order."""
+    return tuple(_default())
+
+
+def find(agent_id: str, table: Mapping[str, Preset] | None = None) -> Preset:
+    """The preset `agent_id`; `PresetError` listing the known ids when there is none."""
+    table = presets() if table is None else table
+    found = table.get(agent_id)
+    if found is None:
+        raise PresetError(f"no agent `{agent_id}` ({', '.join(table)})")
+    return found
+
+
+def login_as_found(
+    preset: Preset, program: str, which: Callable[[str], str | None] = shutil.which
+) -> str:
+    """The preset's login line with its program named as it was found: one the
+    governor installed (``governor agents install``) is not on ``PATH``, where a
+    person would type the bare name and get "command not found"."""
+    word, space, rest = preset.login.partition(" ")
+    names = {argv[0] for argv in (preset.argv, *preset.alternatives) if argv}
+    found = os.path.isabs(program) and os.path.basename(program) == word
+    if word in names and found and which(word) != program:
+        return f"{shlex.quote(program)}{space}{rest}"
+    return preset.login
+
+
+def resolve(
+    preset: Preset,
+    which: Callable[[str], str | None] = shutil.which,
+    installs: Path | None = None,
+) -> Resolved | NotInstalled:
+    """Find the program that runs `preset`: PATH, then the governor's installs,
+    then npx.
+
+    Tries `argv[0]`, then each alternative's first word, on PATH; then npm's
+    link to each of them in ``installs/<id>/node_modules/.bin``, or a Python
+    agent's console script in ``installs/<id>/venv/bin`` (where
+    `governor agents install` puts the agent; `governor.agents.npm_installs.data_home`);
+    then, when the preset allows it and `npx` is on PATH,
+    ``npx --offline -y <package>@<version> <argv[1:]>``. The found program's absolute
+    path replaces the bare name, so the sandbox can keep its install visible.
+    `which` is the PATH lookup (`shutil.which` by default; pass
+    `functools.partial(shutil.which, path=...)` for another PATH).
+    """
+    tried: list[str] = []
+    argvs = (preset.argv, *preset.alternatives)
+    for argv in argvs:
+        found = which(argv[0])
+        if found:
+            return Resolved(preset, (os.path.abspath(found), *argv[1:]))
+        if argv[0] not in tried:
+            tried.append(argv[0])
+    if installs is not None and (preset.package or preset.pypi):
+        bin_dir = installs / preset.id / ("venv/bin" if preset.pypi else "node_modules/.bin")
+        for argv in argvs:
+            program = bin_dir / argv[0]
+            if "/" not in argv[0] and os.access(program, os.X_OK):
+                return Resolved(preset, (os.path.abspath(program), *argv[1:]), "installed")
+    if preset.npx and preset.package:
+        npx = which("npx")
+        if npx:
+            package = f"{preset.package}@{preset.version}" if preset.version else preset.package
+            # --offline: from npm's cache, where the governor fetched it outside
+            # the sandbox (which cannot reach the registry) before the agent runs
+            argv = (os.path.abspath(npx), "--offline", "-y", package, *preset.argv[1:])
+            return Resolved(preset, argv, "npx")
+        tried.append("npx")
+    return NotInstalled(preset, tuple(tried), preset.install, preset.login)
+
+
+def _either(names: tuple[str, ...]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+
+
+def _type(v: object) -> str:
+    names = {dict: "a table", list: "a list", str: "a string", bool: "a boolean", int: "an integer"}
+    return names.get(type(v), f"a {type(v).__name__}")
+
+
+__all__ = [
+    "DEFAULT_PATH",
+    "NotInstalled",
+    "Preset",
+    "PresetError",
+    "Relocation",
+    "Resolved",
+    "Via",
+    "find",
+    "load_presets",
+    "preset_ids",
+    "presets",
+    "resolve",
+]

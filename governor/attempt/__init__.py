@@ -1,0 +1,1 @@
+"""The `attempt` room (see docs/internals.md)."""

@@ -1,0 +1,153 @@
+"""Budgets: the policy's ``[limits] tool_calls``, ``tokens`` and ``cost_usd``,
+held against what the agent reports, and the outcome's ``usage``.
+
+Sans-IO: a `Budget` is told of each new tool call (by the gate's tool-call
+book, `governor.gate.tool_calls`, whether the call was announced or only asked
+about) and of each usage report (a ``usage_update`` and the prompt response's
+``usage``, as their schema models, by the turn); when a limit is passed it
+calls ``on_over`` once, with the limit in words, and the attempt stops the
+turn (``session/cancel``, then the kill path) as at the workspace limit. Tests
+drive it with models and counts.
+
+Rules of this file:
+
+- **A limit is the most allowed**: the attempt goes on while it has used no
+  more than the limit; the call or report that takes it past is the one that
+  stops it, and the first limit passed is the reason.
+- **Tokens are the most the agent reported**: the context's high-water mark
+  (``usage_update.used``: the tokens in the context at that moment) or the
+  turn's total (the prompt response's ``totalTokens``), whichever is greater.
+  An agent that re-sends its context on every model call uses more than
+  either says; the limit is on what it reports.
+- **Cost is the agent's own figure** (``usage_update.cost``, the session's cost
+  so far), compared with ``cost_usd`` only when its currency is USD; a cost in
+  another currency, or an amount that is not a finite number of at least
+  zero, is never compared, and the outcome says so.
+- **The agent's reports are its word.** Tool calls are counted by the
+  governor from what the agent announces and asks about; tokens and cost are
+  what it says. An agent that reports no usage is limited by tool calls and
+  wall time only, and the outcome's ``usage.reported`` is false, with a notice.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from policies.limits import Limits, render
+
+
+class Budget:
+    """The attempt's use of tool calls, tokens and cost, against its limits."""
+
+    def __init__(
+        self,
+        limits: Limits,
+        agent: str,
+        on_over: Callable[[str], None] | None = None,
+    ) -> None:
+        self.limits = limits
+        self.agent = agent
+        self.on_over = on_over
+        self.tool_calls = 0
+        self.tokens: int | None = None
+        self.cost: dict[str, Any] | None = None
+        """The last cost reported, ``{"amount", "currency"}`` as the agent sent it."""
+        self.reported = False
+        """Whether the agent sent any usage report."""
+        self.over: str | None = None
+        """The limit passed, in words (None while none is)."""
+        self._uncompared: str | None = None
+        """Why a reported cost could not be held against ``cost_usd``."""
+
+    def tool_call(self, tool_call_id: str) -> None:
+        """A tool call the attempt had not seen before."""
+        self.tool_calls += 1
+        limit = self.limits.tool_calls
+        if limit is not None and self.tool_calls > limit:
+            self._passed(
+                f"tool_calls limit {limit} ([limits] tool_calls: tool call "
+                f"{self.tool_calls}, {tool_call_id[:64]!r}, was one too many)"
+            )
+
+    def report(self, report: Any) -> None:
+        """A usage report: a ``usage_update`` (`acp.schema.UsageUpdate`) or a prompt
+        response's ``usage`` (`acp.schema.Usage`)."""
+        self.reported = True
+        used = getattr(report, "used", None)
+        total = getattr(report, "total_tokens", None)
+        for count in (used, total):
+            if type(count) is int and (self.tokens is None or count > self.tokens):
+                self.tokens = count
+        limit = self.limits.tokens
+        if limit is not None and self.tokens is not None and self.tokens > limit:
+            self._passed(f"tokens limit {limit} ([limits] tokens: {self.tokens} reported)")
+        cost = getattr(report, "cost", None)
+        if cost is not None:
+            self._cost(cost.amount, cost.currency)
+
+    def _cost(self, amount: float, currency: str) -> None:
+        self.cost = {"amount": amount, "currency": currency}
+        if not (math.isfinite(amount) and amount >= 0):
+            self._uncompared = f"a cost of {amount!r}, which is not an amount"
+            return
+        if currency.upper() != "USD":
+            self._uncompared = f"its cost in {currency[:12]!r}, not USD"
+            return
+        limit = self.limits.cost_usd
+        if limit is not None and amount > limit:
+            self._passed(
+                f"cost_usd limit {render('cost_usd', limit)} ([limits] cost_usd: "
+                f"{amount:g} USD reported)"
+            )
+
+    def _passed(self, limit: str) -> None:
+        if self.over is not None:
+            return
+        self.over = limit
+        if self.on_over is not None:
+            self.on_over(limit)
+
+    # -- what the outcome reads ------------------------------------------------------
+
+    def usage(self, reported: dict[str, Any] | None) -> dict[str, Any]:
+        """The outcome's ``usage``: the agent's reports folded (``reported``, its
+        fields as it sent them: ``used``, ``size``, ``cost``, ``inputTokens``...)
+        and the budget's own counts: ``tokens``, ``tool_calls``, ``reported``."""
+        return {
+            **(reported or {}),
+            "tokens": self.tokens,
+            "tool_calls": self.tool_calls,
+            "reported": self.reported,
+        }
+
+    def notices(self) -> list[str]:
+        """What a reader of the outcome must know about the budget's reach."""
+        out = []
+        if not self.reported:
+            out.append(
+                f"{self.agent} reported no usage (tokens, cost): it was limited by tool "
+                "calls and wall time only"
+            )
+        if self._uncompared is not None and self.limits.cost_usd is not None:
+            out.append(
+                f"{self.agent} reported {self._uncompared}: the cost_usd limit was not "
+                "applied to it"
+            )
+        return out
+
+
+def usage_line(usage: dict[str, Any] | None) -> str | None:
+    """The outcome's ``usage`` in one line for a person (``4000 tokens, 0.04 USD,
+    4 tool calls``), or None when the attempt has none (a plain program)."""
+    if not usage or "tool_calls" not in usage:
+        return None
+    calls = f"{usage['tool_calls']} tool call(s)"
+    if not usage.get("reported"):
+        return f"none reported by the agent; {calls}"
+    parts = [] if usage.get("tokens") is None else [f"{usage['tokens']} tokens"]
+    cost = usage.get("cost")
+    if isinstance(cost, dict):
+        parts.append(f"{cost.get('amount')} {cost.get('currency')}")
+    return ", ".join([*parts, calls])

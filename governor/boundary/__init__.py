@@ -1,0 +1,1 @@
+"""The `boundary` room (see docs/internals.md)."""

@@ -1,0 +1,1 @@
+"""The `checks` room (see docs/internals.md)."""

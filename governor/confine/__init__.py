@@ -1,0 +1,1 @@
+"""The `confine` room (see docs/internals.md)."""

@@ -1,0 +1,1 @@
+"""The `ending` room (see docs/internals.md)."""

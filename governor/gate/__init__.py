@@ -1,0 +1,1 @@
+"""The `gate` room (see docs/internals.md)."""

@@ -1,0 +1,1 @@
+"""The `job` room (see docs/internals.md)."""

@@ -1,0 +1,1 @@
+"""The `observe` room (see docs/internals.md)."""
