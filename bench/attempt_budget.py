@@ -1,4 +1,4 @@
-"""The attempt budget's watcher (`sandbox.host.budget`): what it costs an
+"""The attempt budget's watcher (`governor.sandbox.host.budget`): what it costs an
 attempt with many commands.
 
 One run, rounds interleaved: the same attempt (``governor run`` in this
@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 from governor import cli
-from sandbox.host import budget
+from governor.sandbox.host import budget
 
 AGENT = Path(__file__).with_name("commands_agent.py")
 REAL_WATCH = budget.watch

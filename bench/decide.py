@@ -13,10 +13,10 @@ import statistics
 import time
 from collections.abc import Callable
 
-from policies.actions import ReadFile, RunCommand, ToolPermission, WriteFile
-from policies.decide import decide
-from policies.policy import parse_policy
-from policies.shell import _split_cached
+from governor.policies.actions import ReadFile, RunCommand, ToolPermission, WriteFile
+from governor.policies.decide import decide
+from governor.policies.policy import parse_policy
+from governor.policies.shell import _split_cached
 
 WS = "/work/app"
 

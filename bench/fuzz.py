@@ -38,7 +38,7 @@ from governor.attempt.lifecycle import run_attempt  # noqa: E402
 from governor.audit.verify import read_lines, verify  # noqa: E402
 from governor.job.spec import AttemptSpec  # noqa: E402
 from governor.observe import logs  # noqa: E402
-from policies.policy import parse_policy  # noqa: E402
+from governor.policies.policy import parse_policy  # noqa: E402
 
 FUZZ_AGENT = ROBUSTNESS / "fuzz_agent.py"
 SESSION = "fuzz-session"

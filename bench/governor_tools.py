@@ -44,8 +44,8 @@ from governor.confine.sandboxes import GovernedTerminals  # noqa: E402
 from governor.gate.approver import Unattended  # noqa: E402
 from governor.gate.gatekeeper import Gate  # noqa: E402
 from governor.mcp.relay import open_relay  # noqa: E402
-from policies.policy import parse_policy  # noqa: E402
-from sandbox.net.proxy import EgressProxy, open_egress  # noqa: E402
+from governor.policies.policy import parse_policy  # noqa: E402
+from governor.sandbox.net.proxy import EgressProxy, open_egress  # noqa: E402
 
 POLICY = 'capability = "edit-workspace"\n[mcp]\ngovernor_tools = true\n'
 

@@ -48,7 +48,7 @@ from governor.attempt.lifecycle import run_attempt  # noqa: E402
 from governor.cli.run import freeze_startup_heap  # noqa: E402
 from governor.job.spec import AttemptSpec  # noqa: E402
 from governor.observe import logs  # noqa: E402
-from policies.policy import parse_policy  # noqa: E402
+from governor.policies.policy import parse_policy  # noqa: E402
 
 ROOT = HERE.parent
 FLOOD = HERE / "flood_agent.py"

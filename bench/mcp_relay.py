@@ -44,8 +44,8 @@ from governor.confine import egress as network  # noqa: E402
 from governor.gate.approver import Unattended  # noqa: E402
 from governor.gate.gatekeeper import Gate  # noqa: E402
 from governor.mcp.relay import open_relay  # noqa: E402
-from policies.policy import parse_policy  # noqa: E402
-from sandbox.net.proxy import open_egress  # noqa: E402
+from governor.policies.policy import parse_policy  # noqa: E402
+from governor.sandbox.net.proxy import open_egress  # noqa: E402
 
 AGENTS = Path(os.environ.get("ACP_GOVERNOR_NPM_AGENTS") or ROOT / ".npm-agents")
 TIME = AGENTS / "mcp-servers" / "python" / "bin" / "mcp-server-time"

@@ -280,7 +280,7 @@ def governor_spec(
     n: int, ws: Path, log: Path, *, durability: str, sandboxed: bool, signed: bool = False
 ) -> Any:
     from governor.job.spec import AttemptSpec
-    from policies.policy import parse_policy
+    from governor.policies.policy import parse_policy
 
     environ = None
     if signed:

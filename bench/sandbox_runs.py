@@ -9,19 +9,19 @@ output) run
   (c) through our code with the full edit-workspace profile on a git workspace
       (survey, 31 placeholders for the missing protected names and the git
       dir's, the pins of .git's parts and its self-bind, seccomp, trio):
-      c1 in a session's sandbox (`sandbox.run.session`): one bwrap per session, the
+      c1 in a session's sandbox (`governor.sandbox.run.session`): one bwrap per session, the
       command forked inside it by the fork server; what ACP terminals do, with
       this shell's ``PATH`` and the toolchains under ``$HOME`` it leads to kept
-      (`sandbox.host.toolchains`). The session is opened once, before the clock;
+      (`governor.sandbox.host.toolchains`). The session is opened once, before the clock;
       its opening is timed apart;
       c0 the same with toolchain detection off (``toolchains = false``: no
       folders kept, no caches overlaid): c1/c0 is what detection costs;
-      c2 one-shot through `sandbox.run.runner.run` (a bwrap of its own, stubs made
+      c2 one-shot through `governor.sandbox.run.runner.run` (a bwrap of its own, stubs made
       and removed every time, its own workspace): what ``governor sandbox`` does;
       c3 read-only one-shot (no pins at all);
       c4 a bwrap per command with the stubs kept between commands (what
       terminals did before the session sandbox); c4 seals the stubs when it can
-      (root: CAP_LINUX_IMMUTABLE, see `sandbox.run.stubs`; the header says whether);
+      (root: CAP_LINUX_IMMUTABLE, see `governor.sandbox.run.stubs`; the header says whether);
       c5 like c4 with stubs that are never sealed (its own workspace): each one
       pinned by a bwrap mount, what a governor that is not root pays per bwrap;
   (b2) our full argv (same survey, fds and mounts as c4) started by plain
@@ -60,15 +60,15 @@ sys.path.insert(0, str(_HERE.parent))
 
 import trio  # noqa: E402
 
-from policies.capability import Capability  # noqa: E402
-from sandbox.host.survey import survey  # noqa: E402
-from sandbox.plan.profile import Profile  # noqa: E402
-from sandbox.run.launch import prepare  # noqa: E402
-from sandbox.run.preflight import preflight  # noqa: E402
-from sandbox.run.runner import Command, run  # noqa: E402
-from sandbox.run.session import SandboxSession  # noqa: E402
-from sandbox.run.stubs import LEDGER, StubLedger  # noqa: E402
-from sandbox.standalone.sweeper import FS_IMMUTABLE_FL, get_flags  # noqa: E402
+from governor.policies.capability import Capability  # noqa: E402
+from governor.sandbox.host.survey import survey  # noqa: E402
+from governor.sandbox.plan.profile import Profile  # noqa: E402
+from governor.sandbox.run.launch import prepare  # noqa: E402
+from governor.sandbox.run.preflight import preflight  # noqa: E402
+from governor.sandbox.run.runner import Command, run  # noqa: E402
+from governor.sandbox.run.session import SandboxSession  # noqa: E402
+from governor.sandbox.run.stubs import LEDGER, StubLedger  # noqa: E402
+from governor.sandbox.standalone.sweeper import FS_IMMUTABLE_FL, get_flags  # noqa: E402
 
 COMMANDS: dict[str, list[str]] = {
     "true": ["true"],

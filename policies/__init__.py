@@ -3,6 +3,6 @@
 Nothing here does I/O beyond parsing text it is given, and nothing imports trio.
 """
 
-from policies.capability import CAPABILITY_NAMES, Capability, CapabilityError
+from governor.policies.capability import CAPABILITY_NAMES, Capability, CapabilityError
 
 __all__ = ["CAPABILITY_NAMES", "Capability", "CapabilityError"]

@@ -50,7 +50,7 @@ class ToolPermission:
 
 @dataclass(frozen=True, slots=True)
 class Connect:
-    """A connection through the egress proxy (`policies.network`): host and port,
+    """A connection through the egress proxy (`governor.policies.network`): host and port,
     and for plain HTTP the method and path.
 
     ``origin`` is who asks: ``agent`` (the agent's own sandbox) or ``command``.

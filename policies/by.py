@@ -1,6 +1,6 @@
 """The words of a record's ``by`` field: what decided, one word each, defined once.
 
-A decision's ``by`` is set where it is made -- in `policies.decide` for the
+A decision's ``by`` is set where it is made -- in `governor.policies.decide` for the
 engine's words, in the gate and the approver for the rest -- never guessed
 afterwards from the rule's text. The ``rule`` field says which rule, glob or
 default it was; ``by`` says whose word that rule is, so that a reader knows

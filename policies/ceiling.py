@@ -14,15 +14,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
-from policies.capability import Capability, CapabilityError
-from policies.errors import ConfigError, toml_error, unknown_key
-from policies.limits import LIMIT_KEYS, Limits, limits_from_mapping
-from policies.network import HostPatternError, parse_pattern
-from policies.paths import is_under
+from governor.policies.capability import Capability, CapabilityError
+from governor.policies.errors import ConfigError, toml_error, unknown_key
+from governor.policies.limits import LIMIT_KEYS, Limits, limits_from_mapping
+from governor.policies.network import HostPatternError, parse_pattern
+from governor.policies.paths import is_under
 
 if TYPE_CHECKING:  # policy.py and mcp.py read their values with this file's helpers
-    from policies.mcp import McpServer
-    from policies.policy import Policy
+    from governor.policies.mcp import McpServer
+    from governor.policies.policy import Policy
 
 CUSTOM_AGENT: Final = "acp"
 """The agent id of an ACP program given as an argv rather than a preset."""

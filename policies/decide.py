@@ -20,16 +20,23 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from policies import by as who
-from policies.actions import Action, Connect, ReadFile, RunCommand, ToolPermission, WriteFile
-from policies.capability import Capability
-from policies.harness import member as harness_member
-from policies.mcp import McpCall, decide_mcp
-from policies.network import decide_connect
-from policies.paths import normalize, within
-from policies.policy import Policy
-from policies.rules import Verdict
-from policies.shell import SimpleCommand, split, split_argv
+from governor.policies import by as who
+from governor.policies.actions import (
+    Action,
+    Connect,
+    ReadFile,
+    RunCommand,
+    ToolPermission,
+    WriteFile,
+)
+from governor.policies.capability import Capability
+from governor.policies.harness import member as harness_member
+from governor.policies.mcp import McpCall, decide_mcp
+from governor.policies.network import decide_connect
+from governor.policies.paths import normalize, within
+from governor.policies.policy import Policy
+from governor.policies.rules import Verdict
+from governor.policies.shell import SimpleCommand, split, split_argv
 
 ALLOW: Final = Verdict.ALLOW
 ASK: Final = Verdict.ASK
@@ -40,7 +47,7 @@ DENY: Final = Verdict.DENY
 class Decision:
     """A verdict, the rule that produced it and a plain-English reason.
 
-    ``by`` is what decided, set here where it is decided (`policies.by` defines
+    ``by`` is what decided, set here where it is decided (`governor.policies.by` defines
     the words): ``capability`` (its defaults), ``protected``, ``rule``,
     ``ceiling`` (a path the ceiling protects) or ``protocol`` (a request that
     cannot be carried out as asked). ``parts`` holds the
@@ -440,7 +447,7 @@ def _clip(text: str, limit: int = 200) -> str:
 
 
 def decide_network(action: Connect, policy: Policy) -> Decision:
-    """A connection through the egress proxy (`policies.network`). The proxy's
+    """A connection through the egress proxy (`governor.policies.network`). The proxy's
     own refusals (a malformed request) are ``protocol``, the special hosts
     ``protected``, a rule's word ``rule``, the rest the defaults (``capability``):
     `decide_connect` says which as it decides."""
@@ -449,7 +456,7 @@ def decide_network(action: Connect, policy: Policy) -> Decision:
 
 
 def decide_call(call: McpCall, policy: Policy) -> Decision:
-    """An MCP request of the agent's (`policies.mcp`): the job's ``[mcp]`` rules,
+    """An MCP request of the agent's (`governor.policies.mcp`): the job's ``[mcp]`` rules,
     then the capability's default."""
     found = decide_mcp(call, policy.mcp, policy.capability)
     return Decision(found.verdict, found.rule, found.reason, found.by)

@@ -40,10 +40,10 @@ import shlex
 import sys
 from typing import TYPE_CHECKING, Final, Literal
 
-from policies.paths import is_under, within
+from governor.policies.paths import is_under, within
 
 if TYPE_CHECKING:
-    from policies.policy import Policy
+    from governor.policies.policy import Policy
 
 HarnessMode = Literal["frozen", "audited"]
 HARNESS_MODES: Final = ("frozen", "audited")

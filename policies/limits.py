@@ -3,7 +3,7 @@
 A job says how much one attempt may take (``memory``, ``processes``, ``tmp``,
 ``cpu_seconds``, ``wall``, ``log``, ``workspace``, ``patch``, and the budgets
 ``tool_calls``, ``tokens``, ``cost_usd``); the ceiling says the most any job may
-ask for (`policies.ceiling`). A limit the job leaves out takes `DEFAULTS`, or the
+ask for (`governor.policies.ceiling`). A limit the job leaves out takes `DEFAULTS`, or the
 ceiling's maximum where that is lower: the job asked for nothing, so nothing is
 clamped. The budgets have no default (None: no limit), so an unset one is the
 ceiling's maximum when it has one. A limit the job sets over the maximum is
@@ -12,7 +12,7 @@ refused, with every other violation.
 Sizes are bytes, written as an integer or as a string with a binary suffix
 (``"512M"``, ``"4G"``, ``"1.5G"``; K, M, G, T are powers of 1024). What each
 limit means for the sandbox (rlimits or a cgroup, per process or per sandbox)
-is `sandbox.host.limits`'s business; this file is pure.
+is `governor.sandbox.host.limits`'s business; this file is pure.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any, Final
 
-from policies.errors import ConfigError, unknown_key
+from governor.policies.errors import ConfigError, unknown_key
 
 LIMIT_KEYS: Final = (
     "memory", "processes", "tmp", "cpu_seconds", "wall", "log", "workspace",
@@ -73,7 +73,7 @@ class Limits:
     attempt_processes: int | None = None
     """Processes (threads count) all the attempt's sandboxes may hold together:
     the agent's, each session's commands, each MCP server's, each check's
-    (`sandbox.host.budget`). ``processes`` stays the bound of each one."""
+    (`governor.sandbox.host.budget`). ``processes`` stays the bound of each one."""
     attempt_memory: int | None = None
     """Bytes of private memory (resident anonymous and shared-memory pages) all
     the attempt's sandboxes may hold together. ``memory`` stays the bound of

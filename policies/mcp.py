@@ -29,7 +29,7 @@ matches only when every named argument is there and its text (a string as is,
 anything else as compact JSON) matches its glob.
 
 `decide_mcp` is the engine's word on one call, in the order of
-`policies.decide`: the boundary (a server the job does not name is refused),
+`governor.policies.decide`: the boundary (a server the job does not name is refused),
 then deny > ask > allow, then the capability's default (`MCP_DEFAULTS`): a
 tool no rule names is asked about below full-access -- the operator named the
 server, not each thing it can do, and unattended an ask is refused -- and
@@ -53,12 +53,12 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 from urllib.parse import unquote, urlsplit
 
-from policies import by as who
-from policies.capability import Capability
-from policies.ceiling import boolean, string_list, table, type_name
-from policies.errors import ConfigError, unknown_key
-from policies.network import HostPattern, HostPatternError, parse_pattern
-from policies.rules import Verdict
+from governor.policies import by as who
+from governor.policies.capability import Capability
+from governor.policies.ceiling import boolean, string_list, table, type_name
+from governor.policies.errors import ConfigError, unknown_key
+from governor.policies.network import HostPattern, HostPatternError, parse_pattern
+from governor.policies.rules import Verdict
 
 McpMethod = Literal["tools/call", "prompts/get", "resources/read"]
 SUBJECTS: Final[Mapping[str, str]] = {
@@ -304,7 +304,7 @@ class McpCall:
 
 @dataclass(frozen=True, slots=True)
 class McpVerdict:
-    """What `decide_mcp` found, in the shape `policies.decide.Decision` takes."""
+    """What `decide_mcp` found, in the shape `governor.policies.decide.Decision` takes."""
 
     verdict: Verdict
     rule: str

@@ -1,7 +1,7 @@
 """Network rules: which host:port a sandboxed process may reach through the proxy.
 
 Everything that decides a connection lives here (`decide_connect`, called by
-`policies.decide.decide` for a `Connect`), pure and fast. The rules of this
+`governor.policies.decide.decide` for a `Connect`), pure and fast. The rules of this
 file:
 
 1. A subject is a host and a port; an IP literal is judged as the IP, a name
@@ -36,9 +36,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from policies import by as who
-from policies.actions import Connect
-from policies.rules import Verdict
+from governor.policies import by as who
+from governor.policies.actions import Connect
+from governor.policies.rules import Verdict
 
 WEB_PORTS: Final = (443, 80)
 """The ports a rule without a port allows."""
@@ -217,13 +217,13 @@ class NetworkRules:
 
 @dataclass(frozen=True, slots=True)
 class ConnectDecision:
-    """`decide_connect`'s answer before it becomes a `policies.decide.Decision`."""
+    """`decide_connect`'s answer before it becomes a `governor.policies.decide.Decision`."""
 
     verdict: Verdict
     rule: str
     reason: str
     by: str
-    """What decided (`policies.by`): ``rule``, ``protected`` (a special address),
+    """What decided (`governor.policies.by`): ``rule``, ``protected`` (a special address),
     ``protocol`` (a request the proxy cannot carry out) or ``capability`` (no rule
     allows it)."""
 

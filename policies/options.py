@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from policies.rules import Verdict
+from governor.policies.rules import Verdict
 
 # Words in an id or a name that mean "acts without asking" (modes and options alike).
 _ALONE_WORDS: Final = (

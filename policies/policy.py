@@ -29,13 +29,13 @@ closest key suggested for a typo). The format, every key::
     harness_add = ["ci/**"]           # more globs in the harness set
     harness_except = ["pyproject.toml"]  # globs of the default harness set this job may change
 
-    [limits]                          # one attempt's resources (policies.limits; defaults there)
+    [limits]                          # one attempt's resources (governor.policies.limits; defaults there)
     memory = "4G"                     # per process
     processes = 1024                  # per sandbox (threads count)
     tmp = "1G"                        # each private tmpfs: /tmp, /var/tmp, the empty homes
     cpu_seconds = 1800                # per process
     wall = 1800                       # the attempt's timeout (--timeout wins)
-    [[mcp.servers]]                   # MCP servers behind the governor (policies.mcp)
+    [[mcp.servers]]                   # MCP servers behind the governor (governor.policies.mcp)
     name = "git"
     command = ["mcp-server-git"]
     [mcp.deny]                        # [mcp.ask], [mcp.allow]: server.name globs
@@ -60,16 +60,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal
 
-from policies.capability import Capability, CapabilityError
-from policies.ceiling import boolean, string_list, table, type_name
-from policies.errors import ConfigError, ConfigErrors, closest, toml_error, unknown_key
-from policies.harness import HARNESS_MODES, HarnessMode
-from policies.limits import Limits, limits_from_mapping
-from policies.mcp import McpConfig, mcp_from_mapping
-from policies.network import HostPattern, HostPatternError, NetworkRules, parse_pattern
-from policies.paths import PathGlobs, normalize
-from policies.protected import HIDDEN_BY_DEFAULT, UNPROTECTABLE, protected_globs
-from policies.rules import TOOL_KINDS, RuleList, Rules, rule_list
+from governor.policies.capability import Capability, CapabilityError
+from governor.policies.ceiling import boolean, string_list, table, type_name
+from governor.policies.errors import ConfigError, ConfigErrors, closest, toml_error, unknown_key
+from governor.policies.harness import HARNESS_MODES, HarnessMode
+from governor.policies.limits import Limits, limits_from_mapping
+from governor.policies.mcp import McpConfig, mcp_from_mapping
+from governor.policies.network import HostPattern, HostPatternError, NetworkRules, parse_pattern
+from governor.policies.paths import PathGlobs, normalize
+from governor.policies.protected import HIDDEN_BY_DEFAULT, UNPROTECTABLE, protected_globs
+from governor.policies.rules import TOOL_KINDS, RuleList, Rules, rule_list
 
 OnAsk = Literal["refuse", "pause", "person"]
 ON_ASK: Final = ("refuse", "pause", "person")
@@ -124,14 +124,14 @@ class Policy:
     extra_dirs: tuple[str, ...] = ()
     network: bool = False
     network_rules: NetworkRules = field(default_factory=NetworkRules)
-    """The ``[network]`` allow/ask/deny host patterns (`policies.network`)."""
+    """The ``[network]`` allow/ask/deny host patterns (`governor.policies.network`)."""
     env: tuple[str, ...] = ()
     on_ask: OnAsk = "refuse"
     allow_mode_switch: bool = False
     rules: Rules = field(default_factory=Rules)
     protected_extra: tuple[str, ...] = ()
     unprotected: tuple[str, ...] = ()
-    """Names of `policies.protected.UNPROTECTABLE` this job may change (``unprotect``);
+    """Names of `governor.policies.protected.UNPROTECTABLE` this job may change (``unprotect``);
     a glob of ``protected_extra`` (the ceiling's included) still covers them."""
     ceiling_protected: tuple[str, ...] = field(default=(), compare=False)
     """The globs of ``protected_extra`` the operator's ceiling added (`bind`): a
@@ -146,7 +146,7 @@ class Policy:
     """Folders kept visible read-only in every sandbox, as written (``~/`` expanded
     by the caller)."""
     toolchains: bool = True
-    """Whether the sandboxes keep the toolchains under the homes (`sandbox.host.toolchains`)."""
+    """Whether the sandboxes keep the toolchains under the homes (`governor.sandbox.host.toolchains`)."""
     git: GitAccess = "commit"
     frozen_globs: tuple[str, ...] = ()
     """``[sandbox] frozen``: globs relative to each root, read-only to the agent
@@ -168,7 +168,7 @@ class Policy:
     (``acceptance = []``): none by name, the checks' exit status is the verdict
     (`governor.checks.test_results`). Held-out tests are acceptance tests whatever it says."""
     harness: HarnessMode = "frozen"
-    """``[checks] harness``: the harness set (`policies.harness`) pinned read-only
+    """``[checks] harness``: the harness set (`governor.policies.harness`) pinned read-only
     for the attempt (``frozen``) or only its changes found (``audited``)."""
     harness_add: tuple[str, ...] = ()
     """``[checks] harness_add``: globs of more paths in the harness set."""
@@ -187,7 +187,7 @@ class Policy:
     limits: Limits = field(default_factory=Limits)
     """The ``[limits]`` as written (unset ones None: `Limits.effective` fills them)."""
     mcp: McpConfig = field(default_factory=McpConfig)
-    """The ``[mcp]`` servers and rules (`policies.mcp`)."""
+    """The ``[mcp]`` servers and rules (`governor.policies.mcp`)."""
     roots: tuple[str, ...] = ()
     """Absolute roots, the workspace first; empty until `bind`."""
     source: str = field(default="built-in", compare=False)
@@ -390,7 +390,7 @@ def _sandbox(source: str, value: Any) -> dict[str, Any]:
                 )
         out["keep"] = keep
     if "toolchains" in body:
-        out["toolchains"] = boolean(source, "sandbox.host.toolchains", body["toolchains"])
+        out["toolchains"] = boolean(source, "governor.sandbox.host.toolchains", body["toolchains"])
     if "frozen" in body:
         out["frozen_globs"] = _frozen(source, string_list(source, "sandbox.frozen", body["frozen"]))
     if "held_out" in body:

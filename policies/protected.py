@@ -2,7 +2,7 @@
 
 This is the one list: the policy engine refuses governed writes to these paths
 and the sandbox (``sandbox/``) re-binds them read-only inside a writable root.
-Each entry is a glob relative to a root (see `policies.paths`).
+Each entry is a glob relative to a root (see `governor.policies.paths`).
 
 Why each group:
 - VCS execution surface: hooks and config run code at the operator's next
@@ -10,7 +10,7 @@ Why each group:
   write under ``.git`` (and nested repositories' ``.git``): agents write files,
   never git internals. The sandbox is finer, so that ``git commit`` works in it
   at edit-workspace: it pins only the parts of a git dir that run code
-  (`sandbox.plan.protected.GIT_DIR_PROTECTED`) and binds the git dir over itself, so
+  (`governor.sandbox.plan.protected.GIT_DIR_PROTECTED`) and binds the git dir over itself, so
   ``mv .git .git-old`` and a rebuilt ``.git`` with a hook fail (protecting only
   ``.git/hooks`` would be beaten that way); a policy's ``[sandbox] git =
   "read-only"`` pins ``.git`` as a whole.
@@ -125,7 +125,7 @@ RC_FILES: Final = (
 
 PROTECTED_NAMES: Final = VCS + CONTROL_PLANE + HOOK_CONFIGS + AUTO_RUN + RC_FILES
 """Names protected at the top of every writable root, file or folder, existing or
-not. The sandbox pins exactly these (`sandbox.plan.protected` imports them), ``.git``
+not. The sandbox pins exactly these (`governor.sandbox.plan.protected` imports them), ``.git``
 by its own rules (see above)."""
 
 

@@ -6,7 +6,7 @@ default. A rule list names subjects of three kinds:
 - ``commands``: argv prefixes whose words are globs. ``git status`` matches
   ``git status --short``; ``pytest *`` matches ``pytest`` with any arguments;
   the first word also matches by basename, so ``rm *`` catches ``/bin/rm -rf x``.
-- ``paths``: globs (see `policies.paths`) for reads *and* writes; ``writes``:
+- ``paths``: globs (see `governor.policies.paths`) for reads *and* writes; ``writes``:
   globs for writes only.
 - ``tools``: ACP tool kinds (``execute``, ``edit``, ``delete``, ``move``,
   ``fetch``, ``read``, ``search``, ``think``, ``switch_mode``, ``other``).
@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-from policies.paths import PathGlobs
+from governor.policies.paths import PathGlobs
 
 
 class Verdict(enum.IntEnum):

@@ -3,16 +3,16 @@
 The package is in rooms by kind, so that a reader knows from the path what a
 file may touch:
 
-- `sandbox.plan`: pure. A `Profile` becomes bwrap's argv; the protected and
+- `governor.sandbox.plan`: pure. A `Profile` becomes bwrap's argv; the protected and
   hidden names; the seccomp filter; the egress plan. No I/O, no trio.
-- `sandbox.host`: probes of this machine: the survey of what a profile must
+- `governor.sandbox.host`: probes of this machine: the survey of what a profile must
   hide or keep, host sockets, toolchains, the person's git, bwrap itself, the
   limits this kernel can enforce (rlimits, cgroups).
-- `sandbox.run`: processes on trio: spawn, launch, sessions, terminals, the
+- `governor.sandbox.run`: processes on trio: spawn, launch, sessions, terminals, the
   runner, the agent's own sandbox, the placeholder ledger, the preflight.
-- `sandbox.net`: the egress proxy, its HTTP/1 reader, listening sockets made
+- `governor.sandbox.net`: the egress proxy, its HTTP/1 reader, listening sockets made
   inside a sandbox's network namespace.
-- `sandbox.standalone`: scripts run by path, some as root, under ``-I -S``:
+- `governor.sandbox.standalone`: scripts run by path, some as root, under ``-I -S``:
   standard library only, nothing of ours imported.
 
 Names below are imported lazily: the command line's fast paths (``--help``,
@@ -25,9 +25,9 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from sandbox.host.bwrap import Bwrap, BwrapUnavailable, SandboxStartFailed
-    from sandbox.host.survey import survey
-    from sandbox.plan.profile import (
+    from governor.sandbox.host.bwrap import Bwrap, BwrapUnavailable, SandboxStartFailed
+    from governor.sandbox.host.survey import survey
+    from governor.sandbox.plan.profile import (
         BwrapFeatures,
         HomeFolder,
         HostFacts,
@@ -35,44 +35,49 @@ if TYPE_CHECKING:
         ProfileError,
         render,
     )
-    from sandbox.plan.protected import HIDDEN_PATTERNS, PROTECTED_NAMES
-    from sandbox.run.agent import agent_process, resolve_install
-    from sandbox.run.execution import Execution, ExitStatus
-    from sandbox.run.preflight import preflight
-    from sandbox.run.runner import DEFAULT_OUTPUT_LIMIT, Command, RunResult, run, start
-    from sandbox.run.session import SandboxSession, SessionEnded, SessionError
-    from sandbox.run.terminals import TerminalOutput, Terminals, TerminalsClosed, UnknownTerminal
+    from governor.sandbox.plan.protected import HIDDEN_PATTERNS, PROTECTED_NAMES
+    from governor.sandbox.run.agent import agent_process, resolve_install
+    from governor.sandbox.run.execution import Execution, ExitStatus
+    from governor.sandbox.run.preflight import preflight
+    from governor.sandbox.run.runner import DEFAULT_OUTPUT_LIMIT, Command, RunResult, run, start
+    from governor.sandbox.run.session import SandboxSession, SessionEnded, SessionError
+    from governor.sandbox.run.terminals import (
+        TerminalOutput,
+        Terminals,
+        TerminalsClosed,
+        UnknownTerminal,
+    )
 
 _LAZY: dict[str, str] = {
-    "agent_process": "sandbox.run.agent",
-    "resolve_install": "sandbox.run.agent",
-    "Bwrap": "sandbox.host.bwrap",
-    "BwrapUnavailable": "sandbox.host.bwrap",
-    "SandboxStartFailed": "sandbox.host.bwrap",
-    "Execution": "sandbox.run.execution",
-    "ExitStatus": "sandbox.run.execution",
-    "preflight": "sandbox.run.preflight",
-    "BwrapFeatures": "sandbox.plan.profile",
-    "HomeFolder": "sandbox.plan.profile",
-    "HostFacts": "sandbox.plan.profile",
-    "Profile": "sandbox.plan.profile",
-    "ProfileError": "sandbox.plan.profile",
-    "render": "sandbox.plan.profile",
-    "HIDDEN_PATTERNS": "sandbox.plan.protected",
-    "PROTECTED_NAMES": "sandbox.plan.protected",
-    "DEFAULT_OUTPUT_LIMIT": "sandbox.run.runner",
-    "Command": "sandbox.run.runner",
-    "RunResult": "sandbox.run.runner",
-    "run": "sandbox.run.runner",
-    "start": "sandbox.run.runner",
-    "SandboxSession": "sandbox.run.session",
-    "SessionEnded": "sandbox.run.session",
-    "SessionError": "sandbox.run.session",
-    "survey": "sandbox.host.survey",
-    "TerminalOutput": "sandbox.run.terminals",
-    "Terminals": "sandbox.run.terminals",
-    "TerminalsClosed": "sandbox.run.terminals",
-    "UnknownTerminal": "sandbox.run.terminals",
+    "agent_process": "governor.sandbox.run.agent",
+    "resolve_install": "governor.sandbox.run.agent",
+    "Bwrap": "governor.sandbox.host.bwrap",
+    "BwrapUnavailable": "governor.sandbox.host.bwrap",
+    "SandboxStartFailed": "governor.sandbox.host.bwrap",
+    "Execution": "governor.sandbox.run.execution",
+    "ExitStatus": "governor.sandbox.run.execution",
+    "preflight": "governor.sandbox.run.preflight",
+    "BwrapFeatures": "governor.sandbox.plan.profile",
+    "HomeFolder": "governor.sandbox.plan.profile",
+    "HostFacts": "governor.sandbox.plan.profile",
+    "Profile": "governor.sandbox.plan.profile",
+    "ProfileError": "governor.sandbox.plan.profile",
+    "render": "governor.sandbox.plan.profile",
+    "HIDDEN_PATTERNS": "governor.sandbox.plan.protected",
+    "PROTECTED_NAMES": "governor.sandbox.plan.protected",
+    "DEFAULT_OUTPUT_LIMIT": "governor.sandbox.run.runner",
+    "Command": "governor.sandbox.run.runner",
+    "RunResult": "governor.sandbox.run.runner",
+    "run": "governor.sandbox.run.runner",
+    "start": "governor.sandbox.run.runner",
+    "SandboxSession": "governor.sandbox.run.session",
+    "SessionEnded": "governor.sandbox.run.session",
+    "SessionError": "governor.sandbox.run.session",
+    "survey": "governor.sandbox.host.survey",
+    "TerminalOutput": "governor.sandbox.run.terminals",
+    "Terminals": "governor.sandbox.run.terminals",
+    "TerminalsClosed": "governor.sandbox.run.terminals",
+    "UnknownTerminal": "governor.sandbox.run.terminals",
 }
 
 __all__ = [
@@ -111,5 +116,5 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
-        raise AttributeError(f"module 'sandbox' has no attribute {name!r}")
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     return getattr(importlib.import_module(module), name)

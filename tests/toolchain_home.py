@@ -1,5 +1,5 @@
 """A developer's toolchain under a home, made for real: what the sandbox must keep
-working (`sandbox.host.toolchains`) and the secrets beside it it must keep hidden.
+working (`governor.sandbox.host.toolchains`) and the secrets beside it it must keep hidden.
 
 - an interpreter under ``~/.pyenv/versions``: the system's CPython binary, its
   standard library beside it (a link to the system's), so that it runs from

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Final
 
 from governor.agents.presets import Preset
-from sandbox.host import processes
+from governor.sandbox.host import processes
 
 NPM_FLAGS: Final = (
     "--no-audit",
@@ -196,9 +196,9 @@ async def run_install_scripts(folder: Path, npm: str, environ: Mapping[str, str]
     script still works. `InstallError` naming the packages when it fails."""
     import trio
 
-    from policies.capability import Capability
-    from sandbox import BwrapUnavailable, Profile, ProfileError
-    from sandbox.run.runner import Command, run
+    from governor.policies.capability import Capability
+    from governor.sandbox import BwrapUnavailable, Profile, ProfileError
+    from governor.sandbox.run.runner import Command, run
 
     packages = with_install_scripts(folder)
     if not packages:
@@ -310,7 +310,7 @@ def find_python(
     """An interpreter at least as new as the preset's `python`: the one
     ``$ACP_GOVERNOR_PYTHON`` names, else the newest ``python3.N`` (then
     ``python3``) found on ``PATH`` that runs and is new enough. Each candidate
-    is asked its version through the one door (`sandbox.host.processes`), and
+    is asked its version through the one door (`governor.sandbox.host.processes`), and
     the path it reports (``sys.executable``: the interpreter, not a version
     manager's shim) is the one used. `InstallError` naming what was found."""
     oldest = _minor(preset.python or "3.0")
@@ -443,7 +443,7 @@ async def fetch_for_npx(
     The fetch runs nothing of any package: ``npm cache add`` (the metadata
     npx reads) and ``npm install --ignore-scripts`` into npx's own folder for
     it (`npx_folder`), from the governor's empty
-    folder, through `sandbox.host.processes` (``npm exec ... -- true`` would
+    folder, through `governor.sandbox.host.processes` (``npm exec ... -- true`` would
     run ``true`` through a script shell looked up on a ``PATH`` that starts
     with that folder's ``node_modules/.bin``, and the cwd's). ``places``: where
     the agent may have written (its roots, its writable home folders), refused

@@ -33,8 +33,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from policies.errors import toml_error
-from policies.network import HostPatternError, parse_pattern
+from governor.policies.errors import toml_error
+from governor.policies.network import HostPatternError, parse_pattern
 
 DEFAULT_PATH: Final = Path(str(resources.files("governor") / "presets.toml"))
 """`presets.toml`, as the package carries it: in a checkout ``governor/presets.toml``

@@ -35,7 +35,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from policies.limits import Limits, render
+from governor.policies.limits import Limits, render
 
 
 class Budget:

@@ -60,14 +60,14 @@ from governor.gate.gatekeeper import Gate
 from governor.gate.ruling import REFUSED
 from governor.job.spec import AttemptSpec, PlainProgram, Prepared, RefusedBeforeStart, prepare
 from governor.mcp import relay as mcp
+from governor.policies import by as who
+from governor.policies.limits import render
+from governor.policies.policy import Policy
+from governor.sandbox.host import budget as sandbox_budget
+from governor.sandbox.host.limits import blame
+from governor.sandbox.net.proxy import EgressProxy, open_egress
+from governor.sandbox.run.execution import ExitStatus
 from governor.tamper import baseline as tamper
-from policies import by as who
-from policies.limits import render
-from policies.policy import Policy
-from sandbox.host import budget as sandbox_budget
-from sandbox.host.limits import blame
-from sandbox.net.proxy import EgressProxy, open_egress
-from sandbox.run.execution import ExitStatus
 
 log = structlog.get_logger("governor.attempt.lifecycle")
 
@@ -174,7 +174,7 @@ class Attempt:
             masker=p.masker,
         )
         self.sandboxes = sandbox_budget.AttemptBudget(None, None)
-        """Every sandbox of the attempt, counted together (`sandbox.host.budget`):
+        """Every sandbox of the attempt, counted together (`governor.sandbox.host.budget`):
         the one `run` makes current while the attempt runs."""
         self.auth_methods: list[Any] = []
         self.turn_over = trio.Event()

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from governor.acp.models import schema
-from policies.options import mode_asks
+from governor.policies.options import mode_asks
 
 SelectOption = schema.SessionConfigOptionSelect
 ConfigOption = schema.SessionConfigOptionSelect | schema.SessionConfigOptionBoolean

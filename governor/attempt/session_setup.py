@@ -40,8 +40,8 @@ from governor.attempt.session_choices import (
 )
 from governor.audit.log import AuditLog, AuditUnavailable
 from governor.job.spec import Prepared
-from policies import by as who
-from policies.options import mode_asks
+from governor.policies import by as who
+from governor.policies.options import mode_asks
 
 
 @dataclass(frozen=True, slots=True)

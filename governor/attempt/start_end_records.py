@@ -18,7 +18,7 @@ from typing import Any, Final
 from governor.boundary.secrets import Masker
 from governor.ending.outcome import Outcome
 from governor.job.spec import Prepared
-from policies.canonical import digest
+from governor.policies.canonical import digest
 
 PROMPT_CHARS: Final = 4000
 """What the attempt-start record keeps of the prompt: a task is a few lines; a

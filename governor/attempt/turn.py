@@ -28,7 +28,7 @@ from pydantic import ValidationError
 
 from governor.acp.models import schema
 from governor.attempt.session_choices import acts_alone
-from policies.options import mode_asks
+from governor.policies.options import mode_asks
 
 log = structlog.get_logger("governor.attempt.turn")
 

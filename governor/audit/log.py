@@ -64,8 +64,8 @@ from governor.audit.signing import Signer
 from governor.audit.tally import ASKED_KINDS, Tallier
 from governor.boundary.secrets import Masker, spellings
 from governor.boundary.spelling import escaped, loads
-from policies.limits import size_text
-from policies.paths import is_under
+from governor.policies.limits import size_text
+from governor.policies.paths import is_under
 
 Durability = Literal["always", "batch"]
 DURABILITIES: Final = ("batch", "always")

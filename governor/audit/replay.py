@@ -22,13 +22,20 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final, cast
 
-from policies.actions import Action, Connect, ReadFile, RunCommand, ToolPermission, WriteFile
-from policies.decide import Decision, decide, decide_call
-from policies.mcp import SUBJECTS, McpCall, McpMethod
-from policies.network import HostPatternError
-from policies.paths import normalize
-from policies.policy import Policy
-from policies.rules import Verdict
+from governor.policies.actions import (
+    Action,
+    Connect,
+    ReadFile,
+    RunCommand,
+    ToolPermission,
+    WriteFile,
+)
+from governor.policies.decide import Decision, decide, decide_call
+from governor.policies.mcp import SUBJECTS, McpCall, McpMethod
+from governor.policies.network import HostPatternError
+from governor.policies.paths import normalize
+from governor.policies.policy import Policy
+from governor.policies.rules import Verdict
 
 REPLAYED_KINDS: Final = ("permission", "read", "write", "terminal", "network", "mcp")
 UNAFFECTED_KINDS: Final = ("config", "elicitation", "mode")

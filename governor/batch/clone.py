@@ -51,7 +51,7 @@ from typing import Final
 import trio
 
 from governor.boundary import folders
-from sandbox.host import processes
+from governor.sandbox.host import processes
 
 GIT_TIMEOUT: Final = 600.0
 """Seconds for one git command (a clone of a large repository over the network)."""
@@ -116,7 +116,7 @@ async def git(*args: str, cwd: Path | None = None) -> str:
 async def git_bytes(*args: str, cwd: Path | None = None) -> bytes:
     """Like `git`, with stdout as bytes (a patch is not text). ``cwd`` is the
     repository git works in (``git -C``); the process itself starts from the
-    governor's empty folder, through `sandbox.host.processes`."""
+    governor's empty folder, through `governor.sandbox.host.processes`."""
     program = processes.find_program("git")
     if program is None:
         raise GitFailed("git could not be run: it is not installed in the system folders")
@@ -262,7 +262,7 @@ async def _diff_into(
     total = 0
     stderr = bytearray()
     stopped: Exception | None = None  # raised once git is gone
-    try:  # through the host door, as every git of the governor's (`sandbox.host.processes`)
+    try:  # through the host door, as every git of the governor's (`governor.sandbox.host.processes`)
         host = processes.command(
             [program, "-C", str(path), *SAFE, *DIFF, commit, "--"], env=_env()
         )

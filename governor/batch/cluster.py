@@ -14,7 +14,7 @@ Rules of this file:
   output folder, so its commit point (`governor.batch.output`) holds on a
   cluster too.
 - **Each node's sandbox is checked once**, by one task pinned to it
-  (`sandbox.run.preflight`) before any job is sent; a node that cannot sandbox
+  (`governor.sandbox.run.preflight`) before any job is sent; a node that cannot sandbox
   refuses its jobs with the reason in their outcomes (a full-access job needs
   no sandbox and still runs). The attempt's own preflight stays: it is the
   one that fails closed.
@@ -43,9 +43,9 @@ from governor.batch.jobs import Job
 from governor.batch.output import Output
 from governor.batch.results import Event, OnProgress
 from governor.batch.work import JobResult, failed, run_job
-from policies.capability import Capability
-from policies.ceiling import Ceiling
-from policies.policy import Policy
+from governor.policies.capability import Capability
+from governor.policies.ceiling import Ceiling
+from governor.policies.policy import Policy
 
 INSTALL: Final = "pip install 'acp-governor[ray]'"
 TASK_PREFIX: Final = "governor-batch:"
@@ -92,8 +92,8 @@ def check_node() -> tuple[str, str | None, str]:
     import ray
 
     from governor.confine.sandboxes import configured_bwrap
-    from sandbox import BwrapUnavailable
-    from sandbox.run.preflight import preflight
+    from governor.sandbox import BwrapUnavailable
+    from governor.sandbox.run.preflight import preflight
 
     node = ray.get_runtime_context().get_node_id()
     host = socket.gethostname()

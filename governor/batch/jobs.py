@@ -32,11 +32,11 @@ from typing import Any, Final, Literal
 from governor.audit.record_shape import JOB_ID
 from governor.job.policy_files import read_policy, shipped_name
 from governor.job.spec import AttemptSpec, RefusedBeforeStart, prepare
-from policies.capability import CAPABILITY_NAMES
-from policies.ceiling import Ceiling
-from policies.errors import ConfigError, closest
-from policies.policy import Policy
-from sandbox.host import processes
+from governor.policies.capability import CAPABILITY_NAMES
+from governor.policies.ceiling import Ceiling
+from governor.policies.errors import ConfigError, closest
+from governor.policies.policy import Policy
+from governor.sandbox.host import processes
 
 ID_PATTERN: Final = JOB_ID
 """A job's id names its folder in the output: letters, digits, ``.``, ``_``, ``-``
@@ -490,7 +490,7 @@ def _repo_problems(job: Job) -> list[str]:
 
 
 def _git(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """``git -C repo ARGS`` through `sandbox.host.processes` (a failure to start
+    """``git -C repo ARGS`` through `governor.sandbox.host.processes` (a failure to start
     is a non-zero exit, as git's own would be)."""
     program = processes.find_program("git") or "/usr/bin/git"
     try:

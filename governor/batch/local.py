@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from governor.batch.jobs import Job
     from governor.batch.output import Output
     from governor.batch.results import OnProgress
-    from policies.ceiling import Ceiling
+    from governor.policies.ceiling import Ceiling
 
 PER_CORE: Final = 2
 """Attempts at once per core: an attempt mostly waits on its agent and the model."""

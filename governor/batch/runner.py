@@ -25,7 +25,7 @@ from governor.batch.jobs import BadJobs, Job, as_jobs, by_line, check_jobs, read
 from governor.batch.local import default_parallel, run_local
 from governor.batch.output import Output
 from governor.batch.results import BatchResult, Event, JobOutcome, OnProgress
-from policies.ceiling import Ceiling
+from governor.policies.ceiling import Ceiling
 
 Jobs = str | Path | Iterable[Job | Mapping[str, Any]]
 
@@ -56,7 +56,7 @@ def prepare_jobs(
 
 def _ceiling(value: Ceiling | str | Path | None) -> Ceiling:
     from governor.job.ceiling_source import load_ceiling
-    from policies.errors import ConfigError
+    from governor.policies.errors import ConfigError
 
     if isinstance(value, Ceiling):
         return value
@@ -217,7 +217,7 @@ def operator_paths(
     one inside a job's workspace is left to the workspace's rules, and one
     that does not exist is skipped by the survey."""
     from governor.job.policy_files import shipped_policies
-    from policies.policy import Policy
+    from governor.policies.policy import Policy
 
     shipped = {os.path.realpath(p) for p in shipped_policies().values()}
     found = [out]

@@ -53,9 +53,9 @@ from governor.cli import REFUSED_BEFORE_START, exit_code_of
 from governor.confine.attempt_folders import NoAttemptFolder, attempt_folder
 from governor.ending.outcome import Outcome
 from governor.job.spec import RefusedBeforeStart
-from policies.ceiling import Ceiling
-from policies.limits import DEFAULTS, Limits, size_text
-from policies.policy import Policy
+from governor.policies.ceiling import Ceiling
+from governor.policies.limits import DEFAULTS, Limits, size_text
+from governor.policies.policy import Policy
 
 logger = structlog.get_logger("governor.batch")
 

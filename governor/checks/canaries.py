@@ -12,7 +12,7 @@ governor writes, fresh for that check (`plant`):
 
 - a copy of each acceptance test file (`governor.checks.test_results.Acceptance`)
   and each held-out test file (`carriers`) with canary tests appended, shown read-only at the file's path in that
-  check's sandbox only (`sandbox.plan.profile.Profile.shown_as`): never in the
+  check's sandbox only (`governor.sandbox.plan.profile.Profile.shown_as`): never in the
   agent's workspace, never there before or after, made after the agent and
   everything it started are gone;
 - names drawn at random for each check, shaped like their neighbours (a
@@ -62,7 +62,7 @@ from typing import Final, Literal
 
 from governor.checks.test_results import _JS_EXT, _PY_EXT, Acceptance, CaseResult, _matches, collect
 from governor.confine import frozen
-from policies.policy import Policy
+from governor.policies.policy import Policy
 
 Expect = Literal["passed", "failed"]
 Group = Literal["unittest", "pytest", "node"]

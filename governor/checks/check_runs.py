@@ -33,7 +33,7 @@ the command, `cache_sweep`; where the roots are bound read-only instead,
 ``.pytest_cache`` (``-p no:cacheprovider``), and its ``PATH`` without
 an entry in a root (a workspace ``.venv/bin`` is no ``python3`` of a check's
 unless the check names it). The files that decide what a check runs are the
-harness set (`policies.harness`, `governor.confine.harness`).
+harness set (`governor.policies.harness`, `governor.confine.harness`).
 
 **Judged by results** (`governor.checks.test_results`): each check gets a report
 folder outside the workspace where its runners write JUnit XML (pytest's
@@ -96,12 +96,12 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from governor.boundary.secrets import Masker, forwarding_problems
 from governor.checks import canaries, test_results
 from governor.checks.test_results import Acceptance, CaseResult, Judgement
-from policies.capability import Capability
-from policies.policy import Policy
+from governor.policies.capability import Capability
+from governor.policies.policy import Policy
 
 if TYPE_CHECKING:  # the outcome holds a CheckRun: reading one needs no sandbox
     from governor.audit.log import AuditLog
-    from sandbox import Profile
+    from governor.sandbox import Profile
 
 TAIL_CHARS: Final = 4000
 """Characters of a check's output kept (its newest): what says why a test failed."""
@@ -228,8 +228,8 @@ async def run_checks(
     passes the ones it read at its start).
     """
     from governor.confine.sandboxes import configured_bwrap
-    from sandbox import BwrapUnavailable, ProfileError, SandboxStartFailed
-    from sandbox.run.preflight import preflight
+    from governor.sandbox import BwrapUnavailable, ProfileError, SandboxStartFailed
+    from governor.sandbox.run.preflight import preflight
 
     chosen = policy.checks if commands is None else commands
     if not chosen:
@@ -392,7 +392,7 @@ def check_path(path: str | None, roots: tuple[str, ...]) -> str | None:
     the governor was started from). None stays None (the sandbox's default)."""
     if path is None:
         return None
-    from policies.paths import is_under, normalize
+    from governor.policies.paths import is_under, normalize
 
     kept = [
         entry
@@ -409,7 +409,7 @@ class _Folders:
     finds it (`governor.checks.unittest_report`); removed at the end."""
 
     def __init__(self) -> None:
-        from sandbox.host.concealed import state_dir
+        from governor.sandbox.host.concealed import state_dir
 
         under = state_dir() / "checks"
         under.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -533,8 +533,8 @@ async def _one(
     planted: canaries.Planted | None = None,
 ) -> CheckRun:
     from governor.confine.sandboxes import configured_bwrap
-    from sandbox import BwrapUnavailable, ProfileError
-    from sandbox.run.runner import Command, run
+    from governor.sandbox import BwrapUnavailable, ProfileError
+    from governor.sandbox.run.runner import Command, run
 
     started = time.monotonic()
     if failure is not None or profile is None:

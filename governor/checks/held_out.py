@@ -5,7 +5,7 @@ A frozen test is read-only, but it is there to read: an agent can special-case
 the inputs it asserts, or patch what it calls. A held-out test gives it nothing
 to aim at. The mechanism is absence, not a mount: before the agent starts, the
 paths the globs name are **moved out** of the roots into a governor-owned
-folder under the state directory (`sandbox.host.concealed.state_dir`, which no
+folder under the state directory (`governor.sandbox.host.concealed.state_dir`, which no
 sandbox shows: not the agent's, not its commands', not an MCP server's), so no
 path, ``find /``, ``/proc`` entry or bind shows them; they are not in any
 sandbox at all. After the agent (and every process it started) is gone, and
@@ -56,8 +56,8 @@ from typing import Any, Final
 
 from governor.checks import test_results
 from governor.confine import frozen
-from policies.policy import Policy
-from sandbox.host.concealed import state_dir
+from governor.policies.policy import Policy
+from governor.sandbox.host.concealed import state_dir
 
 GIT_TIMEOUT: Final = 30.0
 """Seconds ``git ls-files`` may take to say which held-out paths are tracked."""

@@ -48,8 +48,8 @@ from typing import Any, Final, Literal
 from xml.etree import ElementTree as ET
 
 from governor.confine import frozen
+from governor.policies.policy import Policy
 from governor.tamper import looks_like_test
-from policies.policy import Policy
 
 Result = Literal["passed", "failed", "error", "skipped"]
 Judged = Literal["passed", "failed", "error", "skipped", "missing"]

@@ -23,8 +23,8 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final, NoReturn
 
+from governor.sandbox.host.descriptors import raise_descriptor_limit
 from governor.version import __version__
-from sandbox.host.descriptors import raise_descriptor_limit
 
 if TYPE_CHECKING:
     from governor.ending.outcome import Outcome
@@ -112,7 +112,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return 2
-    # the flood a hard limit allows is the one the governor meets (`sandbox.net.accepting`)
+    # the flood a hard limit allows is the one the governor meets (`governor.sandbox.net.accepting`)
     raise_descriptor_limit()
     try:
         code: int = args.func(args)

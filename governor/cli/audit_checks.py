@@ -170,7 +170,7 @@ def run_replay(
     """List what would change if the log's actions were decided under another policy."""
     from governor.job.ceiling_source import load_ceiling
     from governor.job.policy_files import read_policy
-    from policies.errors import ConfigError
+    from governor.policies.errors import ConfigError
 
     try:
         policy = read_policy(policy_file)

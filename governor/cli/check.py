@@ -1,6 +1,6 @@
 """`governor check`: does a job fit the ceiling in force?
 
-It judges with the same `policies.ceiling.check_job` as ``governor run``,
+It judges with the same `governor.policies.ceiling.check_job` as ``governor run``,
 ``batch`` and ``sandbox``, from the same options (``--policy``,
 ``--capability``, ``--agent``, ``--agent-arg``, ``--allow-host``,
 ``--timeout``), so a job it says fits is not refused by ``governor run``.
@@ -14,11 +14,11 @@ from dataclasses import replace
 
 from governor.job.ceiling_source import load_ceiling
 from governor.job.policy_files import read_policy
-from policies.capability import CAPABILITY_NAMES, Capability, CapabilityError
-from policies.ceiling import check_job
-from policies.errors import ConfigError
-from policies.network import HostPatternError, parse_pattern
-from policies.policy import Policy
+from governor.policies.capability import CAPABILITY_NAMES, Capability, CapabilityError
+from governor.policies.ceiling import check_job
+from governor.policies.errors import ConfigError
+from governor.policies.network import HostPatternError, parse_pattern
+from governor.policies.policy import Policy
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

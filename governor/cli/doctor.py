@@ -16,8 +16,8 @@ from pathlib import Path
 
 from governor.agents.npm_installs import data_home, installed
 from governor.agents.presets import NotInstalled, presets, resolve
-from policies.capability import Capability
-from policies.limits import DEFAULTS, render
+from governor.policies.capability import Capability
+from governor.policies.limits import DEFAULTS, render
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -67,11 +67,11 @@ def _writable(directory: Path) -> str | None:
 
 
 async def _session_check() -> Item:
-    """One command through a session's sandbox (`sandbox.run.session`), as ACP
+    """One command through a session's sandbox (`governor.sandbox.run.session`), as ACP
     terminals run them; the line says how long the sandbox took to build."""
     from governor.confine.sandboxes import configured_bwrap
-    from sandbox.plan.profile import Profile
-    from sandbox.run.session import SandboxSession, SessionError
+    from governor.sandbox.plan.profile import Profile
+    from governor.sandbox.run.session import SandboxSession, SessionError
 
     with tempfile.TemporaryDirectory(prefix="governor-doctor-") as scratch:
         profile = Profile(capability=Capability.EDIT_WORKSPACE, workspace=Path(scratch))
@@ -101,11 +101,11 @@ async def _session_check() -> Item:
 
 
 def _toolchains(overlays: bool) -> list[Item]:
-    """What a command's sandbox keeps of the homes here, and why (`sandbox.host.toolchains`):
+    """What a command's sandbox keeps of the homes here, and why (`governor.sandbox.host.toolchains`):
     the folders ``PATH`` and the toolchain variables lead to, the package caches."""
-    from sandbox.host.survey import survey
-    from sandbox.host.toolchains import describe
-    from sandbox.plan.profile import Profile
+    from governor.sandbox.host.survey import survey
+    from governor.sandbox.host.toolchains import describe
+    from governor.sandbox.plan.profile import Profile
 
     with tempfile.TemporaryDirectory(prefix="governor-doctor-") as scratch:
         profile = Profile(
@@ -129,8 +129,8 @@ def _toolchains(overlays: bool) -> list[Item]:
 
 
 def _limits(tmpfs_size: bool) -> Item:
-    """How a policy's ``[limits]`` are enforced here, for this user (`sandbox.host.limits`)."""
-    from sandbox.host.limits import enforcement
+    """How a policy's ``[limits]`` are enforced here, for this user (`governor.sandbox.host.limits`)."""
+    from governor.sandbox.host.limits import enforcement
 
     found = enforcement()
     defaults = ", ".join(
@@ -172,8 +172,8 @@ def _checks(say: Callable[[Item], object]) -> bool:
 
     from governor.confine.sandboxes import configured_bwrap
     from governor.job.spec import default_log_dir
-    from sandbox.host.bwrap import BwrapUnavailable
-    from sandbox.run.preflight import preflight
+    from governor.sandbox.host.bwrap import BwrapUnavailable
+    from governor.sandbox.run.preflight import preflight
 
     broken = False
     try:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from governor.cli import EXIT_CODES, FAILED_ON, REFUSED_BEFORE_START, exit_code
-from policies.capability import CAPABILITY_NAMES, Capability
+from governor.policies.capability import CAPABILITY_NAMES, Capability
 
 if TYPE_CHECKING:
     from governor.ending.outcome import Outcome

@@ -12,7 +12,7 @@ interactive shell inside the sandbox). Exits with the command's status (128 + N
 for a signal). A bwrap that cannot work is one line on stderr and exit 2.
 
 ``--ceiling FILE`` first judges the policy, flags included, as ``governor run``
-would (`policies.ceiling.check_job`; no agent): one over it is refused with
+would (`governor.policies.ceiling.check_job`; no agent): one over it is refused with
 every violation. Only when asked: the command runs with the operator's own
 authority, which a ceiling for jobs does not bound.
 
@@ -34,18 +34,18 @@ from typing import TYPE_CHECKING, Any
 
 from governor.job.ceiling_source import load_ceiling
 from governor.job.policy_files import read_policy
-from policies.capability import CAPABILITY_NAMES, Capability, CapabilityError
-from policies.ceiling import check_job
-from policies.errors import ConfigError
-from policies.network import HostPatternError
-from policies.policy import GIT_ACCESS, Policy
-from sandbox.host.bwrap import BwrapUnavailable
-from sandbox.plan.profile import Profile, ProfileError
+from governor.policies.capability import CAPABILITY_NAMES, Capability, CapabilityError
+from governor.policies.ceiling import check_job
+from governor.policies.errors import ConfigError
+from governor.policies.network import HostPatternError
+from governor.policies.policy import GIT_ACCESS, Policy
+from governor.sandbox.host.bwrap import BwrapUnavailable
+from governor.sandbox.plan.profile import Profile, ProfileError
 
 if TYPE_CHECKING:
-    from sandbox.net.judge import ConnectionAnswer, ConnectionRequest, Judge
-    from sandbox.run.runner import Command
-    from sandbox.run.spawn import Child
+    from governor.sandbox.net.judge import ConnectionAnswer, ConnectionRequest, Judge
+    from governor.sandbox.run.runner import Command
+    from governor.sandbox.run.spawn import Child
 
 EXIT_REFUSED = 2
 
@@ -156,7 +156,7 @@ def _judge(policy: Policy) -> Judge:
     """Decide each connection as the policy does, and say so on stderr
     (`governor sandbox` keeps no audit log)."""
     from governor.confine.egress import decide_connection
-    from sandbox.net.judge import ConnectionAnswer
+    from governor.sandbox.net.judge import ConnectionAnswer
 
     async def judge(request: ConnectionRequest) -> ConnectionAnswer:
         decision, addresses = await decide_connection(request, policy)
@@ -208,11 +208,11 @@ async def _run(
     command: Command,
     timeout: float | None,
 ) -> int:
-    from sandbox.host.survey import survey
-    from sandbox.host.toolchains import describe
-    from sandbox.net.proxy import open_egress
-    from sandbox.run.launch import Launch, launched, open_launch, prepare
-    from sandbox.run.preflight import preflight
+    from governor.sandbox.host.survey import survey
+    from governor.sandbox.host.toolchains import describe
+    from governor.sandbox.net.proxy import open_egress
+    from governor.sandbox.run.launch import Launch, launched, open_launch, prepare
+    from governor.sandbox.run.preflight import preflight
 
     probed = await preflight(args.bwrap) if profile.sandboxed else None
     facts = survey(profile) if profile.sandboxed else None
@@ -264,8 +264,8 @@ async def _wait(child: Child, profile: Profile, timeout: float | None) -> int:
     """The command's status (killed after ``timeout``); it is reaped either way."""
     import trio
 
-    from sandbox.host.limits import blame
-    from sandbox.run.execution import ExitStatus
+    from governor.sandbox.host.limits import blame
+    from governor.sandbox.run.execution import ExitStatus
 
     try:
         with trio.move_on_after(math.inf if timeout is None else timeout):
@@ -288,7 +288,7 @@ def main(args: argparse.Namespace) -> int:
     """Run the command; its status, or 2 when it could not be started safely."""
     import trio
 
-    from sandbox.run.runner import Command
+    from governor.sandbox.run.runner import Command
 
     words = list(args.command)
     if words and words[0] == "--":

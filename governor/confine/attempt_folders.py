@@ -1,5 +1,5 @@
 """Where an attempt keeps its own files on the host: a fresh folder of its own
-under the governor's hidden folder (`sandbox.host.concealed.attempts_dir`),
+under the governor's hidden folder (`governor.sandbox.host.concealed.attempts_dir`),
 whatever ``TMPDIR`` is.
 
 What goes there: the relay's sockets and shim (`governor.mcp.relay`), a batch
@@ -8,7 +8,7 @@ job's folder (its workspace, its live audit log, its tries copy:
 the tries' starting copy (`governor.attempt.tries`). Every sandbox hides the state
 folder that holds them all; a sandbox gets back only what is its own
 attempt's (its roots, bound after the hiding tmpfs; its relay's folder,
-`sandbox.plan.profile.Profile.own`). Under ``TMPDIR`` they were shared: only
+`governor.sandbox.plan.profile.Profile.own`). Under ``TMPDIR`` they were shared: only
 ``/tmp`` and ``/var/tmp`` are private in a sandbox, so with ``TMPDIR=/srv/tmp``
 one attempt's agent connected to another's relay socket and wrote into its
 workspace.
@@ -24,7 +24,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from sandbox.host.concealed import attempts_dir
+from governor.sandbox.host.concealed import attempts_dir
 
 
 class NoAttemptFolder(Exception):

@@ -4,8 +4,8 @@
   each base-URL variable it is given (its preset's ``base_url_env``; for an
   argv of your own, every preset's), so that a company gateway or a loopback
   model stand-in is reached with no flag.
-- The judge (`judge`): a proxy `sandbox.net.judge.ConnectionRequest` becomes a
-  `policies.actions.Connect`, decided by the engine on its name first (a
+- The judge (`judge`): a proxy `governor.sandbox.net.judge.ConnectionRequest` becomes a
+  `governor.policies.actions.Connect`, decided by the engine on its name first (a
   refused name is never looked up: the lookup alone would leak it to a DNS
   server), then, once allowed, again with the addresses the host's resolver
   gave for the name as the rules compared it (``127.0.0.1.`` is the literal
@@ -24,17 +24,23 @@ from urllib.parse import urlsplit
 
 from governor.acp.dispatch import RpcError
 from governor.agents.presets import Preset, presets
-from policies import by as who
-from policies.actions import Connect
-from policies.decide import Decision, decide_network
-from policies.network import NetworkRules, normalize_host
-from policies.rules import Verdict
-from sandbox.net.judge import ConnectionAnswer, ConnectionRequest, Judge, literal_address, resolve
-from sandbox.plan.egress import Egress
+from governor.policies import by as who
+from governor.policies.actions import Connect
+from governor.policies.decide import Decision, decide_network
+from governor.policies.network import NetworkRules, normalize_host
+from governor.policies.rules import Verdict
+from governor.sandbox.net.judge import (
+    ConnectionAnswer,
+    ConnectionRequest,
+    Judge,
+    literal_address,
+    resolve,
+)
+from governor.sandbox.plan.egress import Egress
 
 if TYPE_CHECKING:
     from governor.gate.gatekeeper import Gate
-    from policies.policy import Policy
+    from governor.policies.policy import Policy
 
 
 def base_url_variables(preset: Preset | None) -> tuple[str, ...]:

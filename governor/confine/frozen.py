@@ -4,8 +4,8 @@ that proves the frozen files did not change.
 A loop writes its acceptance tests before the attempt and runs them after it;
 it can trust the result only if the tests it ran are the tests it wrote. So
 the paths the frozen globs name are pinned read-only in every sandbox (the
-agent's and the commands': `pins`, given to `sandbox.Profile.read_only`),
-every governed write to them is refused (`policies.decide`), and their
+agent's and the commands': `pins`, given to `governor.sandbox.Profile.read_only`),
+every governed write to them is refused (`governor.policies.decide`), and their
 content digest (`digest`) is in the attempt-start and attempt-end records.
 
 A folder the globs name whole (``tests/acceptance/**`` names
@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any, Final
 
 from governor.boundary.folders import Opening, walk
-from policies.paths import PathGlobs
-from policies.policy import Policy
-from sandbox import ProfileError
+from governor.policies.paths import PathGlobs
+from governor.policies.policy import Policy
+from governor.sandbox import ProfileError
 
 MAX_ENTRIES: Final = 200_000
 """Paths the walk for frozen ones looks at, over all roots."""

@@ -1,4 +1,4 @@
-"""The harness set of a job with checks (`policies.harness`): the closure of
+"""The harness set of a job with checks (`governor.policies.harness`): the closure of
 what its checks run (`closure`), the paths pinned read-only in every sandbox,
 and the findings for what changed in it.
 
@@ -25,8 +25,7 @@ from typing import Any, Final
 
 from governor.confine import frozen
 from governor.confine.frozen import FrozenTooLarge
-from governor.tamper.facts import Finding
-from policies.harness import (
+from governor.policies.harness import (
     MAKES,
     MODULE_PATHS,
     PACKAGE_RUNNERS,
@@ -38,8 +37,9 @@ from policies.harness import (
     path_assignments,
     path_entries,
 )
-from policies.paths import normalize, within
-from policies.policy import Policy
+from governor.policies.paths import normalize, within
+from governor.policies.policy import Policy
+from governor.tamper.facts import Finding
 
 MAX_ENTRIES: Final = 200_000
 """Paths the walk for the harness set's pins looks at, over all roots."""

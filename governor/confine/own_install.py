@@ -24,8 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import governor
-import policies
-import sandbox
+from governor import policies, sandbox
 
 
 def own_install() -> tuple[str, ...]:

@@ -1,12 +1,12 @@
 """The governor's use of `sandbox/`: profiles from a policy, the preflight, the
 agent process and the terminals.
 
-One place translates a bound `Policy` into `sandbox.Profile`s, so the agent's
+One place translates a bound `Policy` into `governor.sandbox.Profile`s, so the agent's
 wrapper and every command see the same roots, capability and protected paths:
 
 - commands (``terminal/*``): the policy's capability, its roots, its network
   switch, the agent's ``$HOME`` and ``PATH`` (with the toolchains under the
-  homes it leads to, `sandbox.host.toolchains`), and otherwise only the variables
+  homes it leads to, `governor.sandbox.host.toolchains`), and otherwise only the variables
   the agent declares for that command;
 - both: the policy's ``[sandbox] git`` (commits allowed at edit-workspace, or
   ``.git`` read-only as a whole), the governor's own install pinned
@@ -17,11 +17,11 @@ wrapper and every command see the same roots, capability and protected paths:
   host later (the preset's ``runs_code``: read-only, or a throwaway copy), its install kept visible, its
   environment as the attempt built it. ``--no-sandbox-agent`` (or
   full-access) runs it bare, under a watchdog that takes it and everything it
-  started down with the attempt or the governor (`sandbox.standalone.watchdog`), and the
+  started down with the attempt or the governor (`governor.sandbox.standalone.watchdog`), and the
   outcome says so.
 
 Networks: below full-access every sandbox has a network namespace of its own.
-The agent's only way out is the attempt's egress proxy (`sandbox.net.proxy`,
+The agent's only way out is the attempt's egress proxy (`governor.sandbox.net.proxy`,
 `governor.confine.egress`): its model API and what the policy allows, each
 connection a ``network`` record. The commands' session sandbox is behind the
 same proxy when the policy has network on (its ``[network]`` hosts only), and
@@ -29,7 +29,7 @@ has no way out at all otherwise. None shares the host's namespace, so the
 host's abstract sockets (X11, D-Bus) are out of every sandbox's reach;
 the agent's own tools and the commands may make Unix sockets (a test server on
 ``./t.sock``), and the survey hides the host's socket files from them (``/run`` is an empty tmpfs, the sockets found elsewhere are covered;
-`sandbox.host.sockets` says how, and what stays reachable). A full-access agent or
+`governor.sandbox.host.sockets` says how, and what stays reachable). A full-access agent or
 command is not sandboxed at all and has the host's network.
 """
 
@@ -53,10 +53,10 @@ from governor.confine import frozen, harness
 from governor.confine import stray_processes as leftovers
 from governor.confine.egress import egress_for
 from governor.confine.own_install import read_only_in
-from policies.capability import Capability
-from policies.paths import is_literal, is_under
-from policies.policy import Policy
-from sandbox import (
+from governor.policies.capability import Capability
+from governor.policies.paths import is_literal, is_under
+from governor.policies.policy import Policy
+from governor.sandbox import (
     BwrapUnavailable,
     Profile,
     ProfileError,
@@ -64,13 +64,13 @@ from sandbox import (
     Terminals,
     agent_process,
 )
-from sandbox.host import processes
-from sandbox.host.survey import survey
-from sandbox.net.proxy import EgressProxy
-from sandbox.run.agent import resolve_install, resolve_links
-from sandbox.run.execution import Execution
-from sandbox.run.preflight import preflight
-from sandbox.run.spawn import Child
+from governor.sandbox.host import processes
+from governor.sandbox.host.survey import survey
+from governor.sandbox.net.proxy import EgressProxy
+from governor.sandbox.run.agent import resolve_install, resolve_links
+from governor.sandbox.run.execution import Execution
+from governor.sandbox.run.preflight import preflight
+from governor.sandbox.run.spawn import Child
 
 log = structlog.get_logger("governor.confine.sandboxes")
 
@@ -101,7 +101,7 @@ async def check(policy: Policy) -> None:
         raise SandboxUnavailable(str(e)) from None
     except BwrapUnavailable as e:
         raise SandboxUnavailable(f"the sandbox cannot work here: {e}") from None
-    except ProfileError as e:  # e.g. limits this machine cannot set (sandbox.host.limits)
+    except ProfileError as e:  # e.g. limits this machine cannot set (governor.sandbox.host.limits)
         raise SandboxUnavailable(f"the agent's sandbox cannot be built: {e}") from None
 
 
@@ -181,7 +181,7 @@ def agent_profile(
         home_folders += [h.removeprefix("~/") for h in preset.home if h.startswith("~/")]
         runs_code = tuple(h.removeprefix("~/") for h in preset.runs_code)
     # npx's cache: an overlay, never writable, since the host's next fetch and
-    # the person's own npx run what lies there (`sandbox.host.processes`)
+    # the person's own npx run what lies there (`governor.sandbox.host.processes`)
     overlay_folders = (NPM_HOME.removeprefix("~/"),) if via_npx else ()
     try:
         sandboxed = capability < Capability.FULL_ACCESS
@@ -220,7 +220,7 @@ def agent_profile(
 def host_places(
     policy: Policy, preset: Preset | None, env: Mapping[str, str]
 ) -> processes.Places:
-    """Where the attempt's agent may write, as `sandbox.host.processes` refuses
+    """Where the attempt's agent may write, as `governor.sandbox.host.processes` refuses
     it for every host process of the attempt (the npx fetch): the roots, the
     preset's home folders (kept writable in its sandbox) under the agent's
     ``$HOME`` and where its variables relocate them (``CODEX_HOME``), npm's
@@ -298,7 +298,7 @@ async def spawn_agent(
         raise SandboxUnavailable(str(e)) from None
     except BwrapUnavailable as e:
         raise SandboxUnavailable(f"the sandbox cannot work here: {e}") from None
-    except ProfileError as e:  # e.g. limits this machine cannot set (sandbox.host.limits)
+    except ProfileError as e:  # e.g. limits this machine cannot set (governor.sandbox.host.limits)
         raise SandboxUnavailable(f"the agent's sandbox cannot be built: {e}") from None
     finally:
         if marker is not None:  # unsandboxed: what left its process group dies too
@@ -306,7 +306,7 @@ async def spawn_agent(
 
 
 class GovernedTerminals:
-    """`sandbox.Terminals` plus the time window of each command, which the
+    """`governor.sandbox.Terminals` plus the time window of each command, which the
     attempt uses to attribute workspace changes to governed commands."""
 
     def __init__(

@@ -1,7 +1,7 @@
 """Finding what an unsandboxed agent left running, past its watchdog.
 
 A sandboxed agent dies with its PID namespace. An unsandboxed one (full-access,
-``--no-sandbox-agent``) runs under a watchdog (`sandbox.standalone.watchdog`): a child
+``--no-sandbox-agent``) runs under a watchdog (`governor.sandbox.standalone.watchdog`): a child
 subreaper that SIGKILLs the agent and every descendant, ``setsid()`` daemons
 included, when the agent exits, when the attempt ends and when the governor
 dies. This sweep is the second net, for what is no longer in the watchdog's

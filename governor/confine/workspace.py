@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 from typing import Final, NamedTuple
 
 from governor.boundary.folders import Opening, walk
-from sandbox.host import processes
+from governor.sandbox.host import processes
 
 MAX_FILES: Final = 50_000
 """Files git ignores (or, outside a repository, any file) a walk looks at."""
@@ -307,7 +307,7 @@ def git_ignored(root: str) -> Ignored | None:
     """What git ignores under ``root`` (see the module's header), or None when no
     repository holds it or git cannot say. git runs on a tree the agent may
     have shaped (a later attempt's workspace), so nothing of it may run: it
-    starts through the host door (`sandbox.host.processes`: an absolute
+    starts through the host door (`governor.sandbox.host.processes`: an absolute
     program, the governor's empty folder as its cwd, a PATH of system
     folders), with no system or global config, the fsmonitor and untracked
     cache off, no hooks, no optional locks (nothing written), no prompt, a

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from governor.confine.workspace import Change, Seen, Snapshot, differs
-from policies import by as who
+from governor.policies import by as who
 
 
 @dataclass(slots=True)

@@ -85,7 +85,7 @@ class Ending:
     """The ask that paused the attempt, as the agent sent it (written by the gate)."""
     command: CommandResult | None = None
     limit: str | None = None
-    """The limit the agent's process stopped at, in words (`sandbox.host.limits.blame`)."""
+    """The limit the agent's process stopped at, in words (`governor.sandbox.host.limits.blame`)."""
     stderr_tail: tuple[str, ...] = ()
     unseen_folders: tuple[str, ...] = ()
     """``VAR=path`` for each folder variable the agent was given whose folder its

@@ -27,9 +27,9 @@ from typing import Any, Final, Literal, Protocol
 
 import trio
 
-from policies import by as who
-from policies.decide import Decision
-from policies.rules import Verdict
+from governor.policies import by as who
+from governor.policies.decide import Decision
+from governor.policies.rules import Verdict
 
 Approval = Literal["once", "always", "refuse", "pause"]
 APPROVALS: Final = ("once", "always", "refuse", "pause")

@@ -38,9 +38,9 @@ from pydantic import ConfigDict, RootModel, ValidationError
 
 from governor.acp.models import schema
 from governor.gate.approver import Settled
-from policies import by as who
-from policies.decide import Decision
-from policies.rules import Verdict
+from governor.policies import by as who
+from governor.policies.decide import Decision
+from governor.policies.rules import Verdict
 
 ElicitationReply = dict[str, Any]
 """``{"action": "accept", "content": {...}}``, ``{"action": "decline"}`` or ``{"action": "cancel"}``."""

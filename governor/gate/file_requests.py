@@ -43,9 +43,9 @@ from governor.gate.file_access import (
     write_text,
 )
 from governor.gate.ruling import REFUSED, Ruling, then
-from policies.actions import ReadFile, WriteFile
-from policies.decide import decide
-from policies.paths import normalize
+from governor.policies.actions import ReadFile, WriteFile
+from governor.policies.decide import decide
+from governor.policies.paths import normalize
 
 if TYPE_CHECKING:
     from governor.gate.gatekeeper import Gate

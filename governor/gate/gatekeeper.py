@@ -2,7 +2,7 @@
 
 Rules of this file (everything that turns an agent's request into a ruling):
 
-1. The request becomes a `policies` action and `policies.decide` judges it.
+1. The request becomes a `policies` action and `governor.policies.decide` judges it.
 2. An ``ask`` goes to the approver (unless a person's grant covers it); an
    elicitation's form goes to the person who fills it.
 3. The decision is written to the audit log -- handed to the OS, and fsynced
@@ -56,12 +56,12 @@ from governor.gate.tool_calls import (
     newly_completed,
     report,
 )
-from policies import by as who
-from policies.actions import ToolPermission
-from policies.decide import Decision, decide
-from policies.options import CACHED_TEXT, choose_offered
-from policies.policy import Policy
-from policies.rules import Verdict
+from governor.policies import by as who
+from governor.policies.actions import ToolPermission
+from governor.policies.decide import Decision, decide
+from governor.policies.options import CACHED_TEXT, choose_offered
+from governor.policies.policy import Policy
+from governor.policies.rules import Verdict
 
 log = structlog.get_logger("governor.gate.gatekeeper")
 

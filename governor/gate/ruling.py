@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Final, TypeVar, cast
 
 from governor.gate.approver import Settled
-from policies.rules import Verdict
+from governor.policies.rules import Verdict
 
 REFUSED: Final = -32001
 """Our answer to a refused fs, terminal or elicitation request (ACP defines no code for it)."""

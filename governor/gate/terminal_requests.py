@@ -29,12 +29,12 @@ from governor.audit import effects
 from governor.audit.log import AuditUnavailable
 from governor.confine.sandboxes import GovernedTerminals
 from governor.gate.ruling import REFUSED, Ruling, then
-from policies import by as who
-from policies.actions import RunCommand
-from policies.decide import Decision, decide
-from policies.rules import Verdict
-from sandbox import BwrapUnavailable, ProfileError
-from sandbox.run.execution import Execution
+from governor.policies import by as who
+from governor.policies.actions import RunCommand
+from governor.policies.decide import Decision, decide
+from governor.policies.rules import Verdict
+from governor.sandbox import BwrapUnavailable, ProfileError
+from governor.sandbox.run.execution import Execution
 
 if TYPE_CHECKING:
     from governor.gate.gatekeeper import Gate

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from governor.acp.models import schema
-from policies.paths import normalize
-from policies.shell import split
+from governor.policies.paths import normalize
+from governor.policies.shell import split
 
 MAX_TOOL_CALLS: Final = 2048
 """Tool calls remembered at once, the ones mentioned last: an attempt's memory

@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from policies.ceiling import CUSTOM_AGENT, CUSTOM_COMMAND, Ceiling, parse_ceiling
-from policies.errors import ConfigError
+from governor.policies.ceiling import CUSTOM_AGENT, CUSTOM_COMMAND, Ceiling, parse_ceiling
+from governor.policies.errors import ConfigError
 
 SYSTEM_CEILING = Path("/etc/acp-governor/ceiling.toml")
 

@@ -21,13 +21,13 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-from policies.errors import ConfigError, closest
-from policies.policy import Policy, parse_policy
+from governor.policies.errors import ConfigError, closest
+from governor.policies.policy import Policy, parse_policy
 
 
 def shipped_policies() -> dict[str, Path]:
     """The policies shipped in the ``policies`` package, by name (the file's stem)."""
-    folder = resources.files("policies")
+    folder = resources.files("governor.policies")
     found = (Path(str(entry)) for entry in folder.iterdir() if entry.name.endswith(".toml"))
     return {path.stem: path for path in sorted(found)}
 

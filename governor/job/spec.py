@@ -49,13 +49,19 @@ from governor.gate.approver import (
 from governor.job.ceiling_source import load_ceiling
 from governor.job.policy_files import read_policy
 from governor.mcp import servers as mcp_servers
-from policies.capability import Capability
-from policies.ceiling import CUSTOM_AGENT, CUSTOM_COMMAND, Ceiling, check_job, parse_ceiling
-from policies.errors import ConfigError, ConfigErrors
-from policies.mcp import McpServer
-from policies.network import HostPatternError, parse_pattern
-from policies.policy import Policy, check_commands, inside_globs
-from sandbox.host.concealed import attempts_dir, state_dir
+from governor.policies.capability import Capability
+from governor.policies.ceiling import (
+    CUSTOM_AGENT,
+    CUSTOM_COMMAND,
+    Ceiling,
+    check_job,
+    parse_ceiling,
+)
+from governor.policies.errors import ConfigError, ConfigErrors
+from governor.policies.mcp import McpServer
+from governor.policies.network import HostPatternError, parse_pattern
+from governor.policies.policy import Policy, check_commands, inside_globs
+from governor.sandbox.host.concealed import attempts_dir, state_dir
 
 
 class RefusedBeforeStart(Exception):
@@ -123,7 +129,7 @@ class AttemptSpec:
     the checks (`governor.checks.held_out`)."""
     mcp_servers: Sequence[McpServer] = ()
     """MCP servers for the agent besides the policy's ``[[mcp.servers]]``
-    (`policies.mcp`): each relayed by the governor, run in a sandbox of its
+    (`governor.policies.mcp`): each relayed by the governor, run in a sandbox of its
     own, every call decided by the policy's ``[mcp]`` rules."""
     trace_id: str | None = None
     """The OpenTelemetry trace this attempt belongs to (32 lowercase hex digits, as
@@ -577,7 +583,7 @@ def _approver(value: Approver | Callable[[Ask], Any] | str | None, policy: Polic
 
 def default_log_dir() -> Path:
     """Where per-attempt audit logs go: ``$XDG_STATE_HOME/acp-governor/``, which
-    no sandbox sees (`sandbox.host.concealed`)."""
+    no sandbox sees (`governor.sandbox.host.concealed`)."""
     return state_dir()
 
 

@@ -1,3 +1,3 @@
 """MCP servers under the gate: the job's servers run sandboxed behind the
 governor, and every call the agent makes there is decided and recorded
-(`governor.mcp.relay`; the rules are `policies.mcp`)."""
+(`governor.mcp.relay`; the rules are `governor.policies.mcp`)."""

@@ -17,7 +17,7 @@ Rules of this file:
   ``mcp:NAME``, recorded) and connects only to the addresses the judge named
   (no second lookup, for the session's later connections either). The URL's
   own host and port are allowed because the operator named them
-  (`policies.mcp.McpServer.hosts`); nothing else is.
+  (`governor.policies.mcp.McpServer.hosts`); nothing else is.
 - **A redirect away is refused and recorded**: the SDK does not follow it,
   and the relay records it as a refused ``network`` decision of the server's
   origin, naming the host it pointed to.
@@ -55,8 +55,8 @@ from pydantic import ValidationError
 
 from governor.mcp import wire
 from governor.mcp.servers import Unsaid
-from policies.mcp import McpServer, url_host
-from sandbox.net.judge import ConnectionRequest, Judge
+from governor.policies.mcp import McpServer, url_host
+from governor.sandbox.net.judge import ConnectionRequest, Judge
 
 # The SDK's client logs each failure it answers (a body it cannot parse, a
 # redirect it does not follow) through the standard library, which the

@@ -9,7 +9,7 @@ an agent can write (a governed ``npm install`` in the workspace leaves
 server's token and network hosts. So:
 
 - **npx and ``npm exec`` are resolved outside**: the package is installed by
-  the governor, on the host, through `sandbox.host.processes` (no lifecycle
+  the governor, on the host, through `governor.sandbox.host.processes` (no lifecycle
   script, nothing of the package run), into a folder of its own under the
   governor's data folder (``.../acp-governor/mcp-servers/<digest>``, shown
   read-only in the server's sandbox), and the server runs its bin there by
@@ -21,7 +21,7 @@ server's token and network hosts. So:
 - what runs is recorded: the ``mcp-server`` record's ``program`` is the argv
   that really starts (`Launch.argv`), beside the configured ``command``.
 
-The server's cwd is the governor's empty folder (`sandbox.host.processes.empty_folder`),
+The server's cwd is the governor's empty folder (`governor.sandbox.host.processes.empty_folder`),
 never the workspace, so a relative name resolves to nothing an agent wrote.
 """
 
@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Final
 
 from governor.agents.npm_installs import FETCH_TIMEOUT, data_home
-from sandbox.host import processes
+from governor.sandbox.host import processes
 
 REFUSED: Final[Mapping[tuple[str, ...], str]] = {
     ("pnpm", "dlx"): "pnpm dlx",

@@ -58,8 +58,8 @@ from governor.acp.dispatch import RpcError
 from governor.acp.models import schema
 from governor.audit.log import AuditUnavailable
 from governor.mcp import wire
-from policies.capability import Capability
-from policies.mcp import OWN_SERVER
+from governor.policies.capability import Capability
+from governor.policies.mcp import OWN_SERVER
 
 if TYPE_CHECKING:
     from governor.gate.gatekeeper import Gate

@@ -6,7 +6,7 @@ Rules of this file:
 
 - **Decided before forwarded**: a ``tools/call``, ``prompts/get`` or
   ``resources/read`` goes through `Gate.ruled` (kind ``mcp``: the engine's
-  `policies.mcp` rules, the approver, the audit record written before the
+  `governor.policies.mcp` rules, the approver, the audit record written before the
   answer) and reaches the server only when allowed; a refusal is answered by
   the relay (`governor.mcp.wire.refusal`) and the server never sees the call.
 - **Only MCP's notifications are forwarded**: an agent's message without an
@@ -21,7 +21,7 @@ Rules of this file:
   sandboxed server processes (one per stdio session) at most the job's
   ``[limits] processes`` together; a connection over either is refused,
   recorded (method ``session``, rule ``mcp.sessions``) and closed at once.
-  The accept loops never end for want of descriptors (`sandbox.net.accepting`).
+  The accept loops never end for want of descriptors (`governor.sandbox.net.accepting`).
 - **Only answers to what was forwarded**: a server's response whose id the
   relay is not waiting for (a refused call's, a made-up one) is dropped, and
   so is every client response (no server request is passed on to the agent).
@@ -98,23 +98,23 @@ from governor.mcp.servers import (
     stdio_entry,
     unsaid,
 )
-from policies import by as who
-from policies.capability import Capability
-from policies.decide import Decision, decide_call
-from policies.mcp import OWN_SERVER, McpCall, McpServer
-from policies.network import NetworkRules
-from policies.rules import Verdict
-from sandbox import BwrapUnavailable, Profile, ProfileError, agent_process
-from sandbox.host import processes
-from sandbox.net.accepting import accept_forever
-from sandbox.run.spawn import Child
+from governor.policies import by as who
+from governor.policies.capability import Capability
+from governor.policies.decide import Decision, decide_call
+from governor.policies.mcp import OWN_SERVER, McpCall, McpServer
+from governor.policies.network import NetworkRules
+from governor.policies.rules import Verdict
+from governor.sandbox import BwrapUnavailable, Profile, ProfileError, agent_process
+from governor.sandbox.host import processes
+from governor.sandbox.net.accepting import accept_forever
+from governor.sandbox.run.spawn import Child
 
 if TYPE_CHECKING:
     from governor.gate.gatekeeper import Gate
     from governor.mcp import wire
     from governor.mcp.own_tools import GovernorTools
-    from policies.policy import Policy
-    from sandbox.net.proxy import EgressProxy
+    from governor.policies.policy import Policy
+    from governor.sandbox.net.proxy import EgressProxy
 
 log = structlog.get_logger("governor.mcp")
 

@@ -26,15 +26,15 @@ from typing import Any, Final
 from governor.boundary.secrets import SHORTEST, secret_looking, spellings, spelt_bytes, spelt_text
 from governor.confine.own_install import read_only_in
 from governor.mcp import launchers
-from policies.capability import Capability
-from policies.mcp import OWN_SERVER, McpConfig, McpServer
-from policies.policy import Policy
-from sandbox import Profile, ProfileError
-from sandbox.host import processes
-from sandbox.plan.egress import Egress
-from sandbox.run.agent import resolve_install, resolve_links
+from governor.policies.capability import Capability
+from governor.policies.mcp import OWN_SERVER, McpConfig, McpServer
+from governor.policies.policy import Policy
+from governor.sandbox import Profile, ProfileError, standalone
+from governor.sandbox.host import processes
+from governor.sandbox.plan.egress import Egress
+from governor.sandbox.run.agent import resolve_install, resolve_links
 
-SHIM: Final = Path(__file__).resolve().parents[2] / "sandbox" / "standalone" / "mcp_shim.py"
+SHIM: Final = Path(standalone.__file__).resolve().parent / "mcp_shim.py"
 SYSTEM_PATH: Final = "/usr/local/bin:/usr/bin:/bin"
 TOKEN_VARIABLE: Final = "ACP_GOVERNOR_MCP_TOKEN"
 """Where the shim finds the attempt's token (`governor.mcp.relay.McpRelay.admitted`):

@@ -59,9 +59,9 @@ from collections.abc import Sequence
 import tree_sitter_bash
 from tree_sitter import Language, Node, Parser
 
-from policies.shell.result import SimpleCommand, Split
-from policies.shell.walker import MAX_DEPTH, _Walker
-from policies.shell.words import _short, _skipped
+from governor.policies.shell.result import SimpleCommand, Split
+from governor.policies.shell.walker import MAX_DEPTH, _Walker
+from governor.policies.shell.words import _short, _skipped
 
 __all__ = ["MAX_DEPTH", "MAX_LINE", "SimpleCommand", "Split", "split", "split_argv"]
 

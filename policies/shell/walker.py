@@ -9,7 +9,7 @@ output, so they come out first. Redirects the grammar hangs on a whole list or
 pipeline are moved to its rightmost command, and words it drops or misplaces
 are put back or made unknown (see the package docstring for each misreading).
 
-Every emitted command is looked up in `policies.shell.wrappers`: what a wrapper
+Every emitted command is looked up in `governor.policies.shell.wrappers`: what a wrapper
 runs is emitted after it, one level deeper in `via`, and a script it runs is
 split again by the function the walker was given (`_Resplit`), up to
 `MAX_DEPTH` wrappers.
@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 
 from tree_sitter import Node
 
-from policies.shell.grammar import (
+from governor.policies.shell.grammar import (
     _ARITH_ASSIGN,
     _CASE_ENDS,
     _CHAINS,
@@ -37,8 +37,8 @@ from policies.shell.grammar import (
     _WRITE_OPS,
     _hazardous,
 )
-from policies.shell.result import SimpleCommand, Split
-from policies.shell.words import (
+from governor.policies.shell.result import SimpleCommand, Split
+from governor.policies.shell.words import (
     _PLAIN,
     _ansi_c,
     _bare_blank,
@@ -52,7 +52,7 @@ from policies.shell.words import (
     _unescape_double,
     _unescape_unquoted,
 )
-from policies.shell.wrappers import _WRAPPERS, _Inner, _Script
+from governor.policies.shell.wrappers import _WRAPPERS, _Inner, _Script
 
 MAX_DEPTH = 8
 """How many wrappers (`sudo`, `bash -c`, `env`, ...) may nest before a part is unknown."""

@@ -29,8 +29,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from policies.shell.result import SimpleCommand
-from policies.shell.words import _basename, _short
+from governor.policies.shell.result import SimpleCommand
+from governor.policies.shell.words import _basename, _short
 
 _SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "mksh", "ash"})
 

@@ -1,7 +1,7 @@
 """One processes-and-memory budget for all the sandboxes of one attempt.
 
 ``[limits] processes`` and ``memory`` bound one sandbox and one process
-(`sandbox.host.limits`): an attempt that opens a session for its commands,
+(`governor.sandbox.host.limits`): an attempt that opens a session for its commands,
 three MCP servers and a check sandbox may hold five times ``processes``, and
 each of its processes ``memory``. ``[limits] attempt_processes`` and
 ``attempt_memory`` bound them together: every sandbox started while an
@@ -22,7 +22,7 @@ How, and why each way:
   a pids cgroup counts it. Shared memory mapped by several processes is
   counted in each (an overestimate, never an underestimate).
 - **A pids cgroup for the whole attempt** where one can be made (root, with a
-  writable pids hierarchy: `sandbox.host.limits.enforcement`): each sandbox's
+  writable pids hierarchy: `governor.sandbox.host.limits.enforcement`): each sandbox's
   own pids group is made *below* the attempt's, whose ``pids.max`` is
   ``attempt_processes``; the kernel refuses the fork past it, whatever the
   watcher's pace. Its ``pids.events`` ``max`` count (forks refused) tells the
@@ -54,8 +54,8 @@ from typing import Final, Protocol
 
 import trio
 
-from policies.limits import Limits, render
-from sandbox.host.limits import GROUP_PREFIX, _alive, _remove, _sweep, enforcement
+from governor.policies.limits import Limits, render
+from governor.sandbox.host.limits import GROUP_PREFIX, _alive, _remove, _sweep, enforcement
 
 MIN_INTERVAL: Final = 1.0
 """Seconds between two measures at least (a /proc walk of a few hundred
@@ -63,7 +63,7 @@ processes takes milliseconds; ten times it is far less)."""
 
 
 class Sandboxed(Protocol):
-    """What the budget needs of a started sandbox (`sandbox.run.spawn.Child`)."""
+    """What the budget needs of a started sandbox (`governor.sandbox.run.spawn.Child`)."""
 
     @property
     def pid(self) -> int: ...
@@ -191,7 +191,7 @@ CURRENT: contextvars.ContextVar[AttemptBudget | None] = contextvars.ContextVar(
 
 
 def current() -> AttemptBudget | None:
-    """The current attempt's budget, if any (`sandbox.run.launch` asks)."""
+    """The current attempt's budget, if any (`governor.sandbox.run.launch` asks)."""
     return CURRENT.get()
 
 

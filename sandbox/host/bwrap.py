@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from sandbox.host import processes
-from sandbox.plan.profile import BwrapFeatures
+from governor.sandbox.host import processes
+from governor.sandbox.plan.profile import BwrapFeatures
 
 INSTALL_ADVICE: Final = (
     "install bubblewrap (apt install bubblewrap / dnf install bubblewrap) or the "

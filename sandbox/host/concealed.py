@@ -9,9 +9,9 @@ file) and no policy ``keep`` brings them back:
   caller is uid 0 inside too, the owner of ``/etc/shadow``;
 * the homes of everyone else: the directories of ``/home`` and the password
   database's homes of the other people and of root. The person's own homes are
-  the survey's (`sandbox.host.survey.other_homes`), where their toolchain is
+  the survey's (`governor.sandbox.host.survey.other_homes`), where their toolchain is
   kept; nothing is kept from anyone else's. Each folder that holds them but
-  ``/`` is one tmpfs inside (`sandbox.host.survey.home_parents`, which says
+  ``/`` is one tmpfs inside (`governor.sandbox.host.survey.home_parents`, which says
   why), so `foreign_homes` also hands back the listing of each;
 * the governor's state directory (`state_dir`, where every attempt's audit log
   is written by default): an agent that read it would see every earlier
@@ -32,8 +32,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from policies.paths import is_under
-from sandbox.plan.protected import (
+from governor.policies.paths import is_under
+from governor.sandbox.plan.protected import (
     HOST_SECRET_DIRS,
     HOST_SECRET_FILES,
     NOBODY_UID,
@@ -84,7 +84,7 @@ class Homes:
     entries as one ``scandir`` saw them: (path, kind), kind ``dir``, ``link``
     or ``other``. For ``/home`` that one listing is also what made its folders
     homes, so no folder can be called a home and then bound back as a
-    neighbour (`sandbox.host.survey.home_parents` decides what is)."""
+    neighbour (`governor.sandbox.host.survey.home_parents` decides what is)."""
 
     foreign: tuple[str, ...]
     listings: Mapping[str, tuple[tuple[str, str], ...]]

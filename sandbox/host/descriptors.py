@@ -3,7 +3,7 @@ before anything heavy is imported).
 
 A soft ``RLIMIT_NOFILE`` of 1,024 (many distributions' default) is the budget an
 agent that holds a thousand connections exhausts; the hard limit is what the
-operator allows. Raised at start, the accept loops (`sandbox.net.accepting`)
+operator allows. Raised at start, the accept loops (`governor.sandbox.net.accepting`)
 then meet the flood the operator's limit allows, and wait it out past that.
 """
 

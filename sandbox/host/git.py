@@ -42,8 +42,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
-from policies.paths import is_under
-from sandbox.host import processes
+from governor.policies.paths import is_under
+from governor.sandbox.host import processes
 
 CONFIG_TIMEOUT: Final = 5.0
 EXCLUDES_MAX_BYTES: Final = 256 * 1024

@@ -10,7 +10,7 @@ The mechanisms, and why each is where it is:
   limit, SIGKILL `CPU_GRACE` seconds later). They are set *after* bwrap made
   the sandbox's user namespace: by `prlimit` around the command in a bwrap of
   its own, by the fork server's pid 1 of each command in a session's sandbox
-  (`sandbox.standalone.forkserver`). That placement is what makes ``RLIMIT_NPROC`` count
+  (`governor.sandbox.standalone.forkserver`). That placement is what makes ``RLIMIT_NPROC`` count
   the sandbox's processes only: since Linux 5.14 the count is kept per user
   namespace, and each user namespace above is checked against the limit its
   creator had; set on bwrap itself, the limit would be checked against the
@@ -26,7 +26,7 @@ The mechanisms, and why each is where it is:
   an operator put on the governor's own group.
 - **tmpfs sizes**: bwrap's ``--size`` on every tmpfs the sandbox mounts.
 
-All the sandboxes of one attempt together are bounded by `sandbox.host.budget`
+All the sandboxes of one attempt together are bounded by `governor.sandbox.host.budget`
 (``attempt_processes``, ``attempt_memory``); this module bounds each one.
 
 A cgroup v2 for memory and CPU (one group per sandbox, the whole tree counted)
@@ -55,8 +55,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from policies.limits import Limits, render
-from sandbox.plan.profile import ProfileError
+from governor.policies.limits import Limits, render
+from governor.sandbox.plan.profile import ProfileError
 
 CPU_GRACE: Final = 5
 """Seconds of CPU between SIGXCPU (the soft limit) and SIGKILL (the hard one)."""
@@ -236,7 +236,7 @@ def launcher(
 ) -> tuple[str, ...]:
     """The words before bwrap that start it in a pids group of its own, where
     the processes limit needs one (root); the group lives until ``stack`` closes.
-    ``within``: the attempt's pids group (`sandbox.host.budget`), made below
+    ``within``: the attempt's pids group (`governor.sandbox.host.budget`), made below
     this process's own: the sandbox's group is made below it, so the kernel
     holds the sandbox to ``processes`` and the whole attempt to its budget;
     ``ending`` is told the group's path just before it is removed."""

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
-from policies.paths import is_under
+from governor.policies.paths import is_under
 
 SYSTEM_PATH: Final = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
 """The folders every host process may find programs in (those that exist)."""

@@ -1,6 +1,6 @@
 """The host's Unix sockets, kept out of reach of a sandbox that may make its own.
 
-Who may call ``socket(AF_UNIX)`` is `sandbox.plan.profile.Profile.unix_sockets`: by
+Who may call ``socket(AF_UNIX)`` is `governor.sandbox.plan.profile.Profile.unix_sockets`: by
 default a process with a network namespace of its own (`governor.confine.sandboxes` says
 which processes share the host's). Its abstract sockets are then its own (they
 belong to a network namespace), but every socket *file* it can see and write
@@ -17,7 +17,7 @@ this module what to hide so that the host's daemons stay out of reach:
   in another namespace). What must stay comes back (`run_view`): the links at
   the top of ``/run`` as links (NixOS's ``current-system``, on its PATH; a link
   grants nothing its target's own path does not), the directories named by
-  `sandbox.plan.protected.RUN_KEPT`, and the file ``/etc/resolv.conf`` leads to.
+  `governor.sandbox.plan.protected.RUN_KEPT`, and the file ``/etc/resolv.conf`` leads to.
 * Everywhere else outside the system directories (``/var``, ``/srv``,
   ``/opt``, ``/mnt``, other users' homes, ...), a bounded breadth-first scan
   (`host_sockets`: about 8 ms for 1,260 directories here, once per sandbox,
@@ -28,7 +28,7 @@ this module what to hide so that the host's daemons stay out of reach:
   WSLg's under ``/mnt/wslg``, one made at ``/srv/x.sock``. A socket removed
   between the scan and bwrap's mount leaves no mount point for its cover on
   the read-only ``/``: the launch is then made again from a fresh scan
-  (`sandbox.run.launch.launched`), so no start fails on it and nothing there
+  (`governor.sandbox.run.launch.launched`), so no start fails on it and nothing there
   at the start goes uncovered.
 
 What stays reachable (the limits of this design):
@@ -38,8 +38,8 @@ What stays reachable (the limits of this design):
 * outside ``/run``: a socket at a new path made after the survey (for a
   session's sandbox, any time after it was built: the scan is made once per
   sandbox; a socket a restarted daemon made again at a covered path is covered
-  again for each later command, `sandbox.run.session`), one deeper than
-  `sandbox.plan.protected.SOCKET_SCAN_DEPTH` or beyond the scan's budget of
+  again for each later command, `governor.sandbox.run.session`), one deeper than
+  `governor.sandbox.plan.protected.SOCKET_SCAN_DEPTH` or beyond the scan's budget of
   directories, and one in a directory the caller can traverse but not list
   (mode 0711) whose name the process knows;
 * sockets under the system directories (``/usr``, ``/etc``, ...), and in
@@ -56,8 +56,8 @@ from collections import deque
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
-from policies.paths import is_under
-from sandbox.plan.protected import (
+from governor.policies.paths import is_under
+from governor.sandbox.plan.protected import (
     RUN_DIRS,
     RUN_KEPT,
     RUN_LINKED_FROM,
@@ -146,7 +146,7 @@ def scan(
     """Socket files under ``starts`` (absolute, resolved), breadth-first: each
     start is level 1, and directories down to level ``depth`` are listed, at most
     ``max_dirs`` of them. Symlinks are not followed; directories in ``skip``,
-    and those named in `sandbox.plan.protected.SCAN_SKIP_DIRS`, are not entered;
+    and those named in `governor.sandbox.plan.protected.SCAN_SKIP_DIRS`, are not entered;
     unreadable ones are passed over."""
     began = time.time_ns()
     queue = deque((start, 1) for start in dict.fromkeys(starts))
@@ -227,5 +227,5 @@ def host_sockets(*, hidden: Collection[str]) -> tuple[str, ...]:
 
 def forget() -> None:
     """Drop this process's remembered scans: the next `host_sockets` scans anew
-    (a retry after bwrap failed on a socket that vanished, `sandbox.run.launch.launched`)."""
+    (a retry after bwrap failed on a socket that vanished, `governor.sandbox.run.launch.launched`)."""
     _scans.clear()

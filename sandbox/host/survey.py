@@ -4,7 +4,7 @@ This is the only place that inspects paths for the profile; `render` stays pure.
 It resolves roots, finds which protected paths exist (and where a missing one
 must be stubbed), follows a ``.git`` file to its ``gitdir``/``commondir``, scans
 a bounded depth for nested repositories and ``.env`` files, and lists the host
-sockets to cover (where the process may make Unix sockets, `sandbox.host.sockets`
+sockets to cover (where the process may make Unix sockets, `governor.sandbox.host.sockets`
 decides how ``/run`` looks and finds the rest).
 
 Git dirs (`_Plan.protect_git`): where the profile allows commits, a git dir in
@@ -22,7 +22,7 @@ file can never open a pinned path.
 A submodule ``.gitmodules`` names that is not checked out (no ``.git`` in its
 folder) is pinned as it is, an empty folder git passes over: a ``.git`` made
 in it would be a repository whose ``core.fsmonitor`` the person's next ``git
-status`` runs (`sandbox.host.git.submodule_paths`). A placeholder ``.git``
+status`` runs (`governor.sandbox.host.git.submodule_paths`). A placeholder ``.git``
 would not do: git dies on one ("invalid gitfile format") in every ``status``.
 
 A protected path that is a symlink is refused (`ProfileError`) rather than
@@ -42,11 +42,11 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from policies.paths import is_under
-from sandbox.host import concealed, toolchains
-from sandbox.host.git import anchored, read_host_git, submodule_paths
-from sandbox.host.sockets import host_sockets, run_view
-from sandbox.plan.profile import (
+from governor.policies.paths import is_under
+from governor.sandbox.host import concealed, toolchains
+from governor.sandbox.host.git import anchored, read_host_git, submodule_paths
+from governor.sandbox.host.sockets import host_sockets, run_view
+from governor.sandbox.plan.profile import (
     DEFAULT_PATH,
     EXCLUDES_PATH,
     HomeMount,
@@ -56,7 +56,7 @@ from sandbox.plan.profile import (
     ProfileError,
     ancestors_between,
 )
-from sandbox.plan.protected import (
+from governor.sandbox.plan.protected import (
     GIT_DIR_CONTAINERS,
     GIT_DIR_PROTECTED,
     HIDDEN_PATTERNS,
@@ -70,7 +70,7 @@ from sandbox.plan.protected import (
 PRIVATE_DIRS = ("/tmp", "/var/tmp")
 GITFILE_MAX_BYTES = 4096
 _HIDDEN_NAME = re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in HIDDEN_PATTERNS))
-"""`sandbox.plan.protected.is_hidden_name` as one compiled pattern (the same
+"""`governor.sandbox.plan.protected.is_hidden_name` as one compiled pattern (the same
 ``fnmatchcase`` translation): the scan asks it for every entry it sees."""
 
 
@@ -123,7 +123,7 @@ def home_parents(
 ) -> tuple[HomesParent, ...]:
     """The folders that hold someone else's home (``/home``, the parent of a
     password database's home), each to be one empty tmpfs inside with its
-    other entries, as ``listings`` (`sandbox.host.concealed.Homes`) saw them,
+    other entries, as ``listings`` (`governor.sandbox.host.concealed.Homes`) saw them,
     put back: what is neither a foreign home nor one of the ``own`` homes
     (those get a tmpfs of their own) is bound back read-only, by a bind that
     skips a source gone since, and a link is made again.

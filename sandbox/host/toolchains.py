@@ -45,9 +45,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
-from policies.paths import is_under
-from sandbox.plan.profile import Kept, ProfileError
-from sandbox.plan.protected import CREDENTIAL_DIRS, CREDENTIAL_FILES, CREDENTIALS_IN_TOOLCHAIN
+from governor.policies.paths import is_under
+from governor.sandbox.plan.profile import Kept, ProfileError
+from governor.sandbox.plan.protected import (
+    CREDENTIAL_DIRS,
+    CREDENTIAL_FILES,
+    CREDENTIALS_IN_TOOLCHAIN,
+)
 
 SHEBANG_MAX_BYTES: Final = 256
 ENTRIES_MAX: Final = 512

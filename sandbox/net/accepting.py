@@ -11,7 +11,7 @@ governor with a traceback, no outcome and no end record (issue 35, finding 7).
 What it holds is bounded elsewhere (the proxy's `ProxyLimits.connections`, the
 relay's sessions per server); this loop only never dies of it.
 
-`sandbox.host.descriptors.raise_descriptor_limit` is the other half: the
+`governor.sandbox.host.descriptors.raise_descriptor_limit` is the other half: the
 governor's soft limit raised to its hard one at start.
 """
 
@@ -25,7 +25,7 @@ from typing import Final
 import structlog
 import trio
 
-log = structlog.get_logger("sandbox.net.accepting")
+log = structlog.get_logger("governor.sandbox.net.accepting")
 
 STARVED: Final = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
 """Errors that say the process (or the machine) is out of descriptors or memory:

@@ -1,7 +1,7 @@
 """The egress proxy: a sandbox's only way out, every connection a decision.
 
 A sandbox below full-access has a network namespace of its own, with nothing
-in it but loopback. The proxy listens inside it (`sandbox.net.netns`: the
+in it but loopback. The proxy listens inside it (`governor.sandbox.net.netns`: the
 listening sockets are made in the sandbox's namespace and accepted on from the
 host's), on the port the proxy variables name (`proxy_env`) and on each
 allowed loopback ``host:port`` it forwards (for clients that ignore proxy
@@ -13,7 +13,7 @@ Rules of this file (everything between an accepted socket and an upstream one):
    gate, or `governor sandbox`'s) decides and records; the proxy only carries
    out its answer, connecting to exactly the addresses the judge was told
    (no second DNS lookup between the check and the connect).
-2. HTTP is read by `sandbox.net.http1` (strict heads, bodies forwarded as they
+2. HTTP is read by `governor.sandbox.net.http1` (strict heads, bodies forwarded as they
    came): ``CONNECT host:port`` opens a tunnel (bytes both ways, never parsed
    again: a second ``CONNECT`` inside goes to the allowed host as data); an
    absolute-form request (``GET http://host/path``) is forwarded, its Host
@@ -50,9 +50,9 @@ from urllib.parse import urlsplit
 import structlog
 import trio
 
-from sandbox.net import http1
-from sandbox.net.accepting import accept_forever
-from sandbox.net.judge import (
+from governor.sandbox.net import http1
+from governor.sandbox.net.accepting import accept_forever
+from governor.sandbox.net.judge import (
     ConnectionAnswer,
     ConnectionRequest,
     Judge,
@@ -61,11 +61,11 @@ from sandbox.net.judge import (
     literal_address,
     resolve,
 )
-from sandbox.net.netns import Helper
-from sandbox.net.wire import Wire, error_response, splice
-from sandbox.plan.egress import PROXY_PORT, Egress
+from governor.sandbox.net.netns import Helper
+from governor.sandbox.net.wire import Wire, error_response, splice
+from governor.sandbox.plan.egress import PROXY_PORT, Egress
 
-log = structlog.get_logger("sandbox.net.proxy")
+log = structlog.get_logger("governor.sandbox.net.proxy")
 
 
 class EgressProxy:

@@ -16,7 +16,7 @@ from typing import Final
 
 import trio
 
-from sandbox.net import http1
+from governor.sandbox.net import http1
 
 _PHRASES: Final = {
     400: "Bad Request",

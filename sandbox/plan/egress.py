@@ -1,6 +1,6 @@
 """Where a sandbox's way out is, as values: the proxy's port inside and the
 loopback addresses forwarded at their own address, and the variables that
-point clients at it. Pure: `sandbox.net` makes the sockets, `plan.profile`
+point clients at it. Pure: `governor.sandbox.net` makes the sockets, `plan.profile`
 puts the variables into the sandbox's environment.
 
 Loopback inside is the sandbox's own (its network namespace is private), so

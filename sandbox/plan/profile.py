@@ -14,11 +14,11 @@ this file:
 2. Private tmpfs over each folder of everyone else's homes (``/home``, its
    other entries bound back, `HomesParent`), ``/tmp``, ``/var/tmp``, a home
    outside such a folder (``/root``), ``$HOME`` and ``/run/user/$UID`` (or all
-   of ``/run``, `sandbox.host.sockets`). These come *before* the roots so a
+   of ``/run``, `governor.sandbox.host.sockets`). These come *before* the roots so a
    workspace under ``$HOME``, ``/home`` or ``/tmp`` is bound back on top of its
    tmpfs.
 3. Kept home folders, visible install paths and the toolchain folders kept
-   (`sandbox.host.toolchains`), then a tmpfs over each concealed folder (the
+   (`governor.sandbox.host.toolchains`), then a tmpfs over each concealed folder (the
    host's secret folders, the governor's state with every attempt's own
    folders, a masked folder: after them, since a kept folder may hold one),
    the attempt's own folders bound back on top (`Profile.own`: its relay's
@@ -35,16 +35,16 @@ this file:
      carrying a repository's pinned parts away and rebuilding them;
    * pins of protected paths (existing ones, and the stubs made for missing
      ones), by ``O_PATH`` fd when bwrap supports ``--ro-bind-fd``. A stub the
-     launcher *sealed* (immutable, see `sandbox.run.stubs`) needs no pin: nothing
+     launcher *sealed* (immutable, see `governor.sandbox.run.stubs`) needs no pin: nothing
      in the sandbox can unlink, rename or write it. Its ancestors are still
      bound: renaming a directory carries an immutable file along.
 
    A submodule's git dir inside a pinned ``.git/modules`` is self-bound after
    that pin, from the host's path, so it is writable again under its own
-   pins (`sandbox.host.survey`).
+   pins (`governor.sandbox.host.survey`).
 6. ``/dev/null`` over hidden files (the roots' ``.env`` files, the host's
    secret files, credentials in kept folders); where commits are allowed, the excludes
-   file of the sandbox's git on its private ``/tmp`` (`sandbox.host.git`).
+   file of the sandbox's git on its private ``/tmp`` (`governor.sandbox.host.git`).
 """
 
 from __future__ import annotations
@@ -57,11 +57,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Final
 
-from policies.capability import Capability
-from policies.limits import Limits
-from policies.paths import is_under
-from sandbox.plan.egress import NO_PROXY_VARIABLES, Egress
-from sandbox.plan.protected import SYSTEM_DIRS, UNPROTECTABLE
+from governor.policies.capability import Capability
+from governor.policies.limits import Limits
+from governor.policies.paths import is_under
+from governor.sandbox.plan.egress import NO_PROXY_VARIABLES, Egress
+from governor.sandbox.plan.protected import SYSTEM_DIRS, UNPROTECTABLE
 
 PROC_HOST_KNOBS: Final = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus")
 """Parts of the fresh ``/proc`` that act on the host and are always bound
@@ -108,7 +108,7 @@ class Profile:
 
     ``home=None`` means the caller's home, found by the survey. ``protected`` and
     ``hidden`` add root-relative paths to the built-in lists in
-    `sandbox.plan.protected`. ``visible`` keeps host paths readable even where a tmpfs
+    `governor.sandbox.plan.protected`. ``visible`` keeps host paths readable even where a tmpfs
     would hide them (an agent installed under ``/tmp`` or ``$HOME``).
     ``git_read_only`` pins every git dir in the roots read-only as a whole, for a
     job that must not commit; otherwise edit-workspace may commit.
@@ -126,7 +126,7 @@ class Profile:
     the host run code later (a preset's ``runs_code``: hooks, MCP server
     lists): pinned read-only, a missing one held by a placeholder so that it
     cannot be made (one that ends with ``/`` is a folder: made empty on the
-    host instead, `sandbox.run.agent.ensure_home_folders`, as the agent would
+    host instead, `governor.sandbox.run.agent.ensure_home_folders`, as the agent would
     make it at its start); one that is a home folder itself is a throwaway copy
     (`HomeMount.throwaway`)."""
     visible: tuple[Path, ...] = ()
@@ -136,7 +136,7 @@ class Profile:
     ``/tmp`` or ``$HOME`` to an install kept visible)."""
     protected: tuple[str, ...] = ()
     unprotected: tuple[str, ...] = ()
-    """Names of `sandbox.plan.protected.UNPROTECTABLE` left writable (a policy's
+    """Names of `governor.sandbox.plan.protected.UNPROTECTABLE` left writable (a policy's
     ``unprotect``); one ``protected`` names too stays pinned."""
     hidden: tuple[str, ...] = ()
     cwd: Path | None = None
@@ -157,18 +157,18 @@ class Profile:
     source repository, where the answer may be)."""
     own: tuple[Path, ...] = ()
     """The attempt's own folders under the governor's hidden folder
-    (`sandbox.host.concealed.attempts_dir`: the relay's sockets and shim),
+    (`governor.sandbox.host.concealed.attempts_dir`: the relay's sockets and shim),
     bound back read-only after the concealed folders: this sandbox sees its
     own attempt's and no other's."""
     toolchains: bool = True
     """Whether the toolchains under the homes are detected and kept
-    (`sandbox.host.toolchains`)."""
+    (`governor.sandbox.host.toolchains`)."""
     git_read_only: bool = False
     limits: Limits | None = None
-    """Resource limits (`sandbox.host.limits`); None: none but the host's."""
+    """Resource limits (`governor.sandbox.host.limits`); None: none but the host's."""
     egress: Egress | None = None
     """A network namespace of its own whose only way out is the governor's
-    proxy (`sandbox.net.proxy`), announced by the proxy variables; needs
+    proxy (`governor.sandbox.net.proxy`), announced by the proxy variables; needs
     ``network`` off (which shares the host's namespace)."""
     inputs: tuple[Path, ...] = ()
     """Host folders bound read-only at their own path after the roots, shown
@@ -208,7 +208,7 @@ class Profile:
             if name not in UNPROTECTABLE:
                 raise ProfileError(
                     f"{name!r} cannot be unprotected: only the hook managers' and editors' "
-                    "configs can (sandbox.plan.protected.UNPROTECTABLE)"
+                    "configs can (governor.sandbox.plan.protected.UNPROTECTABLE)"
                 )
         for path in (
             self.workspace,
@@ -243,7 +243,7 @@ class Profile:
     def commits(self) -> bool:
         """Whether git may commit: the roots are writable and git is not held
         read-only, so a git dir is writable but for
-        `sandbox.plan.protected.GIT_DIR_PROTECTED`."""
+        `governor.sandbox.plan.protected.GIT_DIR_PROTECTED`."""
         return self.writable and not self.git_read_only
 
     @property
@@ -255,7 +255,7 @@ class Profile:
         """Whether the filter lets the process make ``socket(AF_UNIX)``: by
         default exactly when it has a network namespace of its own (network
         off), where abstract sockets are its own; the survey then hides the
-        host's socket files (`sandbox.host.sockets`). One that shares the host's
+        host's socket files (`governor.sandbox.host.sockets`). One that shares the host's
         namespace (`governor.confine.sandboxes` says which do) would reach the host's
         abstract sockets (X11, D-Bus), which no mount can hide."""
         return not self.network
@@ -362,7 +362,7 @@ class HomesParent:
     """A folder that holds other people's homes (``/home``), an empty tmpfs
     inside: its other entries as the survey listed them, ``kept`` bound back
     read-only where they still exist, ``links`` made again as (path, target)
-    (`sandbox.host.survey.home_parents`)."""
+    (`governor.sandbox.host.survey.home_parents`)."""
 
     path: str
     kept: tuple[str, ...] = ()
@@ -371,7 +371,7 @@ class HomesParent:
 
 @dataclass(frozen=True)
 class Kept:
-    """A host folder kept visible read-only, and why (`sandbox.host.toolchains`)."""
+    """A host folder kept visible read-only, and why (`governor.sandbox.host.toolchains`)."""
 
     path: str
     why: str
@@ -391,13 +391,13 @@ class HostFacts:
     other_homes: tuple[str, ...] = ()
     """Homes hidden besides `home` (the password database's, the governor's $HOME)."""
     foreign_homes: tuple[str, ...] = ()
-    """Everyone else's homes, hidden with nothing kept (`sandbox.host.concealed`):
+    """Everyone else's homes, hidden with nothing kept (`governor.sandbox.host.concealed`):
     each by its parent's tmpfs (`home_parents`), else by a tmpfs of its own."""
     home_parents: tuple[HomesParent, ...] = ()
     """The folders of the foreign homes, each one tmpfs with the rest bound back."""
     concealed: tuple[str, ...] = ()
     """Host folders that are empty inside whatever is kept around them: the
-    host's secret folders, the governor's state (`sandbox.host.concealed`, every
+    host's secret folders, the governor's state (`governor.sandbox.host.concealed`, every
     attempt's own folders with it) and the profile's masked folders."""
     own: tuple[str, ...] = ()
     """The profile's own folders (`Profile.own`), bound read-only after `concealed`."""
@@ -409,7 +409,7 @@ class HostFacts:
     code later, bound read-only over itself (a stub's: `home_stubs`)."""
     home_stubs: tuple[str, ...] = ()
     """Host paths of `home_pins` that do not exist yet: the launcher makes a
-    placeholder there (`sandbox.run.stubs`) for the sandbox's life."""
+    placeholder there (`governor.sandbox.run.stubs`) for the sandbox's life."""
     home_opened: tuple[tuple[str, str], ...] = ()
     """(host path, path inside) of the folders between a home folder and a
     deeper pin, bound writable over themselves: a mount point cannot be renamed,
@@ -433,9 +433,9 @@ class HostFacts:
     path: str = DEFAULT_PATH
     toolchain_env: Mapping[str, str] = field(default_factory=dict)
     git_env: tuple[tuple[str, str], ...] = ()
-    """The host's git identity for commits inside (`sandbox.host.git`)."""
+    """The host's git identity for commits inside (`governor.sandbox.host.git`)."""
     git_excludes: tuple[str, ...] | None = None
-    """The lines of the excludes file the sandbox's git reads (`sandbox.host.git`);
+    """The lines of the excludes file the sandbox's git reads (`governor.sandbox.host.git`);
     None: no file (commits are not allowed)."""
 
 
@@ -486,7 +486,7 @@ def validate(profile: Profile, facts: HostFacts) -> None:
 def environment(profile: Profile, facts: HostFacts) -> dict[str, str]:
     """The whole environment of the sandboxed process: the four basics (``PATH``
     passed through, see `Profile.path`), the toolchain variables that were kept,
-    what git needs where commits are allowed (`sandbox.host.git`), then the
+    what git needs where commits are allowed (`governor.sandbox.host.git`), then the
     declared variables, which win."""
     git = dict(facts.git_env)
     if facts.git_excludes is not None and "GIT_CONFIG_COUNT" not in profile.env:
@@ -527,15 +527,15 @@ def render(
     ``--ro-bind-fd`` the mount source is the inode that was checked, not a path
     that could have been swapped for a symlink since. ``sealed`` lists pins that
     are immutable stubs (checked by the launcher just before): they get no mount,
-    only a ``--lock-file`` (see `sandbox.run.stubs`). ``excludes_fd`` holds the
+    only a ``--lock-file`` (see `governor.sandbox.run.stubs`). ``excludes_fd`` holds the
     excludes file of ``facts.git_excludes``, required when there is one.
 
     ``throwaway_fds`` maps the destination of each throwaway home file
     (`HomeMount.throwaway`) to a descriptor holding its content, copied in by
     ``--bind-data``; without one such a file is bound read-only.
 
-    ``fork_server`` renders a session's sandbox (`sandbox.run.session`), whose
-    program is `sandbox.standalone.forkserver`: it keeps ``CAP_SYS_ADMIN``,
+    ``fork_server`` renders a session's sandbox (`governor.sandbox.run.session`), whose
+    program is `governor.sandbox.standalone.forkserver`: it keeps ``CAP_SYS_ADMIN``,
     ``CAP_SETPCAP`` and ``CAP_SYS_RESOURCE`` inside the sandbox's user
     namespace, and bwrap neither installs the filter (``seccomp_fd`` must be
     None) nor disables user namespaces: the server does both itself (the filter
@@ -565,7 +565,7 @@ def render(
     argv: list[str] = ["--unshare-all", "--unshare-user"]
     if profile.network:
         argv.append("--share-net")
-    # A fork server sets the user namespace limit itself (sandbox.standalone.forkserver):
+    # A fork server sets the user namespace limit itself (governor.sandbox.standalone.forkserver):
     # bwrap's nested namespace would lock the mounts the server needs to copy
     # and make a fresh /proc for each command impossible as root.
     if features.disable_userns and not fork_server:

@@ -1,6 +1,6 @@
 """The paths a sandboxed command may never change or read, as data.
 
-The names themselves come from `policies.protected`, the one list: the policy
+The names themselves come from `governor.policies.protected`, the one list: the policy
 engine refuses governed writes to them and the profile renderer and the
 workspace survey pin them here, so the in-process `fs/write_text_file` check and
 the bwrap mounts refuse the same names.
@@ -32,7 +32,7 @@ from __future__ import annotations
 import fnmatch
 from typing import Final
 
-from policies import protected as policy_protected
+from governor.policies import protected as policy_protected
 
 PROTECTED_NAMES: Final[tuple[str, ...]] = policy_protected.PROTECTED_NAMES
 """Names pinned read-only at the top of every writable root (existing or not): the
@@ -60,7 +60,7 @@ GIT_DIR_PROTECTED: Final[tuple[str, ...]] = (
 )
 """What stays read-only inside a git dir where commits are allowed, existing or
 not (a placeholder holds a missing one; git takes each for absent, see
-`sandbox.run.stubs`). Each can run code at the person's next host ``git``:
+`governor.sandbox.run.stubs`). Each can run code at the person's next host ``git``:
 
 * ``config``: ``core.fsmonitor``, ``core.hooksPath``, ``core.sshCommand``,
   aliases, filter and diff drivers, credential helpers.
@@ -123,7 +123,7 @@ HOST_DAEMON_SOCKETS: Final[tuple[str, ...]] = (
 exists is covered with ``/dev/null`` (a read-only bind does not stop ``connect``)
 where the filter refuses ``socket(AF_UNIX)`` anyway: a second wall. Where a
 process may make Unix sockets, all of ``/run`` is hidden instead
-(`sandbox.host.sockets`)."""
+(`governor.sandbox.host.sockets`)."""
 
 RUN_DIRS: Final[tuple[str, ...]] = ("/run", "/var/run")
 """Where daemons keep their sockets; an empty tmpfs for a process that may make

@@ -21,11 +21,11 @@ Why these rules (sandbox-reference §5, §6):
   32 bits of the request are loaded because the kernel ignores the upper half
   (CVE-2019-10063: a full 64-bit compare lets ``TIOCSTI | 1 << 32`` through).
 * ``socket(AF_UNIX, ...)`` is refused for a process that shares the host's
-  network namespace (`sandbox.plan.profile.Profile.unix_sockets`; below
+  network namespace (`governor.sandbox.plan.profile.Profile.unix_sockets`; below
   full-access none does: this is the second wall): the host's abstract sockets (X11, D-Bus) would be
   reachable there, and no mount hides them. A process with a namespace of its
   own may make them; the survey hides the host's socket files from it (a
-  read-only bind does not stop ``connect()``: `sandbox.host.sockets`).
+  read-only bind does not stop ``connect()``: `governor.sandbox.host.sockets`).
   ``socketpair`` stays allowed: it creates a private pair and is what pipes
   between processes use.
 * ``clone`` with a namespace flag is refused; creating namespaces is how a

@@ -13,7 +13,7 @@ root (the directory holding the outermost ``node_modules``, or a ``pyvenv.cfg``
 venv) and the interpreter its shebang names; they are bound read-only.
 
 An unsandboxed agent (full-access) runs under a watchdog instead
-(`sandbox.standalone.watchdog`): no namespace, but the agent and everything it started
+(`governor.sandbox.standalone.watchdog`): no namespace, but the agent and everything it started
 die with the governor, SIGKILL included, and at the end of the block.
 """
 
@@ -30,15 +30,15 @@ from pathlib import Path
 
 import trio
 
-from policies.paths import is_under
-from sandbox.host.survey import caller_home, process_home
-from sandbox.host.toolchains import shebang_interpreter
-from sandbox.plan.profile import Profile, ProfileError
-from sandbox.run.launch import Launch, launched, memfd, open_launch, prepare
-from sandbox.run.preflight import preflight
-from sandbox.run.spawn import PIPE, Child, Std, spawn
-from sandbox.run.stubs import LEDGER
-from sandbox.standalone import watchdog
+from governor.policies.paths import is_under
+from governor.sandbox.host.survey import caller_home, process_home
+from governor.sandbox.host.toolchains import shebang_interpreter
+from governor.sandbox.plan.profile import Profile, ProfileError
+from governor.sandbox.run.launch import Launch, launched, memfd, open_launch, prepare
+from governor.sandbox.run.preflight import preflight
+from governor.sandbox.run.spawn import PIPE, Child, Std, spawn
+from governor.sandbox.run.stubs import LEDGER
+from governor.sandbox.standalone import watchdog
 
 WATCHDOG_GRACE = 2 * watchdog.SWEEP_LIMIT
 """Seconds a watchdog gets, once told to kill, to sweep and exit before it is
@@ -244,17 +244,17 @@ async def agent_process(
 ) -> AsyncIterator[Child]:
     """Start the agent under ``profile`` with its stdio as given (pipes by
     default, passed through unchanged): under bwrap, or, at full-access, under
-    a watchdog (`sandbox.standalone.watchdog`) whose pid is the `Child`'s.
+    a watchdog (`governor.sandbox.standalone.watchdog`) whose pid is the `Child`'s.
 
     Use this instead of `trio.lowlevel.open_process` for a sandboxed agent: see
-    `sandbox.run.spawn` for why (bwrap's ``--die-with-parent`` would kill the agent
+    `governor.sandbox.run.spawn` for why (bwrap's ``--die-with-parent`` would kill the agent
     ten seconds after trio's spawning worker thread retires). Leaving the block
     SIGKILLs the agent and its whole tree if it is still running and reaps it;
     a graceful shutdown (close stdin, wait, terminate) is the caller's, inside
     the block. An unsandboxed agent's exit code or signal is the `Child`'s: the
     watchdog exits as the agent did, once nothing the agent started is left.
     A profile behind the proxy (``egress``) needs ``attach``, which makes its
-    listeners before the agent starts (`sandbox.run.launch.open_launch`).
+    listeners before the agent starts (`governor.sandbox.run.launch.open_launch`).
     """
     probed = await preflight(bwrap) if profile.sandboxed else None
     if profile.sandboxed:

@@ -6,7 +6,7 @@ both drive this class; neither touches the process any other way.
 Killing the whole tree:
 
 * Sandboxed: SIGKILL to bwrap and to the sandbox's pid 1 (its host pid comes
-  from ``--info-fd``, see `sandbox.run.launch.open_launch`). When pid 1 dies the
+  from ``--info-fd``, see `governor.sandbox.run.launch.open_launch`). When pid 1 dies the
   kernel kills every process in the PID namespace, daemonized and ``setsid``'d
   ones included. When the command ends by itself, bwrap's pid 1 exits and the
   same happens. Either way nothing of the command survives and the pipe
@@ -26,11 +26,11 @@ from typing import Protocol
 
 import trio
 
-from policies.limits import Limits
-from sandbox.host.limits import blame
-from sandbox.run.capture import OutputRing
-from sandbox.run.launch import Attach, Launch, open_launch
-from sandbox.run.spawn import DEVNULL, PIPE, STDOUT
+from governor.policies.limits import Limits
+from governor.sandbox.host.limits import blame
+from governor.sandbox.run.capture import OutputRing
+from governor.sandbox.run.launch import Attach, Launch, open_launch
+from governor.sandbox.run.spawn import DEVNULL, PIPE, STDOUT
 
 READ_CHUNK = 64 * 1024
 DRAIN_GRACE = 1.0
@@ -49,7 +49,7 @@ class ExitStatus:
     signal: str | None = None
     limit: str | None = None
     """The limit the command stopped at, in words (``memory limit 512M (an
-    allocation over it was refused)``), when its end says so (`sandbox.host.limits.blame`)."""
+    allocation over it was refused)``), when its end says so (`governor.sandbox.host.limits.blame`)."""
 
     @classmethod
     def from_returncode(cls, returncode: int) -> ExitStatus:
@@ -73,8 +73,8 @@ class ExitStatus:
 
 
 class Process(Protocol):
-    """What an `Execution` drives: a `sandbox.run.spawn.Child`, or a command the
-    session's fork server started (`sandbox.run.session.SessionChild`)."""
+    """What an `Execution` drives: a `governor.sandbox.run.spawn.Child`, or a command the
+    session's fork server started (`governor.sandbox.run.session.SessionChild`)."""
 
     stdout: trio.lowlevel.FdStream | None
     group: bool

@@ -1,7 +1,7 @@
 """Everything between a profile and a spawn: survey, stubs, fds, the final argv.
 
 `prepare` is a context manager because what it creates must be undone: the
-stubs for missing protected paths (see `sandbox.run.stubs`) must outlive the
+stubs for missing protected paths (see `governor.sandbox.run.stubs`) must outlive the
 process, the descriptors bwrap reads are closed on our side right after the
 spawn (`Launch.spawned`) and in any case when the block ends. `open_launch`
 spawns a prepared launch.
@@ -36,15 +36,22 @@ from typing import Final, TypeVar
 
 import trio
 
-from sandbox.host.budget import current as attempt_budget
-from sandbox.host.bwrap import Bwrap, SandboxStartFailed, bwrap_line, failure_of
-from sandbox.host.limits import command_prefix, launcher
-from sandbox.host.sockets import forget
-from sandbox.host.survey import caller_home, survey
-from sandbox.plan import seccomp
-from sandbox.plan.profile import DEFAULT_PATH, HostFacts, Profile, ProfileError, environment, render
-from sandbox.run.spawn import DEVNULL, PIPE, STDOUT, Child, Std, spawn
-from sandbox.run.stubs import LEDGER, StubLedger
+from governor.sandbox.host.budget import current as attempt_budget
+from governor.sandbox.host.bwrap import Bwrap, SandboxStartFailed, bwrap_line, failure_of
+from governor.sandbox.host.limits import command_prefix, launcher
+from governor.sandbox.host.sockets import forget
+from governor.sandbox.host.survey import caller_home, survey
+from governor.sandbox.plan import seccomp
+from governor.sandbox.plan.profile import (
+    DEFAULT_PATH,
+    HostFacts,
+    Profile,
+    ProfileError,
+    environment,
+    render,
+)
+from governor.sandbox.run.spawn import DEVNULL, PIPE, STDOUT, Child, Std, spawn
+from governor.sandbox.run.stubs import LEDGER, StubLedger
 
 T = TypeVar("T")
 
@@ -119,7 +126,7 @@ def open_pin(path: str) -> int:
 
 THROWAWAY_MAX_BYTES: Final = 64 << 20
 """The largest home file copied for a sandbox to write and throw away
-(`sandbox.plan.profile.HomeMount.throwaway`); a larger one is refused."""
+(`governor.sandbox.plan.profile.HomeMount.throwaway`); a larger one is refused."""
 
 
 def _copy_of(path: str) -> int:
@@ -162,9 +169,9 @@ def prepare(
     Full-access needs no bwrap: the command runs as is, in its own session
     (so the runner can kill its process group), with the declared environment.
 
-    ``fork_server`` makes a session's sandbox (`sandbox.run.session`): the
+    ``fork_server`` makes a session's sandbox (`governor.sandbox.run.session`): the
     descriptors it lists are handed to ``command`` (the caller's; not closed
-    here), and bwrap gets no filter (see `sandbox.plan.profile.render`).
+    here), and bwrap gets no filter (see `governor.sandbox.plan.profile.render`).
     """
     if not command:
         raise ProfileError("empty command")
@@ -185,7 +192,7 @@ def prepare(
         yield Launch(tuple(command), (), env, cwd, True, False)
         return
     if bwrap is None:
-        raise ProfileError("a sandboxed run needs a probed bwrap (see sandbox.run.preflight)")
+        raise ProfileError("a sandboxed run needs a probed bwrap (see governor.sandbox.run.preflight)")
     facts = facts if facts is not None else survey(profile)
     with ExitStack() as stack:
         opened: set[int] = set()
@@ -250,7 +257,7 @@ def prepare(
             opened.add(block_write)
             options += ["--block-fd", str(track(block_read))]
         args_fd = track(memfd("governor-bwrap-args", "\0".join(options).encode() + b"\0"))
-        # limits (sandbox.host.limits): rlimits set inside, once bwrap made the user
+        # limits (governor.sandbox.host.limits): rlimits set inside, once bwrap made the user
         # namespace (a fork server sets them per command); root's pids group
         inside = () if fork_server is not None else command_prefix(profile.limits)
         budget = attempt_budget()
@@ -347,7 +354,7 @@ async def _built(block_fd: int, child: Child) -> None:
     it reads there after its last mount, so then every cover it was asked for
     is in place. If it exits first (a mount failed: a host socket removed
     since the survey leaves no mount point on the read-only ``/``), raise what
-    it said (`sandbox.host.bwrap.failure_of`: a `SandboxStartFailed` naming its
+    it said (`governor.sandbox.host.bwrap.failure_of`: a `SandboxStartFailed` naming its
     line), from the output it shares with the command that never ran.
 
     How it is told apart: the pipe is made one page big and filled, so our end
@@ -429,7 +436,7 @@ async def open_launch(
     pid of the sandbox's pid 1 before returning.
 
     A launch behind the proxy (``block_fd``) waits, before its command starts,
-    for ``attach(pid)`` to make its listeners (`sandbox.net.proxy`); required then.
+    for ``attach(pid)`` to make its listeners (`governor.sandbox.net.proxy`); required then.
     A launch that covers host sockets returns only once bwrap has made its
     mounts, and raises `SandboxStartFailed` (bwrap's line) if it could not
     (`_built`; `launched` makes it again when a socket vanished).

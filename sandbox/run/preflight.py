@@ -34,8 +34,8 @@ from typing import Any, Final
 
 import trio
 
-from policies.capability import Capability
-from sandbox.host.bwrap import (
+from governor.policies.capability import Capability
+from governor.sandbox.host.bwrap import (
     Bwrap,
     BwrapUnavailable,
     SandboxStartFailed,
@@ -45,10 +45,10 @@ from sandbox.host.bwrap import (
     locate,
     probe,
 )
-from sandbox.host.concealed import state_dir
-from sandbox.plan.profile import Profile, ProfileError
-from sandbox.run.execution import start_launch
-from sandbox.run.launch import launched, prepare
+from governor.sandbox.host.concealed import state_dir
+from governor.sandbox.plan.profile import Profile, ProfileError
+from governor.sandbox.run.execution import start_launch
+from governor.sandbox.run.launch import launched, prepare
 
 _CACHE: dict[str, Bwrap | BwrapUnavailable] = {}
 _LOCK_BY_PATH: dict[str, trio.Lock] = {}

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 
 import trio
 
-from sandbox.plan.profile import Profile
-from sandbox.run.execution import Execution, ExitStatus, start_launch
-from sandbox.run.launch import Attach, Launch, launched, prepare
-from sandbox.run.preflight import preflight
-from sandbox.run.stubs import LEDGER, StubLedger
+from governor.sandbox.plan.profile import Profile
+from governor.sandbox.run.execution import Execution, ExitStatus, start_launch
+from governor.sandbox.run.launch import Attach, Launch, launched, prepare
+from governor.sandbox.run.preflight import preflight
+from governor.sandbox.run.stubs import LEDGER, StubLedger
 
 DEFAULT_OUTPUT_LIMIT = 1024 * 1024
 """ACP's ``outputByteLimit`` when the agent gives none: 1 MiB."""
@@ -81,10 +81,10 @@ async def start(
     """Start ``command``; the block owns it. Leaving the block kills and reaps it
     if it is still running, and removes the stubs made for it.
 
-    Raises `sandbox.host.bwrap.BwrapUnavailable` for a sandboxed profile on a machine
-    where bwrap cannot work (fail closed) and `sandbox.plan.profile.ProfileError` for
+    Raises `governor.sandbox.host.bwrap.BwrapUnavailable` for a sandboxed profile on a machine
+    where bwrap cannot work (fail closed) and `governor.sandbox.plan.profile.ProfileError` for
     a profile that cannot be rendered safely. A profile behind the proxy needs
-    ``attach`` (`sandbox.run.launch.open_launch`).
+    ``attach`` (`governor.sandbox.run.launch.open_launch`).
     """
     probed = await preflight(bwrap) if profile.sandboxed else None
 

@@ -2,10 +2,10 @@
 
 Why: a bwrap per command costs bwrap's own start plus a re-read of the mount
 table per mount, and a governor that cannot seal the placeholders for missing
-protected names (not root: `sandbox.run.stubs`) needs over 30 read-only pins for a
+protected names (not root: `governor.sandbox.run.stubs`) needs over 30 read-only pins for a
 git workspace. That made a command about twice the cost of a minimal bwrap
 (bench/README.md has the figures). A session instead starts one bwrap
-with the full profile (pins and all) around `sandbox.standalone.forkserver`, which keeps
+with the full profile (pins and all) around `governor.sandbox.standalone.forkserver`, which keeps
 the next command's PID and mount namespaces ready: a command costs a request
 over a socket and a spawn (see that module for what each process does).
 
@@ -25,7 +25,7 @@ inode) before it mounts there. The placeholders such a repository's git dir
 needs (its missing ``modules``, ``commondir``, ...) are made for that command
 and counted until it ends, as a bwrap of its own would. Protected names at the
 top of a root are all pinned from the start, existing or not. The host sockets
-the survey found outside ``/run`` (`sandbox.host.sockets`) are found once, for the
+the survey found outside ``/run`` (`governor.sandbox.host.sockets`) are found once, for the
 sandbox; one that its daemon made again since (a restart) is covered again in
 each command's namespace, since the kernel detached the session's cover from
 the old one.
@@ -48,21 +48,15 @@ from stat import S_ISSOCK
 
 import trio
 
-from policies.paths import is_under
-from sandbox.host.bwrap import Bwrap, BwrapUnavailable, SandboxStartFailed, failure_of
-from sandbox.host.limits import rlimits
-from sandbox.host.sockets import forget
-from sandbox.host.survey import survey
-from sandbox.plan.profile import (
-    HostFacts,
-    Profile,
-    ProfileError,
-    environment,
-    validate,
-)
-from sandbox.run.capture import OutputRing
-from sandbox.run.execution import Execution
-from sandbox.run.launch import (
+from governor.policies.paths import is_under
+from governor.sandbox.host.bwrap import Bwrap, BwrapUnavailable, SandboxStartFailed, failure_of
+from governor.sandbox.host.limits import rlimits
+from governor.sandbox.host.sockets import forget
+from governor.sandbox.host.survey import survey
+from governor.sandbox.plan.profile import HostFacts, Profile, ProfileError, environment, validate
+from governor.sandbox.run.capture import OutputRing
+from governor.sandbox.run.execution import Execution
+from governor.sandbox.run.launch import (
     Attach,
     acquire_stubs,
     filter_program,
@@ -71,9 +65,9 @@ from sandbox.run.launch import (
     open_pin,
     prepare,
 )
-from sandbox.run.preflight import preflight
-from sandbox.run.spawn import DEVNULL, PIPE, Child
-from sandbox.run.stubs import LEDGER, StubLedger
+from governor.sandbox.run.preflight import preflight
+from governor.sandbox.run.spawn import DEVNULL, PIPE, Child
+from governor.sandbox.run.stubs import LEDGER, StubLedger
 
 SERVER = Path(__file__).parent.parent / "standalone" / "forkserver.py"
 READY_TIMEOUT = 30.0
@@ -106,7 +100,7 @@ def interpreter() -> tuple[str, tuple[Path, ...]]:
 
 class SessionChild:
     """One command started by the fork server: its output pipe, its end and its
-    kill. Quacks like `sandbox.run.spawn.Child` for `sandbox.run.execution.Execution`."""
+    kill. Quacks like `governor.sandbox.run.spawn.Child` for `governor.sandbox.run.execution.Execution`."""
 
     group = False
 
@@ -234,7 +228,7 @@ class SandboxSession:
     async def open(self) -> None:
         """Build the sandbox and wait for the fork server's ``ready``.
 
-        Raises `sandbox.host.bwrap.BwrapUnavailable` where bwrap cannot work and
+        Raises `governor.sandbox.host.bwrap.BwrapUnavailable` where bwrap cannot work and
         `SessionError` (with bwrap's or Python's own words) if the server does
         not come up.
         """
@@ -245,7 +239,7 @@ class SandboxSession:
             await self._build(probed, exe, profile)
         except SandboxStartFailed as exc:
             # a host socket removed between the survey and bwrap's mount: again,
-            # from a fresh survey (`sandbox.run.launch.launched` says why)
+            # from a fresh survey (`governor.sandbox.run.launch.launched` says why)
             if not any(f"Can't create file at {s}: " in str(exc) for s in self._covering):
                 raise
             forget()
@@ -342,7 +336,7 @@ class SandboxSession:
         cwd and environment); the block owns it. Leaving the block kills and
         reaps it if it is still running.
 
-        Raises `sandbox.plan.profile.ProfileError` (bad cwd, bad env name, too many
+        Raises `governor.sandbox.plan.profile.ProfileError` (bad cwd, bad env name, too many
         new paths to pin), `SessionEnded` when the sandbox is gone, and
         `SessionError` when the server could not start the command.
         """

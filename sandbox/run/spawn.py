@@ -13,7 +13,7 @@ we want. The fork itself blocks the loop for well under a millisecond.
 Waiting uses ``pidfd_open`` + `trio.lowlevel.wait_readable`: no SIGCHLD handler,
 no polling, and killing through the pidfd cannot hit a recycled pid.
 
-A `Child` may be a watchdog (`sandbox.standalone.watchdog`) holding the other end of a
+A `Child` may be a watchdog (`governor.sandbox.standalone.watchdog`) holding the other end of a
 lifeline: then `Child.kill` ends the lifeline and SIGKILLs the agent behind it,
 and leaves the watchdog alive to kill the agent's descendants and exit.
 """

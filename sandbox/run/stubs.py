@@ -9,7 +9,7 @@ A placeholder must read as "nothing here" to whatever reads that name, or it
 changes what an agent sees: most are empty, a ``*.json`` one holds ``{}`` (an
 empty ``.mcp.json`` made Qwen Code warn "Unexpected end of JSON input") and a
 git dir's ``commondir`` holds ``.`` (git dies on an empty one); the table is
-`sandbox.standalone.sweeper.placeholder`. Whatever decides that a file is still our stub
+`governor.sandbox.standalone.sweeper.placeholder`. Whatever decides that a file is still our stub
 (before deleting or reusing it) checks that it holds exactly that content.
 
 Why a count and not "delete when the command ends": since Linux 3.18, unlinking
@@ -66,9 +66,9 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import IO, Final, TypeVar
 
-from sandbox.plan.profile import ProfileError
-from sandbox.standalone import sweeper
-from sandbox.standalone.sweeper import (
+from governor.sandbox.plan.profile import ProfileError
+from governor.sandbox.standalone import sweeper
+from governor.sandbox.standalone.sweeper import (
     FS_IMMUTABLE_FL,
     SEAL_MARK,
     get_flags,
@@ -424,7 +424,7 @@ def _open_sealed_stub(path: str) -> int | None:
 
 
 class _Sweeper:
-    """This process's sweeper (see `sandbox.standalone.sweeper`), started at the first seal.
+    """This process's sweeper (see `governor.sandbox.standalone.sweeper`), started at the first seal.
 
     Lines are buffered and sent by `flush`, which `StubLedger.commit` calls
     before any sandbox relies on a stub: one write (one wake-up of the sweeper)

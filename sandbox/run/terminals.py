@@ -7,14 +7,14 @@ command never reaches this module.
 
 Each terminal is one task in a nursery the caller owns, so no command outlives
 the attempt that started it; `Terminals.close` kills whatever is still running.
-Sandboxed commands run in the session's one sandbox (`sandbox.run.session`), built
+Sandboxed commands run in the session's one sandbox (`governor.sandbox.run.session`), built
 at the first command and ended by `Terminals.close`; a sandbox that ended on
 its own (killed from outside) is built again for the next command. If the
 session's sandbox cannot be built at all while bwrap itself works (its fork
 server did not start: an interpreter that cannot run inside, say), commands
 get a bwrap of their own instead, as strong and slower, and `Terminals.fallback`
 says why. While the manager is open it holds the stub ledger
-(`sandbox.run.stubs`), so the placeholders for missing protected paths are made
+(`governor.sandbox.run.stubs`), so the placeholders for missing protected paths are made
 once per session, not once per command.
 """
 
@@ -30,12 +30,12 @@ from typing import NamedTuple
 
 import trio
 
-from sandbox.plan.profile import Profile
-from sandbox.run.execution import Execution, ExitStatus
-from sandbox.run.launch import Attach
-from sandbox.run.runner import DEFAULT_OUTPUT_LIMIT, Command, start
-from sandbox.run.session import SandboxSession, SessionEnded, SessionError
-from sandbox.run.stubs import LEDGER, StubLedger
+from governor.sandbox.plan.profile import Profile
+from governor.sandbox.run.execution import Execution, ExitStatus
+from governor.sandbox.run.launch import Attach
+from governor.sandbox.run.runner import DEFAULT_OUTPUT_LIMIT, Command, start
+from governor.sandbox.run.session import SandboxSession, SessionEnded, SessionError
+from governor.sandbox.run.stubs import LEDGER, StubLedger
 
 
 class UnknownTerminal(LookupError):
@@ -110,8 +110,8 @@ class Terminals:
         whether or not the terminal was released before (the caller's record of
         what came of it: this module knows no log).
 
-        Raises `sandbox.plan.profile.ProfileError` (bad cwd, bad env name) or
-        `sandbox.host.bwrap.BwrapUnavailable` without starting anything.
+        Raises `governor.sandbox.plan.profile.ProfileError` (bad cwd, bad env name) or
+        `governor.sandbox.host.bwrap.BwrapUnavailable` without starting anything.
         """
         if self._closed:
             raise TerminalsClosed("the terminals of this session are closed")

@@ -3,8 +3,8 @@
 Why it exists: one bwrap per command costs bwrap's own start, and each
 read-only pin costs more on top, because bwrap re-reads the whole mount table
 for every bind (figures: bench/README.md, the sandbox). A governor without CAP_LINUX_IMMUTABLE cannot seal the
-27 placeholders for missing protected names (`sandbox.run.stubs`), so every command
-would pay for 27 pins. So a session builds its sandbox once (`sandbox.run.session`):
+27 placeholders for missing protected names (`governor.sandbox.run.stubs`), so every command
+would pay for 27 pins. So a session builds its sandbox once (`governor.sandbox.run.session`):
 one bwrap with the full profile, pins included, running this program. The
 program forks each command into a fresh PID and mount namespace of its own.
 
@@ -162,7 +162,7 @@ def _bind(kind: str, path: str, checked: int) -> None:
         os.close(fd)
 
 
-PROC_COVERS = ("sys", "sysrq-trigger", "irq", "bus")  # sandbox.plan.profile.PROC_HOST_KNOBS
+PROC_COVERS = ("sys", "sysrq-trigger", "irq", "bus")  # governor.sandbox.plan.profile.PROC_HOST_KNOBS
 """Parts of a fresh ``/proc`` that are always read-only in a command. They act on
 the host and are owned by root with owner-write modes: a root caller is root
 inside too (uid 0 maps to 0), so the mode alone would let a command without
@@ -257,7 +257,7 @@ def _init(channel: socket.socket, program: bytes) -> None:
         os.environ.clear()
         os.environ["PATH"] = env.get("PATH", "/usr/bin:/bin")
         argv = request["argv"]
-        # the command's limits (sandbox.host.limits), set here, inside the sandbox's
+        # the command's limits (governor.sandbox.host.limits), set here, inside the sandbox's
         # user namespace: RLIMIT_NPROC then counts the sandbox's processes only
         for which, soft, hard in request.get("rlimits", ()):
             resource.setrlimit(which, (soft, hard))

@@ -1,6 +1,6 @@
 """Sealed stubs at the file level, and the sweeper that removes a dead governor's.
 
-See `sandbox.run.stubs` for why stubs are sealed (made immutable) and who relies on
+See `governor.sandbox.run.stubs` for why stubs are sealed (made immutable) and who relies on
 them. This module holds what both the governor and its sweeper process need,
 and nothing else: it imports only the standard library, because the sweeper
 runs it *by path* as ``python -I -S sweeper.py GRACE`` with ``/`` as its

@@ -29,9 +29,9 @@ between the two, with no namespace and no bwrap:
 The lifeline is one end of a socketpair whose other end only the governor holds
 (close-on-exec, never passed to another child). The kernel closes it when the
 governor dies, by any means, SIGKILL included, and the governor closes it on
-purpose to kill the agent (`sandbox.run.spawn.Child.kill`): either way the watchdog
+purpose to kill the agent (`governor.sandbox.run.spawn.Child.kill`): either way the watchdog
 reads EOF and kills the tree. Why not ``PR_SET_PDEATHSIG``: it fires when the
-*thread* that forked the child exits, not the process (see `sandbox.run.spawn`;
+*thread* that forked the child exits, not the process (see `governor.sandbox.run.spawn`;
 trio forks from worker threads it retires after ten seconds). Why no
 ``getppid()`` check against a governor that died before the watchdog got
 going: the EOF stays, so that governor is seen just the same.

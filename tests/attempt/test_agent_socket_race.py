@@ -31,7 +31,7 @@ from audit_helpers import SCRIPTED, scripted_spec
 from test_agent_unix_sockets import Listener
 
 from governor import run_attempt
-from sandbox.run import launch
+from governor.sandbox.run import launch
 
 PROBE = r"""
 import os, socket

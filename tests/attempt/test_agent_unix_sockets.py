@@ -7,7 +7,7 @@ with its own Bash needs ``socket(AF_UNIX)``. Its sandbox has a network
 namespace of its own below full-access, so the host's abstract sockets (X11,
 D-Bus) are out of reach whatever the filter says, and the survey hides the
 host's socket files (``/run`` a tmpfs, a bounded scan elsewhere:
-`sandbox.host.sockets`), as it does for commands. Shown with a real attempt: the
+`governor.sandbox.host.sockets`), as it does for commands. Shown with a real attempt: the
 scripted agent's own shell makes a server and a client in its workspace and in
 ``/tmp``, and tries the host's file socket (a server under ``/srv``) and
 abstract socket (each counting who reached it): nothing reaches them. The

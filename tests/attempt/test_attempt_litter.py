@@ -13,7 +13,7 @@ from pathlib import Path
 
 from governor.attempt.lifecycle import run_attempt
 from governor.job.spec import AttemptSpec
-from policies.policy import parse_policy
+from governor.policies.policy import parse_policy
 
 FLOOD = Path(__file__).resolve().parents[2] / "bench" / "flood_agent.py"
 EDIT = parse_policy('capability = "edit-workspace"', "test")

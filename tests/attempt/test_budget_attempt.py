@@ -24,8 +24,8 @@ from audit_helpers import SCRIPTED, records, scripted_spec
 from governor.attempt.lifecycle import run_attempt
 from governor.cli import exit_code
 from governor.ending.outcome import Outcome
-from policies.ceiling import parse_ceiling
-from policies.policy import parse_policy
+from governor.policies.ceiling import parse_ceiling
+from governor.policies.policy import parse_policy
 
 ROUNDS = 6
 GOVERNOR = Path(sys.executable).parent / "governor"

@@ -20,7 +20,7 @@ import pytest
 import trio
 
 from governor.checks.check_runs import run_checks
-from policies.policy import parse_policy
+from governor.policies.policy import parse_policy
 
 SCRIPTED = Path(__file__).resolve().parents[1] / "audit" / "scripted_agent.py"
 GOVERNOR = str(Path(sys.executable).parent / "governor")

@@ -13,9 +13,9 @@ from governor.audit.reading import decision_records
 from governor.audit.verify import read_lines, verify
 from governor.gate.approver import Ask
 from governor.job.spec import AttemptSpec, RefusedBeforeStart
-from policies.capability import Capability
-from policies.ceiling import Ceiling
-from policies.policy import parse_policy
+from governor.policies.capability import Capability
+from governor.policies.ceiling import Ceiling
+from governor.policies.policy import parse_policy
 
 DEMO = [
     sys.executable,

@@ -10,7 +10,7 @@ from pathlib import Path
 from governor.attempt.lifecycle import run_attempt
 from governor.boundary.secrets import MASK
 from governor.job.spec import AttemptSpec
-from policies.policy import parse_policy
+from governor.policies.policy import parse_policy
 
 EDIT = parse_policy('capability = "edit-workspace"', "test")
 SECRET = "sk-ant-api03-" + "q" * 40

@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "audit"))
 from audit_helpers import records, scripted_spec
 
 from governor import run_attempt
-from policies.policy import parse_policy
+from governor.policies.policy import parse_policy
 
 SPEC = "from calc import add\n\n\ndef test_spec():\n    assert add(1, 2) == 3\n"
 FROZEN = parse_policy(

@@ -17,7 +17,7 @@ from audit_helpers import demo_spec, scripted_spec
 from governor.attempt.lifecycle import run_attempt
 from governor.audit.reading import decision_records
 from governor.gate.approver import Ask
-from policies.policy import parse_policy
+from governor.policies.policy import parse_policy
 
 
 def _yes_to_all(asked: list[Ask]) -> Callable[[Ask], bool]:

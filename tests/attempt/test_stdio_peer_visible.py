@@ -14,7 +14,7 @@ import pytest
 from governor.attempt.lifecycle import run_attempt
 from governor.confine import sandboxes as confine
 from governor.job.spec import AttemptSpec
-from policies.policy import parse_policy
+from governor.policies.policy import parse_policy
 
 AGENTS = Path(__file__).resolve().parents[2] / "governor" / "agents"
 EDIT = parse_policy('capability = "edit-workspace"', "test")

@@ -11,7 +11,7 @@ import pytest
 from governor import cli
 from governor.attempt.lifecycle import run_attempt
 from governor.job.spec import AttemptSpec, RefusedBeforeStart
-from policies.policy import parse_policy
+from governor.policies.policy import parse_policy
 
 EDIT = parse_policy('capability = "edit-workspace"', "test")
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"

@@ -10,7 +10,7 @@ from typing import Any
 from governor.attempt.lifecycle import run_attempt
 from governor.ending.outcome import Outcome
 from governor.job.spec import AttemptSpec
-from policies.policy import parse_policy
+from governor.policies.policy import parse_policy
 
 HERE = Path(__file__).parent
 SCRIPTED = HERE / "scripted_agent.py"

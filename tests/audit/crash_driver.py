@@ -22,7 +22,7 @@ import trio
 
 from governor.attempt.lifecycle import run_attempt
 from governor.job.spec import AttemptSpec
-from policies.policy import parse_policy
+from governor.policies.policy import parse_policy
 
 HERE = Path(__file__).parent
 POLICY = parse_policy(

@@ -354,8 +354,8 @@ def test_the_report_page_says_what_its_log_was_checked_against(
 
 
 def test_a_ceilings_audit_key_must_be_an_absolute_path_to_a_file() -> None:
-    from policies.ceiling import parse_ceiling
-    from policies.errors import ConfigError
+    from governor.policies.ceiling import parse_ceiling
+    from governor.policies.errors import ConfigError
 
     assert parse_ceiling('audit_key = "/etc/k"').audit_key == "/etc/k"
     for bad, words in [('"keys/k"', "is relative"), ("3", "expected the key file's path")]:

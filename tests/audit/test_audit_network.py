@@ -14,10 +14,10 @@ from governor.cli.audit_checks import run_replay
 from governor.confine.egress import judge
 from governor.gate.approver import Unattended
 from governor.gate.gatekeeper import Gate
-from policies.capability import Capability
-from policies.network import NetworkRules, parse_pattern
-from policies.policy import Policy
-from sandbox.net.judge import ConnectionRequest
+from governor.policies.capability import Capability
+from governor.policies.network import NetworkRules, parse_pattern
+from governor.policies.policy import Policy
+from governor.sandbox.net.judge import ConnectionRequest
 
 
 async def write_log(path: Path, ws: Path) -> None:

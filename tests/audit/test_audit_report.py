@@ -18,8 +18,8 @@ from governor.audit.log import AuditLog
 from governor.audit.verify import UNFINISHED
 from governor.ending.outcome import Outcome
 from governor.gate.approver import Ask
-from policies.capability import Capability
-from policies.policy import parse_policy
+from governor.policies.capability import Capability
+from governor.policies.policy import parse_policy
 
 
 def audit(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

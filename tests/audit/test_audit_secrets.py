@@ -16,8 +16,8 @@ from audit_helpers import records, scripted_spec
 from governor.attempt.lifecycle import run_attempt
 from governor.audit.verify import read_lines, verify
 from governor.cli.outcome_json import document, write_json
-from policies.ceiling import CUSTOM_AGENT, Ceiling
-from policies.policy import parse_policy
+from governor.policies.ceiling import CUSTOM_AGENT, Ceiling
+from governor.policies.policy import parse_policy
 
 ANTHROPIC = "sk-ant-api03-Qm9vYmFyQmF6UXV4MTIzNDU2Nzg5MGFiY2RlZmdoaWprbG1u"
 GITHUB = "ghp_R2l0SHViVG9rZW5Gb3JUZXN0c09ubHkxMjM0"

@@ -35,10 +35,10 @@ from governor.audit.tally import ASKED_KINDS, WORDS, Tally, tally
 from governor.cli import audit_views
 from governor.gate.approver import Approval, Ask, Callback
 from governor.gate.gatekeeper import Gate
-from policies import by
-from policies.decide import Decision
-from policies.policy import parse_policy
-from policies.rules import Verdict
+from governor.policies import by
+from governor.policies.decide import Decision
+from governor.policies.policy import parse_policy
+from governor.policies.rules import Verdict
 
 POLICY = parse_policy('capability = "edit-workspace"', "job.toml").bind("/ws")
 ENGINE_BY = {Verdict.ALLOW: by.CAPABILITY, Verdict.ASK: by.RULE, Verdict.DENY: by.PROTECTED}

@@ -15,7 +15,7 @@ from governor.attempt.lifecycle import run_attempt
 from governor.audit.reading import decision_records
 from governor.audit.verify import read_lines, verify
 from governor.job.spec import AttemptSpec
-from policies.policy import parse_policy
+from governor.policies.policy import parse_policy
 
 ROOT = Path(__file__).resolve().parents[2]
 FLOOD = ROOT / "bench" / "flood_agent.py"

@@ -1,6 +1,6 @@
 """`governor agents install` for a Python agent: a real pip install of a small
 pinned PyPI release into a venv of its own under a temporary data directory,
-through the one door for host processes (`sandbox.host.processes`)."""
+through the one door for host processes (`governor.sandbox.host.processes`)."""
 
 from __future__ import annotations
 

@@ -26,7 +26,7 @@ POLICY = str(ROOT / "policies" / "edit-workspace.toml")
 
 FORBIDDEN = (
     "acp", "pydantic", "trio", "structlog", "jsonrpcserver", "jsonschema",
-    "sandbox.run", "sandbox.net", "governor.acp", "governor.attempt.lifecycle", "governor.job.spec",
+    "governor.sandbox.run", "governor.sandbox.net", "governor.acp", "governor.attempt.lifecycle", "governor.job.spec",
 )  # fmt: skip
 """The ACP schema package, its validation, the async runtime, the logs, the
 sandbox's processes and the attempt: what only running an attempt needs."""
@@ -46,7 +46,7 @@ QUICK = [
 EAGER = """
 import contextlib, io, json, sys
 import trio, acp.schema, structlog
-import governor.attempt.lifecycle, governor.confine.sandboxes, sandbox.run.session, sandbox.net.proxy
+import governor.attempt.lifecycle, governor.confine.sandboxes, governor.sandbox.run.session, governor.sandbox.net.proxy
 from governor.cli import COMMANDS, main
 for name in COMMANDS:
     __import__(f"governor.cli.{name}")

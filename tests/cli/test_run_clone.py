@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from governor.cli.cloning import shown, split
-from sandbox.host.concealed import attempts_dir
+from governor.sandbox.host.concealed import attempts_dir
 
 GOVERNOR = str(Path(sys.executable).parent / "governor")
 SCRIPTED = Path(__file__).resolve().parents[1] / "audit" / "scripted_agent.py"

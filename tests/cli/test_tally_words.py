@@ -41,7 +41,7 @@ def test_the_readme_defines_the_tally_with_the_same_sentences() -> None:
 
 
 def test_docs_audit_defines_every_by_word_as_policies_by_does() -> None:
-    from policies import by
+    from governor.policies import by
 
     rows = dict(re.findall(r"^\| `(\w+)` \| (.+) \|$", (ROOT / "docs" / "audit.md").read_text(), re.M))
     for word, text in by.WORDS.items():

@@ -25,8 +25,8 @@ import trio
 from governor.agents.npm_installs import Installed, installed
 from governor.agents.presets import find
 from governor.confine.sandboxes import agent_profile
-from policies.policy import parse_policy
-from sandbox.run.agent import agent_process
+from governor.policies.policy import parse_policy
+from governor.sandbox.run.agent import agent_process
 
 REPO = Path(__file__).resolve().parents[2]
 XDG_DATA = Path(os.environ.get("ACP_GOVERNOR_INSTALLED_AGENTS") or REPO / ".governor-agents")

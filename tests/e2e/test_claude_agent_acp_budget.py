@@ -21,7 +21,7 @@ from governor.attempt.lifecycle import run_attempt
 from governor.audit.reading import decision_records
 from governor.cli import exit_code
 from governor.ending.outcome import Outcome
-from policies.policy import Policy, parse_policy
+from governor.policies.policy import Policy, parse_policy
 
 pytestmark = [pytest.mark.e2e, pytest.mark.npm_agent(CLAUDE_AGENT_ACP)]
 

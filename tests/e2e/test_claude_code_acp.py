@@ -27,7 +27,7 @@ from toolchain_home import (
 
 from governor.attempt.lifecycle import run_attempt
 from governor.audit.reading import decision_records
-from policies.policy import parse_policy
+from governor.policies.policy import parse_policy
 
 pytestmark = [pytest.mark.e2e, pytest.mark.npm_agent(CLAUDE_CODE_ACP)]
 

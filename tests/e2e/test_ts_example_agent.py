@@ -19,9 +19,9 @@ from wiretap import read as read_wire
 from governor.attempt.lifecycle import run_attempt
 from governor.ending.outcome import Outcome
 from governor.gate.approver import Ask
-from policies.capability import Capability
-from policies.ceiling import CUSTOM_AGENT, Ceiling
-from policies.policy import parse_policy
+from governor.policies.capability import Capability
+from governor.policies.ceiling import CUSTOM_AGENT, Ceiling
+from governor.policies.policy import parse_policy
 
 pytestmark = [pytest.mark.e2e, pytest.mark.npm_agent(TS_EXAMPLE)]
 

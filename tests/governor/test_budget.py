@@ -8,7 +8,7 @@ from __future__ import annotations
 from acp import schema
 
 from governor.attempt.budget import Budget, usage_line
-from policies.limits import Limits
+from governor.policies.limits import Limits
 
 
 def usage_update(used: int, cost: float | None = None, currency: str = "USD") -> schema.UsageUpdate:

@@ -50,7 +50,7 @@ def test_the_programs_a_check_runs_from_the_workspace_are_in_its_harness_set_a_v
     tmp_path: Path,
 ) -> None:
     from governor.confine import harness
-    from policies.policy import parse_policy
+    from governor.policies.policy import parse_policy
 
     ws = tmp_path / "ws"
     (ws / "ci").mkdir(parents=True)

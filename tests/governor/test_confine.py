@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from governor.confine.sandboxes import agent_profile, command_profile
-from policies.policy import parse_policy
+from governor.policies.policy import parse_policy
 
 
 def test_the_sandbox_table_reaches_both_profiles(tmp_path: Path) -> None:
@@ -41,8 +41,8 @@ def test_a_name_the_policy_unprotects_is_left_unpinned_in_both_profiles_unless_a
 ) -> None:
     import pytest
 
-    from sandbox.host.survey import survey
-    from sandbox.plan.profile import Profile, ProfileError
+    from governor.sandbox.host.survey import survey
+    from governor.sandbox.plan.profile import Profile, ProfileError
 
     policy = parse_policy(
         'capability = "edit-workspace"\nunprotect = [".pre-commit-config.yaml", "lefthook.yml"]\n',

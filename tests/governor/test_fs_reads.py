@@ -18,7 +18,7 @@ from governor.audit.log import AuditLog
 from governor.gate.approver import Unattended
 from governor.gate.file_access import resolve
 from governor.gate.gatekeeper import Gate
-from policies.policy import parse_policy
+from governor.policies.policy import parse_policy
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -15,7 +15,7 @@ from governor.acp.dispatch import begin, reply
 from governor.audit.log import AuditLog
 from governor.gate.approver import Approval, Ask
 from governor.gate.gatekeeper import Gate
-from policies.policy import parse_policy
+from governor.policies.policy import parse_policy
 
 FORM = {
     "sessionId": "s1",

@@ -1,4 +1,4 @@
-"""`sandbox.host.processes` (the one door for host processes) and
+"""`governor.sandbox.host.processes` (the one door for host processes) and
 `governor.mcp.launchers` (what an MCP server really runs): the rules as plain
 calls, real folders, no process started but the ones named."""
 
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from governor.mcp.launchers import LauncherError, NpxLaunch, npx_launch, placed, refused
-from sandbox.host import processes
-from sandbox.host.processes import HostProcessRefused, Places
+from governor.sandbox.host import processes
+from governor.sandbox.host.processes import HostProcessRefused, Places
 
 
 @pytest.fixture
@@ -139,7 +139,7 @@ def test_the_places_of_an_attempt_hold_its_roots_and_its_agent_s_home_folders_wh
 ) -> None:
     from governor.agents.presets import presets
     from governor.confine.sandboxes import host_places
-    from policies.policy import Policy
+    from governor.policies.policy import Policy
 
     elsewhere = tmp_path / "codex-home"
     env = {**environ, "CODEX_HOME": str(elsewhere)}

@@ -13,7 +13,7 @@ import pytest
 from governor.confine import own_install as install
 from governor.confine.sandboxes import agent_profile, command_profile
 from governor.job.spec import AttemptSpec, RefusedBeforeStart, prepare
-from policies.policy import parse_policy
+from governor.policies.policy import parse_policy
 
 EDIT = parse_policy('capability = "edit-workspace"', "edit.toml")
 

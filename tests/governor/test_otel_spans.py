@@ -15,7 +15,7 @@ from governor.boundary.secrets import Masker
 from governor.ending.outcome import AcpReport, Outcome
 from governor.job.spec import AttemptSpec, RefusedBeforeStart
 from governor.observe import otel
-from policies.policy import parse_policy
+from governor.policies.policy import parse_policy
 
 EDIT = parse_policy('capability = "edit-workspace"', "test")
 

@@ -15,7 +15,7 @@ from governor.acp.dispatch import begin, reply
 from governor.audit.log import AuditLog
 from governor.gate.approver import Unattended
 from governor.gate.gatekeeper import Gate
-from policies.policy import parse_policy
+from governor.policies.policy import parse_policy
 
 COMMANDS = {"echo hi": 1, "git status; pytest -q": 2, "ls && cat a | grep b": 3}
 """Command -> the parts it is decided in (one record each)."""

@@ -29,7 +29,7 @@ from governor.boundary.secrets import (
 )
 from governor.checks.check_runs import run_checks
 from governor.mcp.servers import Unsaid
-from policies.policy import parse_policy
+from governor.policies.policy import parse_policy
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "audit"))
 from audit_helpers import demo_spec
@@ -116,7 +116,7 @@ STARVED = textwrap.dedent(
     """
     import os, resource, socket, sys, trio
     sys.path.insert(0, sys.argv[1])
-    from sandbox.net.accepting import accept_forever
+    from governor.sandbox.net.accepting import accept_forever
 
     resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
     path = sys.argv[2]

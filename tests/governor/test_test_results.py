@@ -138,7 +138,7 @@ HIDDEN = "tests/hidden/test_add_hidden.py::TestHidden::test_add_other_numbers"
 def test_a_held_out_test_is_an_acceptance_test_whatever_the_job_names_and_is_counted_never_named(
     tmp_path: Path,
 ) -> None:
-    from policies.policy import parse_policy
+    from governor.policies.policy import parse_policy
 
     policy = parse_policy('[checks]\ncommands = ["true"]\nacceptance = []\n', "t").bind(str(tmp_path))
     wanted = acceptance_of(policy, (HIDDEN,))
@@ -169,7 +169,7 @@ def test_a_tries_digest_counts_the_held_out_tests_not_passed_and_carries_no_with
 def test_a_frozen_set_with_no_listable_test_is_said_unless_the_job_takes_the_exit_status(
     tmp_path: Path,
 ) -> None:
-    from policies.policy import parse_policy
+    from governor.policies.policy import parse_policy
 
     (tmp_path / "tests" / "acceptance").mkdir(parents=True)
     (tmp_path / "tests" / "acceptance" / "check.sh").write_text("python3 -c 'import calc'\n")

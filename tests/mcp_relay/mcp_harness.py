@@ -34,8 +34,8 @@ from governor.gate.approver import Unattended
 from governor.gate.gatekeeper import Gate
 from governor.mcp.relay import McpRelay, open_relay
 from governor.mcp.servers import secrets
-from policies.policy import Policy, parse_policy
-from sandbox.net.proxy import open_egress
+from governor.policies.policy import Policy, parse_policy
+from governor.sandbox.net.proxy import open_egress
 
 REPO = Path(__file__).resolve().parents[2]
 AGENTS = Path(os.environ.get("ACP_GOVERNOR_NPM_AGENTS") or REPO / ".npm-agents")

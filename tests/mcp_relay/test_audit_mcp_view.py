@@ -15,7 +15,7 @@ from pathlib import Path
 
 from mcp_harness import bound, client, governed, python_server
 
-from policies.capability import Capability
+from governor.policies.capability import Capability
 
 GOVERNOR = str(Path(sys.executable).with_name("governor"))
 ROGUE = Path(__file__).resolve().with_name("rogue_server.py")

@@ -27,9 +27,9 @@ from governor.gate.approver import Approver, Ask, Callback, Unattended
 from governor.gate.gatekeeper import Gate
 from governor.job.spec import AttemptSpec, prepare
 from governor.mcp.relay import open_relay
-from policies.errors import ConfigError
-from policies.policy import Policy, parse_policy
-from sandbox.net.proxy import open_egress
+from governor.policies.errors import ConfigError
+from governor.policies.policy import Policy, parse_policy
+from governor.sandbox.net.proxy import open_egress
 
 EDIT = """
 capability = "edit-workspace"
@@ -276,7 +276,7 @@ def test_a_library_call_cannot_hand_the_agent_a_server_named_governor_while_the_
     tmp_path: Path,
 ) -> None:
     from governor.job.spec import RefusedBeforeStart
-    from policies.mcp import McpServer
+    from governor.policies.mcp import McpServer
 
     policy = tmp_path / "policy.toml"
     policy.write_text(READ_ONLY)

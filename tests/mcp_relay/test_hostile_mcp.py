@@ -40,8 +40,8 @@ from test_governor_tools import governed as governed_tools
 
 from governor.confine import egress as network
 from governor.gate.approver import Unattended
-from policies.ceiling import check_job, parse_ceiling
-from policies.policy import parse_policy
+from governor.policies.ceiling import check_job, parse_ceiling
+from governor.policies.policy import parse_policy
 
 GOVERNOR = str(Path(sys.executable).with_name("governor"))
 
@@ -741,7 +741,7 @@ def visible_tmpdir(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 async def test_a_sandboxed_server_cannot_reach_the_governors_own_tools_socket_nor_another_servers(
     workspace: Path, tmp_path: Path, visible_tmpdir: Path
 ) -> None:
-    from sandbox.host.concealed import attempts_dir
+    from governor.sandbox.host.concealed import attempts_dir
 
     command = json.dumps([sys.executable, "-I", str(PROBE), str(visible_tmpdir), str(attempts_dir())])
     policy = bound(PROBING.format(command=command), workspace)

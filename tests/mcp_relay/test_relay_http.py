@@ -21,7 +21,7 @@ from mcp_harness import bound, client, everything_http, free_port, governed
 
 from governor.mcp import http as mcp_http
 from governor.mcp.servers import problems, secrets
-from policies.mcp import McpConfig, McpServer
+from governor.policies.mcp import McpConfig, McpServer
 
 TOKEN = "opensesame-4711-relay"
 """The header's value: its variable's name does not look secret, and still it is masked."""

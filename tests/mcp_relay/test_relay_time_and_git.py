@@ -9,7 +9,7 @@ from pathlib import Path
 
 from mcp_harness import bound, client, governed, python_server
 
-from policies.policy import parse_policy
+from governor.policies.policy import parse_policy
 
 TIME_POLICY = """
 capability = "read-only"

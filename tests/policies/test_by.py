@@ -1,13 +1,20 @@
-"""`by` says what decided, set where the engine decides it (`policies.by`)."""
+"""`by` says what decided, set where the engine decides it (`governor.policies.by`)."""
 
 from __future__ import annotations
 
 import pytest
 
-from policies import by
-from policies.actions import Action, Connect, ReadFile, RunCommand, ToolPermission, WriteFile
-from policies.decide import decide
-from policies.policy import Policy, parse_policy
+from governor.policies import by
+from governor.policies.actions import (
+    Action,
+    Connect,
+    ReadFile,
+    RunCommand,
+    ToolPermission,
+    WriteFile,
+)
+from governor.policies.decide import decide
+from governor.policies.policy import Policy, parse_policy
 
 WS = "/ws"
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from policies.canonical import canonical, digest
-from policies.ceiling import parse_ceiling
-from policies.policy import parse_policy
+from governor.policies.canonical import canonical, digest
+from governor.policies.ceiling import parse_ceiling
+from governor.policies.policy import parse_policy
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -30,9 +30,9 @@ SEEDS = ("0", "1", "2", "3", "12345")
 _PRINT = """
 import sys
 from pathlib import Path
-from policies.canonical import digest
-from policies.ceiling import parse_ceiling
-from policies.policy import parse_policy
+from governor.policies.canonical import digest
+from governor.policies.ceiling import parse_ceiling
+from governor.policies.policy import parse_policy
 policy = parse_policy(sys.stdin.read(), "p.toml")
 ceiling = parse_ceiling(Path(sys.argv[1]).read_text(), "ceiling.toml")
 print(digest(policy), digest(ceiling), hash(repr(policy)) % 97, repr(policy.rules.allow.tools))

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from policies.capability import Capability, CapabilityError
-from policies.ceiling import (
+from governor.policies.capability import Capability, CapabilityError
+from governor.policies.ceiling import (
     AgentArgsForbidden,
     AgentForbidden,
     CapabilityExceeded,
@@ -18,7 +18,7 @@ from policies.ceiling import (
     check,
     parse_ceiling,
 )
-from policies.errors import ConfigError
+from governor.policies.errors import ConfigError
 
 capabilities = st.sampled_from(list(Capability))
 agents = st.sampled_from(["claude", "codex", "gemini", "demo", "acp"])

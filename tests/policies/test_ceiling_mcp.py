@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from policies.ceiling import (
+from governor.policies.ceiling import (
     HostForbidden,
     McpNetworkForbidden,
     McpServerForbidden,
@@ -14,8 +14,8 @@ from policies.ceiling import (
     check_job,
     parse_ceiling,
 )
-from policies.errors import ConfigError
-from policies.policy import parse_policy
+from governor.policies.errors import ConfigError
+from governor.policies.policy import parse_policy
 
 JOB = """
 capability = "edit-workspace"
@@ -102,7 +102,7 @@ def test_a_servers_network_hosts_are_bounded_by_allowed_hosts_too() -> None:
 
 
 def test_the_built_in_default_permits_any_server() -> None:
-    from policies.ceiling import Ceiling
+    from governor.policies.ceiling import Ceiling
 
     assert check_job(parse_policy(JOB, "j"), Ceiling.default(["demo"]), agent=None) == []
 

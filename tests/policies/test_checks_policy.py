@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from policies.errors import ConfigError
-from policies.policy import CHECK_TIMEOUT, MAX_CHECKS, parse_policy
+from governor.policies.errors import ConfigError
+from governor.policies.policy import CHECK_TIMEOUT, MAX_CHECKS, parse_policy
 
 
 def test_checks_are_read_with_their_timeout_and_default_to_none() -> None:

@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policies.actions import ReadFile, RunCommand, ToolPermission, WriteFile
-from policies.decide import decide
-from policies.policy import Policy, parse_policy
-from policies.rules import Verdict
+from governor.policies.actions import ReadFile, RunCommand, ToolPermission, WriteFile
+from governor.policies.decide import decide
+from governor.policies.policy import Policy, parse_policy
+from governor.policies.rules import Verdict
 
 WS = "/work/app"
 ALLOW, ASK, DENY = Verdict.ALLOW, Verdict.ASK, Verdict.DENY
@@ -209,7 +209,7 @@ def test_a_compound_command_containing_a_denied_part_anywhere_is_denied(
 @settings(max_examples=500)
 @given(st.text(alphabet=st.sampled_from(list("ab $(){}[]|&;<>'\"`\\\n*?=~!#-")), max_size=40))
 def test_an_unparseable_or_unknown_command_is_never_allowed(line: str) -> None:
-    from policies.shell import split
+    from governor.policies.shell import split
 
     parsed = split(line)
     d = decide(RunCommand(line, cwd=WS), EDIT)
@@ -218,7 +218,7 @@ def test_an_unparseable_or_unknown_command_is_never_allowed(line: str) -> None:
 
 
 def test_capability_defaults_form_one_table() -> None:
-    from policies.decide import DEFAULTS
+    from governor.policies.decide import DEFAULTS
 
     assert {s: {str(c): str(v) for c, v in row.items()} for s, row in DEFAULTS.items()} == {
         "read": {"read-only": "allow", "edit-workspace": "allow", "full-access": "allow"},

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from policies.actions import WriteFile
-from policies.decide import decide
-from policies.errors import ConfigError
-from policies.policy import MAX_FROZEN, parse_policy
+from governor.policies.actions import WriteFile
+from governor.policies.decide import decide
+from governor.policies.errors import ConfigError
+from governor.policies.policy import MAX_FROZEN, parse_policy
 
 LOOP = """\
 capability = "edit-workspace"

@@ -1,4 +1,4 @@
-"""The checks' harness set (`policies.harness`): what decides what a check runs,
+"""The checks' harness set (`governor.policies.harness`): what decides what a check runs,
 named by path; the programs a check names; a job widening or narrowing it;
 governed writes to it refused when it is frozen; its keys validated."""
 
@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from policies.actions import WriteFile
-from policies.decide import decide
-from policies.errors import ConfigError
-from policies.harness import (
+from governor.policies.actions import WriteFile
+from governor.policies.decide import decide
+from governor.policies.errors import ConfigError
+from governor.policies.harness import (
     make_recipes,
     member,
     named_programs,
@@ -18,8 +18,8 @@ from policies.harness import (
     path_entries,
     reason,
 )
-from policies.policy import parse_policy
-from policies.rules import Verdict
+from governor.policies.policy import parse_policy
+from governor.policies.rules import Verdict
 
 WS = "/work/app"
 LOOP = '[checks]\ncommands = ["python3 -m pytest -q"]\n'

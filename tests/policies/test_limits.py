@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from policies.capability import Capability
-from policies.ceiling import LimitExceeded, RunRequest, check, parse_ceiling
-from policies.errors import ConfigError
-from policies.limits import DEFAULTS, Limits, parse_size, size_text
-from policies.policy import parse_policy
+from governor.policies.capability import Capability
+from governor.policies.ceiling import LimitExceeded, RunRequest, check, parse_ceiling
+from governor.policies.errors import ConfigError
+from governor.policies.limits import DEFAULTS, Limits, parse_size, size_text
+from governor.policies.policy import parse_policy
 
 
 def test_a_policy_s_limits_are_parsed_with_sizes_in_binary_units() -> None:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from policies.capability import Capability
-from policies.decide import decide
-from policies.errors import ConfigError
-from policies.mcp import McpCall, McpServer
-from policies.policy import parse_policy
-from policies.rules import Verdict
+from governor.policies.capability import Capability
+from governor.policies.decide import decide
+from governor.policies.errors import ConfigError
+from governor.policies.mcp import McpCall, McpServer
+from governor.policies.policy import parse_policy
+from governor.policies.rules import Verdict
 
 POLICY = """
 capability = "edit-workspace"
@@ -164,7 +164,7 @@ def test_a_policy_without_mcp_names_no_server() -> None:
 
 
 def test_a_permission_for_a_relayed_tool_is_decided_by_the_mcp_rules_and_its_paths() -> None:
-    from policies.actions import ToolPermission
+    from governor.policies.actions import ToolPermission
 
     policy = bound()
     allowed = decide(ToolPermission("other", "mcp__git__git_status", {"repo_path": "/work/ws"}), policy)
@@ -184,7 +184,7 @@ def test_a_permission_for_a_relayed_tool_is_decided_by_the_mcp_rules_and_its_pat
 def test_a_permission_naming_a_relayed_tool_in_its_tool_name_is_decided_by_the_mcp_rules() -> None:
     """Qwen Code: the title is the arguments' JSON, the tool is `_meta.toolName`,
     the kind ``read`` for a tool its server marks read-only (else ``other``)."""
-    from policies.actions import ToolPermission
+    from governor.policies.actions import ToolPermission
 
     policy = bound()
 

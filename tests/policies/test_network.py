@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from policies.actions import Connect
-from policies.ceiling import HostForbidden, RunRequest, check, parse_ceiling
-from policies.decide import decide
-from policies.errors import ConfigError
-from policies.network import NetworkRules, parse_pattern
-from policies.policy import parse_policy
-from policies.rules import Verdict
+from governor.policies.actions import Connect
+from governor.policies.ceiling import HostForbidden, RunRequest, check, parse_ceiling
+from governor.policies.decide import decide
+from governor.policies.errors import ConfigError
+from governor.policies.network import NetworkRules, parse_pattern
+from governor.policies.policy import parse_policy
+from governor.policies.rules import Verdict
 
 POLICY = parse_policy(
     'capability = "edit-workspace"\n[network]\n'

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from policies.options import Option, choose, mode_asks, stops_asking
-from policies.rules import Verdict
+from governor.policies.options import Option, choose, mode_asks, stops_asking
+from governor.policies.rules import Verdict
 
 CLAUDE = [
     Option("allow_always", "Always Allow", "allow_always"),
@@ -72,7 +72,7 @@ def test_effects_are_read_from_ids_and_names() -> None:
 def test_the_choice_caches_keep_no_long_text_an_agent_sends() -> None:
     """Options are agent text: short ones are chosen among once and kept, long ones
     (a flood of unique 100 KB names) are judged each time and never kept."""
-    from policies import options
+    from governor.policies import options
 
     chosen_before = options._choose_offered_cached.cache_info().currsize
     judged_before = options._stops_asking_cached.cache_info().currsize

@@ -7,7 +7,7 @@ import posixpath
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policies.paths import normalize
+from governor.policies.paths import normalize
 
 SEGMENTS = st.sampled_from(["", ".", "..", "a", "b.c", ".git", "..x", "x..", "é", "a b"])
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policies.paths import is_under
+from governor.policies.paths import is_under
 
 CASES = [
     # path, root, under, strictly under

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from policies.capability import Capability
-from policies.errors import ConfigError
-from policies.policy import Policy, parse_policy
+from governor.policies.capability import Capability
+from governor.policies.errors import ConfigError
+from governor.policies.policy import Policy, parse_policy
 
 SHIPPED = sorted((Path(__file__).parents[2] / "policies").glob("*.toml"))
 
@@ -114,7 +114,7 @@ writes = ["build/**"]
         ),
         (
             '[sandbox]\ntoolchains = "no"',
-            "job.toml: sandbox.host.toolchains: expected true or false, got a string",
+            "job.toml: governor.sandbox.host.toolchains: expected true or false, got a string",
         ),
         ("[deny\n", "job.toml: line 1: deny: not valid TOML: Expected ']'"),
         (

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from policies.shell import MAX_DEPTH, SimpleCommand, Split, split, split_argv
+from governor.policies.shell import MAX_DEPTH, SimpleCommand, Split, split, split_argv
 
 _CORPUS: list[Any] = runpy.run_path(str(Path(__file__).with_name("shell_corpus.py")))["CORPUS"]
 
@@ -561,7 +561,7 @@ def test_characters_that_crash_the_grammar_do_not_crash_the_splitter() -> None:
     # a crash kills the process, so the lines are split in a child process.
     lines = ["\U0010f43d{\U0010f6c5\U0010e7ff", "x{\U0010ffff", "echo {\U000e8000 && rm x"]
     script = (
-        "import sys; from policies.shell import split\n"
+        "import sys; from governor.policies.shell import split\n"
         "for line in sys.argv[1:]:\n"
         "    r = split(line); print(len(r.commands), bool(r.unknown))\n"
     )

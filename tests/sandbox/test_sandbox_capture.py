@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sandbox.run.capture import OutputRing, complete_prefix, skip_continuation
+from governor.sandbox.run.capture import OutputRing, complete_prefix, skip_continuation
 
 
 def test_the_ring_keeps_the_newest_bytes_and_says_it_truncated() -> None:

@@ -285,7 +285,7 @@ def test_a_host_socket_removed_at_bwraps_spawn_fails_no_command_and_one_there_st
     import secrets
     import socket
 
-    from sandbox.run import launch
+    from governor.sandbox.run import launch
 
     if os.getuid() != 0:
         pytest.skip("making a socket under /srv needs root")

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from policies.capability import Capability
-from sandbox.host import git as hostgit
-from sandbox.host.git import anchored, read_host_git
-from sandbox.host.survey import survey
-from sandbox.plan.profile import EXCLUDES_PATH, HostFacts, Profile, environment
+from governor.policies.capability import Capability
+from governor.sandbox.host import git as hostgit
+from governor.sandbox.host.git import anchored, read_host_git
+from governor.sandbox.host.survey import survey
+from governor.sandbox.plan.profile import EXCLUDES_PATH, HostFacts, Profile, environment
 
 SECRET = "Bearer CANARY-hostgit"
 
@@ -152,7 +152,7 @@ def test_declared_variables_win_one_by_one_and_the_excludes_file_is_named() -> N
 def test_the_submodule_paths_are_read_as_git_reads_them_and_an_unsafe_one_is_left_out(
     tmp_path: Path,
 ) -> None:
-    from sandbox.host.git import submodule_paths
+    from governor.sandbox.host.git import submodule_paths
 
     assert submodule_paths(str(tmp_path)) == ()  # none
     (tmp_path / ".gitmodules").write_text(

@@ -18,10 +18,10 @@ import trio
 from governor.attempt.lifecycle import run_attempt
 from governor.ending.outcome import Outcome
 from governor.job.spec import AttemptSpec
-from policies.capability import Capability
-from policies.limits import Limits
-from policies.policy import parse_policy
-from sandbox.host.limits import (
+from governor.policies.capability import Capability
+from governor.policies.limits import Limits
+from governor.policies.policy import parse_policy
+from governor.sandbox.host.limits import (
     CPU_GRACE,
     Enforcement,
     LimitsUnavailable,
@@ -31,8 +31,8 @@ from sandbox.host.limits import (
     probe,
     rlimits,
 )
-from sandbox.plan.profile import BwrapFeatures, HostFacts, Profile, ProfileError, render
-from sandbox.run.execution import ExitStatus
+from governor.sandbox.plan.profile import BwrapFeatures, HostFacts, Profile, ProfileError, render
+from governor.sandbox.run.execution import ExitStatus
 
 AGENT = Path(__file__).with_name("limits_agent.py")
 LIMITS = Limits(memory=512 << 20, processes=64, tmp=8 << 20, cpu_seconds=2)
@@ -233,7 +233,7 @@ async def test_while_a_fork_bomb_runs_a_second_attempt_on_the_same_machine_compl
 
 
 def test_a_cgroup_v2_without_the_pids_controller_is_not_taken_for_a_place_for_pids_groups() -> None:
-    from sandbox.host.limits import _cgroup_v2, _makes_pids_groups
+    from governor.sandbox.host.limits import _cgroup_v2, _makes_pids_groups
 
     where, _ = _cgroup_v2()
     if where is None or not Path(where, "cgroup.controllers").exists():
@@ -247,10 +247,10 @@ def test_a_cgroup_v2_without_the_pids_controller_is_not_taken_for_a_place_for_pi
 async def test_limits_that_cannot_be_set_here_fail_the_attempt_before_the_agent_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import sandbox.host.limits
+    import governor.sandbox.host.limits
 
     without = Enforcement("rlimit", None, "not available", None)  # no prlimit
-    monkeypatch.setattr(sandbox.host.limits, "enforcement", lambda: without)
+    monkeypatch.setattr(governor.sandbox.host.limits, "enforcement", lambda: without)
     spec = _spec(tmp_path, "fine", [sys.executable, str(AGENT), "fine"], 'memory = "1G"')
     outcome = await run_attempt(spec)
     assert outcome.status == "failed"

@@ -11,8 +11,8 @@ import pytest
 import trio
 
 from governor.confine.sandboxes import agent_profile, command_profile
-from policies.policy import parse_policy
-from sandbox.run.runner import Command, run
+from governor.policies.policy import parse_policy
+from governor.sandbox.run.runner import Command, run
 
 IDENTITY = {
     "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",

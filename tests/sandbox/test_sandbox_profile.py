@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from policies.capability import Capability
-from sandbox.plan.profile import (
+from governor.policies.capability import Capability
+from governor.sandbox.plan.profile import (
     BwrapFeatures,
     HomeFolder,
     HomeMount,
@@ -275,7 +275,7 @@ def test_host_wide_proc_knobs_are_bound_read_only_after_the_fresh_proc() -> None
     proc = position(argv, "--proc", "/proc")
     for knob in ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"):
         assert position(argv, "--ro-bind-try", knob, knob) > proc
-    # a fork server covers them in each command's own /proc (sandbox.standalone.forkserver)
+    # a fork server covers them in each command's own /proc (governor.sandbox.standalone.forkserver)
     served = render(profile(), FACTS, ALL, seccomp_fd=None, fork_server=True)
     assert "/proc/sys" not in served
 

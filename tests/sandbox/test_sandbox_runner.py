@@ -13,15 +13,15 @@ import pytest
 import trio
 from sandbox_procs import processes_matching
 
-from policies.capability import Capability
-from sandbox.host.bwrap import USERNS_ADVICE, BwrapUnavailable
-from sandbox.plan.profile import Profile, ProfileError
-from sandbox.run.launch import prepare
-from sandbox.run.preflight import preflight
-from sandbox.run.runner import Command, run, start
-from sandbox.run.spawn import spawn
-from sandbox.run.stubs import LEDGER, StubLedger
-from sandbox.standalone.sweeper import sandbox_holds
+from governor.policies.capability import Capability
+from governor.sandbox.host.bwrap import USERNS_ADVICE, BwrapUnavailable
+from governor.sandbox.plan.profile import Profile, ProfileError
+from governor.sandbox.run.launch import prepare
+from governor.sandbox.run.preflight import preflight
+from governor.sandbox.run.runner import Command, run, start
+from governor.sandbox.run.spawn import spawn
+from governor.sandbox.run.stubs import LEDGER, StubLedger
+from governor.sandbox.standalone.sweeper import sandbox_holds
 
 
 async def test_a_shell_line_runs_in_the_workspace_and_reports_its_exit_code(edit: Profile, ws: Path) -> None:

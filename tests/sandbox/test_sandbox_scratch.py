@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from policies.capability import Capability
-from sandbox.plan.profile import BwrapFeatures, Profile, ProfileError, render
+from governor.policies.capability import Capability
+from governor.sandbox.plan.profile import BwrapFeatures, Profile, ProfileError, render
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_sandbox_profile import ALL, FACTS, WS, position

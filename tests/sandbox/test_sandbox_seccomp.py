@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from sandbox_bpf import interpret, seccomp_data
 
-from sandbox.plan import seccomp
-from sandbox.plan.seccomp import (
+from governor.sandbox.plan import seccomp
+from governor.sandbox.plan.seccomp import (
     AARCH64,
     AF_UNIX,
     ENOSYS_SYSCALLS,

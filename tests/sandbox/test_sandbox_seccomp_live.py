@@ -10,11 +10,17 @@ import subprocess
 from dataclasses import replace
 from pathlib import Path
 
-from policies.capability import Capability
-from sandbox.plan.profile import Profile
-from sandbox.plan.seccomp import AF_UNIX, ENOSYS_SYSCALLS, EPERM_SYSCALLS, TIOCSTI, native_arch
-from sandbox.run.preflight import preflight
-from sandbox.run.runner import Command, run
+from governor.policies.capability import Capability
+from governor.sandbox.plan.profile import Profile
+from governor.sandbox.plan.seccomp import (
+    AF_UNIX,
+    ENOSYS_SYSCALLS,
+    EPERM_SYSCALLS,
+    TIOCSTI,
+    native_arch,
+)
+from governor.sandbox.run.preflight import preflight
+from governor.sandbox.run.runner import Command, run
 
 PROBE = r"""
 import ctypes, json, sys

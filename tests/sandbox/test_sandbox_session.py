@@ -1,4 +1,4 @@
-"""A session's one sandbox and its fork server (sandbox.run.session, sandbox.standalone.forkserver),
+"""A session's one sandbox and its fork server (governor.sandbox.run.session, governor.sandbox.standalone.forkserver),
 over real bwrap and real processes. The escape suite runs every attack through a
 session too (tests/security); these are the rules only a session has."""
 
@@ -17,11 +17,11 @@ import pytest
 import trio
 from sandbox_procs import processes_matching
 
-from sandbox.plan.profile import Profile, ProfileError
-from sandbox.run.execution import ExitStatus
-from sandbox.run.session import SandboxSession, SessionEnded, SessionError
-from sandbox.run.stubs import StubLedger
-from sandbox.run.terminals import Terminals
+from governor.sandbox.plan.profile import Profile, ProfileError
+from governor.sandbox.run.execution import ExitStatus
+from governor.sandbox.run.session import SandboxSession, SessionEnded, SessionError
+from governor.sandbox.run.stubs import StubLedger
+from governor.sandbox.run.terminals import Terminals
 
 LIMIT = 1 << 20
 
@@ -276,7 +276,7 @@ async def test_terminals_fall_back_to_a_bwrap_per_command_when_the_server_cannot
 ) -> None:
     broken = tmp_path / "forkserver.py"
     broken.write_text("raise SystemExit('this fork server cannot start')\n")
-    monkeypatch.setattr("sandbox.run.session.SERVER", broken)
+    monkeypatch.setattr("governor.sandbox.run.session.SERVER", broken)
     async with trio.open_nursery() as nursery, Terminals(nursery, edit) as terminals:
         tid = await terminals.create("echo fine; touch .envrc 2>/dev/null || echo pinned")
         assert (await terminals.wait_for_exit(tid)).exit_code == 0
@@ -291,8 +291,8 @@ async def test_a_server_that_never_says_ready_is_ended_with_a_clear_error(
 ) -> None:
     silent = tmp_path / "forkserver.py"
     silent.write_text("import time\ntime.sleep(45.25)\n")
-    monkeypatch.setattr("sandbox.run.session.SERVER", silent)
-    monkeypatch.setattr("sandbox.run.session.READY_TIMEOUT", 0.5)
+    monkeypatch.setattr("governor.sandbox.run.session.SERVER", silent)
+    monkeypatch.setattr("governor.sandbox.run.session.READY_TIMEOUT", 0.5)
     with pytest.raises(SessionError, match="did not start within 0 s"):
         await SandboxSession(edit, ledger=StubLedger()).open()
     with trio.move_on_after(5):  # the kernel ends a namespace asynchronously
@@ -305,8 +305,8 @@ async def test_a_server_that_never_says_ready_is_ended_with_a_clear_error(
 def test_the_server_covers_the_same_proc_knobs_as_every_bwrap_profile() -> None:
     """sandbox/standalone/forkserver.py cannot import the profile (it runs stdlib-only from
     a memfd), so its copy of the list is checked here."""
-    from sandbox.plan.profile import PROC_HOST_KNOBS
-    from sandbox.standalone import forkserver
+    from governor.sandbox.plan.profile import PROC_HOST_KNOBS
+    from governor.sandbox.standalone import forkserver
 
     assert tuple(f"/proc/{name}" for name in forkserver.PROC_COVERS) == PROC_HOST_KNOBS
 
@@ -322,7 +322,7 @@ async def test_a_remade_host_socket_gone_again_while_a_command_is_set_up_fails_n
     import secrets
     import socket
 
-    from sandbox.run import session as session_module
+    from governor.sandbox.run import session as session_module
 
     if os.getuid() != 0:
         pytest.skip("making a socket under /srv needs root")

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from policies.capability import Capability
-from sandbox.host import sockets
-from sandbox.host.sockets import find_sockets, run_view
-from sandbox.host.survey import survey
-from sandbox.plan.profile import Profile
-from sandbox.plan.protected import HOST_DAEMON_SOCKETS
+from governor.policies.capability import Capability
+from governor.sandbox.host import sockets
+from governor.sandbox.host.sockets import find_sockets, run_view
+from governor.sandbox.host.survey import survey
+from governor.sandbox.plan.profile import Profile
+from governor.sandbox.plan.protected import HOST_DAEMON_SOCKETS
 
 
 @pytest.fixture
@@ -95,9 +95,9 @@ def test_where_unix_sockets_are_allowed_run_is_hidden_and_the_scan_masks_the_res
     ws, home = tmp_path / "ws", tmp_path / "home"
     ws.mkdir()
     home.mkdir()
-    # the module, not the function `sandbox.host.survey` that the package exports
+    # the module, not the function `governor.sandbox.host.survey` that the package exports
     monkeypatch.setattr(
-        sys.modules["sandbox.host.survey"], "host_sockets", lambda hidden: ("/srv/x.sock",)
+        sys.modules["governor.sandbox.host.survey"], "host_sockets", lambda hidden: ("/srv/x.sock",)
     )
     own = survey(Profile(capability=Capability.EDIT_WORKSPACE, workspace=ws, home=home))
     assert "/run" in own.private_dirs and own.run_user_dir is None

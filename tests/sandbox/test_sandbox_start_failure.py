@@ -20,19 +20,19 @@ from typing import Any
 import pytest
 
 from governor.confine.sandboxes import SandboxUnavailable, check
-from policies.capability import Capability
-from sandbox.host.bwrap import (
+from governor.policies.capability import Capability
+from governor.sandbox.host.bwrap import (
     PROC_ADVICE,
     USERNS_ADVICE,
     BwrapUnavailable,
     SandboxStartFailed,
     failure_of,
 )
-from sandbox.plan.profile import HostFacts, Profile
-from sandbox.run import launch
-from sandbox.run import session as session_module
-from sandbox.run.preflight import forget, preflight
-from sandbox.run.session import SandboxSession
+from governor.sandbox.plan.profile import HostFacts, Profile
+from governor.sandbox.run import launch
+from governor.sandbox.run import session as session_module
+from governor.sandbox.run.preflight import forget, preflight
+from governor.sandbox.run.session import SandboxSession
 
 GONE = f"/govtest-gone-{secrets.token_hex(4)}"
 """A home under ``/`` (its own tmpfs, as ``/root`` has) that does not exist."""

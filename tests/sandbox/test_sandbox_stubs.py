@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.plan.profile import ProfileError
-from sandbox.run.stubs import StubLedger
-from sandbox.standalone.sweeper import (
+from governor.sandbox.plan.profile import ProfileError
+from governor.sandbox.run.stubs import StubLedger
+from governor.sandbox.standalone.sweeper import (
     FS_IMMUTABLE_FL,
     SEAL_MARK,
     get_flags,
@@ -211,11 +211,11 @@ def test_a_sealed_stub_another_governor_relies_on_is_shared_and_removed_by_the_l
 
 LEFT_BEHIND = """
 import os, signal, sys
-import sandbox.run.stubs
-sandbox.run.stubs.SWEEP_GRACE = float(sys.argv[1])
+import governor.sandbox.run.stubs
+governor.sandbox.run.stubs.SWEEP_GRACE = float(sys.argv[1])
 for path in sys.argv[2:]:
-    assert sandbox.run.stubs.LEDGER.acquire(path) and sandbox.run.stubs.LEDGER.sealed(path)
-sandbox.run.stubs.LEDGER.commit()  # as the launcher does before the sandbox starts
+    assert governor.sandbox.run.stubs.LEDGER.acquire(path) and governor.sandbox.run.stubs.LEDGER.sealed(path)
+governor.sandbox.run.stubs.LEDGER.commit()  # as the launcher does before the sandbox starts
 os.kill(os.getpid(), signal.SIGKILL)
 """
 
@@ -362,7 +362,7 @@ def test_a_release_waits_for_a_sandbox_whose_pid_1_is_still_exiting(sealing: Pat
 def test_a_stub_still_locked_after_the_wait_is_deleted_at_the_next_commit(
     sealing: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("sandbox.run.stubs.LINGER", 0.05)
+    monkeypatch.setattr("governor.sandbox.run.stubs.LINGER", 0.05)
     ledger = StubLedger()
     stub = sealing / ".devcontainer"
     assert ledger.acquire(str(stub))

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from policies.capability import Capability
-from sandbox.host.survey import home_parents, other_homes, survey
-from sandbox.plan.profile import HomeFolder, HomesParent, Profile, ProfileError
-from sandbox.plan.protected import GIT_DIR_PROTECTED, PROTECTED_NAMES, SCAN_MAX_DEPTH
+from governor.policies.capability import Capability
+from governor.sandbox.host.survey import home_parents, other_homes, survey
+from governor.sandbox.plan.profile import HomeFolder, HomesParent, Profile, ProfileError
+from governor.sandbox.plan.protected import GIT_DIR_PROTECTED, PROTECTED_NAMES, SCAN_MAX_DEPTH
 
 
 def git(*args: str, cwd: Path) -> None:
@@ -311,8 +311,8 @@ def test_the_caller_home_comes_from_the_password_database(tmp_path: Path, monkey
 
 
 def test_the_scans_hidden_name_pattern_agrees_with_is_hidden_name() -> None:
-    from sandbox.host.survey import _HIDDEN_NAME
-    from sandbox.plan.protected import is_hidden_name
+    from governor.sandbox.host.survey import _HIDDEN_NAME
+    from governor.sandbox.plan.protected import is_hidden_name
 
     names = [".env", ".env.local", ".env.", ".envrc", "env", "x.env", ".Env", ".env\n", "a", ""]
     for name in names:
@@ -330,8 +330,8 @@ def test_the_passwd_home_is_hidden_when_home_is_elsewhere_and_the_workspace_insi
     root = passwd_home / "src" / "proj"
     (root / "home").mkdir(parents=True)
     ci_home.mkdir()
-    # the module, not the function `sandbox.host.survey` that the package exports
-    monkeypatch.setattr(sys.modules["sandbox.host.survey"], "caller_home", lambda uid: str(passwd_home))
+    # the module, not the function `governor.sandbox.host.survey` that the package exports
+    monkeypatch.setattr(sys.modules["governor.sandbox.host.survey"], "caller_home", lambda uid: str(passwd_home))
     monkeypatch.setenv("HOME", str(ci_home))
     # (`survey` leaves out homes under its private /tmp, as tmp_path is: asked directly)
     assert other_homes(str(ci_home), os.getuid(), (str(root),)) == (str(passwd_home),)

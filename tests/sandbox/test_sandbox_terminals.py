@@ -12,13 +12,13 @@ import pytest
 import trio
 from sandbox_procs import processes_matching
 
-from sandbox.net.judge import ConnectionAnswer, ConnectionRequest
-from sandbox.net.proxy import open_egress
-from sandbox.plan.profile import Profile, ProfileError
-from sandbox.run.execution import ExitStatus
-from sandbox.run.runner import DEFAULT_OUTPUT_LIMIT
-from sandbox.run.stubs import LEDGER
-from sandbox.run.terminals import Terminals, TerminalsClosed, UnknownTerminal
+from governor.sandbox.net.judge import ConnectionAnswer, ConnectionRequest
+from governor.sandbox.net.proxy import open_egress
+from governor.sandbox.plan.profile import Profile, ProfileError
+from governor.sandbox.run.execution import ExitStatus
+from governor.sandbox.run.runner import DEFAULT_OUTPUT_LIMIT
+from governor.sandbox.run.stubs import LEDGER
+from governor.sandbox.run.terminals import Terminals, TerminalsClosed, UnknownTerminal
 
 
 async def test_a_terminal_runs_a_shell_line_and_reports_output_and_exit(edit: Profile) -> None:
@@ -142,8 +142,8 @@ async def test_governed_terminals_have_a_namespace_of_their_own_with_or_without_
     ws: Path, network: bool
 ) -> None:
     from governor.confine.sandboxes import GovernedTerminals
-    from policies.capability import Capability
-    from policies.policy import Policy
+    from governor.policies.capability import Capability
+    from governor.policies.policy import Policy
 
     policy = Policy(capability=Capability.EDIT_WORKSPACE, network=network).bind(str(ws))
     line = (
@@ -174,8 +174,8 @@ async def test_governed_commands_with_network_reach_only_the_policys_hosts_throu
     from governor.confine.sandboxes import GovernedTerminals
     from governor.gate.approver import Unattended
     from governor.gate.gatekeeper import Gate
-    from policies.capability import Capability
-    from policies.policy import parse_policy
+    from governor.policies.capability import Capability
+    from governor.policies.policy import parse_policy
 
     servers = [http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Hello) for _ in range(2)]
     for server in servers:
@@ -230,7 +230,7 @@ class _Hello(http.server.BaseHTTPRequestHandler):
 @pytest.fixture
 def host_socket() -> Iterator[str]:
     """A host daemon's socket under ``/srv`` (the scan covers it: the start of
-    each sandbox is then watched, `sandbox.run.launch.open_launch`)."""
+    each sandbox is then watched, `governor.sandbox.run.launch.open_launch`)."""
     import os
     import secrets
     import socket
@@ -254,7 +254,7 @@ async def test_a_covered_host_socket_asks_no_proxy_of_a_sandbox_with_no_way_out(
 ) -> None:
     """The governor hands every sandbox of its commands the proxy's ``attach``;
     only one behind the proxy may call it, covered sockets or not."""
-    from sandbox.run import terminals as terminals_module
+    from governor.sandbox.run import terminals as terminals_module
 
     asked: list[int] = []
 

@@ -1,4 +1,4 @@
-"""`sandbox.host.toolchains.detect` on real directories laid out as the tools lay them
+"""`governor.sandbox.host.toolchains.detect` on real directories laid out as the tools lay them
 out: what is kept, why, and what never is."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from sandbox.host.toolchains import detect
+from governor.sandbox.host.toolchains import detect
 
 
 def _exe(path: Path, text: str = "#!/bin/sh\n") -> Path:

@@ -22,11 +22,11 @@ import pytest
 import trio
 from sandbox_procs import processes_matching
 
-from policies.capability import Capability
-from sandbox.plan.profile import Profile
-from sandbox.run.agent import agent_process
-from sandbox.run.launch import prepare
-from sandbox.run.spawn import Child
+from governor.policies.capability import Capability
+from governor.sandbox.plan.profile import Profile
+from governor.sandbox.run.agent import agent_process
+from governor.sandbox.run.launch import prepare
+from governor.sandbox.run.spawn import Child
 
 GUARD = 30.0
 """Only a guard against a hang; never an assertion on speed."""
@@ -59,9 +59,9 @@ while True:
 GOVERNOR = """
 import sys, trio
 from pathlib import Path
-from policies.capability import Capability
-from sandbox.run.agent import agent_process
-from sandbox.plan.profile import Profile
+from governor.policies.capability import Capability
+from governor.sandbox.run.agent import agent_process
+from governor.sandbox.plan.profile import Profile
 
 async def main() -> None:
     profile = Profile.for_agent(Capability.FULL_ACCESS, Path(sys.argv[1]))

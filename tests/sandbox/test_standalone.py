@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-import sandbox.standalone
+import governor.sandbox.standalone
 
-FOLDER = Path(sandbox.standalone.__file__).parent
+FOLDER = Path(governor.sandbox.standalone.__file__).parent
 SCRIPTS = sorted(p for p in FOLDER.glob("*.py") if p.name != "__init__.py")
 
 
@@ -56,5 +56,5 @@ def test_a_standalone_script_loads_under_isolated_mode_alone_in_its_folder(
 
 def test_a_script_that_imports_ours_is_caught(tmp_path: Path) -> None:
     bad = tmp_path / "bad.py"
-    bad.write_text("import os\nfrom sandbox.plan import profile\nimport orjson\n")
-    assert _imported(bad) - set(sys.stdlib_module_names) == {"sandbox", "orjson"}
+    bad.write_text("import os\nfrom governor.sandbox.plan import profile\nimport orjson\n")
+    assert _imported(bad) - set(sys.stdlib_module_names) == {"governor", "orjson"}

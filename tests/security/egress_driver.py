@@ -26,14 +26,14 @@ from governor.audit.log import AuditLog
 from governor.confine.egress import egress_for, judge
 from governor.gate.approver import Unattended
 from governor.gate.gatekeeper import Gate
-from policies.capability import Capability
-from policies.network import NetworkRules, parse_pattern
-from policies.policy import Policy
-from sandbox.net.judge import ProxyLimits
-from sandbox.net.proxy import open_egress
-from sandbox.plan.profile import Profile
-from sandbox.run.agent import agent_process
-from sandbox.run.spawn import PIPE
+from governor.policies.capability import Capability
+from governor.policies.network import NetworkRules, parse_pattern
+from governor.policies.policy import Policy
+from governor.sandbox.net.judge import ProxyLimits
+from governor.sandbox.net.proxy import open_egress
+from governor.sandbox.plan.profile import Profile
+from governor.sandbox.run.agent import agent_process
+from governor.sandbox.run.spawn import PIPE
 
 
 def peak_rss_kb() -> int:

@@ -38,7 +38,7 @@ TEST_USER = "govtest"
 USERS = ("root", "unprivileged")
 VIAS = ("command", "session")
 """How a command reaches its sandbox: a bwrap of its own, or a session's sandbox
-(`sandbox.run.session`). Every attack runs both ways."""
+(`governor.sandbox.run.session`). Every attack runs both ways."""
 REPLY_TIMEOUT = 120
 GIT_IDENTITY = {
     "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
@@ -61,7 +61,7 @@ class Outcome:
     maxrss_kib: int
     error: str | None
     limit: str | None = None
-    """The limit the command stopped at, as `sandbox.run.execution.ExitStatus` names it."""
+    """The limit the command stopped at, as `governor.sandbox.run.execution.ExitStatus` names it."""
 
     @classmethod
     def from_answer(cls, answer: dict[str, Any]) -> Outcome:
@@ -157,7 +157,7 @@ def unprivileged_account(base: Path) -> Account | str:
     env = {"PYTHONPATH": pythonpath, "HOME": entry.pw_dir, "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
     version = f"{sys.version_info.major}.{sys.version_info.minor}"
     candidates = [os.path.realpath(sys.executable), f"/usr/bin/python{version}", "/usr/local/bin/python" + version]
-    probe = f"import sys; assert sys.version_info[:2] == ({sys.version_info.major}, {sys.version_info.minor}); import trio, sandbox.run.runner"
+    probe = f"import sys; assert sys.version_info[:2] == ({sys.version_info.major}, {sys.version_info.minor}); import trio, governor.sandbox.run.runner"
     tried = []
     for python in dict.fromkeys(candidates):
         if not os.path.exists(python):

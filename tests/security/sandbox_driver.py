@@ -5,9 +5,9 @@ repository and the venv's site-packages on ``PYTHONPATH``; reads one JSON
 request per line on stdin and answers one JSON line on stdout. It builds the
 same `Profile` and runs the command the same way as the root half of the suite
 does in-process, so both halves exercise one code path: through a bwrap of its
-own (`sandbox.run.runner.start`, ``"via": "command"``, what ``governor sandbox``
+own (`governor.sandbox.run.runner.start`, ``"via": "command"``, what ``governor sandbox``
 does) or through a session's sandbox and its fork server
-(`sandbox.run.session.SandboxSession`, ``"via": "session"``, what ACP terminals do).
+(`governor.sandbox.run.session.SandboxSession`, ``"via": "session"``, what ACP terminals do).
 """
 
 from __future__ import annotations
@@ -25,15 +25,15 @@ from typing import Any
 
 import trio
 
-from policies.capability import Capability
-from policies.limits import Limits
-from sandbox.host.bwrap import BwrapUnavailable
-from sandbox.plan.profile import HomeFolder, HostFacts, Profile, ProfileError
-from sandbox.run import launch
-from sandbox.run import session as session_module
-from sandbox.run.execution import Execution, ExitStatus
-from sandbox.run.runner import Command, start
-from sandbox.run.session import SandboxSession
+from governor.policies.capability import Capability
+from governor.policies.limits import Limits
+from governor.sandbox.host.bwrap import BwrapUnavailable
+from governor.sandbox.plan.profile import HomeFolder, HostFacts, Profile, ProfileError
+from governor.sandbox.run import launch
+from governor.sandbox.run import session as session_module
+from governor.sandbox.run.execution import Execution, ExitStatus
+from governor.sandbox.run.runner import Command, start
+from governor.sandbox.run.session import SandboxSession
 
 
 def build_profile(spec: dict[str, Any]) -> Profile:
@@ -66,7 +66,7 @@ def paused_after_survey(pause: dict[str, str] | None, workspace: str) -> Iterato
     before its bwrap starts, make the file ``marker`` and wait until the path
     ``gone`` no longer exists (the test removes it, as root). Once: a
     session's later commands survey again, unpaused. With ``"at": "spawn"``
-    the pause is later, at that bwrap's spawn, after `sandbox.run.launch.prepare`
+    the pause is later, at that bwrap's spawn, after `governor.sandbox.run.launch.prepare`
     checked the survey's sockets and built bwrap's arguments: the window that
     check cannot close."""
     if pause is None:

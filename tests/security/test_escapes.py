@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 from escape_harness import DRIVER, GIT_IDENTITY, REPO, Box, processes_matching
 
-from sandbox.host.bwrap import locate
+from governor.sandbox.host.bwrap import locate
 
 CANARY = "CANARY-" + secrets.token_hex(6)
 
@@ -142,7 +142,7 @@ def syscalls(*calls: tuple[str, int, tuple[int, ...]]) -> str:
 
 
 def nr(name: str) -> int:
-    from sandbox.plan.seccomp import native_arch
+    from governor.sandbox.plan.seccomp import native_arch
 
     return native_arch().syscalls[name]
 
@@ -613,10 +613,10 @@ def test_tiocsti_and_tioclinux_cannot_push_keystrokes_into_a_terminal(box: Box) 
 TTY_PROBE = """
 import sys, trio
 from pathlib import Path
-from policies.capability import Capability
-from sandbox.plan.profile import Profile
-from sandbox.run.runner import Command, run
-from sandbox.run.session import SandboxSession
+from governor.policies.capability import Capability
+from governor.sandbox.plan.profile import Profile
+from governor.sandbox.run.runner import Command, run
+from governor.sandbox.run.session import SandboxSession
 profile = Profile(capability=Capability.EDIT_WORKSPACE, workspace=Path(sys.argv[1]), home=Path(sys.argv[2]))
 command = Command.shell("printf 'IN%sED' JECT > /dev/tty; printf 'IN%sED' JECT >&0; tty")
 async def in_session():
@@ -804,7 +804,7 @@ def test_a_nested_repository_cannot_be_tampered_with_or_renamed_away(box: Box) -
 
 def test_a_repository_one_command_makes_is_protected_from_the_next(box: Box) -> None:
     """In a session's sandbox the second command runs in mounts built before the
-    repository existed: it is pinned for that command alone (sandbox.run.session)."""
+    repository existed: it is pinned for that command alone (governor.sandbox.run.session)."""
     proof = box.dir / marker()
     hook = f"printf '#!/bin/sh\\ntouch {proof}\\n' > made/.git/hooks/pre-commit"
     box.run(

@@ -230,7 +230,7 @@ def test_the_same_holds_in_a_nested_repository(box: Box) -> None:
 def test_a_repository_one_command_makes_commits_in_the_next_and_stays_protected(box: Box) -> None:
     """In a session's sandbox the second command's mounts were built before the
     repository existed: its git dir is opened, and its missing parts held by
-    placeholders, for that command alone (sandbox.run.session)."""
+    placeholders, for that command alone (governor.sandbox.run.session)."""
     proof = box.dir / marker()
     outcome = box.run(
         f"git init -q made && {commit_inside('first', 'made')}",

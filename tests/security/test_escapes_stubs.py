@@ -1,4 +1,4 @@
-"""Escapes aimed at the placeholders of missing protected names (``sandbox.run.stubs``).
+"""Escapes aimed at the placeholders of missing protected names (``governor.sandbox.run.stubs``).
 
 As root (with ``CAP_LINUX_IMMUTABLE``) those placeholders are *sealed*: immutable
 files with no pin mount; as the unprivileged user they are plain files pinned by a

@@ -1,5 +1,5 @@
 """A person's toolchain under ``$HOME`` works in the sandbox, and their secrets
-beside it stay hidden (`sandbox.host.toolchains`), as root and as an unprivileged
+beside it stay hidden (`governor.sandbox.host.toolchains`), as root and as an unprivileged
 user, in a bwrap of its own and in a session's sandbox.
 
 The box's home gets a developer's toolchain and secrets (`toolchain_home`).
@@ -18,7 +18,7 @@ import pytest
 from escape_harness import Box
 from toolchain_home import AVAILABLE, PROBE, WHY_NOT, make_toolchain
 
-from sandbox.host.bwrap import locate
+from governor.sandbox.host.bwrap import locate
 
 CANARY = "CANARY-" + secrets.token_hex(6)
 

@@ -27,7 +27,7 @@ import pytest
 from dns_standin import Standin, resolv_conf
 from escape_harness import REPO, TEST_USER, USERS, Account
 
-from sandbox.host.bwrap import locate
+from governor.sandbox.host.bwrap import locate
 
 DRIVER = Path(__file__).with_name("egress_driver.py")
 PY = "/usr/bin/python3"

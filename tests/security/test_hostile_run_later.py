@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 from escape_harness import GIT_IDENTITY, Box
 
-from policies.protected import AUTO_RUN, HOOK_CONFIGS
+from governor.policies.protected import AUTO_RUN, HOOK_CONFIGS
 
 FILES = [n for n in (*HOOK_CONFIGS, *AUTO_RUN) if n not in (".vscode", ".idea", ".devcontainer", ".envrc")]
 """The names test_escapes.py does not already attack (a folder gets a file inside)."""
