@@ -49,8 +49,8 @@ import trio
 from governor.attempt.tries import run_tries, try_log
 from governor.batch.clone import GitFailed, PatchTooLarge, changes_into, clone, git, shown_url
 from governor.batch.jobs import Job, is_url
-from governor.cli import REFUSED_BEFORE_START, exit_code_of
 from governor.confine.attempt_folders import NoAttemptFolder, attempt_folder
+from governor.ending.exit_codes import REFUSED_BEFORE_START, exit_code_of
 from governor.ending.outcome import Outcome
 from governor.job.spec import RefusedBeforeStart
 from governor.policies.ceiling import Ceiling

@@ -2,8 +2,9 @@
 
 Each subcommand lives in its own module with a ``register(subparsers)`` function
 that adds its parser and sets ``func``; this file only wires them together and
-owns the exit-code convention (`EXITS`). A command imports its own module and
-no other (`COMMANDS`), and a module imports what its command runs (trio, the
+states the exit-code convention (`EXITS`, kept in `governor.ending.exit_codes`
+so that a batch's jobs use it without the command line). A command imports its
+own module and no other (`COMMANDS`), and a module imports what its command runs (trio, the
 ACP schema, the sandbox's processes) inside the functions that run it: the
 answers that print and exit (``--help``, ``--version``, ``presets``, ``check``)
 must not wait a second for an attempt's machinery.
@@ -21,46 +22,33 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Final, NoReturn
+from typing import Final, NoReturn
 
+from governor.ending.exit_codes import (
+    CHECK_FAILED,
+    EXIT_BY_STATUS,
+    EXIT_CODES,
+    EXITS,
+    FAILED_ON,
+    REFUSED_BEFORE_START,
+    exit_code,
+    exit_code_of,
+)
 from governor.sandbox.host.descriptors import raise_descriptor_limit
 from governor.version import __version__
 
-if TYPE_CHECKING:
-    from governor.ending.outcome import Outcome
-
-EXITS: Final[tuple[tuple[int, str, tuple[str, ...]], ...]] = (
-    (0, "completed", ("completed",)),
-    (1, "failed or incomplete", ("failed", "incomplete")),
-    (2, "refused before start (usage, config, ceiling, environment)", ()),
-    (3, "blocked (the agent said BLOCKED:)", ("blocked",)),
-    (4, "needs approval", ("needs_approval",)),
-    (5, "completed, but a check failed (the verdict is failed)", ()),
-    (6, "completed, but --fail-on matched (a refusal or an unasked change)", ()),
-)
-"""The exit-code convention: code, what it means, the outcome statuses it stands for."""
-
-EXIT_BY_STATUS: Final = {status: code for code, _, statuses in EXITS for status in statuses}
-REFUSED_BEFORE_START: Final = 2
-CHECK_FAILED: Final = 5
-FAILED_ON: Final = 6
-EXIT_CODES: Final = "exit codes:\n" + "".join(f"  {code}  {text}\n" for code, text, _ in EXITS)
-
-
-def exit_code(outcome: Outcome) -> int:
-    """The exit code of an outcome (`EXITS`): its status's, but a completed
-    attempt whose checks failed says so, since an agent's success is its own
-    claim and the checks' verdict is the job's."""
-    return exit_code_of(outcome.status, outcome.verdict)
-
-
-def exit_code_of(status: str, verdict: str | None) -> int:
-    """`exit_code` of an outcome's status and verdict (a batch's outcome lines
-    are plain values)."""
-    if status == "completed" and verdict == "failed":
-        return CHECK_FAILED
-    return EXIT_BY_STATUS[status]
-
+__all__ = [  # the exit-code convention is read here by the commands and their tests
+    "CHECK_FAILED",
+    "EXITS",
+    "EXIT_BY_STATUS",
+    "EXIT_CODES",
+    "FAILED_ON",
+    "REFUSED_BEFORE_START",
+    "build_parser",
+    "exit_code",
+    "exit_code_of",
+    "main",
+]
 
 COMMANDS: Final = (
     "run", "batch", "audit", "check", "presets", "agents", "sandbox", "doctor", "completion",

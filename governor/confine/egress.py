@@ -13,13 +13,17 @@
   rules did not see); the final decision goes through `Gate.ruled`
   (`Gate.govern`, awaited: approver, audit record of kind ``network``,
   written before the proxy answers).
+
+The judge asks only for what it uses of whoever records and answers (`Recorder`:
+the policy, and `ruled`), which `governor.gate.gatekeeper.Gate` satisfies: this
+room sits below the gate's, so it names a protocol rather than the gate.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 from governor.acp.dispatch import RpcError
@@ -39,8 +43,31 @@ from governor.sandbox.net.judge import (
 from governor.sandbox.plan.egress import Egress
 
 if TYPE_CHECKING:
-    from governor.gate.gatekeeper import Gate
     from governor.policies.policy import Policy
+
+
+class Ruled(Protocol):
+    """A connection's final word, as recorded (`governor.gate.ruling.Ruling`)."""
+
+    @property
+    def allowed(self) -> bool: ...
+    @property
+    def by(self) -> str: ...
+    @property
+    def reason(self) -> str: ...
+
+
+class Recorder(Protocol):
+    """What the judge needs of the gate: the attempt's policy, and a decision
+    made final (approver, audit record) before the proxy answers."""
+
+    @property
+    def policy(self) -> Policy: ...
+
+    async def ruled(
+        self, kind: str, subject: dict[str, Any], shown: str, decision: Decision,
+        detail: dict[str, Any],
+    ) -> Ruled: ...
 
 
 def base_url_variables(preset: Preset | None) -> tuple[str, ...]:
@@ -132,7 +159,7 @@ async def looked_up(request: ConnectionRequest, policy: Policy) -> tuple[Decisio
     return decide_network(_action(request, addresses), policy), addresses
 
 
-def judge(gate: Gate, refused: dict[str, tuple[str, str]] | None = None) -> Judge:
+def judge(gate: Recorder, refused: dict[str, tuple[str, str]] | None = None) -> Judge:
     """The proxy's judge for one attempt: decided by the engine under the
     gate's policy (the agent's hosts are in its network rules), recorded by the
     gate, then answered. A log that cannot be written refuses (fail closed).

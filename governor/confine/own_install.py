@@ -23,7 +23,6 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-import governor
 from governor import policies, sandbox
 
 
@@ -46,7 +45,8 @@ def _installs() -> tuple[str, ...]:
             sys.base_prefix,
             sys.base_exec_prefix,
             os.path.dirname(os.path.realpath(sys.executable)),
-            *(str(Path(p.__file__ or "").parent) for p in (governor, policies, sandbox)),
+            str(Path(__file__).parent.parent),  # governor/ (this room's package is under it)
+            *(str(Path(p.__file__ or "").parent) for p in (policies, sandbox)),
         )
     )
 
