@@ -8,4 +8,6 @@
   refuse, cancel, wake, give up; the in-flight cap, the bound on unwritten bytes);
 - `connection`: the trio tasks that carry them out (reader, writer, stderr
   drain, one task per request answered later).
+
+May import: nothing of ours (the wire knows no policy, no sandbox).
 """

@@ -21,6 +21,9 @@ For loop authors::
 
 Names are imported lazily, so that `governor batch` and the Ray workers import
 only what they use.
+
+May import: every room below it and the face; never the command line (which
+imports it: its exit codes come from `governor.ending.exit_codes`).
 """
 
 from __future__ import annotations

@@ -12,6 +12,8 @@ must not wait a second for an attempt's machinery.
 0 completed · 1 failed or incomplete · 2 refused before start (usage, config,
 ceiling, environment) · 3 blocked · 4 needs approval · 5 completed but a check
 failed (the verdict is ``failed``) · 6 completed, but ``--fail-on`` matched.
+
+May import: every room (it is the top one).
 """
 
 from __future__ import annotations

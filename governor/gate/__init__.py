@@ -1,1 +1,16 @@
-"""The `gate` room (see docs/internals.md)."""
+"""The gate: every request the agent makes decided, recorded, then answered.
+
+- `gatekeeper`: the `Gate` (the policy decides, an ask goes to the approver,
+  the audit record is written, the ruling answers);
+- `ruling`: a request's final word, and acting on it once it is made;
+- `approver`: who answers an ``ask``;
+- `elicitation`: the agent asking the person for input;
+- `tool_calls`: the agent's tool calls, and which of them nothing governed explains;
+- `file_requests`, `file_access`: ``fs/*``, governed then carried out on the host;
+- `terminal_requests`: ``terminal/*``, a command decided before it starts.
+
+The handlers (`file_requests`, `terminal_requests`) still take the `Gate`
+itself; the connection's judge (`governor.confine.egress`) takes a protocol.
+May import: `policies`, `sandbox`, and the rooms below it (`boundary`, `acp`,
+`audit`, `confine`, `ending`).
+"""

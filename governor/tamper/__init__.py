@@ -12,6 +12,8 @@ strings. Where a grammar exists the text is parsed, never grepped: `ast` and
 JavaScript, TypeScript, Rust and Go (`governor.tamper.syntax`), `configparser`,
 `tomllib` and `json` for the runners' files (`governor.tamper.runner`). CI
 workflows are compared line by line (no YAML parser is a dependency).
+
+May import: nothing of ours but itself (pure rules over text).
 """
 
 from __future__ import annotations
