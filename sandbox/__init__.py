@@ -9,7 +9,9 @@ file may touch:
   hide or keep, host sockets, toolchains, the person's git, bwrap itself, the
   limits this kernel can enforce (rlimits, cgroups).
 - `governor.sandbox.run`: processes on trio: spawn, launch, sessions, terminals, the
-  runner, the agent's own sandbox, the placeholder ledger, the preflight.
+  runner, the agent's own sandbox, the placeholder ledger, the preflight (the
+  runner's `run` is `governor.sandbox.run.runner.run`, not a name here: the
+  subpackage ``run`` would hide it once imported).
 - `governor.sandbox.net`: the egress proxy, its HTTP/1 reader, listening sockets made
   inside a sandbox's network namespace.
 - `governor.sandbox.standalone`: scripts run by path, some as root, under ``-I -S``:
@@ -39,7 +41,7 @@ if TYPE_CHECKING:
     from governor.sandbox.run.agent import agent_process, resolve_install
     from governor.sandbox.run.execution import Execution, ExitStatus
     from governor.sandbox.run.preflight import preflight
-    from governor.sandbox.run.runner import DEFAULT_OUTPUT_LIMIT, Command, RunResult, run, start
+    from governor.sandbox.run.runner import DEFAULT_OUTPUT_LIMIT, Command, RunResult, start
     from governor.sandbox.run.session import SandboxSession, SessionEnded, SessionError
     from governor.sandbox.run.terminals import (
         TerminalOutput,
@@ -68,7 +70,6 @@ _LAZY: dict[str, str] = {
     "DEFAULT_OUTPUT_LIMIT": "governor.sandbox.run.runner",
     "Command": "governor.sandbox.run.runner",
     "RunResult": "governor.sandbox.run.runner",
-    "run": "governor.sandbox.run.runner",
     "start": "governor.sandbox.run.runner",
     "SandboxSession": "governor.sandbox.run.session",
     "SessionEnded": "governor.sandbox.run.session",
@@ -107,7 +108,6 @@ __all__ = [
     "preflight",
     "render",
     "resolve_install",
-    "run",
     "start",
     "survey",
 ]
