@@ -44,8 +44,8 @@ from governor.attempt.start_end_records import end_fields, start_fields
 from governor.attempt.turn import Turn
 from governor.audit.log import AuditLog, AuditUnavailable
 from governor.boundary.folders import Opening
+from governor.checks import canaries, held_out, test_results
 from governor.checks import check_runs as checks
-from governor.checks import held_out, test_results
 from governor.confine import egress as network
 from governor.confine import frozen, harness
 from governor.confine import sandboxes as confine
@@ -225,6 +225,15 @@ class Attempt:
         except frozen.FrozenTooLarge as e:
             self.audit.close()
             raise RefusedBeforeStart([f"{e}; nothing was started"]) from None
+        unjudgeable = [
+            f"check {k} ({command}): {why}: the canaries every check carries cannot judge it "
+            "(docs/loops.md); run every test of the acceptance files, without stopping at a failure"
+            for k, command in enumerate(policy.checks, 1)
+            if acceptance.tests and (why := canaries.cannot_judge(command)) is not None
+        ]
+        if unjudgeable:
+            self.audit.close()
+            raise RefusedBeforeStart([*unjudgeable, "nothing was started"])
         hidden = None if held is None else {**held.at_start.to_json(), "folder": str(held.folder)}
         try:
             start = self.audit.record(

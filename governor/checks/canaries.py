@@ -55,6 +55,7 @@ import ast
 import os
 import re
 import secrets
+import shlex
 import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -361,6 +362,49 @@ def _javascript(rel: str, data: bytes) -> tuple[str, list[Canary], set[str]] | N
         canaries.append(Canary(rel, name, expect, "node", family))
         said |= {name, body}
     return "\n".join(out), canaries, said
+
+
+_RUNNER_FLAGS: Final = {
+    "pytest": re.compile(
+        r"^(-x|--exitfirst|--maxfail(=.*)?|--sw|--stepwise(-skip)?|--sw-skip|-k.*|--lf|--last-failed"
+        r"|--deselect(=.*)?|-m.*|--co|--collect-only"
+        # short options together (-xvs): up to the first that takes a value (-rxs is -r's "xs")
+        r"|-[a-jlnq-zA-Z]*?(?<![rpcoWm])[xk].*)$"
+    ),
+    "unittest": re.compile(r"^(-f|--failfast|-k.*|-[a-jlnq-zA-Z]*?[fk].*)$"),
+    "node": re.compile(r"^--test-(name-pattern|skip-pattern|only)(=.*)?$"),
+}
+"""The options, by runner, that stop at the first failure or run some tests by
+name or mark: with them a runner never reaches a file's canaries, and an honest
+check would be judged ``runner-lied``."""
+
+
+def cannot_judge(command: str) -> str | None:
+    """Why the canaries cannot judge ``command`` (a check's line), or None:
+    a runner told to stop at its first failure (every check has the must-fail
+    canaries' failures), or to run some tests only (by name, node id or mark).
+    Said before the attempt starts, naming the option, rather than an honest
+    check found ``runner-lied`` after the agent's whole run. Only options
+    written on the line itself are seen; a script or Makefile that adds one is
+    found ``runner-lied`` (docs/loops.md)."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    runner: str | None = None  # the runner whose options the words after it are
+    for word in words:
+        name = os.path.basename(word)
+        if name in ("pytest", "py.test", "unittest", "node"):
+            runner = "pytest" if name == "py.test" else name
+            continue
+        if runner is None or word in ("&&", "||", ";", "|"):
+            runner = None
+            continue
+        if "::" in word and runner == "pytest":
+            return f"{word!r} runs some tests of a file by name"
+        if _RUNNER_FLAGS[runner].match(word):
+            return f"{runner}'s {word} stops at the first failure or runs some tests only"
+    return None
 
 
 def judge(

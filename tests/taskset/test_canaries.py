@@ -316,3 +316,35 @@ def test_a_patch_the_function_under_test_makes_as_it_runs_gets_runner_lied(tmp_p
     assert _fresh(tmp_path / "ws", "calc", "m.add(2, 3)") == "-1"
     assert outcome["verdict"] == "failed" and not _accepted(outcome)
     assert [f["rule"] for f in outcome["findings"]] == ["runner-lied"]
+
+
+@pytest.mark.parametrize(
+    ("command", "named"),
+    [
+        ("python -m pytest -x tests", "-x"),
+        ("pytest -q --maxfail=1", "--maxfail=1"),
+        ("pytest -vk add tests", "-vk"),
+        ("pytest tests/acceptance/test_add_acceptance.py::TestAcceptance", "::"),
+        ("python3 -m unittest -f discover", "-f"),
+        ("node --test --test-name-pattern=add", "--test-name-pattern"),
+    ],
+)
+def test_a_check_that_stops_at_its_first_failure_or_runs_some_tests_is_refused_before_start(
+    tmp_path: Path, command: str, named: str
+) -> None:
+    """Every check carries must-fail canaries and owes a result for each: a
+    runner told to stop at its first failure, or to run some tests only, never
+    reaches them, and honest work would end ``runner-lied`` after the agent's
+    whole run. Refused before start instead, naming the option; the same check
+    without it runs (the honest neighbour above, and the plain options here)."""
+    from governor.checks.canaries import cannot_judge
+
+    why = cannot_judge(command)
+    assert why is not None and named in why, why
+    for fine in ("python -m pytest -q -rxs tests", "python -m unittest discover -v", "node --test",
+                 "sh -x check.sh", "make test"):  # fmt: skip
+        assert cannot_judge(fine) is None, fine
+    if command.startswith("python -m pytest"):  # one of them through the CLI
+        outcome = _attempt(tmp_path, HONEST, check=command.replace("python", sys.executable, 1))
+        assert outcome["refused_before_start"] and outcome["exit_code"] == 2, outcome
+        assert any("-x" in p and "canaries" in p for p in outcome["problems"]), outcome
