@@ -29,8 +29,6 @@ LIMIT_KEYS: Final = (
     "memory", "processes", "tmp", "cpu_seconds", "wall", "log", "workspace",
     "tool_calls", "tokens", "cost_usd", "patch", "attempt_processes", "attempt_memory",
 )  # fmt: skip
-BUDGET_KEYS: Final = ("tool_calls", "tokens", "cost_usd")
-"""The limits read from what the agent reports (`governor.attempt.budget`), not set on a process."""
 SIZE_KEYS: Final = frozenset({"memory", "tmp", "log", "workspace", "patch", "attempt_memory"})
 _SUFFIX: Final = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 _SIZE: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\s*$", re.IGNORECASE)

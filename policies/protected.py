@@ -140,11 +140,6 @@ def protected_globs(unprotected: tuple[str, ...] = ()) -> tuple[str, ...]:
     )
 
 
-ALWAYS_PROTECTED: Final = protected_globs()
-"""Write-protected for governed writes (``fs/write_text_file``) in every writable
-root unless a policy unprotects one of `UNPROTECTABLE` (globs); all of ``.git``
-included, commits or not."""
-
 HIDDEN_NAMES: Final = (".env", ".env.*")
 """File names no governed read may see, at any depth (the sandbox masks them)."""
 

@@ -225,13 +225,6 @@ def read_log(
     return LogFile(path, list(attempts.values()), numbered, check, wrong)
 
 
-def read_logs(paths: Sequence[str]) -> list[LogFile]:
-    """Every log named, read and verified; `LogMalformed` for the first holding a
-    record of the wrong shape."""
-    files = log_files(paths)
-    return [read_log(p) for p in files]
-
-
 @dataclass(frozen=True, slots=True)
 class Row:
     """One attempt, summed up."""

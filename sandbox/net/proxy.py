@@ -77,7 +77,6 @@ class EgressProxy:
         self.judge = judge
         self.limits = limits
         self._slots = trio.Semaphore(limits.connections)
-        self.active = 0
         self._spare: Helper | None = None
         """A namespace helper started ahead of the next `attach` (its ~15 ms
         interpreter start is then off the sandbox's path)."""
@@ -132,7 +131,6 @@ class EgressProxy:
                         error_response(503, f"over {self.limits.connections} connections")
                     )
                 return
-            self.active += 1
             try:
                 if forward is not None:
                     await self._forward(wire, origin, *forward)
@@ -141,7 +139,6 @@ class EgressProxy:
             except OSError:
                 pass  # a reset or a closed peer: this connection ends
             finally:
-                self.active -= 1
                 self._slots.release()
         finally:
             wire.close()
