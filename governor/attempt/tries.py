@@ -184,7 +184,7 @@ class StartingCopy:
         try:
             os.chmod(self.workspace, stat.S_IRWXU)  # its own mode comes back with the copy
             for entry in os.scandir(self.workspace):
-                _remove(Path(entry.path))
+                folders.remove(Path(entry.path))
             shutil.copytree(self.copy, self.workspace, symlinks=True, dirs_exist_ok=True)
         except (OSError, shutil.Error) as e:
             raise ResetFailed(f"the workspace {self.workspace} cannot be reset: {_why(e)}") from None
@@ -192,21 +192,7 @@ class StartingCopy:
     def discard(self) -> None:
         """Remove the copy (and its folder)."""
         if self.copy.parent.exists():
-            _remove(self.copy.parent)
-
-
-def _remove(path: Path) -> None:
-    """Remove ``path`` (a link itself, never what it points at), making the
-    folders the agent left unreadable or unwritable ours again first: the walk
-    every look at the roots takes (`governor.boundary.folders`), with every right given
-    back and none put back."""
-    if path.is_symlink() or not path.is_dir():
-        path.unlink(missing_ok=True)
-        return
-    with folders.Opening(folders.ALL, put_back=False) as opening:
-        for _folder in folders.walk(str(path), opening):  # top-down: opens each before it
-            pass
-    shutil.rmtree(path)
+            folders.remove(self.copy.parent)
 
 
 _KINDS: Final = (

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import functools
 import os
-import shutil
 import socket
 import time
 from collections.abc import Callable, Sequence
@@ -49,6 +48,7 @@ import trio
 from governor.attempt.tries import run_tries, try_log
 from governor.batch.clone import GitFailed, PatchTooLarge, changes_into, clone, git, shown_url
 from governor.batch.jobs import Job, is_url
+from governor.boundary import folders
 from governor.confine.attempt_folders import NoAttemptFolder, attempt_folder
 from governor.ending.exit_codes import REFUSED_BEFORE_START, exit_code_of
 from governor.ending.outcome import Outcome
@@ -246,4 +246,9 @@ def _empty(fd: int | None) -> None:
 
 
 def _remove(folder: Path) -> None:
-    shutil.rmtree(folder, ignore_errors=True)
+    """The job's folder gone, folders the agent locked included (the tries'
+    delete); one that still cannot go is said, never silently left."""
+    try:
+        folders.remove(folder)
+    except OSError as e:
+        logger.warning("cannot remove a job's folder", folder=str(folder), error=str(e))

@@ -28,8 +28,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import stat
 from collections.abc import Iterator
+from pathlib import Path
 from types import TracebackType
 from typing import Final
 
@@ -166,3 +168,18 @@ def opened_tree(top: str, skip: frozenset[str] = frozenset({".git"})) -> Opening
         opening.close()
         raise
     return opening
+
+
+def remove(path: Path) -> None:
+    """Remove ``path`` (a link itself, never what it points at), making the
+    folders the agent left unreadable or unwritable ours again first (a walk
+    with every right given back and none put back): an agent's ``chmod 000``
+    folder is deleted, not left behind. The one delete of a tree the agent
+    shaped (the tries' copies, a batch job's folder)."""
+    if path.is_symlink() or not path.is_dir():
+        path.unlink(missing_ok=True)
+        return
+    with Opening(ALL, put_back=False) as opening:
+        for _folder in walk(str(path), opening):  # top-down: opens each before it
+            pass
+    shutil.rmtree(path)

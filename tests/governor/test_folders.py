@@ -51,7 +51,33 @@ print(json.dumps(out))
 """
 
 
-def as_user(base: Path) -> dict[str, Any]:
+REMOVE = r"""
+import json, os, shutil, sys
+from pathlib import Path
+from governor.boundary import folders
+base = sys.argv[1]
+out = {}
+for how in ("rmtree", "remove"):
+    tree = os.path.join(base, how)
+    locked = os.path.join(tree, "job", "locked")
+    os.makedirs(locked)
+    open(os.path.join(locked, "f"), "w").close()
+    os.chmod(locked, 0)
+    if how == "rmtree":
+        shutil.rmtree(tree, ignore_errors=True)  # what a batch job's folder had
+    else:
+        folders.remove(Path(tree))
+    out[how] = os.path.lexists(tree)
+target = os.path.join(base, "kept")
+os.mkdir(target)
+os.symlink(target, os.path.join(base, "link"))
+folders.remove(Path(base, "link"))
+out["link"], out["target"] = os.path.lexists(os.path.join(base, "link")), os.path.isdir(target)
+print(json.dumps(out))
+"""
+
+
+def as_user(base: Path, script: str = CHECKS) -> dict[str, Any]:
     site = sysconfig.get_paths()["purelib"]
     env = ["env", "-i", f"PYTHONPATH={REPO}:{site}", "PATH=/usr/bin:/bin", "LANG=C.UTF-8"]
     version = f"{sys.version_info.major}.{sys.version_info.minor}"
@@ -61,7 +87,7 @@ def as_user(base: Path) -> dict[str, Any]:
     if python is None:
         pytest.skip(f"no Python {version} the {USER} user can run")
     done = subprocess.run(
-        ["runuser", "-u", USER, "--", *env, python, "-c", CHECKS, str(base)],
+        ["runuser", "-u", USER, "--", *env, python, "-c", script, str(base)],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
@@ -99,3 +125,14 @@ def test_folders_are_opened_put_back_never_through_a_link_and_anothers_is_closed
     assert out["agents_mode_kept"] == "0o750"
     assert out["link"] == "NotADirectoryError" and out["target_mode"] == "0o700"
     assert out["closed"] == ["vault"]
+
+
+def test_one_delete_removes_a_tree_with_a_folder_the_agent_locked_and_never_follows_a_link(
+    base: Path,
+) -> None:
+    """The tries' copies and a batch job's folder go through `folders.remove`:
+    as a user, a ``chmod 000`` folder the agent left is deleted (the batch's
+    ``rmtree(ignore_errors=True)`` left it behind, silently); a link is removed
+    itself, never what it points at."""
+    out = as_user(base, REMOVE)
+    assert out == {"rmtree": True, "remove": False, "link": False, "target": True}, out
