@@ -31,7 +31,7 @@ LIMIT_KEYS: Final = (
 )  # fmt: skip
 SIZE_KEYS: Final = frozenset({"memory", "tmp", "log", "workspace", "patch", "attempt_memory"})
 _SUFFIX: Final = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-_SIZE: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\s*$", re.IGNORECASE)
+_SIZE: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B|i)?\s*$", re.IGNORECASE)
 MIN_SIZE: Final = 1 << 20
 """A size below 1 MiB is a typo (``memory = 512`` meant ``"512M"``), not a limit."""
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 import threading
 import time
@@ -13,6 +12,7 @@ from collections import Counter
 from typing import Any, Final, TextIO
 
 from governor.cli import REFUSED_BEFORE_START
+from governor.policies.limits import parse_size
 
 EXIT: Final = """exit codes:
   0  every job completed
@@ -103,18 +103,6 @@ def _positive(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError("must be at least 1")
     return value
-
-
-_SIZE: Final = re.compile(r"(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?", re.IGNORECASE)
-
-
-def parse_size(text: str) -> int:
-    """``512M``, ``2G``, ``1.5GiB``, ``1048576`` -> bytes."""
-    m = _SIZE.fullmatch(text.strip())
-    if m is None:
-        raise ValueError(f"not a size: {text!r} (e.g. 512M, 2G)")
-    scale = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}[m.group(2).upper()]
-    return int(float(m.group(1)) * scale)
 
 
 def main(args: argparse.Namespace) -> int:

@@ -59,7 +59,10 @@ def test_sizes_read_and_render_the_way_a_policy_writes_them() -> None:
     assert parse_size("4G") == 4 << 30
     assert parse_size("512m") == 512 << 20
     assert parse_size("100MiB") == 100 << 20
+    assert parse_size("512Mi") == parse_size("1.5GB") // 3 == 512 << 20  # one reader for every size
     assert parse_size("2048") == 2048
+    with pytest.raises(ValueError, match="is not a size"):
+        parse_size("512 megs")
     assert size_text(512 << 20) == "512M"
     assert size_text(3 << 29) == "1536M"
     assert size_text(1000) == "1000"
