@@ -30,6 +30,7 @@ from governor.policies.actions import (
     WriteFile,
 )
 from governor.policies.capability import Capability
+from governor.policies.errors import clipped
 from governor.policies.harness import member as harness_member
 from governor.policies.mcp import McpCall, decide_mcp
 from governor.policies.network import decide_connect
@@ -443,7 +444,7 @@ def _strictest(parts: list[Decision]) -> Decision:
 
 
 def _clip(text: str, limit: int = 200) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return clipped(text, limit)
 
 
 def decide_network(action: Connect, policy: Policy) -> Decision:

@@ -1,4 +1,5 @@
-"""Configuration errors that name the culprit: the file, the key, the accepted values."""
+"""Configuration errors that name the culprit: the file, the key, the accepted
+values; and `clipped`, the one cut of a text quoted in a reason or a message."""
 
 from __future__ import annotations
 
@@ -7,6 +8,12 @@ import re
 import tomllib
 from collections.abc import Iterable
 from typing import Final
+
+
+def clipped(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, its last an ellipsis when cut (a
+    reason or a message quotes what it judged, never all of it)."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 class ConfigError(ValueError):

@@ -56,7 +56,7 @@ from urllib.parse import unquote, urlsplit
 from governor.policies import by as who
 from governor.policies.capability import Capability
 from governor.policies.ceiling import boolean, string_list, table, type_name
-from governor.policies.errors import ConfigError, unknown_key
+from governor.policies.errors import ConfigError, clipped, unknown_key
 from governor.policies.network import HostPattern, HostPatternError, parse_pattern
 from governor.policies.rules import Verdict
 
@@ -394,7 +394,7 @@ def uri_spellings(uri: str) -> tuple[str, ...]:
 
 
 def _clip(text: str, limit: int = 200) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return clipped(text, limit)
 
 
 # -- the policy file ---------------------------------------------------------------------

@@ -42,6 +42,8 @@ from typing import Any, Final, TypeAlias
 
 import orjson
 
+from governor.policies.errors import clipped
+
 DEFAULT_MAX_LINE_BYTES: Final = 32 * 1024 * 1024
 """The TypeScript SDK's default; images travel base64-encoded, so lines can be big."""
 
@@ -74,8 +76,7 @@ def short(text: str, limit: int = SHORT_CHARS) -> str:
 def short_error(e: BaseException, limit: int = 300) -> str:
     """An exception (a remote error, a closed pipe, a timeout) as one short line
     for a reason: its type when it says nothing."""
-    text = str(e) or type(e).__name__
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return clipped(str(e) or type(e).__name__, limit)
 
 
 _SNIFF_BYTES: Final = 256

@@ -50,6 +50,7 @@ from governor.audit.tally import WORDS, Tally
 from governor.audit.verify import INCOMPLETE, UNFINISHED
 from governor.boundary import spelling
 from governor.boundary.display import terminal
+from governor.policies.errors import clipped
 
 USAGE: Final = """governor audit [--refused | --network | --checks | --mcp | --attempt ID] [--json] LOG|DIR ...
        governor audit verify [--json] [--head HASH ... | --outcomes FILE] [--public-key FILE] LOG|DIR ...
@@ -552,7 +553,7 @@ def _batch_table(rows: list[JobRow]) -> Iterator[str]:
                 *(str(getattr(r.tally, c)) for c in TALLY_COLUMNS),
                 f"{duration:.1f}s" if isinstance(duration, int | float) else "-",
                 str(r.files),
-                reason if len(reason) <= 60 else reason[:59] + "…",
+                clipped(reason, 60),
             )
         )
     widths = [max(len(x) for x in col) for col in zip(header, *body, strict=False)]

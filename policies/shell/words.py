@@ -18,6 +18,8 @@ Pure functions over `str` and `bytes`; nothing here knows the tree.
 
 from __future__ import annotations
 
+from governor.policies.errors import clipped
+
 _NOT_FILES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/stdin", "/dev/tty"})
 
 _ANSI_C = {
@@ -39,8 +41,7 @@ _ANSI_C = {
 
 def _short(text: str, limit: int = 40) -> str:
     """A construct quoted in a reason, cut short: reasons are logged, lines may hold secrets."""
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return clipped(" ".join(text.split()), limit)
 
 
 def _line_break(gap: bytes) -> bool:
