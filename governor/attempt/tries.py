@@ -91,14 +91,27 @@ def digest(
     each came to (a check can exit 0 having run none), the held-out ones only
     counted. None when nothing failed.
 
-    Nothing here can quote a held-out test: a check run over them carries no
-    output and no per-test result (`governor.checks.check_runs.WITHHELD`), and the
-    outcome's ``tests`` name only the visible acceptance tests."""
+    Nothing here can carry a held-out test: with held-out tests in the job
+    the digest says only that the checks failed and which (no exit status, no
+    test, no count: values the code under test, which can read them, chooses)."""
     mask = masker.text if masker is not None else (lambda s: s)
     failed = [r for r in runs if not r.passed]
     not_passed = list((tests or {}).get("not_passed") or [])
     if not failed and not not_passed and not (tests or {}).get("held_out_not_passed"):
         return None
+    if (tests or {}).get("held_out"):
+        # The checks ran with the held-out files in place, where the code under
+        # test can read them: every value its processes choose (an exit status,
+        # which tests fail, how many, a timeout) can carry their contents to the
+        # next try. Only that the checks failed, and which (the job's words);
+        # the agent has the visible tests to run itself.
+        commands = [mask(r.command) for r in failed[:DIGEST_CHECKS]] or ["the checks"]
+        return {
+            "verdict": "failed",
+            "failed_checks": [{"command": c} for c in commands],
+            "held_out": "tests the agent does not see were in place: nothing more is said",
+            **({"try": tried} if tried is not None else {}),
+        }
     shown = []
     for run in failed[:DIGEST_CHECKS]:
         fact: dict[str, Any] = {"command": mask(run.command), "exit": run.exit}

@@ -100,7 +100,24 @@ decorator is a call at import: ``@patch_everything`` runs its function)."""
 IMPORT_TIME_DUNDERS: Final = frozenset(
     {"__init_subclass__", "__set_name__", "__class_getitem__", "__mro_entries__", "__prepare__"}
 )
-"""Methods the language calls as a class is made or used at import."""
+"""Methods the language calls as a class is made or used at import (judged by
+any name a class body binds, a ``def`` or an assignment)."""
+
+MODULE_HOOKS: Final = frozenset({"__getattr__", "__dir__"})
+"""A module's functions the import machinery and runners call on it: unittest's
+loader looks ``load_tests`` up on every test module, reaching its
+``__getattr__`` before any test runs."""
+
+CALLS_WHAT_IT_IS_GIVEN: Final = {
+    "max": ("key",), "min": ("key",), "sorted": ("key",), "map": (0,), "filter": (0,),
+    "iter": (0,), "weakref.finalize": (1,), "weakref.ref": (1,), "weakref.WeakMethod": (1,),
+}
+"""The allowed calls that call a function they are given (where it goes:
+a keyword or a position) as they run or as the file's import goes on (a
+``key=``, ``map(f, ...)`` iterated, a finalizer): a function or class the file
+binds, given there, is code that runs at import, and a lambda given to any of
+them has its body judged as if written in place. Every other allowed call
+keeps what it is given for later (a declaration, a value)."""
 
 _NEVER_AT_IMPORT: Final = re.compile(r"^(__name__ == ['\"]__main__['\"]|(typing\.)?TYPE_CHECKING)$")
 _PYTEST_NAMES: Final = re.compile(r"^(pytest_\w+|collect_ignore|collect_ignore_glob)$")
@@ -118,6 +135,8 @@ def why(node: ast.stmt, resolve: Resolve, own: frozenset[str], *, in_class: bool
     if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
         if in_class and node.name in IMPORT_TIME_DUNDERS:
             return f"{node.name} is called as classes are made, at import"
+        if not in_class and node.name in MODULE_HOOKS:
+            return f"a module's {node.name} is called by the loader as it looks the module over"
         found = _decorators(node.decorator_list, resolve, own)
         outer = [*node.args.defaults, *(d for d in node.args.kw_defaults if d)]
         every = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
@@ -137,6 +156,10 @@ def why(node: ast.stmt, resolve: Resolve, own: frozenset[str], *, in_class: bool
                     t = t.value
                 if not isinstance(t, ast.Name):
                     return f"it assigns to {ast.unparse(t)[:60]} as the file is imported"
+                if in_class and t.id in IMPORT_TIME_DUNDERS:
+                    return f"{t.id} is called as classes are made, at import"
+                if not in_class and t.id in MODULE_HOOKS:
+                    return f"a module's {t.id} is called by the loader as it looks the module over"
                 if _PYTEST_NAMES.match(t.id) and not in_class:
                     return f"pytest reads {t.id} from a test module and acts on it"
         parts = [node.value] if node.value is not None else []
@@ -212,6 +235,17 @@ def _expressions(nodes: list[ast.expr], resolve: Resolve, own: frozenset[str]) -
             head = called.split(".", 1)[0]
             if not called or not INERT_CALLS.match(called) or head in own:
                 return f"it calls {ast.unparse(node.func)[:60]} as the file is imported"
+            places = CALLS_WHAT_IT_IS_GIVEN.get(called, ())
+            given = [node.args[p] for p in places if isinstance(p, int) and p < len(node.args)]
+            given += [k.value for k in node.keywords if k.arg in places]
+            for arg in given:
+                if isinstance(arg, ast.Lambda):
+                    todo.append(arg.body)  # called now: its body runs at import
+                elif isinstance(arg, ast.Name | ast.Attribute) and resolve(arg).split(".", 1)[0] in own:
+                    return (
+                        f"it gives {ast.unparse(arg)[:60]}, the file's own, to "
+                        f"{ast.unparse(node.func)[:60]}, which calls it as the file is imported"
+                    )
         todo.extend(ast.iter_child_nodes(node))
     return None
 

@@ -186,11 +186,6 @@ ASSIGNED_INIT_SUBCLASS = _LIE_AT_IMPORT % (
 )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: the import-time allow-list takes an allowed call's arguments for inert, "
-    "and a dunder only by def: code the file defines runs at import through them",
-)
 @pytest.mark.parametrize("script", [KEY_FUNCTION, ASSIGNED_INIT_SUBCLASS], ids=["key", "assigned"])
 def test_import_time_code_through_a_form_the_allow_list_lets_through_is_a_finding(
     tmp_path: Path, script: str
@@ -247,11 +242,6 @@ fi
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: the next try's digest carries each failed check's exit status, a value "
-    "the code under test chooses while the held-out files are in place",
-)
 def test_held_out_inputs_never_reach_the_next_try_through_a_check_s_exit_status(
     tmp_path: Path,
 ) -> None:
@@ -263,7 +253,9 @@ def test_held_out_inputs_never_reach_the_next_try_through_a_check_s_exit_status(
     byte."""
     outcome = _attempt(tmp_path, LEAK_BY_EXIT, held_out=True, extra=("--tries", "2"))
     assert len(outcome["tries"]) == 2  # the first try failed: it was the leak
-    assert _fresh(tmp_path / "ws", "calc", "m.add(1, 1)") == "0"  # still a - b
+    # the bug is still there: a - b, or (no exit status reached the second
+    # try) the leaking version written again, which exits
+    assert _fresh(tmp_path / "ws", "calc", "m.add(1, 1)") in ("0", "")
     assert not _accepted(outcome), outcome
 
 
@@ -439,11 +431,6 @@ PY
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: a module-level __getattr__ (PEP 562) is a def the allow-list takes "
-    "for inert, and the runner calls it as it loads the module (getattr(m, 'load_tests'))",
-)
 def test_a_test_module_s_getattr_the_loader_calls_is_a_finding(tmp_path: Path) -> None:
     """Class: import-time code that is a function the runner calls while
     collecting, by a name it looks up on every module (unittest's
