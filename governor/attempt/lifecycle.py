@@ -180,6 +180,8 @@ class Attempt:
         self.turn = Turn(p.name, on_tool_call=self._on_tool_call, emit=listener)
         self.budget = Budget(p.policy.limits, p.name, self._stop_at)
         self.turn.on_usage = self.budget.report
+        if continues is not None:  # the limits span every part: what is left, not a fresh allowance
+            self.budget.tool_calls = continues.state.tool_calls
         self.end = Ending(
             agent=p.name,
             preset=p.executor.id,
@@ -408,6 +410,7 @@ class Attempt:
             session={"id": self.turn.session_id, **self.session_caps},
             elapsed_s=self.end.elapsed_s,
             parts=earlier.parts + 1 if earlier is not None else 1,
+            tool_calls=self.budget.tool_calls,
         )
 
     def _keep_or_discard(self, state: paused.PausedState | None, head: tuple[str, int] | None) -> None:
@@ -731,7 +734,8 @@ class Attempt:
 
     def _deadline(self) -> trio.CancelScope:
         """The scope of the turn: it ends at the timeout, or when `stop` is set."""
-        self.deadline = trio.move_on_after(self.prepared.wall)
+        spent = self.continues.state.elapsed_s if self.continues is not None else 0.0
+        self.deadline = trio.move_on_after(max(self.prepared.wall - spent, 0.0))  # the wall spans every part
         if (self.stop is not None and self.stop.is_set()) or self.end.limit is not None:
             self.deadline.cancel()
         return self.deadline

@@ -76,6 +76,8 @@ class PausedState:
     elapsed_s: float = 0.0
     """Seconds the attempt has run, over all its parts."""
     parts: int = 1
+    tool_calls: int = 0
+    """Tool calls counted over all its parts: ``[limits] tool_calls`` spans them."""
 
     def save(self) -> Path:
         """Write the file (0600 in a 0700 folder), replacing one of an earlier pause."""

@@ -2,7 +2,7 @@
 
 The agent is started again under the same job: the policy and the ceiling as
 the attempt began (refused when either changed since), what is left of its
-wall time, its id, its log's chain. Its own session is resumed
+wall time (the wall spans every part), its id, its log's chain. Its own session is resumed
 (``session/resume``) or loaded (``session/load``) when it advertised either, and
 it is told the person's decision; an agent that can do neither starts afresh at
 the task, and the outcome says so. The request the person decided is answered
@@ -79,8 +79,6 @@ async def _run(prepared: Any, going_on: Any) -> Any:
 def _prepared(going_on: Any, args: argparse.Namespace) -> Any:
     """The job as it was given, prepared again: refused when its policy or its
     ceiling is no longer the one it began with, or when no time is left."""
-    from dataclasses import replace
-
     from governor.gate.approver import Granted, Pause
     from governor.job.spec import AttemptSpec, RefusedBeforeStart, prepare
     from governor.policies.canonical import digest
@@ -112,9 +110,8 @@ def _prepared(going_on: Any, args: argparse.Namespace) -> Any:
     ]
     if changed:
         raise RefusedBeforeStart(changed)
-    left = first.wall - state.elapsed_s
-    if left <= 0:
+    if first.wall - state.elapsed_s <= 0:
         raise RefusedBeforeStart(
             [f"attempt {state.attempt} has no wall time left ({first.wall:.0f}s, all spent)"]
         )
-    return prepare(replace(spec, timeout=left))
+    return first

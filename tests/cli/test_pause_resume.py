@@ -114,6 +114,11 @@ def test_approved_and_resumed_afresh_the_write_lands_under_one_attempt_id_and_th
     assert len(allowed) == 1
     assert outcome["log_records"] == written[-1]["seq"] == len(written)
     verified(job)
+    story = governor(job, "audit", "--attempt", outcome["run_id"], str(job["log"]))
+    assert f"approval of request 1 (Write hello.py): once by {approval['user']}" in story.stdout
+    assert "resumed (part 2, after the approval #" in story.stdout
+    replay = governor(job, "audit", "replay", str(job["log"]), "--policy", str(job["policy"]))
+    assert replay.returncode == 0 and "record is missing" not in replay.stdout, replay.stdout
     again = governor(job, "resume", str(job["log"]))
     assert again.returncode == 2 and "no paused state" in again.stderr
 
@@ -183,3 +188,18 @@ def test_a_ceiling_tightened_since_the_pause_refuses_the_resume_and_nothing_runs
     assert "ceiling" in done.stderr and "never changes the job" in done.stderr
     assert not (job["ws"] / "hello.py").exists()
     assert job["log"].read_bytes() == before
+
+
+def test_the_limits_span_both_parts_a_resumed_attempt_has_what_is_left_not_a_fresh_allowance(
+    job: dict[str, Path],
+) -> None:
+    """The demo makes 2 tool calls before it pauses and 5 afresh: 6 at most is
+    enough for the second part alone, not for the attempt."""
+    job["policy"].write_text(ASK_EDITS + "[limits]\ntool_calls = 6\n")
+    paused(job)
+    assert governor(job, "approve", str(job["log"])).returncode == 0
+    done = governor(job, "resume", str(job["log"]), "--json")
+    outcome = json.loads(done.stdout)
+    assert outcome["status"] == "failed", outcome
+    assert "tool_calls limit 6" in outcome["reason"]
+    verified(job)
