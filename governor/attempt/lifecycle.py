@@ -665,7 +665,7 @@ class Attempt:
             finally:
                 self.replaying = False
             self.turn.notices.append(
-                f"part {part} of the attempt: {self.name}'s session {way}d ({method}), told the "
+                f"part {part} of the attempt: {self.name}'s session {way.rstrip('e')}ed ({method}), told the "
                 f"person's decision on request {pending.get('request')}"
             )
             return (raw if isinstance(raw, dict) else {}), sid, told

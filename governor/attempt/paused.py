@@ -22,12 +22,16 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from governor.job.policy_files import shipped_name
 from governor.sandbox.host.concealed import state_dir
+
+if TYPE_CHECKING:
+    from governor.job.spec import Prepared
 
 PAUSED_DIR_NAME: Final = "paused"
 FORMAT: Final = 1
@@ -249,3 +253,48 @@ def continuation(log: Path) -> Continuation:
             f"person's decision: it went on already"
         )
     return Continuation(state, after[0]["hash"], after[0]["seq"], [*upto, *after], after[0])
+
+
+def prepared_again(
+    going_on: Continuation,
+    *,
+    on_event: Callable[[str, dict[str, Any]], None] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Prepared:
+    """The paused job as it was given, prepared again through every check, with
+    the person's decision as its approver (`governor.gate.approver.Granted`;
+    any other ask pauses again). `RefusedBeforeStart` when its policy or its
+    ceiling is no longer the one it began with (an approval answers one request;
+    it never changes the job), or when its wall time is spent. ``environ``: where
+    the agent's variables come from (default ``os.environ``, as at the start)."""
+    from governor.gate.approver import Granted, Pause
+    from governor.job.spec import AttemptSpec, RefusedBeforeStart, prepare
+    from governor.policies.canonical import digest
+
+    state = going_on.state
+    answer = going_on.approval.get("answer")
+    granted = Granted(
+        str(state.pending.get("kind")),
+        str(state.pending.get("shown")),
+        "refuse" if answer == "deny" else "always" if answer == "always" else "once",
+        Pause(),
+    )
+    job = dict(state.job)
+    spec = AttemptSpec(**job, approver=granted, log=state.log, on_event=on_event, environ=environ)
+    prepared = prepare(spec)
+    changed = [
+        f"the {what} in force is not the one attempt {state.attempt} began with "
+        f"({where}): an approval answers one request, it never changes the job"
+        for what, now, then, where in (
+            ("policy", digest(prepared.policy), state.policy_digest, job.get("policy") or "read-only"),
+            ("ceiling", digest(prepared.ceiling), state.ceiling_digest, prepared.ceiling.source),
+        )
+        if now != then
+    ]
+    if changed:
+        raise RefusedBeforeStart(changed)
+    if prepared.wall - state.elapsed_s <= 0:
+        raise RefusedBeforeStart(
+            [f"attempt {state.attempt} has no wall time left ({prepared.wall:.0f}s, all spent)"]
+        )
+    return prepared

@@ -77,41 +77,11 @@ async def _run(prepared: Any, going_on: Any) -> Any:
 
 
 def _prepared(going_on: Any, args: argparse.Namespace) -> Any:
-    """The job as it was given, prepared again: refused when its policy or its
-    ceiling is no longer the one it began with, or when no time is left."""
-    from governor.gate.approver import Granted, Pause
-    from governor.job.spec import AttemptSpec, RefusedBeforeStart, prepare
-    from governor.policies.canonical import digest
+    from governor.attempt.paused import prepared_again
 
-    state = going_on.state
-    answer = going_on.approval.get("answer")
-    granted = Granted(
-        str(state.pending.get("kind")),
-        str(state.pending.get("shown")),
-        "refuse" if answer == "deny" else "always" if answer == "always" else "once",
-        Pause(),
-    )
     on_event = None
     if not (args.json or args.quiet):
         from governor.cli.progress import Progress
 
         on_event = Progress(sys.stderr)
-    job = dict(state.job)
-    spec = AttemptSpec(**job, approver=granted, log=state.log, on_event=on_event)
-    first = prepare(spec)
-    changed = [
-        f"the {what} in force is not the one attempt {state.attempt} began with "
-        f"({where}): an approval answers one request, it never changes the job"
-        for what, now, then, where in (
-            ("policy", digest(first.policy), state.policy_digest, job.get("policy") or "read-only"),
-            ("ceiling", digest(first.ceiling), state.ceiling_digest, first.ceiling.source),
-        )
-        if now != then
-    ]
-    if changed:
-        raise RefusedBeforeStart(changed)
-    if first.wall - state.elapsed_s <= 0:
-        raise RefusedBeforeStart(
-            [f"attempt {state.attempt} has no wall time left ({first.wall:.0f}s, all spent)"]
-        )
-    return first
+    return prepared_again(going_on, on_event=on_event)
