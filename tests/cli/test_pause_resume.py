@@ -203,3 +203,26 @@ def test_the_limits_span_both_parts_a_resumed_attempt_has_what_is_left_not_a_fre
     assert outcome["status"] == "failed", outcome
     assert "tool_calls limit 6" in outcome["reason"]
     verified(job)
+
+
+def test_no_sandbox_sees_a_paused_attempts_state(job: dict[str, Path], tmp_path: Path) -> None:
+    """A later attempt's program looks for the paused state where it lies on the
+    host: its folder is not there (hidden with the state folder); the same
+    listing of its own workspace works."""
+    paused(job)
+    (state_file,) = (job["state"] / "acp-governor" / "paused").iterdir()
+    other = tmp_path / "other"
+    other.mkdir()
+    look = (
+        f"ls -a {state_file.parent} > seen.txt 2>&1; cat {state_file} >> seen.txt 2>&1; "
+        "ls -a . >> seen.txt"
+    )
+    done = governor(
+        job, "run", "--kind", "command", "--policy", "edit-workspace", "--workspace", str(other),
+        "--log", str(tmp_path / "other.jsonl"), "-q", "look", "--", "sh", "-c", look,
+    )  # fmt: skip
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    seen = (other / "seen.txt").read_text()
+    assert f"cannot access '{state_file.parent}': No such file or directory" in seen, seen
+    assert f"{state_file}: No such file or directory" in seen and '"pending"' not in seen, seen
+    assert "seen.txt" in seen  # the allowed neighbour: its own workspace is listed
