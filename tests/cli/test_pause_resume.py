@@ -226,3 +226,31 @@ def test_no_sandbox_sees_a_paused_attempts_state(job: dict[str, Path], tmp_path:
     assert f"cannot access '{state_file.parent}': No such file or directory" in seen, seen
     assert f"{state_file}: No such file or directory" in seen and '"pending"' not in seen, seen
     assert "seen.txt" in seen  # the allowed neighbour: its own workspace is listed
+
+
+LOADING = str(Path(__file__).resolve().parent / "loading_agent.py")
+
+
+def test_an_agent_that_loads_its_session_goes_on_in_it_and_its_replayed_history_is_not_counted_again(
+    job: dict[str, Path],
+) -> None:
+    """`loading_agent.py` advertises loadSession only: the second part loads its
+    session (session/load), whose replay reports the first part's write as a
+    completed tool call; folded, it would be a third tool call and a change
+    made without asking."""
+    run = (
+        "run", "--policy", str(job["policy"]), "--workspace", str(job["ws"]), "--log",
+        str(job["log"]), "--approvals", "pause", "-q", "write x.txt", "--", sys.executable, LOADING,
+    )  # fmt: skip
+    assert governor(job, *run).returncode == 4
+    assert governor(job, "approve", str(job["log"])).returncode == 0
+    done = governor(job, "resume", str(job["log"]), "--json")
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    outcome = json.loads(done.stdout)
+    assert outcome["status"] == "completed", outcome["reason"]
+    assert any("session loaded (session/load)" in n for n in outcome["acp"]["notices"])
+    assert (job["ws"] / "x.txt").read_text() == "loaded\n"
+    assert outcome["usage"]["tool_calls"] == 2, outcome["usage"]
+    assert outcome["acp"]["tally"]["unasked"] == 0
+    assert not [r for r in records(job["log"]) if r["kind"] == "unasked"]
+    verified(job)
