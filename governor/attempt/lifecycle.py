@@ -37,7 +37,7 @@ from governor.acp.jsonrpc import AUTH_REQUIRED, Malformed, short_error
 from governor.acp.models import schema
 from governor.agents import npm_installs as installs
 from governor.attempt import command_agent as plain
-from governor.attempt import roots_size
+from governor.attempt import paused, roots_size
 from governor.attempt.budget import Budget
 from governor.attempt.session_setup import SessionSetup, login_line
 from governor.attempt.start_end_records import end_fields, start_fields
@@ -61,6 +61,7 @@ from governor.gate.ruling import REFUSED
 from governor.job.spec import AttemptSpec, PlainProgram, Prepared, RefusedBeforeStart, prepare
 from governor.mcp import relay as mcp
 from governor.policies import by as who
+from governor.policies.canonical import digest
 from governor.policies.limits import render
 from governor.policies.policy import Policy
 from governor.sandbox.host import budget as sandbox_budget
@@ -99,7 +100,10 @@ def rules_for_the_agent(policy: Policy) -> str:
 
 
 async def run_attempt(
-    spec: AttemptSpec | Prepared, *, stop: trio.Event | None = None
+    spec: AttemptSpec | Prepared,
+    *,
+    stop: trio.Event | None = None,
+    continues: paused.Continuation | None = None,
 ) -> Outcome:
     """Run one governed attempt under trio. Raises `RefusedBeforeStart` when a check
     fails before anything starts (an audit log that cannot be written included);
@@ -109,14 +113,15 @@ async def run_attempt(
     cancelled, the agent shut down, the outcome ``failed`` and the log complete;
     `governor run` sets it on SIGINT and SIGTERM. A spec `prepare` passed already
     (`governor run` prepares first, to report its own problems with the spec's)
-    is not checked twice."""
+    is not checked twice. With ``continues``, the attempt is a paused one going
+    on (`governor.attempt.paused`): its id, its chain and its tally go on."""
     prepared = spec if isinstance(spec, Prepared) else prepare(spec)
     try:
         await confine.check(prepared.policy)
     except confine.SandboxUnavailable as e:
         raise RefusedBeforeStart([str(e)]) from None
     try:
-        attempt = Attempt(prepared, stop)
+        attempt = Attempt(prepared, stop, continues)
     except AuditUnavailable as e:
         raise RefusedBeforeStart([f"{e}; nothing was started"]) from None
     # Operational logs carry the attempt; the session joins once the agent opens
@@ -134,11 +139,22 @@ def run(spec: AttemptSpec) -> Outcome:
 class Attempt:
     """One attempt under way: its audit log, its gate, its turn, and its `Ending`."""
 
-    def __init__(self, p: Prepared, stop: trio.Event | None = None) -> None:
+    def __init__(
+        self, p: Prepared, stop: trio.Event | None = None, continues: paused.Continuation | None = None
+    ) -> None:
         self.prepared = p
         self.stop = stop
+        self.continues = continues
         self.deadline: trio.CancelScope | None = None
-        self.id = f"{p.executor.id}-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
+        self.id = (
+            continues.state.attempt
+            if continues is not None
+            else f"{p.executor.id}-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
+        )
+        self.session_caps: dict[str, Any] = {}
+        """What the agent advertised for going on with a session (``load``, ``resume``)."""
+        self.replaying = False
+        """The agent replays a loaded session's history: not folded, not tallied again."""
         self.started = time.monotonic()
         self.program_ran: tuple[int, int] | None = None
         """(start, end) in ``time.time_ns`` of a plain program's run: its changes are its work."""
@@ -153,6 +169,8 @@ class Attempt:
             signer=p.signer,
             limit=p.policy.limits.log,
         )
+        if continues is not None:
+            self.audit.continue_chain(continues.prev, continues.seq, continues.earlier)
         self.gate: Gate | None = None
         self.terminals: confine.GovernedTerminals | None = None
         self.proxy: EgressProxy | None = None
@@ -162,6 +180,8 @@ class Attempt:
         self.turn = Turn(p.name, on_tool_call=self._on_tool_call, emit=listener)
         self.budget = Budget(p.policy.limits, p.name, self._stop_at)
         self.turn.on_usage = self.budget.report
+        if continues is not None:  # the limits span every part: what is left, not a fresh allowance
+            self.budget.tool_calls = continues.state.tool_calls
         self.end = Ending(
             agent=p.name,
             preset=p.executor.id,
@@ -236,9 +256,18 @@ class Attempt:
             raise RefusedBeforeStart([*unjudgeable, "nothing was started"])
         hidden = None if held is None else {**held.at_start.to_json(), "folder": str(held.folder)}
         try:
-            start = self.audit.record(
-                "attempt-start", **start_fields(p, frozen_at_start), held_out=hidden
-            )
+            if self.continues is None:
+                start = self.audit.record(
+                    "attempt-start", **start_fields(p, frozen_at_start), held_out=hidden
+                )
+            else:  # the same chain goes on: a part, not a new attempt
+                start = self.audit.record(
+                    "attempt-resume",
+                    **start_fields(p, frozen_at_start),
+                    held_out=hidden,
+                    approval=self.continues.approval.get("seq"),
+                    part=self.continues.state.parts + 1,
+                )
             await self.audit.durable(start)
             self.emit("attempt", {"id": self.id, "agent": self.name, "log": str(p.log_path)})
         except AuditUnavailable as e:
@@ -277,6 +306,8 @@ class Attempt:
                     end=self.end,
                     on_new_tool_call=self.budget.tool_call,
                 )
+                if self.continues is not None:
+                    self.gate.number_after(self.continues.state.requests)
                 try:
                     async with (
                         open_egress(network.judge(self.gate, self.refused)) as self.proxy,
@@ -339,6 +370,7 @@ class Attempt:
         self.end.harness = harness.described(policy)
         outcome = judge(self._ended())
         outcome.trace_id = p.spec.trace_id
+        state = self._paused_state(outcome)
         end: dict[str, Any] = {}
         with contextlib.suppress(AuditUnavailable):
             end = self.audit.record(
@@ -352,7 +384,46 @@ class Attempt:
             outcome.log_head, outcome.log_records = head
             if "signature" in end and p.signer is not None:
                 outcome.log_key = p.signer.key_id
+        self._keep_or_discard(state, head)
         return outcome
+
+    def _paused_state(self, outcome: Outcome) -> paused.PausedState | None:
+        """What going on needs, when the attempt paused on an ask and its job can be
+        written down (`governor.attempt.paused`); the head is set once the end
+        record is written."""
+        p, gate = self.prepared, self.gate
+        if outcome.status != "needs_approval" or gate is None or gate.paused_on is None:
+            return None
+        if p.log_path is None or (job := paused.job_of(p.spec)) is None:
+            return None
+        earlier = self.continues.state if self.continues is not None else None
+        return paused.PausedState(
+            attempt=self.id,
+            log=str(p.log_path.resolve()),
+            head="",
+            records=0,
+            requests=gate.requests,
+            job=job,
+            policy_digest=digest(p.policy),
+            ceiling_digest=digest(p.ceiling),
+            pending={**(self.end.pending or {}), **gate.paused_on},
+            session={"id": self.turn.session_id, **self.session_caps},
+            elapsed_s=self.end.elapsed_s,
+            parts=earlier.parts + 1 if earlier is not None else 1,
+            tool_calls=self.budget.tool_calls,
+        )
+
+    def _keep_or_discard(self, state: paused.PausedState | None, head: tuple[str, int] | None) -> None:
+        """Write the paused state (its head: the end record just written), or, for a
+        resumed attempt that did not pause again, discard the spent one."""
+        if state is not None and head is not None:
+            state.head, state.records = head
+            try:
+                state.save()
+            except OSError as e:
+                log.warning("the paused state cannot be written", error=str(e))
+        elif self.continues is not None:
+            self.continues.state.discard()
 
     def _broke(self, error: Exception) -> None:
         """One of the attempt's tasks raised: the attempt still ends with its
@@ -402,6 +473,8 @@ class Attempt:
         end.bad_updates = turn.bad_updates
         end.decisions = audit.seq - 1  # every record but the attempt-start
         end.elapsed_s = time.monotonic() - self.started
+        if self.continues is not None:  # the wall counts every part
+            end.elapsed_s += self.continues.state.elapsed_s
         return end
 
     # -- an ACP agent ----------------------------------------------------------------
@@ -515,8 +588,19 @@ class Attempt:
                 self.turn.notices.append(
                     f"{self.name} does not take extra directories; they are governed roots but the agent was not told of them"
                 )
+        sc = caps.session_capabilities if caps else None
+        self.session_caps = {
+            "load": bool(caps and caps.load_session),
+            "resume": bool(sc and getattr(sc, "resume", None) is not None),
+        }
+        prompt = p.spec.prompt + (rules_for_the_agent(p.policy) if p.spec.append_rules else "")
         try:
-            raw = await conn.request("session/new", new_params, timeout=SESSION_TIMEOUT)
+            went_on = await self._go_on(conn, new_params) if self.continues is not None else None
+            if went_on is not None:
+                raw, session_id, prompt = went_on
+                raw = {**raw, "sessionId": session_id}
+            else:
+                raw = await conn.request("session/new", new_params, timeout=SESSION_TIMEOUT)
             session = schema.NewSessionResponse.model_validate(raw)
         except RemoteError as e:
             if e.code == AUTH_REQUIRED:
@@ -539,7 +623,6 @@ class Attempt:
         self.end.model, self.end.alone = setup.model, setup.alone
         self.turn.settled(setup.mode)
         self.turn.config_options = list(setup.config_options)
-        prompt = p.spec.prompt + (rules_for_the_agent(p.policy) if p.spec.append_rules else "")
         self.emit("prompt", {"session": session.session_id})
         # The prompt runs in the connection's nursery, outside the deadline: after a
         # timeout or a pause the agent still gets to answer it `cancelled` (and to
@@ -547,6 +630,51 @@ class Attempt:
         nursery.start_soon(self._prompt, conn, session.session_id, prompt)
         nursery.start_soon(self._watch_pause, conn)
         await self.turn_over.wait()
+
+    async def _go_on(
+        self, conn: Connection, params: dict[str, Any]
+    ) -> tuple[dict[str, Any], str, str] | None:
+        """A resumed attempt's session: the agent's own, resumed (``session/resume``,
+        no replay) or loaded (``session/load``: its replayed history neither folded
+        nor tallied again), and the prompt that tells it the person's decision;
+        None when it can do neither (a new session and the task again, said in
+        the outcome's notices). An agent that advertised one and then failed it
+        is said so, and starts afresh too."""
+        assert self.continues is not None
+        state = self.continues.state
+        before = state.session
+        session_id = before.get("id")
+        decision = self.continues.approval.get("decision")
+        pending = state.pending
+        told = (
+            f"A person {'refused' if decision == 'deny' else 'approved'} your request "
+            f"({pending.get('kind', 'request')}: {pending.get('shown', '')}). "
+            + ("Go on with the task without it." if decision == "deny" else "Ask it again and go on with the task.")
+        )
+        part = state.parts + 1
+        sid = session_id if isinstance(session_id, str) else ""
+        ways = [w for w in ("resume", "load") if self.session_caps.get(w) and sid]
+        for way in ways:
+            method = f"session/{way}"
+            self.replaying = way == "load"
+            try:
+                raw = await conn.request(method, {**params, "sessionId": sid}, timeout=SESSION_TIMEOUT)
+            except (RemoteError, ConnectionClosed, RequestTimeout) as e:
+                self.turn.notices.append(f"{self.name} could not {way} its session: {short_error(e)}")
+                continue
+            finally:
+                self.replaying = False
+            self.turn.notices.append(
+                f"part {part} of the attempt: {self.name}'s session {way.rstrip('e')}ed ({method}), told the "
+                f"person's decision on request {pending.get('request')}"
+            )
+            return (raw if isinstance(raw, dict) else {}), sid, told
+        self.turn.notices.append(
+            f"part {part} of the attempt: {self.name} can neither resume nor load its session: "
+            f"it started afresh at the task, with the person's decision on request "
+            f"{pending.get('request')} as a grant"
+        )
+        return None
 
     def _capabilities(self) -> dict[str, Any]:
         """What the governor offers the agent: fs and terminals (all governed),
@@ -588,7 +716,7 @@ class Attempt:
         self.end.error = f"{self.name} needs signing in: {self.end.sign_in}"
 
     def _on_notification(self, method: str, params: Any) -> None:
-        if method == "session/update":
+        if method == "session/update" and not self.replaying:
             self.turn.feed(params)
 
     def _on_tool_call(self, update: Any) -> None:
@@ -606,7 +734,8 @@ class Attempt:
 
     def _deadline(self) -> trio.CancelScope:
         """The scope of the turn: it ends at the timeout, or when `stop` is set."""
-        self.deadline = trio.move_on_after(self.prepared.wall)
+        spent = self.continues.state.elapsed_s if self.continues is not None else 0.0
+        self.deadline = trio.move_on_after(max(self.prepared.wall - spent, 0.0))  # the wall spans every part
         if (self.stop is not None and self.stop.is_set()) or self.end.limit is not None:
             self.deadline.cancel()
         return self.deadline

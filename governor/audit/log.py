@@ -238,6 +238,7 @@ class AuditLog:
         self._parsed: list[dict[str, Any]] = []
         self._prev: str | None = None
         self._seq = 0
+        self._first = 0  # the seq this log's part of its attempt follows (`continue_chain`)
         self._fd: int | None = None
         self._written = 0  # seq of the last record handed to the OS
         self._synced = 0  # seq of the last record known fsynced
@@ -381,13 +382,25 @@ class AuditLog:
         chain outside the file (None before the first record)."""
         return None if self._prev is None else (self._prev, self._seq)
 
+    def continue_chain(self, prev: str, seq: int, earlier: Iterable[Mapping[str, Any]] = ()) -> None:
+        """Go on with an attempt's chain from its record ``seq`` (hash ``prev``), before
+        the first record: a paused attempt resumed (`governor.attempt.paused`)
+        writes its second part into the same chain, so that `verify` checks it
+        across the pause. The ``earlier`` records of the attempt are tallied, so
+        the outcome's tally covers both parts."""
+        assert self._seq == 0, "a chain is continued before its first record"
+        self._prev, self._seq, self._first = prev, seq, seq
+        self._written = self._synced = seq
+        for r in earlier:
+            self.tallier.add(r.get("kind"), r.get("verdict"), r.get("by"), r.get("request"))
+
     @property
     def records(self) -> list[dict[str, Any]]:
         """Every record of this log so far, in order: read back from its file (the
         lines of this attempt after where it began), else parsed from the lines
         kept; cached until the next record."""
         if self.path is not None:
-            if len(self._parsed) != self._seq:
+            if len(self._parsed) != self._seq - self._first:
                 self._parsed = self._read_back()
             return self._parsed
         if len(self._parsed) < len(self._lines):

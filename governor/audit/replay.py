@@ -303,6 +303,7 @@ class _Replaying:
         self.attempt = attempt
         self.problem: str | None = None
         self.bound = policy
+        self.start: Mapping[str, Any] | None = first if first.get("kind") == "attempt-start" else None
         if first.get("kind") != "attempt-start":
             self.problem = "its attempt-start record is missing"
         else:
@@ -400,15 +401,22 @@ def replay(
     binds it to its own roots, from its first record, its attempt-start).
     """
     replaying: dict[str, _Replaying] = {}
+    paused: dict[str, Mapping[str, Any]] = {}
+    """The start records of attempts that ended paused: a resumed part (its
+    approval, its attempt-resume) is bound as its attempt was."""
     for n, r in records:
         attempt = r.get("attempt")
         if not isinstance(attempt, str):
             continue
         state = replaying.get(attempt)
         if state is None:
-            state = replaying[attempt] = _Replaying(attempt, r, policy, protected)
+            first = paused.pop(attempt, r) if r.get("kind") == "approval" else r
+            state = replaying[attempt] = _Replaying(attempt, first, policy, protected)
         state.add(n, r)
         if r.get("kind") == "attempt-end":
-            yield replaying.pop(attempt).done()
+            ended = replaying.pop(attempt)
+            if r.get("status") == "needs_approval" and ended.start is not None:
+                paused[attempt] = ended.start
+            yield ended.done()
     for state in replaying.values():
         yield state.done()

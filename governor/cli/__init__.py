@@ -53,7 +53,8 @@ __all__ = [  # the exit-code convention is read here by the commands and their t
 ]
 
 COMMANDS: Final = (
-    "run", "batch", "audit", "check", "presets", "agents", "sandbox", "doctor", "completion",
+    "run", "approve", "resume", "batch", "audit", "check", "presets", "agents", "sandbox",
+    "doctor", "completion",
 )  # fmt: skip
 """The subcommands in ``governor --help``'s order, each registered by `governor.cli.<name>`."""
 

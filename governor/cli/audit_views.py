@@ -352,6 +352,17 @@ def describe(record: dict[str, Any], t0: float | None) -> str:
             f"{record.get('ceiling_source')} ({record.get('ceiling')})"
             + (f", trace {record['trace_id']}" if record.get("trace_id") else "")
         )
+    if kind == "approval":  # a person's decision on a paused attempt's request
+        return (
+            f"{head} approval of request {record.get('request')} ({shown(record)}): "
+            f"{record.get('answer')} by {record.get('user')} (uid {record.get('uid')})"
+        )
+    if kind == "attempt-resume":
+        return (
+            f"{head} resumed (part {record.get('part')}, after the approval #{record.get('approval')}): "
+            f"capability {record.get('capability')}, policy {record.get('policy_source')} "
+            f"({record.get('policy')}), ceiling {record.get('ceiling_source')} ({record.get('ceiling')})"
+        )
     if kind == "check":
         how = "timed out" if record.get("timed_out") else f"exit {record.get('exit')}"
         return (

@@ -225,8 +225,9 @@ def summary(outcome: Outcome, colour: bool = False) -> str:
     if outcome.pending:
         rows.append(("pending", pending_text(outcome.pending)))
     if outcome.status == "needs_approval":
-        rows.append(("next", "nothing was done for it: allow it in the policy (an [allow] "
-                     "rule), or run again with --approvals person to answer it yourself"))  # fmt: skip
+        rows.append(("next", "nothing was done for it: decide it with governor approve and go "
+                     "on with governor resume (the commands below), or allow it in the policy "
+                     "(an [allow] rule), or run again with --approvals person"))  # fmt: skip
     if outcome.run_id and outcome.log:  # what `governor audit --attempt` takes
         rows.append(("attempt", outcome.run_id))
     if outcome.log:

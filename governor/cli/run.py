@@ -405,6 +405,8 @@ def main(args: argparse.Namespace) -> int:
         print()
     else:
         print_summary(outcome)
+    if outcome.status == "needs_approval":
+        print_pause(outcome, sys.stderr if args.json or args.events == "-" else sys.stdout)
     if matched:
         t = outcome.acp.tally if outcome.acp is not None else None
         counts = {
@@ -594,6 +596,29 @@ def _progress(args: argparse.Namespace) -> Any:
         return Progress(sys.stderr)
     # what the agent says is its own text: masked as the event stream masks it
     return Progress(sys.stderr, masker=Masker.from_environ(os.environ, args.agent_arg))
+
+
+def print_pause(outcome: Outcome, out: Any) -> None:
+    """How a paused attempt goes on, as the commands to type: approve (or deny)
+    its waiting request, then resume it (`governor.attempt.paused`). Said only
+    when its state was kept (a log on disk, a job written down)."""
+    import shlex
+
+    from governor.attempt.paused import state_path
+
+    pending = outcome.pending or {}
+    if outcome.log is None or not state_path(outcome.run_id).exists():
+        print("governor: this attempt cannot be resumed from the command line (no log file "
+              "or a job given as objects): run it again once the request is allowed", file=out)
+        return
+    log = shlex.quote(outcome.log)
+    n = pending.get("request")
+    print(
+        f"request {n} waits for a person. To decide it and go on:\n"
+        f"  governor approve {log} --request {n}     (or --always, or --deny)\n"
+        f"  governor resume {log}",
+        file=out,
+    )
 
 
 def print_summary(outcome: Outcome) -> None:

@@ -99,6 +99,31 @@ class Callback:
         return value
 
 
+class Granted:
+    """A person's decision on a paused request, for the attempt's resumed part
+    (`governor approve`, `governor resume`): the same request, when the agent
+    asks it again (the same kind and subject), answered as the person decided
+    (``once``: its first time; ``always``: every time; ``refuse``); any other
+    ask goes to ``then`` (pause: the attempt pauses again on it).
+
+    Only an ``ask`` reaches an approver: what the policy or the ceiling refuses
+    is refused before, so a decision never widens the job."""
+
+    name = "approval"
+
+    def __init__(self, kind: str, subject: str, answer: Approval, then: Approver) -> None:
+        self.kind, self.subject, self.answer, self.then = kind, subject, answer, then
+        self.used = 0
+
+    async def __call__(self, ask: Ask) -> Approval:
+        if ask.kind != self.kind or ask.subject != self.subject:
+            return await self.then(ask)
+        self.used += 1
+        if self.answer == "once" and self.used > 1:
+            return await self.then(ask)
+        return self.answer
+
+
 APPROVER_WORDS: Final[dict[str, Callable[[], Approver]]] = {"unattended": Unattended, "pause": Pause}
 """The approvers a library caller may name by word, as ``--approvals`` does."""
 
@@ -193,7 +218,7 @@ class Approvals:
             )
         if answer == "pause":
             return Verdict.ASK, who.UNATTENDED, f"waiting for a person's approval: {decision.reason}"
-        person = self.approver.name in ("person", "callback")
+        person = self.approver.name in ("person", "callback", "approval")
         nobody = "a person" if person else "nobody is there to approve (unattended)"
         by = who.PERSON if person else who.UNATTENDED
         return Verdict.DENY, by, f"refused: {decision.reason}; {nobody}"

@@ -96,6 +96,8 @@ class Gate:
         self.tool_calls = ToolCalls(on_new_tool_call)
         self.pause_requested = trio.Event()
         self._requests = 0
+        self.paused_on: dict[str, Any] | None = None
+        """The paused request's record seq and its subject as an approver is shown it."""
         self._last_written: int | None = None
         """The request of the last decision record written (an overruling writes
         its request again)."""
@@ -208,6 +210,9 @@ class Gate:
             else:
                 settled = await self.approvals.settle(kind, subject, shown, decision, detail)
         ruling, record = self._rule(kind, request, subject, decision, settled, choose)
+        if settled[0] is Verdict.ASK and self.paused_on is None:
+            # what a person's decision is keyed on when the attempt goes on
+            self.paused_on = {"seq": record.get("seq"), "shown": shown}
         await self.audit.durable(record)
         return ruling
 
@@ -236,6 +241,16 @@ class Gate:
             }
             self.pause_requested.set()
         return Ruling(request, verdict, by, reason, option, record.get("seq")), record
+
+    def number_after(self, requests: int) -> None:
+        """Number this gate's requests after ``requests`` (a resumed attempt's
+        second part: one request is one number across both parts)."""
+        self._requests = max(self._requests, requests)
+
+    @property
+    def requests(self) -> int:
+        """How many requests this gate has numbered."""
+        return self._requests
 
     def _next_request(self) -> int:
         self._requests += 1

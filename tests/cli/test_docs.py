@@ -87,6 +87,7 @@ COMMANDS = {
     "run": "run", "check": "check", "presets": "presets", "agents list": "agents",
     "sandbox": "sandbox", "audit": "audit", "audit verify": "audit verify",
     "audit replay": "audit replay", "audit report": "audit report", "batch": "batch",
+    "approve": "approve", "resume": "resume",
 }  # fmt: skip
 """Each command whose options docs/cli.md lists -> its section, ``## governor SECTION``."""
 

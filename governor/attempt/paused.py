@@ -1,0 +1,300 @@
+"""What a paused attempt keeps for going on: its job, its agent's session, the
+request that waits, and where its log's chain ended (issue 38).
+
+An attempt that ends ``needs_approval`` writes one JSON file,
+``paused/<attempt id>.json`` in the governor's state folder
+(`governor.sandbox.host.concealed.state_dir`): hidden from every sandbox with
+that folder, as the attempts' own folders are, so no agent reads another's job
+or forges a continuation; made ``0600`` in a ``0700`` folder, since it holds the
+prompt and the raw agent arguments. `governor approve` and `governor resume`
+find it from the log: its last attempt's id names the file.
+
+Why the job as it was *given* (the policy's and the ceiling's files, the
+argv, the limits) and not the prepared policy: a resumed attempt is prepared
+again, through the same checks, and refused when the policy or the ceiling in
+force no longer has the digest the attempt started with (an approval answers
+one request; it never changes the job). What is left of the wall time is the
+resumed part's allowance, not a fresh one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+from governor.job.policy_files import shipped_name
+from governor.sandbox.host.concealed import state_dir
+
+if TYPE_CHECKING:
+    from governor.job.spec import Prepared
+
+PAUSED_DIR_NAME: Final = "paused"
+FORMAT: Final = 1
+
+
+class NotPaused(Exception):
+    """Nothing to approve or resume; the message says why and what to do."""
+
+
+def paused_dir() -> Path:
+    """``paused/`` in the governor's state folder (hidden from every sandbox)."""
+    return state_dir() / PAUSED_DIR_NAME
+
+
+def state_path(attempt: str) -> Path:
+    """The state file of the paused attempt ``attempt`` (an id the governor made:
+    no ``/``; refused otherwise, so a crafted log names no other file)."""
+    if not attempt or "/" in attempt or attempt in (".", "..") or "\x00" in attempt:
+        raise NotPaused(f"{attempt!r} is not an attempt id the governor makes")
+    return paused_dir() / f"{attempt}.json"
+
+
+@dataclass
+class PausedState:
+    """One paused attempt's state file, as JSON."""
+
+    attempt: str
+    log: str
+    """The audit log (absolute) whose chain the resumed part continues."""
+    head: str
+    """The hash of the attempt's last record when it paused (its attempt-end)."""
+    records: int
+    """That record's seq."""
+    requests: int
+    """The requests the gate had numbered: the resumed part numbers after them."""
+    job: dict[str, Any]
+    """The job as given: `governor.job.spec.AttemptSpec`'s plain fields."""
+    policy_digest: str
+    ceiling_digest: str
+    pending: dict[str, Any]
+    """The request that waits, as the gate saw it: kind, request, subject, reason,
+    and ``seq`` of its record and ``shown`` (what a grant is keyed on)."""
+    session: dict[str, Any] = field(default_factory=dict)
+    """The agent's session id and what it advertised: ``load`` (loadSession) and
+    ``resume`` (sessionCapabilities.resume)."""
+    elapsed_s: float = 0.0
+    """Seconds the attempt has run, over all its parts."""
+    parts: int = 1
+    tool_calls: int = 0
+    """Tool calls counted over all its parts: ``[limits] tool_calls`` spans them."""
+
+    def save(self) -> Path:
+        """Write the file (0600 in a 0700 folder), replacing one of an earlier pause."""
+        folder = paused_dir()
+        for path in (folder.parent, folder):
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(path, 0o700)
+        path = state_path(self.attempt)
+        tmp = path.with_name(path.name + ".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump({"format": FORMAT, **self.__dict__}, f, indent=1)
+        os.replace(tmp, path)
+        return path
+
+    @classmethod
+    def load(cls, attempt: str) -> PausedState:
+        """The state of ``attempt``, or `NotPaused` saying why there is none."""
+        path = state_path(attempt)
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise NotPaused(
+                f"attempt {attempt} has no paused state ({path}): it did not end "
+                "needs_approval, or it was resumed already"
+            ) from None
+        except (OSError, ValueError) as e:
+            raise NotPaused(f"the paused state {path} cannot be read: {e}") from None
+        if not isinstance(raw, dict) or raw.pop("format", None) != FORMAT:
+            raise NotPaused(f"the paused state {path} is not one this governor writes")
+        try:
+            return cls(**raw)
+        except TypeError as e:
+            raise NotPaused(f"the paused state {path} is not one this governor writes: {e}") from None
+
+    def discard(self) -> None:
+        """The attempt went on: its state is spent (a second resume is refused)."""
+        with contextlib.suppress(FileNotFoundError):
+            state_path(self.attempt).unlink()
+
+
+JOB_FIELDS: Final = (
+    "prompt", "agent", "argv", "workspace", "extra_dirs", "policy", "capability", "ceiling",
+    "timeout", "sandbox_agent", "env", "model", "mode", "agent_args", "append_rules",
+    "governor_tools", "durability", "allow_hosts", "kind", "checks", "held_out", "concealed",
+)  # fmt: skip
+"""The fields of `governor.job.spec.AttemptSpec` a resumed attempt is given again."""
+
+
+def job_of(spec: Any) -> dict[str, Any] | None:
+    """The job as given, as JSON; None when it cannot be written down (a library
+    caller's `Policy` or `Ceiling` object, or MCP servers of its own): such an
+    attempt is resumed by its caller, not from the command line."""
+    if spec.mcp_servers or not all(
+        v is None or isinstance(v, str | os.PathLike) for v in (spec.policy, spec.ceiling)
+    ):
+        return None
+    job: dict[str, Any] = {}
+    for name in JOB_FIELDS:
+        value = getattr(spec, name)
+        if isinstance(value, os.PathLike):
+            value = os.fspath(value)
+        elif isinstance(value, list | tuple):
+            value = [os.fspath(v) if isinstance(v, os.PathLike) else v for v in value]
+        elif name == "capability" and value is not None:
+            value = str(value)
+        job[name] = value
+    for name in ("workspace", "policy", "ceiling"):
+        value = job[name]
+        if isinstance(value, str) and not (name == "policy" and shipped_name(value) is not None):
+            job[name] = os.path.abspath(os.path.expanduser(value))
+    job["extra_dirs"] = [os.path.abspath(d) for d in job["extra_dirs"]]
+    return job
+
+
+@dataclass
+class Continuation:
+    """What a resumed attempt goes on from: its paused state, where its chain
+    ends now (the person's decision appended after the pause) and the records
+    of its earlier part(s), tallied with its own."""
+
+    state: PausedState
+    prev: str
+    seq: int
+    earlier: list[dict[str, Any]]
+    approval: dict[str, Any]
+    """The person's decision: the ``approval`` record it was written as."""
+
+
+def _chain(log: Path) -> tuple[PausedState, list[dict[str, Any]], list[dict[str, Any]]]:
+    """The paused attempt of ``log`` (its last attempt), the records of its chain
+    up to the pause, and those after it; `NotPaused` when the log does not verify
+    or its last attempt is not paused where its state says."""
+    from governor.audit.verify import read_lines, verify
+
+    try:
+        checked = verify(read_lines(log))
+    except OSError as e:
+        raise NotPaused(f"the audit log {log} cannot be read: {e.strerror or e}") from None
+    if checked.problem is not None:
+        raise NotPaused(f"the audit log {log} does not verify: {checked.problem.what}")
+    if not checked.ends:
+        raise NotPaused(f"the audit log {log} holds no attempt")
+    attempt = checked.ends[-1].attempt
+    state = PausedState.load(attempt)
+    if Path(state.log) != log.resolve():
+        raise NotPaused(f"attempt {attempt} paused with its log at {state.log}, not {log}")
+    records = [r for _, r, _ in read_lines(log) if r is not None and r.get("attempt") == attempt]
+    upto = [r for r in records if isinstance(r.get("seq"), int) and r["seq"] <= state.records]
+    if not upto or upto[-1].get("hash") != state.head:
+        raise NotPaused(
+            f"attempt {attempt}'s chain in {log} does not hold the record it paused at "
+            f"({state.records}, {state.head[:16]}...)"
+        )
+    return state, upto, records[len(upto) :]
+
+
+def approve(log: Path, request: int | None, answer: str, user: str, uid: int) -> dict[str, Any]:
+    """Write a person's decision on the paused request of ``log`` into its chain:
+    an ``approval`` record (who: the OS user; when: its time; which request; the
+    answer: ``once``, ``always`` or ``deny``). One decision per pause: a second
+    is refused, naming the first."""
+    from governor.audit.log import AuditLog
+
+    state, _, after = _chain(log)
+    waiting = state.pending.get("request")
+    if request is not None and request != waiting:
+        raise NotPaused(
+            f"request {request} of attempt {state.attempt} is not the one waiting: "
+            f"request {waiting} is ({state.pending.get('kind')}: {state.pending.get('shown')})"
+        )
+    if after:
+        first = after[0]
+        raise NotPaused(
+            f"request {waiting} of attempt {state.attempt} was decided already "
+            f"({first.get('answer')}, by {first.get('user')}, record {first.get('seq')}): "
+            f"governor resume {log}"
+        )
+    audit = AuditLog(log, state.attempt)
+    audit.continue_chain(state.head, state.records)
+    try:
+        return audit.record(
+            "approval",
+            by="person",
+            user=user,
+            uid=uid,
+            request=waiting,
+            paused_record=state.pending.get("seq"),
+            answer=answer,
+            subject=state.pending.get("subject"),
+            reason=f"{answer} by {user}: {state.pending.get('reason', '')}",
+        )
+    finally:
+        audit.close()
+
+
+def continuation(log: Path) -> Continuation:
+    """What `governor resume` goes on from: the paused attempt of ``log`` with
+    the person's decision written after its pause; `NotPaused` when none was."""
+    state, upto, after = _chain(log)
+    if not after:
+        raise NotPaused(
+            f"request {state.pending.get('request')} of attempt {state.attempt} waits for a "
+            f"person's decision: governor approve {log} (or --deny) first"
+        )
+    if len(after) != 1 or after[0].get("kind") != "approval":
+        raise NotPaused(
+            f"attempt {state.attempt} has records after its pause that are not one "
+            f"person's decision: it went on already"
+        )
+    return Continuation(state, after[0]["hash"], after[0]["seq"], [*upto, *after], after[0])
+
+
+def prepared_again(
+    going_on: Continuation,
+    *,
+    on_event: Callable[[str, dict[str, Any]], None] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Prepared:
+    """The paused job as it was given, prepared again through every check, with
+    the person's decision as its approver (`governor.gate.approver.Granted`;
+    any other ask pauses again). `RefusedBeforeStart` when its policy or its
+    ceiling is no longer the one it began with (an approval answers one request;
+    it never changes the job), or when its wall time is spent. ``environ``: where
+    the agent's variables come from (default ``os.environ``, as at the start)."""
+    from governor.gate.approver import Granted, Pause
+    from governor.job.spec import AttemptSpec, RefusedBeforeStart, prepare
+    from governor.policies.canonical import digest
+
+    state = going_on.state
+    answer = going_on.approval.get("answer")
+    granted = Granted(
+        str(state.pending.get("kind")),
+        str(state.pending.get("shown")),
+        "refuse" if answer == "deny" else "always" if answer == "always" else "once",
+        Pause(),
+    )
+    job = dict(state.job)
+    spec = AttemptSpec(**job, approver=granted, log=state.log, on_event=on_event, environ=environ)
+    prepared = prepare(spec)
+    changed = [
+        f"the {what} in force is not the one attempt {state.attempt} began with "
+        f"({where}): an approval answers one request, it never changes the job"
+        for what, now, then, where in (
+            ("policy", digest(prepared.policy), state.policy_digest, job.get("policy") or "read-only"),
+            ("ceiling", digest(prepared.ceiling), state.ceiling_digest, prepared.ceiling.source),
+        )
+        if now != then
+    ]
+    if changed:
+        raise RefusedBeforeStart(changed)
+    if prepared.wall - state.elapsed_s <= 0:
+        raise RefusedBeforeStart(
+            [f"attempt {state.attempt} has no wall time left ({prepared.wall:.0f}s, all spent)"]
+        )
+    return prepared
