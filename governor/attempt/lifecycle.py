@@ -26,12 +26,14 @@ import os
 import signal
 import time
 import uuid
+from collections.abc import Sequence
 from typing import Any, Final
 
 import structlog
 import trio
 from pydantic import ValidationError
 
+from governor import tamper as tamper_rules
 from governor.acp.connection import Connection, ConnectionClosed, RemoteError, RequestTimeout
 from governor.acp.jsonrpc import AUTH_REQUIRED, Malformed, short_error
 from governor.acp.models import schema
@@ -913,7 +915,17 @@ class Attempt:
             [(c.path, c.how) for c in diffed],
             itertools.chain(before.files, after.files),
         )
-        self.end.findings = tuple(found.findings) + tuple(set_changed)
+        findings = tuple(found.findings)
+        if not self.prepared.policy.checks:
+            # New code at import in a source module matters to a check's verdict
+            # only: with no check, a script's top-level code (the demo's
+            # hello.py) is the agent's work, not a weakened test.
+            roots = self.prepared.policy.roots
+            findings = tuple(
+                f for f in findings
+                if f.rule != "import-code-added" or tamper_rules.looks_like_test(_under(f.path, roots))
+            )
+        self.end.findings = findings + tuple(set_changed)
         self.end.findings_more = found.more
         self.end.audit_skipped = found.skipped
 
@@ -987,3 +999,11 @@ async def _terminate(process: Any) -> None:
             os.kill(process.pid, signal.SIGTERM)
     with trio.move_on_after(EXIT_GRACE):
         await process.wait()
+
+
+def _under(path: str, roots: Sequence[str]) -> str:
+    """``path`` relative to the root that holds it (as the tamper audit names files)."""
+    for root in roots:
+        if path.startswith(root.rstrip("/") + "/"):
+            return path[len(root.rstrip("/")) + 1 :]
+    return path

@@ -230,8 +230,9 @@ def _attempt_group(root: str, processes: int) -> Iterator[str]:
     finally:
         inner = os.path.join(group, GROUP_PREFIX)
         with contextlib.suppress(OSError):
-            for name in os.listdir(inner):
-                _remove(os.path.join(inner, name))
+            for name in os.listdir(inner):  # the sandboxes' groups, not the control files beside them
+                if os.path.isdir(sub := os.path.join(inner, name)) and not os.path.islink(sub):
+                    _remove(sub)
         with contextlib.suppress(OSError):
             os.rmdir(inner)
         _remove(group)

@@ -215,6 +215,8 @@ def test_quiet_prints_only_the_summary_and_verbose_adds_the_agent_s_words_masked
     duration = float(plain.stdout.split("duration", 1)[1].split()[0])
     assert last <= duration, (last, duration)
     assert "says" not in plain.stderr and "tool " not in plain.stderr
+    # the demo's hello.py runs its print at import: with no check that is its work, no finding
+    assert "tamper" not in plain.stdout and "import-code-added" not in plain.stdout
     assert "permission" not in quiet.stderr and "[" not in quiet.stderr
     assert "says       I will [secret], check it" in loud.stderr
     assert "add a small program" not in loud.stderr
