@@ -86,6 +86,7 @@ class PausedState:
     def save(self) -> Path:
         """Write the file (0600 in a 0700 folder), replacing one of an earlier pause."""
         folder = paused_dir()
+        folder.parent.parent.mkdir(parents=True, exist_ok=True)  # $XDG_STATE_HOME itself may not exist yet
         for path in (folder.parent, folder):
             with contextlib.suppress(FileExistsError):
                 os.mkdir(path, 0o700)
