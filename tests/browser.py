@@ -125,6 +125,26 @@ class DevTools:
         assert "exceptionDetails" not in result, result["exceptionDetails"]
         return result["result"].get("value")
 
+    def reveal(self, selector: str) -> None:
+        """Scroll the last element ``selector`` matches into view and wait until
+        it is drawn, as a reader scrolls to it: a ``content-visibility: auto`` box
+        off screen is skipped, and its text reads '' until it comes into view."""
+        reveal = (
+            "new Promise(done => {"
+            f" const el = Array.from(document.querySelectorAll({json.dumps(selector)})).pop();"
+            " if (!el) { done(false); return; }"
+            " el.scrollIntoView({block: 'start'});"
+            " const drawn = () => el.checkVisibility({contentVisibilityAuto: true});"
+            " const wait = n => drawn() || n === 0 ? done(drawn())"
+            "   : requestAnimationFrame(() => wait(n - 1));"
+            " wait(600); })"
+        )
+        result = self.call(
+            "Runtime.evaluate", {"expression": reveal, "returnByValue": True, "awaitPromise": True}
+        )
+        assert "exceptionDetails" not in result, result["exceptionDetails"]
+        assert result["result"].get("value") is True, f"{selector} was not drawn"
+
     def screenshot(self, target: Path) -> None:
         """The whole page, top to bottom, as a PNG at ``target``."""
         shot = self.call("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True})

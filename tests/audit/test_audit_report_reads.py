@@ -107,7 +107,9 @@ def chromium() -> str:
 
 
 def _text(tools: DevTools, selector: str) -> str:
-    """The text of the last element ``selector`` matches, as the page draws it."""
+    """The text of the last element ``selector`` matches, as the page draws it
+    once a reader has scrolled to it."""
+    tools.reveal(selector)
     found = tools.eval(
         f"(Array.from(document.querySelectorAll({json.dumps(selector)})).pop() || {{}}).innerText"
     )
@@ -191,6 +193,7 @@ def test_identical_refusals_are_one_row_with_their_count(
     assert len(written) + sum(r["count"] for r in counted) == REFUSALS
     with devtools(chromium, tmp_path / "profile") as tools:
         tools.open((attempt["root"] / "page.html").resolve().as_uri(), 1400)
+        tools.reveal("#refusals tbody tr")
         rows = tools.eval(
             "Array.from(document.querySelectorAll('#refusals tbody tr'))"
             ".map(r => Array.from(r.cells).map(c => c.innerText))"
