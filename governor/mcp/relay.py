@@ -110,8 +110,8 @@ from governor.sandbox.net.accepting import accept_forever
 from governor.sandbox.run.spawn import Child
 
 if TYPE_CHECKING:
-    from governor.gate.gatekeeper import Gate
     from governor.mcp import wire
+    from governor.mcp.gate_seam import McpGate
     from governor.mcp.own_tools import GovernorTools
     from governor.policies.policy import Policy
     from governor.sandbox.net.proxy import EgressProxy
@@ -179,7 +179,7 @@ class McpRelay:
 
     def __init__(
         self,
-        gate: Gate,
+        gate: McpGate,
         policy: Policy,
         environ: Mapping[str, str],
         folder: Path,
@@ -843,7 +843,7 @@ class RelaySession:
 
 @asynccontextmanager
 async def open_relay(
-    gate: Gate,
+    gate: McpGate,
     policy: Policy,
     environ: Mapping[str, str] | None,
     proxy: Callable[[], EgressProxy | None],
