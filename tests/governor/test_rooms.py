@@ -203,7 +203,7 @@ def all_loops() -> tuple[tuple[str, ...], ...]:
     return tuple(tuple(g) for g in loops(module_graph(sources, set(modules))))
 
 
-_LOOPING_STILL = {"policies", "tamper"}
+_LOOPING_STILL = {"tamper"}
 
 
 @pytest.mark.parametrize(
