@@ -203,18 +203,7 @@ def all_loops() -> tuple[tuple[str, ...], ...]:
     return tuple(tuple(g) for g in loops(module_graph(sources, set(modules))))
 
 
-_LOOPING_STILL = {"tamper"}
-
-
-@pytest.mark.parametrize(
-    "room",
-    [
-        pytest.param(r, marks=pytest.mark.xfail(strict=True, reason="a loop not broken yet"))
-        if r in _LOOPING_STILL
-        else r
-        for r in ORDER
-    ],
-)
+@pytest.mark.parametrize("room", ORDER)
 def test_the_modules_of_a_room_import_each_other_one_way_never_around_a_loop(room: str) -> None:
     """A loop inside a room hides as well as one between rooms: the gate built its
     handlers, which named the gate back, so neither could be read (or changed)
