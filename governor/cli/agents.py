@@ -104,7 +104,7 @@ def main(args: argparse.Namespace) -> int:
 def _list(as_json: bool) -> int:
     rows = [row(p) for p in npm_presets()]
     if as_json:
-        print(json.dumps(rows, indent=2))
+        print(json.dumps({"status": "ok", "agents": rows}, indent=2))
         return 0
     width = max(len(r["id"]) for r in rows)
     for r in rows:

@@ -59,7 +59,7 @@ def main(args: argparse.Namespace) -> int:
     """Print the table (or JSON); always exit 0."""
     rows = [describe(p) for p in presets().values()]
     if args.json:
-        print(json.dumps(rows, indent=2))
+        print(json.dumps({"status": "ok", "presets": rows}, indent=2))
         return 0
     width = max(len(r["id"]) for r in rows)
     for r in rows:
