@@ -150,6 +150,17 @@ class Preset:
                 out.append(place)
         return tuple(out)
 
+    def runs_code_paths(self, environ: Mapping[str, str], home: Path) -> tuple[Path, ...]:
+        """Where the `runs_code` entries are: inside their `home` entry's place
+        (`home_paths`), wherever a variable moved it."""
+        placed = dict(zip(self.home, self.home_paths(environ, home), strict=True))
+        out: list[Path] = []
+        for path in self.runs_code:
+            entry = next(e for e in self.home if _inside(path, e))
+            rest = path[len(entry.rstrip("/")) :].strip("/")
+            out.append(placed[entry] / rest if rest else placed[entry])
+        return tuple(out)
+
 
 Via = Literal["PATH", "installed", "npx"]
 """How a preset's program was found: on PATH, in the governor's installs, or npx."""

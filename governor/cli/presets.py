@@ -42,7 +42,7 @@ def describe(preset: Preset) -> dict[str, Any]:
         "version": installed(preset, root).version if preset.package or preset.pypi else None,
         "keeps": [str(p) for p in preset.home_paths(os.environ, home)],
         # what in those folders runs code on the host later: read-only to the agent
-        "holds": [str(home / e.removeprefix("~/")) for e in preset.runs_code],
+        "holds": [str(p) for p in preset.runs_code_paths(os.environ, home)],
     }
     if isinstance(found, NotInstalled):
         row["found"] = None

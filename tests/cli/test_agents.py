@@ -134,3 +134,8 @@ def test_presets_name_what_in_an_agent_s_home_folders_its_sandbox_holds(tmp_path
     assert str(tmp_path / ".claude" / "hooks") in claude["holds"]
     table = _governor("presets", env=env).stdout
     assert f"held there (runs code later: read-only, or a throwaway copy): {tmp_path}/.claude.json" in table
+    # a variable that moves a home folder moves what in it is held too
+    moved = _governor("presets", "--json", env=env | {"XDG_CONFIG_HOME": str(tmp_path / "cfg")})
+    opencode = next(r for r in json.loads(moved.stdout)["presets"] if r["id"] == "opencode")
+    assert str(tmp_path / "cfg" / "opencode" / "plugin") in opencode["holds"], opencode["holds"]
+    assert not any(h.startswith(str(tmp_path / ".config")) for h in opencode["holds"]), opencode["holds"]
