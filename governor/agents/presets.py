@@ -62,6 +62,7 @@ _PEP440 = re.compile(r"\d+(\.\d+)+((a|b|rc|\.post|\.dev)\d+)*\Z")
 """An exact PyPI release (``6.1``, ``2.25.5``, ``1.0rc1``, ``1.0.post1``)."""
 _PYPI = re.compile(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?\Z")
 _PYTHON = re.compile(r"3\.\d+\Z")
+_REGISTRY_ENTRY = re.compile(r"[a-z][a-z0-9-]*@\d+\.\d+\.\d+\S*\Z")
 
 
 class PresetError(ValueError):
@@ -121,6 +122,15 @@ class Preset:
     commands, plugins. Read-only in its sandbox (a missing one cannot be made
     there); one that is a `home` entry itself is a throwaway copy
     (`governor.confine.sandboxes.agent_profile`)."""
+    set_env: tuple[tuple[str, str], ...] = ()
+    """Variables set for the agent, name and value (an ACP registry entry's
+    ``env``: ``AUGMENT_DISABLE_AUTO_UPDATE=1``): what its distribution says it runs with."""
+    registry_entry: str | None = None
+    """The ACP registry entry it was made from, ``id@version``
+    (`governor.agents.registry`): which version of the registry's word it follows."""
+    source: str = str(DEFAULT_PATH)
+    """The presets file it comes from: the shipped one, or the operator's own
+    (`operator_presets_path`)."""
 
     def home_paths(self, environ: Mapping[str, str], home: Path) -> tuple[Path, ...]:
         """Where the `home` entries are for a person with this environment and $HOME.
@@ -139,6 +149,17 @@ class Preset:
                     break
             if place not in out:
                 out.append(place)
+        return tuple(out)
+
+    def runs_code_paths(self, environ: Mapping[str, str], home: Path) -> tuple[Path, ...]:
+        """Where the `runs_code` entries are: inside their `home` entry's place
+        (`home_paths`), wherever a variable moved it."""
+        placed = dict(zip(self.home, self.home_paths(environ, home), strict=True))
+        out: list[Path] = []
+        for path in self.runs_code:
+            entry = next(e for e in self.home if _inside(path, e))
+            rest = path[len(entry.rstrip("/")) :].strip("/")
+            out.append(placed[entry] / rest if rest else placed[entry])
         return tuple(out)
 
 
@@ -251,6 +272,23 @@ def _relocate(source: str, key: str, v: object) -> tuple[Relocation, ...]:
     return tuple(out)
 
 
+def _set_env(source: str, key: str, v: object) -> tuple[tuple[str, str], ...]:
+    if not isinstance(v, dict):
+        raise values.expected(source, key, 'a table { NAME = "value" }', values.type_name(v))
+    for name, value in v.items():
+        if not _ENV_NAME.match(name) or not isinstance(value, str) or "\x00" in value:
+            what = "environment variable names and string values"
+            raise values.expected(source, key, what, f"{values.shown(name)} = {values.shown(value)}")
+    return tuple(v.items())
+
+
+def _registry_entry(source: str, key: str, v: object) -> str:
+    if not isinstance(v, str) or not _REGISTRY_ENTRY.match(v):
+        what = "an ACP registry entry's id@version like cline@3.0.4"
+        raise values.expected(source, key, what, values.shown(v))
+    return v
+
+
 def _version(source: str, key: str, v: object) -> str:
     if not isinstance(v, str) or not (_VERSION.match(v) or _PEP440.match(v)):
         raise values.expected(source, key, "an exact version like 1.2.3", values.shown(v))
@@ -303,6 +341,8 @@ _SCHEMA: Final[dict[str, tuple[bool, values.Check[Any]]]] = {
     "runs_code": (False, _home),
     "pypi": (False, _pypi),
     "python": (False, _python),
+    "set_env": (False, _set_env),
+    "registry_entry": (False, _registry_entry),
 }
 _DEFAULTS: Final[dict[str, object]] = {
     "alternatives": (),
@@ -322,6 +362,8 @@ _DEFAULTS: Final[dict[str, object]] = {
     "runs_code": (),
     "pypi": None,
     "python": None,
+    "set_env": (),
+    "registry_entry": None,
 }
 
 
@@ -356,7 +398,7 @@ def _preset(source: str, pid: str, table: object) -> Preset:
             close = difflib.get_close_matches(key, _SCHEMA, n=1)
             hint = f" (did you mean `{close[0]}`?)" if close else f" (known: {', '.join(_SCHEMA)})"
             raise PresetError(f"{where}: unknown key `{key}`{hint}")
-    fields: dict[str, Any] = {"id": pid}
+    fields: dict[str, Any] = {"id": pid, "source": source}
     for key, (required, check) in _SCHEMA.items():
         if key not in table:
             if required:
@@ -406,13 +448,69 @@ def _preset(source: str, pid: str, table: object) -> Preset:
     return Preset(**fields)
 
 
+OPERATOR_PRESETS: Final = "presets.toml"
+
+
+def operator_presets_path(environ: Mapping[str, str] | None = None) -> Path:
+    """The operator's own presets: ``$XDG_CONFIG_HOME/acp-governor/presets.toml``
+    (an absolute value only, as the XDG spec says), else ``~/.config/...``: an
+    agent added with a file (`governor agents import`), not a release of ours."""
+    environ = os.environ if environ is None else environ
+    xdg = environ.get("XDG_CONFIG_HOME", "")
+    base = Path(xdg) if os.path.isabs(xdg) else Path(environ.get("HOME") or Path.home()) / ".config"
+    return base / "acp-governor" / OPERATOR_PRESETS
+
+
+def load_operator_presets(
+    path: Path, shipped: Mapping[str, Preset], home: Path | None = None
+) -> dict[str, Preset]:
+    """The operator's presets file, read as strictly as the shipped one, and
+    refused (`PresetError` naming it) when it is not the operator's own (another
+    owner, or writable by others: it names the programs the governor starts),
+    when it reuses a shipped id, or when a preset's home folders hold the file
+    itself: an agent that may write its home would choose what the governor
+    runs next."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return {}
+    except OSError as e:
+        raise PresetError(f"{path}: cannot read: {e.strerror or e} (a link is not followed)") from None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if st.st_uid != os.getuid() or st.st_mode & 0o022:
+            raise PresetError(
+                f"{path}: it names the programs the governor starts, so it must be yours and "
+                f"writable by you alone (owner uid {st.st_uid}, mode {st.st_mode & 0o777:o})"
+            )
+        text = f.read().decode("utf-8", errors="replace")
+    mine = load_presets(text, source=str(path))
+    home = Path.home() if home is None else home
+    for pid, preset in mine.items():
+        if pid in shipped:
+            raise PresetError(
+                f"{path}: [{pid}] is a shipped preset's id: give yours another one "
+                "(governor agents import FILE --id NAME)"
+            )
+        for entry in preset.home:
+            place = home / entry.removeprefix("~/")
+            if path == place or place in path.parents:
+                raise PresetError(
+                    f"{path}: [{pid}] `home` has {entry!r}, which holds this file: its agent "
+                    "could rewrite which programs the governor starts"
+                )
+    return mine
+
+
 @functools.cache
 def _default() -> dict[str, Preset]:
-    return load_presets()
+    shipped = load_presets()
+    return {**shipped, **load_operator_presets(operator_presets_path(), shipped)}
 
 
 def presets() -> Mapping[str, Preset]:
-    """The presets of the repository's `presets.toml` (read once)."""
+    """The presets of the repository's `presets.toml` and then the operator's
+    own (`operator_presets_path`), read once."""
     return _default()
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import pwd
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -198,6 +199,15 @@ def _chain(log: Path) -> tuple[PausedState, list[dict[str, Any]], list[dict[str,
             f"({state.records}, {state.head[:16]}...)"
         )
     return state, upto, records[len(upto) :]
+
+
+def os_user() -> tuple[str, int]:
+    """Who is deciding: the OS user of this process (its name, else its uid)."""
+    uid = os.getuid()
+    try:
+        return pwd.getpwuid(uid).pw_name, uid
+    except KeyError:
+        return str(uid), uid
 
 
 def approve(log: Path, request: int | None, answer: str, user: str, uid: int) -> dict[str, Any]:
