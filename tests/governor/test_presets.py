@@ -144,6 +144,8 @@ def test_an_unknown_key_far_from_any_lists_the_known_ones() -> None:
         ("notes = 3", "notes: expected a string, got an integer"),
         ('relocate = { X = { "~/.mine" = "/abs" } }', "relocate.X: expected relative paths under $X, got '/abs'"),
         ('relocate = { X = "~/.mine" }', "relocate.X: expected"),
+        ('set_env = { "A B" = "x" }', "set_env: expected environment variable names and string values, got 'A B' = 'x'"),
+        ('registry_entry = "cline"', "registry_entry: expected an ACP registry entry's id@version like cline@3.0.4, got 'cline'"),
     ],
 )
 def test_a_wrong_type_names_the_preset_and_the_key(line: str, culprit: str) -> None:
