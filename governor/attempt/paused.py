@@ -83,6 +83,10 @@ class PausedState:
     parts: int = 1
     tool_calls: int = 0
     """Tool calls counted over all its parts: ``[limits] tool_calls`` spans them."""
+    tokens: int | None = None
+    cost_usd: float | None = None
+    """Tokens and USD cost the agent reported over all its parts (each part's
+    added): ``[limits] tokens`` and ``cost_usd`` span them too."""
 
     def save(self) -> Path:
         """Write the file (0600 in a 0700 folder), replacing one of an earlier pause."""

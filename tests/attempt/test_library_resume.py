@@ -67,3 +67,46 @@ def test_a_denied_request_never_lands_and_a_decision_is_one_of_three_words(
     assert not (Path(spec.workspace) / "hello.py").exists()
     refused = [r for r in _records(going_on.log) if r.get("verdict") == "deny" and r.get("by") == "person"]
     assert refused, "the refusal is not the person's"
+
+
+SCRIPTED = Path(__file__).resolve().parents[1] / "audit" / "scripted_agent.py"
+
+
+@pytest.mark.parametrize(("limit", "status"), [(1000, "failed"), (2000, "completed")])
+def test_the_tokens_limit_spans_every_part_not_a_fresh_allowance(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limit: int, status: str
+) -> None:
+    """An agent that reports 600 tokens, then asks (paused), and reports 600
+    again in its next part: 1,200 over both, past a limit of 1,000 (each part
+    alone is under it) and under one of 2,000."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    (tmp_path / "ws").mkdir()
+    allow = [{"optionId": "yes", "name": "Allow", "kind": "allow_once"},
+             {"optionId": "no", "name": "Reject", "kind": "reject_once"}]  # fmt: skip
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([
+        {"update": {"sessionUpdate": "usage_update", "used": 600, "size": 200000}},
+        {"update": {"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "Edit notes",
+                    "kind": "edit", "status": "pending"}},
+        {"request": "session/request_permission",
+         "params": {"sessionId": "{session}", "toolCall": {"toolCallId": "t1"}, "options": allow}},
+        {"say": "done"},
+    ]))  # fmt: skip
+    policy = tmp_path / "ask.toml"
+    policy.write_text(
+        f'capability = "edit-workspace"\n[ask]\ntools = ["edit"]\n[limits]\ntokens = {limit}\n'
+    )
+    spec = governor.AttemptSpec(
+        prompt="play", argv=[sys.executable, str(SCRIPTED), "--script", str(script)],
+        workspace=tmp_path / "ws", policy=policy, approver="pause",
+        log=tmp_path / "audit.jsonl", timeout=60, sandbox_agent=False,
+    )  # fmt: skip
+    first = governor.run(spec)
+    assert first.status == "needs_approval" and first.usage["tokens"] == 600, first.usage
+    going_on = governor.resume(first, "once")
+    assert going_on.status == status, going_on.reason
+    assert going_on.usage["tokens"] == 1200, going_on.usage
+    if status == "failed":
+        assert "tokens limit 1000" in str(going_on.reason) and "600 of them in earlier parts" in str(
+            going_on.reason
+        )
