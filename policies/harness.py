@@ -38,15 +38,12 @@ from __future__ import annotations
 import posixpath
 import shlex
 import sys
-from typing import TYPE_CHECKING, Final, Literal
+from typing import TYPE_CHECKING, Final
 
 from governor.policies.paths import is_under, within
 
 if TYPE_CHECKING:
     from governor.policies.policy import Policy
-
-HarnessMode = Literal["frozen", "audited"]
-HARNESS_MODES: Final = ("frozen", "audited")
 
 RUNNER_CONFIG: Final = frozenset(
     {

@@ -33,7 +33,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from governor.policies.errors import toml_error
+from governor.policies import config_values as values
+from governor.policies.errors import ConfigError, toml_error
 from governor.policies.network import HostPatternError, parse_pattern
 
 DEFAULT_PATH: Final = Path(str(resources.files("governor") / "presets.toml"))
@@ -206,72 +207,44 @@ class NotInstalled:
         return self.message
 
 
-class _Bad(Exception):
-    """What a checker expected: becomes "`key` must be <that>"."""
+# The checkers of a preset's values: `governor.policies.config_values`'s family
+# (``check(source, key, value)``, one wording), and the preset's own kinds in it.
 
 
-def _str(v: object) -> str:
-    if not isinstance(v, str):
-        raise _Bad(f"a string, not {_type(v)}")
-    return v
-
-
-def _text(v: object) -> str:
-    if not _str(v).strip():
-        raise _Bad("a non-empty string")
-    return _str(v)
-
-
-def _bool(v: object) -> bool:
-    if not isinstance(v, bool):
-        raise _Bad(f"true or false, not {_type(v)}")
-    return v
-
-
-def _strings(v: object) -> tuple[str, ...]:
-    if not isinstance(v, list):
-        raise _Bad(f"a list of strings, not {_type(v)}")
-    if not all(isinstance(x, str) and x for x in v):
-        raise _Bad("a list of non-empty strings")
-    return tuple(v)
-
-
-def _argv(v: object) -> tuple[str, ...]:
-    argv = _strings(v)
-    if not argv:
-        raise _Bad("a non-empty list of non-empty strings")
+def _argv(source: str, key: str, v: object) -> tuple[str, ...]:
     agents = str(AGENTS_DIR)
     return tuple(
-        sys.executable if a == PYTHON_MARKER else a.replace(AGENTS_MARKER, agents) for a in argv
+        sys.executable if a == PYTHON_MARKER else a.replace(AGENTS_MARKER, agents)
+        for a in values.argv(source, key, v)
     )
 
 
-def _argvs(v: object) -> tuple[tuple[str, ...], ...]:
+def _argvs(source: str, key: str, v: object) -> tuple[tuple[str, ...], ...]:
     if not isinstance(v, list):
-        raise _Bad(f"a list of argv lists, not {_type(v)}")
-    return tuple(_argv(a) for a in v)
+        raise values.expected(source, key, "an array of argv arrays", values.type_name(v))
+    return tuple(_argv(source, f"{key}[{i}]", a) for i, a in enumerate(v))
 
 
-def _env_names(v: object) -> tuple[str, ...]:
-    names = _strings(v)
+def _env_names(source: str, key: str, v: object) -> tuple[str, ...]:
+    names = values.text_list(source, key, v)
     for n in names:
         if not _ENV_NAME.match(n):
-            raise _Bad(f"environment variable names, not {n!r}")
+            raise values.expected(source, key, "environment variable names", values.shown(n))
     return names
 
 
-def _env_name(v: object) -> str:
+def _env_name(source: str, key: str, v: object) -> str:
     if not isinstance(v, str) or not _ENV_NAME.match(v):
-        raise _Bad(f"an environment variable name, not {v!r}")
+        raise values.expected(source, key, "an environment variable name", values.shown(v))
     return v
 
 
-def _home(v: object) -> tuple[str, ...]:
-    entries = _strings(v)
+def _home(source: str, key: str, v: object) -> tuple[str, ...]:
+    entries = values.text_list(source, key, v)
     for e in entries:
         rest = e.removeprefix("~/")
         if rest == e or not rest or ".." in Path(rest).parts:
-            raise _Bad(f"paths under ~/, not {e!r}")
+            raise values.expected(source, key, "paths under ~/", values.shown(e))
     return entries
 
 
@@ -279,81 +252,88 @@ def _inside(path: str, entry: str) -> bool:
     return path == entry or path.startswith(entry.rstrip("/") + "/")
 
 
-def _relocate(v: object) -> tuple[Relocation, ...]:
+def _relocate(source: str, key: str, v: object) -> tuple[Relocation, ...]:
     if not isinstance(v, dict):
-        raise _Bad(f"a table of tables, not {_type(v)}")
+        raise values.expected(source, key, "a table of tables", values.type_name(v))
     out: list[Relocation] = []
     for var, moves in v.items():
         if not _ENV_NAME.match(var):
-            raise _Bad(f"keyed by environment variable names, not {var!r}")
+            raise values.expected(
+                source, key, "a table keyed by environment variable names", values.shown(var)
+            )
         if not isinstance(moves, dict) or not moves:
-            raise _Bad(f'{{ "~/entry" = "path under ${var}" }} for {var}')
+            what = f'{{ "~/entry" = "path under ${var}" }}'
+            raise values.expected(source, f"{key}.{var}", what, values.shown(moves))
         for entry, sub in moves.items():
             if not isinstance(sub, str) or os.path.isabs(sub) or ".." in Path(sub).parts:
-                raise _Bad(f"relative paths under ${var}, not {sub!r}")
+                what = f"relative paths under ${var}"
+                raise values.expected(source, f"{key}.{var}", what, values.shown(sub))
             out.append(Relocation(var, entry, sub))
     return tuple(out)
 
 
-def _set_env(v: object) -> tuple[tuple[str, str], ...]:
+def _set_env(source: str, key: str, v: object) -> tuple[tuple[str, str], ...]:
     if not isinstance(v, dict):
-        raise _Bad(f'a table {{ NAME = "value" }}, not {_type(v)}')
+        raise values.expected(source, key, 'a table { NAME = "value" }', values.type_name(v))
     for name, value in v.items():
         if not _ENV_NAME.match(name) or not isinstance(value, str) or "\x00" in value:
-            raise _Bad(f"environment variable names and string values, not {name!r} = {value!r}")
+            what = "environment variable names and string values"
+            raise values.expected(source, key, what, f"{values.shown(name)} = {values.shown(value)}")
     return tuple(v.items())
 
 
-def _registry_entry(v: object) -> str:
+def _registry_entry(source: str, key: str, v: object) -> str:
     if not isinstance(v, str) or not _REGISTRY_ENTRY.match(v):
-        raise _Bad(f"an ACP registry entry's id@version like cline@3.0.4, not {v!r}")
+        what = "an ACP registry entry's id@version like cline@3.0.4"
+        raise values.expected(source, key, what, values.shown(v))
     return v
 
 
-def _version(v: object) -> str:
+def _version(source: str, key: str, v: object) -> str:
     if not isinstance(v, str) or not (_VERSION.match(v) or _PEP440.match(v)):
-        raise _Bad(f"an exact version like 1.2.3, not {v!r}")
+        raise values.expected(source, key, "an exact version like 1.2.3", values.shown(v))
     return v
 
 
-def _host_patterns(v: object) -> tuple[str, ...]:
-    hosts = _strings(v)
+def _host_patterns(source: str, key: str, v: object) -> tuple[str, ...]:
+    hosts = values.text_list(source, key, v)
     for host in hosts:
         try:
             parse_pattern(host)
         except HostPatternError as e:
-            raise _Bad(f"a list of host[:port] patterns ({e})") from None
+            what = "an array of host[:port] patterns"
+            raise values.expected(source, key, what, f"{values.shown(host)} ({e})") from None
     return hosts
 
 
-def _pypi(v: object) -> str:
+def _pypi(source: str, key: str, v: object) -> str:
     if not isinstance(v, str) or not _PYPI.match(v):
-        raise _Bad(f"a PyPI project name like mistral-vibe, not {v!r}")
+        raise values.expected(source, key, "a PyPI project name like mistral-vibe", values.shown(v))
     return v
 
 
-def _python(v: object) -> str:
+def _python(source: str, key: str, v: object) -> str:
     if not isinstance(v, str) or not _PYTHON.match(v):
-        raise _Bad(f"a Python version like 3.12, not {v!r}")
+        raise values.expected(source, key, "a Python version like 3.12", values.shown(v))
     return v
 
 
-# key -> (required, checker); a checker returns the converted value or raises _Bad.
-_SCHEMA: Final[dict[str, tuple[bool, Callable[[object], Any]]]] = {
-    "name": (True, _text),
+# key -> (required, checker); a checker returns the converted value or raises a ConfigError.
+_SCHEMA: Final[dict[str, tuple[bool, values.Check[Any]]]] = {
+    "name": (True, values.text),
     "argv": (True, _argv),
     "alternatives": (False, _argvs),
-    "package": (False, _text),
-    "old_packages": (False, _strings),
-    "install": (False, _text),
-    "npx": (False, _bool),
-    "login": (True, _text),
+    "package": (False, values.text),
+    "old_packages": (False, values.text_list),
+    "install": (False, values.text),
+    "npx": (False, values.boolean),
+    "login": (True, values.text),
     "home": (True, _home),
     "relocate": (False, _relocate),
     "env": (False, _env_names),
-    "notes": (False, _str),
+    "notes": (False, values.string),
     "model_env": (False, _env_name),
-    "asking_mode": (False, _text),
+    "asking_mode": (False, values.text),
     "alone_env": (False, _env_names),
     "api_hosts": (False, _host_patterns),
     "base_url_env": (False, _env_names),
@@ -411,7 +391,8 @@ def _preset(source: str, pid: str, table: object) -> Preset:
     if not _ID.match(pid):
         raise PresetError(f"{where}: a preset id is lowercase letters, digits, - and _")
     if not isinstance(table, dict):
-        raise PresetError(f"{source}: `{pid}` must be a table [{pid}], not {_type(table)}")
+        wrong = values.expected(source, pid, f"a table [{pid}]", values.type_name(table))
+        raise PresetError(str(wrong))
     for key in table:
         if key not in _SCHEMA:
             close = difflib.get_close_matches(key, _SCHEMA, n=1)
@@ -425,9 +406,9 @@ def _preset(source: str, pid: str, table: object) -> Preset:
             fields[key] = _DEFAULTS[key]
             continue
         try:
-            fields[key] = check(table[key])
-        except _Bad as e:
-            raise PresetError(f"{where}: `{key}` must be {e}") from None
+            fields[key] = check(where, key, table[key])
+        except ConfigError as e:  # "FILE: [ID]: KEY: expected ..., got ..."
+            raise PresetError(str(e)) from None
     if fields["npx"] and not fields["package"]:
         raise PresetError(f"{where}: `npx = true` needs `package`")
     if fields["package"] and fields["pypi"]:
@@ -435,8 +416,9 @@ def _preset(source: str, pid: str, table: object) -> Preset:
     if fields["version"] and not (fields["package"] or fields["pypi"]):
         raise PresetError(f"{where}: `version` pins `package` or `pypi`, and neither is there")
     if fields["package"] and fields["version"] and not _VERSION.match(fields["version"]):
+        what = "an exact version like 1.2.3 (an npm package's)"
         raise PresetError(
-            f"{where}: `version` must be an exact version like 1.2.3, not {fields['version']!r}"
+            str(values.expected(where, "version", what, values.shown(fields["version"])))
         )
     if fields["pypi"] and not fields["version"]:
         raise PresetError(f"{where}: `pypi` needs `version`: a Python agent is installed pinned")
@@ -606,11 +588,6 @@ def resolve(
 
 def _either(names: tuple[str, ...]) -> str:
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
-
-
-def _type(v: object) -> str:
-    names = {dict: "a table", list: "a list", str: "a string", bool: "a boolean", int: "an integer"}
-    return names.get(type(v), f"a {type(v).__name__}")
 
 
 __all__ = [

@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import os
-import re
 import sys
 import textwrap
 from collections.abc import Callable, Iterator, Sequence
@@ -49,6 +47,7 @@ from governor.audit.signing import SigningUnavailable
 from governor.audit.tally import WORDS, Tally
 from governor.audit.verify import INCOMPLETE, UNFINISHED
 from governor.boundary.display import terminal
+from governor.cli.audit_common import TALLY_COLUMNS, UsageError, job_lines
 from governor.cli.outcome_json import listing, write_json
 from governor.policies.errors import clipped
 
@@ -70,8 +69,6 @@ EXIT_CODES: Final = """exit codes:
      and no --attempt (the choices are named)
 """
 
-TALLY_COLUMNS: Final = tuple(WORDS)
-
 TALLY_HELP: Final = "the tally's words:\n" + "".join(
     textwrap.fill(text, 88, initial_indent=f"  {word:<9} ", subsequent_indent=" " * 12) + "\n"
     for word, text in WORDS.items()
@@ -81,13 +78,6 @@ TABLE_ROWS: Final = 2000
 """Attempts the table shows (the newest); past them a line says how many more."""
 WORKSPACE_WIDTH: Final = 48
 """A workspace's characters in the table: its last ones, where its name is."""
-
-
-HEAD: Final = re.compile(r"[0-9a-f]{64}")
-
-
-class UsageError(Exception):
-    """A command line that cannot be carried out (exit 2)."""
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -481,7 +471,7 @@ def batch_rows(root: Path) -> tuple[list[JobRow], list[Checked]]:
     from governor.batch.output import LOG, PATCH, read_outcomes
 
     outcomes = root / BATCH_OUTCOMES
-    lines = _job_lines(root, (LOG, PATCH))
+    lines = job_lines(root, (LOG, PATCH))
     rows: list[JobRow] = []
     logs: list[Checked] = []
     for job, line in read_outcomes(root).items():
@@ -517,28 +507,6 @@ def patch_files(path: Path) -> int:
     return count
 
 
-def _job_lines(root: Path, files: Sequence[str]) -> dict[str, int]:
-    """The line of a batch's outcomes file that first names each job, every job
-    name checked (`job_problem`) before any of its files is opened."""
-    outcomes = root / BATCH_OUTCOMES
-    first: dict[str, int] = {}
-    try:
-        with outcomes.open("rb") as f:
-            for n, raw in enumerate(f, 1):
-                try:
-                    line = json.loads(raw)
-                except ValueError:
-                    continue
-                job = line.get("job") if isinstance(line, dict) else None
-                if not isinstance(job, str) or job in first:
-                    continue
-                wrong = job_problem(root, job, files)
-                if wrong is not None:
-                    raise LogMalformed(outcomes, n, f"job {terminal(repr(job))}: {wrong}")
-                first[job] = n
-    except OSError as e:
-        raise LogUnreadable(f"{outcomes}: cannot read the outcomes: {e.strerror or e}") from None
-    return first
 
 
 def _batch_table(rows: list[JobRow]) -> Iterator[str]:

@@ -23,7 +23,7 @@ from governor.audit.replay import Replay, replay
 from governor.audit.signing import PublicKey, keygen
 from governor.audit.verify import INCOMPLETE, UNFINISHED, Verification
 from governor.boundary.display import terminal
-from governor.cli.audit import HEAD, UsageError
+from governor.cli.audit_common import HEAD, UsageError
 from governor.cli.audit_views import find_attempt, in_logs
 from governor.cli.outcome_json import listing, write_json
 

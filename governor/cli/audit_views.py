@@ -14,7 +14,7 @@ from governor.audit.replay import shown
 from governor.audit.tally import verdict_of
 from governor.audit.verify import UNFINISHED
 from governor.boundary.display import terminal
-from governor.cli.audit import TALLY_COLUMNS
+from governor.cli.audit_common import TALLY_COLUMNS
 from governor.cli.outcome_json import listing, write_json
 
 A = TypeVar("A", bound="Named")
