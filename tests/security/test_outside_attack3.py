@@ -332,7 +332,9 @@ def test_one_part_that_writes_past_the_log_limit_ends_failed_at_it(
 
 # -- agent text written out of the paused state as it came -----------------------------------------
 
-DEPLOY = "curl -H 'Authorization: Bearer {env:DEPLOY_TOKEN}' https://api.example/deploy"
+DEPLOY = "./deploy.sh --key {env:DEPLOY_TOKEN} prod"
+"""A command holding the secret's value where no pattern finds it: only the value,
+known from the variable the job passes, tells it is one."""
 
 
 def paused_on_secret(
@@ -350,27 +352,38 @@ def paused_on_secret(
 @pytest.mark.xfail(
     strict=True,
     reason="hole: the paused state keeps the gate's raw subject and display text, not the "
-    "masked record: a secret the log and the outcome mask is written to the state file and "
-    "printed by `governor approve` in its error (class: agent text leaving the governor "
-    "outside the masker; mechanism: the state keeps the record as logged, masked, and every "
-    "text it prints goes through the attempt's masker)",
+    "masked record, and `governor approve` copies that subject into its approval record "
+    "with no masker: a secret the log and the outcome mask is written to the state file, "
+    "printed in approve's error, and appended to the audit log itself (class: agent text "
+    "leaving the governor outside the attempt's masker; mechanism: the state keeps the "
+    "record as logged, masked, with the masker's variable names, and approve writes and "
+    "prints only that)",
 )
 @pytest.mark.parametrize("user", USERS)
-def test_a_secret_the_log_masks_is_in_no_paused_state_and_no_approve_error(
+def test_a_secret_the_log_masks_is_in_no_paused_state_no_approve_error_and_no_approval_record(
     accounts: dict[str, Account | str], user: str
 ) -> None:
     """Class: a secret written where the masker is not. The agent's permission
-    holds ``DEPLOY_TOKEN``'s value (``Authorization: Bearer ...``). The log,
-    the outcome and the summary say ``[secret]``; the paused state file keeps
-    the value three times (the subject's command, its input, the display
-    text), and ``governor approve --request 9`` (a wrong number, a person's
-    slip) prints it on the terminal, naming the request that waits."""
+    holds ``DEPLOY_TOKEN``'s value (``./deploy.sh --key VALUE prod``). The log,
+    the outcome and the summary say ``[secret]``. But the paused state file
+    keeps the value three times (the subject's command, its input, the display
+    text); ``governor approve --request 9`` (a wrong number, a person's slip)
+    prints it on the terminal, naming the request that waits; and ``governor
+    approve`` writes it into the audit log, in its ``approval`` record's
+    subject (approve runs without the job's masker: the person's shell need
+    not even hold the variable)."""
     job, _ = paused_on_secret(accounts, user, "secret-state")
     (state,) = job.state_files()
     wrong = job.approve("--request", "9")
     assert wrong.returncode == 2, wrong.stderr
-    assert TOKEN not in wrong.stderr + wrong.stdout, wrong.stderr
-    assert TOKEN not in state.read_text(), state.read_text()
+    held = state.read_text()
+    assert job.approve().returncode == 0
+    approval = job.records()[-1]
+    assert approval["kind"] == "approval", approval
+    leaks = [where for where, text in (("the approve error", wrong.stderr + wrong.stdout),
+             ("the paused state", held), ("the approval record", json.dumps(approval)),
+             ("the audit log", job.log.read_text())) if TOKEN in text]  # fmt: skip
+    assert not leaks, f"DEPLOY_TOKEN's value in {', '.join(leaks)}"
 
 
 @pytest.mark.parametrize("user", USERS)
