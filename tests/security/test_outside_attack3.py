@@ -330,6 +330,74 @@ def test_one_part_that_writes_past_the_log_limit_ends_failed_at_it(
     assert any(r["kind"] == "limit" for r in job.records())
 
 
+# -- what an earlier part did is out of the final outcome ------------------------------------------
+
+POLICY_CHECKED = (
+    '[ask]\ntools = ["execute"]\n[checks]\ncommands = ["sh run_tests.sh"]\nharness = "audited"\n'
+)
+"""The check runs the workspace's script, which the harness audit finds changed."""
+
+RIG = "cd {cwd} && printf 'exit 0\\n' > run_tests.sh && echo rigged"
+"""The agent's own shell makes the check's script pass whatever the code does."""
+
+BUILD = asking(permission("Build", "execute", command="make"))
+
+
+def checked_box(accounts: dict[str, Account | str], user: str, name: str) -> tuple[Box, Paused]:
+    box = box_for(accounts, user, name)
+    box.write(box.ws / "run_tests.sh", "echo the real tests\nexit 1\n")
+    box.git("add", "run_tests.sh")
+    box.git("commit", "-q", "-m", "tests")
+    return box, Paused(box, name, POLICY_CHECKED)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="hole: each part of a resumed attempt takes its own baseline (the snapshot, the "
+    "tamper audit's kept files, the harness set): the final outcome's files_changed, "
+    "findings and unasked paths are the last part's alone, so a check's script rigged in "
+    "the first part is a completed, passed attempt with no finding (class: an earlier "
+    "part's work out of the verdict; mechanism: the attempt's start baseline kept with the "
+    "paused state, in the hidden state folder, and every part judged against it)",
+)
+@pytest.mark.parametrize("user", USERS)
+def test_a_check_script_rigged_before_the_pause_is_a_finding_of_the_resumed_attempt(
+    accounts: dict[str, Account | str], user: str
+) -> None:
+    """Class: what an earlier part did is out of the final outcome. ``[checks]
+    harness = "audited"``, the check ``sh run_tests.sh`` (which fails). The
+    agent's own shell rewrites ``run_tests.sh`` to ``exit 0``, then asks; the
+    attempt pauses; the person approves and resumes; the agent asks again
+    and stops. The outcome of the attempt (the resumed part's) says completed,
+    verdict passed, ``files_changed: []`` and no finding: the rewrite, which a
+    one-part attempt reports as ``harness-changed``, is gone from it (only the
+    tally still counts one unasked change, naming no path)."""
+    box, job = checked_box(accounts, user, "rig-parts")
+    paused(job.run([{"shell": RIG}, BUILD, {"say": "Done."}]))
+    assert (box.ws / "run_tests.sh").read_text() == "exit 0\n"  # the attack did what it says
+    assert job.approve().returncode == 0
+    job.plays([BUILD, {"say": "Done."}])
+    outcome = job.resume()
+    assert outcome["status"] == "completed", outcome
+    rigged = str(box.ws / "run_tests.sh")
+    assert rigged in outcome["files_changed"], outcome["files_changed"]
+    assert [f["path"] for f in outcome["findings"] if f["rule"] == "harness-changed"] == [rigged]
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_a_check_script_rigged_in_a_one_part_attempt_is_a_harness_finding(
+    accounts: dict[str, Account | str], user: str
+) -> None:
+    """The neighbour: the same rewrite in an attempt that never pauses is in
+    its ``files_changed`` and a ``harness-changed`` finding naming the script."""
+    box, job = checked_box(accounts, user, "rig-one")
+    outcome = outcome_of(job.run([{"shell": RIG}, {"say": "Done."}]))
+    assert outcome["status"] == "completed", outcome
+    rigged = str(box.ws / "run_tests.sh")
+    assert rigged in outcome["files_changed"], outcome["files_changed"]
+    assert [f["path"] for f in outcome["findings"] if f["rule"] == "harness-changed"] == [rigged]
+
+
 # -- agent text written out of the paused state as it came -----------------------------------------
 
 DEPLOY = "./deploy.sh --key {env:DEPLOY_TOKEN} prod"
