@@ -33,6 +33,7 @@ The holes, by class:
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -521,6 +522,126 @@ def test_the_pause_summary_escapes_the_control_characters_the_agent_sent(
     assert "Edit notes.md" in story.stdout, story.stdout + story.stderr
     for text in (done.stdout, story.stdout):
         assert "\x1b" not in text and "\r" not in text and "\x07" not in text, repr(text[-2000:])
+
+
+# -- `governor agents install`: the data folder in an attempt's root ------------------------------
+
+WHEEL_NAME = "mistral_vibe-2.25.5"
+"""A stand-in for the vibe preset's pinned release (``mistral-vibe==2.25.5``), made
+here: a console script ``vibe-acp`` and nothing else, installed from a local folder
+(``PIP_NO_INDEX``): the install is the real one, offline."""
+
+PYTHONS = ("/usr/bin/python3.13", "/usr/bin/python3.12", "/usr/local/bin/python3.12",
+           "/root/.pyenv/versions/3.12.1/bin/python3.12")  # fmt: skip
+"""Interpreters new enough for the vibe preset (3.12), where this machine has them."""
+
+
+def stand_in_wheel(folder: Path) -> Path:
+    """``mistral_vibe-2.25.5-py3-none-any.whl`` in ``folder``: its metadata, an entry
+    point and a module that does nothing."""
+    import base64
+    import hashlib
+    import zipfile
+
+    files = {
+        f"{WHEEL_NAME}.dist-info/METADATA": "Metadata-Version: 2.1\nName: mistral-vibe\nVersion: 2.25.5\n\n",
+        f"{WHEEL_NAME}.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        f"{WHEEL_NAME}.dist-info/entry_points.txt": "[console_scripts]\nvibe-acp = vibe_standin:main\n",
+        "vibe_standin.py": "def main():\n    return 0\n",
+    }  # fmt: skip
+    record = []
+    for name, text in files.items():
+        data = text.encode()
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        record.append(f"{name},sha256={digest},{len(data)}")
+    record.append(f"{WHEEL_NAME}.dist-info/RECORD,,")
+    wheel = folder / f"{WHEEL_NAME}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        for name, text in files.items():
+            z.writestr(name, text)
+        z.writestr(f"{WHEEL_NAME}.dist-info/RECORD", "\n".join(record) + "\n")
+    return wheel
+
+
+def python_for_vibe(box: Box) -> str:
+    """A Python >= 3.12 the box's user can run, or skip."""
+    for python in (p for p in PYTHONS if os.path.exists(p)):
+        ran = box.host(python, "-c", "import sys; assert sys.version_info >= (3, 12)")
+        if ran.returncode == 0:
+            return python
+    pytest.skip(f"no Python >= 3.12 {box.user} can run (the vibe preset's oldest)")
+
+
+def install_vibe(box: Box, python: str) -> subprocess.CompletedProcess[str]:
+    """`governor agents install vibe`, offline, from the stand-in wheel, with the
+    state folder outside the home (as the attempt had it)."""
+    wheels = box.mkdir(box.dir / "wheels")
+    box.own(stand_in_wheel(wheels))
+    return governor(box, ["agents", "install", "vibe"], environ={
+        "XDG_STATE_HOME": str(box.dir / "state"), "PIP_NO_INDEX": "1",
+        "PIP_FIND_LINKS": str(wheels), "ACP_GOVERNOR_PYTHON": python,
+    })  # fmt: skip
+
+
+BASHRC = "# the person's own\nexport EDITOR=vi\n"
+LOCK_LINK = ".local/share/acp-governor/agents/vibe/requirements.lock"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="hole: a root may hold the governor's data folder (the person's home as the "
+    "workspace, $XDG_STATE_HOME elsewhere: only the state folder is refused in a root), and "
+    "`governor agents install` writes its requirements.lock (and pip its --report) by path, "
+    "following a link an earlier attempt's agent left there: a file of the person's is "
+    "overwritten on the host (class: the data folder reachable by an agent, its files "
+    "trusted by the host; mechanism: refuse a root that holds the data folder, as the state "
+    "folder is, and write the install's files with O_NOFOLLOW or by rename in a folder the "
+    "install made)",
+)
+@pytest.mark.parametrize("user", USERS)
+def test_agents_install_writes_through_no_link_an_attempt_left_in_the_data_folder(
+    accounts: dict[str, Account | str], user: str
+) -> None:
+    """Class: a file the agent leaves makes the host act on another. The person
+    runs an attempt in their home (``--workspace ~``; their state folder set
+    elsewhere, which the governor asks for). The agent's own shell makes
+    ``~/.local/share/acp-governor/agents/vibe/requirements.lock`` a link to
+    ``~/.bashrc``: an ordinary change, reported. Later the person runs
+    ``governor agents install vibe``: the venv is made, the pinned release
+    installed (here from a local stand-in wheel, offline), and the lock is
+    written through the link: ``~/.bashrc`` now holds the lock's lines."""
+    box = box_for(accounts, user, "data-link")
+    python = python_for_vibe(box)
+    bashrc = box.write(box.home / ".bashrc", BASHRC)
+    shell = (f"mkdir -p {{cwd}}/{LOCK_LINK.rsplit('/', 1)[0]} && "
+             f"ln -s {{cwd}}/.bashrc {{cwd}}/{LOCK_LINK} && echo planted")  # fmt: skip
+    script = box.write(box.dir / "plant.json", json.dumps([{"shell": shell}, {"say": "Done."}]))
+    policy = box.write(box.dir / "plant.toml", 'capability = "edit-workspace"\n')
+    argv = ["run", "--json", "--policy", str(policy), "--workspace", str(box.home),
+            "--log", str(box.dir / "plant.jsonl"), "go", "--",
+            python_of(box), str(SCRIPTED), "--script", str(script)]  # fmt: skip
+    outcome = outcome_of(governor(box, argv, environ={"XDG_STATE_HOME": str(box.dir / "state")}))
+    assert outcome["status"] == "completed", outcome
+    assert (box.home / LOCK_LINK).is_symlink()  # the attack did what it says
+    done = install_vibe(box, python)
+    assert bashrc.read_text() == BASHRC, (done.stdout[-1500:], done.stderr[-1500:])
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_agents_install_of_a_python_agent_writes_its_lock_in_its_own_folder(
+    accounts: dict[str, Account | str], user: str
+) -> None:
+    """The neighbour: the same install with nothing left in the data folder:
+    the release is installed in its venv, the lock written beside it, and the
+    person's ``~/.bashrc`` untouched."""
+    box = box_for(accounts, user, "data-clean")
+    python = python_for_vibe(box)
+    bashrc = box.write(box.home / ".bashrc", BASHRC)
+    done = install_vibe(box, python)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lock = (box.home / LOCK_LINK).read_text()
+    assert "mistral-vibe==2.25.5 --hash=sha256:" in lock, lock
+    assert bashrc.read_text() == BASHRC
 
 
 # -- what held ----------------------------------------------------------------------------------
