@@ -659,15 +659,16 @@ def test_agents_install_writes_through_no_link_an_attempt_left_in_the_data_folde
     runs an attempt in their home (``--workspace ~``; their state folder set
     elsewhere, which the governor asks for). The agent's own shell makes
     ``~/.local/share/acp-governor/agents/vibe/requirements.lock`` a link to
-    ``~/.bashrc``: an ordinary change, reported. Later the person runs
-    ``governor agents install vibe``: the venv is made, the pinned release
-    installed (here from a local stand-in wheel, offline), and the lock is
-    written through the link: ``~/.bashrc`` now holds the lock's lines."""
+    a file of the person's *outside* its roots (a sibling folder's, which its
+    sandbox could not write): an ordinary change, reported. Later the person
+    runs ``governor agents install vibe``: the venv is made, the pinned
+    release installed (here from a local stand-in wheel, offline), and the
+    lock is written through the link: that file now holds the lock's lines."""
     box = box_for(accounts, user, "data-link")
     python = python_for_vibe(box)
-    bashrc = box.write(box.home / ".bashrc", BASHRC)
+    victim = box.write(box.sibling / "notes.txt", BASHRC)
     shell = (f"mkdir -p {{cwd}}/{LOCK_LINK.rsplit('/', 1)[0]} && "
-             f"ln -s {{cwd}}/.bashrc {{cwd}}/{LOCK_LINK} && echo planted")  # fmt: skip
+             f"ln -s {victim} {{cwd}}/{LOCK_LINK} && echo planted")  # fmt: skip
     script = box.write(box.dir / "plant.json", json.dumps([{"shell": shell}, {"say": "Done."}]))
     policy = box.write(box.dir / "plant.toml", 'capability = "edit-workspace"\n')
     argv = ["run", "--json", "--policy", str(policy), "--workspace", str(box.home),
@@ -676,8 +677,9 @@ def test_agents_install_writes_through_no_link_an_attempt_left_in_the_data_folde
     outcome = outcome_of(governor(box, argv, environ={"XDG_STATE_HOME": str(box.dir / "state")}))
     assert outcome["status"] == "completed", outcome
     assert (box.home / LOCK_LINK).is_symlink()  # the attack did what it says
+    assert victim.read_text() == BASHRC  # out of the attempt's reach
     done = install_vibe(box, python)
-    assert bashrc.read_text() == BASHRC, (done.stdout[-1500:], done.stderr[-1500:])
+    assert victim.read_text() == BASHRC, (done.stdout[-1500:], done.stderr[-1500:])
 
 
 @pytest.mark.parametrize("user", USERS)
