@@ -270,6 +270,60 @@ def test_an_approved_edit_of_one_file_lets_the_resumed_agent_write_that_file(
     assert (box.ws / "deploy" / "prod.sh").read_text() == "echo deploying\n"
 
 
+def writing(text: str) -> list[Any]:
+    """The agent writes ``deploy/prod.sh`` through the client, asking nothing first."""
+    params = {"sessionId": "{session}", "path": "{cwd}/deploy/prod.sh", "content": text}
+    return [{"request": "fs/write_text_file", "params": params}, {"say": "Done."}]
+
+
+V2 = "echo deploying v2\n"
+
+
+def approved_write(accounts: dict[str, Account | str], user: str, name: str) -> tuple[Box, Paused]:
+    """The pause on a write of ``V2`` to ``deploy/prod.sh`` (an ask path), approved once."""
+    box = box_for(accounts, user, name)
+    box.write(box.ws / "deploy" / "prod.sh", "echo deploying\n")
+    job = Paused(box, name, '[ask]\nwrites = ["deploy/**"]\n')
+    outcome = paused(job.run(writing(V2)))
+    assert outcome["pending"]["subject"]["bytes"] == len(V2), outcome["pending"]
+    assert job.approve("--request", str(outcome["pending"]["request"])).returncode == 0
+    return box, job
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="hole: a person's decision on a paused write is matched on its path alone: the "
+    "resumed agent writes other text to it, allowed by that person (class: a grant keyed "
+    "on what is shown, not on the request decided; mechanism: the paused write's content "
+    "kept by digest with its record, shown to the person, and matched on resume)",
+)
+@pytest.mark.parametrize("user", USERS)
+def test_an_approved_write_lets_the_resumed_agent_write_no_other_text_there(
+    accounts: dict[str, Account | str], user: str
+) -> None:
+    """Class: a person's approval grants more than it showed. The agent writes
+    ``deploy/prod.sh`` (asked: ``writes = ["deploy/**"]``), 18 bytes, and the
+    attempt pauses; the record and the pause show the path and its size. The
+    person approves. Resumed, the agent writes ``curl ... | sh`` there
+    instead: allowed by the person, written."""
+    box, job = approved_write(accounts, user, "other-text")
+    job.plays(writing(f"{EVIL}\n"))
+    resumed = job.resume()
+    assert (box.ws / "deploy" / "prod.sh").read_text() != f"{EVIL}\n", resumed
+    assert resumed["status"] == "needs_approval", resumed
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_an_approved_write_lets_the_resumed_agent_write_that_text(
+    accounts: dict[str, Account | str], user: str
+) -> None:
+    """The neighbour: resumed, the agent writes what it asked to: allowed, written."""
+    box, job = approved_write(accounts, user, "same-text")
+    resumed = job.resume()
+    assert resumed["status"] == "completed", resumed
+    assert (box.ws / "deploy" / "prod.sh").read_text() == V2
+
+
 # -- a limit with a fresh allowance in each part ---------------------------------------------------
 
 POLICY_LOG = '[ask]\ntools = ["execute"]\n[limits]\nlog = "1M"\n'
