@@ -643,9 +643,40 @@ PYTHONS = ("/usr/bin/python3.13", "/usr/bin/python3.12", "/usr/local/bin/python3
 """Interpreters new enough for the vibe preset (3.12), where this machine has them."""
 
 
-def stand_in_wheel(folder: Path) -> Path:
+STAND_IN_ACP = """import json, os, subprocess, sys
+
+
+def main():
+    cwd = os.getcwd()
+    for line in sys.stdin:
+        m = json.loads(line)
+        method, mid, params = m.get("method"), m.get("id"), m.get("params") or {}
+        if method == "initialize":
+            result = {"protocolVersion": 1, "agentCapabilities": {}}
+        elif method == "session/new":
+            cwd, result = params.get("cwd") or cwd, {"sessionId": "stand-in"}
+        elif method == "session/prompt":
+            shell = os.environ.get("STANDIN_SHELL", "true")
+            ran = subprocess.run(["/bin/sh", "-c", shell], capture_output=True, text=True, cwd=cwd)
+            with open(os.path.join(cwd, "standin.out"), "w") as f:
+                f.write(ran.stdout + ran.stderr)
+            result = {"stopReason": "end_turn"}
+        elif mid is None:
+            continue
+        else:
+            result = None
+        sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": mid, "result": result}) + "\\n")
+        sys.stdout.flush()
+    return 0
+"""
+"""The stand-in's module when it is run as the agent: an ACP agent whose prompt
+runs ``$STANDIN_SHELL`` (its own tool, in its sandbox) and keeps what it said
+in ``standin.out`` in the workspace."""
+
+
+def stand_in_wheel(folder: Path, module: str = "def main():\n    return 0\n") -> Path:
     """``mistral_vibe-2.25.5-py3-none-any.whl`` in ``folder``: its metadata, an entry
-    point and a module that does nothing."""
+    point and ``module`` (by default one that does nothing)."""
     import base64
     import hashlib
     import zipfile
@@ -654,7 +685,7 @@ def stand_in_wheel(folder: Path) -> Path:
         f"{WHEEL_NAME}.dist-info/METADATA": "Metadata-Version: 2.1\nName: mistral-vibe\nVersion: 2.25.5\n\n",
         f"{WHEEL_NAME}.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
         f"{WHEEL_NAME}.dist-info/entry_points.txt": "[console_scripts]\nvibe-acp = vibe_standin:main\n",
-        "vibe_standin.py": "def main():\n    return 0\n",
+        "vibe_standin.py": module,
     }  # fmt: skip
     record = []
     for name, text in files.items():
@@ -679,11 +710,13 @@ def python_for_vibe(box: Box) -> str:
     pytest.skip(f"no Python >= 3.12 {box.user} can run (the vibe preset's oldest)")
 
 
-def install_vibe(box: Box, python: str) -> subprocess.CompletedProcess[str]:
+def install_vibe(
+    box: Box, python: str, module: str | None = None
+) -> subprocess.CompletedProcess[str]:
     """`governor agents install vibe`, offline, from the stand-in wheel, with the
     state folder outside the home (as the attempt had it)."""
     wheels = box.mkdir(box.dir / "wheels")
-    box.own(stand_in_wheel(wheels))
+    box.own(stand_in_wheel(wheels, *([module] if module else [])))
     return governor(box, ["agents", "install", "vibe"], environ={
         "XDG_STATE_HOME": str(box.dir / "state"), "PIP_NO_INDEX": "1",
         "PIP_FIND_LINKS": str(wheels), "ACP_GOVERNOR_PYTHON": python,
@@ -832,3 +865,35 @@ def test_the_tool_call_limit_spans_both_parts_of_a_resumed_attempt(
     resumed = job.resume()
     assert resumed["status"] == "failed", resumed
     assert "tool_calls limit 3" in resumed["reason"], resumed["reason"]
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_an_installed_python_agent_changes_neither_its_venv_nor_its_lock_from_its_sandbox(
+    accounts: dict[str, Account | str], user: str
+) -> None:
+    """Held: vibe installed by `governor agents install` (the stand-in, an ACP
+    agent), run by its preset: its own shell tries to plant a ``.pth`` in its
+    venv's site-packages (which every later run of it, in any project, would
+    import), to rewrite its console script, and to change the lock: its venv is
+    read-only in its sandbox and the lock on the host is unchanged (its kept
+    home, ``~/.vibe``, stays writable, as the preset says)."""
+    box = box_for(accounts, user, "venv-ro")
+    python = python_for_vibe(box)
+    assert install_vibe(box, python, STAND_IN_ACP).returncode == 0
+    vibe = box.home / ".local/share/acp-governor/agents/vibe"
+    lock = (vibe / "requirements.lock").read_text()
+    (site,) = (vibe / "venv" / "lib").glob("python3*/site-packages")
+    shell = (f"touch {site}/planted.pth; echo x >> {vibe}/venv/bin/vibe-acp; "
+             f"echo x >> {vibe}/requirements.lock; touch ~/.vibe/kept.txt; echo tried")  # fmt: skip
+    policy = box.write(box.dir / "venv-ro.toml", 'capability = "edit-workspace"\n')
+    argv = ["run", "--json", "--agent", "vibe", "--env", "STANDIN_SHELL", "--policy", str(policy),
+            "--workspace", str(box.ws), "--log", str(box.dir / "venv-ro.jsonl"), "go"]  # fmt: skip
+    environ = {"XDG_STATE_HOME": str(box.dir / "state"), "STANDIN_SHELL": shell}
+    outcome = outcome_of(governor(box, argv, environ=environ))
+    assert outcome["status"] == "completed", outcome
+    said = (box.ws / "standin.out").read_text()
+    assert "tried" in said and "Read-only file system" in said, said
+    assert not (site / "planted.pth").exists()
+    assert "x" not in (vibe / "venv" / "bin" / "vibe-acp").read_text().splitlines()
+    assert (vibe / "requirements.lock").read_text() == lock
+    assert (box.home / ".vibe" / "kept.txt").exists()  # the neighbour: its kept home
