@@ -22,12 +22,25 @@ The holes, by class:
 - a person's approval grants more than it showed: the paused request is kept
   as the *first* ask's display text under the *last* ask's number and subject
   (two asks in flight), and a grant is matched on that display text alone (a
-  permission's title), not on the request the person was shown: its paths,
-  its tool kind, its input;
+  permission's title, when it has no command; a write's path), not on the
+  request the person was shown: its paths, its tool kind, its input, its text;
+- what an earlier part did is out of the final outcome: each part takes its
+  own baseline, so the resumed attempt's files_changed and findings are the
+  last part's alone (a check's script rigged before the pause);
 - a limit with a fresh allowance in each part: ``[limits] log``;
 - agent text written out of the paused state as it came: a secret the log
-  masks is kept in the state file and printed by ``governor approve``, and
-  terminal control sequences reach the person's terminal through its error.
+  masks is kept in the state file, printed by ``governor approve`` and
+  written by it into the audit log (its approval record); terminal control
+  sequences reach the person's terminal through approve's error;
+- the governor's data folder in an attempt's root (``--workspace ~``): a
+  later ``governor agents install`` writes its lock through a link the agent
+  left there, onto a file outside that attempt's roots;
+- and a bug met on the way: a resumed agent whose request a person refused is
+  told it was approved.
+
+What held: a workspace repointed between the parts (refused at resume), the
+paused state out of every other attempt's reach, the tool-call limit across
+parts, an installed Python agent's venv and lock read-only to its sandbox.
 """
 
 from __future__ import annotations
