@@ -649,7 +649,7 @@ class Attempt:
         state = self.continues.state
         before = state.session
         session_id = before.get("id")
-        decision = self.continues.approval.get("decision")
+        decision = self.continues.approval.get("answer")
         pending = state.pending
         told = (
             f"A person {'refused' if decision == 'deny' else 'approved'} your request "

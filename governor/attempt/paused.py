@@ -290,7 +290,7 @@ def prepared_again(
     answer = going_on.approval.get("answer")
     granted = Granted(
         str(state.pending.get("kind")),
-        str(state.pending.get("shown")),
+        str(state.pending.get("key") or ""),  # the request whole: a state without one grants nothing
         "refuse" if answer == "deny" else "always" if answer == "always" else "once",
         Pause(),
     )

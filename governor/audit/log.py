@@ -387,12 +387,15 @@ class AuditLog:
         the first record: a paused attempt resumed (`governor.attempt.paused`)
         writes its second part into the same chain, so that `verify` checks it
         across the pause. The ``earlier`` records of the attempt are tallied, so
-        the outcome's tally covers both parts."""
+        the outcome's tally covers both parts, and counted against ``limit``
+        (``[limits] log`` spans every part: what is left, not a fresh allowance),
+        each as long as its line, written again as it was."""
         assert self._seq == 0, "a chain is continued before its first record"
         self._prev, self._seq, self._first = prev, seq, seq
         self._written = self._synced = seq
         for r in earlier:
             self.tallier.add(r.get("kind"), r.get("verdict"), r.get("by"), r.get("request"))
+            self._bytes += len(_dumped(dict(r))) + 1
 
     @property
     def records(self) -> list[dict[str, Any]]:

@@ -44,6 +44,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def main(args: argparse.Namespace) -> int:
     """Write the decision, and say how to go on."""
     from governor.attempt.paused import NotPaused, approve, os_user
+    from governor.boundary.display import terminal
 
     answer = "deny" if args.deny else "always" if args.always else "once"
     log = Path(args.log).expanduser()
@@ -51,7 +52,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         record = approve(log, args.request, answer, user, uid)
     except NotPaused as e:
-        print(f"governor: {e}", file=sys.stderr)
+        print(terminal(f"governor: {e}"), file=sys.stderr)  # it quotes the agent's words
         return REFUSED_BEFORE_START
     words = {"once": "approved once", "always": "approved for the rest of the attempt", "deny": "refused"}
     print(

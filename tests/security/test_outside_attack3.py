@@ -158,15 +158,6 @@ def two_asks_in_flight(
     return job, outcome
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: with two asks in flight the paused state keeps the last ask's number and "
-    "subject (what the pause prints and `approve` checks) with the first ask's display text "
-    "(what the grant is matched on): approving the request shown allows the other one, "
-    "recorded as allowed by that person (class: the decision is not bound to the one "
-    "recorded request it answers; mechanism: the state keeps the paused record whole, its "
-    "seq and hash, and the grant matches the resumed request's full subject against it)",
-)
 @pytest.mark.parametrize("user", USERS)
 def test_approving_the_request_a_pause_shows_allows_that_request_and_no_other_in_flight_with_it(
     accounts: dict[str, Account | str], user: str
@@ -243,15 +234,6 @@ def approved_edit_of_notes(
     return box, job
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: a person's decision on a paused permission is matched on its display text "
-    "(the title, when it has no command): the resumed agent asks the same title naming "
-    "another path, is allowed by that person, and the yes carries its write to a path the "
-    "policy asks about (class: a grant keyed on what is shown, not on the request decided; "
-    "mechanism: match the resumed request's whole subject, paths, tool kind and input, "
-    "against the paused record's)",
-)
 @pytest.mark.parametrize("user", USERS)
 def test_an_approved_edit_of_one_file_lets_the_resumed_agent_write_no_other_file_the_policy_asks_about(
     accounts: dict[str, Account | str], user: str
@@ -303,13 +285,6 @@ def approved_write(accounts: dict[str, Account | str], user: str, name: str) -> 
     return box, job
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: a person's decision on a paused write is matched on its path alone: the "
-    "resumed agent writes other text to it, allowed by that person (class: a grant keyed "
-    "on what is shown, not on the request decided; mechanism: the paused write's content "
-    "kept by digest with its record, shown to the person, and matched on resume)",
-)
 @pytest.mark.parametrize("user", USERS)
 def test_an_approved_write_lets_the_resumed_agent_write_no_other_text_there(
     accounts: dict[str, Account | str], user: str
@@ -356,14 +331,6 @@ def reading(times: int, then_ask: bool) -> list[Any]:
     return [*steps, {"say": "Done."}]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: `[limits] log` is counted by the part's own AuditLog from zero: each resumed "
-    "part may write the whole limit again, so one attempt's log passes it by as many times "
-    "as it pauses (class: a limit with a fresh allowance per part; mechanism: the bytes the "
-    "attempt's records hold, from its attempt-start on, counted into the continued chain "
-    "as tool calls and the wall are)",
-)
 @pytest.mark.parametrize("user", USERS)
 def test_the_log_limit_spans_both_parts_of_a_resumed_attempt(
     accounts: dict[str, Account | str], user: str
@@ -485,16 +452,6 @@ def paused_on_secret(
     return job, outcome
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: the paused state keeps the gate's raw subject and display text, not the "
-    "masked record, and `governor approve` copies that subject into its approval record "
-    "with no masker: a secret the log and the outcome mask is written to the state file, "
-    "printed in approve's error, and appended to the audit log itself (class: agent text "
-    "leaving the governor outside the attempt's masker; mechanism: the state keeps the "
-    "record as logged, masked, with the masker's variable names, and approve writes and "
-    "prints only that)",
-)
 @pytest.mark.parametrize("user", USERS)
 def test_a_secret_the_log_masks_is_in_no_paused_state_no_approve_error_and_no_approval_record(
     accounts: dict[str, Account | str], user: str
@@ -541,13 +498,6 @@ TITLE = "Edit notes.md\x1b[2K\rEdit README.md\x1b]0;approved\x07"
 sets the terminal's title."""
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: `governor approve`'s error prints the paused request's display text as the "
-    "agent sent it: its escape sequences and carriage return reach the person's terminal "
-    "(class: agent text printed outside governor.boundary.display; mechanism: every agent "
-    "string the CLI prints goes through display.terminal, as the summary and `audit` do)",
-)
 @pytest.mark.parametrize("user", USERS)
 def test_governor_approve_prints_no_control_character_the_agent_sent(
     accounts: dict[str, Account | str], user: str
@@ -613,15 +563,6 @@ def told_after(accounts: dict[str, Account | str], user: str, name: str, *answer
     return str(json.loads(prompts[1])[0]["text"])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: the resumed part reads the person's decision from the approval record's "
-    "`decision` field, which `governor approve` never writes (it writes `answer`): an agent "
-    "whose request the person refused is told 'A person approved your request ... Ask it "
-    "again', and the outcome says it was told the decision (class: a field read by another "
-    "name than the one written; mechanism: the approval record as one typed value, written "
-    "and read by the same code)",
-)
 @pytest.mark.parametrize("user", USERS)
 def test_a_resumed_agent_whose_request_was_refused_is_told_it_was_refused(
     accounts: dict[str, Account | str], user: str
