@@ -268,11 +268,6 @@ FIX_IN_THE_CHECK_ONLY = "printf 'def add(a, b):\\n    return a + b\\n' > calc.py
 which is thrown away; the workspace keeps the bug."""
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: the harness closure reads a script's lines for programs by name, and "
-    "misses a sourced file and a script given to a shell after an option",
-)
 @pytest.mark.parametrize(
     ("check", "script"),
     [
