@@ -311,8 +311,10 @@ def reach(command: str) -> Reach:
                 shells.add(at(word))
             kind = ""
             continue
-        if kind == "node" and (word in _NODE_PRELOADS):
-            takes_arg = True
+        if (kind == "node" and word in _NODE_PRELOADS) or (
+            kind == "other" and word in ("-W", "-X")
+        ):
+            takes_arg = True  # a preload is run; python's -W/-X take a setting
             continue
         if kind == "node" and word.startswith(tuple(p + "=" for p in _NODE_PRELOADS)):
             out.append(at(word.split("=", 1)[1]))

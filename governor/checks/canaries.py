@@ -62,7 +62,8 @@ it still cannot tell which of the two is the copy by place (random) or by
 value (it does not know the right one), only, perhaps, by its name. A test
 whose assertion is in a helper (``self.check(2, 3, 5)``), in a loop or a
 branch, or against a computed value is not copied: a file of only such tests
-has the templates below. JavaScript files get the templates only. A check that runs only some tests of an acceptance file by name (``-k``,
+has the templates below (likewise a node test with options, or whose
+assertion is not a line of its own: `_js_mutants`). A check that runs only some tests of an acceptance file by name (``-k``,
 ``file::test``) runs no canary of it, and is ``runner-lied``: run the file.
 """
 
@@ -79,7 +80,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from governor.checks.test_results import _JS_EXT, _PY_EXT, Acceptance, CaseResult, _matches, collect
+from governor.checks.test_results import (
+    _JS_EXT,
+    _JS_TEST,
+    _PY_EXT,
+    Acceptance,
+    CaseResult,
+    _matches,
+    collect,
+)
 from governor.confine import frozen
 from governor.policies.policy import Policy
 
@@ -227,7 +236,8 @@ def plant(acceptance: Acceptance, roots: Sequence[str], folder: str) -> Planted:
             continue
         if len(data) > MAX_FILE_BYTES:
             continue
-        mutated = _mutants(rel, data, anywhere=rel in hidden) if rel.endswith(_PY_EXT) else None
+        copier = _mutants if rel.endswith(_PY_EXT) else _js_mutants
+        mutated = copier(rel, data, anywhere=rel in hidden)
         if mutated is not None:
             data, copies, copied = mutated
         made = _python(rel, data) if rel.endswith(_PY_EXT) else _javascript(rel, data)
@@ -366,10 +376,10 @@ def _mutated(value: object) -> object | None:
     it (None when it cannot be: ``None``, ``...``, a complex number)."""
     if isinstance(value, bool):
         return not value
-    if isinstance(value, int):
-        return value + _RNG.choice((-1, 1)) * _RNG.randint(1, 9)
-    if isinstance(value, float):
-        changed = value + _RNG.choice((-1, 1)) * _RNG.randint(1, 9)
+    if isinstance(value, int | float):
+        # as far off as a slip, of the same sign (a literal's minus is outside it)
+        steps = [d for d in range(-9, 10) if d and (value + d >= 0) == (value >= 0)]
+        changed = value + _RNG.choice(steps)
         return changed if changed != value and math.isfinite(changed) else None
     if isinstance(value, str):
         return _other_last(value) if value else _RNG.choice(_WORDS)
@@ -467,6 +477,99 @@ def _mutants(
     if not canaries:
         return None
     for at, block in sorted(inserts, key=lambda i: i[0], reverse=True):
+        lines.insert(at, block)
+    return "".join(lines).encode("utf-8"), canaries, said
+
+
+_JS_OPEN: Final = re.compile(
+    r"""^(?P<indent>[ \t]*)(?:test|it)\(\s*(?P<q>['"])(?P<name>(?:(?!(?P=q))[^\\])+)(?P=q)"""
+    r"""\s*,\s*(?:async\s*)?(?:\(\s*\w*\s*\)|\w+)\s*=>\s*\{\s*$"""
+)
+"""The first line of a ``node:test`` test written plainly: ``test('name', () => {``
+(no options object: a ``{ skip }`` or ``{ todo }`` test is not copied)."""
+_JS_LITERAL: Final = r"""-?\d+(?:\.\d+)?|'[^'\\\n]*'|"[^"\\\n]*"|true|false"""
+_JS_EQUAL: Final = re.compile(
+    r"^(?P<head>\s*\w+\.(?:deepStrictEqual|deepEqual|strictEqual|equal)\((?P<actual>.+),\s*)"
+    rf"(?P<literal>{_JS_LITERAL})(?P<tail>\s*\);?\s*)$"
+)
+"""An ``assert`` equality of what a test computes with a literal, on a line of its own."""
+_JS_ENDS_EARLY: Final = re.compile(r"\b(?:return|throw|try|if|for|while|switch|skip|todo)\b|\?")
+
+
+def _js_literal(text: str) -> str | None:
+    """A JavaScript literal (`_JS_LITERAL`) changed as `_mutated` changes its value."""
+    if text in ("true", "false"):
+        return "false" if text == "true" else "true"
+    if text[:1] in ("'", '"'):
+        return text[0] + str(_mutated(text[1:-1])) + text[0]
+    changed = _mutated(float(text) if "." in text else int(text))
+    return None if changed is None else repr(changed)
+
+
+def _js_mutants(
+    rel: str, data: bytes, *, anywhere: bool = False
+) -> tuple[bytes, list[Canary], set[str]] | None:
+    """`_mutants` for a ``node:test`` file: a test written plainly whose body
+    asserts an equality with a literal on a line of its own (``assert.
+    deepEqual(m.mean([2, 4, 6]), 4);``), nothing before it that returns,
+    throws, branches or skips, copied beside it with that literal changed and
+    a name made of the words of the file's own test names."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    lines = [line for line in re.split(r"(?<=\n)", text) if line]
+    names = [m.group(2) for m in _JS_TEST.finditer(text)]
+    vocabulary = [w for n in names for w in n.split() if w.isidentifier()]
+    sites: list[tuple[int, int, int, str]] = []  # (open line, close line, assert line, name)
+    for i, line in enumerate(lines):
+        opened = _JS_OPEN.match(line.rstrip("\n"))
+        if opened is None:
+            continue
+        close = opened.group("indent") + "})"
+        end = next((j for j in range(i + 1, len(lines)) if lines[j].startswith(close)), None)
+        if end is None:
+            continue
+        for j in range(i + 1, end):
+            if _JS_EQUAL.match(lines[j].rstrip("\n")):
+                sites.append((i, end, j, opened.group("name")))
+                break
+            if _JS_ENDS_EARLY.search(lines[j]):
+                break
+    if not sites:
+        return None
+    taken = set(names)
+    inserts: list[tuple[int, str]] = []
+    canaries: list[Canary] = []
+    said: set[str] = set()
+    for i, end, j, twin in _RNG.sample(sites, min(MAX_MUTANTS, len(sites))):
+        found = _JS_EQUAL.match(lines[j].rstrip("\n"))
+        assert found is not None
+        literal = _js_literal(found.group("literal"))
+        if literal is None:
+            continue
+        while True:
+            count = max(2, len(twin.split()))
+            name = " ".join(_RNG.sample(list(dict.fromkeys([*vocabulary, *_WORDS])), count))
+            if name not in text and name not in taken and not any(n in name for n in taken):
+                taken.add(name)
+                break
+        changed = found.group("head") + literal + found.group("tail") + "\n"
+        opening = lines[i].replace(twin, name, 1)
+        copy = "".join([opening, *lines[i + 1 : j], changed, *lines[j + 1 : end + 1]])
+        if not copy.endswith("\n"):
+            copy += "\n"
+        if not anywhere or _RNG.random() < 0.5:
+            inserts.append((i, copy + "\n"))
+        else:
+            inserts.append((end + 1, "\n" + copy))
+        family = f"{found.group('head').strip().split('(')[0].rpartition('.')[2]}"
+        family = f"assert.{family}, a copy of the file's own test with its expected value changed"
+        canaries.append(Canary(rel, name, "failed", "node", family, twin=twin))
+        said |= {name, changed.strip()}
+    if not canaries:
+        return None
+    for at, block in sorted(inserts, key=lambda x: x[0], reverse=True):
         lines.insert(at, block)
     return "".join(lines).encode("utf-8"), canaries, said
 
@@ -594,8 +697,6 @@ def _python(rel: str, data: bytes) -> tuple[str, list[Canary], set[str]] | None:
 
 
 def _javascript(rel: str, data: bytes) -> tuple[str, list[Canary], set[str]] | None:
-    from governor.checks.test_results import _JS_TEST
-
     text = data.decode("utf-8", "replace")
     names = [m.group(2) for m in _JS_TEST.finditer(text)]
     if not names:

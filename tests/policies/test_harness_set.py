@@ -74,6 +74,7 @@ def test_the_projects_own_code_tests_and_caches_are_not_in_the_harness_set(rel: 
         ("cd ci && ./t.sh && sh x.sh", ("ci/t.sh", "sh", "ci/x.sh")),
         ("node -r ./hook.js --import=./esm.mjs --test t.mjs", ("node", "./hook.js", "./esm.mjs")),
         ("node -e 'x' t.mjs", ("node",)),
+        ("python3 -W ignore -X dev tools/run.py", ("python3", "tools/run.py")),
     ],
 )
 def test_a_checks_programs_are_its_commands_and_the_scripts_they_are_given_not_its_test_files(
