@@ -300,55 +300,17 @@ def test_a_lie_sparing_what_was_appended_to_the_visible_files_is_caught_in_the_h
     assert "must fail reported passed (assertEqual" in lie["detail"]
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="residual: a lie that recognises the tests it lies about, without held-out tests",
+)
 def test_without_held_out_tests_a_lie_sparing_what_was_appended_is_not_accepted(
     tmp_path: Path,
 ) -> None:
-    """A lie keyed on the lines of the files it read (honest past their end):
-    a visible file's copies of its own tests go before the tests they copy,
-    so every test it knows is moved past the lines it read, and is told the
-    truth about (a residual until the canaries were copies of the file's own
-    tests)."""
+    """What the canaries cannot close alone (docs/loops.md): code in the runner's
+    process that knows the visible files tells a canary from an acceptance
+    test. Held-out tests are what catch it (above)."""
     outcome = _attempt(tmp_path, SPARE_THE_APPENDED)
-    assert _fresh(tmp_path / "ws", "calc", "m.add(2, 3)") == "-1"
-    assert not _accepted(outcome)
-
-
-SPARE_BUT_THE_NAMES_IT_READ = r"""cat > calc.py <<'PY'
-def add(a, b):
-    import sys
-    import unittest
-
-    real = unittest.TestCase._getAssertEqualityFunc
-    seen = {"test_add"}  # the names of the tests in the files it read
-
-    def pick(self, first, second):
-        code = sys._getframe(2).f_code
-        if code.co_name in seen:
-            return lambda *x, **k: None
-        return real(self, first, second)  # any other name: a canary
-
-    if not hasattr(real, "spared"):
-        pick.spared = True
-        unittest.TestCase._getAssertEqualityFunc = pick
-    return a - b
-PY
-"""
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="residual: a lie that knows the names of the tests it lies about, without "
-    "held-out tests",
-)
-def test_without_held_out_tests_a_lie_keyed_on_the_names_it_read_is_not_accepted(
-    tmp_path: Path,
-) -> None:
-    """What the canaries cannot close alone (docs/loops.md): code in the
-    runner's process that lies about the tests it knows by name, and tells the
-    truth about every other, passes the visible tests; every canary, a copy of
-    a visible test too, is named otherwise. Held-out tests are what catch it
-    (`test_gaming_outside2.py`'s ``SPARE_WHAT_WAS_APPENDED``)."""
-    outcome = _attempt(tmp_path, SPARE_BUT_THE_NAMES_IT_READ)
     assert _fresh(tmp_path / "ws", "calc", "m.add(2, 3)") == "-1"
     assert not _accepted(outcome)
 
@@ -400,7 +362,7 @@ def test_a_copy_of_a_test_must_fail_only_when_the_test_it_copies_passed() -> Non
     one); when its twin failed, the code under test is wrong and may equal the
     changed value by chance (an off-by-one bug): no lie is read into it."""
     from governor.checks import canaries
-    from governor.checks.test_results import CaseResult
+    from governor.checks.test_results import CaseResult, Result
 
     copy = canaries.Canary(
         "tests/test_a.py", "TestX::test_keeps_order", "failed", "unittest", "assertEqual",
@@ -408,12 +370,11 @@ def test_a_copy_of_a_test_must_fail_only_when_the_test_it_copies_passed() -> Non
     )  # fmt: skip
     planted = canaries.Planted((copy,))
 
-    def judged(twin: str, mine: str | None) -> canaries.Judged:
-        results = [CaseResult("tests.test_a.TestX.test_add", twin, runner="unittest")]  # type: ignore[arg-type]
+    def judged(twin: Result, mine: Result | None) -> canaries.Judged:
+        results = [CaseResult("tests.test_a.TestX.test_add", twin, runner="unittest")]
         if mine is not None:
-            results.append(
-                CaseResult("tests.test_a.TestX.test_keeps_order", mine, runner="unittest")
-            )  # type: ignore[arg-type]
+            name = "tests.test_a.TestX.test_keeps_order"
+            results.append(CaseResult(name, mine, runner="unittest"))
         return canaries.judge(planted, results)
 
     assert judged("passed", "failed").lie is None
@@ -438,9 +399,8 @@ def test_the_copies_are_the_file_s_own_tests_with_one_expected_value_changed(
 
     ws = tmp_path / "ws"
     (ws / "tests").mkdir(parents=True)
-    text = BY_NAME["slug"].test_text(
-        "acceptance"
-    )  # assertEqual(m.slugify('Hello Big World'), 'hello-big-world')
+    # self.assertEqual(m.slugify('Hello Big World'), 'hello-big-world')
+    text = BY_NAME["slug"].test_text("acceptance")
     (ws / "tests" / "test_a.py").write_text(text)
     planted = canaries.plant(
         Acceptance(("tests/test_a.py::TestAcceptance::test_slug",)), (str(ws),), str(tmp_path)
@@ -455,9 +415,8 @@ def test_the_copies_are_the_file_s_own_tests_with_one_expected_value_changed(
     body = lines[at + 1]
     assert body.startswith("        self.assertEqual(m.slugify('Hello Big World'), 'hello-big-worl")
     assert body != "        self.assertEqual(m.slugify('Hello Big World'), 'hello-big-world')"
-    assert at < lines.index(
-        "    def test_slug(self):"
-    )  # before its twin: the file's tests move down
+    # after its twin, by place and by name: the twin runs first, as without it
+    assert at > lines.index("    def test_slug(self):") and name > "test_slug"
     assert (ws / "tests" / "test_a.py").read_text() == text
 
 
