@@ -458,7 +458,7 @@ def _mutants(rel: str, data: bytes) -> tuple[bytes, list[Canary], set[str]] | No
         full = f"{cls}::{name}" if cls else name
         family = f"{site.family}, a copy of the file's own test with its expected value changed"
         canaries.append(Canary(rel, full, "failed", site.group, family, twin=site.name))
-        own = {line.strip() for line in body}
+        own = {line.strip() for line in lines}  # a line the file holds names no canary
         said |= {name, *(line.strip() for line in changed.splitlines() if line.strip() not in own)}
     if not canaries:
         return None
@@ -547,7 +547,7 @@ def _js_mutants(rel: str, data: bytes) -> tuple[bytes, list[Canary], set[str]] |
         family = f"{found.group('head').strip().split('(')[0].rpartition('.')[2]}"
         family = f"assert.{family}, a copy of the file's own test with its expected value changed"
         canaries.append(Canary(rel, name, "failed", "node", family, twin=twin))
-        said |= {name, changed.strip()}
+        said |= {name} | ({changed.strip()} - {line.strip() for line in lines})
     if not canaries:
         return None
     for at, block in sorted(inserts, key=lambda x: x[0], reverse=True):
