@@ -39,15 +39,12 @@ import posixpath
 import shlex
 import sys
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final, Literal
+from typing import TYPE_CHECKING, Final
 
 from governor.policies.paths import is_under, within
 
 if TYPE_CHECKING:
     from governor.policies.policy import Policy
-
-HarnessMode = Literal["frozen", "audited"]
-HARNESS_MODES: Final = ("frozen", "audited")
 
 RUNNER_CONFIG: Final = frozenset(
     {

@@ -183,7 +183,8 @@ class Attempt:
         self.budget = Budget(p.policy.limits, p.name, self._stop_at)
         self.turn.on_usage = self.budget.report
         if continues is not None:  # the limits span every part: what is left, not a fresh allowance
-            self.budget.tool_calls = continues.state.tool_calls
+            state = continues.state
+            self.budget.carry(state.tool_calls, state.tokens, state.cost_usd)
         self.end = Ending(
             agent=p.name,
             preset=p.executor.id,
@@ -413,6 +414,8 @@ class Attempt:
             elapsed_s=self.end.elapsed_s,
             parts=earlier.parts + 1 if earlier is not None else 1,
             tool_calls=self.budget.tool_calls,
+            tokens=self.budget.total_tokens,
+            cost_usd=self.budget.cost_usd,
         )
 
     def _keep_or_discard(self, state: paused.PausedState | None, head: tuple[str, int] | None) -> None:

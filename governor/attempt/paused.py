@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import pwd
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,6 +83,10 @@ class PausedState:
     parts: int = 1
     tool_calls: int = 0
     """Tool calls counted over all its parts: ``[limits] tool_calls`` spans them."""
+    tokens: int | None = None
+    cost_usd: float | None = None
+    """Tokens and USD cost the agent reported over all its parts (each part's
+    added): ``[limits] tokens`` and ``cost_usd`` span them too."""
 
     def save(self) -> Path:
         """Write the file (0600 in a 0700 folder), replacing one of an earlier pause."""
@@ -198,6 +203,15 @@ def _chain(log: Path) -> tuple[PausedState, list[dict[str, Any]], list[dict[str,
             f"({state.records}, {state.head[:16]}...)"
         )
     return state, upto, records[len(upto) :]
+
+
+def os_user() -> tuple[str, int]:
+    """Who is deciding: the OS user of this process (its name, else its uid)."""
+    uid = os.getuid()
+    try:
+        return pwd.getpwuid(uid).pw_name, uid
+    except KeyError:
+        return str(uid), uid
 
 
 def approve(log: Path, request: int | None, answer: str, user: str, uid: int) -> dict[str, Any]:

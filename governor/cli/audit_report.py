@@ -27,7 +27,7 @@ from governor.audit.reading import (
 from governor.audit.record_shape import outcome_malformed
 from governor.audit.signing import PublicKey
 from governor.audit.verify import INCOMPLETE, Verification
-from governor.cli.audit import HEAD, UsageError, _job_lines
+from governor.cli.audit_common import HEAD, UsageError, job_lines
 
 
 def run_html_report(
@@ -109,7 +109,7 @@ def run_batch_report(root: Path, output: str, *, key: PublicKey | None = None) -
             "(the jobs' pages are written beside it)"
         )
     out = Path(output)
-    where = _job_lines(root, (BATCH_LOG, PATCH))  # every job's name checked, and its line
+    where = job_lines(root, (BATCH_LOG, PATCH))  # every job's name checked, and its line
     lines = read_outcomes(root)
     for job, line in lines.items():
         wrong = outcome_malformed(line)

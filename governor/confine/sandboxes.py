@@ -64,7 +64,7 @@ from governor.sandbox import (
     Terminals,
     agent_process,
 )
-from governor.sandbox.host import processes
+from governor.sandbox.host import concealed, processes
 from governor.sandbox.host.survey import survey
 from governor.sandbox.net.proxy import EgressProxy
 from governor.sandbox.run.agent import resolve_install, resolve_links
@@ -177,9 +177,12 @@ def agent_profile(
     capability = policy.capability if sandbox else Capability.FULL_ACCESS
     home_folders: list[str] = []
     runs_code: tuple[str, ...] = ()
+    moved: dict[str, str] = {}
     if preset is not None:
         home_folders += [h.removeprefix("~/") for h in preset.home if h.startswith("~/")]
         runs_code = tuple(h.removeprefix("~/") for h in preset.runs_code)
+        if sandbox:
+            moved = relocated_home(preset, env, policy.roots)
     # npx's cache: an overlay, never writable, since the host's next fetch and
     # the person's own npx run what lies there (`governor.sandbox.host.processes`)
     overlay_folders = (NPM_HOME.removeprefix("~/"),) if via_npx else ()
@@ -192,6 +195,10 @@ def agent_profile(
     except ProfileError as e:
         raise SandboxUnavailable(str(e)) from None
     env = dict(env)
+    if moved:  # shown at their usual places inside: the agent finds them there
+        assert preset is not None
+        for var in {r.var for r in preset.relocate}:
+            env.pop(var, None)
     if capability >= Capability.FULL_ACCESS:
         env[leftovers.MARKER] = uuid.uuid4().hex  # finds what left the watchdog's tree
     return Profile.for_agent(
@@ -199,6 +206,7 @@ def agent_profile(
         Path(policy.workspace),
         extra_roots=tuple(Path(r) for r in policy.roots[1:]),
         home_folders=tuple(dict.fromkeys(h for h in home_folders if h and h != ".")),
+        home_sources=moved,
         home_runs_code=runs_code,
         overlay_folders=overlay_folders,
         install=install,
@@ -215,6 +223,39 @@ def agent_profile(
         read_only=read_only_in(policy.roots) + frozen.pins(policy) + harness.pins(policy),
         masked=policy.masked,
     )
+
+
+def relocated_home(
+    preset: Preset, env: Mapping[str, str], roots: Sequence[str]
+) -> dict[str, str]:
+    """The preset's home folders a variable of the agent's moves away from
+    ``$HOME`` (``XDG_DATA_HOME=/srv/data``: OpenCode's data is in
+    ``/srv/data/opencode``), each as its name under ``$HOME`` and its host
+    place: its sandbox binds that place at the usual name, writable, with
+    what in it runs code later held read-only as at home, and the agent is
+    given none of the relocating variables (it finds its folders where they
+    would be without them). `SandboxUnavailable` for a place inside a root or
+    the governor's state, or one holding either: bound writable, it would
+    open the workspace past its capability, or the state to the agent."""
+    home = env.get("HOME", "")
+    if not os.path.isabs(home):
+        return {}
+    state = str(concealed.state_dir())
+    moved: dict[str, str] = {}
+    for entry, place in zip(preset.home, preset.home_paths(env, Path(home)), strict=True):
+        name = entry.removeprefix("~/")
+        if place == Path(home) / name:
+            continue
+        for other in (*roots, state):
+            if is_under(str(place), other) or is_under(other, str(place)):
+                raise SandboxUnavailable(
+                    f"{preset.name}'s folder {entry} is moved to {place} by its variables "
+                    f"({', '.join(sorted({r.var for r in preset.relocate if r.entry == entry}))}), "
+                    f"which {'is inside' if is_under(str(place), other) else 'holds'} {other}: "
+                    "kept writable there, it would reach past its sandbox; point the variable elsewhere"
+                )
+        moved[name] = str(place)
+    return moved
 
 
 def host_places(

@@ -97,9 +97,17 @@ class HomeFolder:
     name: str
     writable: bool = False
     overlay: bool = False
+    source: str | None = None
+    """Where the folder is on the host, when not at ``$HOME/name``: a variable
+    of the person's relocates it (``XDG_DATA_HOME=/srv/data``), and the sandbox
+    shows it at its usual place under the empty ``$HOME``."""
 
     def __post_init__(self) -> None:
         _check_relative("home folder", self.name)
+        if self.source is not None and (
+            not os.path.isabs(self.source) or os.path.normpath(self.source) != self.source
+        ):
+            raise ProfileError(f"home folder {self.name!r}: its place {self.source!r} must be absolute")
 
 
 @dataclass(frozen=True)
@@ -279,6 +287,7 @@ class Profile:
         extra_roots: Sequence[Path] = (),
         home: Path | None = None,
         home_folders: Sequence[str] = (),
+        home_sources: Mapping[str, str] | None = None,
         home_runs_code: Sequence[str] = (),
         overlay_folders: Sequence[str] = (),
         install: Sequence[Path] = (),
@@ -307,7 +316,8 @@ class Profile:
         the same as for a command at that capability. Its ``PATH`` is passed
         through like a command's: only the entries visible inside.
         ``overlay_folders`` (npx's cache) are shown as overlays whose writes
-        stay in the sandbox (`HomeFolder.overlay`).
+        stay in the sandbox (`HomeFolder.overlay`). ``home_sources``: where a
+        home folder is on the host when a variable relocates it (`HomeFolder.source`).
         """
         env = dict(env or {})
         search_path = env.pop("PATH", None)
@@ -319,7 +329,11 @@ class Profile:
             env=env,
             home=home,
             home_folders=(
-                *(HomeFolder(name, writable=True) for name in home_folders if name not in overlay_folders),
+                *(
+                    HomeFolder(name, writable=True, source=(home_sources or {}).get(name))
+                    for name in home_folders
+                    if name not in overlay_folders
+                ),
                 *(HomeFolder(name, overlay=True) for name in overlay_folders),
             ),
             home_runs_code=tuple(home_runs_code),
