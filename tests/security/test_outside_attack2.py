@@ -82,13 +82,6 @@ def test_memory_a_process_writes_is_counted_in_the_attempt_budget_and_stops_it(
     assert not (box.ws / "held.txt").exists()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: the attempt's memory budget sums RssAnon + RssShmem of its processes; "
-    "a memfd written and not mapped, or a file in the sandbox's /dev/shm (bwrap's /dev "
-    "tmpfs, which has no --size), is memory no process's RSS shows: held past the "
-    "budget, and past the tmp limit, for as long as the attempt lasts",
-)
 @pytest.mark.parametrize("how", ["memfd", "dev-shm"])
 @pytest.mark.parametrize("user", USERS)
 def test_memory_held_outside_every_process_rss_is_counted_in_the_attempt_budget(
@@ -332,12 +325,6 @@ def test_what_the_agent_writes_in_its_workspace_is_bounded_by_the_workspace_limi
     assert "workspace limit 8M" in outcome["reason"], outcome["reason"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: the workspace (disk) limit walks the roots only; a preset's home "
-    "folders are the person's own, bound writable, and what the agent writes there is "
-    "bounded by nothing and stays on the host's disk after the attempt",
-)
 @pytest.mark.parametrize("user", USERS)
 def test_what_the_agent_writes_in_its_home_folders_is_bounded_by_a_disk_limit(
     accounts: dict[str, Account | str], user: str
@@ -363,12 +350,6 @@ def test_what_the_agent_writes_in_its_home_folders_is_bounded_by_a_disk_limit(
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: a check's roots are --tmp-overlay mounts, whose upper layer is a tmpfs "
-    "bwrap gives no --size: what the checked code writes in the workspace is memory that "
-    "neither the tmp limit nor the attempt's memory budget counts",
-)
 @pytest.mark.parametrize("user", USERS)
 def test_what_a_check_writes_over_the_workspace_is_counted_in_the_attempt_budget(
     accounts: dict[str, Account | str], user: str
