@@ -332,10 +332,10 @@ def held_in_files(pids: list[int]) -> int:
             namespace = os.readlink(f"/proc/{pid}/ns/mnt")
             if namespace not in seen_ns:
                 seen_ns.add(namespace)
-                for device, point in _memory_mounts(f"/proc/{pid}/mountinfo"):
-                    if device in counted:
+                for devices, point in _memory_mounts(f"/proc/{pid}/mountinfo"):
+                    if counted.intersection(devices):
                         continue
-                    counted.add(device)
+                    counted.update(devices)
                     with contextlib.suppress(OSError):
                         found = os.statvfs(f"/proc/{pid}/root{point}")
                         total += (found.f_blocks - found.f_bfree) * found.f_frsize
@@ -343,9 +343,9 @@ def held_in_files(pids: list[int]) -> int:
     return total
 
 
-def _mounts(path: str) -> list[tuple[str, str, str, str]]:
-    """(device, mount point, filesystem, super options) of each line of a
-    ``mountinfo`` (proc(5)); [] once unreadable."""
+def _mounts(path: str) -> list[tuple[str, str, str, str, str]]:
+    """(device, root in its filesystem, mount point, filesystem, super options)
+    of each line of a ``mountinfo`` (proc(5)); [] once unreadable."""
     try:
         with open(path, "rb") as f:
             text = f.read().decode("utf-8", "surrogateescape")
@@ -358,21 +358,38 @@ def _mounts(path: str) -> list[tuple[str, str, str, str]]:
             tail = fields.index("-")
             point = fields[4].replace("\\040", " ").replace("\\011", "\t")
             point = point.replace("\\012", "\n").replace("\\134", "\\")
-            found.append((fields[2], point, fields[tail + 1], fields[tail + 3]))
+            found.append((fields[2], fields[3], point, fields[tail + 1], fields[tail + 3]))
     return found
 
 
-def _superblocks(mounts: list[tuple[str, str, str, str]]) -> set[str]:
-    return {device for device, _, kind, _ in mounts if kind in MEMORY_FILESYSTEMS}
+def _superblocks(mounts: list[tuple[str, str, str, str, str]]) -> set[str]:
+    return {device for device, _, _, kind, _ in mounts if kind in MEMORY_FILESYSTEMS}
 
 
-def _memory_mounts(path: str) -> list[tuple[str, str]]:
-    """(device, mount point) of the tmpfs and writable overlays in ``path``."""
-    return [
-        (device, point)
-        for device, point, kind, options in _mounts(path)
-        if kind == "tmpfs" or (kind == "overlay" and "upperdir=" in options)
-    ]
+TMP_OVERLAY_UPPER: Final = "upperdir=/tmp-overlay-upper-"
+"""How bwrap's ``--tmp-overlay`` names its upper layers: folders of the tmpfs
+bwrap works in."""
+
+
+def _memory_mounts(path: str) -> list[tuple[frozenset[str], str]]:
+    """The tmpfs and writable overlays in ``path``, as (devices, a mount point
+    to measure them through), one entry per tmpfs. bwrap works in a tmpfs of
+    its own, which holds the upper layer of every ``--tmp-overlay`` (each
+    overlay's ``statfs`` is that tmpfs's) and the files of ``--bind-data``,
+    ``--ro-bind-data`` and ``--file`` (bound one by one: a part of it, not its
+    root, is mounted): all of those are one tmpfs, counted once."""
+    found: list[tuple[frozenset[str], str]] = []
+    bwraps: dict[str, str] = {}
+    for device, root, point, kind, options in _mounts(path):
+        if kind == "tmpfs" and root == "/":
+            found.append((frozenset({device}), point))
+        elif kind == "tmpfs" or (kind == "overlay" and TMP_OVERLAY_UPPER in options):
+            bwraps.setdefault(device, point)
+        elif kind == "overlay" and "upperdir=" in options:
+            found.append((frozenset({device}), point))
+    if bwraps:
+        found.append((frozenset(bwraps), next(iter(bwraps.values()))))
+    return found
 
 
 def _memfds(pid: int, seen: set[tuple[int, int]]) -> int:
