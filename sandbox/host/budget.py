@@ -44,9 +44,11 @@ How, and why each way:
   ``attempt_processes``; the kernel refuses the fork past it, whatever the
   watcher's pace. Its ``pids.events`` ``max`` count (forks refused) tells the
   watcher the budget was reached. A memory cgroup would be the same for
-  memory; the machine this was built on mounts cgroup v1's memory hierarchy
-  read-only even for root, and offers no cgroup v2 with memory, so memory is
-  watched only (`governor doctor` says what applies).
+  memory; the machine this was built on mounted cgroup v1's memory hierarchy
+  read-only even for root (on 2026-12-03 a group could be made there as
+  root), offers no cgroup v2 with memory, and an unprivileged user has no
+  memory group at all, so memory is watched only, the same way for both
+  (`governor doctor` says what applies).
 - **A watcher** (`watch`) measures every so often, spaced by ten times the
   last measure's duration (as `governor.attempt.roots_size` spaces its walks), at
   least `MIN_INTERVAL` apart; past a limit it kills every sandbox of the
