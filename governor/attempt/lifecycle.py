@@ -199,6 +199,8 @@ class Attempt:
         self.sandboxes = sandbox_budget.AttemptBudget(None, None)
         """Every sandbox of the attempt, counted together (`governor.sandbox.host.budget`):
         the one `run` makes current while the attempt runs."""
+        self._disk_watched = "the writable roots"
+        """What ``[limits] workspace`` bounds in this attempt, in words (`_over_workspace`)."""
         self.auth_methods: list[Any] = []
         self.turn_over = trio.Event()
         """Set when the prompt is answered (or when the governor stops waiting for it)."""
@@ -283,6 +285,14 @@ class Attempt:
             kept = await trio.to_thread.run_sync(tamper.keep, before.files, policy.roots)
         home = homes.home_roots(p.executor.preset, p.env)
         home_before = await trio.to_thread.run_sync(snapshot, home, homes.HOME_MAX_FILES)
+        # what the home folders hold now is the person's; what they gain, the attempt's
+        home_held = (
+            (await trio.to_thread.run_sync(roots_size.measure, home)).total
+            if home and policy.limits.workspace is not None
+            else 0
+        )
+        if home:
+            self._disk_watched = "the writable roots and what the agent added to its home folders"
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self.audit.run_batch_sync)
@@ -296,6 +306,8 @@ class Attempt:
                         policy.limits.workspace,
                         self._over_workspace,
                         before.closed,
+                        home,
+                        home_held,
                     )
                 terminals = self.terminals = confine.GovernedTerminals(
                     nursery, policy, p.env, proxy=lambda: self.proxy
@@ -775,10 +787,11 @@ class Attempt:
         limit = self.prepared.policy.limits.workspace
         assert limit is not None
         what = (
-            f"the writable roots hold a folder the governor cannot open, {closed[0]}: "
+            f"{self._disk_watched.replace(' and what', ' or what')} hold a folder the governor "
+            f"cannot open, {closed[0]}: "
             "what it holds cannot be bounded"
             if closed
-            else f"the writable roots hold {total} bytes or more"
+            else f"{self._disk_watched} hold {total} bytes or more"
         )
         self._stop_at(f"workspace limit {render('workspace', limit)} ([limits] workspace: {what})")
 

@@ -604,6 +604,13 @@ def render(
             argv += ["--ro-bind-try", knob, knob]
     # every tmpfs is as large as the tmp limit allows (else half the host's RAM)
     tmpfs = ["--size", str(profile.limits.tmp)] if profile.limits and profile.limits.tmp else []
+    # bwrap's --dev is a tmpfs it gives no --size, writable by the sandbox's
+    # user. /dev/shm gets a tmpfs of its own, sized at what one process may
+    # hold (it is shared memory, not scratch: counted in the attempt's memory
+    # budget, governor.sandbox.host.budget, as /tmp's files are too), and
+    # /dev is made read-only at the end, once every mount under it is made
+    shm = ["--size", str(profile.limits.memory)] if profile.limits and profile.limits.memory else []
+    argv += [*shm, "--tmpfs", "/dev/shm"]
     # a parent's tmpfs holds no mount point of a home that could be gone by now
     for parent in facts.home_parents:
         argv += [*tmpfs, "--tmpfs", parent.path]
@@ -680,6 +687,7 @@ def render(
     if excludes_fd is not None:
         argv += ["--ro-bind-data", str(excludes_fd), EXCLUDES_PATH]
 
+    argv += ["--remount-ro", "/dev"]  # not recursive: /dev/shm, /dev/pts stay writable
     argv += ["--chdir", facts.cwd]
     if seccomp_fd is not None:
         argv += ["--seccomp", str(seccomp_fd)]

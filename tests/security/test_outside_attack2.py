@@ -62,9 +62,11 @@ HOLD = {
 }
 
 
-def holding(accounts: dict[str, Account | str], user: str, how: str) -> tuple[dict[str, Any], Any]:
-    box = box_for(accounts, user, f"mem-{how}")
-    shell = f"cd {{cwd}} && {HOLD[how].format(m=MEGS)} && echo held > held.txt"
+def holding(
+    accounts: dict[str, Account | str], user: str, how: str, megs: int = MEGS
+) -> tuple[dict[str, Any], Any]:
+    box = box_for(accounts, user, f"mem-{how}-{megs}")
+    shell = f"cd {{cwd}} && {HOLD[how].format(m=megs)} && echo held > held.txt"
     outcome = scripted_run(box, f"mem-{how}", BUDGET, [{"shell": shell}, {"say": "Done."}])
     return outcome, box
 
@@ -82,13 +84,19 @@ def test_memory_a_process_writes_is_counted_in_the_attempt_budget_and_stops_it(
     assert not (box.ws / "held.txt").exists()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: the attempt's memory budget sums RssAnon + RssShmem of its processes; "
-    "a memfd written and not mapped, or a file in the sandbox's /dev/shm (bwrap's /dev "
-    "tmpfs, which has no --size), is memory no process's RSS shows: held past the "
-    "budget, and past the tmp limit, for as long as the attempt lasts",
-)
+@pytest.mark.parametrize("how", ["memfd", "dev-shm"])
+@pytest.mark.parametrize("user", USERS)
+def test_memory_held_outside_every_process_rss_under_the_attempt_budget_is_let_be(
+    accounts: dict[str, Account | str], user: str, how: str
+) -> None:
+    """The neighbour: 16 MiB held in a memfd or in ``/dev/shm`` (a tmpfs the
+    sandbox may still write, sized at ``memory``), with the agent's own
+    memory, stays under ``attempt_memory = "64M"``: the attempt completes."""
+    outcome, box = holding(accounts, user, how, megs=16)
+    assert outcome["status"] == "completed", outcome
+    assert (box.ws / "held.txt").exists()
+
+
 @pytest.mark.parametrize("how", ["memfd", "dev-shm"])
 @pytest.mark.parametrize("user", USERS)
 def test_memory_held_outside_every_process_rss_is_counted_in_the_attempt_budget(
@@ -294,7 +302,9 @@ def test_a_check_tells_the_next_try_nothing_a_held_out_test_holds(
 FILL_MEGS = 64
 
 
-def filling(accounts: dict[str, Account | str], user: str, where: str) -> tuple[Any, Any]:
+def filling(
+    accounts: dict[str, Account | str], user: str, where: str, megs: int = FILL_MEGS, kept: int = 0
+) -> tuple[Any, Any]:
     """``governor run --agent codex`` (the scripted agent standing in for its
     program, test_hostile_home_config's way) under ``[limits] workspace = "8M"``;
     its own shell writes 64 MiB at ``where`` (``{cwd}/...`` or ``$HOME/...``),
@@ -303,7 +313,9 @@ def filling(accounts: dict[str, Account | str], user: str, where: str) -> tuple[
 
     box = home_config.box_for(accounts, user, f"fill-{where.split('/')[0].strip('{}$')}")
     box.write(box.home / ".codex" / "auth.json", "{}\n")  # the person's own codex folder
-    shell = (f"dd if=/dev/zero of={where} bs=1M count={FILL_MEGS} 2>/dev/null && sleep 8"
+    if kept:  # what the person's codex folder held before: their sessions
+        box.write(box.home / ".codex" / "sessions.jsonl", "x" * (kept << 20))
+    shell = (f"dd if=/dev/zero of={where} bs=1M count={megs} 2>/dev/null && sleep 8"
              " && echo held > {cwd}/held.txt")  # fmt: skip
     original = Box.write
 
@@ -332,12 +344,19 @@ def test_what_the_agent_writes_in_its_workspace_is_bounded_by_the_workspace_limi
     assert "workspace limit 8M" in outcome["reason"], outcome["reason"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: the workspace (disk) limit walks the roots only; a preset's home "
-    "folders are the person's own, bound writable, and what the agent writes there is "
-    "bounded by nothing and stays on the host's disk after the attempt",
-)
+@pytest.mark.parametrize("user", USERS)
+def test_what_the_person_kept_in_the_home_folders_is_not_the_attempts_and_a_small_write_there_completes(
+    accounts: dict[str, Account | str], user: str
+) -> None:
+    """The neighbour: the person's ``~/.codex`` already holds 16 MiB of their
+    own (twice ``workspace = "8M"``); the agent writes 2 MiB there. The limit
+    counts what the attempt added (2 MiB), so the attempt completes."""
+    outcome, box = filling(accounts, user, "$HOME/.codex/small", megs=2, kept=16)
+    assert outcome["status"] == "completed", outcome
+    assert (box.home / ".codex" / "small").stat().st_size == 2 << 20
+    assert (box.ws / "held.txt").exists()
+
+
 @pytest.mark.parametrize("user", USERS)
 def test_what_the_agent_writes_in_its_home_folders_is_bounded_by_a_disk_limit(
     accounts: dict[str, Account | str], user: str
@@ -363,12 +382,6 @@ def test_what_the_agent_writes_in_its_home_folders_is_bounded_by_a_disk_limit(
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: a check's roots are --tmp-overlay mounts, whose upper layer is a tmpfs "
-    "bwrap gives no --size: what the checked code writes in the workspace is memory that "
-    "neither the tmp limit nor the attempt's memory budget counts",
-)
 @pytest.mark.parametrize("user", USERS)
 def test_what_a_check_writes_over_the_workspace_is_counted_in_the_attempt_budget(
     accounts: dict[str, Account | str], user: str
@@ -380,11 +393,29 @@ def test_what_a_check_writes_over_the_workspace_is_counted_in_the_attempt_budget
     test run does) writes 200 MiB into the workspace and holds it five
     seconds: the check passes, under ``attempt_memory = "64M"`` and ``tmp =
     "16M"``."""
+    ran = checking(accounts, user, MEGS)
+    assert not (ran["exit"] == 0 and f"held-{MEGS}" in ran["tail"]), ran
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_a_check_that_writes_over_the_workspace_under_the_attempt_budget_passes(
+    accounts: dict[str, Account | str], user: str
+) -> None:
+    """The neighbour: the same check writing 8 MiB over the workspace (its
+    overlay's upper layer, counted in ``attempt_memory = "64M"``) passes."""
+    ran = checking(accounts, user, 8)
+    assert ran["exit"] == 0 and "held-8" in ran["tail"], ran
+
+
+def checking(accounts: dict[str, Account | str], user: str, megs: int) -> dict[str, Any]:
+    """The agent leaves ``fill.sh``, writing ``megs`` MiB in the workspace and
+    holding them five seconds; the check ``sh fill.sh`` runs it under
+    `BUDGET`. What the outcome says of the check's run."""
     from test_outside_attack import governor, outcome_of, python_of
 
-    box = box_for(accounts, user, "mem-check")
+    box = box_for(accounts, user, f"mem-check-{megs}")
     fill = (
-        f"dd if=/dev/zero of=fill bs=1M count={MEGS} 2>/dev/null && sleep 5 && echo held-{MEGS}\n"
+        f"dd if=/dev/zero of=fill bs=1M count={megs} 2>/dev/null && sleep 5 && echo held-{megs}\n"
     )
     steps = [{"write": "{cwd}/fill.sh", "text": fill}, {"say": "Done."}]
     script = box.write(box.dir / "s.json", json.dumps(steps))
@@ -393,8 +424,8 @@ def test_what_a_check_writes_over_the_workspace_is_counted_in_the_attempt_budget
             "--check", "sh fill.sh",
             "go", "--", python_of(box), str(SCRIPTED_AGENT), "--script", str(script)]  # fmt: skip
     outcome = outcome_of(governor(box, argv))
-    ran = outcome["checks_run"][0]
-    assert not (ran["exit"] == 0 and f"held-{MEGS}" in ran["tail"]), (outcome["verdict"], ran)
+    ran: dict[str, Any] = outcome["checks_run"][0]
+    return ran
 
 
 # -- bwrap itself: found on the operator's PATH -----------------------------------------------------
