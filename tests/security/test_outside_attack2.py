@@ -595,12 +595,6 @@ def through_link(accounts: dict[str, Account | str], user: str, what: str) -> tu
     return box, victim, done
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: the report page (-o), the event stream (--events) and the audit log (--log) "
-    "are opened by name, following a link: a link an attempt left in its workspace makes "
-    "the governor overwrite or append to any file the person can write",
-)
 @pytest.mark.parametrize("what", ["report", "events", "log"])
 @pytest.mark.parametrize("user", USERS)
 def test_the_governor_writes_nothing_for_the_person_through_a_link_an_attempt_left(
@@ -642,12 +636,6 @@ def test_the_report_page_is_written_where_the_person_says(
     assert "<html" in page.lower() and "<b>$(echo hi)" not in page
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: --prompt-file is read by name, following a link: a prompt file the "
-    "person keeps in the project, replaced by an attempt with a link to a file of theirs "
-    "outside every root, hands that file to the next run's agent as its task",
-)
 @pytest.mark.parametrize("user", USERS)
 def test_a_prompt_file_an_attempt_made_a_link_hands_the_next_agent_nothing_outside_its_roots(
     accounts: dict[str, Account | str], user: str
