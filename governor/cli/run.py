@@ -58,8 +58,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--clone",
         metavar="URL@REF",
         help="work in a fresh clone of URL at REF (default: its HEAD) holding only the ref's "
-        "history, its remote pointing nowhere; made under $TMPDIR unless --workspace says "
-        "where, and kept (see docs/loops.md)",
+        "history, its remote pointing nowhere; made in a folder of its own under "
+        "$XDG_STATE_HOME/acp-governor/attempts/ (hidden from every other attempt's sandbox, "
+        "whatever $TMPDIR is) unless --workspace says where, and kept (see docs/loops.md)",
     )
     p.add_argument(
         "--add-dir", metavar="DIR", action="append", default=[], help="another root (repeatable)"
