@@ -45,6 +45,7 @@ records the spawns of a whole run and holds that list.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import stat
@@ -160,17 +161,27 @@ def written_folders() -> tuple[str, ...]:
     """Every folder `remember_written` has kept (none when the record is missing;
     a line that is not a JSON string is skipped)."""
     try:
-        with open(written_record(), "rb") as f:
-            lines = f.read().splitlines()
+        fd = os.open(written_record(), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return ()
+    with os.fdopen(fd, "rb") as f:
+        fcntl.flock(fd, fcntl.LOCK_SH)  # never half a rewrite (`remember_written`)
+        return _parse_written(f.read())
+
+
+def _parse_written(data: bytes) -> tuple[str, ...]:
     found = []
-    for line in lines:
+    for line in data.splitlines():
         with contextlib.suppress(ValueError):
             name = json.loads(line)
             if isinstance(name, str) and os.path.isabs(name):
                 found.append(name)
     return tuple(dict.fromkeys(found))
+
+
+WRITTEN_PRUNE_BYTES: Final = 256 << 10
+"""Past this size, `remember_written` rewrites the record without the folders
+that no longer exist (a test suite's workspaces, removed clones)."""
 
 
 def written_places(*more: str | Path) -> tuple[str, ...]:
@@ -187,26 +198,39 @@ def remember_written(folders: Iterable[str | Path]) -> None:
     keeps writable) in `written_record`, before its agent starts: from then on
     no program in them runs on the host (`Places.of`), whatever ``PATH`` a
     later command is given, whichever project it is started from. Those in the
-    state folder are left out (it is always refused); each is kept once. A
-    record that cannot be written is an error the caller reports: a folder
-    not kept is a folder a later install would trust."""
+    state folder or a temporary folder are left out (always refused for a
+    program); each is kept once. Past `WRITTEN_PRUNE_BYTES` the folders gone
+    since are dropped: what an attempt left there went with them. Under an
+    exclusive lock, so two governors at once lose neither's folders. A record
+    that cannot be written is an error the caller reports: a folder not kept
+    is a folder a later install would trust."""
     state = os.path.realpath(state_dir())
-    new = [f for f in _real(folders) if not is_under(f, state)]
+    skip = _real([state, "/tmp", "/var/tmp", "/dev/shm"])
+    new = [f for f in _real(folders) if not any(is_under(f, s) for s in skip)]
     if not new:
-        return
-    known = set(written_folders())
-    lines = b"".join(json.dumps(f).encode() + b"\n" for f in new if f not in known)
-    if not lines:
         return
     record = written_record()
     record.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd = os.open(
-        record, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
-    )
+    flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(record, flags, 0o600)
     try:
-        os.write(fd, lines)  # one write: two governors appending at once keep both
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        size = os.fstat(fd).st_size
+        known = _parse_written(os.pread(fd, size, 0))
+        added = [f for f in new if f not in known]
+        if size + sum(len(f) for f in added) > WRITTEN_PRUNE_BYTES:
+            kept = [f for f in known if os.path.lexists(f)]
+            os.ftruncate(fd, 0)
+            _write_all(fd, b"".join(json.dumps(f).encode() + b"\n" for f in [*kept, *added]))
+        elif added:
+            _write_all(fd, b"".join(json.dumps(f).encode() + b"\n" for f in added))
     finally:
-        os.close(fd)
+        os.close(fd)  # the lock goes with it
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    while data:
+        data = data[os.write(fd, data) :]
 
 
 def _owner_culprit(path: str) -> str | None:

@@ -270,3 +270,24 @@ def test_a_toolchain_folder_named_near_is_searched_only_when_no_attempt_could_wr
     )
     processes.remember_written([scratch / "node"])
     assert processes.find_program("npm-near-only", near=str(near.parent), environ=home_env) is None
+
+
+def test_the_record_of_written_folders_drops_only_folders_gone_once_it_grows(
+    scratch: Path, home_env: dict[str, str], state: Path
+) -> None:
+    """A test suite's workspaces would grow the record for ever: past its bound
+    the folders that no longer exist are dropped (what an attempt left there
+    went with them); every folder still there, and the new one, are kept. A
+    temporary folder is never kept (always refused for a program)."""
+    kept = scratch / "kept"
+    kept.mkdir()
+    gone = [str(scratch / "gone" / f"{n:05d}-{'x' * 80}") for n in range(3000)]
+    processes.remember_written([kept, "/tmp/some-ws", *gone[:10]])
+    assert processes.written_folders() == (str(kept), *gone[:10])
+    processes.remember_written(gone)
+    size = processes.written_record().stat().st_size
+    assert size > processes.WRITTEN_PRUNE_BYTES - 1000
+    new = scratch / "new"
+    processes.remember_written([new])
+    assert processes.written_folders() == (str(kept), str(new))
+    assert processes.written_record().stat().st_size < 1000
