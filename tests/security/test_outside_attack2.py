@@ -19,10 +19,13 @@ The holes, by class:
   of a preset's writable home folders, which no limit walks;
 - a file the agent leaves runs on the host: a program looked up on the
   operator's ``PATH`` (``bwrap`` for every run, ``npm`` and ``python3.N`` for
-  ``governor agents install``), past the one door's places;
+  ``governor agents install``, an MCP server's bare ``command``), past the one
+  door's places (closed: the door's own lookup, `find_program`, and the
+  folders every attempt was given, kept in the state folder);
 - a path the governor opens for the person follows a link the agent left:
   the report page, ``--events`` and ``--log`` written through it, and
-  ``--prompt-file`` read through it (a hidden file handed to the next agent);
+  ``--prompt-file`` read through it (a hidden file handed to the next agent)
+  (closed: `governor.boundary.person_files`);
 - one try reaches the next: a check's exit status carries what a held-out
   test asserts into the next try's prompt.
 """
