@@ -64,8 +64,16 @@ def link_out(path: str | Path, written: Sequence[str]) -> str | None:
     write) and leads outside that folder. None when there is none."""
     if not written:
         return None
-    current = "/"
-    for part in Path(os.path.abspath(path)).parts[1:]:
+    named = os.fspath(path)
+    # walked as the kernel does: ``..`` goes up from where the last link led,
+    # never lexically (``ws/link/../x`` is the link target's parent's ``x``)
+    current = "/" if named.startswith("/") else os.path.realpath(os.getcwd())
+    for part in named.split("/"):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            current = os.path.dirname(current)
+            continue
         step = os.path.join(current, part)
         if not os.path.islink(step):
             current = step
@@ -94,7 +102,7 @@ def open_output(
     made it. An existing file is truncated unless ``append``. `NamedFileRefused`
     when ``path`` is a link, not a regular file, or reached through a link out
     of a folder in ``written``; any other `OSError` as the system says it."""
-    why = link_out(os.path.dirname(os.path.abspath(path)), written)
+    why = link_out(os.path.dirname(os.fspath(path)) or ".", written)
     if why is not None:
         raise NamedFileRefused(path, why)
     access = os.O_RDWR if readable else os.O_WRONLY

@@ -330,7 +330,7 @@ def main(args: argparse.Namespace) -> int:
     problems = _conflicts(args)
     fail_on = _fail_on(args.fail_on, problems)
     events, sink = _events(args, problems)
-    if args.log and (why := link_out(os.path.dirname(os.path.abspath(args.log)), _written(args))):
+    if args.log and (why := link_out(os.path.dirname(args.log) or ".", _written(args))):
         problems.append(f"--log {args.log}: cannot write the audit log: {why}")
     progress = None if args.json or args.quiet or args.events == "-" else _progress(args)
     trace = cloned = None

@@ -98,3 +98,22 @@ def test_the_audit_log_is_never_opened_through_a_link(tmp_path: Path, victim: Pa
     with pytest.raises(AuditUnavailable, match=f"cannot open the audit log {log}: it is a symbolic"):
         AuditLog(log, "a-1")
     assert victim.read_text() == PRECIOUS
+
+
+def test_a_dot_dot_after_a_link_goes_up_from_where_the_link_led_as_the_kernel_does(
+    tmp_path: Path, victim: Path
+) -> None:
+    """``ws/deep/../victim.rc`` with ``deep`` a link out of the workspace names
+    the file beside the link's target, not ``ws/victim.rc``: refused."""
+    ws, far = tmp_path / "ws", tmp_path / "far" / "away"
+    ws.mkdir()
+    far.mkdir(parents=True)
+    (far.parent / "victim.rc").write_text(PRECIOUS)
+    (ws / "deep").symlink_to(far)
+    sneaky = f"{ws}/deep/../victim.rc"
+    assert os.path.realpath(sneaky) == str(far.parent / "victim.rc")
+    with pytest.raises(NamedFileRefused, match="a folder an attempt could write"):
+        write_output(sneaky, "x", written=(str(ws),))
+    with pytest.raises(NamedFileRefused, match="a folder an attempt could write"):
+        read_input_text(sneaky, written=(str(ws),))
+    assert (far.parent / "victim.rc").read_text() == PRECIOUS
