@@ -31,7 +31,7 @@ toolchain folder the caller names (npx's, for npm), then the operator's
 ``PATH`` entries the door trusts. An entry is passed over when a program there
 could not run on the host by the rules above, or when it looks like a
 project's own (a ``node_modules`` folder, a folder inside a git work tree
-below the home folder): a person's activated ``.venv/bin`` or direnv's
+other than a home folder kept in git): a person's activated ``.venv/bin`` or direnv's
 ``node_modules/.bin`` is where an attempt leaves files, and the person who
 runs ``governor agents install`` from that project next would run them.
 
