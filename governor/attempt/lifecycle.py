@@ -67,6 +67,7 @@ from governor.policies.canonical import digest
 from governor.policies.limits import render
 from governor.policies.policy import Policy
 from governor.sandbox.host import budget as sandbox_budget
+from governor.sandbox.host import processes
 from governor.sandbox.host.limits import blame
 from governor.sandbox.net.proxy import EgressProxy, open_egress
 from governor.sandbox.run.execution import ExitStatus
@@ -219,6 +220,17 @@ class Attempt:
         held-out tests out of the roots from before its start to its checks
         (`governor.checks.held_out`), and back whatever ends it."""
         policy = self.prepared.policy
+        try:  # before anything of the agent runs: no program it may leave runs on the host later
+            places = confine.host_places(policy, self.prepared.executor.preset, self.prepared.env)
+            await trio.to_thread.run_sync(
+                processes.remember_written, (*places.roots, *places.homes)
+            )
+        except OSError as e:
+            self.audit.close()
+            raise RefusedBeforeStart([
+                f"{e.filename}: the folders this attempt may write cannot be kept in the "
+                f"state folder ({e.strerror}); nothing was started"
+            ]) from None
         try:
             held = await trio.to_thread.run_sync(held_out.hide, policy, self.id)
         except (frozen.FrozenTooLarge, held_out.HoldOutFailed) as e:

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from governor.audit.record_shape import JOB_ID
+from governor.boundary.person_files import read_input_text
 from governor.job.policy_files import read_policy, shipped_name
 from governor.job.spec import AttemptSpec, RefusedBeforeStart, prepare
 from governor.policies import config_values as values
@@ -38,6 +39,7 @@ from governor.policies.ceiling import Ceiling
 from governor.policies.errors import ConfigError, closest
 from governor.policies.policy import Policy
 from governor.sandbox.host import processes
+from governor.sandbox.host.processes import written_places
 
 ID_PATTERN: Final = JOB_ID
 """A job's id names its folder in the output: letters, digits, ``.``, ``_``, ``-``
@@ -333,8 +335,8 @@ def read_jobs(path: str | Path) -> tuple[list[Job], list[str]]:
     """`parse_lines` of a file, with relative ``repo`` and ``policy`` paths taken
     from the file's folder."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
+    try:  # never through a link an attempt could have made out of its folders
+        text = read_input_text(path, written=written_places())
     except OSError as e:
         return [], [f"{path}: cannot read the jobs file: {e.strerror}"]
     except UnicodeDecodeError as e:

@@ -201,7 +201,10 @@ def _masker() -> Callable[[str], str]:
 
 
 def _write(path: Path, text: str) -> None:
-    try:
-        path.write_text(text, encoding="utf-8")
+    from governor.boundary.person_files import write_output
+    from governor.sandbox.host.processes import written_places
+
+    try:  # never through a link an attempt may have left (-o audit.html in its workspace)
+        write_output(path, text, written=written_places())
     except OSError as e:
         raise UsageError(f"{path}: cannot write the page: {e.strerror}") from None

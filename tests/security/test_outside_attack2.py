@@ -19,10 +19,13 @@ The holes, by class:
   of a preset's writable home folders, which no limit walks;
 - a file the agent leaves runs on the host: a program looked up on the
   operator's ``PATH`` (``bwrap`` for every run, ``npm`` and ``python3.N`` for
-  ``governor agents install``), past the one door's places;
+  ``governor agents install``, an MCP server's bare ``command``), past the one
+  door's places (closed: the door's own lookup, `find_program`, and the
+  folders every attempt was given, kept in the state folder);
 - a path the governor opens for the person follows a link the agent left:
   the report page, ``--events`` and ``--log`` written through it, and
-  ``--prompt-file`` read through it (a hidden file handed to the next agent);
+  ``--prompt-file`` read through it (a hidden file handed to the next agent)
+  (closed: `governor.boundary.person_files`);
 - one try reaches the next: a check's exit status carries what a held-out
   test asserts into the next try's prompt.
 """
@@ -157,13 +160,6 @@ def plant_then_install(
     return box, {"outcome": outcome, "install": done}, marker
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: `governor agents install` looks its npm and its python3.N up on the "
-    "operator's PATH (shutil.which) and its door knows no roots then: a program an earlier "
-    "attempt left in a workspace folder on that PATH (an activated .venv/bin, "
-    "node_modules/.bin) runs on the host as the person",
-)
 @pytest.mark.parametrize(
     ("where", "agent"),
     [(".venv/bin/python3.30", "vibe"), ("node_modules/.bin/npm", "claude")],
@@ -209,6 +205,107 @@ def test_agents_install_runs_no_planted_python_when_its_folder_is_off_the_path(
     assert not marker.exists()
     assert done["install"].returncode != 0
     assert "python3.30" not in done["install"].stdout + done["install"].stderr
+
+
+# -- an MCP server's `command`: its program looked up on the operator's PATH ---------------------
+
+MCP_PROBE = """#!/bin/sh
+echo ran > "$1/{who}-ran"
+exec /usr/bin/python3 -c '
+import json, sys
+for line in sys.stdin:
+    message = json.loads(line)
+    if "id" in message:
+        info = {{"protocolVersion": "2025-06-18", "capabilities": {{}},
+                "serverInfo": {{"name": "{who}", "version": "1"}}}}
+        print(json.dumps({{"jsonrpc": "2.0", "id": message["id"], "result": info}}), flush=True)
+'
+"""
+"""An MCP server's program: it leaves ``<its first argument>/<who>-ran`` (the
+workspace: the server is ``writable``), then answers ``initialize`` as ``who``."""
+
+MCP_INITIALIZE = {
+    "jsonrpc": "2.0", "id": 1, "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+               "clientInfo": {"name": "scripted", "version": "1"}},
+}  # fmt: skip
+
+
+def server_on_path(
+    accounts: dict[str, Account | str], user: str, name: str, planted: bool, genuine: bool = True
+) -> tuple[Any, dict[str, Any], Any]:
+    """The person's policy names an MCP server by its bare program,
+    ``command = ["mcp-probe", WORKSPACE]``, installed in ``tools/bin`` beside
+    the box (a folder of theirs on their ``PATH``; not there unless
+    ``genuine``). When ``planted``, attempt 1's agent first leaves ``.venv/bin/mcp-probe`` in its workspace, and the
+    person's next run has that folder first on its ``PATH`` (the venv
+    active). The box, the second outcome and its log's ``mcp-server`` records."""
+    from test_outside_attack import governor, outcome_of, python_of
+
+    box = box_for(accounts, user, name)
+    tools = box.mkdir(box.dir / "tools" / "bin")
+    if genuine:
+        box.write(tools / "mcp-probe", MCP_PROBE.format(who="genuine"), mode=0o755)
+    path = f"{tools}:/usr/bin:/bin"
+    if planted:
+        steps = [{"shell": "mkdir -p {cwd}/.venv/bin"},
+                 {"write": "{cwd}/.venv/bin/mcp-probe", "text": MCP_PROBE.format(who="planted")},
+                 {"shell": "chmod +x {cwd}/.venv/bin/mcp-probe"}, {"say": "Done."}]  # fmt: skip
+        first = scripted_run(box, f"{name}-1", "", steps)
+        assert first["status"] == "completed", first
+        path = f"{box.ws / '.venv' / 'bin'}:{path}"
+    policy = box.write(
+        box.dir / "mcp.toml",
+        'capability = "edit-workspace"\n[[mcp.servers]]\nname = "probe"\n'
+        'command = ["mcp-probe", "{workspace}"]\nwritable = true\n',
+    )
+    script = box.write(box.ws / "s2.json", json.dumps([{"mcp": "probe", "send": [MCP_INITIALIZE]},
+                                                       {"say": "Done."}]))  # fmt: skip
+    log = box.dir / "second.jsonl"
+    argv = ["run", "--json", "--policy", str(policy), "--workspace", str(box.ws), "--log", str(log),
+            "go", "--", python_of(box), str(SCRIPTED_AGENT), "--script", str(script)]  # fmt: skip
+    second = outcome_of(governor(box, argv, environ={"PATH": path}))
+    records = [r for r in map(json.loads, log.read_text().splitlines()) if r.get("kind") == "mcp-server"]
+    return box, {"outcome": second, "records": records}, log
+
+
+@pytest.mark.parametrize("genuine", [True, False], ids=["installed", "missing"])
+@pytest.mark.parametrize("user", USERS)
+def test_an_mcp_server_named_by_its_bare_program_never_runs_one_an_attempt_left_on_the_path(
+    accounts: dict[str, Account | str], user: str, genuine: bool
+) -> None:
+    """Class: a file the agent leaves runs in place of what the person named
+    (a program looked up on the operator's ``PATH``). The server's ``command``
+    was looked up with ``shutil.which`` on the ``PATH`` the governor was given:
+    ``.venv/bin/mcp-probe``, left by an earlier attempt in its workspace and
+    first on that ``PATH``, ran as the server, with the server's secrets and
+    network hosts. Now the host door's lookup passes over a folder an attempt
+    was given (and a project's own): the person's own program runs, and
+    where there is none, the server is refused naming the one passed over."""
+    box, second, _log = server_on_path(accounts, user, "mcp-path", planted=True, genuine=genuine)
+    assert not (box.ws / "planted-ran").exists(), second
+    assert (box.ws / "genuine-ran").exists() == genuine, second
+    if genuine:
+        (record,) = second["records"]
+        assert record["subject"]["program"][0] == str(box.dir / "tools" / "bin" / "mcp-probe")
+    else:
+        said = json.dumps(second["outcome"])
+        planted = box.ws / ".venv" / "bin" / "mcp-probe"
+        assert f"found only where an agent may have left it: {planted} (" in said, said[:3000]
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_an_mcp_server_named_by_its_bare_program_runs_the_one_on_the_persons_path(
+    accounts: dict[str, Account | str], user: str
+) -> None:
+    """The neighbour: the same server, its program in a folder of the person's
+    on their ``PATH`` that no attempt was given: found there, run, and named
+    in the ``mcp-server`` record by its absolute path."""
+    box, second, _log = server_on_path(accounts, user, "mcp-tools", planted=False)
+    assert second["outcome"]["status"] == "completed", second["outcome"]
+    assert (box.ws / "genuine-ran").exists(), second
+    (record,) = second["records"]
+    assert record["subject"]["program"][0] == str(box.dir / "tools" / "bin" / "mcp-probe"), record
 
 
 # -- held-out tests: what a check still tells the next try -------------------------------------
@@ -532,12 +629,6 @@ def through_link(accounts: dict[str, Account | str], user: str, what: str) -> tu
     return box, victim, done
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: the report page (-o), the event stream (--events) and the audit log (--log) "
-    "are opened by name, following a link: a link an attempt left in its workspace makes "
-    "the governor overwrite or append to any file the person can write",
-)
 @pytest.mark.parametrize("what", ["report", "events", "log"])
 @pytest.mark.parametrize("user", USERS)
 def test_the_governor_writes_nothing_for_the_person_through_a_link_an_attempt_left(
@@ -579,12 +670,6 @@ def test_the_report_page_is_written_where_the_person_says(
     assert "<html" in page.lower() and "<b>$(echo hi)" not in page
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: --prompt-file is read by name, following a link: a prompt file the "
-    "person keeps in the project, replaced by an attempt with a link to a file of theirs "
-    "outside every root, hands that file to the next run's agent as its task",
-)
 @pytest.mark.parametrize("user", USERS)
 def test_a_prompt_file_an_attempt_made_a_link_hands_the_next_agent_nothing_outside_its_roots(
     accounts: dict[str, Account | str], user: str
