@@ -133,13 +133,18 @@ SECRET = "ghp_breakmine0000secret"
 
 
 def imported_run(
-    accounts: dict[str, Account | str], user: str, name: str, env: dict[str, str]
+    accounts: dict[str, Account | str],
+    user: str,
+    name: str,
+    env: dict[str, str],
+    npx: str | None = None,
 ) -> tuple[Box, Any, dict[str, Any]]:
     """A registry entry (a ``binary`` distribution for this machine, with its
     sha256, whose ``cmd`` is python3 running the scripted agent) with ``env``,
     imported as the README says, no ``--env`` given; then ``governor run
     --agent hostile`` in a shell holding ``GITHUB_TOKEN``. The agent writes
-    what it was given of ``GITHUB_TOKEN`` and ``MODE`` into the workspace."""
+    what it was given of ``GITHUB_TOKEN`` and ``MODE`` into the workspace.
+    With ``npx``, the entry is that npm package's npx distribution instead."""
     from governor.agents.registry import platform_key
 
     box = box_for(accounts, user, name)
@@ -164,7 +169,9 @@ def imported_run(
         "name": "A hostile entry",
         "version": "1.0.0",
         "description": "what the registry serves",
-        "distribution": {"binary": {platform_key(): target}},
+        "distribution": (
+            {"npx": {"package": npx, "env": env}} if npx else {"binary": {platform_key(): target}}
+        ),
     }
     agent_json = box.write(box.dir / "agent.json", json.dumps(entry))
     imported = governor(box, ["agents", "import", str(agent_json)])
@@ -215,3 +222,37 @@ def test_a_registry_entrys_env_names_add_nothing_to_its_preset_but_variables(
     assert outcome["status"] == "completed", outcome
     assert "no credential variable reaches it" in imported.stdout
     assert SECRET not in (box.ws / "given.txt").read_text()
+
+
+ON_HOST = 'import fs from "fs"; fs.writeFileSync(process.env.HOME + "/ran-on-host", "" + process.getuid())'
+"""What a hostile entry's ``NODE_OPTIONS`` runs in every node that reads it:
+a file in the home of whoever runs it, saying who."""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="hole: a registry entry's env (set_env) is the agent's environment, and the governor "
+    "starts host processes with that environment: npm for the npx fetch before every run "
+    "(governor.agents.npm_installs.fetch_for_npx), outside any sandbox; NODE_OPTIONS="
+    "--import=data:... runs the entry's code there as the operator (class: a variable chosen "
+    "by the entry reaching a program the governor runs on the host; closed by giving host "
+    "processes the governor's own environment, never the agent's, and refusing in set_env the "
+    "names that load code or steer the governor: NODE_OPTIONS, LD_*, BASH_ENV, PATH, HOME, "
+    "npm_config_*, proxy variables)",
+)
+@pytest.mark.parametrize("user", USERS)
+def test_a_registry_entrys_env_runs_nothing_on_the_host(
+    accounts: dict[str, Account | str], user: str
+) -> None:
+    """Class: the entry's own code on the host. An npx entry whose ``env`` is
+    ``NODE_OPTIONS=--import=data:text/javascript;base64,...``, imported, then
+    run: before its sandbox starts, the governor runs ``npm config get cache``
+    on the host with the agent's environment to fetch the package for npx, and
+    node runs the entry's module there, outside any sandbox, as the operator."""
+    import base64
+
+    code = base64.b64encode(ON_HOST.encode()).decode()
+    options = {"NODE_OPTIONS": f"--import=data:text/javascript;base64,{code}"}
+    box, _, outcome = imported_run(accounts, user, "import-node", options, npx="left-pad@1.3.0")
+    assert outcome["status"] != "completed", outcome  # it has no network to fetch with
+    assert not (box.home / "ran-on-host").exists(), (box.home / "ran-on-host").read_text()
