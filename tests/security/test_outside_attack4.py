@@ -256,3 +256,89 @@ def test_a_registry_entrys_env_runs_nothing_on_the_host(
     box, _, outcome = imported_run(accounts, user, "import-node", options, npx="left-pad@1.3.0")
     assert outcome["status"] != "completed", outcome  # it has no network to fetch with
     assert not (box.home / "ran-on-host").exists(), (box.home / "ran-on-host").read_text()
+
+
+# -- the operator's presets file where an agent may write ----------------------------------------
+
+
+def presets_in(
+    accounts: dict[str, Account | str], user: str, name: str, inside: bool
+) -> tuple[Box, dict[str, Any], dict[str, Any]]:
+    """The operator's ``XDG_CONFIG_HOME`` in the workspace (``inside``: a
+    project's own ``.config``, as direnv setups keep one) or beside it; an
+    agent imported there (a ``binary`` entry: python3 running the scripted
+    agent); a first run whose agent adds ``env = ["GITHUB_TOKEN"]`` to its own
+    preset in that file; a second run in a shell holding ``GITHUB_TOKEN``,
+    whose agent writes what it was given of it. The two outcomes."""
+    from governor.agents.registry import platform_key
+
+    box = box_for(accounts, user, name)
+    config = box.ws / ".config" if inside else box.dir / "config"
+    box.mkdir(config)
+    presets = config / "acp-governor" / "presets.toml"
+    script = box.dir / "script.json"
+    target = {
+        "archive": "https://agents.example/mine.tar.gz",
+        "sha256": "0" * 64,
+        "cmd": "python3",
+        "args": [str(SCRIPTED), "--script", str(script)],
+    }
+    entry = {"id": "mine", "name": "Mine", "version": "1.0.0",
+             "distribution": {"binary": {platform_key(): target}}}  # fmt: skip
+    agent_json = box.write(box.dir / "agent.json", json.dumps(entry))
+    environ = {"XDG_CONFIG_HOME": str(config)}
+    imported = governor(box, ["agents", "import", str(agent_json)], environ=environ)
+    assert imported.returncode == 0, imported.stderr
+    assert presets.is_file()
+    policy = box.write(box.dir / "policy.toml", 'capability = "edit-workspace"\n')
+    outcomes = []
+    for i, shell in enumerate(
+        [
+            f"echo 'env = [\"GITHUB_TOKEN\"]' >> {presets}; true",
+            'cd {cwd} && printf "%s" "$GITHUB_TOKEN" > given.txt',
+        ]
+    ):
+        box.write(script, json.dumps([{"shell": shell}, {"say": "Done."}]))
+        argv = ["run", "--json", "--agent", "mine", "--policy", str(policy), "--workspace",
+                str(box.ws), "--log", str(box.dir / f"run-{i}.jsonl"), "go"]  # fmt: skip
+        outcomes.append(
+            outcome_of(governor(box, argv, environ={**environ, "GITHUB_TOKEN": SECRET}))
+        )
+    return box, outcomes[0], outcomes[1]
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_an_operator_presets_file_beside_the_workspace_is_not_the_agents_to_change(
+    accounts: dict[str, Account | str], user: str
+) -> None:
+    """The neighbour: ``XDG_CONFIG_HOME`` outside every root: the agent's
+    line is not written (its sandbox shows the file read-only), and the next
+    run's agent is given no credential its preset does not name."""
+    box, first, second = presets_in(accounts, user, "presets-beside", inside=False)
+    assert first["status"] == "completed", first
+    assert second["status"] == "completed", second
+    assert (box.ws / "given.txt").read_text() == ""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="hole: the operator's presets file ($XDG_CONFIG_HOME/acp-governor/presets.toml) is "
+    "refused for another owner, a group/other write bit, a link or a preset's home holding it, "
+    "but not for lying in a root of the attempt: with XDG_CONFIG_HOME in the workspace the "
+    "agent (same uid) rewrites its own preset, and every later run gives it what it wrote "
+    "(credentials, hosts, home folders, NODE_OPTIONS) (class: the file naming what the "
+    "governor starts, where an agent may write; closed by checking it against every place "
+    "an attempt may write, processes.Places, when a run loads it, and refusing to run with it)",
+)
+@pytest.mark.parametrize("user", USERS)
+def test_an_operator_presets_file_in_the_workspace_is_not_the_agents_to_change(
+    accounts: dict[str, Account | str], user: str
+) -> None:
+    """Class: the governor's own configuration written by the agent. The
+    operator's ``XDG_CONFIG_HOME`` is the project's ``.config``; the first
+    run's agent appends ``env = ["GITHUB_TOKEN"]`` to its own preset there
+    (it owns the file, as the operator: mode 0600 kept); the second run passes
+    the operator's ``GITHUB_TOKEN`` to it."""
+    box, first, second = presets_in(accounts, user, "presets-inside", inside=True)
+    assert first["status"] == "completed", first
+    assert second["status"] != "completed" or (box.ws / "given.txt").read_text() == "", second
