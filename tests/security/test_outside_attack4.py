@@ -19,6 +19,7 @@ agent's own Bash tool would. The harness is test_outside_attack.py's.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -395,3 +396,68 @@ def test_a_moved_file_that_runs_code_is_held_inside_every_folder_that_holds_it(
     )  # fmt: skip
     assert outcome["status"] == "completed", outcome
     assert (moved / ".linked.json").read_text() == "{}"
+
+
+# -- governor.resume(outcome, decision): which attempt it decides ---------------------------------
+
+DEMO = str(Path(__file__).resolve().parents[2] / "governor" / "agents" / "demo.py")
+
+
+def two_paused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, one_log: bool) -> list[Any]:
+    """Two attempts of a loop, each paused on writing ``hello.py`` in its own
+    workspace (``x``, then ``y``), their audit logs one file (``one_log``, as
+    a loop keeps one log for its attempts) or one each; their outcomes."""
+    import governor
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    policy = tmp_path / "ask.toml"
+    policy.write_text('capability = "edit-workspace"\n[ask]\ntools = ["edit"]\n')
+    outcomes = []
+    for name in ("x", "y"):
+        (tmp_path / name).mkdir()
+        log = tmp_path / ("audit.jsonl" if one_log else f"{name}.jsonl")
+        spec = governor.AttemptSpec(
+            prompt="write hello.py", argv=[sys.executable, DEMO], workspace=tmp_path / name,
+            policy=policy, approver="pause", log=log, timeout=120,
+        )  # fmt: skip
+        outcomes.append(governor.run(spec))
+        assert outcomes[-1].status == "needs_approval", outcomes[-1].reason
+    return outcomes
+
+
+def test_resume_goes_on_with_the_attempt_its_outcome_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The neighbour: each attempt with its own log, ``resume(x, "once")``
+    decides x's request and runs x: its ``hello.py`` lands, y's does not."""
+    import governor
+
+    x, _ = two_paused(tmp_path, monkeypatch, one_log=False)
+    going_on = governor.resume(x, "once")
+    assert going_on.run_id == x.run_id, going_on
+    assert (tmp_path / "x" / "hello.py").exists()
+    assert not (tmp_path / "y" / "hello.py").exists()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="hole: governor.resume takes the attempt to decide from the log's last attempt "
+    "(paused._chain), never from the outcome it is given: with one log for a loop's "
+    "attempts, resume(x, 'once') approves and runs y, whose request the loop never saw "
+    "(class: an identity taken from a shared container, not from the handle; closed by "
+    "looking the paused state up by outcome.run_id, checking the log's chain holds it, and "
+    "binding the decision to the request the outcome showed)",
+)
+def test_resume_never_decides_another_attempts_request_in_a_shared_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Class: a decision that lands on another attempt. Two attempts of one
+    loop share its log and both pause; the loop reads x's outcome and calls
+    ``resume(x, "once")``: y is the one approved and run (its ``hello.py``
+    lands), and x still waits."""
+    import governor
+
+    x, _ = two_paused(tmp_path, monkeypatch, one_log=True)
+    going_on = governor.resume(x, "once")
+    assert not (tmp_path / "y" / "hello.py").exists(), going_on.run_id
+    assert going_on.run_id == x.run_id, going_on
