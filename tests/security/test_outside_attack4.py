@@ -43,31 +43,44 @@ one moved place lies inside another, which the agent may write."""
 
 
 def linked_world(
-    accounts: dict[str, Account | str], user: str, name: str, runs_code: bool = False
+    accounts: dict[str, Account | str],
+    user: str,
+    name: str,
+    runs_code: bool = False,
+    config: str = ".config",
 ) -> tuple[Box, Path, Path]:
     """The box, its operator presets file holding `LINKED` (with ``runs_code``,
-    ``~/.linked.json`` held read-only as claude's ``~/.claude.json`` is), and
-    the place ``LINKED_DIR`` points to (outside the home, every root and the state)."""
+    ``~/.linked.json`` held read-only as claude's ``~/.claude.json`` is) in
+    ``config`` (under the box: its ``XDG_CONFIG_HOME``), and the place
+    ``LINKED_DIR`` points to (outside the home, every root and the state)."""
     box = box_for(accounts, user, name)
     script = box.dir / "script.json"
     text = LINKED.format(scripted=SCRIPTED, script=script)
     if runs_code:
         text += 'runs_code = ["~/.linked.json"]\n'
-    box.write(box.home / ".config" / "acp-governor" / "presets.toml", text, mode=0o600)
+    box.write(box.dir / config / "acp-governor" / "presets.toml", text, mode=0o600)
     moved = box.mkdir(box.dir / "srv" / "linked")
     return box, script, moved
 
 
 def linked_run(
-    box: Box, script: Path, moved: Path, capability: str, steps: list[Any]
+    box: Box,
+    script: Path,
+    moved: Path,
+    capability: str,
+    steps: list[Any],
+    config: str = ".config",
+    environ: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """``governor run --agent linked`` with ``LINKED_DIR`` set, the agent playing ``steps``."""
+    """``governor run --agent linked`` with ``LINKED_DIR`` set and
+    ``XDG_CONFIG_HOME`` the box's ``config``, and ``environ``, the agent playing ``steps``."""
     box.write(script, json.dumps(steps))
     policy = box.write(box.dir / f"{capability}.toml", f'capability = "{capability}"\n')
     log = box.dir / f"run-{len(list(box.dir.glob('run-*.jsonl')))}.jsonl"
     argv = ["run", "--json", "--agent", "linked", "--policy", str(policy), "--workspace", str(box.ws),
             "--log", str(log), "go"]  # fmt: skip
-    return outcome_of(governor(box, argv, environ={"LINKED_DIR": str(moved)}))
+    given = {"LINKED_DIR": str(moved), "XDG_CONFIG_HOME": str(box.dir / config), **(environ or {})}
+    return outcome_of(governor(box, argv, environ=given))
 
 
 @pytest.mark.parametrize("user", USERS)
@@ -461,3 +474,41 @@ def test_resume_never_decides_another_attempts_request_in_a_shared_log(
     going_on = governor.resume(x, "once")
     assert not (tmp_path / "y" / "hello.py").exists(), going_on.run_id
     assert going_on.run_id == x.run_id, going_on
+
+
+PRESETS_HELD = pytest.mark.xfail(
+    strict=True,
+    reason="hole: the presets file is refused when a preset's home holds it only as "
+    "$HOME/<entry>, never where a variable moves the entry (relocate), and relocated_home "
+    "refuses a moved place over a root or the state, not over the presets file: the agent "
+    "rewrites its own preset (class: the file naming what the governor starts, where an agent "
+    "may write; closed by checking it at every run against every place the attempt may write, "
+    "processes.Places, after relocation)",
+)
+
+
+@pytest.mark.parametrize("holds", [False, pytest.param(True, marks=PRESETS_HELD)])
+@pytest.mark.parametrize("user", USERS)
+def test_a_moved_folder_never_holds_the_operators_presets_file(
+    accounts: dict[str, Account | str], user: str, holds: bool
+) -> None:
+    """The operator keeps ``LINKED_DIR`` (as ``CLAUDE_CONFIG_DIR`` for claude)
+    at their ``XDG_CONFIG_HOME`` (``holds``), or beside it: the first run's
+    agent appends ``env = ["GITHUB_TOKEN"]`` to its own preset through
+    ``~/.linked/acp-governor/presets.toml``, the second is given what it
+    names. Beside it, the neighbour: nothing is written, nothing leaks."""
+    box, script, moved = linked_world(accounts, user, f"moved-presets-{holds}", config="cfg")
+    if holds:
+        moved = box.dir / "cfg"
+    append = "echo 'env = [\"GITHUB_TOKEN\"]' >> $HOME/.linked/acp-governor/presets.toml; true"
+    first = linked_run(
+        box, script, moved, "edit-workspace", [{"shell": append}, {"say": "."}], "cfg"
+    )
+    assert first["status"] == "completed", first
+    leak = 'cd {cwd} && printf "%s" "$GITHUB_TOKEN" > given.txt'
+    second = linked_run(
+        box, script, moved, "edit-workspace", [{"shell": leak}, {"say": "."}], "cfg",
+        environ={"GITHUB_TOKEN": SECRET},
+    )  # fmt: skip
+    assert second["status"] == "completed", second
+    assert (box.ws / "given.txt").read_text() == ""
