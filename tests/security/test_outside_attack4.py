@@ -512,3 +512,70 @@ def test_a_moved_folder_never_holds_the_operators_presets_file(
     )  # fmt: skip
     assert second["status"] == "completed", second
     assert (box.ws / "given.txt").read_text() == ""
+
+
+# -- attacks that held ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("spelling", ["//{ws}/linked", "{ws}/./x/../linked/", "{ws}"])
+@pytest.mark.parametrize("user", USERS)
+def test_a_moved_place_in_the_workspace_is_refused_however_it_is_spelled(
+    accounts: dict[str, Account | str], user: str, spelling: str
+) -> None:
+    """Held: ``LINKED_DIR`` in a read-only workspace, spelled with a leading
+    ``//``, ``.``/``..`` and a trailing ``/``, or the workspace itself: the
+    attempt is refused before the agent starts, naming the variable, and
+    nothing the agent would write lands in the workspace."""
+    box, script, _ = linked_world(accounts, user, "moved-odd")
+    place = spelling.format(ws=box.ws)
+    outcome = linked_run(
+        box, script, Path(place), "read-only",
+        [{"shell": "echo planted > $HOME/.linked/planted.txt; true"}, {"say": "Done."}],
+    )  # fmt: skip
+    assert outcome["status"] != "completed", outcome
+    assert "LINKED_DIR" in json.dumps(outcome), outcome
+    assert not list(box.ws.rglob("planted.txt"))
+
+
+@pytest.mark.parametrize(
+    "package",
+    ["left-pad@file:../evil", "left-pad@https://agents.example/x.tgz", "left-pad@latest"],
+)
+@pytest.mark.parametrize("user", USERS)
+def test_a_registry_entry_names_no_package_but_an_exact_registry_version(
+    accounts: dict[str, Account | str], user: str, package: str
+) -> None:
+    """Held: an npx entry whose package carries a path, a URL or a tag in
+    place of a version is refused by ``governor agents import`` (exit 2), and
+    no presets file is written."""
+    box = box_for(accounts, user, "import-spec")
+    entry = {"id": "spec", "name": "Spec", "version": "1.0.0",
+             "distribution": {"npx": {"package": package}}}  # fmt: skip
+    agent_json = box.write(box.dir / "agent.json", json.dumps(entry))
+    done = governor(box, ["agents", "import", str(agent_json)])
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert not (box.home / ".config" / "acp-governor" / "presets.toml").exists()
+
+
+def test_resume_writes_into_no_copy_of_a_paused_attempts_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Held: an outcome whose ``log`` names a copy of the paused attempt's log
+    (elsewhere, a verifying chain) is refused (`NotPaused`, naming the log it
+    paused with); the copy and the real log are left as they were, and the
+    outcome with the real log still goes on."""
+    import dataclasses
+
+    import governor
+    from governor.attempt.paused import NotPaused
+
+    x, _ = two_paused(tmp_path, monkeypatch, one_log=False)
+    assert x.log is not None
+    copy = tmp_path / "copy.jsonl"
+    copy.write_bytes(Path(x.log).read_bytes())
+    before = Path(x.log).read_bytes()
+    with pytest.raises(NotPaused, match="paused with its log at"):
+        governor.resume(dataclasses.replace(x, log=str(copy)), "once")
+    assert copy.read_bytes() == before
+    assert Path(x.log).read_bytes() == before
+    assert governor.resume(x, "once").status == "completed"
