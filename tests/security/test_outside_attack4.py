@@ -14,6 +14,24 @@ attacks that held, are ordinary tests. Real attempts through the real CLI
 ``TMPDIR`` under the box and ``$HOME`` the box's own home; the agent acts with
 its own shell inside its sandbox (tests/audit/scripted_agent.py), as an
 agent's own Bash tool would. The harness is test_outside_attack.py's.
+
+The holes, by class:
+
+- a check on one path, a bind of another: a moved home place that is a link
+  (one the agent left in the moved folder it may write) is checked by its
+  spelling and bound where it leads, a read-only workspace or ``~/.bashrc``;
+- one host file at two names, held read-only at one: a ``runs_code`` file
+  moved into another moved folder (claude's ``.claude.json`` in
+  ``CLAUDE_CONFIG_DIR``) is writable under the folder's name;
+- the file naming what the governor starts, where an agent may write: the
+  operator's presets file in a root (``XDG_CONFIG_HOME`` in the workspace) or
+  in a moved home folder;
+- text spliced into TOML: a registry entry's ``env`` names add keys to its
+  preset (``env = ["GITHUB_TOKEN"]``);
+- a variable the entry chooses reaching a host process: its ``env``
+  (``NODE_OPTIONS``) is given to npm, run on the host for the npx fetch;
+- an identity taken from a shared container: ``governor.resume(x)`` decides
+  the log's last attempt, which may be another.
 """
 
 from __future__ import annotations
