@@ -279,7 +279,15 @@ def _set_env(source: str, key: str, v: object) -> tuple[tuple[str, str], ...]:
         if not _ENV_NAME.match(name) or not isinstance(value, str) or "\x00" in value:
             what = "environment variable names and string values"
             raise values.expected(source, key, what, f"{values.shown(name)} = {values.shown(value)}")
+        if name in GOVERNOR_READS or name.startswith("ACP_GOVERNOR"):
+            what = "variables of the agent's own (HOME, PATH and the governor's are the governor's)"
+            raise values.expected(source, key, what, values.shown(name))
     return tuple(v.items())
+
+
+GOVERNOR_READS: Final = frozenset({"HOME", "PATH", "TMPDIR", "USER", "LOGNAME", "SHELL"})
+"""What the governor itself reads from the agent's environment (where its home
+folders are bound, where its programs are found): a preset's ``set_env`` does not set these."""
 
 
 def _registry_entry(source: str, key: str, v: object) -> str:
@@ -484,6 +492,15 @@ def load_operator_presets(
                 f"writable by you alone (owner uid {st.st_uid}, mode {st.st_mode & 0o777:o})"
             )
         text = f.read().decode("utf-8", errors="replace")
+    from governor.sandbox.host.processes import written_places
+
+    real = os.path.realpath(path)
+    written = next((w for w in written_places() if real == w or real.startswith(w.rstrip("/") + "/")), None)
+    if written is not None:
+        raise PresetError(
+            f"{path}: it lies in {written}, a folder an attempt could write: an agent could have "
+            "chosen what it names; keep your presets outside every workspace and agent folder"
+        )
     mine = load_presets(text, source=str(path))
     home = Path.home() if home is None else home
     for pid, preset in mine.items():

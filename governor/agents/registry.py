@@ -70,11 +70,17 @@ def _strings(value: object, where: str) -> list[str]:
     return list(value)
 
 
+_ENV_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
 def _env(value: object, where: str) -> dict[str, str]:
     if not isinstance(value, dict) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in value.items()
     ):
         raise RegistryError(f"{where} must be an object of string values")
+    bad = [k for k in value if not _ENV_NAME.match(k)]
+    if bad:
+        raise RegistryError(f"{where}: {bad[0]!r} is not an environment variable's name")
     return dict(value)
 
 
@@ -202,7 +208,8 @@ def toml_table(pid: str, table: Mapping[str, Any]) -> str:
         if isinstance(value, bool):
             text = "true" if value else "false"
         elif isinstance(value, dict):
-            text = "{ " + ", ".join(f"{k} = {spelling.dumps(v)}" for k, v in value.items()) + " }"
+            # keys quoted too: a key is text of the entry's, never TOML of its own
+            text = "{ " + ", ".join(f"{spelling.dumps(k)} = {spelling.dumps(v)}" for k, v in value.items()) + " }"
         else:
             text = spelling.dumps(value)
         lines.append(f"{key} = {text}")

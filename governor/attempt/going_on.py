@@ -55,8 +55,14 @@ async def resume_attempt(
         raise ValueError(f"decision {decision!r}: one of {', '.join(DECISIONS)}")
     log = _log(outcome)
     user, uid = paused.os_user()
-    paused.approve(log, None, decision, f"{by} ({user})", uid)
-    going_on = paused.continuation(log)
+    # the outcome's own attempt and request: a log several attempts share names
+    # more than one, and the loop decided the one it was shown
+    request = (outcome.pending or {}).get("request")
+    paused.approve(
+        log, request if isinstance(request, int) else None, decision, f"{by} ({user})", uid,
+        attempt=outcome.run_id,
+    )  # fmt: skip
+    going_on = paused.continuation(log, outcome.run_id)
     return await run_attempt(paused.prepared_again(going_on, on_event=on_event), continues=going_on)
 
 

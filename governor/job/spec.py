@@ -567,8 +567,6 @@ def _agent_env(
     if preset is not None:
         keep += list(preset.env) + [r.var for r in preset.relocate]
     env = {k: environ[k] for k in dict.fromkeys(keep) if environ.get(k)}
-    if preset is not None:
-        env.update(preset.set_env)  # what its distribution runs it with (a registry entry's env)
     if model is not None and preset is not None and preset.model_env is not None:
         env[preset.model_env] = model
     if environ.get("IS_SANDBOX") == "yes":

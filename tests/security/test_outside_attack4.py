@@ -118,24 +118,13 @@ def test_a_moved_file_inside_a_moved_folder_is_the_agents_to_write_where_the_var
     assert (moved / ".linked.json").read_text().strip() == '{"signed": 1}'
 
 
-LINK_BOUND = pytest.mark.xfail(
-    strict=True,
-    reason="hole: relocated_home checks a moved place against the roots and the state by its "
-    "spelling, and the survey binds os.path.realpath of it: a moved place that is a link (here "
-    "one the agent left inside the moved folder it may write, as ~/.claude.json lies in "
-    "CLAUDE_CONFIG_DIR) is bound writable wherever it leads, a read-only workspace or the "
-    "person's home (class: a check on one path, a bind of another; closed by checking and "
-    "binding the same resolved place, or refusing a moved place any part of which is a link, "
-    "opened with O_NOFOLLOW/RESOLVE_NO_SYMLINKS; the state held: "
-    "governor.job.spec._state_in_agent_homes resolves before it compares)",
-)
 
 
 @pytest.mark.parametrize(
     "target",
     [
-        pytest.param("read-only workspace", marks=LINK_BOUND),
-        pytest.param("person's home", marks=LINK_BOUND),
+        "read-only workspace",
+        "person's home",
         "governor's state",  # held: refused before the start, the link resolved
     ],
 )
@@ -247,17 +236,6 @@ def test_a_registry_entrys_env_is_set_for_its_agent_and_a_value_stays_a_value(
     assert (box.ws / "given.txt").read_text() == f"|{value}"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: governor.agents.registry.toml_table writes an entry's env names into the TOML "
-    "inline table as they are (only values are quoted), and the file is checked only after "
-    "it is parsed, when the names are tame: a name holding '}' and a newline closes the table "
-    "and adds keys the operator never gave (env, api_hosts, base_url_env, relocate...), so an "
-    "agent.json passes the operator's credentials to its agent (class: text spliced into a "
-    "language, read back as structure; closed by building the table as data and serialising "
-    "every key with one TOML writer that quotes keys, or refusing a name _ENV_NAME refuses "
-    "in convert, before any text is made)",
-)
 @pytest.mark.parametrize("user", USERS)
 def test_a_registry_entrys_env_names_add_nothing_to_its_preset_but_variables(
     accounts: dict[str, Account | str], user: str
@@ -268,11 +246,19 @@ def test_a_registry_entrys_env_names_add_nothing_to_its_preset_but_variables(
     a preset key the registry cannot say and the operator did not give (its
     notes say "no credential variable reaches it"), and the operator's
     ``GITHUB_TOKEN`` reaches the agent in every run of it."""
+    from governor.agents.registry import platform_key
+
     name = 'X = "1" }\nenv = ["GITHUB_TOKEN"]\n#'
-    box, imported, outcome = imported_run(accounts, user, "import-name", {name: "2"})
-    assert outcome["status"] == "completed", outcome
-    assert "no credential variable reaches it" in imported.stdout
-    assert SECRET not in (box.ws / "given.txt").read_text()
+    box = box_for(accounts, user, "import-name")
+    target = {"archive": "https://agents.example/hostile.tar.gz", "sha256": "0" * 64,
+              "cmd": "./python3", "env": {name: "2"}}  # fmt: skip
+    entry = {"id": "hostile", "name": "Hostile", "version": "1.0.0", "description": "d",
+             "distribution": {"binary": {platform_key(): target}}}  # fmt: skip
+    agent_json = box.write(box.dir / "agent.json", json.dumps(entry))
+    imported = governor(box, ["agents", "import", str(agent_json)])
+    # closed: a name that is not a variable's is refused, and nothing is written
+    assert imported.returncode == 2 and "not an environment variable's name" in imported.stderr
+    assert not (box.home / ".config" / "acp-governor" / "presets.toml").exists()
 
 
 ON_HOST = 'import fs from "fs"; fs.writeFileSync(process.env.HOME + "/ran-on-host", "" + process.getuid())'
@@ -280,17 +266,6 @@ ON_HOST = 'import fs from "fs"; fs.writeFileSync(process.env.HOME + "/ran-on-hos
 a file in the home of whoever runs it, saying who."""
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: a registry entry's env (set_env) is the agent's environment, and the governor "
-    "starts host processes with that environment: npm for the npx fetch before every run "
-    "(governor.agents.npm_installs.fetch_for_npx), outside any sandbox; NODE_OPTIONS="
-    "--import=data:... runs the entry's code there as the operator (class: a variable chosen "
-    "by the entry reaching a program the governor runs on the host; closed by giving host "
-    "processes the governor's own environment, never the agent's, and refusing in set_env the "
-    "names that load code or steer the governor: NODE_OPTIONS, LD_*, BASH_ENV, PATH, HOME, "
-    "npm_config_*, proxy variables)",
-)
 @pytest.mark.parametrize("user", USERS)
 def test_a_registry_entrys_env_runs_nothing_on_the_host(
     accounts: dict[str, Account | str], user: str
@@ -371,16 +346,6 @@ def test_an_operator_presets_file_beside_the_workspace_is_not_the_agents_to_chan
     assert (box.ws / "given.txt").read_text() == ""
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: the operator's presets file ($XDG_CONFIG_HOME/acp-governor/presets.toml) is "
-    "refused for another owner, a group/other write bit, a link or a preset's home holding it, "
-    "but not for lying in a root of the attempt: with XDG_CONFIG_HOME in the workspace the "
-    "agent (same uid) rewrites its own preset, and every later run gives it what it wrote "
-    "(credentials, hosts, home folders, NODE_OPTIONS) (class: the file naming what the "
-    "governor starts, where an agent may write; closed by checking it against every place "
-    "an attempt may write, processes.Places, when a run loads it, and refusing to run with it)",
-)
 @pytest.mark.parametrize("user", USERS)
 def test_an_operator_presets_file_in_the_workspace_is_not_the_agents_to_change(
     accounts: dict[str, Account | str], user: str
@@ -416,15 +381,6 @@ def test_a_moved_file_that_runs_code_is_a_throwaway_copy_at_its_usual_name(
     assert (moved / ".linked.json").read_text() == "{}"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: a runs_code entry is held read-only at its own name only; moved (relocate) "
-    "into another moved folder the agent may write (CLAUDE_CONFIG_DIR puts ~/.claude.json "
-    "in ~/.claude's place), it is writable there under the other name, and the host's agent "
-    "runs what the sandboxed one wrote (its mcpServers) (class: one host file shown at two "
-    "names, held at one; closed by pinning each runs_code entry by its host place inside "
-    "every writable mount that holds it, after relocation)",
-)
 @pytest.mark.parametrize("user", USERS)
 def test_a_moved_file_that_runs_code_is_held_inside_every_folder_that_holds_it(
     accounts: dict[str, Account | str], user: str
@@ -486,15 +442,6 @@ def test_resume_goes_on_with_the_attempt_its_outcome_names(
     assert not (tmp_path / "y" / "hello.py").exists()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: governor.resume takes the attempt to decide from the log's last attempt "
-    "(paused._chain), never from the outcome it is given: with one log for a loop's "
-    "attempts, resume(x, 'once') approves and runs y, whose request the loop never saw "
-    "(class: an identity taken from a shared container, not from the handle; closed by "
-    "looking the paused state up by outcome.run_id, checking the log's chain holds it, and "
-    "binding the decision to the request the outcome showed)",
-)
 def test_resume_never_decides_another_attempts_request_in_a_shared_log(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -510,18 +457,9 @@ def test_resume_never_decides_another_attempts_request_in_a_shared_log(
     assert going_on.run_id == x.run_id, going_on
 
 
-PRESETS_HELD = pytest.mark.xfail(
-    strict=True,
-    reason="hole: the presets file is refused when a preset's home holds it only as "
-    "$HOME/<entry>, never where a variable moves the entry (relocate), and relocated_home "
-    "refuses a moved place over a root or the state, not over the presets file: the agent "
-    "rewrites its own preset (class: the file naming what the governor starts, where an agent "
-    "may write; closed by checking it at every run against every place the attempt may write, "
-    "processes.Places, after relocation)",
-)
 
 
-@pytest.mark.parametrize("holds", [False, pytest.param(True, marks=PRESETS_HELD)])
+@pytest.mark.parametrize("holds", [False, True])
 @pytest.mark.parametrize("user", USERS)
 def test_a_moved_folder_never_holds_the_operators_presets_file(
     accounts: dict[str, Account | str], user: str, holds: bool
@@ -544,6 +482,13 @@ def test_a_moved_folder_never_holds_the_operators_presets_file(
         box, script, moved, "edit-workspace", [{"shell": leak}, {"say": "."}], "cfg",
         environ={"GITHUB_TOKEN": SECRET},
     )  # fmt: skip
+    if holds:  # the first run's agent could not change it: held read-only in its moved folder
+        assert "GITHUB_TOKEN" not in (moved / "acp-governor" / "presets.toml").read_text()
+    if holds and second["status"] == "refused_before_start":
+        # held at both names in the first run, then, kept in a folder an agent writes,
+        # not read at all: the operator is told to move it; nothing leaks either way
+        assert any("presets.toml" in p for p in second["problems"]), second
+        return
     assert second["status"] == "completed", second
     assert (box.ws / "given.txt").read_text() == ""
 
