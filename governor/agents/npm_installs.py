@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Final
 
 from governor.agents.presets import Preset
+from governor.boundary.person_files import read_input, write_output
 from governor.sandbox.host import processes
 
 NPM_FLAGS: Final = (
@@ -412,6 +413,8 @@ def _install_pypi(
     if venv.exists():
         shutil.rmtree(venv)
     report = folder / "pip-report.json"
+    for made in (report, folder / LOCK):  # never written through: a link left here is removed
+        made.unlink(missing_ok=True)
     say(f"{preset.id}: installing {wanted} into {venv} (Python {python}) ...")
     started = time.monotonic()
     steps = (
@@ -429,7 +432,7 @@ def _install_pypi(
             tail = " | ".join((lines or done.stderr.strip().splitlines())[-3:])
             raise InstallError(f"{preset.id}: {what} {wanted} failed ({done.returncode}): {tail}")
     try:
-        (folder / LOCK).write_text(lock_lines(json.loads(report.read_text(encoding="utf-8"))))
+        write_output(folder / LOCK, lock_lines(json.loads(read_input(report))))
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise InstallError(f"{preset.id}: pip's report of {wanted} is unreadable: {e}") from None
     finally:

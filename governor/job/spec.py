@@ -386,6 +386,13 @@ def prepare(spec: AttemptSpec) -> Prepared:
             "where the agent would reach every attempt's sockets and workspaces: set "
             "$XDG_STATE_HOME to a place outside every root"
         )
+    data = data_home(environ).parent  # the agents the governor installed, MCP servers, its empty cwd
+    if (root := inside(data, bound.roots)) is not None:
+        problems.append(
+            f"the governor's data folder {data} is inside the root {root}, where the agent "
+            "could leave what a later `governor agents install` or MCP server start trusts: set "
+            "$XDG_DATA_HOME to a place outside every root"
+        )
     problems.extend(_state_in_agent_homes(preset, environ))
     if bound.capability == Capability.EDIT_WORKSPACE:  # only there are the roots writable
         problems.extend(install.problems(bound.roots))

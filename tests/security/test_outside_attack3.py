@@ -681,17 +681,6 @@ BASHRC = "# the person's own\nexport EDITOR=vi\n"
 LOCK_LINK = ".local/share/acp-governor/agents/vibe/requirements.lock"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: a root may hold the governor's data folder (the person's home as the "
-    "workspace, $XDG_STATE_HOME elsewhere: only the state folder is refused in a root), and "
-    "`governor agents install` writes its requirements.lock (and pip its --report) by path, "
-    "following a link an earlier attempt's agent left there: a file of the person's is "
-    "overwritten on the host (class: the data folder reachable by an agent, its files "
-    "trusted by the host; mechanism: refuse a root that holds the data folder, as the state "
-    "folder is, and write the install's files with O_NOFOLLOW or by rename in a folder the "
-    "install made)",
-)
 @pytest.mark.parametrize("user", USERS)
 def test_agents_install_writes_through_no_link_an_attempt_left_in_the_data_folder(
     accounts: dict[str, Account | str], user: str
@@ -716,8 +705,14 @@ def test_agents_install_writes_through_no_link_an_attempt_left_in_the_data_folde
             "--log", str(box.dir / "plant.jsonl"), "go", "--",
             python_of(box), str(SCRIPTED), "--script", str(script)]  # fmt: skip
     outcome = outcome_of(governor(box, argv, environ={"XDG_STATE_HOME": str(box.dir / "state")}))
-    assert outcome["status"] == "completed", outcome
-    assert (box.home / LOCK_LINK).is_symlink()  # the attack did what it says
+    # closed first by refusing a root that holds the data folder, as one holding the state is
+    assert outcome["status"] == "refused_before_start", outcome
+    assert any("data folder" in p for p in outcome["problems"]), outcome
+    # and, a link left there all the same (by an older governor's attempt, by hand): not followed
+    link = box.home / LOCK_LINK
+    box.mkdir(link.parent)
+    link.symlink_to(victim)
+    box.own(link)
     assert victim.read_text() == BASHRC  # out of the attempt's reach
     done = install_vibe(box, python)
     assert victim.read_text() == BASHRC, (done.stdout[-1500:], done.stderr[-1500:])
