@@ -235,8 +235,8 @@ class Gate:
             if self.paused_on is None:
                 # The request the attempt pauses on: the first asked, one request
                 # whole (what the pause shows, `approve --request` checks and a
-                # person's decision is matched on when it goes on), as logged:
-                # masked, a secret in a path or a command stays out of the state.
+                # person's decision is matched on when it goes on), masked as the
+                # log masks: a secret in a path or a command stays out of the state.
                 self.paused_on = {
                     "seq": record.get("seq"),
                     "shown": self.audit.masker.text(shown),
@@ -245,8 +245,8 @@ class Gate:
                 self.end.pending = {
                     "kind": kind,
                     "request": request,
-                    "subject": record.get("subject", {}),
-                    "reason": record.get("reason", reason),
+                    "subject": self.audit.masker.json(subject),
+                    "reason": self.audit.masker.text(reason),
                 }
             self.pause_requested.set()
         return Ruling(request, verdict, by, reason, option, record.get("seq")), record
