@@ -178,6 +178,9 @@ class Attempt:
         self.terminals: confine.GovernedTerminals | None = None
         self.proxy: EgressProxy | None = None
         self.relay: mcp.McpRelay | None = None
+        self.baseline: tuple[Snapshot, tamper.Baseline] | None = None
+        """The attempt's start (its roots' snapshot, the tamper audit's kept files):
+        this part's, or a paused attempt's first part's, kept with its state."""
         self.refused: dict[str, tuple[str, str]] = {}
         """The agent's connections the proxy refused: host:port -> (by, reason)."""
         self.turn = Turn(p.name, on_tool_call=self._on_tool_call, emit=listener)
@@ -295,6 +298,11 @@ class Attempt:
                 functools.partial(snapshot, policy.roots, opening=opened)
             )
             kept = await trio.to_thread.run_sync(tamper.keep, before.files, policy.roots)
+        # a part of a paused attempt is judged against the attempt's start, not its own
+        carried = self.continues.state.load_baseline() if self.continues is not None else None
+        self.baseline = (before, kept)
+        if isinstance(carried, tuple) and len(carried) == 2:
+            self.baseline = (carried[0], carried[1])
         home = homes.home_roots(p.executor.preset, p.env)
         home_before = await trio.to_thread.run_sync(snapshot, home, homes.HOME_MAX_FILES)
         # what the home folders hold now is the person's; what they gain, the attempt's
@@ -362,8 +370,8 @@ class Attempt:
                     opening=opened,
                 )
             )
-            self._unasked_changes(before, after)
-            await self._tamper_audit(kept, before, after)
+            self._unasked_changes(before, after)  # this part's: earlier parts' are tallied
+            await self._tamper_audit(self.baseline[1], self.baseline[0], after)
         # The frozen files' digest before the held-out ones come back: a path both
         # frozen and held out counts as held out, at both ends alike.
         frozen_at_end, said = await trio.to_thread.run_sync(frozen.at_end, policy, frozen_at_start)
@@ -449,6 +457,8 @@ class Attempt:
             state.head, state.records = head
             try:
                 state.save()
+                if self.baseline is not None:
+                    state.save_baseline(self.baseline)
             except OSError as e:
                 log.warning("the paused state cannot be written", error=str(e))
         elif self.continues is not None:

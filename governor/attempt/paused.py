@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import pickle
 import pwd
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -125,8 +126,37 @@ class PausedState:
 
     def discard(self) -> None:
         """The attempt went on: its state is spent (a second resume is refused)."""
-        with contextlib.suppress(FileNotFoundError):
-            state_path(self.attempt).unlink()
+        for path in (state_path(self.attempt), baseline_path(self.attempt)):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+
+    def save_baseline(self, baseline: object) -> None:
+        """What the attempt's start looked like (its roots' snapshot and the tamper
+        audit's kept files), beside the state: every part is judged against the
+        attempt's start, so what an earlier part did stays in the final verdict.
+        Pickled: the governor's own objects, written and read by it alone in its
+        hidden state folder (0600), never a file an agent could have shaped."""
+        path = baseline_path(self.attempt)
+        tmp = path.with_name(path.name + ".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            pickle.dump(baseline, f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+
+    def load_baseline(self) -> object | None:
+        """The attempt's start, as `save_baseline` kept it (None when none was)."""
+        try:
+            fd = os.open(baseline_path(self.attempt), os.O_RDONLY | os.O_NOFOLLOW)
+        except FileNotFoundError:
+            return None
+        with os.fdopen(fd, "rb") as f:
+            kept: object = pickle.load(f)  # the governor's own file: see save_baseline
+            return kept
+
+
+def baseline_path(attempt: str) -> Path:
+    """The start baseline beside ``attempt``'s state file."""
+    return state_path(attempt).with_suffix(".baseline")
 
 
 JOB_FIELDS: Final = (

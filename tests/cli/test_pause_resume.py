@@ -68,8 +68,10 @@ def test_a_pause_keeps_the_job_session_and_request_hidden_and_prints_the_command
     log = str(job["log"])
     assert f"governor approve {log} --request 1" in done.stdout
     assert f"governor resume {log}" in done.stdout
-    (state_file,) = (job["state"] / "acp-governor" / "paused").iterdir()
+    (state_file,) = (job["state"] / "acp-governor" / "paused").glob("*.json")
     assert stat.S_IMODE(state_file.stat().st_mode) == 0o600
+    # beside it, the attempt's start, which every part is judged against: the same mode
+    assert stat.S_IMODE(state_file.with_suffix(".baseline").stat().st_mode) == 0o600
     assert stat.S_IMODE(state_file.parent.stat().st_mode) == 0o700
     state = json.loads(state_file.read_text())
     attempt = records(job["log"])[0]["attempt"]
@@ -210,7 +212,7 @@ def test_no_sandbox_sees_a_paused_attempts_state(job: dict[str, Path], tmp_path:
     host: its folder is not there (hidden with the state folder); the same
     listing of its own workspace works."""
     paused(job)
-    (state_file,) = (job["state"] / "acp-governor" / "paused").iterdir()
+    (state_file,) = (job["state"] / "acp-governor" / "paused").glob("*.json")
     other = tmp_path / "other"
     other.mkdir()
     look = (

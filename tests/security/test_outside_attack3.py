@@ -386,15 +386,6 @@ def checked_box(accounts: dict[str, Account | str], user: str, name: str) -> tup
     return box, Paused(box, name, POLICY_CHECKED)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: each part of a resumed attempt takes its own baseline (the snapshot, the "
-    "tamper audit's kept files, the harness set): the final outcome's files_changed, "
-    "findings and unasked paths are the last part's alone, so a check's script rigged in "
-    "the first part is a completed, passed attempt with no finding (class: an earlier "
-    "part's work out of the verdict; mechanism: the attempt's start baseline kept with the "
-    "paused state, in the hidden state folder, and every part judged against it)",
-)
 @pytest.mark.parametrize("user", USERS)
 def test_a_check_script_rigged_before_the_pause_is_a_finding_of_the_resumed_attempt(
     accounts: dict[str, Account | str], user: str
