@@ -1,0 +1,76 @@
+"""The agent's model API under governance: which credentials the governor holds
+instead of the agent, where each is bound, and what the agent's sandbox gets.
+
+- Held: each of the preset's credential variables the operator set
+  (``ANTHROPIC_API_KEY``, ``OPENAI_API_KEY``, ...: its ``env`` names that end in
+  ``_KEY`` or ``_TOKEN``, `governor.sandbox.net.credentials.is_credential`), when the
+  agent runs in its sandbox behind the proxy. Unsandboxed (full access, or
+  ``sandbox_agent`` off) the agent has the host's network and no proxy to swap
+  in the value: it holds the real key, as before, and the outcome says so.
+- Bound to: the preset's ``api_hosts`` (TLS) and the host of each base-URL
+  variable set (``http://`` is plain HTTP: a loopback gateway or stand-in).
+- The sandbox gets: each placeholder in place of the value, the trust bundle
+  (the system's CAs plus the attempt's) bound read-only in the attempt's own
+  folder, and the variables clients read it from (`governor.sandbox.net.tls.trust_env`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from governor.agents.presets import Preset
+from governor.confine.attempt_folders import attempt_folder
+from governor.sandbox.net.credentials import Binding, Credentials, binding, url_binding
+from governor.sandbox.net.terminate import Interception, Recorder
+from governor.sandbox.net.tls import UPSTREAM_CA_ENV, AttemptCA, trust_env, upstream_context
+
+
+def bindings(preset: Preset, env: Mapping[str, str]) -> tuple[Binding, ...]:
+    """Where the preset's credentials may go: its API hosts and its base URLs' hosts."""
+    found = [binding(h) for h in preset.api_hosts]
+    for name in preset.base_url_env:
+        value = env.get(name, "")
+        if value and (bound := url_binding(value)) is not None:
+            found.append(bound)
+    return tuple(dict.fromkeys(found))
+
+
+def held_credentials(preset: Preset | None, env: Mapping[str, str], *, sandboxed: bool) -> Credentials:
+    """The credentials the governor holds for this agent (none unsandboxed, or
+    without a preset: an argv of one's own names no API hosts)."""
+    if preset is None or not sandboxed:
+        return Credentials()
+    return Credentials.from_env(env, preset.env, bindings(preset, env))
+
+
+@dataclass(frozen=True)
+class ModelApi:
+    """One attempt's part of the model API: the interception the proxy uses,
+    and the trust folder its agent's sandbox sees."""
+
+    interception: Interception
+    trust: Path
+    """The folder holding the bundle (bound back into the agent's sandbox)."""
+    bundle: Path
+
+    def agent_env(self, env: Mapping[str, str]) -> dict[str, str]:
+        """The agent's environment: placeholders instead of the real values,
+        and the trust variables."""
+        return {**env, **self.interception.credentials.sandbox_env(), **trust_env(str(self.bundle))}
+
+
+def open_model_api(credentials: Credentials, label: str, record: Recorder) -> ModelApi | None:
+    """The CA, trust folder and interception of an attempt that holds
+    ``credentials`` (None when it holds none: every host stays a tunnel)."""
+    if not credentials:
+        return None
+    ca = AttemptCA.make(label)
+    trust = attempt_folder("trust-")
+    bundle = ca.trust_folder(trust)
+    os.chmod(trust, 0o755)  # read by the agent's uid inside the sandbox
+    extra = os.environ.get(UPSTREAM_CA_ENV) or None
+    interception = Interception(credentials, ca, upstream_context(extra), record)
+    return ModelApi(interception, trust, bundle)
