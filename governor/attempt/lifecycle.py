@@ -71,6 +71,7 @@ from governor.policies.limits import render
 from governor.policies.policy import Policy
 from governor.sandbox.host import budget as sandbox_budget
 from governor.sandbox.host.limits import blame
+from governor.sandbox.net.credentials import Credentials
 from governor.sandbox.net.proxy import EgressProxy, open_egress
 from governor.sandbox.run.execution import ExitStatus
 from governor.tamper import baseline as tamper
@@ -492,9 +493,15 @@ class Attempt:
                 "observed": observed,
                 "strength": strength(observed, self.budget.reported),
             }
+        held = Credentials() if self.model_api is None else self.model_api.interception.credentials
+        p = self.prepared
+        keys_said = [] if plain else model_api.notices(
+            p.executor.preset, p.env, held, sandboxed=p.sandboxed_agent
+        )  # fmt: skip
         end.notices = (
             *turn.notices,
             *([] if plain else self.budget.notices()),
+            *keys_said,
             *mcp.said(self.relay),
         )
         end.bad_updates = turn.bad_updates

@@ -17,13 +17,20 @@ instead of the agent, where each is bound, and what the agent's sandbox gets.
 from __future__ import annotations
 
 import os
+import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from governor.agents.presets import Preset
 from governor.confine.attempt_folders import attempt_folder
-from governor.sandbox.net.credentials import Binding, Credentials, binding, url_binding
+from governor.sandbox.net.credentials import (
+    Binding,
+    Credentials,
+    binding,
+    is_credential,
+    url_binding,
+)
 from governor.sandbox.net.terminate import Interception, Recorder
 from governor.sandbox.net.tls import UPSTREAM_CA_ENV, AttemptCA, trust_env, upstream_context
 
@@ -74,3 +81,43 @@ def open_model_api(credentials: Credentials, label: str, record: Recorder) -> Mo
     extra = os.environ.get(UPSTREAM_CA_ENV) or None
     interception = Interception(credentials, ca, upstream_context(extra), record)
     return ModelApi(interception, trust, bundle)
+
+
+def notices(
+    preset: Preset | None, env: Mapping[str, str], held: Credentials, *, sandboxed: bool
+) -> list[str]:
+    """What the outcome must say of the credentials the agent itself held: the
+    real values when it ran outside the sandbox, its login folders when the
+    governor held no credential for it (OAuth tokens it refreshes itself)."""
+    if preset is None:
+        return []
+    names = [n for n in preset.env if env.get(n) and is_credential(n)]
+    out: list[str] = []
+    if names and not sandboxed:
+        out.append(
+            f"the agent held the real {', '.join(names)}: it ran outside the sandbox, "
+            "with no proxy to keep the value from it"
+        )
+    if not held:
+        homes = [h for h in preset.home_paths(env, Path(env.get("HOME") or "/nonexistent")) if h.exists()]
+        if homes:
+            shown = ", ".join(str(h) for h in homes[:3])
+            out.append(
+                f"the agent could read its own login ({shown}): the governor held no "
+                "credential for it, so its model calls were not seen on the wire"
+            )
+    return out
+
+
+def upstream_problem() -> str | None:
+    """Why the extra upstream CA the operator named (`UPSTREAM_CA_ENV`) cannot be
+    used, or None: found before the attempt starts, not at its first model call."""
+    extra = os.environ.get(UPSTREAM_CA_ENV)
+    if not extra:
+        return None
+    try:
+        upstream_context(extra)
+    except (OSError, ssl.SSLError) as e:
+        why = getattr(e, "strerror", None) or getattr(e, "reason", None) or str(e)
+        return f"{UPSTREAM_CA_ENV}={extra}: not a readable PEM CA file ({why})"
+    return None

@@ -22,6 +22,7 @@ from npm_agents import CLAUDE_AGENT_ACP, Job, preset_path, records
 from standin import OUTPUT_TOKENS, StandIn, bash
 
 from governor.attempt.lifecycle import run_attempt
+from governor.job.spec import RefusedBeforeStart
 from governor.sandbox.net.tls import UPSTREAM_CA_ENV, AttemptCA
 
 pytestmark = [pytest.mark.e2e, pytest.mark.npm_agent(CLAUDE_AGENT_ACP)]
@@ -70,11 +71,14 @@ def claude(job: Job, url: str, key: str) -> dict[str, Any]:
     return kw
 
 
+@pytest.mark.parametrize("scheme", ["https", "http"])
 async def test_the_agent_never_holds_the_key_and_each_model_call_is_one_record_with_the_tokens_the_api_sent(
-    job: Job, upstream_ca: ssl.SSLContext
+    job: Job, upstream_ca: ssl.SSLContext, scheme: str
 ) -> None:
+    # https: the stand-in as the real API is served; http: a loopback gateway
     key = "sk-ant-api03-" + secrets.token_urlsafe(60)
-    with StandIn([bash(DUMP)], tls=upstream_ca) as model:
+    with StandIn([bash(DUMP)], tls=upstream_ca if scheme == "https" else None) as model:
+        assert model.url.startswith(f"{scheme}://")
         outcome = await run_attempt(job.spec(None, agent="claude", **claude(job, model.url, key)))
     assert outcome.status == "completed", outcome.reason
     assert model.tool_uses() == ["Bash"], model.describe()
@@ -139,3 +143,25 @@ async def test_a_placeholder_sent_to_another_allowed_host_is_refused_and_recorde
     assert refused[0]["subject"]["port"] == other.port
     assert refused[0]["subject"]["path"] == "/collect"
     job.verified_log()
+
+
+async def test_an_upstream_ca_that_cannot_be_read_refuses_the_attempt_before_start_naming_the_variable(
+    job: Job, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "not-a-ca.pem").write_text("not a certificate\n")
+    monkeypatch.setenv(UPSTREAM_CA_ENV, str(tmp_path / "not-a-ca.pem"))
+    with StandIn([]) as model:
+        kw = claude(job, model.url, "sk-ant-api03-" + secrets.token_urlsafe(60))
+        with pytest.raises(RefusedBeforeStart) as refused:
+            await run_attempt(job.spec(None, agent="claude", **kw))
+    assert f"{UPSTREAM_CA_ENV}={tmp_path / 'not-a-ca.pem'}: not a readable PEM CA file" in str(
+        refused.value
+    )
+    assert model.served == []
+    # the neighbour: a readable CA file starts the attempt
+    (tmp_path / "ca.pem").write_bytes(AttemptCA.make("readable").cert_pem)
+    monkeypatch.setenv(UPSTREAM_CA_ENV, str(tmp_path / "ca.pem"))
+    with StandIn([]) as model:
+        kw = claude(job, model.url, "sk-ant-api03-" + secrets.token_urlsafe(60))
+        outcome = await run_attempt(job.spec(None, agent="claude", **kw))
+    assert outcome.status == "completed", outcome.reason
