@@ -32,8 +32,14 @@ Rules of this file (everything between an accepted socket and an upstream one):
 4. DNS is the proxy's, on the host (`resolve`); the sandbox has no resolver
    to ask (its ``/etc/resolv.conf`` names servers it cannot reach).
 
-What the proxy cannot see: what goes inside an allowed tunnel (TLS: the
-path, the headers, the body), nor whether an allowed host relays further.
+5. A host a credential is bound to (`Interception`) is terminated once
+   judged: its requests read, the real key swapped in, each call recorded
+   (`governor.sandbox.net.terminate`); a placeholder in a plain-HTTP request to
+   any other host is refused. Every other host stays a tunnel.
+
+What the proxy cannot see: what goes inside an allowed tunnel to a host that
+is not terminated (TLS: the path, the headers, the body), nor whether an
+allowed host relays further.
 """
 
 from __future__ import annotations
