@@ -183,14 +183,15 @@ class Attempt:
         self.relay: mcp.McpRelay | None = None
         self.refused: dict[str, tuple[str, str]] = {}
         """The agent's connections the proxy refused: host:port -> (by, reason)."""
-        self.model_calls = ModelCalls(self.audit)
-        """The model calls the proxy saw (`governor.gate.model_calls`)."""
         self.model_api: model_api.ModelApi | None = None
         """The credentials the governor holds for the agent, its CA and trust
         bundle (`governor.confine.model_api`); None: the agent holds its own."""
         self.turn = Turn(p.name, on_tool_call=self._on_tool_call, emit=listener)
         self.budget = Budget(p.policy.limits, p.name, self._stop_at)
         self.turn.on_usage = self.budget.report
+        self.model_calls = ModelCalls(self.audit, self.budget.observed)
+        """The model calls the proxy saw (`governor.gate.model_calls`): their
+        tokens count against ``[limits] tokens``."""
         if continues is not None:  # the limits span every part: what is left, not a fresh allowance
             self.budget.tool_calls = continues.state.tool_calls
         self.end = Ending(
@@ -323,7 +324,9 @@ class Attempt:
                     keys = model_api.held_credentials(
                         p.executor.preset, p.env, sandboxed=p.sandboxed_agent
                     )
-                    self.model_api = model_api.open_model_api(keys, self.id, self.model_calls.record)
+                    self.model_api = model_api.open_model_api(
+                        keys, self.id, self.model_calls.record, self.budget.refusal
+                    )
                 interception = None if self.model_api is None else self.model_api.interception
                 try:
                     async with (

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import ssl
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,7 +69,12 @@ class ModelApi:
         return {**env, **self.interception.credentials.sandbox_env(), **trust_env(str(self.bundle))}
 
 
-def open_model_api(credentials: Credentials, label: str, record: Recorder) -> ModelApi | None:
+def open_model_api(
+    credentials: Credentials,
+    label: str,
+    record: Recorder,
+    refusal: Callable[[], str | None] = lambda: None,
+) -> ModelApi | None:
     """The CA, trust folder and interception of an attempt that holds
     ``credentials`` (None when it holds none: every host stays a tunnel)."""
     if not credentials:
@@ -79,7 +84,7 @@ def open_model_api(credentials: Credentials, label: str, record: Recorder) -> Mo
     bundle = ca.trust_folder(trust)
     os.chmod(trust, 0o755)  # read by the agent's uid inside the sandbox
     extra = os.environ.get(UPSTREAM_CA_ENV) or None
-    interception = Interception(credentials, ca, upstream_context(extra), record)
+    interception = Interception(credentials, ca, upstream_context(extra), record, refusal)
     return ModelApi(interception, trust, bundle)
 
 

@@ -16,6 +16,7 @@ governor saw a call, whatever the agent reports (`observed_usage`).
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from typing import Any, Final
 
 from governor.audit.log import AuditLog, AuditUnavailable
@@ -27,8 +28,10 @@ TOKEN_KINDS: Final = ("input", "output", "cache_read", "cache_write")
 class ModelCalls:
     """The attempt's model calls: recorded as they end, summed."""
 
-    def __init__(self, audit: AuditLog) -> None:
+    def __init__(self, audit: AuditLog, on_tokens: Callable[[int], None] | None = None) -> None:
         self.audit = audit
+        self.on_tokens = on_tokens
+        """Told the total of every call's tokens once each call ended (the budget)."""
         self.calls = 0
         self.with_tokens = 0
         self.tokens: dict[str, int] = dict.fromkeys(TOKEN_KINDS, 0)
@@ -67,6 +70,8 @@ class ModelCalls:
         # decision; the sum still counts the call
         with contextlib.suppress(AuditUnavailable):
             self.audit.append("model", fields, thin=False)
+        if self.on_tokens is not None and call.usage.tokens:
+            self.on_tokens(sum(self.tokens.values()))
 
     def usage(self) -> dict[str, Any] | None:
         """The outcome's ``usage.observed``: calls, tokens by kind, models; None

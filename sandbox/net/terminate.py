@@ -76,6 +76,9 @@ class Interception:
     ca: AttemptCA | None = None
     upstream: ssl.SSLContext | None = None
     record: Recorder = field(default=_nothing)
+    refusal: Callable[[], str | None] = field(default=lambda: None)
+    """Why the next request is refused (a budget passed), or None: asked
+    before each request is sent."""
 
     def terminated(self, host: str, port: int) -> Binding | None:
         """The binding of ``host:port`` when the proxy reads its requests
@@ -265,6 +268,12 @@ class _Exchange:
             request = ConnectionRequest(self.host, self.port, method, path, "http", self.origin, str(e))
             await self.ask(request)
             await _tell(self.inside.stream, 403, str(e))
+            return False
+        refused = self.interception.refusal()
+        if refused is not None:
+            request = ConnectionRequest(self.host, self.port, method, path, "http", self.origin, refused)
+            await self.ask(request)
+            await _tell(self.inside.stream, 403, refused)
             return False
         out = [(b"host", self.host_field)]
         out += [(k, v) for k, v in fields if k not in _OURS]

@@ -19,10 +19,11 @@ from typing import Any
 import pytest
 from loopback import LoopbackServer
 from npm_agents import CLAUDE_AGENT_ACP, Job, preset_path, records
-from standin import OUTPUT_TOKENS, StandIn, bash
+from standin import OUTPUT_TOKENS, StandIn, bash, write
 
 from governor.attempt.lifecycle import run_attempt
 from governor.job.spec import RefusedBeforeStart
+from governor.policies.policy import parse_policy
 from governor.sandbox.net.tls import UPSTREAM_CA_ENV, AttemptCA
 
 pytestmark = [pytest.mark.e2e, pytest.mark.npm_agent(CLAUDE_AGENT_ACP)]
@@ -165,3 +166,35 @@ async def test_an_upstream_ca_that_cannot_be_read_refuses_the_attempt_before_sta
         kw = claude(job, model.url, "sk-ant-api03-" + secrets.token_urlsafe(60))
         outcome = await run_attempt(job.spec(None, agent="claude", **kw))
     assert outcome.status == "completed", outcome.reason
+
+
+@pytest.mark.parametrize("tokens", [60_000, 10_000_000])
+async def test_a_tokens_limit_counted_on_the_wire_stops_the_turn_at_the_call_that_passes_it(
+    job: Job, tokens: int
+) -> None:
+    # claude-agent-acp reports its usage once, at the turn's end: only what the
+    # governor sees on the wire can stop the turn midway
+    names = ("a.txt", "b.txt", "c.txt")
+    steps = [write(str(job.workspace / n), n) for n in names]
+    policy = parse_policy(
+        f'capability = "edit-workspace"\n[limits]\ntokens = {tokens}\n', "job.toml"
+    )
+    with StandIn(steps, output_tokens=50_000) as model:
+        kw = claude(job, model.url, "sk-ant-api03-" + secrets.token_urlsafe(60))
+        outcome = await run_attempt(job.spec(None, agent="claude", policy=policy, **kw))
+    calls = records(outcome, "model")
+    seen = sum(sum(c.get("tokens", {}).values()) for c in calls)
+    if tokens > 1_000_000:  # the neighbour: within its limit, the same run completes
+        assert outcome.status == "completed", outcome.reason
+        assert all((job.workspace / n).exists() for n in names)
+        assert seen <= tokens
+        return
+    assert outcome.status == "failed"
+    assert outcome.reason is not None
+    assert f"tokens limit {tokens} ([limits] tokens: " in outcome.reason, outcome.reason
+    assert "seen on the wire)" in outcome.reason
+    assert seen > tokens
+    # the call that passed it was the last one answered: the third Write never came
+    assert not (job.workspace / "c.txt").exists()
+    assert model.turns() <= 2, model.describe()
+    job.verified_log()
