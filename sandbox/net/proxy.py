@@ -184,8 +184,10 @@ class EgressProxy:
     ) -> bool:
         """Serve a judged connection whose host a credential is bound to
         (`governor.sandbox.net.terminate`); False when it is not one (relay it).
-        A CONNECT tunnel is terminated only for a TLS binding."""
-        if self.interception is None:
+        A CONNECT tunnel is terminated only for a TLS binding, and only the
+        agent's connections are: its sandbox holds the placeholders and trusts
+        the attempt's CA; a command's or an MCP server's stays a tunnel."""
+        if self.interception is None or origin != "agent":
             return False
         binding = self.interception.terminated(host, port)
         if binding is None or (tunnel and not binding.tls):

@@ -32,7 +32,7 @@ from governor.policies.network import NetworkRules, parse_pattern
 from governor.policies.policy import Policy
 from governor.sandbox.net.credentials import Binding, Credential, Credentials, placeholder_for
 from governor.sandbox.net.model_calls import UsageReader
-from governor.sandbox.net.proxy import open_egress
+from governor.sandbox.net.proxy import EgressProxy, open_egress
 from governor.sandbox.net.terminate import Interception, ModelCall
 from governor.sandbox.net.tls import AttemptCA, upstream_context
 
@@ -61,6 +61,7 @@ def sse() -> bytes:
 @dataclass
 class Origin:
     context: ssl.SSLContext
+    ca_pem: bytes = b""
     port: int = 0
     seen: list[list[tuple[bytes, bytes]]] = field(default_factory=list)
     targets: list[bytes] = field(default_factory=list)
@@ -123,6 +124,7 @@ class Setup:
     other: int
     """A second allowed host (plain HTTP), the credential not bound to it."""
     other_seen: list[bytes]
+    proxy: EgressProxy | None = None
 
     def network(self) -> list[dict[str, object]]:
         lines = self.log.read_text().splitlines()
@@ -148,13 +150,14 @@ async def setup(tmp_path: Path) -> AsyncIterator[Setup]:
     test_ca = AttemptCA.make("the stand-in's own test CA")
     ca_file = tmp_path / "test-ca.pem"
     ca_file.write_bytes(test_ca.cert_pem)
-    origin = Origin(test_ca.server_context("127.0.0.1"))
+    origin = Origin(test_ca.server_context("127.0.0.1"), test_ca.cert_pem)
     other_seen: list[bytes] = []
     async with trio.open_nursery() as nursery:
         await nursery.start(serve_origin, origin)
         other = await nursery.start(serve_other, other_seen)
         hosts = (f"127.0.0.1:{origin.port}", f"127.0.0.1:{other}")
-        rules = NetworkRules(enabled=True, agent=tuple(parse_pattern(h) for h in hosts))
+        patterns = tuple(parse_pattern(h) for h in hosts)
+        rules = NetworkRules(enabled=True, allow=patterns, agent=patterns)  # commands' too
         ws = tmp_path / "ws"
         ws.mkdir()
         policy = Policy(capability=Capability.EDIT_WORKSPACE, network_rules=rules).bind(str(ws))
@@ -172,7 +175,9 @@ async def setup(tmp_path: Path) -> AsyncIterator[Setup]:
             listener = socket.create_server(("127.0.0.1", 0))
             port = listener.getsockname()[1]
             proxy.serve(listener, "agent")
-            yield Setup(origin, port, tmp_path / "audit.jsonl", ca, credentials, calls, other, other_seen)
+            yield Setup(
+                origin, port, tmp_path / "audit.jsonl", ca, credentials, calls, other, other_seen, proxy
+            )
         audit.close()
         nursery.cancel_scope.cancel()
 
@@ -279,6 +284,23 @@ async def test_the_proxy_presents_the_attempts_ca_only_for_the_bound_host(setup:
     (credential,) = setup.credentials.held
     response, _ = await post(tls, credential.placeholder)
     assert response.status_code == 200
+
+
+async def test_a_commands_connection_to_the_bound_host_stays_a_tunnel(setup: Setup) -> None:
+    # a command's sandbox holds no placeholder and does not trust the attempt's
+    # CA: its TLS is the origin's own, end to end
+    assert setup.proxy is not None
+    listener = socket.create_server(("127.0.0.1", 0))
+    setup.proxy.serve(listener, "command")
+    as_command = Setup(setup.origin, listener.getsockname()[1], setup.log, setup.ca,
+                       setup.credentials, setup.calls, setup.other, [])  # fmt: skip
+    with pytest.raises(trio.BrokenResourceError):  # the attempt's CA is not what answers
+        await connect_tls(as_command, setup.ca.cert_pem)
+    tls = await connect_tls(as_command, setup.origin.ca_pem)
+    response, _ = await post(tls, "no-placeholder")
+    assert response.status_code == 200
+    assert [dict(seen)[b"x-api-key"] for seen in setup.origin.seen] == [b"no-placeholder"]
+    assert setup.calls == []  # nothing read, nothing recorded
 
 
 async def test_an_upstream_whose_certificate_the_proxy_does_not_trust_is_refused_with_the_reason(
