@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import secrets
 import ssl
+import subprocess
+import sys
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
@@ -27,6 +29,8 @@ from governor.policies.policy import parse_policy
 from governor.sandbox.net.tls import UPSTREAM_CA_ENV, AttemptCA
 
 pytestmark = [pytest.mark.e2e, pytest.mark.npm_agent(CLAUDE_AGENT_ACP)]
+
+GOVERNOR = str(Path(sys.executable).parent / "governor")
 
 DUMP = (
     "{ env; for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do cat \"$f\" | tr '\\0' '\\n'; "
@@ -112,6 +116,14 @@ async def test_the_agent_never_holds_the_key_and_each_model_call_is_one_record_w
     assert outcome.usage["strength"] == "observed"
     assert outcome.usage["observed"]["calls"] == len(calls)
     assert outcome.usage["observed"]["output_tokens"] == OUTPUT_TOKENS * len(messages)
+    # `governor audit --attempt` shows each call in one line
+    story = subprocess.run(
+        [GOVERNOR, "audit", "--attempt", outcome.run_id, str(job.log)],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    port = model.url.rsplit(":", 1)[1]
+    line = f"model: POST 127.0.0.1:{port}/v1/messages claude-standin-1 -> 200, 12 input, {OUTPUT_TOKENS} output"
+    assert story.count(line) == len(messages), story
     job.verified_log()
 
 
