@@ -21,6 +21,7 @@ import ssl
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
 from governor.agents.presets import Preset
 from governor.confine.attempt_folders import attempt_folder
@@ -45,10 +46,22 @@ def bindings(preset: Preset, env: Mapping[str, str]) -> tuple[Binding, ...]:
     return tuple(dict.fromkeys(found))
 
 
+AGENT_HOLDS_KEYS_ENV: Final = "ACP_GOVERNOR_AGENT_HOLDS_KEYS"
+"""The governor's variable that, set to ``1``, gives the agent the real keys
+(and no terminated host): for a client that trusts only its own built-in CA
+list and so cannot talk through the attempt's CA. The outcome says so."""
+
+
+def agent_holds_keys() -> bool:
+    """Whether the operator chose to give the agent its real keys."""
+    return os.environ.get(AGENT_HOLDS_KEYS_ENV) == "1"
+
+
 def held_credentials(preset: Preset | None, env: Mapping[str, str], *, sandboxed: bool) -> Credentials:
-    """The credentials the governor holds for this agent (none unsandboxed, or
-    without a preset: an argv of one's own names no API hosts)."""
-    if preset is None or not sandboxed:
+    """The credentials the governor holds for this agent (none unsandboxed,
+    without a preset: an argv of one's own names no API hosts, or when the
+    operator set `AGENT_HOLDS_KEYS_ENV`)."""
+    if preset is None or not sandboxed or agent_holds_keys():
         return Credentials()
     return Credentials.from_env(env, preset.env, bindings(preset, env))
 
@@ -102,6 +115,11 @@ def notices(
         out.append(
             f"the agent held the real {', '.join(names)}: it ran outside the sandbox, "
             "with no proxy to keep the value from it"
+        )
+    elif names and not held:
+        out.append(
+            f"the agent held the real {', '.join(names)}: {AGENT_HOLDS_KEYS_ENV}=1 gave "
+            "them to it, and its model calls were not seen on the wire"
         )
     if not held:
         homes = [h for h in preset.home_paths(env, Path(env.get("HOME") or "/nonexistent")) if h.exists()]

@@ -210,3 +210,23 @@ async def test_a_tokens_limit_counted_on_the_wire_stops_the_turn_at_the_call_tha
     assert not (job.workspace / "c.txt").exists()
     assert model.turns() <= 2, model.describe()
     job.verified_log()
+
+
+async def test_an_operator_may_give_the_agent_its_real_key_and_the_outcome_says_so(
+    job: Job, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # for a client that trusts only its own built-in CAs: no placeholder, no
+    # terminated host, no model records, and a notice
+    key = "sk-ant-api03-" + secrets.token_urlsafe(60)
+    monkeypatch.setenv("ACP_GOVERNOR_AGENT_HOLDS_KEYS", "1")
+    with StandIn([bash(DUMP)]) as model:
+        outcome = await run_attempt(job.spec(None, agent="claude", **claude(job, model.url, key)))
+    assert outcome.status == "completed", outcome.reason
+    assert f"ANTHROPIC_API_KEY={key}" in (job.workspace / "dump.txt").read_text(errors="replace")
+    assert records(outcome, "model") == []
+    assert outcome.usage is not None and outcome.usage["strength"] == "reported"
+    assert outcome.acp is not None
+    assert any(
+        "the agent held the real ANTHROPIC_API_KEY: ACP_GOVERNOR_AGENT_HOLDS_KEYS=1" in n
+        for n in outcome.acp.notices
+    ), outcome.acp.notices
