@@ -184,14 +184,14 @@ class EgressProxy:
     ) -> bool:
         """Serve a judged connection whose host a credential is bound to
         (`governor.sandbox.net.terminate`); False when it is not one (relay it).
-        A CONNECT tunnel is terminated only for a TLS binding, and only the
-        agent's connections are: its sandbox holds the placeholders and trusts
+        A tunnel to a plain-HTTP binding is read as plain HTTP (undici tunnels
+        ``http://`` too). Only the agent's connections are terminated: its sandbox holds the placeholders and trusts
         the attempt's CA; a command's or an MCP server's stays a tunnel."""
         if self.interception is None or origin != "agent":
             return False
         binding = self.interception.terminated(host, port)
-        if binding is None or (tunnel and not binding.tls):
-            return False
+        if binding is None:
+            return False  # a plain binding's tunnel is read as plain HTTP
         pending = bytes(wire.pending)
         wire.pending.clear()
         await terminate.serve(
@@ -230,6 +230,8 @@ class EgressProxy:
                         problem = (e.status, e.reason)
                         break
                     timer.deadline = math.inf  # the judge may ask a person: no limit on them
+                    if await self._read_plain(wire, block, head, origin, kept):
+                        return
                     if not await self._forward_http(wire, head, framing, origin, kept, timer):
                         return
                     served += 1
@@ -285,6 +287,46 @@ class EgressProxy:
                 await self._relay(wire, upstream)
         finally:
             upstream.close()
+
+    async def _read_plain(
+        self, wire: Wire, block: bytes, head: http1.Head, origin: str, kept: _Kept
+    ) -> bool:
+        """Serve the agent's plain-HTTP requests to a host a credential is
+        bound to (``http://`` base URL, not on loopback: through the proxy in
+        absolute form) as a terminated connection, from this request on
+        (`governor.sandbox.net.terminate`): judged once, then each request's key
+        swapped and each call recorded. False when it is not one (forward it)."""
+        if self.interception is None or origin != "agent":
+            return False
+        url = urlsplit(head.target.decode("ascii", "replace"))
+        try:
+            host, port = url.hostname or "", url.port or 80
+        except ValueError:
+            return False
+        binding = self.interception.terminated(host, port) if url.scheme == "http" else None
+        if binding is None or binding.tls:
+            return False
+        method = head.method.decode("ascii", "replace")
+        path = url.path or "/"
+        answer = await self._ask(ConnectionRequest(host, port, method, path, "http", origin))
+        if not answer.allowed:
+            await self._refuse(wire, 403, answer.reason)
+            return True
+        kept.drop()
+        upstream = await self._connect(answer.addresses, port)
+        if upstream is None:
+            await self._refuse(wire, 502, f"cannot connect to {host}:{port}")
+            return True
+        pending = block + b"\r\n\r\n" + bytes(wire.pending)  # the request, read again there
+        wire.pending.clear()
+        try:
+            await terminate.serve(
+                wire.sock, pending, upstream.sock, host, port, binding, self.interception,
+                self.limits, origin, self._ask,
+            )  # fmt: skip
+        finally:
+            upstream.close()
+        return True
 
     async def _forward_http(
         self,

@@ -26,6 +26,7 @@ import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Final
+from urllib.parse import urlsplit
 
 import trio
 
@@ -259,6 +260,16 @@ class _Exchange:
             await _tell(self.inside.stream, e.status, e.reason)
             return False
         method = head.method.decode("ascii", "replace")
+        if head.target.startswith(b"http://"):  # absolute form, through the proxy port
+            origin_form = self._origin_form(head.target)
+            if origin_form is None:
+                reason = (
+                    f"a request to another host on a connection read for {self.host}:{self.port}: "
+                    "open a connection per host"
+                )
+                await _tell(self.inside.stream, 400, reason)
+                return False
+            head.target = origin_form
         path = head.target.split(b"?", 1)[0].decode("ascii", "replace")[:512]
         try:
             target, fields, used = self.interception.credentials.swap(
@@ -311,6 +322,19 @@ class _Exchange:
             with contextlib.suppress(AttributeError, trio.BrokenResourceError, ssl.SSLError, OSError):
                 await self.inside.stream.send_eof()  # type: ignore[attr-defined]
         return complete and not ends
+
+    def _origin_form(self, target: bytes) -> bytes | None:
+        """An absolute-form target's path and query when it names this
+        connection's host and port, else None."""
+        url = urlsplit(target.decode("ascii", "replace"))
+        try:
+            port = url.port or 80
+        except ValueError:
+            return None
+        if (url.hostname or "").lower().rstrip(".") != self.host.lower() or port != self.port:
+            return None
+        rest = (url.path or "/") + (f"?{url.query}" if url.query else "")
+        return rest.encode("ascii", "replace")
 
     async def _response(self) -> http1.Head | None:
         while True:

@@ -37,6 +37,7 @@ from governor.sandbox.net.terminate import Interception, ModelCall
 from governor.sandbox.net.tls import AttemptCA, upstream_context
 
 KEY = "sk-ant-api03-" + "R3alS3cretKeyValue" * 4
+OPENAI_KEY = "sk-proj-" + "0penAIRealKey" * 5
 USAGE = {
     "input_tokens": 120,
     "output_tokens": 1,
@@ -164,7 +165,11 @@ async def setup(tmp_path: Path) -> AsyncIterator[Setup]:
         audit = AuditLog(tmp_path / "audit.jsonl", "egress-terminated")
         ca = AttemptCA.make("test attempt")
         bound = (Binding("127.0.0.1", origin.port, tls=True),)
-        credentials = Credentials([Credential("ANTHROPIC_API_KEY", KEY, placeholder_for(KEY), bound)])
+        gateway = (Binding("127.0.0.1", other, tls=False),)  # a plain-HTTP gateway
+        credentials = Credentials([
+            Credential("ANTHROPIC_API_KEY", KEY, placeholder_for(KEY), bound),
+            Credential("OPENAI_API_KEY", OPENAI_KEY, placeholder_for(OPENAI_KEY), gateway),
+        ])  # fmt: skip
         calls: list[ModelCall] = []
 
         async def record(call: ModelCall) -> None:
@@ -221,7 +226,7 @@ async def post(tls: trio.SSLStream[trio.SocketStream], placeholder: str) -> tupl
 async def test_the_real_key_reaches_the_bound_host_in_place_of_the_placeholder_and_the_call_is_recorded_with_its_tokens(
     setup: Setup,
 ) -> None:
-    (credential,) = setup.credentials.held
+    credential = setup.credentials.held[0]
     tls = await connect_tls(setup, setup.ca.cert_pem)
     for _ in range(2):  # two calls on one kept connection: two records
         response, body = await post(tls, credential.placeholder)
@@ -249,7 +254,7 @@ async def test_the_real_key_reaches_the_bound_host_in_place_of_the_placeholder_a
 async def test_a_host_the_credential_is_not_bound_to_gets_no_swap_and_a_placeholder_sent_there_is_refused_and_recorded(
     setup: Setup,
 ) -> None:
-    (credential,) = setup.credentials.held
+    credential = setup.credentials.held[0]
     at = f"127.0.0.1:{setup.other}"
 
     async def ask(header: str) -> bytes:
@@ -263,7 +268,7 @@ async def test_a_host_the_credential_is_not_bound_to_gets_no_swap_and_a_placehol
     refused = await ask(f"Authorization: Bearer {credential.placeholder}\r\n")
     assert refused.startswith(b"HTTP/1.1 403"), refused
     assert b"placeholder of ANTHROPIC_API_KEY" in refused
-    assert setup.other_seen == []  # nothing was sent
+    assert b"".join(setup.other_seen) == b""  # nothing was sent
     record = setup.network()[-1]
     assert record["verdict"] == "deny"
     assert "exfiltration" in str(record["reason"])
@@ -271,7 +276,45 @@ async def test_a_host_the_credential_is_not_bound_to_gets_no_swap_and_a_placehol
     # the allowed neighbour: the same host, without the placeholder, is reached
     allowed = await ask("Authorization: Bearer something-else\r\n")
     assert allowed.startswith(b"HTTP/1.1 200"), allowed
-    assert len(setup.other_seen) == 1 and KEY.encode() not in setup.other_seen[0]
+    (sent,) = [seen for seen in setup.other_seen if seen]
+    assert KEY.encode() not in sent
+
+
+@pytest.mark.parametrize("via", ["absolute-form", "CONNECT"])
+async def test_a_plain_http_gateway_gets_the_real_key_in_place_of_its_placeholder_and_each_call_is_recorded(
+    setup: Setup, via: str
+) -> None:
+    placeholder = setup.credentials.held[1].placeholder
+    at = f"127.0.0.1:{setup.other}"
+    stream = await trio.open_tcp_stream("127.0.0.1", setup.port)
+    if via == "CONNECT":  # undici tunnels http:// too
+        await stream.send_all(f"CONNECT {at} HTTP/1.1\r\nHost: {at}\r\n\r\n".encode())
+        answer = b""
+        while b"\r\n\r\n" not in answer:
+            answer += await stream.receive_some(4096)
+        assert answer.startswith(b"HTTP/1.1 200"), answer
+        target = "/v1/chat/completions?x=1"
+    else:
+        target = f"http://{at}/v1/chat/completions?x=1"
+    await stream.send_all(
+        f"POST {target} HTTP/1.1\r\nHost: {at}\r\nAuthorization: Bearer {placeholder}\r\n"
+        "Content-Length: 2\r\n\r\n{}".encode()
+    )
+    answer = b""
+    with trio.fail_after(10):
+        while data := await stream.receive_some(65536):
+            answer += data
+    assert answer.startswith(b"HTTP/1.1 200"), answer
+    (sent,) = setup.other_seen
+    assert sent.startswith(b"POST /v1/chat/completions?x=1 HTTP/1.1\r\n"), sent
+    assert f"authorization: Bearer {OPENAI_KEY}".encode() in sent
+    assert placeholder.encode() not in sent
+    with trio.fail_after(10):
+        while not setup.calls:
+            await trio.sleep(0.01)
+    (call,) = setup.calls
+    assert (call.method, call.path, call.status) == ("POST", "/v1/chat/completions", 200)
+    assert call.credentials == ("OPENAI_API_KEY",)
 
 
 async def test_the_proxy_presents_the_attempts_ca_only_for_the_bound_host(setup: Setup) -> None:
@@ -281,7 +324,7 @@ async def test_the_proxy_presents_the_attempts_ca_only_for_the_bound_host(setup:
     with pytest.raises(trio.BrokenResourceError):
         await connect_tls(setup, other.cert_pem)
     tls = await connect_tls(setup, setup.ca.cert_pem)
-    (credential,) = setup.credentials.held
+    credential = setup.credentials.held[0]
     response, _ = await post(tls, credential.placeholder)
     assert response.status_code == 200
 
@@ -306,7 +349,7 @@ async def test_a_commands_connection_to_the_bound_host_stays_a_tunnel(setup: Set
 async def test_an_upstream_whose_certificate_the_proxy_does_not_trust_is_refused_with_the_reason(
     setup: Setup, tmp_path: Path
 ) -> None:
-    (credential,) = setup.credentials.held
+    credential = setup.credentials.held[0]
     # the interception's upstream trust without the test CA: the system's only
     interception = Interception(setup.credentials, setup.ca, upstream_context(None))
     ws = tmp_path / "ws2"
