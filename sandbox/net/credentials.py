@@ -68,14 +68,21 @@ def placeholder_for(value: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Binding:
-    """A host a credential may be sent to: ``port`` None is 443 and 80."""
+    """A host a credential may be sent to (``*.example.com``: its subdomains):
+    ``port`` None is 443 and 80."""
 
     host: str
     port: int | None
     tls: bool = True
 
     def covers(self, host: str, port: int) -> bool:
-        if host.lower().rstrip(".") != self.host:
+        """Whether ``host:port`` is this binding's (``*.example.com``: its
+        subdomains only, as the network rules read it)."""
+        name = host.lower().rstrip(".")
+        if self.host.startswith("*."):
+            if not name.endswith(self.host[1:]) or len(name) <= len(self.host) - 1:
+                return False
+        elif name != self.host:
             return False
         return port == self.port if self.port is not None else port in (443, 80)
 

@@ -30,7 +30,13 @@ from governor.gate.gatekeeper import Gate
 from governor.policies.capability import Capability
 from governor.policies.network import NetworkRules, parse_pattern
 from governor.policies.policy import Policy
-from governor.sandbox.net.credentials import Binding, Credential, Credentials, placeholder_for
+from governor.sandbox.net.credentials import (
+    Binding,
+    Credential,
+    Credentials,
+    binding,
+    placeholder_for,
+)
 from governor.sandbox.net.model_calls import UsageReader
 from governor.sandbox.net.proxy import EgressProxy, open_egress
 from governor.sandbox.net.terminate import Interception, ModelCall
@@ -400,3 +406,14 @@ def test_a_placeholder_keeps_the_keys_prefix_and_length_and_is_fresh_each_time()
     assert one.startswith("sk-ant-api03-") and len(one) == len(KEY)
     assert one != two and KEY[13:] not in one
     assert placeholder_for("sk-proj-" + "a1B2" * 10).startswith("sk-proj-")
+
+
+def test_a_wildcard_binding_covers_subdomains_only_as_the_network_rules_read_it() -> None:
+    wildcard = binding("*.githubcopilot.com:443")
+    assert wildcard.covers("proxy.individual.githubcopilot.com", 443)
+    assert wildcard.covers("API.githubcopilot.com.", 443)
+    assert not wildcard.covers("githubcopilot.com", 443)  # subdomains only
+    assert not wildcard.covers("evilgithubcopilot.com", 443)
+    assert not wildcard.covers("api.githubcopilot.com", 80)
+    exact = binding("api.anthropic.com:443")
+    assert exact.covers("api.anthropic.com", 443) and not exact.covers("x.api.anthropic.com", 443)
