@@ -27,6 +27,11 @@ Rules of this file:
   governor from what the agent announces and asks about; tokens and cost are
   what it says. An agent that reports no usage is limited by tool calls and
   wall time only, and the outcome's ``usage.reported`` is false, with a notice.
+- **Tokens seen on the wire count too** (`observed`): when the governor holds
+  the agent's key, each model call's tokens (input, cache read and written,
+  output: all the API processed) are summed as the calls end, and the call
+  whose response takes the sum past ``tokens`` stops the turn; the proxy
+  refuses every model request after it (`refusal`), whatever the agent reports.
 """
 
 from __future__ import annotations
@@ -60,6 +65,8 @@ class Budget:
         """The limit passed, in words (None while none is)."""
         self._uncompared: str | None = None
         """Why a reported cost could not be held against ``cost_usd``."""
+        self.wire_tokens = 0
+        """The tokens of the model calls seen on the wire so far (this part)."""
         self.earlier_tokens = 0
         self.earlier_cost_usd = 0.0
         """What the earlier parts of a paused attempt used (`carry`)."""
@@ -119,6 +126,23 @@ class Budget:
         cost = getattr(report, "cost", None)
         if cost is not None:
             self._cost(cost.amount, cost.currency)
+
+    def observed(self, tokens: int) -> None:
+        """The tokens of every model call seen on the wire so far
+        (`governor.gate.model_calls.ModelCalls`): this part's, added to what
+        the earlier parts of a paused attempt used (`carry`)."""
+        self.wire_tokens = tokens
+        limit, total = self.limits.tokens, self.earlier_tokens + tokens
+        if limit is not None and total > limit:
+            earlier = f", {self.earlier_tokens} of them in earlier parts" if self.earlier_tokens else ""
+            self._passed(f"tokens limit {limit} ([limits] tokens: {total} seen on the wire{earlier})")
+
+    def refusal(self) -> str | None:
+        """Why the next model request is refused at the proxy (a limit was
+        passed: the turn is being stopped), or None."""
+        if self.over is None:
+            return None
+        return f"over the {self.over}: no more model requests this attempt"
 
     def _cost(self, amount: float, currency: str) -> None:
         self.cost = {"amount": amount, "currency": currency}

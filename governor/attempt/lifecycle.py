@@ -23,10 +23,12 @@ import contextlib
 import functools
 import itertools
 import os
+import shutil
 import signal
 import time
 import uuid
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, Final
 
 import structlog
@@ -49,7 +51,7 @@ from governor.boundary.folders import Opening
 from governor.checks import canaries, held_out, test_results
 from governor.checks import check_runs as checks
 from governor.confine import egress as network
-from governor.confine import frozen, harness
+from governor.confine import frozen, harness, model_api
 from governor.confine import sandboxes as confine
 from governor.confine.workspace import Snapshot, diff, snapshot
 from governor.ending import home_changes as homes
@@ -59,6 +61,7 @@ from governor.ending.outcome import Outcome
 from governor.ending.steering_files import callouts
 from governor.gate import elicitation
 from governor.gate.gatekeeper import Gate
+from governor.gate.model_calls import ModelCalls, strength
 from governor.gate.ruling import REFUSED
 from governor.job.spec import AttemptSpec, PlainProgram, Prepared, RefusedBeforeStart, prepare
 from governor.mcp import relay as mcp
@@ -69,6 +72,7 @@ from governor.policies.policy import Policy
 from governor.sandbox.host import budget as sandbox_budget
 from governor.sandbox.host import processes
 from governor.sandbox.host.limits import blame
+from governor.sandbox.net.credentials import Credentials
 from governor.sandbox.net.proxy import EgressProxy, open_egress
 from governor.sandbox.run.execution import ExitStatus
 from governor.tamper import baseline as tamper
@@ -183,9 +187,15 @@ class Attempt:
         this part's, or a paused attempt's first part's, kept with its state."""
         self.refused: dict[str, tuple[str, str]] = {}
         """The agent's connections the proxy refused: host:port -> (by, reason)."""
+        self.model_api: model_api.ModelApi | None = None
+        """The credentials the governor holds for the agent, its CA and trust
+        bundle (`governor.confine.model_api`); None: the agent holds its own."""
         self.turn = Turn(p.name, on_tool_call=self._on_tool_call, emit=listener)
         self.budget = Budget(p.policy.limits, p.name, self._stop_at)
         self.turn.on_usage = self.budget.report
+        self.model_calls = ModelCalls(self.audit, self.budget.observed)
+        """The model calls the proxy saw (`governor.gate.model_calls`): their
+        tokens count against ``[limits] tokens``."""
         if continues is not None:  # the limits span every part: what is left, not a fresh allowance
             state = continues.state
             self.budget.carry(state.tool_calls, state.tokens, state.cost_usd)
@@ -343,9 +353,19 @@ class Attempt:
                 )
                 if self.continues is not None:
                     self.gate.number_after(self.continues.state.requests)
+                if not isinstance(p.executor, PlainProgram):
+                    keys = model_api.held_credentials(
+                        p.executor.preset, p.env, sandboxed=p.sandboxed_agent
+                    )
+                    self.model_api = model_api.open_model_api(
+                        keys, self.id, self.model_calls.record, self.budget.refusal
+                    )
+                interception = None if self.model_api is None else self.model_api.interception
                 try:
                     async with (
-                        open_egress(network.judge(self.gate, self.refused)) as self.proxy,
+                        open_egress(
+                            network.judge(self.gate, self.refused), None, interception
+                        ) as self.proxy,
                         mcp.open_relay(
                             self.gate, policy, p.spec.environ, lambda: self.proxy, p.relay_token or None
                         ) as self.relay,
@@ -356,6 +376,8 @@ class Attempt:
                             await self._drive()
                 finally:
                     await terminals.close()
+                    if self.model_api is not None:
+                        shutil.rmtree(self.model_api.trust, ignore_errors=True)
                 nursery.cancel_scope.cancel()
         except Exception as e:  # an ExceptionGroup of the tasks' errors, never a Cancelled
             self._broke(e)
@@ -504,9 +526,22 @@ class Attempt:
         end.plan = turn.plan
         plain = isinstance(self.prepared.executor, PlainProgram)  # it reports nothing
         end.usage = turn.usage if plain else self.budget.usage(turn.usage)
+        if not plain:
+            observed = self.model_calls.usage()
+            end.usage = {
+                **self.budget.usage(turn.usage),
+                "observed": observed,
+                "strength": strength(observed, self.budget.reported),
+            }
+        held = Credentials() if self.model_api is None else self.model_api.interception.credentials
+        p = self.prepared
+        keys_said = [] if plain else model_api.notices(
+            p.executor.preset, p.env, held, sandboxed=p.sandboxed_agent
+        )  # fmt: skip
         end.notices = (
             *turn.notices,
             *([] if plain else self.budget.notices()),
+            *keys_said,
             *mcp.said(self.relay),
         )
         end.bad_updates = turn.bad_updates
@@ -532,10 +567,12 @@ class Attempt:
                 p.executor.argv,
                 p.policy,
                 p.executor.preset,
-                p.env,
+                p.env if self.model_api is None else self.model_api.agent_env(p.env),
                 sandbox=p.spec.sandbox_agent,
                 via_npx=p.executor.via_npx,
             )
+            if self.model_api is not None:  # the trust bundle, read-only
+                profile = replace(profile, own=(*profile.own, self.model_api.trust))
             profile = mcp.exposed(profile, self.relay)
             async with confine.spawn_agent(profile, p.executor.argv, self.proxy) as process:
                 self.emit(

@@ -112,4 +112,9 @@ def usage_fields(usage: dict[str, Any] | None) -> dict[str, Any] | None:
     cost = usage.get("cost")
     if isinstance(cost, dict) and type(cost.get("amount")) in (int, float):
         kept["cost"] = {"amount": cost["amount"], "currency": str(cost.get("currency"))[:12]}
+    if usage.get("strength") in ("observed", "reported", "none"):
+        kept["strength"] = usage["strength"]
+    observed = usage.get("observed")
+    if isinstance(observed, dict):  # the model calls seen on the wire (`governor.gate.model_calls`)
+        kept["observed"] = {k: v for k, v in observed.items() if type(v) is int}
     return kept or None

@@ -388,6 +388,19 @@ def describe(record: dict[str, Any], t0: float | None) -> str:
         return f"{head} diff of #{record.get('decision')} {shown(record)}: +{added} \u2212{removed}"
     if kind in _MCP_KINDS and kind != "mcp":
         return f"{head} {kind}: {mcp_listing(_MCP_KINDS[kind], record.get('subject') or {})}"
+    if kind == "model":  # a model call seen on the wire (`governor.gate.model_calls`)
+        called = record.get("subject")
+        called = called if isinstance(called, dict) else {}
+        host, port = called.get("host"), called.get("port")
+        tokens = record.get("tokens")
+        tokens = tokens if isinstance(tokens, dict) else {}
+        counted = ", ".join(f"{v} {k}" for k, v in tokens.items()) or "no tokens read"
+        return (
+            f"{head} model: {called.get('method')} {host}:{port}{called.get('path') or ''} "
+            f"{record.get('model') or '(no model named)'} -> {record.get('http_status')}, "
+            f"{counted}, stop {record.get('stop_reason')}, first byte "
+            f"{record.get('first_byte_ms')} ms, {record.get('duration_ms')} ms"
+        )
     if kind == "attempt-end":
         t = record.get("tally") or {}
         counts = ", ".join(f"{t.get(c, 0)} {c}" for c in TALLY_COLUMNS)

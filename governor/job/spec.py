@@ -36,7 +36,7 @@ from governor.audit.signing import Signer, SigningUnavailable, load_signer
 from governor.boundary.person_files import read_input_text
 from governor.boundary.secrets import Masker, forwarding_problems
 from governor.checks import held_out
-from governor.confine import frozen, harness
+from governor.confine import frozen, harness, model_api
 from governor.confine import own_install as install
 from governor.confine.egress import agent_hosts
 from governor.gate.approver import (
@@ -330,6 +330,8 @@ def prepare(spec: AttemptSpec) -> Prepared:
             forwarded(spec.env, policy, environ), None if signer is None else signer.held_in
         )
     )
+    if (upstream := model_api.upstream_problem()) is not None:
+        problems.append(upstream)
     missing = [n for n in [*spec.env, *policy.env] if not environ.get(n)]
     if missing:
         problems.append(

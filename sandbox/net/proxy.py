@@ -32,8 +32,14 @@ Rules of this file (everything between an accepted socket and an upstream one):
 4. DNS is the proxy's, on the host (`resolve`); the sandbox has no resolver
    to ask (its ``/etc/resolv.conf`` names servers it cannot reach).
 
-What the proxy cannot see: what goes inside an allowed tunnel (TLS: the
-path, the headers, the body), nor whether an allowed host relays further.
+5. A host a credential is bound to (`Interception`) is terminated once
+   judged: its requests read, the real key swapped in, each call recorded
+   (`governor.sandbox.net.terminate`); a placeholder in a plain-HTTP request to
+   any other host is refused. Every other host stays a tunnel.
+
+What the proxy cannot see: what goes inside an allowed tunnel to a host that
+is not terminated (TLS: the path, the headers, the body), nor whether an
+allowed host relays further.
 """
 
 from __future__ import annotations
@@ -50,8 +56,9 @@ from urllib.parse import urlsplit
 import structlog
 import trio
 
-from governor.sandbox.net import http1
+from governor.sandbox.net import http1, terminate
 from governor.sandbox.net.accepting import accept_forever
+from governor.sandbox.net.credentials import Leak
 from governor.sandbox.net.judge import (
     ConnectionAnswer,
     ConnectionRequest,
@@ -62,6 +69,7 @@ from governor.sandbox.net.judge import (
     resolve,
 )
 from governor.sandbox.net.netns import Helper
+from governor.sandbox.net.terminate import Interception
 from governor.sandbox.net.wire import Wire, error_response, splice
 from governor.sandbox.plan.egress import PROXY_PORT, Egress
 
@@ -72,10 +80,19 @@ class EgressProxy:
     """The proxy of one attempt: accept loops for each sandbox attached, each
     connection judged by ``judge``. Open it with `open_egress`."""
 
-    def __init__(self, nursery: trio.Nursery, judge: Judge, limits: ProxyLimits) -> None:
+    def __init__(
+        self,
+        nursery: trio.Nursery,
+        judge: Judge,
+        limits: ProxyLimits,
+        interception: Interception | None = None,
+    ) -> None:
         self._nursery = nursery
         self.judge = judge
         self.limits = limits
+        self.interception = interception
+        """The credentials and CA of the hosts whose requests the proxy reads
+        (`governor.sandbox.net.terminate`); None: every host a tunnel."""
         self._slots = trio.Semaphore(limits.connections)
         self._spare: Helper | None = None
         """A namespace helper started ahead of the next `attach` (its ~15 ms
@@ -157,9 +174,31 @@ class EgressProxy:
         if upstream is None:
             return
         try:
-            await self._relay(wire, upstream)
+            if not await self._terminated(wire, upstream, host, port, origin, tunnel=False):
+                await self._relay(wire, upstream)
         finally:
             upstream.close()
+
+    async def _terminated(
+        self, wire: Wire, upstream: Wire, host: str, port: int, origin: str, *, tunnel: bool
+    ) -> bool:
+        """Serve a judged connection whose host a credential is bound to
+        (`governor.sandbox.net.terminate`); False when it is not one (relay it).
+        A tunnel to a plain-HTTP binding is read as plain HTTP (undici tunnels
+        ``http://`` too). Only the agent's connections are terminated: its sandbox holds the placeholders and trusts
+        the attempt's CA; a command's or an MCP server's stays a tunnel."""
+        if self.interception is None or origin != "agent":
+            return False
+        binding = self.interception.terminated(host, port)
+        if binding is None:
+            return False  # a plain binding's tunnel is read as plain HTTP
+        pending = bytes(wire.pending)
+        wire.pending.clear()
+        await terminate.serve(
+            wire.sock, pending, upstream.sock, host, port, binding, self.interception,
+            self.limits, origin, self._ask,
+        )  # fmt: skip
+        return True
 
     # -- the proxy port: CONNECT and absolute-form HTTP ----------------------------
 
@@ -191,6 +230,8 @@ class EgressProxy:
                         problem = (e.status, e.reason)
                         break
                     timer.deadline = math.inf  # the judge may ask a person: no limit on them
+                    if await self._read_plain(wire, block, head, origin, kept):
+                        return
                     if not await self._forward_http(wire, head, framing, origin, kept, timer):
                         return
                     served += 1
@@ -235,16 +276,57 @@ class EgressProxy:
         if not answer.allowed:
             await self._refuse(wire, 403 if problem is None else 400, answer.reason)
             return
-        assert port is not None
+        assert port is not None and host is not None
         upstream = await self._connect(answer.addresses, port)
         if upstream is None:
             await self._refuse(wire, 502, f"cannot connect to {host}:{port}")
             return
         try:
             await wire.send_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
-            await self._relay(wire, upstream)
+            if not await self._terminated(wire, upstream, host, port, origin, tunnel=True):
+                await self._relay(wire, upstream)
         finally:
             upstream.close()
+
+    async def _read_plain(
+        self, wire: Wire, block: bytes, head: http1.Head, origin: str, kept: _Kept
+    ) -> bool:
+        """Serve the agent's plain-HTTP requests to a host a credential is
+        bound to (``http://`` base URL, not on loopback: through the proxy in
+        absolute form) as a terminated connection, from this request on
+        (`governor.sandbox.net.terminate`): judged once, then each request's key
+        swapped and each call recorded. False when it is not one (forward it)."""
+        if self.interception is None or origin != "agent":
+            return False
+        url = urlsplit(head.target.decode("ascii", "replace"))
+        try:
+            host, port = url.hostname or "", url.port or 80
+        except ValueError:
+            return False
+        binding = self.interception.terminated(host, port) if url.scheme == "http" else None
+        if binding is None or binding.tls:
+            return False
+        method = head.method.decode("ascii", "replace")
+        path = url.path or "/"
+        answer = await self._ask(ConnectionRequest(host, port, method, path, "http", origin))
+        if not answer.allowed:
+            await self._refuse(wire, 403, answer.reason)
+            return True
+        kept.drop()
+        upstream = await self._connect(answer.addresses, port)
+        if upstream is None:
+            await self._refuse(wire, 502, f"cannot connect to {host}:{port}")
+            return True
+        pending = block + b"\r\n\r\n" + bytes(wire.pending)  # the request, read again there
+        wire.pending.clear()
+        try:
+            await terminate.serve(
+                wire.sock, pending, upstream.sock, host, port, binding, self.interception,
+                self.limits, origin, self._ask,
+            )  # fmt: skip
+        finally:
+            upstream.close()
+        return True
 
     async def _forward_http(
         self,
@@ -296,7 +378,16 @@ class EgressProxy:
         fields.insert(0, (b"host", judged_host(host, port)))
         if framing.chunked:
             fields.append((b"transfer-encoding", b"chunked"))
-        out = _head_bytes(b"%s %s %s" % (head.method, path.encode("ascii", "replace"), head.version), fields)
+        target_bytes = path.encode("ascii", "replace")
+        if self.interception is not None:
+            try:
+                target_bytes, fields, _ = self.interception.credentials.swap(target_bytes, fields, host, port)
+            except Leak as e:
+                shown = path.split("?", 1)[0]
+                await self._ask(ConnectionRequest(host, port, method, shown, "http", origin, str(e)))
+                await self._refuse(wire, 403, str(e))
+                return False
+        out = _head_bytes(b"%s %s %s" % (head.method, target_bytes, head.version), fields)
         key = (answer.addresses, port)
         reused = kept.key == key and kept.wire is not None
         if not reused:
@@ -549,11 +640,13 @@ def _authority(target: str) -> tuple[str | None, int | None]:
 
 
 @asynccontextmanager
-async def open_egress(judge: Judge, limits: ProxyLimits | None = None) -> AsyncIterator[EgressProxy]:
+async def open_egress(
+    judge: Judge, limits: ProxyLimits | None = None, interception: Interception | None = None
+) -> AsyncIterator[EgressProxy]:
     """An `EgressProxy` whose accept loops and connections live in this block;
     leaving it closes every listener and connection."""
     async with trio.open_nursery() as nursery:
-        proxy = EgressProxy(nursery, judge, limits or ProxyLimits())
+        proxy = EgressProxy(nursery, judge, limits or ProxyLimits(), interception)
         try:
             yield proxy
         finally:
@@ -567,6 +660,7 @@ __all__ = [
     "ConnectionRequest",
     "Egress",
     "EgressProxy",
+    "Interception",
     "Judge",
     "ProxyLimits",
     "error_response",

@@ -130,7 +130,7 @@ async def test_an_agent_that_reports_no_usage_is_still_stopped_at_its_tool_calls
     check_stopped(tmp_path, outcome, limit, 2)
     assert outcome.usage is not None and outcome.usage["tool_calls"] >= 3
     assert outcome.usage == {"tokens": None, "tool_calls": outcome.usage["tool_calls"],
-                             "reported": False}  # fmt: skip
+                             "reported": False, "observed": None, "strength": "none"}  # fmt: skip
     assert outcome.acp is not None
     assert (
         "scripted reported no usage (tokens, cost): it was limited by tool calls and wall "

@@ -3,6 +3,7 @@ shared life of the model stand-ins (`standin`, `openai_standin`)."""
 
 from __future__ import annotations
 
+import ssl
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Self
@@ -11,9 +12,16 @@ from typing import Self
 class LoopbackServer:
     """Start it with ``with``; leaving the block shuts it down."""
 
-    def __init__(self, handler: type[BaseHTTPRequestHandler]) -> None:
+    def __init__(
+        self, handler: type[BaseHTTPRequestHandler], tls: ssl.SSLContext | None = None
+    ) -> None:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
+        self.tls = tls is not None
+        if tls is not None:  # HTTPS: each handshake in its request's own thread
+            self._server.socket = tls.wrap_socket(
+                self._server.socket, server_side=True, do_handshake_on_connect=False
+            )
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
         )

@@ -23,6 +23,7 @@ Everything served is kept in `StandIn.served` for debugging a failed test.
 from __future__ import annotations
 
 import json
+import ssl
 import threading
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
@@ -95,13 +96,20 @@ class Served:
     text: str = ""
     """The request's system prompt and its messages' text, joined: what the model
     was told (the prompt, the rules appended, the MCP servers' instructions)."""
+    key: str | None = None
+    """The credential the request carried (``x-api-key``, else ``Authorization``)."""
 
 
 class StandIn(LoopbackServer):
     """The HTTP server on a random loopback port, in a daemon thread (a context manager)."""
 
     def __init__(
-        self, steps: Sequence[Step], final: str = "Done.", *, output_tokens: int = OUTPUT_TOKENS
+        self,
+        steps: Sequence[Step],
+        final: str = "Done.",
+        *,
+        output_tokens: int = OUTPUT_TOKENS,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.steps = list(steps)
         self.final = final
@@ -112,12 +120,12 @@ class StandIn(LoopbackServer):
         self.stalling = threading.Event()
         """Set when a stalled step's request has arrived and is being held."""
         self._closing = threading.Event()
-        super().__init__(_handler(self))
+        super().__init__(_handler(self), tls)
 
     @property
     def url(self) -> str:
-        """The base URL for ``ANTHROPIC_BASE_URL``."""
-        return f"http://127.0.0.1:{self.port}"
+        """The base URL for ``ANTHROPIC_BASE_URL`` (``https://`` when served with TLS)."""
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
 
     def __exit__(self, *exc: object) -> None:
         self._closing.set()  # stalled answers let go first
@@ -283,6 +291,7 @@ def events(
 def _handler(standin: StandIn) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
+            key = self.headers.get("x-api-key") or self.headers.get("authorization")
             path = urlsplit(self.path).path
             length = int(self.headers.get("Content-Length") or 0)
             try:
@@ -294,11 +303,11 @@ def _handler(standin: StandIn) -> type[BaseHTTPRequestHandler]:
             tools = [t.get("name", "") for t in body.get("tools") or [] if isinstance(t, dict)]
             results = _tool_results(body.get("messages") or [])
             if path == "/v1/messages/count_tokens":
-                standin.log(Served(path, False, tools, len(results), "count_tokens"))
+                standin.log(Served(path, False, tools, len(results), "count_tokens", key=key))
                 self._json(200, {"input_tokens": 42})
                 return
             if path != "/v1/messages":
-                standin.log(Served(path, False, tools, len(results), "404"))
+                standin.log(Served(path, False, tools, len(results), "404", key=key))
                 self._json(
                     404, {"type": "error", "error": {"type": "not_found_error", "message": path}}
                 )
@@ -311,7 +320,7 @@ def _handler(standin: StandIn) -> type[BaseHTTPRequestHandler]:
             model = body.get("model") if isinstance(body.get("model"), str) else None
             told = _told(body)
             standin.log(
-                Served(path, streamed, tools, len(results), answer, list(results), model, told)
+                Served(path, streamed, tools, len(results), answer, list(results), model, told, key)
             )
             if not streamed:
                 self._json(200, _message(content, stop, standin.output_tokens))

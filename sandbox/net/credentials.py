@@ -1,0 +1,209 @@
+"""Credentials the agent never holds: placeholders out, the real value swapped in
+at the proxy, on the hosts it is bound to only.
+
+The operator's key (``ANTHROPIC_API_KEY``, ...) stays with the governor. The
+sandbox gets a placeholder of the same shape (its prefix kept, ``sk-ant-api03-``,
+the rest random, fresh per attempt), so that a client that checks a key's
+form still starts. The proxy reads the requests to the hosts the credential is
+bound to (the preset's API hosts, the base URL's host: TLS terminated there,
+`governor.sandbox.net.tls`) and puts the real value where the placeholder is,
+in any header field or the request target (``x-api-key``, ``Authorization:
+Bearer``, ``?key=``). A placeholder seen on its way to any other host (in a
+request the proxy reads: plain HTTP, or a terminated host) is refused before
+anything is sent, and recorded as an exfiltration try.
+
+What the agent can then leak is the placeholder, worth nothing anywhere but
+through this proxy, for this attempt. What this cannot cover: a request
+inside a tunnel to a host that is not terminated (the proxy never reads it:
+the placeholder is worthless there all the same), and a login folder
+(``~/.claude``, OAuth tokens it refreshes itself), which the agent holds.
+
+Everything here is pure: the proxy asks, this answers.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import string
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final
+from urllib.parse import urlsplit
+
+_PREFIX: Final = re.compile(r"[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)*[-_]")
+_RANDOM_CHARS: Final = 24
+"""A placeholder's random part is at least this long, whatever the real value's
+length: long enough that it never appears in traffic by chance."""
+
+KEY_SUFFIXES: Final = ("_API_KEY", "_AUTH_TOKEN", "_OAUTH_TOKEN", "_ACCESS_TOKEN", "_TOKEN", "_KEY")
+"""A preset's variable is a credential when its name ends so (``OPENAI_API_KEY``,
+``ANTHROPIC_AUTH_TOKEN``, ``GH_TOKEN``)."""
+
+
+def is_credential(name: str) -> bool:
+    """Whether a preset's variable ``name`` holds a credential."""
+    return name.upper().endswith(KEY_SUFFIXES)
+
+
+def placeholder_for(value: str) -> str:
+    """A stand-in of ``value``'s shape: its prefix up to the last ``-`` or ``_``
+    within its first half (at most 16 characters) kept, the rest random from the
+    same kind of characters, as long (at least `_RANDOM_CHARS`)."""
+    head = value[: min(16, len(value) // 2)]
+    match = _PREFIX.match(head)
+    prefix = ""
+    if match is not None:
+        prefix = head[: max(i for i, c in enumerate(head) if c in "-_") + 1]
+    rest = value[len(prefix) :]
+    if rest and all(c in string.hexdigits.lower() for c in rest):
+        alphabet = string.hexdigits.lower()[:16]
+    elif rest and all(c in string.hexdigits.upper() for c in rest):
+        alphabet = string.digits + "ABCDEF"
+    else:
+        alphabet = string.ascii_letters + string.digits
+    size = max(len(rest), _RANDOM_CHARS)
+    return prefix + "".join(secrets.choice(alphabet) for _ in range(size))
+
+
+@dataclass(frozen=True, slots=True)
+class Binding:
+    """A host a credential may be sent to (``*.example.com``: its subdomains):
+    ``port`` None is 443 and 80."""
+
+    host: str
+    port: int | None
+    tls: bool = True
+
+    def covers(self, host: str, port: int) -> bool:
+        """Whether ``host:port`` is this binding's (``*.example.com``: its
+        subdomains only, as the network rules read it)."""
+        name = host.lower().rstrip(".")
+        if self.host.startswith("*."):
+            if not name.endswith(self.host[1:]) or len(name) <= len(self.host) - 1:
+                return False
+        elif name != self.host:
+            return False
+        return port == self.port if self.port is not None else port in (443, 80)
+
+
+def binding(pattern: str, *, tls: bool = True) -> Binding:
+    """A ``host[:port]`` (``[v6]:port``) pattern as a `Binding`."""
+    if pattern.startswith("["):
+        end = pattern.find("]")
+        host, rest = pattern[1:end], pattern[end + 1 :]
+    else:
+        host, _, port_text = pattern.partition(":")
+        rest = f":{port_text}" if port_text else ""
+    port = int(rest[1:]) if rest.startswith(":") and rest[1:].isdigit() else None
+    return Binding(host.lower().rstrip("."), port, tls)
+
+
+def url_binding(url: str) -> Binding | None:
+    """The binding of a base URL (``http://127.0.0.1:8080/v1``): plain HTTP for
+    ``http://``, TLS otherwise; None when it names no host."""
+    parts = urlsplit(url if "://" in url else f"https://{url}")
+    try:
+        port = parts.port or (80 if parts.scheme == "http" else 443)
+    except ValueError:
+        return None
+    if not parts.hostname:
+        return None
+    return Binding(parts.hostname.lower().rstrip("."), port, parts.scheme != "http")
+
+
+@dataclass(frozen=True, slots=True)
+class Credential:
+    """One secret: the variable it came from, its real value, the placeholder
+    the sandbox holds instead, and where it may go."""
+
+    name: str
+    value: str
+    placeholder: str
+    bindings: tuple[Binding, ...]
+
+    def bound(self, host: str, port: int) -> bool:
+        return any(b.covers(host, port) for b in self.bindings)
+
+    def __repr__(self) -> str:  # never the value, whatever prints it
+        return f"Credential({self.name!r}, placeholder={self.placeholder[:12]!r}...)"
+
+
+class Leak(Exception):
+    """A placeholder on its way to a host its credential is not bound to."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            f"the placeholder of {name} was sent to a host {name} is not bound to "
+            "(an exfiltration try: refused)"
+        )
+        self.name = name
+
+
+class Credentials:
+    """The attempt's credentials, held by the governor."""
+
+    def __init__(self, held: Iterable[Credential] = ()) -> None:
+        self.held = tuple(held)
+        self._placeholders = [(c, c.placeholder.encode()) for c in self.held]
+
+    @classmethod
+    def from_env(
+        cls, env: Mapping[str, str], names: Sequence[str], bindings: Sequence[Binding]
+    ) -> Credentials:
+        """A credential for each of ``names`` set in ``env`` and named as one
+        (`is_credential`), bound to ``bindings``."""
+        held = [
+            Credential(n, env[n], placeholder_for(env[n]), tuple(bindings))
+            for n in dict.fromkeys(names)
+            if env.get(n) and is_credential(n)
+        ]
+        return cls(held)
+
+    def __bool__(self) -> bool:
+        return bool(self.held)
+
+    def sandbox_env(self) -> dict[str, str]:
+        """What the sandbox holds instead: each variable's placeholder."""
+        return {c.name: c.placeholder for c in self.held}
+
+    def terminated(self, host: str, port: int) -> Binding | None:
+        """The binding that covers ``host:port`` (the proxy reads its requests),
+        or None."""
+        for c in self.held:
+            for b in c.bindings:
+                if b.covers(host, port):
+                    return b
+        return None
+
+    def swap(
+        self, target: bytes, fields: Sequence[tuple[bytes, bytes]], host: str, port: int
+    ) -> tuple[bytes, list[tuple[bytes, bytes]], tuple[str, ...]]:
+        """The request target and fields with each placeholder replaced by its
+        real value when the credential is bound to ``host:port``, and the
+        names swapped; `Leak` when a placeholder goes anywhere else."""
+        used: list[str] = []
+        out = list(fields)
+        for credential, placeholder in self._placeholders:
+            seen = placeholder in target or any(placeholder in v for _, v in out)
+            if not seen:
+                continue
+            if not credential.bound(host, port):
+                raise Leak(credential.name)
+            real = credential.value.encode()
+            target = target.replace(placeholder, real)
+            out = [(k, v.replace(placeholder, real)) for k, v in out]
+            used.append(credential.name)
+        return target, out, tuple(used)
+
+    def leaked(self, data: bytes | bytearray, host: str, port: int) -> str | None:
+        """The name of a credential whose placeholder is in ``data`` (a body
+        read on its way to ``host:port``) and not bound there, or None."""
+        for credential, placeholder in self._placeholders:
+            if placeholder in data and not credential.bound(host, port):
+                return credential.name
+        return None
+
+    def secrets(self) -> tuple[str, ...]:
+        """The real values (for the log's masker)."""
+        return tuple(c.value for c in self.held)
