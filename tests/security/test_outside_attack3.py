@@ -41,6 +41,14 @@ The holes, by class:
 What held: a workspace repointed between the parts (refused at resume), the
 paused state out of every other attempt's reach, the tool-call limit across
 parts, an installed Python agent's venv and lock read-only to its sandbox.
+
+All closed the same day (marks removed): the paused request is the first
+asked, kept whole and masked, and a grant is matched on its key (a digest of
+the request whole: kind, subject but the tool call's id, a write's content, a
+permission's raw input); every part is judged against the attempt's start,
+kept beside its state; the log limit spans the parts; approve prints agent text
+as text; a root holding the data folder is refused and the install writes
+through no link; the refused agent is told it was refused.
 """
 
 from __future__ import annotations

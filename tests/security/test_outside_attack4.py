@@ -32,6 +32,13 @@ The holes, by class:
   (``NODE_OPTIONS``) is given to npm, run on the host for the npx fetch;
 - an identity taken from a shared container: ``governor.resume(x)`` decides
   the log's last attempt, which may be another.
+
+All six closed the same day (marks removed): a moved place that is or passes
+through a link is refused; what the host trusts later is held read-only in
+every writable home folder that holds it; the presets folder is pinned in a
+root and the file is not read from a folder an attempt could write; entry
+names must be names and TOML keys are quoted; ``set_env`` reaches the agent's
+own process only; ``resume`` decides the outcome's own attempt.
 """
 
 from __future__ import annotations
