@@ -310,9 +310,10 @@ class Attempt:
                 )
                 if self.continues is not None:
                     self.gate.number_after(self.continues.state.requests)
+                api = network.model_api_hosts(p.executor.preset, p.env)
                 try:
                     async with (
-                        open_egress(network.judge(self.gate, self.refused)) as self.proxy,
+                        open_egress(network.judge(self.gate, self.refused, api)) as self.proxy,
                         mcp.open_relay(
                             self.gate, policy, p.spec.environ, lambda: self.proxy, p.relay_token or None
                         ) as self.relay,

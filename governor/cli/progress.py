@@ -191,7 +191,7 @@ def summary(outcome: Outcome, colour: bool = False) -> str:
         rows.append(
             (
                 "tally",
-                f"asked {t.asked}, allowed {t.allowed}, waited {t.waited}, refused {t.refused}, reported {t.reported}, unasked {t.unasked}",
+                f"asked {t.asked}, allowed {t.allowed}, waited {t.waited}, refused {t.refused}, failed {t.failed}, reported {t.reported}, unasked {t.unasked}",
             )
         )
         if (used := usage_line(outcome.usage)) is not None:

@@ -290,8 +290,11 @@ def _has_terminal(tty: str = "/dev/tty") -> bool:
 
 
 def failed_on(outcome: Outcome, fail_on: frozenset[str]) -> list[str]:
-    """What of `fail_on` the attempt had: ``refused`` when the agent was refused
-    anything, ``unasked`` when it changed something without asking."""
+    """What of `fail_on` the attempt had: ``refused`` when the policy refused the
+    agent anything (a rule, the capability, the ceiling, a person: never a
+    failure, `governor.audit.tally`'s ``failed``: a name that does not resolve, a
+    host that does not answer, a request after the turn was over), ``unasked``
+    when it changed something without asking."""
     acp = outcome.acp
     if acp is None:
         return []
@@ -414,6 +417,8 @@ def main(args: argparse.Namespace) -> int:
             "unasked": f"{t.unasked if t else 0} change(s) made without asking",
         }
         said = " and ".join(counts[word] for word in matched)
+        if "refused" in matched and t is not None and t.failed:
+            said += f" ({t.failed} more failed: no rule refused those)"
         print(f"governor: --fail-on {','.join(matched)}: the attempt completed with {said}", file=sys.stderr)
     return code
 

@@ -166,6 +166,9 @@ class Gate:
             if decision.verdict is not Verdict.DENY:
                 raise ValueError("only a refusal overrules a ruling")
             request = overrules.request
+            # written whole, never counted among repeated refusals: its request's
+            # first record was written, and the tally must see both as one request
+            self._last_written = request
             settled: Settled | None = (decision.verdict, decision.by, decision.reason)
         else:
             request = self._next_request()
@@ -303,6 +306,12 @@ class Gate:
         tell whoever listens; the last record written."""
         word = "approval" if verdict is Verdict.ASK else str(verdict)
         parts = decision.parts
+        # Not the policy's refusal: the turn was over, the attempt had failed
+        # closed, or the request could not be carried out (the tally counts
+        # these apart, as failed).
+        failed = {who.CANCELLED: "cancelled", who.FAILED: "closed"}.get(by)
+        if failed is None and verdict is Verdict.DENY and by == decision.by:
+            failed = decision.failed
         written: list[dict[str, Any]] = []
         # A request of one record may be counted among repeated refusals; one of
         # several (parts, an overruling) is written whole, or it would count twice.
@@ -312,7 +321,7 @@ class Gate:
             if not parts:  # one decision, one record: the usual case
                 record = self.audit.append(
                     kind,
-                    self._fields(request, subject, word, by, decision.rule, reason, option),
+                    self._fields(request, subject, word, by, decision.rule, reason, option, failed),
                     thin=thin,
                 )
                 written.append(record)
@@ -338,6 +347,7 @@ class Gate:
                             part.rule,
                             reason if final else part.reason,
                             option,
+                            failed if final else None,
                         ),
                         thin=False,
                     )
@@ -370,6 +380,7 @@ class Gate:
         rule: str,
         reason: str,
         option: str | None,
+        failed: str | None = None,
     ) -> dict[str, Any]:
         """A decision record's fields in their order in the log (`AuditLog.append`)."""
         fields: dict[str, Any] = {
@@ -385,6 +396,8 @@ class Gate:
             del fields["session"]
         if option is not None:
             fields["option"] = option
+        if failed is not None:
+            fields["failed"] = failed
         return fields
 
     def fail(self, why: str) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -67,3 +68,51 @@ async def test_the_operators_base_url_reaches_the_agent_without_env_and_its_stan
     assert model.turns() >= 1 and model.tool_uses() == ["Write"], model.describe()
     assert made.read_text() == "written through the gateway\n"
     _verified(job)
+
+
+def _closed_port() -> int:
+    """A loopback port nothing listens on: a connection to it is refused."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.parametrize(
+    ("base_url", "what"),
+    [
+        # `.invalid` never resolves (RFC 6761): the proxy's lookup fails
+        ("https://model-api.invalid", "the host does not resolve"),
+        # a gateway that is not running: the connection is refused
+        ("http://127.0.0.1:{port}", "the host refused the connection"),
+    ],
+    ids=["dns", "refused"],
+)
+async def test_a_model_api_it_cannot_reach_ends_the_attempt_within_seconds_failed_not_refused(
+    job: Job, base_url: str, what: str
+) -> None:
+    base_url = base_url.format(port=_closed_port())
+    host = base_url.split("://")[1]
+    host = host if ":" in host else f"{host}:443"
+    code, outcome, stderr, took = await _governor_run(job, base_url, "--fail-on", "refused")
+    # It ends at the first failure, long before the 120 s wall limit (Claude
+    # Code retried for minutes), and names the host and what happened.
+    assert outcome["status"] == "failed", (outcome.get("reason"), took)
+    reason = outcome.get("reason") or ""
+    assert f"the model API {host} cannot be reached: {what}" in reason, (reason, took)
+    assert "timed out" not in reason and "wall limit" not in reason, (reason, took)
+    # Failed, not "completed but refused": no exit 6, whatever --fail-on says.
+    assert code == 1, (code, stderr[-2000:])
+    assert "--fail-on" not in stderr
+    # Its failures are counted apart from its refusals: what is refused is what
+    # a rule refused (Claude Code also fetches raw.githubusercontent.com, which
+    # no rule allows), never the API that did not answer.
+    tally = outcome["acp"]["tally"]
+    records = _verified(job)
+    network = [r for r in records if r.get("kind") == "network" and r.get("verdict") == "deny"]
+    failed = [r for r in network if r.get("failed")]
+    refused = [r for r in network if not r.get("failed")]
+    assert tally["failed"] == len(failed) >= 1 and tally["refused"] == len(refused), tally
+    assert all(r["by"] != "protocol" for r in refused), refused
+    (to_api,) = [r for r in failed if f"{r['subject']['host']}:{r['subject']['port']}" == host]
+    assert to_api["subject"]["origin"] == "agent"
+    assert to_api["failed"] == ("dns" if "resolve" in what else "refused")
