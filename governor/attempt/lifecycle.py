@@ -480,6 +480,11 @@ class Attempt:
             end.elapsed_s += self.continues.state.elapsed_s
         return end
 
+    def _fetching(self, package: str) -> None:
+        """A first npx start: its package is fetched before anything else shows
+        (a person saw nothing for a minute)."""
+        self.emit("fetching", {"agent": self.name, "package": package, "via": "npx"})
+
     # -- an ACP agent ----------------------------------------------------------------
 
     async def _drive(self) -> None:
@@ -490,7 +495,7 @@ class Attempt:
             if p.executor.via_npx and p.executor.preset is not None:
                 await installs.fetch_for_npx(
                     installs.spec(p.executor.preset), p.executor.argv[0], p.env,
-                    confine.host_places(p.policy, p.executor.preset, p.env),
+                    confine.host_places(p.policy, p.executor.preset, p.env), self._fetching,
                 )  # fmt: skip
             profile = confine.agent_profile(
                 p.executor.argv,
@@ -871,7 +876,7 @@ class Attempt:
             if p.executor.via_npx and p.executor.preset is not None:
                 await installs.fetch_for_npx(
                     installs.spec(p.executor.preset), p.executor.argv[0], p.env,
-                    confine.host_places(p.policy, p.executor.preset, p.env),
+                    confine.host_places(p.policy, p.executor.preset, p.env), self._fetching,
                 )  # fmt: skip
             profile = confine.agent_profile(
                 p.executor.argv, p.policy, None, p.env, sandbox=p.spec.sandbox_agent,

@@ -326,7 +326,10 @@ def main(args: argparse.Namespace) -> int:
     trace = cloned = None
     try:
         trace = _trace(args)
-        on_event = _both(progress, events, trace)
+        # --json and --events - keep stdout for themselves: a first npx start's
+        # fetch (a minute of nothing) is still said, on stderr
+        fetching = _fetching if progress is None and not args.quiet else None
+        on_event = _both(progress, events, trace, fetching)
         prompt = _prompt(args, problems)
         approver = _approver(args.approvals)
         cloned = cloning.make(args, problems) if args.clone else None
@@ -501,6 +504,14 @@ def _trace(args: argparse.Namespace) -> Any:
     from governor.observe import otel
 
     return otel.for_run(args.otel, Masker.from_environ(os.environ, args.agent_arg))
+
+
+def _fetching(kind: str, info: dict[str, Any]) -> None:
+    """Say a first npx start's fetch on stderr when no progress lines are printed."""
+    if kind == "fetching":
+        from governor.cli.progress import fetching_line
+
+        print(f"governor: {fetching_line(info)}", file=sys.stderr, flush=True)
 
 
 def _both(*listeners: Any) -> Any:
