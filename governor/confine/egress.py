@@ -85,6 +85,10 @@ class Recorder(Protocol):
     def fail(self, why: str) -> None:
         """End the attempt failed, naming `why`; refuse everything from now on."""
 
+    @property
+    def cancelled(self) -> bool:
+        """Whether the turn is over (or cancelled)."""
+
 
 def base_url_variables(preset: Preset | None) -> tuple[str, ...]:
     """The variables whose URL names the agent's API host."""
@@ -249,7 +253,9 @@ def judge(
     reach = ModelApiReach.of(model_api)
 
     def unreachable(request: ConnectionRequest, what: str) -> None:
-        if reach.covers(request) and (why := reach.failed(shown(request), what)) is not None:
+        if gate.cancelled or not reach.covers(request):
+            return  # a turn that is over is not failed by what fails after it
+        if (why := reach.failed(shown(request), what)) is not None:
             gate.fail(why)
 
     async def ask(request: ConnectionRequest) -> ConnectionAnswer:

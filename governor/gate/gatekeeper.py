@@ -251,6 +251,13 @@ class Gate:
         self._requests = max(self._requests, requests)
 
     @property
+    def cancelled(self) -> bool:
+        """Whether the turn is over or cancelled (`cancel`): a failure after
+        it (a model API that stopped answering) cannot have cost the agent its
+        turn, and must not fail an attempt that ended its turn."""
+        return self.approvals.cancelled
+
+    @property
     def requests(self) -> int:
         """How many requests this gate has numbered."""
         return self._requests
