@@ -59,3 +59,14 @@ def test_the_model_api_is_the_base_urls_host_when_one_is_set_else_the_presets() 
     assert model_api_hosts(claude, {}) == ("api.anthropic.com:443",)
     assert model_api_hosts(claude, {"ANTHROPIC_BASE_URL": "http://127.0.0.1:4000"}) == ("127.0.0.1:4000",)
     assert model_api_hosts(None, {}) == ()
+
+
+def test_an_attempt_ended_for_its_unreachable_model_api_is_not_blamed_on_another_refused_host() -> None:
+    why = "the model API gw.example:443 cannot be reached: the host does not resolve (at its first try)"
+    ending = Ending(
+        agent="Claude", preset="claude", run_id="r", elapsed_s=1, timeout_s=10, failure=why,
+        network_refused=("raw.githubusercontent.com:443",),
+        network_unreachable=("api.anthropic.com:443: the host does not resolve",),
+    )  # fmt: skip
+    outcome = judge(ending)
+    assert outcome.status == "failed" and outcome.reason == why
