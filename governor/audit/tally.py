@@ -1,5 +1,5 @@
 """The tally: what an attempt's records say was asked, allowed, waited on,
-refused, reported and done unasked (the seed `external.rs`'s counts).
+refused, failed, reported and done unasked (the seed `external.rs`'s counts).
 
 The words, each defined once (`WORDS` holds the same text):
 

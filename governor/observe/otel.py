@@ -178,7 +178,7 @@ class Telemetry:
         self.requests = meter.create_counter(
             "acp_governor.requests",
             unit="{request}",
-            description="The tally's requests, by verdict (allowed, waited, refused)",
+            description="The tally's requests, by verdict (allowed, waited, refused, failed)",
         )
         self.unasked = meter.create_counter(
             "acp_governor.unasked",
