@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from governor.audit.log import RECORD_BYTES, AuditLog, AuditUnavailable
+from governor.audit.page_source import AttemptPage
 from governor.audit.repeated_refusals import BURST
 from governor.audit.tally import tally
 from governor.audit.verify import read_lines, verify
@@ -105,6 +106,13 @@ def test_failures_past_the_rate_are_counted_apart_from_refusals_of_the_same_rule
     assert (tally(written).failed, tally(written).refused) == (200, 100)
     assert log.tallier.tally() == tally(written)
     assert verified(tmp_path / "a.jsonl")
+    # The page: the 200 failures are one row, counted ones included; the refusals another.
+    page = AttemptPage("a1", "a.jsonl")
+    for r in written:
+        page.add(r)
+    assert (page.failed_total, page.refused_total) == (200, 100)
+    assert [n for _, n in page.failure_groups.values()] == [200]
+    assert [n for _, n in page.refusal_groups.values()] == [100]
 
 
 def test_a_refusal_after_its_window_is_written_in_full_after_the_count_before_it(
