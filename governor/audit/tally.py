@@ -242,5 +242,10 @@ FAILURES: Final = {
 
 def verdict_of(record: Mapping[str, Any]) -> Any:
     """A record's verdict as the tally counts it: an ``unasked`` record's is
-    ``unasked`` (older logs wrote ``reported``)."""
-    return "unasked" if record.get("kind") == "unasked" else record.get("verdict")
+    ``unasked`` (older logs wrote ``reported``), a refusal with ``failed`` (no
+    rule refused it: it could not be done) is ``failed``."""
+    if record.get("kind") == "unasked":
+        return "unasked"
+    if record.get("verdict") == "deny" and record.get("failed"):
+        return "failed"
+    return record.get("verdict")

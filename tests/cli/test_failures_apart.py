@@ -103,6 +103,12 @@ def test_the_policys_refusal_fails_it_and_every_view_shows_the_failures_apart_gr
     assert f"Failed ({TRIES})" in failures
     assert len(re.findall(r'<tr class="failure">', failures)) == 1
     assert f"{TRIES}×" in failures
+    # its timeline's rows say failed, the tally's word, not deny
+    assert len(re.findall(r'data-verdict="failed"', html)) == TRIES
+    # The attempt's story says the same.
+    story = _governor("audit", "--attempt", outcome["run_id"], log)
+    assert story.stdout.count("-> failed by protocol [network.dns]") == TRIES, story.stdout
+    assert story.stdout.count("-> deny by capability [network.default]") == 1
 
 
 def test_the_failures_are_each_recorded_with_what_happened(tmp_path: Path) -> None:
