@@ -44,7 +44,8 @@ allowed and not waited.
 
 A record's ``verdict`` is its word here: ``allow``, ``deny``, ``approval``
 (pending), ``reported``, ``unasked`` (`verdict_of` reads older logs, whose
-unasked records said ``reported``). The audit log counts as it writes
+unasked records said ``reported``, and gives a ``deny`` with ``failed`` as
+``failed``). The audit log counts as it writes
 (`Tallier`); `governor audit` counts what it reads back (`tally`): one rule,
 so a log and its outcome agree.
 """
