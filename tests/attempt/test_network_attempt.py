@@ -182,3 +182,30 @@ async def test_a_host_that_refuses_the_connection_and_is_not_the_model_api_fails
     assert outcome.acp is not None
     t = outcome.acp.tally
     assert (t.allowed, t.failed, t.refused) == (2, 1, 0), t
+
+
+async def test_a_model_api_that_answered_then_stops_ends_the_attempt_at_the_third_failure_in_a_row(
+    tmp_path: Path,
+) -> None:
+    """Answered once (the server then closes its port): one failure, then a
+    second, go on (an API may blink); the third in a row ends the attempt."""
+    server = http.server.HTTPServer(("127.0.0.1", 0), _Model)
+    port = server.server_address[1]
+
+    def serve_once() -> None:
+        server.handle_request()
+        server.server_close()  # from now on a connection to it is refused
+
+    threading.Thread(target=serve_once, daemon=True).start()
+    steps = [{"fetch": f"http://127.0.0.1:{port}/v1/models"}, {"shell": RETRYING.format(port=port)}]
+    spec = scripted_spec(tmp_path, steps, sandbox_agent=True, environ=environ(port),
+                         env=["OPENAI_BASE_URL"], timeout=120)  # fmt: skip
+    outcome = await run_attempt(spec)
+    assert outcome.status == "failed"
+    reason = outcome.reason or ""
+    assert f"the model API 127.0.0.1:{port} cannot be reached: the host refused the connection" in reason
+    assert "3 times in a row" in reason, reason
+    network = [r for r in decision_records(outcome.log, outcome.run_id) if r.get("kind") == "network"]
+    failed = [r for r in network if r.get("failed") == "refused"]
+    assert len(failed) == 3, [(r["verdict"], r.get("failed")) for r in network]
+    assert outcome.acp is not None and outcome.acp.tally.refused == 0
