@@ -36,6 +36,8 @@ __all__ = [
     "decision_records",
     "digest",
     "prepare",
+    "resume",
+    "resume_attempt",
     "run",
     "run_attempt",
     "run_checks",
@@ -44,6 +46,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from governor.attempt.going_on import resume, resume_attempt
     from governor.attempt.lifecycle import run, run_attempt
     from governor.attempt.tries import StartingCopy, digest, run_tries, with_digest
     from governor.audit.reading import decision_records
@@ -63,6 +66,8 @@ _LAZY = {
     "run_tries": "governor.attempt.tries",
     "StartingCopy": "governor.attempt.tries",
     "run": "governor.attempt.lifecycle",
+    "resume": "governor.attempt.going_on",
+    "resume_attempt": "governor.attempt.going_on",
     "run_attempt": "governor.attempt.lifecycle",
     "Outcome": "governor.ending.outcome",
     "Status": "governor.ending.outcome",

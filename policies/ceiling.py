@@ -10,17 +10,18 @@ that believes it may edit ends up doing nothing and reporting success.
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from governor.policies.capability import Capability, CapabilityError
+from governor.policies.config_values import boolean, string_list, type_name
 from governor.policies.errors import ConfigError, toml_error, unknown_key
 from governor.policies.limits import LIMIT_KEYS, Limits, limits_from_mapping
 from governor.policies.network import HostPatternError, parse_pattern
 from governor.policies.paths import is_under
 
-if TYPE_CHECKING:  # policy.py and mcp.py read their values with this file's helpers
+if TYPE_CHECKING:
     from governor.policies.mcp import McpServer
     from governor.policies.policy import Policy
 
@@ -483,36 +484,3 @@ def _capability(source: str, key: str, value: Any) -> Capability:
         return Capability.parse(value)
     except CapabilityError as e:
         raise ConfigError(source, key, str(e)) from None
-
-
-def type_name(value: Any) -> str:
-    """A TOML-ish name for a parsed value's type, for error messages."""
-    return {
-        bool: "a boolean",
-        int: "an integer",
-        float: "a number",
-        str: "a string",
-        list: "an array",
-        dict: "a table",
-    }.get(type(value), type(value).__name__)
-
-
-def boolean(source: str, key: str, value: Any) -> bool:
-    """A TOML boolean, or a `ConfigError` naming the key."""
-    if not isinstance(value, bool):
-        raise ConfigError(source, key, f"expected true or false, got {type_name(value)}")
-    return value
-
-
-def string_list(source: str, key: str, value: Any) -> tuple[str, ...]:
-    """A TOML array of strings, or a `ConfigError` naming the key."""
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(source, key, f"expected an array of strings, got {type_name(value)}")
-    return tuple(value)
-
-
-def table(source: str, key: str, value: Any) -> Mapping[str, Any]:
-    """A TOML table, or a `ConfigError` naming the key."""
-    if not isinstance(value, dict):
-        raise ConfigError(source, key, f"expected a table, got {type_name(value)}")
-    return value

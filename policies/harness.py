@@ -38,15 +38,13 @@ from __future__ import annotations
 import posixpath
 import shlex
 import sys
-from typing import TYPE_CHECKING, Final, Literal
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
 
 from governor.policies.paths import is_under, within
 
 if TYPE_CHECKING:
     from governor.policies.policy import Policy
-
-HarnessMode = Literal["frozen", "audited"]
-HARNESS_MODES: Final = ("frozen", "audited")
 
 RUNNER_CONFIG: Final = frozenset(
     {
@@ -187,48 +185,145 @@ def _root_module(parts: list[str]) -> str | None:
     return None
 
 
-_INTERPRETERS: Final = ("sh", "bash", "dash", "zsh", "python", "node", "perl", "ruby")
+_INTERPRETERS: Final = ("sh", "bash", "dash", "zsh", "ksh", "python", "node", "perl", "ruby")
+_SHELLS: Final = frozenset({"sh", "bash", "dash", "zsh", "ksh", "ash", "mksh", "busybox"})
+_SOURCE: Final = frozenset({".", "source"})
 _SEPARATORS: Final = frozenset({"&&", "||", ";", "|", "&", "(", ")", ";;", "|&"})
+_PREFIXES: Final = frozenset({"env", "exec", "command", "time", "nice", "timeout", "builtin"})
+_SHELL_ARG_OPTIONS: Final = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
+"""A shell's options that take the next word as their argument (an option's name, a file)."""
+_NODE_PRELOADS: Final = frozenset(
+    {"-r", "--require", "--import", "--loader", "--experimental-loader"}
+)
+"""``node``'s options whose argument is a module it runs before the script."""
+
+
+@dataclass(frozen=True, slots=True)
+class Reach:
+    """What one shell line of a check runs (`reach`): the words naming a
+    program or a script, those of them a shell reads as its own lines (a
+    script given to a shell, a file ``.``/``source`` reads), and the command
+    strings given to a shell's ``-c`` (lines in turn)."""
+
+    programs: tuple[str, ...] = ()
+    shell_scripts: frozenset[str] = frozenset()
+    lines: tuple[str, ...] = ()
 
 
 def named_programs(command: str) -> tuple[str, ...]:
     """The words of a check's shell line that name a program or a script it
-    runs: each simple command's program, and the script an interpreter is given
-    (``sh ci/test.sh``, ``python tools/run.py``; not after ``-m`` or ``-c``).
-    Its test files and folders are arguments, not programs. A line the shell
-    splitter cannot read names nothing (it still runs, and is judged)."""
+    runs (`reach`)."""
+    return reach(command).programs
+
+
+def reach(command: str) -> Reach:
+    """What a check's shell line runs: each simple command's program; the
+    script an interpreter is given (``sh ci/test.sh``, ``python tools/run.py``;
+    not after ``-m``, nor python's or node's ``-c``/``-e``); for a shell,
+    past its options (``sh -e x.sh``, ``bash -o pipefail x.sh``: ``-e`` is
+    errexit there, not node's ``--eval``) and with its ``-c`` string read as a
+    line; the file ``.``/``source`` reads; a module ``node -r``/``--import``
+    preloads; a relative path after ``cd DIR`` from ``DIR``. Its test files and
+    folders are arguments, not programs. A line the shell splitter cannot read
+    names nothing (it still runs, and is judged).
+
+    What it cannot follow (a program a variable names, ``eval``, ``$(...)``,
+    ``xargs sh``, a file a program opens by itself) is the residual of
+    docs/loops.md: name such a file in ``[checks] harness_add``."""
     try:
         lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
         lexer.whitespace_split = True
         words = list(lexer)
     except ValueError:
-        return ()
+        return Reach()
     out: list[str] = []
+    shells: set[str] = set()
+    lines: list[str] = []
     start = True
-    interpreter = False
+    kind = ""  # "", "shell", "source", "cd", "node" or "other": whose arguments follow
+    takes_arg = False  # the word before was an option that takes this one
+    command_string = False  # a shell's -c was seen: its first operand is a line
+    cwd = ""
+
+    def at(word: str) -> str:
+        return posixpath.normpath(posixpath.join(cwd, word)) if cwd and word[:1] != "/" else word
+
     for word in words:
         if word in _SEPARATORS:
-            start, interpreter = True, False
+            start, kind, takes_arg, command_string = True, "", False, False
             continue
         if start:
             if "=" in word and not word.startswith("=") and word.split("=", 1)[0].isidentifier():
                 continue  # an assignment before the program
-            if word in ("env", "exec", "command", "time", "nice", "timeout"):
+            if word in _PREFIXES:
                 continue
-            out.append(word)
-            base = posixpath.basename(word)
-            interpreter = any(base == i or base.startswith(i) for i in _INTERPRETERS)
             start = False
+            base = posixpath.basename(word)
+            if word in _SOURCE:
+                kind = "source"
+                continue
+            if word == "cd":
+                kind = "cd"
+                continue
+            out.append(at(word) if "/" in word else word)
+            if base in _SHELLS or any(base.startswith(s) for s in ("bash", "dash", "zsh")):
+                kind = "shell"
+            elif base.startswith("node"):
+                kind = "node"
+            elif any(base == i or base.startswith(i) for i in _INTERPRETERS):
+                kind = "other"
+            else:
+                kind = ""
             continue
-        if interpreter:
-            if word in ("-m", "-c", "-e", "--eval", "-p", "--print", "--test", "--"):
-                interpreter = False
+        if not kind:
+            continue
+        if kind == "cd":
+            if not word.startswith("-") and "$" not in word and "`" not in word:
+                cwd = posixpath.join(cwd, word) if not word.startswith("/") else word
+            kind = ""
+            continue
+        if kind == "source":
+            out.append(at(word))
+            shells.add(at(word))
+            kind = ""
+            continue
+        if takes_arg:
+            takes_arg = False
+            if kind == "node":
+                out.append(at(word))
+            continue
+        if kind == "shell":
+            if word == "--":
                 continue
-            if word.startswith("-"):
+            if word in _SHELL_ARG_OPTIONS:
+                takes_arg = True
                 continue
-            out.append(word)
-            interpreter = False
-    return tuple(out)
+            if word[:1] in ("-", "+") and len(word) > 1:
+                command_string = command_string or ("c" in word[1:] and word[:1] == "-")
+                continue
+            if command_string:
+                lines.append(word)
+            else:
+                out.append(at(word))
+                shells.add(at(word))
+            kind = ""
+            continue
+        if (kind == "node" and word in _NODE_PRELOADS) or (
+            kind == "other" and word in ("-W", "-X")
+        ):
+            takes_arg = True  # a preload is run; python's -W/-X take a setting
+            continue
+        if kind == "node" and word.startswith(tuple(p + "=" for p in _NODE_PRELOADS)):
+            out.append(at(word.split("=", 1)[1]))
+            continue
+        if word in ("-m", "-c", "-e", "--eval", "-p", "--print", "--test", "--"):
+            kind = ""
+            continue
+        if word.startswith("-"):
+            continue
+        out.append(at(word))
+        kind = ""
+    return Reach(tuple(out), frozenset(shells), tuple(lines))
 
 
 MAKES: Final = frozenset({"make", "gmake"})

@@ -55,7 +55,7 @@ from urllib.parse import unquote, urlsplit
 
 from governor.policies import by as who
 from governor.policies.capability import Capability
-from governor.policies.ceiling import boolean, string_list, table, type_name
+from governor.policies.config_values import boolean, string_list, table, type_name
 from governor.policies.errors import ConfigError, clipped, unknown_key
 from governor.policies.network import HostPattern, HostPatternError, parse_pattern
 from governor.policies.rules import Verdict

@@ -61,9 +61,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal
 
 from governor.policies.capability import Capability, CapabilityError
-from governor.policies.ceiling import boolean, string_list, table, type_name
+from governor.policies.config_values import boolean, string_list, table, type_name
 from governor.policies.errors import ConfigError, ConfigErrors, closest, toml_error, unknown_key
-from governor.policies.harness import HARNESS_MODES, HarnessMode
 from governor.policies.limits import Limits, limits_from_mapping
 from governor.policies.mcp import McpConfig, mcp_from_mapping
 from governor.policies.network import HostPattern, HostPatternError, NetworkRules, parse_pattern
@@ -75,6 +74,11 @@ OnAsk = Literal["refuse", "pause", "person"]
 ON_ASK: Final = ("refuse", "pause", "person")
 GitAccess = Literal["commit", "read-only"]
 GIT_ACCESS: Final = ("commit", "read-only")
+HarnessMode = Literal["frozen", "audited"]
+HARNESS_MODES: Final = ("frozen", "audited")
+"""``[checks] harness``: the harness set (`governor.policies.harness`) pinned
+read-only, or only its changes found. Here, not in `harness`, which reads a
+`Policy` and so sits above this file."""
 """``[sandbox] git``: at edit-workspace a sandboxed command or agent may commit
 (the parts of ``.git`` that run code stay read-only), or ``.git`` is read-only
 as a whole for a job that must not commit. Governed writes (``fs/*``) under

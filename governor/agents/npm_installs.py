@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Final
 
 from governor.agents.presets import Preset
+from governor.boundary.person_files import read_input, write_output
 from governor.sandbox.host import processes
 
 NPM_FLAGS: Final = (
@@ -113,11 +114,16 @@ def install(
     root: Path,
     *,
     say: Callable[[str], None] = print,
-    which: Callable[[str], str | None] = shutil.which,
+    which: Callable[[str], str | None] | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> Installed:
     """Install `preset`'s pinned package into ``root/<id>`` with npm, outside any
     sandbox; nothing is fetched when that version is there already.
+
+    npm (and a Python agent's interpreter) is found by the host door's own
+    lookup (`host_lookup`), never ``shutil.which``: the ``PATH`` of a person in
+    their project (an activated ``.venv/bin``, direnv's ``node_modules/.bin``)
+    holds what an earlier attempt there may have left.
 
     Raises `InstallError` naming the agent when npm is missing or fails (its
     last lines of output quoted), or when the folder does not hold the pinned
@@ -128,12 +134,15 @@ def install(
     if before.current:
         say(f"{preset.id}: {wanted} is installed in {before.folder}")
         return before
+    passed: list[str] = []
+    which = which or host_lookup(environ, passed)
     if preset.pypi:
-        return _install_pypi(preset, root, say=say, which=which, environ=environ)
+        return _install_pypi(preset, root, say=say, which=which, environ=environ, passed=passed)
     npm = which("npm")
     if npm is None:
         raise InstallError(
             f"{preset.id}: npm is not on PATH (install Node.js >= 18, which brings it)"
+            + _passed_over(passed)
         )
     environ = dict(os.environ if environ is None else environ)
     before.folder.mkdir(parents=True, exist_ok=True)
@@ -165,6 +174,31 @@ def install(
         )
     say(f"{preset.id}: {wanted} installed in {time.monotonic() - started:.0f} s")
     return after
+
+
+def host_lookup(
+    environ: Mapping[str, str] | None, passed: list[str]
+) -> Callable[[str], str | None]:
+    """A program's lookup for an install on the host: `processes.find_program`
+    over the system folders and the trusted entries of ``environ``'s ``PATH``;
+    each program it passed over is added to ``passed``."""
+    env = os.environ if environ is None else environ
+
+    def which(name: str) -> str | None:
+        try:
+            return processes.find_program(name, path=env.get("PATH"), environ=env, passed=passed)
+        except processes.HostProcessRefused as e:
+            passed.append(str(e))
+            return None
+
+    return which
+
+
+def _passed_over(passed: list[str]) -> str:
+    """The programs the lookup passed over, for an error that says none was found."""
+    if not passed:
+        return ""
+    return "; passed over, as a host process could not trust them: " + "; ".join(passed)
 
 
 INSTALL_SCRIPTS: Final = ("preinstall", "install", "postinstall")
@@ -305,18 +339,23 @@ def _minor(version: str) -> tuple[int, int]:
 def find_python(
     preset: Preset,
     environ: Mapping[str, str],
-    which: Callable[[str], str | None] = shutil.which,
+    which: Callable[[str], str | None] | None = None,
+    passed: list[str] | None = None,
 ) -> str:
     """An interpreter at least as new as the preset's `python`: the one
     ``$ACP_GOVERNOR_PYTHON`` names, else the newest ``python3.N`` (then
     ``python3``) found on ``PATH`` that runs and is new enough. Each candidate
     is asked its version through the one door (`governor.sandbox.host.processes`), and
     the path it reports (``sys.executable``: the interpreter, not a version
-    manager's shim) is the one used. `InstallError` naming what was found."""
+    manager's shim) is the one used. `InstallError` naming what was found.
+    ``which``: the lookup (default: `host_lookup`, which adds to ``passed``
+    what it passed over)."""
+    passed = [] if passed is None else passed
+    which = which or host_lookup(environ, passed)
     oldest = _minor(preset.python or "3.0")
     named = environ.get(PYTHON_VARIABLE, "")
     candidates = (
-        [named]
+        [c for c in [named if os.path.isabs(named) else which(named)] if c is not None]
         if named
         else [c for n in [f"python3.{m}" for m in range(30, oldest[1] - 1, -1)] + ["python3"]
               if (c := which(n)) is not None]
@@ -344,6 +383,7 @@ def find_python(
     raise InstallError(
         f"{preset.id}: {preset.pypi}=={preset.version} needs Python >= {preset.python}, and "
         f"{where} has none ({', '.join(seen) or 'no python3'}): set {PYTHON_VARIABLE} to one"
+        + _passed_over(passed)
     )
 
 
@@ -354,6 +394,7 @@ def _install_pypi(
     say: Callable[[str], None],
     which: Callable[[str], str | None],
     environ: Mapping[str, str] | None,
+    passed: list[str],
 ) -> Installed:
     """A venv of its own in ``root/<id>/venv``, made with an interpreter new
     enough (`find_python`), and the pinned release installed in it by that
@@ -365,13 +406,15 @@ def _install_pypi(
     wanted = spec(preset)
     folder = root / preset.id
     venv = folder / VENV
-    python = find_python(preset, env, which)
+    python = find_python(preset, env, which, passed)
     folder.mkdir(parents=True, exist_ok=True)
     if folder.is_symlink() or venv.is_symlink():
         raise InstallError(f"{preset.id}: {folder} or its venv is a symbolic link: remove it")
     if venv.exists():
         shutil.rmtree(venv)
     report = folder / "pip-report.json"
+    for made in (report, folder / LOCK):  # never written through: a link left here is removed
+        made.unlink(missing_ok=True)
     say(f"{preset.id}: installing {wanted} into {venv} (Python {python}) ...")
     started = time.monotonic()
     steps = (
@@ -389,7 +432,7 @@ def _install_pypi(
             tail = " | ".join((lines or done.stderr.strip().splitlines())[-3:])
             raise InstallError(f"{preset.id}: {what} {wanted} failed ({done.returncode}): {tail}")
     try:
-        (folder / LOCK).write_text(lock_lines(json.loads(report.read_text(encoding="utf-8"))))
+        write_output(folder / LOCK, lock_lines(json.loads(read_input(report))))
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise InstallError(f"{preset.id}: pip's report of {wanted} is unreadable: {e}") from None
     finally:
@@ -507,6 +550,7 @@ __all__ = [
     "data_home",
     "fetch_for_npx",
     "find_python",
+    "host_lookup",
     "install",
     "installed",
     "lock_lines",

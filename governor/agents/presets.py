@@ -33,7 +33,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from governor.policies.errors import toml_error
+from governor.policies import config_values as values
+from governor.policies.errors import ConfigError, toml_error
 from governor.policies.network import HostPatternError, parse_pattern
 
 DEFAULT_PATH: Final = Path(str(resources.files("governor") / "presets.toml"))
@@ -61,6 +62,7 @@ _PEP440 = re.compile(r"\d+(\.\d+)+((a|b|rc|\.post|\.dev)\d+)*\Z")
 """An exact PyPI release (``6.1``, ``2.25.5``, ``1.0rc1``, ``1.0.post1``)."""
 _PYPI = re.compile(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?\Z")
 _PYTHON = re.compile(r"3\.\d+\Z")
+_REGISTRY_ENTRY = re.compile(r"[a-z][a-z0-9-]*@\d+\.\d+\.\d+\S*\Z")
 
 
 class PresetError(ValueError):
@@ -120,6 +122,15 @@ class Preset:
     commands, plugins. Read-only in its sandbox (a missing one cannot be made
     there); one that is a `home` entry itself is a throwaway copy
     (`governor.confine.sandboxes.agent_profile`)."""
+    set_env: tuple[tuple[str, str], ...] = ()
+    """Variables set for the agent, name and value (an ACP registry entry's
+    ``env``: ``AUGMENT_DISABLE_AUTO_UPDATE=1``): what its distribution says it runs with."""
+    registry_entry: str | None = None
+    """The ACP registry entry it was made from, ``id@version``
+    (`governor.agents.registry`): which version of the registry's word it follows."""
+    source: str = str(DEFAULT_PATH)
+    """The presets file it comes from: the shipped one, or the operator's own
+    (`operator_presets_path`)."""
 
     def home_paths(self, environ: Mapping[str, str], home: Path) -> tuple[Path, ...]:
         """Where the `home` entries are for a person with this environment and $HOME.
@@ -138,6 +149,17 @@ class Preset:
                     break
             if place not in out:
                 out.append(place)
+        return tuple(out)
+
+    def runs_code_paths(self, environ: Mapping[str, str], home: Path) -> tuple[Path, ...]:
+        """Where the `runs_code` entries are: inside their `home` entry's place
+        (`home_paths`), wherever a variable moved it."""
+        placed = dict(zip(self.home, self.home_paths(environ, home), strict=True))
+        out: list[Path] = []
+        for path in self.runs_code:
+            entry = next(e for e in self.home if _inside(path, e))
+            rest = path[len(entry.rstrip("/")) :].strip("/")
+            out.append(placed[entry] / rest if rest else placed[entry])
         return tuple(out)
 
 
@@ -185,72 +207,44 @@ class NotInstalled:
         return self.message
 
 
-class _Bad(Exception):
-    """What a checker expected: becomes "`key` must be <that>"."""
+# The checkers of a preset's values: `governor.policies.config_values`'s family
+# (``check(source, key, value)``, one wording), and the preset's own kinds in it.
 
 
-def _str(v: object) -> str:
-    if not isinstance(v, str):
-        raise _Bad(f"a string, not {_type(v)}")
-    return v
-
-
-def _text(v: object) -> str:
-    if not _str(v).strip():
-        raise _Bad("a non-empty string")
-    return _str(v)
-
-
-def _bool(v: object) -> bool:
-    if not isinstance(v, bool):
-        raise _Bad(f"true or false, not {_type(v)}")
-    return v
-
-
-def _strings(v: object) -> tuple[str, ...]:
-    if not isinstance(v, list):
-        raise _Bad(f"a list of strings, not {_type(v)}")
-    if not all(isinstance(x, str) and x for x in v):
-        raise _Bad("a list of non-empty strings")
-    return tuple(v)
-
-
-def _argv(v: object) -> tuple[str, ...]:
-    argv = _strings(v)
-    if not argv:
-        raise _Bad("a non-empty list of non-empty strings")
+def _argv(source: str, key: str, v: object) -> tuple[str, ...]:
     agents = str(AGENTS_DIR)
     return tuple(
-        sys.executable if a == PYTHON_MARKER else a.replace(AGENTS_MARKER, agents) for a in argv
+        sys.executable if a == PYTHON_MARKER else a.replace(AGENTS_MARKER, agents)
+        for a in values.argv(source, key, v)
     )
 
 
-def _argvs(v: object) -> tuple[tuple[str, ...], ...]:
+def _argvs(source: str, key: str, v: object) -> tuple[tuple[str, ...], ...]:
     if not isinstance(v, list):
-        raise _Bad(f"a list of argv lists, not {_type(v)}")
-    return tuple(_argv(a) for a in v)
+        raise values.expected(source, key, "an array of argv arrays", values.type_name(v))
+    return tuple(_argv(source, f"{key}[{i}]", a) for i, a in enumerate(v))
 
 
-def _env_names(v: object) -> tuple[str, ...]:
-    names = _strings(v)
+def _env_names(source: str, key: str, v: object) -> tuple[str, ...]:
+    names = values.text_list(source, key, v)
     for n in names:
         if not _ENV_NAME.match(n):
-            raise _Bad(f"environment variable names, not {n!r}")
+            raise values.expected(source, key, "environment variable names", values.shown(n))
     return names
 
 
-def _env_name(v: object) -> str:
+def _env_name(source: str, key: str, v: object) -> str:
     if not isinstance(v, str) or not _ENV_NAME.match(v):
-        raise _Bad(f"an environment variable name, not {v!r}")
+        raise values.expected(source, key, "an environment variable name", values.shown(v))
     return v
 
 
-def _home(v: object) -> tuple[str, ...]:
-    entries = _strings(v)
+def _home(source: str, key: str, v: object) -> tuple[str, ...]:
+    entries = values.text_list(source, key, v)
     for e in entries:
         rest = e.removeprefix("~/")
         if rest == e or not rest or ".." in Path(rest).parts:
-            raise _Bad(f"paths under ~/, not {e!r}")
+            raise values.expected(source, key, "paths under ~/", values.shown(e))
     return entries
 
 
@@ -258,66 +252,96 @@ def _inside(path: str, entry: str) -> bool:
     return path == entry or path.startswith(entry.rstrip("/") + "/")
 
 
-def _relocate(v: object) -> tuple[Relocation, ...]:
+def _relocate(source: str, key: str, v: object) -> tuple[Relocation, ...]:
     if not isinstance(v, dict):
-        raise _Bad(f"a table of tables, not {_type(v)}")
+        raise values.expected(source, key, "a table of tables", values.type_name(v))
     out: list[Relocation] = []
     for var, moves in v.items():
         if not _ENV_NAME.match(var):
-            raise _Bad(f"keyed by environment variable names, not {var!r}")
+            raise values.expected(
+                source, key, "a table keyed by environment variable names", values.shown(var)
+            )
         if not isinstance(moves, dict) or not moves:
-            raise _Bad(f'{{ "~/entry" = "path under ${var}" }} for {var}')
+            what = f'{{ "~/entry" = "path under ${var}" }}'
+            raise values.expected(source, f"{key}.{var}", what, values.shown(moves))
         for entry, sub in moves.items():
             if not isinstance(sub, str) or os.path.isabs(sub) or ".." in Path(sub).parts:
-                raise _Bad(f"relative paths under ${var}, not {sub!r}")
+                what = f"relative paths under ${var}"
+                raise values.expected(source, f"{key}.{var}", what, values.shown(sub))
             out.append(Relocation(var, entry, sub))
     return tuple(out)
 
 
-def _version(v: object) -> str:
-    if not isinstance(v, str) or not (_VERSION.match(v) or _PEP440.match(v)):
-        raise _Bad(f"an exact version like 1.2.3, not {v!r}")
+def _set_env(source: str, key: str, v: object) -> tuple[tuple[str, str], ...]:
+    if not isinstance(v, dict):
+        raise values.expected(source, key, 'a table { NAME = "value" }', values.type_name(v))
+    for name, value in v.items():
+        if not _ENV_NAME.match(name) or not isinstance(value, str) or "\x00" in value:
+            what = "environment variable names and string values"
+            raise values.expected(source, key, what, f"{values.shown(name)} = {values.shown(value)}")
+        if name in GOVERNOR_READS or name.startswith("ACP_GOVERNOR"):
+            what = "variables of the agent's own (HOME, PATH and the governor's are the governor's)"
+            raise values.expected(source, key, what, values.shown(name))
+    return tuple(v.items())
+
+
+GOVERNOR_READS: Final = frozenset({"HOME", "PATH", "TMPDIR", "USER", "LOGNAME", "SHELL"})
+"""What the governor itself reads from the agent's environment (where its home
+folders are bound, where its programs are found): a preset's ``set_env`` does not set these."""
+
+
+def _registry_entry(source: str, key: str, v: object) -> str:
+    if not isinstance(v, str) or not _REGISTRY_ENTRY.match(v):
+        what = "an ACP registry entry's id@version like cline@3.0.4"
+        raise values.expected(source, key, what, values.shown(v))
     return v
 
 
-def _host_patterns(v: object) -> tuple[str, ...]:
-    hosts = _strings(v)
+def _version(source: str, key: str, v: object) -> str:
+    if not isinstance(v, str) or not (_VERSION.match(v) or _PEP440.match(v)):
+        raise values.expected(source, key, "an exact version like 1.2.3", values.shown(v))
+    return v
+
+
+def _host_patterns(source: str, key: str, v: object) -> tuple[str, ...]:
+    hosts = values.text_list(source, key, v)
     for host in hosts:
         try:
             parse_pattern(host)
         except HostPatternError as e:
-            raise _Bad(f"a list of host[:port] patterns ({e})") from None
+            what = "an array of host[:port] patterns"
+            raise values.expected(source, key, what, f"{values.shown(host)} ({e})") from None
     return hosts
 
 
-def _pypi(v: object) -> str:
+def _pypi(source: str, key: str, v: object) -> str:
     if not isinstance(v, str) or not _PYPI.match(v):
-        raise _Bad(f"a PyPI project name like mistral-vibe, not {v!r}")
+        raise values.expected(source, key, "a PyPI project name like mistral-vibe", values.shown(v))
     return v
 
 
-def _python(v: object) -> str:
+def _python(source: str, key: str, v: object) -> str:
     if not isinstance(v, str) or not _PYTHON.match(v):
-        raise _Bad(f"a Python version like 3.12, not {v!r}")
+        raise values.expected(source, key, "a Python version like 3.12", values.shown(v))
     return v
 
 
-# key -> (required, checker); a checker returns the converted value or raises _Bad.
-_SCHEMA: Final[dict[str, tuple[bool, Callable[[object], Any]]]] = {
-    "name": (True, _text),
+# key -> (required, checker); a checker returns the converted value or raises a ConfigError.
+_SCHEMA: Final[dict[str, tuple[bool, values.Check[Any]]]] = {
+    "name": (True, values.text),
     "argv": (True, _argv),
     "alternatives": (False, _argvs),
-    "package": (False, _text),
-    "old_packages": (False, _strings),
-    "install": (False, _text),
-    "npx": (False, _bool),
-    "login": (True, _text),
+    "package": (False, values.text),
+    "old_packages": (False, values.text_list),
+    "install": (False, values.text),
+    "npx": (False, values.boolean),
+    "login": (True, values.text),
     "home": (True, _home),
     "relocate": (False, _relocate),
     "env": (False, _env_names),
-    "notes": (False, _str),
+    "notes": (False, values.string),
     "model_env": (False, _env_name),
-    "asking_mode": (False, _text),
+    "asking_mode": (False, values.text),
     "alone_env": (False, _env_names),
     "api_hosts": (False, _host_patterns),
     "base_url_env": (False, _env_names),
@@ -325,6 +349,8 @@ _SCHEMA: Final[dict[str, tuple[bool, Callable[[object], Any]]]] = {
     "runs_code": (False, _home),
     "pypi": (False, _pypi),
     "python": (False, _python),
+    "set_env": (False, _set_env),
+    "registry_entry": (False, _registry_entry),
 }
 _DEFAULTS: Final[dict[str, object]] = {
     "alternatives": (),
@@ -344,6 +370,8 @@ _DEFAULTS: Final[dict[str, object]] = {
     "runs_code": (),
     "pypi": None,
     "python": None,
+    "set_env": (),
+    "registry_entry": None,
 }
 
 
@@ -371,13 +399,14 @@ def _preset(source: str, pid: str, table: object) -> Preset:
     if not _ID.match(pid):
         raise PresetError(f"{where}: a preset id is lowercase letters, digits, - and _")
     if not isinstance(table, dict):
-        raise PresetError(f"{source}: `{pid}` must be a table [{pid}], not {_type(table)}")
+        wrong = values.expected(source, pid, f"a table [{pid}]", values.type_name(table))
+        raise PresetError(str(wrong))
     for key in table:
         if key not in _SCHEMA:
             close = difflib.get_close_matches(key, _SCHEMA, n=1)
             hint = f" (did you mean `{close[0]}`?)" if close else f" (known: {', '.join(_SCHEMA)})"
             raise PresetError(f"{where}: unknown key `{key}`{hint}")
-    fields: dict[str, Any] = {"id": pid}
+    fields: dict[str, Any] = {"id": pid, "source": source}
     for key, (required, check) in _SCHEMA.items():
         if key not in table:
             if required:
@@ -385,9 +414,9 @@ def _preset(source: str, pid: str, table: object) -> Preset:
             fields[key] = _DEFAULTS[key]
             continue
         try:
-            fields[key] = check(table[key])
-        except _Bad as e:
-            raise PresetError(f"{where}: `{key}` must be {e}") from None
+            fields[key] = check(where, key, table[key])
+        except ConfigError as e:  # "FILE: [ID]: KEY: expected ..., got ..."
+            raise PresetError(str(e)) from None
     if fields["npx"] and not fields["package"]:
         raise PresetError(f"{where}: `npx = true` needs `package`")
     if fields["package"] and fields["pypi"]:
@@ -395,8 +424,9 @@ def _preset(source: str, pid: str, table: object) -> Preset:
     if fields["version"] and not (fields["package"] or fields["pypi"]):
         raise PresetError(f"{where}: `version` pins `package` or `pypi`, and neither is there")
     if fields["package"] and fields["version"] and not _VERSION.match(fields["version"]):
+        what = "an exact version like 1.2.3 (an npm package's)"
         raise PresetError(
-            f"{where}: `version` must be an exact version like 1.2.3, not {fields['version']!r}"
+            str(values.expected(where, "version", what, values.shown(fields["version"])))
         )
     if fields["pypi"] and not fields["version"]:
         raise PresetError(f"{where}: `pypi` needs `version`: a Python agent is installed pinned")
@@ -426,13 +456,78 @@ def _preset(source: str, pid: str, table: object) -> Preset:
     return Preset(**fields)
 
 
+OPERATOR_PRESETS: Final = "presets.toml"
+
+
+def operator_presets_path(environ: Mapping[str, str] | None = None) -> Path:
+    """The operator's own presets: ``$XDG_CONFIG_HOME/acp-governor/presets.toml``
+    (an absolute value only, as the XDG spec says), else ``~/.config/...``: an
+    agent added with a file (`governor agents import`), not a release of ours."""
+    environ = os.environ if environ is None else environ
+    xdg = environ.get("XDG_CONFIG_HOME", "")
+    base = Path(xdg) if os.path.isabs(xdg) else Path(environ.get("HOME") or Path.home()) / ".config"
+    return base / "acp-governor" / OPERATOR_PRESETS
+
+
+def load_operator_presets(
+    path: Path, shipped: Mapping[str, Preset], home: Path | None = None
+) -> dict[str, Preset]:
+    """The operator's presets file, read as strictly as the shipped one, and
+    refused (`PresetError` naming it) when it is not the operator's own (another
+    owner, or writable by others: it names the programs the governor starts),
+    when it reuses a shipped id, or when a preset's home folders hold the file
+    itself: an agent that may write its home would choose what the governor
+    runs next."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return {}
+    except OSError as e:
+        raise PresetError(f"{path}: cannot read: {e.strerror or e} (a link is not followed)") from None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if st.st_uid != os.getuid() or st.st_mode & 0o022:
+            raise PresetError(
+                f"{path}: it names the programs the governor starts, so it must be yours and "
+                f"writable by you alone (owner uid {st.st_uid}, mode {st.st_mode & 0o777:o})"
+            )
+        text = f.read().decode("utf-8", errors="replace")
+    from governor.sandbox.host.processes import written_places
+
+    real = os.path.realpath(path)
+    written = next((w for w in written_places() if real == w or real.startswith(w.rstrip("/") + "/")), None)
+    if written is not None:
+        raise PresetError(
+            f"{path}: it lies in {written}, a folder an attempt could write: an agent could have "
+            "chosen what it names; keep your presets outside every workspace and agent folder"
+        )
+    mine = load_presets(text, source=str(path))
+    home = Path.home() if home is None else home
+    for pid, preset in mine.items():
+        if pid in shipped:
+            raise PresetError(
+                f"{path}: [{pid}] is a shipped preset's id: give yours another one "
+                "(governor agents import FILE --id NAME)"
+            )
+        for entry in preset.home:
+            place = home / entry.removeprefix("~/")
+            if path == place or place in path.parents:
+                raise PresetError(
+                    f"{path}: [{pid}] `home` has {entry!r}, which holds this file: its agent "
+                    "could rewrite which programs the governor starts"
+                )
+    return mine
+
+
 @functools.cache
 def _default() -> dict[str, Preset]:
-    return load_presets()
+    shipped = load_presets()
+    return {**shipped, **load_operator_presets(operator_presets_path(), shipped)}
 
 
 def presets() -> Mapping[str, Preset]:
-    """The presets of the repository's `presets.toml` (read once)."""
+    """The presets of the repository's `presets.toml` and then the operator's
+    own (`operator_presets_path`), read once."""
     return _default()
 
 
@@ -510,11 +605,6 @@ def resolve(
 
 def _either(names: tuple[str, ...]) -> str:
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
-
-
-def _type(v: object) -> str:
-    names = {dict: "a table", list: "a list", str: "a string", bool: "a boolean", int: "an integer"}
-    return names.get(type(v), f"a {type(v).__name__}")
 
 
 __all__ = [

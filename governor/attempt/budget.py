@@ -60,6 +60,38 @@ class Budget:
         """The limit passed, in words (None while none is)."""
         self._uncompared: str | None = None
         """Why a reported cost could not be held against ``cost_usd``."""
+        self.earlier_tokens = 0
+        self.earlier_cost_usd = 0.0
+        """What the earlier parts of a paused attempt used (`carry`)."""
+
+    def carry(self, tool_calls: int, tokens: int | None, cost_usd: float | None) -> None:
+        """A paused attempt going on: its earlier parts' use counts against the
+        same limits (what is left of them, not a fresh allowance). The parts'
+        reports are added, since a session started afresh, or resumed by an
+        agent that counts from zero again, reports only its own part: the sum
+        is never less than what was used."""
+        self.tool_calls = tool_calls
+        self.earlier_tokens = tokens or 0
+        self.earlier_cost_usd = cost_usd or 0.0
+
+    @property
+    def total_tokens(self) -> int | None:
+        """Tokens over every part: the earlier parts' and this part's high-water mark."""
+        if self.tokens is None:
+            return self.earlier_tokens or None
+        return self.earlier_tokens + self.tokens
+
+    @property
+    def cost_usd(self) -> float | None:
+        """The USD cost over every part (None while none was reported in USD)."""
+        own = None
+        if self.cost is not None and str(self.cost.get("currency", "")).upper() == "USD":
+            amount = self.cost.get("amount")
+            if isinstance(amount, int | float) and math.isfinite(amount) and amount >= 0:
+                own = float(amount)
+        if own is None:
+            return self.earlier_cost_usd or None
+        return self.earlier_cost_usd + own
 
     def tool_call(self, tool_call_id: str) -> None:
         """A tool call the attempt had not seen before."""
@@ -80,9 +112,10 @@ class Budget:
         for count in (used, total):
             if type(count) is int and (self.tokens is None or count > self.tokens):
                 self.tokens = count
-        limit = self.limits.tokens
-        if limit is not None and self.tokens is not None and self.tokens > limit:
-            self._passed(f"tokens limit {limit} ([limits] tokens: {self.tokens} reported)")
+        limit, tokens = self.limits.tokens, self.total_tokens
+        if limit is not None and tokens is not None and tokens > limit:
+            earlier = f", {self.earlier_tokens} of them in earlier parts" if self.earlier_tokens else ""
+            self._passed(f"tokens limit {limit} ([limits] tokens: {tokens} reported{earlier})")
         cost = getattr(report, "cost", None)
         if cost is not None:
             self._cost(cost.amount, cost.currency)
@@ -95,11 +128,12 @@ class Budget:
         if currency.upper() != "USD":
             self._uncompared = f"its cost in {currency[:12]!r}, not USD"
             return
-        limit = self.limits.cost_usd
-        if limit is not None and amount > limit:
+        limit, total = self.limits.cost_usd, amount + self.earlier_cost_usd
+        if limit is not None and total > limit:
+            earlier = f", {self.earlier_cost_usd:g} of it in earlier parts" if self.earlier_cost_usd else ""
             self._passed(
                 f"cost_usd limit {render('cost_usd', limit)} ([limits] cost_usd: "
-                f"{amount:g} USD reported)"
+                f"{total:g} USD reported{earlier})"
             )
 
     def _passed(self, limit: str) -> None:
@@ -117,7 +151,7 @@ class Budget:
         and the budget's own counts: ``tokens``, ``tool_calls``, ``reported``."""
         return {
             **(reported or {}),
-            "tokens": self.tokens,
+            "tokens": self.total_tokens,
             "tool_calls": self.tool_calls,
             "reported": self.reported,
         }

@@ -67,6 +67,7 @@ from governor.policies.canonical import digest
 from governor.policies.limits import render
 from governor.policies.policy import Policy
 from governor.sandbox.host import budget as sandbox_budget
+from governor.sandbox.host import processes
 from governor.sandbox.host.limits import blame
 from governor.sandbox.net.proxy import EgressProxy, open_egress
 from governor.sandbox.run.execution import ExitStatus
@@ -183,7 +184,8 @@ class Attempt:
         self.budget = Budget(p.policy.limits, p.name, self._stop_at)
         self.turn.on_usage = self.budget.report
         if continues is not None:  # the limits span every part: what is left, not a fresh allowance
-            self.budget.tool_calls = continues.state.tool_calls
+            state = continues.state
+            self.budget.carry(state.tool_calls, state.tokens, state.cost_usd)
         self.end = Ending(
             agent=p.name,
             preset=p.executor.id,
@@ -198,6 +200,8 @@ class Attempt:
         self.sandboxes = sandbox_budget.AttemptBudget(None, None)
         """Every sandbox of the attempt, counted together (`governor.sandbox.host.budget`):
         the one `run` makes current while the attempt runs."""
+        self._disk_watched = "the writable roots"
+        """What ``[limits] workspace`` bounds in this attempt, in words (`_over_workspace`)."""
         self.auth_methods: list[Any] = []
         self.turn_over = trio.Event()
         """Set when the prompt is answered (or when the governor stops waiting for it)."""
@@ -216,6 +220,17 @@ class Attempt:
         held-out tests out of the roots from before its start to its checks
         (`governor.checks.held_out`), and back whatever ends it."""
         policy = self.prepared.policy
+        try:  # before anything of the agent runs: no program it may leave runs on the host later
+            places = confine.host_places(policy, self.prepared.executor.preset, self.prepared.env)
+            await trio.to_thread.run_sync(
+                processes.remember_written, (*places.roots, *places.homes)
+            )
+        except OSError as e:
+            self.audit.close()
+            raise RefusedBeforeStart([
+                f"{e.filename}: the folders this attempt may write cannot be kept in the "
+                f"state folder ({e.strerror}); nothing was started"
+            ]) from None
         try:
             held = await trio.to_thread.run_sync(held_out.hide, policy, self.id)
         except (frozen.FrozenTooLarge, held_out.HoldOutFailed) as e:
@@ -282,6 +297,14 @@ class Attempt:
             kept = await trio.to_thread.run_sync(tamper.keep, before.files, policy.roots)
         home = homes.home_roots(p.executor.preset, p.env)
         home_before = await trio.to_thread.run_sync(snapshot, home, homes.HOME_MAX_FILES)
+        # what the home folders hold now is the person's; what they gain, the attempt's
+        home_held = (
+            (await trio.to_thread.run_sync(roots_size.measure, home)).total
+            if home and policy.limits.workspace is not None
+            else 0
+        )
+        if home:
+            self._disk_watched = "the writable roots and what the agent added to its home folders"
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self.audit.run_batch_sync)
@@ -295,6 +318,8 @@ class Attempt:
                         policy.limits.workspace,
                         self._over_workspace,
                         before.closed,
+                        home,
+                        home_held,
                     )
                 terminals = self.terminals = confine.GovernedTerminals(
                     nursery, policy, p.env, proxy=lambda: self.proxy
@@ -414,6 +439,8 @@ class Attempt:
             elapsed_s=self.end.elapsed_s,
             parts=earlier.parts + 1 if earlier is not None else 1,
             tool_calls=self.budget.tool_calls,
+            tokens=self.budget.total_tokens,
+            cost_usd=self.budget.cost_usd,
         )
 
     def _keep_or_discard(self, state: paused.PausedState | None, head: tuple[str, int] | None) -> None:
@@ -652,7 +679,7 @@ class Attempt:
         state = self.continues.state
         before = state.session
         session_id = before.get("id")
-        decision = self.continues.approval.get("decision")
+        decision = self.continues.approval.get("answer")
         pending = state.pending
         told = (
             f"A person {'refused' if decision == 'deny' else 'approved'} your request "
@@ -778,10 +805,11 @@ class Attempt:
         limit = self.prepared.policy.limits.workspace
         assert limit is not None
         what = (
-            f"the writable roots hold a folder the governor cannot open, {closed[0]}: "
+            f"{self._disk_watched.replace(' and what', ' or what')} hold a folder the governor "
+            f"cannot open, {closed[0]}: "
             "what it holds cannot be bounded"
             if closed
-            else f"the writable roots hold {total} bytes or more"
+            else f"{self._disk_watched} hold {total} bytes or more"
         )
         self._stop_at(f"workspace limit {render('workspace', limit)} ([limits] workspace: {what})")
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import pwd
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,6 +83,10 @@ class PausedState:
     parts: int = 1
     tool_calls: int = 0
     """Tool calls counted over all its parts: ``[limits] tool_calls`` spans them."""
+    tokens: int | None = None
+    cost_usd: float | None = None
+    """Tokens and USD cost the agent reported over all its parts (each part's
+    added): ``[limits] tokens`` and ``cost_usd`` span them too."""
 
     def save(self) -> Path:
         """Write the file (0600 in a 0700 folder), replacing one of an earlier pause."""
@@ -172,7 +177,9 @@ class Continuation:
     """The person's decision: the ``approval`` record it was written as."""
 
 
-def _chain(log: Path) -> tuple[PausedState, list[dict[str, Any]], list[dict[str, Any]]]:
+def _chain(
+    log: Path, attempt: str | None = None
+) -> tuple[PausedState, list[dict[str, Any]], list[dict[str, Any]]]:
     """The paused attempt of ``log`` (its last attempt), the records of its chain
     up to the pause, and those after it; `NotPaused` when the log does not verify
     or its last attempt is not paused where its state says."""
@@ -186,7 +193,10 @@ def _chain(log: Path) -> tuple[PausedState, list[dict[str, Any]], list[dict[str,
         raise NotPaused(f"the audit log {log} does not verify: {checked.problem.what}")
     if not checked.ends:
         raise NotPaused(f"the audit log {log} holds no attempt")
-    attempt = checked.ends[-1].attempt
+    if attempt is None:
+        attempt = checked.ends[-1].attempt  # the command line names a log: its last attempt
+    elif attempt not in {e.attempt for e in checked.ends}:
+        raise NotPaused(f"the audit log {log} holds no attempt {attempt}")
     state = PausedState.load(attempt)
     if Path(state.log) != log.resolve():
         raise NotPaused(f"attempt {attempt} paused with its log at {state.log}, not {log}")
@@ -200,14 +210,25 @@ def _chain(log: Path) -> tuple[PausedState, list[dict[str, Any]], list[dict[str,
     return state, upto, records[len(upto) :]
 
 
-def approve(log: Path, request: int | None, answer: str, user: str, uid: int) -> dict[str, Any]:
+def os_user() -> tuple[str, int]:
+    """Who is deciding: the OS user of this process (its name, else its uid)."""
+    uid = os.getuid()
+    try:
+        return pwd.getpwuid(uid).pw_name, uid
+    except KeyError:
+        return str(uid), uid
+
+
+def approve(
+    log: Path, request: int | None, answer: str, user: str, uid: int, attempt: str | None = None
+) -> dict[str, Any]:
     """Write a person's decision on the paused request of ``log`` into its chain:
     an ``approval`` record (who: the OS user; when: its time; which request; the
     answer: ``once``, ``always`` or ``deny``). One decision per pause: a second
     is refused, naming the first."""
     from governor.audit.log import AuditLog
 
-    state, _, after = _chain(log)
+    state, _, after = _chain(log, attempt)
     waiting = state.pending.get("request")
     if request is not None and request != waiting:
         raise NotPaused(
@@ -239,10 +260,10 @@ def approve(log: Path, request: int | None, answer: str, user: str, uid: int) ->
         audit.close()
 
 
-def continuation(log: Path) -> Continuation:
+def continuation(log: Path, attempt: str | None = None) -> Continuation:
     """What `governor resume` goes on from: the paused attempt of ``log`` with
     the person's decision written after its pause; `NotPaused` when none was."""
-    state, upto, after = _chain(log)
+    state, upto, after = _chain(log, attempt)
     if not after:
         raise NotPaused(
             f"request {state.pending.get('request')} of attempt {state.attempt} waits for a "
@@ -276,7 +297,7 @@ def prepared_again(
     answer = going_on.approval.get("answer")
     granted = Granted(
         str(state.pending.get("kind")),
-        str(state.pending.get("shown")),
+        str(state.pending.get("key") or ""),  # the request whole: a state without one grants nothing
         "refuse" if answer == "deny" else "always" if answer == "always" else "once",
         Pause(),
     )

@@ -19,10 +19,23 @@ the agent made unreadable is opened and counted (`governor.boundary.folders`); o
 the governor cannot open is never counted as empty: unless it was there
 already when the attempt began (the first snapshot's ``closed``), it stops
 the attempt as over the limit, since what it holds cannot be bounded.
+
+The same limit bounds what the agent adds to its **home folders** (a preset's
+``home``: ``~/.codex``, ``~/.claude``, ...), bound writable in its sandbox:
+they are the person's own, on the host's disk, and kept after the attempt, so
+what the agent writes there is disk like the roots' and would otherwise be
+bounded by nothing (gigabytes written there stay, every attempt adding to
+them). They are walked with the roots, and what they hold *beyond what they
+held when the attempt began* counts with the roots' whole size: the person's
+own sessions and logs there, however large, are not the attempt's. Past the
+limit the attempt stops; what was written stays (it is the person's folder:
+nothing of theirs is deleted), at most the limit and one interval's writing.
 """
 
 from __future__ import annotations
 
+import os
+import stat
 import time
 from collections.abc import Callable, Collection, Sequence
 from typing import Final, NamedTuple
@@ -53,7 +66,16 @@ def measure(roots: Sequence[str], stop_over: int | None = None) -> Measured:
     """`held`, with the folders the walk could not open."""
     seen: set[tuple[int, int]] = set()
     total = 0
-    stack = list(dict.fromkeys(roots))
+    stack: list[str] = []
+    for root in dict.fromkeys(roots):
+        try:
+            info = os.stat(root)  # a root is followed, as a listing of it would be
+        except OSError:
+            continue  # gone, or never made: nothing there
+        if stat.S_ISDIR(info.st_mode):
+            stack.append(root)
+        elif stat.S_ISREG(info.st_mode):  # a home entry may be a file (~/.claude.json)
+            total += info.st_size
     with Opening() as opening:
         while stack:
             entries = opening.listing(stack.pop())
@@ -85,10 +107,14 @@ async def watch(
     limit: int,
     over: Callable[[int, tuple[str, ...]], None],
     closed_at_start: Collection[str] = (),
+    homes: Sequence[str] = (),
+    homes_at_start: int = 0,
 ) -> None:
-    """Walk ``roots`` every few seconds; call ``over`` with what they hold once
-    it is past ``limit`` bytes, or with the folders it could not open that
-    were not ``closed_at_start`` nor closed at its first walk, then return.
+    """Walk ``roots`` and ``homes`` every few seconds; call ``over`` with what
+    they hold (the roots all of it, ``homes`` what they hold past
+    ``homes_at_start`` bytes) once it is past ``limit`` bytes, or with the
+    folders it could not open that were not ``closed_at_start`` nor closed at
+    its first walk, then return.
     (The agent runs as the governor's user: a folder it makes, the governor
     can always open; one it cannot is another user's, and one there from the
     start, wherever the snapshot's walk stopped, is not the agent's doing.)"""
@@ -97,11 +123,17 @@ async def watch(
     while True:
         started = time.monotonic()
         found = await trio.to_thread.run_sync(measure, roots, limit, abandon_on_cancel=True)
+        total, closed = found.total, found.closed
+        if homes and total <= limit:
+            left = homes_at_start + limit - total
+            home = await trio.to_thread.run_sync(measure, homes, left, abandon_on_cancel=True)
+            total += max(0, home.total - homes_at_start)
+            closed += home.closed
         if first:
-            known.update(found.closed)
+            known.update(closed)
             first = False
-        new_closed = tuple(p for p in found.closed if p not in known)
-        if found.total > limit or new_closed:
-            over(found.total, new_closed)
+        new_closed = tuple(p for p in closed if p not in known)
+        if total > limit or new_closed:
+            over(total, new_closed)
             return
         await trio.sleep(max(MIN_INTERVAL, 10 * (time.monotonic() - started)))

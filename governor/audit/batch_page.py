@@ -20,9 +20,9 @@ from typing import Any, Final
 from urllib.parse import quote
 
 from governor.audit.effects import DIFF_CHARS, DIFF_LINES
+from governor.audit.html_page import badges, document
+from governor.audit.html_page import escape as escaped
 from governor.audit.page_source import AttemptPage
-from governor.audit.report import _e as escaped
-from governor.audit.report import badges, document
 from governor.audit.tally import Tally
 
 REFUSED_BEFORE_START: Final = "refused before start"

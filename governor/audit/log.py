@@ -62,6 +62,7 @@ import trio
 from governor.audit.repeated_refusals import Key, Pending, Thinning, key_of
 from governor.audit.signing import Signer
 from governor.audit.tally import ASKED_KINDS, Tallier
+from governor.boundary.person_files import open_output
 from governor.boundary.secrets import Masker, spellings
 from governor.boundary.spelling import escaped, loads
 from governor.policies.limits import size_text
@@ -394,7 +395,9 @@ class AuditLog:
         the first record: a paused attempt resumed (`governor.attempt.paused`)
         writes its second part into the same chain, so that `verify` checks it
         across the pause. The ``earlier`` records of the attempt are tallied, so
-        the outcome's tally covers both parts."""
+        the outcome's tally covers both parts, and counted against ``limit``
+        (``[limits] log`` spans every part: what is left, not a fresh allowance),
+        each as long as its line, written again as it was."""
         assert self._seq == 0, "a chain is continued before its first record"
         self._prev, self._seq, self._first = prev, seq, seq
         self._written = self._synced = seq
@@ -402,6 +405,7 @@ class AuditLog:
             self.tallier.add(
                 r.get("kind"), r.get("verdict"), r.get("by"), r.get("request"), r.get("failed")
             )
+            self._bytes += len(_dumped(dict(r))) + 1
 
     @property
     def records(self) -> list[dict[str, Any]]:
@@ -564,12 +568,13 @@ _sync_data: Final = getattr(os, "fdatasync", os.fsync)
 
 def _open_log(path: Path) -> int:
     """Open for appending; a log this creates has its directory entry synced too,
-    or a power cut could lose the whole file with every record fsynced in it."""
-    flags = os.O_RDWR | os.O_APPEND | os.O_CLOEXEC
-    try:
-        fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        return os.open(path, flags)
+    or a power cut could lose the whole file with every record fsynced in it.
+    A link or what is not a regular file in its place is refused, naming it
+    (`governor.boundary.person_files`): ``--log`` may name a file in a folder an
+    attempt wrote."""
+    fd, made = open_output(path, append=True, readable=True, mode=0o600)  # never through a link
+    if not made:
+        return fd
     directory = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         os.fsync(directory)

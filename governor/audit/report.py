@@ -4,7 +4,8 @@ Rules of this file:
 
 - **Everything from the log is escaped.** Record fields come from the agent (a
   tool's title, a command, a path), so every value reaches the page through
-  `_e` (``html.escape``, quotes included), as text or inside a quoted
+  `escape` (``html.escape``, quotes included: `governor.audit.html_page`, the
+  page's frame, style, script and policy), as text or inside a quoted
   attribute. No value from the log is put in the script, the style, a URL or an
   unquoted attribute: the script reads the rows' ``data-*`` attributes and the
   checkboxes' values, and sets only ``hidden`` and text.
@@ -32,10 +33,6 @@ filtered view can be linked to, and opening such a link applies it.
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import html
-import json
 import time
 from collections import Counter
 from collections.abc import Mapping
@@ -43,11 +40,11 @@ from dataclasses import asdict
 from typing import Any, Final
 
 from governor.audit.anchor import Authenticity
+from governor.audit.html_page import badges, document, escape, json_text
 from governor.audit.page_source import AttemptPage
 from governor.audit.replay import shown
 from governor.audit.tally import Tally, verdict_of
 from governor.audit.verify import INCOMPLETE, UNFINISHED, Verification
-from governor.boundary.spelling import escaped
 
 EXPLANATIONS: Final = {
     "named": "the allowed permission's tool call named this path",
@@ -56,10 +53,6 @@ EXPLANATIONS: Final = {
 }
 """What each `governor.ending.attribution` rule that reaches a ``changed`` record means."""
 
-SHOWN_CHARS: Final = 1000
-"""What is shown of a long value (a title, a command, a reason); the page says
-its full length. A log is crafted as easily as written: a 20 MB title would
-otherwise make an 80 MB page."""
 FIELDS_CHARS: Final = 4000
 """What is shown of a subject's fields folded away under "fields"."""
 FILTER_VALUES: Final = 40
@@ -99,7 +92,7 @@ def render(
     """
     body = "\n".join(
         [
-            f'<h1>Attempt <code>{_e(page.attempt)}</code> {badges(page.status, _verdict(page.end))}</h1>',
+            f'<h1>Attempt <code>{escape(page.attempt)}</code> {badges(page.status, _verdict(page.end))}</h1>',
             _header(page, log_name),
             _words(page),
             _usage(page.end),
@@ -114,51 +107,6 @@ def render(
         ]
     )
     return document(f"governor audit report: {page.attempt}", body, script=True)
-
-
-def document(title: str, body: str, *, script: bool) -> str:
-    """A whole page around ``body``: the viewport, the style, the policy that
-    allows only that style (and the filters' script, when ``script``)."""
-    csp = _CSP if script else _CSP_NO_SCRIPT
-    # a name's byte that is not UTF-8 (a lone surrogate) shown as the log spells
-    # it, ``\udcff``: the page is UTF-8, and writing it must not fail on one
-    title, body = escaped(title), escaped(body)
-    tail = f"<script>{_SCRIPT}</script>\n" if script else ""
-    return (
-        "<!DOCTYPE html>\n"
-        '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f'<meta http-equiv="Content-Security-Policy" content="{_e(csp)}">\n'
-        '<meta name="referrer" content="no-referrer">\n'
-        f"<title>{_e(title)}</title>\n"
-        f"<style>{_STYLE}</style>\n</head>\n<body>\n{body}\n{tail}</body>\n</html>\n"
-    )
-
-
-BADGES: Final = {
-    "completed": "good",
-    "passed": "good",
-    "blocked": "warn",
-    "needs_approval": "warn",
-    "incomplete": "warn",
-    "failed": "bad",
-    "refused": "bad",
-    "unfinished": "warn",
-}
-"""A status's or verdict's badge colour; any other word (a crafted log's) is ``other``."""
-
-
-def badges(status: str, verdict: str | None, *, ids: bool = True) -> str:
-    """The status as a badge, and the checks' verdict beside it when they ran
-    (``ids``: the page's one status, ``#status`` and ``#verdict``)."""
-    status_id, verdict_id = (' id="status"', ' id="verdict"') if ids else ("", "")
-    out = f'<span class="badge {BADGES.get(status, "other")}"{status_id}>{_e(status)}</span>'
-    if verdict is not None:
-        out += (
-            f' <span class="badge {BADGES.get(verdict, "other")}"{verdict_id}>'
-            f"checks {_e(verdict)}</span>"
-        )
-    return out
 
 
 def _verdict(end: Mapping[str, Any] | None) -> str | None:
@@ -202,7 +150,7 @@ def _header(page: AttemptPage, log_name: str) -> str:
     if not page.start:
         fields.append(("note", "the log holds no attempt-start record for this attempt"))
     items = "".join(
-        f"<dt>{_e(name)}</dt><dd>{_e(value)}</dd>" for name, value in fields if value is not None
+        f"<dt>{escape(name)}</dt><dd>{escape(value)}</dd>" for name, value in fields if value is not None
     )
     css = "good" if status == "completed" else "bad"
     return f'<section id="header"><dl class="{css}">{items}</dl></section>'
@@ -213,15 +161,15 @@ def _words(page: AttemptPage) -> str:
     prompt (attempt-start) and the summary (attempt-end), or why either is missing."""
     prompt = (page.start or {}).get("prompt")
     if isinstance(prompt, str):
-        task = f'<pre id="prompt">{_e(prompt, FIELDS_CHARS)}</pre>'
+        task = f'<pre id="prompt">{escape(prompt, FIELDS_CHARS)}</pre>'
     else:
         task = '<p id="prompt" class="none">the log does not record the prompt (written by a governor before it did)</p>'
     end = page.end or {}
     summary, reason = end.get("summary"), end.get("reason")
     if isinstance(summary, str):
-        said = f'<pre id="summary">{_e(summary, FIELDS_CHARS)}</pre>'
+        said = f'<pre id="summary">{escape(summary, FIELDS_CHARS)}</pre>'
     elif page.status == "blocked" and isinstance(reason, str):  # the agent's BLOCKED: words
-        said = f'<pre id="summary">{_e(reason, FIELDS_CHARS)}</pre>'
+        said = f'<pre id="summary">{escape(reason, FIELDS_CHARS)}</pre>'
     elif page.end is None:
         said = '<p id="summary" class="none">the attempt did not finish: no final message</p>'
     else:
@@ -255,10 +203,10 @@ def _verification(
         notes.append(f"this attempt: {UNFINISHED}")
     for n in check.incomplete:
         notes.append(f"line {n}: {INCOMPLETE}")
-    items = "".join(f"<li>{_e(n)}</li>" for n in notes)
+    items = "".join(f"<li>{escape(n)}</li>" for n in notes)
     return (
         '<section id="verify"><h2>The hash chain</h2>'
-        f'<p class="{css}" id="verify-result">{_e(log_name)}: {_e(verdict)}</p>'
+        f'<p class="{css}" id="verify-result">{escape(log_name)}: {escape(verdict)}</p>'
         + (f"<ul>{items}</ul>" if items else "")
         + _anchoring(check, auth)
         + "</section>"
@@ -285,8 +233,8 @@ def _anchoring(check: Verification, auth: Authenticity) -> str:
         verdict, css, items = f"NOT SIGNED (checked against {what})", "bad", auth.unsigned
     else:
         verdict, css, items = f"{auth.label()}: checked against {what}", "good", auth.held
-    listed = "".join(f"<li>{_e(x)}</li>" for x in [*items, *auth.notes])
-    return f'<p class="{css}" id="anchor-result">{_e(verdict)}</p>' + (
+    listed = "".join(f"<li>{escape(x)}</li>" for x in [*items, *auth.notes])
+    return f'<p class="{css}" id="anchor-result">{escape(verdict)}</p>' + (
         f'<ul id="anchor-details">{listed}</ul>' if listed else ""
     )
 
@@ -312,7 +260,7 @@ def _tally(counted: Tally, recorded: Any) -> str:
     if isinstance(recorded, Mapping) and any(recorded.get(c) != n for c, n in values.items()):
         written = ", ".join(f"{recorded.get(c)} {c}" for c in values)
         note = (
-            f'<p class="bad">the attempt-end record says {_e(written)}: not what its '
+            f'<p class="bad">the attempt-end record says {escape(written)}: not what its '
             "records count</p>"
         )
     return (
@@ -328,7 +276,7 @@ def _cut_note(section: str, kept: int, total: int, what: str, command: str) -> s
     return (
         f'<p class="bad cut" id="{section}-cut">this page holds the first {kept:,} of '
         f"{total:,} {what} (a page of them all would be too large to open): "
-        f"<code>{_e(command)}</code> lists every one</p>"
+        f"<code>{escape(command)}</code> lists every one</p>"
     )
 
 
@@ -342,9 +290,9 @@ def _refusals(page: AttemptPage) -> str:
     cut = _cut_note("refusals", grouped, total, "refusals", "governor audit --refused LOG")
     lines = "".join(
         f'<tr class="refusal">{_seq_link(r.get("seq"))}'
-        f'<td class="count">{"" if n == 1 else f"{n}×"}</td><td>{_e(r.get("of") or r.get("kind"))}</td>'
-        f"<td>{_subject(r.get('subject'), r)}</td><td>{_e(r.get('by'))}</td>"
-        f'<td class="rule">{_e(r.get("rule"))}</td><td class="reason">{_e(r.get("reason"))}</td></tr>'
+        f'<td class="count">{"" if n == 1 else f"{n}×"}</td><td>{escape(r.get("of") or r.get("kind"))}</td>'
+        f"<td>{_subject(r.get('subject'), r)}</td><td>{escape(r.get('by'))}</td>"
+        f'<td class="rule">{escape(r.get("rule"))}</td><td class="reason">{escape(r.get("reason"))}</td></tr>'
         for r, n in groups
     )
     return (
@@ -364,9 +312,9 @@ def _failures(page: AttemptPage) -> str:
     total, groups = page.failed_total, list(page.failure_groups.values())
     lines = "".join(
         f'<tr class="failure">{_seq_link(r.get("seq"))}'
-        f'<td class="count">{"" if n == 1 else f"{n}×"}</td><td>{_e(r.get("of") or r.get("kind"))}</td>'
-        f"<td>{_subject(r.get('subject'), r)}</td><td>{_e(r.get('failed'))}</td>"
-        f'<td class="reason">{_e(r.get("reason"))}</td></tr>'
+        f'<td class="count">{"" if n == 1 else f"{n}×"}</td><td>{escape(r.get("of") or r.get("kind"))}</td>'
+        f"<td>{_subject(r.get('subject'), r)}</td><td>{escape(r.get('failed'))}</td>"
+        f'<td class="reason">{escape(r.get("reason"))}</td></tr>'
         for r, n in groups
     )
     return (
@@ -406,11 +354,11 @@ def _usage(end: Mapping[str, Any] | None) -> str:
         calls = usage.get("tool_calls")
         if isinstance(calls, int):
             parts.append(f"{calls:,} tool call(s)")
-        said = f'<p id="usage-line">{_e(", ".join(parts) or "nothing reported")}</p>'
+        said = f'<p id="usage-line">{escape(", ".join(parts) or "nothing reported")}</p>'
     notices = end.get("notices")
     listed = [n for n in notices if isinstance(n, str)] if isinstance(notices, list) else []
     notes = (
-        '<h2>Notices</h2><ul id="notices">' + "".join(f"<li>{_e(n)}</li>" for n in listed) + "</ul>"
+        '<h2>Notices</h2><ul id="notices">' + "".join(f"<li>{escape(n)}</li>" for n in listed) + "</ul>"
         if listed
         else ""
     )
@@ -442,18 +390,18 @@ def _changes(page: AttemptPage, stats: DiffStat, diffs: Mapping[str, str]) -> st
             why = _explained(r)
             body = _patched(subject, diffs, folded=False)
         seq = r.get("seq")  # a diff record is no decision: no timeline row to link to
-        head = _e(f"#{seq}") if r.get("kind") == "diff" else _seq_anchor(seq)
+        head = escape(f"#{seq}") if r.get("kind") == "diff" else _seq_anchor(seq)
         items.append(
             f'<div class="item {_css(str(r.get("kind"))[:40])}">'
-            f'<p class="item-head">{head} <code class="what">{_e(shown(r))}</code> '
-            f'<span class="change">{_e(how)}</span></p>'
+            f'<p class="item-head">{head} <code class="what">{escape(shown(r))}</code> '
+            f'<span class="change">{escape(how)}</span></p>'
             f'<div class="explained">{why}</div>{body}</div>'
         )
     return f'<section id="changes"><h2>Changes ({total})</h2>{cut}{"".join(items)}</section>'
 
 
 def _seq_anchor(seq: Any) -> str:
-    return f'<a href="#r{seq}">#{seq}</a>' if type(seq) is int else _e(seq)
+    return f'<a href="#r{seq}">#{seq}</a>' if type(seq) is int else escape(seq)
 
 
 def _diff(diff: Any) -> str:
@@ -466,7 +414,7 @@ def _diff(diff: Any) -> str:
         css = {"+": "add", "-": "del", "@": "hunk"}.get(line[:1], "ctx")
         if line.startswith(("+++", "---")):
             css = "file"
-        lines.append(f'<span class="{css}">{_e(line)}</span>')
+        lines.append(f'<span class="{css}">{escape(line)}</span>')
     return '<pre class="diff">' + "".join(lines) + "</pre>"
 
 
@@ -496,13 +444,13 @@ def _commands(page: AttemptPage) -> str:
         css = "good" if code == 0 and signal is None else "bad"
         tail = r.get("tail")
         out = (
-            f'<pre class="tail">{_e(tail, DIFF_CHARS)}</pre>'
+            f'<pre class="tail">{escape(tail, DIFF_CHARS)}</pre>'
             if isinstance(tail, str) and tail
             else '<p class="none">no output</p>'
         )
         items.append(
             f'<div class="item command"><p class="item-head">{_seq_anchor(r.get("decision"))} '
-            f'<code class="what">{_e(shown(r))}</code> <span class="exit {css}">{_e(ended)}</span></p>'
+            f'<code class="what">{escape(shown(r))}</code> <span class="exit {css}">{escape(ended)}</span></p>'
             f"{out}</div>"
         )
     return f'<section id="commands"><h2>Commands ({total})</h2>{cut}{"".join(items)}</section>'
@@ -534,11 +482,11 @@ def _unasked(page: AttemptPage, stats: DiffStat, diffs: Mapping[str, str]) -> st
         )
     changed = _files_changed(page.end)
     lines = "".join(
-        f'<tr class="{_e(r.get("kind"))}">{_seq_link(r.get("seq"))}<td>{_e(r.get("kind"))}</td>'
+        f'<tr class="{escape(r.get("kind"))}">{_seq_link(r.get("seq"))}<td>{escape(r.get("kind"))}</td>'
         f"<td>{_subject(r.get('subject'), r)}</td>"
-        f'<td class="change">{_e(change(r.get("subject"), changed, stats))}'
+        f'<td class="change">{escape(change(r.get("subject"), changed, stats))}'
         f"{_patched(r.get('subject'), diffs, folded=True)}</td>"
-        f"<td>{_e(r.get('by'))}</td>"
+        f"<td>{escape(r.get('by'))}</td>"
         f'<td class="explained">{_explained(r)}</td></tr>'
         for r in found
     )
@@ -599,18 +547,18 @@ def _stat(lines: tuple[int, int] | None) -> str:
 
 def _explained(record: Mapping[str, Any]) -> str:
     cause = record.get("explained_by")
-    reason = f'<div class="reason">{_e(record.get("reason"))}</div>'
+    reason = f'<div class="reason">{escape(record.get("reason"))}</div>'
     if not isinstance(cause, Mapping):
         return f'<strong class="bad">nothing explains it</strong>{reason}'
     rule = str(cause.get("rule"))
-    parts = [f"rule <code>{_e(rule)}</code>"]
+    parts = [f"rule <code>{escape(rule)}</code>"]
     if cause.get("tool_call") is not None:
-        parts.append(f"tool call <code>{_e(cause.get('tool_call'))}</code>")
+        parts.append(f"tool call <code>{escape(cause.get('tool_call'))}</code>")
     seq = cause.get("seq")
     if isinstance(seq, int):
         parts.append(f'allowed at <a href="#r{seq}">#{seq}</a>')
     meaning = EXPLANATIONS.get(rule)
-    why = f"<div>{_e(meaning)}</div>" if meaning else ""
+    why = f"<div>{escape(meaning)}</div>" if meaning else ""
     return f"explained by {', '.join(parts)}{why}{reason}"
 
 
@@ -650,8 +598,8 @@ def _filtered(counts: Counter[str]) -> Counter[str]:
 
 def _boxes(group: str, counts: Counter[str]) -> str:
     boxes = "".join(
-        f'<label><input type="checkbox" name="{group}" value="{_e(value)}" checked> '
-        f"{_e(value)} ({n})</label>"
+        f'<label><input type="checkbox" name="{group}" value="{escape(value)}" checked> '
+        f"{escape(value)} ({n})</label>"
         for value, n in sorted(counts.items())
     )
     return f"<fieldset><legend>{group}</legend>{boxes}</fieldset>"
@@ -668,12 +616,12 @@ def _timeline_row(
     seq = r.get("seq")
     anchor = f' id="r{seq}"' if isinstance(seq, int) else ""
     return (
-        f'<tr{anchor} data-verdict="{_e(verdict)}" data-kind="{_e(kind)}" '
-        f'class="v-{_css(verdict[:40])}"><td>{_e(seq)}</td><td>{_e(clock)}</td>'
-        f"<td>{_e(kind)}</td><td>{_e(r.get('request'))}</td>"
-        f"<td>{_subject(r.get('subject'), r)}</td><td>{_e(verdict)}</td>"
-        f"<td>{_e(r.get('by'))}</td><td>{_e(r.get('rule'))}</td>"
-        f'<td class="reason">{_e(r.get("reason"))}</td><td>{_e(r.get("option"))}</td></tr>'
+        f'<tr{anchor} data-verdict="{escape(verdict)}" data-kind="{escape(kind)}" '
+        f'class="v-{_css(verdict[:40])}"><td>{escape(seq)}</td><td>{escape(clock)}</td>'
+        f"<td>{escape(kind)}</td><td>{escape(r.get('request'))}</td>"
+        f"<td>{_subject(r.get('subject'), r)}</td><td>{escape(verdict)}</td>"
+        f"<td>{escape(r.get('by'))}</td><td>{escape(r.get('rule'))}</td>"
+        f'<td class="reason">{escape(r.get("reason"))}</td><td>{escape(r.get("option"))}</td></tr>'
     )
 
 
@@ -682,15 +630,15 @@ def _subject(subject: Any, record: Mapping[str, Any]) -> str:
     command is shown, and every field of the subject folded away."""
     main = shown(record)
     if not main and subject is not None:
-        main = _json(subject)
+        main = json_text(subject)
     title = _field(subject, "title")
-    parts = [f'<span class="what">{_e(main)}</span>']
+    parts = [f'<span class="what">{escape(main)}</span>']
     if title and title != main:
-        parts.append(f'<div class="title">{_e(title)}</div>')
+        parts.append(f'<div class="title">{escape(title)}</div>')
     if isinstance(subject, Mapping) and subject:
         parts.append(
             "<details><summary>fields</summary>"
-            f"<pre>{_e(_json(subject, indent=1), FIELDS_CHARS)}</pre></details>"
+            f"<pre>{escape(json_text(subject, indent=1), FIELDS_CHARS)}</pre></details>"
         )
     return "".join(parts)
 
@@ -698,27 +646,10 @@ def _subject(subject: Any, record: Mapping[str, Any]) -> str:
 def _seq_link(seq: Any) -> str:
     if isinstance(seq, int):
         return f'<td><a href="#r{seq}">#{seq}</a></td>'
-    return f"<td>{_e(seq)}</td>"
+    return f"<td>{escape(seq)}</td>"
 
 
 # -- values ----------------------------------------------------------------------------
-
-
-def _e(value: Any, most: int = SHOWN_CHARS) -> str:
-    """Any value as escaped text (quotes too, so it may stand in a quoted attribute),
-    cut after ``most`` characters with its full length said."""
-    if value is None:
-        return ""
-    text = value if isinstance(value, str) else _json(value)
-    if len(text) > most:
-        text = f"{text[:most]}… (cut for display: {len(text):,} characters)"
-    return html.escape(text, quote=True)
-
-
-def _json(value: Any, indent: int | None = None) -> str:
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, ensure_ascii=False, indent=indent, default=str)
 
 
 def _field(subject: Any, key: str) -> str | None:
@@ -730,142 +661,9 @@ def _value(value: Any) -> str:
     """A verdict or kind as the filter's value: ``-`` when the record has none."""
     if value is None:
         return "-"
-    return value if isinstance(value, str) else _json(value)
+    return value if isinstance(value, str) else json_text(value)
 
 
 def _css(value: str) -> str:
     """A class name from a verdict: letters, digits and ``-`` only."""
     return "".join(c if c.isascii() and (c.isalnum() or c == "-") else "_" for c in value)
-
-
-def _sha256(text: str) -> str:
-    return "sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode()
-
-
-_STYLE: Final = """
-*, *::before, *::after { box-sizing: border-box; }
-html { -webkit-text-size-adjust: 100%; text-size-adjust: 100%; }
-body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; color: #1b1b1b;
-       overflow-wrap: break-word; }
-h1, dd, pre, p, li, legend, label { overflow-wrap: anywhere; }
-th { overflow-wrap: normal; }
-td .what, td .title, td.reason, td.change, td pre { overflow-wrap: anywhere; }
-td .what, td .title { display: block; min-width: 14em; } td.reason { min-width: 14em; }
-h1 { font-size: 1.3em; } h2 { font-size: 1.1em; margin-top: 1.6em; }
-code, pre, td { font-family: ui-monospace, monospace; font-size: 12px; }
-dl { display: grid; grid-template-columns: max-content minmax(0, 1fr); gap: 2px 12px;
-     padding: 8px; border-left: 4px solid #888; }
-dl.good { border-color: #2e7d32; } dl.bad { border-color: #c62828; color: inherit; }
-dt { font-weight: 600; } dd { margin: 0; font-family: ui-monospace, monospace; min-width: 0; }
-p.good { color: #2e7d32; } p.bad, .bad { color: #c62828; } p.none { color: #777; }
-.badge { display: inline-block; padding: 1px 8px; border-radius: 10px; font-size: 0.75em;
-         font-family: system-ui, sans-serif; vertical-align: middle; color: #fff;
-         background: #607d8b; white-space: nowrap; }
-.badge.good { background: #2e7d32; } .badge.bad { background: #c62828; }
-.badge.warn { background: #b26a00; }
-#words pre { background: #f6f6f6; padding: 6px 8px; border-left: 4px solid #bbb;
-             max-height: 24em; overflow-y: auto; }
-.scroll { overflow-x: auto; max-width: 100%; content-visibility: auto;
-          contain-intrinsic-size: auto 30em; }
-table { border-collapse: collapse; width: 100%; }
-td.job { white-space: nowrap; } #timeline { min-width: 60em; } .scroll > table { min-width: 40em; }
-th, td { border: 1px solid #ddd; padding: 3px 6px; text-align: left; vertical-align: top; }
-th { background: #f3f3f3; font-family: system-ui, sans-serif; }
-tr.v-deny td { background: #fdecea; } tr.v-reported td { background: #fff8e1; }
-tr.v-approval td { background: #e8f0fe; } tr.v-failed td { background: #f3f3f3; }
-td .title { color: #555; } details summary { color: #777; cursor: pointer; }
-pre { white-space: pre-wrap; margin: 2px 0; }
-fieldset { display: inline-block; margin: 0 1em 0.5em 0; min-width: 0; max-width: 100%; }
-label { margin-right: 0.8em; display: inline-block; }
-.tally { max-width: 36em; }
-.t-row { display: grid; grid-template-columns: 5.5em minmax(0, 1fr) max-content;
-         gap: 8px; align-items: center; margin: 3px 0; }
-.t-label { text-align: right; font-size: 12px; }
-.t-count { font-size: 12px; font-family: ui-monospace, monospace; min-width: 2ch; }
-.t-bar { display: block; width: 100%; height: 18px; background: #f3f3f3; }
-.bar { fill: #607d8b; } .bar.allowed { fill: #2e7d32; } .bar.refused { fill: #c62828; }
-.bar.unasked { fill: #ef6c00; }
-.item { border-left: 4px solid #bbb; padding: 2px 8px; margin: 8px 0; }
-.item.unasked { border-color: #ef6c00; } .item-head { margin: 2px 0; } .item .explained { color: #555; }
-pre.diff, pre.tail { background: #f6f6f6; padding: 4px 6px; max-height: 24em; overflow-y: auto;
-                     overflow-wrap: anywhere; font-size: 12px; }
-pre.diff span { display: block; }
-pre.diff .add { color: #1b5e20; background: #e8f5e9; } pre.diff .del { color: #b71c1c; background: #ffebee; }
-pre.diff .hunk, pre.diff .file { color: #777; } .exit { white-space: nowrap; } td.count { white-space: nowrap; } .bar.waited { fill: #1565c0; } .bar.reported { fill: #f9a825; }
-@media (max-width: 600px) {
-  body { margin: 0.6em; }
-  dl { grid-template-columns: minmax(0, 1fr); } dt { margin-top: 4px; }
-}
-"""
-
-_SCRIPT: Final = """
-(function () {
-  "use strict";
-  var rows = Array.prototype.slice.call(document.querySelectorAll("#timeline tbody tr"));
-  var boxes = Array.prototype.slice.call(
-    document.querySelectorAll("#filters input[type=checkbox]"));
-  var count = document.getElementById("shown");
-  var groups = ["verdict", "kind"];
-  function chosen(group) {
-    var on = {};
-    boxes.forEach(function (b) { if (b.name === group && b.checked) { on[b.value] = true; } });
-    return on;
-  }
-  function apply() {
-    var verdicts = chosen("verdict"), kinds = chosen("kind"), n = 0;
-    rows.forEach(function (r) {
-      var show = Object.prototype.hasOwnProperty.call(verdicts, r.dataset.verdict) &&
-        Object.prototype.hasOwnProperty.call(kinds, r.dataset.kind);
-      r.hidden = !show;
-      if (show) { n += 1; }
-    });
-    count.textContent = n + " of " + rows.length + " decisions shown";
-    count.dataset.shown = String(n);
-  }
-  function decoded(text) {
-    try { return decodeURIComponent(text); } catch (e) { return text; }
-  }
-  function fromFragment() {
-    var text = location.hash.replace(/^#/, "");
-    if (text.indexOf("=") < 0) { return false; }  /* an anchor (#r7), not a filter */
-    var given = {};
-    text.split("&").forEach(function (pair) {
-      var i = pair.indexOf("=");
-      if (i > 0) { given[decoded(pair.slice(0, i))] = pair.slice(i + 1).split(",").map(decoded); }
-    });
-    boxes.forEach(function (b) {
-      b.checked = !Object.prototype.hasOwnProperty.call(given, b.name) ||
-        given[b.name].indexOf(b.value) >= 0;
-    });
-    return true;
-  }
-  function toFragment() {
-    var parts = [];
-    groups.forEach(function (group) {
-      var mine = boxes.filter(function (b) { return b.name === group; });
-      var on = mine.filter(function (b) { return b.checked; });
-      if (on.length < mine.length) {
-        parts.push(group + "=" + on.map(function (b) { return encodeURIComponent(b.value); }).join(","));
-      }
-    });
-    try {
-      history.replaceState(null, "", parts.length ? "#" + parts.join("&") : "#all=");
-    } catch (e) { /* a page opened where history cannot change: the filter still applies */ }
-  }
-  boxes.forEach(function (b) {
-    b.addEventListener("change", function () { toFragment(); apply(); });
-  });
-  window.addEventListener("hashchange", function () { if (fromFragment()) { apply(); } });
-  fromFragment();
-  apply();
-})();
-"""
-
-_CSP: Final = (
-    f"default-src 'none'; style-src '{_sha256(_STYLE)}'; script-src '{_sha256(_SCRIPT)}'; "
-    "base-uri 'none'; form-action 'none'"
-)
-_CSP_NO_SCRIPT: Final = (
-    f"default-src 'none'; style-src '{_sha256(_STYLE)}'; script-src 'none'; "
-    "base-uri 'none'; form-action 'none'"
-)

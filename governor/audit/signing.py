@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from governor.boundary.person_files import write_output
 from governor.boundary.secrets import SIGNING_KEY_VARIABLE
 
 KEY_VARIABLE: Final = SIGNING_KEY_VARIABLE
@@ -235,8 +236,9 @@ def keygen(private: Path) -> tuple[Path, str]:
         fd = os.open(private, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         with os.fdopen(fd, "wb") as f:
             f.write(pem)
-        public.write_bytes(
-            pub.public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        write_output(  # never through a link in its place (checked above: only a dangling one)
+            public,
+            pub.public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo),
         )
     except OSError as e:
         raise SigningUnavailable(f"{e.filename}: cannot write the key: {e.strerror}") from None

@@ -30,13 +30,16 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from governor.audit.record_shape import JOB_ID
+from governor.boundary.person_files import read_input_text
 from governor.job.policy_files import read_policy, shipped_name
 from governor.job.spec import AttemptSpec, RefusedBeforeStart, prepare
+from governor.policies import config_values as values
 from governor.policies.capability import CAPABILITY_NAMES
 from governor.policies.ceiling import Ceiling
 from governor.policies.errors import ConfigError, closest
 from governor.policies.policy import Policy
 from governor.sandbox.host import processes
+from governor.sandbox.host.processes import written_places
 
 ID_PATTERN: Final = JOB_ID
 """A job's id names its folder in the output: letters, digits, ``.``, ``_``, ``-``
@@ -146,101 +149,87 @@ class Job:
 
 # -- the keys ----------------------------------------------------------------------------
 
-Check = Callable[[Any], str | None]
-"""A value's check: None when it is good, else why not."""
+# A key's check is `governor.policies.config_values`'s (``check(source, key,
+# value)``, one wording with the policy and the presets); a line's problems are
+# the errors' ``problem``s, each after its line and key.
 
 
-def _text(value: Any) -> str | None:
-    return None if isinstance(value, str) and value.strip() else "must be a non-empty string"
+def _optional(check: values.Check[Any]) -> values.Check[Any]:
+    """``check``, or null (the key left to its default)."""
+
+    def optional(source: str, key: str, value: Any) -> Any:
+        return None if value is None else check(source, key, value)
+
+    return optional
 
 
-def _optional_text(value: Any) -> str | None:
-    return None if value is None else _text(value)
-
-
-def _ref(value: Any) -> str | None:
+def _ref(source: str, key: str, value: Any) -> str | None:
     if value is None:
         return None
-    why = _text(value)
-    if why is None and value.startswith("-"):
-        why = "must not start with '-'"
-    return why
+    ref = values.text(source, key, value)
+    if ref.startswith("-"):
+        raise values.expected(source, key, "a ref that does not start with '-'", values.shown(ref))
+    return ref
 
 
-def _names(value: Any) -> str | None:
-    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-        return "must be a list of non-empty strings"
-    return None
+def _seconds(source: str, key: str, value: Any) -> float:
+    if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        got = values.shown(value) if number else values.type_name(value)
+        raise values.expected(source, key, "a number of seconds greater than 0", got)
+    return float(value)
 
 
-def _argv(value: Any) -> str | None:
-    if _names(value) is not None or not value:
-        return "must be a non-empty list of strings (the program, then its arguments)"
-    return None
-
-
-def _flag(value: Any) -> str | None:
-    return None if isinstance(value, bool) else "must be true or false"
-
-
-def _seconds(value: Any) -> str | None:
-    good = isinstance(value, int | float) and not isinstance(value, bool) and value > 0
-    return None if good else "must be a number of seconds greater than 0"
-
-
-def _tries(value: Any) -> str | None:
+def _tries(source: str, key: str, value: Any) -> int:
     from governor.attempt.tries import MAX_TRIES
 
-    good = type(value) is int and 1 <= value <= MAX_TRIES
-    return None if good else f"must be a whole number from 1 to {MAX_TRIES}"
+    if type(value) is not int or not 1 <= value <= MAX_TRIES:
+        got = values.shown(value) if type(value) is int else values.type_name(value)
+        raise values.expected(source, key, f"a whole number from 1 to {MAX_TRIES}", got)
+    return value
 
 
-def _one_of(*choices: str) -> Check:
-    def check(value: Any) -> str | None:
-        if value in choices:
-            return None
-        hint = closest(value, choices) if isinstance(value, str) else None
-        return f"must be one of {', '.join(choices)}" + (f" (did you mean {hint}?)" if hint else "")
-
-    return check
-
-
-def _job_id(value: Any) -> str | None:
+def _job_id(source: str, key: str, value: Any) -> str:
     if isinstance(value, str) and ID_PATTERN.fullmatch(value):
-        return None
-    return (
-        "must be 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or a digit "
+        return value
+    what = (
+        "1 to 128 letters, digits, '.', '_' or '-', starting with a letter or a digit "
         "(it names the job's folder in the output)"
     )
+    got = values.shown(value) if isinstance(value, str) else values.type_name(value)
+    raise values.expected(source, key, what, got)
 
 
-KEYS: Final[Mapping[str, Check]] = {
+KEYS: Final[Mapping[str, values.Check[Any]]] = {
     "id": _job_id,
-    "prompt": _text,
-    "repo": _text,
+    "prompt": values.text,
+    "repo": values.text,
     "ref": _ref,
-    "agent": _optional_text,
-    "argv": _argv,
-    "kind": _one_of("acp", "command"),
-    "policy": _optional_text,
-    "capability": _one_of(*CAPABILITY_NAMES),
-    "model": _optional_text,
-    "mode": _optional_text,
+    "agent": _optional(values.text),
+    "argv": values.argv,
+    "kind": values.one_of("acp", "command"),
+    "policy": _optional(values.text),
+    "capability": values.one_of(*CAPABILITY_NAMES),
+    "model": _optional(values.text),
+    "mode": _optional(values.text),
     "timeout": _seconds,
-    "env": _names,
-    "extra_dirs": _names,
-    "sandbox_agent": _flag,
-    "agent_args": _names,
-    "append_rules": _flag,
-    "approvals": _one_of("unattended", "pause"),
-    "durability": _one_of("batch", "always"),
-    "checks": _names,
-    "held_out": _names,
+    "env": values.text_list,
+    "extra_dirs": values.text_list,
+    "sandbox_agent": values.boolean,
+    "agent_args": values.text_list,
+    "append_rules": values.boolean,
+    "approvals": values.one_of("unattended", "pause"),
+    "durability": values.one_of("batch", "always"),
+    "checks": values.text_list,
+    "held_out": values.text_list,
     "tries": _tries,
 }
 """Every key a job may hold, with its value's check."""
 
 REQUIRED: Final = ("id", "prompt", "repo")
+
+JOBS_FILE: Final = "the jobs file"
+"""The ``source`` a key's check is given (a problem is told by its line and key)."""
 
 OWNED: Final[Mapping[str, str]] = {
     "workspace": "the batch makes each job's workspace: a fresh clone of `repo` at `ref`",
@@ -261,7 +250,7 @@ def parse_job(value: Any, line: int | None = None) -> tuple[Job | None, list[str
     (each naming the line and the key)."""
     at = f"line {line}: " if line is not None else ""
     if not isinstance(value, dict):
-        return None, [f"{at}a job is a JSON object, not {_json_type(value)}"]
+        return None, [f"{at}a job is a JSON object, not {values.type_name(value)}"]
     problems: list[str] = []
     for key in value:
         if key in KEYS:
@@ -277,8 +266,12 @@ def parse_job(value: Any, line: int | None = None) -> tuple[Job | None, list[str
         if key not in value:
             problems.append(f"{at}key {key!r}: missing")
     for key, check in KEYS.items():
-        if key in value and (why := check(value[key])) is not None:
-            problems.append(f"{at}key {key!r}: {why}")
+        if key not in value:
+            continue
+        try:
+            check(JOBS_FILE, key, value[key])
+        except ConfigError as e:
+            problems.append(f"{at}key {key!r}: {e.problem}")
     has_agent, has_argv = value.get("agent") is not None, value.get("argv") is not None
     if has_agent == has_argv:
         problems.append(
@@ -342,8 +335,8 @@ def read_jobs(path: str | Path) -> tuple[list[Job], list[str]]:
     """`parse_lines` of a file, with relative ``repo`` and ``policy`` paths taken
     from the file's folder."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
+    try:  # never through a link an attempt could have made out of its folders
+        text = read_input_text(path, written=written_places())
     except OSError as e:
         return [], [f"{path}: cannot read the jobs file: {e.strerror}"]
     except UnicodeDecodeError as e:
@@ -500,8 +493,3 @@ def _git(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
         return processes.run(host, timeout=60)
     except (OSError, processes.HostProcessRefused) as e:
         return subprocess.CompletedProcess([program, *args], 127, "", str(e))
-
-
-def _json_type(value: Any) -> str:
-    names = {list: "a list", str: "a string", bool: "a boolean", type(None): "null"}
-    return names.get(type(value), "a number")

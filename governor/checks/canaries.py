@@ -11,13 +11,22 @@ that lies about one failure lies about the canary.** So for every check the
 governor writes, fresh for that check (`plant`):
 
 - a copy of each acceptance test file (`governor.checks.test_results.Acceptance`)
-  and each held-out test file (`carriers`) with canary tests appended, shown read-only at the file's path in that
+  and each held-out test file (`carriers`) with canary tests put in, shown read-only at the file's path in that
   check's sandbox only (`governor.sandbox.plan.profile.Profile.shown_as`): never in the
   agent's workspace, never there before or after, made after the agent and
   everything it started are gone;
 - names drawn at random for each check, shaped like their neighbours (a
   ``Test*`` class of ``test_*`` methods, ``test_*`` functions, a
   ``test('...')`` named like the file's tests), values drawn at random;
+- **copies of the file's own tests** (`_mutants`): a test that compares what
+  it computes with a literal, copied beside it in its class with that one
+  expected value changed (``assertEqual(add(10, 7), 17)`` made ``... 23)``),
+  named with the words of the file's own test names. It calls the code under
+  test as its twin does, so a lie cannot tell it from the tests by a shape
+  of its own, and a value equal to everything (an ``__eq__`` that returns
+  True) passes it. It must fail when its twin passed (an equality that means
+  anything cannot hold for both values); when its twin did not pass, what it
+  came to says nothing (the code is wrong, and may equal the changed value);
 - some that **must fail** and some that **must pass**, written with the
   assertion families runners use: ``assertEqual``, ``assertTrue``, a bare
   ``assert ==``, a thrown error (a ``unittest.TestCase`` class, which pytest
@@ -42,16 +51,24 @@ reports name that did not pass is a must-fail canary (`Judged.explained`).
 
 What this does not close (said in ``docs/loops.md``): a lie that recognises
 the tests it lies about. The agent knows the visible acceptance tests (their
-names, their files' text), so code that lies only about those, or about
-every test but what was appended to a file it knows, still passes them;
-held-out tests (names and files it never saw, indistinguishable from a
-canary) are what catch that. A check that runs only some tests of an acceptance file by name (``-k``,
+names, their files' text), so code that lies only about the tests it knows
+by name, and tells the truth about every other (copies too: they are named
+otherwise), still passes them; held-out tests (names and files it never saw,
+whose copies are made the same way) are what catch that. A lie that reads
+the check's own copy of a held-out file can pair a test with its copy (the
+same body but one literal, the copy after its twin: `_mutants` says why) and
+lie about the first only. A test
+whose assertion is in a helper (``self.check(2, 3, 5)``), in a loop or a
+branch, or against a computed value is not copied: a file of only such tests
+has the templates below (likewise a node test with options, or whose
+assertion is not a line of its own: `_js_mutants`). A check that runs only some tests of an acceptance file by name (``-k``,
 ``file::test``) runs no canary of it, and is ``runner-lied``: run the file.
 """
 
 from __future__ import annotations
 
 import ast
+import math
 import os
 import re
 import secrets
@@ -61,7 +78,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from governor.checks.test_results import _JS_EXT, _PY_EXT, Acceptance, CaseResult, _matches, collect
+from governor.checks.test_results import (
+    _JS_EXT,
+    _JS_TEST,
+    _PY_EXT,
+    Acceptance,
+    CaseResult,
+    _matches,
+    collect,
+)
 from governor.confine import frozen
 from governor.policies.policy import Policy
 
@@ -95,6 +120,11 @@ class Canary:
     expect: Expect
     group: Group
     family: str
+    twin: str | None = None
+    """A mutant's original (`_mutants`): the file's own test it copies with one
+    expected value changed. It must fail only when its twin passed (then, with
+    an equality that means anything, its result cannot equal the changed value
+    too), and is owed a result only when its twin was reported."""
 
     def matches(self, result: CaseResult) -> bool:
         return _matches(f"{self.file}::{self.name}", result)
@@ -132,7 +162,8 @@ class Lie:
             "; ".join(parts)
             + ": tests the agent could not know, put into this check's own copy of the "
             "acceptance test files, were misreported, so none of its results is believed "
-            "(code in the runner's process changes what it reports)"
+            "(code in the runner's process changes what it reports, or a value the code "
+            "under test returns compares equal to what it must not)"
         )
 
 
@@ -198,10 +229,15 @@ def plant(acceptance: Acceptance, roots: Sequence[str], folder: str) -> Planted:
             continue
         if len(data) > MAX_FILE_BYTES:
             continue
+        mutated = (_mutants if rel.endswith(_PY_EXT) else _js_mutants)(rel, data)
+        if mutated is not None:
+            data, copies, copied = mutated
         made = _python(rel, data) if rel.endswith(_PY_EXT) else _javascript(rel, data)
         if made is None:
             continue
         text, planted, said = made
+        if mutated is not None:
+            planted, said = [*copies, *planted], said | copied
         at = _main_guard(data) if rel.endswith(_PY_EXT) else len(data)
         head = data[:at].rstrip(b"\n") + b"\n" if data[:at].strip() else b""
         copy = os.path.join(folder, f"canary-{n}")
@@ -213,6 +249,310 @@ def plant(acceptance: Acceptance, roots: Sequence[str], folder: str) -> Planted:
         shown.append((copy, path))
         starts.append((rel, head.count(b"\n") + 1))
     return Planted(tuple(canaries), tuple(shown), frozenset(words), tuple(starts))
+
+
+MAX_MUTANTS: Final = 2
+"""Tests of one file copied as mutants (`_mutants`), drawn at random."""
+_EQUAL_METHODS: Final = frozenset(
+    {
+        "assertEqual", "assertEquals", "assertListEqual", "assertTupleEqual", "assertDictEqual",
+        "assertSequenceEqual", "assertMultiLineEqual",
+    }
+)  # fmt: skip
+"""``unittest`` assertions of equality whose expected value can be changed
+(not ``assertAlmostEqual``: a ``delta`` may swallow the change)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Site:
+    """A test of the file that compares what it computes with a literal, as a
+    statement of its own body: where the test is, its name (``Class::name`` or
+    ``name``), the literal's constant to change, and the assertion's family."""
+
+    test: ast.FunctionDef
+    name: str
+    group: Group
+    constant: ast.Constant
+    family: str
+
+
+def _literal(node: ast.expr) -> bool:
+    try:
+        ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return True
+
+
+def _compared(stmt: ast.stmt) -> tuple[ast.expr, str] | None:
+    """The literal side of an equality ``stmt`` asserts, and its family: ``self.
+    assertEqual(X, L)`` (either order) or ``assert X == L``, where ``X`` is not
+    a literal (it is what the test computes)."""
+    if isinstance(stmt, ast.Assert):
+        test = stmt.test
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+            return None
+        if not isinstance(test.ops[0], ast.Eq):
+            return None
+        pair, family = (test.left, test.comparators[0]), "assert =="
+    elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+        call = stmt.value
+        func = call.func
+        if not (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id == "self"
+            and func.attr in _EQUAL_METHODS
+            and len(call.args) >= 2
+        ):
+            return None
+        pair, family = (call.args[0], call.args[1]), func.attr
+    else:
+        return None
+    literal = [_literal(side) for side in pair]
+    if literal == [False, True]:
+        return pair[1], family
+    if literal == [True, False]:
+        return pair[0], family
+    return None
+
+
+_ENDS_EARLY: Final = (
+    ast.Return,
+    ast.Raise,
+    ast.Yield,
+    ast.YieldFrom,
+    ast.Try,
+    ast.Break,
+    ast.Continue,
+)
+
+
+def _sites(tree: ast.Module) -> list[_Site]:
+    """The tests of the file that can be copied as mutants: an undecorated,
+    plain ``def test*`` at the top level or in a top-level class, with an
+    equality against a literal as a statement of its own body, reached on every
+    run (nothing before it that returns, raises or catches)."""
+    tests: list[tuple[ast.FunctionDef, str, Group]] = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("test"):
+            tests.append((node, node.name, "pytest"))
+        elif isinstance(node, ast.ClassDef) and not node.decorator_list:
+            group: Group = "unittest" if node.bases else "pytest"
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and item.name.startswith("test"):
+                    tests.append((item, f"{node.name}::{item.name}", group))
+    out = []
+    for test, name, group in tests:
+        if test.decorator_list:
+            continue
+        for n, stmt in enumerate(test.body):
+            if any(isinstance(x, _ENDS_EARLY) for s in test.body[:n] for x in ast.walk(s)):
+                break
+            compared = _compared(stmt)
+            if compared is None:
+                continue
+            constants = [
+                c
+                for c in ast.walk(compared[0])
+                if isinstance(c, ast.Constant) and _mutated(c.value) is not None
+            ]
+            if constants:
+                out.append(_Site(test, name, group, _RNG.choice(constants), compared[1]))
+                break
+    return out
+
+
+def _mutated(value: object) -> object | None:
+    """``value`` changed into one of its own type and shape that is not equal to
+    it (None when it cannot be: ``None``, ``...``, a complex number)."""
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int | float):
+        # as far off as a slip, of the same sign (a literal's minus is outside it)
+        steps = [d for d in range(-9, 10) if d and (value + d >= 0) == (value >= 0)]
+        changed = value + _RNG.choice(steps)
+        return changed if changed != value and math.isfinite(changed) else None
+    if isinstance(value, str):
+        return _other_last(value) if value else _RNG.choice(_WORDS)
+    if isinstance(value, bytes):
+        text = value.decode("latin-1")
+        return (_other_last(text) if text else _RNG.choice(_WORDS)).encode("latin-1")
+    return None
+
+
+def _other_last(text: str) -> str:
+    """``text`` with its last character another of its kind (a digit, a capital, a letter)."""
+    last = text[-1]
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    pool = "0123456789" if last.isdigit() else letters.upper() if last.isupper() else letters
+    return text[:-1] + _RNG.choice([c for c in pool if c != last])
+
+
+def _constant_text(value: object, node: ast.Constant, was: str) -> str:
+    """``value``'s source in place of ``node``'s, quoted as ``was`` (its old source) is."""
+    text = repr(value)
+    if isinstance(node.value, str | bytes) and was.lstrip("bB")[:1] == '"' and '"' not in text:
+        prefix = "b" if text.startswith("b") else ""
+        text = prefix + '"' + text[len(prefix) + 1 : -1] + '"'
+    return text
+
+
+def _mutants(rel: str, data: bytes) -> tuple[bytes, list[Canary], set[str]] | None:
+    """``data`` with copies of some of its own tests (`_sites`, up to
+    `MAX_MUTANTS`) put beside them: each the same test, in the same class, with
+    one expected value changed (``add(2, 3) == 5`` made ``== 9``), named with the
+    words of the file's own tests. A must-fail canary that **calls the code
+    under test** and that a lie cannot tell from the test it copies by its
+    shape: it is the file's own. Its twin passing means its copy must fail: a
+    value equal to everything, or a runner that spares the canaries' templates,
+    passes both.
+
+    Where it goes: after its twin, named to sort after it (unittest runs a
+    class's tests by name, pytest and node by place), so the twin runs first
+    and comes to what it would have without its copy (a test that leaves state
+    behind, run twice, can change the second run, never the twin's)."""
+    try:
+        text = data.decode("utf-8")
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError):
+        return None
+    sites = _sites(tree)
+    if not sites:
+        return None
+    taken = _taken(tree)
+    lines = [line for line in re.split(r"(?<=\n)", text) if line]  # as ast counts them
+    vocabulary = [
+        w
+        for n in ast.walk(tree)
+        if isinstance(n, ast.FunctionDef) and n.name.startswith("test")
+        for w in n.name.split("_")[1:]
+        if w
+    ]
+    inserts: list[tuple[int, str]] = []
+    canaries: list[Canary] = []
+    said: set[str] = set()
+    for site in _RNG.sample(sites, min(MAX_MUTANTS, len(sites))):
+        test, const = site.test, site.constant
+        if const.end_lineno is None or const.end_col_offset is None or test.end_lineno is None:
+            continue
+        name = _mutant_name(test.name, vocabulary, taken, text)
+        body = lines[test.lineno - 1 : test.end_lineno]
+        # the constant's own lines, with its source changed (columns are in bytes)
+        first, last = const.lineno - test.lineno, const.end_lineno - test.lineno
+        head = body[first].encode("utf-8")[: const.col_offset]
+        tail = body[last].encode("utf-8")[const.end_col_offset :]
+        was = ast.get_source_segment(text, const) or ""
+        value = _mutated(const.value)
+        if value is None:
+            continue
+        changed = (head + _constant_text(value, const, was).encode("utf-8") + tail).decode("utf-8")
+        copy = [*body[:first], changed, *body[last + 1 :]]
+        copy[0] = copy[0].replace(f"def {test.name}(", f"def {name}(", 1)
+        if not copy[-1].endswith("\n"):
+            copy[-1] += "\n"
+        mutant = "".join(copy)
+        gap = "\n" if test.col_offset else "\n\n"  # as methods and functions are apart
+        inserts.append((test.end_lineno, gap + mutant))
+        cls = site.name.rpartition("::")[0]
+        full = f"{cls}::{name}" if cls else name
+        family = f"{site.family}, a copy of the file's own test with its expected value changed"
+        canaries.append(Canary(rel, full, "failed", site.group, family, twin=site.name))
+        own = {line.strip() for line in lines}  # a line the file holds names no canary
+        said |= {name, *(line.strip() for line in changed.splitlines() if line.strip() not in own)}
+    if not canaries:
+        return None
+    for at, block in sorted(inserts, key=lambda i: i[0], reverse=True):
+        lines.insert(at, block)
+    return "".join(lines).encode("utf-8"), canaries, said
+
+
+_JS_OPEN: Final = re.compile(
+    r"""^(?P<indent>[ \t]*)(?:test|it)\(\s*(?P<q>['"])(?P<name>(?:(?!(?P=q))[^\\])+)(?P=q)"""
+    r"""\s*,\s*(?:async\s*)?(?:\(\s*\w*\s*\)|\w+)\s*=>\s*\{\s*$"""
+)
+"""The first line of a ``node:test`` test written plainly: ``test('name', () => {``
+(no options object: a ``{ skip }`` or ``{ todo }`` test is not copied)."""
+_JS_LITERAL: Final = r"""-?\d+(?:\.\d+)?|'[^'\\\n]*'|"[^"\\\n]*"|true|false"""
+_JS_EQUAL: Final = re.compile(
+    r"^(?P<head>\s*\w+\.(?:deepStrictEqual|deepEqual|strictEqual|equal)\((?P<actual>.+),\s*)"
+    rf"(?P<literal>{_JS_LITERAL})(?P<tail>\s*\);?\s*)$"
+)
+"""An ``assert`` equality of what a test computes with a literal, on a line of its own."""
+_JS_ENDS_EARLY: Final = re.compile(r"\b(?:return|throw|try|if|for|while|switch|skip|todo)\b|\?")
+
+
+def _js_literal(text: str) -> str | None:
+    """A JavaScript literal (`_JS_LITERAL`) changed as `_mutated` changes its value."""
+    if text in ("true", "false"):
+        return "false" if text == "true" else "true"
+    if text[:1] in ("'", '"'):
+        return text[0] + str(_mutated(text[1:-1])) + text[0]
+    changed = _mutated(float(text) if "." in text else int(text))
+    return None if changed is None else repr(changed)
+
+
+def _js_mutants(rel: str, data: bytes) -> tuple[bytes, list[Canary], set[str]] | None:
+    """`_mutants` for a ``node:test`` file: a test written plainly whose body
+    asserts an equality with a literal on a line of its own (``assert.
+    deepEqual(m.mean([2, 4, 6]), 4);``), nothing before it that returns,
+    throws, branches or skips, copied beside it with that literal changed and
+    a name made of the words of the file's own test names."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    lines = [line for line in re.split(r"(?<=\n)", text) if line]
+    names = [m.group(2) for m in _JS_TEST.finditer(text)]
+    vocabulary = [w for n in names for w in n.split() if w.isidentifier()]
+    sites: list[tuple[int, int, int, str]] = []  # (open line, close line, assert line, name)
+    for i, line in enumerate(lines):
+        opened = _JS_OPEN.match(line.rstrip("\n"))
+        if opened is None:
+            continue
+        close = opened.group("indent") + "})"
+        end = next((j for j in range(i + 1, len(lines)) if lines[j].startswith(close)), None)
+        if end is None:
+            continue
+        for j in range(i + 1, end):
+            if _JS_EQUAL.match(lines[j].rstrip("\n")):
+                sites.append((i, end, j, opened.group("name")))
+                break
+            if _JS_ENDS_EARLY.search(lines[j]):
+                break
+    if not sites:
+        return None
+    taken = set(names)
+    inserts: list[tuple[int, str]] = []
+    canaries: list[Canary] = []
+    said: set[str] = set()
+    for i, end, j, twin in _RNG.sample(sites, min(MAX_MUTANTS, len(sites))):
+        found = _JS_EQUAL.match(lines[j].rstrip("\n"))
+        assert found is not None
+        literal = _js_literal(found.group("literal"))
+        if literal is None:
+            continue
+        while True:
+            count = max(2, len(twin.split()))
+            name = " ".join(_RNG.sample(list(dict.fromkeys([*vocabulary, *_WORDS])), count))
+            if name not in text and name not in taken and not any(n in name for n in taken):
+                taken.add(name)
+                break
+        changed = found.group("head") + literal + found.group("tail") + "\n"
+        opening = lines[i].replace(twin, name, 1)
+        copy = "".join([opening, *lines[i + 1 : j], changed, *lines[j + 1 : end + 1]])
+        if not copy.endswith("\n"):
+            copy += "\n"
+        inserts.append((end + 1, "\n" + copy))
+        family = f"{found.group('head').strip().split('(')[0].rpartition('.')[2]}"
+        family = f"assert.{family}, a copy of the file's own test with its expected value changed"
+        canaries.append(Canary(rel, name, "failed", "node", family, twin=twin))
+        said |= {name} | ({changed.strip()} - {line.strip() for line in lines})
+    if not canaries:
+        return None
+    for at, block in sorted(inserts, key=lambda x: x[0], reverse=True):
+        lines.insert(at, block)
+    return "".join(lines).encode("utf-8"), canaries, said
 
 
 def _test_case(tree: ast.Module) -> str | None:
@@ -251,17 +591,48 @@ def _name(taken: set[str], sep: str, count: int = 2) -> str:
             return name
 
 
-def _python(rel: str, data: bytes) -> tuple[str, list[Canary], set[str]] | None:
-    try:
-        tree = ast.parse(data)
-    except (SyntaxError, ValueError):
-        return None
+def _taken(tree: ast.Module) -> set[str]:
+    """The names a file defines or uses: no canary is named as one of them."""
     taken = {
         n.name
         for n in ast.walk(tree)
         if isinstance(n, ast.FunctionDef | ast.ClassDef | ast.AsyncFunctionDef)
     }
-    taken |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    return taken | {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+
+
+def _mutant_name(like: str, vocabulary: list[str], taken: set[str], text: str) -> str:
+    """A fresh ``test_*`` name of as many words as ``like``, from the words of
+    the file's own test names and the canaries' words, that sorts after
+    ``like`` (unittest runs a class's tests by name: its twin first); never a
+    name the file holds, in or around one of its tests' names (a lie cannot
+    tell it by a common part, and `scrub` drops no line of the file's own
+    tests)."""
+    count = max(2, len(like.split("_")) - 1)
+    tests = [t for t in taken if t.startswith("test")]
+    pool = list(dict.fromkeys([*vocabulary, *_WORDS]))
+    firsts = [w for w in pool if f"test_{w}" > like]
+    for _ in range(1000):
+        if not firsts:
+            break
+        first = _RNG.choice(firsts)
+        name = "test_" + "_".join([first, *_RNG.sample([w for w in pool if w != first], count - 1)])
+        if name not in taken and name not in text and not any(t in name for t in tests):
+            taken.add(name)
+            return name
+    while True:  # no word sorts after it: a longer name of its own words does
+        name = f"{like}_{'_'.join(_RNG.sample(pool, 2))}"
+        if name not in taken and name not in text:
+            taken.add(name)
+            return name
+
+
+def _python(rel: str, data: bytes) -> tuple[str, list[Canary], set[str]] | None:
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError):
+        return None
+    taken = _taken(tree)
     a, b = _RNG.randint(2, 97), _RNG.randint(2, 97)
     off = _RNG.randint(1, 9)
     word = _RNG.choice(_WORDS)
@@ -318,8 +689,6 @@ def _python(rel: str, data: bytes) -> tuple[str, list[Canary], set[str]] | None:
 
 
 def _javascript(rel: str, data: bytes) -> tuple[str, list[Canary], set[str]] | None:
-    from governor.checks.test_results import _JS_TEST
-
     text = data.decode("utf-8", "replace")
     names = [m.group(2) for m in _JS_TEST.finditer(text)]
     if not names:
@@ -434,15 +803,25 @@ def judge(
         ran |= {(file, r.runner) for r in every if _matches(test, r)}
     reported = 0
     for canary, hits in found.items():
+        twins = (
+            []
+            if canary.twin is None
+            else [r for r in every if _matches(f"{canary.file}::{canary.twin}", r)]
+        )
         if not hits:
-            owed = any(
-                f == canary.file and (canary.group != "pytest" or runner == "pytest")
-                for f, runner in ran
-            )
+            if canary.twin is not None:
+                owed = bool(twins)
+            else:
+                owed = any(
+                    f == canary.file and (canary.group != "pytest" or runner == "pytest")
+                    for f, runner in ran
+                )
             if owed:
                 misreported.append((canary.expect, "missing", canary.family))
             continue
         reported += 1
+        if canary.twin is not None and not (twins and all(t.outcome == "passed" for t in twins)):
+            continue  # its original did not pass: what its copy comes to says nothing
         for r in hits:
             ok = (
                 r.outcome == "passed"

@@ -57,6 +57,7 @@ from typing import Any, Final
 from governor.checks import test_results
 from governor.confine import frozen
 from governor.policies.policy import Policy
+from governor.sandbox.host import processes
 from governor.sandbox.host.concealed import state_dir
 
 GIT_TIMEOUT: Final = 30.0
@@ -108,7 +109,7 @@ def tracked(policy: Policy) -> list[str]:
     (in the index of the repository its root is in): see the module's header."""
     if not policy.held_out:
         return []
-    git = shutil.which("git", path="/usr/local/bin:/usr/bin:/bin") or shutil.which("git")
+    git = processes.find_program("git")  # the host door's lookup: never the caller's PATH
     if git is None:
         return []
     problems = []
@@ -123,20 +124,14 @@ def tracked(policy: Policy) -> list[str]:
             "HOME": "/nonexistent",
         }
         try:
-            done = subprocess.run(
-                [*argv, "--", *rels],
-                cwd="/",
-                env=env,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                timeout=GIT_TIMEOUT,
-                check=False,
-            )
-        except (OSError, subprocess.SubprocessError):
+            host = processes.command([*argv, "--", *rels], env=env)
+            done = processes.run(host, timeout=GIT_TIMEOUT, text=False)
+        except (OSError, subprocess.SubprocessError, processes.HostProcessRefused):
             continue
         if done.returncode != 0:
             continue  # not a git work tree: nothing of it is in a repository
-        names = [n for n in done.stdout.decode("utf-8", "surrogateescape").split("\0") if n]
+        out: Any = done.stdout  # bytes: run with text=False
+        names = [n for n in bytes(out).decode("utf-8", "surrogateescape").split("\0") if n]
         if names:
             shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
             problems.append(

@@ -9,6 +9,7 @@ import argparse
 import json
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from governor.agents.npm_installs import InstallError, data_home, install, installed
@@ -39,6 +40,44 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     listing = actions.add_parser("list", help="each agent: pinned, installed, how it runs")
     listing.add_argument("--json", action="store_true", help="print JSON")
     listing.set_defaults(func=main)
+    imported = actions.add_parser(
+        "import",
+        help="add an agent from its ACP registry entry (agent.json) to your own presets",
+        description="Read an ACP registry entry (agent.json: id, name, version, distribution as "
+        "npx, uvx or binary) and add it as a preset to your own presets file "
+        "($XDG_CONFIG_HOME/acp-governor/presets.toml), pinned at the entry's version. What the "
+        "registry does not say (the model API hosts its sandbox may reach, the home folders that "
+        "keep its sign-in, its credential variables) comes from these options; left out, it "
+        "is said in the preset's notes. Then: governor agents install ID (npx, uvx), governor "
+        "run --agent ID.",
+    )
+    imported.add_argument("file", metavar="AGENT.json", help="the registry entry")
+    imported.add_argument("--id", dest="pid", metavar="ID", help="the preset's id (default: the entry's)")
+    imported.add_argument(
+        "--program", metavar="NAME",
+        help="the program the package installs, when it is not named as the package",
+    )  # fmt: skip
+    imported.add_argument(
+        "--api-host", action="append", default=[], dest="api_hosts", metavar="HOST[:PORT]",
+        help="a model API host its sandbox may reach (repeatable)",
+    )  # fmt: skip
+    imported.add_argument(
+        "--home", action="append", default=[], metavar="~/DIR",
+        help="a folder of its own under $HOME its sandbox keeps writable (repeatable)",
+    )  # fmt: skip
+    imported.add_argument(
+        "--runs-code", action="append", default=[], dest="runs_code", metavar="~/PATH",
+        help="a file or folder in --home that runs code later: read-only to it (repeatable)",
+    )  # fmt: skip
+    imported.add_argument(
+        "--env", action="append", default=[], metavar="NAME",
+        help="a credential or provider variable passed to it when set (repeatable)",
+    )  # fmt: skip
+    imported.add_argument("--login", metavar="TEXT", help="how a person signs it in, one line")
+    imported.add_argument(
+        "--replace", action="store_true", help="replace a preset of yours with the same id"
+    )
+    imported.set_defaults(func=main)
 
 
 def npm_presets() -> list[Preset]:
@@ -68,6 +107,8 @@ def main(args: argparse.Namespace) -> int:
     2 for an id that names no installable agent."""
     if args.action == "list":
         return _list(args.json)
+    if args.action == "import":
+        return _import(args)
     ids: list[str] = args.ids
     if not ids and args.action == "install":
         known = ", ".join(p.id for p in npm_presets())
@@ -104,7 +145,7 @@ def main(args: argparse.Namespace) -> int:
 def _list(as_json: bool) -> int:
     rows = [row(p) for p in npm_presets()]
     if as_json:
-        print(json.dumps(rows, indent=2))
+        print(json.dumps({"status": "ok", "agents": rows}, indent=2))
         return 0
     width = max(len(r["id"]) for r in rows)
     for r in rows:
@@ -120,3 +161,73 @@ def _list(as_json: bool) -> int:
         )
         print(f"{r['id']:<{width}}  {pin}: {have}; {how}")
     return 0
+
+
+def _import(args: argparse.Namespace) -> int:
+    """Add the registry entry to the operator's presets file: 0, or 2 naming
+    what is wrong (nothing written then)."""
+    from governor.agents import presets as table
+    from governor.agents.registry import Extra, convert, toml_table
+
+    where = "governor agents import"
+    try:
+        raw = json.loads(Path(args.file).read_bytes())
+        extra = Extra(
+            api_hosts=args.api_hosts, home=args.home, env=args.env, program=args.program,
+            login=args.login, runs_code=args.runs_code,
+        )  # fmt: skip
+        ((pid, made),) = convert(raw, extra, source=args.file, pid=args.pid).items()
+        text = toml_table(pid, made)
+        table.load_presets(text, source=f"{args.file} (as a preset)")  # the reader's every check
+        path = table.operator_presets_path()
+        shipped = table.load_presets()
+        if pid in shipped:
+            raise table.PresetError(
+                f"{pid} is a shipped preset's id: import it under another one (--id NAME)"
+            )
+        mine = table.load_operator_presets(path, shipped)
+        before = path.read_text(encoding="utf-8") if mine else ""
+        if pid in mine and not args.replace:
+            raise table.PresetError(f"{path} has a preset {pid} already: --replace replaces it")
+        combined = _without(before, pid) + ("\n" if before.strip() else "") + text
+        _write_private(path, combined, shipped)
+    except OSError as e:
+        print(f"{where}: {getattr(e, 'filename', None) or args.file}: {e.strerror or e}", file=sys.stderr)
+        return 2
+    except ValueError as e:  # RegistryError, PresetError, a JSON error
+        print(f"{where}: {args.file}: {e}" if isinstance(e, json.JSONDecodeError) else f"{where}: {e}", file=sys.stderr)
+        return 2
+    print(f"added {pid} to {path}: {made['notes']}")
+    if made.get("package") or made.get("pypi"):
+        print(f"install it: governor agents install {pid}")
+    print(f"run it: governor run --agent {pid} PROMPT")
+    return 0
+
+
+def _without(text: str, pid: str) -> str:
+    """``text`` without the table ``[pid]`` (its header to the next table's)."""
+    out, skipping = [], False
+    for line in text.splitlines(keepends=True):
+        if line.startswith("["):
+            skipping = line.strip() == f"[{pid}]"
+        if not skipping:
+            out.append(line)
+    return "".join(out).rstrip("\n") + ("\n" if out else "")
+
+
+def _write_private(path: Path, text: str, shipped: Any) -> None:
+    """``path`` replaced by ``text`` once it reads back as valid presets (0600,
+    in a folder made 0700: it names the programs the governor starts)."""
+    from governor.agents import presets as table
+
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        table.load_operator_presets(tmp, shipped)  # raises before anything is replaced
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()

@@ -10,8 +10,6 @@ rest of the chain. Nothing runs here: `governor resume LOG` goes on.
 from __future__ import annotations
 
 import argparse
-import os
-import pwd
 import sys
 from pathlib import Path
 
@@ -43,18 +41,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )  # fmt: skip
 
 
-def os_user() -> tuple[str, int]:
-    """Who is deciding: the OS user of this process (its name, else its uid)."""
-    uid = os.getuid()
-    try:
-        return pwd.getpwuid(uid).pw_name, uid
-    except KeyError:
-        return str(uid), uid
-
-
 def main(args: argparse.Namespace) -> int:
     """Write the decision, and say how to go on."""
-    from governor.attempt.paused import NotPaused, approve
+    from governor.attempt.paused import NotPaused, approve, os_user
+    from governor.boundary.display import terminal
 
     answer = "deny" if args.deny else "always" if args.always else "once"
     log = Path(args.log).expanduser()
@@ -62,7 +52,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         record = approve(log, args.request, answer, user, uid)
     except NotPaused as e:
-        print(f"governor: {e}", file=sys.stderr)
+        print(terminal(f"governor: {e}"), file=sys.stderr)  # it quotes the agent's words
         return REFUSED_BEFORE_START
     words = {"once": "approved once", "always": "approved for the rest of the attempt", "deny": "refused"}
     print(

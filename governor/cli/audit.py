@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import os
-import re
 import sys
 import textwrap
 from collections.abc import Callable, Iterator, Sequence
@@ -48,8 +46,9 @@ from governor.audit.record_shape import outcome_malformed
 from governor.audit.signing import SigningUnavailable
 from governor.audit.tally import WORDS, Tally
 from governor.audit.verify import INCOMPLETE, UNFINISHED
-from governor.boundary import spelling
 from governor.boundary.display import terminal
+from governor.cli.audit_common import TALLY_COLUMNS, UsageError, job_lines
+from governor.cli.outcome_json import listing, write_json
 from governor.policies.errors import clipped
 
 USAGE: Final = """governor audit [--refused | --network | --checks | --mcp | --attempt ID] [--json] LOG|DIR ...
@@ -70,8 +69,6 @@ EXIT_CODES: Final = """exit codes:
      and no --attempt (the choices are named)
 """
 
-TALLY_COLUMNS: Final = tuple(WORDS)
-
 TALLY_HELP: Final = "the tally's words:\n" + "".join(
     textwrap.fill(text, 88, initial_indent=f"  {word:<9} ", subsequent_indent=" " * 12) + "\n"
     for word, text in WORDS.items()
@@ -81,13 +78,6 @@ TABLE_ROWS: Final = 2000
 """Attempts the table shows (the newest); past them a line says how many more."""
 WORKSPACE_WIDTH: Final = 48
 """A workspace's characters in the table: its last ones, where its name is."""
-
-
-HEAD: Final = re.compile(r"[0-9a-f]{64}")
-
-
-class UsageError(Exception):
-    """A command line that cannot be carried out (exit 2)."""
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -395,18 +385,19 @@ def run_table(
     ):
         return run_batch_table(paths, as_json=as_json)
     logs = [check_log(p) for p in log_files(paths)]  # every shape checked before anything is shown
-    for note in integrity_notes(logs):
+    notes = integrity_notes(logs)
+    for note in notes:
         print(f"warning: {note}", file=sys.stderr)
     if attempt is not None:
-        return story(logs, attempt, as_json)
+        return story(logs, attempt, as_json, notes)
     if refused:
-        return refusals(logs, as_json)
+        return refusals(logs, as_json, notes)
     if network:
-        return connections(logs, as_json)
+        return connections(logs, as_json, notes)
     if checks:
-        return check_runs(logs, as_json)
+        return check_runs(logs, as_json, notes)
     if mcp:
-        return mcp_calls(logs, as_json)
+        return mcp_calls(logs, as_json, notes)
     # newest first, as `git log`: the attempt one looks for is most often the last
     rows = sorted(
         (r for log in logs for r in attempt_rows(log)),
@@ -414,7 +405,8 @@ def run_table(
         reverse=True,
     )
     if as_json:
-        print(spelling.dumps([r.to_json() for r in rows], indent=1))
+        write_json(listing("attempts", (r.to_json() for r in rows), notes), sys.stdout, indent=1)
+        sys.stdout.write("\n")
         return 0
     if not rows:
         print(f"no attempts in {len(logs)} log(s)")
@@ -479,7 +471,7 @@ def batch_rows(root: Path) -> tuple[list[JobRow], list[Checked]]:
     from governor.batch.output import LOG, PATCH, read_outcomes
 
     outcomes = root / BATCH_OUTCOMES
-    lines = _job_lines(root, (LOG, PATCH))
+    lines = job_lines(root, (LOG, PATCH))
     rows: list[JobRow] = []
     logs: list[Checked] = []
     for job, line in read_outcomes(root).items():
@@ -515,28 +507,6 @@ def patch_files(path: Path) -> int:
     return count
 
 
-def _job_lines(root: Path, files: Sequence[str]) -> dict[str, int]:
-    """The line of a batch's outcomes file that first names each job, every job
-    name checked (`job_problem`) before any of its files is opened."""
-    outcomes = root / BATCH_OUTCOMES
-    first: dict[str, int] = {}
-    try:
-        with outcomes.open("rb") as f:
-            for n, raw in enumerate(f, 1):
-                try:
-                    line = json.loads(raw)
-                except ValueError:
-                    continue
-                job = line.get("job") if isinstance(line, dict) else None
-                if not isinstance(job, str) or job in first:
-                    continue
-                wrong = job_problem(root, job, files)
-                if wrong is not None:
-                    raise LogMalformed(outcomes, n, f"job {terminal(repr(job))}: {wrong}")
-                first[job] = n
-    except OSError as e:
-        raise LogUnreadable(f"{outcomes}: cannot read the outcomes: {e.strerror or e}") from None
-    return first
 
 
 def _batch_table(rows: list[JobRow]) -> Iterator[str]:
@@ -579,14 +549,11 @@ def batch_totals(rows: list[JobRow]) -> str:
     )
 
 
-def print_batch(root: Path, *, as_json: bool = False) -> int:
-    """The per-job table of a batch's output and its total tally (or JSON)."""
+def print_batch(root: Path) -> int:
+    """The per-job table of a batch's output and its total tally."""
     rows, logs = batch_rows(root)
     for note in integrity_notes(logs):
         print(f"warning: {note}", file=sys.stderr)
-    if as_json:
-        print(spelling.dumps([r.to_json() for r in rows], indent=1))
-        return 0
     if not rows:
         print(f"no finished job in {root}")
         return 0
@@ -597,9 +564,22 @@ def print_batch(root: Path, *, as_json: bool = False) -> int:
 
 
 def run_batch_table(paths: Sequence[str], *, as_json: bool = False) -> int:
-    """`print_batch` for each batch output named."""
+    """`print_batch` for each batch output named; with ``as_json`` one document
+    listing the jobs of all of them, each naming its output folder."""
+    if as_json:
+        jobs: list[dict[str, Any]] = []
+        notes: list[str] = []
+        for path in paths:
+            rows, logs = batch_rows(Path(path))
+            notes.extend(integrity_notes(logs))
+            jobs.extend({"out": path, **r.to_json()} for r in rows)
+        for note in notes:
+            print(f"warning: {note}", file=sys.stderr)
+        write_json(listing("jobs", jobs, notes), sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return 0
     for n, path in enumerate(paths):
-        if len(paths) > 1 and not as_json:
+        if len(paths) > 1:
             print(("\n" if n else "") + f"{path}:")
-        print_batch(Path(path), as_json=as_json)
+        print_batch(Path(path))
     return 0

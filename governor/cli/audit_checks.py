@@ -23,9 +23,9 @@ from governor.audit.replay import Replay, replay
 from governor.audit.signing import PublicKey, keygen
 from governor.audit.verify import INCOMPLETE, UNFINISHED, Verification
 from governor.boundary.display import terminal
-from governor.cli.audit import HEAD, UsageError
+from governor.cli.audit_common import HEAD, UsageError
 from governor.cli.audit_views import find_attempt, in_logs
-from governor.cli.outcome_json import Streamed, write_json
+from governor.cli.outcome_json import listing, write_json
 
 
 def run_verify(
@@ -61,7 +61,8 @@ def run_verify(
     results = [_verified(path, anchors, key) for path, anchors in targets]
     failed = sum(1 for r in results if not r.ok)
     if as_json:
-        print(json.dumps([r.to_json() for r in results], indent=1))
+        doc = {"status": "failed" if failed else "ok", "logs": [r.to_json() for r in results]}
+        print(json.dumps(doc, indent=1))
         return 1 if failed else 0
     for r in results:
         for line in r.lines():
@@ -195,7 +196,10 @@ def run_replay(
             return 1
     results = replay(records(checked, wanted), policy, protected=protected)
     if as_json:
-        write_json(Streamed(_replay_json(r) for r in results), sys.stdout, indent=1)
+        problems = [f"{log} does not verify ({checked.check.problem.what})"] if checked.check.problem else []
+        write_json(
+            listing("replayed", (_replay_json(r) for r in results), problems), sys.stdout, indent=1
+        )
         sys.stdout.write("\n")
         return 0
     for r in results:

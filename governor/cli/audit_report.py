@@ -27,7 +27,7 @@ from governor.audit.reading import (
 from governor.audit.record_shape import outcome_malformed
 from governor.audit.signing import PublicKey
 from governor.audit.verify import INCOMPLETE, Verification
-from governor.cli.audit import HEAD, UsageError, _job_lines
+from governor.cli.audit_common import HEAD, UsageError, job_lines
 
 
 def run_html_report(
@@ -109,7 +109,7 @@ def run_batch_report(root: Path, output: str, *, key: PublicKey | None = None) -
             "(the jobs' pages are written beside it)"
         )
     out = Path(output)
-    where = _job_lines(root, (BATCH_LOG, PATCH))  # every job's name checked, and its line
+    where = job_lines(root, (BATCH_LOG, PATCH))  # every job's name checked, and its line
     lines = read_outcomes(root)
     for job, line in lines.items():
         wrong = outcome_malformed(line)
@@ -201,7 +201,10 @@ def _masker() -> Callable[[str], str]:
 
 
 def _write(path: Path, text: str) -> None:
-    try:
-        path.write_text(text, encoding="utf-8")
+    from governor.boundary.person_files import write_output
+    from governor.sandbox.host.processes import written_places
+
+    try:  # never through a link an attempt may have left (-o audit.html in its workspace)
+        write_output(path, text, written=written_places())
     except OSError as e:
         raise UsageError(f"{path}: cannot write the page: {e.strerror}") from None

@@ -14,8 +14,8 @@ from governor.audit.replay import shown
 from governor.audit.tally import verdict_of
 from governor.audit.verify import UNFINISHED
 from governor.boundary.display import terminal
-from governor.cli.audit import TALLY_COLUMNS
-from governor.cli.outcome_json import Streamed, write_json
+from governor.cli.audit_common import TALLY_COLUMNS
+from governor.cli.outcome_json import listing, write_json
 
 A = TypeVar("A", bound="Named")
 
@@ -32,9 +32,14 @@ def _attempts(logs: Sequence[Checked]) -> int:
 
 
 def _listed(
-    found: Iterator[dict[str, Any]], as_json: bool, lines: Callable[[dict[str, Any]], Iterator[str]]
+    found: Iterator[dict[str, Any]],
+    as_json: bool,
+    lines: Callable[[dict[str, Any]], Iterator[str]],
+    key: str,
+    problems: Sequence[str],
 ) -> int:
-    """Write what a view found as it is found: a JSON array, or each item's lines.
+    """Write what a view found as it is found: a JSON document listing it under
+    ``key`` (`governor.cli.outcome_json.listing`), or each item's lines.
     Returns how many items there were."""
     count = 0
 
@@ -45,7 +50,7 @@ def _listed(
             yield x
 
     if as_json:
-        write_json(Streamed(counted()), sys.stdout, indent=1)
+        write_json(listing(key, counted(), problems), sys.stdout, indent=1)
         sys.stdout.write("\n")
         return count
     for x in counted():
@@ -54,7 +59,7 @@ def _listed(
     return count
 
 
-def connections(logs: Sequence[Checked], as_json: bool) -> int:
+def connections(logs: Sequence[Checked], as_json: bool, problems: Sequence[str] = ()) -> int:
     """Every ``network`` record: the connection, who asked, the verdict and why."""
     allowed = 0
 
@@ -81,7 +86,7 @@ def connections(logs: Sequence[Checked], as_json: bool) -> int:
         yield f"{x['attempt']} #{x['seq']} {verdict:<8} {x['origin']}: {x['subject']}"
         yield f"    {x['by']} [{x['rule']}]: {x['reason']}"
 
-    count = _listed(found(), as_json, lines)
+    count = _listed(found(), as_json, lines, "connections", problems)
     if as_json:
         return 0
     if not count:
@@ -92,7 +97,7 @@ def connections(logs: Sequence[Checked], as_json: bool) -> int:
     return 0
 
 
-def check_runs(logs: Sequence[Checked], as_json: bool) -> int:
+def check_runs(logs: Sequence[Checked], as_json: bool, problems: Sequence[str] = ()) -> int:
     """Every ``check`` record: the command run after an attempt, its verdict,
     exit status and duration (its output's tail with ``--json``)."""
     passed = 0
@@ -120,7 +125,7 @@ def check_runs(logs: Sequence[Checked], as_json: bool) -> int:
         how = x["error"] or ("timed out" if x["timed_out"] else f"exit {x['exit']}")
         yield f"{x['attempt']} #{x['seq']} {x['verdict']:<6} {x['command']} ({how}, {x['duration_s']} s)"
 
-    count = _listed(found(), as_json, lines)
+    count = _listed(found(), as_json, lines, "check_runs", problems)
     if as_json:
         return 0
     if not count:
@@ -132,7 +137,7 @@ def check_runs(logs: Sequence[Checked], as_json: bool) -> int:
 
 
 
-def mcp_calls(logs: Sequence[Checked], as_json: bool) -> int:
+def mcp_calls(logs: Sequence[Checked], as_json: bool, problems: Sequence[str] = ()) -> int:
     """Per attempt, in the log's order: its MCP servers (``mcp-server``
     records: name, command, writable, network), the tools each offered
     (``mcp-tools``: the names a ``tools/list`` gave, those hidden) and every
@@ -224,7 +229,7 @@ def mcp_calls(logs: Sequence[Checked], as_json: bool) -> int:
             yield f"  #{x['seq']} {verdict:<8} {x['method']}: {x['subject']}"
             yield f"      {x['by']} [{x['rule']}]: {x['reason']}"
 
-    count = _listed(found(), as_json, lines)
+    count = _listed(found(), as_json, lines, "mcp", problems)
     if as_json:
         return 0
     if not count:
@@ -271,7 +276,7 @@ def _per_server(servers: dict[str, list[int]]) -> Iterator[str]:
             yield f"  {server}: {allowed + other} call(s), {allowed} allowed, {other} refused or waiting"
 
 
-def refusals(logs: Sequence[Checked], as_json: bool) -> int:
+def refusals(logs: Sequence[Checked], as_json: bool, problems: Sequence[str] = ()) -> int:
     """Every refused action, with who refused it, the rule and the reason; then
     the failures (no rule refused them: a name that does not resolve, a host
     that does not answer, a request after the turn was over), identical ones
@@ -308,7 +313,7 @@ def refusals(logs: Sequence[Checked], as_json: bool) -> int:
         yield f"{x['attempt']} #{x['seq']} {x['kind']}: {x['subject']}"
         yield f"    refused by {x['by']} [{x['rule']}]: {x['reason']}"
 
-    count = _listed(found(), as_json, lines)
+    count = _listed(found(), as_json, lines, "refusals", problems)
     if as_json:
         return 0
     failed = sum(n for _, n in groups.values())
@@ -316,8 +321,9 @@ def refusals(logs: Sequence[Checked], as_json: bool) -> int:
         print(f"\nfailed, no rule refused these ({failed}, identical ones as one):")
         for x, n in groups.values():
             times = f" ({n} times)" if n > 1 else ""
-            print(f"{x['attempt']} #{x['seq']} {x['kind']}: {x['subject']}{times}")
-            print(f"    failed ({x['failed']}): {x['reason']}")
+            # a log's fields hold the agent's words: one terminal-safe line each
+            print(terminal(f"{x['attempt']} #{x['seq']} {x['kind']}: {x['subject']}{times}"))
+            print(terminal(f"    failed ({x['failed']}): {x['reason']}"))
     if not count:
         print(f"nothing was refused in {_attempts(logs)} attempt(s)")
         return 0
@@ -423,7 +429,7 @@ def describe(record: dict[str, Any], t0: float | None) -> str:
     )
 
 
-def story(logs: Sequence[Checked], wanted: str, as_json: bool) -> int:
+def story(logs: Sequence[Checked], wanted: str, as_json: bool, problems: Sequence[str] = ()) -> int:
     """One attempt's records, each as a line (or the records as JSON), as they
     are read from its log."""
     try:
@@ -433,7 +439,7 @@ def story(logs: Sequence[Checked], wanted: str, as_json: bool) -> int:
         return 1
     told = (r for _, r in records(found.log, {found.attempt}))
     if as_json:
-        write_json(Streamed(told), sys.stdout, indent=1)
+        write_json(listing("records", told, problems, attempt=found.attempt), sys.stdout, indent=1)
         sys.stdout.write("\n")
         return 0
     t0: float | None = None

@@ -149,7 +149,13 @@ def main(args: argparse.Namespace) -> int:
         return REFUSED_BEFORE_START
     progress.close()
     if args.json:
-        print(spelling.dumps([r.line for r in result.results], indent=1))
+        status = (
+            "interrupted" if result.not_run
+            else "completed" if all(r.line.get("status") == "completed" for r in result.results)
+            else "failed"
+        )  # fmt: skip
+        doc = {"status": status, "exit_code": result.exit_code, "jobs": [r.line for r in result.results]}
+        print(spelling.dumps(doc, indent=1))
     else:
         from governor.cli.audit import print_batch
 

@@ -21,6 +21,7 @@ from typing import Any, Final
 
 from governor.audit.reading import decision_records
 from governor.boundary.display import markdown, markdown_code, terminal
+from governor.boundary.person_files import open_output
 from governor.ending.outcome import Outcome
 
 SUMMARY_VARIABLE: Final = "GITHUB_STEP_SUMMARY"
@@ -163,7 +164,8 @@ def report(outcome: Outcome, *, annotate: bool) -> None:
     target = os.environ.get(SUMMARY_VARIABLE)
     if target:
         try:
-            with open(target, "a", encoding="utf-8") as f:
+            fd, _ = open_output(target, append=True)  # never through a link
+            with os.fdopen(fd, "a", encoding="utf-8") as f:
                 f.write(step_summary(outcome))
         except OSError as e:
             print(

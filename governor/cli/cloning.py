@@ -112,7 +112,7 @@ def _target(
 ) -> tuple[Path, Path | None] | None:
     """Where the clone goes and the folder made for it; None with the problem added."""
     if workspace is None:
-        # a name of dots would be the made folder itself or its parent: `.../..` clones into $TMPDIR
+        # a name of dots would be the made folder itself or its parent: `.../..` clones into attempts/
         name = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(url.rstrip("/")).stem)[:40].strip(".") or "repo"
         try:
             folder = attempt_folder(f"clone-{name}-")

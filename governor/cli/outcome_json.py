@@ -17,7 +17,7 @@ attempt's time (figures in bench/README.md).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, TextIO
 
 import orjson
@@ -35,6 +35,22 @@ class Streamed:
 
     def __iter__(self) -> Iterator[Any]:
         return iter(self.items)
+
+
+def listing(
+    key: str, items: Iterable[Any], problems: Sequence[str] = (), **about: Any
+) -> dict[str, Any]:
+    """A list as a ``--json`` document: an object whose ``status`` a script reads
+    first, as it does on every other document (``ok``; ``unverified`` when what
+    was read may not be what was written: a log that does not verify, a line cut
+    short, each said in ``problems``), what the list is ``about``, then the list
+    under ``key``, streamed."""
+    doc: dict[str, Any] = {"status": "unverified" if problems else "ok"}
+    if problems:
+        doc["problems"] = list(problems)
+    doc.update(about)
+    doc[key] = Streamed(items)
+    return doc
 
 
 def document(outcome: Outcome, exit_code: int) -> dict[str, Any]:

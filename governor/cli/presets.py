@@ -42,7 +42,7 @@ def describe(preset: Preset) -> dict[str, Any]:
         "version": installed(preset, root).version if preset.package or preset.pypi else None,
         "keeps": [str(p) for p in preset.home_paths(os.environ, home)],
         # what in those folders runs code on the host later: read-only to the agent
-        "holds": [str(home / e.removeprefix("~/")) for e in preset.runs_code],
+        "holds": [str(p) for p in preset.runs_code_paths(os.environ, home)],
     }
     if isinstance(found, NotInstalled):
         row["found"] = None
@@ -59,7 +59,7 @@ def main(args: argparse.Namespace) -> int:
     """Print the table (or JSON); always exit 0."""
     rows = [describe(p) for p in presets().values()]
     if args.json:
-        print(json.dumps(rows, indent=2))
+        print(json.dumps({"status": "ok", "presets": rows}, indent=2))
         return 0
     width = max(len(r["id"]) for r in rows)
     for r in rows:

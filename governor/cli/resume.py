@@ -40,6 +40,7 @@ def main(args: argparse.Namespace) -> int:
     import trio
 
     from governor.attempt.paused import NotPaused, continuation
+    from governor.boundary.display import terminal
     from governor.job.spec import RefusedBeforeStart
     from governor.observe import logs
 
@@ -51,7 +52,7 @@ def main(args: argparse.Namespace) -> int:
         outcome = trio.run(_run, prepared, going_on)
     except (NotPaused, RefusedBeforeStart) as e:
         for problem in getattr(e, "problems", None) or [str(e)]:
-            print(f"governor: {problem}", file=sys.stderr)
+            print(terminal(f"governor: {problem}"), file=sys.stderr)  # it may quote the agent
         return REFUSED_BEFORE_START
     code = exit_code(outcome)
     if args.json:

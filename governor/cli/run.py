@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from governor.boundary.person_files import link_out, open_output, read_input_text
 from governor.cli import EXIT_CODES, FAILED_ON, REFUSED_BEFORE_START, exit_code
 from governor.policies.capability import CAPABILITY_NAMES, Capability
 
@@ -57,8 +58,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--clone",
         metavar="URL@REF",
         help="work in a fresh clone of URL at REF (default: its HEAD) holding only the ref's "
-        "history, its remote pointing nowhere; made under $TMPDIR unless --workspace says "
-        "where, and kept (see docs/loops.md)",
+        "history, its remote pointing nowhere; made in a folder of its own under "
+        "$XDG_STATE_HOME/acp-governor/attempts/ (hidden from every other attempt's sandbox, "
+        "whatever $TMPDIR is) unless --workspace says where, and kept (see docs/loops.md)",
     )
     p.add_argument(
         "--add-dir", metavar="DIR", action="append", default=[], help="another root (repeatable)"
@@ -213,6 +215,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=main, command=[])
 
 
+def _written(args: argparse.Namespace) -> tuple[str, ...]:
+    """The folders an attempt could write, this run's workspace among them: a
+    file the person names is not reached through a link out of one
+    (`governor.boundary.person_files`)."""
+    from governor.sandbox.host.processes import written_places
+
+    return written_places(*([] if args.clone else [args.workspace or "."]))
+
+
 def _prompt(args: argparse.Namespace, problems: list[str]) -> str:
     """The task, or "" with what is wrong with it added to `problems`, named by
     where it came from (an argument, a file, stdin)."""
@@ -223,7 +234,7 @@ def _prompt(args: argparse.Namespace, problems: list[str]) -> str:
         return ""
     if args.prompt_file:
         try:
-            text = Path(args.prompt_file).read_text(encoding="utf-8")
+            text = read_input_text(args.prompt_file, written=_written(args))
         except (OSError, UnicodeDecodeError) as e:
             why = e.strerror if isinstance(e, OSError) else "not UTF-8 text"
             problems.append(f"{args.prompt_file}: cannot read the prompt: {why}")
@@ -322,6 +333,8 @@ def main(args: argparse.Namespace) -> int:
     problems = _conflicts(args)
     fail_on = _fail_on(args.fail_on, problems)
     events, sink = _events(args, problems)
+    if args.log and (why := link_out(os.path.dirname(args.log) or ".", _written(args))):
+        problems.append(f"--log {args.log}: cannot write the audit log: {why}")
     progress = None if args.json or args.quiet or args.events == "-" else _progress(args)
     trace = cloned = None
     try:
@@ -487,7 +500,11 @@ def _events(args: argparse.Namespace, problems: list[str]) -> tuple[Any, Any]:
     from governor.cli.events import Events
 
     try:
-        sink = sys.stdout if args.events == "-" else open(args.events, "w", encoding="utf-8")  # noqa: SIM115
+        if args.events == "-":
+            sink = sys.stdout
+        else:
+            fd, _ = open_output(args.events, written=_written(args))
+            sink = os.fdopen(fd, "w", encoding="utf-8")
     except OSError as e:
         problems.append(f"--events {args.events}: cannot write the events: {e.strerror}")
         return None, None

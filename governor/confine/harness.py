@@ -32,10 +32,10 @@ from governor.policies.harness import (
     SKIPPED_FOLDERS,
     make_recipes,
     member,
-    named_programs,
     package_scripts,
     path_assignments,
     path_entries,
+    reach,
 )
 from governor.policies.paths import normalize, within
 from governor.policies.policy import Policy
@@ -74,8 +74,11 @@ def closure(policy: Policy, declared: Mapping[str, str]) -> tuple[tuple[str, ...
 
     - each program or script it names with a path (``./ci/test.sh``,
       ``.venv/bin/python``: a virtualenv whole), and a bare word naming a
-      workspace file (``sh test.sh``); a shell script among them is read in
-      turn for the programs its lines run;
+      workspace file (``sh test.sh``), past a shell's options (``sh -e
+      x.sh``), a file ``.``/``source`` reads, a ``-c`` string, a module ``node
+      -r`` preloads, a path after ``cd DIR`` from ``DIR`` (`reach`); a shell
+      script among them (one a shell is given or sources, whatever its name)
+      is read in turn for the programs its lines run;
     - ``make``: the makefile it reads and those it includes, and every recipe
       line's programs, in turn;
     - ``npm``/``npx``/``yarn``/``pnpm``: ``node_modules/.bin`` (whole, existing
@@ -106,7 +109,9 @@ def closure(policy: Policy, declared: Mapping[str, str]) -> tuple[tuple[str, ...
             (found if variable == "PATH" else paths).extend(
                 e for e in entries if within(e, roots) is not None
             )
-        for word in named_programs(command):
+        reached = reach(command)
+        queue.extend(reached.lines)  # a shell's -c string is a line of its own
+        for word in reached.programs:
             base = posixpath.basename(word)
             if base in MAKES:
                 queue.extend(_makefiles(ws, roots, found, read))
@@ -122,7 +127,7 @@ def closure(policy: Policy, declared: Mapping[str, str]) -> tuple[tuple[str, ...
             found.append(_venv_of(path, root) or path)
             if path not in read:
                 read.add(path)
-                queue.extend(_script_lines(path))
+                queue.extend(_script_lines(path, shell=word in reached.shell_scripts))
     found.extend(_acceptance_inits(policy))
     inside = [p for p in dict.fromkeys(paths) if within(p, roots) not in (None, p)]
     return tuple(dict.fromkeys(found)), tuple(inside)
@@ -159,17 +164,19 @@ def _package_scripts(ws: str, found: list[str], read: set[str]) -> list[str]:
     return package_scripts(_text(path))
 
 
-def _script_lines(path: str) -> list[str]:
-    """The lines of a shell script (a ``#!`` naming a shell, or a ``.sh``
-    name): the programs they run are run by the check too. Other programs
-    (a Python script, a binary) are pinned whole, not read."""
+def _script_lines(path: str, *, shell: bool = False) -> list[str]:
+    """The lines of a shell script (one a shell is given or sources,
+    ``shell``, whatever its name; a ``#!`` naming a shell; a ``.sh`` name): the
+    programs they run are run by the check too. Other programs (a Python
+    script, a binary) are pinned whole, not read."""
     if not os.path.isfile(path) or os.path.getsize(path) > MAX_SCRIPT_BYTES:
         return []
     text = _text(path)
     first = text.split("\n", 1)[0]
-    shell = first.startswith("#!") and any(s in first for s in ("sh", "bash", "dash", "zsh"))
-    if not (shell or path.endswith(".sh")) or "python" in first or "node" in first:
-        return []
+    if not shell:
+        shell = first.startswith("#!") and any(s in first for s in ("sh", "bash", "dash", "zsh"))
+        if not (shell or path.endswith(".sh")) or "python" in first or "node" in first:
+            return []
     lines = (line.strip() for line in text.splitlines())
     return [line for line in lines if line and not line.startswith("#")]
 
@@ -278,7 +285,9 @@ def _members(policy: Policy) -> Iterator[str]:
                     yield path
 
 
-def findings(policy: Policy, changed: Iterable[tuple[str, str]], files: Iterable[str]) -> list[Finding]:
+def findings(
+    policy: Policy, changed: Iterable[tuple[str, str]], files: Iterable[str]
+) -> list[Finding]:
     """A ``harness-changed`` finding for each ``(path, how)`` of the workspace
     diff (``created``, ``changed``, ``deleted``) in the harness set; ``files``
     (every file before and after) tell which folders are virtualenvs."""

@@ -48,7 +48,7 @@ from typing import Any, Final
 import structlog
 import trio
 
-from governor.agents.presets import NPM_HOME, Preset
+from governor.agents.presets import NPM_HOME, Preset, operator_presets_path
 from governor.confine import frozen, harness
 from governor.confine import stray_processes as leftovers
 from governor.confine.egress import egress_for
@@ -64,7 +64,7 @@ from governor.sandbox import (
     Terminals,
     agent_process,
 )
-from governor.sandbox.host import processes
+from governor.sandbox.host import concealed, processes
 from governor.sandbox.host.survey import survey
 from governor.sandbox.net.proxy import EgressProxy
 from governor.sandbox.run.agent import resolve_install, resolve_links
@@ -157,7 +157,7 @@ def command_profile(policy: Policy, agent_env: Mapping[str, str] | None = None) 
         hidden=_literal_paths(tuple(h for h in policy.hidden_globs if not h.startswith("**/"))),
         git_read_only=policy.git == "read-only",
         limits=policy.limits.effective(),
-        read_only=read_only_in(policy.roots) + frozen.pins(policy) + harness.pins(policy),
+        read_only=read_only_in(policy.roots) + own_config_in(policy.roots) + frozen.pins(policy) + harness.pins(policy),
         masked=policy.masked,
     )
 
@@ -177,9 +177,15 @@ def agent_profile(
     capability = policy.capability if sandbox else Capability.FULL_ACCESS
     home_folders: list[str] = []
     runs_code: tuple[str, ...] = ()
+    moved: dict[str, str] = {}
     if preset is not None:
         home_folders += [h.removeprefix("~/") for h in preset.home if h.startswith("~/")]
         runs_code = tuple(h.removeprefix("~/") for h in preset.runs_code)
+        if sandbox:
+            moved = relocated_home(preset, env, policy.roots)
+            runs_code = tuple(
+                dict.fromkeys((*runs_code, *held_at_other_names(preset, env, home_folders, moved)))
+            )
     # npx's cache: an overlay, never writable, since the host's next fetch and
     # the person's own npx run what lies there (`governor.sandbox.host.processes`)
     overlay_folders = (NPM_HOME.removeprefix("~/"),) if via_npx else ()
@@ -192,6 +198,12 @@ def agent_profile(
     except ProfileError as e:
         raise SandboxUnavailable(str(e)) from None
     env = dict(env)
+    if moved:  # shown at their usual places inside: the agent finds them there
+        assert preset is not None
+        for var in {r.var for r in preset.relocate}:
+            env.pop(var, None)
+    if preset is not None:  # the agent's own process only: no host process runs with them
+        env.update(preset.set_env)
     if capability >= Capability.FULL_ACCESS:
         env[leftovers.MARKER] = uuid.uuid4().hex  # finds what left the watchdog's tree
     return Profile.for_agent(
@@ -199,6 +211,7 @@ def agent_profile(
         Path(policy.workspace),
         extra_roots=tuple(Path(r) for r in policy.roots[1:]),
         home_folders=tuple(dict.fromkeys(h for h in home_folders if h and h != ".")),
+        home_sources=moved,
         home_runs_code=runs_code,
         overlay_folders=overlay_folders,
         install=install,
@@ -212,9 +225,94 @@ def agent_profile(
         toolchains=policy.toolchains,
         git_read_only=policy.git == "read-only",
         limits=policy.limits.effective(),
-        read_only=read_only_in(policy.roots) + frozen.pins(policy) + harness.pins(policy),
+        read_only=read_only_in(policy.roots) + own_config_in(policy.roots) + frozen.pins(policy) + harness.pins(policy),
         masked=policy.masked,
     )
+
+
+def relocated_home(
+    preset: Preset, env: Mapping[str, str], roots: Sequence[str]
+) -> dict[str, str]:
+    """The preset's home folders a variable of the agent's moves away from
+    ``$HOME`` (``XDG_DATA_HOME=/srv/data``: OpenCode's data is in
+    ``/srv/data/opencode``), each as its name under ``$HOME`` and its host
+    place: its sandbox binds that place at the usual name, writable, with
+    what in it runs code later held read-only as at home, and the agent is
+    given none of the relocating variables (it finds its folders where they
+    would be without them). `SandboxUnavailable` for a place inside a root or
+    the governor's state, or one holding either: bound writable, it would
+    open the workspace past its capability, or the state to the agent."""
+    home = env.get("HOME", "")
+    if not os.path.isabs(home):
+        return {}
+    state = os.path.realpath(concealed.state_dir())
+    moved: dict[str, str] = {}
+    for entry, place in zip(preset.home, preset.home_paths(env, Path(home)), strict=True):
+        name = entry.removeprefix("~/")
+        if place == Path(home) / name:
+            continue
+        real = os.path.realpath(place)
+        if real != os.path.normpath(place):
+            # what the survey binds is the link's target: a link in a folder an
+            # earlier agent could write (CLAUDE_CONFIG_DIR holds ~/.claude.json's
+            # place) would point the writable bind anywhere
+            raise SandboxUnavailable(
+                f"{preset.name}'s {entry} is moved to {place}, which is (or passes through) a "
+                f"symbolic link to {real}: a moved place is bound as it is, never through a "
+                "link an agent could have left; make it a real file or folder, or unset "
+                f"{', '.join(sorted({r.var for r in preset.relocate if r.entry == entry}))}"
+            )
+        for other in (*(os.path.realpath(r) for r in roots), state):
+            if is_under(real, other) or is_under(other, real):
+                raise SandboxUnavailable(
+                    f"{preset.name}'s folder {entry} is moved to {place} by its variables "
+                    f"({', '.join(sorted({r.var for r in preset.relocate if r.entry == entry}))}), "
+                    f"which {'is inside' if is_under(str(place), other) else 'holds'} {other}: "
+                    "kept writable there, it would reach past its sandbox; point the variable elsewhere"
+                )
+        moved[name] = str(place)
+    return moved
+
+
+def own_config_in(roots: Sequence[str]) -> tuple[Path, ...]:
+    """The operator's own presets folder (``$XDG_CONFIG_HOME/acp-governor``) when it
+    lies inside a root (a project's ``.config`` as ``XDG_CONFIG_HOME``): pinned
+    read-only in every sandbox, as the governor's own install is, since it names
+    the programs the governor starts. Made elsewhere after, by an agent, it is
+    refused when read (`governor.agents.presets.load_operator_presets`)."""
+    folder = os.path.realpath(operator_presets_path().parent)
+    inside = os.path.isdir(folder) and any(
+        folder != os.path.realpath(r) and is_under(folder, os.path.realpath(r)) for r in roots
+    )
+    return (Path(folder),) if inside else ()
+
+
+def held_at_other_names(
+    preset: Preset, env: Mapping[str, str], names: Sequence[str], moved: Mapping[str, str]
+) -> tuple[str, ...]:
+    """What the host trusts later that lies inside another writable home folder
+    than its own: each as a path under ``$HOME`` in the sandbox, held read-only
+    there too (`Profile.home_runs_code`). A variable can put one home entry's
+    place inside another's (``CLAUDE_CONFIG_DIR`` puts ``~/.claude.json`` in
+    ``~/.claude``'s place), and the operator's own presets file, which names
+    the programs the governor starts, can lie in a folder an agent keeps
+    (``XDG_CONFIG_HOME`` moved with it): held at its own name only, it would be
+    writable at the other."""
+    home = env.get("HOME", "")
+    if not os.path.isabs(home):
+        return ()
+    held = [
+        (os.path.realpath(place), entry.endswith("/"))
+        for entry, place in zip(preset.runs_code, preset.runs_code_paths(env, Path(home)), strict=True)
+    ]
+    held.append((os.path.realpath(operator_presets_path()), False))
+    out: list[str] = []
+    for name in names:
+        folder = os.path.realpath(moved.get(name, os.path.join(home, name)))
+        for place, is_folder in held:
+            if place != folder and is_under(place, folder):
+                out.append(f"{name}/{os.path.relpath(place, folder)}" + ("/" if is_folder else ""))
+    return tuple(dict.fromkeys(out))
 
 
 def host_places(

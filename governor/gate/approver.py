@@ -19,9 +19,11 @@ every pending and later ask is answered cancelled, whatever the approver does).
 
 from __future__ import annotations
 
+import hashlib
 import inspect
+import json
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, Protocol
 
@@ -47,6 +49,28 @@ class Ask:
     rule: str
     detail: dict[str, Any] = field(default_factory=dict)
     """More to show: the tool kind, raw input, a diff of a write."""
+    key: str = ""
+    """The request whole (`request_key`): what a person's decision on a paused
+    request is matched on when the attempt goes on."""
+
+
+VOLATILE: Final = ("tool_call",)
+"""Subject fields an agent asking the same thing again may change: its tool
+call's id (a new session makes new ids)."""
+
+
+def request_key(kind: str, subject: Mapping[str, Any], detail: Mapping[str, Any]) -> str:
+    """A digest of one request whole: its kind, its subject (but its tool call's
+    id) and what more it brings (a write's content, a permission's raw input).
+    Two requests with one key ask the same thing; what is only shown (a title, a
+    path) is not enough, or a decision on one request would grant another."""
+    whole = {
+        "kind": kind,
+        "subject": {k: v for k, v in subject.items() if k not in VOLATILE},
+        "detail": dict(detail),
+    }
+    text = json.dumps(whole, sort_keys=True, default=str, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class Approver(Protocol):
@@ -111,12 +135,12 @@ class Granted:
 
     name = "approval"
 
-    def __init__(self, kind: str, subject: str, answer: Approval, then: Approver) -> None:
-        self.kind, self.subject, self.answer, self.then = kind, subject, answer, then
+    def __init__(self, kind: str, key: str, answer: Approval, then: Approver) -> None:
+        self.kind, self.key, self.answer, self.then = kind, key, answer, then
         self.used = 0
 
     async def __call__(self, ask: Ask) -> Approval:
-        if ask.kind != self.kind or ask.subject != self.subject:
+        if ask.kind != self.kind or not self.key or ask.key != self.key:
             return await self.then(ask)
         self.used += 1
         if self.answer == "once" and self.used > 1:
@@ -200,7 +224,8 @@ class Approvals:
     async def settle(self, kind: str, subject: dict[str, Any], shown: str, decision: Decision,
                      detail: dict[str, Any]) -> Settled:  # fmt: skip
         """The final verdict of an ``ask``, once the approver has answered."""
-        answer = await self._answer(Ask(kind, shown, decision.reason, decision.rule, detail))
+        key = request_key(kind, subject, detail)
+        answer = await self._answer(Ask(kind, shown, decision.reason, decision.rule, detail, key))
         if answer is None:
             return (
                 Verdict.DENY,

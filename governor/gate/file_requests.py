@@ -22,7 +22,7 @@ import contextlib
 import functools
 import os
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import Any, Final, cast
 
 import trio
 
@@ -42,13 +42,11 @@ from governor.gate.file_access import (
     resolve,
     write_text,
 )
+from governor.gate.handler_seam import Governs
 from governor.gate.ruling import REFUSED, Ruling, then
 from governor.policies.actions import ReadFile, WriteFile
 from governor.policies.decide import decide
 from governor.policies.paths import normalize
-
-if TYPE_CHECKING:
-    from governor.gate.gatekeeper import Gate
 
 INLINE_READ_BYTES: Final = 256 * 1024
 """Files up to this size are read on the trio thread; larger ones in a worker."""
@@ -57,7 +55,7 @@ INLINE_READ_BYTES: Final = 256 * 1024
 class FileRequests:
     """The agent's fs requests, decided by one gate."""
 
-    def __init__(self, gate: Gate) -> None:
+    def __init__(self, gate: Governs) -> None:
         self.gate = gate
 
     def routes(self) -> dict[str, Route]:

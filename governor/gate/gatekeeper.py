@@ -43,7 +43,7 @@ from governor.audit.log import AuditLog, AuditUnavailable, recorded_input
 from governor.confine.sandboxes import GovernedTerminals
 from governor.ending.how_it_ended import Ending
 from governor.gate import elicitation
-from governor.gate.approver import Approvals, Approver, Settled
+from governor.gate.approver import Approvals, Approver, Settled, request_key
 from governor.gate.file_requests import FileRequests
 from governor.gate.ruling import REFUSED, Choose, Ruling, Settle, then
 from governor.gate.terminal_requests import TerminalRelay
@@ -174,7 +174,7 @@ class Gate:
             request = self._next_request()
             settled = self._settle_now(kind, subject, shown, decision)
         if settled is not None and self.audit.durability != "always":
-            return self._rule(kind, request, subject, decision, settled, choose)[0]
+            return self._rule(kind, request, subject, decision, settled, choose, shown, detail)[0]
         return self._govern_later(
             kind, request, subject, shown, decision, detail, settled, choose, settle
         )
@@ -212,10 +212,7 @@ class Gate:
                 settled = await settle()
             else:
                 settled = await self.approvals.settle(kind, subject, shown, decision, detail)
-        ruling, record = self._rule(kind, request, subject, decision, settled, choose)
-        if settled[0] is Verdict.ASK and self.paused_on is None:
-            # what a person's decision is keyed on when the attempt goes on
-            self.paused_on = {"seq": record.get("seq"), "shown": shown}
+        ruling, record = self._rule(kind, request, subject, decision, settled, choose, shown, detail)
         await self.audit.durable(record)
         return ruling
 
@@ -227,6 +224,8 @@ class Gate:
         decision: Decision,
         settled: Settled,
         choose: Choose | None,
+        shown: str = "",
+        detail: dict[str, Any] | None = None,
     ) -> tuple[Ruling, dict[str, Any]]:
         """Choose the option, write the record(s), pause on a ``pause`` answer; the
         ruling and its (last) record."""
@@ -236,12 +235,22 @@ class Gate:
         verdict, by, reason = settled
         record = self._write_record(kind, request, subject, decision, verdict, by, reason, option)
         if verdict is Verdict.ASK:
-            self.end.pending = {
-                "kind": kind,
-                "request": request,
-                "subject": subject,
-                "reason": reason,
-            }
+            if self.paused_on is None:
+                # The request the attempt pauses on: the first asked, one request
+                # whole (what the pause shows, `approve --request` checks and a
+                # person's decision is matched on when it goes on), as logged:
+                # masked, a secret in a path or a command stays out of the state.
+                self.paused_on = {
+                    "seq": record.get("seq"),
+                    "shown": self.audit.masker.text(shown),
+                    "key": request_key(kind, subject, detail or {}),
+                }
+                self.end.pending = {
+                    "kind": kind,
+                    "request": request,
+                    "subject": record.get("subject", {}),
+                    "reason": record.get("reason", reason),
+                }
             self.pause_requested.set()
         return Ruling(request, verdict, by, reason, option, record.get("seq")), record
 

@@ -20,7 +20,7 @@ import contextlib
 import functools
 import shlex
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from governor.acp.dispatch import Route, RpcError
 from governor.acp.jsonrpc import INVALID_PARAMS, RESOURCE_NOT_FOUND
@@ -28,6 +28,7 @@ from governor.acp.models import schema
 from governor.audit import effects
 from governor.audit.log import AuditUnavailable
 from governor.confine.sandboxes import GovernedTerminals
+from governor.gate.handler_seam import Governs
 from governor.gate.ruling import REFUSED, Ruling, then
 from governor.policies import by as who
 from governor.policies.actions import RunCommand
@@ -36,14 +37,11 @@ from governor.policies.rules import Verdict
 from governor.sandbox import BwrapUnavailable, ProfileError
 from governor.sandbox.run.execution import Execution
 
-if TYPE_CHECKING:
-    from governor.gate.gatekeeper import Gate
-
 
 class TerminalRelay:
     """The agent's terminals, decided by one gate and run in the attempt's sandbox."""
 
-    def __init__(self, gate: Gate, terminals: GovernedTerminals) -> None:
+    def __init__(self, gate: Governs, terminals: GovernedTerminals) -> None:
         self.gate = gate
         self.terminals = terminals
 

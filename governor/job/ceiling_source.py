@@ -11,8 +11,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from governor.boundary.person_files import read_input_text
 from governor.policies.ceiling import CUSTOM_AGENT, CUSTOM_COMMAND, Ceiling, parse_ceiling
 from governor.policies.errors import ConfigError
+from governor.sandbox.host.processes import written_places
 
 SYSTEM_CEILING = Path("/etc/acp-governor/ceiling.toml")
 
@@ -43,7 +45,7 @@ def load_ceiling(explicit: str | None = None) -> Ceiling:
     for how, path in candidates(explicit):
         optional = how in ("system", "user")
         try:
-            text = path.read_text(encoding="utf-8")
+            text = read_input_text(path, written=written_places())
         except FileNotFoundError:
             if optional:
                 continue

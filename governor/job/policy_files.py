@@ -21,8 +21,10 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
+from governor.boundary.person_files import read_input_text
 from governor.policies.errors import ConfigError, closest
 from governor.policies.policy import Policy, parse_policy
+from governor.sandbox.host.processes import written_places
 
 
 def shipped_policies() -> dict[str, Path]:
@@ -68,8 +70,8 @@ def read_policy(value: str | Path) -> Policy:
     """The policy a ``--policy`` value names (`policy_path`); `ConfigError`
     naming the file when it cannot be read, is not UTF-8 or is not a valid policy."""
     path = policy_path(value)
-    try:
-        text = path.read_text(encoding="utf-8")
+    try:  # never through a link an attempt could have made out of its folders
+        text = read_input_text(path, written=written_places())
     except OSError as e:
         raise ConfigError(str(path), "", _unreadable(path, e)) from None
     except UnicodeDecodeError as e:

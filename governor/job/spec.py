@@ -33,6 +33,7 @@ from governor.agents.npm_installs import data_home
 from governor.agents.presets import NotInstalled, Preset, PresetError, find, resolve
 from governor.audit.log import Durability, inside
 from governor.audit.signing import Signer, SigningUnavailable, load_signer
+from governor.boundary.person_files import read_input_text
 from governor.boundary.secrets import Masker, forwarding_problems
 from governor.checks import held_out
 from governor.confine import frozen, harness
@@ -62,6 +63,7 @@ from governor.policies.mcp import McpServer
 from governor.policies.network import HostPatternError, parse_pattern
 from governor.policies.policy import Policy, check_commands, inside_globs
 from governor.sandbox.host.concealed import attempts_dir, state_dir
+from governor.sandbox.host.processes import written_places
 
 
 class RefusedBeforeStart(Exception):
@@ -384,6 +386,13 @@ def prepare(spec: AttemptSpec) -> Prepared:
             "where the agent would reach every attempt's sockets and workspaces: set "
             "$XDG_STATE_HOME to a place outside every root"
         )
+    data = data_home(environ).parent  # the agents the governor installed, MCP servers, its empty cwd
+    if (root := inside(data, bound.roots)) is not None:
+        problems.append(
+            f"the governor's data folder {data} is inside the root {root}, where the agent "
+            "could leave what a later `governor agents install` or MCP server start trusts: set "
+            "$XDG_DATA_HOME to a place outside every root"
+        )
     problems.extend(_state_in_agent_homes(preset, environ))
     if bound.capability == Capability.EDIT_WORKSPACE:  # only there are the roots writable
         problems.extend(install.problems(bound.roots))
@@ -543,7 +552,8 @@ def _load_ceiling(value: Ceiling | str | Path | None) -> Ceiling:
         if value is None:
             return load_ceiling(None)
         path = Path(value)
-        return parse_ceiling(path.read_text(encoding="utf-8"), f"{path} (--ceiling)")
+        text = read_input_text(path, written=written_places())  # never through an agent's link
+        return parse_ceiling(text, f"{path} (--ceiling)")
     except OSError as e:
         raise RefusedBeforeStart([f"{value}: cannot read the ceiling: {e.strerror}"]) from None
     except ValueError as e:
@@ -646,8 +656,9 @@ def _log_family(log: Path | None) -> tuple[str, ...]:
 
 
 def _log_path(spec: AttemptSpec, workspace: str) -> Path | None:
-    if spec.log is not None:
-        return Path(spec.log).expanduser().resolve()
+    if spec.log is not None:  # its folder resolved, not its name: a link there is not followed
+        named = Path(spec.log).expanduser().absolute()
+        return named.parent.resolve() / named.name
     stamp = time.strftime("%Y%m%dT%H%M%S")
     name = f"{Path(workspace).name or 'root'}-{stamp}-{uuid.uuid4().hex[:6]}.jsonl"
     return default_log_dir() / name

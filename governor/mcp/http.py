@@ -1,7 +1,7 @@
 """An HTTP MCP server behind the relay: MCP Streamable HTTP, spoken by the governor.
 
 The agent is given the same stdio shim as for a stdio server and never the
-URL; behind the shim, `governor.mcp.relay.RelaySession` decides every
+URL; behind the shim, `governor.mcp.relay_session.RelaySession` decides every
 governed request as for a stdio server and hands what it forwards to
 `HttpServer`, which speaks to the URL with the official SDK's streamable HTTP
 client (`mcp.client.streamable_http`: the session id header, JSON and SSE

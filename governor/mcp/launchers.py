@@ -31,7 +31,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -175,6 +174,28 @@ def _bin_of(folder: Path, launch: NpxLaunch) -> Path:
     return found
 
 
+def _lookup(
+    name: str,
+    program: str,
+    places: processes.Places,
+    environ: Mapping[str, str],
+    *,
+    search: str | None = None,
+    near: str | None = None,
+    passed: list[str],
+) -> str | None:
+    """``program`` found by the host door's lookup (`processes.find_program`):
+    never in a place the attempt's agent, or an earlier one, may have written,
+    nor a project's own folder on ``search``; `LauncherError` naming the server
+    when an absolute one is refused."""
+    try:
+        return processes.find_program(
+            program, near=near, path=search, places=places, environ=environ, passed=passed
+        )
+    except processes.HostProcessRefused as e:
+        raise LauncherError(f"MCP server {name}: {e}") from None
+
+
 WORKSPACE: Final = "{workspace}"
 """Stands for the job's workspace in a server's arguments: the server starts
 from the governor's empty folder, so ``.`` no longer names it."""
@@ -203,20 +224,29 @@ async def resolve(
     if workspace is not None:
         command = placed(command, workspace)
     launch = npx_launch(name, command)
+    search = environ.get("PATH") or os.environ.get("PATH")
+    passed: list[str] = []
     if launch is None:
         why = refused(name, command)
         if why is not None:
             raise LauncherError(why)
-        found = (
-            command[0]
-            if "/" in command[0]
-            else shutil.which(command[0], path=environ.get("PATH") or os.environ.get("PATH"))
-        )
-        return (os.path.abspath(found) if found else command[0], *command[1:])
-    npm = processes.find_program("npm", near=os.path.dirname(os.path.realpath(command[0])))
+        if "/" in command[0]:
+            return (os.path.abspath(command[0]), *command[1:])
+        found = _lookup(name, command[0], places, environ, search=search, passed=passed)
+        if found is None and passed:  # only where an agent may have left it: never that one
+            raise LauncherError(
+                f"MCP server {name}: {command[0]} was found only where an agent may have "
+                f"left it: {'; '.join(passed)}; give its absolute path, or install it elsewhere"
+            )
+        return (found or command[0], *command[1:])
+    # npm beside the npx that would have run (nvm's, wherever it is), never one of the cwd
+    npx = _lookup(name, command[0], places, environ, search=search, passed=passed)
+    near = os.path.dirname(npx) if npx is not None else None
+    npm = _lookup(name, "npm", places, environ, near=near, passed=passed)
     if npm is None:
         raise LauncherError(
             f"MCP server {name}: npm is not installed, so {command[0]} cannot be resolved"
+            + (f" (passed over: {'; '.join(passed)})" if passed else "")
         )
     folder = server_folder(launch.package, environ)
     folder.mkdir(parents=True, exist_ok=True)

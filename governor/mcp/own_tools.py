@@ -62,7 +62,7 @@ from governor.policies.capability import Capability
 from governor.policies.mcp import OWN_SERVER
 
 if TYPE_CHECKING:
-    from governor.gate.gatekeeper import Gate
+    from governor.mcp.gate_seam import McpGate
 
 log = structlog.get_logger("governor.mcp")
 
@@ -168,7 +168,7 @@ class BadArguments(Exception):
 class GovernorTools:
     """The governor's tools, answered by one gate (see the module docstring)."""
 
-    def __init__(self, gate: Gate) -> None:
+    def __init__(self, gate: McpGate) -> None:
         self.gate = gate
         self.server: Server[Any] = Server(
             OWN_SERVER,

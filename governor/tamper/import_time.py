@@ -263,6 +263,74 @@ def own_names(tree: ast.Module) -> frozenset[str]:
     return frozenset(out)
 
 
+# -- what a dotted name means in a file (here, not in `python`, which imports this
+# file: `added` and `python.facts` resolve names the same way) -----------------
+
+
+class Names:
+    """What a dotted name in a file means, through its imports and plain
+    assignments: ``from pytest import mark`` makes ``mark.skip`` read
+    ``pytest.mark.skip``, ``import pytest as p`` makes ``p.mark.skip`` read so,
+    ``skip = pytest.mark.skip`` makes ``@skip`` read so. Module level only, the
+    last binding of a name winning, as at import."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.aliases: dict[str, str] = {}
+        self.own = own_names(tree)
+        for node in tree.body:
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.asname is not None:
+                        self.aliases[a.asname] = canonical(a.name)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                for a in node.names:
+                    if a.name != "*":
+                        self.aliases[a.asname or a.name] = canonical(f"{node.module}.{a.name}")
+            elif (
+                isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)
+                and isinstance(node.value, ast.Name | ast.Attribute)
+            ):
+                value = self.resolve(node.value)
+                if value:
+                    self.aliases[node.targets[0].id] = value
+
+    def resolve(self, node: ast.AST) -> str:
+        """The dotted name of a Name/Attribute chain (a call looked through), its
+        head resolved through the aliases; ``""`` when it is not one."""
+        name = dotted_name(node)
+        for _ in range(16):  # an alias of an alias, a bounded number of times
+            head, dot, rest = name.partition(".")
+            full = self.aliases.get(head)
+            if full is None or f"{full}{dot}{rest}" == name:
+                break
+            name = f"{full}{dot}{rest}"
+        return canonical(name)
+
+
+def canonical(name: str) -> str:
+    """One spelling of the names that mean the same thing (``unittest.case.skip``
+    is ``unittest.skip``; ``_pytest.mark`` is ``pytest.mark``)."""
+    for long, short in (("unittest.case.", "unittest."), ("_pytest.mark.", "pytest.mark."),
+                        ("_pytest.outcomes.", "pytest."), ("pytest.mark.structures.", "pytest.mark.")):  # fmt: skip
+        if name.startswith(long):
+            return short + name[len(long) :]
+    return name
+
+
+def dotted_name(node: ast.AST) -> str:
+    """The dotted name of a Name/Attribute chain (``pytest.mark.skip``), or ``""``;
+    a call in the chain is looked through (``pytest.mark.skipif(...)``)."""
+    if isinstance(node, ast.Call):
+        return dotted_name(node.func)
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        inner = dotted_name(node.value)
+        return f"{inner}.{node.attr}" if inner else node.attr
+    return ""
+
 
 def added(text: str, before: str | None) -> list[tuple[int, str]]:
     """``(line, why)`` of each top-level statement of a source module that runs
@@ -279,9 +347,7 @@ def added(text: str, before: str | None) -> list[tuple[int, str]]:
     if before is not None:
         with contextlib.suppress(SyntaxError, ValueError):  # unparsable: every one is new
             old = {at_import(node) for node in ast.parse(before).body}
-    from governor.tamper.python import _Names
-
-    names = _Names(tree)
+    names = Names(tree)
     out = []
     for node in tree.body:
         reason = why(node, names.resolve, names.own)

@@ -30,6 +30,7 @@ from typing import Final
 
 from governor.tamper import import_time
 from governor.tamper.facts import Code, Facts, Mark, Shape, Test, constant
+from governor.tamper.import_time import Names
 
 _SKIP_MARKS: Final = {"skip", "skipif", "xfail"}
 _UNITTEST_SKIPS: Final = {"skip", "skipIf", "skipUnless", "expectedFailure"}
@@ -59,7 +60,7 @@ def facts(text: str) -> Facts:
             error=f"not valid Python{f' (line {line})' if line else ''}: {e.msg if isinstance(e, SyntaxError) else e}"
         )
     out = Facts()
-    names = _Names(tree)
+    names = Names(tree)
     lines = text.splitlines()
     for node in tree.body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith(
@@ -109,7 +110,7 @@ def _imports(node: ast.Import | ast.ImportFrom) -> dict[str, Code]:
     return out
 
 
-def _code(node: ast.stmt, names: _Names, lines: list[str], *, member: bool = False) -> Code:
+def _code(node: ast.stmt, names: Names, lines: list[str], *, member: bool = False) -> Code:
     """A statement as `Code`: its text, its tree made only when the text differs,
     and why it runs, asked only when it is new. A test class's member that runs
     only around the tests (its ``setUp``, nothing at import) is ``around``."""
@@ -139,59 +140,7 @@ def _assigns(node: ast.Assign, name: str) -> bool:
     return any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
 
 
-class _Names:
-    """What a dotted name in a file means, through its imports and plain
-    assignments: ``from pytest import mark`` makes ``mark.skip`` read
-    ``pytest.mark.skip``, ``import pytest as p`` makes ``p.mark.skip`` read so,
-    ``skip = pytest.mark.skip`` makes ``@skip`` read so. Module level only, the
-    last binding of a name winning, as at import."""
-
-    def __init__(self, tree: ast.Module) -> None:
-        self.aliases: dict[str, str] = {}
-        self.own = import_time.own_names(tree)
-        for node in tree.body:
-            if isinstance(node, ast.Import):
-                for a in node.names:
-                    if a.asname is not None:
-                        self.aliases[a.asname] = _canonical(a.name)
-            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                for a in node.names:
-                    if a.name != "*":
-                        self.aliases[a.asname or a.name] = _canonical(f"{node.module}.{a.name}")
-            elif (
-                isinstance(node, ast.Assign)
-                and len(node.targets) == 1
-                and isinstance(node.targets[0], ast.Name)
-                and isinstance(node.value, ast.Name | ast.Attribute)
-            ):
-                value = self.resolve(node.value)
-                if value:
-                    self.aliases[node.targets[0].id] = value
-
-    def resolve(self, node: ast.AST) -> str:
-        """The dotted name of a Name/Attribute chain (a call looked through), its
-        head resolved through the aliases; ``""`` when it is not one."""
-        name = _name(node)
-        for _ in range(16):  # an alias of an alias, a bounded number of times
-            head, dot, rest = name.partition(".")
-            full = self.aliases.get(head)
-            if full is None or f"{full}{dot}{rest}" == name:
-                break
-            name = f"{full}{dot}{rest}"
-        return _canonical(name)
-
-
-def _canonical(name: str) -> str:
-    """One spelling of the names that mean the same thing (``unittest.case.skip``
-    is ``unittest.skip``; ``_pytest.mark`` is ``pytest.mark``)."""
-    for long, short in (("unittest.case.", "unittest."), ("_pytest.mark.", "pytest.mark."),
-                        ("_pytest.outcomes.", "pytest."), ("pytest.mark.structures.", "pytest.mark.")):  # fmt: skip
-        if name.startswith(long):
-            return short + name[len(long) :]
-    return name
-
-
-def _is_test_class(node: ast.ClassDef, names: _Names) -> bool:
+def _is_test_class(node: ast.ClassDef, names: Names) -> bool:
     if node.name.startswith("Test"):
         return True
     return any(names.resolve(base).endswith("TestCase") for base in node.bases)
@@ -257,7 +206,7 @@ _MEMBER_HOOKS: Final = re.compile(
 calls on ``self`` (a ``def assertEqual`` that does nothing)."""
 
 
-def _runs(node: ast.stmt, names: _Names, *, member: bool = False) -> str | None:
+def _runs(node: ast.stmt, names: Names, *, member: bool = False) -> str | None:
     """Why ``node`` runs code when its file is imported (`import_time.why`: an
     allow-list of inert forms) or around its tests (a runner's hook, an
     autouse fixture); None when it only defines."""
@@ -267,7 +216,7 @@ def _runs(node: ast.stmt, names: _Names, *, member: bool = False) -> str | None:
     return _around(node, names, member=member)
 
 
-def _around(node: ast.stmt, names: _Names, *, member: bool) -> str | None:
+def _around(node: ast.stmt, names: Names, *, member: bool) -> str | None:
     """Why ``node`` runs around the tests: a hook the runner calls by its name, or
     an autouse fixture; None otherwise."""
     if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -286,7 +235,7 @@ def _around(node: ast.stmt, names: _Names, *, member: bool) -> str | None:
 
 def _test(
     out: Facts,
-    names: _Names,
+    names: Names,
     name: str,
     node: ast.FunctionDef | ast.AsyncFunctionDef,
     lines: list[str],
@@ -324,12 +273,12 @@ def _test(
     out.tests[name] = test
 
 
-def _marks_of_decorators(out: Facts, names: _Names, decorators: list[ast.expr], scope: str) -> None:
+def _marks_of_decorators(out: Facts, names: Names, decorators: list[ast.expr], scope: str) -> None:
     for d in decorators:
         _marks_in(out, names, d, scope)
 
 
-def _marks_in(out: Facts, names: _Names, node: ast.AST, scope: str) -> None:
+def _marks_in(out: Facts, names: Names, node: ast.AST, scope: str) -> None:
     """Skip markers anywhere inside ``node`` (a decorator, a ``pytestmark``
     list, a module-level statement)."""
     for sub in ast.walk(node):
@@ -350,7 +299,7 @@ def _mark_label(name: str) -> str | None:
     return None
 
 
-def _skip_call(out: Facts, names: _Names, call: ast.Call, scope: str) -> None:
+def _skip_call(out: Facts, names: Names, call: ast.Call, scope: str) -> None:
     called = names.resolve(call.func)
     parts = called.split(".")
     if len(parts) == 2 and parts[0] == "pytest" and parts[1] in _SKIP_CALLS:
@@ -389,19 +338,6 @@ def _trivial_call(method: str, args: list[ast.expr]) -> bool:
     ):
         return ast.dump(args[0]) == ast.dump(args[1])
     return False
-
-
-def _name(node: ast.AST) -> str:
-    """The dotted name of a Name/Attribute chain (``pytest.mark.skip``), or ``""``;
-    a call in the chain is looked through (``pytest.mark.skipif(...)``)."""
-    if isinstance(node, ast.Call):
-        return _name(node.func)
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        inner = _name(node.value)
-        return f"{inner}.{node.attr}" if inner else node.attr
-    return ""
 
 
 def suppressions(text: str) -> list[Mark]:

@@ -21,15 +21,34 @@ How, and why each way:
   walk finds every process of the sandbox. bwrap's own process counts, as
   a pids cgroup counts it. Shared memory mapped by several processes is
   counted in each (an overestimate, never an underestimate).
+- **And the memory no process's RSS shows** (everywhere, as root and
+  unprivileged): pages a sandbox holds in a file and not in a mapping. A
+  tmpfs is memory; so is a memfd; so is the upper layer of a
+  ``--tmp-overlay`` (an invisible tmpfs bwrap makes for a cache or a check's
+  scratch root). `measure` adds, per sandbox, what every tmpfs and overlay
+  its mount namespace holds *that the governor's own namespace does not*
+  (the host's ``/dev/shm`` or ``/run``, seen through ``--ro-bind / /``,
+  are the host's), measured by ``statvfs`` through ``/proc/PID/root`` (an
+  overlay's ``statfs`` is its upper layer's), each superblock once; and the
+  blocks of every memfd a process of the sandbox holds open (by inode, once).
+  Both need only what the ``/proc/PID/status`` read needs: the sandbox's
+  user namespace is the governor's own child, so its processes are the
+  governor's to inspect, root or not. A memory cgroup (``memory.current``:
+  anonymous, shmem and tmpfs pages charged by the kernel) would see more
+  (System V shared memory in the sandbox's own IPC namespace; a memfd in
+  flight in a socket, held by no descriptor; kernel memory): docs/security.md
+  lists that residual.
 - **A pids cgroup for the whole attempt** where one can be made (root, with a
   writable pids hierarchy: `governor.sandbox.host.limits.enforcement`): each sandbox's
   own pids group is made *below* the attempt's, whose ``pids.max`` is
   ``attempt_processes``; the kernel refuses the fork past it, whatever the
   watcher's pace. Its ``pids.events`` ``max`` count (forks refused) tells the
   watcher the budget was reached. A memory cgroup would be the same for
-  memory; the machine this was built on mounts cgroup v1's memory hierarchy
-  read-only even for root, and offers no cgroup v2 with memory, so memory is
-  watched only (`governor doctor` says what applies).
+  memory; the machine this was built on mounted cgroup v1's memory hierarchy
+  read-only even for root (on 2026-12-03 a group could be made there as
+  root), offers no cgroup v2 with memory, and an unprivileged user has no
+  memory group at all, so memory is watched only, the same way for both
+  (`governor doctor` says what applies).
 - **A watcher** (`watch`) measures every so often, spaced by ten times the
   last measure's duration (as `governor.attempt.roots_size` spaces its walks), at
   least `MIN_INTERVAL` apart; past a limit it kills every sandbox of the
@@ -81,7 +100,8 @@ class Usage:
     processes: int
     """Processes and threads, bwrap's own included."""
     memory: int
-    """Bytes of private resident memory (RssAnon + RssShmem)."""
+    """Bytes of private resident memory (RssAnon + RssShmem), and of the
+    sandboxes' own tmpfs, overlay upper layers and memfds (`held_in_files`)."""
     sandboxes: int
     """Sandboxes running."""
     refused: int = 0
@@ -122,11 +142,14 @@ class AttemptBudget:
         """What ``running`` (some of `running`) hold now: only reads /proc and
         the cgroup files, so a worker thread may call it (the list is the caller's)."""
         processes = memory = 0
+        pids: list[int] = []
         for child in running:
             for pid in _tree(child.pid):
                 threads, private = _status(pid)
                 processes += threads
                 memory += private
+                pids.append(pid)
+        memory += held_in_files(pids) if pids else 0
         return Usage(processes, memory, len(running), self.refused())
 
     def group_ending(self, group: str) -> None:
@@ -164,7 +187,8 @@ class AttemptBudget:
         if self.memory is not None and usage.memory > self.memory:
             return (
                 f"memory limit {render('attempt_memory', self.memory)} across its sandboxes "
-                f"([limits] attempt_memory: {usage.memory} bytes of private memory"
+                f"([limits] attempt_memory: {usage.memory} bytes of private memory, "
+                f"tmpfs and memfds"
                 f"{where})"
             )
         return None
@@ -286,6 +310,106 @@ def _tree(root: int) -> list[int]:
             with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{tid}/children") as f:
                 stack.extend(int(c) for c in f.read().split())
     return found
+
+
+MEMORY_FILESYSTEMS: Final = frozenset({"tmpfs", "overlay"})
+"""The filesystems a sandbox mounts whose files are memory: its tmpfs (``--tmpfs``,
+``--dev``) and its overlays (``--tmp-overlay``: the upper layer is a tmpfs;
+a read-only overlay's ``statfs`` is its lower folder's, so only one with an
+``upperdir`` counts)."""
+
+
+def held_in_files(pids: list[int]) -> int:
+    """Bytes held in memory as files by the processes ``pids`` (a measure's
+    processes): what the tmpfs and writable overlays of their mount namespaces
+    hold, those the governor's own namespace shares left out, each superblock
+    once; and the memfds they hold open, each once."""
+    own = _superblocks(_mounts("/proc/self/mountinfo"))
+    seen_ns: set[str] = set()
+    counted: set[str] = set(own)
+    memfds: set[tuple[int, int]] = set()
+    total = 0
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            namespace = os.readlink(f"/proc/{pid}/ns/mnt")
+            if namespace not in seen_ns:
+                seen_ns.add(namespace)
+                for devices, point in _memory_mounts(f"/proc/{pid}/mountinfo"):
+                    if counted.intersection(devices):
+                        continue
+                    counted.update(devices)
+                    with contextlib.suppress(OSError):
+                        found = os.statvfs(f"/proc/{pid}/root{point}")
+                        total += (found.f_blocks - found.f_bfree) * found.f_frsize
+        total += _memfds(pid, memfds)
+    return total
+
+
+def _mounts(path: str) -> list[tuple[str, str, str, str, str]]:
+    """(device, root in its filesystem, mount point, filesystem, super options)
+    of each line of a ``mountinfo`` (proc(5)); [] once unreadable."""
+    try:
+        with open(path, "rb") as f:
+            text = f.read().decode("utf-8", "surrogateescape")
+    except OSError:
+        return []
+    found = []
+    for line in text.splitlines():
+        fields = line.split(" ")
+        with contextlib.suppress(ValueError, IndexError):
+            tail = fields.index("-")
+            point = fields[4].replace("\\040", " ").replace("\\011", "\t")
+            point = point.replace("\\012", "\n").replace("\\134", "\\")
+            found.append((fields[2], fields[3], point, fields[tail + 1], fields[tail + 3]))
+    return found
+
+
+def _superblocks(mounts: list[tuple[str, str, str, str, str]]) -> set[str]:
+    return {device for device, _, _, kind, _ in mounts if kind in MEMORY_FILESYSTEMS}
+
+
+TMP_OVERLAY_UPPER: Final = "upperdir=/tmp-overlay-upper-"
+"""How bwrap's ``--tmp-overlay`` names its upper layers: folders of the tmpfs
+bwrap works in."""
+
+
+def _memory_mounts(path: str) -> list[tuple[frozenset[str], str]]:
+    """The tmpfs and writable overlays in ``path``, as (devices, a mount point
+    to measure them through), one entry per tmpfs. bwrap works in a tmpfs of
+    its own, which holds the upper layer of every ``--tmp-overlay`` (each
+    overlay's ``statfs`` is that tmpfs's) and the files of ``--bind-data``,
+    ``--ro-bind-data`` and ``--file`` (bound one by one: a part of it, not its
+    root, is mounted): all of those are one tmpfs, counted once."""
+    found: list[tuple[frozenset[str], str]] = []
+    bwraps: dict[str, str] = {}
+    for device, root, point, kind, options in _mounts(path):
+        if kind == "tmpfs" and root == "/":
+            found.append((frozenset({device}), point))
+        elif kind == "tmpfs" or (kind == "overlay" and TMP_OVERLAY_UPPER in options):
+            bwraps.setdefault(device, point)
+        elif kind == "overlay" and "upperdir=" in options:
+            found.append((frozenset({device}), point))
+    if bwraps:
+        found.append((frozenset(bwraps), next(iter(bwraps.values()))))
+    return found
+
+
+def _memfds(pid: int, seen: set[tuple[int, int]]) -> int:
+    """Bytes of the memfds ``pid`` holds open that are not in ``seen`` (added)."""
+    total = 0
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return 0
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            if not os.readlink(f"/proc/{pid}/fd/{fd}").startswith("/memfd:"):
+                continue
+            info = os.stat(f"/proc/{pid}/fd/{fd}")
+            if (key := (info.st_dev, info.st_ino)) not in seen:
+                seen.add(key)
+                total += info.st_blocks * 512
+    return total
 
 
 def _status(pid: int) -> tuple[int, int]:

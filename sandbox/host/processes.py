@@ -20,7 +20,20 @@ So a host process gets here, and only here:
 - and it **refuses** (`HostProcessRefused`, naming the path and why) when the
   cwd, the program or a ``PATH`` entry lies in a place an agent may write
   (`Places`): a root of the attempt, a home folder an agent's sandbox keeps
-  writable, npm's cache, or a temporary folder anyone may write.
+  writable, npm's cache, or a temporary folder anyone may write; and, for a
+  program, a folder an *earlier* attempt was given writable (`remember_written`
+  keeps every such folder in the state folder, which no sandbox sees), or one
+  not owned by root or the operator, or that others may write.
+
+A program is found by the door's own lookup (`find_program`), never by
+``shutil.which`` on the caller's ``PATH``: the system folders first, then a
+toolchain folder the caller names (npx's, for npm), then the operator's
+``PATH`` entries the door trusts. An entry is passed over when a program there
+could not run on the host by the rules above, or when it looks like a
+project's own (a ``node_modules`` folder, a folder inside a git work tree
+other than a home folder kept in git): a person's activated ``.venv/bin`` or direnv's
+``node_modules/.bin`` is where an attempt leaves files, and the person who
+runs ``governor agents install`` from that project next would run them.
 
 The caller's environment is otherwise kept: it is the operator's (their
 registry, proxy and credentials for a fetch), never the agent's to shape.
@@ -31,7 +44,11 @@ records the spawns of a whole run and holds that list.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import json
 import os
+import stat
 import subprocess
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
@@ -40,6 +57,7 @@ from pathlib import Path
 from typing import Final
 
 from governor.policies.paths import is_under
+from governor.sandbox.host.concealed import attempts_dir, state_dir
 
 SYSTEM_PATH: Final = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
 """The folders every host process may find programs in (those that exist)."""
@@ -48,6 +66,10 @@ SCRIPT_SHELL: Final = "/bin/sh"
 """The shell npm would run a script with: absolute, never looked up on a ``PATH``."""
 
 EMPTY_FOLDER_NAME: Final = "empty"
+
+WRITTEN_NAME: Final = "written-folders"
+"""The file in the state folder that names, one JSON string a line, every
+folder an attempt's sandbox was given writable (`remember_written`)."""
 
 
 class HostProcessRefused(Exception):
@@ -67,6 +89,10 @@ class Places:
     homes: tuple[str, ...] = ()
     caches: tuple[str, ...] = ()
     temporary: tuple[str, ...] = ()
+    earlier: tuple[str, ...] = ()
+    """Folders earlier attempts were given writable (`written_folders`), and
+    the state folder, where every attempt's own files lie: no program there
+    runs on the host."""
 
     @classmethod
     def of(
@@ -86,6 +112,7 @@ class Places:
             temporary=_real(
                 d for d in ("/tmp", "/var/tmp", "/dev/shm", env.get("TMPDIR", "")) if d
             ),
+            earlier=_real([str(state_dir()), *written_folders()]),
         )
 
     def culprit(self, path: str, *, programs: bool) -> str | None:
@@ -98,7 +125,12 @@ class Places:
             ("a home folder an agent may write", self.homes),
             ("npm's cache", self.caches),
             *((("a temporary folder anyone may write", self.temporary),) if programs else ()),
-        ):
+            *(
+                (("a folder an earlier attempt could write (the governor's state folder "
+                  f"keeps them: {written_record()})", self.earlier),)
+                if programs else ()
+            ),
+        ):  # fmt: skip
             for place in places:
                 if is_under(real, place) or is_under(path, place):
                     return f"{what} ({place})"
@@ -117,6 +149,153 @@ def npm_caches(environ: Mapping[str, str]) -> tuple[str, ...]:
 
 def _real(paths: Iterable[str | Path]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(os.path.realpath(p) for p in paths if str(p)))
+
+
+def written_record() -> Path:
+    """`WRITTEN_NAME` in the governor's state folder (hidden from every sandbox,
+    so no agent can take a folder off it)."""
+    return state_dir() / WRITTEN_NAME
+
+
+def written_folders() -> tuple[str, ...]:
+    """Every folder `remember_written` has kept (none when the record is missing;
+    a line that is not a JSON string is skipped)."""
+    try:
+        fd = os.open(written_record(), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return ()
+    with os.fdopen(fd, "rb") as f:
+        fcntl.flock(fd, fcntl.LOCK_SH)  # never half a rewrite (`remember_written`)
+        return _parse_written(f.read())
+
+
+def _parse_written(data: bytes) -> tuple[str, ...]:
+    found = []
+    for line in data.splitlines():
+        with contextlib.suppress(ValueError):
+            name = json.loads(line)
+            if isinstance(name, str) and os.path.isabs(name):
+                found.append(name)
+    return tuple(dict.fromkeys(found))
+
+
+WRITTEN_PRUNE_BYTES: Final = 256 << 10
+"""Past this size, `remember_written` rewrites the record without the folders
+that no longer exist (a test suite's workspaces, removed clones)."""
+
+
+def written_places(*more: str | Path) -> tuple[str, ...]:
+    """The real paths of every folder an attempt could write, as far as the
+    governor knows: `written_folders`, the state folder's attempts folder
+    (batch job workspaces, ``--clone`` ones) and ``more`` (this run's roots).
+    What a file the person names may not be reached through a link out of
+    (`governor.boundary.person_files`)."""
+    return _real([*written_folders(), str(attempts_dir()), *more])
+
+
+def remember_written(folders: Iterable[str | Path]) -> None:
+    """Keep ``folders`` (an attempt's roots and the home folders its sandbox
+    keeps writable) in `written_record`, before its agent starts: from then on
+    no program in them runs on the host (`Places.of`), whatever ``PATH`` a
+    later command is given, whichever project it is started from. Those in the
+    state folder or a temporary folder are left out (always refused for a
+    program); each is kept once. Past `WRITTEN_PRUNE_BYTES` the folders gone
+    since are dropped: what an attempt left there went with them. Under an
+    exclusive lock, so two governors at once lose neither's folders. A record
+    that cannot be written is an error the caller reports: a folder not kept
+    is a folder a later install would trust."""
+    state = os.path.realpath(state_dir())
+    skip = _real([state, "/tmp", "/var/tmp", "/dev/shm"])
+    new = [f for f in _real(folders) if not any(is_under(f, s) for s in skip)]
+    if not new:
+        return
+    record = written_record()
+    record.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(record, flags, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        size = os.fstat(fd).st_size
+        known = _parse_written(os.pread(fd, size, 0))
+        added = [f for f in new if f not in known]
+        if size + sum(len(f) for f in added) > WRITTEN_PRUNE_BYTES:
+            kept = [f for f in known if os.path.lexists(f)]
+            os.ftruncate(fd, 0)
+            _write_all(fd, b"".join(json.dumps(f).encode() + b"\n" for f in [*kept, *added]))
+        elif added:
+            _write_all(fd, b"".join(json.dumps(f).encode() + b"\n" for f in added))
+    finally:
+        os.close(fd)  # the lock goes with it
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    while data:
+        data = data[os.write(fd, data) :]
+
+
+def _owner_culprit(path: str) -> str | None:
+    """Why ``path`` (a program or its folder) could be replaced by someone else
+    than root or the operator: it, or a folder above it, is owned by another
+    user, or writable by its group or others (a folder above with the sticky
+    bit, as ``/tmp``, only lets each change their own). None when it cannot
+    be replaced so, or does not exist (nothing runs from there)."""
+    me = os.getuid()
+    current = os.path.abspath(path)
+    first = True
+    while True:
+        try:
+            found = os.lstat(current)
+        except OSError:
+            found = None
+        if found is not None:
+            if found.st_uid not in (0, me):
+                return f"{current} is owned by uid {found.st_uid}, not root or the operator"
+            shared = found.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+            if (
+                shared
+                and not stat.S_ISLNK(found.st_mode)
+                and (first or not found.st_mode & stat.S_ISVTX)
+            ):
+                return f"{current} is writable by others (mode {stat.S_IMODE(found.st_mode):o})"
+        parent = os.path.dirname(current)
+        if parent == current:
+            return None
+        current, first = parent, False
+
+
+def _project_culprit(folder: str, environ: Mapping[str, str]) -> str | None:
+    """Why ``folder`` (a ``PATH`` entry of the operator's) looks like a project's
+    own, where an attempt works: a ``node_modules`` folder, or a folder inside
+    a git work tree that is neither the home folder nor above it (a home kept
+    in git is not a project). None otherwise."""
+    parts = Path(folder).parts
+    if "node_modules" in parts:
+        return f"{folder} is in a package's node_modules"
+    home = os.path.realpath(environ.get("HOME") or str(Path.home()))
+    current = os.path.realpath(folder)
+    while os.path.dirname(current) != current:
+        if is_under(home, current):
+            return None
+        if os.path.lexists(os.path.join(current, ".git")):
+            return f"{folder} is inside the git work tree {current}, a project's own"
+        current = os.path.dirname(current)
+    return None
+
+
+def program_culprit(program: str, places: Places) -> str | None:
+    """Why ``program`` (absolute) may not run on the host: it, or its real file,
+    lies in one of ``places`` (for a program), or could be replaced by
+    someone else than root or the operator. None when it may."""
+    real = os.path.realpath(program)
+    for path in dict.fromkeys((program, real)):
+        why = places.culprit(path, programs=True)
+        if why is not None:
+            return f"it lies in {why}, where an agent may have written"
+    for path in dict.fromkeys((program, real)):
+        why = _owner_culprit(path)
+        if why is not None:
+            return why
+    return None
 
 
 def empty_folder(environ: Mapping[str, str] | None = None) -> Path:
@@ -169,15 +348,46 @@ def host_path(program_dir: str | None = None) -> str:
     return ":".join(entries)
 
 
-def find_program(name: str, *, near: str | None = None) -> str | None:
-    """``name`` as an absolute path: itself when absolute, else found in the
-    system folders, then in ``near`` (a toolchain folder, e.g. npx's for npm)."""
+def find_program(
+    name: str,
+    *,
+    near: str | None = None,
+    path: str | None = None,
+    places: Places | None = None,
+    environ: Mapping[str, str] | None = None,
+    passed: list[str] | None = None,
+) -> str | None:
+    """``name`` as an absolute path a host process may start (`program_culprit`),
+    or None: the door's own lookup, the only one for a host program.
+
+    An absolute ``name`` is itself, or `HostProcessRefused` naming why not.
+    Else the first executable ``name`` in the system folders, then in ``near``
+    (a toolchain folder the caller knows: npx's own, for npm), then in the
+    entries of ``path`` (the operator's ``PATH``, where nvm's npm or pyenv's
+    python lie) that are not a project's own (`_project_culprit`), each found
+    file passed over when it may not run. ``places``: where the agent of the
+    attempt may write (default: none but the temporary folders, npm's cache
+    and the folders earlier attempts were given writable). ``passed``
+    collects each file passed over with why, for the caller's error."""
+    env = os.environ if environ is None else environ
+    where = places if places is not None else Places.of(environ=env)
     if os.path.isabs(name):
+        why = program_culprit(name, where)
+        if why is not None:
+            raise HostProcessRefused(f"{name} was not started on the host: {why}")
         return name
-    for folder in (*SYSTEM_PATH, *([near] if near else [])):
+    system = [*SYSTEM_PATH, *([near] if near else [])]
+    entries = [e for e in (path or "").split(os.pathsep) if os.path.isabs(e)]
+    for folder in dict.fromkeys([*system, *entries]):
         candidate = os.path.join(folder, name)
-        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+        if not (os.path.isfile(candidate) and os.access(candidate, os.X_OK)):
+            continue
+        why = None if folder in system else _project_culprit(folder, env)
+        why = why or program_culprit(candidate, where)
+        if why is None:
             return candidate
+        if passed is not None:
+            passed.append(f"{candidate} ({why})")
     return None
 
 
@@ -207,6 +417,12 @@ def command(
         *((entry, True, "PATH entry") for entry in search.split(":")),
         (cwd, False, "working directory"),
     ]
+    replaceable = _owner_culprit(program) or _owner_culprit(os.path.realpath(program))
+    if replaceable is not None:
+        raise HostProcessRefused(
+            f"{os.path.basename(program)} was not started on the host: {replaceable}, "
+            "so another may have replaced it"
+        )
     for path, programs, what in checks:
         why = where.culprit(path, programs=programs)
         if why is not None:
@@ -266,6 +482,11 @@ __all__ = [
     "host_path",
     "npm_caches",
     "npm_flags",
+    "program_culprit",
+    "remember_written",
     "run",
     "run_async",
+    "written_folders",
+    "written_places",
+    "written_record",
 ]

@@ -213,9 +213,9 @@ def survey(
     kept_by_name: dict[str, HomeMount] = {}
     if home is not None:
         for folder in profile.home_folders:
-            source = os.path.join(home, folder.name)
-            if os.path.exists(source) and not folder.overlay:
-                real = os.path.realpath(source)
+            source = os.path.join(home, folder.name)  # where the sandbox shows it
+            if os.path.exists(folder.source or source) and not folder.overlay:
+                real = os.path.realpath(folder.source or source)
                 runs_code = folder.writable and folder.name in {
                     r.removesuffix("/") for r in profile.home_runs_code
                 }

@@ -97,9 +97,17 @@ class HomeFolder:
     name: str
     writable: bool = False
     overlay: bool = False
+    source: str | None = None
+    """Where the folder is on the host, when not at ``$HOME/name``: a variable
+    of the person's relocates it (``XDG_DATA_HOME=/srv/data``), and the sandbox
+    shows it at its usual place under the empty ``$HOME``."""
 
     def __post_init__(self) -> None:
         _check_relative("home folder", self.name)
+        if self.source is not None and (
+            not os.path.isabs(self.source) or os.path.normpath(self.source) != self.source
+        ):
+            raise ProfileError(f"home folder {self.name!r}: its place {self.source!r} must be absolute")
 
 
 @dataclass(frozen=True)
@@ -279,6 +287,7 @@ class Profile:
         extra_roots: Sequence[Path] = (),
         home: Path | None = None,
         home_folders: Sequence[str] = (),
+        home_sources: Mapping[str, str] | None = None,
         home_runs_code: Sequence[str] = (),
         overlay_folders: Sequence[str] = (),
         install: Sequence[Path] = (),
@@ -307,7 +316,8 @@ class Profile:
         the same as for a command at that capability. Its ``PATH`` is passed
         through like a command's: only the entries visible inside.
         ``overlay_folders`` (npx's cache) are shown as overlays whose writes
-        stay in the sandbox (`HomeFolder.overlay`).
+        stay in the sandbox (`HomeFolder.overlay`). ``home_sources``: where a
+        home folder is on the host when a variable relocates it (`HomeFolder.source`).
         """
         env = dict(env or {})
         search_path = env.pop("PATH", None)
@@ -319,7 +329,11 @@ class Profile:
             env=env,
             home=home,
             home_folders=(
-                *(HomeFolder(name, writable=True) for name in home_folders if name not in overlay_folders),
+                *(
+                    HomeFolder(name, writable=True, source=(home_sources or {}).get(name))
+                    for name in home_folders
+                    if name not in overlay_folders
+                ),
                 *(HomeFolder(name, overlay=True) for name in overlay_folders),
             ),
             home_runs_code=tuple(home_runs_code),
@@ -590,6 +604,13 @@ def render(
             argv += ["--ro-bind-try", knob, knob]
     # every tmpfs is as large as the tmp limit allows (else half the host's RAM)
     tmpfs = ["--size", str(profile.limits.tmp)] if profile.limits and profile.limits.tmp else []
+    # bwrap's --dev is a tmpfs it gives no --size, writable by the sandbox's
+    # user. /dev/shm gets a tmpfs of its own, sized at what one process may
+    # hold (it is shared memory, not scratch: counted in the attempt's memory
+    # budget, governor.sandbox.host.budget, as /tmp's files are too), and
+    # /dev is made read-only at the end, once every mount under it is made
+    shm = ["--size", str(profile.limits.memory)] if profile.limits and profile.limits.memory else []
+    argv += [*shm, "--tmpfs", "/dev/shm"]
     # a parent's tmpfs holds no mount point of a home that could be gone by now
     for parent in facts.home_parents:
         argv += [*tmpfs, "--tmpfs", parent.path]
@@ -666,6 +687,7 @@ def render(
     if excludes_fd is not None:
         argv += ["--ro-bind-data", str(excludes_fd), EXCLUDES_PATH]
 
+    argv += ["--remount-ro", "/dev"]  # not recursive: /dev/shm, /dev/pts stay writable
     argv += ["--chdir", facts.cwd]
     if seccomp_fd is not None:
         argv += ["--seccomp", str(seccomp_fd)]

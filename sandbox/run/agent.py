@@ -156,12 +156,13 @@ def ensure_home_folders(profile: Profile) -> None:
     for folder in profile.home_folders:
         if not folder.writable or folder.overlay or Path(folder.name).suffix:
             continue
-        if not os.path.lexists(home / folder.name):
-            (home / folder.name).mkdir(mode=0o700, parents=True, exist_ok=True)
+        place = Path(folder.source) if folder.source else home / folder.name
+        if not os.path.lexists(place):
+            place.mkdir(mode=0o700, parents=True, exist_ok=True)
         for rel in profile.home_runs_code:
             inside = rel.removesuffix("/")
             if rel.endswith("/") and inside.startswith(folder.name + "/"):
-                path = home / inside
+                path = place / inside[len(folder.name) + 1 :]
                 if not os.path.lexists(path) and not path.parent.is_symlink():
                     with contextlib.suppress(OSError):  # the survey holds what is there
                         path.mkdir(mode=0o700, parents=True)

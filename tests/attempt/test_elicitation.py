@@ -75,7 +75,7 @@ async def test_replay_under_another_policy_keeps_the_elicitation_as_it_was(
     stricter.write_text('capability = "read-only"\n')
     log = str(tmp_path / "audit.jsonl")
     assert cli.main(["audit", "replay", log, "--policy", str(stricter), "--json"]) == 0
-    (result,) = json.loads(capsys.readouterr().out)
+    (result,) = json.loads(capsys.readouterr().out)["replayed"]
     assert result["unaffected"] == 1 and result["changes"] == [] and result["skipped"] == []
     assert cli.main(["audit", "replay", log, "--policy", str(stricter)]) == 0
     assert "1 decision(s) no policy makes" in capsys.readouterr().out

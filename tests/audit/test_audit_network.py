@@ -56,7 +56,7 @@ async def test_every_connection_is_listed_with_its_verdict(
     assert "[network.special]" in out
     assert "3 connection(s) in 1 attempt(s): 2 allowed, 1 refused or waiting" in out
     assert run_table([str(log)], network=True, as_json=True) == 0
-    rows = json.loads(capsys.readouterr().out)
+    rows = json.loads(capsys.readouterr().out)["connections"]
     assert [r["verdict"] for r in rows] == ["allow", "allow", "deny"]
 
 
@@ -68,7 +68,7 @@ async def test_replay_re_decides_network_records_keeping_the_agents_own_hosts(
     stricter = tmp_path / "strict.toml"
     stricter.write_text('capability = "edit-workspace"\nnetwork = false\n')
     assert run_replay(str(log), str(stricter), as_json=True) == 0
-    (attempt,) = json.loads(capsys.readouterr().out)
+    (attempt,) = json.loads(capsys.readouterr().out)["replayed"]
     changes = attempt["changes"]
     # the agent keeps its model API; the command's connection is refused now
     assert [(c["subject"], c["was"], c["now"]) for c in changes] == [

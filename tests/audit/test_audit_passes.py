@@ -59,7 +59,7 @@ def test_the_table_shows_its_newest_rows_and_says_how_many_older_while_the_total
     code, out, _ = run([str(log)])
     assert "a0" in out and "older attempt" not in out
     code, out, _ = run(["--json", str(log)])
-    assert [r["attempt"] for r in json.loads(out)] == [f"a{k}" for k in reversed(range(5))]
+    assert [r["attempt"] for r in json.loads(out)["attempts"]] == [f"a{k}" for k in reversed(range(5))]
 
 
 def test_replay_lists_its_first_changes_and_counts_every_one(
@@ -75,7 +75,7 @@ def test_replay_lists_its_first_changes_and_counts_every_one(
     assert [line.split()[1] for line in out.splitlines() if line.startswith("  line ")] == ["2", "3", "4"]
     assert "... and 4 more change(s)" in out and "7 allowed -> refused" in out
     code, out, _ = run(["replay", str(log), "--policy", str(policy), "--json"])
-    (result,) = json.loads(out)
+    (result,) = json.loads(out)["replayed"]
     assert result["changed"] == 7 and len(result["changes"]) == 3 and result["actions"] == 7
     monkeypatch.setattr(replay_module, "CHANGES_LISTED", 1000)
     code, out, _ = run(["replay", str(log), "--policy", str(policy)])
@@ -89,7 +89,7 @@ def test_replay_groups_a_request_whose_id_is_an_object_instead_of_crashing(tmp_p
     policy.write_text('capability = "edit-workspace"\n[deny]\ncommands = ["pytest *"]\n', encoding="utf-8")
     code, out, err = run(["replay", str(log), "--policy", str(policy), "--json"])
     assert code == 0, err
-    (result,) = json.loads(out)
+    (result,) = json.loads(out)["replayed"]
     assert result["actions"] == 2 and result["changed"] == 2  # the object id's two records: one request
 
 
@@ -102,7 +102,7 @@ def test_each_attempt_is_replayed_when_it_ends_and_one_without_an_end_after_the_
     policy.write_text('capability = "edit-workspace"\n[deny]\ncommands = ["pytest *"]\n', encoding="utf-8")
     code, out, _ = run(["replay", str(log), "--policy", str(policy), "--json"])
     assert code == 0
-    assert [(r["attempt"], r["changed"]) for r in json.loads(out)] == [("a1", 1), ("a2", 1)]
+    assert [(r["attempt"], r["changed"]) for r in json.loads(out)["replayed"]] == [("a1", 1), ("a2", 1)]
 
 
 def test_a_later_pass_reads_only_what_the_check_read(tmp_path: Path) -> None:
@@ -132,15 +132,17 @@ def test_a_story_and_the_views_stream_what_the_whole_read_showed(tmp_path: Path)
     log = tmp_path / "audit.jsonl"
     log.write_bytes(chained(attempt("a1", command(1, "deny"), command(2)), attempt("b2", command(1))))
     code, out, _ = run(["--attempt", "a1", "--json", str(log)])
-    assert code == 0 and [r["seq"] for r in json.loads(out)] == [1, 2, 3, 4]
+    story = json.loads(out)
+    assert code == 0 and (story["status"], story["attempt"]) == ("ok", "a1")
+    assert [r["seq"] for r in story["records"]] == [1, 2, 3, 4]
     code, out, _ = run(["--attempt", "a1", str(log)])
     assert out.count("\n") == 5 and "ended completed" in out and "stopped before" not in out
     code, out, _ = run(["--refused", "--json", str(log)])
-    assert [(r["attempt"], r["seq"]) for r in json.loads(out)] == [("a1", 2)]
+    assert [(r["attempt"], r["seq"]) for r in json.loads(out)["refusals"]] == [("a1", 2)]
     code, out, _ = run(["--refused", str(log)])
     assert out.endswith("\n1 refused in 2 attempt(s)\n")
     code, out, _ = run(["--network", "--json", str(log)])
-    assert json.loads(out) == []
+    assert json.loads(out) == {"status": "ok", "connections": []}
 
 
 def batch(root: Path, jobs: dict[str, str]) -> None:
@@ -186,7 +188,7 @@ def test_a_batch_job_named_as_a_path_out_of_the_folder_is_refused_naming_its_lin
     root = tmp_path / "fine"
     batch(root, {"j1": "completed", "j2": "failed"})  # the neighbour: plain job names are read
     code, out, _ = run(["--json", str(root)])
-    assert code == 0 and [(r["job"], r["tally"]["asked"]) for r in json.loads(out)] == [("j1", 1), ("j2", 1)]
+    assert code == 0 and [(r["job"], r["tally"]["asked"]) for r in json.loads(out)["jobs"]] == [("j1", 1), ("j2", 1)]
 
 
 def test_a_batch_job_whose_folder_is_a_link_is_refused_naming_its_line(tmp_path: Path) -> None:

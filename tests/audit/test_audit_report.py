@@ -67,7 +67,7 @@ def test_the_tally_of_audit_json_equals_the_outcome_tally_for_each_attempt(
 ) -> None:
     log, outcomes = varied
     code, out, _ = audit(capsys, str(log), "--json")  # as the issue writes it
-    rows = {r["attempt"]: r for r in json.loads(out)}
+    rows = {r["attempt"]: r for r in json.loads(out)["attempts"]}
     assert code == 0 and len(rows) == len(outcomes) == 4
     for outcome in outcomes:
         row = rows[outcome["run_id"]]
@@ -119,7 +119,7 @@ def test_refused_lists_every_refused_action_with_its_rule_and_reason(
 ) -> None:
     log, _ = varied
     code, out, _ = audit(capsys, "--refused", "--json", str(log))
-    refused = json.loads(out)
+    refused = json.loads(out)["refusals"]
     denied = [r for r in records(log) if r.get("verdict") == "deny"]
     assert code == 0 and len(refused) == len(denied) >= 3
     # a failure (an ask answered after the turn was cancelled) is listed with its word
@@ -149,7 +149,7 @@ def test_one_attempt_tells_its_whole_story_in_order(
     assert "started demo" in story[0] and "ended completed" in story[-1]
     assert "allow by person" in out  # the approver's decisions are there
     code, out, _ = audit(capsys, "--attempt", attempt[:-3], "--json", str(log))
-    assert json.loads(out) == mine  # a unique prefix names it too
+    assert json.loads(out) == {"status": "ok", "attempt": attempt, "records": mine}  # a prefix names it too
 
 
 def test_an_unknown_or_ambiguous_attempt_id_exits_1_saying_so(
@@ -191,7 +191,7 @@ def test_a_directory_of_two_thousand_logs_is_read_whole(
     with ThreadPoolExecutor(16) as pool:
         list(pool.map(write, range(2000)))
     code, out, err = audit(capsys, "--json", str(tmp_path))
-    rows = json.loads(out)
+    rows = json.loads(out)["attempts"]
     assert code == 0 and err == ""
     assert len(rows) == 2000
     assert {r["status"] for r in rows} == {"completed"}
@@ -275,7 +275,7 @@ def test_replay_lists_what_a_wider_policy_would_allow(
     code, out, _ = audit(
         capsys, "replay", str(log), "--policy", str(wider), "--attempt", read_only, "--json"
     )
-    [result] = json.loads(out)
+    [result] = json.loads(out)["replayed"]
     changes = {(c["kind"], c["change"]) for c in result["changes"]}
     assert code == 0
     assert ("permission", "refused -> allowed") in changes
@@ -291,7 +291,7 @@ def test_replay_under_the_same_policy_changes_nothing(
     same = tmp_path / "same.toml"
     same.write_text('capability = "edit-workspace"\n')
     code, out, _ = audit(capsys, "replay", str(log), "--policy", str(same), "--json")
-    results = {r["attempt"]: r for r in json.loads(out)}
+    results = {r["attempt"]: r for r in json.loads(out)["replayed"]}
     assert code == 0
     first = results[outcomes[0]["run_id"]]
     assert first["actions"] >= 6 and first["changes"] == []
@@ -305,7 +305,7 @@ def test_an_ask_under_the_new_policy_counts_as_refused_when_nobody_could_answer(
     asking.write_text('capability = "edit-workspace"\n[ask]\ncommands = ["python3 *"]\n')
     unattended, with_person = outcomes[0]["run_id"], outcomes[1]["run_id"]
     code, out, _ = audit(capsys, "replay", str(log), "--policy", str(asking), "--json")
-    results = {r["attempt"]: r for r in json.loads(out)}
+    results = {r["attempt"]: r for r in json.loads(out)["replayed"]}
     assert code == 0
     assert {c["change"] for c in results[unattended]["changes"]} == {"allowed -> refused"}
     assert {c["change"] for c in results[with_person]["changes"]} == {"allowed -> asked"}
@@ -332,7 +332,7 @@ def test_an_old_log_with_its_old_by_words_is_still_replayed_and_tallied(
     strict = tmp_path / "strict.toml"
     strict.write_text('capability = "read-only"\n')
     code, out, _ = audit(capsys, "replay", str(log), "--policy", str(strict), "--json")
-    [result] = json.loads(out)
+    [result] = json.loads(out)["replayed"]
     assert code == 0 and result["skipped"] == []
     # the writes allowed by the capability and by a person are refused at read-only;
     # the protected path was refused and still is
@@ -340,6 +340,6 @@ def test_an_old_log_with_its_old_by_words_is_still_replayed_and_tallied(
         (2, "allowed -> refused"), (4, "allowed -> refused")
     ]
     code, out, _ = audit(capsys, str(log), "--json")
-    [row] = json.loads(out)
+    [row] = json.loads(out)["attempts"]
     assert row["tally"] == {"asked": 3, "allowed": 2, "waited": 1, "refused": 1, "failed": 0,
                             "reported": 0, "unasked": 1}  # fmt: skip

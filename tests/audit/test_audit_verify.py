@@ -221,7 +221,8 @@ def test_verify_as_json_names_the_problem_for_programs(
     code, out = audit(capsys, "verify", "--json", str(demo_log))
     report = json.loads(out)
     assert code == 1
-    assert report[0]["intact"] is False and report[0]["problem"]["line"] == 4
+    assert report["status"] == "failed"
+    assert report["logs"][0]["intact"] is False and report["logs"][0]["problem"]["line"] == 4
 
 
 def test_the_governor_command_exits_1_on_an_edited_log(demo_log: Path) -> None:

@@ -157,7 +157,7 @@ def _refused(path: Path) -> list[dict[str, Any]]:
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         assert audit_views.refusals([check_log(path)], True) == 0
-    listed: list[dict[str, Any]] = json.loads(out.getvalue())
+    listed: list[dict[str, Any]] = json.loads(out.getvalue())["refusals"]
     return listed
 
 

@@ -19,4 +19,4 @@ def test_a_jobs_checks_reach_its_attempt() -> None:
 def test_a_bad_checks_value_names_its_line_and_key() -> None:
     job, problems = parse_job({**JOB, "checks": "pytest -q"}, line=7)
     assert job is None
-    assert problems == ["line 7: key 'checks': must be a list of non-empty strings"]
+    assert problems == ["line 7: key 'checks': expected an array of non-empty strings, got a string"]

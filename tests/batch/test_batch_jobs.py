@@ -58,15 +58,15 @@ def test_every_bad_line_is_named_with_its_key_and_nothing_runs(
         "line 4: unknown key 'promt' (did you mean 'prompt'?)",
         "line 4: key 'prompt': missing",
         "line 5: key 'workspace': the batch makes each job's workspace",
-        "line 5: key 'timeout': must be a number of seconds greater than 0",
+        "line 5: key 'timeout': expected a number of seconds greater than 0, got 0",
         "line 6: key 'agent': give either `agent` (a preset id) or `argv`",
         "line 7 (cap): refused by the ceiling",
         "line 8 (ref): key 'ref':",
         "line 9 (norepo): key 'repo':",
         "line 10 (pol): key 'policy':",
         "line 10 (pol): required environment variables are unset or empty: UNSET_VAR_X",
-        "line 11: a job is a JSON object, not a list",
-        "line 12: key 'id': must be 1 to 128 letters",
+        "line 11: a job is a JSON object, not an array",
+        "line 12: key 'id': expected 1 to 128 letters",
         "nothing was run",
     ]:
         assert expected in said, (expected, said)

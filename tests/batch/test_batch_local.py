@@ -78,7 +78,22 @@ def test_governor_audit_over_a_batch_output_shows_each_job_and_the_total_tally(
             [str(GOVERNOR), "audit", "--json", str(out)], capture_output=True, text=True, timeout=60
         ).stdout
     )
-    assert {r["job"]: r["files_changed"] for r in as_json} == {"one": 2, "two": 2, "quits": 0}
+    assert {r["job"]: r["files_changed"] for r in as_json["jobs"]} == {"one": 2, "two": 2, "quits": 0}
+    assert as_json["status"] == "ok"  # every log read verifies
+
+
+def test_governor_batch_json_is_one_document_with_the_batchs_status_first(
+    tmp_path: Path, repo: Path, jobs_file: JobsFile
+) -> None:
+    jobs = jobs_file([demo_job("one", repo), quitting_job("quits", repo)])
+    done = subprocess.run(
+        [str(GOVERNOR), "batch", str(jobs), "--out", str(tmp_path / "out"), "--json"],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr  # one job did not complete
+    doc = json.loads(done.stdout)
+    assert next(iter(doc)) == "status" and (doc["status"], doc["exit_code"]) == ("failed", 1), doc
+    assert {j["job"]: j["status"] for j in doc["jobs"]} == {"one": "completed", "quits": "failed"}
 
 
 def test_a_job_runs_at_its_ref_and_its_patch_applies_to_a_clone_at_that_ref(

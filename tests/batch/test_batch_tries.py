@@ -18,11 +18,14 @@ def test_a_jobs_tries_are_kept_with_its_checks() -> None:
     assert plain is not None and plain.tries == 1 and "tries" not in plain.to_json()
 
 
-@pytest.mark.parametrize("value", [0, 21, 2.5, "3", True, None])
-def test_a_bad_number_of_tries_names_its_line_and_key(value: object) -> None:
+@pytest.mark.parametrize(
+    ("value", "got"),
+    [(0, "0"), (21, "21"), (2.5, "a number"), ("3", "a string"), (True, "a boolean"), (None, "null")],
+)
+def test_a_bad_number_of_tries_names_its_line_and_key(value: object, got: str) -> None:
     job, problems = parse_job({**JOB, "checks": ["true"], "tries": value}, line=7)
     assert job is None
-    assert problems == ["line 7: key 'tries': must be a whole number from 1 to 20"]
+    assert problems == [f"line 7: key 'tries': expected a whole number from 1 to 20, got {got}"]
 
 
 def test_tries_without_checks_are_refused_naming_the_key() -> None:

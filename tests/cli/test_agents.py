@@ -107,12 +107,12 @@ def test_list_and_presets_say_an_agent_runs_from_the_governors_install(tmp_path:
     claude = next(line for line in listed.stdout.splitlines() if line.startswith("claude "))
     assert "0.0.7 (pinned: " in claude and "from its install" in claude, claude
     shown = _governor("presets", "--json", env=env)
-    row = next(r for r in json.loads(shown.stdout) if r["id"] == "claude")
+    row = next(r for r in json.loads(shown.stdout)["presets"] if r["id"] == "claude")
     assert (row["found"], row["version"], row["argv"]) == ("installed", "0.0.7", [str(program)])
     # not on PATH: the login line a person copies names the program where it is
     assert row["login"].startswith(f"{program} --cli auth login"), row["login"]
     # not installed there: another agent is not claimed to be
-    codex = next(r for r in json.loads(shown.stdout) if r["id"] == "codex")
+    codex = next(r for r in json.loads(shown.stdout)["presets"] if r["id"] == "codex")
     assert codex["found"] in ("npx", None) and codex["version"] is None
 
 
@@ -129,8 +129,13 @@ def test_install_refuses_an_unknown_or_non_npm_agent_by_name(tmp_path: Path) -> 
 def test_presets_name_what_in_an_agent_s_home_folders_its_sandbox_holds(tmp_path: Path) -> None:
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
     shown = _governor("presets", "--json", env=env)
-    claude = next(r for r in json.loads(shown.stdout) if r["id"] == "claude")
+    claude = next(r for r in json.loads(shown.stdout)["presets"] if r["id"] == "claude")
     assert str(tmp_path / ".claude" / "settings.json") in claude["holds"]
     assert str(tmp_path / ".claude" / "hooks") in claude["holds"]
     table = _governor("presets", env=env).stdout
     assert f"held there (runs code later: read-only, or a throwaway copy): {tmp_path}/.claude.json" in table
+    # a variable that moves a home folder moves what in it is held too
+    moved = _governor("presets", "--json", env=env | {"XDG_CONFIG_HOME": str(tmp_path / "cfg")})
+    opencode = next(r for r in json.loads(moved.stdout)["presets"] if r["id"] == "opencode")
+    assert str(tmp_path / "cfg" / "opencode" / "plugin") in opencode["holds"], opencode["holds"]
+    assert not any(h.startswith(str(tmp_path / ".config")) for h in opencode["holds"]), opencode["holds"]

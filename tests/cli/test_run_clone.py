@@ -159,3 +159,12 @@ def test_the_clone_goes_into_a_folder_of_its_own_whatever_the_url_ends_with(url:
     finally:
         if folder is not None:
             folder.rmdir()
+
+
+def test_run_s_help_says_where_the_clone_really_goes() -> None:
+    """The help named ``$TMPDIR``; the clone goes to the attempts folder (the
+    test above holds where it goes)."""
+    done = subprocess.run([GOVERNOR, "run", "--help"], capture_output=True, text=True, timeout=60)
+    words = " ".join(done.stdout.split())
+    assert "--clone" in words and "$XDG_STATE_HOME/acp-governor/attempts/" in words, words
+    assert "made under $TMPDIR" not in words

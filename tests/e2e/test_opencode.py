@@ -95,3 +95,29 @@ async def test_the_opencode_preset_runs_it_on_the_path_in_its_sandbox(job: Job) 
     assert outcome.acp is not None and outcome.acp.preset == "opencode"
     assert (job.workspace / "hello.txt").read_text() == "hello\n"
     assert network_to_itself(outcome) == []
+
+
+XDG = ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME")
+
+
+async def test_with_the_xdg_variables_set_opencode_keeps_its_folders_where_they_point(
+    job: Job,
+) -> None:
+    """A machine that sets the XDG variables (outside $HOME here): the preset's
+    home folders are where they point, writable in its sandbox, and what in
+    them runs code later stays read-only there (its plugin folder)."""
+    places = {name: job.home.parent / "xdg" / name.lower() for name in XDG}
+    plugin = places["XDG_CONFIG_HOME"] / "opencode" / "plugin" / "planted.js"
+    probe = f"echo 'export default 1' > {plugin}; echo wrote=$?"
+    with OpenAIStandIn([*steps(job), Call(("bash",), {"command": probe, "description": "probe"})]) as model:
+        kw = opencode(job, model.url)
+        kw["environ"].update({name: str(place) for name, place in places.items()})
+        kw["environ"]["PATH"] = preset_path(kw["environ"], "opencode")
+        outcome = await run_attempt(job.spec(None, agent="opencode", **kw))
+    assert outcome.status == "completed", f"{outcome.reason}\n{model.describe()}"
+    assert model.tool_calls() == ["write", "bash"], model.describe()
+    assert (job.workspace / "hello.txt").read_text() == "hello\n"
+    kept = [p for p in (places["XDG_DATA_HOME"] / "opencode").rglob("*") if p.is_file()]
+    assert kept, "nothing of OpenCode's data was kept where XDG_DATA_HOME points"
+    assert not plugin.exists(), "its plugin folder took a file from its sandbox"
+    assert not (job.home / ".local" / "share" / "opencode").exists()

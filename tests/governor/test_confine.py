@@ -56,3 +56,30 @@ def test_a_name_the_policy_unprotects_is_left_unpinned_in_both_profiles_unless_a
     assert str(tmp_path / "lefthook.yml") in pins and str(tmp_path / "mise.toml") in pins
     with pytest.raises(ProfileError, match=r"'\.git' cannot be unprotected"):
         Profile(capability=command.capability, workspace=tmp_path, unprotected=(".git",))
+
+
+def test_a_home_folder_a_variable_moves_is_bound_from_there_unless_it_would_open_a_root(
+    tmp_path: Path,
+) -> None:
+    """OpenCode's folders moved by the XDG variables: its sandbox shows each
+    place at its usual name (writable, the variable not given), and a place
+    inside the workspace is refused: bound writable it would open a read-only
+    workspace to the agent."""
+    import pytest
+
+    from governor.agents.presets import find
+    from governor.confine.sandboxes import SandboxUnavailable
+
+    policy = parse_policy('capability = "read-only"\n', "job.toml").bind(str(tmp_path / "ws"))
+    home, data = tmp_path / "home", tmp_path / "data"
+    env = {"HOME": str(home), "PATH": "/usr/bin:/bin", "XDG_DATA_HOME": str(data)}
+    agent = agent_profile([sys.executable], policy, find("opencode"), env, sandbox=True)
+    moved = {f.name: f.source for f in agent.home_folders if f.source}
+    assert moved == {".local/share/opencode": str(data / "opencode")}
+    assert "XDG_DATA_HOME" not in agent.env
+    # not moved: the usual place, the variables the agent was given as they were
+    plain = agent_profile([sys.executable], policy, find("opencode"), env | {"XDG_DATA_HOME": ""}, sandbox=True)
+    assert all(f.source is None for f in plain.home_folders)
+    env["XDG_DATA_HOME"] = str(tmp_path / "ws" / "data")
+    with pytest.raises(SandboxUnavailable, match=r"inside .*ws"):
+        agent_profile([sys.executable], policy, find("opencode"), env, sandbox=True)

@@ -5,7 +5,10 @@ calls, real folders, no process started but the ones named."""
 from __future__ import annotations
 
 import os
+import shutil
 import stat
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -147,3 +150,144 @@ def test_the_places_of_an_attempt_hold_its_roots_and_its_agent_s_home_folders_wh
     assert places.roots == (str(tmp_path / "ws"),)
     assert places.homes == (str(elsewhere),)
     assert places.caches == (str(Path(environ["HOME"]) / ".npm"),)
+
+
+def _program(folder: Path, name: str = "tool") -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    program = folder / name
+    program.write_text("#!/bin/sh\nexit 0\n")
+    program.chmod(0o755)
+    return program
+
+
+@pytest.fixture
+def scratch(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A folder outside the temporary ones (where no program may run on the
+    host) and outside any git work tree, as a person's own folders are: under
+    the home folder's cache. Its ``home`` is the governor's ``$HOME``."""
+    cache = Path.home() / ".cache"
+    cache.mkdir(exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix="acp-governor-test-", dir=cache))
+    (folder / "home").mkdir()
+    monkeypatch.setenv("HOME", str(folder / "home"))
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def state(scratch: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The governor's state folder, of this test alone."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(scratch / "state"))
+    return scratch / "state" / "acp-governor"
+
+
+@pytest.fixture
+def home_env(scratch: Path) -> dict[str, str]:
+    """A child's environment whose home is the scratch folder's."""
+    return {"HOME": str(scratch / "home"), "PATH": "/usr/bin:/bin"}
+
+
+def test_no_program_in_a_folder_an_earlier_attempt_could_write_is_found_or_started(
+    scratch: Path, home_env: dict[str, str], state: Path
+) -> None:
+    """An attempt's roots are kept in the state folder before its agent starts;
+    from then on a program there is passed over by the door's lookup and
+    refused by the door, whatever PATH a later command is given; a folder no
+    attempt was given is found (the neighbour: nvm's npm, pyenv's python)."""
+    ws, tools = scratch / "ws", scratch / "tools" / "bin"
+    planted, trusted = _program(ws / ".venv" / "bin"), _program(tools, "other")
+    _program(tools)
+    search = f"{ws / '.venv' / 'bin'}:{tools}"
+    assert processes.find_program("tool", path=search, environ=home_env) == str(planted)
+    processes.remember_written([ws])
+    processes.remember_written([ws, state / "attempts" / "x"])  # once each; the state folder never
+    assert processes.written_folders() == (str(ws),)
+    passed: list[str] = []
+    found = processes.find_program("tool", path=search, environ=home_env, passed=passed)
+    assert found == str(tools / "tool")
+    assert passed == [
+        f"{planted} (it lies in a folder an earlier attempt could write (the governor's state "
+        f"folder keeps them: {state / 'written-folders'}) ({ws}), where an agent may have written)"
+    ]
+    with pytest.raises(HostProcessRefused, match="a folder an earlier attempt could write"):
+        processes.command([str(planted)], env=home_env)
+    with pytest.raises(HostProcessRefused, match="a folder an earlier attempt could write"):
+        processes.find_program(str(planted), environ=home_env)
+    assert processes.command([str(trusted)], env=home_env).argv == (str(trusted),)
+
+
+def test_a_project_s_own_folder_on_the_path_is_passed_over_but_not_a_home_kept_in_git(
+    scratch: Path, home_env: dict[str, str], state: Path
+) -> None:
+    """A ``node_modules`` folder, or one inside a git work tree below the home
+    folder, is where an attempt the state folder does not know (another state
+    folder, an older governor) could have left a program: passed over. A home
+    folder kept in git (dotfiles) is not a project: its tools are found."""
+    project = scratch / "project"
+    (project / ".git").mkdir(parents=True)
+    venv = _program(project / ".venv" / "bin")
+    bins = _program(scratch / "lib" / "node_modules" / ".bin")
+    home = Path(home_env["HOME"])
+    (home / ".git").mkdir()
+    nvm = _program(home / ".nvm" / "bin")
+    for planted in (venv, bins):
+        passed: list[str] = []
+        found = processes.find_program(
+            "tool", path=f"{planted.parent}:/usr/bin", environ=home_env, passed=passed
+        )
+        assert found is None and len(passed) == 1 and passed[0].startswith(str(planted)), passed
+    assert processes.find_program("tool", path=str(nvm.parent), environ=home_env) == str(nvm)
+
+
+def test_a_program_others_may_replace_is_passed_over_and_refused(
+    scratch: Path, home_env: dict[str, str], state: Path
+) -> None:
+    """A folder writable by its group or by others (one without the sticky bit
+    above it, or the program's own) is refused: anyone there may have put it."""
+    shared = scratch / "shared" / "bin"
+    program = _program(shared)
+    shared.chmod(0o777)
+    passed: list[str] = []
+    assert processes.find_program("tool", path=str(shared), environ=home_env, passed=passed) is None
+    assert f"{shared} is writable by others (mode 777)" in passed[0], passed
+    with pytest.raises(HostProcessRefused, match="writable by others"):
+        processes.command([str(program)], env=home_env)
+    shared.chmod(0o755)
+    assert processes.find_program("tool", path=str(shared), environ=home_env) == str(program)
+
+
+def test_a_toolchain_folder_named_near_is_searched_only_when_no_attempt_could_write_it(
+    scratch: Path, home_env: dict[str, str], state: Path
+) -> None:
+    """``near`` (npx's own folder, where npm lies beside it) is trusted as the
+    operator's PATH is: a folder an attempt was given is never searched."""
+    near = _program(scratch / "node" / "bin", "npm-near-only")
+    assert processes.find_program("npm-near-only", near=str(near.parent), environ=home_env) == str(
+        near
+    )
+    processes.remember_written([scratch / "node"])
+    assert processes.find_program("npm-near-only", near=str(near.parent), environ=home_env) is None
+
+
+def test_the_record_of_written_folders_drops_only_folders_gone_once_it_grows(
+    scratch: Path, home_env: dict[str, str], state: Path
+) -> None:
+    """A test suite's workspaces would grow the record for ever: past its bound
+    the folders that no longer exist are dropped (what an attempt left there
+    went with them); every folder still there, and the new one, are kept. A
+    temporary folder is never kept (always refused for a program)."""
+    kept = scratch / "kept"
+    kept.mkdir()
+    gone = [str(scratch / "gone" / f"{n:05d}-{'x' * 80}") for n in range(3000)]
+    processes.remember_written([kept, "/tmp/some-ws", *gone[:10]])
+    assert processes.written_folders() == (str(kept), *gone[:10])
+    processes.remember_written(gone)
+    size = processes.written_record().stat().st_size
+    assert size > processes.WRITTEN_PRUNE_BYTES - 1000
+    new = scratch / "new"
+    processes.remember_written([new])
+    assert processes.written_folders() == (str(kept), str(new))
+    assert processes.written_record().stat().st_size < 1000

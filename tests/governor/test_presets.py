@@ -132,18 +132,20 @@ def test_an_unknown_key_far_from_any_lists_the_known_ones() -> None:
 @pytest.mark.parametrize(
     ("line", "culprit"),
     [
-        ('argv = "my-agent"', "`argv` must be a list of strings, not a string"),
-        ("argv = []", "`argv` must be a non-empty list"),
-        ('argv = ["my-agent", 3]', "`argv` must be a list of non-empty strings"),
-        ('name = ""', "`name` must be a non-empty string"),
-        ('npx = "yes"', "`npx` must be true or false, not a string"),
-        ('home = ["/etc"]', "`home` must be paths under ~/, not '/etc'"),
-        ('home = ["~/../etc"]', "`home` must be paths under ~/"),
-        ('env = ["NOT A NAME"]', "`env` must be environment variable names"),
-        ('alternatives = ["x"]', "`alternatives` must be a list of strings, not a string"),
-        ("notes = 3", "`notes` must be a string, not an integer"),
-        ('relocate = { X = { "~/.mine" = "/abs" } }', "`relocate` must be relative paths under $X"),
-        ('relocate = { X = "~/.mine" }', "`relocate` must be"),
+        ('argv = "my-agent"', "argv: expected a non-empty array of non-empty strings (the program, then its arguments), got a string"),
+        ("argv = []", "argv: expected a non-empty array of non-empty strings (the program, then its arguments), got an empty array"),
+        ('argv = ["my-agent", 3]', "argv: expected a non-empty array of non-empty strings (the program, then its arguments), got an array holding an integer"),
+        ('name = ""', "name: expected a non-empty string, got an empty string"),
+        ('npx = "yes"', "npx: expected true or false, got a string"),
+        ('home = ["/etc"]', "home: expected paths under ~/, got '/etc'"),
+        ('home = ["~/../etc"]', "home: expected paths under ~/, got '~/../etc'"),
+        ('env = ["NOT A NAME"]', "env: expected environment variable names, got 'NOT A NAME'"),
+        ('alternatives = ["x"]', "alternatives[0]: expected a non-empty array of non-empty strings (the program, then its arguments), got a string"),
+        ("notes = 3", "notes: expected a string, got an integer"),
+        ('relocate = { X = { "~/.mine" = "/abs" } }', "relocate.X: expected relative paths under $X, got '/abs'"),
+        ('relocate = { X = "~/.mine" }', "relocate.X: expected"),
+        ('set_env = { "A B" = "x" }', "set_env: expected environment variable names and string values, got 'A B' = 'x'"),
+        ('registry_entry = "cline"', "registry_entry: expected an ACP registry entry's id@version like cline@3.0.4, got 'cline'"),
     ],
 )
 def test_a_wrong_type_names_the_preset_and_the_key(line: str, culprit: str) -> None:
@@ -178,7 +180,7 @@ def test_combinations_that_cannot_work_are_refused() -> None:
 
 def test_a_preset_must_be_a_table_with_a_plain_id() -> None:
     with pytest.raises(
-        PresetError, match=r"^test\.toml: `mine` must be a table \[mine\], not a string$"
+        PresetError, match=r"^test\.toml: mine: expected a table \[mine\], got a string$"
     ):
         load_presets('mine = "x"\n', source="test.toml")
     with pytest.raises(PresetError, match=r"\[My Agent\]: a preset id is lowercase"):
@@ -284,7 +286,7 @@ def test_an_install_of_another_agent_does_not_stand_in(tmp_path: Path) -> None:
 
 
 def test_a_version_is_an_exact_one_and_pins_a_package() -> None:
-    with pytest.raises(PresetError, match=r"`version` must be an exact version like 1.2.3, not '\^1.2'"):
+    with pytest.raises(PresetError, match=r"version: expected an exact version like 1.2.3, got '\^1.2'"):
         _one(MINIMAL + 'version = "^1.2"\n')
     no_package = MINIMAL.replace('package = "@me/my-agent"\n', 'install = "get it"\n')
     with pytest.raises(PresetError, match="`version` pins `package` or `pypi`, and neither is there"):
@@ -364,7 +366,7 @@ def test_the_login_line_names_an_installed_agent_by_its_path_when_path_does_not_
 
 
 def test_what_runs_code_lies_inside_a_home_entry_and_under_home() -> None:
-    with pytest.raises(PresetError, match=r"`runs_code` must be paths under ~/, not '/etc/x'"):
+    with pytest.raises(PresetError, match=r"runs_code: expected paths under ~/, got '/etc/x'"):
         _one(MINIMAL + 'runs_code = ["/etc/x"]\n')
     with pytest.raises(
         PresetError, match=r"`runs_code` names '~/.bashrc', which is in no `home` entry"
@@ -393,8 +395,8 @@ def test_every_preset_with_a_writable_home_names_what_in_it_runs_code() -> None:
         ('package = "x"\npypi = "x"\nversion = "1.0.0"', "`package` (npm) and `pypi` both install it"),
         ('pypi = "x"', "`pypi` needs `version`: a Python agent is installed pinned"),
         ('python = "3.12"\ninstall = "by hand"', "`python` is the oldest Python for `pypi`"),
-        ('package = "x"\nversion = "6.1"', "`version` must be an exact version like 1.2.3"),
-        ('pypi = "x y"\nversion = "1.0"', "`pypi` must be a PyPI project name"),
+        ('package = "x"\nversion = "6.1"', "version: expected an exact version like 1.2.3 (an npm package's), got '6.1'"),
+        ('pypi = "x y"\nversion = "1.0"', "pypi: expected a PyPI project name like mistral-vibe, got 'x y'"),
     ],
 )
 def test_a_python_agent_is_pinned_by_pypi_and_version_and_never_also_an_npm_one(

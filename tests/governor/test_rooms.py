@@ -10,7 +10,10 @@ never an exception here."""
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -129,6 +132,97 @@ def test_every_import_between_rooms_points_down_the_order() -> None:
     assert counted > 1000  # the walk found the imports at all
     problems = violations(sources, set(modules))
     assert not problems, "\n".join(problems)
+
+
+def module_graph(sources: dict[str, tuple[str, bool]], modules: set[str]) -> dict[str, set[str]]:
+    """Module -> the modules of ours it imports (every import counted, as `violations`
+    counts them; a package's ``__init__`` only when it is what is named)."""
+    graph: dict[str, set[str]] = {}
+    for module, (text, is_package) in sources.items():
+        found = set()
+        for name, _ in imports(ast.parse(text), module, is_package):
+            parts = name.split(".")
+            while parts and ".".join(parts) not in modules:
+                parts.pop()
+            if parts and ".".join(parts) != module:
+                found.add(".".join(parts))
+        graph[module] = found
+    return graph
+
+
+def loops(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The modules that import each other, directly or around a circle: each
+    strongly connected group of more than one (Tarjan's, without recursion)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, edges = work[-1]
+            step = next(edges, None)
+            if step is not None:
+                if step not in graph:
+                    continue
+                if step not in index:
+                    index[step] = low[step] = len(index)
+                    stack.append(step)
+                    on_stack.add(step)
+                    work.append((step, iter(sorted(graph[step]))))
+                elif step in on_stack:
+                    low[node] = min(low[node], index[step])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                group = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    group.append(member)
+                    if member == node:
+                        break
+                if len(group) > 1:
+                    found.append(sorted(group))
+    return found
+
+
+@functools.cache
+def all_loops() -> tuple[tuple[str, ...], ...]:
+    """The loops among all our modules, found once for every room's test."""
+    modules = our_modules()
+    sources = {m: (p.read_text(), p.name == "__init__.py") for m, p in modules.items()}
+    return tuple(tuple(g) for g in loops(module_graph(sources, set(modules))))
+
+
+@pytest.mark.parametrize("room", ORDER)
+def test_the_modules_of_a_room_import_each_other_one_way_never_around_a_loop(room: str) -> None:
+    """A loop inside a room hides as well as one between rooms: the gate built its
+    handlers, which named the gate back, so neither could be read (or changed)
+    without the other. The fix is a seam the lower module names (a protocol, a
+    value moved down), as between rooms."""
+    found = [g for g in all_loops() if room_of(g[0]) == room]
+    assert not found, "modules that import each other: " + "; ".join(" <-> ".join(g) for g in found)
+
+
+def test_the_loop_check_finds_a_circle_hidden_behind_type_checking() -> None:
+    handler = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from governor.gate.gatekeeper import Gate\n"
+    sources = {
+        "governor.gate.gatekeeper": ("from governor.gate.file_requests import FileRequests\n", False),
+        "governor.gate.file_requests": (handler, False),
+        "governor.gate.ruling": ("from governor.gate.approver import Settled\n", False),
+        "governor.gate.approver": ("", False),
+    }
+    graph = module_graph(sources, set(sources))
+    assert loops(graph) == [["governor.gate.file_requests", "governor.gate.gatekeeper"]]
 
 
 def test_every_module_of_governor_is_in_a_room_of_the_order() -> None:

@@ -87,7 +87,7 @@ async def test_audit_mcp_shows_each_attempts_servers_their_tools_and_the_calls_d
 
     as_json = audit("--mcp", "--json", str(log))
     assert as_json.returncode == 0, as_json.stderr
-    items = json.loads(as_json.stdout)
+    items = json.loads(as_json.stdout)["mcp"]
     assert [(x["attempt"], x["type"], x["server"]) for x in items] == [
         ("att", "server", "time"),
         ("att", "server", "rogue"),

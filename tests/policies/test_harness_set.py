@@ -60,10 +60,21 @@ def test_the_projects_own_code_tests_and_caches_are_not_in_the_harness_set(rel: 
     [
         ("python3 -m unittest discover -s tests -t . -q", ("python3",)),
         ("node --test tests/a.mjs tests/acceptance/b.mjs", ("node",)),
-        ("sh ci/test.sh && .venv/bin/python -m pytest tests", ("sh", "ci/test.sh", ".venv/bin/python")),
+        (
+            "sh ci/test.sh && .venv/bin/python -m pytest tests",
+            ("sh", "ci/test.sh", ".venv/bin/python"),
+        ),
         ("CI=1 ./ci/check | tee out.txt; make test", ("./ci/check", "tee", "make")),
         ("env FOO=1 python3 tools/run.py --fast", ("python3", "tools/run.py")),
         ("echo 'unbalanced", ()),
+        (". ci/env.sh && source ./ci/more", ("ci/env.sh", "./ci/more")),
+        ("sh -e ci/test.sh", ("sh", "ci/test.sh")),
+        ("bash -o pipefail -x -- ci/test.sh arg", ("bash", "ci/test.sh")),
+        ("sh -ec 'tools/run --fast' name", ("sh",)),
+        ("cd ci && ./t.sh && sh x.sh", ("ci/t.sh", "sh", "ci/x.sh")),
+        ("node -r ./hook.js --import=./esm.mjs --test t.mjs", ("node", "./hook.js", "./esm.mjs")),
+        ("node -e 'x' t.mjs", ("node",)),
+        ("python3 -W ignore -X dev tools/run.py", ("python3", "tools/run.py")),
     ],
 )
 def test_a_checks_programs_are_its_commands_and_the_scripts_they_are_given_not_its_test_files(
@@ -72,12 +83,26 @@ def test_a_checks_programs_are_its_commands_and_the_scripts_they_are_given_not_i
     assert named_programs(command) == programs
 
 
+def test_what_a_shell_reads_as_its_own_lines_is_read_in_turn() -> None:
+    """A file ``.``/``source`` reads and a script given to a shell are shell
+    lines whatever their name (no ``.sh``, no ``#!``), and a ``-c`` string is a
+    line of its own."""
+    from governor.policies.harness import reach
+
+    got = reach("sh -x ci/check && . ci/env && bash -c 'tools/lint -q'")
+    assert got.programs == ("sh", "ci/check", "ci/env", "bash")
+    assert got.shell_scripts == {"ci/check", "ci/env"}
+    assert got.lines == ("tools/lint -q",)
+
+
 def test_a_job_without_checks_has_no_harness_set() -> None:
     p = parse_policy('capability = "edit-workspace"\n', "p.toml").bind(WS)
     assert member(p, f"{WS}/pytest.ini") is None
 
 
-def test_a_job_widens_and_narrows_its_harness_set_and_the_programs_its_checks_run_are_in_it() -> None:
+def test_a_job_widens_and_narrows_its_harness_set_and_the_programs_its_checks_run_are_in_it() -> (
+    None
+):
     p = parse_policy(
         LOOP + 'harness_add = ["ci/**"]\nharness_except = ["pyproject.toml"]\n', "p.toml"
     ).bind(WS)
@@ -89,16 +114,25 @@ def test_a_job_widens_and_narrows_its_harness_set_and_the_programs_its_checks_ru
     from dataclasses import replace
 
     named = replace(p, harness_named=(f"{WS}/.venv",))
-    assert member(named, f"{WS}/.venv/lib/python3.11/site-packages/a.pth") == f"run by a check ({WS}/.venv)"
+    assert (
+        member(named, f"{WS}/.venv/lib/python3.11/site-packages/a.pth")
+        == f"run by a check ({WS}/.venv)"
+    )
 
 
-def test_a_governed_write_to_the_harness_set_is_refused_when_frozen_and_allowed_when_audited() -> None:
+def test_a_governed_write_to_the_harness_set_is_refused_when_frozen_and_allowed_when_audited() -> (
+    None
+):
     frozen = parse_policy('capability = "edit-workspace"\n' + LOOP, "p.toml").bind(WS)
     refused = decide(WriteFile(f"{WS}/tests/__init__.py"), frozen)
     assert (refused.verdict, refused.rule) == (Verdict.DENY, "harness: frozen")
     assert "test folder" in refused.reason
-    assert decide(WriteFile(f"{WS}/calc.py"), frozen).verdict == Verdict.ALLOW  # the allowed neighbour
-    audited = parse_policy('capability = "edit-workspace"\n' + LOOP + 'harness = "audited"\n', "p.toml")
+    assert (
+        decide(WriteFile(f"{WS}/calc.py"), frozen).verdict == Verdict.ALLOW
+    )  # the allowed neighbour
+    audited = parse_policy(
+        'capability = "edit-workspace"\n' + LOOP + 'harness = "audited"\n', "p.toml"
+    )
     assert decide(WriteFile(f"{WS}/tests/__init__.py"), audited.bind(WS)).verdict == Verdict.ALLOW
     no_checks = parse_policy('capability = "edit-workspace"\n', "p.toml").bind(WS)
     assert decide(WriteFile(f"{WS}/tests/__init__.py"), no_checks).verdict == Verdict.ALLOW
@@ -107,15 +141,29 @@ def test_a_governed_write_to_the_harness_set_is_refused_when_frozen_and_allowed_
 @pytest.mark.parametrize(
     ("text", "culprit"),
     [
-        ('[checks]\nharness = "off"\n', "p.toml: checks.harness: 'off' is not accepted (accepted: frozen, audited)"),
-        ('[checks]\nharness_add = ["/etc/**"]\n', "p.toml: checks.harness_add: '/etc/**' must be relative"),
+        (
+            '[checks]\nharness = "off"\n',
+            "p.toml: checks.harness: 'off' is not accepted (accepted: frozen, audited)",
+        ),
+        (
+            '[checks]\nharness_add = ["/etc/**"]\n',
+            "p.toml: checks.harness_add: '/etc/**' must be relative",
+        ),
         ('[checks]\nharness_add = ["**"]\n', "p.toml: checks.harness_add: '**' names a whole root"),
-        ('[checks]\nharness_except = ["../x"]\n', "p.toml: checks.harness_except: '../x' must be relative"),
-        ('[checks]\nacceptance = "tests/test_x.py"\n', "p.toml: checks.acceptance: expected an array"),
+        (
+            '[checks]\nharness_except = ["../x"]\n',
+            "p.toml: checks.harness_except: '../x' must be relative",
+        ),
+        (
+            '[checks]\nacceptance = "tests/test_x.py"\n',
+            "p.toml: checks.acceptance: expected an array",
+        ),
         ('[checks]\nacceptance = [""]\n', "p.toml: checks.acceptance: a test must be named"),
     ],
 )
-def test_a_bad_harness_or_acceptance_key_is_an_error_naming_file_and_key(text: str, culprit: str) -> None:
+def test_a_bad_harness_or_acceptance_key_is_an_error_naming_file_and_key(
+    text: str, culprit: str
+) -> None:
     with pytest.raises(ConfigError) as e:
         parse_policy(text, "p.toml")
     assert culprit in str(e.value)
@@ -130,7 +178,11 @@ def test_make_runs_every_recipe_line_and_reads_what_it_includes() -> None:
     recipes, includes = make_recipes(text)
     assert includes == ["mk/ci.mk"]  # one naming a variable is not the workspace's to read
     assert recipes[0].startswith("sh ci/test.sh")
-    assert [named_programs(r)[:2] for r in recipes] == [("sh", "ci/test.sh"), ("./tools/lint",), ("make",)]
+    assert [named_programs(r)[:2] for r in recipes] == [
+        ("sh", "ci/test.sh"),
+        ("./tools/lint",),
+        ("make",),
+    ]
 
 
 def test_npm_runs_every_script_of_package_json() -> None:
@@ -142,7 +194,12 @@ def test_npm_runs_every_script_of_package_json() -> None:
 def test_a_shell_line_s_search_paths_are_read_and_variables_left_out() -> None:
     line = "PYTHONPATH=$PYTHONPATH:src env NODE_PATH=lib PATH=bin:/usr/bin pytest; export PATH=./x"
     found = path_assignments(line)
-    assert found == [("PYTHONPATH", "$PYTHONPATH:src"), ("NODE_PATH", "lib"), ("PATH", "bin:/usr/bin"), ("PATH", "./x")]
+    assert found == [
+        ("PYTHONPATH", "$PYTHONPATH:src"),
+        ("NODE_PATH", "lib"),
+        ("PATH", "bin:/usr/bin"),
+        ("PATH", "./x"),
+    ]
     assert path_entries("$PYTHONPATH:src::/opt/lib", WS) == [f"{WS}/src", WS, "/opt/lib"]
 
 
@@ -150,7 +207,9 @@ def test_a_folder_on_the_checks_module_path_shadows_like_a_root() -> None:
     from dataclasses import replace
 
     p = replace(parse_policy(LOOP, "p.toml").bind(WS), harness_paths=(f"{WS}/src", f"{WS}/nm"))
-    assert "shadowing the test runner (unittest)" in (member(p, f"{WS}/src/unittest/__main__.py") or "")
+    assert "shadowing the test runner (unittest)" in (
+        member(p, f"{WS}/src/unittest/__main__.py") or ""
+    )
     assert "shadowing the standard library (json)" in (member(p, f"{WS}/src/json.py") or "")
     assert "node test runner (mocha)" in (member(p, f"{WS}/nm/mocha/index.js") or "")
     assert member(p, f"{WS}/src/calc.py") is None  # the code under test: the allowed neighbour

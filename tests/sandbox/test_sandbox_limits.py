@@ -53,12 +53,16 @@ def _render(limits: Limits | None, features: BwrapFeatures | None = None) -> lis
     return render(profile, FACTS, features or BwrapFeatures(), seccomp_fd=3)
 
 
-def test_every_tmpfs_the_sandbox_mounts_is_sized_by_the_tmp_limit() -> None:
+def test_every_tmpfs_the_sandbox_mounts_is_sized_by_the_tmp_limit_and_dev_shm_by_memory() -> None:
+    """Scratch tmpfs at ``tmp``; ``/dev/shm`` is shared memory, sized at what
+    one process may hold (``memory``) and counted in ``attempt_memory``."""
     argv = _render(LIMITS)
     tmpfs = [i for i, word in enumerate(argv) if word == "--tmpfs"]
-    assert [argv[i + 1] for i in tmpfs] == ["/tmp", "/var/tmp", "/home/u", "/run/user/1000"]
+    where = [argv[i + 1] for i in tmpfs]
+    assert where == ["/dev/shm", "/tmp", "/var/tmp", "/home/u", "/run/user/1000"]
     for i in tmpfs:
-        assert argv[i - 2 : i] == ["--size", str(8 << 20)]
+        size = 512 << 20 if argv[i + 1] == "/dev/shm" else 8 << 20
+        assert argv[i - 2 : i] == ["--size", str(size)]
     assert "--size" not in _render(None)
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from governor.policies.capability import Capability
+from governor.policies.limits import Limits
 from governor.sandbox.plan.profile import (
     BwrapFeatures,
     HomeFolder,
@@ -87,9 +88,23 @@ def test_the_environment_is_cleared_and_holds_only_the_basics_and_the_declared()
 def test_the_root_is_read_only_and_home_tmp_and_run_user_are_fresh_tmpfs() -> None:
     argv = render(profile(), FACTS, ALL, seccomp_fd=9)
     assert position(argv, "--ro-bind", "/", "/") < position(argv, "--tmpfs", "/tmp")
-    assert set(pairs(argv, "--tmpfs")) == {"/tmp", "/var/tmp", "/home/u", "/run/user/1000"}
+    assert set(pairs(argv, "--tmpfs")) == {
+        "/tmp", "/var/tmp", "/home/u", "/run/user/1000", "/dev/shm"
+    }
     assert position(argv, "--dev", "/dev") >= 0
     assert position(argv, "--proc", "/proc") >= 0
+
+
+def test_dev_is_read_only_once_its_mounts_are_made_and_dev_shm_is_sized_at_the_memory_limit() -> None:
+    """bwrap's ``--dev`` is a tmpfs without ``--size`` the sandbox's user may
+    write: ``/dev/shm`` is a tmpfs of its own, sized at ``memory``, and
+    ``/dev`` is remounted read-only after every other mount."""
+    argv = render(profile(limits=Limits(memory=1 << 29, tmp=1 << 24)), FACTS, ALL, seccomp_fd=9)
+    shm = position(argv, "--tmpfs", "/dev/shm")
+    assert position(argv, "--dev", "/dev") < shm
+    assert argv[shm - 2 : shm] == ["--size", str(1 << 29)]
+    remount = position(argv, "--remount-ro", "/dev")
+    assert remount > max(i for i, a in enumerate(argv) if a in ("--tmpfs", "--bind", "--ro-bind"))
 
 
 def test_the_workspace_is_bound_after_the_home_tmpfs_that_would_hide_it() -> None:

@@ -25,7 +25,7 @@ import sys
 import sysconfig
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import pytest
 from escape_harness import REPO, USERS, Account, Box
@@ -100,6 +100,7 @@ def governor_run(
     agent: Sequence[str] = ("--agent", "codex"),
     environ: Mapping[str, str] | None = None,
     workspace: Path | None = None,
+    wrap: Sequence[str] = (),
 ) -> dict[str, Any]:
     """``governor run --json --agent codex`` (or ``agent``) as the box's user,
     ``$HOME`` the box's (its ``.npmrc`` names the local registry, which the
@@ -134,7 +135,7 @@ def governor_run(
     # a preset (``--agent ID``) before the prompt; a command (``-- ARGV``) after it
     tail = ("do the task", *agent) if agent[0] == "--" else (*agent, "do the task")
     argv = [
-        *prefix, "env", "-i", *(f"{k}={v}" for k, v in env.items()),
+        *wrap, *prefix, "env", "-i", *(f"{k}={v}" for k, v in env.items()),
         *cli, "run", "--json", "--capability", "edit-workspace",
         "--env", "npm_config_registry", "--workspace", str(workspace or box.ws), *flags,
         *tail,
@@ -287,6 +288,83 @@ def test_an_npx_server_runs_its_package_fetched_outside_never_a_bin_planted_in_t
     assert record["subject"]["command"][0] == "npx"
     assert program[0].startswith(str(box.dir / "data" / "acp-governor" / "mcp-servers")), program
     assert program[0].endswith("/node_modules/.bin/mcp-probe") and program[1:] == [str(box.ws)]
+
+
+NPM_HOME: Final = "/usr/lib/node_modules/npm"
+"""The system's npm package: its ``bin/npm-cli.js`` and ``bin/npx-cli.js`` are
+what ``/usr/bin/npm`` and ``/usr/bin/npx`` link to."""
+
+
+def nvm_only(nvm: Path) -> list[str]:
+    """A mount namespace of its own (root's ``unshare``) where npm and npx are
+    where nvm puts them, not in the system folders: ``nvm/lib/node_modules/npm``
+    the system's package (bound before it is hidden), and the system's
+    ``npm-cli.js`` and ``npx-cli.js`` covered by ``/dev/null``, so that
+    ``/usr/bin/npm`` and ``/usr/bin/npx`` are no programs."""
+    script = (
+        f'mount --bind {NPM_HOME} "$0/lib/node_modules/npm" && '
+        f"mount --bind /dev/null {NPM_HOME}/bin/npm-cli.js && "
+        f'mount --bind /dev/null {NPM_HOME}/bin/npx-cli.js && exec "$@"'
+    )
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, str(nvm)]
+
+
+@needs_npm
+@pytest.mark.skipif(os.getuid() != 0, reason="a mount namespace of its own needs root")
+@pytest.mark.parametrize("planted", [True, False], ids=["npm-in-the-cwd", "none"])
+@pytest.mark.parametrize("user", USERS)
+def test_the_npm_beside_a_bare_npx_is_the_one_beside_npx_never_one_of_the_cwd(
+    accounts: dict[str, Account | str], registry: Registry, user: str, planted: bool
+) -> None:
+    """Class: a file the agent leaves runs on the host (a program looked up
+    where the governor stands). A server configured ``["npx", "-y", PKG]``
+    is fetched by the npm beside that npx: it was looked up as
+    ``find_program("npm", near=dirname(realpath("npx")))``, and a bare
+    ``npx`` made ``near`` the governor's own cwd. With npm outside the system
+    folders (nvm's), the person who starts the governor from a project an
+    earlier attempt worked in ran the ``npm`` it left there, on the host, as
+    themselves. Now ``npx`` is found by the door's lookup on the person's
+    ``PATH``, and ``near`` is its folder: the planted ``npm`` never runs, and
+    the server is fetched by nvm's npm and runs (the neighbour, with or
+    without the planted file)."""
+    box = box_for(accounts, user, "nearnpm")
+    nvm = box.mkdir(box.dir / "nvm")
+    for folder in (
+        nvm / "bin",
+        nvm / "lib",
+        nvm / "lib" / "node_modules",
+        nvm / "lib" / "node_modules" / "npm",
+    ):
+        box.mkdir(folder)
+    for name in ("npm", "npx"):
+        (nvm / "bin" / name).symlink_to(f"../lib/node_modules/npm/bin/{name}-cli.js")
+        box.own(nvm / "bin" / name)
+    project = box.mkdir(box.dir / "project")
+    marker = box.dir / "planted-npm-ran"
+    if planted:
+        box.write(
+            project / "npm",
+            f"#!/bin/sh\necho ran > {shlex.quote(str(marker))}\nexit 1\n",
+            mode=0o755,
+        )
+    registry.publish(
+        "mcp-probe-server", "1.0.0",
+        {"server.sh": mcp_launcher("genuine"), "server.py": MCP_SERVER}, {"mcp-probe": "server.sh"},
+    )  # fmt: skip
+    policy = box.write(
+        box.dir / "policy.toml",
+        'capability = "edit-workspace"\n[[mcp.servers]]\nname = "probe"\n'
+        f'command = ["npx", "-y", "mcp-probe-server@1.0.0", "{box.ws}"]\nwritable = true\n',
+    )
+    script = box.write(box.ws / "script.json", json.dumps([{"mcp": "probe", "send": [INITIALIZE]}]))
+    outcome = governor_run(
+        box, registry, cwd=project, extra=["--policy", str(policy)],
+        agent=["--", "/usr/bin/python3", str(SCRIPTED), "--script", str(script)],
+        environ={"PATH": f"{nvm / 'bin'}:/usr/bin:/bin"}, wrap=nvm_only(nvm),
+    )  # fmt: skip
+    assert not marker.exists(), outcome
+    assert outcome.get("status") == "completed", outcome
+    assert (box.ws / "genuine-ran").exists(), outcome.get("summary")
 
 
 @needs_npm

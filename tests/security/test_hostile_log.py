@@ -102,7 +102,7 @@ def answers(box: Box) -> dict[str, int]:
 def read_back_tally(log: Path) -> dict[str, int]:
     done = audit(["--json"], log)
     assert done.returncode == 0, done.stderr
-    (row,) = json.loads(done.stdout)
+    (row,) = json.loads(done.stdout)["attempts"]
     tally: dict[str, int] = row["tally"]
     return tally
 

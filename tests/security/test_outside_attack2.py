@@ -19,10 +19,13 @@ The holes, by class:
   of a preset's writable home folders, which no limit walks;
 - a file the agent leaves runs on the host: a program looked up on the
   operator's ``PATH`` (``bwrap`` for every run, ``npm`` and ``python3.N`` for
-  ``governor agents install``), past the one door's places;
+  ``governor agents install``, an MCP server's bare ``command``), past the one
+  door's places (closed: the door's own lookup, `find_program`, and the
+  folders every attempt was given, kept in the state folder);
 - a path the governor opens for the person follows a link the agent left:
   the report page, ``--events`` and ``--log`` written through it, and
-  ``--prompt-file`` read through it (a hidden file handed to the next agent);
+  ``--prompt-file`` read through it (a hidden file handed to the next agent)
+  (closed: `governor.boundary.person_files`);
 - one try reaches the next: a check's exit status carries what a held-out
   test asserts into the next try's prompt.
 """
@@ -62,9 +65,11 @@ HOLD = {
 }
 
 
-def holding(accounts: dict[str, Account | str], user: str, how: str) -> tuple[dict[str, Any], Any]:
-    box = box_for(accounts, user, f"mem-{how}")
-    shell = f"cd {{cwd}} && {HOLD[how].format(m=MEGS)} && echo held > held.txt"
+def holding(
+    accounts: dict[str, Account | str], user: str, how: str, megs: int = MEGS
+) -> tuple[dict[str, Any], Any]:
+    box = box_for(accounts, user, f"mem-{how}-{megs}")
+    shell = f"cd {{cwd}} && {HOLD[how].format(m=megs)} && echo held > held.txt"
     outcome = scripted_run(box, f"mem-{how}", BUDGET, [{"shell": shell}, {"say": "Done."}])
     return outcome, box
 
@@ -82,13 +87,19 @@ def test_memory_a_process_writes_is_counted_in_the_attempt_budget_and_stops_it(
     assert not (box.ws / "held.txt").exists()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: the attempt's memory budget sums RssAnon + RssShmem of its processes; "
-    "a memfd written and not mapped, or a file in the sandbox's /dev/shm (bwrap's /dev "
-    "tmpfs, which has no --size), is memory no process's RSS shows: held past the "
-    "budget, and past the tmp limit, for as long as the attempt lasts",
-)
+@pytest.mark.parametrize("how", ["memfd", "dev-shm"])
+@pytest.mark.parametrize("user", USERS)
+def test_memory_held_outside_every_process_rss_under_the_attempt_budget_is_let_be(
+    accounts: dict[str, Account | str], user: str, how: str
+) -> None:
+    """The neighbour: 16 MiB held in a memfd or in ``/dev/shm`` (a tmpfs the
+    sandbox may still write, sized at ``memory``), with the agent's own
+    memory, stays under ``attempt_memory = "64M"``: the attempt completes."""
+    outcome, box = holding(accounts, user, how, megs=16)
+    assert outcome["status"] == "completed", outcome
+    assert (box.ws / "held.txt").exists()
+
+
 @pytest.mark.parametrize("how", ["memfd", "dev-shm"])
 @pytest.mark.parametrize("user", USERS)
 def test_memory_held_outside_every_process_rss_is_counted_in_the_attempt_budget(
@@ -149,13 +160,6 @@ def plant_then_install(
     return box, {"outcome": outcome, "install": done}, marker
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: `governor agents install` looks its npm and its python3.N up on the "
-    "operator's PATH (shutil.which) and its door knows no roots then: a program an earlier "
-    "attempt left in a workspace folder on that PATH (an activated .venv/bin, "
-    "node_modules/.bin) runs on the host as the person",
-)
 @pytest.mark.parametrize(
     ("where", "agent"),
     [(".venv/bin/python3.30", "vibe"), ("node_modules/.bin/npm", "claude")],
@@ -201,6 +205,107 @@ def test_agents_install_runs_no_planted_python_when_its_folder_is_off_the_path(
     assert not marker.exists()
     assert done["install"].returncode != 0
     assert "python3.30" not in done["install"].stdout + done["install"].stderr
+
+
+# -- an MCP server's `command`: its program looked up on the operator's PATH ---------------------
+
+MCP_PROBE = """#!/bin/sh
+echo ran > "$1/{who}-ran"
+exec /usr/bin/python3 -c '
+import json, sys
+for line in sys.stdin:
+    message = json.loads(line)
+    if "id" in message:
+        info = {{"protocolVersion": "2025-06-18", "capabilities": {{}},
+                "serverInfo": {{"name": "{who}", "version": "1"}}}}
+        print(json.dumps({{"jsonrpc": "2.0", "id": message["id"], "result": info}}), flush=True)
+'
+"""
+"""An MCP server's program: it leaves ``<its first argument>/<who>-ran`` (the
+workspace: the server is ``writable``), then answers ``initialize`` as ``who``."""
+
+MCP_INITIALIZE = {
+    "jsonrpc": "2.0", "id": 1, "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+               "clientInfo": {"name": "scripted", "version": "1"}},
+}  # fmt: skip
+
+
+def server_on_path(
+    accounts: dict[str, Account | str], user: str, name: str, planted: bool, genuine: bool = True
+) -> tuple[Any, dict[str, Any], Any]:
+    """The person's policy names an MCP server by its bare program,
+    ``command = ["mcp-probe", WORKSPACE]``, installed in ``tools/bin`` beside
+    the box (a folder of theirs on their ``PATH``; not there unless
+    ``genuine``). When ``planted``, attempt 1's agent first leaves ``.venv/bin/mcp-probe`` in its workspace, and the
+    person's next run has that folder first on its ``PATH`` (the venv
+    active). The box, the second outcome and its log's ``mcp-server`` records."""
+    from test_outside_attack import governor, outcome_of, python_of
+
+    box = box_for(accounts, user, name)
+    tools = box.mkdir(box.dir / "tools" / "bin")
+    if genuine:
+        box.write(tools / "mcp-probe", MCP_PROBE.format(who="genuine"), mode=0o755)
+    path = f"{tools}:/usr/bin:/bin"
+    if planted:
+        steps = [{"shell": "mkdir -p {cwd}/.venv/bin"},
+                 {"write": "{cwd}/.venv/bin/mcp-probe", "text": MCP_PROBE.format(who="planted")},
+                 {"shell": "chmod +x {cwd}/.venv/bin/mcp-probe"}, {"say": "Done."}]  # fmt: skip
+        first = scripted_run(box, f"{name}-1", "", steps)
+        assert first["status"] == "completed", first
+        path = f"{box.ws / '.venv' / 'bin'}:{path}"
+    policy = box.write(
+        box.dir / "mcp.toml",
+        'capability = "edit-workspace"\n[[mcp.servers]]\nname = "probe"\n'
+        'command = ["mcp-probe", "{workspace}"]\nwritable = true\n',
+    )
+    script = box.write(box.ws / "s2.json", json.dumps([{"mcp": "probe", "send": [MCP_INITIALIZE]},
+                                                       {"say": "Done."}]))  # fmt: skip
+    log = box.dir / "second.jsonl"
+    argv = ["run", "--json", "--policy", str(policy), "--workspace", str(box.ws), "--log", str(log),
+            "go", "--", python_of(box), str(SCRIPTED_AGENT), "--script", str(script)]  # fmt: skip
+    second = outcome_of(governor(box, argv, environ={"PATH": path}))
+    records = [r for r in map(json.loads, log.read_text().splitlines()) if r.get("kind") == "mcp-server"]
+    return box, {"outcome": second, "records": records}, log
+
+
+@pytest.mark.parametrize("genuine", [True, False], ids=["installed", "missing"])
+@pytest.mark.parametrize("user", USERS)
+def test_an_mcp_server_named_by_its_bare_program_never_runs_one_an_attempt_left_on_the_path(
+    accounts: dict[str, Account | str], user: str, genuine: bool
+) -> None:
+    """Class: a file the agent leaves runs in place of what the person named
+    (a program looked up on the operator's ``PATH``). The server's ``command``
+    was looked up with ``shutil.which`` on the ``PATH`` the governor was given:
+    ``.venv/bin/mcp-probe``, left by an earlier attempt in its workspace and
+    first on that ``PATH``, ran as the server, with the server's secrets and
+    network hosts. Now the host door's lookup passes over a folder an attempt
+    was given (and a project's own): the person's own program runs, and
+    where there is none, the server is refused naming the one passed over."""
+    box, second, _log = server_on_path(accounts, user, "mcp-path", planted=True, genuine=genuine)
+    assert not (box.ws / "planted-ran").exists(), second
+    assert (box.ws / "genuine-ran").exists() == genuine, second
+    if genuine:
+        (record,) = second["records"]
+        assert record["subject"]["program"][0] == str(box.dir / "tools" / "bin" / "mcp-probe")
+    else:
+        said = json.dumps(second["outcome"])
+        planted = box.ws / ".venv" / "bin" / "mcp-probe"
+        assert f"found only where an agent may have left it: {planted} (" in said, said[:3000]
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_an_mcp_server_named_by_its_bare_program_runs_the_one_on_the_persons_path(
+    accounts: dict[str, Account | str], user: str
+) -> None:
+    """The neighbour: the same server, its program in a folder of the person's
+    on their ``PATH`` that no attempt was given: found there, run, and named
+    in the ``mcp-server`` record by its absolute path."""
+    box, second, _log = server_on_path(accounts, user, "mcp-tools", planted=False)
+    assert second["outcome"]["status"] == "completed", second["outcome"]
+    assert (box.ws / "genuine-ran").exists(), second
+    (record,) = second["records"]
+    assert record["subject"]["program"][0] == str(box.dir / "tools" / "bin" / "mcp-probe"), record
 
 
 # -- held-out tests: what a check still tells the next try -------------------------------------
@@ -294,7 +399,9 @@ def test_a_check_tells_the_next_try_nothing_a_held_out_test_holds(
 FILL_MEGS = 64
 
 
-def filling(accounts: dict[str, Account | str], user: str, where: str) -> tuple[Any, Any]:
+def filling(
+    accounts: dict[str, Account | str], user: str, where: str, megs: int = FILL_MEGS, kept: int = 0
+) -> tuple[Any, Any]:
     """``governor run --agent codex`` (the scripted agent standing in for its
     program, test_hostile_home_config's way) under ``[limits] workspace = "8M"``;
     its own shell writes 64 MiB at ``where`` (``{cwd}/...`` or ``$HOME/...``),
@@ -303,7 +410,9 @@ def filling(accounts: dict[str, Account | str], user: str, where: str) -> tuple[
 
     box = home_config.box_for(accounts, user, f"fill-{where.split('/')[0].strip('{}$')}")
     box.write(box.home / ".codex" / "auth.json", "{}\n")  # the person's own codex folder
-    shell = (f"dd if=/dev/zero of={where} bs=1M count={FILL_MEGS} 2>/dev/null && sleep 8"
+    if kept:  # what the person's codex folder held before: their sessions
+        box.write(box.home / ".codex" / "sessions.jsonl", "x" * (kept << 20))
+    shell = (f"dd if=/dev/zero of={where} bs=1M count={megs} 2>/dev/null && sleep 8"
              " && echo held > {cwd}/held.txt")  # fmt: skip
     original = Box.write
 
@@ -332,12 +441,19 @@ def test_what_the_agent_writes_in_its_workspace_is_bounded_by_the_workspace_limi
     assert "workspace limit 8M" in outcome["reason"], outcome["reason"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: the workspace (disk) limit walks the roots only; a preset's home "
-    "folders are the person's own, bound writable, and what the agent writes there is "
-    "bounded by nothing and stays on the host's disk after the attempt",
-)
+@pytest.mark.parametrize("user", USERS)
+def test_what_the_person_kept_in_the_home_folders_is_not_the_attempts_and_a_small_write_there_completes(
+    accounts: dict[str, Account | str], user: str
+) -> None:
+    """The neighbour: the person's ``~/.codex`` already holds 16 MiB of their
+    own (twice ``workspace = "8M"``); the agent writes 2 MiB there. The limit
+    counts what the attempt added (2 MiB), so the attempt completes."""
+    outcome, box = filling(accounts, user, "$HOME/.codex/small", megs=2, kept=16)
+    assert outcome["status"] == "completed", outcome
+    assert (box.home / ".codex" / "small").stat().st_size == 2 << 20
+    assert (box.ws / "held.txt").exists()
+
+
 @pytest.mark.parametrize("user", USERS)
 def test_what_the_agent_writes_in_its_home_folders_is_bounded_by_a_disk_limit(
     accounts: dict[str, Account | str], user: str
@@ -363,12 +479,6 @@ def test_what_the_agent_writes_in_its_home_folders_is_bounded_by_a_disk_limit(
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: a check's roots are --tmp-overlay mounts, whose upper layer is a tmpfs "
-    "bwrap gives no --size: what the checked code writes in the workspace is memory that "
-    "neither the tmp limit nor the attempt's memory budget counts",
-)
 @pytest.mark.parametrize("user", USERS)
 def test_what_a_check_writes_over_the_workspace_is_counted_in_the_attempt_budget(
     accounts: dict[str, Account | str], user: str
@@ -380,11 +490,29 @@ def test_what_a_check_writes_over_the_workspace_is_counted_in_the_attempt_budget
     test run does) writes 200 MiB into the workspace and holds it five
     seconds: the check passes, under ``attempt_memory = "64M"`` and ``tmp =
     "16M"``."""
+    ran = checking(accounts, user, MEGS)
+    assert not (ran["exit"] == 0 and f"held-{MEGS}" in ran["tail"]), ran
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_a_check_that_writes_over_the_workspace_under_the_attempt_budget_passes(
+    accounts: dict[str, Account | str], user: str
+) -> None:
+    """The neighbour: the same check writing 8 MiB over the workspace (its
+    overlay's upper layer, counted in ``attempt_memory = "64M"``) passes."""
+    ran = checking(accounts, user, 8)
+    assert ran["exit"] == 0 and "held-8" in ran["tail"], ran
+
+
+def checking(accounts: dict[str, Account | str], user: str, megs: int) -> dict[str, Any]:
+    """The agent leaves ``fill.sh``, writing ``megs`` MiB in the workspace and
+    holding them five seconds; the check ``sh fill.sh`` runs it under
+    `BUDGET`. What the outcome says of the check's run."""
     from test_outside_attack import governor, outcome_of, python_of
 
-    box = box_for(accounts, user, "mem-check")
+    box = box_for(accounts, user, f"mem-check-{megs}")
     fill = (
-        f"dd if=/dev/zero of=fill bs=1M count={MEGS} 2>/dev/null && sleep 5 && echo held-{MEGS}\n"
+        f"dd if=/dev/zero of=fill bs=1M count={megs} 2>/dev/null && sleep 5 && echo held-{megs}\n"
     )
     steps = [{"write": "{cwd}/fill.sh", "text": fill}, {"say": "Done."}]
     script = box.write(box.dir / "s.json", json.dumps(steps))
@@ -393,8 +521,8 @@ def test_what_a_check_writes_over_the_workspace_is_counted_in_the_attempt_budget
             "--check", "sh fill.sh",
             "go", "--", python_of(box), str(SCRIPTED_AGENT), "--script", str(script)]  # fmt: skip
     outcome = outcome_of(governor(box, argv))
-    ran = outcome["checks_run"][0]
-    assert not (ran["exit"] == 0 and f"held-{MEGS}" in ran["tail"]), (outcome["verdict"], ran)
+    ran: dict[str, Any] = outcome["checks_run"][0]
+    return ran
 
 
 # -- bwrap itself: found on the operator's PATH -----------------------------------------------------
@@ -501,12 +629,6 @@ def through_link(accounts: dict[str, Account | str], user: str, what: str) -> tu
     return box, victim, done
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: the report page (-o), the event stream (--events) and the audit log (--log) "
-    "are opened by name, following a link: a link an attempt left in its workspace makes "
-    "the governor overwrite or append to any file the person can write",
-)
 @pytest.mark.parametrize("what", ["report", "events", "log"])
 @pytest.mark.parametrize("user", USERS)
 def test_the_governor_writes_nothing_for_the_person_through_a_link_an_attempt_left(
@@ -548,12 +670,6 @@ def test_the_report_page_is_written_where_the_person_says(
     assert "<html" in page.lower() and "<b>$(echo hi)" not in page
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: --prompt-file is read by name, following a link: a prompt file the "
-    "person keeps in the project, replaced by an attempt with a link to a file of theirs "
-    "outside every root, hands that file to the next run's agent as its task",
-)
 @pytest.mark.parametrize("user", USERS)
 def test_a_prompt_file_an_attempt_made_a_link_hands_the_next_agent_nothing_outside_its_roots(
     accounts: dict[str, Account | str], user: str

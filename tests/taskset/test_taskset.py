@@ -330,7 +330,7 @@ def test_a_job_with_tries_passes_on_its_second_try_each_try_in_its_own_log(
         [GOVERNOR, "audit", "--json", str(root / "out")], capture_output=True, text=True, timeout=120
     )
     assert table.returncode == 0, table.stderr
-    [shown] = [r for r in json.loads(table.stdout) if r["job"] == "second-try-slug"]
+    [shown] = [r for r in json.loads(table.stdout)["jobs"] if r["job"] == "second-try-slug"]
     assert shown["tally"] == line["acp"]["tally"] and shown["tally"]["asked"] == 1
 
 
