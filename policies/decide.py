@@ -61,6 +61,11 @@ class Decision:
     reason: str
     by: str = who.CAPABILITY
     parts: tuple[Decision, ...] = ()
+    failed: str | None = None
+    """What happened to a request no rule refused (a name that does not
+    resolve: ``dns``; the words are `governor.audit.tally.FAILURES`): set where the
+    failure is found, never by the engine, so that the tally counts it apart
+    from the policy's refusals."""
 
     @property
     def allowed(self) -> bool:

@@ -476,7 +476,11 @@ def npx_folder(cache: str, package: str) -> Path:
 
 
 async def fetch_for_npx(
-    package: str, npx: str, environ: Mapping[str, str], places: processes.Places | None = None
+    package: str,
+    npx: str,
+    environ: Mapping[str, str],
+    places: processes.Places | None = None,
+    fetching: Callable[[str], None] | None = None,
 ) -> None:
     """Put ``package`` (``name@version``) in npm's cache and npx's install folder,
     outside any sandbox, with the agent's ``$HOME`` (so the same ``~/.npm``), so
@@ -492,6 +496,9 @@ async def fetch_for_npx(
     the agent may have written (its roots, its writable home folders), refused
     as the cwd or on the ``PATH``. Raises `InstallError` naming the package
     when npm is refused, fails or takes longer than `FETCH_TIMEOUT`.
+    ``fetching`` is told the package when npx's folder does not hold it yet (a
+    first start: up to ~100 MB from the registry, a minute or more, with
+    nothing else to show for it); a later start, from the cache, says nothing.
     """
     import trio
 
@@ -509,6 +516,9 @@ async def fetch_for_npx(
             said = found.stderr.decode(errors="replace").strip()[-300:]
             raise InstallError(f"npm could not say where its cache is ({found.returncode}): {said}")
         folder = npx_folder(cache, package)
+        name = package.rsplit("@", 1)[0] if package.rfind("@") > 0 else package
+        if fetching is not None and not (folder / "node_modules" / name / "package.json").is_file():
+            fetching(package)
         folder.mkdir(parents=True, exist_ok=True)
         # the same door as `ask`, so not refused: first the package's metadata
         # as npx will ask for it, then its folder (neither runs a script)

@@ -361,10 +361,11 @@ class Attempt:
                         keys, self.id, self.model_calls.record, self.budget.refusal
                     )
                 interception = None if self.model_api is None else self.model_api.interception
+                api = network.model_api_hosts(p.executor.preset, p.env)
                 try:
                     async with (
                         open_egress(
-                            network.judge(self.gate, self.refused), None, interception
+                            network.judge(self.gate, self.refused, api), None, interception
                         ) as self.proxy,
                         mcp.open_relay(
                             self.gate, policy, p.spec.environ, lambda: self.proxy, p.relay_token or None
@@ -551,6 +552,11 @@ class Attempt:
             end.elapsed_s += self.continues.state.elapsed_s
         return end
 
+    def _fetching(self, package: str) -> None:
+        """A first npx start: its package is fetched before anything else shows
+        (a person saw nothing for a minute)."""
+        self.emit("fetching", {"agent": self.name, "package": package, "via": "npx"})
+
     # -- an ACP agent ----------------------------------------------------------------
 
     async def _drive(self) -> None:
@@ -561,7 +567,7 @@ class Attempt:
             if p.executor.via_npx and p.executor.preset is not None:
                 await installs.fetch_for_npx(
                     installs.spec(p.executor.preset), p.executor.argv[0], p.env,
-                    confine.host_places(p.policy, p.executor.preset, p.env),
+                    confine.host_places(p.policy, p.executor.preset, p.env), self._fetching,
                 )  # fmt: skip
             profile = confine.agent_profile(
                 p.executor.argv,
@@ -945,7 +951,7 @@ class Attempt:
             if p.executor.via_npx and p.executor.preset is not None:
                 await installs.fetch_for_npx(
                     installs.spec(p.executor.preset), p.executor.argv[0], p.env,
-                    confine.host_places(p.policy, p.executor.preset, p.env),
+                    confine.host_places(p.policy, p.executor.preset, p.env), self._fetching,
                 )  # fmt: skip
             profile = confine.agent_profile(
                 p.executor.argv, p.policy, None, p.env, sandbox=p.spec.sandbox_agent,

@@ -123,7 +123,7 @@ td.job { white-space: nowrap; } #timeline { min-width: 60em; } .scroll > table {
 th, td { border: 1px solid #ddd; padding: 3px 6px; text-align: left; vertical-align: top; }
 th { background: #f3f3f3; font-family: system-ui, sans-serif; }
 tr.v-deny td { background: #fdecea; } tr.v-reported td { background: #fff8e1; }
-tr.v-approval td { background: #e8f0fe; }
+tr.v-approval td { background: #e8f0fe; } tr.v-failed td { background: #f3f3f3; }
 td .title { color: #555; } details summary { color: #777; cursor: pointer; }
 pre { white-space: pre-wrap; margin: 2px 0; }
 fieldset { display: inline-block; margin: 0 1em 0.5em 0; min-width: 0; max-width: 100%; }

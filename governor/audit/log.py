@@ -284,7 +284,7 @@ class AuditLog:
             raise AuditUnavailable(self.broken)
         key = None if kind in _PAST_LIMIT or not thin else key_of(kind, fields)
         if self.full is not None and kind not in _PAST_LIMIT:
-            key = (kind, key[1] if key else "agent", "audit.limit")
+            key = (kind, key[1] if key else "agent", "audit.limit", "")
             reason = str(fields.get("reason", ""))
             self._count(key, fields, self.thinning.count(key, fields.get("request"), reason))
             raise AuditUnavailable(self.full)
@@ -326,7 +326,9 @@ class AuditLog:
             self.thinning.wrote(key, seq)
         if self.path is None:
             self._lines.append(line)
-        self.tallier.add(kind, body.get("verdict"), body.get("by"), body.get("request"))
+        self.tallier.add(
+            kind, body.get("verdict"), body.get("by"), body.get("request"), body.get("failed")
+        )
         if kind == "unasked":
             self.unasked.append(body.get("subject") or {})
         return body
@@ -335,7 +337,11 @@ class AuditLog:
         """A refusal counted instead of written (``added``: the requests it
         adds to the tally); what the caller gets in place of its record: masked,
         with the seq of the last record written."""
-        self.tallier.add_refused(added if key[0] in ASKED_KINDS else 0)
+        requests = added if key[0] in ASKED_KINDS else 0
+        if key[3]:
+            self.tallier.add_failed(requests)
+        else:
+            self.tallier.add_refused(requests)
         shown = {k: fields[k] for k in ("subject", "reason") if k in fields}
         return {"seq": self._seq, "counted": True, **self.masker.json(shown)}
 
@@ -353,24 +359,25 @@ class AuditLog:
     def flush(self, *, everything: bool = False, key: Key | None = None) -> None:
         """Write the ``repeated`` record of each count that is due (see
         `governor.audit.repeated_refusals`)."""
-        for (kind, origin, rule), pending in self.thinning.due(everything=everything, key=key):
-            self._repeated(kind, origin, rule, pending)
+        for (kind, origin, rule, failed), pending in self.thinning.due(everything=everything, key=key):
+            self._repeated(kind, origin, rule, failed, pending)
 
-    def _repeated(self, kind: str, origin: str, rule: str, pending: Pending) -> None:
+    def _repeated(self, kind: str, origin: str, rule: str, failed: str, pending: Pending) -> None:
         like = f" like seq {pending.like}" if pending.like is not None else ""
-        self.append(
-            "repeated",
-            {
-                "of": kind,
-                "origin": origin,
-                "rule": rule,
-                "count": pending.count,
-                "requests": pending.requests,
-                "reason": f"{pending.count} more refusals{like} ({kind} from {origin}, "
-                f"{rule}): counted, not written one by one",
-                "samples": pending.samples,
-            },
-        )
+        what = "failures" if failed else "refusals"
+        fields: dict[str, Any] = {
+            "of": kind,
+            "origin": origin,
+            "rule": rule,
+            "count": pending.count,
+            "requests": pending.requests,
+            "reason": f"{pending.count} more {what}{like} ({kind} from {origin}, "
+            f"{rule}): counted, not written one by one",
+            "samples": pending.samples,
+        }
+        if failed:
+            fields["failed"] = failed  # the tally counts them as failed, not refused
+        self.append("repeated", fields)
 
     @property
     def seq(self) -> int:
@@ -395,7 +402,9 @@ class AuditLog:
         self._prev, self._seq, self._first = prev, seq, seq
         self._written = self._synced = seq
         for r in earlier:
-            self.tallier.add(r.get("kind"), r.get("verdict"), r.get("by"), r.get("request"))
+            self.tallier.add(
+                r.get("kind"), r.get("verdict"), r.get("by"), r.get("request"), r.get("failed")
+            )
             self._bytes += len(_dumped(dict(r))) + 1
 
     @property

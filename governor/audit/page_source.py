@@ -78,9 +78,15 @@ class AttemptPage:
     """Identical refusals as one: (kind, what, by, rule, reason) -> [first record,
     how many]; the first `rows` groups are kept, later refusals of a kept group
     counted in it, of a new group counted only in ``refused_total``."""
+    failed_total: int = 0
+    failure_groups: dict[tuple[str, ...], list[Any]] = field(default_factory=dict)
+    """Identical failures (a record with ``failed``: no rule refused it, it could
+    not be done) as one, kept as `refusal_groups` are: an agent retrying an API
+    that does not resolve is one row with its count, apart from the refusals."""
     tallier: Tallier = field(default_factory=Tallier)
-    _thinned: dict[tuple[str, str, str], tuple[str, ...]] = field(default_factory=dict)
-    """Thinning's key (kind, origin, rule) -> the group of its last refusal written."""
+    _thinned: dict[tuple[str, str, str, str], tuple[str, ...]] = field(default_factory=dict)
+    """Thinning's key (kind, origin, rule, failed) -> the group of its last refusal
+    (or failure) written."""
 
     def add(self, record: dict[str, Any]) -> None:
         """Fold one of the attempt's records in."""
@@ -126,24 +132,31 @@ class AttemptPage:
         repeated = record.get("kind") == "repeated"
         count = record.get("count") if repeated else 1
         count = count if type(count) is int and count > 0 else 1
-        self.refused_total += count
-        if len(self.refusals) < self.rows:
-            self.refusals.append(record)
+        failed = str(record.get("failed") or "")[:32]
+        if failed:
+            self.failed_total += count
+            groups = self.failure_groups
+        else:
+            self.refused_total += count
+            groups = self.refusal_groups
+            if len(self.refusals) < self.rows:
+                self.refusals.append(record)
         if repeated:
-            thinned = (str(record.get("of")), str(record.get("origin")), str(record.get("rule")))
+            thinned = (str(record.get("of")), str(record.get("origin")), str(record.get("rule")), failed)
             key = self._thinned.get(thinned) or _refusal_key(record)
         else:
             key = _refusal_key(record)
             subject = record.get("subject")
             origin = subject.get("origin", "agent") if isinstance(subject, dict) else "agent"
-            self._thinned[(str(record.get("kind")), str(origin)[:32], str(record.get("rule"))[:128])] = key
+            rule = str(record.get("rule"))[:128]
+            self._thinned[(str(record.get("kind")), str(origin)[:32], rule, failed)] = key
             if len(self._thinned) > self.rows:
                 self._thinned.pop(next(iter(self._thinned)))
-        group = self.refusal_groups.get(key)
+        group = groups.get(key)
         if group is not None:
             group[1] += count
-        elif len(self.refusal_groups) < self.rows:
-            self.refusal_groups[key] = [record, count]
+        elif len(groups) < self.rows:
+            groups[key] = [record, count]
 
     @property
     def tally(self) -> Tally:

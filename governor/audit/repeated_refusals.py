@@ -30,8 +30,10 @@ WINDOW: Final = 1.0
 """Seconds."""
 SAMPLES: Final = 8
 
-Key = tuple[str, str, str]
-"""(record kind, origin, rule)."""
+Key = tuple[str, str, str, str]
+"""(record kind, origin, rule, failed): a failure (`governor.audit.tally.FAILURES`,
+``""`` for a refusal) is never counted with refusals, so that its ``repeated``
+record says which it stands for."""
 
 
 @dataclass(slots=True)
@@ -63,7 +65,8 @@ def key_of(kind: str, fields: dict[str, Any]) -> Key | None:
         return None
     subject = fields.get("subject")
     origin = subject.get("origin", "agent") if isinstance(subject, dict) else "agent"
-    return kind, str(origin)[:32], str(fields.get("rule", ""))[:128]
+    failed = fields.get("failed")
+    return kind, str(origin)[:32], str(fields.get("rule", ""))[:128], str(failed or "")[:32]
 
 
 class Thinning:

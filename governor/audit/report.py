@@ -99,6 +99,7 @@ def render(
             _verification(page, check, log_name, authenticity or Authenticity()),
             _tally(page.tally, (page.end or {}).get("tally")),
             _refusals(page),
+            _failures(page),
             _unasked(page, stats or {}, diffs or {}),
             _changes(page, stats or {}, diffs or {}),
             _commands(page),
@@ -298,6 +299,29 @@ def _refusals(page: AttemptPage) -> str:
         f'<section id="refusals"><h2>Refused ({total})</h2>{cut}<div class="scroll"><table>'
         "<thead><tr><th>#</th><th>times</th><th>kind</th><th>what</th><th>by</th><th>rule</th>"
         f"<th>reason</th></tr></thead><tbody>{lines}</tbody></table></div></section>"
+    )
+
+
+def _failures(page: AttemptPage) -> str:
+    """What no rule refused but could not be done (a name that does not
+    resolve, a host that does not answer, a request after the turn was over),
+    identical ones as one row with their count, apart from the refusals: a
+    machine without a route to the model API is not a policy that refused it."""
+    if not page.failed_total:
+        return ""
+    total, groups = page.failed_total, list(page.failure_groups.values())
+    lines = "".join(
+        f'<tr class="failure">{_seq_link(r.get("seq"))}'
+        f'<td class="count">{"" if n == 1 else f"{n}×"}</td><td>{escape(r.get("of") or r.get("kind"))}</td>'
+        f"<td>{_subject(r.get('subject'), r)}</td><td>{escape(r.get('failed'))}</td>"
+        f'<td class="reason">{escape(r.get("reason"))}</td></tr>'
+        for r, n in groups
+    )
+    return (
+        f'<section id="failures"><h2>Failed ({total})</h2><p>no rule refused these: they could '
+        'not be done</p><div class="scroll"><table><thead><tr><th>#</th><th>times</th>'
+        "<th>kind</th><th>what</th><th>what happened</th><th>reason</th></tr></thead>"
+        f"<tbody>{lines}</tbody></table></div></section>"
     )
 
 

@@ -1,5 +1,5 @@
 """The tally: what an attempt's records say was asked, allowed, waited on,
-refused, reported and done unasked (the seed `external.rs`'s counts).
+refused, failed, reported and done unasked (the seed `external.rs`'s counts).
 
 The words, each defined once (`WORDS` holds the same text):
 
@@ -9,8 +9,17 @@ The words, each defined once (`WORDS` holds the same text):
   decided in (a permission for ``cat a; ls b`` is one).
 - **allowed**: the asked requests allowed in full, whoever allowed them (the
   capability, a rule, a person, a grant).
-- **refused**: the asked requests of which any part was refused, whoever
-  refused it (``repeated`` records count the refusals they stand for).
+- **refused**: the asked requests of which any part was refused by a rule,
+  the capability, the ceiling, a protected path, a person, or nobody there to
+  answer (``repeated`` records count the refusals they stand for).
+- **failed**: the asked requests no rule refused that could not be carried
+  out: a name that does not resolve, a host that refused the connection or did
+  not answer, a request answered ``cancelled`` because the turn was cancelled
+  or over, a request refused because the attempt had failed closed. Their records carry ``failed`` (the word for what happened:
+  `FAILURES`); a record of an older log without it reads as before (a DNS
+  failure there is refused). A failure is the machine's or the moment's, not
+  the policy's: ``--fail-on refused`` does not count it, and a page groups
+  repeated failures apart from refusals.
 - **waited**: the asked requests put to a person: answered by one (allow once,
   allow always, refuse, a form filled in or declined) or left waiting for one
   when the attempt paused. A request a person's earlier "always" (a grant)
@@ -26,7 +35,7 @@ The words, each defined once (`WORDS` holds the same text):
   command or allowed permission explains (the workspace's snapshot before and
   after). Not asked.
 
-So ``asked = allowed + refused + pending``, where pending is the request still
+So ``asked = allowed + refused + failed + pending``, where pending is the request still
 waiting for a person when the attempt paused (needs_approval); ``waited <=
 asked``; reported and unasked are counted apart from asked. After a person
 answers ``o`` (allow once) to one ask and ``a`` (allow always) to another,
@@ -35,7 +44,8 @@ allowed and not waited.
 
 A record's ``verdict`` is its word here: ``allow``, ``deny``, ``approval``
 (pending), ``reported``, ``unasked`` (`verdict_of` reads older logs, whose
-unasked records said ``reported``). The audit log counts as it writes
+unasked records said ``reported``, and gives a ``deny`` with ``failed`` as
+``failed``). The audit log counts as it writes
 (`Tallier`); `governor audit` counts what it reads back (`tally`): one rule,
 so a log and its outcome agree.
 """
@@ -57,6 +67,7 @@ class Tally:
     allowed: int = 0
     waited: int = 0
     refused: int = 0
+    failed: int = 0
     reported: int = 0
     unasked: int = 0
 
@@ -69,7 +80,7 @@ def tally(records: Iterable[Mapping[str, Any]]) -> Tally:
     return counter.tally()
 
 
-_REFUSED, _WAITING, _PERSON = 1, 2, 4
+_REFUSED, _WAITING, _PERSON, _FAILED = 1, 2, 4, 8
 
 
 OPEN_GROUPS: Final = 256
@@ -88,13 +99,14 @@ class Tallier:
     def __init__(self) -> None:
         # request -> _REFUSED | _WAITING | _PERSON flags, for the `OPEN_GROUPS` last
         self._groups: OrderedDict[Any, int] = OrderedDict()
-        self._closed = [0, 0, 0, 0]  # asked, refused, waiting, waited of the forgotten
+        self._closed = [0, 0, 0, 0, 0]  # asked, refused, waiting, waited, failed of the forgotten
         self._alone = 0  # records without a request id: each an ask of its own
         self._reported = 0
         self._unasked = 0
 
-    def add(self, kind: Any, verdict: Any, by: Any, request: Any) -> None:
-        """Count one record (its ``kind``, ``verdict``, ``by`` and ``request``)."""
+    def add(self, kind: Any, verdict: Any, by: Any, request: Any, failed: Any = None) -> None:
+        """Count one record (its ``kind``, ``verdict``, ``by``, ``request`` and
+        ``failed``)."""
         if kind == "unasked" or verdict == "unasked":
             self._unasked += 1
             return
@@ -105,7 +117,7 @@ class Tallier:
             return
         flags = 0
         if verdict == "deny":
-            flags = _REFUSED
+            flags = _FAILED if failed else _REFUSED
         elif verdict == "approval":
             flags = _WAITING | _PERSON
         if by == "person":
@@ -133,9 +145,16 @@ class Tallier:
         as the refused requests it stands for."""
         if record.get("kind") == "repeated":
             requests = record.get("requests") if record.get("of") in ASKED_KINDS else 0
-            self.add_refused(requests if isinstance(requests, int) and requests > 0 else 0)
+            requests = requests if isinstance(requests, int) and requests > 0 else 0
+            if record.get("failed"):
+                self.add_failed(requests)
+            else:
+                self.add_refused(requests)
             return
-        self.add(record.get("kind"), record.get("verdict"), record.get("by"), record.get("request"))
+        self.add(
+            record.get("kind"), record.get("verdict"), record.get("by"), record.get("request"),
+            record.get("failed"),
+        )  # fmt: skip
 
     def add_refused(self, requests: int) -> None:
         """Count ``requests`` refused requests whose records were counted, not
@@ -145,28 +164,39 @@ class Tallier:
         closed[1] += requests
         closed[2] += requests
 
+    def add_failed(self, requests: int) -> None:
+        """Count ``requests`` failed requests whose records were counted, not
+        written (a ``repeated`` record of failures)."""
+        closed = self._closed  # asked, failed, not allowed
+        closed[0] += requests
+        closed[2] += requests
+        closed[4] += requests
+
     def tally(self) -> Tally:
         """The counts so far."""
         counts = list(self._closed)
         for flags in self._groups.values():
             _count(counts, flags)
-        asked, refused, waiting, waited = counts
+        asked, refused, waiting, waited, failed = counts
         return Tally(
             asked=asked,
             allowed=asked - waiting,
             waited=waited,
             refused=refused,
+            failed=failed,
             reported=self._reported,
             unasked=self._unasked,
         )
 
 
 def _count(counts: list[int], flags: int) -> None:
-    """Add one request's flags to (asked, refused, waiting, waited)."""
+    """Add one request's flags to (asked, refused, waiting, waited, failed): a
+    request refused by a rule and also failed (one part each) is refused."""
     counts[0] += 1
     counts[1] += flags & _REFUSED
-    counts[2] += bool(flags & (_REFUSED | _WAITING))
+    counts[2] += bool(flags & (_REFUSED | _WAITING | _FAILED))
     counts[3] += bool(flags & _PERSON)
+    counts[4] += bool(flags & _FAILED) and not flags & (_REFUSED | _WAITING)
 
 
 ASKED_KINDS: Final = frozenset(
@@ -184,7 +214,11 @@ WORDS: Final = {
     "waited": "asked requests put to a person: answered by one (once, always, refuse, a form) "
     "or left waiting for one when the attempt paused; a grant's cover and an unattended "
     "refusal are not waits",
-    "refused": "asked requests of which any part was refused, whoever refused it",
+    "refused": "asked requests of which any part was refused: by a rule, the capability, the "
+    "ceiling, a protected path, a person, or nobody there to answer",
+    "failed": "asked requests no rule refused that could not be carried out: a name that does "
+    "not resolve, a host that refused the connection or did not answer, a request answered "
+    "cancelled because the turn was over",
     "reported": "what the agent says it did that needed no asking: a completed tool call that "
     "changes nothing and never came through the governor, a change it made itself under a "
     "permission it was allowed; not asked",
@@ -195,7 +229,24 @@ WORDS: Final = {
 """Each word of the tally, in the order the tally shows them (`Tally`'s fields)."""
 
 
+FAILURES: Final = {
+    "dns": "the name does not resolve",
+    "refused": "the host refused the connection",
+    "timeout": "the host did not answer in time",
+    "unreachable": "no route to the host",
+    "cancelled": "the turn was cancelled or over before the request was answered",
+    "closed": "the attempt had failed closed (its log unwritable, its sandbox broken, its "
+    "model API unreachable): everything after was refused",
+}
+"""The words of a record's ``failed`` field: what happened to a request no rule refused."""
+
+
 def verdict_of(record: Mapping[str, Any]) -> Any:
     """A record's verdict as the tally counts it: an ``unasked`` record's is
-    ``unasked`` (older logs wrote ``reported``)."""
-    return "unasked" if record.get("kind") == "unasked" else record.get("verdict")
+    ``unasked`` (older logs wrote ``reported``), a refusal with ``failed`` (no
+    rule refused it: it could not be done) is ``failed``."""
+    if record.get("kind") == "unasked":
+        return "unasked"
+    if record.get("verdict") == "deny" and record.get("failed"):
+        return "failed"
+    return record.get("verdict")

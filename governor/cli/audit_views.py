@@ -277,30 +277,53 @@ def _per_server(servers: dict[str, list[int]]) -> Iterator[str]:
 
 
 def refusals(logs: Sequence[Checked], as_json: bool, problems: Sequence[str] = ()) -> int:
-    """Every refused action, with who refused it, the rule and the reason."""
-    found = (
-        {
-            "attempt": r["attempt"],
-            "log": str(log.path),
-            "seq": r.get("seq"),
-            "time": r.get("time"),
-            "kind": r.get("kind"),
-            "subject": shown(r),
-            "by": r.get("by"),
-            "rule": r.get("rule"),
-            "reason": r.get("reason"),
-        }
-        for log, r in _each(logs)
-        if r.get("verdict") == "deny"
-    )
+    """Every refused action, with who refused it, the rule and the reason; then
+    the failures (no rule refused them: a name that does not resolve, a host
+    that does not answer, a request after the turn was over), identical ones
+    grouped with their count. With ``--json`` each failure is an item of its
+    own, with its ``failed`` word."""
+    groups: dict[tuple[str, ...], list[Any]] = {}
+
+    def found() -> Iterator[dict[str, Any]]:
+        for log, r in _each(logs):
+            if r.get("verdict") != "deny":
+                continue
+            x = {
+                "attempt": r["attempt"],
+                "log": str(log.path),
+                "seq": r.get("seq"),
+                "time": r.get("time"),
+                "kind": r.get("kind"),
+                "subject": shown(r),
+                "by": r.get("by"),
+                "rule": r.get("rule"),
+                "reason": r.get("reason"),
+            }
+            if r.get("failed"):
+                x["failed"] = r.get("failed")
+                if not as_json:
+                    key = (str(x["attempt"]), str(x["kind"]), str(x["subject"]), str(x["failed"]),
+                           str(x["reason"]))  # fmt: skip
+                    if key in groups or len(groups) < 10_000:
+                        groups.setdefault(key, [x, 0])[1] += 1
+                    continue
+            yield x
 
     def lines(x: dict[str, Any]) -> Iterator[str]:
         yield f"{x['attempt']} #{x['seq']} {x['kind']}: {x['subject']}"
         yield f"    refused by {x['by']} [{x['rule']}]: {x['reason']}"
 
-    count = _listed(found, as_json, lines, "refusals", problems)
+    count = _listed(found(), as_json, lines, "refusals", problems)
     if as_json:
         return 0
+    failed = sum(n for _, n in groups.values())
+    if groups:
+        print(f"\nfailed, no rule refused these ({failed}, identical ones as one):")
+        for x, n in groups.values():
+            times = f" ({n} times)" if n > 1 else ""
+            # a log's fields hold the agent's words: one terminal-safe line each
+            print(terminal(f"{x['attempt']} #{x['seq']} {x['kind']}: {x['subject']}{times}"))
+            print(terminal(f"    failed ({x['failed']}): {x['reason']}"))
     if not count:
         print(f"nothing was refused in {_attempts(logs)} attempt(s)")
         return 0

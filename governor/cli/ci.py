@@ -2,7 +2,10 @@
 
 Where ``GITHUB_STEP_SUMMARY`` names a file (GitHub Actions sets it for every
 step), ``governor run`` appends a Markdown summary of the attempt to it: the
-status, the tally, each refusal with its rule and reason, the changes made
+status, the tally, each refusal with its rule and reason, the failures (what
+no rule refused but could not be done: a name that does not resolve, a host
+that does not answer, a request after the turn was over) grouped with their
+count, the changes made
 without asking, and the audit log's path and head (kept by the runner, apart
 from the log: what `governor audit verify --head` checks the log against).
 With ``--annotate`` it also prints workflow commands (``::error`` for each refusal, ``::warning`` for each
@@ -27,14 +30,30 @@ MAX_ROWS: Final = 200
 
 
 def refusals(outcome: Outcome) -> list[dict[str, Any]]:
-    """The decision records that refused something, read from the attempt's log."""
+    """The decision records that refused something, read from the attempt's log
+    (a failure is not a refusal: `failures`)."""
     records = decision_records(outcome.log, outcome.run_id, outcome.decisions)
-    return [r for r in records if r.get("verdict") == "deny"]
+    return [r for r in records if r.get("verdict") == "deny" and not r.get("failed")]
+
+
+def failures(outcome: Outcome) -> list[tuple[dict[str, Any], int]]:
+    """The attempt's failures, identical ones (kind, what, what happened,
+    reason) grouped: the first record of each group and how many it holds. An
+    agent retrying an API that does not resolve makes dozens of them."""
+    groups: dict[tuple[str, ...], list[Any]] = {}
+    for r in decision_records(outcome.log, outcome.run_id, outcome.decisions):
+        if r.get("verdict") == "deny" and r.get("failed"):
+            key = (str(r.get("kind")), _what(r), str(r.get("failed")), str(r.get("reason")))
+            group = groups.setdefault(key, [r, 0])
+            group[1] += 1
+    return [(first, count) for first, count in groups.values()]
 
 
 def _what(record: dict[str, Any]) -> str:
     subject = record.get("subject") or {}
     found = subject.get("command") or subject.get("path") or subject.get("title")
+    if not found and subject.get("host"):
+        found = f"{subject.get('host')}:{subject.get('port')}"
     return str(found or record.get("kind", ""))
 
 
@@ -47,9 +66,10 @@ def step_summary(outcome: Outcome) -> str:
     if acp is not None:
         t = acp.tally
         lines += [
-            "| asked | allowed | waited | refused | reported | unasked |",
-            "|---:|---:|---:|---:|---:|---:|",
-            f"| {t.asked} | {t.allowed} | {t.waited} | {t.refused} | {t.reported} | {t.unasked} |",
+            "| asked | allowed | waited | refused | failed | reported | unasked |",
+            "|---:|---:|---:|---:|---:|---:|---:|",
+            f"| {t.asked} | {t.allowed} | {t.waited} | {t.refused} | {t.failed} | {t.reported} "
+            f"| {t.unasked} |",
             "",
         ]
     refused = refusals(outcome)
@@ -68,6 +88,22 @@ def step_summary(outcome: Outcome) -> str:
             )
         if len(refused) > MAX_ROWS:
             lines.append(f"| | | {len(refused) - MAX_ROWS} more | | | |")
+        lines.append("")
+    failed = failures(outcome)
+    if failed:
+        lines += [
+            "**Failed** (no rule refused these: they could not be done)",
+            "",
+            "| first seq | times | kind | what | failed | reason |",
+            "|---:|---:|---|---|---|---|",
+        ]
+        for r, count in failed[:MAX_ROWS]:
+            lines.append(
+                f"| {markdown(r.get('seq', ''))} | {count} | {markdown(r.get('kind', ''))} "
+                f"| {markdown(_what(r))} | {markdown(r.get('failed'))} | {markdown(r.get('reason') or '')} |"
+            )
+        if len(failed) > MAX_ROWS:
+            lines.append(f"| | | | {len(failed) - MAX_ROWS} more | | |")
         lines.append("")
     unasked = acp.unasked_paths if acp is not None else []
     if unasked:
@@ -94,11 +130,17 @@ def step_summary(outcome: Outcome) -> str:
 
 
 def workflow_commands(outcome: Outcome) -> list[str]:
-    """Workflow commands: an error per refusal, a warning per unasked change."""
+    """Workflow commands: an error per refusal, a warning per group of identical
+    failures and per unasked change."""
     out = [
         f"::error title={_property('acp-governor refused ' + str(r.get('kind', '')))}::"
         f"{_data(_what(r))}: {_data(r.get('reason') or '')}"
         for r in refusals(outcome)[:MAX_ROWS]
+    ]
+    out += [
+        f"::warning title={_property('acp-governor failed ' + str(r.get('kind', '')))}::"
+        f"{_data(_what(r))}: {_data(r.get('reason') or '')} ({count} time(s); no rule refused it)"
+        for r, count in failures(outcome)[:MAX_ROWS]
     ]
     acp = outcome.acp
     for path in (acp.unasked_paths if acp is not None else [])[:MAX_ROWS]:

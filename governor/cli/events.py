@@ -7,6 +7,8 @@ its ``time`` (seconds since the epoch, UTC, to the microsecond: the form of the
 audit records' ``time``; a decision's is its record's), then its fields:
 
 - ``attempt``: the attempt began (``agent``, ``log``);
+- ``fetching``: a first npx start fetches the agent's package (``agent``,
+  ``package``), before ``spawned``;
 - ``spawned``, ``prompt``: the agent started, the prompt was sent;
 - ``plan``: the agent's plan (``entries``);
 - ``message``: the agent's words, its chunks folded into one event per message

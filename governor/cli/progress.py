@@ -63,6 +63,8 @@ class Progress:
                 self._line(f"tool       {terminal(title)}: {terminal(info.get('status'))}")
         elif kind == "spawned":
             self._line(f"started {info.get('agent')}")
+        elif kind == "fetching":
+            self._line(fetching_line(info))
         elif kind == "plan":
             plan = [
                 (str(e.get("content", "")), str(e.get("status", "pending")))
@@ -102,6 +104,14 @@ class Progress:
             subject = info.get("subject", {})
             unasked = paint("UNASKED", "heed", self.colour)
             self._line(f"{unasked}    {terminal(subject.get('title') or subject.get('path'))}")
+
+
+def fetching_line(info: dict[str, Any]) -> str:
+    """A first npx start's line: what is fetched, and why nothing else shows yet."""
+    return (
+        f"fetching {terminal(info.get('package'))} for {terminal(info.get('agent'))} with npm "
+        "(its first start through npx: this can take a minute; later starts use the cache)"
+    )
 
 
 SHOWN_FINDINGS = 10
@@ -191,7 +201,7 @@ def summary(outcome: Outcome, colour: bool = False) -> str:
         rows.append(
             (
                 "tally",
-                f"asked {t.asked}, allowed {t.allowed}, waited {t.waited}, refused {t.refused}, reported {t.reported}, unasked {t.unasked}",
+                f"asked {t.asked}, allowed {t.allowed}, waited {t.waited}, refused {t.refused}, failed {t.failed}, reported {t.reported}, unasked {t.unasked}",
             )
         )
         if (used := usage_line(outcome.usage)) is not None:

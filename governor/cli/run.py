@@ -301,8 +301,11 @@ def _has_terminal(tty: str = "/dev/tty") -> bool:
 
 
 def failed_on(outcome: Outcome, fail_on: frozenset[str]) -> list[str]:
-    """What of `fail_on` the attempt had: ``refused`` when the agent was refused
-    anything, ``unasked`` when it changed something without asking."""
+    """What of `fail_on` the attempt had: ``refused`` when the policy refused the
+    agent anything (a rule, the capability, the ceiling, a person: never a
+    failure, `governor.audit.tally`'s ``failed``: a name that does not resolve, a
+    host that does not answer, a request after the turn was over), ``unasked``
+    when it changed something without asking."""
     acp = outcome.acp
     if acp is None:
         return []
@@ -336,7 +339,10 @@ def main(args: argparse.Namespace) -> int:
     trace = cloned = None
     try:
         trace = _trace(args)
-        on_event = _both(progress, events, trace)
+        # --json and --events - keep stdout for themselves: a first npx start's
+        # fetch (a minute of nothing) is still said, on stderr
+        fetching = _fetching if progress is None and not args.quiet else None
+        on_event = _both(progress, events, trace, fetching)
         prompt = _prompt(args, problems)
         approver = _approver(args.approvals)
         cloned = cloning.make(args, problems) if args.clone else None
@@ -427,6 +433,8 @@ def main(args: argparse.Namespace) -> int:
             "unasked": f"{t.unasked if t else 0} change(s) made without asking",
         }
         said = " and ".join(counts[word] for word in matched)
+        if "refused" in matched and t is not None and t.failed:
+            said += f" ({t.failed} more failed: no rule refused those)"
         print(f"governor: --fail-on {','.join(matched)}: the attempt completed with {said}", file=sys.stderr)
     return code
 
@@ -513,6 +521,14 @@ def _trace(args: argparse.Namespace) -> Any:
     from governor.observe import otel
 
     return otel.for_run(args.otel, Masker.from_environ(os.environ, args.agent_arg))
+
+
+def _fetching(kind: str, info: dict[str, Any]) -> None:
+    """Say a first npx start's fetch on stderr when no progress lines are printed."""
+    if kind == "fetching":
+        from governor.cli.progress import fetching_line
+
+        print(f"governor: {fetching_line(info)}", file=sys.stderr, flush=True)
 
 
 def _both(*listeners: Any) -> Any:

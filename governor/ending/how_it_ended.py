@@ -263,8 +263,10 @@ def judgement(e: Ending) -> Judgement:
     """The status, reason and summary the facts come to (`PRECEDENCE`), with the
     agent's last meaningful stderr lines added to a failure (`said`)."""
     found = next(j for _, row in PRECEDENCE if (j := row(e)) is not None)
-    # A limit says why by itself: a refused host or a hidden folder did not cause it.
-    hints = found.status == "failed" and e.limit is None
+    # A limit says why by itself, as does a failure the gate closed on (the model
+    # API that cannot be reached names its host): a refused host or a hidden
+    # folder did not cause it.
+    hints = found.status == "failed" and e.limit is None and not e.failure
     if hints and e.network_refused and found.reason is not None:
         hosts = e.network_refused[:3]
         more = f" and {len(e.network_refused) - 3} more" if len(e.network_refused) > 3 else ""

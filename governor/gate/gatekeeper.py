@@ -166,6 +166,9 @@ class Gate:
             if decision.verdict is not Verdict.DENY:
                 raise ValueError("only a refusal overrules a ruling")
             request = overrules.request
+            # written whole, never counted among repeated refusals: its request's
+            # first record was written, and the tally must see both as one request
+            self._last_written = request
             settled: Settled | None = (decision.verdict, decision.by, decision.reason)
         else:
             request = self._next_request()
@@ -257,6 +260,13 @@ class Gate:
         self._requests = max(self._requests, requests)
 
     @property
+    def cancelled(self) -> bool:
+        """Whether the turn is over or cancelled (`cancel`): a failure after
+        it (a model API that stopped answering) cannot have cost the agent its
+        turn, and must not fail an attempt that ended its turn."""
+        return self.approvals.cancelled
+
+    @property
     def requests(self) -> int:
         """How many requests this gate has numbered."""
         return self._requests
@@ -312,6 +322,12 @@ class Gate:
         tell whoever listens; the last record written."""
         word = "approval" if verdict is Verdict.ASK else str(verdict)
         parts = decision.parts
+        # Not the policy's refusal: the turn was over, the attempt had failed
+        # closed, or the request could not be carried out (the tally counts
+        # these apart, as failed).
+        failed = {who.CANCELLED: "cancelled", who.FAILED: "closed"}.get(by)
+        if failed is None and verdict is Verdict.DENY and by == decision.by:
+            failed = decision.failed
         written: list[dict[str, Any]] = []
         # A request of one record may be counted among repeated refusals; one of
         # several (parts, an overruling) is written whole, or it would count twice.
@@ -321,7 +337,7 @@ class Gate:
             if not parts:  # one decision, one record: the usual case
                 record = self.audit.append(
                     kind,
-                    self._fields(request, subject, word, by, decision.rule, reason, option),
+                    self._fields(request, subject, word, by, decision.rule, reason, option, failed),
                     thin=thin,
                 )
                 written.append(record)
@@ -347,6 +363,7 @@ class Gate:
                             part.rule,
                             reason if final else part.reason,
                             option,
+                            failed if final else None,
                         ),
                         thin=False,
                     )
@@ -379,6 +396,7 @@ class Gate:
         rule: str,
         reason: str,
         option: str | None,
+        failed: str | None = None,
     ) -> dict[str, Any]:
         """A decision record's fields in their order in the log (`AuditLog.append`)."""
         fields: dict[str, Any] = {
@@ -394,6 +412,8 @@ class Gate:
             del fields["session"]
         if option is not None:
             fields["option"] = option
+        if failed is not None:
+            fields["failed"] = failed
         return fields
 
     def fail(self, why: str) -> None:

@@ -569,12 +569,20 @@ def _agent_env(
     *,
     model: str | None = None,
 ) -> dict[str, str]:
-    """The agent's environment: the basics, its preset's credential and relocation
-    variables that are set, and the names the job declared. Nothing else of ours,
-    but the model asked for in the variable its preset reads it from."""
+    """The agent's environment: the basics, its preset's credential, base-URL,
+    model and relocation variables that are set, and the names the job declared.
+    Nothing else of ours, but the model asked for in the variable its preset
+    reads it from.
+
+    The base URL goes with the key: the proxy allows the base URL's host
+    (`governor.confine.egress.agent_hosts`), and an operator who set
+    ``ANTHROPIC_BASE_URL`` for a gateway meant the agent to use it; without
+    it the agent took the key to the preset's own host (which a gateway's
+    network may not even resolve) and ran to the wall limit."""
     keep = list(BASE_ENV) + list(names)
     if preset is not None:
-        keep += list(preset.env) + [r.var for r in preset.relocate]
+        keep += [*preset.env, *preset.base_url_env, *[r.var for r in preset.relocate]]
+        keep += [preset.model_env] if preset.model_env is not None else []
     env = {k: environ[k] for k in dict.fromkeys(keep) if environ.get(k)}
     if model is not None and preset is not None and preset.model_env is not None:
         env[preset.model_env] = model

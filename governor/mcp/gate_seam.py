@@ -43,6 +43,12 @@ class McpGate(Governs, Protocol):
         ...
 
     @property
+    def cancelled(self) -> bool:
+        """Whether the turn is over: an HTTP server's connection judged after it
+        (`governor.confine.egress.judge`) cannot fail the attempt."""
+        ...
+
+    @property
     def pause_requested(self) -> trio.Event:
         """Set to end the turn (a ``blocked`` call ends it as a pause does)."""
         ...

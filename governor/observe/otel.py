@@ -101,9 +101,9 @@ FLUSH_TIMEOUT: Final = 2.0
 OPEN_TOOL_SPANS: Final = 2048
 SCOPE: Final = "acp-governor"
 
-_DECISION_FIELDS: Final = ("seq", "kind", "verdict", "by", "rule", "reason", "hash")
+_DECISION_FIELDS: Final = ("seq", "kind", "verdict", "by", "rule", "reason", "failed", "hash")
 _TOOL_ENDS: Final = frozenset({"completed", "failed"})
-_REQUESTS: Final = ("allowed", "waited", "refused")
+_REQUESTS: Final = ("allowed", "waited", "refused", "failed")
 _MCP_SUBJECTS: Final = {
     "tools/call": "gen_ai.tool.name",
     "prompts/get": "gen_ai.prompt.name",
@@ -178,7 +178,7 @@ class Telemetry:
         self.requests = meter.create_counter(
             "acp_governor.requests",
             unit="{request}",
-            description="The tally's requests, by verdict (allowed, waited, refused)",
+            description="The tally's requests, by verdict (allowed, waited, refused, failed)",
         )
         self.unasked = meter.create_counter(
             "acp_governor.unasked",

@@ -13,6 +13,7 @@ import functools
 import ipaddress
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
+from typing import Final
 
 import trio
 
@@ -48,11 +49,25 @@ class ConnectionRequest:
 
 @dataclass(frozen=True, slots=True)
 class ConnectionAnswer:
-    """The judge's word: allowed or not, why, and where to connect."""
+    """The judge's word: allowed or not, why, and where to connect.
+
+    ``connected``, when given, is told what came of an allowed connection:
+    None once it is made, else the `CONNECT_FAILURES` word of why it could not
+    be (the judge records a failure; the governor's counts a model API that
+    does not answer)."""
 
     allowed: bool
     reason: str
     addresses: tuple[str, ...] = ()
+    connected: Callable[[str | None], Awaitable[None]] | None = None
+
+
+CONNECT_FAILURES: Final = {
+    "refused": "the host refused the connection",
+    "timeout": "the host did not answer in time",
+    "unreachable": "no route to the host",
+}
+"""What can come of connecting to an allowed host's addresses, when nothing does."""
 
 
 Judge = Callable[[ConnectionRequest], Awaitable[ConnectionAnswer]]

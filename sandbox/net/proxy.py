@@ -60,6 +60,7 @@ from governor.sandbox.net import http1, terminate
 from governor.sandbox.net.accepting import accept_forever
 from governor.sandbox.net.credentials import Leak
 from governor.sandbox.net.judge import (
+    CONNECT_FAILURES,
     ConnectionAnswer,
     ConnectionRequest,
     Judge,
@@ -170,8 +171,8 @@ class EgressProxy:
         answer = await self._ask(ConnectionRequest(host, port, via="forward", origin=origin))
         if not answer.allowed:
             return
-        upstream = await self._connect(answer.addresses, port)
-        if upstream is None:
+        upstream = await self._connect(answer, port)
+        if isinstance(upstream, str):
             return
         try:
             if not await self._terminated(wire, upstream, host, port, origin, tunnel=False):
@@ -277,9 +278,9 @@ class EgressProxy:
             await self._refuse(wire, 403 if problem is None else 400, answer.reason)
             return
         assert port is not None and host is not None
-        upstream = await self._connect(answer.addresses, port)
-        if upstream is None:
-            await self._refuse(wire, 502, f"cannot connect to {host}:{port}")
+        upstream = await self._connect(answer, port)
+        if isinstance(upstream, str):
+            await self._refuse(wire, 502, f"cannot connect to {host}:{port}: {upstream}")
             return
         try:
             await wire.send_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
@@ -313,9 +314,9 @@ class EgressProxy:
             await self._refuse(wire, 403, answer.reason)
             return True
         kept.drop()
-        upstream = await self._connect(answer.addresses, port)
-        if upstream is None:
-            await self._refuse(wire, 502, f"cannot connect to {host}:{port}")
+        upstream = await self._connect(answer, port)
+        if isinstance(upstream, str):
+            await self._refuse(wire, 502, f"cannot connect to {host}:{port}: {upstream}")
             return True
         pending = block + b"\r\n\r\n" + bytes(wire.pending)  # the request, read again there
         wire.pending.clear()
@@ -392,9 +393,9 @@ class EgressProxy:
         reused = kept.key == key and kept.wire is not None
         if not reused:
             kept.drop()
-            upstream = await self._connect(answer.addresses, port)
-            if upstream is None:
-                await self._refuse(wire, 502, f"cannot connect to {host}:{port}")
+            upstream = await self._connect(answer, port)
+            if isinstance(upstream, str):
+                await self._refuse(wire, 502, f"cannot connect to {host}:{port}: {upstream}")
                 return False
             kept.key, kept.wire = key, upstream
         if b"100-continue" in (v.lower() for v in head.values(b"expect")) and not framing.empty:
@@ -412,8 +413,8 @@ class EgressProxy:
                 response = None
             if response is None and again is not None:
                 kept.drop()
-                upstream = await self._connect(answer.addresses, port)
-                if upstream is not None:
+                upstream = await self._connect(answer, port)
+                if not isinstance(upstream, str):
                     kept.key, kept.wire = key, upstream
                     await upstream.send_all(again)
                     response = await self._response(upstream, idle)
@@ -540,24 +541,34 @@ class EgressProxy:
 
     # -- upstream and relay --------------------------------------------------------
 
-    async def _connect(self, addresses: Sequence[str], port: int) -> Wire | None:
-        for address in addresses:
+    async def _connect(self, answer: ConnectionAnswer, port: int) -> Wire | str:
+        """A connection to the first of the judged addresses that takes one, or
+        what happened (`CONNECT_FAILURES`); told to the judge either way
+        (``answer.connected``), so that a host that does not answer is recorded
+        as failed, never left looking allowed and done."""
+        failure = "unreachable"
+        for address in answer.addresses:
             family = socket.AF_INET6 if ":" in address else socket.AF_INET
             sock = socket.socket(family, socket.SOCK_STREAM)
             sock.setblocking(False)
             try:
-                with trio.move_on_after(self.limits.connect_timeout):
+                with trio.move_on_after(self.limits.connect_timeout) as waited:
                     error = sock.connect_ex((address, port))
                     if error == errno.EINPROGRESS:
                         await trio.lowlevel.wait_writable(sock)
                         error = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
                     if error == 0:
+                        if answer.connected is not None:
+                            await answer.connected(None)
                         return Wire(sock)
+                failure = "timeout" if waited.cancelled_caught else _failure(error)
             except BaseException:
                 sock.close()
                 raise
             sock.close()
-        return None
+        if answer.connected is not None:
+            await answer.connected(failure)
+        return CONNECT_FAILURES[failure]
 
     async def _relay(self, inside: Wire, upstream: Wire) -> None:
         """Bytes both ways (what is pending first) until both sides are done,
@@ -581,6 +592,11 @@ class EgressProxy:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(pump, inside, upstream)
                 nursery.start_soon(pump, upstream, inside)
+
+
+def _failure(error: int) -> str:
+    """The `CONNECT_FAILURES` word of a connect's ``errno``."""
+    return "refused" if error == errno.ECONNREFUSED else "unreachable"
 
 
 _NOT_FORWARDED: Final = (b"expect", b"content-length", b"host")

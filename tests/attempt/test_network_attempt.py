@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import http.server
 import os
+import socket
 import sys
 import threading
 from collections.abc import Iterator
@@ -122,3 +123,89 @@ async def test_a_host_allowed_but_not_resolving_is_not_blamed_on_a_missing_flag(
         r for r in decision_records(outcome.log, outcome.run_id) if r.get("kind") == "network"
     ]
     assert record["verdict"] == "deny" and record["rule"] == "network.dns"
+    assert record.get("failed") == "dns"
+    # no rule refused it: counted as failed, not refused (`--fail-on refused` is the policy's)
+    assert outcome.acp is not None
+    assert (outcome.acp.tally.failed, outcome.acp.tally.refused) == (1, 0)
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then closed: a connect is refused)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+RETRYING = (
+    "for i in $(seq 60); do curl -s -m 5 -o /dev/null http://127.0.0.1:{port}/v1/models; "
+    "sleep 1; done"
+)
+"""An agent retrying its model API for a minute, as Claude Code does for minutes."""
+
+
+async def test_a_model_api_that_refuses_the_connection_ends_the_attempt_at_its_first_failure_as_failed(
+    tmp_path: Path,
+) -> None:
+    port = closed_port()
+    steps = [{"shell": RETRYING.format(port=port)}]
+    spec = scripted_spec(tmp_path, steps, sandbox_agent=True, environ=environ(port),
+                         env=["OPENAI_BASE_URL"], timeout=120)  # fmt: skip
+    outcome = await run_attempt(spec)
+    assert outcome.status == "failed"
+    reason = outcome.reason or ""
+    assert f"the model API 127.0.0.1:{port} cannot be reached: the host refused the connection" in reason
+    assert "at its first try" in reason and "timed out" not in reason, reason
+    network = [r for r in decision_records(outcome.log, outcome.run_id) if r.get("kind") == "network"]
+    # the connection was allowed (its base URL), then failed: one request, two records
+    allowed, failed = network[0], network[1]
+    assert (allowed["verdict"], allowed.get("failed")) == ("allow", None)
+    assert (failed["verdict"], failed["failed"], failed["rule"]) == ("deny", "refused", "network.connect")
+    assert failed["request"] == allowed["request"]
+    assert outcome.acp is not None
+    t = outcome.acp.tally
+    assert t.refused == 0 and t.failed >= 1 and t.asked == t.allowed + t.failed, t
+
+
+async def test_a_host_that_refuses_the_connection_and_is_not_the_model_api_fails_one_request_not_the_attempt(
+    tmp_path: Path, model: int
+) -> None:
+    """The neighbour: another allowed host (a port of loopback the job allowed)
+    refuses the connection: that request failed, the attempt goes on."""
+    port = closed_port()
+    steps = [{"fetch": f"http://127.0.0.1:{model}/v1/models"},
+             {"shell": f"curl -s -m 5 -o /dev/null http://127.0.0.1:{port}/; echo tried"},
+             {"fetch": f"http://127.0.0.1:{model}/v1/models"}]  # fmt: skip
+    spec = scripted_spec(tmp_path, steps, sandbox_agent=True, environ=environ(model),
+                         env=["OPENAI_BASE_URL"], allow_hosts=[f"127.0.0.1:{port}"])  # fmt: skip
+    outcome = await run_attempt(spec)
+    assert outcome.status == "completed", outcome.reason
+    assert outcome.acp is not None
+    t = outcome.acp.tally
+    assert (t.allowed, t.failed, t.refused) == (2, 1, 0), t
+
+
+async def test_a_model_api_that_answered_then_stops_ends_the_attempt_at_the_third_failure_in_a_row(
+    tmp_path: Path,
+) -> None:
+    """Answered once (the server then closes its port): one failure, then a
+    second, go on (an API may blink); the third in a row ends the attempt."""
+    server = http.server.HTTPServer(("127.0.0.1", 0), _Model)
+    port = server.server_address[1]
+
+    def serve_once() -> None:
+        server.handle_request()
+        server.server_close()  # from now on a connection to it is refused
+
+    threading.Thread(target=serve_once, daemon=True).start()
+    steps = [{"fetch": f"http://127.0.0.1:{port}/v1/models"}, {"shell": RETRYING.format(port=port)}]
+    spec = scripted_spec(tmp_path, steps, sandbox_agent=True, environ=environ(port),
+                         env=["OPENAI_BASE_URL"], timeout=120)  # fmt: skip
+    outcome = await run_attempt(spec)
+    assert outcome.status == "failed"
+    reason = outcome.reason or ""
+    assert f"the model API 127.0.0.1:{port} cannot be reached: the host refused the connection" in reason
+    assert "3 times in a row" in reason, reason
+    network = [r for r in decision_records(outcome.log, outcome.run_id) if r.get("kind") == "network"]
+    failed = [r for r in network if r.get("failed") == "refused"]
+    assert len(failed) == 3, [(r["verdict"], r.get("failed")) for r in network]
+    assert outcome.acp is not None and outcome.acp.tally.refused == 0

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from governor.audit.log import RECORD_BYTES, AuditLog, AuditUnavailable
+from governor.audit.page_source import AttemptPage
 from governor.audit.repeated_refusals import BURST
 from governor.audit.tally import tally
 from governor.audit.verify import read_lines, verify
@@ -83,6 +84,35 @@ def test_refusals_past_the_rate_are_counted_in_one_record_and_the_tally_counts_e
     assert tally(written).refused == 1010 == log.tallier.tally().refused
     assert tally(written).asked == 1011
     assert verified(tmp_path / "a.jsonl")
+
+
+def test_failures_past_the_rate_are_counted_apart_from_refusals_of_the_same_rule_and_tallied_failed(
+    tmp_path: Path,
+) -> None:
+    log = started(tmp_path / "a.jsonl")
+    for n in range(1, 201):  # a name that does not resolve, asked 200 times
+        dns = {**refusal(n, rule="network.dns"), "by": "protocol", "failed": "dns"}
+        log.append("network", {**dns, "reason": "nothing.invalid:443: the host does not resolve"})
+    for n in range(201, 301):  # the same rule's word, refused by the policy: counted apart
+        log.append("network", refusal(n, rule="network.dns"))
+    log.record("attempt-end", status="failed")
+    log.close()
+    written = lines(tmp_path / "a.jsonl")
+    counted = {r.get("failed"): r for r in written if r["kind"] == "repeated"}
+    assert set(counted) == {"dns", None}
+    assert counted["dns"]["requests"] == 200 - BURST
+    assert counted["dns"]["reason"].startswith(f"{200 - BURST} more failures like seq ")
+    assert counted[None]["requests"] == 100 - BURST
+    assert (tally(written).failed, tally(written).refused) == (200, 100)
+    assert log.tallier.tally() == tally(written)
+    assert verified(tmp_path / "a.jsonl")
+    # The page: the 200 failures are one row, counted ones included; the refusals another.
+    page = AttemptPage("a1", "a.jsonl")
+    for r in written:
+        page.add(r)
+    assert (page.failed_total, page.refused_total) == (200, 100)
+    assert [n for _, n in page.failure_groups.values()] == [200]
+    assert [n for _, n in page.refusal_groups.values()] == [100]
 
 
 def test_a_refusal_after_its_window_is_written_in_full_after_the_count_before_it(

@@ -95,6 +95,7 @@ def test_the_report_has_one_row_per_attempt_with_agent_status_and_counts(
         "ALLOWED",
         "WAITED",
         "REFUSED",
+        "FAILED",
         "REPORTED",
         "UNASKED",
         "DURATION",
@@ -106,8 +107,9 @@ def test_the_report_has_one_row_per_attempt_with_agent_status_and_counts(
         cells = line.split()
         assert cells[:3] == [outcome["run_id"], "demo", outcome["status"]]
         assert outcome["workspace"].endswith(cells[-1].removeprefix("..."))
-        assert cells[3:9] == [
-            str(t[c]) for c in ("asked", "allowed", "waited", "refused", "reported", "unasked")
+        assert cells[3:10] == [
+            str(t[c])
+            for c in ("asked", "allowed", "waited", "refused", "failed", "reported", "unasked")
         ]
     assert "4 attempt(s) in 1 log(s)" in out
 
@@ -120,12 +122,18 @@ def test_refused_lists_every_refused_action_with_its_rule_and_reason(
     refused = json.loads(out)["refusals"]
     denied = [r for r in records(log) if r.get("verdict") == "deny"]
     assert code == 0 and len(refused) == len(denied) >= 3
+    # a failure (an ask answered after the turn was cancelled) is listed with its word
+    failed = [x for x in refused if x.get("failed")]
+    denied = [r for r in denied if not r.get("failed")]
+    assert len(refused) == len(denied) + len(failed)
     hook = [x for x in refused if ".git/hooks/pre-commit" in x["subject"]]
     assert hook and any(x["rule"] == "protected: .git/**" for x in hook)
     assert all(x["rule"] and x["reason"] for x in refused)
     code, text, _ = audit(capsys, "--refused", str(log))
     assert text.count("refused by") == len(denied)
     assert "[protected: .git/**]" in text
+    # the failures apart from the refusals, each group once with its word
+    assert text.count("    failed (") == len({(x["attempt"], x["subject"], x["reason"]) for x in failed})
 
 
 def test_one_attempt_tells_its_whole_story_in_order(
@@ -333,5 +341,5 @@ def test_an_old_log_with_its_old_by_words_is_still_replayed_and_tallied(
     ]
     code, out, _ = audit(capsys, str(log), "--json")
     [row] = json.loads(out)["attempts"]
-    assert row["tally"] == {"asked": 3, "allowed": 2, "waited": 1, "refused": 1, "reported": 0,
-                            "unasked": 1}  # fmt: skip
+    assert row["tally"] == {"asked": 3, "allowed": 2, "waited": 1, "refused": 1, "failed": 0,
+                            "reported": 0, "unasked": 1}  # fmt: skip

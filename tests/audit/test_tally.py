@@ -78,3 +78,27 @@ def test_a_long_attempt_is_counted_as_a_short_one_is_with_bounded_memory() -> No
     assert counted.tally() == Tally(
         asked=n, allowed=n - refused, waited=len(range(0, n, 15)), refused=refused
     )
+
+
+def test_a_failure_is_counted_failed_not_refused_and_an_old_logs_record_without_the_field_as_before() -> None:
+    dns = {**rec("network", 1, "deny", by="protocol"), "rule": "network.dns"}
+    records = [
+        {**dns, "failed": "dns"},  # a name that does not resolve
+        # allowed, then the host refused the connection: one request, failed
+        rec("network", 2, "allow", by="rule"),
+        {**rec("network", 2, "deny", by="protocol"), "failed": "refused"},
+        # asked after the turn was over
+        {**rec("network", 3, "deny", by="cancelled"), "failed": "cancelled"},
+        # the policy's refusal
+        rec("network", 4, "deny", by="rule"),
+        # failures counted, not written: two requests
+        {"kind": "repeated", "of": "network", "requests": 2, "count": 2, "failed": "dns"},
+        # refusals counted, not written: three requests
+        {"kind": "repeated", "of": "network", "requests": 3, "count": 3},
+    ]
+    assert tally(records) == Tally(asked=9, allowed=0, refused=4, failed=5)
+    # An older log's DNS failure carries no `failed`: it reads as it always did.
+    assert tally([dns]) == Tally(asked=1, refused=1)
+    # A request refused by a rule in one part and failed in another is refused.
+    both = [rec("permission", 5, "deny"), {**rec("permission", 5, "deny", by="cancelled"), "failed": "cancelled"}]
+    assert tally(both) == Tally(asked=1, refused=1)

@@ -83,8 +83,8 @@ def test_one_row_per_job_each_linking_to_its_attempt_page_beside_it(
         cells = re.findall(r"<td[^>]*>(.*?)</td>", row.group(1), re.S)
         assert line["status"] in cells[1]
         tally = line["acp"]["tally"]
-        names = ("asked", "allowed", "waited", "refused", "reported", "unasked")
-        assert cells[3:9] == [str(tally[c]) for c in names], (job, cells)
+        names = ("asked", "allowed", "waited", "refused", "failed", "reported", "unasked")
+        assert cells[3:10] == [str(tally[c]) for c in names], (job, cells)
         assert cells[-1] == "intact, anchored"  # to the head on its outcome line
         page = (tmp_path / f"batch.{job}.html").read_text()
         assert f"<code>{line['run_id']}</code>" in page  # the job's own attempt

@@ -32,8 +32,8 @@ def test_the_job_summary_has_the_tally_and_each_refusal_with_what_decided_it_and
     assert done.returncode == 0, done.stderr
     text = summary.read_text()
     assert text.startswith("earlier step\n")  # appended, as the runner expects
-    assert "| asked | allowed | waited | refused | reported | unasked |" in text
-    assert "| 6 | 5 | 0 | 1 | 0 | 1 |" in text
+    assert "| asked | allowed | waited | refused | failed | reported | unasked |" in text
+    assert "| 6 | 5 | 0 | 1 | 0 | 0 | 1 |" in text
     assert "Install .git/hooks/pre-commit" in text
     # what decided (a protected path, not the ceiling), the rule with its stars as text
     assert "| protected | protected: .git/&#42;&#42; |" in text

@@ -148,7 +148,7 @@ def test_the_step_summary_renders_what_happened_and_nothing_the_agent_wrote_as_m
     assert set(parsed.tags) <= {"h3", "code", "p", "table", "thead", "tbody", "tr", "th", "td",
                                 "strong", "ul", "li"}, rendered  # fmt: skip
     tally, *_ = [rows for rows in parsed.cells if rows and rows[0] == "asked"]
-    assert len(tally) == 6
+    assert len(tally) == 7
     header = parsed.cells[parsed.cells.index(tally) + 1]
     assert dict(zip(tally, header, strict=True))["refused"] == "1"  # the real tally
     refused = [row for row in parsed.cells if len(row) == 6 and row[1] == "permission"]

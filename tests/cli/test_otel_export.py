@@ -115,7 +115,7 @@ def test_the_demo_is_one_attempt_span_a_span_per_tool_call_and_an_event_per_deci
     # the tally as counters
     metrics = rx.metrics()
     requests = {p["acp_governor.verdict"]: v for p, v in metrics["acp_governor.requests"]}
-    assert requests == {k: tally[k] for k in ("allowed", "waited", "refused") if tally[k]}
+    assert requests == {k: tally[k] for k in ("allowed", "waited", "refused", "failed") if tally[k]}
     assert sum(requests.values()) == tally["asked"]
     assert [(p["acp_governor.status"], v) for p, v in metrics["acp_governor.attempts"]] == [
         ("completed", 1)

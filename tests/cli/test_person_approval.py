@@ -179,7 +179,8 @@ def test_after_a_persons_once_then_always_the_tally_reads_as_its_words_say(tmp_p
     _, screen, outcome = run_demo_as_a_person(tmp_path, policy, ["o", "a"])
     assert screen.count("or [r]efuse?") == 2
     tally = outcome["acp"]["tally"]
-    assert tally == {"asked": 6, "allowed": 5, "waited": 2, "refused": 1, "reported": 0, "unasked": 1}
+    assert tally == {"asked": 6, "allowed": 5, "waited": 2, "refused": 1, "failed": 0, "reported": 0,
+                     "unasked": 1}  # fmt: skip
     by_request: dict[int, set[str]] = {}
     for r in outcome["tool_calls"]:
         if r["kind"] in ("permission", "read", "write", "terminal"):
