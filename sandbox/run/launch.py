@@ -489,14 +489,22 @@ async def open_launch(
                 try:
                     await attach(int(match.group(1)))
                 except Exception:
-                    if launch.sockets and _no_reader(launch.block_fd):
-                        # bwrap died before its command (a cover it could not
-                        # make), its namespace gone under the listeners: say why
+                    if launch.sockets:
+                        # bwrap dying before its command (a cover it could not
+                        # make) takes its namespace from under the listeners; it
+                        # may not have let go of its block fd yet: wait for it,
+                        # then say why (`vanished` tells the race from the rest)
                         with trio.move_on_after(INFO_GRACE):
                             await child.wait()
-                        text = await _all_words(child)
-                        if bwrap_line(text) is not None:
-                            raise failure_of(text, "the sandbox") from None
+                        if child.returncode is not None or _no_reader(launch.block_fd):
+                            text = await _all_words(child)
+                            if bwrap_line(text) is not None:
+                                raise failure_of(text, "the sandbox") from None
+                            gone = next((s for s in launch.sockets if not os.path.lexists(s)), None)
+                            if gone is not None:  # its words elsewhere: the socket it covered
+                                raise SandboxStartFailed(
+                                    f"the sandbox could not be built: {gone} went away"
+                                ) from None
                     raise
             launch._open.discard(launch.block_fd)
             try:
