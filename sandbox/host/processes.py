@@ -233,6 +233,22 @@ def _write_all(fd: int, data: bytes) -> None:
         data = data[os.write(fd, data) :]
 
 
+def _unmapped_owner() -> tuple[int, ...]:
+    """The owner a user namespace shows for files of a uid it does not map (the
+    kernel's overflow uid, 65534): root's files, seen from inside one that maps
+    only the operator (a nested sandbox, a test's namespace). Only inside such a
+    namespace: on the host, a file owned by that uid is someone else's."""
+    try:
+        with open("/proc/self/uid_map", encoding="ascii") as f:
+            mapped = f.read().split()
+        with open("/proc/sys/kernel/overflowuid", encoding="ascii") as f:
+            overflow = int(f.read())
+    except (OSError, ValueError):
+        return ()
+    whole = mapped[:3] == ["0", "0", "4294967295"]  # the initial namespace maps every uid
+    return () if whole else (overflow,)
+
+
 def _owner_culprit(path: str) -> str | None:
     """Why ``path`` (a program or its folder) could be replaced by someone else
     than root or the operator: it, or a folder above it, is owned by another
@@ -240,6 +256,7 @@ def _owner_culprit(path: str) -> str | None:
     bit, as ``/tmp``, only lets each change their own). None when it cannot
     be replaced so, or does not exist (nothing runs from there)."""
     me = os.getuid()
+    trusted = {0, me, *_unmapped_owner()}
     current = os.path.abspath(path)
     first = True
     while True:
@@ -248,7 +265,7 @@ def _owner_culprit(path: str) -> str | None:
         except OSError:
             found = None
         if found is not None:
-            if found.st_uid not in (0, me):
+            if found.st_uid not in trusted:
                 return f"{current} is owned by uid {found.st_uid}, not root or the operator"
             shared = found.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
             if (

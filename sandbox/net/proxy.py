@@ -71,7 +71,7 @@ from governor.sandbox.net.judge import (
 )
 from governor.sandbox.net.netns import Helper
 from governor.sandbox.net.terminate import Interception
-from governor.sandbox.net.wire import Wire, error_response, splice
+from governor.sandbox.net.wire import Wire, error_response, response_head, splice
 from governor.sandbox.plan.egress import PROXY_PORT, Egress
 
 log = structlog.get_logger("governor.sandbox.net.proxy")
@@ -441,19 +441,11 @@ class EgressProxy:
     async def _response(self, upstream: Wire, idle: trio.CancelScope) -> http1.Head | None:
         """The upstream's final response head (informational ones skipped: the
         proxy answers ``Expect`` itself), or None if it closed before one."""
-        while True:
-            try:
-                block = await upstream.head(self.limits.head_bytes)
-            except http1.HttpError as e:
-                raise http1.HttpError(502, f"the server's response head: {e.reason}") from None
+
+        def idle_again() -> None:
             idle.deadline = trio.current_time() + self.limits.idle_timeout
-            if block is None:
-                return None
-            response = http1.parse_response(block)
-            if response.status == 101:
-                raise http1.HttpError(502, "the server switched protocols (never asked for)")
-            if response.status >= 200:
-                return response
+
+        return await response_head(upstream, self.limits.head_bytes, idle_again)
 
     async def _answer(
         self, wire: Wire, head: http1.Head, response: http1.Head, kept: _Kept, idle: trio.CancelScope

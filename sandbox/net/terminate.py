@@ -35,7 +35,7 @@ from governor.sandbox.net.credentials import Binding, Credentials, Leak
 from governor.sandbox.net.judge import ConnectionAnswer, ConnectionRequest, ProxyLimits
 from governor.sandbox.net.model_calls import Usage, UsageReader
 from governor.sandbox.net.tls import UPSTREAM_CA_ENV, AttemptCA
-from governor.sandbox.net.wire import error_response
+from governor.sandbox.net.wire import error_response, response_head
 
 _READ: Final = 64 * 1024
 
@@ -337,18 +337,7 @@ class _Exchange:
         return rest.encode("ascii", "replace")
 
     async def _response(self) -> http1.Head | None:
-        while True:
-            try:
-                block = await self.outside.head(self.limits.head_bytes)
-            except http1.HttpError as e:
-                raise http1.HttpError(502, f"the server's response head: {e.reason}") from None
-            if block is None:
-                return None
-            response = http1.parse_response(block)
-            if response.status == 101:
-                raise http1.HttpError(502, "the server switched protocols (never asked for)")
-            if response.status >= 200:
-                return response
+        return await response_head(self.outside, self.limits.head_bytes)
 
     async def _record(
         self,

@@ -12,7 +12,8 @@ import contextlib
 import fcntl
 import os
 import socket
-from typing import Final
+from collections.abc import Callable
+from typing import Final, Protocol
 
 import trio
 
@@ -181,3 +182,31 @@ async def splice(
     finally:
         os.close(pipe_r)
         os.close(pipe_w)
+
+
+class HeadReader(Protocol):
+    """What reads HTTP heads off a stream: a `Wire`, the terminating proxy's reader."""
+
+    async def head(self, limit: int) -> bytes | None: ...
+
+
+async def response_head(
+    reader: HeadReader, limit: int, on_head: Callable[[], None] | None = None
+) -> http1.Head | None:
+    """The server's final response head, informational ones (1xx) skipped
+    (the proxy answers ``Expect`` itself), or None when it closed before one;
+    ``on_head`` is told of each head read (the proxy's idle clock)."""
+    while True:
+        try:
+            block = await reader.head(limit)
+        except http1.HttpError as e:
+            raise http1.HttpError(502, f"the server's response head: {e.reason}") from None
+        if on_head is not None:
+            on_head()
+        if block is None:
+            return None
+        response = http1.parse_response(block)
+        if response.status == 101:
+            raise http1.HttpError(502, "the server switched protocols (never asked for)")
+        if response.status >= 200:
+            return response
