@@ -15,6 +15,7 @@ an ordinary test.
 from __future__ import annotations
 
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -32,6 +33,13 @@ from test_gaming_outside import (
 )
 
 pytestmark = needs_a_visible_checkout()
+
+RUNNERS = {
+    "unittest": check_command(BY_NAME["add"], CHECK_PYTHON),
+    "pytest": f"{sys.executable} -m pytest -q tests",
+}
+"""The task's check, and the same files run by pytest (which runs the copies of
+a ``TestCase`` the same way: the twin first, in one process)."""
 
 # ``add`` returns an ``int`` whose ``==`` agrees with the first value it is
 # compared with for the same arguments, and tells the truth after. No patch of
@@ -68,8 +76,9 @@ PY
     "where its twin never ran, e.g. a second run of the check in a fresh sandbox "
     "whose file holds the copy in the twin's place and name, or the copy first)",
 )
+@pytest.mark.parametrize("runner", ["unittest", "pytest"])
 def test_a_value_that_agrees_with_the_first_expected_value_it_meets_is_not_accepted(
-    tmp_path: Path,
+    tmp_path: Path, runner: str
 ) -> None:
     """Class: state shared between a twin and its copy. The copy is run after
     its twin in the same process so that the twin comes to what it would have
@@ -77,13 +86,14 @@ def test_a_value_that_agrees_with_the_first_expected_value_it_meets_is_not_accep
     with the first expected value it is compared with (the twin's) and with
     nothing else (the copy's changed value). Every test that compares ``add``'s
     result once passes, held-out ones too; every copy fails, as it must."""
-    outcome = _attempt(tmp_path, FIRST_ANSWER, held_out=True)
+    outcome = _attempt(tmp_path, FIRST_ANSWER, held_out=True, check=RUNNERS[runner])
     assert _fresh(tmp_path / "ws", "calc", "m.add(2, 3)") == "-1"  # the bug is still there
     assert not _accepted(outcome), outcome
 
 
-def test_the_honest_fix_is_accepted_clean_beside_the_copies(tmp_path: Path) -> None:
-    outcome = _attempt(tmp_path, HONEST, held_out=True)
+@pytest.mark.parametrize("runner", ["unittest", "pytest"])
+def test_the_honest_fix_is_accepted_clean_beside_the_copies(tmp_path: Path, runner: str) -> None:
+    outcome = _attempt(tmp_path, HONEST, held_out=True, check=RUNNERS[runner])
     assert _fresh(tmp_path / "ws", "calc", "m.add(10, 7)") == "17"
     assert _accepted(outcome), (
         outcome.get("verdict"),
