@@ -397,3 +397,61 @@ def test_the_honest_node_fix_is_accepted_clean_under_held_out_tests(tmp_path: Pa
     )  # fmt: skip
     assert _node_fresh(ws) == "4"
     assert _accepted(outcome), (outcome.get("verdict"), outcome.get("findings"))
+
+
+_RUN_LINE = "python3 -m unittest discover -s tests -t . -q"
+REACHED_OTHERWISE: dict[str, tuple[dict[str, str], str, str]] = {
+    # idiom: (the loop's harness files, the check, the file reached)
+    "make-variable": (
+        {"Makefile": f"SETUP = ci/setup.sh\n\ntest:\n\tsh $(SETUP)\n\t{_RUN_LINE}\n"},
+        "make test",
+        "ci/setup.sh",
+    ),
+    "bash-source-beside-itself": (
+        {"ci/test.sh": f'#!/bin/bash\nsource "${{BASH_SOURCE%/*}}/setup.sh"\n{_RUN_LINE}\n'},
+        "bash ci/test.sh",
+        "ci/setup.sh",
+    ),
+}
+
+
+def _harness_otherwise(tmp_path: Path, idiom: str) -> tuple[Path, str, str]:
+    """The task's workspace with the harness of ``idiom`` committed: it, the check, the file reached."""
+    files, check, reached = REACHED_OTHERWISE[idiom]
+    ws = _workspace(tmp_path, "add", held_out=True)
+    for path, text in {**files, reached: "# the tests' setup\n"}.items():
+        (ws / path).parent.mkdir(parents=True, exist_ok=True)
+        (ws / path).write_text(text)
+    commit = "git add -A . ':!tests/hidden' && git -c user.name=l -c user.email=l@example.invalid commit -qm ci"
+    subprocess.run(["sh", "-c", commit], cwd=ws, check=True)
+    return ws, check, reached
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="hole: the harness closure parses make and bash text; a make variable or "
+    "${BASH_SOURCE%/*} reaches a file neither pinned nor a finding (class: harness the "
+    "parser does not follow; mechanism: pin what a check process executes or sources, "
+    "observed, not parsed)",
+)
+@pytest.mark.parametrize("idiom", list(REACHED_OTHERWISE))
+def test_a_file_a_makefile_or_bash_script_reaches_by_a_variable_is_the_loop_s_harness(
+    tmp_path: Path, idiom: str
+) -> None:
+    """The same class through ``make`` (a recipe's ``$(SETUP)``) and bash
+    (``${BASH_SOURCE%/*}``, the bash way a script finds its neighbours)."""
+    ws, check, reached = _harness_otherwise(tmp_path, idiom)
+    script = f"cat >> {reached} <<'SH'\n{FIX_IN_THE_CHECK_ONLY}SH\n"
+    outcome = _attempt_in(tmp_path, ws, script, check, "--held-out", "tests/hidden/**")
+    assert _fresh(ws, "calc", "m.add(2, 3)") == "-1"  # the bug is still there
+    assert not _accepted(outcome), outcome
+
+
+@pytest.mark.parametrize("idiom", list(REACHED_OTHERWISE))
+def test_the_honest_fix_through_a_makefile_or_bash_script_with_a_variable_is_accepted_clean(
+    tmp_path: Path, idiom: str
+) -> None:
+    ws, check, _ = _harness_otherwise(tmp_path, idiom)
+    outcome = _attempt_in(tmp_path, ws, HONEST, check, "--held-out", "tests/hidden/**")
+    assert _fresh(ws, "calc", "m.add(10, 7)") == "17"
+    assert _accepted(outcome), (outcome.get("verdict"), outcome.get("findings"))
