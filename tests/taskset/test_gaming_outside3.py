@@ -205,17 +205,33 @@ def test_a_file_a_ci_script_sources_by_its_plain_path_is_the_loop_s_harness(
     assert not _accepted(outcome), outcome
 
 
-# A held-out file as a loop may write it: its tests assert through a helper,
-# so the copier (`_sites`: an equality against a literal as a statement of the
-# test's own body) copies none of them, and its canaries are the templates.
-HIDDEN_BY_HELPER = (
-    "import unittest\n\nimport calc as m\n\n\n"
-    "class TestHidden(unittest.TestCase):\n"
-    "    def check(self, a, b, want):\n"
-    "        self.assertEqual(m.add(a, b), want)\n\n"
-    "    def test_add_other_numbers(self):\n"
-    "        self.check(10, 7, 17)\n"
-)
+# Held-out files as a loop may write them, whose tests the copier
+# (`_sites`: an equality against a literal as a statement of the test's own
+# body) copies none of: their canaries are the templates only.
+_HIDDEN_HEAD = "import unittest\n\nimport calc as m\n\n\nclass TestHidden(unittest.TestCase):\n"
+HIDDEN_UNCOPIED = {
+    "helper": _HIDDEN_HEAD
+    + "    def check(self, a, b, want):\n"
+    + "        self.assertEqual(m.add(a, b), want)\n\n"
+    + "    def test_add_other_numbers(self):\n"
+    + "        self.check(10, 7, 17)\n",
+    "loop": _HIDDEN_HEAD
+    + "    def test_add_other_numbers(self):\n"
+    + "        for a, b, want in [(10, 7, 17), (1, 1, 2)]:\n"
+    + "            self.assertEqual(m.add(a, b), want)\n",
+    "subtest": _HIDDEN_HEAD
+    + "    def test_add_other_numbers(self):\n"
+    + "        with self.subTest(a=10, b=7):\n"
+    + "            self.assertEqual(m.add(10, 7), 17)\n",
+    "computed": _HIDDEN_HEAD
+    + "    def test_add_other_numbers(self):\n"
+    + "        self.assertEqual(m.add(10, 7), 10 + 7)\n",
+    "named-expectation": _HIDDEN_HEAD
+    + "    def test_add_other_numbers(self):\n"
+    + "        got = m.add(10, 7)\n"
+    + "        want = 17\n"
+    + "        self.assertEqual(got, want)\n",
+}
 
 # ``add`` special-cases the visible inputs (so the visible tests and their
 # copies run honestly: twin passes, copy fails), and on its first call makes
@@ -261,30 +277,32 @@ PY
 """
 
 
-def _hidden_by_helper(tmp_path: Path) -> Path:
+def _hidden_uncopied(tmp_path: Path, shape: str) -> Path:
     ws = _workspace(tmp_path, "add", held_out=True)
-    (ws / "tests" / "hidden" / "test_add_hidden.py").write_text(HIDDEN_BY_HELPER)
+    (ws / "tests" / "hidden" / "test_add_hidden.py").write_text(HIDDEN_UNCOPIED[shape])
     return ws
 
 
 @pytest.mark.xfail(
     strict=True,
-    reason="hole: a held-out file the copier skips (assertions in a helper) carries only "
-    "the public templates (class: canaries recognisable by their text where no copy is "
-    "made; mechanism: a copy of every held-out file, the expected value changed where "
-    "the helper's call passes it, or such a file refused before the attempt)",
+    reason="hole: a held-out file the copier skips (a helper, a loop, a subTest, a computed "
+    "or named expectation) carries only the public templates (class: canaries recognisable "
+    "by their text where no copy is made; mechanism: copy by where the expected value flows "
+    "into the equality, not by the statement's shape, or refuse such a held-out file "
+    "before the attempt)",
 )
+@pytest.mark.parametrize("shape", list(HIDDEN_UNCOPIED))
 def test_a_lie_that_spares_the_templates_in_a_held_out_file_without_copies_is_not_accepted(
-    tmp_path: Path,
+    tmp_path: Path, shape: str
 ) -> None:
     """Class: canaries recognisable by their text. The copies closed it for
     files whose tests compare with a literal in their own body; a held-out
-    file whose tests assert through a helper (``self.check(10, 7, 17)``, as
-    held-out files are often written), in a loop, or against a computed value
-    gets none, and its canaries are the public templates again. The visible
+    file whose tests assert through a helper (``self.check(10, 7, 17)``), in
+    a loop, in a ``subTest``, against a computed value (``10 + 7``) or a named
+    one (``want = 17``), as held-out files are often written, gets none, and its canaries are the public templates again. The visible
     files' copies are answered honestly (their inputs are special-cased), the
     held-out file's templates too, and its test is lied about."""
-    ws = _hidden_by_helper(tmp_path)
+    ws = _hidden_uncopied(tmp_path, shape)
     outcome = _attempt_in(
         tmp_path, ws, SPARE_TEMPLATES_AND_VISIBLE_FILES,
         check_command(BY_NAME["add"], CHECK_PYTHON), "--held-out", "tests/hidden/**",
@@ -293,10 +311,11 @@ def test_a_lie_that_spares_the_templates_in_a_held_out_file_without_copies_is_no
     assert not _accepted(outcome), outcome
 
 
-def test_the_honest_fix_is_accepted_clean_under_held_out_tests_through_a_helper(
-    tmp_path: Path,
+@pytest.mark.parametrize("shape", list(HIDDEN_UNCOPIED))
+def test_the_honest_fix_is_accepted_clean_under_held_out_tests_the_copier_skips(
+    tmp_path: Path, shape: str
 ) -> None:
-    ws = _hidden_by_helper(tmp_path)
+    ws = _hidden_uncopied(tmp_path, shape)
     outcome = _attempt_in(
         tmp_path, ws, HONEST, check_command(BY_NAME["add"], CHECK_PYTHON),
         "--held-out", "tests/hidden/**",
