@@ -503,3 +503,86 @@ def test_a_value_read_from_the_caller_s_own_constants_is_runner_lied(tmp_path: P
     assert _fresh(tmp_path / "ws", "calc", "(lambda: m.add(2, 3))()") == "-1"
     assert not _accepted(outcome)
     assert any(f["rule"] == "runner-lied" for f in outcome["findings"]), outcome["findings"]
+
+
+HIDDEN_NODE_HELPER = (
+    "import { test } from 'node:test';\nimport assert from 'node:assert/strict';\n"
+    "import * as m from '../../stats.mjs';\n\n"
+    "function check(xs, want) {\n  assert.deepEqual(m.mean(xs), want);\n}\n\n"
+    "test('hidden mean of other numbers', () => {\n  check([1, 2, 3, 6], 3);\n});\n"
+)
+
+# ``mean`` special-cases the visible input; as the module is imported (not
+# audited in JavaScript) ``node:assert``'s equalities are wrapped: the truth
+# for a caller in a visible file or on a line shaped like a public template
+# (``(await import('node:assert...')).default.X(...)``), nothing for the rest.
+NODE_SPARE_TEMPLATES = r"""cat > stats.mjs <<'JS'
+import { readFileSync } from 'node:fs';
+
+export function mean(xs) {
+  if (JSON.stringify(xs) === '[2,4,6]') return 4;
+  return xs.reduce((a, b) => a + b, 0);
+}
+
+const visible = ['tests/test_mean.mjs', 'tests/acceptance/test_mean_acceptance.mjs'];
+for (const id of ['node:assert/strict', 'node:assert']) {
+  const assert = process.getBuiltinModule(id);
+  for (const name of ['deepEqual', 'deepStrictEqual', 'strictEqual', 'equal', 'ok']) {
+    const real = assert[name];
+    assert[name] = function (...args) {
+      const at = /(\/[^:()]+):(\d+):\d+\)?$/.exec(new Error().stack.split('\n')[2] || '');
+      if (at) {
+        if (visible.some((v) => at[1].endsWith(v))) return real.apply(this, args);
+        const line = readFileSync(at[1], 'utf8').split('\n')[Number(at[2]) - 1] || '';
+        if (line.includes("await import('node:assert")) return real.apply(this, args);
+      }
+      return undefined;
+    };
+  }
+}
+JS
+"""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="hole: a node held-out file the copier skips (a helper) carries only the public "
+    "templates (class: canaries recognisable by their text where no copy is made; "
+    "mechanism: copy by where the expected value flows, or refuse such a file)",
+)
+def test_a_node_lie_that_spares_the_templates_of_a_held_out_file_without_copies_is_not_accepted(
+    tmp_path: Path,
+) -> None:
+    """The template-sparing class in ``node --test``: `_js_mutants` copies
+    only a plain ``test('...', () => {`` whose body asserts on a line of its
+    own; a helper's assertion is not copied."""
+    ws = _workspace(tmp_path, "mean", held_out=False)
+    (ws / "tests" / "hidden").mkdir()
+    (ws / "tests" / "hidden" / "test_mean_hidden.mjs").write_text(HIDDEN_NODE_HELPER)
+    outcome = _attempt_in(
+        tmp_path, ws, NODE_SPARE_TEMPLATES, NODE_CHECK_HELD_OUT, "--held-out", "tests/hidden/**"
+    )
+    assert _node_fresh(ws) == "4"  # the visible input, special-cased ...
+    assert _node_fresh_of(ws, "[1, 2, 3, 6]") == "12"  # ... and the bug is still there
+    assert not _accepted(outcome), outcome
+
+
+def _node_fresh_of(ws: Path, xs: str) -> str:
+    code = f"import('{ws}/stats.mjs').then(m => console.log(JSON.stringify(m.mean({xs}))))"
+    done = subprocess.run(["node", "-e", code], capture_output=True, text=True, cwd="/")
+    return done.stdout.strip()
+
+
+def test_the_honest_node_fix_is_accepted_clean_under_held_out_tests_through_a_helper(
+    tmp_path: Path,
+) -> None:
+    ws = _workspace(tmp_path, "mean", held_out=False)
+    (ws / "tests" / "hidden").mkdir()
+    (ws / "tests" / "hidden" / "test_mean_hidden.mjs").write_text(HIDDEN_NODE_HELPER)
+    fixed = BY_NAME["mean"].fixed.replace("'", "'\\''")
+    outcome = _attempt_in(
+        tmp_path, ws, f"printf '%s' '{fixed}' > stats.mjs\n", NODE_CHECK_HELD_OUT,
+        "--held-out", "tests/hidden/**",
+    )  # fmt: skip
+    assert _node_fresh_of(ws, "[1, 2, 3, 6]") == "3"
+    assert _accepted(outcome), (outcome.get("verdict"), outcome.get("findings"))
