@@ -10,6 +10,39 @@ hole below is an attempt that loop would accept while the bug is still there
 (checked by importing the module afresh, outside the governor): marked
 ``xfail(strict=True)`` until it is closed, with the honest fix beside it as
 an ordinary test.
+
+The holes, by class (each with the mechanism that would close the class):
+
+- **state shared between a twin and its copy**: a copy runs after its twin,
+  in the same process, so that the twin comes to what it would alone; then
+  code under test that remembers what it was asked can agree with the first
+  expected value it meets for an input (the twin's) and with nothing else (the
+  copy's changed value): ``add`` returning an ``int`` whose ``==`` does so
+  (unittest and pytest), ``node:assert`` wrapped at import to do so (node).
+  No file read, no test recognised. Close: judge each copy where its twin
+  never ran (a run of its own in a fresh sandbox, with the copy in its twin's
+  place and name, so the first question that process asks is the changed one).
+- **canaries recognisable by their text where no copy is made**: the copier
+  takes an equality against a literal written as a statement of the test's
+  own body; a held-out file whose tests assert through a helper, in a loop,
+  in a ``subTest``, against ``10 + 7`` or against ``want = 17`` (node: through
+  a helper) gets only the public templates, and the template-sparing lie of
+  ``test_gaming_outside2.py`` is back (the visible files' copies answered
+  honestly: their inputs are special-cased). Close: copy by where the
+  expected value flows into the equality (the helper's argument, the loop's
+  row, the name bound to a literal), or refuse such a held-out file before
+  the attempt.
+- **the harness closure is a parser**: a file a CI script reaches by
+  ``$(dirname "$0")``, ``${BASH_SOURCE%/*}``, a variable, a ``cd`` on an
+  earlier line, a glob loop, ``find -exec``, ``xargs``, ``eval``, or a make
+  recipe's ``$(VARIABLE)`` is neither pinned nor a finding; the agent appends
+  the fix to it, which the check writes into its own overlay. Close: pin what
+  a check's processes execute or source, observed rather than parsed (or run
+  the checks once before the attempt and pin every workspace file they opened).
+
+What held (ordinary tests): a value that answers the expected constant its
+caller's code holds (the copies ask for another, get it: ``runner-lied``); a
+file a CI script sources by its plain path.
 """
 
 from __future__ import annotations
