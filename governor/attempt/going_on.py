@@ -62,8 +62,10 @@ async def resume_attempt(
         log, request if isinstance(request, int) else None, decision, f"{by} ({user})", uid,
         attempt=outcome.run_id,
     )  # fmt: skip
-    going_on = paused.continuation(log, outcome.run_id)
-    return await run_attempt(paused.prepared_again(going_on, on_event=on_event), continues=going_on)
+    with paused.exclusive(outcome.run_id):  # one resume at a time: never two parts into one chain
+        going_on = paused.continuation(log, outcome.run_id)
+        prepared = paused.prepared_again(going_on, on_event=on_event)
+        return await run_attempt(prepared, continues=going_on)
 
 
 def resume(outcome: Outcome, decision: Decision, *, by: str = "library") -> Outcome:

@@ -20,11 +20,12 @@ resumed part's allowance, not a fresh one.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import pickle
 import pwd
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -249,16 +250,49 @@ def os_user() -> tuple[str, int]:
         return str(uid), uid
 
 
+@contextlib.contextmanager
+def exclusive(attempt: str) -> Iterator[None]:
+    """Held while one command decides or resumes ``attempt`` (a lock beside its
+    state): a second `governor approve` or `governor resume` of the same attempt
+    at the same moment is refused, never run twice into one chain."""
+    folder = paused_dir()
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(
+        folder / f"{state_path(attempt).stem}.lock",
+        os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+        0o600,
+    )
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise NotPaused(
+                f"attempt {attempt} is being approved or resumed by another command: wait for it"
+            ) from None
+        yield
+    finally:
+        os.close(fd)
+
+
 def approve(
     log: Path, request: int | None, answer: str, user: str, uid: int, attempt: str | None = None
 ) -> dict[str, Any]:
     """Write a person's decision on the paused request of ``log`` into its chain:
     an ``approval`` record (who: the OS user; when: its time; which request; the
     answer: ``once``, ``always`` or ``deny``). One decision per pause: a second
-    is refused, naming the first."""
+    is refused, naming the first, as is one made at the same moment
+    (`exclusive`)."""
+    state, _, _ = _chain(log, attempt)
+    with exclusive(state.attempt):
+        return _approve(log, request, answer, user, uid, state.attempt)
+
+
+def _approve(
+    log: Path, request: int | None, answer: str, user: str, uid: int, attempt: str
+) -> dict[str, Any]:
     from governor.audit.log import AuditLog
 
-    state, _, after = _chain(log, attempt)
+    state, _, after = _chain(log, attempt)  # read again under the lock
     waiting = state.pending.get("request")
     if request is not None and request != waiting:
         raise NotPaused(

@@ -39,7 +39,7 @@ def main(args: argparse.Namespace) -> int:
     """Prepare the paused job again, check it is the same, and run its next part."""
     import trio
 
-    from governor.attempt.paused import NotPaused, continuation
+    from governor.attempt.paused import NotPaused, continuation, exclusive
     from governor.boundary.display import terminal
     from governor.job.spec import RefusedBeforeStart
     from governor.observe import logs
@@ -47,9 +47,11 @@ def main(args: argparse.Namespace) -> int:
     logs.configure(json_lines=args.json or not sys.stderr.isatty())
     log = Path(args.log).expanduser()
     try:
-        going_on = continuation(log)
-        prepared = _prepared(going_on, args)
-        outcome = trio.run(_run, prepared, going_on)
+        attempt = continuation(log).state.attempt
+        with exclusive(attempt):  # one resume at a time: never two parts into one chain
+            going_on = continuation(log, attempt)
+            prepared = _prepared(going_on, args)
+            outcome = trio.run(_run, prepared, going_on)
     except (NotPaused, RefusedBeforeStart) as e:
         for problem in getattr(e, "problems", None) or [str(e)]:
             print(terminal(f"governor: {problem}"), file=sys.stderr)  # it may quote the agent

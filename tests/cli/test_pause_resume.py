@@ -256,3 +256,27 @@ def test_an_agent_that_loads_its_session_goes_on_in_it_and_its_replayed_history_
     assert outcome["acp"]["tally"]["unasked"] == 0
     assert not [r for r in records(job["log"]) if r["kind"] == "unasked"]
     verified(job)
+
+
+def test_a_paused_attempt_is_decided_and_resumed_by_one_command_at_a_time(
+    job: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While one command holds the attempt (a lock beside its state), another
+    `approve` or `resume` of it is refused, naming why; after, they go on: two
+    decisions, or two parts, never go into one chain at once."""
+    from governor.attempt.paused import exclusive
+
+    paused(job)
+    attempt = records(job["log"])[0]["attempt"]
+    monkeypatch.setenv("XDG_STATE_HOME", str(job["state"]))
+    with exclusive(str(attempt)):
+        refused = governor(job, "approve", str(job["log"]))
+        assert refused.returncode == 2 and "another command" in refused.stderr, refused.stderr
+    assert governor(job, "approve", str(job["log"])).returncode == 0
+    with exclusive(str(attempt)):
+        refused = governor(job, "resume", str(job["log"]))
+        assert refused.returncode == 2 and "another command" in refused.stderr, refused.stderr
+    assert [r["kind"] for r in records(job["log"])].count("approval") == 1
+    resumed = governor(job, "resume", str(job["log"]), "--json")
+    assert resumed.returncode == 0, resumed.stderr
+    assert (job["ws"] / "hello.py").exists()
