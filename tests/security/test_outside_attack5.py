@@ -1,0 +1,460 @@
+"""A fifth outside attack (the helper "breakwire", who built none of it): the
+governed model traffic of issue 37, attacked from the agent's side.
+
+The target: the agent holds a placeholder of each key; the proxy terminates TLS
+for the hosts a key is bound to, swaps the real value in there only, records a
+``model`` call per request with the tokens read from its response, and stops
+the attempt's model requests once ``[limits] tokens`` is passed.
+
+Real sockets throughout, as tests/sandbox/test_egress_terminated.py does: the
+real proxy (`governor.sandbox.net.proxy`) judged by the real gate writing a
+real audit log; the bound host is a loopback HTTPS stand-in with a certificate
+of a test CA the proxy is told to trust upstream; the client is the agent's
+side, speaking TLS to the proxy and trusting the attempt's CA only, as any
+client in the sandbox does. The budget is the attempt's real one
+(`governor.attempt.budget.Budget` fed by `governor.gate.model_calls.ModelCalls`,
+wired as `governor.attempt.lifecycle` wires them).
+
+Each hole is a test marked ``xfail(strict=True)``: it fails today because the
+attack works, and the fixer removes the mark. Its allowed neighbour, and the
+attacks that held, are ordinary tests.
+
+The holes, by class:
+
+- the real value handed back: the real key is put wherever the placeholder
+  is (any header, the path, the query), and the response passes unread: a
+  bound host that says what it was sent (a 404 naming the unknown path, an
+  error quoting a header, an echo endpoint) gives the agent the real key;
+- usage read in the codings the reader knows, while the agent chooses the
+  coding: ``Accept-Encoding: br`` (or ``zstd``) is forwarded, the API answers
+  in it, the reader cannot read it, the call counts no tokens, and
+  ``[limits] tokens`` is never passed;
+- the budget checked against calls that ended only: model calls opened at
+  once each pass the check before any of them ends, so the tokens seen on the
+  wire run past ``[limits] tokens`` as many times over as the agent opens calls.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import ssl
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import h11
+import pytest
+import trio
+
+from governor.attempt.budget import Budget
+from governor.audit.log import AuditLog
+from governor.confine.egress import judge
+from governor.gate.approver import Unattended
+from governor.gate.gatekeeper import Gate
+from governor.gate.model_calls import ModelCalls
+from governor.policies.capability import Capability
+from governor.policies.limits import Limits
+from governor.policies.network import NetworkRules, parse_pattern
+from governor.policies.policy import Policy
+from governor.sandbox.net.credentials import Binding, Credential, Credentials, placeholder_for
+from governor.sandbox.net.proxy import open_egress
+from governor.sandbox.net.terminate import Interception, ModelCall
+from governor.sandbox.net.tls import AttemptCA, upstream_context
+
+KEY = "sk-ant-api03-" + "R3alS3cretKeyValue" * 4
+
+Reply = tuple[int, list[tuple[bytes, bytes]], bytes]
+Handler = Callable[[h11.Request, bytes], Awaitable[Reply]]
+
+
+@dataclass
+class Origin:
+    """The bound host: a loopback HTTPS stand-in answering with ``handler``."""
+
+    context: ssl.SSLContext
+    handler: Handler
+    port: int = 0
+    requests: list[h11.Request] = field(default_factory=list)
+
+
+async def serve_origin(origin: Origin, task_status: trio.TaskStatus[None]) -> None:
+    listener = (await trio.open_tcp_listeners(0, host="127.0.0.1"))[0]
+    origin.port = listener.socket.getsockname()[1]
+    task_status.started()
+
+    async def one(plain: trio.SocketStream) -> None:
+        stream = trio.SSLStream(plain, origin.context, server_side=True)
+        conn = h11.Connection(h11.SERVER)
+        with contextlib.suppress(trio.BrokenResourceError, ssl.SSLError, OSError, h11.ProtocolError):
+            while True:
+                event = conn.next_event()
+                if event is h11.NEED_DATA:
+                    conn.receive_data(await stream.receive_some(65536))
+                    continue
+                if not isinstance(event, h11.Request):
+                    return
+                body = b""
+                while not isinstance(part := conn.next_event(), h11.EndOfMessage):
+                    if part is h11.NEED_DATA:
+                        conn.receive_data(await stream.receive_some(65536))
+                    elif isinstance(part, h11.Data):
+                        body += part.data
+                origin.requests.append(event)
+                status, headers, content = await origin.handler(event, body)
+                headers = [*headers, (b"content-length", b"%d" % len(content))]
+                await stream.send_all(conn.send(h11.Response(status_code=status, headers=headers)))
+                await stream.send_all(conn.send(h11.Data(data=content)) + conn.send(h11.EndOfMessage()))
+                conn.start_next_cycle()
+
+    async with listener, trio.open_nursery() as nursery:
+        while True:
+            nursery.start_soon(one, await listener.accept())
+
+
+@dataclass
+class Wire:
+    """The proxy as the agent's sandbox meets it, in front of the bound host."""
+
+    origin: Origin
+    port: int
+    ca: AttemptCA
+    placeholder: str
+    calls: list[ModelCall]
+    budget: Budget
+
+
+@contextlib.asynccontextmanager
+async def wire(tmp_path: Path, handler: Handler, tokens: int | None = None) -> AsyncIterator[Wire]:
+    """The real proxy, gate, audit log, model-call recorder and budget, with
+    ``ANTHROPIC_API_KEY`` bound to the stand-in (its own test CA trusted upstream)."""
+    test_ca = AttemptCA.make("the stand-in's own test CA")
+    ca_file = tmp_path / "test-ca.pem"
+    ca_file.write_bytes(test_ca.cert_pem)
+    origin = Origin(test_ca.server_context("127.0.0.1"), handler)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(serve_origin, origin)
+        patterns = (parse_pattern(f"127.0.0.1:{origin.port}"),)
+        rules = NetworkRules(enabled=True, allow=patterns, agent=patterns)
+        ws = tmp_path / "ws"
+        ws.mkdir()
+        policy = Policy(capability=Capability.EDIT_WORKSPACE, network_rules=rules).bind(str(ws))
+        audit = AuditLog(tmp_path / "audit.jsonl", "outside-attack5")
+        ca = AttemptCA.make("test attempt")
+        placeholder = placeholder_for(KEY)
+        bound = (Binding("127.0.0.1", origin.port, tls=True),)
+        credentials = Credentials([Credential("ANTHROPIC_API_KEY", KEY, placeholder, bound)])
+        budget = Budget(Limits(tokens=tokens), "agent")
+        model_calls = ModelCalls(audit, budget.observed)
+        calls: list[ModelCall] = []
+
+        async def record(call: ModelCall) -> None:
+            calls.append(call)
+            await model_calls.record(call)
+
+        interception = Interception(
+            credentials, ca, upstream_context(str(ca_file)), record, budget.refusal
+        )
+        async with open_egress(judge(Gate(policy, audit, Unattended())), None, interception) as proxy:
+            listener = socket.create_server(("127.0.0.1", 0))
+            proxy.serve(listener, "agent")
+            yield Wire(origin, listener.getsockname()[1], ca, placeholder, calls, budget)
+        audit.close()
+        nursery.cancel_scope.cancel()
+
+
+async def through(w: Wire) -> trio.SSLStream[trio.SocketStream]:
+    """A CONNECT to the bound host through the proxy, TLS trusting the attempt's CA."""
+    stream = await trio.open_tcp_stream("127.0.0.1", w.port)
+    target = f"127.0.0.1:{w.origin.port}"
+    await stream.send_all(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
+    answer = b""
+    while b"\r\n\r\n" not in answer:
+        answer += await stream.receive_some(4096)
+    assert answer.startswith(b"HTTP/1.1 200"), answer
+    context = ssl.create_default_context(cadata=w.ca.cert_pem.decode())
+    tls = trio.SSLStream(stream, context, server_hostname="127.0.0.1")
+    await tls.do_handshake()
+    return tls
+
+
+async def ask(
+    w: Wire, method: str, target: str, headers: list[tuple[str, str]], body: bytes = b""
+) -> tuple[int, bytes, bytes]:
+    """One request on its own connection: the status, the raw head, the body
+    the agent reads."""
+    tls = await through(w)
+    client = h11.Connection(h11.CLIENT)
+    sent = [("Host", "127.0.0.1"), *headers, ("content-length", str(len(body)))]
+    await tls.send_all(client.send(h11.Request(method=method, target=target, headers=sent)))
+    await tls.send_all(client.send(h11.Data(data=body)) + client.send(h11.EndOfMessage()))
+    status, head, got = 0, b"", b""
+    while True:
+        event = client.next_event()
+        if event is h11.NEED_DATA:
+            client.receive_data(await tls.receive_some(65536))
+        elif isinstance(event, h11.Response):
+            status = event.status_code
+            head = b"\n".join(k + b": " + v for k, v in event.headers.raw_items())
+        elif isinstance(event, h11.Data):
+            got += event.data
+        elif isinstance(event, h11.EndOfMessage | h11.ConnectionClosed):
+            with contextlib.suppress(trio.BrokenResourceError, ssl.SSLError, OSError):
+                await tls.aclose()
+            return status, head, got
+
+
+def message(tokens_in: int, tokens_out: int) -> bytes:
+    """An Anthropic Messages response (not streamed) reporting its usage."""
+    return json.dumps({
+        "id": "msg_standin", "type": "message", "role": "assistant", "model": "claude-standin-1",
+        "content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn",
+        "usage": {"input_tokens": tokens_in, "output_tokens": tokens_out},
+    }).encode()  # fmt: skip
+
+
+# -- the real value handed back -------------------------------------------------------
+
+
+async def api_like(request: h11.Request, body: bytes) -> Reply:
+    """What real APIs do: the authenticated route answers; an unknown route is a
+    404 naming the path asked for; a request without a valid key is a 401
+    quoting the header that was wrong (as many gateways and proxies in front
+    of model APIs do)."""
+    headers = dict(request.headers.raw_items())
+    json_type = [(b"content-type", b"application/json")]
+    if headers.get(b"x-api-key") != KEY.encode():
+        wrong = {k.decode(): v.decode() for k, v in headers.items() if k.startswith(b"x-")}
+        return 401, json_type, json.dumps({"error": "invalid x-api-key", "sent": wrong}).encode()
+    if request.target.split(b"?")[0] != b"/v1/messages":
+        error = {"type": "not_found_error", "message": f"Not found: {request.target.decode()}"}
+        return 404, json_type, json.dumps({"type": "error", "error": error}).encode()
+    return 200, json_type, message(10, 5)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "hole: the real key handed back (class: the real value is put wherever the placeholder "
+        "is, in any header, the path or the query, and the response passes unread, so a bound "
+        "host that says what it was sent gives the agent the real key; mechanism: the real value "
+        "put only into the credential's own authentication slot, a placeholder anywhere else "
+        "refused, and the real value replaced by the placeholder in everything the proxy passes back)"
+    ),
+)
+@pytest.mark.parametrize("where", ["path", "query", "another header", "the key header, echoed"])
+async def test_the_real_key_never_comes_back_to_the_agent_in_a_response_from_its_bound_host(
+    tmp_path: Path, where: str
+) -> None:
+    async with wire(tmp_path, api_like) as w:
+        p = w.placeholder
+        if where == "path":  # a 404 naming the path
+            answers = [await ask(w, "GET", f"/v1/{p}", [("x-api-key", p)])]
+        elif where == "query":
+            answers = [await ask(w, "GET", f"/v1/models/x?after_id={p}", [("x-api-key", p)])]
+        elif where == "another header":  # a 401 quoting the x- headers
+            answers = [await ask(w, "GET", "/v1/messages", [("x-api-key", "nope"), ("x-note", p)])]
+        else:  # the key's own header, made wrong by a letter more: a 401 quotes it
+            answers = [await ask(w, "GET", "/v1/messages", [("x-api-key", p + "x")])]
+        # the attack worked at the bound host (the real key was put in where asked) ...
+        seen = b"".join(r.target + b"".join(v for _, v in r.headers.raw_items()) for r in w.origin.requests)
+        assert KEY.encode() in seen
+        # ... and must not come back to the agent
+        for status, head, body in answers:
+            assert status in (401, 404), (status, body)
+            assert KEY.encode() not in head + body, f"{where}: the real key came back in {body[:200]!r}"
+
+
+async def test_the_bound_host_gets_the_real_key_in_its_key_header_and_the_agent_gets_its_answer(
+    tmp_path: Path,
+) -> None:
+    """The allowed neighbour: the placeholder in ``x-api-key`` on the bound
+    route becomes the real key there, the call is answered and recorded, and
+    nothing of the key comes back."""
+    async with wire(tmp_path, api_like) as w:
+        status, head, body = await ask(w, "POST", "/v1/messages", [("x-api-key", w.placeholder)], b"{}")
+        assert status == 200, body
+        assert json.loads(body)["usage"] == {"input_tokens": 10, "output_tokens": 5}
+        assert dict(w.origin.requests[0].headers.raw_items())[b"x-api-key"] == KEY.encode()
+        assert KEY.encode() not in head + body
+        with trio.fail_after(10):
+            while not w.calls:
+                await trio.sleep(0.01)
+        assert w.calls[0].usage.tokens == {"input": 10, "output": 5}
+
+
+# -- usage in a coding the reader cannot read -----------------------------------------
+
+
+def brotli_stored(data: bytes) -> bytes:
+    """``data`` as a valid Brotli stream (RFC 7932) of uncompressed meta-blocks:
+    what a server sends when the client accepts ``br`` (node's zlib reads it)."""
+    out = bytearray()
+    bits, count = 0, 0
+
+    def put(value: int, width: int) -> None:
+        nonlocal bits, count
+        bits |= value << count
+        count += width
+
+    def flush() -> None:
+        nonlocal bits, count
+        while count > 0:
+            out.append(bits & 0xFF)
+            bits >>= 8
+            count -= 8
+        bits, count = 0, 0
+
+    put(0, 1)  # WBITS 16
+    for at in range(0, len(data), 65536):
+        block = data[at : at + 65536]
+        put(0, 1)  # ISLAST no
+        put(0, 2)  # MNIBBLES: 4
+        put(len(block) - 1, 16)  # MLEN - 1
+        put(1, 1)  # ISUNCOMPRESSED
+        flush()
+        out += block
+    put(1, 1)  # ISLAST
+    put(1, 1)  # ISLASTEMPTY
+    flush()
+    return bytes(out)
+
+
+def speaks_codings(tokens_in: int, tokens_out: int) -> Handler:
+    """An API in front of a CDN: the answer in ``br`` when the client accepts
+    it, else ``identity``."""
+
+    async def handler(request: h11.Request, body: bytes) -> Reply:
+        accepted = b",".join(v for k, v in request.headers.raw_items() if k.lower() == b"accept-encoding")
+        content = message(tokens_in, tokens_out)
+        headers = [(b"content-type", b"application/json")]
+        if b"br" in [a.split(b";")[0].strip() for a in accepted.split(b",")]:
+            return 200, [*headers, (b"content-encoding", b"br")], brotli_stored(content)
+        return 200, headers, content
+
+    return handler
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "hole: tokens unseen in a coding the agent chose (class: usage is read only in the "
+        "content codings the reader knows, while the agent's Accept-Encoding reaches the API, so "
+        "a call answered in br or zstd counts no tokens and [limits] tokens is never passed; "
+        "mechanism: the proxy sets the Accept-Encoding of a terminated request to the codings it "
+        "reads, and a call whose usage it could not read counts against the limit as unknown, failing closed)"
+    ),
+)
+async def test_a_model_call_answered_in_a_coding_the_agent_asked_for_still_counts_its_tokens_against_the_limit(
+    tmp_path: Path,
+) -> None:
+    async with wire(tmp_path, speaks_codings(600, 400), tokens=500) as w:
+        for _ in range(3):
+            status, head, _ = await ask(
+                w, "POST", "/v1/messages", [("x-api-key", w.placeholder), ("accept-encoding", "br")], b"{}"
+            )
+            if status != 200:
+                break
+        # the first call's 1,000 tokens pass the limit of 500: the next is refused
+        assert status == 403, (status, head)
+        assert len(w.origin.requests) == 1
+        assert w.calls[0].usage.tokens == {"input": 600, "output": 400}
+
+
+async def test_a_model_call_in_a_coding_the_reader_knows_counts_and_the_next_call_past_the_limit_is_refused(
+    tmp_path: Path,
+) -> None:
+    """The allowed neighbour: the same calls with ``Accept-Encoding: gzip,
+    identity`` are read, the first passes the limit, the second is refused."""
+    async with wire(tmp_path, speaks_codings(600, 400), tokens=500) as w:
+        first = await ask(w, "POST", "/v1/messages", [("x-api-key", w.placeholder), ("accept-encoding", "gzip")], b"{}")
+        assert first[0] == 200
+        second = await ask(w, "POST", "/v1/messages", [("x-api-key", w.placeholder)], b"{}")
+        assert second[0] == 403, second
+        assert b"tokens limit 500" in second[2]
+        assert len(w.origin.requests) == 1
+        assert w.budget.over is not None
+
+
+def test_the_brotli_stand_in_sends_what_a_real_client_decodes() -> None:
+    """The coding hole's stand-in is honest: node's own zlib decodes its ``br``."""
+    import shutil
+    import subprocess
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("no node to decode brotli with")
+    data = message(600, 400) * 3000  # more than one meta-block
+    script = "process.stdout.write(require('zlib').brotliDecompressSync(require('fs').readFileSync(0)))"
+    done = subprocess.run([node, "-e", script], input=brotli_stored(data), capture_output=True, check=True)
+    assert done.stdout == data
+
+
+# -- the budget checked against ended calls only --------------------------------------
+
+
+def held_until(count: int, tokens_in: int, tokens_out: int) -> tuple[Handler, trio.Event]:
+    """An API whose answers wait until ``count`` requests are in (or a few
+    seconds: a proxy that lets one call at a time through still gets its
+    answer): a model thinking, as every model does, while more calls come."""
+    arrived = trio.Event()
+    seen = [0]
+
+    async def handler(request: h11.Request, body: bytes) -> Reply:
+        seen[0] += 1
+        if seen[0] >= count:
+            arrived.set()
+        with trio.move_on_after(3):
+            await arrived.wait()
+        return 200, [(b"content-type", b"application/json")], message(tokens_in, tokens_out)
+
+    return handler, arrived
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "hole: calls at once run past the tokens limit (class: [limits] tokens is checked only "
+        "against model calls that ended, so each call opened before the first ends passes the "
+        "check, and the tokens seen on the wire run past the limit as many times over as the "
+        "agent opens calls; mechanism: with a tokens limit, calls in flight count against it: "
+        "one model call at a time, or the next one refused while the calls in flight may pass it)"
+    ),
+)
+async def test_model_calls_opened_at_once_cannot_run_past_the_tokens_limit_more_than_one_call_over(
+    tmp_path: Path,
+) -> None:
+    handler, _ = held_until(6, 60, 40)
+    async with wire(tmp_path, handler, tokens=150) as w:
+        statuses: list[int] = []
+
+        async def one() -> None:
+            statuses.append((await ask(w, "POST", "/v1/messages", [("x-api-key", w.placeholder)], b"{}"))[0])
+
+        async with trio.open_nursery() as nursery:
+            for _ in range(6):
+                nursery.start_soon(one)
+        # 100 tokens a call, a limit of 150: the call that passes it is the
+        # second; no more than two may have reached the API
+        assert len(w.origin.requests) <= 2, f"{len(w.origin.requests)} calls reached the API"
+        assert statuses.count(200) <= 2, statuses
+
+
+async def test_model_calls_one_after_another_stop_at_the_call_that_passes_the_tokens_limit(
+    tmp_path: Path,
+) -> None:
+    """The allowed neighbour: calls made one at a time are counted as each
+    ends, and the first after the limit is refused, recorded as a refusal."""
+    handler, _ = held_until(1, 60, 40)
+    async with wire(tmp_path, handler, tokens=150) as w:
+        statuses = [
+            (await ask(w, "POST", "/v1/messages", [("x-api-key", w.placeholder)], b"{}"))[0]
+            for _ in range(4)
+        ]
+        assert statuses == [200, 200, 403, 403]
+        assert len(w.origin.requests) == 2
+        assert w.budget.wire_tokens == 200
+        log = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+        refused = [r for r in log if r.get("kind") == "network" and r.get("verdict") == "deny"]
+        assert refused and "tokens limit 150" in str(refused[0]["reason"])
