@@ -31,7 +31,13 @@ The holes, by class:
   ``[limits] tokens`` is never passed;
 - the budget checked against calls that ended only: model calls opened at
   once each pass the check before any of them ends, so the tokens seen on the
-  wire run past ``[limits] tokens`` as many times over as the agent opens calls.
+  wire run past ``[limits] tokens`` as many times over as the agent opens calls;
+- a key bound to the union of its preset's hosts: the real ``opencode``
+  preset's Anthropic key is put into a request to its OpenAI gateway (and
+  ``opencode.ai``; Copilot's GitHub token into a request to its BYOK provider);
+- a peer's malformed message escaping its connection: a chunk size that is
+  not hexadecimal in the agent's request to a plain-HTTP gateway raises out of
+  the proxy and ends it, every connection of the attempt with it.
 """
 
 from __future__ import annotations
@@ -48,9 +54,11 @@ import h11
 import pytest
 import trio
 
+from governor.agents.presets import presets
 from governor.attempt.budget import Budget
 from governor.audit.log import AuditLog
 from governor.confine.egress import judge
+from governor.confine.model_api import held_credentials
 from governor.gate.approver import Unattended
 from governor.gate.gatekeeper import Gate
 from governor.gate.model_calls import ModelCalls
@@ -64,6 +72,7 @@ from governor.sandbox.net.terminate import Interception, ModelCall
 from governor.sandbox.net.tls import AttemptCA, upstream_context
 
 KEY = "sk-ant-api03-" + "R3alS3cretKeyValue" * 4
+OPENAI_KEY = "sk-proj-" + "0penAIRealKey" * 5
 
 Reply = tuple[int, list[tuple[bytes, bytes]], bytes]
 Handler = Callable[[h11.Request, bytes], Awaitable[Reply]]
@@ -73,10 +82,12 @@ Handler = Callable[[h11.Request, bytes], Awaitable[Reply]]
 class Origin:
     """The bound host: a loopback HTTPS stand-in answering with ``handler``."""
 
-    context: ssl.SSLContext
+    context: ssl.SSLContext | None
+    """None: plain HTTP (a gateway)."""
     handler: Handler
     port: int = 0
     requests: list[h11.Request] = field(default_factory=list)
+    bodies: list[bytes] = field(default_factory=list)
 
 
 async def serve_origin(origin: Origin, task_status: trio.TaskStatus[None]) -> None:
@@ -85,7 +96,9 @@ async def serve_origin(origin: Origin, task_status: trio.TaskStatus[None]) -> No
     task_status.started()
 
     async def one(plain: trio.SocketStream) -> None:
-        stream = trio.SSLStream(plain, origin.context, server_side=True)
+        stream: trio.abc.Stream = plain
+        if origin.context is not None:
+            stream = trio.SSLStream(plain, origin.context, server_side=True)
         conn = h11.Connection(h11.SERVER)
         with contextlib.suppress(trio.BrokenResourceError, ssl.SSLError, OSError, h11.ProtocolError):
             while True:
@@ -102,6 +115,7 @@ async def serve_origin(origin: Origin, task_status: trio.TaskStatus[None]) -> No
                     elif isinstance(part, h11.Data):
                         body += part.data
                 origin.requests.append(event)
+                origin.bodies.append(body)
                 status, headers, content = await origin.handler(event, body)
                 headers = [*headers, (b"content-length", b"%d" % len(content))]
                 await stream.send_all(conn.send(h11.Response(status_code=status, headers=headers)))
@@ -115,36 +129,60 @@ async def serve_origin(origin: Origin, task_status: trio.TaskStatus[None]) -> No
 
 @dataclass
 class Wire:
-    """The proxy as the agent's sandbox meets it, in front of the bound host."""
+    """The proxy as the agent's sandbox meets it, in front of the bound hosts."""
 
-    origin: Origin
+    origins: list[Origin]
     port: int
     ca: AttemptCA
-    placeholder: str
+    credentials: Credentials
     calls: list[ModelCall]
     budget: Budget
 
+    @property
+    def origin(self) -> Origin:
+        return self.origins[0]
+
+    @property
+    def placeholder(self) -> str:
+        return self.credentials.held[0].placeholder
+
+
+Held = Callable[[list[Origin]], Credentials]
+
+
+def anthropic_key(origins: list[Origin]) -> Credentials:
+    """``ANTHROPIC_API_KEY`` bound to the first stand-in, as a preset binds its key."""
+    tls = origins[0].context is not None
+    bound = (Binding("127.0.0.1", origins[0].port, tls=tls),)
+    return Credentials([Credential("ANTHROPIC_API_KEY", KEY, placeholder_for(KEY), bound)])
+
 
 @contextlib.asynccontextmanager
-async def wire(tmp_path: Path, handler: Handler, tokens: int | None = None) -> AsyncIterator[Wire]:
-    """The real proxy, gate, audit log, model-call recorder and budget, with
-    ``ANTHROPIC_API_KEY`` bound to the stand-in (its own test CA trusted upstream)."""
+async def wire(
+    tmp_path: Path,
+    *handlers: Handler,
+    tokens: int | None = None,
+    plain: bool = False,
+    held: Held = anthropic_key,
+) -> AsyncIterator[Wire]:
+    """The real proxy, gate, audit log, model-call recorder and budget in front
+    of a stand-in per handler (HTTPS with its own test CA trusted upstream, or
+    ``plain`` HTTP: a gateway), the credentials ``held`` bound to them."""
     test_ca = AttemptCA.make("the stand-in's own test CA")
     ca_file = tmp_path / "test-ca.pem"
     ca_file.write_bytes(test_ca.cert_pem)
-    origin = Origin(test_ca.server_context("127.0.0.1"), handler)
+    origins = [Origin(None if plain else test_ca.server_context("127.0.0.1"), h) for h in handlers]
     async with trio.open_nursery() as nursery:
-        await nursery.start(serve_origin, origin)
-        patterns = (parse_pattern(f"127.0.0.1:{origin.port}"),)
+        for origin in origins:
+            await nursery.start(serve_origin, origin)
+        patterns = tuple(parse_pattern(f"127.0.0.1:{o.port}") for o in origins)
         rules = NetworkRules(enabled=True, allow=patterns, agent=patterns)
         ws = tmp_path / "ws"
         ws.mkdir()
         policy = Policy(capability=Capability.EDIT_WORKSPACE, network_rules=rules).bind(str(ws))
         audit = AuditLog(tmp_path / "audit.jsonl", "outside-attack5")
         ca = AttemptCA.make("test attempt")
-        placeholder = placeholder_for(KEY)
-        bound = (Binding("127.0.0.1", origin.port, tls=True),)
-        credentials = Credentials([Credential("ANTHROPIC_API_KEY", KEY, placeholder, bound)])
+        credentials = held(origins)
         budget = Budget(Limits(tokens=tokens), "agent")
         model_calls = ModelCalls(audit, budget.observed)
         calls: list[ModelCall] = []
@@ -156,18 +194,19 @@ async def wire(tmp_path: Path, handler: Handler, tokens: int | None = None) -> A
         interception = Interception(
             credentials, ca, upstream_context(str(ca_file)), record, budget.refusal
         )
-        async with open_egress(judge(Gate(policy, audit, Unattended())), None, interception) as proxy:
+        gate = Gate(policy, audit, Unattended())
+        async with open_egress(judge(gate), None, interception) as proxy:
             listener = socket.create_server(("127.0.0.1", 0))
             proxy.serve(listener, "agent")
-            yield Wire(origin, listener.getsockname()[1], ca, placeholder, calls, budget)
+            yield Wire(origins, listener.getsockname()[1], ca, credentials, calls, budget)
         audit.close()
         nursery.cancel_scope.cancel()
 
 
-async def through(w: Wire) -> trio.SSLStream[trio.SocketStream]:
-    """A CONNECT to the bound host through the proxy, TLS trusting the attempt's CA."""
+async def through(w: Wire, to: Origin | None = None) -> trio.SSLStream[trio.SocketStream]:
+    """A CONNECT to a bound host through the proxy, TLS trusting the attempt's CA."""
     stream = await trio.open_tcp_stream("127.0.0.1", w.port)
-    target = f"127.0.0.1:{w.origin.port}"
+    target = f"127.0.0.1:{(to or w.origin).port}"
     await stream.send_all(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
     answer = b""
     while b"\r\n\r\n" not in answer:
@@ -180,11 +219,16 @@ async def through(w: Wire) -> trio.SSLStream[trio.SocketStream]:
 
 
 async def ask(
-    w: Wire, method: str, target: str, headers: list[tuple[str, str]], body: bytes = b""
+    w: Wire,
+    method: str,
+    target: str,
+    headers: list[tuple[str, str]],
+    body: bytes = b"",
+    to: Origin | None = None,
 ) -> tuple[int, bytes, bytes]:
-    """One request on its own connection: the status, the raw head, the body
-    the agent reads."""
-    tls = await through(w)
+    """One request on its own connection (to the first stand-in, or ``to``):
+    the status, the raw head, the body the agent reads."""
+    tls = await through(w, to)
     client = h11.Connection(h11.CLIENT)
     sent = [("Host", "127.0.0.1"), *headers, ("content-length", str(len(body)))]
     await tls.send_all(client.send(h11.Request(method=method, target=target, headers=sent)))
@@ -458,3 +502,122 @@ async def test_model_calls_one_after_another_stop_at_the_call_that_passes_the_to
         log = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
         refused = [r for r in log if r.get("kind") == "network" and r.get("verdict") == "deny"]
         assert refused and "tokens limit 150" in str(refused[0]["reason"])
+
+
+# -- a key sent to another key's host ---------------------------------------------------
+
+
+async def takes_anything(request: h11.Request, body: bytes) -> Reply:
+    return 200, [(b"content-type", b"application/json")], message(1, 1)
+
+
+def opencode_with_two_gateways(origins: list[Origin]) -> Credentials:
+    """What the governor holds for the real ``opencode`` preset (presets.toml)
+    when the operator gives it an Anthropic key with an Anthropic gateway and
+    an OpenAI key with an OpenAI-compatible gateway, another company's."""
+    env = {
+        "ANTHROPIC_API_KEY": KEY,
+        "ANTHROPIC_BASE_URL": f"https://127.0.0.1:{origins[0].port}",
+        "OPENAI_API_KEY": OPENAI_KEY,
+        "OPENAI_BASE_URL": f"https://127.0.0.1:{origins[1].port}/v1",
+    }
+    return held_credentials(presets()["opencode"], env, sandboxed=True)
+
+
+def placeholder_of(w: Wire, name: str) -> str:
+    (found,) = [c.placeholder for c in w.credentials.held if c.name == name]
+    return found
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "hole: a key sent to another key's host (class: every credential of a preset is bound "
+        "to the union of the preset's API hosts and base URLs, so the agent has the Anthropic "
+        "key put into a request to the OpenAI gateway, or opencode.ai, or a BYOK provider gets "
+        "the GitHub token; mechanism: each credential bound to its own hosts, the preset "
+        "pairing each key variable with its API hosts and base-URL variable)"
+    ),
+)
+async def test_a_key_is_never_put_into_a_request_to_the_host_of_another_key(tmp_path: Path) -> None:
+    async with wire(tmp_path, takes_anything, takes_anything, held=opencode_with_two_gateways) as w:
+        openai = w.origins[1]
+        status, _, body = await ask(
+            w, "POST", "/v1/chat/completions",
+            [("authorization", f"Bearer {placeholder_of(w, 'ANTHROPIC_API_KEY')}")], b"{}", to=openai,
+        )  # fmt: skip
+        sent = b"".join(v for r in openai.requests for _, v in r.headers.raw_items())
+        assert KEY.encode() not in sent, "the Anthropic key reached the OpenAI gateway"
+        assert status == 403, (status, body)
+        assert b"exfiltration" in body
+
+
+async def test_each_key_reaches_its_own_gateway_in_place_of_its_placeholder(tmp_path: Path) -> None:
+    """The allowed neighbour: the real opencode preset's two keys, each sent to
+    its own gateway, arrive there real."""
+    async with wire(tmp_path, takes_anything, takes_anything, held=opencode_with_two_gateways) as w:
+        anthropic, openai = w.origins
+        assert {c.name for c in w.credentials.held} == {"ANTHROPIC_API_KEY", "OPENAI_API_KEY"}
+        first = await ask(w, "POST", "/v1/messages", [("x-api-key", placeholder_of(w, "ANTHROPIC_API_KEY"))], b"{}", to=anthropic)
+        second = await ask(
+            w, "POST", "/v1/chat/completions",
+            [("authorization", f"Bearer {placeholder_of(w, 'OPENAI_API_KEY')}")], b"{}", to=openai,
+        )  # fmt: skip
+        assert (first[0], second[0]) == (200, 200)
+        assert dict(anthropic.requests[0].headers.raw_items())[b"x-api-key"] == KEY.encode()
+        assert dict(openai.requests[0].headers.raw_items())[b"authorization"] == b"Bearer " + OPENAI_KEY.encode()
+
+
+# -- a malformed body ends more than its own connection -------------------------------
+
+
+async def plain_ask(w: Wire, raw: bytes) -> bytes:
+    """Raw bytes to the proxy port (absolute form, as a client sends plain
+    HTTP through a proxy); what comes back until the proxy closes."""
+    stream = await trio.open_tcp_stream("127.0.0.1", w.port)
+    await stream.send_all(raw)
+    answer = b""
+    with contextlib.suppress(trio.BrokenResourceError, OSError):
+        while data := await stream.receive_some(65536):
+            answer += data
+    await stream.aclose()
+    return answer
+
+
+def chunked_post(w: Wire, body: bytes) -> bytes:
+    at = f"127.0.0.1:{w.origin.port}"
+    return (
+        f"POST http://{at}/v1/messages HTTP/1.1\r\nHost: {at}\r\nx-api-key: {w.placeholder}\r\n"
+        "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+    ).encode() + body
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "hole: one malformed request body takes the proxy down (class: an HttpError raised while "
+        "a terminated connection's body is read, a chunk size that is not hexadecimal, escapes "
+        "terminate.serve on the plain-HTTP gateway and the loopback forward paths and ends the "
+        "proxy's nursery, every connection of the attempt with it and the records of the calls "
+        "in flight; mechanism: terminate.serve answers and ends its own connection on any "
+        "HttpError, as the CONNECT path does, so nothing a peer sends escapes its connection)"
+    ),
+)
+async def test_a_malformed_chunked_body_to_a_gateway_ends_its_own_connection_and_the_proxy_goes_on(
+    tmp_path: Path,
+) -> None:
+    async with wire(tmp_path, takes_anything, plain=True) as w:
+        bad = await plain_ask(w, chunked_post(w, b"zz\r\n\r\n"))
+        assert bad.startswith(b"HTTP/1.1 400") or bad == b"", bad
+        good = await plain_ask(w, chunked_post(w, b"2\r\n{}\r\n0\r\n\r\n"))
+        assert good.startswith(b"HTTP/1.1 200"), good
+
+
+async def test_a_well_formed_chunked_body_to_a_gateway_is_answered_and_recorded(tmp_path: Path) -> None:
+    """The allowed neighbour: the same request, its chunks well formed."""
+    async with wire(tmp_path, takes_anything, plain=True) as w:
+        for _ in range(2):
+            good = await plain_ask(w, chunked_post(w, b"2\r\n{}\r\n0\r\n\r\n"))
+            assert good.startswith(b"HTTP/1.1 200"), good
+        assert w.origin.bodies == [b"{}", b"{}"]
+        assert dict(w.origin.requests[0].headers.raw_items())[b"x-api-key"] == KEY.encode()
