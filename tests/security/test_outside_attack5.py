@@ -35,6 +35,9 @@ The holes, by class:
 - a key bound to the union of its preset's hosts: the real ``opencode``
   preset's Anthropic key is put into a request to its OpenAI gateway (and
   ``opencode.ai``; Copilot's GitHub token into a request to its BYOK provider);
+- a record written only for a response passed on whole: a client that hangs
+  up mid-stream (a cancelled turn, or an agent that wants its calls
+  uncounted) leaves no ``model`` record and no tokens, though the API billed them;
 - a peer's malformed message escaping its connection: a chunk size that is
   not hexadecimal in the agent's request to a plain-HTTP gateway raises out of
   the proxy and ends it, every connection of the attempt with it.
@@ -74,7 +77,8 @@ from governor.sandbox.net.tls import AttemptCA, upstream_context
 KEY = "sk-ant-api03-" + "R3alS3cretKeyValue" * 4
 OPENAI_KEY = "sk-proj-" + "0penAIRealKey" * 5
 
-Reply = tuple[int, list[tuple[bytes, bytes]], bytes]
+Reply = tuple[int, list[tuple[bytes, bytes]], bytes | list[bytes]]
+"""A status, headers and a body: whole, or pieces streamed chunked a moment apart."""
 Handler = Callable[[h11.Request, bytes], Awaitable[Reply]]
 
 
@@ -88,6 +92,8 @@ class Origin:
     port: int = 0
     requests: list[h11.Request] = field(default_factory=list)
     bodies: list[bytes] = field(default_factory=list)
+    answered: int = 0
+    """Responses sent whole."""
 
 
 async def serve_origin(origin: Origin, task_status: trio.TaskStatus[None]) -> None:
@@ -117,9 +123,15 @@ async def serve_origin(origin: Origin, task_status: trio.TaskStatus[None]) -> No
                 origin.requests.append(event)
                 origin.bodies.append(body)
                 status, headers, content = await origin.handler(event, body)
-                headers = [*headers, (b"content-length", b"%d" % len(content))]
+                if isinstance(content, bytes):
+                    headers = [*headers, (b"content-length", b"%d" % len(content))]
                 await stream.send_all(conn.send(h11.Response(status_code=status, headers=headers)))
-                await stream.send_all(conn.send(h11.Data(data=content)) + conn.send(h11.EndOfMessage()))
+                for piece in [content] if isinstance(content, bytes) else content:
+                    await stream.send_all(conn.send(h11.Data(data=piece)))
+                    if not isinstance(content, bytes):
+                        await trio.sleep(0.02)  # a model generating
+                await stream.send_all(conn.send(h11.EndOfMessage()))
+                origin.answered += 1
                 conn.start_next_cycle()
 
     async with listener, trio.open_nursery() as nursery:
@@ -621,3 +633,88 @@ async def test_a_well_formed_chunked_body_to_a_gateway_is_answered_and_recorded(
             assert good.startswith(b"HTTP/1.1 200"), good
         assert w.origin.bodies == [b"{}", b"{}"]
         assert dict(w.origin.requests[0].headers.raw_items())[b"x-api-key"] == KEY.encode()
+
+
+# -- a call whose client left --------------------------------------------------------
+
+
+def event_stream(tokens_in: int, tokens_out: int, deltas: int = 20) -> list[bytes]:
+    """An Anthropic Messages event stream, event by event: the input tokens in
+    its first event, the output tokens in its last."""
+    usage = {"input_tokens": tokens_in, "output_tokens": 1}
+    events = [{"type": "message_start", "message": {"model": "claude-standin-1", "usage": usage}}]
+    events += [{"type": "content_block_delta", "delta": {"text": "word "}}] * deltas
+    events += [{"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": tokens_out}}]
+    return [f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events]
+
+
+async def streams(request: h11.Request, body: bytes) -> Reply:
+    return 200, [(b"content-type", b"text/event-stream")], event_stream(600, 400)
+
+
+async def stream_call(w: Wire, *, leave: bool) -> bytes:
+    """A streamed model call; ``leave``: the client reads the first event and
+    hangs up (a cancelled turn, an agent's Esc, or one that wants its calls
+    uncounted)."""
+    tls = await through(w)
+    client = h11.Connection(h11.CLIENT)
+    headers = [("Host", "127.0.0.1"), ("x-api-key", w.placeholder), ("content-length", "2")]
+    await tls.send_all(client.send(h11.Request(method="POST", target="/v1/messages", headers=headers)))
+    await tls.send_all(client.send(h11.Data(data=b"{}")) + client.send(h11.EndOfMessage()))
+    got = b""
+    while True:
+        event = client.next_event()
+        if event is h11.NEED_DATA:
+            client.receive_data(await tls.receive_some(65536))
+        elif isinstance(event, h11.Data):
+            got += event.data
+            if leave and b"message_start" in got:
+                tls.transport_stream.socket.close()  # gone, mid-stream
+                return got
+        elif isinstance(event, h11.EndOfMessage | h11.ConnectionClosed):
+            await tls.aclose()
+            return got
+
+
+async def recorded(w: Wire, count: int) -> None:
+    """Wait (a few seconds at most) for ``count`` calls to be recorded."""
+    with trio.move_on_after(5):
+        while len(w.calls) < count:
+            await trio.sleep(0.01)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "hole: a call whose client left is never recorded (class: the model record is written "
+        "only once the response was passed on whole, so a client that hangs up mid-stream, a "
+        "cancelled turn or an agent that wants its calls uncounted, leaves no record and no "
+        "tokens, though the API processed and billed them, and [limits] tokens is never passed; "
+        "mechanism: every request sent upstream is recorded however its exchange ends, with "
+        "the usage read so far, and counted against the limit)"
+    ),
+)
+async def test_a_model_call_whose_client_hung_up_midstream_is_still_recorded_and_counted(
+    tmp_path: Path,
+) -> None:
+    async with wire(tmp_path, streams, tokens=500) as w:
+        got = await stream_call(w, leave=True)
+        assert b"message_start" in got
+        await recorded(w, 1)
+        assert len(w.calls) == 1, "the call the API answered left no record"
+        assert w.calls[0].usage.tokens.get("input") == 600
+        # its 600 input tokens passed the limit: the next call is refused
+        status, _, _ = await ask(w, "POST", "/v1/messages", [("x-api-key", w.placeholder)], b"{}")
+        assert status == 403
+
+
+async def test_a_streamed_model_call_read_to_its_end_is_recorded_with_its_tokens(tmp_path: Path) -> None:
+    """The allowed neighbour: the same stream read whole is one record with
+    its input and output tokens, and the call after it is refused."""
+    async with wire(tmp_path, streams, tokens=500) as w:
+        got = await stream_call(w, leave=False)
+        assert got == b"".join(event_stream(600, 400))
+        await recorded(w, 1)
+        assert [c.usage.tokens for c in w.calls] == [{"input": 600, "output": 400}]
+        status, _, _ = await ask(w, "POST", "/v1/messages", [("x-api-key", w.placeholder)], b"{}")
+        assert status == 403
