@@ -783,3 +783,112 @@ async def test_a_placeholder_sent_to_an_allowed_host_that_resolves_is_refused_an
         assert refused and not any(r.get("failed") for r in refused), records
         carried = await plain_ask(w, exfiltration(other, "nothing-secret"))
         assert carried.startswith(b"HTTP/1.1 200"), carried
+
+
+# -- attacks that held -------------------------------------------------------------------
+
+
+async def raw_through(w: Wire, data: bytes, server_hostname: str = "127.0.0.1") -> bytes:
+    """Raw bytes inside a CONNECT tunnel's TLS to the bound host (SNI
+    ``server_hostname``); what comes back until the proxy closes."""
+    stream = await trio.open_tcp_stream("127.0.0.1", w.port)
+    target = f"127.0.0.1:{w.origin.port}"
+    await stream.send_all(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
+    answer = b""
+    while b"\r\n\r\n" not in answer:
+        answer += await stream.receive_some(4096)
+    context = ssl.create_default_context(cadata=w.ca.cert_pem.decode())
+    context.check_hostname = False  # the agent may send any SNI; it trusts what comes back
+    tls = trio.SSLStream(stream, context, server_hostname=server_hostname)
+    await tls.send_all(data)
+    got = b""
+    with contextlib.suppress(trio.BrokenResourceError, ssl.SSLError, OSError):
+        with trio.move_on_after(5):
+            while chunk := await tls.receive_some(65536):
+                got += chunk
+    return got
+
+
+async def test_the_key_goes_to_the_host_judged_whatever_host_header_sni_or_absolute_target_the_agent_sends(
+    tmp_path: Path,
+) -> None:
+    """Host and SNI naming another host, an absolute https:// target naming
+    another, a CONNECT inside the tunnel: each reaches the bound host (the
+    connection the proxy judged and opened), Host rewritten to it; no other
+    host is connected to, so the real key goes nowhere else."""
+    async with wire(tmp_path, takes_anything, takes_anything) as w:
+        other = f"127.0.0.1:{w.origins[1].port}"
+        requests = [
+            f"GET /v1/models HTTP/1.1\r\nHost: {other}\r\nx-api-key: {w.placeholder}\r\nConnection: close\r\n\r\n",
+            f"GET https://{other}/v1/models HTTP/1.1\r\nHost: {other}\r\nx-api-key: {w.placeholder}\r\nConnection: close\r\n\r\n",
+            f"CONNECT {other} HTTP/1.1\r\nHost: {other}\r\nx-api-key: {w.placeholder}\r\n\r\n",
+        ]
+        for request in requests:
+            await raw_through(w, request.encode(), server_hostname="attacker.example")
+        assert w.origins[1].requests == []  # the other host never reached
+        hosts = {dict(r.headers.raw_items())[b"host"] for r in w.origin.requests}
+        assert hosts <= {f"127.0.0.1:{w.origin.port}".encode()}, hosts
+        assert len(w.origin.requests) >= 2  # the two GETs (the CONNECT the stand-in may refuse)
+
+
+@pytest.mark.parametrize(
+    "smuggled",
+    [
+        "Content-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        "Transfer-Encoding: chunked\r\nTransfer-Encoding: identity\r\n\r\n0\r\n\r\n",
+        "Content-Length: 4\r\nContent-Length: 5\r\n\r\nabcd",
+        "X-Note: a\r\n folded-{p}\r\nContent-Length: 0\r\n\r\n",
+        "X-Note: a\nx-api-key: {p}\r\nContent-Length: 0\r\n\r\n",
+    ],
+    ids=["CL and TE", "TE not chunked", "two CLs", "a folded header", "a bare LF"],
+)
+async def test_a_request_framed_two_ways_is_refused_before_anything_reaches_the_bound_host(
+    tmp_path: Path, smuggled: str
+) -> None:
+    async with wire(tmp_path, takes_anything) as w:
+        head = f"POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1\r\nx-api-key: {w.placeholder}\r\n"
+        hidden = f"GET /v1/echo HTTP/1.1\r\nHost: 127.0.0.1\r\nx-note: {w.placeholder}\r\n\r\n"
+        got = await raw_through(w, (head + smuggled.format(p=w.placeholder) + hidden).encode())
+        assert got.startswith(b"HTTP/1.1 400"), got[:200]
+        assert w.origin.requests == []
+        # the allowed neighbour: the same head framed once is carried
+        good = await raw_through(w, (head + "Content-Length: 2\r\nConnection: close\r\n\r\n{}").encode())
+        assert good.startswith(b"HTTP/1.1 200"), good[:200]
+
+
+async def test_pipelined_requests_on_a_kept_connection_each_get_the_key_and_each_is_recorded(
+    tmp_path: Path,
+) -> None:
+    """Three requests sent at once on one connection: three answered, three
+    recorded, none read as another's body."""
+    async with wire(tmp_path, takes_anything) as w:
+        one = f"POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1\r\nx-api-key: {w.placeholder}\r\nContent-Length: 2\r\n\r\n{{}}"
+        last = one.replace("Content-Length: 2", "Content-Length: 2\r\nConnection: close")
+        got = await raw_through(w, (one * 2 + last).encode())
+        assert got.count(b"HTTP/1.1 200") == 3, got
+        assert w.origin.bodies == [b"{}"] * 3
+        await recorded(w, 3)
+        assert len(w.calls) == 3
+
+
+async def test_the_agents_trust_folder_holds_the_attempts_ca_certificate_and_no_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the sandbox is given to trust the proxy: certificates only; the CA's
+    key, that would mint a certificate for any host, is never written."""
+    from governor.confine.model_api import open_model_api
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.delenv("ACP_GOVERNOR_UPSTREAM_CA", raising=False)
+    credentials = Credentials([Credential("ANTHROPIC_API_KEY", KEY, placeholder_for(KEY), (Binding("api.anthropic.com", 443),))])
+
+    async def record(call: ModelCall) -> None:
+        return None
+
+    api = open_model_api(credentials, "attack5", record)
+    assert api is not None
+    written = [p for p in api.trust.rglob("*") if p.is_file()]
+    assert written == [api.bundle]
+    text = api.bundle.read_bytes()
+    assert b"PRIVATE KEY" not in text
+    assert api.interception.ca is not None and api.interception.ca.cert_pem in text
