@@ -54,8 +54,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import secrets
 import socket
 import ssl
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -962,3 +964,72 @@ async def test_the_key_of_an_https_api_reaches_it_inside_tls_and_plain_http_with
         at = f"127.0.0.1:{w.origin.port}"
         await plain_ask(w, f"GET http://{at}/v1/models HTTP/1.1\r\nHost: {at}\r\nx-note: nothing\r\n\r\n".encode())
         assert any(b"x-note: nothing" in seen for seen in w.origin.plaintext)
+
+
+# -- the same, by a real agent in its real sandbox --------------------------------------
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "e2e"))
+from npm_agents import CLAUDE_AGENT_ACP, Job, installed, preset_path  # noqa: E402
+from standin import StandIn, bash  # noqa: E402
+
+from governor.attempt.lifecycle import run_attempt  # noqa: E402
+from governor.sandbox.net.tls import UPSTREAM_CA_ENV  # noqa: E402
+
+
+@pytest.fixture
+def claude_job(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Job, ssl.SSLContext]:
+    """A real claude-agent-acp attempt's folders, and its stand-in API's TLS
+    (a test CA the governor is told to trust upstream)."""
+    installed(CLAUDE_AGENT_ACP)
+    ca = AttemptCA.make("the stand-in's test CA")
+    (tmp_path / "standin-ca.pem").write_bytes(ca.cert_pem)
+    monkeypatch.setenv(UPSTREAM_CA_ENV, str(tmp_path / "standin-ca.pem"))
+    return Job.under(tmp_path), ca.server_context("127.0.0.1")
+
+
+async def echo_attempt(job: Job, tls: ssl.SSLContext, key: str, path: str) -> tuple[str, str]:
+    """claude-agent-acp whose Bash asks its own API for ``path`` (the shell
+    expands it in the sandbox) and writes the answer to the workspace; the
+    tool's result and that file."""
+    send = f'curl -s -m 20 "$ANTHROPIC_BASE_URL{path}" > answer.txt; cat answer.txt'
+    with StandIn([bash(send)], tls=tls) as model:
+        kw = job.claude(model.url)
+        kw["environ"]["ANTHROPIC_API_KEY"] = key
+        kw["environ"]["PATH"] = preset_path(kw["environ"], "claude-agent-acp")
+        outcome = await run_attempt(job.spec(None, agent="claude", **kw))
+    assert outcome.status == "completed", outcome.reason
+    (result,) = model.tool_results()
+    answer = job.workspace / "answer.txt"
+    return str(result["content"]), answer.read_text(errors="replace") if answer.exists() else ""
+
+
+@pytest.mark.e2e
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "hole: the real key handed back, by a real agent (class and mechanism as "
+        "test_the_real_key_never_comes_back_to_the_agent_in_a_response_from_its_bound_host: "
+        "the project's own stand-in answers an unknown GET with its path, as real APIs do)"
+    ),
+)
+async def test_a_real_agents_bash_cannot_read_the_real_key_from_its_own_apis_answer(
+    claude_job: tuple[Job, ssl.SSLContext],
+) -> None:
+    job, tls = claude_job
+    key = "sk-ant-api03-" + secrets.token_urlsafe(60)
+    result, answer = await echo_attempt(job, tls, key, "/v1/$ANTHROPIC_API_KEY")
+    assert "not_found_error" in answer, (result, answer)  # the API answered the agent
+    assert key not in answer and key not in result, "the agent wrote the real key into its workspace"
+
+
+@pytest.mark.e2e
+async def test_a_real_agents_bash_reads_its_own_apis_answer_to_a_path_without_the_placeholder(
+    claude_job: tuple[Job, ssl.SSLContext],
+) -> None:
+    """The allowed neighbour: the same request without the placeholder is
+    answered, the path quoted back, through the attempt's CA."""
+    job, tls = claude_job
+    key = "sk-ant-api03-" + secrets.token_urlsafe(60)
+    result, answer = await echo_attempt(job, tls, key, "/v1/neighbour")
+    assert "not_found_error" in answer and "/v1/neighbour" in answer, (result, answer)
+    assert key not in answer
