@@ -49,6 +49,9 @@ The holes, by class:
   carried, the budget counts only responses whose shape it knows, so a
   Message Batch (accepted without usage, its results JSON Lines) spends
   thousands of calls' tokens unseen;
+- the key's whole authority on a bound host: a credential is bound to hosts,
+  not to its agent's calls there, so the GitHub token Copilot holds for its
+  token exchange is put into ``POST /user/keys`` on ``api.github.com``;
 - a peer's malformed message escaping its connection: a chunk size that is
   not hexadecimal in the agent's request to a plain-HTTP gateway raises out of
   the proxy and ends it, every connection of the attempt with it.
@@ -89,6 +92,7 @@ from governor.sandbox.net.tls import AttemptCA, upstream_context
 
 KEY = "sk-ant-api03-" + "R3alS3cretKeyValue" * 4
 OPENAI_KEY = "sk-proj-" + "0penAIRealKey" * 5
+GITHUB_TOKEN = "ghp_" + "G1tHubRealT0ken" * 3
 
 Reply = tuple[int, list[tuple[bytes, bytes]], bytes | list[bytes]]
 """A status, headers and a body: whole, or pieces streamed chunked a moment apart."""
@@ -1039,6 +1043,48 @@ async def test_a_batch_is_carried_when_no_tokens_limit_is_set_and_messages_calls
         key = [("x-api-key", w.placeholder), ("content-type", "application/json")]
         assert (await ask(w, "POST", "/v1/messages", key, b"{}"))[0] == 200
         assert (await ask(w, "POST", "/v1/messages", key, b"{}"))[0] == 403
+
+
+# -- the key's whole authority on a bound host -----------------------------------------
+
+
+def copilot_github_token(origins: list[Origin]) -> Credentials:
+    """What the governor holds for the real ``copilot`` preset given ``GH_TOKEN``,
+    the stand-in in the place of ``api.github.com:443`` (a preset host,
+    bound as the preset binds it)."""
+    preset = presets()["copilot"]
+    assert "api.github.com:443" in preset.api_hosts and "GH_TOKEN" in preset.env
+    env = {"GH_TOKEN": GITHUB_TOKEN}
+    return Credentials.from_env(env, preset.env, [Binding("127.0.0.1", origins[0].port)])
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "hole: the key's whole authority on a bound host (class: a credential is bound to hosts, "
+        "not to the calls its agent makes there, and no HTTP rule is set by default, so the "
+        "GitHub token Copilot needs for its token exchange is put into any request to "
+        "api.github.com: an SSH key added to the account, a repository deleted; mechanism: a "
+        "preset binds each credential to the methods and paths its agent uses on each host, "
+        "its real value put in only there)"
+    ),
+)
+async def test_the_github_token_bound_for_copilot_is_not_put_into_a_request_that_adds_an_ssh_key(
+    tmp_path: Path,
+) -> None:
+    async with wire(tmp_path, takes_anything, held=copilot_github_token) as w:
+        body = json.dumps({"title": "laptop", "key": "ssh-ed25519 AAAAattacker"}).encode()
+        await ask(w, "POST", "/user/keys", [("authorization", f"token {w.placeholder}")], body)
+        sent = [dict(r.headers.raw_items()).get(b"authorization") for r in w.origin.requests]
+        assert f"token {GITHUB_TOKEN}".encode() not in sent, "the real token added the agent's SSH key"
+
+
+async def test_the_github_token_bound_for_copilot_reaches_its_token_exchange(tmp_path: Path) -> None:
+    """The allowed neighbour: Copilot's own call on api.github.com gets the real token."""
+    async with wire(tmp_path, takes_anything, held=copilot_github_token) as w:
+        status, _, _ = await ask(w, "GET", "/copilot_internal/v2/token", [("authorization", f"token {w.placeholder}")])
+        assert status == 200
+        assert dict(w.origin.requests[0].headers.raw_items())[b"authorization"] == f"token {GITHUB_TOKEN}".encode()
 
 
 # -- the same, by a real agent in its real sandbox --------------------------------------
