@@ -189,6 +189,7 @@ async def serve_origin(origin: Origin, task_status: trio.TaskStatus[None]) -> No
 class Wire:
     """The proxy as the agent's sandbox meets it, in front of the bound hosts."""
 
+    test_ca: AttemptCA
     origins: list[Origin]
     port: int
     ca: AttemptCA
@@ -258,13 +259,16 @@ async def wire(
         async with open_egress(judge(gate), None, interception) as proxy:
             listener = socket.create_server(("127.0.0.1", 0))
             proxy.serve(listener, "agent")
-            yield Wire(origins, listener.getsockname()[1], ca, credentials, calls, budget)
+            yield Wire(test_ca, origins, listener.getsockname()[1], ca, credentials, calls, budget)
         audit.close()
         nursery.cancel_scope.cancel()
 
 
-async def through(w: Wire, to: Origin | None = None) -> trio.SSLStream[trio.SocketStream]:
-    """A CONNECT to a bound host through the proxy, TLS trusting the attempt's CA."""
+async def through(
+    w: Wire, to: Origin | None = None, trusted: bytes | None = None
+) -> trio.SSLStream[trio.SocketStream]:
+    """A CONNECT to a bound host through the proxy, TLS trusting the attempt's
+    CA (or ``trusted``)."""
     stream = await trio.open_tcp_stream("127.0.0.1", w.port)
     target = f"127.0.0.1:{(to or w.origin).port}"
     await stream.send_all(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
@@ -272,7 +276,7 @@ async def through(w: Wire, to: Origin | None = None) -> trio.SSLStream[trio.Sock
     while b"\r\n\r\n" not in answer:
         answer += await stream.receive_some(4096)
     assert answer.startswith(b"HTTP/1.1 200"), answer
-    context = ssl.create_default_context(cadata=w.ca.cert_pem.decode())
+    context = ssl.create_default_context(cadata=(trusted or w.ca.cert_pem).decode())
     tls = trio.SSLStream(stream, context, server_hostname="127.0.0.1")
     await tls.do_handshake()
     return tls
@@ -1154,3 +1158,26 @@ async def test_a_real_agents_bash_reads_its_own_apis_answer_to_a_path_without_th
     result, answer = await echo_attempt(job, tls, key, "/v1/neighbour")
     assert "not_found_error" in answer and "/v1/neighbour" in answer, (result, answer)
     assert key not in answer
+
+
+
+async def test_a_base_url_the_agent_points_at_another_host_gets_the_placeholder_and_never_the_key(
+    tmp_path: Path,
+) -> None:
+    """The agent sets its own ``ANTHROPIC_BASE_URL`` to another allowed HTTPS
+    host: that host is a tunnel the proxy does not read (its own certificate
+    reaches the agent), so it gets the placeholder, worth nothing; the real key
+    only ever goes to the host the operator's variable named."""
+    async with wire(tmp_path, takes_anything, takes_anything) as w:
+        other = w.origins[1]
+        tls = await through(w, to=other, trusted=w.test_ca.cert_pem)
+        client = h11.Connection(h11.CLIENT)
+        headers = [("Host", "127.0.0.1"), ("x-api-key", w.placeholder), ("content-length", "2")]
+        await tls.send_all(client.send(h11.Request(method="POST", target="/v1/messages", headers=headers)))
+        await tls.send_all(client.send(h11.Data(data=b"{}")) + client.send(h11.EndOfMessage()))
+        while not isinstance(event := client.next_event(), h11.Response):
+            if event is h11.NEED_DATA:
+                client.receive_data(await tls.receive_some(65536))
+        assert event.status_code == 200
+        assert dict(other.requests[0].headers.raw_items())[b"x-api-key"] == w.placeholder.encode()
+        assert w.calls == []  # a tunnel: nothing read, nothing recorded
