@@ -132,12 +132,34 @@ class Credential:
 class Leak(Exception):
     """A placeholder on its way to a host its credential is not bound to."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, why: str | None = None) -> None:
         super().__init__(
-            f"the placeholder of {name} was sent to a host {name} is not bound to "
+            why
+            or f"the placeholder of {name} was sent to a host {name} is not bound to "
             "(an exfiltration try: refused)"
         )
         self.name = name
+
+
+KEY_HEADERS: Final = frozenset(
+    {b"authorization", b"x-api-key", b"api-key", b"x-goog-api-key", b"openai-api-key"}
+)
+"""The headers model APIs take a key in: the only places a real value is put."""
+
+
+def _in_its_slot(name: bytes, value: bytes, placeholder: bytes) -> bool:
+    """Whether a header is the placeholder as a key is sent: in a key header
+    (`KEY_HEADERS`), its whole value (``x-api-key: P``) or one scheme word
+    before it (``Authorization: Bearer P``). Anywhere else (the path, the
+    query, another header, one holding more), the bound host could hand the
+    real value back (an error quoting what it got)."""
+    if name.strip().lower() not in KEY_HEADERS:
+        return False
+    value = value.strip()
+    if value == placeholder:
+        return True
+    scheme, _, rest = value.partition(b" ")
+    return rest.strip() == placeholder and scheme.isalpha() and len(scheme) <= 16
 
 
 class Credentials:
@@ -190,9 +212,17 @@ class Credentials:
                 continue
             if not credential.bound(host, port):
                 raise Leak(credential.name)
+            if placeholder in target or any(
+                placeholder in v and not _in_its_slot(k, v, placeholder) for k, v in out
+            ):
+                raise Leak(
+                    credential.name,
+                    f"the placeholder of {credential.name} was sent outside a key's place (the "
+                    "path, the query, a header holding more than the key): the real value goes "
+                    "only where a key is sent, never where the host could hand it back (refused)",
+                )
             real = credential.value.encode()
-            target = target.replace(placeholder, real)
-            out = [(k, v.replace(placeholder, real)) for k, v in out]
+            out = [(k, real if v.strip() == placeholder else v.replace(placeholder, real)) for k, v in out]
             used.append(credential.name)
         return target, out, tuple(used)
 

@@ -194,8 +194,14 @@ async def serve(
             host, port, binding.tls, interception, limits, origin, ask,
         )  # fmt: skip
         with contextlib.suppress(trio.BrokenResourceError, ssl.SSLError, OSError):
-            while await exchange.one():
-                pass
+            try:
+                while await exchange.one():
+                    pass
+            except http1.HttpError as e:
+                # a malformed message (a chunk size of `zz`, a head past its bound)
+                # ends this connection, answered if it still can be, never the proxy
+                # and every other connection with it
+                await _tell(inside, e.status, e.reason)
 
 
 def _why(error: BaseException) -> str:

@@ -55,6 +55,13 @@ The holes, by class:
 - a peer's malformed message escaping its connection: a chunk size that is
   not hexadecimal in the agent's request to a plain-HTTP gateway raises out of
   the proxy and ends it, every connection of the attempt with it.
+
+Closed the same day (marks removed): the real value handed back (a real value
+goes only into a key header, `credentials.KEY_HEADERS`, as its whole value or
+after one scheme word; the placeholder anywhere else is refused as an
+exfiltration try; residual: a bound host that quotes a valid key header back,
+since responses are not rewritten), and a malformed message (it ends its own
+connection, answered). The others are the next session's.
 """
 
 from __future__ import annotations
@@ -341,16 +348,6 @@ async def api_like(request: h11.Request, body: bytes) -> Reply:
     return 200, json_type, message(10, 5)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "hole: the real key handed back (class: the real value is put wherever the placeholder "
-        "is, in any header, the path or the query, and the response passes unread, so a bound "
-        "host that says what it was sent gives the agent the real key; mechanism: the real value "
-        "put only into the credential's own authentication slot, a placeholder anywhere else "
-        "refused, and the real value replaced by the placeholder in everything the proxy passes back)"
-    ),
-)
 @pytest.mark.parametrize("where", ["path", "query", "another header", "the key header, echoed"])
 async def test_the_real_key_never_comes_back_to_the_agent_in_a_response_from_its_bound_host(
     tmp_path: Path, where: str
@@ -365,12 +362,12 @@ async def test_the_real_key_never_comes_back_to_the_agent_in_a_response_from_its
             answers = [await ask(w, "GET", "/v1/messages", [("x-api-key", "nope"), ("x-note", p)])]
         else:  # the key's own header, made wrong by a letter more: a 401 quotes it
             answers = [await ask(w, "GET", "/v1/messages", [("x-api-key", p + "x")])]
-        # the attack worked at the bound host (the real key was put in where asked) ...
+        # closed: the real value goes only where a key is sent (the whole header, or one
+        # scheme word before it); the placeholder anywhere else is refused, never sent on
         seen = b"".join(r.target + b"".join(v for _, v in r.headers.raw_items()) for r in w.origin.requests)
-        assert KEY.encode() in seen
-        # ... and must not come back to the agent
+        assert KEY.encode() not in seen, f"{where}: the real key was put outside its place"
         for status, head, body in answers:
-            assert status in (401, 404), (status, body)
+            assert status == 403 and b"outside a key's place" in body, (status, body)
             assert KEY.encode() not in head + body, f"{where}: the real key came back in {body[:200]!r}"
 
 
@@ -656,17 +653,6 @@ def chunked_post(w: Wire, body: bytes) -> bytes:
     ).encode() + body
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "hole: one malformed request body takes the proxy down (class: an HttpError raised while "
-        "a terminated connection's body is read, a chunk size that is not hexadecimal, escapes "
-        "terminate.serve on the plain-HTTP gateway and the loopback forward paths and ends the "
-        "proxy's nursery, every connection of the attempt with it and the records of the calls "
-        "in flight; mechanism: terminate.serve answers and ends its own connection on any "
-        "HttpError, as the CONNECT path does, so nothing a peer sends escapes its connection)"
-    ),
-)
 async def test_a_malformed_chunked_body_to_a_gateway_ends_its_own_connection_and_the_proxy_goes_on(
     tmp_path: Path,
 ) -> None:
@@ -1129,21 +1115,14 @@ async def echo_attempt(job: Job, tls: ssl.SSLContext, key: str, path: str) -> tu
 
 
 @pytest.mark.e2e
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "hole: the real key handed back, by a real agent (class and mechanism as "
-        "test_the_real_key_never_comes_back_to_the_agent_in_a_response_from_its_bound_host: "
-        "the project's own stand-in answers an unknown GET with its path, as real APIs do)"
-    ),
-)
 async def test_a_real_agents_bash_cannot_read_the_real_key_from_its_own_apis_answer(
     claude_job: tuple[Job, ssl.SSLContext],
 ) -> None:
     job, tls = claude_job
     key = "sk-ant-api03-" + secrets.token_urlsafe(60)
     result, answer = await echo_attempt(job, tls, key, "/v1/$ANTHROPIC_API_KEY")
-    assert "not_found_error" in answer, (result, answer)  # the API answered the agent
+    # closed: the placeholder in a path is refused by the proxy, never sent on with the key
+    assert "not_found_error" not in answer and "outside a key's place" in answer, (result, answer)
     assert key not in answer and key not in result, "the agent wrote the real key into its workspace"
 
 
