@@ -32,7 +32,7 @@ from typing import Any
 
 import pytest
 from escape_harness import USERS, Account
-from test_outside_attack import box_for, scripted_run
+from test_outside_attack import box_for, governor, scripted_run
 
 # -- the attempt's memory budget: kernel memory no process's RSS shows ---------------------------
 
@@ -246,3 +246,85 @@ def test_disk_an_agent_holds_outside_a_regular_files_size_is_counted_in_the_work
     assert not (held and outcome["status"] == "completed"), (
         f"{taken >> 20} MiB of disk held past workspace = 8M ({said.strip()})"
     )
+
+
+# -- the one door's lookup: a folder the record knows by a name it no longer has -------------------
+
+PLANTED = '#!/bin/sh\necho "ran on the host as $(id -u) in $PWD" > {marker}\nexit 1\n'
+"""What the agent leaves as a program: it says it ran, where the host can see it."""
+
+
+def plant_move_install(
+    accounts: dict[str, Account | str], user: str, name: str, moved: bool
+) -> tuple[Any, Any, Path]:
+    """A project that is no git work tree (a folder of scripts, data, a
+    notebook's): attempt 1's agent leaves ``.venv/bin/python3.30`` there. The
+    person then renames the project (``mv proj proj-old``, when ``moved``) and,
+    its venv active, runs ``governor agents install vibe`` from it. The box,
+    the install's result, and the marker the program writes when run."""
+    box = box_for(accounts, user, name)
+    marker = box.dir / "ran-on-host"
+    box.host("rm", "-rf", str(box.ws / ".git"))
+    text = PLANTED.format(marker=marker)
+    steps = [
+        {"shell": "mkdir -p {cwd}/.venv/bin"},
+        {"write": "{cwd}/.venv/bin/python3.30", "text": text},
+        {"shell": "chmod +x {cwd}/.venv/bin/python3.30"},
+        {"say": "Done."},
+    ]
+    outcome = scripted_run(box, name, "", steps)
+    assert outcome["status"] == "completed", outcome
+    assert (box.ws / ".venv" / "bin" / "python3.30").exists()
+    project = box.ws
+    if moved:
+        project = box.dir / "proj-old"
+        box.host("mv", str(box.ws), str(project), cwd=box.dir)
+        assert (project / ".venv" / "bin" / "python3.30").exists()
+    path = f"{project / '.venv' / 'bin'}:/usr/bin:/bin"
+    # no index, no registry: the install fails offline after looking for its program
+    done = governor(
+        box,
+        ["agents", "install", "vibe"],
+        environ={"PATH": path, "PIP_NO_INDEX": "1", "npm_config_offline": "true"},
+    )
+    return box, done, marker
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_agents_install_runs_no_program_an_attempt_left_in_a_project_that_is_no_git_tree(
+    accounts: dict[str, Account | str], user: str
+) -> None:
+    """The neighbour (held): the same planted ``python3.30``, the project where
+    the attempt ran it: the record of written folders names it, the lookup
+    passes over it, and the planted file never runs."""
+    _box, done, marker = plant_move_install(accounts, user, "inst6-here", moved=False)
+    assert not marker.exists(), (marker.read_text(), done.stderr[-1500:])
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="hole: a program an attempt left runs on the host once its folder is renamed "
+    "(a file the agent leaves runs on the host: the record keeps folders by name; keep "
+    "them by identity, or trust a PATH entry only where no attempt could ever have written)",
+)
+@pytest.mark.parametrize("user", USERS)
+def test_agents_install_runs_no_program_an_attempt_left_after_the_person_renames_its_project(
+    accounts: dict[str, Account | str], user: str
+) -> None:
+    """Class: a file the agent leaves runs on the host (a program found where
+    the record of written folders does not know it). `remember_written`
+    keeps each folder an attempt was given by its path; `find_program`
+    passes over a ``PATH`` entry under one of them, or inside a git work tree.
+    A project that is no git work tree, renamed by the person after the
+    attempt (``mv proj proj-old``), is a folder the record no longer names:
+    its ``.venv/bin`` (first on the person's ``PATH``, the venv active) is
+    trusted, and the ``python3.30`` the agent left there runs as the person,
+    outside every sandbox, when ``governor agents install vibe`` asks it its
+    version. The same holds for a copy of the project, a project moved to
+    another disk, and a record in another ``$XDG_STATE_HOME`` (another
+    ``$HOME``, sudo): the record is of names. The mechanism that closes the
+    class: what the record keeps survives a rename (a folder's identity, a
+    mark the agent cannot remove), or no ``PATH`` entry is trusted for a host
+    program unless it is a system or toolchain folder the operator named."""
+    _box, done, marker = plant_move_install(accounts, user, "inst6-moved", moved=True)
+    assert not marker.exists(), (marker.read_text(), done.stderr[-1500:])
