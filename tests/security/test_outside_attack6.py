@@ -328,3 +328,76 @@ def test_agents_install_runs_no_program_an_attempt_left_after_the_person_renames
     program unless it is a system or toolchain folder the operator named."""
     _box, done, marker = plant_move_install(accounts, user, "inst6-moved", moved=True)
     assert not marker.exists(), (marker.read_text(), done.stderr[-1500:])
+
+
+# -- a file the person names: a folder link the record no longer knows ------------------------------
+
+PAGE = "<html>the person's own page, not the governor's to write</html>\n"
+
+
+def report_through_folder_link(
+    accounts: dict[str, Account | str], user: str, name: str, moved: bool
+) -> tuple[Any, Path, Any]:
+    """Attempt 1's agent leaves ``reports -> SITE`` in its workspace (a folder of
+    the person's outside every root: their web site, another project's docs,
+    where an ``index.html`` of theirs is). The person renames the project
+    (``mv ws proj-old``, when ``moved``) and writes the run's report where
+    they keep it, ``governor audit report LOG -o PROJECT/reports/index.html``.
+    The box, the person's page, the report's result."""
+    box = box_for(accounts, user, name)
+    site = box.mkdir(box.dir / "site")
+    page = box.write(site / "index.html", PAGE)
+    steps = [{"shell": f"cd {{cwd}} && ln -s {site} reports"}, {"say": "Done."}]
+    outcome = scripted_run(box, name, "", steps)
+    assert outcome["status"] == "completed", outcome
+    project = box.ws
+    if moved:
+        project = box.dir / "proj-old"
+        box.host("mv", str(box.ws), str(project), cwd=box.dir)
+    assert (project / "reports").is_symlink()
+    log = box.dir / f"{name}.jsonl"
+    done = governor(
+        box, ["audit", "report", str(log), "-o", str(project / "reports" / "index.html")]
+    )
+    return box, page, done
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_the_report_is_not_written_through_a_folder_link_an_attempt_left_in_its_project(
+    accounts: dict[str, Account | str], user: str
+) -> None:
+    """The neighbour (held): the same link, the project where the attempt ran:
+    the record names the workspace, `link_out` refuses ``reports`` (a link
+    out of a folder an attempt could write), naming it, and the person's page
+    is untouched."""
+    _box, page, done = report_through_folder_link(accounts, user, "page6-here", moved=False)
+    assert page.read_text() == PAGE
+    assert done.returncode != 0 and "reports is a link to" in done.stderr, done.stderr[-1500:]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="hole: the report is written through a folder link an attempt left once the person "
+    "renames its project (a path the governor opens for the person follows a link the agent "
+    "left: the record keeps folders by name; keep them by identity, or follow no link the "
+    "person's own account did not make where an attempt ever wrote)",
+)
+@pytest.mark.parametrize("user", USERS)
+def test_the_report_is_not_written_through_a_folder_link_an_attempt_left_after_a_rename(
+    accounts: dict[str, Account | str], user: str
+) -> None:
+    """Class: a path the governor opens for the person follows a link the
+    agent left (the record of written folders keeps names). `link_out`
+    refuses a link in a folder the record names that leads out of it; the
+    person renames the project after the attempt (``mv ws proj-old``), and
+    ``proj-old`` is a folder the record does not name: ``reports -> SITE``
+    is followed, and the person's ``SITE/index.html`` (an existing regular
+    file: truncated, then written) becomes the report page. As root, the
+    link may name any folder of the machine; ``--events``, ``--log`` (in a
+    later run with another workspace), ``--prompt-file`` and ``--policy``
+    follow the same rule. The mechanism that closes the class: what the
+    record keeps survives a rename (a folder's identity), or a link is
+    followed only when its owner is not the one an agent runs as and no
+    attempt could have made it."""
+    _box, page, done = report_through_folder_link(accounts, user, "page6-moved", moved=True)
+    assert page.read_text() == PAGE, (page.read_text()[:300], done.stderr[-1500:])
