@@ -27,11 +27,13 @@ The holes, by class:
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
-from escape_harness import USERS, Account
+from escape_harness import USERS, Account, Box
 from test_outside_attack import box_for, governor, scripted_run
 
 # -- the attempt's memory budget: kernel memory no process's RSS shows ---------------------------
@@ -336,15 +338,23 @@ PAGE = "<html>the person's own page, not the governor's to write</html>\n"
 
 
 def report_through_folder_link(
-    accounts: dict[str, Account | str], user: str, name: str, moved: bool
+    accounts: dict[str, Account | str], user: str, name: str, moved: bool, in_tmp: bool = False
 ) -> tuple[Any, Path, Any]:
     """Attempt 1's agent leaves ``reports -> SITE`` in its workspace (a folder of
     the person's outside every root: their web site, another project's docs,
     where an ``index.html`` of theirs is). The person renames the project
     (``mv ws proj-old``, when ``moved``) and writes the run's report where
     they keep it, ``governor audit report LOG -o PROJECT/reports/index.html``.
-    The box, the person's page, the report's result."""
+    When ``in_tmp``, the project is a scratch folder under ``/tmp`` (a clone
+    to try something in). The box, the person's page, the report's result."""
     box = box_for(accounts, user, name)
+    if in_tmp:
+        account = accounts[user]
+        assert isinstance(account, Account)
+        scratch = Path(tempfile.mkdtemp(prefix=f"{name}-", dir="/tmp"))
+        os.chown(scratch, account.uid, account.gid)
+        ws = Box(user, account, scratch / "p").ws
+        box.ws = ws  # the project under /tmp; the box's home, logs and site stay
     site = box.mkdir(box.dir / "site")
     page = box.write(site / "index.html", PAGE)
     steps = [{"shell": f"cd {{cwd}} && ln -s {site} reports"}, {"say": "Done."}]
@@ -400,4 +410,33 @@ def test_the_report_is_not_written_through_a_folder_link_an_attempt_left_after_a
     followed only when its owner is not the one an agent runs as and no
     attempt could have made it."""
     _box, page, done = report_through_folder_link(accounts, user, "page6-moved", moved=True)
+    assert page.read_text() == PAGE, (page.read_text()[:300], done.stderr[-1500:])
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="hole: the report is written through a folder link an attempt left in a project "
+    "under /tmp (a path the governor opens for the person follows a link the agent left: the "
+    "record leaves temporary folders out, and link_out trusts what the record does not name)",
+)
+@pytest.mark.parametrize("user", USERS)
+def test_the_report_is_not_written_through_a_folder_link_an_attempt_left_in_a_project_under_tmp(
+    accounts: dict[str, Account | str], user: str
+) -> None:
+    """Class: a path the governor opens for the person follows a link the
+    agent left (a folder an attempt wrote that the record does not name).
+    `remember_written` leaves out every folder under ``/tmp``, ``/var/tmp``
+    and ``/dev/shm`` ("always refused for a program"), and `written_places`
+    adds no temporary folder back: for the files the person names, a
+    project under ``/tmp`` is a folder no attempt wrote. The attempt runs in
+    ``/tmp/.../ws`` (a scratch clone) and leaves ``reports -> SITE``; no
+    rename: ``governor audit report LOG -o /tmp/.../ws/reports/index.html``
+    follows it and the person's ``SITE/index.html`` becomes the report page.
+    The mechanism that closes the class: the folders `link_out` holds are
+    every folder an attempt was given, temporary ones too (kept in the
+    record, or the temporary folders always among them)."""
+    box, page, done = report_through_folder_link(
+        accounts, user, "page6-tmp", moved=False, in_tmp=True
+    )
+    shutil.rmtree(box.ws.parent.parent, ignore_errors=True)  # the scratch folder under /tmp
     assert page.read_text() == PAGE, (page.read_text()[:300], done.stderr[-1500:])
