@@ -22,6 +22,14 @@ The holes, by class:
 - a limit outrun (the disk): blocks the walk counts as nothing: a file
   unlinked and held open, folders (and links), each a block of the person's
   disk;
+- a file the agent leaves runs on the host: the record of written folders
+  keeps names, so a project that is no git work tree, renamed by the person,
+  is trusted on their ``PATH`` (`find_program`);
+- a path the governor opens for the person follows a link the agent left,
+  in a folder an attempt wrote that the record does not name: a renamed
+  project, or one under ``/tmp`` (left out of the record), and
+  ``governor audit report -o`` writes the page through the agent's folder
+  link over a file of the person's.
 """
 
 from __future__ import annotations
