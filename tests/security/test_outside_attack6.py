@@ -34,6 +34,7 @@ The holes, by class:
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -448,3 +449,36 @@ def test_the_report_is_not_written_through_a_folder_link_an_attempt_left_in_a_pr
     )
     shutil.rmtree(box.ws.parent.parent, ignore_errors=True)  # the scratch folder under /tmp
     assert page.read_text() == PAGE, (page.read_text()[:300], done.stderr[-1500:])
+
+
+# -- what held ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_a_prompt_file_an_attempt_made_a_fifo_is_refused_naming_it_and_blocks_nothing(
+    accounts: dict[str, Account | str], user: str
+) -> None:
+    """Held: the project keeps its task in ``prompts/task.md``; attempt 1's
+    agent replaces it with a FIFO (``mkfifo``), which a plain ``open`` would
+    wait on for ever. The person's next ``governor run --prompt-file
+    prompts/task.md`` opens it without blocking, sees it is no regular file
+    and refuses, naming it: no agent starts, nothing hangs."""
+    from test_outside_attack import SCRIPTED, outcome_of, python_of
+
+    box = box_for(accounts, user, "prompt-fifo")
+    box.write(box.ws / "prompts" / "task.md", "Fix the tests.\n")
+    steps = [
+        {"shell": "cd {cwd} && rm prompts/task.md && mkfifo prompts/task.md"},
+        {"say": "Done."},
+    ]
+    first = scripted_run(box, "prompt-fifo-1", "", steps)
+    assert first["status"] == "completed", first
+    task = box.ws / "prompts" / "task.md"
+    assert task.is_fifo()
+    script = box.write(box.dir / "s2.json", '[{"say": "Done."}]')
+    done = governor(box, ["run", "--json", "--policy", "edit-workspace", "--workspace", str(box.ws),
+                          "--prompt-file", str(task), "--", python_of(box), str(SCRIPTED),
+                          "--script", str(script)])  # fmt: skip
+    outcome = outcome_of(done)
+    assert outcome["status"] == "refused_before_start", outcome
+    assert f"{task}: cannot read the prompt: it is not a regular file" in json.dumps(outcome)
