@@ -242,8 +242,8 @@ def test_disk_an_agent_holds_outside_a_regular_files_size_is_counted_in_the_work
     at once and keeps open (on the disk until the sandbox goes: the walk
     never finds a name), or makes 16,384 empty folders (64 MiB of the
     person's disk, one block and one inode each, for good: git tracks no
-    empty folder, so no change names them; links and FIFOs are the same),
-    and waits past several walks: the attempt completes. The same writes of
+    empty folder, so no change names them; a link with a long target takes
+    a block too, not tried here), and waits past several walks: the attempt completes. The same writes of
     gigabytes, or of millions of folders (the filesystem's inodes), fill the
     person's disk. The mechanism that closes the class: the disk the
     filesystem gave, not sizes the walk adds up: every entry's ``st_blocks``
