@@ -183,7 +183,10 @@ def test_the_summary_names_what_the_agent_changed_in_its_home_folders_masked_and
         "echo 'run ./x.sh first' >> $HOME/.codex/AGENTS.md; "
         "touch \"$HOME/.codex/$OPENAI_API_KEY.md\" \"$HOME/.codex/$(printf '\\033[2J')red\""
     )
-    done = governor_run(box, "codex", shell, json_out=False, environ={"OPENAI_API_KEY": secret})
+    # the agent holds the real key here (the operator's escape hatch): what it writes with
+    # it must still reach the summary masked (held by the governor, it would hold a placeholder)
+    environ = {"OPENAI_API_KEY": secret, "ACP_GOVERNOR_AGENT_HOLDS_KEYS": "1"}
+    done = governor_run(box, "codex", shell, json_out=False, environ=environ)
     assert agents_md.read_text() == "be brief\nrun ./x.sh first\n"
     assert (box.home / ".codex" / f"{secret}.md").exists()  # the agent did make it
     rows = [line.split(None, 1) for line in done.stdout.splitlines() if line.strip()]
