@@ -45,6 +45,8 @@ The modules, each depending only on those above it:
 - `grammar`: the tree-sitter-bash node types and bash words the walker tests;
 - `result`: `SimpleCommand` and `Split`, what a split returns;
 - `wrappers`: the commands that run another command, and what each runs;
+- `word_nodes`: a word node's value after quote removal, and its substitutions;
+- `redirects`: the files a redirect reads and writes, and the words hung on it;
 - `walker`: the walk over one parsed tree, and the handler of each node type;
 - this module: the per-thread parser, the cache, and the entry points `split`
   and `split_argv` (each walker is given `_split_text`, to split a script).

@@ -8,6 +8,8 @@ inside (statements, substitutions, clauses) or turns a node into a
 output, so they come out first. Redirects the grammar hangs on a whole list or
 pipeline are moved to its rightmost command, and words it drops or misplaces
 are put back or made unknown (see the package docstring for each misreading).
+A word's value is read by the base `word_nodes._WordReader`, a redirect's
+files by `redirects._RedirectReader`; the statements and commands are here.
 
 Every emitted command is looked up in `governor.policies.shell.wrappers`: what a wrapper
 runs is emitted after it, one level deeper in `via`, and a script it runs is
@@ -26,31 +28,21 @@ from governor.policies.shell.grammar import (
     _CASE_ENDS,
     _CHAINS,
     _CLAUSES,
-    _EXPANSIONS,
-    _LITERALS,
     _MISPLACED,
-    _READ_OPS,
     _REDIRECTS,
     _STATEMENTS,
     _SUBSTITUTIONS,
     _WORDISH,
-    _WRITE_OPS,
     _hazardous,
 )
+from governor.policies.shell.redirects import _NO_REDIRECTS, _merge, _RedirectReader, _Redirects
 from governor.policies.shell.result import SimpleCommand, Split
 from governor.policies.shell.words import (
     _PLAIN,
-    _ansi_c,
-    _bare_blank,
     _basename,
-    _blank,
     _line_break,
-    _not_a_file,
-    _quoted_delimiter,
     _short,
     _skipped,
-    _unescape_double,
-    _unescape_unquoted,
 )
 from governor.policies.shell.wrappers import _WRAPPERS, _Inner, _Script
 
@@ -64,29 +56,21 @@ The package passes its `_split_text` (which builds a walker of its own); it is
 passed in rather than imported because the package imports this module.
 """
 
-_Redirects = tuple[tuple[str, ...], tuple[str, ...]]
-_NO_REDIRECTS: _Redirects = ((), ())
 
+class _Walker(_RedirectReader):
+    """Collects the parts of one parsed line; one instance per parse.
 
-def _merge(a: _Redirects, b: _Redirects) -> _Redirects:
-    if not b[0] and not b[1]:
-        return a
-    if not a[0] and not a[1]:
-        return b
-    return (a[0] + b[0], a[1] + b[1])
+    Words and redirects are read by the bases (`word_nodes`, `redirects`); the
+    statements, the commands and their unwrapping are walked here.
+    """
 
-
-class _Walker:
-    """Collects the parts of one parsed line; one instance per parse."""
-
-    __slots__ = ("_args", "_extra", "_resplit", "_src", "_stack", "commands", "unknown", "via")
+    __slots__ = ("_args", "_extra", "_resplit", "_stack", "commands", "via")
 
     def __init__(self, src: bytes, via: tuple[str, ...], resplit: _Resplit) -> None:
-        self._src = src
+        super().__init__(src)
         self.via = via
         self._resplit = resplit
         self.commands: list[SimpleCommand] = []
-        self.unknown: list[str] = []
         self._extra: dict[int, _Redirects] = {}
         self._args: dict[int, list[Node | str]] = {}
         self._stack: list[tuple[Node, _Redirects] | SimpleCommand] = []
@@ -124,17 +108,6 @@ class _Walker:
     def _push_all(self, nodes: Sequence[Node], inherited: _Redirects) -> None:
         if nodes:
             self._stack.extend([(node, inherited) for node in reversed(nodes)])
-
-    def _text(self, node: Node) -> str:
-        return self._decode(self._src[node.start_byte : node.end_byte])
-
-    def _decode(self, raw: bytes) -> str:
-        try:
-            return raw.decode("utf-8", "surrogatepass")
-        except UnicodeDecodeError:
-            # The grammar saw the masked copy; a token edge inside a character is a misread.
-            self.unknown.append("the parser split a character in two")
-            return raw.decode("utf-8", "replace")
 
     # -- statements
 
@@ -268,22 +241,6 @@ class _Walker:
             self._args.setdefault(target.id, []).extend(args)
         else:
             self.unknown.append("words after a here-document that belong to no command")
-
-    def _gap(self, end: int, start: int, args: list[Node | str]) -> None:
-        """Check the text between two tokens of one command; rescue plain words the grammar lost.
-
-        tree-sitter-bash drops a lone `-` before a heredoc (`python - <<EOF`) and can
-        join two lines into one command: anything but blanks between two tokens is
-        either such a plain word, which is put back, or a misread, which is unknown.
-        """
-        gap = self._src[end:start]
-        if _blank(gap):
-            return
-        words = gap.replace(b"\\\n", b" ").split(b" ")
-        if b"\n" in gap or any(w.translate(None, _PLAIN) for w in words):
-            self.unknown.append("the parser skipped part of the line")
-            return
-        args.extend(w.decode("ascii") for w in words if w)
 
     def command(self, node: Node, inherited: _Redirects) -> None:
         argv: list[str] = []
@@ -463,207 +420,6 @@ class _Walker:
         # Substitutions run before the command that uses their output: push them on top.
         self._stack.append(command)
         self._push_all(subs, _NO_REDIRECTS)
-
-    # -- redirects
-
-    def _redirect(
-        self, node: Node, subs: list[Node], after: list[Node], args: list[Node | str]
-    ) -> _Redirects:
-        """Reads and writes of one redirect.
-
-        Its substitutions go to `subs`, statements the grammar hung under a heredoc
-        (`cat <<EOF | grep x`, `cat <<EOF && ls`) to `after`, and words it hung there
-        (`cat <<EOF -`) to `args`.
-        """
-        kind = node.type
-        if kind == "file_redirect":
-            return self._file_redirect(node, subs, args)
-        if kind == "herestring_redirect":
-            content = node.named_children
-            if content:
-                src = self._src
-                first, last = content[0], content[-1]
-                nxt = src[last.end_byte : last.end_byte + 1]
-                gap = src[node.start_byte + 3 : first.start_byte]
-                if not _blank(gap) or (last.type == "number" and nxt in (b"<", b">")):
-                    self.unknown.append("the line does not parse as shell near '<<<'")
-            subs.extend(self._substitutions(node))
-            return _NO_REDIRECTS
-        result: _Redirects = _NO_REDIRECTS
-        quoted = False
-        end = -1
-        for i, child in enumerate(node.children):
-            ckind = child.type
-            if ckind != "heredoc_body" and ckind != "heredoc_end" and end >= 0:
-                self._gap(end, child.start_byte, args)
-            end = child.end_byte
-            if not child.is_named:
-                continue
-            if node.field_name_for_child(i) == "argument":
-                args.append(child)
-            elif ckind == "heredoc_start":
-                quoted = _quoted_delimiter(self._text(child))
-            elif ckind == "file_redirect":
-                result = _merge(result, self._file_redirect(child, subs, args))
-            elif ckind == "heredoc_body":
-                if not quoted:
-                    self._heredoc_body(child, subs)
-            elif ckind in _STATEMENTS:
-                after.append(child)
-        return result
-
-    def _heredoc_body(self, node: Node, subs: list[Node]) -> None:
-        text = self._src[node.start_byte : node.end_byte]
-        if b"$(" in text or b"`" in text:
-            covered = [
-                (c.start_byte - node.start_byte, c.end_byte - node.start_byte)
-                for c in node.named_children
-                if c.type in _EXPANSIONS
-            ]
-            i, n = 0, len(text)
-            while i < n:
-                ch = text[i]
-                if ch == 0x5C:  # backslash
-                    i += 2
-                    continue
-                opens = ch == 0x60 or (ch == 0x24 and text[i + 1 : i + 2] == b"(")
-                if opens and not any(lo <= i < hi for lo, hi in covered):
-                    self.unknown.append(
-                        "a here-document body runs a command substitution the splitter could not read"
-                    )
-                    break
-                i += 1
-        subs.extend(self._substitutions(node))
-
-    def _file_redirect(self, node: Node, subs: list[Node], args: list[Node | str]) -> _Redirects:
-        op = ""
-        op_end = -1
-        dest: Node | None = None
-        for child in node.children:
-            if not child.is_named:
-                op = child.type
-                op_end = child.end_byte
-            elif child.type == "file_descriptor":
-                continue
-            elif dest is None:
-                dest = child
-            else:
-                # tree-sitter-bash reads `rm > /dev/null -rf /` as three destinations;
-                # bash writes the first and passes the rest to the command.
-                args.append(child)
-        if dest is None:
-            return _NO_REDIRECTS
-        src = self._src
-        after = src[dest.end_byte : dest.end_byte + 1]
-        if not _blank(src[op_end : dest.start_byte]) or (
-            dest.type == "number" and after in (b"<", b">")
-        ):
-            # `< <newline> x` and `>> 2>&1`: bash refuses both, tree-sitter guesses.
-            self.unknown.append(f"the line does not parse as shell near {op!r}")
-        dest_kind = dest.type
-        if dest_kind == "number" and (op == ">&" or op == "<&"):
-            return _NO_REDIRECTS  # `2>&1`: a duplicated descriptor, no file
-        if dest_kind == "process_substitution":
-            subs.append(dest)
-            return _NO_REDIRECTS
-        path, dyn = self._word(dest, subs)
-        if op in ("<&", ">&") and path == "-":
-            return _NO_REDIRECTS
-        if _not_a_file(path):
-            return _NO_REDIRECTS
-        if dyn or path.startswith("~"):
-            self.unknown.append(f"a redirect to a path not known until run time: {_short(path)}")
-        if op in _WRITE_OPS:
-            return ((), (path,))
-        if op in _READ_OPS:
-            return ((path,), ())
-        self.unknown.append(f"a redirect the splitter does not read: {_short(self._text(node))}")
-        return _NO_REDIRECTS
-
-    # -- words
-
-    def _substitutions(self, node: Node) -> list[Node]:
-        """The command and process substitutions inside a word, in source order.
-
-        A statement the grammar put inside a word is collected too: whatever it
-        runs is then walked rather than hidden in a word's text.
-        """
-        if node.type in _SUBSTITUTIONS:
-            return [node]
-        found: list[Node] = []
-        todo = list(reversed(node.named_children))
-        while todo:
-            n = todo.pop()
-            kind = n.type
-            if kind in _SUBSTITUTIONS or kind in _STATEMENTS:
-                found.append(n)
-            elif n.named_child_count:
-                todo.extend(reversed(n.named_children))
-        return found
-
-    def _word(self, node: Node, subs: list[Node]) -> tuple[str, bool]:
-        """A word's value after quote removal, and whether it is known only at run time."""
-        text, dyn = self._part(node, subs)
-        if not dyn:
-            first = node
-            while first.type == "concatenation" and first.named_child_count:
-                first = first.named_children[0]
-            if first.type == "word" and text.startswith("~"):
-                dyn = True
-            elif node.type == "concatenation" and "{" in text and "}" in text:
-                # Brace expansion (`{a,b}`, `{1..3}`) turns one word into several.
-                dyn = "," in text or ".." in text
-        return text, dyn
-
-    def _part(self, node: Node, subs: list[Node]) -> tuple[str, bool]:
-        kind = node.type
-        if kind == "word":
-            text = self._text(node)
-            if _bare_blank(text):
-                # tree-sitter-bash reads `} }` as one word; bash splits at the blank.
-                self.unknown.append(f"the parser read a blank inside a word: {_short(text)}")
-            return _unescape_unquoted(text), False
-        if kind == "raw_string":
-            return self._text(node)[1:-1], False
-        if kind == "string":
-            return self._double_quoted(node, subs)
-        if kind == "concatenation":
-            pieces: list[str] = []
-            dynamic = False
-            for child in node.children:
-                text, dyn = self._part(child, subs)
-                pieces.append(text)
-                dynamic = dynamic or dyn
-            return "".join(pieces), dynamic
-        if kind == "ansi_c_string":
-            raw = self._text(node)
-            decoded = _ansi_c(raw[2:-1])
-            return (raw, True) if decoded is None else (decoded, False)
-        if kind in _LITERALS:
-            return self._text(node), False
-        # Expansions and anything unforeseen: keep the source text, value unknown.
-        subs.extend(self._substitutions(node))
-        return self._text(node), True
-
-    def _double_quoted(self, node: Node, subs: list[Node]) -> tuple[str, bool]:
-        src = self._src
-        pieces: list[str] = []
-        dynamic = False
-        pos = node.start_byte + 1
-        end = node.end_byte - 1
-        for child in node.named_children:
-            if child.start_byte > pos:
-                pieces.append(_unescape_double(self._decode(src[pos : child.start_byte])))
-            if child.type == "string_content":
-                pieces.append(_unescape_double(self._text(child)))
-            else:
-                pieces.append(self._text(child))
-                subs.extend(self._substitutions(child))
-                dynamic = True
-            pos = child.end_byte
-        if end > pos:
-            pieces.append(_unescape_double(self._decode(src[pos:end])))
-        return "".join(pieces), dynamic
 
     # -- emitting and unwrapping
 
