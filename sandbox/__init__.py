@@ -29,13 +29,13 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from governor.sandbox.host.bwrap import Bwrap, BwrapUnavailable, SandboxStartFailed
     from governor.sandbox.host.survey import survey
+    from governor.sandbox.plan.bwrap_argv import render
     from governor.sandbox.plan.profile import (
         BwrapFeatures,
         HomeFolder,
         HostFacts,
         Profile,
         ProfileError,
-        render,
     )
     from governor.sandbox.plan.protected import HIDDEN_PATTERNS, PROTECTED_NAMES
     from governor.sandbox.run.agent import agent_process, resolve_install
@@ -64,7 +64,7 @@ _LAZY: dict[str, str] = {
     "HostFacts": "governor.sandbox.plan.profile",
     "Profile": "governor.sandbox.plan.profile",
     "ProfileError": "governor.sandbox.plan.profile",
-    "render": "governor.sandbox.plan.profile",
+    "render": "governor.sandbox.plan.bwrap_argv",
     "HIDDEN_PATTERNS": "governor.sandbox.plan.protected",
     "PROTECTED_NAMES": "governor.sandbox.plan.protected",
     "DEFAULT_OUTPUT_LIMIT": "governor.sandbox.run.runner",

@@ -42,13 +42,12 @@ from governor.sandbox.host.limits import command_prefix, launcher
 from governor.sandbox.host.sockets import forget
 from governor.sandbox.host.survey import caller_home, survey
 from governor.sandbox.plan import seccomp
+from governor.sandbox.plan.bwrap_argv import environment, render
 from governor.sandbox.plan.profile import (
     DEFAULT_PATH,
     HostFacts,
     Profile,
     ProfileError,
-    environment,
-    render,
 )
 from governor.sandbox.run.spawn import DEVNULL, PIPE, STDOUT, Child, Std, spawn
 from governor.sandbox.run.stubs import LEDGER, StubLedger
@@ -171,7 +170,7 @@ def prepare(
 
     ``fork_server`` makes a session's sandbox (`governor.sandbox.run.session`): the
     descriptors it lists are handed to ``command`` (the caller's; not closed
-    here), and bwrap gets no filter (see `governor.sandbox.plan.profile.render`).
+    here), and bwrap gets no filter (see `governor.sandbox.plan.bwrap_argv.render`).
     """
     if not command:
         raise ProfileError("empty command")

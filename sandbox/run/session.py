@@ -53,7 +53,8 @@ from governor.sandbox.host.bwrap import Bwrap, BwrapUnavailable, SandboxStartFai
 from governor.sandbox.host.limits import rlimits
 from governor.sandbox.host.sockets import forget
 from governor.sandbox.host.survey import survey
-from governor.sandbox.plan.profile import HostFacts, Profile, ProfileError, environment, validate
+from governor.sandbox.plan.bwrap_argv import environment, validate
+from governor.sandbox.plan.profile import HostFacts, Profile, ProfileError
 from governor.sandbox.run.capture import OutputRing
 from governor.sandbox.run.execution import Execution
 from governor.sandbox.run.launch import (

@@ -15,7 +15,8 @@ from governor.policies.capability import Capability
 from governor.sandbox.host import git as hostgit
 from governor.sandbox.host.git import anchored, read_host_git
 from governor.sandbox.host.survey import survey
-from governor.sandbox.plan.profile import EXCLUDES_PATH, HostFacts, Profile, environment
+from governor.sandbox.plan.bwrap_argv import environment
+from governor.sandbox.plan.profile import EXCLUDES_PATH, HostFacts, Profile
 
 SECRET = "Bearer CANARY-hostgit"
 

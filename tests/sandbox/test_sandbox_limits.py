@@ -31,7 +31,8 @@ from governor.sandbox.host.limits import (
     probe,
     rlimits,
 )
-from governor.sandbox.plan.profile import BwrapFeatures, HostFacts, Profile, ProfileError, render
+from governor.sandbox.plan.bwrap_argv import render
+from governor.sandbox.plan.profile import BwrapFeatures, HostFacts, Profile, ProfileError
 from governor.sandbox.run.execution import ExitStatus
 
 AGENT = Path(__file__).with_name("limits_agent.py")

@@ -9,6 +9,7 @@ import pytest
 
 from governor.policies.capability import Capability
 from governor.policies.limits import Limits
+from governor.sandbox.plan.bwrap_argv import environment, render
 from governor.sandbox.plan.profile import (
     BwrapFeatures,
     HomeFolder,
@@ -18,8 +19,6 @@ from governor.sandbox.plan.profile import (
     Profile,
     ProfileError,
     ancestors_between,
-    environment,
-    render,
 )
 
 WS = "/home/u/src/proj"

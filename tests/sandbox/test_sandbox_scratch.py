@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from governor.policies.capability import Capability
-from governor.sandbox.plan.profile import BwrapFeatures, Profile, ProfileError, render
+from governor.sandbox.plan.bwrap_argv import render
+from governor.sandbox.plan.profile import BwrapFeatures, Profile, ProfileError
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_sandbox_profile import ALL, FACTS, WS, position
