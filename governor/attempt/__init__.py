@@ -1,6 +1,9 @@
 """The attempt's lifecycle: spawn the agent, drive one turn, end as a value.
 
-- `lifecycle`: `run_attempt` and `run`, the steps each in a nursery nothing outlives;
+- `lifecycle`: `run_attempt` and `run`, the steps each in a nursery nothing outlives,
+  sequenced by `Attempt` from `under_way` (its state, deadline, limits, shutdown),
+  `agent_session` (an ACP agent's steps), `program_run` (a plain program's) and
+  `roots_changes` (the tamper audit, the changes nothing governed explains);
 - `session_choices` (sans-IO) and `session_setup`: the model and mode set in a new session;
 - `turn`: the agent's updates folded (sans-IO);
 - `budget`: the policy's budgets held against what the agent reports;

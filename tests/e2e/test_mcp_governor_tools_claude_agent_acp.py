@@ -11,7 +11,8 @@ import pytest
 from npm_agents import CLAUDE_AGENT_ACP, Job, installed, records
 from standin import StandIn, Step
 
-from governor.attempt.lifecycle import GOVERNOR_TOOLS_RULE, run_attempt
+from governor.attempt.agent_session import GOVERNOR_TOOLS_RULE
+from governor.attempt.lifecycle import run_attempt
 from governor.mcp.own_tools import INSTRUCTIONS
 
 pytestmark = [pytest.mark.e2e, pytest.mark.npm_agent(CLAUDE_AGENT_ACP)]

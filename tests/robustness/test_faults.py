@@ -84,8 +84,8 @@ def every_allow_was_logged(entries: list[dict[str, Any]], logged: list[dict[str,
 def short_graces(monkeypatch: pytest.MonkeyPatch) -> None:
     """Shorter waits for an agent to answer a cancel and to exit (5 s and 2 s by default):
     these agents never will, and the same steps run either way."""
-    monkeypatch.setattr("governor.attempt.lifecycle.CANCEL_GRACE", 0.5)
-    monkeypatch.setattr("governor.attempt.lifecycle.EXIT_GRACE", 0.5)
+    monkeypatch.setattr("governor.attempt.agent_session.CANCEL_GRACE", 0.5)
+    monkeypatch.setattr("governor.attempt.under_way.EXIT_GRACE", 0.5)
 
 
 # -- the agent misbehaves -------------------------------------------------------------
