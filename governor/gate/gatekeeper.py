@@ -23,8 +23,10 @@ request is refused (fail closed), elicitations included, and the attempt ends
 
 The gate keeps no account of how the attempt went: what decides that -- it
 failed closed, the ask that paused it, the methods it did not know, what it
-carried out -- it writes into the attempt's `Ending` as it happens, and
-nothing reads it back from the gate.
+carried out, the agent's ``blocked`` reason -- it writes into the attempt's
+`Ending` as it happens, and nothing reads it back from the gate. This file is
+that part's one writer (`governor.ending.how_it_ended.PARTS`): a handler or a
+tool that learns such a fact calls the gate (`fail`, `blocked`).
 """
 
 from __future__ import annotations
@@ -422,6 +424,14 @@ class Gate:
         first reason given)."""
         if self.end.failure is None:
             self.end.failure = why
+        self.pause_requested.set()
+
+    def blocked(self, reason: str) -> None:
+        """The agent's ``blocked`` tool was called (`governor.mcp.own_tools`): the
+        `Ending` keeps its first reason, and the turn ends as a pause does
+        (`pause_requested`, which the attempt watches)."""
+        if self.end.blocked is None:
+            self.end.blocked = reason
         self.pause_requested.set()
 
     # -- session/request_permission -------------------------------------------------

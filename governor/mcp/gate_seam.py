@@ -22,7 +22,6 @@ from governor.gate.handler_seam import Governs
 if TYPE_CHECKING:
     import trio
 
-    from governor.ending.how_it_ended import Ending
     from governor.gate import elicitation
     from governor.gate.approver import Approvals
     from governor.gate.file_requests import FileRequests
@@ -35,11 +34,6 @@ class McpGate(Governs, Protocol):
     @property
     def approvals(self) -> Approvals:
         """Whether a person is there to fill a server's form (its approver)."""
-        ...
-
-    @property
-    def end(self) -> Ending:
-        """The attempt's `Ending`: ``blocked`` keeps the agent's first reason."""
         ...
 
     @property
@@ -66,6 +60,11 @@ class McpGate(Governs, Protocol):
     @property
     def relay(self) -> TerminalRelay | None:
         """The gate's ``terminal/*`` handler (None without terminals: no ``run``)."""
+        ...
+
+    def blocked(self, reason: str) -> None:
+        """The agent's ``blocked`` tool was called: the `Ending` keeps its first
+        reason, and the turn ends as a pause does."""
         ...
 
     def create_elicitation(

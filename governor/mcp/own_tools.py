@@ -329,9 +329,7 @@ class GovernorTools:
             gate.audit.record("blocked", session=gate.session_id, via=VIA, reason=reason)
         except AuditUnavailable as e:  # the gate fails closed on its own; say so here too
             return _error(f"blocked: the reason could not be recorded: {e}")
-        if gate.end.blocked is None:
-            gate.end.blocked = reason
-        gate.pause_requested.set()
+        gate.blocked(reason)
         return _text("recorded: the attempt ends blocked with your reason; end your turn now")
 
     def _path(self, arguments: Mapping[str, Any], key: str) -> str:
