@@ -11,7 +11,6 @@ session/cancel, pending asks answered cancelled, grace, then the shutdown
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import replace
 from typing import Any, Final
 
@@ -20,18 +19,20 @@ import trio
 from pydantic import ValidationError
 
 from governor.acp.connection import Connection, ConnectionClosed, RemoteError, RequestTimeout
-from governor.acp.jsonrpc import AUTH_REQUIRED, Malformed, short_error
+from governor.acp.jsonrpc import AUTH_REQUIRED, short_error
 from governor.acp.models import schema
 from governor.agents import npm_installs as installs
-from governor.attempt.session_setup import SessionSetup, login_line
+from governor.attempt.session_setup import SessionSetup
 from governor.attempt.under_way import UnderWay
-from governor.audit.log import AuditUnavailable
+from governor.confine import model_api
 from governor.confine import sandboxes as confine
 from governor.gate import elicitation
+from governor.gate.model_calls import strength
 from governor.gate.ruling import REFUSED
+from governor.job.spec import PlainProgram
 from governor.mcp import relay as mcp
-from governor.policies import by as who
 from governor.policies.policy import Policy
+from governor.sandbox.net.credentials import Credentials
 
 PROTOCOL_VERSION: Final = 1
 
@@ -115,15 +116,14 @@ class AgentSession(UnderWay):
                         await self._shutdown(process, conn)
                         inner.cancel_scope.cancel()
                 finally:
-                    self.end.gave_up = conn.gave_up
-                    self.end.stderr_tail = tuple(conn.stderr_tail)
+                    self._connection_ended(conn.gave_up, conn.stderr_tail)
             self._blame_limit(process.returncode, "\n".join(self.end.stderr_tail))
             if self.end.error is not None:
-                self.end.unseen_folders = await trio.to_thread.run_sync(
-                    confine.unseen_folders, profile
+                self._folders_unseen(
+                    await trio.to_thread.run_sync(confine.unseen_folders, profile)
                 )
         except (OSError, confine.SandboxUnavailable, installs.InstallError) as e:
-            self.end.error = (
+            self._failed(
                 f"{self.name} could not be started: {getattr(e, 'strerror', None) or e}"
             )
 
@@ -149,12 +149,12 @@ class AgentSession(UnderWay):
             )
             init_model = schema.InitializeResponse.model_validate(init)
         except (RemoteError, ConnectionClosed, RequestTimeout, ValidationError) as e:
-            self.end.error = f"{self.name} did not initialize: {short_error(e)}"
+            self._failed(f"{self.name} did not initialize: {short_error(e)}")
             return
         if init_model.agent_info and init_model.agent_info.name:
             self.name = init_model.agent_info.title or init_model.agent_info.name
         if init_model.protocol_version != PROTOCOL_VERSION:
-            self.end.error = (
+            self._failed(
                 f"{self.name} speaks ACP protocol version {init_model.protocol_version}; "
                 f"the governor speaks {PROTOCOL_VERSION}"
             )
@@ -193,10 +193,10 @@ class AgentSession(UnderWay):
             if e.code == AUTH_REQUIRED:
                 self._needs_sign_in()
             else:
-                self.end.error = f"{self.name} could not start a session: {short_error(e)}"
+                self._failed(f"{self.name} could not start a session: {short_error(e)}")
             return
         except (ConnectionClosed, RequestTimeout, ValidationError) as e:
-            self.end.error = f"{self.name} could not start a session: {short_error(e)}"
+            self._failed(f"{self.name} could not start a session: {short_error(e)}")
             return
         self.turn.session_id = gate.session_id = session.session_id
         structlog.contextvars.bind_contextvars(session=session.session_id)
@@ -205,7 +205,7 @@ class AgentSession(UnderWay):
         )
         self.turn.notices.extend(setup.notices)
         if setup.error is not None:
-            self.end.error = setup.error
+            self._failed(setup.error)
             return
         self.end.model, self.end.alone = setup.model, setup.alone
         self.turn.settled(setup.mode)
@@ -290,45 +290,15 @@ class AgentSession(UnderWay):
             if e.code == AUTH_REQUIRED:
                 self._needs_sign_in()
             else:
-                self.end.error = f"{self.name} answered the prompt with an error: {short_error(e)}"
+                self._failed(f"{self.name} answered the prompt with an error: {short_error(e)}")
         except (ConnectionClosed, ValidationError) as e:
-            self.end.error = f"{self.name} ended without an answer: {short_error(e)}"
+            self._failed(f"{self.name} ended without an answer: {short_error(e)}")
         finally:
             self.turn_over.set()
-
-    def _needs_sign_in(self) -> None:
-        self.end.sign_in = login_line(
-            self.auth_methods, self.prepared.executor.preset, self.prepared.executor.argv[0]
-        )
-        self.end.error = f"{self.name} needs signing in: {self.end.sign_in}"
 
     def _on_notification(self, method: str, params: Any) -> None:
         if method == "session/update" and not self.replaying:
             self.turn.feed(params)
-
-    def _rejected_at_wire(self, line: Malformed) -> None:
-        """A line of the agent rejected at the wire: a ``wire`` record (its
-        method when readable, its length, why; never its text), counted in the
-        outcome. A refusal by the governor, so a flood of them is thinned like
-        any other (`governor.audit.repeated_refusals`)."""
-        e = self.end
-        e.rejected_lines += 1
-        if line.method is not None and len(e.rejected_methods) < 5 and line.method not in e.rejected_methods:
-            e.rejected_methods = (*e.rejected_methods, line.method)
-        subject: dict[str, Any] = {"length": line.length, "why": line.reason}
-        if line.method is not None:
-            subject["method"] = line.method
-        subject["answered"] = line.reply is not None
-        with contextlib.suppress(AuditUnavailable):
-            self.audit.record(
-                "wire",
-                session=self.turn.session_id,
-                verdict="deny",
-                by=who.PROTOCOL,
-                rule="wire",
-                subject=subject,
-                reason=f"the line is not a JSON-RPC message the governor can read: {line.reason}",
-            )
 
     async def _watch_pause(self, conn: Connection) -> None:
         gate = self.gate
@@ -336,6 +306,40 @@ class AgentSession(UnderWay):
         await gate.pause_requested.wait()
         await self._cancel_turn(conn)
         await self._await_turn(CANCEL_GRACE)
+
+    # -- the turn's part of the `Ending`: written here only ----------------------------
+
+    def _turn_said(self) -> None:
+        """What the turn said, at the attempt's end: the agent's final message,
+        mode, title, config options and plan, the usage it reported (with what
+        the proxy saw of its model calls), and the attempt's notices."""
+        end, turn = self.end, self.turn
+        end.final_message = turn.final_message
+        end.mode = turn.mode
+        end.title = turn.title
+        end.config = {o.id: o.current_value for o in turn.config_options}
+        end.plan = turn.plan
+        plain = isinstance(self.prepared.executor, PlainProgram)  # it reports nothing
+        end.usage = turn.usage if plain else self.budget.usage(turn.usage)
+        if not plain:
+            observed = self.model_calls.usage()
+            end.usage = {
+                **self.budget.usage(turn.usage),
+                "observed": observed,
+                "strength": strength(observed, self.budget.reported),
+            }
+        held = Credentials() if self.model_api is None else self.model_api.interception.credentials
+        p = self.prepared
+        keys_said = [] if plain else model_api.notices(
+            p.executor.preset, p.env, held, sandboxed=p.sandboxed_agent
+        )  # fmt: skip
+        end.notices = (
+            *turn.notices,
+            *([] if plain else self.budget.notices()),
+            *keys_said,
+            *mcp.said(self.relay),
+        )
+        end.bad_updates = turn.bad_updates
 
 
 def _version() -> str:

@@ -28,7 +28,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import shutil
-import time
 from typing import Any
 
 import structlog
@@ -46,19 +45,16 @@ from governor.checks import check_runs as checks
 from governor.confine import egress as network
 from governor.confine import frozen, harness, model_api
 from governor.confine import sandboxes as confine
-from governor.confine.workspace import diff, snapshot
+from governor.confine.workspace import snapshot
 from governor.ending import home_changes as homes
 from governor.ending.how_it_ended import Ending, judge
 from governor.ending.outcome import Outcome
 from governor.gate.gatekeeper import Gate
-from governor.gate.model_calls import strength
 from governor.job.spec import AttemptSpec, PlainProgram, Prepared, RefusedBeforeStart, prepare
 from governor.mcp import relay as mcp
-from governor.policies import by as who
 from governor.policies.canonical import digest
 from governor.sandbox.host import budget as sandbox_budget
 from governor.sandbox.host import processes
-from governor.sandbox.net.credentials import Credentials
 from governor.sandbox.net.proxy import open_egress
 from governor.tamper import baseline as tamper
 
@@ -280,32 +276,33 @@ class Attempt(AgentSession, ProgramRun, RootsChanges):
         frozen_at_end, said = await trio.to_thread.run_sync(frozen.at_end, policy, frozen_at_start)
         self.turn.notices.extend(said)
         if frozen_at_start is not None:
-            self.end.frozen = {"start": frozen_at_start, "end": frozen_at_end}
+            self._frozen_seen(frozen_at_start, frozen_at_end)
         if held is not None:  # the agent and all it started are gone: the checks' turn
             await trio.to_thread.run_sync(held_out.put_back, held, policy)
             self.turn.notices.extend(held_out.notices(held))
-            self.end.held_out = held.to_json()
+            self._held_out_back(held)
         home_after = await trio.to_thread.run_sync(
             functools.partial(snapshot, home, homes.HOME_MAX_FILES, before=home_before)
         )
-        self.end.home_changes = tuple(diff(home_before, home_after))
-        self.end.home_complete = home_before.complete and home_after.complete
+        self._home_changed(home_before, home_after)
         if policy.checks and not self.end.interrupted:  # a person who stops wants it stopped
             report = functools.partial(checks.report, self.audit, self.emit)
             self.sandboxes.settle()
             async with trio.open_nursery() as watching:  # the checks' sandboxes: the same budget
                 watching.start_soon(sandbox_budget.watch, self.sandboxes, self._stop_at)
-                self.end.checks = await checks.run_checks(
-                    policy,
-                    environ=p.spec.environ,
-                    masker=p.masker,
-                    on_check=report,
-                    acceptance=acceptance,
+                self._checks_ran(
+                    await checks.run_checks(
+                        policy,
+                        environ=p.spec.environ,
+                        masker=p.masker,
+                        on_check=report,
+                        acceptance=acceptance,
+                    )
                 )
                 watching.cancel_scope.cancel()
             self._sandboxes_spent()
             self.turn.notices.extend(unjudged)
-        self.end.harness = harness.described(policy)
+        self._harness_left(harness.described(policy))
         outcome = judge(self._ended())
         outcome.trace_id = p.spec.trace_id
         state = self._paused_state(outcome)
@@ -367,29 +364,13 @@ class Attempt(AgentSession, ProgramRun, RootsChanges):
         elif self.continues is not None:
             self.continues.state.discard()
 
-    def _broke(self, error: Exception) -> None:
-        """One of the attempt's tasks raised: the attempt still ends with its
-        snapshot, end record and outcome (``failed``, naming the error), never
-        a bare traceback; the traceback goes to the operational log."""
-        leaves = _leaves(error)
-        audit = [e for e in leaves if isinstance(e, AuditUnavailable)]
-        if audit and len(audit) == len(leaves):
-            self.end.error = str(audit[0])  # the gate failed closed already: its words
-            return
-        first = next(e for e in leaves if not isinstance(e, AuditUnavailable)) if leaves else error
-        log.error("the attempt failed in the governor", exc_info=error)
-        words = self.prepared.masker.text(f"{type(first).__name__}: {first}")[:500]
-        self.end.broke = f"the governor failed during the attempt: {words}"
-
     def _ended(self) -> Ending:
-        """The attempt's `Ending`, completed with what the turn and the log hold at
-        its end (the gate wrote its own facts into it as they happened)."""
-        end, turn, audit = self.end, self.turn, self.audit
-        end.final_message = turn.final_message
-        end.network_refused = tuple(h for h, (by, _) in self.refused.items() if by != who.PROTOCOL)
-        end.network_unreachable = tuple(
-            why for by, why in self.refused.values() if by == who.PROTOCOL
-        )
+        """The attempt's `Ending` at its end, each part completed by its one writer
+        (`governor.ending.how_it_ended.PARTS`: the gate wrote its own as it went);
+        the log's part is written here."""
+        self._processes_at_end()
+        self._turn_said()
+        end, audit = self.end, self.audit
         end.tally = audit.tallier.tally()
         end.unasked_paths = tuple(
             sorted(
@@ -401,40 +382,5 @@ class Attempt(AgentSession, ProgramRun, RootsChanges):
                 }
             )
         )
-        end.mode = turn.mode
-        end.title = turn.title
-        end.config = {o.id: o.current_value for o in turn.config_options}
-        end.plan = turn.plan
-        plain = isinstance(self.prepared.executor, PlainProgram)  # it reports nothing
-        end.usage = turn.usage if plain else self.budget.usage(turn.usage)
-        if not plain:
-            observed = self.model_calls.usage()
-            end.usage = {
-                **self.budget.usage(turn.usage),
-                "observed": observed,
-                "strength": strength(observed, self.budget.reported),
-            }
-        held = Credentials() if self.model_api is None else self.model_api.interception.credentials
-        p = self.prepared
-        keys_said = [] if plain else model_api.notices(
-            p.executor.preset, p.env, held, sandboxed=p.sandboxed_agent
-        )  # fmt: skip
-        end.notices = (
-            *turn.notices,
-            *([] if plain else self.budget.notices()),
-            *keys_said,
-            *mcp.said(self.relay),
-        )
-        end.bad_updates = turn.bad_updates
         end.decisions = audit.seq - 1  # every record but the attempt-start
-        end.elapsed_s = time.monotonic() - self.started
-        if self.continues is not None:  # the wall counts every part
-            end.elapsed_s += self.continues.state.elapsed_s
         return end
-
-
-def _leaves(error: BaseException) -> list[BaseException]:
-    """The errors an exception group holds, flattened (the error itself if none)."""
-    if isinstance(error, BaseExceptionGroup):
-        return [leaf for inner in error.exceptions for leaf in _leaves(inner)]
-    return [error]

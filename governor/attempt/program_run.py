@@ -44,16 +44,16 @@ class ProgramRun(UnderWay):
             finally:  # its sandbox is gone: nothing of it writes after this
                 self.program_ran = (began, time.time_ns())
         except (OSError, confine.SandboxUnavailable, installs.InstallError) as e:
-            self.end.error = (
+            self._failed(
                 f"{self.name} could not be started: {getattr(e, 'strerror', None) or e}"
             )
             return
         self._blame_limit(process.returncode, stderr.decode("utf-8", errors="replace"))
-        self.end.command = CommandResult(
+        self._program_ended(CommandResult(
             process.returncode,
             stdout.decode("utf-8", errors="replace"),
             stderr.decode("utf-8", errors="replace"),
-        )
+        ))
 
     async def _feed_command(self, process: Any, stdout: bytearray, stderr: bytearray) -> None:
         with self._deadline() as deadline:

@@ -11,12 +11,15 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import trio
 
 from governor import tamper as tamper_rules
 from governor.attempt.under_way import UnderWay
 from governor.audit.log import AuditUnavailable
+from governor.checks import check_runs as checks
+from governor.checks import held_out
 from governor.confine import harness
 from governor.confine import sandboxes as confine
 from governor.confine.workspace import Snapshot, diff
@@ -98,6 +101,30 @@ class RootsChanges(UnderWay):
                 "removed during the attempt in ignored folders it did not walk: "
                 + ", ".join(after.changed_unwalked()[:5])
             )
+
+    # -- the workspace's part of the `Ending`: written here only -----------------------
+
+    def _frozen_seen(self, start: dict[str, Any], end: dict[str, Any] | None) -> None:
+        """The frozen files' digest at the attempt's start and at its end."""
+        self.end.frozen = {"start": start, "end": end}
+
+    def _held_out_back(self, held: held_out.HeldOut) -> None:
+        """The held-out files, put back for the checks: their digests and what the
+        agent made at their paths."""
+        self.end.held_out = held.to_json()
+
+    def _home_changed(self, before: Snapshot, after: Snapshot) -> None:
+        """What changed in the agent's own home folders, and whether the walk saw all."""
+        self.end.home_changes = tuple(diff(before, after))
+        self.end.home_complete = before.complete and after.complete
+
+    def _checks_ran(self, result: checks.Checks) -> None:
+        """The job's checks, run on the roots after the attempt."""
+        self.end.checks = result
+
+    def _harness_left(self, described: dict[str, Any] | None) -> None:
+        """The checks' harness set as the job left it."""
+        self.end.harness = described
 
 
 def _under(path: str, roots: Sequence[str]) -> str:

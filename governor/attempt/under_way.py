@@ -18,23 +18,28 @@ import os
 import signal
 import time
 import uuid
+from collections.abc import Sequence
 from typing import Any, Final
 
+import structlog
 import trio
 
 from governor.acp.connection import Connection, ConnectionClosed
+from governor.acp.jsonrpc import Malformed
 from governor.attempt import paused
 from governor.attempt.budget import Budget
+from governor.attempt.session_setup import login_line
 from governor.attempt.turn import Turn
 from governor.audit.log import AuditLog, AuditUnavailable
 from governor.confine import model_api
 from governor.confine import sandboxes as confine
 from governor.confine.workspace import Snapshot
-from governor.ending.how_it_ended import Ending
+from governor.ending.how_it_ended import CommandResult, Ending
 from governor.gate.gatekeeper import Gate
 from governor.gate.model_calls import ModelCalls
 from governor.job.spec import Prepared
 from governor.mcp import relay as mcp
+from governor.policies import by as who
 from governor.policies.limits import render
 from governor.sandbox.host import budget as sandbox_budget
 from governor.sandbox.host.limits import blame
@@ -43,6 +48,9 @@ from governor.sandbox.run.execution import ExitStatus
 from governor.tamper import baseline as tamper
 
 EXIT_GRACE: Final = 2.0
+
+
+log = structlog.get_logger("governor.attempt.lifecycle")
 
 
 class UnderWay:
@@ -241,6 +249,82 @@ class UnderWay:
         if process.returncode is None:
             await terminate(process)
 
+    # -- the processes' part of the `Ending`: written here only ------------------------
+
+    def _failed(self, words: str) -> None:
+        """What went wrong starting or talking to the agent, in its words."""
+        self.end.error = words
+
+    def _connection_ended(self, gave_up: str | None, stderr_tail: Sequence[str]) -> None:
+        """The connection to an ACP agent is over: why it stopped listening, if it
+        gave up on the agent, and the tail of what the agent wrote on stderr."""
+        self.end.gave_up = gave_up
+        self.end.stderr_tail = tuple(stderr_tail)
+
+    def _folders_unseen(self, unseen: Sequence[str]) -> None:
+        """The folder variables the agent was given whose folders its sandbox does not show."""
+        self.end.unseen_folders = tuple(unseen)
+
+    def _program_ended(self, result: CommandResult) -> None:
+        """A plain program's exit code, stdout and stderr."""
+        self.end.command = result
+
+    def _needs_sign_in(self) -> None:
+        self.end.sign_in = login_line(
+            self.auth_methods, self.prepared.executor.preset, self.prepared.executor.argv[0]
+        )
+        self.end.error = f"{self.name} needs signing in: {self.end.sign_in}"
+
+    def _rejected_at_wire(self, line: Malformed) -> None:
+        """A line of the agent rejected at the wire: a ``wire`` record (its
+        method when readable, its length, why; never its text), counted in the
+        outcome. A refusal by the governor, so a flood of them is thinned like
+        any other (`governor.audit.repeated_refusals`)."""
+        e = self.end
+        e.rejected_lines += 1
+        if line.method is not None and len(e.rejected_methods) < 5 and line.method not in e.rejected_methods:
+            e.rejected_methods = (*e.rejected_methods, line.method)
+        subject: dict[str, Any] = {"length": line.length, "why": line.reason}
+        if line.method is not None:
+            subject["method"] = line.method
+        subject["answered"] = line.reply is not None
+        with contextlib.suppress(AuditUnavailable):
+            self.audit.record(
+                "wire",
+                session=self.turn.session_id,
+                verdict="deny",
+                by=who.PROTOCOL,
+                rule="wire",
+                subject=subject,
+                reason=f"the line is not a JSON-RPC message the governor can read: {line.reason}",
+            )
+
+    def _broke(self, error: Exception) -> None:
+        """One of the attempt's tasks raised: the attempt still ends with its
+        snapshot, end record and outcome (``failed``, naming the error), never
+        a bare traceback; the traceback goes to the operational log."""
+        leaves = _leaves(error)
+        audit = [e for e in leaves if isinstance(e, AuditUnavailable)]
+        if audit and len(audit) == len(leaves):
+            self.end.error = str(audit[0])  # the gate failed closed already: its words
+            return
+        first = next(e for e in leaves if not isinstance(e, AuditUnavailable)) if leaves else error
+        log.error("the attempt failed in the governor", exc_info=error)
+        words = self.prepared.masker.text(f"{type(first).__name__}: {first}")[:500]
+        self.end.broke = f"the governor failed during the attempt: {words}"
+
+    def _processes_at_end(self) -> None:
+        """What the processes came to at the end: the agent's connections the
+        proxy refused, and how long the attempt ran (every part of it)."""
+        end = self.end
+        end.network_refused = tuple(h for h, (by, _) in self.refused.items() if by != who.PROTOCOL)
+        end.network_unreachable = tuple(
+            why for by, why in self.refused.values() if by == who.PROTOCOL
+        )
+        end.elapsed_s = time.monotonic() - self.started
+        if self.continues is not None:  # the wall counts every part
+            end.elapsed_s += self.continues.state.elapsed_s
+
 
 async def terminate(process: Any) -> None:
     """SIGTERM the agent (its process group where it leads one) and wait a moment;
@@ -252,3 +336,10 @@ async def terminate(process: Any) -> None:
             os.kill(process.pid, signal.SIGTERM)
     with trio.move_on_after(EXIT_GRACE):
         await process.wait()
+
+
+def _leaves(error: BaseException) -> list[BaseException]:
+    """The errors an exception group holds, flattened (the error itself if none)."""
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for inner in error.exceptions for leaf in _leaves(inner)]
+    return [error]

@@ -1,9 +1,27 @@
 """How an attempt ended, as a value, and the one pure function that judges it.
 
-The lifecycle (`governor.attempt.lifecycle`) fills an `Ending` with what happened -- the
-facts, in the words of whoever saw them -- and `judge` turns it into the
-`Outcome`. Nothing here reaches back into the connection, the gate or the
-sandbox: a test builds an `Ending` by hand and reads the outcome.
+The attempt fills an `Ending` with what happened -- the facts, in the words of
+whoever saw them -- and `judge` turns it into the `Outcome`. Nothing here
+reaches back into the connection, the gate or the sandbox: a test builds an
+`Ending` by hand and reads the outcome.
+
+Who writes what: each part of an `Ending` has one writer, in one file
+(`PARTS`, which a test holds against every assignment in `governor/`), so
+whoever asks who set a fact, and when, reads one file:
+
+- the attempt (who and where: agent, preset, ids, log, workspace) and what the
+  processes did (started, timed out, interrupted, failed, stopped at a limit,
+  their stderr and rejected lines, the connections the proxy refused them):
+  `governor.attempt.under_way`;
+- what the gate carried out and learnt as it decided (the evidence it carried,
+  the ask that paused the attempt, its failing closed, the methods it did not
+  know, the agent's ``blocked`` reason): `governor.gate.gatekeeper`, as it happens;
+- what the turn said (stop reason, final message, mode, model, options, plan,
+  usage, notices): `governor.attempt.agent_session`, at the turn's end;
+- what the workspace shows (the diff, the tamper audit, the home folders,
+  frozen and held-out files, the checks and their harness):
+  `governor.attempt.roots_changes`;
+- what the log holds (tally, unasked paths, decisions): `governor.attempt.lifecycle`.
 
 Rules of this file:
 
@@ -55,7 +73,10 @@ class CommandResult:
 @dataclass(slots=True)
 class Ending:
     """What happened in one attempt: the facts `judge` reads, nothing decided yet.
-    The lifecycle fills it in as the attempt goes; `judge` only reads it."""
+
+    Written as the attempt goes, each part by one writer in one file (`PARTS`;
+    `tests/governor/test_ending_writers.py` holds it), read by `judge` only. The
+    fields without a default come first; then each part's, under its writer."""
 
     agent: str
     """The agent's name in reasons (as it introduced itself, or its preset's)."""
@@ -64,25 +85,27 @@ class Ending:
     run_id: str
     elapsed_s: float
     timeout_s: float
+
+    # -- the attempt: governor/attempt/under_way.py --
+    sandboxed_agent: bool = True
+    log: str | None = None
+    workspace: str | None = None
+    """The attempt's workspace (its first root), absolute."""
+    masker: Masker = field(default_factory=Masker)
+
+    # -- the processes: governor/attempt/under_way.py --
     timed_out: bool = False
     interrupted: bool = False
     """Ended by the caller's `stop` (SIGINT or SIGTERM for `governor run`)."""
-    stop_reason: str | None = None
-    final_message: str = ""
     error: str | None = None
     """What went wrong starting or talking to the agent, in its words."""
     sign_in: str | None = None
     """The login command, when the agent said it needs signing in."""
     gave_up: str | None = None
     """Why the connection stopped listening to the agent (what it sent)."""
-    failure: str | None = None
-    """Why the gate failed closed (the audit log or the sandbox broke); the gate
-    writes it here when it happens."""
     broke: str | None = None
     """What failed in the governor itself (one of the attempt's tasks raised): the
     attempt is failed whatever the agent did. The lifecycle writes it."""
-    pending: dict[str, Any] | None = None
-    """The ask that paused the attempt, as the agent sent it (written by the gate)."""
     command: CommandResult | None = None
     limit: str | None = None
     """The limit the agent's process stopped at, in words (`governor.sandbox.host.limits.blame`)."""
@@ -90,8 +113,37 @@ class Ending:
     unseen_folders: tuple[str, ...] = ()
     """``VAR=path`` for each folder variable the agent was given whose folder its
     sandbox does not show (`governor.confine.sandboxes.unseen_folders`)."""
-    tally: Tally = field(default_factory=Tally)
-    unasked_paths: tuple[str, ...] = ()
+    rejected_lines: int = 0
+    """Lines of the agent rejected at the wire (not a JSON-RPC message the
+    governor could read); each is a ``wire`` record of the log."""
+    rejected_methods: tuple[str, ...] = ()
+    """The methods those lines named, when readable (the first few, in order)."""
+    network_refused: tuple[str, ...] = ()
+    """The agent's connections the proxy refused by a rule, as ``host:port``,
+    first first (an ``--allow-host`` would let them through)."""
+    network_unreachable: tuple[str, ...] = ()
+    """The agent's connections no rule refused but that could not be made (a
+    name that does not resolve): each one's reason, first first."""
+
+    # -- the gate: governor/gate/gatekeeper.py --
+    carried: Carried = field(default_factory=Carried)
+    """What the gate carried out (writes, reads, terminals, allowed permissions):
+    the evidence the attempt explains the workspace's changes with; not judged."""
+    pending: dict[str, Any] | None = None
+    """The ask that paused the attempt, as the agent sent it (written by the gate)."""
+    failure: str | None = None
+    """Why the gate failed closed (the audit log or the sandbox broke); the gate
+    writes it here when it happens."""
+    unknown_requests: dict[str, int] = field(default_factory=dict)
+    """Requests the agent made of methods the governor does not know: name -> calls
+    (the gate's routes count them here)."""
+    blocked: str | None = None
+    """The reason the agent gave with the governor's ``blocked`` tool: the task
+    cannot be done as specified (written by the tool)."""
+
+    # -- the turn: governor/attempt/agent_session.py --
+    stop_reason: str | None = None
+    final_message: str = ""
     mode: dict[str, Any] | None = None
     model: str | None = None
     """The model the agent was put on (``--model``), as the agent names it."""
@@ -104,57 +156,75 @@ class Ending:
     usage: dict[str, Any] | None = None
     notices: tuple[str, ...] = ()
     bad_updates: int = 0
-    rejected_lines: int = 0
-    """Lines of the agent rejected at the wire (not a JSON-RPC message the
-    governor could read); each is a ``wire`` record of the log."""
-    rejected_methods: tuple[str, ...] = ()
-    """The methods those lines named, when readable (the first few, in order)."""
-    unknown_requests: dict[str, int] = field(default_factory=dict)
-    """Requests the agent made of methods the governor does not know: name -> calls
-    (the gate's routes count them here)."""
-    carried: Carried = field(default_factory=Carried)
-    """What the gate carried out (writes, reads, terminals, allowed permissions):
-    the evidence the attempt explains the workspace's changes with; not judged."""
-    sandboxed_agent: bool = True
-    network_refused: tuple[str, ...] = ()
-    """The agent's connections the proxy refused by a rule, as ``host:port``,
-    first first (an ``--allow-host`` would let them through)."""
-    network_unreachable: tuple[str, ...] = ()
-    """The agent's connections no rule refused but that could not be made (a
-    name that does not resolve): each one's reason, first first."""
-    log: str | None = None
-    workspace: str | None = None
-    """The attempt's workspace (its first root), absolute."""
-    decisions: int = 0
-    """How many decision records the attempt wrote to `log` (all but its start
-    and end): where its decision log is, with `run_id`, not the records."""
+
+    # -- the workspace: governor/attempt/roots_changes.py --
+    files_changed: tuple[str, ...] = ()
+    """The roots' files created, changed or deleted (the workspace diff)."""
     findings: tuple[Finding, ...] = ()
     """The tamper audit of the diff (`governor.tamper.baseline.audit`)."""
     findings_more: int = 0
     """Findings past those listed (the audit's bound)."""
     audit_skipped: int = 0
     """Files the tamper audit could not cover (past its bounds, unreadable)."""
-    files_changed: tuple[str, ...] = ()
     home_changes: tuple[Change, ...] = ()
     """What changed in the agent's own home folders (`governor.ending.home_changes`)."""
     home_complete: bool = True
     """Whether the walk of those folders saw all of them."""
-    """The roots' files created, changed or deleted (the workspace diff)."""
     frozen: dict[str, Any] | None = None
     """The frozen files' digest at the attempt's start and end (``start``, ``end``:
     each ``{"sha256", "files"}``); None when nothing is frozen."""
     held_out: dict[str, Any] | None = None
     """The held-out files' digest when held out and when put back for the checks,
     and the held-out paths the agent had made something at (`governor.checks.held_out`)."""
-    blocked: str | None = None
-    """The reason the agent gave with the governor's ``blocked`` tool: the task
-    cannot be done as specified (written by the tool)."""
     checks: Checks = field(default_factory=Checks)
     """The job's checks after the attempt; their verdict is the outcome's, apart
     from its status (an agent may report success on a failing test)."""
     harness: dict[str, Any] | None = None
     """The checks' harness set as the job left it (`governor.confine.harness.described`)."""
-    masker: Masker = field(default_factory=Masker)
+
+    # -- the log: governor/attempt/lifecycle.py --
+    tally: Tally = field(default_factory=Tally)
+    unasked_paths: tuple[str, ...] = ()
+    decisions: int = 0
+    """How many decision records the attempt wrote to `log` (all but its start
+    and end): where its decision log is, with `run_id`, not the records."""
+
+
+PARTS: Final[tuple[tuple[str, str, tuple[str, ...]], ...]] = (
+    (
+        "the attempt",
+        "governor/attempt/under_way.py",
+        ("agent", "preset", "run_id", "timeout_s", "sandboxed_agent", "log", "workspace", "masker",),
+    ),
+    (
+        "the processes",
+        "governor/attempt/under_way.py",
+        ("elapsed_s", "timed_out", "interrupted", "error", "sign_in", "gave_up", "broke", "command", "limit", "stderr_tail", "unseen_folders", "rejected_lines", "rejected_methods", "network_refused", "network_unreachable",),
+    ),
+    (
+        "the gate",
+        "governor/gate/gatekeeper.py",
+        ("carried", "pending", "failure", "unknown_requests", "blocked",),
+    ),
+    (
+        "the turn",
+        "governor/attempt/agent_session.py",
+        ("stop_reason", "final_message", "mode", "model", "alone", "title", "config", "plan", "usage", "notices", "bad_updates",),
+    ),
+    (
+        "the workspace",
+        "governor/attempt/roots_changes.py",
+        ("files_changed", "findings", "findings_more", "audit_skipped", "home_changes", "home_complete", "frozen", "held_out", "checks", "harness",),
+    ),
+    (
+        "the log",
+        "governor/attempt/lifecycle.py",
+        ("tally", "unasked_paths", "decisions",),
+    ),
+)
+"""Each part of an `Ending`: its name, the one file that writes its fields, and
+the fields. Nothing else assigns them (a test holds it): who set a fact, and
+when, is read in one file, never found with a grep."""
 
 
 def _command(e: Ending) -> Judgement | None:
