@@ -51,7 +51,8 @@ if TYPE_CHECKING:
     from governor.attempt.tries import StartingCopy, digest, run_tries, with_digest
     from governor.audit.reading import decision_records
     from governor.audit.tally import Tally
-    from governor.checks.check_runs import Verdict, run_checks
+    from governor.checks.check_runs import run_checks
+    from governor.checks.check_values import Verdict
     from governor.ending.outcome import Outcome, Status
     from governor.gate.approver import Ask
     from governor.job.spec import AttemptSpec, RefusedBeforeStart, prepare
@@ -71,7 +72,7 @@ _LAZY = {
     "run_attempt": "governor.attempt.lifecycle",
     "Outcome": "governor.ending.outcome",
     "Status": "governor.ending.outcome",
-    "Verdict": "governor.checks.check_runs",
+    "Verdict": "governor.checks.check_values",
     "Tally": "governor.audit.tally",
     "decision_records": "governor.audit.reading",
     "Ask": "governor.gate.approver",

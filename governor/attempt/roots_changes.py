@@ -18,8 +18,8 @@ import trio
 from governor import tamper as tamper_rules
 from governor.attempt.under_way import UnderWay
 from governor.audit.log import AuditUnavailable
-from governor.checks import check_runs as checks
 from governor.checks import held_out
+from governor.checks.check_values import Checks
 from governor.confine import harness
 from governor.confine import sandboxes as confine
 from governor.confine.workspace import Snapshot, diff
@@ -118,7 +118,7 @@ class RootsChanges(UnderWay):
         self.end.home_changes = tuple(diff(before, after))
         self.end.home_complete = before.complete and after.complete
 
-    def _checks_ran(self, result: checks.Checks) -> None:
+    def _checks_ran(self, result: Checks) -> None:
         """The job's checks, run on the roots after the attempt."""
         self.end.checks = result
 

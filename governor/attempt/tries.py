@@ -58,7 +58,7 @@ import trio
 
 from governor.boundary import folders, spelling
 from governor.boundary.secrets import Masker
-from governor.checks.check_runs import CheckRun
+from governor.checks.check_values import CheckRun
 from governor.confine.attempt_folders import NoAttemptFolder, attempt_folder
 from governor.ending.outcome import Outcome
 from governor.job.spec import AttemptSpec, Prepared, RefusedBeforeStart, prepare

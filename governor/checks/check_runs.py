@@ -89,13 +89,14 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final
 
 from governor.boundary.secrets import Masker, forwarding_problems
 from governor.checks import canaries, test_results
-from governor.checks.test_results import Acceptance, CaseResult, Judgement
+from governor.checks.check_values import CheckRun, Checks, WorkspaceMode
+from governor.checks.test_results import Acceptance, CaseResult
 from governor.policies.capability import Capability
 from governor.policies.policy import Policy
 
@@ -107,102 +108,6 @@ TAIL_CHARS: Final = 4000
 """Characters of a check's output kept (its newest): what says why a test failed."""
 OUTPUT_LIMIT: Final = 256 * 1024
 """Bytes of a check's output the sandbox keeps while it runs (the newest)."""
-
-WorkspaceMode = Literal["overlay", "read-only"]
-Verdict = Literal["passed", "failed"]
-"""The checks' verdict: ``passed`` when every check passed, else ``failed``."""
-
-READ_ONLY_NOTICE: Final = (
-    "the checks ran on the workspace bound read-only (this bwrap has no --tmp-overlay, "
-    "bubblewrap 0.10 or newer has it): a check that writes in the workspace fails there"
-)
-
-
-@dataclass(frozen=True, slots=True)
-class CheckRun:
-    """One check's end: its command, exit status (None: it could not start or
-    was killed at its timeout), duration and the masked tail of its output."""
-
-    command: str
-    exit: int | None
-    duration_s: float
-    tail: str
-    timed_out: bool = False
-    error: str | None = None
-    """Why the check could not run (the sandbox could not be built), in words."""
-    tests: tuple[CaseResult, ...] = ()
-    """What each test its runners reported came to (failures first, at most
-    `governor.checks.test_results.MAX_KEPT`; ``tests_more`` counts the rest)."""
-    tests_more: int = 0
-    unfinished: int = 0
-    """Test runs that began and never reported (ended from inside)."""
-    lie: canaries.Lie | None = None
-    """What the check misreported of its canaries (`governor.checks.canaries`): its
-    results are not believed."""
-    explained: bool = False
-    """Its non-zero exit status is its must-fail canaries' (every test its
-    reports name that did not pass is one)."""
-
-    @property
-    def passed(self) -> bool:
-        """Exit status 0 (or one its canaries explain), within its timeout, and
-        no canary misreported."""
-        return (
-            (self.exit == 0 or (self.exit is not None and self.explained))
-            and not self.timed_out
-            and self.lie is None
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        """The run as plain JSON values (``timed_out`` and ``error`` only when set)."""
-        out: dict[str, Any] = {
-            "command": self.command,
-            "exit": self.exit,
-            "passed": self.passed,
-            "duration_s": self.duration_s,
-            "tail": self.tail,
-        }
-        if self.timed_out:
-            out["timed_out"] = True
-        if self.error is not None:
-            out["error"] = self.error
-        if self.tests:
-            out["tests"] = [t.to_json() for t in self.tests]
-        if self.tests_more:
-            out["tests_more"] = self.tests_more
-        if self.unfinished:
-            out["unfinished_runs"] = self.unfinished
-        if self.lie is not None:
-            out["runner_lied"] = self.lie.detail()
-        return out
-
-
-@dataclass(frozen=True, slots=True)
-class Checks:
-    """Every check of a job, in order, and how the workspace was shown to them."""
-
-    runs: tuple[CheckRun, ...] = ()
-    workspace: WorkspaceMode = "overlay"
-    judgement: Judgement | None = None
-    """The acceptance tests against every check's reports (`governor.checks.test_results`)."""
-
-    def lies(self) -> list[tuple[int, CheckRun]]:
-        """The checks (numbered from 1) whose runners misreported their canaries."""
-        return [(n, r) for n, r in enumerate(self.runs, 1) if r.lie is not None]
-
-    @property
-    def verdict(self) -> Verdict | None:
-        """``passed`` when every check exited 0 and every acceptance test ran and
-        passed (no reported test failed, no run ended unreported), ``failed``
-        otherwise; None without checks."""
-        if not self.runs:
-            return None
-        if not all(r.passed for r in self.runs):
-            return "failed"
-        if self.judgement is not None and not self.judgement.ok:
-            return "failed"
-        return "passed"
-
 
 async def run_checks(
     policy: Policy,

@@ -11,7 +11,7 @@ from typing import Any, TextIO
 from governor.attempt.budget import usage_line
 from governor.boundary.display import paint, terminal, terminal_lines, wants_colour
 from governor.boundary.secrets import Masker
-from governor.checks.check_runs import CheckRun
+from governor.checks.check_values import CheckRun
 from governor.ending.outcome import Outcome
 
 _MARK = {"allow": "allowed", "deny": "REFUSED", "approval": "PAUSED until a person approves"}

@@ -52,7 +52,7 @@ from typing import Any, Final
 
 from governor.audit.tally import Tally
 from governor.boundary.secrets import Masker
-from governor.checks.check_runs import READ_ONLY_NOTICE, Checks
+from governor.checks.check_values import READ_ONLY_NOTICE, Checks
 from governor.confine.workspace import Change
 from governor.ending import home_changes as homes
 from governor.ending.attribution import Carried

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Final, Literal, get_args
 
 from governor.audit.tally import Tally
-from governor.checks.check_runs import CheckRun, Verdict
+from governor.checks.check_values import CheckRun, Verdict
 from governor.tamper.facts import Finding
 
 Status = Literal["completed", "blocked", "failed", "incomplete", "needs_approval"]

@@ -16,7 +16,7 @@ import pytest
 
 from governor.attempt.tries import DIGEST_TAIL, StartingCopy, digest, try_log, with_digest
 from governor.boundary.secrets import Masker
-from governor.checks.check_runs import CheckRun
+from governor.checks.check_values import CheckRun
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "taskset"))
 from tasks import AGENT, AGENT_ARGS, BY_NAME, make_repo

@@ -4,7 +4,7 @@ exit code of a failed verdict, the notice of read-only roots, masked tails."""
 from __future__ import annotations
 
 from governor.boundary.secrets import MASK, Masker
-from governor.checks.check_runs import READ_ONLY_NOTICE, CheckRun, Checks
+from governor.checks.check_values import READ_ONLY_NOTICE, CheckRun, Checks
 from governor.cli import CHECK_FAILED, EXIT_BY_STATUS, exit_code
 from governor.cli.progress import summary
 from governor.ending.how_it_ended import Ending, judge

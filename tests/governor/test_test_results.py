@@ -121,7 +121,7 @@ def test_reports_are_read_from_junit_xml_and_a_hostile_one_is_unreadable_not_bel
 
 def test_a_tries_digest_names_the_acceptance_tests_not_passed_when_every_check_exited_0() -> None:
     from governor.attempt.tries import digest, with_digest
-    from governor.checks.check_runs import CheckRun
+    from governor.checks.check_values import CheckRun
 
     ran = [CheckRun("python3 -m unittest", 0, 0.1, "OK")]
     assert digest(ran) is None  # an exit status alone says nothing failed
@@ -158,7 +158,8 @@ def test_a_held_out_test_is_an_acceptance_test_whatever_the_job_names_and_is_cou
 
 def test_a_tries_digest_counts_the_held_out_tests_not_passed_and_carries_no_withheld_output() -> None:
     from governor.attempt.tries import digest, with_digest
-    from governor.checks.check_runs import WITHHELD, CheckRun
+    from governor.checks.check_runs import WITHHELD
+    from governor.checks.check_values import CheckRun
 
     ran = [CheckRun("python3 -m unittest", 0, 0.1, WITHHELD)]
     facts = digest(ran, tried=1, tests={"not_passed": [], "held_out_not_passed": 1})
