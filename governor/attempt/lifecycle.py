@@ -46,6 +46,7 @@ from governor.attempt.budget import Budget
 from governor.attempt.session_setup import SessionSetup, login_line
 from governor.attempt.start_end_records import end_fields, start_fields
 from governor.attempt.turn import Turn
+from governor.audit import effects
 from governor.audit.log import AuditLog, AuditUnavailable
 from governor.boundary.folders import Opening
 from governor.checks import canaries, held_out, test_results
@@ -53,7 +54,7 @@ from governor.checks import check_runs as checks
 from governor.confine import egress as network
 from governor.confine import frozen, harness, model_api
 from governor.confine import sandboxes as confine
-from governor.confine.workspace import Snapshot, diff, snapshot
+from governor.confine.workspace import Change, Snapshot, diff, snapshot
 from governor.ending import home_changes as homes
 from governor.ending.attribution import Evidence, change_record, explain
 from governor.ending.how_it_ended import CommandResult, Ending, judge
@@ -1010,6 +1011,18 @@ class Attempt:
         self.end.findings_more = found.more
         self.end.audit_skipped = found.skipped
 
+    def _change_diff(self, change: Change) -> dict[str, str]:
+        """The diff of a change the agent made itself, from the attempt's start
+        (`tamper.change_texts`: source and test files the baseline kept),
+        masked and bounded as a governed write's is; none for a later part of a
+        paused attempt, whose baseline is the attempt's start, not the part's."""
+        if self.baseline is None or self.continues is not None:
+            return {}
+        texts = tamper.change_texts(self.baseline[1], change.path, change.how)
+        if texts is None:
+            return {}
+        return {"diff": effects.unified(change.path, *texts, self.audit.masker)}
+
     def _unasked_changes(self, before: Snapshot, after: Snapshot) -> None:
         """Record each change in the roots that no governed action explains
         (``unasked``), and each that only an allowed permission explains (the agent
@@ -1038,6 +1051,7 @@ class Attempt:
             if cause is not None and cause.tool_call is None and cause.rule != "program":
                 continue  # a governed write or command: its own record says so
             fields = change_record(change, cause)
+            fields.update(self._change_diff(change))
             try:
                 self.audit.record(fields.pop("kind"), session=self.turn.session_id, **fields)
             except AuditUnavailable:
