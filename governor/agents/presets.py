@@ -56,7 +56,6 @@ NPM_HOME: Final = "~/.npm"
 """npx's cache: kept visible and writable when an agent runs through npx."""
 
 _ID = re.compile(r"[a-z0-9][a-z0-9_-]*\Z")
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _VERSION = re.compile(r"\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?\Z")
 _PEP440 = re.compile(r"\d+(\.\d+)+((a|b|rc|\.post|\.dev)\d+)*\Z")
 """An exact PyPI release (``6.1``, ``2.25.5``, ``1.0rc1``, ``1.0.post1``)."""
@@ -228,13 +227,13 @@ def _argvs(source: str, key: str, v: object) -> tuple[tuple[str, ...], ...]:
 def _env_names(source: str, key: str, v: object) -> tuple[str, ...]:
     names = values.text_list(source, key, v)
     for n in names:
-        if not _ENV_NAME.match(n):
+        if not values.ENV_NAME.match(n):
             raise values.expected(source, key, "environment variable names", values.shown(n))
     return names
 
 
 def _env_name(source: str, key: str, v: object) -> str:
-    if not isinstance(v, str) or not _ENV_NAME.match(v):
+    if not isinstance(v, str) or not values.ENV_NAME.match(v):
         raise values.expected(source, key, "an environment variable name", values.shown(v))
     return v
 
@@ -257,7 +256,7 @@ def _relocate(source: str, key: str, v: object) -> tuple[Relocation, ...]:
         raise values.expected(source, key, "a table of tables", values.type_name(v))
     out: list[Relocation] = []
     for var, moves in v.items():
-        if not _ENV_NAME.match(var):
+        if not values.ENV_NAME.match(var):
             raise values.expected(
                 source, key, "a table keyed by environment variable names", values.shown(var)
             )
@@ -276,7 +275,7 @@ def _set_env(source: str, key: str, v: object) -> tuple[tuple[str, str], ...]:
     if not isinstance(v, dict):
         raise values.expected(source, key, 'a table { NAME = "value" }', values.type_name(v))
     for name, value in v.items():
-        if not _ENV_NAME.match(name) or not isinstance(value, str) or "\x00" in value:
+        if not values.ENV_NAME.match(name) or not isinstance(value, str) or "\x00" in value:
             what = "environment variable names and string values"
             raise values.expected(source, key, what, f"{values.shown(name)} = {values.shown(value)}")
         if name in GOVERNOR_READS or name.startswith("ACP_GOVERNOR"):
