@@ -27,7 +27,7 @@ import shutil
 import signal
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Final
 
@@ -199,7 +199,7 @@ class Attempt:
         tokens count against ``[limits] tokens``."""
         if continues is not None:  # the limits span every part: what is left, not a fresh allowance
             state = continues.state
-            self.budget.carry(state.tool_calls, state.tokens, state.cost_usd)
+            self.budget.carry(state.tool_calls, state.tokens, state.cost_usd, state.tool_call_ids)
         self.end = Ending(
             agent=p.name,
             preset=p.executor.id,
@@ -456,6 +456,7 @@ class Attempt:
         if p.log_path is None or (job := paused.job_of(p.spec)) is None:
             return None
         earlier = self.continues.state if self.continues is not None else None
+        waiting = _waiting_call(self.end.pending)
         return paused.PausedState(
             attempt=self.id,
             log=str(p.log_path.resolve()),
@@ -469,7 +470,8 @@ class Attempt:
             session={"id": self.turn.session_id, **self.session_caps},
             elapsed_s=self.end.elapsed_s,
             parts=earlier.parts + 1 if earlier is not None else 1,
-            tool_calls=self.budget.tool_calls,
+            tool_calls=self.budget.tool_calls - (waiting is not None),
+            tool_call_ids=[i for i in self.budget.counted_ids if i != waiting],
             tokens=self.budget.total_tokens,
             cost_usd=self.budget.cost_usd,
         )
@@ -1069,6 +1071,19 @@ class Attempt:
                 "removed during the attempt in ignored folders it did not walk: "
                 + ", ".join(after.changed_unwalked()[:5])
             )
+
+
+def _waiting_call(pending: Mapping[str, Any] | None) -> str | None:
+    """The id of the tool call whose permission the attempt paused on (None for a
+    request of no tool call: a write, a command, a connection). That call is
+    counted by the part that decides it, where the agent asks it again, under
+    this id or a new one: counted in both, an attempt paused on its last allowed
+    call could never go on."""
+    if pending is None or pending.get("kind") != "permission":
+        return None
+    subject = pending.get("subject")
+    call = subject.get("tool_call") if isinstance(subject, Mapping) else None
+    return call if isinstance(call, str) and call else None
 
 
 def _leaves(error: BaseException) -> list[BaseException]:
