@@ -163,10 +163,14 @@ def _in_its_slot(name: bytes, value: bytes, placeholder: bytes) -> bool:
 
 
 class Credentials:
-    """The attempt's credentials, held by the governor."""
+    """The attempt's credentials, held by the governor; ``withheld``: the
+    names of credential variables the agent is not given at all (no host of
+    their own to be bound to: binding them to another key's would hand one
+    provider's key to another's API)."""
 
-    def __init__(self, held: Iterable[Credential] = ()) -> None:
+    def __init__(self, held: Iterable[Credential] = (), withheld: Iterable[str] = ()) -> None:
         self.held = tuple(held)
+        self.withheld = tuple(withheld)
         self._placeholders = [(c, c.placeholder.encode()) for c in self.held]
 
     @classmethod
@@ -185,9 +189,11 @@ class Credentials:
     def __bool__(self) -> bool:
         return bool(self.held)
 
-    def sandbox_env(self) -> dict[str, str]:
-        """What the sandbox holds instead: each variable's placeholder."""
-        return {c.name: c.placeholder for c in self.held}
+    def sandbox_env(self, env: Mapping[str, str]) -> dict[str, str]:
+        """What the sandbox holds of ``env``: each held variable's placeholder
+        instead of its value, and no withheld variable."""
+        out = {k: v for k, v in env.items() if k not in self.withheld}
+        return {**out, **{c.name: c.placeholder for c in self.held}}
 
     def terminated(self, host: str, port: int) -> Binding | None:
         """The binding that covers ``host:port`` (the proxy reads its requests),

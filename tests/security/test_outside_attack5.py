@@ -590,16 +590,6 @@ def placeholder_of(w: Wire, name: str) -> str:
     return found
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "hole: a key sent to another key's host (class: every credential of a preset is bound "
-        "to the union of the preset's API hosts and base URLs, so the agent has the Anthropic "
-        "key put into a request to the OpenAI gateway, or opencode.ai, or a BYOK provider gets "
-        "the GitHub token; mechanism: each credential bound to its own hosts, the preset "
-        "pairing each key variable with its API hosts and base-URL variable)"
-    ),
-)
 async def test_a_key_is_never_put_into_a_request_to_the_host_of_another_key(tmp_path: Path) -> None:
     async with wire(tmp_path, takes_anything, takes_anything, held=opencode_with_two_gateways) as w:
         openai = w.origins[1]
