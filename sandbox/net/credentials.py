@@ -75,9 +75,12 @@ class Binding:
     port: int | None
     tls: bool = True
 
-    def covers(self, host: str, port: int) -> bool:
+    def covers(self, host: str, port: int, tls: bool | None = None) -> bool:
         """Whether ``host:port`` is this binding's (``*.example.com``: its
-        subdomains only, as the network rules read it)."""
+        subdomains only, as the network rules read it); with ``tls``, only on
+        its own transport (a TLS binding's value never goes out in clear)."""
+        if tls is not None and tls != self.tls:
+            return False
         name = host.lower().rstrip(".")
         if self.host.startswith("*."):
             if not name.endswith(self.host[1:]) or len(name) <= len(self.host) - 1:
@@ -122,8 +125,10 @@ class Credential:
     placeholder: str
     bindings: tuple[Binding, ...]
 
-    def bound(self, host: str, port: int) -> bool:
-        return any(b.covers(host, port) for b in self.bindings)
+    def bound(self, host: str, port: int, tls: bool | None = None) -> bool:
+        """Whether the value may go to ``host:port`` (with ``tls``: on that
+        transport: a TLS binding's inside the TLS the proxy opened, only)."""
+        return any(b.covers(host, port, tls) for b in self.bindings)
 
     def __repr__(self) -> str:  # never the value, whatever prints it
         return f"Credential({self.name!r}, placeholder={self.placeholder[:12]!r}...)"
@@ -205,11 +210,19 @@ class Credentials:
         return None
 
     def swap(
-        self, target: bytes, fields: Sequence[tuple[bytes, bytes]], host: str, port: int
+        self,
+        target: bytes,
+        fields: Sequence[tuple[bytes, bytes]],
+        host: str,
+        port: int,
+        *,
+        tls: bool,
     ) -> tuple[bytes, list[tuple[bytes, bytes]], tuple[str, ...]]:
         """The request target and fields with each placeholder replaced by its
-        real value when the credential is bound to ``host:port``, and the
-        names swapped; `Leak` when a placeholder goes anywhere else."""
+        real value when the credential is bound to ``host:port`` on this
+        transport (``tls``: the request goes out inside TLS the proxy opened),
+        and the names swapped; `Leak` when a placeholder goes anywhere else,
+        or in clear to a host its key goes to over TLS only."""
         used: list[str] = []
         out = list(fields)
         for credential, placeholder in self._placeholders:
@@ -218,6 +231,13 @@ class Credentials:
                 continue
             if not credential.bound(host, port):
                 raise Leak(credential.name)
+            if not credential.bound(host, port, tls):
+                raise Leak(
+                    credential.name,
+                    f"the placeholder of {credential.name} was sent in clear (plain HTTP) to "
+                    f"{host}:{port}, where {credential.name} goes inside TLS only: its real "
+                    "value never crosses the network unencrypted (an exfiltration try: refused)",
+                )
             if placeholder in target or any(
                 placeholder in v and not _in_its_slot(k, v, placeholder) for k, v in out
             ):

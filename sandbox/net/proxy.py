@@ -382,7 +382,9 @@ class EgressProxy:
         target_bytes = path.encode("ascii", "replace")
         if self.interception is not None:
             try:
-                target_bytes, fields, _ = self.interception.credentials.swap(target_bytes, fields, host, port)
+                target_bytes, fields, _ = self.interception.credentials.swap(
+                    target_bytes, fields, host, port, tls=False
+                )
             except Leak as e:
                 shown = path.split("?", 1)[0]
                 await self._ask(ConnectionRequest(host, port, method, shown, "http", origin, str(e)))

@@ -240,7 +240,7 @@ class _Exchange:
         ask: Callable[[ConnectionRequest], Awaitable[ConnectionAnswer]],
     ) -> None:
         self.inside, self.outside = inside, outside
-        self.host, self.port = host, port
+        self.host, self.port, self.tls = host, port, tls
         self.interception = interception
         self.limits = limits
         self.origin = origin
@@ -279,7 +279,7 @@ class _Exchange:
         path = head.target.split(b"?", 1)[0].decode("ascii", "replace")[:512]
         try:
             target, fields, used = self.interception.credentials.swap(
-                head.target, head.forwarded(), self.host, self.port
+                head.target, head.forwarded(), self.host, self.port, tls=self.tls
             )
         except Leak as e:
             request = ConnectionRequest(self.host, self.port, method, path, "http", self.origin, str(e))

@@ -919,16 +919,6 @@ async def test_the_agents_trust_folder_holds_the_attempts_ca_certificate_and_no_
 # -- the key in clear ------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "hole: the key sent in clear (class: the placeholder is swapped by host and port, "
-        "whatever the transport, so a plain-HTTP request through the proxy to a host:port a "
-        "credential is bound to over TLS carries the real key unencrypted across the network; "
-        "mechanism: a TLS binding's value is put in only inside the TLS the proxy opened to "
-        "the host, and its placeholder in a plain request is refused as an exfiltration try)"
-    ),
-)
 async def test_the_key_of_an_https_api_never_crosses_the_network_in_clear(tmp_path: Path) -> None:
     async with wire(tmp_path, takes_anything) as w:
         at = f"127.0.0.1:{w.origin.port}"
