@@ -766,16 +766,6 @@ def exfiltration(host: str, placeholder: str) -> bytes:
     ).encode()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "hole: an exfiltration try counted as a failure (class: a plain-HTTP request is judged "
-        "by its host first and its placeholders read after, so a try sent to an allowed name "
-        "that does not resolve is recorded `failed` (dns), never as an exfiltration try, and "
-        "`--fail-on refused` passes; mechanism: a request's placeholders are read before its "
-        "host is judged or looked up, and one not bound there is refused as its own record)"
-    ),
-)
 async def test_a_placeholder_sent_to_an_allowed_name_that_does_not_resolve_is_recorded_as_a_refused_exfiltration_try(
     tmp_path: Path,
 ) -> None:
