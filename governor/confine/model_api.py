@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 import ssl
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Final
 
@@ -45,12 +45,15 @@ from governor.sandbox.net.tls import UPSTREAM_CA_ENV, AttemptCA, trust_env, upst
 
 def bindings(preset: Preset, var: str, env: Mapping[str, str]) -> tuple[Binding, ...]:
     """Where the preset's credential ``var`` may go: its own API hosts and the
-    hosts of its own base-URL variables that are set (`Preset.key_hosts`);
-    none when it has no host of its own (never another key's hosts)."""
+    hosts of its own base-URL variables that are set (`Preset.key_hosts`),
+    each host with the calls the preset names for it there (Copilot's GitHub
+    token on ``api.github.com``: its token exchange, not the token's whole
+    authority); none when it has no host of its own (never another key's)."""
     own = preset.key_hosts(var)
     if own is None:
         return ()
-    found = [binding(h) for h in own.hosts]
+    calls = dict(own.calls)
+    found = [replace(binding(h), calls=calls.get(h, ())) for h in own.hosts]
     for name in own.base_url:
         value = env.get(name, "")
         if value and (bound := url_binding(value)) is not None:

@@ -23,6 +23,7 @@ Everything here is pure: the proxy asks, this answers.
 
 from __future__ import annotations
 
+import functools
 import re
 import secrets
 import string
@@ -69,11 +70,33 @@ def placeholder_for(value: str) -> str:
 @dataclass(frozen=True, slots=True)
 class Binding:
     """A host a credential may be sent to (``*.example.com``: its subdomains):
-    ``port`` None is 443 and 80."""
+    ``port`` None is 443 and 80; ``calls``, when given, the only calls its
+    real value goes into there (``GET /copilot_internal/**``: a method or
+    ``*``, a path glob where ``*`` is one segment and ``**`` any)."""
 
     host: str
     port: int | None
     tls: bool = True
+    calls: tuple[str, ...] = ()
+
+    def allows(self, method: str, path: str) -> bool:
+        """Whether a request of ``method`` to ``path`` (its query string left
+        out) is one of `calls` (any, when none are named). A path a server
+        could read as another (a ``.`` or ``..`` segment, an empty one, a
+        ``%`` escape, a backslash) is none of them: the glob is matched on
+        what is sent, never on what it might mean there."""
+        if not self.calls:
+            return True
+        segments = path.split("/")[1:]
+        if not path.startswith("/") or "%" in path or "\\" in path:
+            return False
+        if any(part in ("", ".", "..") for part in segments[:-1]) or segments[-1:] in (["."], [".."]):
+            return False
+        for call in self.calls:
+            want, _, glob = call.partition(" ")
+            if want in ("*", method) and _path_glob(glob).fullmatch(path):
+                return True
+        return False
 
     def covers(self, host: str, port: int, tls: bool | None = None) -> bool:
         """Whether ``host:port`` is this binding's (``*.example.com``: its
@@ -88,6 +111,13 @@ class Binding:
         elif name != self.host:
             return False
         return port == self.port if self.port is not None else port in (443, 80)
+
+
+@functools.cache
+def _path_glob(glob: str) -> re.Pattern[str]:
+    """A path glob as a pattern: ``**`` any characters, ``*`` any but ``/``."""
+    parts = glob.split("**")
+    return re.compile(".*".join("[^/]*".join(map(re.escape, p.split("*"))) for p in parts))
 
 
 def binding(pattern: str, *, tls: bool = True) -> Binding:
@@ -129,6 +159,10 @@ class Credential:
         """Whether the value may go to ``host:port`` (with ``tls``: on that
         transport: a TLS binding's inside the TLS the proxy opened, only)."""
         return any(b.covers(host, port, tls) for b in self.bindings)
+
+    def allows(self, host: str, port: int, tls: bool, method: str, path: str) -> bool:
+        """Whether a binding on ``host:port`` over this transport takes the call."""
+        return any(b.covers(host, port, tls) and b.allows(method, path) for b in self.bindings)
 
     def __repr__(self) -> str:  # never the value, whatever prints it
         return f"Credential({self.name!r}, placeholder={self.placeholder[:12]!r}...)"
@@ -217,12 +251,14 @@ class Credentials:
         port: int,
         *,
         tls: bool,
+        method: str,
     ) -> tuple[bytes, list[tuple[bytes, bytes]], tuple[str, ...]]:
         """The request target and fields with each placeholder replaced by its
         real value when the credential is bound to ``host:port`` on this
         transport (``tls``: the request goes out inside TLS the proxy opened),
         and the names swapped; `Leak` when a placeholder goes anywhere else,
-        or in clear to a host its key goes to over TLS only."""
+        in clear to a host its key goes to over TLS only, or into a call
+        (``method`` and the target's path) its binding there does not name."""
         used: list[str] = []
         out = list(fields)
         for credential, placeholder in self._placeholders:
@@ -237,6 +273,14 @@ class Credentials:
                     f"the placeholder of {credential.name} was sent in clear (plain HTTP) to "
                     f"{host}:{port}, where {credential.name} goes inside TLS only: its real "
                     "value never crosses the network unencrypted (an exfiltration try: refused)",
+                )
+            path = target.split(b"?", 1)[0].decode("ascii", "replace")
+            if not credential.allows(host, port, tls, method, path):
+                raise Leak(
+                    credential.name,
+                    f"the placeholder of {credential.name} was sent in {method} {path[:200]} to "
+                    f"{host}:{port}, a call its agent does not make with it there: its real "
+                    "value goes only into the calls its preset names (an exfiltration try: refused)",
                 )
             if placeholder in target or any(
                 placeholder in v and not _in_its_slot(k, v, placeholder) for k, v in out

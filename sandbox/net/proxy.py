@@ -310,10 +310,12 @@ class EgressProxy:
             return False
         path = (url.path or "/") + (f"?{url.query}" if url.query else "")
         target = path.encode("ascii", "replace")
+        method = head.method.decode("ascii", "replace")
         try:
-            self.interception.credentials.swap(target, head.forwarded(), host, port, tls=False)
+            self.interception.credentials.swap(
+                target, head.forwarded(), host, port, tls=False, method=method
+            )
         except Leak as e:
-            method = head.method.decode("ascii", "replace")
             asked = ConnectionRequest(host, port, method, url.path or "/", "http", origin, str(e))
             await self._ask(asked)
             await self._refuse(wire, 403, str(e))
@@ -414,7 +416,7 @@ class EgressProxy:
         if self.interception is not None:
             try:
                 target_bytes, fields, _ = self.interception.credentials.swap(
-                    target_bytes, fields, host, port, tls=False
+                    target_bytes, fields, host, port, tls=False, method=method
                 )
             except Leak as e:
                 shown = path.split("?", 1)[0]

@@ -279,7 +279,7 @@ class _Exchange:
         path = head.target.split(b"?", 1)[0].decode("ascii", "replace")[:512]
         try:
             target, fields, used = self.interception.credentials.swap(
-                head.target, head.forwarded(), self.host, self.port, tls=self.tls
+                head.target, head.forwarded(), self.host, self.port, tls=self.tls, method=method
             )
         except Leak as e:
             request = ConnectionRequest(self.host, self.port, method, path, "http", self.origin, str(e))

@@ -15,6 +15,7 @@ import pytest
 
 from governor.agents.presets import DEFAULT_PATH, PresetError, load_presets, presets
 from governor.confine.model_api import agent_env, held_credentials, notices
+from governor.sandbox.net.credentials import Credentials, Leak
 
 ANTHROPIC = "sk-ant-api03-" + "A" * 60
 OPENAI = "sk-proj-" + "B" * 60
@@ -159,3 +160,52 @@ def test_every_shipped_presets_credential_variable_has_hosts_of_its_own_or_is_na
     assert withheld <= {
         ("opencode", "OPENROUTER_API_KEY"), ("kilo", "OPENROUTER_API_KEY"), ("goose", "GOOGLE_API_KEY"),
     }, withheld  # fmt: skip
+
+
+def _github_token() -> tuple[Credentials, str]:
+    """The real copilot preset's hold on ``GH_TOKEN``, and its placeholder."""
+    held = held_credentials(presets()["copilot"], {"GH_TOKEN": "ghp_" + "T" * 36}, sandboxed=True)
+    return held, held.held[0].placeholder
+
+
+@pytest.mark.parametrize(
+    ("method", "target"),
+    [
+        ("POST", "/user/keys"),
+        ("DELETE", "/repos/o/r"),
+        ("POST", "/copilot_internal/v2/token"),  # the method too
+        ("GET", "/copilot_internal/../user/keys"),
+        ("GET", "/copilot_internal/%2e%2e/user/keys"),
+        ("GET", "/copilot_internal/x/..%2fuser"),
+        ("GET", "//copilot_internal/v2/token"),
+        ("GET", "/copilot_internal/./v2/token"),
+        ("GET", "/user/keys"),
+        ("GET", "/user/"),
+    ],
+)
+def test_a_github_token_goes_into_no_call_on_api_github_com_but_those_copilot_makes(
+    method: str, target: str
+) -> None:
+    held, placeholder = _github_token()
+    fields = [(b"authorization", f"token {placeholder}".encode())]
+    with pytest.raises(Leak, match="a call its agent does not make with it there"):
+        held.swap(target.encode(), fields, "api.github.com", 443, tls=True, method=method)
+
+
+@pytest.mark.parametrize(
+    ("method", "target", "host"),
+    [
+        ("GET", "/copilot_internal/v2/token", "api.github.com"),
+        ("GET", "/copilot_internal/user?x=1", "api.github.com"),
+        ("GET", "/user", "api.github.com"),
+        ("POST", "/chat/completions", "api.githubcopilot.com"),  # Copilot's own API: any call
+        ("POST", "/mcp/x", "api.individual.githubcopilot.com"),
+    ],
+)
+def test_a_github_token_goes_into_the_calls_copilot_makes_with_it(
+    method: str, target: str, host: str
+) -> None:
+    held, placeholder = _github_token()
+    fields = [(b"authorization", f"token {placeholder}".encode())]
+    _, out, used = held.swap(target.encode(), fields, host, 443, tls=True, method=method)
+    assert used == ("GH_TOKEN",) and out == [(b"authorization", b"token ghp_" + b"T" * 36)]

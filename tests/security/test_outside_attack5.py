@@ -67,6 +67,7 @@ connection, answered). The others are the next session's.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import secrets
 import socket
@@ -1011,24 +1012,16 @@ async def test_a_batch_is_carried_when_no_tokens_limit_is_set_and_messages_calls
 def copilot_github_token(origins: list[Origin]) -> Credentials:
     """What the governor holds for the real ``copilot`` preset given ``GH_TOKEN``,
     the stand-in in the place of ``api.github.com:443`` (a preset host,
-    bound as the preset binds it)."""
+    bound as the preset binds it: the binding the preset gives the token
+    there, its host and port moved to the stand-in's)."""
     preset = presets()["copilot"]
     assert "api.github.com:443" in preset.api_hosts and "GH_TOKEN" in preset.env
-    env = {"GH_TOKEN": GITHUB_TOKEN}
-    return Credentials.from_env(env, preset.env, [Binding("127.0.0.1", origins[0].port)])
+    (token,) = held_credentials(preset, {"GH_TOKEN": GITHUB_TOKEN}, sandboxed=True).held
+    (github,) = [b for b in token.bindings if b.host == "api.github.com"]
+    moved = dataclasses.replace(github, host="127.0.0.1", port=origins[0].port)
+    return Credentials([dataclasses.replace(token, bindings=(moved,))])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "hole: the key's whole authority on a bound host (class: a credential is bound to hosts, "
-        "not to the calls its agent makes there, and no HTTP rule is set by default, so the "
-        "GitHub token Copilot needs for its token exchange is put into any request to "
-        "api.github.com: an SSH key added to the account, a repository deleted; mechanism: a "
-        "preset binds each credential to the methods and paths its agent uses on each host, "
-        "its real value put in only there)"
-    ),
-)
 async def test_the_github_token_bound_for_copilot_is_not_put_into_a_request_that_adds_an_ssh_key(
     tmp_path: Path,
 ) -> None:
