@@ -5,12 +5,14 @@ The operator's key (``ANTHROPIC_API_KEY``, ...) stays with the governor. The
 sandbox gets a placeholder of the same shape (its prefix kept, ``sk-ant-api03-``,
 the rest random, fresh per attempt), so that a client that checks a key's
 form still starts. The proxy reads the requests to the hosts the credential is
-bound to (the preset's API hosts, the base URL's host: TLS terminated there,
-`governor.sandbox.net.tls`) and puts the real value where the placeholder is,
-in any header field or the request target (``x-api-key``, ``Authorization:
-Bearer``, ``?key=``). A placeholder seen on its way to any other host (in a
-request the proxy reads: plain HTTP, or a terminated host) is refused before
-anything is sent, and recorded as an exfiltration try.
+bound to (its own API hosts and base URL's host, never another key's: TLS
+terminated there, `governor.sandbox.net.tls`) and puts the real value in a key
+header holding the placeholder (`KEY_HEADERS`), only: on that host's own
+transport (a TLS binding's value inside the TLS the proxy opened, never in
+clear), and, where the binding names calls (`Binding.calls`), into those
+calls only. A placeholder seen anywhere else (in a request the proxy reads:
+plain HTTP, or a terminated host) is refused before anything is sent, and
+recorded as an exfiltration try.
 
 What the agent can then leak is the placeholder, worth nothing anywhere but
 through this proxy, for this attempt. What this cannot cover: a request
