@@ -195,7 +195,7 @@ class Attempt:
         self.turn = Turn(p.name, on_tool_call=self._on_tool_call, emit=listener)
         self.budget = Budget(p.policy.limits, p.name, self._stop_at)
         self.turn.on_usage = self.budget.report
-        self.model_calls = ModelCalls(self.audit, self.budget.observed)
+        self.model_calls = ModelCalls(self.audit, self.budget.observed, self.budget.unread)
         """The model calls the proxy saw (`governor.gate.model_calls`): their
         tokens count against ``[limits] tokens``."""
         if continues is not None:  # the limits span every part: what is left, not a fresh allowance
@@ -360,7 +360,8 @@ class Attempt:
                         p.executor.preset, p.env, sandboxed=p.sandboxed_agent
                     )
                     self.model_api = model_api.open_model_api(
-                        keys, self.id, self.model_calls.record, self.budget.refusal
+                        keys, self.id, self.model_calls.record, self.budget.refusal,
+                        metered=self.budget.metered,
                     )
                 interception = None if self.model_api is None else self.model_api.interception
                 api = network.model_api_hosts(p.executor.preset, p.env)

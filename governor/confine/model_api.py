@@ -120,9 +120,12 @@ def open_model_api(
     label: str,
     record: Recorder,
     refusal: Callable[[], str | None] = lambda: None,
+    *,
+    metered: bool = False,
 ) -> ModelApi | None:
     """The CA, trust folder and interception of an attempt that holds
-    ``credentials`` (None when it holds none: every host stays a tunnel)."""
+    ``credentials`` (None when it holds none: every host stays a tunnel);
+    ``metered``: a tokens or cost limit is set (`Interception.metered`)."""
     if not credentials:
         return None
     ca = AttemptCA.make(label)
@@ -130,7 +133,7 @@ def open_model_api(
     bundle = ca.trust_folder(trust)
     os.chmod(trust, 0o755)  # read by the agent's uid inside the sandbox
     extra = os.environ.get(UPSTREAM_CA_ENV) or None
-    interception = Interception(credentials, ca, upstream_context(extra), record, refusal)
+    interception = Interception(credentials, ca, upstream_context(extra), record, refusal, metered)
     return ModelApi(interception, trust, bundle)
 
 

@@ -89,10 +89,7 @@ class Binding:
         what is sent, never on what it might mean there."""
         if not self.calls:
             return True
-        segments = path.split("/")[1:]
-        if not path.startswith("/") or "%" in path or "\\" in path:
-            return False
-        if any(part in ("", ".", "..") for part in segments[:-1]) or segments[-1:] in (["."], [".."]):
+        if not canonical_path(path):
             return False
         for call in self.calls:
             want, _, glob = call.partition(" ")
@@ -113,6 +110,17 @@ class Binding:
         elif name != self.host:
             return False
         return port == self.port if self.port is not None else port in (443, 80)
+
+
+def canonical_path(path: str) -> bool:
+    """Whether a request's path (no query string) means what it says to any
+    server: absolute, no ``.`` or ``..`` segment, no empty one but a last, no
+    ``%`` escape, no backslash. One that is not could be read as another path
+    there (``/copilot_internal/../user/keys``), so no rule of ours names it."""
+    if not path.startswith("/") or "%" in path or "\\" in path:
+        return False
+    segments = path.split("/")[1:]
+    return not any(part in ("", ".", "..") for part in segments[:-1]) and segments[-1] not in (".", "..")
 
 
 @functools.cache

@@ -209,3 +209,56 @@ def test_a_github_token_goes_into_the_calls_copilot_makes_with_it(
     fields = [(b"authorization", f"token {placeholder}".encode())]
     _, out, used = held.swap(target.encode(), fields, host, 443, tls=True, method=method)
     assert used == ("GH_TOKEN",) and out == [(b"authorization", b"token ghp_" + b"T" * 36)]
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "kind"),
+    [
+        ("POST", "/v1/messages", True),
+        ("POST", "/anthropic/v1/messages", True),  # a gateway's prefix
+        ("POST", "/v1/chat/completions", True),
+        ("POST", "/v1/responses", True),
+        ("POST", "/v1beta/models/gemini-2.5-pro:streamGenerateContent", True),
+        ("GET", "/v1/models", False),
+        ("GET", "/v1/messages/batches/msgbatch_1/results", False),
+        ("POST", "/v1/messages/count_tokens", False),
+        ("POST", "/v1beta/models/gemini-2.5-pro:countTokens", False),
+        ("POST", "/v1/messages/batches", None),
+        ("POST", "/v1/batches", None),
+        ("POST", "/v1/files", None),
+        ("POST", "/v1/messages/batches/x/../../messages", None),  # read as another path there
+        ("POST", "/v1/messages%2fbatches", None),
+        ("DELETE", "/v1/messages", None),
+    ],
+)
+def test_a_tokens_limit_knows_each_call_to_a_model_api_as_counted_free_or_unknown(
+    method: str, path: str, kind: bool | None
+) -> None:
+    from governor.sandbox.net.model_calls import spending_call
+
+    assert spending_call(method, path) is kind
+
+
+def test_geminis_usage_is_read_from_its_json_its_event_stream_and_its_json_array() -> None:
+    import json
+
+    from governor.sandbox.net.model_calls import UsageReader
+
+    one = {
+        "usageMetadata": {
+            "promptTokenCount": 70,
+            "candidatesTokenCount": 30,
+            "cachedContentTokenCount": 5,
+        }
+    }
+    for content_type, body in [
+        ("application/json", json.dumps(one).encode()),
+        (
+            "application/json",
+            json.dumps([{"usageMetadata": {"promptTokenCount": 70}}, one]).encode(),
+        ),
+        ("text/event-stream", f"data: {json.dumps(one)}\r\n\r\n".encode()),
+    ]:
+        reader = UsageReader(content_type)
+        reader.feed(body)
+        assert reader.usage().tokens == {"input": 70, "output": 30, "cache_read": 5}, body

@@ -61,7 +61,16 @@ goes only into a key header, `credentials.KEY_HEADERS`, as its whole value or
 after one scheme word; the placeholder anywhere else is refused as an
 exfiltration try; residual: a bound host that quotes a valid key header back,
 since responses are not rewritten), and a malformed message (it ends its own
-connection, answered). The others are the next session's.
+connection, answered). Closed the next session (marks removed): a key bound
+to its own hosts (a preset's ``keys``), and to the calls its agent makes with
+it where the preset names them; a TLS binding's value inside TLS only; a
+request's placeholders read before its host is judged; with a tokens or cost
+limit, the Accept-Encoding of a terminated request set to the codings read,
+calls one at a time, every request sent recorded however it ended, only
+calls whose usage is read carried, and a call whose usage could not be read
+failing the limit closed. The wiring below follows the lifecycle's
+(``ModelCalls(audit, budget.observed, budget.unread)``, the interception
+``metered`` by the budget).
 """
 
 from __future__ import annotations
@@ -253,7 +262,7 @@ async def wire(
         ca = AttemptCA.make("test attempt")
         credentials = held(origins)
         budget = Budget(Limits(tokens=tokens), "agent")
-        model_calls = ModelCalls(audit, budget.observed)
+        model_calls = ModelCalls(audit, budget.observed, budget.unread)
         calls: list[ModelCall] = []
 
         async def record(call: ModelCall) -> None:
@@ -261,7 +270,7 @@ async def wire(
             await model_calls.record(call)
 
         interception = Interception(
-            credentials, ca, upstream_context(str(ca_file)), record, budget.refusal
+            credentials, ca, upstream_context(str(ca_file)), record, budget.refusal, budget.metered
         )
         gate = Gate(policy, audit, Unattended())
         async with open_egress(judge(gate), None, interception) as proxy:
@@ -442,16 +451,6 @@ def speaks_codings(tokens_in: int, tokens_out: int) -> Handler:
     return handler
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "hole: tokens unseen in a coding the agent chose (class: usage is read only in the "
-        "content codings the reader knows, while the agent's Accept-Encoding reaches the API, so "
-        "a call answered in br or zstd counts no tokens and [limits] tokens is never passed; "
-        "mechanism: the proxy sets the Accept-Encoding of a terminated request to the codings it "
-        "reads, and a call whose usage it could not read counts against the limit as unknown, failing closed)"
-    ),
-)
 async def test_a_model_call_answered_in_a_coding_the_agent_asked_for_still_counts_its_tokens_against_the_limit(
     tmp_path: Path,
 ) -> None:
@@ -481,6 +480,43 @@ async def test_a_model_call_in_a_coding_the_reader_knows_counts_and_the_next_cal
         assert b"tokens limit 500" in second[2]
         assert len(w.origin.requests) == 1
         assert w.budget.over is not None
+
+
+def insists_on_brotli(tokens_in: int, tokens_out: int) -> Handler:
+    """An API (or a CDN in front of it) that answers in ``br`` whatever the
+    request accepts."""
+
+    async def handler(request: h11.Request, body: bytes) -> Reply:
+        headers = [(b"content-type", b"application/json"), (b"content-encoding", b"br")]
+        return 200, headers, brotli_stored(message(tokens_in, tokens_out))
+
+    return handler
+
+
+async def test_a_model_call_whose_usage_cannot_be_read_fails_the_tokens_limit_closed(tmp_path: Path) -> None:
+    """The class behind the coding hole: a call that spent tokens in a shape
+    or coding no one reads counts as past the limit, never as free; the
+    request went out accepting only the codings the reader knows."""
+    async with wire(tmp_path, insists_on_brotli(10, 5), tokens=100_000) as w:
+        key = [("x-api-key", w.placeholder), ("accept-encoding", "br, zstd")]
+        first = await ask(w, "POST", "/v1/messages", key, b"{}")
+        assert first[0] == 200
+        accepted = dict(w.origin.requests[0].headers.raw_items())[b"accept-encoding"]
+        assert accepted == b"gzip, deflate"
+        second = await ask(w, "POST", "/v1/messages", key, b"{}")
+        assert second[0] == 403 and b"could not be read on the wire" in second[2], second
+        assert len(w.origin.requests) == 1
+        log = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+        assert [r.get("usage_unread") for r in log if r.get("kind") == "model"] == [True]
+
+
+async def test_a_model_call_whose_usage_cannot_be_read_is_carried_when_no_limit_is_set(tmp_path: Path) -> None:
+    """Its neighbour: without a tokens limit nothing fails closed."""
+    async with wire(tmp_path, insists_on_brotli(10, 5)) as w:
+        key = [("x-api-key", w.placeholder)]
+        for _ in range(2):
+            assert (await ask(w, "POST", "/v1/messages", key, b"{}"))[0] == 200
+        assert w.budget.over is None
 
 
 def test_the_brotli_stand_in_sends_what_a_real_client_decodes() -> None:
@@ -518,16 +554,6 @@ def held_until(count: int, tokens_in: int, tokens_out: int) -> tuple[Handler, tr
     return handler, arrived
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "hole: calls at once run past the tokens limit (class: [limits] tokens is checked only "
-        "against model calls that ended, so each call opened before the first ends passes the "
-        "check, and the tokens seen on the wire run past the limit as many times over as the "
-        "agent opens calls; mechanism: with a tokens limit, calls in flight count against it: "
-        "one model call at a time, or the next one refused while the calls in flight may pass it)"
-    ),
-)
 async def test_model_calls_opened_at_once_cannot_run_past_the_tokens_limit_more_than_one_call_over(
     tmp_path: Path,
 ) -> None:
@@ -712,17 +738,6 @@ async def recorded(w: Wire, count: int) -> None:
             await trio.sleep(0.01)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "hole: a call whose client left is never recorded (class: the model record is written "
-        "only once the response was passed on whole, so a client that hangs up mid-stream, a "
-        "cancelled turn or an agent that wants its calls uncounted, leaves no record and no "
-        "tokens, though the API processed and billed them, and [limits] tokens is never passed; "
-        "mechanism: every request sent upstream is recorded however its exchange ends, with "
-        "the usage read so far, and counted against the limit)"
-    ),
-)
 async def test_a_model_call_whose_client_hung_up_midstream_is_still_recorded_and_counted(
     tmp_path: Path,
 ) -> None:
@@ -745,6 +760,34 @@ async def test_a_streamed_model_call_read_to_its_end_is_recorded_with_its_tokens
         assert got == b"".join(event_stream(600, 400))
         await recorded(w, 1)
         assert [c.usage.tokens for c in w.calls] == [{"input": 600, "output": 400}]
+        status, _, _ = await ask(w, "POST", "/v1/messages", [("x-api-key", w.placeholder)], b"{}")
+        assert status == 403
+
+
+async def test_a_call_whose_client_hung_up_before_any_usage_fails_the_tokens_limit_closed(
+    tmp_path: Path,
+) -> None:
+    """A client gone before the first event: the call is still recorded
+    (the API took it), with no tokens read, and the limit fails closed."""
+
+    async def slow(request: h11.Request, body: bytes) -> Reply:
+        pings = [b": ping\n\n"] * 100  # a model thinking: the client leaves meanwhile
+        return 200, [(b"content-type", b"text/event-stream")], [*pings, *event_stream(600, 400)]
+
+    async with wire(tmp_path, slow, tokens=100_000) as w:
+        tls = await through(w)
+        client = h11.Connection(h11.CLIENT)
+        headers = [("Host", "127.0.0.1"), ("x-api-key", w.placeholder), ("content-length", "2")]
+        await tls.send_all(client.send(h11.Request(method="POST", target="/v1/messages", headers=headers)))
+        await tls.send_all(client.send(h11.Data(data=b"{}")) + client.send(h11.EndOfMessage()))
+        while not isinstance(client.next_event(), h11.Response):
+            client.receive_data(await tls.receive_some(65536))
+        tls.transport_stream.socket.close()  # gone before any usage came
+        await recorded(w, 1)
+        assert len(w.calls) == 1 and w.calls[0].status == 200 and w.calls[0].usage.tokens == {}
+        with trio.fail_after(10):
+            while w.budget.over is None:
+                await trio.sleep(0.01)
         status, _, _ = await ask(w, "POST", "/v1/messages", [("x-api-key", w.placeholder)], b"{}")
         assert status == 403
 
@@ -968,17 +1011,6 @@ def batch_of(count: int) -> bytes:
     return json.dumps({"requests": [{"custom_id": str(i), "params": one} for i in range(count)]}).encode()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "hole: tokens spent where no response says so (class: [limits] tokens counts only the "
-        "usage of responses whose shape the reader knows, while every path of a model host is "
-        "carried: a Message Batch is accepted with no usage in its answer and its results are "
-        "JSON Lines, so thousands of calls' tokens pass uncounted; mechanism: with a tokens or "
-        "cost limit, a model host carries only the requests whose usage the proxy reads, "
-        "any other refused, or a call whose usage it could not read fails the budget closed)"
-    ),
-)
 async def test_tokens_spent_through_the_batches_api_cannot_pass_the_tokens_limit_unseen(tmp_path: Path) -> None:
     api = BatchApi()
     async with wire(tmp_path, api, tokens=500) as w:
