@@ -222,19 +222,6 @@ class Credentials:
         self.withheld = tuple(withheld)
         self._placeholders = [(c, c.placeholder.encode()) for c in self.held]
 
-    @classmethod
-    def from_env(
-        cls, env: Mapping[str, str], names: Sequence[str], bindings: Sequence[Binding]
-    ) -> Credentials:
-        """A credential for each of ``names`` set in ``env`` and named as one
-        (`is_credential`), bound to ``bindings``."""
-        held = [
-            Credential(n, env[n], placeholder_for(env[n]), tuple(bindings))
-            for n in dict.fromkeys(names)
-            if env.get(n) and is_credential(n)
-        ]
-        return cls(held)
-
     def __bool__(self) -> bool:
         return bool(self.held)
 
