@@ -36,6 +36,7 @@ from typing import Any, Final, Literal
 from governor.policies import config_values as values
 from governor.policies.errors import ConfigError, toml_error
 from governor.policies.network import HostPatternError, parse_pattern
+from governor.sandbox.net.credentials import is_credential
 
 DEFAULT_PATH: Final = Path(str(resources.files("governor") / "presets.toml"))
 """`presets.toml`, as the package carries it: in a checkout ``governor/presets.toml``
@@ -78,6 +79,24 @@ class Relocation:
 
 
 @dataclass(frozen=True)
+class KeyHosts:
+    """Where one credential variable of a preset may go: its own API hosts, the
+    base-URL variables naming its gateway, and, per host, the calls its agent
+    makes there with it (``METHOD /path-glob``; a host not named takes any
+    call). A key is sent only here, never to another key's host: a preset
+    that names several keys (OpenCode's Anthropic and OpenAI keys) must not
+    hand one company's key to the other's API, or to a gateway of the other."""
+
+    var: str
+    hosts: tuple[str, ...]
+    base_url: tuple[str, ...] = ()
+    calls: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """``(host pattern, ("GET /copilot_internal/**", ...))``: on that host the
+    real value goes into these calls only (a GitHub token's whole authority
+    on ``api.github.com`` is far more than Copilot's token exchange)."""
+
+
+@dataclass(frozen=True)
 class Preset:
     """One agent, as `presets.toml` describes it (`{python}` already substituted)."""
 
@@ -106,6 +125,9 @@ class Preset:
     """The model API hosts (``host[:port]`` patterns) its sandbox may reach."""
     base_url_env: tuple[str, ...] = ()
     """Variables holding the agent's API base URL: their host:port is allowed too."""
+    keys: tuple[KeyHosts, ...] = ()
+    """Each credential variable's own hosts (`KeyHosts`): the governor holds a
+    key for the agent and puts it into requests to these only (`key_hosts`)."""
     version: str | None = None
     """The version of `package` that `governor agents install` and npx use."""
     pypi: str | None = None
@@ -130,6 +152,19 @@ class Preset:
     source: str = str(DEFAULT_PATH)
     """The presets file it comes from: the shipped one, or the operator's own
     (`operator_presets_path`)."""
+
+    def key_hosts(self, var: str) -> KeyHosts | None:
+        """Where the credential ``var`` may go: its ``keys`` entry; for a preset
+        naming one credential variable alone and no ``keys``, the preset's own
+        ``api_hosts`` and ``base_url_env`` (they can be no other key's); else
+        None: a key with no host of its own, which the agent is not given."""
+        for entry in self.keys:
+            if entry.var == var:
+                return entry
+        names = [n for n in self.env if is_credential(n)]
+        if not self.keys and names == [var]:
+            return KeyHosts(var, self.api_hosts, self.base_url_env)
+        return None
 
     def home_paths(self, environ: Mapping[str, str], home: Path) -> tuple[Path, ...]:
         """Where the `home` entries are for a person with this environment and $HOME.
@@ -271,6 +306,52 @@ def _relocate(source: str, key: str, v: object) -> tuple[Relocation, ...]:
     return tuple(out)
 
 
+_CALL = re.compile(r"(\*|[A-Z]+) (/\S*)\Z")
+_KEY_HOSTS_KEYS: Final = ("hosts", "base_url", "calls")
+
+
+def _keys(source: str, key: str, v: object) -> tuple[KeyHosts, ...]:
+    """``keys = { VAR = { hosts = [...], base_url = [...], calls = {...} } }``, each
+    ``calls`` entry ``"host" = ["GET /p/**", ...]``."""
+    if not isinstance(v, dict):
+        raise values.expected(source, key, "a table of tables", values.type_name(v))
+    out: list[KeyHosts] = []
+    for var, entry in v.items():
+        where = f"{key}.{var}"
+        if not _ENV_NAME.match(var) or not is_credential(var):
+            what = "a table keyed by credential variable names (ending in _KEY or _TOKEN)"
+            raise values.expected(source, key, what, values.shown(var))
+        if not isinstance(entry, dict):
+            what = "{ hosts = [...], base_url = [...], calls = {...} }"
+            raise values.expected(source, where, what, values.type_name(entry))
+        for name in entry:
+            if name not in _KEY_HOSTS_KEYS:
+                what = f"keys {', '.join(_KEY_HOSTS_KEYS)}"
+                raise values.expected(source, where, what, values.shown(name))
+        hosts = _host_patterns(source, f"{where}.hosts", entry.get("hosts", []))
+        base_url = _env_names(source, f"{where}.base_url", entry.get("base_url", []))
+        calls_table = entry.get("calls", {})
+        if not isinstance(calls_table, dict):
+            what = 'a table { "host" = ["METHOD /path"] }'
+            raise values.expected(source, f"{where}.calls", what, values.type_name(calls_table))
+        calls: list[tuple[str, tuple[str, ...]]] = []
+        for host, listed in calls_table.items():
+            if host not in hosts:
+                what = "hosts named in `hosts`"
+                raise values.expected(source, f"{where}.calls", what, values.shown(host))
+            each = values.text_list(source, f"{where}.calls.{host}", listed)
+            for call in each:
+                if not _CALL.match(call):
+                    what = "calls like GET /copilot_internal/** (a method or *, a path glob)"
+                    raise values.expected(source, f"{where}.calls.{host}", what, values.shown(call))
+            calls.append((host, each))
+        if not hosts and not base_url:
+            what = "at least one of `hosts` and `base_url`"
+            raise values.expected(source, where, what, "neither")
+        out.append(KeyHosts(var, hosts, base_url, tuple(calls)))
+    return tuple(out)
+
+
 def _set_env(source: str, key: str, v: object) -> tuple[tuple[str, str], ...]:
     if not isinstance(v, dict):
         raise values.expected(source, key, 'a table { NAME = "value" }', values.type_name(v))
@@ -344,6 +425,7 @@ _SCHEMA: Final[dict[str, tuple[bool, values.Check[Any]]]] = {
     "alone_env": (False, _env_names),
     "api_hosts": (False, _host_patterns),
     "base_url_env": (False, _env_names),
+    "keys": (False, _keys),
     "version": (False, _version),
     "runs_code": (False, _home),
     "pypi": (False, _pypi),
@@ -365,6 +447,7 @@ _DEFAULTS: Final[dict[str, object]] = {
     "alone_env": (),
     "api_hosts": (),
     "base_url_env": (),
+    "keys": (),
     "version": None,
     "runs_code": (),
     "pypi": None,
@@ -449,6 +532,17 @@ def _preset(source: str, pid: str, table: object) -> Preset:
                 f"{where}: `runs_code` names {path!r}, which is in no `home` entry: "
                 "the sandbox hides it already"
             )
+    for entry in fields["keys"]:
+        if entry.var not in fields["env"]:
+            raise PresetError(
+                f"{where}: `keys.{entry.var}` is not in `env`: the agent is never given it"
+            )
+        for name in entry.base_url:
+            if name not in fields["base_url_env"]:
+                raise PresetError(
+                    f"{where}: `keys.{entry.var}.base_url` names {name}, not in `base_url_env`: "
+                    "its host would not be reachable"
+                )
     for r in fields["relocate"]:
         if r.entry not in fields["home"]:
             raise PresetError(f"{where}: `relocate.{r.var}` moves {r.entry!r}, not in `home`")

@@ -32,6 +32,9 @@ Rules of this file:
   output: all the API processed) are summed as the calls end, and the call
   whose response takes the sum past ``tokens`` stops the turn; the proxy
   refuses every model request after it (`refusal`), whatever the agent reports.
+  With a limit (`metered`) the proxy carries only calls whose usage it reads,
+  one at a time, and a call whose usage could not be read fails the limit
+  closed (`unread`): unseen tokens are never free.
 """
 
 from __future__ import annotations
@@ -152,6 +155,28 @@ class Budget:
         if limit is not None and total > limit:
             earlier = f", {self.earlier_tokens} of them in earlier parts" if self.earlier_tokens else ""
             self._passed(f"tokens limit {limit} ([limits] tokens: {total} seen on the wire{earlier})")
+
+    @property
+    def metered(self) -> bool:
+        """Whether the model traffic is held to a limit (``tokens`` or
+        ``cost_usd``): the proxy then carries only calls whose usage it reads,
+        one at a time (`governor.sandbox.net.terminate.Interception.metered`)."""
+        return self.limits.tokens is not None or self.limits.cost_usd is not None
+
+    def unread(self, call: str) -> None:
+        """A model call answered whose usage could not be read on the wire (a
+        coding or a shape the reader does not know): with a limit, it fails
+        closed, as a call past the limit would."""
+        if self.limits.tokens is not None:
+            self._passed(
+                f"tokens limit {self.limits.tokens} ([limits] tokens: the usage of {call} "
+                "could not be read on the wire, so the limit fails closed)"
+            )
+        elif self.limits.cost_usd is not None:
+            self._passed(
+                f"cost_usd limit {self.limits.cost_usd:g} ([limits] cost_usd: the usage of "
+                f"{call} could not be read on the wire, so the limit fails closed)"
+            )
 
     def refusal(self) -> str | None:
         """Why the next model request is refused at the proxy (a limit was

@@ -191,10 +191,12 @@ class Attempt:
         self.model_api: model_api.ModelApi | None = None
         """The credentials the governor holds for the agent, its CA and trust
         bundle (`governor.confine.model_api`); None: the agent holds its own."""
+        self.keys = Credentials()
+        """The credentials the governor holds (or withholds) for the agent."""
         self.turn = Turn(p.name, on_tool_call=self._on_tool_call, emit=listener)
         self.budget = Budget(p.policy.limits, p.name, self._stop_at)
         self.turn.on_usage = self.budget.report
-        self.model_calls = ModelCalls(self.audit, self.budget.observed)
+        self.model_calls = ModelCalls(self.audit, self.budget.observed, self.budget.unread)
         """The model calls the proxy saw (`governor.gate.model_calls`): their
         tokens count against ``[limits] tokens``."""
         if continues is not None:  # the limits span every part: what is left, not a fresh allowance
@@ -355,11 +357,12 @@ class Attempt:
                 if self.continues is not None:
                     self.gate.number_after(self.continues.state.requests)
                 if not isinstance(p.executor, PlainProgram):
-                    keys = model_api.held_credentials(
+                    keys = self.keys = model_api.held_credentials(
                         p.executor.preset, p.env, sandboxed=p.sandboxed_agent
                     )
                     self.model_api = model_api.open_model_api(
-                        keys, self.id, self.model_calls.record, self.budget.refusal
+                        keys, self.id, self.model_calls.record, self.budget.refusal,
+                        metered=self.budget.metered,
                     )
                 interception = None if self.model_api is None else self.model_api.interception
                 api = network.model_api_hosts(p.executor.preset, p.env)
@@ -537,10 +540,9 @@ class Attempt:
                 "observed": observed,
                 "strength": strength(observed, self.budget.reported),
             }
-        held = Credentials() if self.model_api is None else self.model_api.interception.credentials
         p = self.prepared
         keys_said = [] if plain else model_api.notices(
-            p.executor.preset, p.env, held, sandboxed=p.sandboxed_agent
+            p.executor.preset, p.env, self.keys, sandboxed=p.sandboxed_agent
         )  # fmt: skip
         end.notices = (
             *turn.notices,
@@ -576,7 +578,7 @@ class Attempt:
                 p.executor.argv,
                 p.policy,
                 p.executor.preset,
-                p.env if self.model_api is None else self.model_api.agent_env(p.env),
+                model_api.agent_env(p.env, self.keys, self.model_api),
                 sandbox=p.spec.sandbox_agent,
                 via_npx=p.executor.via_npx,
             )
