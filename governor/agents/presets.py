@@ -318,7 +318,7 @@ def _keys(source: str, key: str, v: object) -> tuple[KeyHosts, ...]:
     out: list[KeyHosts] = []
     for var, entry in v.items():
         where = f"{key}.{var}"
-        if not _ENV_NAME.match(var) or not is_credential(var):
+        if not values.ENV_NAME.match(var) or not is_credential(var):
             what = "a table keyed by credential variable names (ending in _KEY or _TOKEN)"
             raise values.expected(source, key, what, values.shown(var))
         if not isinstance(entry, dict):
