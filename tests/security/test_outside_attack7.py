@@ -26,11 +26,13 @@ The holes, by class:
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
 from escape_harness import USERS, Account, Box
-from test_outside_attack import box_for, governor
+from test_outside_attack import box_for, governor, outcome_of
 from test_outside_attack3 import Paused, asking, paused, permission
 
 # -- a person's "always" on one request grants every request with its title -------------------
@@ -93,7 +95,9 @@ def test_an_always_on_one_edit_lets_the_resumed_agent_make_no_other_edit_under_i
     is allowed "by a person's grant". It should pause again."""
     box, job = approved_always(accounts, user, "always-other")
     after = job.records()[-1]["seq"]
-    job.plays([edit("notes.md", "tc-2"), edit(".github/workflows/ci.yml", "tc-3"), {"say": "Done."}])
+    job.plays(
+        [edit("notes.md", "tc-2"), edit(".github/workflows/ci.yml", "tc-3"), {"say": "Done."}]
+    )
     resumed = job.resume()
     other = [r for r in rulings(job, after)
              if r["subject"].get("paths") == [str(box.ws / ".github/workflows/ci.yml")]]  # fmt: skip
@@ -121,3 +125,102 @@ def test_an_always_on_one_edit_lets_the_resumed_agent_make_that_edit_again_and_a
     ], asked  # fmt: skip
     verified = governor(box, ["audit", "verify", str(job.log)])
     assert verified.returncode == 0, verified.stdout + verified.stderr
+
+
+# -- the tokens seen on the wire start again at zero in each part --------------------------------
+
+E2E = Path(__file__).resolve().parents[1] / "e2e"
+PART_TOKENS = 50_000
+"""What each answer of the model stand-in costs (its output tokens): claude-agent-acp
+reports only the context it holds (a few tokens), the wire sees every call's tokens."""
+
+
+def paused_and_resumed_claude(tmp_path: Path, tokens: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """claude-agent-acp (the real adapter) with the governor holding its key, a
+    model stand-in over HTTPS whose every answer costs ``PART_TOKENS``, a policy
+    asking before every edit with ``[limits] tokens = tokens``: ``governor run
+    --approvals pause`` (one model call, a Write: paused), ``governor approve``,
+    ``governor resume`` (the agent's session resumed: two more calls), through
+    the real console script as the README says. The two outcomes."""
+    import secrets
+    import sys as system
+
+    if str(E2E) not in system.path:
+        system.path.insert(0, str(E2E))
+    from npm_agents import CLAUDE_AGENT_ACP, CLAUDE_ENV, Job, installed, preset_path
+    from standin import StandIn, write
+
+    from governor.sandbox.net.tls import UPSTREAM_CA_ENV, AttemptCA
+
+    installed(CLAUDE_AGENT_ACP)
+    job = Job.under(tmp_path)
+    ca = AttemptCA.make("the stand-in's test CA")
+    (tmp_path / "standin-ca.pem").write_bytes(ca.cert_pem)
+    policy = tmp_path / "ask.toml"
+    policy.write_text(
+        f'capability = "edit-workspace"\n[ask]\ntools = ["edit"]\n[limits]\ntokens = {tokens}\n'
+    )
+    (tmp_path / "tmp").mkdir()
+    inside = job.workspace / "inside.txt"
+    with StandIn([write(str(inside), "written\n")] * 2, output_tokens=PART_TOKENS,
+                 tls=ca.server_context("127.0.0.1")) as model:  # fmt: skip
+        environ = job.claude(model.url)["environ"]
+        environ["ANTHROPIC_API_KEY"] = "sk-ant-api03-" + secrets.token_urlsafe(60)
+        environ["PATH"] = preset_path(environ, "claude-agent-acp")
+        environ |= {UPSTREAM_CA_ENV: str(tmp_path / "standin-ca.pem"),
+                    "XDG_STATE_HOME": str(tmp_path / "state"), "TMPDIR": str(tmp_path / "tmp")}  # fmt: skip
+        cli = str(Path(system.executable).parent / "governor")
+
+        def governor_(*argv: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                [cli, *argv], capture_output=True, text=True, timeout=300, env=environ
+            )
+
+        names = [w for name in CLAUDE_ENV for w in ("--env", name)]
+        done = governor_("run", "--json", "--agent", "claude", "--approvals", "pause",
+                         "--policy", str(policy), "--workspace", str(job.workspace),
+                         "--log", str(job.log), *names, "Do the task.")  # fmt: skip
+        first = outcome_of(done)
+        assert first["status"] == "needs_approval", (first, model.describe())
+        approved = governor_("approve", str(job.log), "--request", str(first["pending"]["request"]))
+        assert approved.returncode == 0, approved.stderr
+        second = outcome_of(governor_("resume", "--json", str(job.log)))
+    return first, second
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "hole: [limits] tokens starts again in each part (class: a limit whose count is not "
+        "carried across a pause: the paused state keeps the tokens the agent *reported* "
+        "(`Budget.total_tokens`), not the tokens the proxy saw on the wire (`Budget.wire_tokens`), "
+        "so an agent that reports little, or nothing, has the whole limit again after every "
+        "pause; mechanism: the state keeps the governor's own counts, every one the budget holds "
+        "against a limit (wire tokens beside reported ones), and `Budget.carry` restores each)"
+    ),
+)
+def test_the_tokens_seen_on_the_wire_before_a_pause_count_against_the_limit_after_it(
+    tmp_path: Path,
+) -> None:
+    """Class: a count not carried across a pause. The governor holds the agent's
+    key and sees every model call: part one makes one call (50,012 tokens on the
+    wire) and pauses on its Write; claude-agent-acp reports 13 tokens (the
+    context it holds), and 13 is what the paused state keeps. Resumed, part two
+    makes two calls (100,024 tokens). Over both parts the wire saw 150,036
+    tokens, past the limit of 120,000: the second call of part two should stop
+    the attempt at its tokens limit. It completes."""
+    first, second = paused_and_resumed_claude(tmp_path, 120_000)
+    assert first["usage"]["observed"]["tokens"] > PART_TOKENS
+    assert second["status"] == "failed", second
+    assert "tokens limit 120000" in second["reason"], second["reason"]
+
+
+def test_the_tokens_seen_on_the_wire_in_one_part_are_held_against_the_limit(
+    tmp_path: Path,
+) -> None:
+    """The neighbour: the same attempt under a limit of 90,000 is stopped in
+    part two, whose own calls (100,024 tokens on the wire) pass it: the wire's
+    count holds within a part; across the pause is the hole."""
+    _, second = paused_and_resumed_claude(tmp_path, 90_000)
+    assert second["status"] == "failed", second
+    assert "tokens limit 90000" in second["reason"] and "seen on the wire" in second["reason"]
