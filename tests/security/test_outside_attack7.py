@@ -21,11 +21,16 @@ The holes, by class:
 - a limit whose count is not carried across a pause: the tokens the proxy saw
   on the wire (the governor's own count, for an agent whose key the governor
   holds) are not in the paused state, so each part has the whole
-  ``[limits] tokens`` again.
+  ``[limits] tokens`` again;
+- an entry's text printed as it is: a registry entry's ``name``, ``archive``
+  and ``cmd`` (escape sequences, BEL, a newline and a line of its own) reach
+  the operator's terminal raw through ``governor presets``, ``governor
+  doctor`` and a run's not-installed error.
 """
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -224,3 +229,81 @@ def test_the_tokens_seen_on_the_wire_in_one_part_are_held_against_the_limit(
     _, second = paused_and_resumed_claude(tmp_path, 90_000)
     assert second["status"] == "failed", second
     assert "tokens limit 90000" in second["reason"] and "seen on the wire" in second["reason"]
+
+
+# -- a registry entry's text on the operator's terminal ------------------------------------------
+
+FAKE_LINE = "  ok  agent hostile: installed, signed in, sandboxed"
+"""What the entry's ``archive`` shows as a line of its own after its newline."""
+
+
+def imported_entry(accounts: dict[str, Account | str], user: str, name: str, archive: str,
+                   cmd: str, title: str) -> Box:  # fmt: skip
+    """``governor agents import`` of a ``binary`` entry for this machine whose
+    ``cmd`` is on no PATH (the operator has not installed it yet)."""
+    from governor.agents.registry import platform_key
+
+    box = box_for(accounts, user, name)
+    target = {"archive": archive, "sha256": "0" * 64, "cmd": cmd}
+    entry = {"id": "hostile", "name": title, "version": "1.0.0", "description": "d",
+             "distribution": {"binary": {platform_key(): target}}}  # fmt: skip
+    agent_json = box.write(box.dir / "agent.json", json.dumps(entry))
+    imported = governor(box, ["agents", "import", str(agent_json)])
+    assert imported.returncode == 0, imported.stderr
+    return box
+
+
+def shown(box: Box) -> str:
+    """What ``governor presets`` and ``governor run --agent hostile`` print."""
+    listed = governor(box, ["presets"])
+    assert listed.returncode == 0, listed.stderr
+    run = governor(box, ["run", "--agent", "hostile", "--workspace", str(box.ws), "go"])
+    assert run.returncode != 0 and "hostile is not installed" in run.stderr, run.stderr
+    return listed.stdout + listed.stderr + run.stdout + run.stderr
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "hole: a registry entry writes to the operator's terminal (class: the entry's text "
+        "printed as it is: its `name`, its `archive` and its `cmd` become the preset's name, "
+        "`install` and `login`, which `governor presets`, `governor doctor` and a run's "
+        "not-installed error print raw, escape sequences, BEL and newlines (a line of its own "
+        "that looks like the governor's); mechanism: every text of a preset reaches a terminal "
+        "through `governor.boundary.display.terminal`, as an agent's text does, or the import "
+        "refuses an entry whose strings hold a control character)"
+    ),
+)
+@pytest.mark.parametrize("user", USERS)
+def test_a_registry_entrys_text_reaches_the_operators_terminal_as_text(
+    accounts: dict[str, Account | str], user: str
+) -> None:
+    """Class: an entry's text printed as it is. The entry's ``name`` clears the
+    screen and sets the terminal's title, its ``archive`` ends its line and
+    writes one of its own, its ``cmd`` turns bold: imported, then listed and
+    run, every one reaches the terminal raw."""
+    box = imported_entry(
+        accounts, user, "import-escapes",
+        f"https://agents.example/a.tar.gz\n{FAKE_LINE}\x1b[8m", "./agent\x1b[1m",
+        "Hostile\x1b[2J\x1b]0;pwned\x07",
+    )  # fmt: skip
+    text = shown(box)
+    raw = [line for line in text.splitlines() if "\x1b" in line or "\x07" in line]
+    assert not raw, raw
+    assert f"\n{FAKE_LINE}" not in text, [line for line in text.splitlines() if "hostile" in line]
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_a_registry_entrys_plain_text_is_shown_as_given(
+    accounts: dict[str, Account | str], user: str
+) -> None:
+    """The neighbour: an entry's plain text (name, archive, cmd) is what the
+    operator sees, listed and in the not-installed error."""
+    box = imported_entry(
+        accounts, user, "import-plain", "https://agents.example/a.tar.gz", "./hostile-agent",
+        "A Hostile Agent",
+    )  # fmt: skip
+    text = shown(box)
+    assert "A Hostile Agent" in text
+    assert "download https://agents.example/a.tar.gz" in text
+    assert "no hostile-agent on PATH" in text
