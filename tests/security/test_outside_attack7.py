@@ -25,18 +25,26 @@ The holes, by class:
 - an entry's text printed as it is: a registry entry's ``name``, ``archive``
   and ``cmd`` (escape sequences, BEL, a newline and a line of its own) reach
   the operator's terminal raw through ``governor presets``, ``governor
-  doctor`` and a run's not-installed error.
+  doctor`` and a run's not-installed error;
+- a file read without checking whose it is: the paused state and its
+  pickled baseline are read from whatever state folder the resuming
+  process is given, never checked to be its own: root resuming an
+  unprivileged user's paused attempt unpickles what that user left, and runs
+  it as root.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys as system
+import sysconfig
 from pathlib import Path
 from typing import Any
 
 import pytest
-from escape_harness import USERS, Account, Box
+from escape_harness import REPO, USERS, Account, Box
 from test_outside_attack import box_for, governor, outcome_of
 from test_outside_attack3 import Paused, asking, paused, permission
 
@@ -148,7 +156,6 @@ def paused_and_resumed_claude(tmp_path: Path, tokens: int) -> tuple[dict[str, An
     ``governor resume`` (the agent's session resumed: two more calls), through
     the real console script as the README says. The two outcomes."""
     import secrets
-    import sys as system
 
     if str(E2E) not in system.path:
         system.path.insert(0, str(E2E))
@@ -307,3 +314,88 @@ def test_a_registry_entrys_plain_text_is_shown_as_given(
     assert "A Hostile Agent" in text
     assert "download https://agents.example/a.tar.gz" in text
     assert "no hostile-agent on PATH" in text
+
+
+# -- a paused attempt's state that is not the resuming person's own ------------------------------
+
+PLANT = """
+import os, pickle, sys
+class Ran:
+    def __reduce__(self):
+        return (os.system, ("id -u > " + sys.argv[2],))
+with open(sys.argv[1], "wb") as f:
+    pickle.dump(Ran(), f)
+"""
+"""What a process of the user who paused can leave as the attempt's baseline:
+a pickle that runs a command in whoever loads it, saying who."""
+
+
+def resumed_by_root(accounts: dict[str, Account | str], name: str, home: Path) -> Box:
+    """An attempt of the unprivileged user, paused on an edit (its state in
+    that user's ``~/.local/state``); a process of that user
+    (its agent at full-access, any program it runs) replaces the baseline kept
+    beside the state. Then root decides and resumes it, its own ``$HOME``
+    (``home``) and the user's state folder (``XDG_STATE_HOME``: an admin
+    going on with a user's paused attempt, a state folder a team shares)."""
+    if not isinstance(accounts["root"], Account):
+        pytest.skip(str(accounts["root"]))
+    box = box_for(accounts, "unprivileged", name)
+    job = Paused(box, name, POLICY_EDITS)
+    outcome = paused(job.run([edit("notes.md", "tc-1"), {"say": "Done."}]))
+    baseline = box.home / ".local/state/acp-governor/paused" / f"{outcome['run_id']}.baseline"
+    assert baseline.is_file() and baseline.stat().st_uid == box.uid
+    done = box.host("/usr/bin/python3", "-c", PLANT, str(baseline), str(box.dir / "ran-as"))
+    assert done.returncode == 0, done.stderr
+    (home / "tmp").mkdir(parents=True)
+    site = sysconfig.get_paths()["purelib"]
+    env = {"PYTHONPATH": f"{REPO}:{site}", "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
+           "HOME": str(home), "TMPDIR": str(home / "tmp"),
+           "XDG_STATE_HOME": str(box.home / ".local/state")}  # fmt: skip
+    python = os.path.realpath(system.executable)
+    for argv in (["approve", str(job.log)], ["resume", "--json", str(job.log)]):
+        # whether each is refused or goes on, the planted file must not have run
+        subprocess.run([python, "-m", "governor.cli", *argv], env=env, capture_output=True,
+                       text=True, timeout=300)  # fmt: skip
+    return box
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "hole: resume unpickles a baseline another user wrote (class: a file that decides what "
+        "the host runs, read without checking it is the reader's own: `load_baseline` "
+        "pickle-loads whatever lies beside the state, as `PausedState.load` reads the job to run; "
+        "`load_operator_presets` checks its owner and mode, these do not; mechanism: the paused "
+        "folder and its files opened without following links and refused unless owned by the "
+        "user resuming and writable by no one else, and the baseline kept as data (JSON), never "
+        "as a pickle, so no file in that folder can run code when read)"
+    ),
+)
+def test_a_baseline_another_user_left_runs_nothing_in_the_resuming_governor(
+    accounts: dict[str, Account | str], tmp_path: Path
+) -> None:
+    """Class: a file read without checking whose it is. The unprivileged
+    user's attempt pauses; a process of that user (an agent it ran at
+    full-access, which is that user) replaces the attempt's baseline with a
+    pickle. Root approves and resumes it (its own ``$HOME``, the user's
+    ``XDG_STATE_HOME``): the governor unpickles the file, and the user's
+    command runs as root. Nothing checks whose the state is, nor that only
+    its owner could write it."""
+    box = resumed_by_root(accounts, "sudo-resume-planted", tmp_path)
+    ran = box.dir / "ran-as"
+    assert not ran.exists(), f"the planted baseline ran as uid {ran.read_text().strip()}"
+
+
+def test_a_paused_attempt_its_own_user_resumes_goes_on_judged_against_its_start(
+    accounts: dict[str, Account | str],
+) -> None:
+    """The neighbour: the unprivileged user's paused attempt, its baseline as
+    the governor wrote it, approved and resumed by that user (whose state
+    folder it is): it goes on, the edit allowed by the person."""
+    box = box_for(accounts, "unprivileged", "own-resume")
+    job = Paused(box, "own-resume", POLICY_EDITS)
+    outcome = paused(job.run([edit("notes.md", "tc-1"), {"say": "Done."}]))
+    assert job.approve("--request", str(outcome["pending"]["request"])).returncode == 0
+    resumed = job.resume()
+    assert resumed["status"] == "completed", resumed
+    assert [r["by"] for r in rulings(job, 0)] == ["unattended", "person"]
