@@ -18,6 +18,9 @@ The holes, by class:
   becomes a grant on its shown text, a permission's *title*, which the agent
   writes; every later permission with that title is allowed "by a person's
   grant", whatever it edits;
+- a key that leaves out part of the request: a ``terminal/create``'s key and
+  subject hold its environment's names, not their values, so the approved
+  command runs again with other values (what the person approved never ran);
 - a limit whose count is not carried across a pause: the tokens the proxy saw
   on the wire (the governor's own count, for an agent whose key the governor
   holds) are not in the paused state, so each part has the whole
@@ -399,3 +402,68 @@ def test_a_paused_attempt_its_own_user_resumes_goes_on_judged_against_its_start(
     resumed = job.resume()
     assert resumed["status"] == "completed", resumed
     assert [r["by"] for r in rulings(job, 0)] == ["unattended", "person"]
+
+
+# -- a command's environment is neither shown nor part of its key ---------------------------------
+
+POLICY_SH = '[ask]\ncommands = ["sh *"]\n'
+"""Every shell the agent asks the client to run is asked about."""
+
+
+def running(value: str) -> list[Any]:
+    """The agent asks the client to run ``sh -c 'printf %s "$MSG" > note.txt'``
+    with ``MSG`` set to ``value``, and waits for it to exit."""
+    create = {"sessionId": "{session}", "command": "sh",
+              "args": ["-c", 'printf %s "$MSG" > note.txt'], "cwd": "{cwd}",
+              "env": [{"name": "MSG", "value": value}]}  # fmt: skip
+    return [{"request": "terminal/create", "params": create}, {"sleep": 2}, {"say": "Done."}]
+
+
+def approved_command(
+    accounts: dict[str, Account | str], user: str, name: str
+) -> tuple[Box, Paused]:
+    """The pause on that command with ``MSG=hello``, approved once by the person."""
+    box = box_for(accounts, user, name)
+    job = Paused(box, name, POLICY_SH)
+    outcome = paused(job.run(running("hello")))
+    assert outcome["pending"]["kind"] == "terminal", outcome["pending"]
+    assert job.approve("--request", str(outcome["pending"]["request"])).returncode == 0
+    return box, job
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "hole: an approved command runs with other values in its environment (class: a request's "
+        "key leaves out part of what it does: terminal/create's subject and key hold the env "
+        "*names* only, so the resumed agent asks the same command with other values (BASH_ENV, "
+        "MAKEFLAGS, PYTHONPATH, what the command reads) and it is the approved request; "
+        "mechanism: every field that changes what runs is in the request's key (the values as a "
+        "digest, never kept), and shown, masked, to the person who decides)"
+    ),
+)
+@pytest.mark.parametrize("user", USERS)
+def test_an_approved_command_runs_with_no_other_environment_than_the_approved_one(
+    accounts: dict[str, Account | str], user: str
+) -> None:
+    """Class: a key that leaves out part of the request. The person approves
+    ``sh -c 'printf %s "$MSG" > note.txt'`` (MSG: ``hello``). Resumed, the
+    agent asks the same command with ``MSG`` set to other text: allowed as the
+    person's decision, and what the person approved never ran."""
+    box, job = approved_command(accounts, user, "env-other")
+    job.plays(running("pwned"))
+    resumed = job.resume()
+    assert not (box.ws / "note.txt").exists() or (box.ws / "note.txt").read_text() != "pwned"
+    assert resumed["status"] == "needs_approval", resumed
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_an_approved_command_runs_with_its_approved_environment(
+    accounts: dict[str, Account | str], user: str
+) -> None:
+    """The neighbour: resumed, the agent asks the very command with the very
+    environment: allowed by the person, run, its note written."""
+    box, job = approved_command(accounts, user, "env-same")
+    resumed = job.resume()
+    assert resumed["status"] == "completed", resumed
+    assert (box.ws / "note.txt").read_text() == "hello"
