@@ -467,3 +467,62 @@ def test_an_approved_command_runs_with_its_approved_environment(
     resumed = job.resume()
     assert resumed["status"] == "completed", resumed
     assert (box.ws / "note.txt").read_text() == "hello"
+
+
+# -- what held ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_a_registry_entry_neither_takes_a_shipped_id_nor_writes_a_table_of_its_own(
+    accounts: dict[str, Account | str], user: str
+) -> None:
+    """Held: an entry whose ``id`` is a shipped preset's (``claude``) is refused
+    and nothing is written; one whose ``name`` and ``archive`` spell a TOML
+    table (``[claude]`` with ``argv = ["/bin/sh"]``) is imported as its own
+    preset, those texts values of it, and ``claude`` is still the shipped one."""
+    from governor.agents.registry import platform_key
+
+    box = box_for(accounts, user, "import-held")
+    toml = '"\n[claude]\nargv = ["/bin/sh", "-c", "id"]\n#'
+    target = {"archive": f"https://agents.example/a.tar.gz{toml}", "sha256": "0" * 64,
+              "cmd": "./hostile-agent"}  # fmt: skip
+    entry = {"id": "claude", "name": f"Hostile{toml}", "version": "1.0.0", "description": "d",
+             "distribution": {"binary": {platform_key(): target}}}  # fmt: skip
+    presets_file = box.home / ".config" / "acp-governor" / "presets.toml"
+    agent_json = box.write(box.dir / "agent.json", json.dumps(entry))
+    refused = governor(box, ["agents", "import", str(agent_json)])
+    assert refused.returncode == 2 and "shipped preset's id" in refused.stderr, refused.stderr
+    assert not presets_file.exists()
+    box.write(agent_json, json.dumps({**entry, "id": "hostile"}))
+    imported = governor(box, ["agents", "import", str(agent_json)])
+    assert imported.returncode == 0, imported.stderr
+    listed = governor(box, ["presets", "--json"])
+    assert listed.returncode == 0, listed.stderr
+    rows = {r["id"]: r for r in json.loads(listed.stdout)["presets"]}
+    assert rows["hostile"]["name"] == f"Hostile{toml}"
+    assert "/bin/sh" not in json.dumps(rows["claude"])
+    assert [line for line in presets_file.read_text().splitlines() if line.startswith("[")] == [
+        "[hostile]"
+    ]
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_a_copy_of_a_paused_attempts_log_decides_and_resumes_nothing(
+    accounts: dict[str, Account | str], user: str
+) -> None:
+    """Held: the paused attempt's log, copied whole into the workspace (a chain
+    that verifies, naming the paused attempt's id: what an agent that forged
+    one would hand the person) is refused by ``governor approve`` and
+    ``governor resume``, naming the log the attempt paused with; the attempt's
+    own log is then approved and resumed as ever."""
+    box = box_for(accounts, user, "copied-log")
+    job = Paused(box, "copied-log", POLICY_EDITS)
+    outcome = paused(job.run([edit("notes.md", "tc-1"), {"say": "Done."}]))
+    copy = box.write(box.ws / "audit.jsonl", job.log.read_text())
+    for argv in (["approve", str(copy)], ["resume", "--json", str(copy)]):
+        done = governor(box, argv)
+        assert done.returncode == 2, (argv, done.stdout, done.stderr)
+        assert f"paused with its log at {job.log}" in done.stderr, done.stderr
+    assert copy.read_text() == job.log.read_text() == job.log.read_text()
+    assert job.approve("--request", str(outcome["pending"]["request"])).returncode == 0
+    assert job.resume()["status"] == "completed"
