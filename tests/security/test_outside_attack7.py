@@ -21,6 +21,10 @@ The holes, by class:
 - a key that leaves out part of the request: a ``terminal/create``'s key and
   subject hold its environment's names, not their values, so the approved
   command runs again with other values (what the person approved never ran);
+- an identity taken from a shared container, on the command line: the
+  ``governor approve LOG --request N`` a pause prints decides the log's
+  *last* attempt, and every attempt numbers its requests from 1: a second
+  attempt paused into the same log gets the person's yes to the first's;
 - a limit whose count is not carried across a pause: the tokens the proxy saw
   on the wire (the governor's own count, for an agent whose key the governor
   holds) are not in the paused state, so each part has the whole
@@ -525,4 +529,73 @@ def test_a_copy_of_a_paused_attempts_log_decides_and_resumes_nothing(
         assert f"paused with its log at {job.log}" in done.stderr, done.stderr
     assert copy.read_text() == job.log.read_text() == job.log.read_text()
     assert job.approve("--request", str(outcome["pending"]["request"])).returncode == 0
+    assert job.resume()["status"] == "completed"
+
+
+# -- the command a pause prints decides another attempt's request --------------------------------
+
+
+def two_paused_in_one_log(
+    accounts: dict[str, Account | str], user: str, name: str
+) -> tuple[Paused, dict[str, Any], dict[str, Any], str]:
+    """Attempt A pauses on "Edit notes.md" and prints how to go on; then attempt
+    B, run later into the same ``--log`` (a log several attempts share, as
+    ``--log`` allows), pauses on its own first request: "Edit deploy/prod.sh".
+    A's outcome, B's, and the approve command A's pause printed."""
+    box = box_for(accounts, user, name)
+    job = Paused(box, name, POLICY_EDITS)
+    done = job.run([edit("notes.md", "tc-1"), {"say": "Done."}])
+    first = paused(done)
+    (printed,) = [line.strip() for line in done.stderr.splitlines() if "governor approve" in line]
+    second = paused(job.run([edit("deploy/prod.sh", "tc-1"), {"say": "Done."}]))
+    assert first["run_id"] != second["run_id"]
+    assert first["pending"]["request"] == second["pending"]["request"] == 1
+    return job, first, second, printed
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "hole: the command a pause prints decides another attempt's request (class: an "
+        "identity taken from a shared container, on the command line: `governor approve LOG "
+        "--request N` decides the log's last attempt, request numbers start at 1 in every "
+        "attempt, and the printed command names no attempt, so the person's yes to A's request "
+        "allows B's; mechanism: the pause prints, and approve and resume take, the attempt's id "
+        "(`--attempt ID`, refused when a log holds several paused attempts and none is named))"
+    ),
+)
+@pytest.mark.parametrize("user", USERS)
+def test_the_approve_command_a_pause_prints_decides_that_attempts_request(
+    accounts: dict[str, Account | str], user: str
+) -> None:
+    """Class: an identity taken from a shared container. A pauses and prints
+    ``governor approve LOG --request 1``; B, run into the same log, pauses on
+    its own request 1. The person reads A's pause and types its command: the
+    decision is written for B (its request: deploy/prod.sh, never shown to
+    them), and ``governor resume LOG`` runs B's edit as approved."""
+    job, first, _, printed = two_paused_in_one_log(accounts, user, "shared-log")
+    words = printed.split()
+    assert words[:2] == ["governor", "approve"] and "(or" not in words[:5], printed
+    done = governor(job.box, words[1 : words.index("(or") if "(or" in words else None])
+    assert done.returncode == 0, done.stderr
+    approval = job.records()[-1]
+    assert approval["kind"] == "approval"
+    assert approval["attempt"] == first["run_id"], (approval["attempt"], approval["subject"])
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_the_approve_command_a_pause_prints_decides_its_request_in_a_log_of_its_own(
+    accounts: dict[str, Account | str], user: str
+) -> None:
+    """The neighbour: A alone in its log; the command its pause printed decides
+    A's request, and A goes on."""
+    box = box_for(accounts, user, "own-log")
+    job = Paused(box, "own-log", POLICY_EDITS)
+    done = job.run([edit("notes.md", "tc-1"), {"say": "Done."}])
+    first = paused(done)
+    (printed,) = [line.strip() for line in done.stderr.splitlines() if "governor approve" in line]
+    words = printed.split()
+    approved = governor(box, words[1 : words.index("(or")])
+    assert approved.returncode == 0, approved.stderr
+    assert job.records()[-1]["attempt"] == first["run_id"]
     assert job.resume()["status"] == "completed"
