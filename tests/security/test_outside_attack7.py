@@ -207,6 +207,7 @@ def paused_and_resumed_claude(tmp_path: Path, tokens: int) -> tuple[dict[str, An
     return first, second
 
 
+@pytest.mark.e2e
 @pytest.mark.xfail(
     strict=True,
     reason=(
@@ -234,6 +235,7 @@ def test_the_tokens_seen_on_the_wire_before_a_pause_count_against_the_limit_afte
     assert "tokens limit 120000" in second["reason"], second["reason"]
 
 
+@pytest.mark.e2e
 def test_the_tokens_seen_on_the_wire_in_one_part_are_held_against_the_limit(
     tmp_path: Path,
 ) -> None:
