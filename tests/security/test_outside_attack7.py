@@ -92,16 +92,6 @@ def rulings(job: Paused, seq: int) -> list[dict[str, Any]]:
     return list(first.values())
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "hole: a person's --always on one edit grants every edit with its title (class: a grant "
-        "keyed on what is shown, not on what is asked: the resumed part matches the person's "
-        "decision on the request's key, then `Approvals.settle` stores the grant as (kind, shown), "
-        "and shown is the permission's title, the agent's own words; mechanism: a grant is keyed "
-        "on `request_key` (the request whole but its tool call's id), as the paused decision is)"
-    ),
-)
 @pytest.mark.parametrize("user", USERS)
 def test_an_always_on_one_edit_lets_the_resumed_agent_make_no_other_edit_under_its_title(
     accounts: dict[str, Account | str], user: str
