@@ -39,6 +39,7 @@ from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any, Final
 
+from governor.audit import model_section
 from governor.audit.anchor import Authenticity
 from governor.audit.html_page import badges, document, escape, json_text
 from governor.audit.page_source import AttemptPage
@@ -96,6 +97,7 @@ def render(
             _header(page, log_name),
             _words(page),
             _usage(page.end),
+            model_section.section(page.models, page.models_total, page.attempt),
             _verification(page, check, log_name, authenticity or Authenticity()),
             _tally(page.tally, (page.end or {}).get("tally")),
             _refusals(page),

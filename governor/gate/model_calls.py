@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any
 
 from governor.audit.log import AuditLog, AuditUnavailable
+from governor.sandbox.net.model_calls import TOKEN_KINDS
 from governor.sandbox.net.terminate import ModelCall
-
-TOKEN_KINDS: Final = ("input", "output", "cache_read", "cache_write")
 
 
 class ModelCalls:

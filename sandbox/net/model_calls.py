@@ -63,6 +63,9 @@ EVENT_BYTES: Final = 1024 * 1024
 """An event-stream line longer than this is dropped unread (a completion's delta
 is small; the usage lives in short events)."""
 
+TOKEN_KINDS: Final = ("input", "output", "cache_read", "cache_write")
+"""The kinds of tokens a call's usage is read into (the values of the tables below)."""
+
 _TOKENS: Final = {
     "input_tokens": "input",
     "prompt_tokens": "input",

@@ -124,6 +124,14 @@ async def test_the_agent_never_holds_the_key_and_each_model_call_is_one_record_w
     port = model.url.rsplit(":", 1)[1]
     line = f"model: POST 127.0.0.1:{port}/v1/messages claude-standin-1 -> 200, 12 input, {OUTPUT_TOKENS} output"
     assert story.count(line) == len(messages), story
+    # the report page lists them, summed by model, beside the agent's own usage line
+    page = job.log.with_suffix(".html")
+    subprocess.run([GOVERNOR, "audit", "report", str(job.log), "-o", str(page)], check=True)
+    html = page.read_text()
+    assert f"Model calls ({len(calls)})" in html, html[:2000]
+    assert f'<td><code>claude-standin-1</code></td><td>{len(messages)}</td><td>{12 * len(messages)}</td>' in html
+    assert html.count(f"POST 127.0.0.1:{port}/v1/messages") == len(messages)
+    assert key not in html
     job.verified_log()
 
 
