@@ -196,7 +196,9 @@ class Attempt:
         self.turn = Turn(p.name, on_tool_call=self._on_tool_call, emit=listener)
         self.budget = Budget(p.policy.limits, p.name, self._stop_at)
         self.turn.on_usage = self.budget.report
-        self.model_calls = ModelCalls(self.audit, self.budget.observed, self.budget.unread)
+        self.model_calls = ModelCalls(
+            self.audit, self.budget.observed, self.budget.unread, emit=self.listener
+        )
         """The model calls the proxy saw (`governor.gate.model_calls`): their
         tokens count against ``[limits] tokens``."""
         if continues is not None:  # the limits span every part: what is left, not a fresh allowance

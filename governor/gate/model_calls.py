@@ -32,8 +32,12 @@ class ModelCalls:
         audit: AuditLog,
         on_tokens: Callable[[int], None] | None = None,
         on_unread: Callable[[str], None] | None = None,
+        emit: Callable[[str, dict[str, Any]], None] | None = None,
     ) -> None:
         self.audit = audit
+        self.emit = emit
+        """Told of each call as its record says it (a ``model_call`` event: the
+        ``--events`` stream, OpenTelemetry's span of the call)."""
         self.on_tokens = on_tokens
         """Told the total of every call's tokens once each call ended (the budget)."""
         self.on_unread = on_unread
@@ -77,6 +81,8 @@ class ModelCalls:
         # decision; the sum still counts the call
         with contextlib.suppress(AuditUnavailable):
             self.audit.append("model", fields, thin=False)
+        if self.emit is not None:
+            self.emit("model_call", fields)
         if self.on_tokens is not None and call.usage.tokens:
             self.on_tokens(sum(self.tokens.values()))
         if self.on_unread is not None and call.unread:
