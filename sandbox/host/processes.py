@@ -50,6 +50,7 @@ import fcntl
 import json
 import os
 import stat
+import struct
 import subprocess
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
@@ -71,10 +72,18 @@ EMPTY_FOLDER_NAME: Final = "empty"
 WRITTEN_NAME: Final = "written-folders"
 """The file in the state folder that names every folder an attempt's sandbox
 was given writable (`remember_written`), one JSON value a line: its path (a
-string), and its identity (``[path, st_dev, st_ino]``) while it exists."""
+string), and its identity (``[path, st_dev, st_ino, generation]``) while it
+exists."""
 
-Identity = tuple[int, int]
-"""A folder as the file system knows it, whatever its name: ``(st_dev, st_ino)``."""
+Identity = tuple[int, int, int | None]
+"""A folder as the file system knows it, whatever its name: ``st_dev``,
+``st_ino`` and the inode's generation (``FS_IOC_GETVERSION``: ext4, XFS and
+btrfs give a new one when an inode number is used again, so a folder made
+where a deleted one was is not taken for it; None where the file system
+gives none, as tmpfs, whose inode numbers are not reused)."""
+
+_FS_IOC_GETVERSION: Final = (2 << 30) | (struct.calcsize("l") << 16) | (ord("v") << 8) | 1
+"""``_IOR('v', 1, long)``: the inode's generation, written as an int."""
 
 
 class HostProcessRefused(Exception):
@@ -205,9 +214,10 @@ def _read_record() -> Record:
 
 
 def _parse_written(data: bytes) -> Record:
-    """The record's lines: a JSON string (a path), or ``[path, st_dev, st_ino]``;
-    any other line is skipped (an older governor's reader skips the lists, and
-    still reads every path)."""
+    """The record's lines: a JSON string (a path), or ``[path, st_dev, st_ino,
+    generation]`` (the generation null where none is known); any other line
+    is skipped (an older governor's reader skips the lists, and still reads
+    every path)."""
     found: dict[str, dict[Identity, None]] = {}
     for line in data.splitlines():
         with contextlib.suppress(ValueError):
@@ -216,12 +226,13 @@ def _parse_written(data: bytes) -> Record:
                 found.setdefault(value, {})
             elif (
                 isinstance(value, list)
-                and len(value) == 3
+                and len(value) == 4
                 and isinstance(value[0], str)
                 and os.path.isabs(value[0])
-                and all(type(n) is int and n >= 0 for n in value[1:])
+                and all(type(n) is int and n >= 0 for n in value[1:3])
+                and (value[3] is None or (type(value[3]) is int and value[3] >= 0))
             ):
-                found.setdefault(value[0], {})[(value[1], value[2])] = None
+                found.setdefault(value[0], {})[(value[1], value[2], value[3])] = None
     return {path: tuple(ids) for path, ids in found.items()}
 
 
@@ -234,7 +245,26 @@ def _identity(path: str) -> Identity | None:
         found = os.stat(path)
     except OSError:
         return None
-    return (found.st_dev, found.st_ino) if stat.S_ISDIR(found.st_mode) else None
+    if not stat.S_ISDIR(found.st_mode):
+        return None
+    return (found.st_dev, found.st_ino, _generation(path))
+
+
+def _generation(folder: str) -> int | None:
+    """The inode's generation of ``folder``, or None when its file system gives
+    none (or the folder cannot be opened: then its inode alone identifies it)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        got = fcntl.ioctl(fd, _FS_IOC_GETVERSION, bytes(struct.calcsize("l")))
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    generation: int = struct.unpack_from("I", got)[0]
+    return generation
 
 
 def _ancestors(path: str) -> Iterable[str]:
@@ -250,16 +280,29 @@ def _ancestors(path: str) -> Iterable[str]:
 def _known_by_identity(paths: Iterable[str], identities: frozenset[Identity]) -> Iterable[str]:
     """Each folder holding one of ``paths`` (itself, or a folder above it, as
     written and as resolved) whose identity is one of ``identities``: a folder
-    an attempt was given, by whatever name it has now."""
+    an attempt was given, by whatever name it has now. A generation unknown on
+    either side matches (the inode alone: refused rather than trusted)."""
     if not identities:
         return
+    generations: dict[tuple[int, int], set[int | None]] = {}
+    for dev, ino, generation in identities:
+        generations.setdefault((dev, ino), set()).add(generation)
     seen: set[str] = set()
     for path in paths:
         for folder in _ancestors(path):
-            if folder not in seen:
-                seen.add(folder)
-                if _identity(folder) in identities:
-                    yield folder
+            if folder in seen:
+                continue
+            seen.add(folder)
+            try:
+                found = os.stat(folder)
+            except OSError:
+                continue
+            kept = generations.get((found.st_dev, found.st_ino))
+            if kept is None or not stat.S_ISDIR(found.st_mode):
+                continue
+            now = _generation(folder)
+            if now is None or None in kept or now in kept:
+                yield folder
 
 
 WRITTEN_PRUNE_BYTES: Final = 256 << 10
