@@ -385,30 +385,39 @@ def remember_written(folders: Iterable[str | Path]) -> None:
         if size + len(text) > WRITTEN_PRUNE_BYTES:
             merged = {p: (*known.get(p, ()), *added.get(p, ())) for p in [*known, *added]}
             os.ftruncate(fd, 0)
-            _write_all(fd, _pruned(merged, new))
+            _write_all(fd, _pruned(merged, added))
         elif text:
             _write_all(fd, text)
     finally:
         os.close(fd)  # the lock goes with it
 
 
-def _pruned(record: Record, added: Iterable[str]) -> bytes:
-    """``record`` as lines, bounded, in its order: the folders just ``added``
-    and every folder still at its path; of those gone from it with an identity
-    (renamed, moved, or deleted: nobody can tell), the newest that fit in half
-    of `WRITTEN_PRUNE_BYTES`; none gone that was never seen."""
-    keep = {p: _lines(p, record[p], named=True) for p in added}
-    keep.update((p, _lines(p, ids, named=True)) for p, ids in record.items() if os.path.lexists(p))
+def _pruned(record: Record, added: Mapping[str, Sequence[Identity]]) -> bytes:
+    """``record`` as lines, bounded, in its order: the folders just ``added``,
+    every folder still at its path with the identity it has there; of the
+    identities no longer at their path (renamed, moved, or deleted: nobody can
+    tell; a CI's workspace made again at one path leaves one each time), the
+    newest that fit in half of `WRITTEN_PRUNE_BYTES`; a path gone that has
+    none of them, never."""
+    kept: dict[str, dict[Identity, None]] = {}
+    gone: list[tuple[str, Identity]] = []
+    for path, ids in record.items():
+        if path in added or os.path.lexists(path):
+            kept[path] = dict.fromkeys(added.get(path, ()))
+        now = _identity(path)
+        for identity in ids:
+            if identity == now:
+                kept.setdefault(path, {})[identity] = None
+            elif identity not in kept.get(path, {}):
+                gone.append((path, identity))
     room = WRITTEN_PRUNE_BYTES // 2
-    for path, ids in reversed(record.items()):
-        if path in keep or not ids:
-            continue
-        lines = _lines(path, ids, named=True)
-        if len(lines) > room:
+    for path, identity in reversed(gone):
+        size = len(_lines(path, [identity], named=path not in kept))
+        if size > room:
             break
-        keep[path] = lines
-        room -= len(lines)
-    return b"".join(keep[p] for p in record if p in keep)
+        kept.setdefault(path, {})[identity] = None
+        room -= size
+    return b"".join(_lines(p, kept[p], named=True) for p in record if p in kept)
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -305,6 +305,37 @@ def test_the_record_of_written_folders_stays_bounded_and_forgets_no_folder_still
         shutil.rmtree(tmp)
 
 
+def test_the_identities_gone_from_their_paths_are_kept_newest_first_within_half_the_bound(
+    scratch: Path, home_env: dict[str, str], state: Path
+) -> None:
+    """A folder gone from its path may have been renamed or deleted: the record
+    keeps its identity, but not for ever: past the bound, the newest such fill
+    half of it and the oldest go (a CI's workspace made again at one path
+    leaves one identity each time, and those go too), while a folder still at
+    its path keeps the identity it has there."""
+    ci, many = scratch / "ci", scratch / "many"
+    for _ in range(3):  # the same path, made again for each attempt
+        ci.mkdir()
+        processes.remember_written([ci])
+        ci.rmdir()
+    ci.mkdir()
+    folders = [many / f"{n:05d}-{'y' * 100}" for n in range(1500)]
+    for folder in folders:
+        folder.mkdir(parents=True)
+    processes.remember_written([ci, *folders])
+    live = (ci.stat().st_dev, ci.stat().st_ino)
+    newest = (folders[-1].stat().st_dev, folders[-1].stat().st_ino)
+    oldest = (folders[0].stat().st_dev, folders[0].stat().st_ino)
+    shutil.rmtree(many)
+    processes.remember_written([scratch / "next"])
+    size = processes.written_record().stat().st_size
+    assert processes.WRITTEN_PRUNE_BYTES // 3 < size <= processes.WRITTEN_PRUNE_BYTES // 2 + 1000
+    kept = {i[:2] for i in processes.written_identities()}
+    assert live in kept and newest in kept and oldest not in kept
+    lines = processes.written_record().read_text().splitlines()
+    assert sum(line.startswith(f'["{ci}"') for line in lines) == 1, lines[:8]
+
+
 def test_a_folder_kept_before_it_existed_gains_its_identity_at_the_next_attempt(
     scratch: Path, home_env: dict[str, str], state: Path
 ) -> None:
