@@ -588,7 +588,7 @@ def load_operator_presets(
     from governor.sandbox.host.processes import written_places
 
     real = os.path.realpath(path)
-    written = next((w for w in written_places() if real == w or real.startswith(w.rstrip("/") + "/")), None)
+    written = next(iter(written_places().holding(real)), None)
     if written is not None:
         raise PresetError(
             f"{path}: it lies in {written}, a folder an attempt could write: an agent could have "
