@@ -78,6 +78,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
+from governor.checks import expected
 from governor.checks.test_results import (
     _JS_EXT,
     _JS_TEST,
@@ -253,113 +254,48 @@ def plant(acceptance: Acceptance, roots: Sequence[str], folder: str) -> Planted:
 
 MAX_MUTANTS: Final = 2
 """Tests of one file copied as mutants (`_mutants`), drawn at random."""
-_EQUAL_METHODS: Final = frozenset(
-    {
-        "assertEqual", "assertEquals", "assertListEqual", "assertTupleEqual", "assertDictEqual",
-        "assertSequenceEqual", "assertMultiLineEqual",
-    }
-)  # fmt: skip
-"""``unittest`` assertions of equality whose expected value can be changed
-(not ``assertAlmostEqual``: a ``delta`` may swallow the change)."""
 
 
 @dataclass(frozen=True, slots=True)
 class _Site:
-    """A test of the file that compares what it computes with a literal, as a
-    statement of its own body: where the test is, its name (``Class::name`` or
-    ``name``), the literal's constant to change, and the assertion's family."""
+    """A test of the file with a literal of its own body whose value reaches
+    the expected side of an equality first (`governor.checks.expected`):
+    where the test is, its name (``Class::name`` or ``name``), the literal,
+    the value it is changed to, and the assertion's family."""
 
     test: ast.FunctionDef
     name: str
     group: Group
     constant: ast.Constant
+    value: object
     family: str
-
-
-def _literal(node: ast.expr) -> bool:
-    try:
-        ast.literal_eval(node)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return False
-    return True
-
-
-def _compared(stmt: ast.stmt) -> tuple[ast.expr, str] | None:
-    """The literal side of an equality ``stmt`` asserts, and its family: ``self.
-    assertEqual(X, L)`` (either order) or ``assert X == L``, where ``X`` is not
-    a literal (it is what the test computes)."""
-    if isinstance(stmt, ast.Assert):
-        test = stmt.test
-        if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
-            return None
-        if not isinstance(test.ops[0], ast.Eq):
-            return None
-        pair, family = (test.left, test.comparators[0]), "assert =="
-    elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
-        call = stmt.value
-        func = call.func
-        if not (
-            isinstance(func, ast.Attribute)
-            and isinstance(func.value, ast.Name)
-            and func.value.id == "self"
-            and func.attr in _EQUAL_METHODS
-            and len(call.args) >= 2
-        ):
-            return None
-        pair, family = (call.args[0], call.args[1]), func.attr
-    else:
-        return None
-    literal = [_literal(side) for side in pair]
-    if literal == [False, True]:
-        return pair[1], family
-    if literal == [True, False]:
-        return pair[0], family
-    return None
-
-
-_ENDS_EARLY: Final = (
-    ast.Return,
-    ast.Raise,
-    ast.Yield,
-    ast.YieldFrom,
-    ast.Try,
-    ast.Break,
-    ast.Continue,
-)
 
 
 def _sites(tree: ast.Module) -> list[_Site]:
     """The tests of the file that can be copied as mutants: an undecorated,
-    plain ``def test*`` at the top level or in a top-level class, with an
-    equality against a literal as a statement of its own body, reached on every
-    run (nothing before it that returns, raises or catches)."""
-    tests: list[tuple[ast.FunctionDef, str, Group]] = []
+    plain ``def test*`` at the top level or in a top-level class, with a
+    literal of its body that reaches the expected side of an equality on
+    every run, wherever the equality is written (in the body, a ``subTest``,
+    a loop over a table of the test's, a helper it calls, against a name or
+    a computed value: `governor.checks.expected`). One such literal is drawn
+    per test."""
+    tests: list[tuple[ast.FunctionDef, str, Group, ast.ClassDef | None]] = []
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name.startswith("test"):
-            tests.append((node, node.name, "pytest"))
+            tests.append((node, node.name, "pytest", None))
         elif isinstance(node, ast.ClassDef) and not node.decorator_list:
             group: Group = "unittest" if node.bases else "pytest"
             for item in node.body:
                 if isinstance(item, ast.FunctionDef) and item.name.startswith("test"):
-                    tests.append((item, f"{node.name}::{item.name}", group))
+                    tests.append((item, f"{node.name}::{item.name}", group, node))
     out = []
-    for test, name, group in tests:
+    for test, name, group, cls in tests:
         if test.decorator_list:
             continue
-        for n, stmt in enumerate(test.body):
-            if any(isinstance(x, _ENDS_EARLY) for s in test.body[:n] for x in ast.walk(s)):
-                break
-            compared = _compared(stmt)
-            if compared is None:
-                continue
-            constants = [
-                c
-                for c in ast.walk(compared[0])
-                if isinstance(c, ast.Constant) and _mutated(c.value) is not None
-            ]
-            if constants:
-                out.append(_Site(test, name, group, _RNG.choice(constants), compared[1]))
-                break
+        found = list(expected.changeable(tree, cls, test, _mutated))
+        if found:
+            pick = _RNG.choice(found)
+            out.append(_Site(test, name, group, pick.constant, pick.value, pick.family))
     return out
 
 
@@ -443,9 +379,7 @@ def _mutants(rel: str, data: bytes) -> tuple[bytes, list[Canary], set[str]] | No
         head = body[first].encode("utf-8")[: const.col_offset]
         tail = body[last].encode("utf-8")[const.end_col_offset :]
         was = ast.get_source_segment(text, const) or ""
-        value = _mutated(const.value)
-        if value is None:
-            continue
+        value = site.value
         changed = (head + _constant_text(value, const, was).encode("utf-8") + tail).decode("utf-8")
         copy = [*body[:first], changed, *body[last + 1 :]]
         copy[0] = copy[0].replace(f"def {test.name}(", f"def {name}(", 1)
