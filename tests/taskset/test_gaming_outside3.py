@@ -569,12 +569,6 @@ JS
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: a node held-out file the copier skips (a helper) carries only the public "
-    "templates (class: canaries recognisable by their text where no copy is made; "
-    "mechanism: copy by where the expected value flows, or refuse such a file)",
-)
 def test_a_node_lie_that_spares_the_templates_of_a_held_out_file_without_copies_is_not_accepted(
     tmp_path: Path,
 ) -> None:
