@@ -1,0 +1,148 @@
+"""Which literal of a test the copier changes (`governor.checks.expected`,
+`governor.checks.canaries._js_mutants`): the one whose value reaches the
+expected side of an equality first, wherever the equality is written (a
+helper, a loop's table, a ``subTest``, a computed or named expectation), and
+none whose change could let an honest copy pass (used by the computed side,
+used before, or behind something that may end the test early). The attacks
+these close, through the real ``governor run``, are in
+``test_gaming_outside3.py``."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from governor.checks import canaries, expected
+
+_HEAD = "import unittest\n\nimport calc as m\n\n\nclass TestHidden(unittest.TestCase):\n"
+
+COPIED: dict[str, tuple[str, str]] = {
+    # shape: (the file, the literal changed, as ``line:column`` of the file)
+    "a literal in the test's own body": (
+        _HEAD + "    def test_a(self):\n        self.assertEqual(m.add(10, 7), 17)\n",
+        "8:39",
+    ),
+    "a helper's argument": (
+        _HEAD + "    def check(self, a, b, want):\n        self.assertEqual(m.add(a, b), want)\n\n"
+        "    def test_a(self):\n        self.check(10, 7, 17)\n",
+        "11:26",
+    ),
+    "a row of the loop's table": (
+        _HEAD + "    def test_a(self):\n        for a, b, want in [(10, 7, 17)]:\n"
+        "            self.assertEqual(m.add(a, b), want)\n",
+        "8:35",
+    ),
+    "a subTest's body": (
+        _HEAD + "    def test_a(self):\n        with self.subTest(a=10):\n"
+        "            self.assertEqual(m.add(10, 7), 17)\n",
+        "9:43",
+    ),
+    "a named expectation": (
+        _HEAD + "    def test_a(self):\n        got = m.add(10, 7)\n        want = 17\n"
+        "        self.assertEqual(got, want)\n",
+        "9:15",
+    ),
+    "a pytest table bound to a name": (
+        "import calc as m\n\n\ndef test_a():\n    cases = [(1, 2, 3)]\n"
+        "    for a, b, want in cases:\n        assert m.add(a, b) == want\n",
+        "5:20",
+    ),
+}
+
+
+def _changeable(text: str) -> set[str]:
+    tree = ast.parse(text)
+    found: set[str] = set()
+    for node in tree.body:
+        owners = [(node, None)] if isinstance(node, ast.FunctionDef) else []
+        if isinstance(node, ast.ClassDef):
+            owners = [(n, node) for n in node.body if isinstance(n, ast.FunctionDef)]
+        for test, cls in owners:
+            if test.name.startswith("test"):
+                for c in expected.changeable(tree, cls, test, canaries._mutated):
+                    found.add(f"{c.constant.lineno}:{c.constant.col_offset}")
+    return found
+
+
+@pytest.mark.parametrize("shape", list(COPIED))
+def test_the_literal_changed_is_the_one_that_flows_into_the_expected_side(shape: str) -> None:
+    text, where = COPIED[shape]
+    assert _changeable(text) == {where}
+    made = canaries._mutants("tests/hidden/test_h.py", text.encode())
+    assert made is not None
+    copy, [canary], _ = made
+    assert canary.expect == "failed" and canary.twin is not None
+    assert copy.decode().startswith(text.rstrip("\n"))  # the file's own text, then its copy
+
+
+NOT_COPIED: dict[str, str] = {
+    "the computed side uses it": _HEAD
+    + "    def test_a(self):\n        want = 17\n        self.assertEqual(m.add(want, 0), want)\n",
+    "a context that may swallow an error comes before": _HEAD
+    + "    def test_a(self):\n        with self.assertRaises(ValueError):\n"
+    + "            m.add(1, 'x')\n        self.assertEqual(m.add(10, 7), 17)\n",
+    "the helper uses it before comparing": _HEAD
+    + "    def check(self, a, b, want):\n        print(want)\n"
+    + "        self.assertEqual(m.add(a, b), want)\n\n"
+    + "    def test_a(self):\n        self.check(10, 7, 17)\n",
+    "a return may come before": _HEAD
+    + "    def test_a(self):\n        if m.skip():\n            return\n"
+    + "        self.assertEqual(m.add(10, 7), 17)\n",
+    "a loop over what is not a table": _HEAD
+    + "    def test_a(self):\n        for want in m.wanted():\n"
+    + "            self.assertEqual(m.add(10, 7), 17)\n",
+    "a change that does not change the expected value": "import calc as m\n\n\n"
+    + "def test_a():\n    assert m.add(1, 2) == 0 * 0\n",
+}
+
+
+@pytest.mark.parametrize("shape", list(NOT_COPIED))
+def test_no_literal_is_changed_where_an_honest_copy_might_pass(shape: str) -> None:
+    assert _changeable(NOT_COPIED[shape]) == set()
+    assert canaries._mutants("tests/hidden/test_h.py", NOT_COPIED[shape].encode()) is None
+
+
+_JS_HEAD = (
+    "import { test } from 'node:test';\nimport assert from 'node:assert/strict';\n"
+    "import * as m from '../../stats.mjs';\n\n"
+)
+JS_COPIED = {
+    "a helper's argument": (
+        _JS_HEAD + "function check(xs, want) {\n  assert.deepEqual(m.mean(xs), want);\n}\n\n"
+        "test('hidden mean', () => {\n  check([1, 2, 3, 6], 3);\n});\n",
+        "  check([1, 2, 3, 6], ",
+    ),
+    "a named expectation": (
+        _JS_HEAD + "test('hidden mean', () => {\n  const want = 3;\n"
+        "  assert.deepEqual(m.mean([1, 2, 3, 6]), want);\n});\n",
+        "  const want = ",
+    ),
+}
+JS_NOT_COPIED = {
+    "the helper uses it before comparing": _JS_HEAD
+    + "function check(xs, want) {\n  console.log(want);\n  assert.deepEqual(m.mean(xs), want);\n}"
+    + "\n\ntest('hidden mean', () => {\n  check([1, 2, 3, 6], 3);\n});\n",
+    "the computed side uses it": _JS_HEAD
+    + "test('hidden mean', () => {\n  const want = 3;\n"
+    + "  assert.deepEqual(m.mean([want]), want);\n});\n",
+}
+
+
+@pytest.mark.parametrize("shape", list(JS_COPIED))
+def test_a_node_test_is_copied_with_the_literal_that_flows_into_the_expected_side(
+    shape: str,
+) -> None:
+    text, line = JS_COPIED[shape]
+    made = canaries._js_mutants("tests/hidden/test_h.mjs", text.encode())
+    assert made is not None
+    copy, [canary], _ = made
+    assert canary.twin == "hidden mean" and canary.expect == "failed"
+    added = copy.decode()[len(text) :]
+    [changed] = [x for x in added.splitlines() if x.startswith(line)]
+    assert changed not in text.splitlines()
+
+
+@pytest.mark.parametrize("shape", list(JS_NOT_COPIED))
+def test_a_node_literal_is_not_changed_where_an_honest_copy_might_pass(shape: str) -> None:
+    assert canaries._js_mutants("tests/hidden/test_h.mjs", JS_NOT_COPIED[shape].encode()) is None
