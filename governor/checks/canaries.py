@@ -57,11 +57,13 @@ otherwise), still passes them; held-out tests (names and files it never saw,
 whose copies are made the same way) are what catch that. A lie that reads
 the check's own copy of a held-out file can pair a test with its copy (the
 same body but one literal, the copy after its twin: `_mutants` says why) and
-lie about the first only. A test
-whose assertion is in a helper (``self.check(2, 3, 5)``), in a loop or a
-branch, or against a computed value is not copied: a file of only such tests
-has the templates below (likewise a node test with options, or whose
-assertion is not a line of its own: `_js_mutants`). A check that runs only some tests of an acceptance file by name (``-k``,
+lie about the first only. A test is
+copied where a literal of its own body flows into the expected side of an
+equality (`governor.checks.expected`: through a helper of the file, a table
+of the test's, a ``subTest``, a name or a computed value; node:
+`_js_expected`); a test whose expected value comes from elsewhere (a file,
+a fixture, a module-level table, a branch) is not, and a file of only such
+tests has the templates below. A check that runs only some tests of an acceptance file by name (``-k``,
 ``file::test``) runs no canary of it, and is ``runner-lied``: run the file.
 """
 
@@ -566,7 +568,8 @@ def _js_expected(
 def _js_mutants(rel: str, data: bytes) -> tuple[bytes, list[Canary], set[str]] | None:
     """`_mutants` for a ``node:test`` file: a test written plainly whose body
     asserts an equality with a literal on a line of its own (``assert.
-    deepEqual(m.mean([2, 4, 6]), 4);``), nothing before it that returns,
+    deepEqual(m.mean([2, 4, 6]), 4);``), or through a helper of the file or a
+    name bound to a literal (`_js_expected`), nothing before it that returns,
     throws, branches or skips, copied beside it with that literal changed and
     a name made of the words of the file's own test names."""
     try:

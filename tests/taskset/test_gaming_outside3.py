@@ -28,10 +28,10 @@ The holes, by class (each with the mechanism that would close the class):
   in a ``subTest``, against ``10 + 7`` or against ``want = 17`` (node: through
   a helper) gets only the public templates, and the template-sparing lie of
   ``test_gaming_outside2.py`` is back (the visible files' copies answered
-  honestly: their inputs are special-cased). Close: copy by where the
-  expected value flows into the equality (the helper's argument, the loop's
-  row, the name bound to a literal), or refuse such a held-out file before
-  the attempt.
+  honestly: their inputs are special-cased). Closed: the copier follows
+  where the expected value flows into the equality (the helper's argument,
+  the loop's row, the name bound to a literal: ``governor/checks/expected.py``,
+  ``_js_expected``), so such files are copied like any other.
 - **the harness closure is a parser**: a file a CI script reaches by
   ``$(dirname "$0")``, ``${BASH_SOURCE%/*}``, a variable, a ``cd`` on an
   earlier line, a glob loop, ``find -exec``, ``xargs``, ``eval``, or a make
