@@ -62,8 +62,9 @@ copied where a literal of its own body flows into the expected side of an
 equality (`governor.checks.expected`: through a helper of the file, a table
 of the test's, a ``subTest``, a name or a computed value; node:
 `_js_expected`); a test whose expected value comes from elsewhere (a file,
-a fixture, a module-level table, a branch) is not, and a file of only such
-tests has the templates below. A check that runs only some tests of an acceptance file by name (``-k``,
+a fixture, a module-level table, a branch) is not, and a held-out file of
+only such tests is refused before start (`uncopied`): its canaries would be
+the templates below only. A check that runs only some tests of an acceptance file by name (``-k``,
 ``file::test``) runs no canary of it, and is ``runner-lied``: run the file.
 """
 
@@ -204,6 +205,94 @@ def carriers(policy: Policy, acceptance: Acceptance) -> Acceptance:
     return Acceptance(tuple(dict.fromkeys((*acceptance.tests, *found))), acceptance.source)
 
 
+def uncopied(policy: Policy) -> list[str]:
+    """A problem for each held-out test file of the bound ``policy`` none of whose
+    tests can be copied (`copyless`), said before start when the policy has
+    checks: in such a file a check's canaries are the public templates only,
+    which a lie can recognise by their text and spare while it lies about the
+    file's tests. Names the file, the line of the first assertion the copier
+    could not follow (never a value or a test's name: held-out tests are shown
+    to no one), and how to write it so it can be copied."""
+    if not policy.held_out or not policy.checks:
+        return []
+    try:
+        found = frozen.files_under(policy.held_out, policy.roots)
+    except (frozen.FrozenTooLarge, OSError):
+        return []
+    problems = []
+    for rel, path in sorted(found)[: MAX_FILES * 4]:
+        if not rel.endswith(_PY_EXT + _JS_EXT) or not collect([(rel, path)]):
+            continue
+        try:
+            with open(path, "rb") as f:
+                data = f.read(MAX_FILE_BYTES + 1)
+        except OSError:
+            continue
+        if len(data) > MAX_FILE_BYTES or (why := copyless(rel, data)) is None:
+            continue
+        how = (
+            "assert.deepEqual(f(x), 17); on a line of its own in a plain test('...', () => {, "
+            "through a helper function of the file, or const want = 17;"
+            if rel.endswith(_JS_EXT)
+            else "self.assertEqual(f(x), 17) or assert f(x) == 17, in the test's body, a "
+            "subTest, a loop over a table written in the test, a helper of the same file "
+            "it calls with the value, or a name bound to it (want = 17); not through a "
+            "decorator, a fixture, a file or a module-level constant"
+        )
+        problems.append(
+            f"[sandbox] held_out {rel}: no test in it can be copied as a canary ({why}, "
+            "the first assertion the copier cannot follow): a check's canaries there would be "
+            "the public templates only, which a lie can tell by their text and spare while it "
+            "lies about the file's tests; compare what a test computes with a value written "
+            f"in the test: {how} (docs/loops.md, canaries)"
+        )
+    return problems
+
+
+def copyless(rel: str, data: bytes) -> str | None:
+    """Where a test file none of whose tests can be copied asserts first
+    (``line N, self.assertTrue``), or None: one can be, or it is not read (it
+    then gets no canaries either: `plant`). The caller knows it has tests."""
+    if rel.endswith(_PY_EXT):
+        try:
+            tree = ast.parse(data)
+        except (SyntaxError, ValueError):
+            return None
+        if _sites(tree):
+            return None
+        tests = [
+            n
+            for n in ast.walk(tree)
+            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name.startswith("test")
+        ]
+        asserted: list[tuple[int, str]] = []
+        for node in (n for test in tests for n in ast.walk(test)):
+            if isinstance(node, ast.Assert):
+                asserted.append((node.lineno, "assert"))
+            elif isinstance(node, ast.Call):
+                func = node.func
+                name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+                if name.startswith(("assert", "fail")):
+                    asserted.append((node.lineno, ast.unparse(func)[:60]))
+        if asserted:
+            line, what = min(asserted)
+            return f"line {line}, {what}"
+        return f"line {min((t.lineno for t in tests), default=1)}, a test"
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if not _JS_TEST.search(text) or _js_mutants(rel, data) is not None:
+        return None
+    lines = text.split("\n")
+    first = next(n for n, one in enumerate(lines) if _JS_TEST.search(one))
+    for n, written in enumerate(lines[first:], first + 1):
+        called = re.search(r"\bassert(?:\.\w+)?(?=\s*\()", written)
+        if called is not None:
+            return f"line {n}, {called.group(0)}"
+    return f"line {first + 1}, a test"
+
+
 def acceptance_files(acceptance: Acceptance) -> list[str]:
     """The files the acceptance tests are in, in order, without repeats."""
     files = dict.fromkeys(t.partition("::")[0] for t in acceptance.tests)
@@ -273,14 +362,10 @@ class _Site:
     family: str
 
 
-def _sites(tree: ast.Module) -> list[_Site]:
-    """The tests of the file that can be copied as mutants: an undecorated,
-    plain ``def test*`` at the top level or in a top-level class, with a
-    literal of its body that reaches the expected side of an equality on
-    every run, wherever the equality is written (in the body, a ``subTest``,
-    a loop over a table of the test's, a helper it calls, against a name or
-    a computed value: `governor.checks.expected`). One such literal is drawn
-    per test."""
+def _tests(tree: ast.Module) -> list[tuple[ast.FunctionDef, str, Group, ast.ClassDef | None]]:
+    """The file's ``def test*`` at the top level or in an undecorated
+    top-level class: each with its name (``Class::name`` or ``name``), the
+    runners that run it and its class."""
     tests: list[tuple[ast.FunctionDef, str, Group, ast.ClassDef | None]] = []
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name.startswith("test"):
@@ -290,8 +375,19 @@ def _sites(tree: ast.Module) -> list[_Site]:
             for item in node.body:
                 if isinstance(item, ast.FunctionDef) and item.name.startswith("test"):
                     tests.append((item, f"{node.name}::{item.name}", group, node))
+    return tests
+
+
+def _sites(tree: ast.Module) -> list[_Site]:
+    """The tests of the file that can be copied as mutants: an undecorated,
+    plain ``def test*`` at the top level or in a top-level class, with a
+    literal of its body that reaches the expected side of an equality on
+    every run, wherever the equality is written (in the body, a ``subTest``,
+    a loop over a table of the test's, a helper it calls, against a name or
+    a computed value: `governor.checks.expected`). One such literal is drawn
+    per test."""
     out = []
-    for test, name, group, cls in tests:
+    for test, name, group, cls in _tests(tree):
         if test.decorator_list:
             continue
         found = list(expected.changeable(tree, cls, test, _mutated))
