@@ -58,7 +58,9 @@ EQUAL_METHODS: Final = frozenset(
 MAX_DEPTH: Final = 3
 """Helpers walked into, one inside another."""
 MAX_EVENTS: Final = 2000
-"""What one test's walk records before it gives up (a table of many rows)."""
+"""What one test's walk records before it stops (a table of many rows): a
+literal is judged by what happens up to its first use, so what was recorded
+before the stop is still judged."""
 _MAX_SIZE: Final = 10_000
 """A value computed from literals longer than this (items, characters) is not computed."""
 _BIG: Final = 10**100
@@ -511,7 +513,9 @@ def changeable(
     env: dict[str, Value] = {a.arg: UNKNOWN for a in test.args.args}
     try:
         walk.body(test.body, env)
-    except (_TooMuch, RecursionError):
+    except _TooMuch:
+        pass  # what ran first is known: a literal whose first use is in it is judged
+    except RecursionError:
         return
     own = {id(n): n for stmt in test.body for n in ast.walk(stmt) if isinstance(n, ast.Constant)}
     first: dict[int, int] = {}
@@ -541,6 +545,6 @@ def changeable(
             was, now = compute(event.expected, {}), compute(event.expected, {source: value})
             if was == now or was != was:  # a NaN is equal to nothing
                 continue
-        except _NotComputed:
+        except (_NotComputed, RecursionError):
             continue
         yield Changeable(own[source], value, event.family)

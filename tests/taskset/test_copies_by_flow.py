@@ -107,6 +107,18 @@ def test_no_literal_is_changed_where_an_honest_copy_might_pass(shape: str) -> No
     assert canaries._mutants("tests/hidden/test_h.py", NOT_COPIED[shape].encode()) is None
 
 
+def test_a_table_of_many_rows_is_copied_from_the_rows_walked_before_the_walk_stops() -> None:
+    """The walk records a bounded number of events; a literal is judged by what
+    happens up to its first use, so the first rows of a long table still give
+    copies (and the last rows, never reached, none)."""
+    rows = ", ".join(f"({i}, {i}, {2 * i})" for i in range(3000))
+    text = f"import calc as m\n\n\ndef test_a():\n    for a, b, want in [{rows}]:\n"
+    text += "        assert m.add(a, b) == want\n"
+    found = _changeable(text)
+    assert found and len(found) < 3000
+    assert canaries._mutants("tests/hidden/test_h.py", text.encode()) is not None
+
+
 _JS_HEAD = (
     "import { test } from 'node:test';\nimport assert from 'node:assert/strict';\n"
     "import * as m from '../../stats.mjs';\n\n"
