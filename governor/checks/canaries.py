@@ -19,8 +19,10 @@ governor writes, fresh for that check (`plant`):
   ``Test*`` class of ``test_*`` methods, ``test_*`` functions, a
   ``test('...')`` named like the file's tests), values drawn at random;
 - **copies of the file's own tests** (`_mutants`): a test that compares what
-  it computes with a literal, copied beside it in its class with that one
-  expected value changed (``assertEqual(add(10, 7), 17)`` made ``... 23)``),
+  it computes with a value written in it, copied beside it in its class with
+  one literal that flows into the expected side changed
+  (``assertEqual(add(10, 7), 17)`` made ``... 23)``, ``self.check(10, 7,
+  17)`` made ``... 23)``: `governor.checks.expected`),
   named with the words of the file's own test names. It calls the code under
   test as its twin does, so a lie cannot tell it from the tests by a shape
   of its own, and a value equal to everything (an ``__eq__`` that returns
