@@ -122,6 +122,23 @@ def _ends_early(node: ast.AST) -> bool:
     return any(isinstance(n, _ENDS_EARLY) for n in ast.walk(node))
 
 
+def _methods(
+    module: ast.Module, cls: ast.ClassDef, seen: frozenset[str] = frozenset()
+) -> dict[str, ast.FunctionDef]:
+    """The plain methods ``self.name(...)`` reaches in ``cls``: its own, and
+    those of its bases that are classes of the same module (a base of
+    helpers), nearer first."""
+    classes = {n.name: n for n in module.body if isinstance(n, ast.ClassDef)}
+    found: dict[str, ast.FunctionDef] = {}
+    for base in reversed(cls.bases):
+        if isinstance(base, ast.Name) and base.id in classes and base.id not in seen:
+            found.update(_methods(module, classes[base.id], seen | {cls.name}))
+    found.update(
+        {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef) and not n.decorator_list}
+    )
+    return found
+
+
 class _Walk:
     """One test's walk: the events in the order they happen."""
 
@@ -132,15 +149,7 @@ class _Walk:
             for n in module.body
             if isinstance(n, ast.FunctionDef) and not n.decorator_list
         }
-        self.methods = (
-            {}
-            if cls is None
-            else {
-                n.name: n
-                for n in cls.body
-                if isinstance(n, ast.FunctionDef) and not n.decorator_list
-            }
-        )
+        self.methods = {} if cls is None else _methods(module, cls)
         self.depth = 0
 
     def emit(self, event: _Event) -> None:

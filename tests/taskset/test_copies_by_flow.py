@@ -32,6 +32,12 @@ COPIED: dict[str, tuple[str, str]] = {
         "    def test_a(self):\n        self.check(10, 7, 17)\n",
         "11:26",
     ),
+    "a helper of a base class of the module": (
+        "import unittest\n\nimport calc as m\n\n\nclass Sums(unittest.TestCase):\n"
+        "    def check(self, a, b, want):\n        self.assertEqual(m.add(a, b), want)\n\n\n"
+        "class LargerSums(Sums):\n    def test_a(self):\n        self.check(10, 7, 17)\n",
+        "13:26",
+    ),
     "a row of the loop's table": (
         _HEAD + "    def test_a(self):\n        for a, b, want in [(10, 7, 17)]:\n"
         "            self.assertEqual(m.add(a, b), want)\n",
