@@ -20,6 +20,7 @@ Rules of this file: pure, no I/O; imports `errors` only.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeVar
 
@@ -30,6 +31,10 @@ T = TypeVar("T")
 Check = Callable[[str, str, Any], T]
 """A value's check: ``check(source, key, value)``, the value (converted) or a
 `ConfigError` naming ``source`` and ``key``."""
+
+ENV_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+"""An environment variable's name, wherever a file names one (a preset's
+``env``/``set_env``, a registry entry's ``env``, a profile's variables)."""
 
 SHOWN_CHARS: Final = 80
 """Characters of a value quoted in an error (`shown`)."""

@@ -6,7 +6,8 @@ presets live in `presets.toml` at the top of the repository (and travel in the
 wheel as package data: `DEFAULT_PATH`); the file is read
 strictly, because a misspelt key would otherwise be a silently ignored setting
 (a `hom` that leaves the agent without its credentials, a `relocte` that hides
-them). Every error is one line naming the file, the preset and the key.
+them). Every error is one line naming the file, the preset and the key; the
+checker of each key, and the kinds only presets hold, are `governor.agents.preset_values`.
 
 `resolve` prefers a program already on PATH (argv[0], then each alternative),
 then the one `governor agents install` put in the governor's data directory
@@ -25,7 +26,6 @@ import os
 import re
 import shlex
 import shutil
-import sys
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -33,49 +33,34 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Final, Literal
 
+from governor.agents.preset_values import (
+    _DEFAULTS,
+    _SCHEMA,
+    _VERSION,
+    KeyHosts,
+    Relocation,
+    _inside,
+)
 from governor.policies import config_values as values
 from governor.policies.errors import ConfigError, toml_error
-from governor.policies.network import HostPatternError, parse_pattern
+from governor.sandbox.net.credentials import is_credential
 
 DEFAULT_PATH: Final = Path(str(resources.files("governor") / "presets.toml"))
 """`presets.toml`, as the package carries it: in a checkout ``governor/presets.toml``
 is a link to the one at the top of the repository (where people edit it), and
 a wheel holds a copy, so an install that is not editable finds it too."""
 
-AGENTS_DIR: Final = Path(str(resources.files("governor") / "agents"))
-"""The bundled agents (`governor/agents`), package data of the wheel."""
-
-PYTHON_MARKER: Final = "{python}"
-AGENTS_MARKER: Final = "{agents}"
-"""Stands for the directory of the bundled agents (`governor/agents`): a script
-path, not ``-m governor.agents...``, so a sandboxed agent needs only that file
-visible, wherever the project is checked out (even under a private ``/tmp``)."""
-"""An argv element standing for the interpreter running acp-governor."""
 
 NPM_HOME: Final = "~/.npm"
 """npx's cache: kept visible and writable when an agent runs through npx."""
 
 _ID = re.compile(r"[a-z0-9][a-z0-9_-]*\Z")
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-_VERSION = re.compile(r"\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?\Z")
-_PEP440 = re.compile(r"\d+(\.\d+)+((a|b|rc|\.post|\.dev)\d+)*\Z")
-"""An exact PyPI release (``6.1``, ``2.25.5``, ``1.0rc1``, ``1.0.post1``)."""
-_PYPI = re.compile(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?\Z")
-_PYTHON = re.compile(r"3\.\d+\Z")
-_REGISTRY_ENTRY = re.compile(r"[a-z][a-z0-9-]*@\d+\.\d+\.\d+\S*\Z")
 
 
 class PresetError(ValueError):
     """`presets.toml` is malformed, or an agent id names no preset."""
 
 
-@dataclass(frozen=True)
-class Relocation:
-    """When `var` is set to an absolute path, home entry `entry` lives at `$var/sub`."""
-
-    var: str
-    entry: str
-    sub: str
 
 
 @dataclass(frozen=True)
@@ -107,6 +92,9 @@ class Preset:
     """The model API hosts (``host[:port]`` patterns) its sandbox may reach."""
     base_url_env: tuple[str, ...] = ()
     """Variables holding the agent's API base URL: their host:port is allowed too."""
+    keys: tuple[KeyHosts, ...] = ()
+    """Each credential variable's own hosts (`KeyHosts`): the governor holds a
+    key for the agent and puts it into requests to these only (`key_hosts`)."""
     version: str | None = None
     """The version of `package` that `governor agents install` and npx use."""
     pypi: str | None = None
@@ -131,6 +119,19 @@ class Preset:
     source: str = str(DEFAULT_PATH)
     """The presets file it comes from: the shipped one, or the operator's own
     (`operator_presets_path`)."""
+
+    def key_hosts(self, var: str) -> KeyHosts | None:
+        """Where the credential ``var`` may go: its ``keys`` entry; for a preset
+        naming one credential variable alone and no ``keys``, the preset's own
+        ``api_hosts`` and ``base_url_env`` (they can be no other key's); else
+        None: a key with no host of its own, which the agent is not given."""
+        for entry in self.keys:
+            if entry.var == var:
+                return entry
+        names = [n for n in self.env if is_credential(n)]
+        if not self.keys and names == [var]:
+            return KeyHosts(var, self.api_hosts, self.base_url_env)
+        return None
 
     def home_paths(self, environ: Mapping[str, str], home: Path) -> tuple[Path, ...]:
         """Where the `home` entries are for a person with this environment and $HOME.
@@ -211,168 +212,6 @@ class NotInstalled:
 # (``check(source, key, value)``, one wording), and the preset's own kinds in it.
 
 
-def _argv(source: str, key: str, v: object) -> tuple[str, ...]:
-    agents = str(AGENTS_DIR)
-    return tuple(
-        sys.executable if a == PYTHON_MARKER else a.replace(AGENTS_MARKER, agents)
-        for a in values.argv(source, key, v)
-    )
-
-
-def _argvs(source: str, key: str, v: object) -> tuple[tuple[str, ...], ...]:
-    if not isinstance(v, list):
-        raise values.expected(source, key, "an array of argv arrays", values.type_name(v))
-    return tuple(_argv(source, f"{key}[{i}]", a) for i, a in enumerate(v))
-
-
-def _env_names(source: str, key: str, v: object) -> tuple[str, ...]:
-    names = values.text_list(source, key, v)
-    for n in names:
-        if not _ENV_NAME.match(n):
-            raise values.expected(source, key, "environment variable names", values.shown(n))
-    return names
-
-
-def _env_name(source: str, key: str, v: object) -> str:
-    if not isinstance(v, str) or not _ENV_NAME.match(v):
-        raise values.expected(source, key, "an environment variable name", values.shown(v))
-    return v
-
-
-def _home(source: str, key: str, v: object) -> tuple[str, ...]:
-    entries = values.text_list(source, key, v)
-    for e in entries:
-        rest = e.removeprefix("~/")
-        if rest == e or not rest or ".." in Path(rest).parts:
-            raise values.expected(source, key, "paths under ~/", values.shown(e))
-    return entries
-
-
-def _inside(path: str, entry: str) -> bool:
-    return path == entry or path.startswith(entry.rstrip("/") + "/")
-
-
-def _relocate(source: str, key: str, v: object) -> tuple[Relocation, ...]:
-    if not isinstance(v, dict):
-        raise values.expected(source, key, "a table of tables", values.type_name(v))
-    out: list[Relocation] = []
-    for var, moves in v.items():
-        if not _ENV_NAME.match(var):
-            raise values.expected(
-                source, key, "a table keyed by environment variable names", values.shown(var)
-            )
-        if not isinstance(moves, dict) or not moves:
-            what = f'{{ "~/entry" = "path under ${var}" }}'
-            raise values.expected(source, f"{key}.{var}", what, values.shown(moves))
-        for entry, sub in moves.items():
-            if not isinstance(sub, str) or os.path.isabs(sub) or ".." in Path(sub).parts:
-                what = f"relative paths under ${var}"
-                raise values.expected(source, f"{key}.{var}", what, values.shown(sub))
-            out.append(Relocation(var, entry, sub))
-    return tuple(out)
-
-
-def _set_env(source: str, key: str, v: object) -> tuple[tuple[str, str], ...]:
-    if not isinstance(v, dict):
-        raise values.expected(source, key, 'a table { NAME = "value" }', values.type_name(v))
-    for name, value in v.items():
-        if not _ENV_NAME.match(name) or not isinstance(value, str) or "\x00" in value:
-            what = "environment variable names and string values"
-            raise values.expected(source, key, what, f"{values.shown(name)} = {values.shown(value)}")
-        if name in GOVERNOR_READS or name.startswith("ACP_GOVERNOR"):
-            what = "variables of the agent's own (HOME, PATH and the governor's are the governor's)"
-            raise values.expected(source, key, what, values.shown(name))
-    return tuple(v.items())
-
-
-GOVERNOR_READS: Final = frozenset({"HOME", "PATH", "TMPDIR", "USER", "LOGNAME", "SHELL"})
-"""What the governor itself reads from the agent's environment (where its home
-folders are bound, where its programs are found): a preset's ``set_env`` does not set these."""
-
-
-def _registry_entry(source: str, key: str, v: object) -> str:
-    if not isinstance(v, str) or not _REGISTRY_ENTRY.match(v):
-        what = "an ACP registry entry's id@version like cline@3.0.4"
-        raise values.expected(source, key, what, values.shown(v))
-    return v
-
-
-def _version(source: str, key: str, v: object) -> str:
-    if not isinstance(v, str) or not (_VERSION.match(v) or _PEP440.match(v)):
-        raise values.expected(source, key, "an exact version like 1.2.3", values.shown(v))
-    return v
-
-
-def _host_patterns(source: str, key: str, v: object) -> tuple[str, ...]:
-    hosts = values.text_list(source, key, v)
-    for host in hosts:
-        try:
-            parse_pattern(host)
-        except HostPatternError as e:
-            what = "an array of host[:port] patterns"
-            raise values.expected(source, key, what, f"{values.shown(host)} ({e})") from None
-    return hosts
-
-
-def _pypi(source: str, key: str, v: object) -> str:
-    if not isinstance(v, str) or not _PYPI.match(v):
-        raise values.expected(source, key, "a PyPI project name like mistral-vibe", values.shown(v))
-    return v
-
-
-def _python(source: str, key: str, v: object) -> str:
-    if not isinstance(v, str) or not _PYTHON.match(v):
-        raise values.expected(source, key, "a Python version like 3.12", values.shown(v))
-    return v
-
-
-# key -> (required, checker); a checker returns the converted value or raises a ConfigError.
-_SCHEMA: Final[dict[str, tuple[bool, values.Check[Any]]]] = {
-    "name": (True, values.text),
-    "argv": (True, _argv),
-    "alternatives": (False, _argvs),
-    "package": (False, values.text),
-    "old_packages": (False, values.text_list),
-    "install": (False, values.text),
-    "npx": (False, values.boolean),
-    "login": (True, values.text),
-    "home": (True, _home),
-    "relocate": (False, _relocate),
-    "env": (False, _env_names),
-    "notes": (False, values.string),
-    "model_env": (False, _env_name),
-    "asking_mode": (False, values.text),
-    "alone_env": (False, _env_names),
-    "api_hosts": (False, _host_patterns),
-    "base_url_env": (False, _env_names),
-    "version": (False, _version),
-    "runs_code": (False, _home),
-    "pypi": (False, _pypi),
-    "python": (False, _python),
-    "set_env": (False, _set_env),
-    "registry_entry": (False, _registry_entry),
-}
-_DEFAULTS: Final[dict[str, object]] = {
-    "alternatives": (),
-    "package": None,
-    "old_packages": (),
-    "install": None,
-    "npx": False,
-    "relocate": (),
-    "env": (),
-    "notes": "",
-    "model_env": None,
-    "asking_mode": None,
-    "alone_env": (),
-    "api_hosts": (),
-    "base_url_env": (),
-    "version": None,
-    "runs_code": (),
-    "pypi": None,
-    "python": None,
-    "set_env": (),
-    "registry_entry": None,
-}
 
 
 def load_presets(text: str | None = None, *, source: str = str(DEFAULT_PATH)) -> dict[str, Preset]:
@@ -450,6 +289,17 @@ def _preset(source: str, pid: str, table: object) -> Preset:
                 f"{where}: `runs_code` names {path!r}, which is in no `home` entry: "
                 "the sandbox hides it already"
             )
+    for entry in fields["keys"]:
+        if entry.var not in fields["env"]:
+            raise PresetError(
+                f"{where}: `keys.{entry.var}` is not in `env`: the agent is never given it"
+            )
+        for name in entry.base_url:
+            if name not in fields["base_url_env"]:
+                raise PresetError(
+                    f"{where}: `keys.{entry.var}.base_url` names {name}, not in `base_url_env`: "
+                    "its host would not be reachable"
+                )
     for r in fields["relocate"]:
         if r.entry not in fields["home"]:
             raise PresetError(f"{where}: `relocate.{r.var}` moves {r.entry!r}, not in `home`")
@@ -495,7 +345,7 @@ def load_operator_presets(
     from governor.sandbox.host.processes import written_places
 
     real = os.path.realpath(path)
-    written = next((w for w in written_places() if real == w or real.startswith(w.rstrip("/") + "/")), None)
+    written = next(iter(written_places().holding(real)), None)
     if written is not None:
         raise PresetError(
             f"{path}: it lies in {written}, a folder an attempt could write: an agent could have "

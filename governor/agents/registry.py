@@ -1,7 +1,8 @@
 """An ACP registry entry (``agent.json``) as a preset: how an operator adds an
 agent we do not ship with a file, not a release of ours (issue 39).
 
-The registry's shape (its ``agent.schema.json``, v1): ``id``, ``name``,
+The registry's shape (its ``agent.schema.json``, v1, at
+https://cdn.agentclientprotocol.com/registry/v1/latest/agent.schema.json): ``id``, ``name``,
 ``version``, ``description`` and ``distribution``, one or more of
 ``npx{package, args, env}``, ``uvx{package, args, env}`` and
 ``binary{<os>-<arch>: {archive, sha256, cmd, args, env}}``. A package may carry
@@ -30,8 +31,8 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from governor.boundary import spelling
+from governor.policies import config_values as values
 
-SCHEMA: Final = "https://cdn.agentclientprotocol.com/registry/v1/latest/agent.schema.json"
 """The registry schema this reading follows."""
 
 _ID: Final = re.compile(r"[a-z][a-z0-9-]*\Z")
@@ -70,15 +71,12 @@ def _strings(value: object, where: str) -> list[str]:
     return list(value)
 
 
-_ENV_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-
-
 def _env(value: object, where: str) -> dict[str, str]:
     if not isinstance(value, dict) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in value.items()
     ):
         raise RegistryError(f"{where} must be an object of string values")
-    bad = [k for k in value if not _ENV_NAME.match(k)]
+    bad = [k for k in value if not values.ENV_NAME.match(k)]
     if bad:
         raise RegistryError(f"{where}: {bad[0]!r} is not an environment variable's name")
     return dict(value)

@@ -32,7 +32,6 @@ from governor.gate.ruling import REFUSED
 from governor.job.spec import PlainProgram
 from governor.mcp import relay as mcp
 from governor.policies.policy import Policy
-from governor.sandbox.net.credentials import Credentials
 
 PROTOCOL_VERSION: Final = 1
 
@@ -79,7 +78,7 @@ class AgentSession(UnderWay):
                 p.executor.argv,
                 p.policy,
                 p.executor.preset,
-                p.env if self.model_api is None else self.model_api.agent_env(p.env),
+                model_api.agent_env(p.env, self.keys, self.model_api),
                 sandbox=p.spec.sandbox_agent,
                 via_npx=p.executor.via_npx,
             )
@@ -328,10 +327,9 @@ class AgentSession(UnderWay):
                 "observed": observed,
                 "strength": strength(observed, self.budget.reported),
             }
-        held = Credentials() if self.model_api is None else self.model_api.interception.credentials
         p = self.prepared
         keys_said = [] if plain else model_api.notices(
-            p.executor.preset, p.env, held, sandboxed=p.sandboxed_agent
+            p.executor.preset, p.env, self.keys, sandboxed=p.sandboxed_agent
         )  # fmt: skip
         end.notices = (
             *turn.notices,

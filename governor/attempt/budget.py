@@ -32,15 +32,21 @@ Rules of this file:
   output: all the API processed) are summed as the calls end, and the call
   whose response takes the sum past ``tokens`` stops the turn; the proxy
   refuses every model request after it (`refusal`), whatever the agent reports.
+  With a limit (`metered`) the proxy carries only calls whose usage it reads,
+  one at a time, and a call whose usage could not be read fails the limit
+  closed (`unread`): unseen tokens are never free.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, Final
 
 from governor.policies.limits import Limits, render
+
+MAX_IDS: Final = 2048
+"""Tool call ids a budget remembers (`Budget.counted_ids`), as `governor.gate.tool_calls` does."""
 
 
 class Budget:
@@ -70,14 +76,21 @@ class Budget:
         self.earlier_tokens = 0
         self.earlier_cost_usd = 0.0
         """What the earlier parts of a paused attempt used (`carry`)."""
+        self.counted_ids: dict[str, None] = {}
+        """The tool call ids counted, over every part (the `MAX_IDS` newest): an
+        agent that starts its work afresh in a resumed part announces the calls
+        it made before under the ids it gave them then; counted once."""
 
-    def carry(self, tool_calls: int, tokens: int | None, cost_usd: float | None) -> None:
+    def carry(
+        self, tool_calls: int, tokens: int | None, cost_usd: float | None, ids: Sequence[str] = ()
+    ) -> None:
         """A paused attempt going on: its earlier parts' use counts against the
         same limits (what is left of them, not a fresh allowance). The parts'
         reports are added, since a session started afresh, or resumed by an
         agent that counts from zero again, reports only its own part: the sum
         is never less than what was used."""
         self.tool_calls = tool_calls
+        self.counted_ids = dict.fromkeys(i for i in ids[-MAX_IDS:] if isinstance(i, str))
         self.earlier_tokens = tokens or 0
         self.earlier_cost_usd = cost_usd or 0.0
 
@@ -101,7 +114,13 @@ class Budget:
         return self.earlier_cost_usd + own
 
     def tool_call(self, tool_call_id: str) -> None:
-        """A tool call the attempt had not seen before."""
+        """A tool call this part had not seen before (one an earlier part counted
+        under the same id is not counted again)."""
+        if tool_call_id in self.counted_ids:
+            return
+        self.counted_ids[tool_call_id] = None
+        if len(self.counted_ids) > MAX_IDS:
+            del self.counted_ids[next(iter(self.counted_ids))]
         self.tool_calls += 1
         limit = self.limits.tool_calls
         if limit is not None and self.tool_calls > limit:
@@ -136,6 +155,28 @@ class Budget:
         if limit is not None and total > limit:
             earlier = f", {self.earlier_tokens} of them in earlier parts" if self.earlier_tokens else ""
             self._passed(f"tokens limit {limit} ([limits] tokens: {total} seen on the wire{earlier})")
+
+    @property
+    def metered(self) -> bool:
+        """Whether the model traffic is held to a limit (``tokens`` or
+        ``cost_usd``): the proxy then carries only calls whose usage it reads,
+        one at a time (`governor.sandbox.net.terminate.Interception.metered`)."""
+        return self.limits.tokens is not None or self.limits.cost_usd is not None
+
+    def unread(self, call: str) -> None:
+        """A model call answered whose usage could not be read on the wire (a
+        coding or a shape the reader does not know): with a limit, it fails
+        closed, as a call past the limit would."""
+        if self.limits.tokens is not None:
+            self._passed(
+                f"tokens limit {self.limits.tokens} ([limits] tokens: the usage of {call} "
+                "could not be read on the wire, so the limit fails closed)"
+            )
+        elif self.limits.cost_usd is not None:
+            self._passed(
+                f"cost_usd limit {self.limits.cost_usd:g} ([limits] cost_usd: the usage of "
+                f"{call} could not be read on the wire, so the limit fails closed)"
+            )
 
     def refusal(self) -> str | None:
         """Why the next model request is refused at the proxy (a limit was

@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import shutil
+from collections.abc import Mapping
 from typing import Any
 
 import structlog
@@ -230,11 +231,12 @@ class Attempt(AgentSession, ProgramRun, RootsChanges):
                 if self.continues is not None:
                     self.gate.number_after(self.continues.state.requests)
                 if not isinstance(p.executor, PlainProgram):
-                    keys = model_api.held_credentials(
+                    keys = self.keys = model_api.held_credentials(
                         p.executor.preset, p.env, sandboxed=p.sandboxed_agent
                     )
                     self.model_api = model_api.open_model_api(
-                        keys, self.id, self.model_calls.record, self.budget.refusal
+                        keys, self.id, self.model_calls.record, self.budget.refusal,
+                        metered=self.budget.metered,
                     )
                 interception = None if self.model_api is None else self.model_api.interception
                 api = network.model_api_hosts(p.executor.preset, p.env)
@@ -332,6 +334,7 @@ class Attempt(AgentSession, ProgramRun, RootsChanges):
         if p.log_path is None or (job := paused.job_of(p.spec)) is None:
             return None
         earlier = self.continues.state if self.continues is not None else None
+        waiting = _waiting_call(self.end.pending)
         return paused.PausedState(
             attempt=self.id,
             log=str(p.log_path.resolve()),
@@ -345,7 +348,8 @@ class Attempt(AgentSession, ProgramRun, RootsChanges):
             session={"id": self.turn.session_id, **self.session_caps},
             elapsed_s=self.end.elapsed_s,
             parts=earlier.parts + 1 if earlier is not None else 1,
-            tool_calls=self.budget.tool_calls,
+            tool_calls=self.budget.tool_calls - (waiting is not None),
+            tool_call_ids=[i for i in self.budget.counted_ids if i != waiting],
             tokens=self.budget.total_tokens,
             cost_usd=self.budget.cost_usd,
         )
@@ -384,3 +388,16 @@ class Attempt(AgentSession, ProgramRun, RootsChanges):
         )
         end.decisions = audit.seq - 1  # every record but the attempt-start
         return end
+
+
+def _waiting_call(pending: Mapping[str, Any] | None) -> str | None:
+    """The id of the tool call whose permission the attempt paused on (None for a
+    request of no tool call: a write, a command, a connection). That call is
+    counted by the part that decides it, where the agent asks it again, under
+    this id or a new one: counted in both, an attempt paused on its last allowed
+    call could never go on."""
+    if pending is None or pending.get("kind") != "permission":
+        return None
+    subject = pending.get("subject")
+    call = subject.get("tool_call") if isinstance(subject, Mapping) else None
+    return call if isinstance(call, str) and call else None

@@ -85,6 +85,9 @@ class PausedState:
     parts: int = 1
     tool_calls: int = 0
     """Tool calls counted over all its parts: ``[limits] tool_calls`` spans them."""
+    tool_call_ids: list[str] = field(default_factory=list)
+    """Their ids (the newest `governor.attempt.budget.MAX_IDS`), but the paused
+    call's: a call is counted once, by the part that decides it."""
     tokens: int | None = None
     cost_usd: float | None = None
     """Tokens and USD cost the agent reported over all its parts (each part's

@@ -17,12 +17,13 @@ import trio
 
 from governor import tamper as tamper_rules
 from governor.attempt.under_way import UnderWay
+from governor.audit import effects
 from governor.audit.log import AuditUnavailable
 from governor.checks import held_out
 from governor.checks.check_values import Checks
 from governor.confine import harness
 from governor.confine import sandboxes as confine
-from governor.confine.workspace import Snapshot, diff
+from governor.confine.workspace import Change, Snapshot, diff
 from governor.ending.attribution import Evidence, change_record, explain
 from governor.ending.steering_files import callouts
 from governor.tamper import baseline as tamper
@@ -56,6 +57,18 @@ class RootsChanges(UnderWay):
         self.end.findings_more = found.more
         self.end.audit_skipped = found.skipped
 
+    def _change_diff(self, change: Change) -> dict[str, str]:
+        """The diff of a change the agent made itself, from the attempt's start
+        (`tamper.change_texts`: source and test files the baseline kept),
+        masked and bounded as a governed write's is; none for a later part of a
+        paused attempt, whose baseline is the attempt's start, not the part's."""
+        if self.baseline is None or self.continues is not None:
+            return {}
+        texts = tamper.change_texts(self.baseline[1], change.path, change.how)
+        if texts is None:
+            return {}
+        return {"diff": effects.unified(change.path, *texts, self.audit.masker)}
+
     def _unasked_changes(self, before: Snapshot, after: Snapshot) -> None:
         """Record each change in the roots that no governed action explains
         (``unasked``), and each that only an allowed permission explains (the agent
@@ -84,6 +97,7 @@ class RootsChanges(UnderWay):
             if cause is not None and cause.tool_call is None and cause.rule != "program":
                 continue  # a governed write or command: its own record says so
             fields = change_record(change, cause)
+            fields.update(self._change_diff(change))
             try:
                 self.audit.record(fields.pop("kind"), session=self.turn.session_id, **fields)
             except AuditUnavailable:

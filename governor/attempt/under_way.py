@@ -43,6 +43,7 @@ from governor.policies import by as who
 from governor.policies.limits import render
 from governor.sandbox.host import budget as sandbox_budget
 from governor.sandbox.host.limits import blame
+from governor.sandbox.net.credentials import Credentials
 from governor.sandbox.net.proxy import EgressProxy
 from governor.sandbox.run.execution import ExitStatus
 from governor.tamper import baseline as tamper
@@ -100,15 +101,19 @@ class UnderWay:
         self.model_api: model_api.ModelApi | None = None
         """The credentials the governor holds for the agent, its CA and trust
         bundle (`governor.confine.model_api`); None: the agent holds its own."""
+        self.keys = Credentials()
+        """The credentials the governor holds (or withholds) for the agent."""
         self.turn = Turn(p.name, on_tool_call=self._on_tool_call, emit=listener)
         self.budget = Budget(p.policy.limits, p.name, self._stop_at)
         self.turn.on_usage = self.budget.report
-        self.model_calls = ModelCalls(self.audit, self.budget.observed)
+        self.model_calls = ModelCalls(
+            self.audit, self.budget.observed, self.budget.unread, emit=self.listener
+        )
         """The model calls the proxy saw (`governor.gate.model_calls`): their
         tokens count against ``[limits] tokens``."""
         if continues is not None:  # the limits span every part: what is left, not a fresh allowance
             state = continues.state
-            self.budget.carry(state.tool_calls, state.tokens, state.cost_usd)
+            self.budget.carry(state.tool_calls, state.tokens, state.cost_usd, state.tool_call_ids)
         self.end = Ending(
             agent=p.name,
             preset=p.executor.id,

@@ -74,6 +74,9 @@ class AttemptPage:
     commands: list[dict[str, Any]] = field(default_factory=list)
     """The ``exit`` records: each command's exit and the newest lines of its output."""
     commands_total: int = 0
+    models: list[dict[str, Any]] = field(default_factory=list)
+    """The ``model`` records: each model call the proxy saw on the wire."""
+    models_total: int = 0
     refusal_groups: dict[tuple[str, ...], list[Any]] = field(default_factory=dict)
     """Identical refusals as one: (kind, what, by, rule, reason) -> [first record,
     how many]; the first `rows` groups are kept, later refusals of a kept group
@@ -107,6 +110,10 @@ class AttemptPage:
             self.changes_total += 1
             if len(self.changes) < self.rows:
                 self.changes.append(record)
+        if kind == "model":
+            self.models_total += 1
+            if len(self.models) < self.rows:
+                self.models.append(record)
         if kind == "exit":
             self.commands_total += 1
             if len(self.commands) < self.rows:

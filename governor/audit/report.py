@@ -39,6 +39,7 @@ from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any, Final
 
+from governor.audit import model_section
 from governor.audit.anchor import Authenticity
 from governor.audit.html_page import badges, document, escape, json_text
 from governor.audit.page_source import AttemptPage
@@ -96,6 +97,7 @@ def render(
             _header(page, log_name),
             _words(page),
             _usage(page.end),
+            model_section.section(page.models, page.models_total, page.attempt),
             _verification(page, check, log_name, authenticity or Authenticity()),
             _tally(page.tally, (page.end or {}).get("tally")),
             _refusals(page),
@@ -388,7 +390,7 @@ def _changes(page: AttemptPage, stats: DiffStat, diffs: Mapping[str, str]) -> st
         else:
             how = change(subject, None, stats)
             why = _explained(r)
-            body = _patched(subject, diffs, folded=False)
+            body = _patched(r, diffs, folded=False)
         seq = r.get("seq")  # a diff record is no decision: no timeline row to link to
         head = escape(f"#{seq}") if r.get("kind") == "diff" else _seq_anchor(seq)
         items.append(
@@ -456,15 +458,20 @@ def _commands(page: AttemptPage) -> str:
     return f'<section id="commands"><h2>Commands ({total})</h2>{cut}{"".join(items)}</section>'
 
 
-def _patched(subject: Any, diffs: Mapping[str, str], *, folded: bool) -> str:
-    """The lines a batch job's patch changed in a change's files (``folded``:
-    under a ``diff`` toggle, for a table's cell)."""
-    if not isinstance(subject, Mapping) or not diffs:
+def _patched(record: Mapping[str, Any], diffs: Mapping[str, str], *, folded: bool) -> str:
+    """The lines a change changed: its record's own diff (a file the agent changed
+    itself, from the attempt's start), else those of a batch job's patch in the
+    change's files (``folded``: under a ``diff`` toggle, for a table's cell)."""
+    subject = record.get("subject")
+    if isinstance(record.get("diff"), str):
+        shown = _diff(record["diff"])
+    elif not isinstance(subject, Mapping) or not diffs:
         return ""
-    listed = subject.get("paths")
-    paths = [subject.get("path"), *(listed if isinstance(listed, list) else [])]
-    found = [diffs[p] for p in paths[:CHANGE_PATHS] if isinstance(p, str) and p in diffs]
-    shown = "".join(_diff(d) for d in found)
+    else:
+        listed = subject.get("paths")
+        paths = [subject.get("path"), *(listed if isinstance(listed, list) else [])]
+        found = [diffs[p] for p in paths[:CHANGE_PATHS] if isinstance(p, str) and p in diffs]
+        shown = "".join(_diff(d) for d in found)
     if not shown or not folded:
         return shown
     return f"<details><summary>diff</summary>{shown}</details>"
@@ -485,7 +492,7 @@ def _unasked(page: AttemptPage, stats: DiffStat, diffs: Mapping[str, str]) -> st
         f'<tr class="{escape(r.get("kind"))}">{_seq_link(r.get("seq"))}<td>{escape(r.get("kind"))}</td>'
         f"<td>{_subject(r.get('subject'), r)}</td>"
         f'<td class="change">{escape(change(r.get("subject"), changed, stats))}'
-        f"{_patched(r.get('subject'), diffs, folded=True)}</td>"
+        f"{_patched(r, diffs, folded=True)}</td>"
         f"<td>{escape(r.get('by'))}</td>"
         f'<td class="explained">{_explained(r)}</td></tr>'
         for r in found

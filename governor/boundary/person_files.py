@@ -15,17 +15,19 @@ hides. So:
   ``/dev/null``, is written too: no agent can make one); nothing is truncated
   or written before that is known;
 - **a link on the way** (`link_out`), in a folder an attempt could write
-  (`written`: the folders the host door keeps, `governor.sandbox.host.processes`),
-  is followed only when where it leads lies inside that same folder: a link the
-  agent could have made never leads the governor out of the agent's own
-  folders. A link elsewhere was the person's (``~/work -> /mnt/data``) and is
-  followed, as any program would;
+  (`written`: the folders the host door keeps, `governor.sandbox.host.processes`,
+  by path and by identity, so a project renamed since, or one under ``/tmp``,
+  is still one), is followed only when where it leads lies inside that same
+  folder: a link the agent could have made never leads the governor out of the
+  agent's own folders. A link elsewhere was the person's (``~/work ->
+  /mnt/data``) and is followed, as any program would;
 - **an input** (`read_input`) is read under the same rule, its last component
   too (a policy file that is the person's own link into their dotfiles still
   reads).
 
 Rules of this room: the standard library only; the caller says which folders
-an attempt could write.
+an attempt could write (a list of paths, or `WrittenFolders`, which the host
+door's record answers).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ import os
 import stat
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Final
+from typing import Final, Protocol, runtime_checkable
 
 _NOFOLLOW: Final = os.O_NOFOLLOW | os.O_CLOEXEC
 _NOT_REGULAR: Final = (
@@ -54,15 +56,38 @@ class NamedFileRefused(OSError):
         super().__init__(errno.ELOOP, why, str(path))
 
 
+@runtime_checkable
+class WrittenFolders(Protocol):
+    """The folders an attempt could write, asked folder by folder: a record
+    that knows a folder by more than its path (its identity, after a rename)
+    answers for it (`governor.sandbox.host.processes.WrittenPlaces`)."""
+
+    def holding(self, path: str) -> Sequence[str]:
+        """The folders an attempt could write that hold ``path`` (a real path):
+        itself or a folder above it, each as it is named now."""
+        ...
+
+
+Written = Sequence[str] | WrittenFolders
+"""Real paths of the folders an attempt could write, or a record to ask."""
+
+
 def _under(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
-def link_out(path: str | Path, written: Sequence[str]) -> str | None:
+def _holding(written: Written, path: str) -> Sequence[str]:
+    if isinstance(written, WrittenFolders):
+        return written.holding(path)
+    return [folder for folder in written if _under(path, folder)]
+
+
+def link_out(path: str | Path, written: Written) -> str | None:
     """Why ``path`` may not be opened: a link on its way (its last component
-    too) that lies in one of ``written`` (real paths of folders an attempt could
-    write) and leads outside that folder. None when there is none."""
-    if not written:
+    too) that lies in a folder of ``written`` (real paths of folders an attempt
+    could write, or a record that knows them) and leads outside that folder.
+    None when there is none."""
+    if isinstance(written, Sequence) and not written:
         return None
     named = os.fspath(path)
     # walked as the kernel does: ``..`` goes up from where the last link led,
@@ -79,8 +104,8 @@ def link_out(path: str | Path, written: Sequence[str]) -> str | None:
             current = step
             continue
         target = os.path.realpath(step)
-        for folder in written:
-            if _under(current, folder) and not _under(target, folder):
+        for folder in _holding(written, current):
+            if not _under(target, folder):
                 return (
                     f"{step} is a link to {target}, outside {folder}, a folder an attempt "
                     "could write: the governor follows no link an agent could have made "
@@ -96,7 +121,7 @@ def open_output(
     append: bool = False,
     readable: bool = False,
     mode: int = 0o644,
-    written: Sequence[str] = (),
+    written: Written = (),
 ) -> tuple[int, bool]:
     """A descriptor to write ``path`` (see the module's rules) and whether this
     made it. An existing file is truncated unless ``append``. `NamedFileRefused`
@@ -147,7 +172,7 @@ def _a_link(path: str | Path) -> str:
     )
 
 
-def write_output(path: str | Path, text: str | bytes, *, written: Sequence[str] = ()) -> None:
+def write_output(path: str | Path, text: str | bytes, *, written: Written = ()) -> None:
     """``text`` (UTF-8 when a string) written to ``path`` by `open_output`, all of it."""
     data = text.encode("utf-8") if isinstance(text, str) else text
     fd, _ = open_output(path, written=written)
@@ -155,7 +180,7 @@ def write_output(path: str | Path, text: str | bytes, *, written: Sequence[str] 
         f.write(data)
 
 
-def read_input(path: str | Path, *, written: Sequence[str] = ()) -> bytes:
+def read_input(path: str | Path, *, written: Written = ()) -> bytes:
     """The bytes of ``path``, a file the person named, read under `link_out`'s
     rule (`NamedFileRefused` naming the link), and only when it is a regular
     file (a FIFO an agent left would block the governor)."""
@@ -170,13 +195,15 @@ def read_input(path: str | Path, *, written: Sequence[str] = ()) -> bytes:
         return f.read()
 
 
-def read_input_text(path: str | Path, *, written: Sequence[str] = ()) -> str:
+def read_input_text(path: str | Path, *, written: Written = ()) -> str:
     """`read_input` decoded as UTF-8 (a `UnicodeDecodeError` as the codec says it)."""
     return read_input(path, written=written).decode("utf-8")
 
 
 __all__ = [
     "NamedFileRefused",
+    "Written",
+    "WrittenFolders",
     "link_out",
     "open_output",
     "read_input",

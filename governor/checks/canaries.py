@@ -19,8 +19,10 @@ governor writes, fresh for that check (`plant`):
   ``Test*`` class of ``test_*`` methods, ``test_*`` functions, a
   ``test('...')`` named like the file's tests), values drawn at random;
 - **copies of the file's own tests** (`_mutants`): a test that compares what
-  it computes with a literal, copied beside it in its class with that one
-  expected value changed (``assertEqual(add(10, 7), 17)`` made ``... 23)``),
+  it computes with a value written in it, copied beside it in its class with
+  one literal that flows into the expected side changed
+  (``assertEqual(add(10, 7), 17)`` made ``... 23)``, ``self.check(10, 7,
+  17)`` made ``... 23)``: `governor.checks.expected`),
   named with the words of the file's own test names. It calls the code under
   test as its twin does, so a lie cannot tell it from the tests by a shape
   of its own, and a value equal to everything (an ``__eq__`` that returns
@@ -57,11 +59,14 @@ otherwise), still passes them; held-out tests (names and files it never saw,
 whose copies are made the same way) are what catch that. A lie that reads
 the check's own copy of a held-out file can pair a test with its copy (the
 same body but one literal, the copy after its twin: `_mutants` says why) and
-lie about the first only. A test
-whose assertion is in a helper (``self.check(2, 3, 5)``), in a loop or a
-branch, or against a computed value is not copied: a file of only such tests
-has the templates below (likewise a node test with options, or whose
-assertion is not a line of its own: `_js_mutants`). A check that runs only some tests of an acceptance file by name (``-k``,
+lie about the first only. A test is
+copied where a literal of its own body flows into the expected side of an
+equality (`governor.checks.expected`: through a helper of the file, a table
+of the test's, a ``subTest``, a name or a computed value; node:
+`_js_expected`); a test whose expected value comes from elsewhere (a file,
+a fixture, a module-level table, a branch) is not, and a held-out file of
+only such tests is refused before start (`uncopied`): its canaries would be
+the templates below only. A check that runs only some tests of an acceptance file by name (``-k``,
 ``file::test``) runs no canary of it, and is ``runner-lied``: run the file.
 """
 
@@ -78,6 +83,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
+from governor.checks import expected
 from governor.checks.test_results import (
     _JS_EXT,
     _JS_TEST,
@@ -201,6 +207,94 @@ def carriers(policy: Policy, acceptance: Acceptance) -> Acceptance:
     return Acceptance(tuple(dict.fromkeys((*acceptance.tests, *found))), acceptance.source)
 
 
+def uncopied(policy: Policy) -> list[str]:
+    """A problem for each held-out test file of the bound ``policy`` none of whose
+    tests can be copied (`copyless`), said before start when the policy has
+    checks: in such a file a check's canaries are the public templates only,
+    which a lie can recognise by their text and spare while it lies about the
+    file's tests. Names the file, the line of the first assertion the copier
+    could not follow (never a value or a test's name: held-out tests are shown
+    to no one), and how to write it so it can be copied."""
+    if not policy.held_out or not policy.checks:
+        return []
+    try:
+        found = frozen.files_under(policy.held_out, policy.roots)
+    except (frozen.FrozenTooLarge, OSError):
+        return []
+    problems = []
+    for rel, path in sorted(found)[: MAX_FILES * 4]:
+        if not rel.endswith(_PY_EXT + _JS_EXT) or not collect([(rel, path)]):
+            continue
+        try:
+            with open(path, "rb") as f:
+                data = f.read(MAX_FILE_BYTES + 1)
+        except OSError:
+            continue
+        if len(data) > MAX_FILE_BYTES or (why := copyless(rel, data)) is None:
+            continue
+        how = (
+            "assert.deepEqual(f(x), 17); on a line of its own in a plain test('...', () => {, "
+            "through a helper function of the file, or const want = 17;"
+            if rel.endswith(_JS_EXT)
+            else "self.assertEqual(f(x), 17) or assert f(x) == 17, in the test's body, a "
+            "subTest, a loop over a table written in the test, a helper of the same file "
+            "it calls with the value, or a name bound to it (want = 17); not through a "
+            "decorator, a fixture, a file or a module-level constant"
+        )
+        problems.append(
+            f"[sandbox] held_out {rel}: no test in it can be copied as a canary ({why}, "
+            "the first assertion the copier cannot follow): a check's canaries there would be "
+            "the public templates only, which a lie can tell by their text and spare while it "
+            "lies about the file's tests; compare what a test computes with a value written "
+            f"in the test: {how} (docs/loops.md, canaries)"
+        )
+    return problems
+
+
+def copyless(rel: str, data: bytes) -> str | None:
+    """Where a test file none of whose tests can be copied asserts first
+    (``line N, self.assertTrue``), or None: one can be, or it is not read (it
+    then gets no canaries either: `plant`). The caller knows it has tests."""
+    if rel.endswith(_PY_EXT):
+        try:
+            tree = ast.parse(data)
+        except (SyntaxError, ValueError):
+            return None
+        if _sites(tree):
+            return None
+        tests = [
+            n
+            for n in ast.walk(tree)
+            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name.startswith("test")
+        ]
+        asserted: list[tuple[int, str]] = []
+        for node in (n for test in tests for n in ast.walk(test)):
+            if isinstance(node, ast.Assert):
+                asserted.append((node.lineno, "assert"))
+            elif isinstance(node, ast.Call):
+                func = node.func
+                name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+                if name.startswith(("assert", "fail")):
+                    asserted.append((node.lineno, ast.unparse(func)[:60]))
+        if asserted:
+            line, what = min(asserted)
+            return f"line {line}, {what}"
+        return f"line {min((t.lineno for t in tests), default=1)}, a test"
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if not _JS_TEST.search(text) or _js_mutants(rel, data) is not None:
+        return None
+    lines = text.split("\n")
+    first = next(n for n, one in enumerate(lines) if _JS_TEST.search(one))
+    for n, written in enumerate(lines[first:], first + 1):
+        called = re.search(r"\bassert(?:\.\w+)?(?=\s*\()", written)
+        if called is not None:
+            return f"line {n}, {called.group(0)}"
+    return f"line {first + 1}, a test"
+
+
 def acceptance_files(acceptance: Acceptance) -> list[str]:
     """The files the acceptance tests are in, in order, without repeats."""
     files = dict.fromkeys(t.partition("::")[0] for t in acceptance.tests)
@@ -253,113 +347,55 @@ def plant(acceptance: Acceptance, roots: Sequence[str], folder: str) -> Planted:
 
 MAX_MUTANTS: Final = 2
 """Tests of one file copied as mutants (`_mutants`), drawn at random."""
-_EQUAL_METHODS: Final = frozenset(
-    {
-        "assertEqual", "assertEquals", "assertListEqual", "assertTupleEqual", "assertDictEqual",
-        "assertSequenceEqual", "assertMultiLineEqual",
-    }
-)  # fmt: skip
-"""``unittest`` assertions of equality whose expected value can be changed
-(not ``assertAlmostEqual``: a ``delta`` may swallow the change)."""
 
 
 @dataclass(frozen=True, slots=True)
 class _Site:
-    """A test of the file that compares what it computes with a literal, as a
-    statement of its own body: where the test is, its name (``Class::name`` or
-    ``name``), the literal's constant to change, and the assertion's family."""
+    """A test of the file with a literal of its own body whose value reaches
+    the expected side of an equality first (`governor.checks.expected`):
+    where the test is, its name (``Class::name`` or ``name``), the literal,
+    the value it is changed to, and the assertion's family."""
 
     test: ast.FunctionDef
     name: str
     group: Group
     constant: ast.Constant
+    value: object
     family: str
 
 
-def _literal(node: ast.expr) -> bool:
-    try:
-        ast.literal_eval(node)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return False
-    return True
-
-
-def _compared(stmt: ast.stmt) -> tuple[ast.expr, str] | None:
-    """The literal side of an equality ``stmt`` asserts, and its family: ``self.
-    assertEqual(X, L)`` (either order) or ``assert X == L``, where ``X`` is not
-    a literal (it is what the test computes)."""
-    if isinstance(stmt, ast.Assert):
-        test = stmt.test
-        if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
-            return None
-        if not isinstance(test.ops[0], ast.Eq):
-            return None
-        pair, family = (test.left, test.comparators[0]), "assert =="
-    elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
-        call = stmt.value
-        func = call.func
-        if not (
-            isinstance(func, ast.Attribute)
-            and isinstance(func.value, ast.Name)
-            and func.value.id == "self"
-            and func.attr in _EQUAL_METHODS
-            and len(call.args) >= 2
-        ):
-            return None
-        pair, family = (call.args[0], call.args[1]), func.attr
-    else:
-        return None
-    literal = [_literal(side) for side in pair]
-    if literal == [False, True]:
-        return pair[1], family
-    if literal == [True, False]:
-        return pair[0], family
-    return None
-
-
-_ENDS_EARLY: Final = (
-    ast.Return,
-    ast.Raise,
-    ast.Yield,
-    ast.YieldFrom,
-    ast.Try,
-    ast.Break,
-    ast.Continue,
-)
-
-
-def _sites(tree: ast.Module) -> list[_Site]:
-    """The tests of the file that can be copied as mutants: an undecorated,
-    plain ``def test*`` at the top level or in a top-level class, with an
-    equality against a literal as a statement of its own body, reached on every
-    run (nothing before it that returns, raises or catches)."""
-    tests: list[tuple[ast.FunctionDef, str, Group]] = []
+def _tests(tree: ast.Module) -> list[tuple[ast.FunctionDef, str, Group, ast.ClassDef | None]]:
+    """The file's ``def test*`` at the top level or in an undecorated
+    top-level class: each with its name (``Class::name`` or ``name``), the
+    runners that run it and its class."""
+    tests: list[tuple[ast.FunctionDef, str, Group, ast.ClassDef | None]] = []
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name.startswith("test"):
-            tests.append((node, node.name, "pytest"))
+            tests.append((node, node.name, "pytest", None))
         elif isinstance(node, ast.ClassDef) and not node.decorator_list:
             group: Group = "unittest" if node.bases else "pytest"
             for item in node.body:
                 if isinstance(item, ast.FunctionDef) and item.name.startswith("test"):
-                    tests.append((item, f"{node.name}::{item.name}", group))
+                    tests.append((item, f"{node.name}::{item.name}", group, node))
+    return tests
+
+
+def _sites(tree: ast.Module) -> list[_Site]:
+    """The tests of the file that can be copied as mutants: an undecorated,
+    plain ``def test*`` at the top level or in a top-level class, with a
+    literal of its body that reaches the expected side of an equality on
+    every run, wherever the equality is written (in the body, a ``subTest``,
+    a loop over a table of the test's, a helper it calls, against a name or
+    a computed value: `governor.checks.expected`). One such literal is drawn
+    per test."""
     out = []
-    for test, name, group in tests:
+    for test, name, group, cls in _tests(tree):
         if test.decorator_list:
             continue
-        for n, stmt in enumerate(test.body):
-            if any(isinstance(x, _ENDS_EARLY) for s in test.body[:n] for x in ast.walk(s)):
-                break
-            compared = _compared(stmt)
-            if compared is None:
-                continue
-            constants = [
-                c
-                for c in ast.walk(compared[0])
-                if isinstance(c, ast.Constant) and _mutated(c.value) is not None
-            ]
-            if constants:
-                out.append(_Site(test, name, group, _RNG.choice(constants), compared[1]))
-                break
+        found = list(expected.changeable(tree, cls, test, _mutated))
+        if found:
+            pick = _RNG.choice(found)
+            out.append(_Site(test, name, group, pick.constant, pick.value, pick.family))
     return out
 
 
@@ -443,9 +479,7 @@ def _mutants(rel: str, data: bytes) -> tuple[bytes, list[Canary], set[str]] | No
         head = body[first].encode("utf-8")[: const.col_offset]
         tail = body[last].encode("utf-8")[const.end_col_offset :]
         was = ast.get_source_segment(text, const) or ""
-        value = _mutated(const.value)
-        if value is None:
-            continue
+        value = site.value
         changed = (head + _constant_text(value, const, was).encode("utf-8") + tail).decode("utf-8")
         copy = [*body[:first], changed, *body[last + 1 :]]
         copy[0] = copy[0].replace(f"def {test.name}(", f"def {name}(", 1)
@@ -492,10 +526,148 @@ def _js_literal(text: str) -> str | None:
     return None if changed is None else repr(changed)
 
 
+_JS_EXPECTED_NAME: Final = re.compile(
+    r"^\s*\w+\.(?P<family>deepStrictEqual|deepEqual|strictEqual|equal)\((?P<actual>.+),\s*"
+    r"(?P<name>[A-Za-z_$][\w$]*)\s*\);?\s*$"
+)
+"""An ``assert`` equality of what a test computes with a name (a helper's
+parameter, a name bound to a literal), on a line of its own."""
+_JS_HELPER: Final = re.compile(
+    r"^function\s+(?P<name>[A-Za-z_$][\w$]*)\s*\((?P<params>[\w$\s,]*)\)\s*\{\s*$"
+)
+"""A helper written plainly at the top level: ``function check(xs, want) {``."""
+_JS_CALL: Final = re.compile(
+    r"^(?P<head>\s*(?P<name>[A-Za-z_$][\w$]*)\()(?P<args>.*)(?P<tail>\);?\s*)$"
+)
+_JS_CONST: Final = re.compile(
+    rf"^(?P<head>\s*(?:const|let|var)\s+(?P<name>[A-Za-z_$][\w$]*)\s*=\s*)"
+    rf"(?P<literal>{_JS_LITERAL})(?P<tail>\s*;?\s*)$"
+)
+"""A name bound to a literal on a line of its own: ``const want = 3;``."""
+
+
+def _js_words(text: str) -> set[str]:
+    return set(re.findall(r"[A-Za-z_$][\w$]*", text))
+
+
+def _js_helpers(lines: Sequence[str]) -> dict[str, tuple[int, int, str]]:
+    """Helpers of the file whose first use of one parameter is the expected
+    side of an equality: name -> (how many parameters, that one's place,
+    the equality's family). Nothing before it in the helper returns, throws,
+    branches or uses that parameter, and the computed side does not name it."""
+    out: dict[str, tuple[int, int, str]] = {}
+    for i, line in enumerate(lines):
+        opened = _JS_HELPER.match(line.rstrip("\n"))
+        if opened is None:
+            continue
+        params = [p.strip() for p in opened.group("params").split(",") if p.strip()]
+        used: set[str] = set()
+        for body in lines[i + 1 :]:
+            if body.startswith("}"):
+                break
+            equal = _JS_EXPECTED_NAME.match(body.rstrip("\n"))
+            if equal is not None and equal.group("name") in params:
+                name = equal.group("name")
+                if name not in used and name not in _js_words(equal.group("actual")):
+                    out[opened.group("name")] = (
+                        len(params),
+                        params.index(name),
+                        equal.group("family"),
+                    )
+                break
+            if _JS_ENDS_EARLY.search(body):
+                break
+            used |= _js_words(body)
+    return out
+
+
+def _js_arguments(text: str) -> list[tuple[int, int]] | None:
+    """Where each argument of a call's argument list is (start, end), split at
+    the commas outside brackets and quotes; None for what is not read here."""
+    spans: list[tuple[int, int]] = []
+    depth, start, quote = 0, 0, ""
+    for k, ch in enumerate(text):
+        if quote:
+            if ch == "\\":
+                return None
+            if ch == quote:
+                quote = ""
+        elif ch in "'\"`":
+            if ch == "`":
+                return None
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+            if depth < 0:
+                return None
+        elif ch == "," and depth == 0:
+            spans.append((start, k))
+            start = k + 1
+    if quote or depth:
+        return None
+    spans.append((start, len(text)))
+    return spans
+
+
+def _js_expected(
+    body: Sequence[str], helpers: dict[str, tuple[int, int, str]]
+) -> tuple[int, str, str, str, str] | None:
+    """In a plain test's body, the first line whose literal reaches the expected
+    side of an equality: (its place, the text before the literal, the
+    literal, the text after, the family). An equality with a literal on its
+    own line, a call of a helper (`_js_helpers`) with a literal in the
+    expected parameter's place, or ``const want = 3;`` whose name is next used
+    as an equality's expected side; nothing before that returns, throws,
+    branches or skips."""
+    bound: dict[str, tuple[int, str, str, str]] = {}  # name -> (line, head, literal, tail)
+    for j, line in enumerate(body):
+        text = line.rstrip("\n")
+        equal = _JS_EQUAL.match(text)
+        if equal is not None:
+            family = equal.group("head").strip().split("(")[0].rpartition(".")[2]
+            return j, equal.group("head"), equal.group("literal"), equal.group("tail"), family
+        named = _JS_EXPECTED_NAME.match(text)
+        if (
+            named is not None
+            and named.group("name") in bound
+            and named.group("name") not in _js_words(named.group("actual"))
+        ):
+            at, head, literal, tail = bound[named.group("name")]
+            return at, head, literal, tail, named.group("family")
+        call = _JS_CALL.match(text)
+        if call is not None and call.group("name") in helpers:
+            count, place, family = helpers[call.group("name")]
+            spans = _js_arguments(call.group("args"))
+            if spans is not None and len(spans) == count:
+                a, b = spans[place]
+                arg = call.group("args")[a:b]
+                if re.fullmatch(_JS_LITERAL, arg.strip()):
+                    lead = len(arg) - len(arg.lstrip())
+                    head = call.group("head") + call.group("args")[: a + lead]
+                    tail = call.group("args")[a + lead + len(arg.strip()) :] + call.group("tail")
+                    return j, head, arg.strip(), tail, family
+        const = _JS_CONST.match(text)
+        if const is not None:
+            bound[const.group("name")] = (
+                j,
+                const.group("head"),
+                const.group("literal"),
+                const.group("tail"),
+            )
+            continue
+        if _JS_ENDS_EARLY.search(line):
+            return None
+        bound = {k: v for k, v in bound.items() if k not in _js_words(text)}
+    return None
+
+
 def _js_mutants(rel: str, data: bytes) -> tuple[bytes, list[Canary], set[str]] | None:
     """`_mutants` for a ``node:test`` file: a test written plainly whose body
     asserts an equality with a literal on a line of its own (``assert.
-    deepEqual(m.mean([2, 4, 6]), 4);``), nothing before it that returns,
+    deepEqual(m.mean([2, 4, 6]), 4);``), or through a helper of the file or a
+    name bound to a literal (`_js_expected`), nothing before it that returns,
     throws, branches or skips, copied beside it with that literal changed and
     a name made of the words of the file's own test names."""
     try:
@@ -505,7 +677,9 @@ def _js_mutants(rel: str, data: bytes) -> tuple[bytes, list[Canary], set[str]] |
     lines = [line for line in re.split(r"(?<=\n)", text) if line]
     names = [m.group(2) for m in _JS_TEST.finditer(text)]
     vocabulary = [w for n in names for w in n.split() if w.isidentifier()]
-    sites: list[tuple[int, int, int, str]] = []  # (open line, close line, assert line, name)
+    helpers = _js_helpers(lines)
+    # (open line, close line, the line whose literal is changed, name, head, literal, tail, family)
+    sites: list[tuple[int, int, int, str, str, str, str, str]] = []
     for i, line in enumerate(lines):
         opened = _JS_OPEN.match(line.rstrip("\n"))
         if opened is None:
@@ -514,23 +688,21 @@ def _js_mutants(rel: str, data: bytes) -> tuple[bytes, list[Canary], set[str]] |
         end = next((j for j in range(i + 1, len(lines)) if lines[j].startswith(close)), None)
         if end is None:
             continue
-        for j in range(i + 1, end):
-            if _JS_EQUAL.match(lines[j].rstrip("\n")):
-                sites.append((i, end, j, opened.group("name")))
-                break
-            if _JS_ENDS_EARLY.search(lines[j]):
-                break
+        found = _js_expected(lines[i + 1 : end], helpers)
+        if found is not None:
+            at, head, literal, tail, family = found
+            sites.append((i, end, i + 1 + at, opened.group("name"), head, literal, tail, family))
     if not sites:
         return None
     taken = set(names)
     inserts: list[tuple[int, str]] = []
     canaries: list[Canary] = []
     said: set[str] = set()
-    for i, end, j, twin in _RNG.sample(sites, min(MAX_MUTANTS, len(sites))):
-        found = _JS_EQUAL.match(lines[j].rstrip("\n"))
-        assert found is not None
-        literal = _js_literal(found.group("literal"))
-        if literal is None:
+    for i, end, j, twin, head, written, tail, family in _RNG.sample(
+        sites, min(MAX_MUTANTS, len(sites))
+    ):
+        other = _js_literal(written)
+        if other is None:
             continue
         while True:
             count = max(2, len(twin.split()))
@@ -538,13 +710,12 @@ def _js_mutants(rel: str, data: bytes) -> tuple[bytes, list[Canary], set[str]] |
             if name not in text and name not in taken and not any(n in name for n in taken):
                 taken.add(name)
                 break
-        changed = found.group("head") + literal + found.group("tail") + "\n"
+        changed = head + other + tail + "\n"
         opening = lines[i].replace(twin, name, 1)
         copy = "".join([opening, *lines[i + 1 : j], changed, *lines[j + 1 : end + 1]])
         if not copy.endswith("\n"):
             copy += "\n"
         inserts.append((end + 1, "\n" + copy))
-        family = f"{found.group('head').strip().split('(')[0].rpartition('.')[2]}"
         family = f"assert.{family}, a copy of the file's own test with its expected value changed"
         canaries.append(Canary(rel, name, "failed", "node", family, twin=twin))
         said |= {name} | ({changed.strip()} - {line.strip() for line in lines})

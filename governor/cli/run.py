@@ -23,6 +23,7 @@ from governor.policies.capability import CAPABILITY_NAMES, Capability
 if TYPE_CHECKING:
     from governor.ending.outcome import Outcome
     from governor.job.spec import AttemptSpec, Prepared
+    from governor.sandbox.host.processes import WrittenPlaces
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -215,7 +216,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=main, command=[])
 
 
-def _written(args: argparse.Namespace) -> tuple[str, ...]:
+def _written(args: argparse.Namespace) -> WrittenPlaces:
     """The folders an attempt could write, this run's workspace among them: a
     file the person names is not reached through a link out of one
     (`governor.boundary.person_files`)."""

@@ -7,8 +7,13 @@ instead of the agent, where each is bound, and what the agent's sandbox gets.
   agent runs in its sandbox behind the proxy. Unsandboxed (full access, or
   ``sandbox_agent`` off) the agent has the host's network and no proxy to swap
   in the value: it holds the real key, as before, and the outcome says so.
-- Bound to: the preset's ``api_hosts`` (TLS) and the host of each base-URL
-  variable set (``http://`` is plain HTTP: a loopback gateway or stand-in).
+- Bound to: each key to its own hosts (the preset's ``keys``,
+  `governor.agents.presets.KeyHosts`: its API hosts, TLS, and the host of each
+  of its base-URL variables set, ``http://`` being plain HTTP: a loopback
+  gateway or stand-in), never the union of the preset's hosts: OpenCode's
+  Anthropic key never goes to its OpenAI gateway. A credential variable with
+  no host of its own is withheld: not in the agent's environment at all, and
+  the outcome says so.
 - The sandbox gets: each placeholder in place of the value, the trust bundle
   (the system's CAs plus the attempt's) bound read-only in the attempt's own
   folder, and the variables clients read it from (`governor.sandbox.net.tls.trust_env`).
@@ -19,7 +24,7 @@ from __future__ import annotations
 import os
 import ssl
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Final
 
@@ -27,19 +32,29 @@ from governor.agents.presets import Preset
 from governor.confine.attempt_folders import attempt_folder
 from governor.sandbox.net.credentials import (
     Binding,
+    Credential,
     Credentials,
     binding,
     is_credential,
+    placeholder_for,
     url_binding,
 )
 from governor.sandbox.net.terminate import Interception, Recorder
 from governor.sandbox.net.tls import UPSTREAM_CA_ENV, AttemptCA, trust_env, upstream_context
 
 
-def bindings(preset: Preset, env: Mapping[str, str]) -> tuple[Binding, ...]:
-    """Where the preset's credentials may go: its API hosts and its base URLs' hosts."""
-    found = [binding(h) for h in preset.api_hosts]
-    for name in preset.base_url_env:
+def bindings(preset: Preset, var: str, env: Mapping[str, str]) -> tuple[Binding, ...]:
+    """Where the preset's credential ``var`` may go: its own API hosts and the
+    hosts of its own base-URL variables that are set (`Preset.key_hosts`),
+    each host with the calls the preset names for it there (Copilot's GitHub
+    token on ``api.github.com``: its token exchange, not the token's whole
+    authority); none when it has no host of its own (never another key's)."""
+    own = preset.key_hosts(var)
+    if own is None:
+        return ()
+    calls = dict(own.calls)
+    found = [replace(binding(h), calls=calls.get(h, ())) for h in own.hosts]
+    for name in own.base_url:
         value = env.get(name, "")
         if value and (bound := url_binding(value)) is not None:
             found.append(bound)
@@ -63,7 +78,18 @@ def held_credentials(preset: Preset | None, env: Mapping[str, str], *, sandboxed
     operator set `AGENT_HOLDS_KEYS_ENV`)."""
     if preset is None or not sandboxed or agent_holds_keys():
         return Credentials()
-    return Credentials.from_env(env, preset.env, bindings(preset, env))
+    held: list[Credential] = []
+    withheld: list[str] = []
+    for name in dict.fromkeys(preset.env):
+        value = env.get(name)
+        if not value or not is_credential(name):
+            continue
+        bound = bindings(preset, name, env)
+        if bound:
+            held.append(Credential(name, value, placeholder_for(value), bound))
+        else:
+            withheld.append(name)
+    return Credentials(held, withheld)
 
 
 @dataclass(frozen=True)
@@ -79,7 +105,14 @@ class ModelApi:
     def agent_env(self, env: Mapping[str, str]) -> dict[str, str]:
         """The agent's environment: placeholders instead of the real values,
         and the trust variables."""
-        return {**env, **self.interception.credentials.sandbox_env(), **trust_env(str(self.bundle))}
+        return {**self.interception.credentials.sandbox_env(env), **trust_env(str(self.bundle))}
+
+
+def agent_env(env: Mapping[str, str], held: Credentials, api: ModelApi | None) -> dict[str, str]:
+    """The agent's environment: no withheld credential (even when the
+    governor holds none for it, and so terminates nothing), the placeholders
+    and trust variables when it holds some."""
+    return held.sandbox_env(env) if api is None else api.agent_env(env)
 
 
 def open_model_api(
@@ -87,9 +120,12 @@ def open_model_api(
     label: str,
     record: Recorder,
     refusal: Callable[[], str | None] = lambda: None,
+    *,
+    metered: bool = False,
 ) -> ModelApi | None:
     """The CA, trust folder and interception of an attempt that holds
-    ``credentials`` (None when it holds none: every host stays a tunnel)."""
+    ``credentials`` (None when it holds none: every host stays a tunnel);
+    ``metered``: a tokens or cost limit is set (`Interception.metered`)."""
     if not credentials:
         return None
     ca = AttemptCA.make(label)
@@ -97,7 +133,7 @@ def open_model_api(
     bundle = ca.trust_folder(trust)
     os.chmod(trust, 0o755)  # read by the agent's uid inside the sandbox
     extra = os.environ.get(UPSTREAM_CA_ENV) or None
-    interception = Interception(credentials, ca, upstream_context(extra), record, refusal)
+    interception = Interception(credentials, ca, upstream_context(extra), record, refusal, metered)
     return ModelApi(interception, trust, bundle)
 
 
@@ -120,6 +156,12 @@ def notices(
         out.append(
             f"the agent held the real {', '.join(names)}: {AGENT_HOLDS_KEYS_ENV}=1 gave "
             "them to it, and its model calls were not seen on the wire"
+        )
+    if held.withheld:
+        out.append(
+            f"the agent was not given {', '.join(held.withheld)}: its preset binds it to no "
+            "host of its own (`keys` in presets.toml), and a key is never put into a request "
+            "to another key's host"
         )
     if not held:
         homes = [h for h in preset.home_paths(env, Path(env.get("HOME") or "/nonexistent")) if h.exists()]

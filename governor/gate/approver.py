@@ -191,9 +191,23 @@ class Approvals:
 
     @staticmethod
     def _key(kind: str, subject: dict[str, Any], shown: str) -> tuple[str, str]:
-        # A grant covers the same subject however it comes back: a command granted in
-        # a permission request is the same command in the terminal/create after it.
-        return ("command" if kind == "terminal" or "command" in subject else kind, shown)
+        """What an "always" covers: what the governor knows a request does, never
+        what the agent chose to show. A command is the same command however it
+        comes back (granted in a permission request, it is the terminal/create
+        after it); a permission of no command covers its kind of tool on the same
+        paths, or, naming none, the same input only: its title is the agent's
+        word, and keyed on it, "Edit notes" allowed always would allow any tool
+        call the agent titled so."""
+        if kind == "terminal" or "command" in subject:
+            return ("command", shown)
+        if kind != "permission":
+            return (kind, shown)
+        paths = subject.get("paths")
+        if paths:
+            same = {"tool_kind": subject.get("tool_kind"), "paths": sorted(map(str, paths))}
+        else:
+            same = {k: v for k, v in subject.items() if k not in (*VOLATILE, "title")}
+        return (kind, json.dumps(same, sort_keys=True, default=str, ensure_ascii=False))
 
     def granted(self, kind: str, subject: dict[str, Any], shown: str) -> bool:
         """Whether a person's "always" covers this request."""

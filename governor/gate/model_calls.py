@@ -17,21 +17,31 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any
 
 from governor.audit.log import AuditLog, AuditUnavailable
+from governor.sandbox.net.model_calls import TOKEN_KINDS
 from governor.sandbox.net.terminate import ModelCall
-
-TOKEN_KINDS: Final = ("input", "output", "cache_read", "cache_write")
 
 
 class ModelCalls:
     """The attempt's model calls: recorded as they end, summed."""
 
-    def __init__(self, audit: AuditLog, on_tokens: Callable[[int], None] | None = None) -> None:
+    def __init__(
+        self,
+        audit: AuditLog,
+        on_tokens: Callable[[int], None] | None = None,
+        on_unread: Callable[[str], None] | None = None,
+        emit: Callable[[str, dict[str, Any]], None] | None = None,
+    ) -> None:
         self.audit = audit
+        self.emit = emit
+        """Told of each call as its record says it (a ``model_call`` event: the
+        ``--events`` stream, OpenTelemetry's span of the call)."""
         self.on_tokens = on_tokens
         """Told the total of every call's tokens once each call ended (the budget)."""
+        self.on_unread = on_unread
+        """Told of a call that spent tokens no one could read (the budget fails closed)."""
         self.calls = 0
         self.with_tokens = 0
         self.tokens: dict[str, int] = dict.fromkeys(TOKEN_KINDS, 0)
@@ -64,14 +74,19 @@ class ModelCalls:
             "streamed": call.streamed,
             "response_bytes": call.response_bytes,
             "credentials": list(call.credentials),
+            "usage_unread": call.unread or None,
         }
         fields = {k: v for k, v in fields.items() if v is not None}
         # a log that cannot be written fails the attempt at the gate's next
         # decision; the sum still counts the call
         with contextlib.suppress(AuditUnavailable):
             self.audit.append("model", fields, thin=False)
+        if self.emit is not None:
+            self.emit("model_call", fields)
         if self.on_tokens is not None and call.usage.tokens:
             self.on_tokens(sum(self.tokens.values()))
+        if self.on_unread is not None and call.unread:
+            self.on_unread(f"{call.method} {call.path[:200]} to {call.host}:{call.port}")
 
     def usage(self) -> dict[str, Any] | None:
         """The outcome's ``usage.observed``: calls, tokens by kind, models; None

@@ -35,7 +35,7 @@ from governor.audit.log import Durability, inside
 from governor.audit.signing import Signer, SigningUnavailable, load_signer
 from governor.boundary.person_files import read_input_text
 from governor.boundary.secrets import Masker, forwarding_problems
-from governor.checks import held_out
+from governor.checks import canaries, held_out
 from governor.confine import frozen, harness, model_api
 from governor.confine import own_install as install
 from governor.confine.egress import agent_hosts
@@ -437,7 +437,8 @@ def prepare(spec: AttemptSpec) -> Prepared:
 def loud_globs(policy: Policy, *, sandboxed: bool = True) -> list[str]:
     """What is wrong with the bound ``policy``'s frozen and held-out globs before
     start: a glob that matches nothing (`governor.confine.frozen.unmatched`), a held-out
-    path git tracks (`governor.checks.held_out.tracked`), tests held out from an agent
+    path git tracks (`governor.checks.held_out.tracked`), a held-out test file the
+    canaries' copier cannot copy (`governor.checks.canaries.uncopied`), tests held out from an agent
     that runs outside a sandbox (it would read the governor's folder they wait in)."""
     problems: list[str] = []
     if policy.held_out and (not sandboxed or policy.capability >= Capability.FULL_ACCESS):
@@ -450,6 +451,7 @@ def loud_globs(policy: Policy, *, sandboxed: bool = True) -> list[str]:
     except frozen.FrozenTooLarge as e:
         problems.append(str(e))
     problems.extend(held_out.tracked(policy))
+    problems.extend(canaries.uncopied(policy))
     return problems
 
 

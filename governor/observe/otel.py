@@ -27,6 +27,12 @@ attempt's masked events, plus its start and its outcome):
   there when refused (status error), else at the relay's ``mcp_result`` event
   (the server's answer; error when it answered an error) or the attempt's end.
   Never its arguments;
+- a child span ``chat {model}`` per model call the proxy saw on the wire (a
+  ``model_call`` event): ``gen_ai.operation.name`` ``chat``,
+  ``gen_ai.request.model``/``gen_ai.response.model``, ``gen_ai.usage.input_tokens``,
+  ``gen_ai.usage.output_tokens`` (and the cache ones), ``gen_ai.response.finish_reasons``,
+  ``server.address``/``server.port``, ``http.response.status_code``: the tokens
+  the governor read, not the agent's report;
 - a span event ``acp_governor.decision`` per decision record of the audit log,
   on its tool call's (or MCP request's) span when its subject names one, else
   on the attempt's:
@@ -298,6 +304,8 @@ class AttemptTrace:
             self._tool_call(info)
         elif kind == "mcp_result":
             self._mcp_result(info)
+        elif kind == "model_call":
+            self._model_call(info)
         elif kind == "waiting":  # a request waits for a person; its decision follows
             fields = {
                 "acp_governor.kind": info.get("kind"),
@@ -354,6 +362,49 @@ class AttemptTrace:
             _, oldest = self._tools.popitem(last=False)
             oldest.end()
         return span
+
+    def _model_call(self, call: Mapping[str, Any]) -> None:
+        """A model call the proxy saw on the wire (`governor.gate.model_calls`): a
+        child ``chat {model}`` span (the GenAI conventions' client span of an
+        inference), its times the call's own, its tokens the ones read off the
+        wire; the key, the prompt and the completion are in no record to give."""
+        subject = call.get("subject")
+        subject = subject if isinstance(subject, dict) else {}
+        tokens = call.get("tokens")
+        tokens = tokens if isinstance(tokens, dict) else {}
+        model = _text(call.get("model"))
+        status = call.get("http_status")
+        stop = _text(call.get("stop_reason"))
+        fields = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.request.model": model,
+            "gen_ai.response.model": model,
+            "gen_ai.usage.input_tokens": tokens.get("input"),
+            "gen_ai.usage.output_tokens": tokens.get("output"),
+            "gen_ai.usage.cache_read.input_tokens": tokens.get("cache_read"),
+            "gen_ai.usage.cache_creation.input_tokens": tokens.get("cache_write"),
+            "gen_ai.response.finish_reasons": [stop] if stop else None,
+            "server.address": subject.get("host"),
+            "server.port": subject.get("port"),
+            "http.request.method": subject.get("method"),
+            "url.path": subject.get("path"),
+            "http.response.status_code": status,
+            "acp_governor.model.first_byte_ms": call.get("first_byte_ms"),
+        }
+        now = time.time_ns()
+        took = call.get("duration_ms")
+        start = now - round(took * 1e6) if isinstance(took, int | float) and took >= 0 else now
+        span = self.telemetry.tracer.start_span(
+            f"chat {model}" if model else "chat",
+            context=self._context,
+            kind=SpanKind.CLIENT,
+            attributes=_attributes(fields),
+            start_time=start,
+        )
+        if not (type(status) is int and 200 <= status < 300):
+            span.set_attribute("error.type", str(status) if type(status) is int else "no_response")
+            span.set_status(Status(StatusCode.ERROR, "the model API did not answer 2xx"))
+        span.end(end_time=now)
 
     def _mcp_request(self, record: Mapping[str, Any]) -> Span:
         """The span of one governed MCP request, opened at its decision (ended at
@@ -547,9 +598,17 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _attributes(fields: Mapping[str, Any]) -> dict[str, str | bool | int | float]:
-    """The fields that make attribute values (None and other shapes left out)."""
-    return {k: v for k, v in fields.items() if isinstance(v, str | bool | int | float)}
+def _attributes(
+    fields: Mapping[str, Any],
+) -> dict[str, str | bool | int | float | list[str]]:
+    """The fields that make attribute values (None and other shapes left out;
+    a list only of strings, as ``gen_ai.response.finish_reasons``)."""
+    return {
+        k: v
+        for k, v in fields.items()
+        if isinstance(v, str | bool | int | float)
+        or (isinstance(v, list) and all(isinstance(x, str) for x in v))
+    }
 
 
 __all__ = [

@@ -13,7 +13,11 @@ repository. What is kept is bounded:
   mtime say;
 - other source files in an audited language: only their suppressions (a list
   per file, none parsed for a file that holds none of the words one needs);
-  at the end only those the workspace diff names as changed are read again.
+  at the end only those the workspace diff names as changed are read again;
+- those source files' texts, compressed, up to `MAX_SOURCE_BYTES` (Python's:
+  which statements at import are new) and `MAX_START_BYTES` (the others'):
+  the start side of the diff the report shows of a change the agent made
+  itself (`change_texts`), read in the same pass, so it costs a compression.
 
 A file past a bound is counted in ``skipped``, never silently dropped: the
 outcome says the audit did not cover it. Files are opened without following
@@ -34,6 +38,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final
 
+from governor.audit.effects import DIFF_INPUT_BYTES
 from governor.tamper import (
     SUPPRESSION_WORDS,
     added_suppressions,
@@ -50,6 +55,9 @@ MAX_FILE_BYTES: Final = 2**20
 MAX_KEPT_BYTES: Final = 32 * 2**20
 MAX_SOURCE_BYTES: Final = 32 * 2**20
 """Compressed bytes of Python source texts kept (some 150 MiB of source)."""
+MAX_START_BYTES: Final = 16 * 2**20
+"""Compressed bytes of the other source files' texts kept for diffs only: past
+it a change's record says its start was not kept (no audit rests on them)."""
 MAX_FINDINGS: Final = 1_000
 """Findings past this many are counted, not listed (an agent that deletes
 100,000 tests must not make the outcome that large)."""
@@ -74,6 +82,10 @@ class Baseline:
     cookie declares."""
     present: frozenset[str] = frozenset()
     """Every file there at the start (a file not in it was created)."""
+    starts: dict[str, bytes] = field(default_factory=dict)
+    """The other source files' texts, compressed (up to `MAX_START_BYTES`
+    together): only the start side of a change's diff (`change_texts`)."""
+    start_bytes: int = 0
 
 
 @dataclass(slots=True)
@@ -112,14 +124,42 @@ def keep(paths: Iterable[str], roots: Sequence[str]) -> Baseline:
             base.marks[path] = suppressions(rel, text)
         else:
             base.marks[path] = []
-        if not test and language(rel) == "python":
-            packed = zlib.compress(text.encode("utf-8", "surrogatepass"), 1)
+        if test:
+            continue
+        packed = zlib.compress(text.encode("utf-8", "surrogatepass"), 1)
+        if language(rel) == "python":
             if base.source_bytes + len(packed) > MAX_SOURCE_BYTES:
                 base.skipped += 1  # its new code at import cannot be told: said, not hidden
                 continue
             base.source_bytes += len(packed)
             base.sources[path] = packed
+        elif base.start_bytes + len(packed) <= MAX_START_BYTES:
+            base.start_bytes += len(packed)
+            base.starts[path] = packed
     return base
+
+
+def change_texts(base: Baseline, path: str, how: str) -> tuple[str | None, str] | None:
+    """A changed file's text at the start (None: it was created) and now ("":
+    it was deleted), for the diff of a change the agent made itself; None when
+    either side is unknown: a start not kept (not a source or test file, past a
+    bound) or a file now that is no regular one, too large, or not text."""
+    if how == "created":
+        before = None
+    else:
+        before = base.texts.get(path)
+        # (getattr: a state paused by a governor before `starts` has none)
+        packed = base.sources.get(path) or getattr(base, "starts", {}).get(path)
+        if before is None and packed is not None:
+            before = zlib.decompress(packed).decode("utf-8", "surrogatepass")
+        if before is None:
+            return None
+    if how == "deleted":
+        return before, ""
+    data = read(path, DIFF_INPUT_BYTES)
+    if data is None or b"\0" in data:
+        return None
+    return before, data.decode("utf-8", "replace")
 
 
 def audit(base: Baseline, now: Iterable[str], changed: Iterable[str]) -> Audit:
@@ -146,7 +186,7 @@ def audit(base: Baseline, now: Iterable[str], changed: Iterable[str]) -> Audit:
             data = read(path)
             text = None if data is None else _text(base, path, data, found)
             found += _placed(path, added_suppressions(rel, base.marks[path], text))
-            if text is not None and path in base.sources:
+            if text is not None and path in base.sources:  # Python's only
                 was = zlib.decompress(base.sources[path]).decode("utf-8", "surrogatepass")
                 found += _placed(path, import_code_added(rel, was, text))
         elif looks_like_test(rel) or language(rel) is not None:  # created

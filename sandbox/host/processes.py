@@ -22,8 +22,9 @@ So a host process gets here, and only here:
   (`Places`): a root of the attempt, a home folder an agent's sandbox keeps
   writable, npm's cache, or a temporary folder anyone may write; and, for a
   program, a folder an *earlier* attempt was given writable (`remember_written`
-  keeps every such folder in the state folder, which no sandbox sees), or one
-  not owned by root or the operator, or that others may write.
+  keeps every such folder in the state folder, which no sandbox sees, by its
+  path and by its identity: a folder the person renamed since is still known),
+  or one not owned by root or the operator, or that others may write.
 
 A program is found by the door's own lookup (`find_program`), never by
 ``shutil.which`` on the caller's ``PATH``: the system folders first, then a
@@ -49,6 +50,7 @@ import fcntl
 import json
 import os
 import stat
+import struct
 import subprocess
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
@@ -68,8 +70,20 @@ SCRIPT_SHELL: Final = "/bin/sh"
 EMPTY_FOLDER_NAME: Final = "empty"
 
 WRITTEN_NAME: Final = "written-folders"
-"""The file in the state folder that names, one JSON string a line, every
-folder an attempt's sandbox was given writable (`remember_written`)."""
+"""The file in the state folder that names every folder an attempt's sandbox
+was given writable (`remember_written`), one JSON value a line: its path (a
+string), and its identity (``[path, st_dev, st_ino, generation]``) while it
+exists."""
+
+Identity = tuple[int, int, int | None]
+"""A folder as the file system knows it, whatever its name: ``st_dev``,
+``st_ino`` and the inode's generation (``FS_IOC_GETVERSION``: ext4, XFS and
+btrfs give a new one when an inode number is used again, so a folder made
+where a deleted one was is not taken for it; None where the file system
+gives none, as tmpfs, whose inode numbers are not reused)."""
+
+_FS_IOC_GETVERSION: Final = (2 << 30) | (struct.calcsize("l") << 16) | (ord("v") << 8) | 1
+"""``_IOR('v', 1, long)``: the inode's generation, written as an int."""
 
 
 class HostProcessRefused(Exception):
@@ -93,6 +107,9 @@ class Places:
     """Folders earlier attempts were given writable (`written_folders`), and
     the state folder, where every attempt's own files lie: no program there
     runs on the host."""
+    earlier_identities: frozenset[Identity] = frozenset()
+    """The same folders by identity (`written_identities`): one the person
+    renamed or moved on its file system since is still one of them."""
 
     @classmethod
     def of(
@@ -105,6 +122,7 @@ class Places:
         """The places for an attempt with ``roots`` and writable ``homes``, with
         npm's cache and the temporary folders of ``environ`` (default: ours)."""
         env = os.environ if environ is None else environ
+        record = _read_record()
         return cls(
             roots=_real(roots),
             homes=_real(homes),
@@ -112,7 +130,8 @@ class Places:
             temporary=_real(
                 d for d in ("/tmp", "/var/tmp", "/dev/shm", env.get("TMPDIR", "")) if d
             ),
-            earlier=_real([str(state_dir()), *written_folders()]),
+            earlier=_real([str(state_dir()), *record]),
+            earlier_identities=_identities(record),
         )
 
     def culprit(self, path: str, *, programs: bool) -> str | None:
@@ -134,6 +153,15 @@ class Places:
             for place in places:
                 if is_under(real, place) or is_under(path, place):
                     return f"{what} ({place})"
+        renamed = (
+            next(iter(_known_by_identity((path, real), self.earlier_identities)), None)
+            if programs else None
+        )  # fmt: skip
+        if renamed is not None:
+            return (
+                "a folder an earlier attempt could write, under another name now (the "
+                f"governor's state folder keeps it by identity: {written_record()}) ({renamed})"
+            )
         return None
 
 
@@ -158,55 +186,183 @@ def written_record() -> Path:
 
 
 def written_folders() -> tuple[str, ...]:
-    """Every folder `remember_written` has kept (none when the record is missing;
-    a line that is not a JSON string is skipped)."""
+    """Every folder `remember_written` has kept, by the path it was given (none
+    when the record is missing)."""
+    return tuple(_read_record())
+
+
+def written_identities() -> frozenset[Identity]:
+    """Every identity `remember_written` has kept: the folders an attempt was
+    given writable, wherever they are now on their file system."""
+    return _identities(_read_record())
+
+
+Record = dict[str, tuple[Identity, ...]]
+"""The record read back: each folder's path, in the order first kept, with
+the identities it was kept with (none: it did not exist then, or an older
+governor kept it)."""
+
+
+def _read_record() -> Record:
     try:
         fd = os.open(written_record(), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
-        return ()
+        return {}
     with os.fdopen(fd, "rb") as f:
         fcntl.flock(fd, fcntl.LOCK_SH)  # never half a rewrite (`remember_written`)
         return _parse_written(f.read())
 
 
-def _parse_written(data: bytes) -> tuple[str, ...]:
-    found = []
+def _parse_written(data: bytes) -> Record:
+    """The record's lines: a JSON string (a path), or ``[path, st_dev, st_ino,
+    generation]`` (the generation null where none is known); any other line
+    is skipped (an older governor's reader skips the lists, and still reads
+    every path)."""
+    found: dict[str, dict[Identity, None]] = {}
     for line in data.splitlines():
         with contextlib.suppress(ValueError):
-            name = json.loads(line)
-            if isinstance(name, str) and os.path.isabs(name):
-                found.append(name)
-    return tuple(dict.fromkeys(found))
+            value = json.loads(line)
+            if isinstance(value, str) and os.path.isabs(value):
+                found.setdefault(value, {})
+            elif (
+                isinstance(value, list)
+                and len(value) == 4
+                and isinstance(value[0], str)
+                and os.path.isabs(value[0])
+                and all(type(n) is int and n >= 0 for n in value[1:3])
+                and (value[3] is None or (type(value[3]) is int and value[3] >= 0))
+            ):
+                found.setdefault(value[0], {})[(value[1], value[2], value[3])] = None
+    return {path: tuple(ids) for path, ids in found.items()}
+
+
+def _identities(record: Record) -> frozenset[Identity]:
+    return frozenset(i for ids in record.values() for i in ids)
+
+
+def _identity(path: str) -> Identity | None:
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(found.st_mode):
+        return None
+    return (found.st_dev, found.st_ino, _generation(path))
+
+
+def _generation(folder: str) -> int | None:
+    """The inode's generation of ``folder``, or None when its file system gives
+    none (or the folder cannot be opened: then its inode alone identifies it)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        got = fcntl.ioctl(fd, _FS_IOC_GETVERSION, bytes(struct.calcsize("l")))
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    generation: int = struct.unpack_from("I", got)[0]
+    return generation
+
+
+def _ancestors(path: str) -> Iterable[str]:
+    current = os.path.abspath(path)
+    while True:
+        yield current
+        parent = os.path.dirname(current)
+        if parent == current:
+            return
+        current = parent
+
+
+def _known_by_identity(paths: Iterable[str], identities: frozenset[Identity]) -> Iterable[str]:
+    """Each folder holding one of ``paths`` (itself, or a folder above it, as
+    written and as resolved) whose identity is one of ``identities``: a folder
+    an attempt was given, by whatever name it has now. A generation unknown on
+    either side matches (the inode alone: refused rather than trusted)."""
+    if not identities:
+        return
+    generations: dict[tuple[int, int], set[int | None]] = {}
+    for dev, ino, generation in identities:
+        generations.setdefault((dev, ino), set()).add(generation)
+    seen: set[str] = set()
+    for path in paths:
+        for folder in _ancestors(path):
+            if folder in seen:
+                continue
+            seen.add(folder)
+            try:
+                found = os.stat(folder)
+            except OSError:
+                continue
+            kept = generations.get((found.st_dev, found.st_ino))
+            if kept is None or not stat.S_ISDIR(found.st_mode):
+                continue
+            now = _generation(folder)
+            if now is None or None in kept or now in kept:
+                yield folder
 
 
 WRITTEN_PRUNE_BYTES: Final = 256 << 10
-"""Past this size, `remember_written` rewrites the record without the folders
-that no longer exist (a test suite's workspaces, removed clones)."""
+"""Past this size, `remember_written` rewrites the record: the folders still
+there stay, a folder gone from its path stays by identity (renamed, or
+deleted: nobody can tell) while the newest such fill half this size, a folder
+never seen to exist (no identity) goes."""
 
 
-def written_places(*more: str | Path) -> tuple[str, ...]:
-    """The real paths of every folder an attempt could write, as far as the
-    governor knows: `written_folders`, the state folder's attempts folder
-    (batch job workspaces, ``--clone`` ones) and ``more`` (this run's roots).
-    What a file the person names may not be reached through a link out of
-    (`governor.boundary.person_files`)."""
-    return _real([*written_folders(), str(attempts_dir()), *more])
+@dataclass(frozen=True)
+class WrittenPlaces:
+    """Every folder an attempt could write, as far as the governor knows: by
+    path (`written_folders`, the attempts folder, this run's roots) and by
+    identity (`written_identities`). What a file the person names may not be
+    reached through a link out of (`governor.boundary.person_files`, which
+    asks `holding`)."""
+
+    paths: tuple[str, ...]
+    identities: frozenset[Identity] = frozenset()
+
+    def holding(self, path: str) -> tuple[str, ...]:
+        """The folders among these that hold ``path`` (itself or above it):
+        those whose path it lies under, and those whose identity a folder
+        above it has (a project renamed since an attempt worked in it)."""
+        by_path = [p for p in self.paths if is_under(path, p)]
+        return tuple(dict.fromkeys([*by_path, *_known_by_identity((path,), self.identities)]))
+
+
+def written_places(*more: str | Path) -> WrittenPlaces:
+    """Every folder an attempt could write, as far as the governor knows:
+    `written_folders` and `written_identities`, the state folder's attempts
+    folder (batch job workspaces, ``--clone`` ones) and ``more`` (this run's
+    roots)."""
+    record = _read_record()
+    return WrittenPlaces(_real([*record, str(attempts_dir()), *more]), _identities(record))
+
+
+def _lines(path: str, ids: Iterable[Identity], *, named: bool) -> bytes:
+    head = json.dumps(path).encode() + b"\n" if named else b""
+    return head + b"".join(json.dumps([path, *i]).encode() + b"\n" for i in ids)
 
 
 def remember_written(folders: Iterable[str | Path]) -> None:
     """Keep ``folders`` (an attempt's roots and the home folders its sandbox
     keeps writable) in `written_record`, before its agent starts: from then on
-    no program in them runs on the host (`Places.of`), whatever ``PATH`` a
-    later command is given, whichever project it is started from. Those in the
-    state folder or a temporary folder are left out (always refused for a
-    program); each is kept once. Past `WRITTEN_PRUNE_BYTES` the folders gone
-    since are dropped: what an attempt left there went with them. Under an
+    no program in them runs on the host (`Places.of`), and no link in them is
+    followed out of them for a file the person names (`written_places`),
+    whatever ``PATH`` a later command is given, whichever project it is started
+    from. Each is kept by its path and by its identity (``st_dev``,
+    ``st_ino``): the person may rename the project, or move it on its file
+    system, and it is still known. Temporary folders are kept too (a scratch
+    clone under ``/tmp``); those in the state folder are not (always counted).
+    A folder kept earlier by its path alone (it did not exist yet, or an older
+    governor kept it) gains its identity once it exists. Past
+    `WRITTEN_PRUNE_BYTES` the record is rewritten (see there). Under an
     exclusive lock, so two governors at once lose neither's folders. A record
     that cannot be written is an error the caller reports: a folder not kept
     is a folder a later install would trust."""
     state = os.path.realpath(state_dir())
-    skip = _real([state, "/tmp", "/var/tmp", "/dev/shm"])
-    new = [f for f in _real(folders) if not any(is_under(f, s) for s in skip)]
+    new = [f for f in _real(folders) if not is_under(f, state)]
     if not new:
         return
     record = written_record()
@@ -217,15 +373,51 @@ def remember_written(folders: Iterable[str | Path]) -> None:
         fcntl.flock(fd, fcntl.LOCK_EX)
         size = os.fstat(fd).st_size
         known = _parse_written(os.pread(fd, size, 0))
-        added = [f for f in new if f not in known]
-        if size + sum(len(f) for f in added) > WRITTEN_PRUNE_BYTES:
-            kept = [f for f in known if os.path.lexists(f)]
+        unknown = [p for p, ids in known.items() if not ids]  # an identity to gain
+        added: dict[str, list[Identity]] = {}
+        for path in dict.fromkeys([*new, *unknown]):
+            identity = _identity(path)
+            if path in new and path not in known:
+                added.setdefault(path, [])
+            if identity is not None and identity not in known.get(path, ()):
+                added.setdefault(path, []).append(identity)
+        text = b"".join(_lines(p, ids, named=p not in known) for p, ids in added.items())
+        if size + len(text) > WRITTEN_PRUNE_BYTES:
+            merged = {p: (*known.get(p, ()), *added.get(p, ())) for p in [*known, *added]}
             os.ftruncate(fd, 0)
-            _write_all(fd, b"".join(json.dumps(f).encode() + b"\n" for f in [*kept, *added]))
-        elif added:
-            _write_all(fd, b"".join(json.dumps(f).encode() + b"\n" for f in added))
+            _write_all(fd, _pruned(merged, added))
+        elif text:
+            _write_all(fd, text)
     finally:
         os.close(fd)  # the lock goes with it
+
+
+def _pruned(record: Record, added: Mapping[str, Sequence[Identity]]) -> bytes:
+    """``record`` as lines, bounded, in its order: the folders just ``added``,
+    every folder still at its path with the identity it has there; of the
+    identities no longer at their path (renamed, moved, or deleted: nobody can
+    tell; a CI's workspace made again at one path leaves one each time), the
+    newest that fit in half of `WRITTEN_PRUNE_BYTES`; a path gone that has
+    none of them, never."""
+    kept: dict[str, dict[Identity, None]] = {}
+    gone: list[tuple[str, Identity]] = []
+    for path, ids in record.items():
+        if path in added or os.path.lexists(path):
+            kept[path] = dict.fromkeys(added.get(path, ()))
+        now = _identity(path)
+        for identity in ids:
+            if identity == now:
+                kept.setdefault(path, {})[identity] = None
+            elif identity not in kept.get(path, {}):
+                gone.append((path, identity))
+    room = WRITTEN_PRUNE_BYTES // 2
+    for path, identity in reversed(gone):
+        size = len(_lines(path, [identity], named=path not in kept))
+        if size > room:
+            break
+        kept.setdefault(path, {})[identity] = None
+        room -= size
+    return b"".join(_lines(p, kept[p], named=True) for p in record if p in kept)
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -492,7 +684,9 @@ __all__ = [
     "SYSTEM_PATH",
     "HostCommand",
     "HostProcessRefused",
+    "Identity",
     "Places",
+    "WrittenPlaces",
     "command",
     "empty_folder",
     "find_program",
@@ -504,6 +698,7 @@ __all__ = [
     "run",
     "run_async",
     "written_folders",
+    "written_identities",
     "written_places",
     "written_record",
 ]

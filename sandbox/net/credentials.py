@@ -5,12 +5,14 @@ The operator's key (``ANTHROPIC_API_KEY``, ...) stays with the governor. The
 sandbox gets a placeholder of the same shape (its prefix kept, ``sk-ant-api03-``,
 the rest random, fresh per attempt), so that a client that checks a key's
 form still starts. The proxy reads the requests to the hosts the credential is
-bound to (the preset's API hosts, the base URL's host: TLS terminated there,
-`governor.sandbox.net.tls`) and puts the real value where the placeholder is,
-in any header field or the request target (``x-api-key``, ``Authorization:
-Bearer``, ``?key=``). A placeholder seen on its way to any other host (in a
-request the proxy reads: plain HTTP, or a terminated host) is refused before
-anything is sent, and recorded as an exfiltration try.
+bound to (its own API hosts and base URL's host, never another key's: TLS
+terminated there, `governor.sandbox.net.tls`) and puts the real value in a key
+header holding the placeholder (`KEY_HEADERS`), only: on that host's own
+transport (a TLS binding's value inside the TLS the proxy opened, never in
+clear), and, where the binding names calls (`Binding.calls`), into those
+calls only. A placeholder seen anywhere else (in a request the proxy reads:
+plain HTTP, or a terminated host) is refused before anything is sent, and
+recorded as an exfiltration try.
 
 What the agent can then leak is the placeholder, worth nothing anywhere but
 through this proxy, for this attempt. What this cannot cover: a request
@@ -23,6 +25,7 @@ Everything here is pure: the proxy asks, this answers.
 
 from __future__ import annotations
 
+import functools
 import re
 import secrets
 import string
@@ -69,15 +72,37 @@ def placeholder_for(value: str) -> str:
 @dataclass(frozen=True, slots=True)
 class Binding:
     """A host a credential may be sent to (``*.example.com``: its subdomains):
-    ``port`` None is 443 and 80."""
+    ``port`` None is 443 and 80; ``calls``, when given, the only calls its
+    real value goes into there (``GET /copilot_internal/**``: a method or
+    ``*``, a path glob where ``*`` is one segment and ``**`` any)."""
 
     host: str
     port: int | None
     tls: bool = True
+    calls: tuple[str, ...] = ()
 
-    def covers(self, host: str, port: int) -> bool:
+    def allows(self, method: str, path: str) -> bool:
+        """Whether a request of ``method`` to ``path`` (its query string left
+        out) is one of `calls` (any, when none are named). A path a server
+        could read as another (a ``.`` or ``..`` segment, an empty one, a
+        ``%`` escape, a backslash) is none of them: the glob is matched on
+        what is sent, never on what it might mean there."""
+        if not self.calls:
+            return True
+        if not canonical_path(path):
+            return False
+        for call in self.calls:
+            want, _, glob = call.partition(" ")
+            if want in ("*", method) and _path_glob(glob).fullmatch(path):
+                return True
+        return False
+
+    def covers(self, host: str, port: int, tls: bool | None = None) -> bool:
         """Whether ``host:port`` is this binding's (``*.example.com``: its
-        subdomains only, as the network rules read it)."""
+        subdomains only, as the network rules read it); with ``tls``, only on
+        its own transport (a TLS binding's value never goes out in clear)."""
+        if tls is not None and tls != self.tls:
+            return False
         name = host.lower().rstrip(".")
         if self.host.startswith("*."):
             if not name.endswith(self.host[1:]) or len(name) <= len(self.host) - 1:
@@ -85,6 +110,24 @@ class Binding:
         elif name != self.host:
             return False
         return port == self.port if self.port is not None else port in (443, 80)
+
+
+def canonical_path(path: str) -> bool:
+    """Whether a request's path (no query string) means what it says to any
+    server: absolute, no ``.`` or ``..`` segment, no empty one but a last, no
+    ``%`` escape, no backslash. One that is not could be read as another path
+    there (``/copilot_internal/../user/keys``), so no rule of ours names it."""
+    if not path.startswith("/") or "%" in path or "\\" in path:
+        return False
+    segments = path.split("/")[1:]
+    return not any(part in ("", ".", "..") for part in segments[:-1]) and segments[-1] not in (".", "..")
+
+
+@functools.cache
+def _path_glob(glob: str) -> re.Pattern[str]:
+    """A path glob as a pattern: ``**`` any characters, ``*`` any but ``/``."""
+    parts = glob.split("**")
+    return re.compile(".*".join("[^/]*".join(map(re.escape, p.split("*"))) for p in parts))
 
 
 def binding(pattern: str, *, tls: bool = True) -> Binding:
@@ -122,8 +165,14 @@ class Credential:
     placeholder: str
     bindings: tuple[Binding, ...]
 
-    def bound(self, host: str, port: int) -> bool:
-        return any(b.covers(host, port) for b in self.bindings)
+    def bound(self, host: str, port: int, tls: bool | None = None) -> bool:
+        """Whether the value may go to ``host:port`` (with ``tls``: on that
+        transport: a TLS binding's inside the TLS the proxy opened, only)."""
+        return any(b.covers(host, port, tls) for b in self.bindings)
+
+    def allows(self, host: str, port: int, tls: bool, method: str, path: str) -> bool:
+        """Whether a binding on ``host:port`` over this transport takes the call."""
+        return any(b.covers(host, port, tls) and b.allows(method, path) for b in self.bindings)
 
     def __repr__(self) -> str:  # never the value, whatever prints it
         return f"Credential({self.name!r}, placeholder={self.placeholder[:12]!r}...)"
@@ -163,31 +212,24 @@ def _in_its_slot(name: bytes, value: bytes, placeholder: bytes) -> bool:
 
 
 class Credentials:
-    """The attempt's credentials, held by the governor."""
+    """The attempt's credentials, held by the governor; ``withheld``: the
+    names of credential variables the agent is not given at all (no host of
+    their own to be bound to: binding them to another key's would hand one
+    provider's key to another's API)."""
 
-    def __init__(self, held: Iterable[Credential] = ()) -> None:
+    def __init__(self, held: Iterable[Credential] = (), withheld: Iterable[str] = ()) -> None:
         self.held = tuple(held)
+        self.withheld = tuple(withheld)
         self._placeholders = [(c, c.placeholder.encode()) for c in self.held]
-
-    @classmethod
-    def from_env(
-        cls, env: Mapping[str, str], names: Sequence[str], bindings: Sequence[Binding]
-    ) -> Credentials:
-        """A credential for each of ``names`` set in ``env`` and named as one
-        (`is_credential`), bound to ``bindings``."""
-        held = [
-            Credential(n, env[n], placeholder_for(env[n]), tuple(bindings))
-            for n in dict.fromkeys(names)
-            if env.get(n) and is_credential(n)
-        ]
-        return cls(held)
 
     def __bool__(self) -> bool:
         return bool(self.held)
 
-    def sandbox_env(self) -> dict[str, str]:
-        """What the sandbox holds instead: each variable's placeholder."""
-        return {c.name: c.placeholder for c in self.held}
+    def sandbox_env(self, env: Mapping[str, str]) -> dict[str, str]:
+        """What the sandbox holds of ``env``: each held variable's placeholder
+        instead of its value, and no withheld variable."""
+        out = {k: v for k, v in env.items() if k not in self.withheld}
+        return {**out, **{c.name: c.placeholder for c in self.held}}
 
     def terminated(self, host: str, port: int) -> Binding | None:
         """The binding that covers ``host:port`` (the proxy reads its requests),
@@ -199,11 +241,21 @@ class Credentials:
         return None
 
     def swap(
-        self, target: bytes, fields: Sequence[tuple[bytes, bytes]], host: str, port: int
+        self,
+        target: bytes,
+        fields: Sequence[tuple[bytes, bytes]],
+        host: str,
+        port: int,
+        *,
+        tls: bool,
+        method: str,
     ) -> tuple[bytes, list[tuple[bytes, bytes]], tuple[str, ...]]:
         """The request target and fields with each placeholder replaced by its
-        real value when the credential is bound to ``host:port``, and the
-        names swapped; `Leak` when a placeholder goes anywhere else."""
+        real value when the credential is bound to ``host:port`` on this
+        transport (``tls``: the request goes out inside TLS the proxy opened),
+        and the names swapped; `Leak` when a placeholder goes anywhere else,
+        in clear to a host its key goes to over TLS only, or into a call
+        (``method`` and the target's path) its binding there does not name."""
         used: list[str] = []
         out = list(fields)
         for credential, placeholder in self._placeholders:
@@ -212,6 +264,21 @@ class Credentials:
                 continue
             if not credential.bound(host, port):
                 raise Leak(credential.name)
+            if not credential.bound(host, port, tls):
+                raise Leak(
+                    credential.name,
+                    f"the placeholder of {credential.name} was sent in clear (plain HTTP) to "
+                    f"{host}:{port}, where {credential.name} goes inside TLS only: its real "
+                    "value never crosses the network unencrypted (an exfiltration try: refused)",
+                )
+            path = target.split(b"?", 1)[0].decode("ascii", "replace")
+            if not credential.allows(host, port, tls, method, path):
+                raise Leak(
+                    credential.name,
+                    f"the placeholder of {credential.name} was sent in {method} {path[:200]} to "
+                    f"{host}:{port}, a call its agent does not make with it there: its real "
+                    "value goes only into the calls its preset names (an exfiltration try: refused)",
+                )
             if placeholder in target or any(
                 placeholder in v and not _in_its_slot(k, v, placeholder) for k, v in out
             ):

@@ -12,7 +12,9 @@ Shapes read: the Anthropic Messages API (one JSON message, or its event stream:
 ``message_start`` carries the input and cache tokens, ``message_delta`` the
 output so far and the stop reason), OpenAI Chat Completions (``usage`` with
 ``prompt_tokens``/``completion_tokens``, in the last chunk of a stream when
-the client asked for it) and the Responses API (``response.completed``).
+the client asked for it), the Responses API (``response.completed``) and
+Gemini's ``generateContent`` (``usageMetadata``: a JSON object, an event
+stream, or a stream as one JSON array).
 """
 
 from __future__ import annotations
@@ -22,10 +24,47 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from governor.sandbox.net.credentials import canonical_path
+
+READ_CODINGS: Final = b"gzip, deflate"
+"""The ``Accept-Encoding`` of every request to a terminated host, whatever the
+agent sent: the codings `UsageReader` undoes (and identity). An agent that
+asked for ``br`` or ``zstd`` would otherwise choose a response whose usage
+no one reads."""
+
+_SPENDING: Final = ("messages", "completions", "responses")
+"""The last path segment of the calls whose usage is read (``/v1/messages``,
+``/v1/chat/completions``, ``/v1/completions``, ``/v1/responses``; a gateway's
+prefix before them)."""
+_FREE: Final = ("count_tokens", "input_tokens")
+
+
+def spending_call(method: str, path: str) -> bool | None:
+    """What a request to a model API is, for a tokens limit: True, a model
+    call whose usage `UsageReader` reads; False, a call that spends no tokens
+    (a read: ``GET``, ``HEAD``, ``OPTIONS``; counting tokens); None, anything
+    else, which may spend tokens no response says (a Message Batch, a file
+    for one, a fine-tune)."""
+    if method in ("GET", "HEAD", "OPTIONS"):
+        return False
+    if method != "POST" or not canonical_path(path):
+        return None
+    last = path.rstrip("/").rsplit("/", 1)[-1]
+    verb = last.rsplit(":", 1)[-1] if ":" in last else None
+    if verb in ("generateContent", "streamGenerateContent"):
+        return True
+    if verb == "countTokens" or last in _FREE:
+        return False
+    return True if last in _SPENDING else None
+
+
 JSON_BYTES: Final = 4 * 1024 * 1024
 EVENT_BYTES: Final = 1024 * 1024
 """An event-stream line longer than this is dropped unread (a completion's delta
 is small; the usage lives in short events)."""
+
+TOKEN_KINDS: Final = ("input", "output", "cache_read", "cache_write")
+"""The kinds of tokens a call's usage is read into (the values of the tables below)."""
 
 _TOKENS: Final = {
     "input_tokens": "input",
@@ -34,6 +73,11 @@ _TOKENS: Final = {
     "completion_tokens": "output",
     "cache_read_input_tokens": "cache_read",
     "cache_creation_input_tokens": "cache_write",
+}
+_GEMINI: Final = {
+    "promptTokenCount": "input",
+    "candidatesTokenCount": "output",
+    "cachedContentTokenCount": "cache_read",
 }
 _DETAILS: Final = {
     ("prompt_tokens_details", "cached_tokens"): "cache_read",
@@ -52,6 +96,10 @@ class Usage:
 
     def take(self, value: Any) -> None:
         """Fold one JSON object of a response (a whole body, or one event)."""
+        if isinstance(value, list):  # a stream of objects as one JSON array (Gemini's)
+            for each in value[:10000]:
+                self.take(each)
+            return
         if not isinstance(value, dict):
             return
         kind = value.get("type")
@@ -63,6 +111,12 @@ class Usage:
         if isinstance(model, str) and model:
             self.model = model[:200]
         usage = value.get("usage")
+        metadata = value.get("usageMetadata")  # Gemini's
+        if isinstance(metadata, dict):
+            for key, name in _GEMINI.items():
+                count = metadata.get(key)
+                if isinstance(count, int) and not isinstance(count, bool) and count >= 0:
+                    self.tokens[name] = count
         if isinstance(usage, dict):
             for key, name in _TOKENS.items():
                 count = usage.get(key)

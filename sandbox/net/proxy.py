@@ -35,7 +35,9 @@ Rules of this file (everything between an accepted socket and an upstream one):
 5. A host a credential is bound to (`Interception`) is terminated once
    judged: its requests read, the real key swapped in, each call recorded
    (`governor.sandbox.net.terminate`); a placeholder in a plain-HTTP request to
-   any other host is refused. Every other host stays a tunnel.
+   any other host (or to a host its key goes to inside TLS only) is refused,
+   read before the host is judged or looked up (`_exfiltration`): the try is
+   recorded as one whatever the name. Every other host stays a tunnel.
 
 What the proxy cannot see: what goes inside an allowed tunnel to a host that
 is not terminated (TLS: the path, the headers, the body), nor whether an
@@ -231,6 +233,8 @@ class EgressProxy:
                         problem = (e.status, e.reason)
                         break
                     timer.deadline = math.inf  # the judge may ask a person: no limit on them
+                    if await self._exfiltration(wire, head, origin):
+                        return
                     if await self._read_plain(wire, block, head, origin, kept):
                         return
                     if not await self._forward_http(wire, head, framing, origin, kept, timer):
@@ -288,6 +292,35 @@ class EgressProxy:
                 await self._relay(wire, upstream)
         finally:
             upstream.close()
+
+    async def _exfiltration(self, wire: Wire, head: http1.Head, origin: str) -> bool:
+        """Refuse, as its own record, a plain-HTTP request carrying a placeholder
+        its credential may not take to the host it names: read before the host
+        is judged or looked up, so that a try sent to an allowed name that does
+        not resolve (or is refused, or asked about) is recorded as the
+        exfiltration try it is, never as a failure. Whether it was one."""
+        if self.interception is None:
+            return False
+        url = urlsplit(head.target.decode("ascii", "replace"))
+        try:
+            host, port = url.hostname or "", url.port or 80
+        except ValueError:
+            return False  # a bad target: `_forward_http` refuses it
+        if url.scheme != "http" or not host:
+            return False
+        path = (url.path or "/") + (f"?{url.query}" if url.query else "")
+        target = path.encode("ascii", "replace")
+        method = head.method.decode("ascii", "replace")
+        try:
+            self.interception.credentials.swap(
+                target, head.forwarded(), host, port, tls=False, method=method
+            )
+        except Leak as e:
+            asked = ConnectionRequest(host, port, method, url.path or "/", "http", origin, str(e))
+            await self._ask(asked)
+            await self._refuse(wire, 403, str(e))
+            return True
+        return False
 
     async def _read_plain(
         self, wire: Wire, block: bytes, head: http1.Head, origin: str, kept: _Kept
@@ -382,7 +415,9 @@ class EgressProxy:
         target_bytes = path.encode("ascii", "replace")
         if self.interception is not None:
             try:
-                target_bytes, fields, _ = self.interception.credentials.swap(target_bytes, fields, host, port)
+                target_bytes, fields, _ = self.interception.credentials.swap(
+                    target_bytes, fields, host, port, tls=False, method=method
+                )
             except Leak as e:
                 shown = path.split("?", 1)[0]
                 await self._ask(ConnectionRequest(host, port, method, shown, "http", origin, str(e)))

@@ -33,7 +33,7 @@ import trio
 from governor.sandbox.net import http1
 from governor.sandbox.net.credentials import Binding, Credentials, Leak
 from governor.sandbox.net.judge import ConnectionAnswer, ConnectionRequest, ProxyLimits
-from governor.sandbox.net.model_calls import Usage, UsageReader
+from governor.sandbox.net.model_calls import READ_CODINGS, Usage, UsageReader, spending_call
 from governor.sandbox.net.tls import UPSTREAM_CA_ENV, AttemptCA
 from governor.sandbox.net.wire import error_response, response_head
 
@@ -58,6 +58,9 @@ class ModelCall:
     """The variables whose real value was put in."""
     streamed: bool = False
     response_bytes: int = 0
+    unread: bool = False
+    """A call that spends tokens, answered, whose usage could not be read:
+    a tokens limit fails closed on it (`governor.attempt.budget.Budget.unread`)."""
 
 
 Recorder = Callable[[ModelCall], Awaitable[None]]
@@ -80,6 +83,13 @@ class Interception:
     refusal: Callable[[], str | None] = field(default=lambda: None)
     """Why the next request is refused (a budget passed), or None: asked
     before each request is sent."""
+    metered: bool = False
+    """A ``[limits] tokens`` or ``cost_usd`` is set: the model API carries only
+    the calls whose usage is read (`spending_call`), one at a time, so that
+    no call starts before the one in flight was counted (calls opened at once
+    would each pass the check before any ended, the limit run past as many
+    times over)."""
+    in_flight: trio.Lock = field(default_factory=trio.Lock)
 
     def terminated(self, host: str, port: int) -> Binding | None:
         """The binding of ``host:port`` when the proxy reads its requests
@@ -221,7 +231,7 @@ async def _tell(stream: trio.abc.Stream, status: int, reason: str) -> None:
         await stream.send_all(error_response(status, reason))
 
 
-_OURS: Final = (b"host", b"content-length", b"transfer-encoding", b"expect")
+_OURS: Final = (b"host", b"content-length", b"transfer-encoding", b"expect", b"accept-encoding")
 
 
 class _Exchange:
@@ -240,7 +250,7 @@ class _Exchange:
         ask: Callable[[ConnectionRequest], Awaitable[ConnectionAnswer]],
     ) -> None:
         self.inside, self.outside = inside, outside
-        self.host, self.port = host, port
+        self.host, self.port, self.tls = host, port, tls
         self.interception = interception
         self.limits = limits
         self.origin = origin
@@ -279,13 +289,43 @@ class _Exchange:
         path = head.target.split(b"?", 1)[0].decode("ascii", "replace")[:512]
         try:
             target, fields, used = self.interception.credentials.swap(
-                head.target, head.forwarded(), self.host, self.port
+                head.target, head.forwarded(), self.host, self.port, tls=self.tls, method=method
             )
         except Leak as e:
             request = ConnectionRequest(self.host, self.port, method, path, "http", self.origin, str(e))
             await self.ask(request)
             await _tell(self.inside.stream, 403, str(e))
             return False
+        spends = spending_call(method, path)
+        if self.interception.metered and spends is None:
+            reason = (
+                f"{method} {path[:200]} may spend tokens whose usage the governor cannot read "
+                "(a batch, a file for one): with [limits] tokens or cost_usd set, a model API "
+                "carries only the calls whose usage is read on the wire (refused)"
+            )
+            request = ConnectionRequest(self.host, self.port, method, path, "http", self.origin, reason)
+            await self.ask(request)
+            await _tell(self.inside.stream, 403, reason)
+            return False
+        one_at_a_time = self.interception.metered and spends is True
+        async with self.interception.in_flight if one_at_a_time else contextlib.nullcontext():
+            return await self._carried(head, framing, method, path, target, fields, used, spends)
+
+    async def _carried(
+        self,
+        head: http1.Head,
+        framing: http1.Framing,
+        method: str,
+        path: str,
+        target: bytes,
+        fields: list[tuple[bytes, bytes]],
+        used: tuple[str, ...],
+        spends: bool | None,
+    ) -> bool:
+        """Send one request on (unless the budget refuses it) and pass its
+        response back. Every request sent upstream is recorded however its
+        exchange ends (the client gone mid-stream, the upstream closed, the
+        attempt cancelled), with the usage read so far: the API billed it."""
         refused = self.interception.refusal()
         if refused is not None:
             request = ConnectionRequest(self.host, self.port, method, path, "http", self.origin, refused)
@@ -294,6 +334,8 @@ class _Exchange:
             return False
         out = [(b"host", self.host_field)]
         out += [(k, v) for k, v in fields if k not in _OURS]
+        # the usage is read in the codings the reader knows, whatever the agent accepts
+        out.append((b"accept-encoding", READ_CODINGS))
         if framing.length:
             out.append((b"content-length", b"%d" % framing.length))
         if framing.chunked:
@@ -301,29 +343,37 @@ class _Exchange:
         if b"100-continue" in (v.lower() for v in head.values(b"expect")) and not framing.empty:
             await self.inside.send(b"HTTP/1.1 100 Continue\r\n\r\n")
         started = trio.current_time()
-        await self.outside.send(_head(b"%s %s HTTP/1.1" % (head.method, target), out))
-        if not await _body(self.inside, self.outside, framing, None):
-            return False
-        response = await self._response()
-        first_byte = trio.current_time() - started if response is not None else None
-        if response is None:
-            await _tell(self.inside.stream, 502, f"{self.host}:{self.port} closed without a response")
-            await self._record(method, path, None, Usage(), first_byte, started, used, None)
-            return False
-        rframing = http1.response_framing(response, head.method)
-        content_type = b"".join(response.values(b"content-type")[:1]).decode("latin-1")
-        coding = b"".join(response.values(b"content-encoding")[:1]).decode("latin-1")
-        reader = UsageReader(content_type, chunked=rframing.chunked, encoding=coding)
-        fields_back = response.forwarded()
-        if rframing.chunked:
-            fields_back.append((b"transfer-encoding", b"chunked"))
-        ends = head.close or rframing.until_close or response.close
-        if ends:
-            fields_back.append((b"connection", b"close"))
-        first = b"HTTP/1.1 %d %s" % (response.status, response.reason)
-        await self.inside.send(_head(first, fields_back))
-        complete = await _body(self.outside, self.inside, rframing, reader)
-        await self._record(method, path, response.status, reader.usage(), first_byte, started, used, reader)
+        status: int | None = None
+        first_byte: float | None = None
+        reader: UsageReader | None = None
+        try:
+            await self.outside.send(_head(b"%s %s HTTP/1.1" % (head.method, target), out))
+            if not await _body(self.inside, self.outside, framing, None):
+                return False
+            response = await self._response()
+            if response is None:
+                await _tell(self.inside.stream, 502, f"{self.host}:{self.port} closed without a response")
+                return False
+            first_byte = trio.current_time() - started
+            status = response.status
+            rframing = http1.response_framing(response, head.method)
+            content_type = b"".join(response.values(b"content-type")[:1]).decode("latin-1")
+            coding = b"".join(response.values(b"content-encoding")[:1]).decode("latin-1")
+            reader = UsageReader(content_type, chunked=rframing.chunked, encoding=coding)
+            fields_back = response.forwarded()
+            if rframing.chunked:
+                fields_back.append((b"transfer-encoding", b"chunked"))
+            ends = head.close or rframing.until_close or response.close
+            if ends:
+                fields_back.append((b"connection", b"close"))
+            first = b"HTTP/1.1 %d %s" % (response.status, response.reason)
+            await self.inside.send(_head(first, fields_back))
+            complete = await _body(self.outside, self.inside, rframing, reader)
+        finally:
+            with trio.CancelScope(shield=True):  # recorded even as the attempt is cancelled
+                usage = reader.usage() if reader is not None else Usage()
+                unread = bool(spends) and status is not None and 200 <= status < 300 and not usage.tokens
+                await self._record(method, path, status, usage, first_byte, started, used, reader, unread)
         if rframing.until_close:
             with contextlib.suppress(AttributeError, trio.BrokenResourceError, ssl.SSLError, OSError):
                 await self.inside.stream.send_eof()  # type: ignore[attr-defined]
@@ -355,12 +405,14 @@ class _Exchange:
         started: float,
         used: tuple[str, ...],
         reader: UsageReader | None,
+        unread: bool = False,
     ) -> None:
         call = ModelCall(
             self.host, self.port, method, path, status, usage, first_byte,
             trio.current_time() - started, self.origin, used,
             reader.streamed if reader is not None else False,
             reader.bytes if reader is not None else 0,
+            unread,
         )  # fmt: skip
         await self.interception.record(call)
 

@@ -102,3 +102,37 @@ async def test_a_refused_call_explains_nothing_it_does_anyway(tmp_path: Path) ->
     assert outcome.acp is not None and outcome.acp.unasked_paths == [
         str(tmp_path / "ws" / "done-anyway.txt")
     ]
+
+
+async def test_a_change_the_agent_made_itself_carries_its_diff_from_the_start_where_it_was_kept(
+    tmp_path: Path,
+) -> None:
+    """The start side comes from what the attempt's start kept (source and test
+    files): a changed and a deleted source file and a created file carry their
+    diff; a text file that is no source (its start not kept) and a binary one
+    carry none, rather than a diff against nothing."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "calc.js").write_text("export const add = (a, b) => a - b;\n")
+    (ws / "gone.py").write_text("x = 1\n")
+    (ws / "notes.txt").write_text("before\n")
+    steps = [
+        {"write": "{cwd}/calc.js", "text": "export const add = (a, b) => a + b;\n"},
+        {"shell": "rm {cwd}/gone.py; printf 'a\\0b' > {cwd}/blob.bin"},
+        {"write": "{cwd}/notes.txt", "text": "after\n"},
+        {"write": "{cwd}/new.md", "text": "fresh\n"},
+        {"say": "Done."},
+    ]
+    outcome = await run_attempt(scripted_spec(tmp_path, steps))
+    assert outcome.status == "completed", outcome.reason
+    diffs = {
+        r["subject"]["path"].rsplit("/", 1)[-1]: r.get("diff")
+        for r in decision_records(outcome.log, outcome.run_id)
+        if r["kind"] == "unasked" and "path" in r["subject"]
+    }
+    assert set(diffs) == {"calc.js", "gone.py", "notes.txt", "new.md", "blob.bin"}, diffs
+    assert "-export const add = (a, b) => a - b;" in diffs["calc.js"]
+    assert "+export const add = (a, b) => a + b;" in diffs["calc.js"]
+    assert "-x = 1" in diffs["gone.py"] and "+" not in diffs["gone.py"].split("@@")[-1]
+    assert diffs["new.md"].startswith("--- /dev/null") and "+fresh" in diffs["new.md"]
+    assert diffs["notes.txt"] is None and diffs["blob.bin"] is None

@@ -110,3 +110,35 @@ def test_the_tokens_limit_spans_every_part_not_a_fresh_allowance(
         assert "tokens limit 1000" in str(going_on.reason) and "600 of them in earlier parts" in str(
             going_on.reason
         )
+
+
+def test_an_attempt_paused_on_its_last_allowed_tool_call_goes_on_and_the_limit_still_binds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The paused call is counted once, by the part that decides it (the agent
+    asks it again there): with ``[limits] tool_calls`` at exactly the calls the
+    task takes, the resumed attempt completes, counting as many as an attempt
+    that never paused; one fewer still ends it at the limit."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+
+    def spec(name: str, limit: int | None, approver: object) -> governor.AttemptSpec:
+        (tmp_path / name).mkdir()
+        policy = tmp_path / f"{name}.toml"
+        limits = f"[limits]\ntool_calls = {limit}\n" if limit is not None else ""
+        policy.write_text(f'capability = "edit-workspace"\n[ask]\ntools = ["edit"]\n{limits}')
+        return governor.AttemptSpec(
+            prompt="write hello.py", argv=[sys.executable, DEMO], workspace=tmp_path / name,
+            policy=policy, approver=approver, log=tmp_path / f"{name}.jsonl", timeout=120,
+        )  # fmt: skip
+
+    never_paused = governor.run(spec("straight", None, lambda ask: "once"))
+    assert never_paused.status == "completed", never_paused.reason
+    calls = never_paused.usage["tool_calls"]
+    assert calls >= 1
+    first = governor.run(spec("exact", calls, "pause"))
+    assert first.status == "needs_approval", first.reason
+    going_on = governor.resume(first, "once")
+    assert going_on.status == "completed", going_on.reason
+    assert going_on.usage["tool_calls"] == calls, going_on.usage
+    short = governor.resume(governor.run(spec("short", calls - 1, "pause")), "once")
+    assert short.status == "failed" and f"tool_calls limit {calls - 1}" in str(short.reason), short.reason

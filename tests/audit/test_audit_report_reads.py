@@ -51,6 +51,7 @@ def _steps() -> list[Any]:
         {"optionId": "no", "name": "Reject", "kind": "reject_once"},
     ]
     return [
+        {"write": "{cwd}/calc.py", "text": f"def add(a, b):\n    return a + b\n# {HOSTILE}\nkey = '{TOKEN}'\n"},
         {"update": {"sessionUpdate": "usage_update", "used": 48_213, "size": 200_000,
                     "cost": {"amount": 0.37, "currency": "USD"}}},
         {"request": "fs/write_text_file", "params": {
@@ -90,6 +91,7 @@ def attempt(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("reads")
     (root / "ws").mkdir()
     (root / "ws" / ".git" / "hooks").mkdir(parents=True)
+    (root / "ws" / "calc.py").write_text("def add(a, b):\n    return a - b\n")
     outcome = trio.run(run_attempt, scripted_spec(root, _steps()))
     assert outcome.status == "completed", outcome.reason
     log = root / "audit.jsonl"
@@ -147,7 +149,7 @@ def test_the_page_shows_tokens_a_diff_and_a_command_output_at_any_width(
         tools.open(page.resolve().as_uri(), width, mobile=width < 600)
         measured = layout(tools)
         usage = _text(tools, "#usage-line")
-        diff = _text(tools, "#changes pre.diff")
+        diff = _text(tools, "#changes .item.diff pre.diff")
         output = _text(tools, "#commands pre.tail")
         command = _text(tools, "#commands .item")
         notices = _text(tools, "#notices")
@@ -172,7 +174,7 @@ def test_an_agents_hostile_text_in_a_diff_and_in_output_stays_text_and_secrets_a
     assert TOKEN not in html and TOKEN not in attempt["log"].read_text()
     with devtools(chromium, tmp_path / "profile") as tools:
         tools.open(page.resolve().as_uri(), 1400)
-        diff = _text(tools, "#changes pre.diff")
+        diff = _text(tools, "#changes .item.diff pre.diff")
         output = _text(tools, "#commands pre.tail")
         made = tools.eval(
             "({scripts: document.scripts.length, imgs: document.images.length, "
@@ -212,15 +214,36 @@ def test_a_change_made_under_an_allowed_permission_is_explained_not_unasked(
         for r in attempt["records"]
         if r["kind"] in ("changed", "unasked")
     }
-    assert kinds == {"CHANGELOG.md": "changed", "STRAY.md": "unasked"}
+    assert kinds == {"CHANGELOG.md": "changed", "STRAY.md": "unasked", "calc.py": "unasked"}
     with devtools(chromium, tmp_path / "profile") as tools:
         tools.open((attempt["root"] / "page.html").resolve().as_uri(), 1400)
         unasked = _text(tools, "#unasked")
         changes = _text(tools, "#changes")
-    assert "STRAY.md" in unasked and "Changes without asking (1)" in unasked
+    assert "STRAY.md" in unasked and "Changes without asking (2)" in unasked
     assert "CHANGELOG.md" not in unasked
     item = next(i for i in changes.split("\n#") if "CHANGELOG.md" in i)
     assert "explained by rule named, tool call own, allowed at #" in item, item
+
+
+def test_a_change_the_agent_made_itself_shows_its_diff_from_the_start_as_masked_text(
+    attempt: dict[str, Any], chromium: str, tmp_path: Path
+) -> None:
+    """No governed write carried ``calc.py``'s edit, so no ``diff`` record: the
+    lines come from the file as the attempt's start kept it, beside the change."""
+    (own,) = [
+        r
+        for r in attempt["records"]
+        if r["kind"] == "unasked" and r["subject"].get("path", "").endswith("calc.py")
+    ]
+    assert "-    return a - b" in own["diff"] and "+    return a + b" in own["diff"], own
+    with devtools(chromium, tmp_path / "profile") as tools:
+        tools.open((attempt["root"] / "page.html").resolve().as_uri(), 400, mobile=True)
+        tools.eval("document.querySelectorAll('#unasked details').forEach(d => { d.open = true; })")
+        diff = _text(tools, "#unasked pre.diff")
+        made = tools.eval("document.querySelectorAll('#unasked pre.diff *:not(span)').length")
+    assert "-    return a - b" in diff and "+    return a + b" in diff, diff
+    assert HOSTILE in diff and "[secret]" in diff and TOKEN not in diff, diff
+    assert made == 0
 
 
 def test_the_anchor_is_said_calmly_when_unchecked_and_as_an_alarm_when_a_check_fails(

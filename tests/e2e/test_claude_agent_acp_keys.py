@@ -124,6 +124,14 @@ async def test_the_agent_never_holds_the_key_and_each_model_call_is_one_record_w
     port = model.url.rsplit(":", 1)[1]
     line = f"model: POST 127.0.0.1:{port}/v1/messages claude-standin-1 -> 200, 12 input, {OUTPUT_TOKENS} output"
     assert story.count(line) == len(messages), story
+    # the report page lists them, summed by model, beside the agent's own usage line
+    page = job.log.with_suffix(".html")
+    subprocess.run([GOVERNOR, "audit", "report", str(job.log), "-o", str(page)], check=True)
+    html = page.read_text()
+    assert f"Model calls ({len(calls)})" in html, html[:2000]
+    assert f'<td><code>claude-standin-1</code></td><td>{len(messages)}</td><td>{12 * len(messages)}</td>' in html
+    assert html.count(f"POST 127.0.0.1:{port}/v1/messages") == len(messages)
+    assert key not in html
     job.verified_log()
 
 
@@ -230,3 +238,43 @@ async def test_an_operator_may_give_the_agent_its_real_key_and_the_outcome_says_
         "the agent held the real ANTHROPIC_API_KEY: ACP_GOVERNOR_AGENT_HOLDS_KEYS=1" in n
         for n in outcome.acp.notices
     ), outcome.acp.notices
+
+
+async def test_each_model_call_on_the_wire_is_a_genai_chat_span_under_the_attempts_span(
+    job: Job, upstream_ca: ssl.SSLContext
+) -> None:
+    """OpenTelemetry's GenAI conventions: a ``chat {model}`` client span per call
+    the proxy saw, a child of ``invoke_agent``, with the tokens read off the wire
+    and the call's status; the key in no attribute."""
+    from otel_receiver import needs_otel
+
+    needs_otel()
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from governor.observe import otel
+
+    exporter = InMemorySpanExporter()
+    telemetry = otel.Telemetry(span_exporter=exporter, metric_reader=InMemoryMetricReader())
+    trace = telemetry.attempt()
+    key = "sk-ant-api03-" + secrets.token_urlsafe(60)
+    with StandIn([bash("echo hi")], tls=upstream_ca) as model:
+        spec = trace.traced(job.spec(None, agent="claude", **claude(job, model.url, key)))
+        outcome = await run_attempt(spec)
+    trace.ended(outcome)
+    assert telemetry.shutdown() is None
+    assert outcome.status == "completed", outcome.reason
+    spans = exporter.get_finished_spans()
+    (attempt,) = [s for s in spans if s.name.startswith("invoke_agent")]
+    chats = [s for s in spans if s.name == "chat claude-standin-1"]
+    messages = [s for s in model.served if s.path == "/v1/messages"]
+    assert len(chats) == len(messages) >= 1, [s.name for s in spans]
+    for span in chats:
+        a = dict(span.attributes or {})
+        assert span.parent is not None and span.parent.span_id == attempt.context.span_id
+        assert a["gen_ai.operation.name"] == "chat" and a["gen_ai.request.model"] == "claude-standin-1"
+        assert a["gen_ai.usage.input_tokens"] == 12 and a["gen_ai.usage.output_tokens"] == OUTPUT_TOKENS
+        assert a["http.response.status_code"] == 200 and a["server.address"] == "127.0.0.1"
+        assert list(a["gen_ai.response.finish_reasons"]) in (["tool_use"], ["end_turn"])
+        assert span.end_time >= span.start_time
+    assert all(key not in str(dict(s.attributes or {})) for s in spans)

@@ -272,22 +272,165 @@ def test_a_toolchain_folder_named_near_is_searched_only_when_no_attempt_could_wr
     assert processes.find_program("npm-near-only", near=str(near.parent), environ=home_env) is None
 
 
-def test_the_record_of_written_folders_drops_only_folders_gone_once_it_grows(
+def test_the_record_of_written_folders_stays_bounded_and_forgets_no_folder_still_known(
     scratch: Path, home_env: dict[str, str], state: Path
 ) -> None:
     """A test suite's workspaces would grow the record for ever: past its bound
-    the folders that no longer exist are dropped (what an attempt left there
-    went with them); every folder still there, and the new one, are kept. A
-    temporary folder is never kept (always refused for a program)."""
-    kept = scratch / "kept"
+    it is rewritten, keeping every folder still at its path, the new one, and
+    a folder gone from its path that has an identity (renamed since: nobody
+    can tell it from a deleted one) while the newest such fill half of it; a
+    folder never seen to exist is dropped. A temporary folder is kept too (a
+    scratch clone under ``/tmp``: a link an attempt left there is no more the
+    person's than one in their home)."""
+    kept, renamed = scratch / "kept", scratch / "renamed"
     kept.mkdir()
-    gone = [str(scratch / "gone" / f"{n:05d}-{'x' * 80}") for n in range(3000)]
-    processes.remember_written([kept, "/tmp/some-ws", *gone[:10]])
-    assert processes.written_folders() == (str(kept), *gone[:10])
-    processes.remember_written(gone)
+    renamed.mkdir()
+    tmp = Path(tempfile.mkdtemp(prefix="acp-governor-test-", dir="/tmp"))
+    try:
+        gone = [str(scratch / "gone" / f"{n:05d}-{'x' * 80}") for n in range(3000)]
+        processes.remember_written([kept, tmp, renamed, *gone[:10]])
+        assert processes.written_folders() == (str(kept), str(tmp), str(renamed), *gone[:10])
+        identity = (renamed.stat().st_dev, renamed.stat().st_ino)
+        assert identity in {i[:2] for i in processes.written_identities()}
+        renamed.rename(scratch / "renamed-since")
+        processes.remember_written(gone)
+        size = processes.written_record().stat().st_size
+        assert size > processes.WRITTEN_PRUNE_BYTES - 1000
+        new = scratch / "new"
+        processes.remember_written([new])
+        assert processes.written_folders() == (str(kept), str(tmp), str(renamed), str(new))
+        assert identity in {i[:2] for i in processes.written_identities()}
+        assert processes.written_record().stat().st_size < 1000
+    finally:
+        shutil.rmtree(tmp)
+
+
+def test_the_identities_gone_from_their_paths_are_kept_newest_first_within_half_the_bound(
+    scratch: Path, home_env: dict[str, str], state: Path
+) -> None:
+    """A folder gone from its path may have been renamed or deleted: the record
+    keeps its identity, but not for ever: past the bound, the newest such fill
+    half of it and the oldest go (a CI's workspace made again at one path
+    leaves one identity each time, and those go too), while a folder still at
+    its path keeps the identity it has there."""
+    ci, many = scratch / "ci", scratch / "many"
+    for _ in range(3):  # the same path, made again for each attempt
+        ci.mkdir()
+        processes.remember_written([ci])
+        ci.rmdir()
+    ci.mkdir()
+    folders = [many / f"{n:05d}-{'y' * 100}" for n in range(1500)]
+    for folder in folders:
+        folder.mkdir(parents=True)
+    processes.remember_written([ci, *folders])
+    live = (ci.stat().st_dev, ci.stat().st_ino)
+    newest = (folders[-1].stat().st_dev, folders[-1].stat().st_ino)
+    oldest = (folders[0].stat().st_dev, folders[0].stat().st_ino)
+    shutil.rmtree(many)
+    processes.remember_written([scratch / "next"])
     size = processes.written_record().stat().st_size
-    assert size > processes.WRITTEN_PRUNE_BYTES - 1000
-    new = scratch / "new"
-    processes.remember_written([new])
-    assert processes.written_folders() == (str(kept), str(new))
-    assert processes.written_record().stat().st_size < 1000
+    assert processes.WRITTEN_PRUNE_BYTES // 3 < size <= processes.WRITTEN_PRUNE_BYTES // 2 + 1000
+    kept = {i[:2] for i in processes.written_identities()}
+    assert live in kept and newest in kept and oldest not in kept
+    lines = processes.written_record().read_text().splitlines()
+    assert sum(line.startswith(f'["{ci}"') for line in lines) == 1, lines[:8]
+
+
+def test_a_folder_kept_before_it_existed_gains_its_identity_at_the_next_attempt(
+    scratch: Path, home_env: dict[str, str], state: Path
+) -> None:
+    """A home folder an agent's sandbox keeps writable may not exist when its
+    attempt starts (or an older governor kept a path alone): once it exists,
+    the next attempt's start keeps its identity too, so a rename after that
+    does not make it the person's."""
+    later = scratch / "later"
+    processes.remember_written([later])
+    assert processes.written_identities() == frozenset()
+    later.mkdir()
+    processes.remember_written([scratch / "other"])
+    assert {i[:2] for i in processes.written_identities()} == {
+        (later.stat().st_dev, later.stat().st_ino)
+    }
+    assert processes.written_folders() == (str(later), str(scratch / "other"))
+
+
+def test_no_program_an_earlier_attempt_could_write_runs_after_the_person_renames_its_folder(
+    scratch: Path, home_env: dict[str, str], state: Path
+) -> None:
+    """The record keeps each folder by identity as well as by path: a project
+    (no git work tree) renamed after the attempt is still the one the attempt
+    was given, and a program it left there is passed over by the lookup and
+    refused by the door, naming the folder by its new name. The neighbour: a
+    folder no attempt was given, of the same shape beside it, is found."""
+    ws, moved = scratch / "ws", scratch / "proj-old"
+    _program(ws / ".venv" / "bin")
+    processes.remember_written([ws])
+    ws.rename(moved)
+    planted = moved / ".venv" / "bin" / "tool"
+    other = _program(scratch / "other" / ".venv" / "bin")
+    passed: list[str] = []
+    search = f"{planted.parent}:{other.parent}"
+    found = processes.find_program("tool", path=search, environ=home_env, passed=passed)
+    assert found == str(other)
+    assert len(passed) == 1, passed
+    assert passed[0].startswith(f"{planted} (it lies in a folder an earlier attempt"), passed
+    assert f"keeps it by identity: {state / 'written-folders'}) ({moved})" in passed[0], passed
+    with pytest.raises(HostProcessRefused, match="under another name now"):
+        processes.command([str(planted)], env=home_env)
+    with pytest.raises(HostProcessRefused, match="under another name now"):
+        processes.find_program(str(planted), environ=home_env)
+    assert processes.command([str(other)], env=home_env).argv == (str(other),)
+
+
+def test_a_folder_made_where_a_deleted_one_was_is_not_taken_for_it(
+    scratch: Path, home_env: dict[str, str], state: Path
+) -> None:
+    """ext4 gives a deleted folder's inode number to the next folder made near
+    it: the record keeps the inode's generation too, so the person's new
+    folder is not refused as the attempt's deleted one (where the file system
+    gives generations; on one that gives none its inode numbers are not reused
+    at once, as tmpfs)."""
+    ws = scratch / "ws"
+    ws.mkdir()
+    processes.remember_written([ws])
+    number = ws.stat().st_ino
+    ws.rmdir()
+    tools = scratch / "tools"
+    program = _program(tools / "bin")
+    if tools.stat().st_ino != number:
+        pytest.skip("the file system did not give the deleted folder's inode number again")
+    if None in {i[2] for i in processes.written_identities()}:
+        pytest.skip("the file system gives no inode generations")
+    assert processes.find_program("tool", path=str(tools / "bin"), environ=home_env) == str(program)
+    assert processes.written_places().holding(str(tools / "bin")) == ()
+
+
+def test_the_written_places_hold_a_folder_renamed_since_and_one_under_tmp(
+    scratch: Path, home_env: dict[str, str], state: Path
+) -> None:
+    """What a file the person names may not be reached through a link out of:
+    a folder an attempt was given, under its new name after a rename, and a
+    root under ``/tmp``; a folder of the person's beside them is held by none."""
+    from governor.boundary.person_files import link_out
+
+    ws, site = scratch / "ws", scratch / "site"
+    ws.mkdir()
+    site.mkdir()
+    tmp = Path(tempfile.mkdtemp(prefix="acp-governor-test-", dir="/tmp"))
+    try:
+        processes.remember_written([ws, tmp])
+        moved = scratch / "proj-old"
+        ws.rename(moved)
+        for project in (moved, tmp):
+            (project / "reports").symlink_to(site)
+            (project / "inside").symlink_to(project / "reports")
+            written = processes.written_places()
+            assert written.holding(str(project / "deep")) == (str(project),)
+            why = link_out(project / "reports" / "index.html", written)
+            assert why is not None and f"{project / 'reports'} is a link to {site}" in why, why
+            assert link_out(project / "inside", written) is not None  # through it, in the end
+        (site / "mine").symlink_to(scratch / "kept")  # the person's link, in no attempt's folder
+        assert processes.written_places().holding(str(site)) == ()
+        assert link_out(site / "mine" / "index.html", processes.written_places()) is None
+    finally:
+        shutil.rmtree(tmp)

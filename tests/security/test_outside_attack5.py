@@ -61,12 +61,22 @@ goes only into a key header, `credentials.KEY_HEADERS`, as its whole value or
 after one scheme word; the placeholder anywhere else is refused as an
 exfiltration try; residual: a bound host that quotes a valid key header back,
 since responses are not rewritten), and a malformed message (it ends its own
-connection, answered). The others are the next session's.
+connection, answered). Closed the next session (marks removed): a key bound
+to its own hosts (a preset's ``keys``), and to the calls its agent makes with
+it where the preset names them; a TLS binding's value inside TLS only; a
+request's placeholders read before its host is judged; with a tokens or cost
+limit, the Accept-Encoding of a terminated request set to the codings read,
+calls one at a time, every request sent recorded however it ended, only
+calls whose usage is read carried, and a call whose usage could not be read
+failing the limit closed. The wiring below follows the lifecycle's
+(``ModelCalls(audit, budget.observed, budget.unread)``, the interception
+``metered`` by the budget).
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import secrets
 import socket
@@ -252,7 +262,7 @@ async def wire(
         ca = AttemptCA.make("test attempt")
         credentials = held(origins)
         budget = Budget(Limits(tokens=tokens), "agent")
-        model_calls = ModelCalls(audit, budget.observed)
+        model_calls = ModelCalls(audit, budget.observed, budget.unread)
         calls: list[ModelCall] = []
 
         async def record(call: ModelCall) -> None:
@@ -260,7 +270,7 @@ async def wire(
             await model_calls.record(call)
 
         interception = Interception(
-            credentials, ca, upstream_context(str(ca_file)), record, budget.refusal
+            credentials, ca, upstream_context(str(ca_file)), record, budget.refusal, budget.metered
         )
         gate = Gate(policy, audit, Unattended())
         async with open_egress(judge(gate), None, interception) as proxy:
@@ -441,16 +451,6 @@ def speaks_codings(tokens_in: int, tokens_out: int) -> Handler:
     return handler
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "hole: tokens unseen in a coding the agent chose (class: usage is read only in the "
-        "content codings the reader knows, while the agent's Accept-Encoding reaches the API, so "
-        "a call answered in br or zstd counts no tokens and [limits] tokens is never passed; "
-        "mechanism: the proxy sets the Accept-Encoding of a terminated request to the codings it "
-        "reads, and a call whose usage it could not read counts against the limit as unknown, failing closed)"
-    ),
-)
 async def test_a_model_call_answered_in_a_coding_the_agent_asked_for_still_counts_its_tokens_against_the_limit(
     tmp_path: Path,
 ) -> None:
@@ -480,6 +480,43 @@ async def test_a_model_call_in_a_coding_the_reader_knows_counts_and_the_next_cal
         assert b"tokens limit 500" in second[2]
         assert len(w.origin.requests) == 1
         assert w.budget.over is not None
+
+
+def insists_on_brotli(tokens_in: int, tokens_out: int) -> Handler:
+    """An API (or a CDN in front of it) that answers in ``br`` whatever the
+    request accepts."""
+
+    async def handler(request: h11.Request, body: bytes) -> Reply:
+        headers = [(b"content-type", b"application/json"), (b"content-encoding", b"br")]
+        return 200, headers, brotli_stored(message(tokens_in, tokens_out))
+
+    return handler
+
+
+async def test_a_model_call_whose_usage_cannot_be_read_fails_the_tokens_limit_closed(tmp_path: Path) -> None:
+    """The class behind the coding hole: a call that spent tokens in a shape
+    or coding no one reads counts as past the limit, never as free; the
+    request went out accepting only the codings the reader knows."""
+    async with wire(tmp_path, insists_on_brotli(10, 5), tokens=100_000) as w:
+        key = [("x-api-key", w.placeholder), ("accept-encoding", "br, zstd")]
+        first = await ask(w, "POST", "/v1/messages", key, b"{}")
+        assert first[0] == 200
+        accepted = dict(w.origin.requests[0].headers.raw_items())[b"accept-encoding"]
+        assert accepted == b"gzip, deflate"
+        second = await ask(w, "POST", "/v1/messages", key, b"{}")
+        assert second[0] == 403 and b"could not be read on the wire" in second[2], second
+        assert len(w.origin.requests) == 1
+        log = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+        assert [r.get("usage_unread") for r in log if r.get("kind") == "model"] == [True]
+
+
+async def test_a_model_call_whose_usage_cannot_be_read_is_carried_when_no_limit_is_set(tmp_path: Path) -> None:
+    """Its neighbour: without a tokens limit nothing fails closed."""
+    async with wire(tmp_path, insists_on_brotli(10, 5)) as w:
+        key = [("x-api-key", w.placeholder)]
+        for _ in range(2):
+            assert (await ask(w, "POST", "/v1/messages", key, b"{}"))[0] == 200
+        assert w.budget.over is None
 
 
 def test_the_brotli_stand_in_sends_what_a_real_client_decodes() -> None:
@@ -517,16 +554,6 @@ def held_until(count: int, tokens_in: int, tokens_out: int) -> tuple[Handler, tr
     return handler, arrived
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "hole: calls at once run past the tokens limit (class: [limits] tokens is checked only "
-        "against model calls that ended, so each call opened before the first ends passes the "
-        "check, and the tokens seen on the wire run past the limit as many times over as the "
-        "agent opens calls; mechanism: with a tokens limit, calls in flight count against it: "
-        "one model call at a time, or the next one refused while the calls in flight may pass it)"
-    ),
-)
 async def test_model_calls_opened_at_once_cannot_run_past_the_tokens_limit_more_than_one_call_over(
     tmp_path: Path,
 ) -> None:
@@ -590,16 +617,6 @@ def placeholder_of(w: Wire, name: str) -> str:
     return found
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "hole: a key sent to another key's host (class: every credential of a preset is bound "
-        "to the union of the preset's API hosts and base URLs, so the agent has the Anthropic "
-        "key put into a request to the OpenAI gateway, or opencode.ai, or a BYOK provider gets "
-        "the GitHub token; mechanism: each credential bound to its own hosts, the preset "
-        "pairing each key variable with its API hosts and base-URL variable)"
-    ),
-)
 async def test_a_key_is_never_put_into_a_request_to_the_host_of_another_key(tmp_path: Path) -> None:
     async with wire(tmp_path, takes_anything, takes_anything, held=opencode_with_two_gateways) as w:
         openai = w.origins[1]
@@ -721,17 +738,6 @@ async def recorded(w: Wire, count: int) -> None:
             await trio.sleep(0.01)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "hole: a call whose client left is never recorded (class: the model record is written "
-        "only once the response was passed on whole, so a client that hangs up mid-stream, a "
-        "cancelled turn or an agent that wants its calls uncounted, leaves no record and no "
-        "tokens, though the API processed and billed them, and [limits] tokens is never passed; "
-        "mechanism: every request sent upstream is recorded however its exchange ends, with "
-        "the usage read so far, and counted against the limit)"
-    ),
-)
 async def test_a_model_call_whose_client_hung_up_midstream_is_still_recorded_and_counted(
     tmp_path: Path,
 ) -> None:
@@ -758,6 +764,34 @@ async def test_a_streamed_model_call_read_to_its_end_is_recorded_with_its_tokens
         assert status == 403
 
 
+async def test_a_call_whose_client_hung_up_before_any_usage_fails_the_tokens_limit_closed(
+    tmp_path: Path,
+) -> None:
+    """A client gone before the first event: the call is still recorded
+    (the API took it), with no tokens read, and the limit fails closed."""
+
+    async def slow(request: h11.Request, body: bytes) -> Reply:
+        pings = [b": ping\n\n"] * 100  # a model thinking: the client leaves meanwhile
+        return 200, [(b"content-type", b"text/event-stream")], [*pings, *event_stream(600, 400)]
+
+    async with wire(tmp_path, slow, tokens=100_000) as w:
+        tls = await through(w)
+        client = h11.Connection(h11.CLIENT)
+        headers = [("Host", "127.0.0.1"), ("x-api-key", w.placeholder), ("content-length", "2")]
+        await tls.send_all(client.send(h11.Request(method="POST", target="/v1/messages", headers=headers)))
+        await tls.send_all(client.send(h11.Data(data=b"{}")) + client.send(h11.EndOfMessage()))
+        while not isinstance(client.next_event(), h11.Response):
+            client.receive_data(await tls.receive_some(65536))
+        tls.transport_stream.socket.close()  # gone before any usage came
+        await recorded(w, 1)
+        assert len(w.calls) == 1 and w.calls[0].status == 200 and w.calls[0].usage.tokens == {}
+        with trio.fail_after(10):
+            while w.budget.over is None:
+                await trio.sleep(0.01)
+        status, _, _ = await ask(w, "POST", "/v1/messages", [("x-api-key", w.placeholder)], b"{}")
+        assert status == 403
+
+
 # -- an exfiltration try counted as a failure -------------------------------------------
 
 
@@ -776,16 +810,6 @@ def exfiltration(host: str, placeholder: str) -> bytes:
     ).encode()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "hole: an exfiltration try counted as a failure (class: a plain-HTTP request is judged "
-        "by its host first and its placeholders read after, so a try sent to an allowed name "
-        "that does not resolve is recorded `failed` (dns), never as an exfiltration try, and "
-        "`--fail-on refused` passes; mechanism: a request's placeholders are read before its "
-        "host is judged or looked up, and one not bound there is refused as its own record)"
-    ),
-)
 async def test_a_placeholder_sent_to_an_allowed_name_that_does_not_resolve_is_recorded_as_a_refused_exfiltration_try(
     tmp_path: Path,
 ) -> None:
@@ -929,16 +953,6 @@ async def test_the_agents_trust_folder_holds_the_attempts_ca_certificate_and_no_
 # -- the key in clear ------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "hole: the key sent in clear (class: the placeholder is swapped by host and port, "
-        "whatever the transport, so a plain-HTTP request through the proxy to a host:port a "
-        "credential is bound to over TLS carries the real key unencrypted across the network; "
-        "mechanism: a TLS binding's value is put in only inside the TLS the proxy opened to "
-        "the host, and its placeholder in a plain request is refused as an exfiltration try)"
-    ),
-)
 async def test_the_key_of_an_https_api_never_crosses_the_network_in_clear(tmp_path: Path) -> None:
     async with wire(tmp_path, takes_anything) as w:
         at = f"127.0.0.1:{w.origin.port}"
@@ -997,17 +1011,6 @@ def batch_of(count: int) -> bytes:
     return json.dumps({"requests": [{"custom_id": str(i), "params": one} for i in range(count)]}).encode()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "hole: tokens spent where no response says so (class: [limits] tokens counts only the "
-        "usage of responses whose shape the reader knows, while every path of a model host is "
-        "carried: a Message Batch is accepted with no usage in its answer and its results are "
-        "JSON Lines, so thousands of calls' tokens pass uncounted; mechanism: with a tokens or "
-        "cost limit, a model host carries only the requests whose usage the proxy reads, "
-        "any other refused, or a call whose usage it could not read fails the budget closed)"
-    ),
-)
 async def test_tokens_spent_through_the_batches_api_cannot_pass_the_tokens_limit_unseen(tmp_path: Path) -> None:
     api = BatchApi()
     async with wire(tmp_path, api, tokens=500) as w:
@@ -1041,24 +1044,16 @@ async def test_a_batch_is_carried_when_no_tokens_limit_is_set_and_messages_calls
 def copilot_github_token(origins: list[Origin]) -> Credentials:
     """What the governor holds for the real ``copilot`` preset given ``GH_TOKEN``,
     the stand-in in the place of ``api.github.com:443`` (a preset host,
-    bound as the preset binds it)."""
+    bound as the preset binds it: the binding the preset gives the token
+    there, its host and port moved to the stand-in's)."""
     preset = presets()["copilot"]
     assert "api.github.com:443" in preset.api_hosts and "GH_TOKEN" in preset.env
-    env = {"GH_TOKEN": GITHUB_TOKEN}
-    return Credentials.from_env(env, preset.env, [Binding("127.0.0.1", origins[0].port)])
+    (token,) = held_credentials(preset, {"GH_TOKEN": GITHUB_TOKEN}, sandboxed=True).held
+    (github,) = [b for b in token.bindings if b.host == "api.github.com"]
+    moved = dataclasses.replace(github, host="127.0.0.1", port=origins[0].port)
+    return Credentials([dataclasses.replace(token, bindings=(moved,))])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "hole: the key's whole authority on a bound host (class: a credential is bound to hosts, "
-        "not to the calls its agent makes there, and no HTTP rule is set by default, so the "
-        "GitHub token Copilot needs for its token exchange is put into any request to "
-        "api.github.com: an SSH key added to the account, a repository deleted; mechanism: a "
-        "preset binds each credential to the methods and paths its agent uses on each host, "
-        "its real value put in only there)"
-    ),
-)
 async def test_the_github_token_bound_for_copilot_is_not_put_into_a_request_that_adds_an_ssh_key(
     tmp_path: Path,
 ) -> None:

@@ -23,13 +23,18 @@ The holes, by class:
   unlinked and held open, folders (and links), each a block of the person's
   disk;
 - a file the agent leaves runs on the host: the record of written folders
-  keeps names, so a project that is no git work tree, renamed by the person,
-  is trusted on their ``PATH`` (`find_program`);
+  kept names, so a project that is no git work tree, renamed by the person,
+  was trusted on their ``PATH`` (`find_program`);
 - a path the governor opens for the person follows a link the agent left,
   in a folder an attempt wrote that the record does not name: a renamed
   project, or one under ``/tmp`` (left out of the record), and
-  ``governor audit report -o`` writes the page through the agent's folder
+  ``governor audit report -o`` wrote the page through the agent's folder
   link over a file of the person's.
+
+The last two are closed (their marks removed): the record keeps every folder
+an attempt was given, temporary ones too, by its path and by its identity
+(``st_dev``, ``st_ino``), and the door and `link_out` ask it of every folder
+above the path they judge, so a renamed folder is still the attempt's.
 """
 
 from __future__ import annotations
@@ -312,12 +317,6 @@ def test_agents_install_runs_no_program_an_attempt_left_in_a_project_that_is_no_
     assert not marker.exists(), (marker.read_text(), done.stderr[-1500:])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: a program an attempt left runs on the host once its folder is renamed "
-    "(a file the agent leaves runs on the host: the record keeps folders by name; keep "
-    "them by identity, or trust a PATH entry only where no attempt could ever have written)",
-)
 @pytest.mark.parametrize("user", USERS)
 def test_agents_install_runs_no_program_an_attempt_left_after_the_person_renames_its_project(
     accounts: dict[str, Account | str], user: str
@@ -394,13 +393,6 @@ def test_the_report_is_not_written_through_a_folder_link_an_attempt_left_in_its_
     assert done.returncode != 0 and "reports is a link to" in done.stderr, done.stderr[-1500:]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: the report is written through a folder link an attempt left once the person "
-    "renames its project (a path the governor opens for the person follows a link the agent "
-    "left: the record keeps folders by name; keep them by identity, or follow no link the "
-    "person's own account did not make where an attempt ever wrote)",
-)
 @pytest.mark.parametrize("user", USERS)
 def test_the_report_is_not_written_through_a_folder_link_an_attempt_left_after_a_rename(
     accounts: dict[str, Account | str], user: str
@@ -422,12 +414,6 @@ def test_the_report_is_not_written_through_a_folder_link_an_attempt_left_after_a
     assert page.read_text() == PAGE, (page.read_text()[:300], done.stderr[-1500:])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: the report is written through a folder link an attempt left in a project "
-    "under /tmp (a path the governor opens for the person follows a link the agent left: the "
-    "record leaves temporary folders out, and link_out trusts what the record does not name)",
-)
 @pytest.mark.parametrize("user", USERS)
 def test_the_report_is_not_written_through_a_folder_link_an_attempt_left_in_a_project_under_tmp(
     accounts: dict[str, Account | str], user: str

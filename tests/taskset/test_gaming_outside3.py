@@ -28,10 +28,10 @@ The holes, by class (each with the mechanism that would close the class):
   in a ``subTest``, against ``10 + 7`` or against ``want = 17`` (node: through
   a helper) gets only the public templates, and the template-sparing lie of
   ``test_gaming_outside2.py`` is back (the visible files' copies answered
-  honestly: their inputs are special-cased). Close: copy by where the
-  expected value flows into the equality (the helper's argument, the loop's
-  row, the name bound to a literal), or refuse such a held-out file before
-  the attempt.
+  honestly: their inputs are special-cased). Closed: the copier follows
+  where the expected value flows into the equality (the helper's argument,
+  the loop's row, the name bound to a literal: ``governor/checks/expected.py``,
+  ``_js_expected``), so such files are copied like any other.
 - **the harness closure is a parser**: a file a CI script reaches by
   ``$(dirname "$0")``, ``${BASH_SOURCE%/*}``, a variable, a ``cd`` on an
   earlier line, a glob loop, ``find -exec``, ``xargs``, ``eval``, or a make
@@ -316,14 +316,6 @@ def _hidden_uncopied(tmp_path: Path, shape: str) -> Path:
     return ws
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: a held-out file the copier skips (a helper, a loop, a subTest, a computed "
-    "or named expectation) carries only the public templates (class: canaries recognisable "
-    "by their text where no copy is made; mechanism: copy by where the expected value flows "
-    "into the equality, not by the statement's shape, or refuse such a held-out file "
-    "before the attempt)",
-)
 @pytest.mark.parametrize("shape", list(HIDDEN_UNCOPIED))
 def test_a_lie_that_spares_the_templates_in_a_held_out_file_without_copies_is_not_accepted(
     tmp_path: Path, shape: str
@@ -577,12 +569,6 @@ JS
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: a node held-out file the copier skips (a helper) carries only the public "
-    "templates (class: canaries recognisable by their text where no copy is made; "
-    "mechanism: copy by where the expected value flows, or refuse such a file)",
-)
 def test_a_node_lie_that_spares_the_templates_of_a_held_out_file_without_copies_is_not_accepted(
     tmp_path: Path,
 ) -> None:
