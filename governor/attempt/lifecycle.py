@@ -338,6 +338,7 @@ class Attempt:
                         before.closed,
                         home,
                         home_held,
+                        self.sandboxes,
                     )
                 terminals = self.terminals = confine.GovernedTerminals(
                     nursery, policy, p.env, proxy=lambda: self.proxy

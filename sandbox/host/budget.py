@@ -63,6 +63,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import os
 import secrets
 import time
@@ -74,7 +75,14 @@ from typing import Final, Protocol
 import trio
 
 from governor.policies.limits import Limits, render
-from governor.sandbox.host.limits import GROUP_PREFIX, _alive, _remove, _sweep, enforcement
+from governor.sandbox.host.limits import (
+    GROUP_PREFIX,
+    JOIN,
+    _alive,
+    _remove,
+    _sweep,
+    enforcement,
+)
 
 MIN_INTERVAL: Final = 1.0
 """Seconds between two measures at least (a /proc walk of a few hundred
@@ -118,6 +126,9 @@ class AttemptBudget:
         self.group: str | None = None
         """The attempt's pids group (root, where one can be made): the sandboxes'
         own groups are made below it."""
+        self.memory_group: str | None = None
+        """The attempt's memory group (where one can be made: `memory_root`):
+        every sandbox joins it, and the kernel charges it what they hold."""
         self.killed = False
         self._refused_gone = 0
         self._refused_before = 0
@@ -150,7 +161,17 @@ class AttemptBudget:
                 memory += private
                 pids.append(pid)
         memory += held_in_files(pids) if pids else 0
+        if self.memory_group is not None:  # the kernel's charge sees what /proc cannot
+            memory = max(memory, charged(self.memory_group))
         return Usage(processes, memory, len(running), self.refused())
+
+    def joining(self) -> tuple[str, ...]:
+        """The words before a sandbox's launcher that put it (the shell that
+        execs the rest, then bwrap and all it starts) in the attempt's memory
+        group; () without one."""
+        if self.memory_group is None:
+            return ()
+        return ("/bin/sh", "-c", JOIN, os.path.join(self.memory_group, "cgroup.procs"))
 
     def group_ending(self, group: str) -> None:
         """A sandbox's pids group below the attempt's, about to be removed:
@@ -234,6 +255,12 @@ def attempt_budget(limits: Limits) -> Iterator[AttemptBudget]:
                 )
             except OSError:  # the probe's group could be made, this one not: watched only
                 budget.group = None
+        where = memory_root() if budget.memory is not None else None
+        if where is not None:
+            try:
+                budget.memory_group = stack.enter_context(_memory_group(where))
+            except OSError:  # the probe's group could be made, this one not: /proc only
+                budget.memory_group = None
         token = CURRENT.set(budget)
         stack.callback(CURRENT.reset, token)
         yield budget
@@ -260,6 +287,112 @@ def _attempt_group(root: str, processes: int) -> Iterator[str]:
         with contextlib.suppress(OSError):
             os.rmdir(inner)
         _remove(group)
+
+
+MEMORY_V1: Final = "/sys/fs/cgroup/memory"
+"""cgroup v1's memory hierarchy, where it is mounted."""
+
+
+@functools.cache
+def memory_root() -> str | None:
+    """Where this process can make the attempt's memory group: below its own
+    group (never above: that would leave the limits an operator put on the
+    governor), in cgroup v1's memory hierarchy, else in its cgroup v2 group
+    where memory is delegated to children and pids groups are not made there
+    too (a process is in one v2 group only: joining a memory group would take
+    it out of its pids group). Tried, not assumed: a group is made, its
+    charge read, and removed. None: the watcher counts from /proc alone."""
+    own_v1 = _own_group("memory")
+    found = enforcement()
+    places: list[str] = []
+    if own_v1 is not None and os.path.isdir(MEMORY_V1):
+        places.append(os.path.join(MEMORY_V1, own_v1.lstrip("/")).rstrip("/"))
+    v2 = _own_v2()
+    if v2 is not None and not (found.pids_root or "").startswith(v2):
+        with contextlib.suppress(OSError):
+            if "memory" in Path(v2, "cgroup.subtree_control").read_text().split():
+                places.append(v2)
+    for where in places:
+        if not os.access(where, os.W_OK):
+            continue
+        with contextlib.suppress(OSError), _memory_group(where) as group:
+            charged(group, strict=True)
+            return where
+    return None
+
+
+def _own_group(controller: str) -> str | None:
+    """This process's group in the cgroup v1 hierarchy of ``controller``."""
+    with contextlib.suppress(OSError), open("/proc/self/cgroup") as handle:
+        for line in handle:
+            parts = line.strip().split(":", 2)
+            if len(parts) == 3 and controller in parts[1].split(","):
+                return parts[2] or "/"
+    return None
+
+
+def _own_v2() -> str | None:
+    """This process's cgroup v2 folder, if a cgroup2 is mounted."""
+    mount = None
+    with contextlib.suppress(OSError), open("/proc/self/mountinfo") as handle:
+        for line in handle:
+            left, _, right = line.partition(" - ")
+            if right.split(" ", 1)[0] == "cgroup2":
+                mount = left.split(" ")[4]
+                break
+    if mount is None:
+        return None
+    with contextlib.suppress(OSError), open("/proc/self/cgroup") as handle:
+        for line in handle:
+            if line.startswith("0::"):
+                return os.path.join(mount, line[3:].strip().lstrip("/")).rstrip("/")
+    return None
+
+
+@contextlib.contextmanager
+def _memory_group(root: str) -> Iterator[str]:
+    """The attempt's memory group under ``root``: no limit of its own (the
+    watcher names the limit; the groups above keep theirs); on exit, whatever
+    is left in it is killed and the group removed."""
+    base = os.path.join(root, GROUP_PREFIX)
+    os.makedirs(base, exist_ok=True)
+    _sweep(base)
+    group = os.path.join(base, f"{os.getpid()}-attempt-memory-{secrets.token_hex(8)}")
+    os.mkdir(group)
+    try:
+        yield group
+    finally:
+        _remove(group)
+
+
+def charged(group: str, strict: bool = False) -> int:
+    """Bytes the kernel charges the memory ``group`` that are not the page
+    cache of files read or written (reclaimable: the disk holds it):
+    anonymous memory, shmem (tmpfs, memfds, System V segments) and kernel
+    memory (socket buffers, pipes, page tables). cgroup v1:
+    ``memory.usage_in_bytes`` (kernel memory included) less the hierarchy's
+    ``total_active_file`` and ``total_inactive_file``; v2: ``memory.current``
+    less ``active_file`` and ``inactive_file`` (shmem is on the anonymous
+    lists in both). 0 once unreadable, unless ``strict`` (the probe's)."""
+    try:
+        stat = dict(
+            (key, int(value))
+            for key, _, value in (
+                line.partition(" ") for line in Path(group, "memory.stat").read_text().splitlines()
+            )
+            if value.strip().isdigit()
+        )
+        if "total_active_file" in stat:
+            usage = int(Path(group, "memory.usage_in_bytes").read_text())
+            cache = stat["total_active_file"] + stat["total_inactive_file"]
+        else:
+            usage = int(Path(group, "memory.current").read_text())
+            cache = stat.get("active_file", 0) + stat.get("inactive_file", 0)
+    except (OSError, ValueError, KeyError):
+        if strict:
+            raise OSError(f"{group}: no memory charge to read") from None
+        return 0
+    return max(0, usage - cache)
 
 
 def _sweep_attempts(base: str) -> None:
@@ -293,6 +426,11 @@ async def watch(budget: AttemptBudget, over: Callable[[str], None]) -> None:
             over(limit)
             return
         await trio.sleep(max(MIN_INTERVAL, 10 * (time.monotonic() - started)))
+
+
+def processes(running: list[Sandboxed]) -> list[int]:
+    """Every process of the sandboxes ``running`` (reads /proc only)."""
+    return [pid for child in running for pid in _tree(child.pid)]
 
 
 def _tree(root: int) -> list[int]:
