@@ -63,9 +63,15 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import ctypes
+import fcntl
 import functools
 import os
 import secrets
+import select
+import signal
+import socket
+import struct
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -163,6 +169,8 @@ class AttemptBudget:
         memory += held_in_files(pids) if pids else 0
         if self.memory_group is not None:  # the kernel's charge sees what /proc cannot
             memory = max(memory, charged(self.memory_group))
+        elif pids:  # no group: the kernel's queues and segments, read in each sandbox
+            memory += held_in_kernel(pids)
         return Usage(processes, memory, len(running), self.refused())
 
     def joining(self) -> tuple[str, ...]:
@@ -590,4 +598,184 @@ def _read_count(group: str, name: str, key: str) -> int:
             found, _, count = line.partition(" ")
             if found == key:
                 return int(count)
+    return 0
+
+
+CLONE_NEWUSER: Final = 0x10000000
+CLONE_NEWIPC: Final = 0x08000000
+CLONE_NEWNET: Final = 0x40000000
+NS_GET_USERNS: Final = 0xB701
+"""ioctl on a namespace's descriptor: a descriptor of the user namespace owning it."""
+SOCK_DIAG_BY_FAMILY: Final = 20
+NETLINK_SOCK_DIAG: Final = 4
+UDIAG_SHOW_MEMINFO: Final = 0x20
+UNIX_DIAG_MEMINFO: Final = 5
+HELPER_WAIT: Final = 5.0
+"""Seconds a namespace's reader may take before it is killed and counts 0."""
+
+
+def held_in_kernel(pids: list[int]) -> int:
+    """Bytes the processes ``pids`` (a measure's, no memory group) hold in
+    the kernel where no process's memory shows them, read in each sandbox's
+    own namespaces: the System V shared memory segments (resident and
+    swapped) and message queues of its IPC namespace, held by no process once
+    detached; and the send buffers of the Unix sockets of its network
+    namespace (bytes written and not yet read, queued at the reader but
+    charged to the writer's ``wmem_alloc``), held or in flight. Where the
+    sandbox shares the governor's network namespace, only the sockets its
+    processes hold open are its (and are counted; one in flight is not).
+
+    The namespaces are entered by a child forked for each (setns needs one
+    thread): it joins the user namespace that owns the sandbox's IPC
+    namespace (a descendant of the governor's, made by a process of its
+    user: the kernel gives the governor every capability there, root or
+    not), then the IPC and network namespaces, reads ``/proc/sysvipc`` and
+    asks ``sock_diag`` for every Unix socket's memory, and writes the sum."""
+    own = {kind: _namespace("self", kind) for kind in ("ipc", "net")}
+    places: dict[tuple[str, str], int] = {}
+    sockets: set[int] = set()
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            key = (_namespace(str(pid), "ipc"), _namespace(str(pid), "net"))
+            places.setdefault(key, pid)
+            if key[1] == own["net"]:
+                sockets.update(_sockets_held(pid))
+    total = 0
+    for (ipc, net), pid in places.items():
+        if ipc == own["ipc"] and net == own["net"]:
+            continue
+        total += _read_in(pid, enter_net=net != own["net"])
+    if sockets:
+        total += _unix_memory(sockets)
+    return total
+
+
+def _namespace(pid: str, kind: str) -> str:
+    return os.readlink(f"/proc/{pid}/ns/{kind}")
+
+
+def _sockets_held(pid: int) -> set[int]:
+    """The inodes of the sockets ``pid`` holds open."""
+    found: set[int] = set()
+    with contextlib.suppress(OSError):
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            with contextlib.suppress(OSError, ValueError):
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+                if target.startswith("socket:["):
+                    found.add(int(target[8:-1]))
+    return found
+
+
+def _read_in(pid: int, enter_net: bool) -> int:
+    """What a child joined to ``pid``'s IPC (and, if ``enter_net``, network)
+    namespace reads there (`held_in_kernel`); 0 once it cannot."""
+    opened: list[int] = []
+    try:
+        ipc = os.open(f"/proc/{pid}/ns/ipc", os.O_RDONLY | os.O_CLOEXEC)
+        opened.append(ipc)
+        owner = fcntl.ioctl(ipc, NS_GET_USERNS)
+        opened.append(owner)
+        net = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY | os.O_CLOEXEC) if enter_net else -1
+        if net >= 0:
+            opened.append(net)
+        read, write = os.pipe2(os.O_CLOEXEC)
+        opened += [read, write]
+    except OSError:
+        for fd in opened:
+            os.close(fd)
+        return 0
+    child = os.fork()
+    if child == 0:  # pragma: no cover (the child ends by _exit)
+        answer = b"-1"
+        with contextlib.suppress(BaseException):
+            _setns(owner, CLONE_NEWUSER)
+            _setns(ipc, CLONE_NEWIPC)
+            if net >= 0:
+                _setns(net, CLONE_NEWNET)
+            answer = str(_sysv_memory() + (_unix_memory(None) if net >= 0 else 0)).encode()
+        with contextlib.suppress(BaseException):
+            os.write(write, answer)
+        os._exit(0)
+    try:
+        os.close(write)
+        opened.remove(write)
+        ready, _, _ = select.select([read], [], [], HELPER_WAIT)
+        text = os.read(read, 64) if ready else b""
+    finally:
+        with contextlib.suppress(OSError):
+            os.kill(child, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(child, 0)
+        for fd in opened:
+            os.close(fd)
+    with contextlib.suppress(ValueError):
+        return max(0, int(text or b"0"))
+    return 0
+
+
+_LIBC = ctypes.CDLL(None, use_errno=True)
+
+
+def _setns(fd: int, kind: int) -> None:
+    if _LIBC.setns(fd, kind) != 0:
+        raise OSError(ctypes.get_errno(), "setns")
+
+
+def _sysv_memory() -> int:
+    """Bytes of the System V segments (resident and swapped) and message
+    queues of this process's IPC namespace (proc(5): ``/proc/sysvipc``)."""
+    total = 0
+    for name, columns in (("shm", ("rss", "swap")), ("msg", ("cbytes",))):
+        with contextlib.suppress(OSError, ValueError), open(f"/proc/sysvipc/{name}") as f:
+            lines = f.read().splitlines()
+            head = lines[0].split()
+            where = [head.index(c) for c in columns if c in head]
+            for line in lines[1:]:
+                fields = line.split()
+                total += sum(int(fields[i]) for i in where)
+    return total
+
+
+def _unix_memory(only: set[int] | None) -> int:
+    """The send buffers (``wmem_alloc``) and receive buffers of the Unix
+    sockets of this process's network namespace (``sock_diag``), of those
+    whose inode is in ``only`` when given; 0 once it cannot ask."""
+    total = 0
+    request = struct.pack("=BBHIII8s", socket.AF_UNIX, 0, 0, 0xFFFFFFFF, 0,
+                          UDIAG_SHOW_MEMINFO, b"\xff" * 8)  # fmt: skip
+    header = struct.pack("=IHHII", 16 + len(request), SOCK_DIAG_BY_FAMILY, 0x301, 1, 0)
+    try:
+        with socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, NETLINK_SOCK_DIAG) as diag:
+            diag.send(header + request)
+            while True:
+                data = diag.recv(1 << 16)
+                offset = 0
+                while offset + 16 <= len(data):
+                    length, kind = struct.unpack_from("=IH", data, offset)
+                    if kind in (2, 3) or length < 16:  # NLMSG_ERROR, NLMSG_DONE
+                        return total
+                    total += _one_socket(data[offset + 16 : offset + length], only)
+                    offset += (length + 3) & ~3
+                if not data:
+                    return total
+    except OSError:
+        return total
+
+
+def _one_socket(body: bytes, only: set[int] | None) -> int:
+    """A ``unix_diag_msg`` and its attributes: its buffers' bytes."""
+    if len(body) < 16:
+        return 0
+    (inode,) = struct.unpack_from("=I", body, 4)
+    if only is not None and inode not in only:
+        return 0
+    at = 16
+    while at + 4 <= len(body):
+        length, kind = struct.unpack_from("=HH", body, at)
+        if length < 4:
+            return 0
+        if kind == UNIX_DIAG_MEMINFO and length >= 4 + 12:
+            rmem, _, wmem = struct.unpack_from("=3I", body, at + 4)
+            return int(rmem + wmem)
+        at += (length + 3) & ~3
     return 0

@@ -123,22 +123,8 @@ def test_kernel_memory_an_agent_holds_under_the_attempt_budget_is_let_be(
     assert (box.ws / "held.txt").exists(), (box.ws / "hold.out").read_text()
 
 
-KERNEL_MEMORY_UNPRIVILEGED = pytest.mark.xfail(
-    strict=True,
-    reason="hole (unprivileged, no memory cgroup delegated): memory queued in sockets or in "
-    "System V shared memory outruns attempt_memory (a limit outrun: kernel memory no "
-    "RSS/tmpfs/memfd shows; root's attempt has a memory group whose charge counts it)",
-)
-
-
 @pytest.mark.parametrize("how", ["sockets", "sysv"])
-@pytest.mark.parametrize(
-    "user",
-    [
-        pytest.param(user, marks=KERNEL_MEMORY_UNPRIVILEGED) if user == "unprivileged" else user
-        for user in USERS
-    ],
-)
+@pytest.mark.parametrize("user", USERS)
 def test_kernel_memory_an_agent_holds_is_counted_in_the_attempt_budget(
     accounts: dict[str, Account | str], user: str, how: str
 ) -> None:
