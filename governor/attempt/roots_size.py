@@ -13,8 +13,16 @@ and its cost is bounded by spacing the walks by ten times the last one's
 duration; its price is that a fast writer may pass the limit by what it
 writes between two walks before it is stopped.
 
-A file's size is its apparent size (a sparse file counts what it would take
-once copied), each inode once (hard links), symlinks not followed. A folder
+What counts is the disk the filesystem gave: the blocks (``st_blocks``) of
+every entry the walk meets, folders, links, FIFOs included (16,384 empty
+folders are 64 MiB of an ext4 disk, and git tracks none of them), a regular
+file at least its apparent size (a sparse file counts what it would take
+once copied); each inode once (hard links), symlinks not followed. And the
+disk no name leads to: a file the sandboxes' processes hold open after
+unlinking it takes its blocks until the last descriptor closes; the
+descriptors of every process of the attempt's sandboxes are read
+(``/proc/PID/fd``, ``... (deleted)``, stat through the link), on the roots'
+filesystems, each inode once (`held_unlinked`). A folder
 the agent made unreadable is opened and counted (`governor.boundary.folders`); one
 the governor cannot open is never counted as empty: unless it was there
 already when the attempt began (the first snapshot's ``closed``), it stops

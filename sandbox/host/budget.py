@@ -33,22 +33,34 @@ How, and why each way:
   blocks of every memfd a process of the sandbox holds open (by inode, once).
   Both need only what the ``/proc/PID/status`` read needs: the sandbox's
   user namespace is the governor's own child, so its processes are the
-  governor's to inspect, root or not. A memory cgroup (``memory.current``:
-  anonymous, shmem and tmpfs pages charged by the kernel) would see more
-  (System V shared memory in the sandbox's own IPC namespace; a memfd in
-  flight in a socket, held by no descriptor; kernel memory): docs/security.md
-  lists that residual.
+  governor's to inspect, root or not.
+- **And the memory the kernel holds for a sandbox** (no process's RSS, no
+  file): bytes written into a socket and never read (queued, past each
+  process's ``memory`` rlimit, which bounds an address space), a System V
+  segment detached (its IPC namespace holds it), a memfd in flight.
+  Where a memory cgroup can be made (`memory_root`: root, or a user whose
+  own group is delegated to it; tried, not assumed), the attempt gets one,
+  every sandbox joins it before bwrap starts (`AttemptBudget.joining`), and
+  the watcher counts the kernel's charge (`charged`) when it is more than
+  the /proc count: anonymous memory and shmem wherever they are, and on
+  cgroup v2 kernel memory too (socket buffers, pipes), the kernel's
+  reclaimable caches of files left out. Everywhere else, and for the
+  sockets on cgroup v1 (whose charge cannot tell a socket's buffers from
+  the inode cache), `held_in_kernel` reads each sandbox's own namespaces
+  (bwrap's ``--unshare-all`` gives it an IPC namespace, and a network one
+  unless it has the network): the System V segments and message queues
+  there, and the buffers of its Unix sockets (``sock_diag``).
+  docs/security.md lists the residual (pipes' buffers without a cgroup v2;
+  a sandbox with the network: a socket in flight).
 - **A pids cgroup for the whole attempt** where one can be made (root, with a
   writable pids hierarchy: `governor.sandbox.host.limits.enforcement`): each sandbox's
   own pids group is made *below* the attempt's, whose ``pids.max`` is
   ``attempt_processes``; the kernel refuses the fork past it, whatever the
   watcher's pace. Its ``pids.events`` ``max`` count (forks refused) tells the
-  watcher the budget was reached. A memory cgroup would be the same for
-  memory; the machine this was built on mounted cgroup v1's memory hierarchy
-  read-only even for root (on 2026-12-03 a group could be made there as
-  root), offers no cgroup v2 with memory, and an unprivileged user has no
-  memory group at all, so memory is watched only, the same way for both
-  (`governor doctor` says what applies).
+  watcher the budget was reached. The attempt's memory group (above) is
+  counted, not limited: its charge is read by the watcher, which names the
+  limit (a ``memory.max`` would end a process by the OOM killer, the
+  attempt's reason lost); the groups above keep the operator's limits.
 - **A watcher** (`watch`) measures every so often, spaced by ten times the
   last measure's duration (as `governor.attempt.roots_size` spaces its walks), at
   least `MIN_INTERVAL` apart; past a limit it kills every sandbox of the
@@ -115,7 +127,9 @@ class Usage:
     """Processes and threads, bwrap's own included."""
     memory: int
     """Bytes of private resident memory (RssAnon + RssShmem), and of the
-    sandboxes' own tmpfs, overlay upper layers and memfds (`held_in_files`)."""
+    sandboxes' own tmpfs, overlay upper layers and memfds (`held_in_files`),
+    or the attempt's memory group's charge where it is more; and what the
+    kernel holds for them (`held_in_kernel`) that the charge leaves out."""
     sandboxes: int
     """Sandboxes running."""
     refused: int = 0
@@ -168,7 +182,10 @@ class AttemptBudget:
                 pids.append(pid)
         memory += held_in_files(pids) if pids else 0
         if self.memory_group is not None:  # the kernel's charge sees what /proc cannot
-            memory = max(memory, charged(self.memory_group))
+            held, kernel = charged(self.memory_group)
+            memory = max(memory, held)
+            if not kernel and pids:  # cgroup v1: the sockets' buffers read in each sandbox
+                memory += held_in_kernel(pids, segments=False)
         elif pids:  # no group: the kernel's queues and segments, read in each sandbox
             memory += held_in_kernel(pids)
         return Usage(processes, memory, len(running), self.refused())
@@ -217,7 +234,7 @@ class AttemptBudget:
             return (
                 f"memory limit {render('attempt_memory', self.memory)} across its sandboxes "
                 f"([limits] attempt_memory: {usage.memory} bytes of private memory, "
-                f"tmpfs and memfds"
+                f"tmpfs, memfds and kernel memory"
                 f"{where})"
             )
         return None
@@ -373,34 +390,46 @@ def _memory_group(root: str) -> Iterator[str]:
         _remove(group)
 
 
-def charged(group: str, strict: bool = False) -> int:
-    """Bytes the kernel charges the memory ``group`` that are not the page
-    cache of files read or written (reclaimable: the disk holds it):
-    anonymous memory, shmem (tmpfs, memfds, System V segments) and kernel
-    memory (socket buffers, pipes, page tables). cgroup v1:
-    ``memory.usage_in_bytes`` (kernel memory included) less the hierarchy's
-    ``total_active_file`` and ``total_inactive_file``; v2: ``memory.current``
-    less ``active_file`` and ``inactive_file`` (shmem is on the anonymous
-    lists in both). 0 once unreadable, unless ``strict`` (the probe's)."""
+def charged(group: str, strict: bool = False) -> tuple[int, bool]:
+    """Bytes the kernel charges the memory ``group`` that the machine cannot
+    take back without ending a process, and whether kernel memory is among
+    them. The page cache of files read or written is left out (the disk
+    holds it), and so are the kernel's caches of files' names and inodes
+    (an agent that makes 100,000 files is charged some 130 MB of them,
+    reclaimable under pressure: counted, a file-heavy build would pass any
+    budget). cgroup v2: ``memory.current`` less ``active_file``,
+    ``inactive_file`` and ``slab_reclaimable``: anonymous memory, shmem
+    (tmpfs, memfds, System V segments) and the rest of kernel memory (socket
+    buffers, pipes, page tables); True. cgroup v1, whose ``memory.stat``
+    does not tell reclaimable kernel memory apart:
+    ``memory.usage_in_bytes`` less the hierarchy's file pages and less
+    ``memory.kmem.usage_in_bytes``: anonymous memory and shmem; False (the
+    caller reads the sockets' buffers in the sandboxes, `held_in_kernel`).
+    (0, True) once unreadable, unless ``strict`` (the probe's)."""
     try:
-        stat = dict(
-            (key, int(value))
+        stat = {
+            key: int(value)
             for key, _, value in (
                 line.partition(" ") for line in Path(group, "memory.stat").read_text().splitlines()
             )
             if value.strip().isdigit()
-        )
+        }
         if "total_active_file" in stat:
             usage = int(Path(group, "memory.usage_in_bytes").read_text())
+            kmem = Path(group, "memory.kmem.usage_in_bytes")
+            usage -= int(kmem.read_text()) if kmem.exists() else 0
             cache = stat["total_active_file"] + stat["total_inactive_file"]
+            kernel = False
         else:
             usage = int(Path(group, "memory.current").read_text())
-            cache = stat.get("active_file", 0) + stat.get("inactive_file", 0)
+            cache = sum(stat.get(key, 0) for key in ("active_file", "inactive_file"))
+            cache += stat.get("slab_reclaimable", 0)
+            kernel = True
     except (OSError, ValueError, KeyError):
         if strict:
             raise OSError(f"{group}: no memory charge to read") from None
-        return 0
-    return max(0, usage - cache)
+        return 0, True
+    return max(0, usage - cache), kernel
 
 
 def _sweep_attempts(base: str) -> None:
@@ -610,11 +639,12 @@ SOCK_DIAG_BY_FAMILY: Final = 20
 NETLINK_SOCK_DIAG: Final = 4
 UDIAG_SHOW_MEMINFO: Final = 0x20
 UNIX_DIAG_MEMINFO: Final = 5
+PR_SET_DUMPABLE: Final = 4
 HELPER_WAIT: Final = 5.0
 """Seconds a namespace's reader may take before it is killed and counts 0."""
 
 
-def held_in_kernel(pids: list[int]) -> int:
+def held_in_kernel(pids: list[int], segments: bool = True) -> int:
     """Bytes the processes ``pids`` (a measure's, no memory group) hold in
     the kernel where no process's memory shows them, read in each sandbox's
     own namespaces: the System V shared memory segments (resident and
@@ -630,7 +660,8 @@ def held_in_kernel(pids: list[int]) -> int:
     namespace (a descendant of the governor's, made by a process of its
     user: the kernel gives the governor every capability there, root or
     not), then the IPC and network namespaces, reads ``/proc/sysvipc`` and
-    asks ``sock_diag`` for every Unix socket's memory, and writes the sum."""
+    asks ``sock_diag`` for every Unix socket's memory, and writes the sum.
+    ``segments``: False where a memory group already counts them (shmem)."""
     own = {kind: _namespace("self", kind) for kind in ("ipc", "net")}
     places: dict[tuple[str, str], int] = {}
     sockets: set[int] = set()
@@ -644,7 +675,9 @@ def held_in_kernel(pids: list[int]) -> int:
     for (ipc, net), pid in places.items():
         if ipc == own["ipc"] and net == own["net"]:
             continue
-        total += _read_in(pid, enter_net=net != own["net"])
+        if not segments and net == own["net"]:
+            continue  # nothing to read there
+        total += _read_in(pid, enter_net=net != own["net"], segments=segments)
     if sockets:
         total += _unix_memory(sockets)
     return total
@@ -666,7 +699,7 @@ def _sockets_held(pid: int) -> set[int]:
     return found
 
 
-def _read_in(pid: int, enter_net: bool) -> int:
+def _read_in(pid: int, enter_net: bool, segments: bool) -> int:
     """What a child joined to ``pid``'s IPC (and, if ``enter_net``, network)
     namespace reads there (`held_in_kernel`); 0 once it cannot."""
     opened: list[int] = []
@@ -688,11 +721,13 @@ def _read_in(pid: int, enter_net: bool) -> int:
     if child == 0:  # pragma: no cover (the child ends by _exit)
         answer = b"-1"
         with contextlib.suppress(BaseException):
+            _LIBC.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # no process of the sandbox may trace it
             _setns(owner, CLONE_NEWUSER)
             _setns(ipc, CLONE_NEWIPC)
             if net >= 0:
                 _setns(net, CLONE_NEWNET)
-            answer = str(_sysv_memory() + (_unix_memory(None) if net >= 0 else 0)).encode()
+            held = _sysv_memory() if segments else 0
+            answer = str(held + (_unix_memory(None) if net >= 0 else 0)).encode()
         with contextlib.suppress(BaseException):
             os.write(write, answer)
         os._exit(0)
