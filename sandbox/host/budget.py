@@ -84,11 +84,12 @@ import select
 import signal
 import socket
 import struct
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, Protocol
+from typing import Final, NoReturn, Protocol
 
 import trio
 
@@ -149,6 +150,9 @@ class AttemptBudget:
         self.memory_group: str | None = None
         """The attempt's memory group (where one can be made: `memory_root`):
         every sandbox joins it, and the kernel charges it what they hold."""
+        self.readers = KernelReaders()
+        """The readers of the sandboxes' namespaces (`held_in_kernel`), ended
+        with the budget."""
         self.killed = False
         self._refused_gone = 0
         self._refused_before = 0
@@ -185,9 +189,9 @@ class AttemptBudget:
             held, kernel = charged(self.memory_group)
             memory = max(memory, held)
             if not kernel and pids:  # cgroup v1: the sockets' buffers read in each sandbox
-                memory += held_in_kernel(pids, segments=False)
+                memory += held_in_kernel(pids, segments=False, readers=self.readers)
         elif pids:  # no group: the kernel's queues and segments, read in each sandbox
-            memory += held_in_kernel(pids)
+            memory += held_in_kernel(pids, readers=self.readers)
         return Usage(processes, memory, len(running), self.refused())
 
     def joining(self) -> tuple[str, ...]:
@@ -286,6 +290,7 @@ def attempt_budget(limits: Limits) -> Iterator[AttemptBudget]:
                 budget.memory_group = stack.enter_context(_memory_group(where))
             except OSError:  # the probe's group could be made, this one not: /proc only
                 budget.memory_group = None
+        stack.callback(budget.readers.close)
         token = CURRENT.set(budget)
         stack.callback(CURRENT.reset, token)
         yield budget
@@ -644,43 +649,102 @@ HELPER_WAIT: Final = 5.0
 """Seconds a namespace's reader may take before it is killed and counts 0."""
 
 
-def held_in_kernel(pids: list[int], segments: bool = True) -> int:
-    """Bytes the processes ``pids`` (a measure's, no memory group) hold in
-    the kernel where no process's memory shows them, read in each sandbox's
-    own namespaces: the System V shared memory segments (resident and
-    swapped) and message queues of its IPC namespace, held by no process once
-    detached; and the send buffers of the Unix sockets of its network
-    namespace (bytes written and not yet read, queued at the reader but
-    charged to the writer's ``wmem_alloc``), held or in flight. Where the
-    sandbox shares the governor's network namespace, only the sockets its
-    processes hold open are its (and are counted; one in flight is not).
+def held_in_kernel(
+    pids: list[int], segments: bool = True, readers: KernelReaders | None = None
+) -> int:
+    """Bytes the processes ``pids`` (a measure's) hold in the kernel where no
+    process's memory shows them, read in each sandbox's own namespaces: the
+    System V shared memory segments (resident and swapped) and message
+    queues of its IPC namespace, held by no process once detached; and the
+    buffers of the Unix sockets of its network namespace (bytes written and
+    not yet read, queued at the reader but charged to the writer's
+    ``wmem_alloc``), held or in flight. Where the sandbox shares the
+    governor's network namespace, only the sockets its processes hold open
+    are its (and are counted; one in flight is not). ``segments``: False
+    where a memory group already counts them (shmem). ``readers``: the
+    attempt's (kept from one measure to the next), else made for this one."""
+    if readers is None:
+        with contextlib.closing(KernelReaders()) as once:
+            return once.read(pids, segments)
+    return readers.read(pids, segments)
 
-    The namespaces are entered by a child forked for each (setns needs one
-    thread): it joins the user namespace that owns the sandbox's IPC
-    namespace (a descendant of the governor's, made by a process of its
-    user: the kernel gives the governor every capability there, root or
-    not), then the IPC and network namespaces, reads ``/proc/sysvipc`` and
-    asks ``sock_diag`` for every Unix socket's memory, and writes the sum.
-    ``segments``: False where a memory group already counts them (shmem)."""
-    own = {kind: _namespace("self", kind) for kind in ("ipc", "net")}
-    places: dict[tuple[str, str], int] = {}
-    sockets: set[int] = set()
-    for pid in pids:
+
+@dataclass
+class _Reader:
+    pid: int
+    request: int
+    answer: int
+
+
+class KernelReaders:
+    """One reader per sandbox namespace, kept while the sandbox runs.
+
+    A reader is a child forked once (setns needs one thread): it joins the
+    user namespace that owns the sandbox's IPC namespace (a descendant of the
+    governor's, made by a process of its user: the kernel gives the governor
+    every capability there, root or not), then the IPC and network
+    namespaces, closes every descriptor but its two pipes, and answers each
+    request with what ``/proc/sysvipc`` and ``sock_diag`` show there. Kept,
+    not forked per measure: a fork of the governor costs milliseconds, a
+    request a fraction of one. A reader whose sandbox is gone from a measure
+    is ended (it would keep that namespace, and its segments, alive); all
+    of them at `close`. Locked: a measure runs in a worker thread."""
+
+    def __init__(self) -> None:
+        self._readers: dict[tuple[str, str, bool], _Reader] = {}
+        self._lock = threading.Lock()
+
+    def read(self, pids: list[int], segments: bool) -> int:
+        """`held_in_kernel` of ``pids``."""
+        own = {kind: _namespace("self", kind) for kind in ("ipc", "net")}
+        places: dict[tuple[str, str, bool], int] = {}
+        sockets: set[int] = set()
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                ipc, net = _namespace(str(pid), "ipc"), _namespace(str(pid), "net")
+                if net == own["net"]:
+                    sockets.update(_sockets_held(pid))
+                if (ipc == own["ipc"] or not segments) and net == own["net"]:
+                    continue  # nothing of its own to read there
+                places.setdefault((ipc, net, segments), pid)
+        total = _unix_memory(sockets) if sockets else 0
+        with self._lock:
+            for key in [k for k in self._readers if k not in places]:
+                self._end(key)
+            for key, pid in places.items():
+                total += self._ask(key, pid, enter_net=key[1] != own["net"])
+        return total
+
+    def close(self) -> None:
+        """End every reader."""
+        with self._lock:
+            for key in list(self._readers):
+                self._end(key)
+
+    def _ask(self, key: tuple[str, str, bool], pid: int, enter_net: bool) -> int:
+        reader = self._readers.get(key)
+        if reader is None:
+            started = _start_reader(pid, enter_net, key[2])
+            if started is None:
+                return 0
+            reader = self._readers[key] = started
+        try:
+            os.write(reader.request, b"?")
+            ready, _, _ = select.select([reader.answer], [], [], HELPER_WAIT)
+            text = os.read(reader.answer, 64) if ready else b""
+            return max(0, int(text))
+        except (OSError, ValueError):  # gone, slow or garbled: a new one next measure
+            self._end(key)
+            return 0
+
+    def _end(self, key: tuple[str, str, bool]) -> None:
+        reader = self._readers.pop(key)
         with contextlib.suppress(OSError):
-            key = (_namespace(str(pid), "ipc"), _namespace(str(pid), "net"))
-            places.setdefault(key, pid)
-            if key[1] == own["net"]:
-                sockets.update(_sockets_held(pid))
-    total = 0
-    for (ipc, net), pid in places.items():
-        if ipc == own["ipc"] and net == own["net"]:
-            continue
-        if not segments and net == own["net"]:
-            continue  # nothing to read there
-        total += _read_in(pid, enter_net=net != own["net"], segments=segments)
-    if sockets:
-        total += _unix_memory(sockets)
-    return total
+            os.kill(reader.pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(reader.pid, 0)
+        os.close(reader.request)
+        os.close(reader.answer)
 
 
 def _namespace(pid: str, kind: str) -> str:
@@ -699,9 +763,9 @@ def _sockets_held(pid: int) -> set[int]:
     return found
 
 
-def _read_in(pid: int, enter_net: bool, segments: bool) -> int:
-    """What a child joined to ``pid``'s IPC (and, if ``enter_net``, network)
-    namespace reads there (`held_in_kernel`); 0 once it cannot."""
+def _start_reader(pid: int, enter_net: bool, segments: bool) -> _Reader | None:
+    """A reader joined to ``pid``'s IPC (and, if ``enter_net``, network)
+    namespace (`KernelReaders`); None once it cannot be started."""
     opened: list[int] = []
     try:
         ipc = os.open(f"/proc/{pid}/ns/ipc", os.O_RDONLY | os.O_CLOEXEC)
@@ -711,41 +775,37 @@ def _read_in(pid: int, enter_net: bool, segments: bool) -> int:
         net = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY | os.O_CLOEXEC) if enter_net else -1
         if net >= 0:
             opened.append(net)
-        read, write = os.pipe2(os.O_CLOEXEC)
-        opened += [read, write]
+        asked, request = os.pipe2(os.O_CLOEXEC)
+        answer, told = os.pipe2(os.O_CLOEXEC)
     except OSError:
         for fd in opened:
             os.close(fd)
-        return 0
+        return None
     child = os.fork()
     if child == 0:  # pragma: no cover (the child ends by _exit)
-        answer = b"-1"
-        with contextlib.suppress(BaseException):
-            _LIBC.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # no process of the sandbox may trace it
-            _setns(owner, CLONE_NEWUSER)
-            _setns(ipc, CLONE_NEWIPC)
-            if net >= 0:
-                _setns(net, CLONE_NEWNET)
+        _serve(owner, ipc, net, asked, told, segments)
+    for fd in (*opened, asked, told):
+        os.close(fd)
+    return _Reader(child, request, answer)
+
+
+def _serve(owner: int, ipc: int, net: int, asked: int, told: int, segments: bool) -> NoReturn:
+    """The reader's life: join, then answer each byte asked until the pipe closes."""
+    with contextlib.suppress(BaseException):
+        _LIBC.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # no process of the sandbox may trace it
+        _setns(owner, CLONE_NEWUSER)
+        _setns(ipc, CLONE_NEWIPC)
+        if net >= 0:
+            _setns(net, CLONE_NEWNET)
+        keep = sorted({asked, told})
+        os.closerange(3, keep[0])  # the governor's descriptors are none of its business
+        os.closerange(keep[0] + 1, keep[-1])
+        os.closerange(keep[-1] + 1, 1 << 20)
+        while os.read(asked, 1):
             held = _sysv_memory() if segments else 0
-            answer = str(held + (_unix_memory(None) if net >= 0 else 0)).encode()
-        with contextlib.suppress(BaseException):
-            os.write(write, answer)
-        os._exit(0)
-    try:
-        os.close(write)
-        opened.remove(write)
-        ready, _, _ = select.select([read], [], [], HELPER_WAIT)
-        text = os.read(read, 64) if ready else b""
-    finally:
-        with contextlib.suppress(OSError):
-            os.kill(child, signal.SIGKILL)
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(child, 0)
-        for fd in opened:
-            os.close(fd)
-    with contextlib.suppress(ValueError):
-        return max(0, int(text or b"0"))
-    return 0
+            held += _unix_memory(None) if net >= 0 else 0
+            os.write(told, str(held).encode())
+    os._exit(0)
 
 
 _LIBC = ctypes.CDLL(None, use_errno=True)
