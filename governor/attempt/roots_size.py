@@ -42,6 +42,7 @@ nothing of theirs is deleted), at most the limit and one interval's writing.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import time
@@ -72,15 +73,22 @@ def held(roots: Sequence[str], stop_over: int | None = None) -> int:
 
 
 def measure(
-    roots: Sequence[str], stop_over: int | None = None, holders: Sequence[int] = ()
+    roots: Sequence[str],
+    stop_over: int | None = None,
+    holders: Sequence[int] = (),
+    held_on: Sequence[str] = (),
 ) -> Measured:
     """`held`, with the folders the walk could not open; and the files the
     processes ``holders`` (the sandboxes') hold open on the roots' filesystems
-    that no name in the roots leads to (unlinked)."""
+    (and ``held_on``'s: the home folders, walked apart) that no name in the
+    roots leads to (unlinked)."""
     seen: set[tuple[int, int]] = set()
     devices: set[int] = set()
     total = 0
     stack: list[str] = []
+    for place in held_on:
+        with contextlib.suppress(OSError):
+            devices.add(os.stat(place).st_dev)
     for root in dict.fromkeys(roots):
         try:
             info = os.stat(root)  # a root is followed, as a listing of it would be
@@ -173,7 +181,8 @@ async def watch(
     ``homes_at_start`` bytes) once it is past ``limit`` bytes, or with the
     folders it could not open that were not ``closed_at_start`` nor closed at
     its first walk, then return. ``sandboxes``: the attempt's, whose
-    processes' unlinked open files on the roots' filesystems count too.
+    processes' unlinked open files on the roots' and homes' filesystems count
+    too, with the roots (a home's gain would count one twice).
     (The agent runs as the governor's user: a folder it makes, the governor
     can always open; one it cannot is another user's, and one there from the
     start, wherever the snapshot's walk stopped, is not the agent's doing.)"""
@@ -183,13 +192,13 @@ async def watch(
         started = time.monotonic()
         running = sandboxes.running() if sandboxes is not None else []  # on the trio thread
         found = await trio.to_thread.run_sync(
-            _measure_held, roots, limit, running, abandon_on_cancel=True
+            _measure_held, roots, limit, running, homes, abandon_on_cancel=True
         )
         total, closed = found.total, found.closed
         if homes and total <= limit:
             left = homes_at_start + limit - total
             home = await trio.to_thread.run_sync(
-                _measure_held, homes, left, running, abandon_on_cancel=True
+                measure, homes, left, abandon_on_cancel=True  # what is held open: with the roots
             )
             total += max(0, home.total - homes_at_start)
             closed += home.closed
@@ -203,6 +212,8 @@ async def watch(
         await trio.sleep(max(MIN_INTERVAL, 10 * (time.monotonic() - started)))
 
 
-def _measure_held(roots: Sequence[str], stop_over: int, running: list[Sandboxed]) -> Measured:
+def _measure_held(
+    roots: Sequence[str], stop_over: int, running: list[Sandboxed], held_on: Sequence[str]
+) -> Measured:
     """`measure`, the processes of the ``running`` sandboxes holding (in a worker thread)."""
-    return measure(roots, stop_over, processes(running))
+    return measure(roots, stop_over, processes(running), held_on)
