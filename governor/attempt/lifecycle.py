@@ -215,6 +215,7 @@ class Attempt(AgentSession, ProgramRun, RootsChanges):
                         before.closed,
                         home,
                         home_held,
+                        self.sandboxes,
                     )
                 terminals = self.terminals = confine.GovernedTerminals(
                     nursery, policy, p.env, proxy=lambda: self.proxy

@@ -130,6 +130,7 @@ def _toolchains(overlays: bool) -> list[Item]:
 
 def _limits(tmpfs_size: bool) -> Item:
     """How a policy's ``[limits]`` are enforced here, for this user (`governor.sandbox.host.limits`)."""
+    from governor.sandbox.host.budget import memory_root
     from governor.sandbox.host.limits import enforcement
 
     found = enforcement()
@@ -140,6 +141,16 @@ def _limits(tmpfs_size: bool) -> Item:
     ok = found.prlimit is not None and found.processes != "none" and tmpfs_size
     item = Item("ok" if ok else "--", "limits", f"enforced with rlimits and tmpfs sizes (defaults: {defaults})")
     item.details += found.lines()
+    group = memory_root()
+    item.details.append(
+        "attempt_memory: "
+        + (
+            f"an attempt's memory group under {group} (its charge counted), and "
+            if group is not None
+            else "no memory cgroup for this user; "
+        )
+        + "each sandbox's System V segments and Unix sockets' buffers read in its namespaces"
+    )
     if not tmpfs_size:
         item.details.append("tmp: this bwrap has no --size: a tmp limit is refused")
     return item

@@ -263,7 +263,10 @@ def prepare(
         outside = (
             launcher(profile.limits, stack)
             if budget is None
-            else launcher(profile.limits, stack, budget.group, budget.group_ending)
+            else (
+                *budget.joining(),  # the attempt's memory group first, then its pids group
+                *launcher(profile.limits, stack, budget.group, budget.group_ending),
+            )
         )
         yield Launch(
             argv=(*outside, bwrap.path, "--args", str(args_fd), "--", *inside, *command),

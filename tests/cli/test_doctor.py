@@ -49,6 +49,10 @@ def test_doctor_says_how_the_limits_are_enforced_here(tmp_path: Path) -> None:
     else:
         assert "pids cgroup" in processes or "NOT enforced" in processes
     assert "cgroup v2: " in done.stdout
+    memory = next(line for line in done.stdout.splitlines() if "attempt_memory: " in line)
+    assert "Unix sockets' buffers read in its namespaces" in memory
+    if os.getuid() == 0 and os.access("/sys/fs/cgroup/memory", os.W_OK):
+        assert "an attempt's memory group under /sys/fs/cgroup/memory" in memory
 
 
 def test_doctor_json_is_one_document_of_the_same_checks_with_a_status(tmp_path: Path) -> None:

@@ -128,12 +128,6 @@ def test_kernel_memory_an_agent_holds_under_the_attempt_budget_is_let_be(
     assert (box.ws / "held.txt").exists(), (box.ws / "hold.out").read_text()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: memory queued in sockets or in System V shared memory outruns attempt_memory "
-    "(a limit outrun: kernel memory no RSS/tmpfs/memfd shows; the kernel's charge, a memory "
-    "cgroup, or a bound on what a sandbox may queue)",
-)
 @pytest.mark.parametrize("how", ["sockets", "sysv"])
 @pytest.mark.parametrize("user", USERS)
 def test_kernel_memory_an_agent_holds_is_counted_in_the_attempt_budget(
@@ -229,12 +223,6 @@ def test_a_little_disk_held_so_under_the_workspace_limit_is_let_be(
     assert (box.ws / "held.txt").exists(), (box.ws / "fill.out").read_text()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: disk held in an unlinked open file or in folders outruns the workspace limit "
-    "(a limit outrun: the walk counts regular files' sizes only; count blocks the filesystem "
-    "gave, of every entry and of what the sandbox's processes hold open)",
-)
 @pytest.mark.parametrize("how", ["unlinked", "folders"])
 @pytest.mark.parametrize("user", USERS)
 def test_disk_an_agent_holds_outside_a_regular_files_size_is_counted_in_the_workspace_limit(
