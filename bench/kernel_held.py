@@ -1,5 +1,5 @@
 """The attempt budget's reading of the kernel memory a sandbox holds in no
-process (`governor.sandbox.host.budget.held_in_kernel`: a child joins each
+process (`governor.sandbox.host.kernel_memory.held_in_kernel`: a child joins each
 sandbox's IPC and network namespaces, kept from one measure to the next, and reads its System V segments and its
 Unix sockets' buffers), against the watcher's measure without it (the RSS walk
 and `held_in_files`), for ``--sandboxes`` bwrap sandboxes as the governor makes
@@ -24,7 +24,7 @@ import time
 
 from workspace import interleaved
 
-from governor.sandbox.host import budget
+from governor.sandbox.host import budget, kernel_memory
 from governor.sandbox.host.bwrap import locate
 
 HOLD = "sleep 3600 & sleep 3600 & sleep 3600 & wait"
@@ -49,14 +49,14 @@ def main() -> None:
                 budget._status(pid)
             budget.held_in_files(pids)
 
-        readers = budget.KernelReaders()  # the attempt's: kept from one measure to the next
+        readers = kernel_memory.KernelReaders()  # the attempt's: kept from one measure to the next
 
         def kernel() -> None:
             without()
-            budget.held_in_kernel(pids, readers=readers)
+            kernel_memory.held_in_kernel(pids, readers=readers)
 
         plain, withkernel = interleaved([without, kernel], args.rounds)
-        found = budget.held_in_kernel(pids, readers=readers)
+        found = kernel_memory.held_in_kernel(pids, readers=readers)
         readers.close()
         print(f"{args.sandboxes} sandboxes, {len(pids)} processes, uid {os.getuid()}, "
               f"load {os.getloadavg()[0]:.1f}")  # fmt: skip
