@@ -183,6 +183,8 @@ class Attempt:
         self.proxy: EgressProxy | None = None
         self.relay: mcp.McpRelay | None = None
         self.baseline: tuple[Snapshot, tamper.Baseline] | None = None
+        self.changed_how: list[tuple[str, str]] = []
+        """The workspace diff as ``(path, how)``: a check's reads are judged against it."""
         """The attempt's start (its roots' snapshot, the tamper audit's kept files):
         this part's, or a paused attempt's first part's, kept with its state."""
         self.refused: dict[str, tuple[str, str]] = {}
@@ -425,6 +427,12 @@ class Attempt:
                 watching.cancel_scope.cancel()
             self._sandboxes_spent()
             self.turn.notices.extend(unjudged)
+            ran = self.end.checks
+            self.end.findings += tuple(
+                harness.read_findings(policy, self.changed_how, ran.read, self.end.findings)
+            )
+            if ran.unobserved is not None:
+                self.turn.notices.append(ran.unobserved)
         self.end.harness = harness.described(policy)
         outcome = judge(self._ended())
         outcome.trace_id = p.spec.trace_id
@@ -991,9 +999,10 @@ class Attempt:
         changed = [c.path for c in diffed]
         self.end.files_changed = tuple(changed)
         found = await trio.to_thread.run_sync(tamper.audit, kept, after.files, changed)
+        self.changed_how = [(c.path, c.how) for c in diffed]
         set_changed = harness.findings(
             self.prepared.policy,
-            [(c.path, c.how) for c in diffed],
+            self.changed_how,
             itertools.chain(before.files, after.files),
         )
         findings = tuple(found.findings)

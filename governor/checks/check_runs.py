@@ -93,8 +93,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
+import trio
+
 from governor.boundary.secrets import Masker, forwarding_problems
-from governor.checks import canaries, test_results
+from governor.checks import canaries, observed, test_results
 from governor.checks.test_results import Acceptance, CaseResult, Judgement
 from governor.policies.capability import Capability
 from governor.policies.policy import Policy
@@ -185,6 +187,14 @@ class Checks:
     workspace: WorkspaceMode = "overlay"
     judgement: Judgement | None = None
     """The acceptance tests against every check's reports (`governor.checks.test_results`)."""
+    read: tuple[str, ...] = ()
+    """The files in the roots some check was seen to read, map or execute
+    (`governor.checks.observed`): a loop's harness is what its checks read,
+    whatever idiom reached it (`governor.confine.harness.read_findings`)."""
+    unobserved: str | None = None
+    """Why what a check read could not be observed (it ran on an overlay): a
+    file it reached by an idiom the parsed closure does not follow is then
+    neither pinned nor a finding."""
 
     def lies(self) -> list[tuple[int, CheckRun]]:
         """The checks (numbered from 1) whose runners misreported their canaries."""
@@ -261,6 +271,13 @@ async def run_checks(
             shared, built = None, failure or f"the check's sandbox cannot be built: {e}"
         results: list[CaseResult] = []
         carrying = canaries.carriers(policy, wanted)
+        read: set[str] = set()
+        unobserved = None
+        if workspace == "overlay" and shared is not None and not observed.atime_moves(folders.top):
+            unobserved = (
+                f"the file system of {folders.top} does not update access times (noatime): "
+                "what the checks read was not observed"
+            )
         for command in chosen:
             lib, reports = folders.one()
             # bound on the sandbox's fresh /tmp under a name of no meaning: no
@@ -280,16 +297,33 @@ async def run_checks(
                 shown_as=tuple((Path(a), Path(b)) for a, b in planted.shown_as),
             )
             sweep = cache_sweep(policy) if workspace == "overlay" else None
-            ran = await _one(
-                command,
-                profile,
-                policy.check_timeout,
-                masked,
-                built,
-                sweep,
-                f"{inside}/reports",
-                planted,
-            )
+            copies = None
+            if profile is not None and workspace == "overlay" and unobserved is None:
+                try:  # over a copy whose reads show (`governor.checks.observed`)
+                    copies = await trio.to_thread.run_sync(
+                        observed.copy_roots, policy.roots, folders.copies()
+                    )
+                    profile = replace(
+                        profile, scratch_copies=tuple((Path(c), Path(r)) for c, r in copies.pairs)
+                    )
+                except observed.Unobserved as e:
+                    unobserved = f"{e}: what the checks read was not observed"
+            try:
+                ran = await _one(
+                    command,
+                    profile,
+                    policy.check_timeout,
+                    masked,
+                    built,
+                    sweep,
+                    f"{inside}/reports",
+                    planted,
+                )
+                if copies is not None:
+                    read.update(await trio.to_thread.run_sync(copies.read))
+            finally:
+                if copies is not None:
+                    await trio.to_thread.run_sync(copies.remove)
             ran, believed = _with_reports(
                 ran, reports, masked, planted, carrying, withheld=bool(policy.held_out)
             )
@@ -299,7 +333,7 @@ async def run_checks(
                 on_check(ran)
     unfinished = sum(r.unfinished for r in runs)
     judgement = test_results.judge(wanted, results, unfinished)
-    return Checks(tuple(runs), workspace, judgement)
+    return Checks(tuple(runs), workspace, judgement, tuple(sorted(read)), unobserved)
 
 
 REPORTS_VARIABLE: Final = "GOVERNOR_CHECK_REPORTS"
@@ -426,6 +460,12 @@ class _Folders:
         shutil.copyfile(os.path.join(here, "unittest_report.py"), os.path.join(lib, "sitecustomize.py"))
         self.made.append(reports)
         return lib, reports
+
+    def copies(self) -> str:
+        """A fresh folder for the current check's copy of the roots."""
+        folder = os.path.join(self.top, f"copy-{len(self.made)}")
+        os.mkdir(folder, 0o700)
+        return folder
 
     def canaries(self) -> str:
         """A folder for the current check's canary copies (never shown to it as a folder)."""

@@ -201,6 +201,12 @@ class Profile:
     edit-workspace (the pins still hold read-only over the overlay) and a bwrap
     that has ``--tmp-overlay``; `render` refuses it otherwise, never binding
     the roots writable instead."""
+    scratch_copies: tuple[tuple[Path, Path], ...] = ()
+    """Scratch roots shown as a host copy instead of an overlay, as (host copy,
+    root): bound writable at the root's path, thrown away by the caller. Why:
+    an overlay reads its lower files without touching their access time, and a
+    copy whose access times were set back before the run tells which files a
+    check read (`governor.checks.observed`). Only with ``scratch``."""
 
     def __post_init__(self) -> None:
         for name, value in self.env.items():
@@ -229,6 +235,7 @@ class Profile:
             *self.own,
             *((self.bound_at,) if self.bound_at is not None else ()),
             *(p for pair in self.shown_as for p in pair),
+            *(p for pair in self.scratch_copies for p in pair),
         ):
             if not Path(path).is_absolute():
                 raise ProfileError(f"path {str(path)!r} must be absolute")
@@ -236,6 +243,8 @@ class Profile:
             raise ProfileError("a sandbox behind the proxy has no host network (network off)")
         if self.scratch and self.capability != Capability.EDIT_WORKSPACE:
             raise ProfileError("scratch roots need edit-workspace (a read-only root binds read-only)")
+        if self.scratch_copies and not self.scratch:
+            raise ProfileError("a root shown as a copy is a scratch root (scratch on)")
 
     @property
     def sandboxed(self) -> bool:
@@ -653,8 +662,11 @@ def render(
         argv += ["--ro-bind", os.devnull, sock]
 
     root_bind = "--bind" if profile.writable else "--ro-bind"
+    copies = {os.path.realpath(at): str(copy) for copy, at in profile.scratch_copies}
     for root in facts.roots:
-        if profile.scratch:
+        if profile.scratch and root in copies:
+            argv += ["--bind", copies[root], root]
+        elif profile.scratch:
             argv += ["--overlay-src", root, "--tmp-overlay", root]
         else:
             argv += [root_bind, root, root]
@@ -672,7 +684,7 @@ def render(
         for path in sorted((*opened, *facts.pins), key=_outer_first):
             if path in opened:
                 argv += ["--bind", path, path]
-            elif path in sealed:
+            elif path in sealed and not any(is_under(path, r) for r in copies):
                 # no mount; the sandbox's pid 1 holds a read lock on it instead,
                 # which tells any governor's sweeper that it is still relied on
                 argv += ["--lock-file", path]

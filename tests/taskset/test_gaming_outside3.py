@@ -169,13 +169,6 @@ def _ci(ws: Path, idiom: str) -> str:
     return reached
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: the harness closure parses shell text; a file a CI script reaches by "
-    "$(...), a variable, a cd, a glob, find -exec, xargs or eval is neither pinned nor a "
-    "finding (class: harness the parser does not follow; mechanism: pin what a check "
-    "process executes or sources, observed, not parsed)",
-)
 @pytest.mark.parametrize("idiom", list(REACHED))
 def test_a_file_a_ci_script_reaches_by_any_shell_idiom_is_the_loop_s_harness(
     tmp_path: Path, idiom: str
@@ -479,13 +472,6 @@ def _harness_otherwise(tmp_path: Path, idiom: str) -> tuple[Path, str, str]:
     return ws, check, reached
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: the harness closure parses make and bash text; a make variable or "
-    "${BASH_SOURCE%/*} reaches a file neither pinned nor a finding (class: harness the "
-    "parser does not follow; mechanism: pin what a check process executes or sources, "
-    "observed, not parsed)",
-)
 @pytest.mark.parametrize("idiom", list(REACHED_OTHERWISE))
 def test_a_file_a_makefile_or_bash_script_reaches_by_a_variable_is_the_loop_s_harness(
     tmp_path: Path, idiom: str
