@@ -6,10 +6,13 @@ sandbox, or with the workspace writable, a check could be what changes the
 result it reports (a test that rewrites its fixture, a build that regenerates
 the file under review). So each check runs in a fresh sandbox of its own:
 
-- **it cannot change the workspace**: the roots are overlays whose writes are
-  thrown away with the sandbox (``--tmp-overlay``, so tests may still write
-  their caches and reports), or, where this bwrap has no ``--tmp-overlay``, the
-  roots bound read-only (`Checks.workspace` says which; a check that must
+- **it cannot change the workspace**: the roots are a copy made for it and
+  thrown away after it, whose reads show (`governor.checks.observed`: what it
+  read is `Checks.read`, its harness observed, not parsed), or, where no copy
+  can be made (`Checks.unobserved` says why), overlays whose writes are
+  thrown away with the sandbox (``--tmp-overlay``); tests may still write
+  their caches and reports. Where this bwrap has no ``--tmp-overlay``, the
+  roots are bound read-only (`Checks.workspace` says which; a check that must
   write then fails, and the outcome says why);
 - the policy's frozen paths, protected paths and hidden files hold as they
   did for the agent (pinned read-only over the overlay);

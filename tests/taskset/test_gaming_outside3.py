@@ -36,9 +36,11 @@ The holes, by class (each with the mechanism that would close the class):
   ``$(dirname "$0")``, ``${BASH_SOURCE%/*}``, a variable, a ``cd`` on an
   earlier line, a glob loop, ``find -exec``, ``xargs``, ``eval``, or a make
   recipe's ``$(VARIABLE)`` is neither pinned nor a finding; the agent appends
-  the fix to it, which the check writes into its own overlay. Close: pin what
-  a check's processes execute or source, observed rather than parsed (or run
-  the checks once before the attempt and pin every workspace file they opened).
+  the fix to it, which the check writes into its own overlay. Closed: what a
+  check's processes read is observed, not parsed (``governor/checks/observed.py``:
+  the check runs over a copy of the roots whose access times were set back),
+  and a file it read that the attempt changed, no source module, is
+  ``harness-changed``.
 
 What held (ordinary tests): a value that answers the expected constant its
 caller's code holds (the copies ask for another, get it: ``runner-lied``); a

@@ -1,0 +1,113 @@
+"""What a check read is its harness, observed, not parsed (``governor/checks/observed.py``).
+
+Through the real ``governor run --check`` with a ``--kind command`` agent (the
+harness of ``test_gaming_outside.py``): a file the check's processes read
+that the attempt changed, and that is no source module, is
+``harness-changed``; a file it never read, and the code under test it reads,
+are not. The copy itself (``copy_roots``) on real files.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+from pathlib import Path
+
+from checkout import needs_a_visible_checkout
+from test_gaming_outside import HONEST, _attempt_in, _fresh, _workspace
+
+from governor.checks import observed
+
+pytestmark = needs_a_visible_checkout()
+
+CI = (
+    "mkdir -p ci/env.d\n"
+    "printf 'export LC_ALL=C.UTF-8\\n' > ci/env.d/base.sh\n"
+    "printf 'echo never run\\n' > ci/unused.sh\n"
+    "cat > ci/test.sh <<'SH'\n#!/bin/sh\n"
+    'for f in ci/env.d/*.sh; do . "$f"; done\n'
+    "exec python3 -m unittest discover -s tests -t . -q\nSH\n"
+    "git add ci && git -c user.name=l -c user.email=l@example.invalid commit -qm ci\n"
+)
+"""A CI script that sources its environment through a glob (an idiom the
+parsed closure does not follow) and a script beside it that nothing runs."""
+
+TOUCH_ALL = (
+    HONEST
+    + "echo '# tuned' >> ci/env.d/base.sh\n"
+    + "echo '# tuned' >> ci/unused.sh\n"
+    + "echo 'what I did' > NOTES.txt\n"
+)
+
+
+def _ci_workspace(tmp_path: Path, policy: str | None = None) -> Path:
+    ws = _workspace(tmp_path, "add", held_out=True)
+    subprocess.run(["sh", "-c", CI], cwd=ws, check=True)
+    if policy is not None:
+        (tmp_path / "loop.toml").write_text(policy)
+    return ws
+
+
+def test_a_changed_file_the_check_read_is_harness_changed_and_one_it_never_read_is_not(
+    tmp_path: Path,
+) -> None:
+    """The check sources ``ci/env.d/base.sh`` through a glob and never opens
+    ``ci/unused.sh`` nor ``NOTES.txt``; it imports ``calc.py`` (the code under
+    test, fixed). Only the first is a finding, named as read by a check."""
+    ws = _ci_workspace(tmp_path)
+    outcome = _attempt_in(tmp_path, ws, TOUCH_ALL, "sh ci/test.sh", "--held-out", "tests/hidden/**")
+    assert _fresh(ws, "calc", "m.add(10, 7)") == "17"
+    assert outcome["verdict"] == "passed", outcome.get("checks_run")
+    found = {(f["path"], f["rule"]) for f in outcome["findings"]}
+    assert found == {(str(ws / "ci" / "env.d" / "base.sh"), "harness-changed")}, found
+    assert "read by a check (observed)" in outcome["findings"][0]["detail"]
+    notices = outcome["acp"]["notices"]
+    assert len(notices) == 1 and "harness-changed" in notices[0], notices
+
+
+def test_a_read_file_the_job_excepts_from_the_harness_is_no_finding(tmp_path: Path) -> None:
+    """The allowed neighbour: a job whose agent must edit the script its check
+    reads says so with ``harness_except``, and the change is no finding."""
+    policy = (
+        'capability = "edit-workspace"\n[sandbox]\nfrozen = ["tests/acceptance/**"]\n'
+        '[checks]\nharness_except = ["ci/env.d/**"]\n'
+    )
+    ws = _ci_workspace(tmp_path, policy)
+    script = HONEST + "echo '# tuned' >> ci/env.d/base.sh\n"
+    outcome = _attempt_in(tmp_path, ws, script, "sh ci/test.sh", "--held-out", "tests/hidden/**")
+    assert outcome["verdict"] == "passed", outcome.get("checks_run")
+    assert outcome["findings"] == [], outcome["findings"]
+
+
+def test_the_copy_holds_the_roots_with_every_access_time_set_back_and_shows_what_was_read(
+    tmp_path: Path,
+) -> None:
+    """Files keep their modes and modification times, a symbolic link stays
+    one, a pipe is left out; every file's access time is the epoch, and after
+    one is read it is the one `Copies.read` names (by its root path)."""
+    root = tmp_path / "root"
+    (root / "sub").mkdir(parents=True)
+    (root / "sub" / "a.sh").write_text("echo a\n")
+    (root / "b.txt").write_text("b\n")
+    os.chmod(root / "sub" / "a.sh", 0o750)
+    os.utime(root / "b.txt", (1_000_000, 2_000_000))
+    os.symlink("sub/a.sh", root / "link")
+    os.mkfifo(root / "pipe")
+    under = tmp_path / "copies"
+    under.mkdir()
+    assert observed.atime_moves(str(under)), "this file system must update access times"
+    copies = observed.copy_roots((str(root),), str(under))
+    (copy, at), = copies.pairs
+    assert at == str(root)
+    assert stat.S_IMODE(os.stat(f"{copy}/sub/a.sh").st_mode) == 0o750
+    assert os.stat(f"{copy}/b.txt").st_mtime == 2_000_000
+    assert os.readlink(f"{copy}/link") == "sub/a.sh"
+    assert not os.path.lexists(f"{copy}/pipe")
+    assert {os.stat(f"{copy}/{n}").st_atime_ns for n in ("sub/a.sh", "b.txt")} == {0}
+    assert copies.read() == ()
+    Path(f"{copy}/sub/a.sh").read_text()
+    assert copies.read() == (str(root / "sub" / "a.sh"),)
+    os.chmod(f"{copy}/sub", 0o555)
+    copies.remove()
+    assert not os.path.lexists(copy)
