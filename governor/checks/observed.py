@@ -135,6 +135,7 @@ def copy_roots(roots: tuple[str, ...], under: str) -> Copies:
                     st = os.lstat(source)
                     if stat.S_ISLNK(st.st_mode):
                         os.symlink(os.readlink(source), dest)
+                        _owned(dest, st)
                     elif stat.S_ISDIR(st.st_mode):
                         os.mkdir(dest, 0o700)
                         folders.append((source, dest))
@@ -145,6 +146,7 @@ def copy_roots(roots: tuple[str, ...], under: str) -> Copies:
                                 f"the roots hold more than {MAX_COPY_BYTES} bytes to copy"
                             )
                         shutil.copyfile(source, dest, follow_symlinks=False)
+                        _owned(dest, st)
                         os.chmod(dest, stat.S_IMODE(st.st_mode))
                         os.utime(dest, ns=(0, st.st_mtime_ns))
                 dirnames[:] = [
@@ -152,6 +154,7 @@ def copy_roots(roots: tuple[str, ...], under: str) -> Copies:
                 ]
             for source, dest in reversed(folders):  # innermost first: a 0555 folder last
                 st = os.lstat(source)
+                _owned(dest, st)
                 os.chmod(dest, stat.S_IMODE(st.st_mode))
                 os.utime(dest, ns=(st.st_atime_ns, st.st_mtime_ns))
     except OSError as e:
@@ -166,3 +169,11 @@ def copy_roots(roots: tuple[str, ...], under: str) -> Copies:
 def _raise(error: OSError) -> None:
     """A folder the walk cannot list is not left out of the copy silently."""
     raise error
+
+
+def _owned(dest: str, st: os.stat_result) -> None:
+    """``dest`` owned as its source is, where the governor can say so (as
+    root): a file of another user's in the workspace is not the check's own
+    in the copy, to read or write, when it was not in the workspace."""
+    if os.geteuid() == 0 and (st.st_uid, st.st_gid) != (0, 0):
+        os.lchown(dest, st.st_uid, st.st_gid)

@@ -83,8 +83,8 @@ def test_a_read_file_the_job_excepts_from_the_harness_is_no_finding(tmp_path: Pa
 def test_the_copy_holds_the_roots_with_every_access_time_set_back_and_shows_what_was_read(
     tmp_path: Path,
 ) -> None:
-    """Files keep their modes and modification times, a symbolic link stays
-    one, a pipe is left out; every file's access time is the epoch, and after
+    """Files keep their modes, modification times and owners, a symbolic link
+    stays one, a pipe is left out; every file's access time is the epoch, and after
     one is read it is the one `Copies.read` names (by its root path)."""
     root = tmp_path / "root"
     (root / "sub").mkdir(parents=True)
@@ -94,6 +94,8 @@ def test_the_copy_holds_the_roots_with_every_access_time_set_back_and_shows_what
     os.utime(root / "b.txt", (1_000_000, 2_000_000))
     os.symlink("sub/a.sh", root / "link")
     os.mkfifo(root / "pipe")
+    if os.geteuid() == 0:  # another user's file stays theirs (as root the copy can say so)
+        os.chown(root / "b.txt", 12345, 12345)
     under = tmp_path / "copies"
     under.mkdir()
     assert observed.atime_moves(str(under)), "this file system must update access times"
@@ -103,6 +105,7 @@ def test_the_copy_holds_the_roots_with_every_access_time_set_back_and_shows_what
     assert stat.S_IMODE(os.stat(f"{copy}/sub/a.sh").st_mode) == 0o750
     assert os.stat(f"{copy}/b.txt").st_mtime == 2_000_000
     assert os.readlink(f"{copy}/link") == "sub/a.sh"
+    assert os.stat(f"{copy}/b.txt").st_uid == os.stat(root / "b.txt").st_uid
     assert not os.path.lexists(f"{copy}/pipe")
     assert {os.stat(f"{copy}/{n}").st_atime_ns for n in ("sub/a.sh", "b.txt")} == {0}
     assert copies.read() == ()
