@@ -15,6 +15,9 @@ file's access time is set back to the epoch before the run. The kernel's
 access time is older than its modification time (or a day old), so after the
 run the files whose access time moved are exactly the files the check's
 processes opened for their content, whatever idiom reached them (`Copies.read`).
+The check owns its copy and could set an access time back once it has read
+a file, or put a fresh file in its place: either moves the change time
+(which only the kernel sets) or the inode, so those count as read too.
 An overlay cannot do this: it reads its lower files with ``O_NOATIME``.
 
 What the caller does with it (`governor.confine.harness.read_findings`): a
@@ -38,7 +41,8 @@ import os
 import posixpath
 import shutil
 import stat
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Final
 
 MAX_COPY_BYTES: Final = 1024 * 1024 * 1024
@@ -46,6 +50,9 @@ MAX_COPY_BYTES: Final = 1024 * 1024 * 1024
 an overlay, unobserved, and the outcome says so."""
 MAX_COPY_ENTRIES: Final = 200_000
 """The paths of the roots a check's copy may hold (as `MAX_COPY_BYTES`)."""
+
+
+_SWEPT: Final = frozenset({"__pycache__", ".pytest_cache"})
 
 
 class Unobserved(Exception):
@@ -57,21 +64,28 @@ class Copies:
     """The roots' copies for one check: ``(copy, root)`` pairs."""
 
     pairs: tuple[tuple[str, str], ...]
+    files: Mapping[str, tuple[str, int, int, int]] = field(default_factory=dict)
+    """Each file copied, by its path in the copy: its root path, and its
+    copy's ``(device, inode, change time)`` once its access time was set back."""
 
     def read(self) -> tuple[str, ...]:
-        """The root paths of the regular files whose copy's access time moved
-        (the check read, mapped or executed them), sorted."""
+        """The root paths of the files the check read, mapped or executed (the
+        access time moved) or touched otherwise (its change time moved: a
+        write, a ``chmod``, or the access time set back again to hide a read,
+        which the kernel stamps with a change time only it sets; or it was
+        removed or replaced), sorted. Not counted: the bytecode caches the
+        check's own first line sweeps (`governor.checks.check_runs.cache_sweep`)."""
         out = []
-        for copy, root in self.pairs:
-            for dirpath, _, filenames in os.walk(copy):
-                for name in filenames:
-                    path = posixpath.join(dirpath, name)
-                    try:
-                        st = os.lstat(path)
-                    except OSError:
-                        continue
-                    if stat.S_ISREG(st.st_mode) and st.st_atime_ns != 0:
-                        out.append(posixpath.join(root, posixpath.relpath(path, copy)))
+        for path, (root_path, dev, ino, ctime) in self.files.items():
+            try:
+                st = os.lstat(path)
+            except OSError:
+                touched = True
+            else:
+                touched = (st.st_dev, st.st_ino, st.st_ctime_ns) != (dev, ino, ctime)
+                touched = touched or st.st_atime_ns != 0
+            if touched and not _SWEPT.intersection(path.split("/")):
+                out.append(root_path)
         return tuple(sorted(out))
 
     def remove(self) -> None:
@@ -111,6 +125,7 @@ def copy_roots(roots: tuple[str, ...], under: str) -> Copies:
     a socket or pipe left out), every file's access time set to the epoch.
     Raises `Unobserved` past the bounds or when a path cannot be copied."""
     pairs = []
+    files: dict[str, tuple[str, int, int, int]] = {}
     entries = 0
     size = 0
     try:
@@ -149,6 +164,8 @@ def copy_roots(roots: tuple[str, ...], under: str) -> Copies:
                         _owned(dest, st)
                         os.chmod(dest, stat.S_IMODE(st.st_mode))
                         os.utime(dest, ns=(0, st.st_mtime_ns))
+                        made = os.lstat(dest)
+                        files[dest] = (source, made.st_dev, made.st_ino, made.st_ctime_ns)
                 dirnames[:] = [
                     d for d in dirnames if not os.path.islink(posixpath.join(dirpath, d))
                 ]
@@ -163,7 +180,7 @@ def copy_roots(roots: tuple[str, ...], under: str) -> Copies:
     except Unobserved:
         Copies(tuple(pairs)).remove()
         raise
-    return Copies(tuple(pairs))
+    return Copies(tuple(pairs), files)
 
 
 def _raise(error: OSError) -> None:

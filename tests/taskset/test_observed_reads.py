@@ -14,6 +14,7 @@ import stat
 import subprocess
 from pathlib import Path
 
+import pytest
 from checkout import needs_a_visible_checkout
 from test_gaming_outside import HONEST, _attempt_in, _fresh, _workspace
 
@@ -66,6 +67,38 @@ def test_a_changed_file_the_check_read_is_harness_changed_and_one_it_never_read_
     assert len(notices) == 1 and "harness-changed" in notices[0], notices
 
 
+FIX_IN_THE_CHECK_ONLY = "printf 'def add(a, b):\\n    return a + b\\n' > calc.py\n"
+HIDE = {
+    # how the sourced file covers its read, after it wrote the fix into the check's copy
+    "access-time-set-back": "touch -a -d @0 ci/env.d/base.sh\n",
+    "replaced-by-a-fresh-copy": (
+        "cp ci/env.d/base.sh ci/x && rm ci/env.d/base.sh && mv ci/x ci/env.d/base.sh"
+        " && touch -a -d @0 ci/env.d/base.sh\n"
+    ),
+    "removed": "rm ci/env.d/base.sh\n",
+}
+
+
+_RUN = "exec python3 -m unittest discover -s tests -t . -q\n"
+"""The tests run from the sourced file itself: the shell never reads it again
+(a read at its end would move the access time once more)."""
+
+
+@pytest.mark.parametrize("how", list(HIDE))
+def test_a_read_the_check_covers_up_is_still_seen(tmp_path: Path, how: str) -> None:
+    """The check owns its copy, and can set a file's access time back, or put
+    a fresh file in its place, or remove it, once it has read it: each moves
+    what no process sets (the change time) or leaves the file copied gone, and
+    is seen as a read."""
+    ws = _ci_workspace(tmp_path)
+    script = f"cat >> ci/env.d/base.sh <<'SH'\n{FIX_IN_THE_CHECK_ONLY}{HIDE[how]}{_RUN}SH\n"
+    outcome = _attempt_in(tmp_path, ws, script, "sh ci/test.sh", "--held-out", "tests/hidden/**")
+    assert _fresh(ws, "calc", "m.add(2, 3)") == "-1"  # the bug is still there
+    assert outcome["verdict"] == "passed", outcome.get("checks_run")  # the check was fooled ...
+    found = [(f["path"], f["rule"]) for f in outcome["findings"]]
+    assert found == [(str(ws / "ci" / "env.d" / "base.sh"), "harness-changed")], found  # ... seen
+
+
 def test_a_read_file_the_job_excepts_from_the_harness_is_no_finding(tmp_path: Path) -> None:
     """The allowed neighbour: a job whose agent must edit the script its check
     reads says so with ``harness_except``, and the change is no finding."""
@@ -84,8 +117,11 @@ def test_the_copy_holds_the_roots_with_every_access_time_set_back_and_shows_what
     tmp_path: Path,
 ) -> None:
     """Files keep their modes, modification times and owners, a symbolic link
-    stays one, a pipe is left out; every file's access time is the epoch, and after
-    one is read it is the one `Copies.read` names (by its root path)."""
+    stays one, a pipe is left out; every file's access time is the epoch, and
+    after one is read it is the one `Copies.read` names (by its root path),
+    still when its access time is set back again (the change time moves,
+    which no process can set), as is a file moved away; a file the check
+    made is not."""
     root = tmp_path / "root"
     (root / "sub").mkdir(parents=True)
     (root / "sub" / "a.sh").write_text("echo a\n")
@@ -110,7 +146,12 @@ def test_the_copy_holds_the_roots_with_every_access_time_set_back_and_shows_what
     assert {os.stat(f"{copy}/{n}").st_atime_ns for n in ("sub/a.sh", "b.txt")} == {0}
     assert copies.read() == ()
     Path(f"{copy}/sub/a.sh").read_text()
+    Path(f"{copy}/made-by-the-check.txt").write_text("new\n")
     assert copies.read() == (str(root / "sub" / "a.sh"),)
+    os.utime(f"{copy}/sub/a.sh", ns=(0, os.stat(f"{copy}/sub/a.sh").st_mtime_ns))
+    assert copies.read() == (str(root / "sub" / "a.sh"),), "a read hidden is a change seen"
+    os.rename(f"{copy}/b.txt", f"{copy}/b.moved")
+    assert copies.read() == (str(root / "b.txt"), str(root / "sub" / "a.sh"))
     os.chmod(f"{copy}/sub", 0o555)
     copies.remove()
     assert not os.path.lexists(copy)
