@@ -155,3 +155,20 @@ def test_the_copy_holds_the_roots_with_every_access_time_set_back_and_shows_what
     os.chmod(f"{copy}/sub", 0o555)
     copies.remove()
     assert not os.path.lexists(copy)
+
+
+def test_roots_past_the_copy_s_bound_are_not_copied_and_nothing_is_left_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past its bound the copy says why (the check then runs on an overlay,
+    unobserved, with a notice) and leaves no partial copy."""
+    root = tmp_path / "root"
+    root.mkdir()
+    for n in range(5):
+        (root / f"f{n}.txt").write_text("x\n")
+    under = tmp_path / "copies"
+    under.mkdir()
+    monkeypatch.setattr(observed, "MAX_COPY_ENTRIES", 3)
+    with pytest.raises(observed.Unobserved, match="more than 3 paths"):
+        observed.copy_roots((str(root),), str(under))
+    assert list(under.iterdir()) == []
