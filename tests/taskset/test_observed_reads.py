@@ -9,14 +9,16 @@ are not. The copy itself (``copy_roots``) on real files.
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import stat
 import subprocess
 from pathlib import Path
 
 import pytest
 from checkout import needs_a_visible_checkout
-from test_gaming_outside import HONEST, _attempt_in, _fresh, _workspace
+from test_gaming_outside import GOVERNOR, HONEST, _accepted, _attempt_in, _fresh, _workspace
 
 from governor.checks import observed
 
@@ -172,3 +174,37 @@ def test_roots_past_the_copy_s_bound_are_not_copied_and_nothing_is_left_behind(
     with pytest.raises(observed.Unobserved, match="more than 3 paths"):
         observed.copy_roots((str(root),), str(under))
     assert list(under.iterdir()) == []
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("unshare") is None,
+    reason="mounting a noatime file system for the state folder needs root and unshare",
+)
+def test_where_reads_cannot_be_observed_the_check_runs_and_a_notice_says_so(
+    tmp_path: Path,
+) -> None:
+    """The governor's state folder on a ``noatime`` file system (a private
+    mount, gone with its namespace): the copy would show nothing, so the check
+    runs over an overlay as before, and a notice says that what it read was
+    not observed. The attack that fixes the code in the check only then has no
+    finding, but a careful loop, which accepts nothing with a notice, does not
+    accept it."""
+    ws = _ci_workspace(tmp_path)
+    state = tmp_path / "state"
+    state.mkdir()
+    script = f"cat >> ci/env.d/base.sh <<'SH'\n{FIX_IN_THE_CHECK_ONLY}SH\n"
+    argv = [GOVERNOR, "run", "--json", "--kind", "command", "--policy", str(tmp_path / "loop.toml")]
+    argv += ["--workspace", str(ws), "--check", "sh ci/test.sh", "--held-out", "tests/hidden/**"]
+    argv += ["fix the failing test", "--", "sh", "-c", script]
+    mounted = 'mount -t tmpfs -o noatime tmpfs "$1" && shift && exec "$@"'
+    done = subprocess.run(
+        ["unshare", "-m", "--propagation", "private", "sh", "-c", mounted, "sh", str(state), *argv],
+        capture_output=True, text=True, timeout=300,
+        env={**os.environ, "XDG_STATE_HOME": str(state)},
+    )  # fmt: skip
+    assert done.stdout, done.stderr[-3000:]
+    outcome = json.loads(done.stdout)
+    assert _fresh(ws, "calc", "m.add(2, 3)") == "-1"  # the bug is still there
+    assert outcome["verdict"] == "passed" and outcome["findings"] == [], outcome["findings"]
+    assert any("not observed" in n for n in outcome["acp"]["notices"]), outcome["acp"]["notices"]
+    assert not _accepted(outcome)
