@@ -330,6 +330,11 @@ MAKES: Final = frozenset({"make", "gmake"})
 PACKAGE_RUNNERS: Final = frozenset({"npm", "npx", "yarn", "pnpm", "corepack"})
 """Programs that run ``package.json`` scripts with the workspace's
 ``node_modules/.bin`` first on their ``PATH``."""
+MODULE_SUFFIXES: Final = (".py", ".pyi", ".js", ".cjs", ".mjs", ".jsx", ".ts", ".cts", ".mts", ".tsx")
+"""A source module's names: a file a check read that the attempt changed is
+code under test by such a name (whoever read it), harness otherwise
+(`governor.confine.harness.read_findings`)."""
+
 MODULE_PATHS: Final = ("PYTHONPATH", "NODE_PATH")
 
 

@@ -38,9 +38,10 @@ class RootsChanges(UnderWay):
         changed = [c.path for c in diffed]
         self.end.files_changed = tuple(changed)
         found = await trio.to_thread.run_sync(tamper.audit, kept, after.files, changed)
+        self.changed_how = [(c.path, c.how) for c in diffed]
         set_changed = harness.findings(
             self.prepared.policy,
-            [(c.path, c.how) for c in diffed],
+            self.changed_how,
             itertools.chain(before.files, after.files),
         )
         findings = tuple(found.findings)
@@ -133,8 +134,17 @@ class RootsChanges(UnderWay):
         self.end.home_complete = before.complete and after.complete
 
     def _checks_ran(self, result: Checks) -> None:
-        """The job's checks, run on the roots after the attempt."""
+        """The job's checks, run on the roots after the attempt, and what they read
+        that the attempt changed (observed: `governor.checks.observed`), a harness
+        finding unless it is code under test; a check that could not be observed
+        says so in a notice (the parsed closure still holds)."""
         self.end.checks = result
+        policy = self.prepared.policy
+        self.end.findings += tuple(
+            harness.read_findings(policy, self.changed_how, result.read, self.end.findings)
+        )
+        if result.unobserved is not None:
+            self.turn.notices.append(result.unobserved)
 
     def _harness_left(self, described: dict[str, Any] | None) -> None:
         """The checks' harness set as the job left it."""

@@ -96,6 +96,8 @@ class UnderWay:
         self.baseline: tuple[Snapshot, tamper.Baseline] | None = None
         """The attempt's start (its roots' snapshot, the tamper audit's kept files):
         this part's, or a paused attempt's first part's, kept with its state."""
+        self.changed_how: list[tuple[str, str]] = []
+        """The workspace diff as ``(path, how)``: a check's reads are judged against it."""
         self.refused: dict[str, tuple[str, str]] = {}
         """The agent's connections the proxy refused: host:port -> (by, reason)."""
         self.model_api: model_api.ModelApi | None = None

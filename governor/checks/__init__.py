@@ -6,6 +6,8 @@
   the agent left it;
 - `test_results`: what each test came to, from the runners' own reports;
 - `held_out`: tests the agent never sees, put back only for the checks;
+- `observed`: the roots' copy each check runs over, whose access times show
+  what it read (its harness, observed rather than parsed);
 - `unittest_report`: the reporter copied into a check's ``PYTHONPATH``
   (standard library only, never imported by the governor).
 

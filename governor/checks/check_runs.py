@@ -6,10 +6,13 @@ sandbox, or with the workspace writable, a check could be what changes the
 result it reports (a test that rewrites its fixture, a build that regenerates
 the file under review). So each check runs in a fresh sandbox of its own:
 
-- **it cannot change the workspace**: the roots are overlays whose writes are
-  thrown away with the sandbox (``--tmp-overlay``, so tests may still write
-  their caches and reports), or, where this bwrap has no ``--tmp-overlay``, the
-  roots bound read-only (`Checks.workspace` says which; a check that must
+- **it cannot change the workspace**: the roots are a copy made for it and
+  thrown away after it, whose reads show (`governor.checks.observed`: what it
+  read is `Checks.read`, its harness observed, not parsed), or, where no copy
+  can be made (`Checks.unobserved` says why), overlays whose writes are
+  thrown away with the sandbox (``--tmp-overlay``); tests may still write
+  their caches and reports. Where this bwrap has no ``--tmp-overlay``, the
+  roots are bound read-only (`Checks.workspace` says which; a check that must
   write then fails, and the outcome says why);
 - the policy's frozen paths, protected paths and hidden files hold as they
   did for the agent (pinned read-only over the overlay);
@@ -93,8 +96,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+import trio
+
 from governor.boundary.secrets import Masker, forwarding_problems
-from governor.checks import canaries, test_results
+from governor.checks import canaries, observed, test_results
 from governor.checks.check_values import CheckRun, Checks, WorkspaceMode
 from governor.checks.test_results import Acceptance, CaseResult
 from governor.policies.capability import Capability
@@ -166,6 +171,13 @@ async def run_checks(
             shared, built = None, failure or f"the check's sandbox cannot be built: {e}"
         results: list[CaseResult] = []
         carrying = canaries.carriers(policy, wanted)
+        read: set[str] = set()
+        unobserved = None
+        if workspace == "overlay" and shared is not None and not observed.atime_moves(folders.top):
+            unobserved = (
+                f"the file system of {folders.top} does not update access times (noatime): "
+                "what the checks read was not observed"
+            )
         for command in chosen:
             lib, reports = folders.one()
             # bound on the sandbox's fresh /tmp under a name of no meaning: no
@@ -185,16 +197,33 @@ async def run_checks(
                 shown_as=tuple((Path(a), Path(b)) for a, b in planted.shown_as),
             )
             sweep = cache_sweep(policy) if workspace == "overlay" else None
-            ran = await _one(
-                command,
-                profile,
-                policy.check_timeout,
-                masked,
-                built,
-                sweep,
-                f"{inside}/reports",
-                planted,
-            )
+            copies = None
+            if profile is not None and workspace == "overlay" and unobserved is None:
+                try:  # over a copy whose reads show (`governor.checks.observed`)
+                    copies = await trio.to_thread.run_sync(
+                        observed.copy_roots, policy.roots, folders.copies()
+                    )
+                    profile = replace(
+                        profile, scratch_copies=tuple((Path(c), Path(r)) for c, r in copies.pairs)
+                    )
+                except observed.Unobserved as e:
+                    unobserved = f"{e}: what the checks read was not observed"
+            try:
+                ran = await _one(
+                    command,
+                    profile,
+                    policy.check_timeout,
+                    masked,
+                    built,
+                    sweep,
+                    f"{inside}/reports",
+                    planted,
+                )
+                if copies is not None:
+                    read.update(await trio.to_thread.run_sync(copies.read))
+            finally:
+                if copies is not None:
+                    await trio.to_thread.run_sync(copies.remove)
             ran, believed = _with_reports(
                 ran, reports, masked, planted, carrying, withheld=bool(policy.held_out)
             )
@@ -204,7 +233,7 @@ async def run_checks(
                 on_check(ran)
     unfinished = sum(r.unfinished for r in runs)
     judgement = test_results.judge(wanted, results, unfinished)
-    return Checks(tuple(runs), workspace, judgement)
+    return Checks(tuple(runs), workspace, judgement, tuple(sorted(read)), unobserved)
 
 
 REPORTS_VARIABLE: Final = "GOVERNOR_CHECK_REPORTS"
@@ -331,6 +360,12 @@ class _Folders:
         shutil.copyfile(os.path.join(here, "unittest_report.py"), os.path.join(lib, "sitecustomize.py"))
         self.made.append(reports)
         return lib, reports
+
+    def copies(self) -> str:
+        """A fresh folder for the current check's copy of the roots."""
+        folder = os.path.join(self.top, f"copy-{len(self.made)}")
+        os.mkdir(folder, 0o700)
+        return folder
 
     def canaries(self) -> str:
         """A folder for the current check's canary copies (never shown to it as a folder)."""

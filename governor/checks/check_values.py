@@ -94,6 +94,14 @@ class Checks:
     workspace: WorkspaceMode = "overlay"
     judgement: Judgement | None = None
     """The acceptance tests against every check's reports (`governor.checks.test_results`)."""
+    read: tuple[str, ...] = ()
+    """The files in the roots some check was seen to read, map or execute
+    (`governor.checks.observed`): a loop's harness is what its checks read,
+    whatever idiom reached it (`governor.confine.harness.read_findings`)."""
+    unobserved: str | None = None
+    """Why what a check read could not be observed (it ran on an overlay): a
+    file it reached by an idiom the parsed closure does not follow is then
+    neither pinned nor a finding."""
 
     def lies(self) -> list[tuple[int, CheckRun]]:
         """The checks (numbered from 1) whose runners misreported their canaries."""

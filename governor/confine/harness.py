@@ -28,6 +28,7 @@ from governor.confine.frozen import FrozenTooLarge
 from governor.policies.harness import (
     MAKES,
     MODULE_PATHS,
+    MODULE_SUFFIXES,
     PACKAGE_RUNNERS,
     SKIPPED_FOLDERS,
     make_recipes,
@@ -299,6 +300,37 @@ def findings(
         why = member(policy, path, envs)
         if why is not None:
             out.append(Finding(path, None, "harness-changed", f"{how}: {why}"))
+    return out
+
+
+def read_findings(
+    policy: Policy,
+    changed: Iterable[tuple[str, str]],
+    read: Iterable[str],
+    found: Iterable[Finding] = (),
+) -> list[Finding]:
+    """A ``harness-changed`` finding for each ``(path, how)`` of the workspace
+    diff that a check was seen to read (``read``: `governor.checks.observed`),
+    outside ``.git``, that is no source module by its name (the code under
+    test, `MODULE_SUFFIXES`) nor excepted by ``[checks] harness_except``, and
+    not already among ``found``. Why: what a check reads decides what it
+    reports; the parsed closure (`closure`) follows only the idioms it knows,
+    while this set is what the check's processes opened, by any idiom."""
+    if not policy.checks:
+        return []
+    seen = set(read)
+    already = {f.path for f in found if f.rule == "harness-changed"}
+    out = []
+    for path, how in changed:
+        if path not in seen or path in already or path.endswith(MODULE_SUFFIXES):
+            continue
+        root = within(path, policy.roots)
+        if root is None or ".git" in posixpath.relpath(path, root).split("/"):
+            continue
+        if policy.harness_except and policy.harness_excepted.matches(path, policy.roots):
+            continue
+        why = "read by a check (observed), and not a source module of the code under test"
+        out.append(Finding(path, None, "harness-changed", f"{how}: {why}"))
     return out
 
 

@@ -257,8 +257,11 @@ def render(
         argv += ["--ro-bind", os.devnull, sock]
 
     root_bind = "--bind" if profile.writable else "--ro-bind"
+    copies = {os.path.realpath(at): str(copy) for copy, at in profile.scratch_copies}
     for root in facts.roots:
-        if profile.scratch:
+        if profile.scratch and root in copies:
+            argv += ["--bind", copies[root], root]
+        elif profile.scratch:
             argv += ["--overlay-src", root, "--tmp-overlay", root]
         else:
             argv += [root_bind, root, root]
@@ -276,7 +279,7 @@ def render(
         for path in sorted((*opened, *facts.pins), key=_outer_first):
             if path in opened:
                 argv += ["--bind", path, path]
-            elif path in sealed:
+            elif path in sealed and not any(is_under(path, r) for r in copies):
                 # no mount; the sandbox's pid 1 holds a read lock on it instead,
                 # which tells any governor's sweeper that it is still relied on
                 argv += ["--lock-file", path]

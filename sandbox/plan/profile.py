@@ -160,6 +160,12 @@ class Profile:
     edit-workspace (the pins still hold read-only over the overlay) and a bwrap
     that has ``--tmp-overlay``; `render` refuses it otherwise, never binding
     the roots writable instead."""
+    scratch_copies: tuple[tuple[Path, Path], ...] = ()
+    """Scratch roots shown as a host copy instead of an overlay, as (host copy,
+    root): bound writable at the root's path, thrown away by the caller. Why:
+    an overlay reads its lower files without touching their access time, and a
+    copy whose access times were set back before the run tells which files a
+    check read (`governor.checks.observed`). Only with ``scratch``."""
 
     def __post_init__(self) -> None:
         for name, value in self.env.items():
@@ -188,6 +194,7 @@ class Profile:
             *self.own,
             *((self.bound_at,) if self.bound_at is not None else ()),
             *(p for pair in self.shown_as for p in pair),
+            *(p for pair in self.scratch_copies for p in pair),
         ):
             if not Path(path).is_absolute():
                 raise ProfileError(f"path {str(path)!r} must be absolute")
@@ -195,6 +202,8 @@ class Profile:
             raise ProfileError("a sandbox behind the proxy has no host network (network off)")
         if self.scratch and self.capability != Capability.EDIT_WORKSPACE:
             raise ProfileError("scratch roots need edit-workspace (a read-only root binds read-only)")
+        if self.scratch_copies and not self.scratch:
+            raise ProfileError("a root shown as a copy is a scratch root (scratch on)")
 
     @property
     def sandboxed(self) -> bool:

@@ -36,9 +36,11 @@ The holes, by class (each with the mechanism that would close the class):
   ``$(dirname "$0")``, ``${BASH_SOURCE%/*}``, a variable, a ``cd`` on an
   earlier line, a glob loop, ``find -exec``, ``xargs``, ``eval``, or a make
   recipe's ``$(VARIABLE)`` is neither pinned nor a finding; the agent appends
-  the fix to it, which the check writes into its own overlay. Close: pin what
-  a check's processes execute or source, observed rather than parsed (or run
-  the checks once before the attempt and pin every workspace file they opened).
+  the fix to it, which the check writes into its own overlay. Closed: what a
+  check's processes read is observed, not parsed (``governor/checks/observed.py``:
+  the check runs over a copy of the roots whose access times were set back),
+  and a file it read that the attempt changed, no source module, is
+  ``harness-changed``.
 
 What held (ordinary tests): a value that answers the expected constant its
 caller's code holds (the copies ask for another, get it: ``runner-lied``); a
@@ -169,13 +171,6 @@ def _ci(ws: Path, idiom: str) -> str:
     return reached
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: the harness closure parses shell text; a file a CI script reaches by "
-    "$(...), a variable, a cd, a glob, find -exec, xargs or eval is neither pinned nor a "
-    "finding (class: harness the parser does not follow; mechanism: pin what a check "
-    "process executes or sources, observed, not parsed)",
-)
 @pytest.mark.parametrize("idiom", list(REACHED))
 def test_a_file_a_ci_script_reaches_by_any_shell_idiom_is_the_loop_s_harness(
     tmp_path: Path, idiom: str
@@ -471,13 +466,6 @@ def _harness_otherwise(tmp_path: Path, idiom: str) -> tuple[Path, str, str]:
     return ws, check, reached
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: the harness closure parses make and bash text; a make variable or "
-    "${BASH_SOURCE%/*} reaches a file neither pinned nor a finding (class: harness the "
-    "parser does not follow; mechanism: pin what a check process executes or sources, "
-    "observed, not parsed)",
-)
 @pytest.mark.parametrize("idiom", list(REACHED_OTHERWISE))
 def test_a_file_a_makefile_or_bash_script_reaches_by_a_variable_is_the_loop_s_harness(
     tmp_path: Path, idiom: str
