@@ -41,7 +41,19 @@ The holes, by class:
   connection, so a body the upstream does not read as one (a GET's body, to a
   server that ignores it: a CL.0 desync) is read there as the head of the
   next request, and the next (allowed) request's fields, the real key among
-  them, become that smuggled request's: ``POST /user/keys`` with the token.
+  them, become that smuggled request's: ``POST /user/keys`` with the token
+  (and, under a tokens limit, a Message Batch with the Anthropic key);
+- a refusal that leaves no record: a request smuggled inside a bound host's
+  TLS (Content-Length with Transfer-Encoding) is answered 400 and never
+  recorded, so ``--fail-on refused`` passes; the same try through the proxy
+  port is a refusal record.
+
+What held (ordinary tests below): a second request on a kept connection
+after an allowed one, judged on its own; a CONNECT to a bound host's address
+(its placeholder only, never the key); a model call with a query string
+(``/v1/messages?beta=true``) counted against the limit; a websocket or HTTP/2
+upgrade (its hop fields dropped; an HTTP/2 preface a 400); a placeholder in a
+compressed body to an unbound host (only the placeholder).
 """
 
 from __future__ import annotations
@@ -556,6 +568,66 @@ async def test_two_copilot_calls_on_a_kept_connection_each_reach_a_cl_zero_serve
             (b"GET", b"/copilot_internal/v2/token", TOKEN_HEADER),
             (b"GET", b"/user", TOKEN_HEADER),
         ]
+
+
+# -- a refusal that leaves no record ------------------------------------------------------
+
+
+def denied(tmp_path: Path) -> list[dict[str, object]]:
+    """The attempt's network records the gate denied."""
+    lines = (tmp_path / "audit.jsonl").read_text().splitlines()
+    return [
+        r
+        for r in map(json.loads, lines)
+        if r.get("kind") == "network" and r.get("verdict") == "deny"
+    ]
+
+
+SMUGGLED = "Content-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "hole: a request smuggled inside a terminated host's TLS (Content-Length and Transfer-Encoding) "
+        "is answered 400 and never recorded: the log shows the CONNECT allowed and nothing refused, "
+        "so --fail-on refused passes, while the same try on the proxy port is a refusal record (class: "
+        "a refusal that leaves no record; mechanism: every answer the terminated exchange refuses "
+        "with goes through the judge, the proxy's one refusal path, a malformed head included)"
+    ),
+)
+async def test_a_request_smuggled_inside_a_bound_hosts_tls_is_recorded_as_refused(
+    tmp_path: Path,
+) -> None:
+    async with wire(tmp_path, takes_anything) as w:
+        head = f"POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1\r\nx-api-key: {w.placeholder}\r\n"
+        got = await raw_through(w, (head + SMUGGLED).encode())
+        assert got.startswith(b"HTTP/1.1 400"), got[:200]
+        assert w.origin.requests == []
+    assert denied(tmp_path), "the smuggling try left no refusal in the log"
+
+
+async def test_a_request_smuggled_through_the_proxy_port_is_recorded_as_refused(
+    tmp_path: Path,
+) -> None:
+    """The neighbour the hole is measured against: the same try in absolute
+    form through the proxy port is answered 400 and recorded, denied."""
+    async with wire(tmp_path, takes_anything, plain=True) as w:
+        at = f"127.0.0.1:{w.origin.port}"
+        head = (
+            f"POST http://{at}/v1/messages HTTP/1.1\r\nHost: {at}\r\nx-api-key: {w.placeholder}\r\n"
+        )
+        stream = await trio.open_tcp_stream("127.0.0.1", w.port)
+        await stream.send_all((head + SMUGGLED).encode())
+        got = b""
+        with contextlib.suppress(trio.BrokenResourceError, OSError):
+            with trio.move_on_after(3):
+                while data := await stream.receive_some(65536):
+                    got += data
+        await stream.aclose()
+        assert got.startswith(b"HTTP/1.1 400"), got[:200]
+        assert w.origin.requests == []
+    assert denied(tmp_path)
 
 
 # -- attacks that held --------------------------------------------------------------------
