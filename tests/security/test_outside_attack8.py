@@ -46,7 +46,10 @@ The holes, by class:
 - a refusal that leaves no record: a request smuggled inside a bound host's
   TLS (Content-Length with Transfer-Encoding) is answered 400 and never
   recorded, so ``--fail-on refused`` passes; the same try through the proxy
-  port is a refusal record.
+  port is a refusal record;
+- a placeholder made of the secret's own characters: a placeholder keeps the
+  key up to its last ``-`` or ``_`` in its first 16 characters, so a Gemini
+  key hands the agent up to 12 of its secret characters.
 
 What held (ordinary tests below): a second request on a kept connection
 after an allowed one, judged on its own; a CONNECT to a bound host's address
@@ -628,6 +631,40 @@ async def test_a_request_smuggled_through_the_proxy_port_is_recorded_as_refused(
         assert got.startswith(b"HTTP/1.1 400"), got[:200]
         assert w.origin.requests == []
     assert denied(tmp_path)
+
+
+# -- a placeholder that keeps the key's own characters -------------------------------------
+
+GEMINI_KEY = "AIzaSyA1b2C3d4E_" + "x9Lm" * 6
+"""A Gemini API key: ``AIza`` and 35 random characters, ``-`` and ``_`` among them."""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "hole: a placeholder keeps the key up to its last '-' or '_' in its first 16 characters, so "
+        "a Gemini key (AIza and 35 random characters, '-' and '_' among them) hands the agent up to 12 "
+        "of its secret characters (an OpenAI key up to 7) (class: a placeholder made of the secret's "
+        "own characters; mechanism: a placeholder keeps only a prefix that is public by the key's "
+        "format (sk-ant-api03-, sk-proj-, ghp_, github_pat_, AIza: a list of formats), never one "
+        "cut from the value by where its separators happen to fall)"
+    ),
+)
+def test_a_placeholder_keeps_nothing_of_a_gemini_key_but_its_public_prefix() -> None:
+    held = held_credentials(presets()["gemini"], {"GEMINI_API_KEY": GEMINI_KEY}, sandboxed=True)
+    (placeholder,) = [c.placeholder for c in held.held]
+    assert placeholder.startswith("AIza")
+    assert placeholder[4:16] != GEMINI_KEY[4:16], (
+        f"the sandbox holds {placeholder[:16]!r} of the key"
+    )
+
+
+def test_a_placeholder_keeps_an_anthropic_keys_public_prefix_and_none_of_its_secret() -> None:
+    """The neighbour: the prefix a client checks (``sk-ant-api03-``) is kept,
+    the secret that follows it is not."""
+    held = held_credentials(presets()["claude"], {"ANTHROPIC_API_KEY": KEY}, sandboxed=True)
+    (placeholder,) = [c.placeholder for c in held.held]
+    assert placeholder.startswith("sk-ant-api03-") and KEY[13:25] not in placeholder
 
 
 # -- attacks that held --------------------------------------------------------------------
