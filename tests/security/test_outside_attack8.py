@@ -49,7 +49,13 @@ The holes, by class:
   port is a refusal record;
 - a placeholder made of the secret's own characters: a placeholder keeps the
   key up to its last ``-`` or ``_`` in its first 16 characters, so a Gemini
-  key hands the agent up to 12 of its secret characters.
+  key hands the agent up to 12 of its secret characters;
+- usage read in part counted as read: the usage reader inflates each read to
+  at most 4 MiB and drops the rest, so a gzip event stream of a compressible
+  completion (one word repeated) is cut after its input tokens were read,
+  and its output tokens pass ``[limits] tokens`` unseen (shown on a plain-HTTP
+  gateway; inside TLS a 16 KiB record inflates to just under the cut with
+  zlib's encoder).
 
 What held (ordinary tests below): a second request on a kept connection
 after an allowed one, judged on its own; a CONNECT to a bound host's address
@@ -63,6 +69,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import gzip
 import json
 import posixpath
 import ssl
@@ -76,12 +83,14 @@ import trio
 from test_outside_attack5 import (
     GITHUB_TOKEN,
     KEY,
+    Handler,
     Origin,
     Reply,
     Wire,
     ask,
     copilot_github_token,
     message,
+    plain_ask,
     raw_through,
     recorded,
     takes_anything,
@@ -573,6 +582,83 @@ async def test_two_copilot_calls_on_a_kept_connection_each_reach_a_cl_zero_serve
         ]
 
 
+# -- usage read in part counted as read --------------------------------------------------
+
+
+def repeated_stream(tokens_in: int, tokens_out: int, deltas: int) -> bytes:
+    """An Anthropic event stream whose completion repeats one word (what a
+    prompt asking for it gets): ``deltas`` identical delta events between
+    ``message_start`` (the input tokens) and ``message_delta`` (the output)."""
+    start = {"type": "message_start", "message": {"model": "claude-standin-1", "usage": {"input_tokens": tokens_in, "output_tokens": 1}}}  # fmt: skip
+    delta = {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "aaaaaaaa"}}  # fmt: skip
+    end = {"type": "message_delta", "delta": {"stop_reason": "max_tokens"}, "usage": {"output_tokens": tokens_out}}  # fmt: skip
+    events = [start, *[delta] * deltas, end]
+    return b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events)
+
+
+def gzips_its_stream(tokens_in: int, tokens_out: int, deltas: int) -> Handler:
+    """An API (or the CDN in front of it) that compresses its event stream for
+    a client accepting gzip, as every request the proxy sends does."""
+
+    async def handler(request: h11.Request, body: bytes) -> Reply:
+        stream = gzip.compress(repeated_stream(tokens_in, tokens_out, deltas))
+        headers = [(b"content-type", b"text/event-stream"), (b"content-encoding", b"gzip")]
+        return 200, headers, stream
+
+    return handler
+
+
+def gateway_call(w: Wire) -> bytes:
+    """A model call to a plain-HTTP gateway (an ``http://`` base URL) through the proxy port."""
+    at = f"127.0.0.1:{w.origin.port}"
+    return (
+        f"POST http://{at}/v1/messages HTTP/1.1\r\nHost: {at}\r\nx-api-key: {w.placeholder}\r\n"
+        "Content-Length: 2\r\nConnection: close\r\n\r\n{}"
+    ).encode()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "hole: UsageReader inflates each read with decompress(data, JSON_BYTES) and drops the "
+        "unconsumed tail, so a read of a compressible completion (one word repeated) that inflates "
+        "past 4 MiB is cut; its input tokens were read, so the call counts as read and its output "
+        "tokens pass the limit unseen (shown on a plain-HTTP gateway, read up to 64 KiB at a time; "
+        "inside TLS a read is one 16 KiB record, under the cut at zlib's ~255:1, over it for an "
+        "encoder reaching deflate's ~1032:1) (class: usage read in part counted as read; mechanism: "
+        "a call's usage is read only when the reader followed its body to the end without dropping "
+        "a byte (every inflated byte parsed, no event skipped) and read its final usage event; any "
+        "cut makes the call unread, failing the limit closed)"
+    ),
+)
+async def test_a_compressible_completion_cannot_hide_its_output_tokens_from_the_tokens_limit(
+    tmp_path: Path,
+) -> None:
+    async with wire(
+        tmp_path, gzips_its_stream(600, 40_000, 60_000), tokens=10_000, plain=True
+    ) as w:
+        first = await plain_ask(w, gateway_call(w))
+        assert first.startswith(b"HTTP/1.1 200"), first[:200]
+        await recorded(w, 1)
+        after = await plain_ask(w, gateway_call(w))
+        assert after.startswith(b"HTTP/1.1 403"), (
+            f"a call of 40,600 tokens counted as {w.calls[0].usage.tokens}: the next one carried"
+        )
+
+
+async def test_a_short_compressed_completion_counts_its_output_tokens_against_the_limit(
+    tmp_path: Path,
+) -> None:
+    """The neighbour: the same gzip stream, short, is read to its end and its
+    40,000 output tokens stop the next call."""
+    async with wire(tmp_path, gzips_its_stream(600, 40_000, 100), tokens=10_000, plain=True) as w:
+        first = await plain_ask(w, gateway_call(w))
+        await recorded(w, 1)
+        assert w.calls[0].usage.tokens == {"input": 600, "output": 40_000}
+        after = await plain_ask(w, gateway_call(w))
+        assert first.startswith(b"HTTP/1.1 200") and after.startswith(b"HTTP/1.1 403")
+
+
 # -- a refusal that leaves no record ------------------------------------------------------
 
 
@@ -774,8 +860,6 @@ async def test_a_placeholder_in_a_compressed_body_to_an_unbound_host_is_only_the
 ) -> None:
     """A request body is not searched (network.md): the placeholder inside a
     gzip body goes on as it is, worth nothing; the real key is never put in."""
-    import gzip
-
     async with wire(tmp_path, takes_anything, takes_anything, plain=True) as w:
         other = w.origins[1]
         body = gzip.compress(json.dumps({"k": w.placeholder}).encode())
