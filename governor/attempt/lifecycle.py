@@ -201,7 +201,9 @@ class Attempt:
         tokens count against ``[limits] tokens``."""
         if continues is not None:  # the limits span every part: what is left, not a fresh allowance
             state = continues.state
-            self.budget.carry(state.tool_calls, state.tokens, state.cost_usd, state.tool_call_ids)
+            self.budget.carry(
+                state.tool_calls, state.tokens, state.cost_usd, state.tool_call_ids, state.wire_tokens
+            )
         self.end = Ending(
             agent=p.name,
             preset=p.executor.id,
@@ -312,10 +314,8 @@ class Attempt:
             )
             kept = await trio.to_thread.run_sync(tamper.keep, before.files, policy.roots)
         # a part of a paused attempt is judged against the attempt's start, not its own
-        carried = self.continues.state.load_baseline() if self.continues is not None else None
-        self.baseline = (before, kept)
-        if isinstance(carried, tuple) and len(carried) == 2:
-            self.baseline = (carried[0], carried[1])
+        carried = self.continues.baseline if self.continues is not None else None
+        self.baseline = carried or (before, kept)
         home = homes.home_roots(p.executor.preset, p.env)
         home_before = await trio.to_thread.run_sync(snapshot, home, homes.HOME_MAX_FILES)
         # what the home folders hold now is the person's; what they gain, the attempt's
@@ -477,6 +477,7 @@ class Attempt:
             tool_call_ids=[i for i in self.budget.counted_ids if i != waiting],
             tokens=self.budget.total_tokens,
             cost_usd=self.budget.cost_usd,
+            wire_tokens=self.budget.total_wire_tokens,
         )
 
     def _keep_or_discard(self, state: paused.PausedState | None, head: tuple[str, int] | None) -> None:
