@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from governor.boundary import spelling
+from governor.boundary.display import acting
 from governor.policies import config_values as values
 
 """The registry schema this reading follows."""
@@ -82,6 +83,31 @@ def _env(value: object, where: str) -> dict[str, str]:
     return dict(value)
 
 
+def _no_controls(value: object, source: str, where: str) -> None:
+    """Refuse an entry any of whose texts (keys too, at any depth) holds a
+    character a terminal acts on: an entry's name, archive and cmd become the
+    preset's words, which `governor presets`, `governor doctor` and a run's
+    errors print for the operator; no registry entry needs an escape sequence,
+    a BEL or a line break, and one that has them is writing to that terminal."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _no_controls(key, source, where or "a key")
+            _no_controls(item, source, f"{where}.{key}" if where else str(key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _no_controls(item, source, f"{where}[{i}]")
+    elif isinstance(value, str) and (c := acting(value)) is not None:
+        raise RegistryError(
+            f"{source}: `{acting_free(where)}` holds the control character {ord(c):#04x}: "
+            "a registry entry's text is shown on the operator's terminal, so it is refused"
+        )
+
+
+def acting_free(where: str) -> str:
+    """``where`` (a key path of the entry) with any character a terminal acts on shown escaped."""
+    return where.encode("unicode_escape").decode("ascii") if acting(where) else where
+
+
 def _text(entry: Mapping[str, Any], key: str, source: str) -> str:
     value = entry.get(key)
     if not isinstance(value, str) or not value.strip():
@@ -95,6 +121,7 @@ def convert(entry: object, extra: Extra, *, source: str, pid: str | None = None)
     registry's schema refuses, or one with no distribution this machine runs."""
     if not isinstance(entry, dict):
         raise RegistryError(f"{source}: an agent.json is one JSON object")
+    _no_controls(entry, source, "")
     rid = _text(entry, "id", source)
     if not _ID.match(rid):
         raise RegistryError(f"{source}: `id` {rid!r} is not a registry id (lowercase, digits, -)")

@@ -73,6 +73,17 @@ def request_key(kind: str, subject: Mapping[str, Any], detail: Mapping[str, Any]
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def whole_shown(shown: str, detail: Mapping[str, Any]) -> str:
+    """What a person deciding a paused request later is shown of it: what the
+    gate shows (the command, the path), with what else its key holds that
+    changes what runs (a command's environment, already masked, and its output
+    limit): a person never approves a line whose other half they did not see."""
+    more = [f"env {' '.join(map(str, detail['env']))}"] if detail.get("env") else []
+    if detail.get("output_byte_limit") is not None:
+        more.append(f"output limit {detail['output_byte_limit']} bytes")
+    return f"{shown} ({'; '.join(more)})" if more else shown
+
+
 class Approver(Protocol):
     """Decides ``ask`` verdicts."""
 

@@ -43,7 +43,7 @@ from governor.audit.log import AuditLog, AuditUnavailable, recorded_input
 from governor.confine.sandboxes import GovernedTerminals
 from governor.ending.how_it_ended import Ending
 from governor.gate import elicitation
-from governor.gate.approver import Approvals, Approver, Settled, request_key
+from governor.gate.approver import Approvals, Approver, Settled, request_key, whole_shown
 from governor.gate.file_requests import FileRequests
 from governor.gate.ruling import REFUSED, Choose, Ruling, Settle, then
 from governor.gate.terminal_requests import TerminalRelay
@@ -242,7 +242,7 @@ class Gate:
                 # log masks: a secret in a path or a command stays out of the state.
                 self.paused_on = {
                     "seq": record.get("seq"),
-                    "shown": self.audit.masker.text(shown),
+                    "shown": self.audit.masker.text(whole_shown(shown, detail or {})),
                     "key": request_key(kind, subject, detail or {}),
                 }
                 self.end.pending = {
