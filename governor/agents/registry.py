@@ -92,6 +92,12 @@ def _no_controls(value: object, source: str, where: str) -> None:
     if isinstance(value, dict):
         for key, item in value.items():
             _no_controls(key, source, where or "a key")
+            if key == "env" and isinstance(item, dict):
+                # its values are set for the agent, never shown (a line break in
+                # one is the variable's own): its names are checked, by `_env` too
+                for name in item:
+                    _no_controls(name, source, f"{where}.env")
+                continue
             _no_controls(item, source, f"{where}.{key}" if where else str(key))
     elif isinstance(value, list):
         for i, item in enumerate(value):
@@ -121,7 +127,6 @@ def convert(entry: object, extra: Extra, *, source: str, pid: str | None = None)
     registry's schema refuses, or one with no distribution this machine runs."""
     if not isinstance(entry, dict):
         raise RegistryError(f"{source}: an agent.json is one JSON object")
-    _no_controls(entry, source, "")
     rid = _text(entry, "id", source)
     if not _ID.match(rid):
         raise RegistryError(f"{source}: `id` {rid!r} is not a registry id (lowercase, digits, -)")
@@ -163,6 +168,7 @@ def convert(entry: object, extra: Extra, *, source: str, pid: str | None = None)
     if empty:
         said.append(f"The registry does not say, and no one gave: {'; '.join(empty)}.")
     table["notes"] = " ".join(said)
+    _no_controls(entry, source, "")  # after the schema's own checks, which name the culprit better
     return {pid or rid: table}
 
 

@@ -172,7 +172,7 @@ class Gate:
             settled: Settled | None = (decision.verdict, decision.by, decision.reason)
         else:
             request = self._next_request()
-            settled = self._settle_now(kind, subject, shown, decision)
+            settled = self._settle_now(kind, subject, shown, decision, detail)
         if settled is not None and self.audit.durability != "always":
             return self._rule(kind, request, subject, decision, settled, choose, shown, detail)[0]
         return self._govern_later(
@@ -281,7 +281,12 @@ class Gate:
             raise RpcError(RESOURCE_NOT_FOUND, f"unknown session {session_id[:64]!r}")
 
     def _settle_now(
-        self, kind: str, subject: dict[str, Any], shown: str, decision: Decision
+        self,
+        kind: str,
+        subject: dict[str, Any],
+        shown: str,
+        decision: Decision,
+        detail: dict[str, Any] | None = None,
     ) -> Settled | None:
         """The final verdict when no approver is needed (allow, deny, a grant, a
         broken log, a cancelled turn); None for an ask."""
@@ -291,7 +296,7 @@ class Gate:
             return Verdict.DENY, who.CANCELLED, "the turn was cancelled"
         if decision.verdict is not Verdict.ASK:
             return decision.verdict, decision.by, decision.reason
-        if self.approvals.granted(kind, subject, shown):
+        if self.approvals.granted(kind, subject, shown, detail):
             return (
                 Verdict.ALLOW,
                 who.GRANT,

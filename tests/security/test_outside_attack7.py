@@ -466,6 +466,35 @@ def test_an_approved_command_runs_with_its_approved_environment(
     assert (box.ws / "note.txt").read_text() == "hello"
 
 
+@pytest.mark.parametrize("user", USERS)
+def test_an_always_on_a_command_covers_it_again_with_its_environment_and_never_with_another(
+    accounts: dict[str, Account | str], user: str
+) -> None:
+    """Class: a key that leaves out part of the request, for an "always": the
+    person approves the command with ``MSG=hello`` for the rest of the attempt.
+    Resumed, the agent runs it, runs it again (the person's grant: the same
+    command, the same environment), then asks it with ``MSG`` set to other text:
+    no grant covers that, and the attempt pauses on it; the note says hello."""
+    box = box_for(accounts, user, "env-always")
+    job = Paused(box, "env-always", POLICY_SH)
+    outcome = paused(job.run(running("hello")))
+    after = job.records()[-1]["seq"]
+    done = job.approve("--request", str(outcome["pending"]["request"]), "--always")
+    assert done.returncode == 0, done.stderr
+    assert "env MSG=hello" in done.stdout, done.stdout  # what was approved, shown whole
+    job.plays(running("hello")[:2] + running("hello")[:2] + running("pwned"))
+    resumed = job.resume()
+    assert resumed["status"] == "needs_approval", resumed
+    first: dict[int, dict[str, Any]] = {}
+    for r in job.records():
+        if r["seq"] > after and r.get("kind") == "terminal" and "verdict" in r:
+            first.setdefault(r["request"], r)
+    ruled = [(r["verdict"], r["by"]) for r in first.values()]
+    assert ruled[:2] == [("allow", "person"), ("allow", "grant")], ruled
+    assert len(ruled) == 3 and ruled[2][0] != "allow", ruled  # waits for a person
+    assert (box.ws / "note.txt").read_text() == "hello"
+
+
 # -- what held ------------------------------------------------------------------------------------
 
 
