@@ -38,6 +38,15 @@ The holes, by class:
   process is given, never checked to be its own: root resuming an
   unprivileged user's paused attempt unpickles what that user left, and runs
   it as root.
+
+Closed (issue 38, the helper "resume7"), each by its class's mechanism: a
+command's environment values (a digest) and output limit are in its request's
+key and its "always" grant, and shown masked; a pause prints its attempt's id
+and ``approve``/``resume`` take ``--attempt``, refusing a log of several
+paused attempts that names none; the paused state keeps the wire's token
+count; the state and its baseline (now JSON) are read only when the reader's
+own; an entry with a control character is refused at import, and preset text
+reaches a terminal through `governor.boundary.display.terminal`.
 """
 
 from __future__ import annotations
@@ -616,3 +625,26 @@ def test_the_approve_command_a_pause_prints_decides_its_request_in_a_log_of_its_
     assert approved.returncode == 0, approved.stderr
     assert job.records()[-1]["attempt"] == first["run_id"]
     assert job.resume()["status"] == "completed"
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_a_log_of_several_paused_attempts_decides_none_unnamed_and_the_named_one_by_its_id(
+    accounts: dict[str, Account | str], user: str
+) -> None:
+    """The mechanism's other side: A and B paused into one log; ``governor
+    approve LOG --request 1`` and ``governor resume LOG``, naming no attempt,
+    are refused, the error listing both ids, and nothing is written; named
+    ``--attempt B``, B's own request is decided and B goes on."""
+    job, first, second, _ = two_paused_in_one_log(accounts, user, "shared-unnamed")
+    before = job.log.read_text()
+    for argv in (["approve", str(job.log), "--request", "1"], ["resume", "--json", str(job.log)]):
+        done = governor(job.box, argv)
+        assert done.returncode == 2, (argv, done.stdout, done.stderr)
+        assert "--attempt" in done.stderr, done.stderr
+        assert first["run_id"] in done.stderr and second["run_id"] in done.stderr, done.stderr
+    assert job.log.read_text() == before
+    named = governor(job.box, ["approve", str(job.log), "--attempt", second["run_id"], "--request", "1"])
+    assert named.returncode == 0, named.stderr
+    approval = job.records()[-1]
+    assert (approval["kind"], approval["attempt"]) == ("approval", second["run_id"])
+    assert approval["subject"]["paths"] == [str(job.box.ws / "deploy/prod.sh")]
