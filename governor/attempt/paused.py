@@ -129,7 +129,9 @@ class PausedState:
                 f"attempt {attempt} has no paused state ({path}): it did not end "
                 "needs_approval, or it was resumed already"
             ) from None
-        except (OSError, ValueError) as e:
+        except OSError as e:
+            raise NotPaused(f"the paused state {path} cannot be read: {e.strerror or e}") from None
+        except ValueError as e:
             raise NotPaused(f"the paused state {path} cannot be read: {e}") from None
         if not isinstance(raw, dict) or raw.pop("format", None) != FORMAT:
             raise NotPaused(f"the paused state {path} is not one this governor writes")
@@ -167,8 +169,10 @@ class PausedState:
             return baseline_from(json.loads(read_own(path).decode("utf-8")))
         except FileNotFoundError:
             return None
-        except (OSError, ValueError, TypeError, KeyError) as e:
-            raise NotPaused(f"the paused attempt's baseline {path} cannot be read: {e}") from None
+        except OSError as e:
+            raise NotPaused(f"the paused attempt's baseline {path} cannot be read: {e.strerror or e}") from None
+        except (ValueError, TypeError, KeyError) as e:
+            raise NotPaused(f"the paused attempt's baseline {path} is not one this governor writes: {e!r:.200}") from None
 
 
 def read_own(path: Path) -> bytes:
