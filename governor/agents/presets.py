@@ -199,7 +199,11 @@ class NotInstalled:
     @property
     def message(self) -> str:
         """One line: what is missing, how to install it, how to sign in."""
-        return (
+        from governor.boundary.display import terminal
+
+        # an operator's presets file (hand-written, or an imported entry's words) is text
+        # for a terminal: shown, never acted on
+        return terminal(
             f"{self.preset.id} is not installed (no {_either(self.tried)} on PATH): "
             f"{self.install}; then sign in: {self.login}"
         )

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from governor.boundary import spelling
+from governor.boundary.display import acting
 from governor.policies import config_values as values
 
 """The registry schema this reading follows."""
@@ -80,6 +81,37 @@ def _env(value: object, where: str) -> dict[str, str]:
     if bad:
         raise RegistryError(f"{where}: {bad[0]!r} is not an environment variable's name")
     return dict(value)
+
+
+def _no_controls(value: object, source: str, where: str) -> None:
+    """Refuse an entry any of whose texts (keys too, at any depth) holds a
+    character a terminal acts on: an entry's name, archive and cmd become the
+    preset's words, which `governor presets`, `governor doctor` and a run's
+    errors print for the operator; no registry entry needs an escape sequence,
+    a BEL or a line break, and one that has them is writing to that terminal."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _no_controls(key, source, where or "a key")
+            if key == "env" and isinstance(item, dict):
+                # its values are set for the agent, never shown (a line break in
+                # one is the variable's own): its names are checked, by `_env` too
+                for name in item:
+                    _no_controls(name, source, f"{where}.env")
+                continue
+            _no_controls(item, source, f"{where}.{key}" if where else str(key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _no_controls(item, source, f"{where}[{i}]")
+    elif isinstance(value, str) and (c := acting(value)) is not None:
+        raise RegistryError(
+            f"{source}: `{acting_free(where)}` holds the control character {ord(c):#04x}: "
+            "a registry entry's text is shown on the operator's terminal, so it is refused"
+        )
+
+
+def acting_free(where: str) -> str:
+    """``where`` (a key path of the entry) with any character a terminal acts on shown escaped."""
+    return where.encode("unicode_escape").decode("ascii") if acting(where) else where
 
 
 def _text(entry: Mapping[str, Any], key: str, source: str) -> str:
@@ -136,6 +168,7 @@ def convert(entry: object, extra: Extra, *, source: str, pid: str | None = None)
     if empty:
         said.append(f"The registry does not say, and no one gave: {'; '.join(empty)}.")
     table["notes"] = " ".join(said)
+    _no_controls(entry, source, "")  # after the schema's own checks, which name the culprit better
     return {pid or rid: table}
 
 

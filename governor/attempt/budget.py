@@ -75,14 +75,21 @@ class Budget:
         """The tokens of the model calls seen on the wire so far (this part)."""
         self.earlier_tokens = 0
         self.earlier_cost_usd = 0.0
-        """What the earlier parts of a paused attempt used (`carry`)."""
+        self.earlier_wire_tokens = 0
+        """What the earlier parts of a paused attempt used (`carry`): reported, and
+        seen on the wire (each count held against the limit on its own)."""
         self.counted_ids: dict[str, None] = {}
         """The tool call ids counted, over every part (the `MAX_IDS` newest): an
         agent that starts its work afresh in a resumed part announces the calls
         it made before under the ids it gave them then; counted once."""
 
     def carry(
-        self, tool_calls: int, tokens: int | None, cost_usd: float | None, ids: Sequence[str] = ()
+        self,
+        tool_calls: int,
+        tokens: int | None,
+        cost_usd: float | None,
+        ids: Sequence[str] = (),
+        wire_tokens: int = 0,
     ) -> None:
         """A paused attempt going on: its earlier parts' use counts against the
         same limits (what is left of them, not a fresh allowance). The parts'
@@ -93,6 +100,7 @@ class Budget:
         self.counted_ids = dict.fromkeys(i for i in ids[-MAX_IDS:] if isinstance(i, str))
         self.earlier_tokens = tokens or 0
         self.earlier_cost_usd = cost_usd or 0.0
+        self.earlier_wire_tokens = wire_tokens if type(wire_tokens) is int and wire_tokens > 0 else 0
 
     @property
     def total_tokens(self) -> int | None:
@@ -151,10 +159,15 @@ class Budget:
         (`governor.gate.model_calls.ModelCalls`): this part's, added to what
         the earlier parts of a paused attempt used (`carry`)."""
         self.wire_tokens = tokens
-        limit, total = self.limits.tokens, self.earlier_tokens + tokens
+        limit, total, earlier_n = self.limits.tokens, self.total_wire_tokens, self.earlier_wire_tokens
         if limit is not None and total > limit:
-            earlier = f", {self.earlier_tokens} of them in earlier parts" if self.earlier_tokens else ""
+            earlier = f", {earlier_n} of them in earlier parts" if earlier_n else ""
             self._passed(f"tokens limit {limit} ([limits] tokens: {total} seen on the wire{earlier})")
+
+    @property
+    def total_wire_tokens(self) -> int:
+        """Tokens seen on the wire over every part: the earlier parts' and this one's."""
+        return self.earlier_wire_tokens + self.wire_tokens
 
     @property
     def metered(self) -> bool:

@@ -186,10 +186,8 @@ class Attempt(AgentSession, ProgramRun, RootsChanges):
             )
             kept = await trio.to_thread.run_sync(tamper.keep, before.files, policy.roots)
         # a part of a paused attempt is judged against the attempt's start, not its own
-        carried = self.continues.state.load_baseline() if self.continues is not None else None
-        self.baseline = (before, kept)
-        if isinstance(carried, tuple) and len(carried) == 2:
-            self.baseline = (carried[0], carried[1])
+        carried = self.continues.baseline if self.continues is not None else None
+        self.baseline = carried or (before, kept)
         home = homes.home_roots(p.executor.preset, p.env)
         home_before = await trio.to_thread.run_sync(snapshot, home, homes.HOME_MAX_FILES)
         # what the home folders hold now is the person's; what they gain, the attempt's
@@ -353,6 +351,7 @@ class Attempt(AgentSession, ProgramRun, RootsChanges):
             tool_call_ids=[i for i in self.budget.counted_ids if i != waiting],
             tokens=self.budget.total_tokens,
             cost_usd=self.budget.cost_usd,
+            wire_tokens=self.budget.total_wire_tokens,
         )
 
     def _keep_or_discard(self, state: paused.PausedState | None, head: tuple[str, int] | None) -> None:

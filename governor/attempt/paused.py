@@ -19,12 +19,14 @@ resumed part's allowance, not a fresh one.
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import errno
 import fcntl
 import json
 import os
-import pickle
 import pwd
+import stat
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,7 +36,9 @@ from governor.job.policy_files import shipped_name
 from governor.sandbox.host.concealed import state_dir
 
 if TYPE_CHECKING:
+    from governor.confine.workspace import Snapshot
     from governor.job.spec import Prepared
+    from governor.tamper.baseline import Baseline
 
 PAUSED_DIR_NAME: Final = "paused"
 FORMAT: Final = 1
@@ -92,6 +96,11 @@ class PausedState:
     cost_usd: float | None = None
     """Tokens and USD cost the agent reported over all its parts (each part's
     added): ``[limits] tokens`` and ``cost_usd`` span them too."""
+    wire_tokens: int = 0
+    """Tokens of the model calls the governor's proxy saw over all its parts:
+    the governor's own count, held against ``[limits] tokens`` beside the
+    agent's reports, so an agent that reports little has no fresh allowance
+    after a pause (`governor.attempt.budget.Budget.carry`)."""
 
     def save(self) -> Path:
         """Write the file (0600 in a 0700 folder), replacing one of an earlier pause."""
@@ -110,16 +119,19 @@ class PausedState:
 
     @classmethod
     def load(cls, attempt: str) -> PausedState:
-        """The state of ``attempt``, or `NotPaused` saying why there is none."""
+        """The state of ``attempt``, or `NotPaused` saying why there is none. Read
+        only when it is this user's own (`read_own`): it names the job to run."""
         path = state_path(attempt)
         try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
+            raw = json.loads(read_own(path).decode("utf-8"))
         except FileNotFoundError:
             raise NotPaused(
                 f"attempt {attempt} has no paused state ({path}): it did not end "
                 "needs_approval, or it was resumed already"
             ) from None
-        except (OSError, ValueError) as e:
+        except OSError as e:
+            raise NotPaused(f"the paused state {path} cannot be read: {e.strerror or e}") from None
+        except ValueError as e:
             raise NotPaused(f"the paused state {path} cannot be read: {e}") from None
         if not isinstance(raw, dict) or raw.pop("format", None) != FORMAT:
             raise NotPaused(f"the paused state {path} is not one this governor writes")
@@ -134,28 +146,172 @@ class PausedState:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
 
-    def save_baseline(self, baseline: object) -> None:
+    def save_baseline(self, baseline: tuple[Snapshot, Baseline]) -> None:
         """What the attempt's start looked like (its roots' snapshot and the tamper
         audit's kept files), beside the state: every part is judged against the
         attempt's start, so what an earlier part did stays in the final verdict.
-        Pickled: the governor's own objects, written and read by it alone in its
-        hidden state folder (0600), never a file an agent could have shaped."""
+        Kept as data (JSON, `baseline_json`), never as a pickle: whoever could
+        write the file (a process of the user who paused, their agent at
+        full-access) could otherwise run code in whoever resumes."""
         path = baseline_path(self.attempt)
         tmp = path.with_name(path.name + ".tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            pickle.dump(baseline, f, protocol=pickle.HIGHEST_PROTOCOL)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(baseline_json(*baseline), f)
         os.replace(tmp, path)
 
-    def load_baseline(self) -> object | None:
-        """The attempt's start, as `save_baseline` kept it (None when none was)."""
+    def load_baseline(self) -> tuple[Snapshot, Baseline] | None:
+        """The attempt's start, as `save_baseline` kept it (None when none was);
+        `NotPaused` when it is not this user's own (`read_own`) or not one this
+        governor writes."""
+        path = baseline_path(self.attempt)
         try:
-            fd = os.open(baseline_path(self.attempt), os.O_RDONLY | os.O_NOFOLLOW)
+            return baseline_from(json.loads(read_own(path).decode("utf-8")))
         except FileNotFoundError:
             return None
-        with os.fdopen(fd, "rb") as f:
-            kept: object = pickle.load(f)  # the governor's own file: see save_baseline
-            return kept
+        except OSError as e:
+            raise NotPaused(f"the paused attempt's baseline {path} cannot be read: {e.strerror or e}") from None
+        except (ValueError, TypeError, KeyError) as e:
+            raise NotPaused(f"the paused attempt's baseline {path} is not one this governor writes: {e!r:.200}") from None
+
+
+def read_own(path: Path) -> bytes:
+    """The bytes of ``path``, opened without following a link and read only when
+    it is a regular file owned by this process's user and writable by no one
+    else: a paused attempt's files decide what the host runs, and whoever
+    resumes it (root going on with a user's attempt, a shared state folder)
+    must never act on what another user left. `OSError` (its message naming
+    the owner and mode) otherwise; `FileNotFoundError` when there is none."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise OSError(e.errno, f"{path} is a symbolic link, not the governor's file") from None
+        raise
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, f"{path} is not a regular file")
+        if st.st_uid != os.geteuid() or st.st_mode & 0o022:
+            raise OSError(
+                errno.EPERM,
+                f"{path} is not yours alone (owner uid {st.st_uid}, mode "
+                f"{st.st_mode & 0o777:o}; you are uid {os.geteuid()}): only the user who "
+                "paused an attempt approves or resumes it, from their own state folder",
+            )
+        return f.read()
+
+
+def _b64(data: bytes | None) -> str | None:
+    return None if data is None else base64.b64encode(data).decode("ascii")
+
+
+def _bytes(text: object) -> bytes:
+    if not isinstance(text, str):
+        raise TypeError(f"expected base64 text, got {type(text).__name__}")
+    return base64.b64decode(text, validate=True)
+
+
+def baseline_json(snap: Snapshot, kept: Baseline) -> dict[str, Any]:
+    """An attempt's start as plain data (bytes as base64): what `baseline_from`
+    reads back, field by field, into the same objects."""
+    return {
+        "format": FORMAT,
+        "snapshot": {
+            "files": {p: [*s[:5], _b64(s.digest)] for p, s in snap.files.items()},
+            "complete": snap.complete,
+            "rechecked": snap.rechecked,
+            "ignored": {
+                r: None if i is None else {"folders": sorted(i.folders), "files": sorted(i.files)}
+                for r, i in snap.ignored.items()
+            },
+            "started_ns": snap.started_ns,
+            "left_unknown": snap.left_unknown,
+            "left_ignored": snap.left_ignored,
+            "closed": snap.closed,
+        },
+        "kept": {
+            "roots": list(kept.roots),
+            "texts": kept.texts,
+            "marks": {
+                p: [[m.rule, m.label, m.scope, m.line, list(m.near)] for m in ms]
+                for p, ms in kept.marks.items()
+            },
+            "sources": {p: _b64(b) for p, b in kept.sources.items()},
+            "source_bytes": kept.source_bytes,
+            "kept_bytes": kept.kept_bytes,
+            "skipped": kept.skipped,
+            "encodings": kept.encodings,
+            "present": sorted(kept.present),
+            "starts": {p: _b64(b) for p, b in kept.starts.items()},
+            "start_bytes": kept.start_bytes,
+        },
+    }
+
+
+def _typed(value: Any, kind: type | tuple[type, ...]) -> Any:
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is int):
+        raise TypeError(f"{value!r:.60} is not {kind}")
+    return value
+
+
+def baseline_from(raw: Any) -> tuple[Snapshot, Baseline]:
+    """`baseline_json`'s data read back, every field checked for its type (a
+    `TypeError`, `KeyError` or `ValueError` otherwise): data, never code."""
+    from governor.confine.workspace import Ignored, Seen, Snapshot
+    from governor.tamper.baseline import Baseline
+    from governor.tamper.facts import Mark
+
+    if _typed(raw, dict).get("format") != FORMAT:
+        raise ValueError("not a baseline this governor writes")
+    s, k = _typed(raw["snapshot"], dict), _typed(raw["kept"], dict)
+
+    def seen(v: Any) -> Seen:
+        size, mtime, ctime, ino, mode, digest = _typed(v, list)
+        size, mtime, ctime, ino, mode = (_typed(x, int) for x in (size, mtime, ctime, ino, mode))
+        return Seen(size, mtime, ctime, ino, mode, None if digest is None else _bytes(digest))
+
+    def strs(v: Any) -> list[str]:
+        return [_typed(x, str) for x in _typed(v, list)]
+
+    def mark(v: Any) -> Mark:
+        rule, label, scope, line, near = _typed(v, list)
+        above, below = strs(near)
+        return Mark(_typed(rule, str), _typed(label, str), _typed(scope, str), _typed(line, int),
+                    (above, below))  # fmt: skip
+
+    snap = Snapshot(
+        files={_typed(p, str): seen(v) for p, v in _typed(s["files"], dict).items()},
+        complete=_typed(s["complete"], bool),
+        rechecked=_typed(s["rechecked"], bool),
+        ignored={
+            _typed(r, str): None
+            if i is None
+            else Ignored(frozenset(strs(i["folders"])), frozenset(strs(i["files"])))
+            for r, i in _typed(s["ignored"], dict).items()
+        },
+        started_ns=_typed(s["started_ns"], int),
+        left_unknown=_typed(s["left_unknown"], bool),
+        left_ignored={_typed(p, str): _typed(c, int) for p, c in _typed(s["left_ignored"], dict).items()},
+        closed=strs(s["closed"]),
+    )
+    kept = Baseline(
+        roots=tuple(strs(k["roots"])),
+        texts={_typed(p, str): _typed(t, str) for p, t in _typed(k["texts"], dict).items()},
+        marks={
+            _typed(p, str): [mark(m) for m in _typed(ms, list)]
+            for p, ms in _typed(k["marks"], dict).items()
+        },
+        sources={_typed(p, str): _bytes(b) for p, b in _typed(k["sources"], dict).items()},
+        source_bytes=_typed(k["source_bytes"], int),
+        kept_bytes=_typed(k["kept_bytes"], int),
+        skipped=_typed(k["skipped"], int),
+        encodings={_typed(p, str): _typed(e, str) for p, e in _typed(k["encodings"], dict).items()},
+        present=frozenset(strs(k["present"])),
+        starts={_typed(p, str): _bytes(b) for p, b in _typed(k["starts"], dict).items()},
+        start_bytes=_typed(k["start_bytes"], int),
+    )
+    return snap, kept
 
 
 def baseline_path(attempt: str) -> Path:
@@ -209,6 +365,9 @@ class Continuation:
     earlier: list[dict[str, Any]]
     approval: dict[str, Any]
     """The person's decision: the ``approval`` record it was written as."""
+    baseline: tuple[Snapshot, Baseline] | None = None
+    """The attempt's start (`PausedState.load_baseline`), read before anything
+    starts: a part is judged against it, not against its own start."""
 
 
 def _chain(
@@ -228,7 +387,7 @@ def _chain(
     if not checked.ends:
         raise NotPaused(f"the audit log {log} holds no attempt")
     if attempt is None:
-        attempt = checked.ends[-1].attempt  # the command line names a log: its last attempt
+        attempt = only_paused(log, [e.attempt for e in checked.ends])
     elif attempt not in {e.attempt for e in checked.ends}:
         raise NotPaused(f"the audit log {log} holds no attempt {attempt}")
     state = PausedState.load(attempt)
@@ -242,6 +401,23 @@ def _chain(
             f"({state.records}, {state.head[:16]}...)"
         )
     return state, upto, records[len(upto) :]
+
+
+def only_paused(log: Path, attempts: list[str]) -> str:
+    """The attempt of ``log`` a command that names none decides: the one paused
+    attempt it holds (one whose state is kept), else its last. A log several
+    attempts share (``--log``) may hold more than one paused: each numbers its
+    requests from 1, so ``--request N`` alone could decide another attempt's
+    request than the one the person read; refused, naming them all."""
+    ids = list(dict.fromkeys(attempts))
+    waiting = [a for a in ids if state_path(a).exists()]
+    if len(waiting) > 1:
+        raise NotPaused(
+            f"the audit log {log} holds {len(waiting)} paused attempts: name the one to "
+            f"decide or resume with --attempt ID (the id its pause printed): "
+            + ", ".join(waiting)
+        )
+    return waiting[0] if waiting else ids[-1]
 
 
 def os_user() -> tuple[str, int]:
@@ -307,12 +483,12 @@ def _approve(
         raise NotPaused(
             f"request {waiting} of attempt {state.attempt} was decided already "
             f"({first.get('answer')}, by {first.get('user')}, record {first.get('seq')}): "
-            f"governor resume {log}"
+            f"governor resume {log} --attempt {state.attempt}"
         )
     audit = AuditLog(log, state.attempt)
     audit.continue_chain(state.head, state.records)
     try:
-        return audit.record(
+        record = audit.record(
             "approval",
             by="person",
             user=user,
@@ -323,6 +499,8 @@ def _approve(
             subject=state.pending.get("subject"),
             reason=f"{answer} by {user}: {state.pending.get('reason', '')}",
         )
+        # what the person decided, shown to them (masked, a command's env too): never in the record
+        return {**record, "shown": state.pending.get("shown")}
     finally:
         audit.close()
 
@@ -334,14 +512,16 @@ def continuation(log: Path, attempt: str | None = None) -> Continuation:
     if not after:
         raise NotPaused(
             f"request {state.pending.get('request')} of attempt {state.attempt} waits for a "
-            f"person's decision: governor approve {log} (or --deny) first"
+            f"person's decision: governor approve {log} --attempt {state.attempt} (or --deny) first"
         )
     if len(after) != 1 or after[0].get("kind") != "approval":
         raise NotPaused(
             f"attempt {state.attempt} has records after its pause that are not one "
             f"person's decision: it went on already"
         )
-    return Continuation(state, after[0]["hash"], after[0]["seq"], [*upto, *after], after[0])
+    return Continuation(
+        state, after[0]["hash"], after[0]["seq"], [*upto, *after], after[0], state.load_baseline()
+    )
 
 
 def prepared_again(

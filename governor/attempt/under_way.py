@@ -115,7 +115,9 @@ class UnderWay:
         tokens count against ``[limits] tokens``."""
         if continues is not None:  # the limits span every part: what is left, not a fresh allowance
             state = continues.state
-            self.budget.carry(state.tool_calls, state.tokens, state.cost_usd, state.tool_call_ids)
+            self.budget.carry(
+                state.tool_calls, state.tokens, state.cost_usd, state.tool_call_ids, state.wire_tokens
+            )
         self.end = Ending(
             agent=p.name,
             preset=p.executor.id,

@@ -83,6 +83,13 @@ def terminal(text: object) -> str:
     return str(text).translate(_TERMINAL)
 
 
+def acting(text: str) -> str | None:
+    """The first character of ``text`` a terminal would act on (a control
+    character, a line break, a bidi override: what `terminal` shows escaped),
+    None when there is none: for a reader that refuses such text outright."""
+    return next((c for c in text if c != "\\" and ord(c) in _TERMINAL), None)
+
+
 def terminal_lines(text: str) -> list[str]:
     """``text`` split at its line feeds, each line made safe as `terminal` makes it
     (a carriage return inside a line is shown, never returns to its start)."""

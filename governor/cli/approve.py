@@ -30,6 +30,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("log", metavar="LOG", help="the paused attempt's audit log")
     p.set_defaults(func=main)
     p.add_argument(
+        "--attempt", metavar="ID", default=None,
+        help="the paused attempt's id, as the pause printed it (needed when LOG holds "
+        "several paused attempts)",
+    )  # fmt: skip
+    p.add_argument(
         "--request", metavar="N", type=int, default=None,
         help="the waiting request's number, as the pause printed it (checked)",
     )  # fmt: skip
@@ -50,13 +55,18 @@ def main(args: argparse.Namespace) -> int:
     log = Path(args.log).expanduser()
     user, uid = os_user()
     try:
-        record = approve(log, args.request, answer, user, uid)
+        record = approve(log, args.request, answer, user, uid, args.attempt)
     except NotPaused as e:
         print(terminal(f"governor: {e}"), file=sys.stderr)  # it quotes the agent's words
         return REFUSED_BEFORE_START
+    import shlex
+
     words = {"once": "approved once", "always": "approved for the rest of the attempt", "deny": "refused"}
+    what = record.get("shown")
     print(
         f"request {record.get('request')} of attempt {record['attempt']}: {words[answer]} by "
-        f"{user} (record {record['seq']})\ngo on: governor resume {log}"
+        f"{user} (record {record['seq']})"
+        + (f"\n  {terminal(str(what))}" if what else "")  # the request whole, masked: what was decided
+        + f"\ngo on: governor resume {shlex.quote(str(log))} --attempt {record['attempt']}"
     )
     return 0

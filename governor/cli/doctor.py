@@ -209,20 +209,28 @@ def _checks(say: Callable[[Item], object]) -> bool:
         say(Item("FAIL", "audit logs", f"{logs} is not writable ({why}); set XDG_STATE_HOME or pass --log FILE"))
         broken = True
     root = data_home(os.environ)
+
+    def shown(item: Item) -> None:
+        """A preset's words are an operator's file's (hand-written, or an imported
+        registry entry's): shown on the terminal as text, never acted on."""
+        from governor.boundary.display import terminal
+
+        say(Item(item.result, terminal(item.check), terminal(item.said), item.details))
+
     for preset in presets().values():
         found = resolve(preset, installs=root)
         if isinstance(found, NotInstalled):
-            say(Item("--", f"agent {preset.id}", f"not installed: {preset.install}; then sign in: {preset.login}"))
+            shown(Item("--", f"agent {preset.id}", f"not installed: {preset.install}; then sign in: {preset.login}"))
         elif found.via == "npx":
             # `presets` words it the same: not installed, and how it runs anyway
-            say(Item(
+            shown(Item(
                 "ok", f"agent {preset.id}", f"not installed; runs through npx ({found.argv[0]} "
                 f"{' '.join(found.argv[1:4])}, fetched outside the sandbox before it starts); "
                 f"or `governor agents install {preset.id}`; sign in: {preset.login}",
             ))  # fmt: skip
         elif found.via == "installed":
             version = installed(preset, root).version
-            say(Item("ok", f"agent {preset.id}", f"installed by the governor, version {version}: {found.argv[0]}"))
+            shown(Item("ok", f"agent {preset.id}", f"installed by the governor, version {version}: {found.argv[0]}"))
         else:
-            say(Item("ok", f"agent {preset.id}", f"from PATH: {found.argv[0]}"))
+            shown(Item("ok", f"agent {preset.id}", f"from PATH: {found.argv[0]}"))
     return broken

@@ -189,6 +189,10 @@ def render(ask: Ask) -> Shown:
     out.append(f"    {label}: {display.terminal(ask.subject)}\n")
     for path in ask.detail.get("paths") or ():
         out.append(f"    path: {display.terminal(path)}\n")
+    for pair in ask.detail.get("env") or ():  # a command's environment, masked: it changes what runs
+        out.append(f"    env: {display.terminal(str(pair))}\n")
+    if ask.detail.get("output_byte_limit") is not None:
+        out.append(f"    output limit: {display.terminal(str(ask.detail['output_byte_limit']))} bytes\n")
     out.append(f"    rule: {display.terminal(ask.rule)}; why: {display.terminal(ask.reason)}\n")
     if isinstance(title, str) and title and label != "title (the agent's)":
         out.append(f"    the agent's title: {display.terminal(title)}\n")

@@ -57,6 +57,8 @@ def describe(preset: Preset) -> dict[str, Any]:
 
 def main(args: argparse.Namespace) -> int:
     """Print the table (or JSON); always exit 0."""
+    from governor.boundary.display import terminal
+
     rows = [describe(p) for p in presets().values()]
     if args.json:
         print(json.dumps({"status": "ok", "presets": rows}, indent=2))
@@ -74,11 +76,13 @@ def main(args: argparse.Namespace) -> int:
             )
         else:
             state = f"not installed: {r['install']}"
-        print(f"{r['id']:<{width}}  {r['name']}")
-        print(f"{'':<{width}}  {state}")
-        print(f"{'':<{width}}  login: {r['login']}")
+        # a preset's words are an operator's file's (hand-written, or an imported
+        # registry entry's): shown on the terminal as text, never acted on
+        print(terminal(f"{r['id']:<{width}}  {r['name']}"))
+        print(terminal(f"{'':<{width}}  {state}"))
+        print(terminal(f"{'':<{width}}  login: {r['login']}"))
         if r["keeps"]:
-            print(f"{'':<{width}}  keeps: {', '.join(r['keeps'])}")
+            print(terminal(f"{'':<{width}}  keeps: {', '.join(r['keeps'])}"))
         if r["holds"]:
-            print(f"{'':<{width}}  held there (runs code later: read-only, or a throwaway copy): {', '.join(r['holds'])}")
+            print(terminal(f"{'':<{width}}  held there (runs code later: read-only, or a throwaway copy): {', '.join(r['holds'])}"))
     return 0

@@ -31,6 +31,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("log", metavar="LOG", help="the paused attempt's audit log")
     p.set_defaults(func=main)
+    p.add_argument(
+        "--attempt", metavar="ID", default=None,
+        help="the paused attempt's id, as the pause printed it (needed when LOG holds "
+        "several paused attempts)",
+    )  # fmt: skip
     p.add_argument("--json", action="store_true", help="print the outcome as JSON")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
 
@@ -47,7 +52,7 @@ def main(args: argparse.Namespace) -> int:
     logs.configure(json_lines=args.json or not sys.stderr.isatty())
     log = Path(args.log).expanduser()
     try:
-        attempt = continuation(log).state.attempt
+        attempt = continuation(log, args.attempt).state.attempt
         with exclusive(attempt):  # one resume at a time: never two parts into one chain
             going_on = continuation(log, attempt)
             prepared = _prepared(going_on, args)

@@ -636,21 +636,28 @@ def print_pause(outcome: Outcome, out: Any) -> None:
     """How a paused attempt goes on, as the commands to type: approve (or deny)
     its waiting request, then resume it (`governor.attempt.paused`). Said only
     when its state was kept (a log on disk, a job written down)."""
+    import contextlib
     import shlex
 
-    from governor.attempt.paused import state_path
+    from governor.attempt.paused import NotPaused, PausedState, state_path
+    from governor.boundary.display import terminal
 
     pending = outcome.pending or {}
     if outcome.log is None or not state_path(outcome.run_id).exists():
         print("governor: this attempt cannot be resumed from the command line (no log file "
               "or a job given as objects): run it again once the request is allowed", file=out)
         return
-    log = shlex.quote(outcome.log)
+    shown = ""
+    with contextlib.suppress(NotPaused):  # the request whole, masked (a command's env too)
+        shown = str(PausedState.load(outcome.run_id).pending.get("shown") or "")
+    log, attempt = shlex.quote(outcome.log), shlex.quote(outcome.run_id)
     n = pending.get("request")
     print(
-        f"request {n} waits for a person. To decide it and go on:\n"
-        f"  governor approve {log} --request {n}     (or --always, or --deny)\n"
-        f"  governor resume {log}",
+        f"request {n} of attempt {attempt} waits for a person"
+        + (f": {terminal(shown)}" if shown else "")
+        + ". To decide it and go on:\n"
+        f"  governor approve {log} --attempt {attempt} --request {n}     (or --always, or --deny)\n"
+        f"  governor resume {log} --attempt {attempt}",
         file=out,
     )
 

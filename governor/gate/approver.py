@@ -73,6 +73,17 @@ def request_key(kind: str, subject: Mapping[str, Any], detail: Mapping[str, Any]
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def whole_shown(shown: str, detail: Mapping[str, Any]) -> str:
+    """What a person deciding a paused request later is shown of it: what the
+    gate shows (the command, the path), with what else its key holds that
+    changes what runs (a command's environment, already masked, and its output
+    limit): a person never approves a line whose other half they did not see."""
+    more = [f"env {' '.join(map(str, detail['env']))}"] if detail.get("env") else []
+    if detail.get("output_byte_limit") is not None:
+        more.append(f"output limit {detail['output_byte_limit']} bytes")
+    return f"{shown} ({'; '.join(more)})" if more else shown
+
+
 class Approver(Protocol):
     """Decides ``ask`` verdicts."""
 
@@ -190,7 +201,9 @@ class Approvals:
         self._cancel_event = trio.Event()
 
     @staticmethod
-    def _key(kind: str, subject: dict[str, Any], shown: str) -> tuple[str, str]:
+    def _key(
+        kind: str, subject: dict[str, Any], shown: str, detail: Mapping[str, Any] | None = None
+    ) -> tuple[str, str]:
         """What an "always" covers: what the governor knows a request does, never
         what the agent chose to show. A command is the same command however it
         comes back (granted in a permission request, it is the terminal/create
@@ -199,6 +212,13 @@ class Approvals:
         word, and keyed on it, "Edit notes" allowed always would allow any tool
         call the agent titled so."""
         if kind == "terminal" or "command" in subject:
+            # what else changes what a command does (its env's values, as a digest,
+            # and its output limit) is part of it: an "always" on one environment
+            # is none on another (a permission's always, naming no environment,
+            # covers the terminal it runs once, by `carry`)
+            more = {k: (detail or {}).get(k) for k in ("env_digest", "output_byte_limit")}
+            if kind == "terminal" and any(v is not None for v in more.values()):
+                return ("command", f"{shown}\x00{json.dumps(more, sort_keys=True)}")
             return ("command", shown)
         if kind != "permission":
             return (kind, shown)
@@ -209,9 +229,11 @@ class Approvals:
             same = {k: v for k, v in subject.items() if k not in (*VOLATILE, "title")}
         return (kind, json.dumps(same, sort_keys=True, default=str, ensure_ascii=False))
 
-    def granted(self, kind: str, subject: dict[str, Any], shown: str) -> bool:
+    def granted(
+        self, kind: str, subject: dict[str, Any], shown: str, detail: Mapping[str, Any] | None = None
+    ) -> bool:
         """Whether a person's "always" covers this request."""
-        return self._key(kind, subject, shown) in self.grants
+        return self._key(kind, subject, shown, detail) in self.grants
 
     def carry(self, subject: dict[str, Any], seq: int | None) -> None:
         """A person allowed a permission (record ``seq``): the governed requests that
@@ -249,7 +271,7 @@ class Approvals:
         if answer == "once":
             return Verdict.ALLOW, who.PERSON, f"allowed once by a person ({decision.reason})"
         if answer == "always":
-            self.grants.add(self._key(kind, subject, shown))
+            self.grants.add(self._key(kind, subject, shown, detail))
             return (
                 Verdict.ALLOW,
                 who.PERSON,

@@ -45,7 +45,7 @@ from governor.audit.log import AuditLog, AuditUnavailable, recorded_input
 from governor.confine.sandboxes import GovernedTerminals
 from governor.ending.how_it_ended import Ending
 from governor.gate import elicitation
-from governor.gate.approver import Approvals, Approver, Settled, request_key
+from governor.gate.approver import Approvals, Approver, Settled, request_key, whole_shown
 from governor.gate.file_requests import FileRequests
 from governor.gate.ruling import REFUSED, Choose, Ruling, Settle, then
 from governor.gate.terminal_requests import TerminalRelay
@@ -174,7 +174,7 @@ class Gate:
             settled: Settled | None = (decision.verdict, decision.by, decision.reason)
         else:
             request = self._next_request()
-            settled = self._settle_now(kind, subject, shown, decision)
+            settled = self._settle_now(kind, subject, shown, decision, detail)
         if settled is not None and self.audit.durability != "always":
             return self._rule(kind, request, subject, decision, settled, choose, shown, detail)[0]
         return self._govern_later(
@@ -244,7 +244,7 @@ class Gate:
                 # log masks: a secret in a path or a command stays out of the state.
                 self.paused_on = {
                     "seq": record.get("seq"),
-                    "shown": self.audit.masker.text(shown),
+                    "shown": self.audit.masker.text(whole_shown(shown, detail or {})),
                     "key": request_key(kind, subject, detail or {}),
                 }
                 self.end.pending = {
@@ -283,7 +283,12 @@ class Gate:
             raise RpcError(RESOURCE_NOT_FOUND, f"unknown session {session_id[:64]!r}")
 
     def _settle_now(
-        self, kind: str, subject: dict[str, Any], shown: str, decision: Decision
+        self,
+        kind: str,
+        subject: dict[str, Any],
+        shown: str,
+        decision: Decision,
+        detail: dict[str, Any] | None = None,
     ) -> Settled | None:
         """The final verdict when no approver is needed (allow, deny, a grant, a
         broken log, a cancelled turn); None for an ask."""
@@ -293,7 +298,7 @@ class Gate:
             return Verdict.DENY, who.CANCELLED, "the turn was cancelled"
         if decision.verdict is not Verdict.ASK:
             return decision.verdict, decision.by, decision.reason
-        if self.approvals.granted(kind, subject, shown):
+        if self.approvals.granted(kind, subject, shown, detail):
             return (
                 Verdict.ALLOW,
                 who.GRANT,

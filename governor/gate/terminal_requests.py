@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
+import json
 import shlex
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
 from governor.acp.dispatch import Route, RpcError
@@ -36,6 +38,24 @@ from governor.policies.decide import Decision, decide
 from governor.policies.rules import Verdict
 from governor.sandbox import BwrapUnavailable, ProfileError
 from governor.sandbox.run.execution import Execution
+
+
+def what_runs(req: schema.CreateTerminalRequest, mask: Callable[[str], str]) -> dict[str, Any]:
+    """What else changes what a command does, beyond its command line and cwd (the
+    subject): its environment's values and its output's limit. In the request's
+    key (`governor.gate.approver.request_key`), so a decision on one command is
+    never one on the same line with other values (``BASH_ENV``, ``PYTHONPATH``,
+    what the command reads); the values go in as a digest, never into a record,
+    and are shown masked to the person who decides (``env``)."""
+    detail: dict[str, Any] = {}
+    pairs = [[e.name, e.value] for e in (req.env or [])]
+    if pairs:
+        whole = json.dumps(pairs, ensure_ascii=False).encode("utf-8", "surrogatepass")
+        detail["env_digest"] = hashlib.sha256(whole).hexdigest()
+        detail["env"] = [f"{name}={mask(value)}" for name, value in pairs]
+    if req.output_byte_limit is not None:
+        detail["output_byte_limit"] = req.output_byte_limit
+    return detail
 
 
 class TerminalRelay:
@@ -80,7 +100,7 @@ class TerminalRelay:
             subject["argv"] = list(command)  # an argv is judged without a shell: replay needs it
         if via is not None:
             subject["via"] = via
-        ruling = gate.govern("terminal", subject, shown, decision, {})
+        ruling = gate.govern("terminal", subject, shown, decision, what_runs(req, gate.audit.masker.text))
         return cast(
             Awaitable[schema.CreateTerminalResponse],
             then(ruling, lambda r: self._start(req, args, cwd, subject, shown, r)),

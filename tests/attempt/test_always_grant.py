@@ -68,3 +68,39 @@ async def test_an_always_covers_the_same_tool_on_the_same_paths_never_the_same_t
         "c5": [("deny", "person")],  # the same title, no paths, other input: asked again
     }, verdicts
     assert asked == ["Edit notes", "Edit notes", "Look it up", "Look it up"]
+
+
+def creating(value: str, secret: str) -> list[Any]:
+    create = {"sessionId": "{session}", "command": "sh",
+              "args": ["-c", 'printf %s "$MSG" > note.txt'], "cwd": "{cwd}", "outputByteLimit": 4096,
+              "env": [{"name": "MSG", "value": value}, {"name": "TOKEN", "value": secret}]}  # fmt: skip
+    return [{"request": "terminal/create", "params": create}, {"sleep": 1}]
+
+
+async def test_a_commands_environment_is_part_of_its_request_shown_masked_and_never_recorded(
+    tmp_path: Path,
+) -> None:
+    """What changes what a command does is part of the request a person decides:
+    the same command line with another value in its environment is another
+    request (another key), the person is shown each variable (a secret
+    masked) and the output limit, and no value reaches the audit log."""
+    secret = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    steps = [*creating("hello-7f3a", secret), *creating("other-9c2e", secret), {"say": "Done."}]
+    asked: list[Ask] = []
+
+    def person(ask: Ask) -> str:
+        asked.append(ask)
+        return "once"
+
+    policy = parse_policy('capability = "edit-workspace"\n[ask]\ncommands = ["sh *"]\n', "p.toml")
+    outcome = await run_attempt(scripted_spec(tmp_path, steps, approver=person, policy=policy))
+    assert outcome.status == "completed", outcome.reason
+    assert [a.kind for a in asked] == ["terminal", "terminal"]
+    assert asked[0].subject == asked[1].subject and asked[0].key != asked[1].key
+    shown = [a.detail["env"] for a in asked]
+    assert shown[0][0] == "MSG=hello-7f3a" and shown[1][0] == "MSG=other-9c2e", shown
+    assert all(secret not in pair and pair.startswith("TOKEN=") for e in shown for pair in e[1:])
+    assert asked[0].detail["output_byte_limit"] == 4096
+    text = Path(str(outcome.log)).read_text()
+    assert secret not in text and "hello-7f3a" not in text and "other-9c2e" not in text
+    assert (tmp_path / "ws" / "note.txt").read_text() == "other-9c2e"  # each ran as approved

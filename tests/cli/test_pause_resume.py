@@ -66,9 +66,10 @@ def test_a_pause_keeps_the_job_session_and_request_hidden_and_prints_the_command
 ) -> None:
     done = paused(job)
     log = str(job["log"])
-    assert f"governor approve {log} --request 1" in done.stdout
-    assert f"governor resume {log}" in done.stdout
     (state_file,) = (job["state"] / "acp-governor" / "paused").glob("*.json")
+    attempt = state_file.stem  # the commands name the attempt: a log may hold several
+    assert f"governor approve {log} --attempt {attempt} --request 1" in done.stdout
+    assert f"governor resume {log} --attempt {attempt}" in done.stdout
     assert stat.S_IMODE(state_file.stat().st_mode) == 0o600
     # beside it, the attempt's start, which every part is judged against: the same mode
     assert stat.S_IMODE(state_file.with_suffix(".baseline").stat().st_mode) == 0o600

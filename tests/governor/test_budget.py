@@ -114,3 +114,18 @@ def test_the_usage_line_a_person_reads_says_what_was_reported_and_what_was_not()
     b.report(usage_update(4000, cost=0.04))
     assert usage_line(b.usage({"cost": b.cost})) == "4000 tokens, 0.04 USD, 1 tool call(s)"
     assert usage_line(None) is None  # a plain program: no usage at all
+
+
+def test_the_tokens_seen_on_the_wire_in_earlier_parts_count_against_the_limit_after_a_pause() -> None:
+    """A paused attempt going on: the wire's count of its earlier parts is carried
+    beside the agent's reports (each held against the limit on its own), so an
+    agent that reported little has no fresh allowance after the pause."""
+    b, passed = budget(tokens=120_000)
+    b.carry(1, 13, None, (), 50_012)
+    b.observed(50_012)
+    assert passed == [] and b.total_wire_tokens == 100_024  # within
+    b.observed(100_024)
+    assert passed == [
+        "tokens limit 120000 ([limits] tokens: 150036 seen on the wire, 50012 of them in earlier parts)"
+    ]
+    assert b.total_tokens == 13  # the agent's reports are their own count

@@ -38,6 +38,15 @@ The holes, by class:
   process is given, never checked to be its own: root resuming an
   unprivileged user's paused attempt unpickles what that user left, and runs
   it as root.
+
+Closed (issue 38, the helper "resume7"), each by its class's mechanism: a
+command's environment values (a digest) and output limit are in its request's
+key and its "always" grant, and shown masked; a pause prints its attempt's id
+and ``approve``/``resume`` take ``--attempt``, refusing a log of several
+paused attempts that names none; the paused state keeps the wire's token
+count; the state and its baseline (now JSON) are read only when the reader's
+own; an entry with a control character is refused at import, and preset text
+reaches a terminal through `governor.boundary.display.terminal`.
 """
 
 from __future__ import annotations
@@ -198,17 +207,6 @@ def paused_and_resumed_claude(tmp_path: Path, tokens: int) -> tuple[dict[str, An
 
 
 @pytest.mark.e2e
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "hole: [limits] tokens starts again in each part (class: a limit whose count is not "
-        "carried across a pause: the paused state keeps the tokens the agent *reported* "
-        "(`Budget.total_tokens`), not the tokens the proxy saw on the wire (`Budget.wire_tokens`), "
-        "so an agent that reports little, or nothing, has the whole limit again after every "
-        "pause; mechanism: the state keeps the governor's own counts, every one the budget holds "
-        "against a limit (wire tokens beside reported ones), and `Budget.carry` restores each)"
-    ),
-)
 def test_the_tokens_seen_on_the_wire_before_a_pause_count_against_the_limit_after_it(
     tmp_path: Path,
 ) -> None:
@@ -268,32 +266,67 @@ def shown(box: Box) -> str:
     return listed.stdout + listed.stderr + run.stdout + run.stderr
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "hole: a registry entry writes to the operator's terminal (class: the entry's text "
-        "printed as it is: its `name`, its `archive` and its `cmd` become the preset's name, "
-        "`install` and `login`, which `governor presets`, `governor doctor` and a run's "
-        "not-installed error print raw, escape sequences, BEL and newlines (a line of its own "
-        "that looks like the governor's); mechanism: every text of a preset reaches a terminal "
-        "through `governor.boundary.display.terminal`, as an agent's text does, or the import "
-        "refuses an entry whose strings hold a control character)"
-    ),
-)
+HOSTILE = {
+    "archive": f"https://agents.example/a.tar.gz\n{FAKE_LINE}\x1b[8m",
+    "cmd": "./agent\x1b[1m",
+    "name": "Hostile\x1b[2J\x1b]0;pwned\x07",
+}
+"""The entry's texts that write to a terminal: its ``name`` clears the screen and
+sets the terminal's title, its ``archive`` ends its line and writes one of its
+own, its ``cmd`` turns bold."""
+
+
+def presets_file(box: Box) -> Path:
+    return box.home / ".config" / "acp-governor" / "presets.toml"
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_a_registry_entry_whose_text_holds_a_control_character_is_refused_at_import(
+    accounts: dict[str, Account | str], user: str
+) -> None:
+    """Class: an entry's text printed as it is (closed at the door). An entry
+    whose ``name``, ``archive`` or ``cmd`` holds an escape sequence, a BEL or a
+    line break is refused by ``governor agents import``, naming the field, and
+    no preset is written."""
+    from governor.agents.registry import platform_key
+
+    for field, text in HOSTILE.items():
+        box = box_for(accounts, user, f"import-refused-{field}")
+        target = {"archive": "https://agents.example/a.tar.gz", "sha256": "0" * 64,
+                  "cmd": "./hostile-agent"} | ({field: text} if field != "name" else {})  # fmt: skip
+        entry = {"id": "hostile", "name": text if field == "name" else "A Hostile Agent",
+                 "version": "1.0.0", "description": "d",
+                 "distribution": {"binary": {platform_key(): target}}}  # fmt: skip
+        agent_json = box.write(box.dir / "agent.json", json.dumps(entry))
+        refused = governor(box, ["agents", "import", str(agent_json)])
+        assert refused.returncode == 2, (field, refused.stdout, refused.stderr)
+        assert "control character" in refused.stderr and field in refused.stderr, refused.stderr
+        assert "\x1b" not in refused.stderr and "\x07" not in refused.stderr
+        assert not presets_file(box).exists()
+
+
 @pytest.mark.parametrize("user", USERS)
 def test_a_registry_entrys_text_reaches_the_operators_terminal_as_text(
     accounts: dict[str, Account | str], user: str
 ) -> None:
-    """Class: an entry's text printed as it is. The entry's ``name`` clears the
-    screen and sets the terminal's title, its ``archive`` ends its line and
-    writes one of its own, its ``cmd`` turns bold: imported, then listed and
-    run, every one reaches the terminal raw."""
+    """Class: an entry's text printed as it is. The plain entry imported, then
+    the operator's presets file holding the hostile texts (the import refuses
+    them, a hand-edited file can hold them all the same): listed, run and in
+    ``governor doctor``, none reaches the terminal raw."""
     box = imported_entry(
-        accounts, user, "import-escapes",
-        f"https://agents.example/a.tar.gz\n{FAKE_LINE}\x1b[8m", "./agent\x1b[1m",
-        "Hostile\x1b[2J\x1b]0;pwned\x07",
+        accounts, user, "import-escapes", "https://agents.example/a.tar.gz", "./hostile-agent",
+        "A Hostile Agent",
     )  # fmt: skip
-    text = shown(box)
+    path = presets_file(box)
+    text = path.read_text()
+    for plain, field in (("https://agents.example/a.tar.gz", "archive"),
+                         ("./hostile-agent", "cmd"), ("A Hostile Agent", "name")):  # fmt: skip
+        assert plain in text, (plain, text)
+        text = text.replace(plain, json.dumps(HOSTILE[field])[1:-1])  # a TOML string's escapes
+    box.write(path, text)
+    doctor = governor(box, ["doctor"])
+    text = shown(box) + doctor.stdout + doctor.stderr
+    assert "\\x1b[2J" in text, text  # the name, shown as text
     raw = [line for line in text.splitlines() if "\x1b" in line or "\x07" in line]
     assert not raw, raw
     assert f"\n{FAKE_LINE}" not in text, [line for line in text.splitlines() if "hostile" in line]
@@ -358,18 +391,6 @@ def resumed_by_root(accounts: dict[str, Account | str], name: str, home: Path) -
     return box
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "hole: resume unpickles a baseline another user wrote (class: a file that decides what "
-        "the host runs, read without checking it is the reader's own: `load_baseline` "
-        "pickle-loads whatever lies beside the state, as `PausedState.load` reads the job to run; "
-        "`load_operator_presets` checks its owner and mode, these do not; mechanism: the paused "
-        "folder and its files opened without following links and refused unless owned by the "
-        "user resuming and writable by no one else, and the baseline kept as data (JSON), never "
-        "as a pickle, so no file in that folder can run code when read)"
-    ),
-)
 def test_a_baseline_another_user_left_runs_nothing_in_the_resuming_governor(
     accounts: dict[str, Account | str], tmp_path: Path
 ) -> None:
@@ -427,17 +448,6 @@ def approved_command(
     return box, job
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "hole: an approved command runs with other values in its environment (class: a request's "
-        "key leaves out part of what it does: terminal/create's subject and key hold the env "
-        "*names* only, so the resumed agent asks the same command with other values (BASH_ENV, "
-        "MAKEFLAGS, PYTHONPATH, what the command reads) and it is the approved request; "
-        "mechanism: every field that changes what runs is in the request's key (the values as a "
-        "digest, never kept), and shown, masked, to the person who decides)"
-    ),
-)
 @pytest.mark.parametrize("user", USERS)
 def test_an_approved_command_runs_with_no_other_environment_than_the_approved_one(
     accounts: dict[str, Account | str], user: str
@@ -465,6 +475,35 @@ def test_an_approved_command_runs_with_its_approved_environment(
     assert (box.ws / "note.txt").read_text() == "hello"
 
 
+@pytest.mark.parametrize("user", USERS)
+def test_an_always_on_a_command_covers_it_again_with_its_environment_and_never_with_another(
+    accounts: dict[str, Account | str], user: str
+) -> None:
+    """Class: a key that leaves out part of the request, for an "always": the
+    person approves the command with ``MSG=hello`` for the rest of the attempt.
+    Resumed, the agent runs it, runs it again (the person's grant: the same
+    command, the same environment), then asks it with ``MSG`` set to other text:
+    no grant covers that, and the attempt pauses on it; the note says hello."""
+    box = box_for(accounts, user, "env-always")
+    job = Paused(box, "env-always", POLICY_SH)
+    outcome = paused(job.run(running("hello")))
+    after = job.records()[-1]["seq"]
+    done = job.approve("--request", str(outcome["pending"]["request"]), "--always")
+    assert done.returncode == 0, done.stderr
+    assert "env MSG=hello" in done.stdout, done.stdout  # what was approved, shown whole
+    job.plays(running("hello")[:2] + running("hello")[:2] + running("pwned"))
+    resumed = job.resume()
+    assert resumed["status"] == "needs_approval", resumed
+    first: dict[int, dict[str, Any]] = {}
+    for r in job.records():
+        if r["seq"] > after and r.get("kind") == "terminal" and "verdict" in r:
+            first.setdefault(r["request"], r)
+    ruled = [(r["verdict"], r["by"]) for r in first.values()]
+    assert ruled[:2] == [("allow", "person"), ("allow", "grant")], ruled
+    assert len(ruled) == 3 and ruled[2][0] != "allow", ruled  # waits for a person
+    assert (box.ws / "note.txt").read_text() == "hello"
+
+
 # -- what held ------------------------------------------------------------------------------------
 
 
@@ -474,32 +513,38 @@ def test_a_registry_entry_neither_takes_a_shipped_id_nor_writes_a_table_of_its_o
 ) -> None:
     """Held: an entry whose ``id`` is a shipped preset's (``claude``) is refused
     and nothing is written; one whose ``name`` and ``archive`` spell a TOML
-    table (``[claude]`` with ``argv = ["/bin/sh"]``) is imported as its own
-    preset, those texts values of it, and ``claude`` is still the shipped one."""
-    from governor.agents.registry import platform_key
+    table (``[claude]`` with ``argv = ["/bin/sh"]``) is refused at the door (its
+    line breaks), and the writer, given those texts all the same (an operator's
+    own words), writes them as values of the one table; ``claude`` is still the
+    shipped one."""
+    import tomllib
+
+    from governor.agents.registry import platform_key, toml_table
 
     box = box_for(accounts, user, "import-held")
     toml = '"\n[claude]\nargv = ["/bin/sh", "-c", "id"]\n#'
-    target = {"archive": f"https://agents.example/a.tar.gz{toml}", "sha256": "0" * 64,
-              "cmd": "./hostile-agent"}  # fmt: skip
-    entry = {"id": "claude", "name": f"Hostile{toml}", "version": "1.0.0", "description": "d",
-             "distribution": {"binary": {platform_key(): target}}}  # fmt: skip
+    plain = {"archive": "https://agents.example/a.tar.gz", "sha256": "0" * 64,
+             "cmd": "./hostile-agent"}  # fmt: skip
+    entry = {"id": "claude", "name": "Hostile", "version": "1.0.0", "description": "d",
+             "distribution": {"binary": {platform_key(): plain}}}  # fmt: skip
     presets_file = box.home / ".config" / "acp-governor" / "presets.toml"
     agent_json = box.write(box.dir / "agent.json", json.dumps(entry))
     refused = governor(box, ["agents", "import", str(agent_json)])
     assert refused.returncode == 2 and "shipped preset's id" in refused.stderr, refused.stderr
     assert not presets_file.exists()
-    box.write(agent_json, json.dumps({**entry, "id": "hostile"}))
-    imported = governor(box, ["agents", "import", str(agent_json)])
-    assert imported.returncode == 0, imported.stderr
+    target = plain | {"archive": f"https://agents.example/a.tar.gz{toml}"}
+    spelt = {**entry, "id": "hostile", "name": f"Hostile{toml}",
+             "distribution": {"binary": {platform_key(): target}}}  # fmt: skip
+    box.write(agent_json, json.dumps(spelt))
+    refused = governor(box, ["agents", "import", str(agent_json)])
+    assert refused.returncode == 2 and "control character 0x0a" in refused.stderr, refused.stderr
+    assert not presets_file.exists()
+    written = tomllib.loads(toml_table("hostile", {"name": f"Hostile{toml}", "argv": ["x"]}))
+    assert written == {"hostile": {"name": f"Hostile{toml}", "argv": ["x"]}}
     listed = governor(box, ["presets", "--json"])
     assert listed.returncode == 0, listed.stderr
     rows = {r["id"]: r for r in json.loads(listed.stdout)["presets"]}
-    assert rows["hostile"]["name"] == f"Hostile{toml}"
-    assert "/bin/sh" not in json.dumps(rows["claude"])
-    assert [line for line in presets_file.read_text().splitlines() if line.startswith("[")] == [
-        "[hostile]"
-    ]
+    assert "hostile" not in rows and "/bin/sh" not in json.dumps(rows["claude"])
 
 
 @pytest.mark.parametrize("user", USERS)
@@ -545,17 +590,6 @@ def two_paused_in_one_log(
     return job, first, second, printed
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "hole: the command a pause prints decides another attempt's request (class: an "
-        "identity taken from a shared container, on the command line: `governor approve LOG "
-        "--request N` decides the log's last attempt, request numbers start at 1 in every "
-        "attempt, and the printed command names no attempt, so the person's yes to A's request "
-        "allows B's; mechanism: the pause prints, and approve and resume take, the attempt's id "
-        "(`--attempt ID`, refused when a log holds several paused attempts and none is named))"
-    ),
-)
 @pytest.mark.parametrize("user", USERS)
 def test_the_approve_command_a_pause_prints_decides_that_attempts_request(
     accounts: dict[str, Account | str], user: str
@@ -591,3 +625,26 @@ def test_the_approve_command_a_pause_prints_decides_its_request_in_a_log_of_its_
     assert approved.returncode == 0, approved.stderr
     assert job.records()[-1]["attempt"] == first["run_id"]
     assert job.resume()["status"] == "completed"
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_a_log_of_several_paused_attempts_decides_none_unnamed_and_the_named_one_by_its_id(
+    accounts: dict[str, Account | str], user: str
+) -> None:
+    """The mechanism's other side: A and B paused into one log; ``governor
+    approve LOG --request 1`` and ``governor resume LOG``, naming no attempt,
+    are refused, the error listing both ids, and nothing is written; named
+    ``--attempt B``, B's own request is decided and B goes on."""
+    job, first, second, _ = two_paused_in_one_log(accounts, user, "shared-unnamed")
+    before = job.log.read_text()
+    for argv in (["approve", str(job.log), "--request", "1"], ["resume", "--json", str(job.log)]):
+        done = governor(job.box, argv)
+        assert done.returncode == 2, (argv, done.stdout, done.stderr)
+        assert "--attempt" in done.stderr, done.stderr
+        assert first["run_id"] in done.stderr and second["run_id"] in done.stderr, done.stderr
+    assert job.log.read_text() == before
+    named = governor(job.box, ["approve", str(job.log), "--attempt", second["run_id"], "--request", "1"])
+    assert named.returncode == 0, named.stderr
+    approval = job.records()[-1]
+    assert (approval["kind"], approval["attempt"]) == ("approval", second["run_id"])
+    assert approval["subject"]["paths"] == [str(job.box.ws / "deploy/prod.sh")]
