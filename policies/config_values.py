@@ -36,6 +36,18 @@ ENV_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 """An environment variable's name, wherever a file names one (a preset's
 ``env``/``set_env``, a registry entry's ``env``, a profile's variables)."""
 
+KEY_SUFFIXES: Final = ("_API_KEY", "_AUTH_TOKEN", "_OAUTH_TOKEN", "_ACCESS_TOKEN", "_TOKEN", "_KEY")
+"""A preset's variable is a credential when its name ends so (``OPENAI_API_KEY``,
+``ANTHROPIC_AUTH_TOKEN``, ``GH_TOKEN``): kept here, with the name's pattern, so
+that reading a presets file (`governor presets`, a quick answer) imports no
+part of the proxy (`governor.sandbox.net.credentials` uses it too)."""
+
+
+def is_credential(name: str) -> bool:
+    """Whether a preset's variable ``name`` holds a credential."""
+    return name.upper().endswith(KEY_SUFFIXES)
+
+
 SHOWN_CHARS: Final = 80
 """Characters of a value quoted in an error (`shown`)."""
 

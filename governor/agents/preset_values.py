@@ -21,7 +21,6 @@ from typing import Any, Final
 
 from governor.policies import config_values as values
 from governor.policies.network import HostPatternError, parse_pattern
-from governor.sandbox.net.credentials import is_credential
 
 AGENTS_DIR: Final = Path(str(resources.files("governor") / "agents"))
 """The bundled agents (`governor/agents`), package data of the wheel."""
@@ -139,7 +138,7 @@ def _keys(source: str, key: str, v: object) -> tuple[KeyHosts, ...]:
     out: list[KeyHosts] = []
     for var, entry in v.items():
         where = f"{key}.{var}"
-        if not values.ENV_NAME.match(var) or not is_credential(var):
+        if not values.ENV_NAME.match(var) or not values.is_credential(var):
             what = "a table keyed by credential variable names (ending in _KEY or _TOKEN)"
             raise values.expected(source, key, what, values.shown(var))
         if not isinstance(entry, dict):

@@ -43,7 +43,6 @@ from governor.agents.preset_values import (
 )
 from governor.policies import config_values as values
 from governor.policies.errors import ConfigError, toml_error
-from governor.sandbox.net.credentials import is_credential
 
 DEFAULT_PATH: Final = Path(str(resources.files("governor") / "presets.toml"))
 """`presets.toml`, as the package carries it: in a checkout ``governor/presets.toml``
@@ -128,7 +127,7 @@ class Preset:
         for entry in self.keys:
             if entry.var == var:
                 return entry
-        names = [n for n in self.env if is_credential(n)]
+        names = [n for n in self.env if values.is_credential(n)]
         if not self.keys and names == [var]:
             return KeyHosts(var, self.api_hosts, self.base_url_env)
         return None

@@ -3,7 +3,7 @@ instead of the agent, where each is bound, and what the agent's sandbox gets.
 
 - Held: each of the preset's credential variables the operator set
   (``ANTHROPIC_API_KEY``, ``OPENAI_API_KEY``, ...: its ``env`` names that end in
-  ``_KEY`` or ``_TOKEN``, `governor.sandbox.net.credentials.is_credential`), when the
+  ``_KEY`` or ``_TOKEN``, `governor.policies.config_values.is_credential`), when the
   agent runs in its sandbox behind the proxy. Unsandboxed (full access, or
   ``sandbox_agent`` off) the agent has the host's network and no proxy to swap
   in the value: it holds the real key, as before, and the outcome says so.
@@ -30,12 +30,12 @@ from typing import Final
 
 from governor.agents.presets import Preset
 from governor.confine.attempt_folders import attempt_folder
+from governor.policies.config_values import is_credential
 from governor.sandbox.net.credentials import (
     Binding,
     Credential,
     Credentials,
     binding,
-    is_credential,
     placeholder_for,
     url_binding,
 )

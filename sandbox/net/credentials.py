@@ -39,14 +39,6 @@ _RANDOM_CHARS: Final = 24
 """A placeholder's random part is at least this long, whatever the real value's
 length: long enough that it never appears in traffic by chance."""
 
-KEY_SUFFIXES: Final = ("_API_KEY", "_AUTH_TOKEN", "_OAUTH_TOKEN", "_ACCESS_TOKEN", "_TOKEN", "_KEY")
-"""A preset's variable is a credential when its name ends so (``OPENAI_API_KEY``,
-``ANTHROPIC_AUTH_TOKEN``, ``GH_TOKEN``)."""
-
-
-def is_credential(name: str) -> bool:
-    """Whether a preset's variable ``name`` holds a credential."""
-    return name.upper().endswith(KEY_SUFFIXES)
 
 
 def placeholder_for(value: str) -> str:

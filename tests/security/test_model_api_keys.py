@@ -151,7 +151,7 @@ def test_every_shipped_presets_credential_variable_has_hosts_of_its_own_or_is_na
     """The shipped presets say, for each key, where it goes: the ones with no
     host of their own are the provider keys of providers whose hosts the
     preset does not reach (OpenRouter, Google for Goose)."""
-    from governor.sandbox.net.credentials import is_credential
+    from governor.policies.config_values import is_credential
 
     withheld = {
         (p.id, n) for p in presets().values() if p.source == str(DEFAULT_PATH)
