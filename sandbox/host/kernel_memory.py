@@ -182,6 +182,12 @@ def _start_reader(pid: int, enter_net: bool, segments: bool) -> _Reader | None:
 def _serve(owner: int, ipc: int, net: int, asked: int, told: int, segments: bool) -> NoReturn:
     """The reader's life: join, then answer each byte asked until the pipe closes."""
     with contextlib.suppress(BaseException):
+        # no signal reaches the governor's handlers here: a Ctrl-C sent to the
+        # terminal's process group would make the copy of trio's handler write to
+        # a wakeup fd this process closes (a traceback on the person's terminal);
+        # it ends by SIGKILL (`KernelReaders._end`) or when its pipe closes
+        os.setsid()
+        signal.pthread_sigmask(signal.SIG_BLOCK, set(signal.Signals) - {signal.SIGKILL, signal.SIGSTOP})
         _LIBC.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # no process of the sandbox may trace it
         _setns(owner, CLONE_NEWUSER)
         _setns(ipc, CLONE_NEWIPC)
