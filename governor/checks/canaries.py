@@ -18,15 +18,23 @@ governor writes, fresh for that check (`plant`):
 - names drawn at random for each check, shaped like their neighbours (a
   ``Test*`` class of ``test_*`` methods, ``test_*`` functions, a
   ``test('...')`` named like the file's tests), values drawn at random;
-- **copies of the file's own tests** (`_mutants`): a test that compares what
-  it computes with a literal, copied beside it in its class with that one
-  expected value changed (``assertEqual(add(10, 7), 17)`` made ``... 23)``),
-  named with the words of the file's own test names. It calls the code under
-  test as its twin does, so a lie cannot tell it from the tests by a shape
-  of its own, and a value equal to everything (an ``__eq__`` that returns
-  True) passes it. It must fail when its twin passed (an equality that means
-  anything cannot hold for both values); when its twin did not pass, what it
-  came to says nothing (the code is wrong, and may equal the changed value);
+- **copies of the file's own tests** (`_mutants`), judged **where their twins
+  never ran**: a test that compares what it computes with a literal, made
+  its own copy with that one expected value changed (``assertEqual(add(10,
+  7), 17)`` made ``... 23)``), at its own place and under its own name, in
+  a second run of the check (`plant` with ``copies``; the check's own run
+  holds the tests as they are). It calls the code under test as its twin
+  does, so a lie cannot tell it from its twin by a shape, a name or a place
+  of its own, only by knowing the right answer; and a value equal to
+  everything (an ``__eq__`` that returns True) passes it. It must fail when
+  its twin passed in the check's own run (an equality that means anything
+  cannot hold for both values); when its twin did not pass, what it came
+  to says nothing (the code is wrong, and may equal the changed value). In
+  a run of their own the copies are never the second question asked of a
+  process: code under test that remembers the first expected value it met
+  for an input, and agrees with that only, passes a twin and fails a copy
+  that runs after it, but in the copies' run the first value it meets is
+  a copy's;
 - some that **must fail** and some that **must pass**, written with the
   assertion families runners use: ``assertEqual``, ``assertTrue``, a bare
   ``assert ==``, a thrown error (a ``unittest.TestCase`` class, which pytest
@@ -51,13 +59,14 @@ reports name that did not pass is a must-fail canary (`Judged.explained`).
 
 What this does not close (said in ``docs/loops.md``): a lie that recognises
 the tests it lies about. The agent knows the visible acceptance tests (their
-names, their files' text), so code that lies only about the tests it knows
-by name, and tells the truth about every other (copies too: they are named
-otherwise), still passes them; held-out tests (names and files it never saw,
-whose copies are made the same way) are what catch that. A lie that reads
-the check's own copy of a held-out file can pair a test with its copy (the
-same body but one literal, the copy after its twin: `_mutants` says why) and
-lie about the first only. A test
+names, their files' text); a lie about the tests it knows by name lies about
+their copies too (named as they are), but code that knows their right
+answers can agree with those only (special-casing, in effect), and still
+passes them; held-out tests (names and files it never saw, whose copies are
+made the same way) are what catch that. A copy that runs
+after another test asking its question with the right answer (one the
+copier cannot copy: below) can be failed by code that agrees with the first
+answer it met. A test
 whose assertion is in a helper (``self.check(2, 3, 5)``), in a loop or a
 branch, or against a computed value is not copied: a file of only such tests
 has the templates below (likewise a node test with options, or whose
@@ -124,7 +133,8 @@ class Canary:
     """A mutant's original (`_mutants`): the file's own test it copies with one
     expected value changed. It must fail only when its twin passed (then, with
     an equality that means anything, its result cannot equal the changed value
-    too), and is owed a result only when its twin was reported."""
+    too), and is owed a result only when its twin was reported (in the check's
+    own run: a copy is named as its twin, and judged in a run of its own)."""
 
     def matches(self, result: CaseResult) -> bool:
         return _matches(f"{self.file}::{self.name}", result)
@@ -207,11 +217,24 @@ def acceptance_files(acceptance: Acceptance) -> list[str]:
     return [f for f in files if f.endswith(_PY_EXT + _JS_EXT)][:MAX_FILES]
 
 
-def plant(acceptance: Acceptance, roots: Sequence[str], folder: str) -> Planted:
-    """Fresh canaries for one check: for each acceptance file found in ``roots``
-    (the first root that has it), a copy with canaries appended written into
-    ``folder`` (the governor's, outside every root). A file that cannot be read
-    or does not parse gets none."""
+def plant(
+    acceptance: Acceptance, roots: Sequence[str], folder: str, *, copies: bool = False
+) -> Planted:
+    """Fresh canaries for one run of a check: for each acceptance file found in
+    ``roots`` (the first root that has it), a copy with the templates appended
+    written into ``folder`` (the governor's, outside every root). A file that
+    cannot be read or does not parse gets none.
+
+    ``copies``: the view of the copies' run of the check (a second run, in a
+    fresh sandbox of its own), where each file's tests that can be copied are
+    their own copies, in place and by name (`_mutants`), beside fresh
+    templates: a copy is judged where its twin never ran. The check's own run
+    has the templates only, so the two runs' files are alike in every name
+    and shape, and what differs is expected values only. All copies share
+    that one run: each asks a question with a wrong answer, so what code under
+    test learns from one copy can only make another pass, never fail (failing
+    is what a copy must do); what must never reach a copy is its twin's right
+    answer, and no twin runs there."""
     canaries: list[Canary] = []
     shown: list[tuple[str, str]] = []
     words: set[str] = set()
@@ -229,15 +252,17 @@ def plant(acceptance: Acceptance, roots: Sequence[str], folder: str) -> Planted:
             continue
         if len(data) > MAX_FILE_BYTES:
             continue
-        mutated = (_mutants if rel.endswith(_PY_EXT) else _js_mutants)(rel, data)
+        mutated = None
+        if copies:
+            mutated = (_mutants if rel.endswith(_PY_EXT) else _js_mutants)(rel, data)
         if mutated is not None:
-            data, copies, copied = mutated
+            data, made_copies, copied = mutated
         made = _python(rel, data) if rel.endswith(_PY_EXT) else _javascript(rel, data)
         if made is None:
             continue
         text, planted, said = made
         if mutated is not None:
-            planted, said = [*copies, *planted], said | copied
+            planted, said = [*made_copies, *planted], said | copied
         at = _main_guard(data) if rel.endswith(_PY_EXT) else len(data)
         head = data[:at].rstrip(b"\n") + b"\n" if data[:at].strip() else b""
         copy = os.path.join(folder, f"canary-{n}")
@@ -251,8 +276,6 @@ def plant(acceptance: Acceptance, roots: Sequence[str], folder: str) -> Planted:
     return Planted(tuple(canaries), tuple(shown), frozenset(words), tuple(starts))
 
 
-MAX_MUTANTS: Final = 2
-"""Tests of one file copied as mutants (`_mutants`), drawn at random."""
 _EQUAL_METHODS: Final = frozenset(
     {
         "assertEqual", "assertEquals", "assertListEqual", "assertTupleEqual", "assertDictEqual",
@@ -274,6 +297,7 @@ class _Site:
     group: Group
     constant: ast.Constant
     family: str
+    statement: ast.stmt
 
 
 def _literal(node: ast.expr) -> bool:
@@ -358,7 +382,7 @@ def _sites(tree: ast.Module) -> list[_Site]:
                 if isinstance(c, ast.Constant) and _mutated(c.value) is not None
             ]
             if constants:
-                out.append(_Site(test, name, group, _RNG.choice(constants), compared[1]))
+                out.append(_Site(test, name, group, _RNG.choice(constants), compared[1], stmt))
                 break
     return out
 
@@ -399,19 +423,21 @@ def _constant_text(value: object, node: ast.Constant, was: str) -> str:
 
 
 def _mutants(rel: str, data: bytes) -> tuple[bytes, list[Canary], set[str]] | None:
-    """``data`` with copies of some of its own tests (`_sites`, up to
-    `MAX_MUTANTS`) put beside them: each the same test, in the same class, with
-    one expected value changed (``add(2, 3) == 5`` made ``== 9``), named with the
-    words of the file's own tests. A must-fail canary that **calls the code
-    under test** and that a lie cannot tell from the test it copies by its
-    shape: it is the file's own. Its twin passing means its copy must fail: a
-    value equal to everything, or a runner that spares the canaries' templates,
-    passes both.
+    """``data`` with every test of it that can be copied (`_sites`) made its own
+    copy, **in its place and under its name**: the same test with one expected
+    value changed (``add(2, 3) == 5`` made ``== 9``). A must-fail canary that
+    calls the code under test and that a lie cannot tell from the test it
+    copies by its shape, its name or its place: it is the file's own test.
+    Its twin passing (in the check's own run, `plant`) means its copy must
+    fail: a value equal to everything, or a runner that spares the canaries'
+    templates, passes both.
 
-    Where it goes: after its twin, named to sort after it (unittest runs a
-    class's tests by name, pytest and node by place), so the twin runs first
-    and comes to what it would have without its copy (a test that leaves state
-    behind, run twice, can change the second run, never the twin's)."""
+    Shown only in the copies' run of a check (`plant` with ``copies``), a
+    fresh sandbox where the twins never ran: code under test that keeps what
+    it was asked (and agrees with the first expected value it meets for an
+    input) learns nothing from a twin there. Equal assertions (the same
+    statement, the same literal) get the same changed value, so no process
+    sees one question asked with two answers unless the file asks it so."""
     try:
         text = data.decode("utf-8")
         tree = ast.parse(data)
@@ -420,51 +446,37 @@ def _mutants(rel: str, data: bytes) -> tuple[bytes, list[Canary], set[str]] | No
     sites = _sites(tree)
     if not sites:
         return None
-    taken = _taken(tree)
-    lines = [line for line in re.split(r"(?<=\n)", text) if line]  # as ast counts them
-    vocabulary = [
-        w
-        for n in ast.walk(tree)
-        if isinstance(n, ast.FunctionDef) and n.name.startswith("test")
-        for w in n.name.split("_")[1:]
-        if w
-    ]
-    inserts: list[tuple[int, str]] = []
+    starts = [0]  # each line's first byte, as ast counts lines
+    for line in re.split(rb"(?<=\n)", data):
+        if line:
+            starts.append(starts[-1] + len(line))
+    changes: list[tuple[int, int, bytes]] = []
     canaries: list[Canary] = []
     said: set[str] = set()
-    for site in _RNG.sample(sites, min(MAX_MUTANTS, len(sites))):
-        test, const = site.test, site.constant
-        if const.end_lineno is None or const.end_col_offset is None or test.end_lineno is None:
+    chosen: dict[tuple[str, str], object] = {}
+    for site in sites:
+        const = site.constant
+        if const.end_lineno is None or const.end_col_offset is None:
             continue
-        name = _mutant_name(test.name, vocabulary, taken, text)
-        body = lines[test.lineno - 1 : test.end_lineno]
-        # the constant's own lines, with its source changed (columns are in bytes)
-        first, last = const.lineno - test.lineno, const.end_lineno - test.lineno
-        head = body[first].encode("utf-8")[: const.col_offset]
-        tail = body[last].encode("utf-8")[const.end_col_offset :]
-        was = ast.get_source_segment(text, const) or ""
-        value = _mutated(const.value)
+        key = (ast.dump(site.statement), repr(const.value))
+        value = chosen[key] if key in chosen else _mutated(const.value)
         if value is None:
             continue
-        changed = (head + _constant_text(value, const, was).encode("utf-8") + tail).decode("utf-8")
-        copy = [*body[:first], changed, *body[last + 1 :]]
-        copy[0] = copy[0].replace(f"def {test.name}(", f"def {name}(", 1)
-        if not copy[-1].endswith("\n"):
-            copy[-1] += "\n"
-        mutant = "".join(copy)
-        gap = "\n" if test.col_offset else "\n\n"  # as methods and functions are apart
-        inserts.append((test.end_lineno, gap + mutant))
-        cls = site.name.rpartition("::")[0]
-        full = f"{cls}::{name}" if cls else name
+        chosen[key] = value
+        was = ast.get_source_segment(text, const) or ""
+        begin = starts[const.lineno - 1] + const.col_offset
+        end = starts[const.end_lineno - 1] + const.end_col_offset
+        changes.append((begin, end, _constant_text(value, const, was).encode("utf-8")))
         family = f"{site.family}, a copy of the file's own test with its expected value changed"
-        canaries.append(Canary(rel, full, "failed", site.group, family, twin=site.name))
-        own = {line.strip() for line in lines}  # a line the file holds names no canary
-        said |= {name, *(line.strip() for line in changed.splitlines() if line.strip() not in own)}
+        canaries.append(Canary(rel, site.name, "failed", site.group, family, twin=site.name))
     if not canaries:
         return None
-    for at, block in sorted(inserts, key=lambda i: i[0], reverse=True):
-        lines.insert(at, block)
-    return "".join(lines).encode("utf-8"), canaries, said
+    out = data
+    for begin, end, new in sorted(changes, reverse=True):
+        out = out[:begin] + new + out[end:]
+    own = {line.strip() for line in text.splitlines()}
+    said = {line.strip() for line in out.decode("utf-8").splitlines()} - own - {""}
+    return out, canaries, said
 
 
 _JS_OPEN: Final = re.compile(
@@ -493,19 +505,17 @@ def _js_literal(text: str) -> str | None:
 
 
 def _js_mutants(rel: str, data: bytes) -> tuple[bytes, list[Canary], set[str]] | None:
-    """`_mutants` for a ``node:test`` file: a test written plainly whose body
-    asserts an equality with a literal on a line of its own (``assert.
+    """`_mutants` for a ``node:test`` file: every test written plainly whose
+    body asserts an equality with a literal on a line of its own (``assert.
     deepEqual(m.mean([2, 4, 6]), 4);``), nothing before it that returns,
-    throws, branches or skips, copied beside it with that literal changed and
-    a name made of the words of the file's own test names."""
+    throws, branches or skips, made its own copy in its place and under its
+    name, that literal changed (the same for the same line)."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return None
     lines = [line for line in re.split(r"(?<=\n)", text) if line]
-    names = [m.group(2) for m in _JS_TEST.finditer(text)]
-    vocabulary = [w for n in names for w in n.split() if w.isidentifier()]
-    sites: list[tuple[int, int, int, str]] = []  # (open line, close line, assert line, name)
+    sites: list[tuple[int, str]] = []  # (assert line, name)
     for i, line in enumerate(lines):
         opened = _JS_OPEN.match(line.rstrip("\n"))
         if opened is None:
@@ -516,42 +526,31 @@ def _js_mutants(rel: str, data: bytes) -> tuple[bytes, list[Canary], set[str]] |
             continue
         for j in range(i + 1, end):
             if _JS_EQUAL.match(lines[j].rstrip("\n")):
-                sites.append((i, end, j, opened.group("name")))
+                sites.append((j, opened.group("name")))
                 break
             if _JS_ENDS_EARLY.search(lines[j]):
                 break
-    if not sites:
-        return None
-    taken = set(names)
-    inserts: list[tuple[int, str]] = []
     canaries: list[Canary] = []
     said: set[str] = set()
-    for i, end, j, twin in _RNG.sample(sites, min(MAX_MUTANTS, len(sites))):
+    chosen: dict[str, str | None] = {}
+    for j, twin in sites:
         found = _JS_EQUAL.match(lines[j].rstrip("\n"))
         assert found is not None
-        literal = _js_literal(found.group("literal"))
+        key = lines[j].strip()
+        if key not in chosen:
+            chosen[key] = _js_literal(found.group("literal"))
+        literal = chosen[key]
         if literal is None:
             continue
-        while True:
-            count = max(2, len(twin.split()))
-            name = " ".join(_RNG.sample(list(dict.fromkeys([*vocabulary, *_WORDS])), count))
-            if name not in text and name not in taken and not any(n in name for n in taken):
-                taken.add(name)
-                break
-        changed = found.group("head") + literal + found.group("tail") + "\n"
-        opening = lines[i].replace(twin, name, 1)
-        copy = "".join([opening, *lines[i + 1 : j], changed, *lines[j + 1 : end + 1]])
-        if not copy.endswith("\n"):
-            copy += "\n"
-        inserts.append((end + 1, "\n" + copy))
+        ending = lines[j][len(lines[j].rstrip("\n")) :]
+        lines[j] = found.group("head") + literal + found.group("tail") + ending
         family = f"{found.group('head').strip().split('(')[0].rpartition('.')[2]}"
         family = f"assert.{family}, a copy of the file's own test with its expected value changed"
-        canaries.append(Canary(rel, name, "failed", "node", family, twin=twin))
-        said |= {name} | ({changed.strip()} - {line.strip() for line in lines})
+        canaries.append(Canary(rel, twin, "failed", "node", family, twin=twin))
+        said.add(lines[j].strip())
     if not canaries:
         return None
-    for at, block in sorted(inserts, key=lambda x: x[0], reverse=True):
-        lines.insert(at, block)
+    said -= {line.strip() for line in re.split(r"(?<=\n)", text)}
     return "".join(lines).encode("utf-8"), canaries, said
 
 
@@ -599,32 +598,6 @@ def _taken(tree: ast.Module) -> set[str]:
         if isinstance(n, ast.FunctionDef | ast.ClassDef | ast.AsyncFunctionDef)
     }
     return taken | {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
-
-
-def _mutant_name(like: str, vocabulary: list[str], taken: set[str], text: str) -> str:
-    """A fresh ``test_*`` name of as many words as ``like``, from the words of
-    the file's own test names and the canaries' words, that sorts after
-    ``like`` (unittest runs a class's tests by name: its twin first); never a
-    name the file holds, in or around one of its tests' names (a lie cannot
-    tell it by a common part, and `scrub` drops no line of the file's own
-    tests)."""
-    count = max(2, len(like.split("_")) - 1)
-    tests = [t for t in taken if t.startswith("test")]
-    pool = list(dict.fromkeys([*vocabulary, *_WORDS]))
-    firsts = [w for w in pool if f"test_{w}" > like]
-    for _ in range(1000):
-        if not firsts:
-            break
-        first = _RNG.choice(firsts)
-        name = "test_" + "_".join([first, *_RNG.sample([w for w in pool if w != first], count - 1)])
-        if name not in taken and name not in text and not any(t in name for t in tests):
-            taken.add(name)
-            return name
-    while True:  # no word sorts after it: a longer name of its own words does
-        name = f"{like}_{'_'.join(_RNG.sample(pool, 2))}"
-        if name not in taken and name not in text:
-            taken.add(name)
-            return name
 
 
 def _python(rel: str, data: bytes) -> tuple[str, list[Canary], set[str]] | None:
@@ -777,7 +750,10 @@ def cannot_judge(command: str) -> str | None:
 
 
 def judge(
-    planted: Planted, results: Iterable[CaseResult], acceptance: Acceptance | None = None
+    planted: Planted,
+    results: Iterable[CaseResult],
+    acceptance: Acceptance | None = None,
+    twins: Iterable[CaseResult] | None = None,
 ) -> Judged:
     """A check's ``results`` without its canaries, and whether its runners told
     the truth about them (see the module's header). A canary is owed a result
@@ -785,8 +761,10 @@ def judge(
     canary, or one of ``acceptance``): a pytest-only canary when pytest did,
     the others when any runner did. An owed canary no report names is
     misreported (``missing``): a report that names only the tests its writer
-    knew is a lie too."""
+    knew is a lie too. ``twins``: the results of the run the copies' twins ran
+    in (the check's own, for its copies' run: `plant`), default ``results``."""
     every = list(results)
+    twin_runs = every if twins is None else list(twins)
     if not planted.canaries:
         return Judged(tuple(every))
     mine: set[int] = set()
@@ -806,7 +784,7 @@ def judge(
         twins = (
             []
             if canary.twin is None
-            else [r for r in every if _matches(f"{canary.file}::{canary.twin}", r)]
+            else [r for r in twin_runs if _matches(f"{canary.file}::{canary.twin}", r)]
         )
         if not hits:
             if canary.twin is not None:

@@ -300,16 +300,15 @@ def test_a_lie_sparing_what_was_appended_to_the_visible_files_is_caught_in_the_h
     assert "must fail reported passed (assertEqual" in lie["detail"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="residual: a lie that recognises the tests it lies about, without held-out tests",
-)
 def test_without_held_out_tests_a_lie_sparing_what_was_appended_is_not_accepted(
     tmp_path: Path,
 ) -> None:
-    """What the canaries cannot close alone (docs/loops.md): code in the runner's
-    process that knows the visible files tells a canary from an acceptance
-    test. Held-out tests are what catch it (above)."""
+    """Code in the runner's process that knows the visible files tells what was
+    appended to them from their tests, but the copies are not appended: each
+    stands at its twin's place under its twin's name, in a run of its own, and
+    the lie no-ops it as it no-ops its twin. What is left (docs/loops.md) is a
+    lie that tells a copy by its expected value, which needs the right answers:
+    special-casing, which held-out tests catch."""
     outcome = _attempt(tmp_path, SPARE_THE_APPENDED)
     assert _fresh(tmp_path / "ws", "calc", "m.add(2, 3)") == "-1"
     assert not _accepted(outcome)
@@ -365,17 +364,16 @@ def test_a_copy_of_a_test_must_fail_only_when_the_test_it_copies_passed() -> Non
     from governor.checks.test_results import CaseResult, Result
 
     copy = canaries.Canary(
-        "tests/test_a.py", "TestX::test_keeps_order", "failed", "unittest", "assertEqual",
+        "tests/test_a.py", "TestX::test_add", "failed", "unittest", "assertEqual",
         twin="TestX::test_add",
     )  # fmt: skip
     planted = canaries.Planted((copy,))
+    name = "tests.test_a.TestX.test_add"  # the copy stands in its twin's place, by its name
 
     def judged(twin: Result, mine: Result | None) -> canaries.Judged:
-        results = [CaseResult("tests.test_a.TestX.test_add", twin, runner="unittest")]
-        if mine is not None:
-            name = "tests.test_a.TestX.test_keeps_order"
-            results.append(CaseResult(name, mine, runner="unittest"))
-        return canaries.judge(planted, results)
+        twins = [CaseResult(name, twin, runner="unittest")]  # the check's own run
+        copies = [] if mine is None else [CaseResult(name, mine, runner="unittest")]
+        return canaries.judge(planted, copies, twins=twins)
 
     assert judged("passed", "failed").lie is None
     assert judged("passed", "failed").explained
@@ -391,9 +389,10 @@ def test_a_copy_of_a_test_must_fail_only_when_the_test_it_copies_passed() -> Non
 def test_the_copies_are_the_file_s_own_tests_with_one_expected_value_changed(
     tmp_path: Path,
 ) -> None:
-    """What a lie sees of a copy: a test of the file, in its class, calling the
-    code under test as its twin does; only the expected value differs, and its
-    name is no name the file holds."""
+    """What a lie sees of a copy: the file's own test, at its place and under
+    its name, calling the code under test as it does; only the expected value
+    differs. The copies are in the copies' run only (``copies=True``): the
+    check's own run holds the file's tests as they are, and the templates."""
     from governor.checks import canaries
     from governor.checks.test_results import Acceptance
 
@@ -402,22 +401,48 @@ def test_the_copies_are_the_file_s_own_tests_with_one_expected_value_changed(
     # self.assertEqual(m.slugify('Hello Big World'), 'hello-big-world')
     text = BY_NAME["slug"].test_text("acceptance")
     (ws / "tests" / "test_a.py").write_text(text)
-    planted = canaries.plant(
-        Acceptance(("tests/test_a.py::TestAcceptance::test_slug",)), (str(ws),), str(tmp_path)
-    )
+    wanted = Acceptance(("tests/test_a.py::TestAcceptance::test_slug",))
+    (tmp_path / "own").mkdir()
+    own = canaries.plant(wanted, (str(ws),), str(tmp_path / "own"))
+    assert all(c.twin is None for c in own.canaries)
+    [(made, _)] = own.shown_as
+    assert _in_order(Path(made).read_text(), text)
+    (tmp_path / "copies").mkdir()
+    planted = canaries.plant(wanted, (str(ws),), str(tmp_path / "copies"), copies=True)
     [copy] = [c for c in planted.canaries if c.twin is not None]
-    assert copy.twin == "TestAcceptance::test_slug" and copy.expect == "failed"
-    cls, _, name = copy.name.partition("::")
-    assert cls == "TestAcceptance" and name.startswith("test_") and name not in text
+    assert copy.twin == copy.name == "TestAcceptance::test_slug" and copy.expect == "failed"
     [(made, _)] = planted.shown_as
     lines = Path(made).read_text().splitlines()
-    at = lines.index(f"    def {name}(self):")
-    body = lines[at + 1]
-    assert body.startswith("        self.assertEqual(m.slugify('Hello Big World'), 'hello-big-worl")
-    assert body != "        self.assertEqual(m.slugify('Hello Big World'), 'hello-big-world')"
-    # after its twin, by place and by name: the twin runs first, as without it
-    assert at > lines.index("    def test_slug(self):") and name > "test_slug"
+    old = text.splitlines()
+    at = old.index("        self.assertEqual(m.slugify('Hello Big World'), 'hello-big-world')")
+    assert lines[:at] == old[:at]  # the same file up to it: the same test, in its place
+    assert lines[at].startswith("        self.assertEqual(m.slugify('Hello Big World'), 'hello-big-worl")
+    assert lines[at] != old[at]
+    assert lines[at + 1 : len(old)] == old[at + 1 :]  # and after it, then the templates
     assert (ws / "tests" / "test_a.py").read_text() == text
+
+
+def test_the_same_assertion_gets_the_same_changed_value_in_every_copy(tmp_path: Path) -> None:
+    """Two tests that ask the same question get the same wrong answer in their
+    copies: no process of the copies' run sees one question asked with two
+    answers (by which code under test could tell that run from the check's)."""
+    from governor.checks import canaries
+    from governor.checks.test_results import Acceptance
+
+    ws = tmp_path / "ws"
+    (ws / "tests").mkdir(parents=True)
+    asked = "        self.assertEqual(add(10, 7), 17)\n"
+    tests = "".join(f"    def test_{w}(self):\n{asked}\n" for w in ("one", "two", "three"))
+    text = "import unittest\n\n\nclass TestAdd(unittest.TestCase):\n" + tests
+    (ws / "tests" / "test_a.py").write_text(text)
+    wanted = Acceptance(tuple(f"tests/test_a.py::TestAdd::test_{w}" for w in ("one", "two", "three")))
+    for n in range(5):
+        (tmp_path / str(n)).mkdir()
+        planted = canaries.plant(wanted, (str(ws),), str(tmp_path / str(n)), copies=True)
+        assert len([c for c in planted.canaries if c.twin is not None]) == 3
+        [(made, _)] = planted.shown_as
+        changed = {line for line in Path(made).read_text().splitlines() if "add(10, 7)" in line}
+        assert len(changed) == 1 and changed != {asked.rstrip()}, changed
 
 
 ALWAYS_EQUAL_INT = """cat > calc.py <<'PY'
