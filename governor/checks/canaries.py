@@ -34,7 +34,12 @@ governor writes, fresh for that check (`plant`):
   process: code under test that remembers the first expected value it met
   for an input, and agrees with that only, passes a twin and fails a copy
   that runs after it, but in the copies' run the first value it meets is
-  a copy's;
+  a copy's. Beside them, the tests asking other questions are **kept** as
+  they are (with two questions or more, some are copied and some kept,
+  drawn at random), and a kept test must pass there as it did in the
+  check's own run: code that behaves otherwise in the copies' run (it tells
+  that run by something it sees, or flips a coin) fails a kept test or
+  passes a copy, unable to tell which is which;
 - some that **must fail** and some that **must pass**, written with the
   assertion families runners use: ``assertEqual``, ``assertTrue``, a bare
   ``assert ==``, a thrown error (a ``unittest.TestCase`` class, which pytest
@@ -84,7 +89,7 @@ import secrets
 import shlex
 import stat
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from governor.checks.test_results import (
@@ -226,19 +231,22 @@ def plant(
     cannot be read or does not parse gets none.
 
     ``copies``: the view of the copies' run of the check (a second run, in a
-    fresh sandbox of its own), where each file's tests that can be copied are
-    their own copies, in place and by name (`_mutants`), beside fresh
-    templates: a copy is judged where its twin never ran. The check's own run
-    has the templates only, so the two runs' files are alike in every name
-    and shape, and what differs is expected values only. All copies share
-    that one run: each asks a question with a wrong answer, so what code under
-    test learns from one copy can only make another pass, never fail (failing
-    is what a copy must do); what must never reach a copy is its twin's right
-    answer, and no twin runs there."""
+    fresh sandbox of its own), where the files' tests that can be copied are
+    their own copies, in place and by name, or kept as they are (`_draw`,
+    `_mutants`), beside fresh templates: a copy is judged where its twin never
+    ran. The check's own run has the templates only, so the two runs' files
+    are alike in every name and shape, and what differs is expected values
+    only. All copies share that one run: each asks a question with a wrong
+    answer, so what code under test learns from one copy can only make
+    another pass, never fail (failing is what a copy must do); what must
+    never reach a copy is a right answer to its question, and no test asking
+    it with one runs there (its twin is not there, and the kept tests ask
+    other questions)."""
     canaries: list[Canary] = []
     shown: list[tuple[str, str]] = []
     words: set[str] = set()
     starts: list[tuple[str, int]] = []
+    read: list[tuple[int, str, str, bytes]] = []
     for n, rel in enumerate(acceptance_files(acceptance)):
         path = next(
             (os.path.join(r, rel) for r in roots if os.path.isfile(os.path.join(r, rel))), None
@@ -250,11 +258,13 @@ def plant(
                 data = f.read(MAX_FILE_BYTES + 1)
         except OSError:
             continue
-        if len(data) > MAX_FILE_BYTES:
-            continue
+        if len(data) <= MAX_FILE_BYTES:
+            read.append((n, rel, path, data))
+    draw = _draw(q for _, rel, _, data in read for q in _questions(rel, data)) if copies else None
+    for n, rel, path, data in read:
         mutated = None
-        if copies:
-            mutated = (_mutants if rel.endswith(_PY_EXT) else _js_mutants)(rel, data)
+        if draw is not None:
+            mutated = (_mutants if rel.endswith(_PY_EXT) else _js_mutants)(rel, data, draw)
         if mutated is not None:
             data, made_copies, copied = mutated
         made = _python(rel, data) if rel.endswith(_PY_EXT) else _javascript(rel, data)
@@ -290,14 +300,18 @@ _EQUAL_METHODS: Final = frozenset(
 class _Site:
     """A test of the file that compares what it computes with a literal, as a
     statement of its own body: where the test is, its name (``Class::name`` or
-    ``name``), the literal's constant to change, and the assertion's family."""
+    ``name``), the literal's constants that can be changed, the assertion's
+    family, and the question it asks (what it computes, as a tree's dump) and
+    its answer (the literal's dump): tests that ask one question are copied
+    or kept together, with one changed answer (`plant`)."""
 
     test: ast.FunctionDef
     name: str
     group: Group
-    constant: ast.Constant
+    constants: tuple[ast.Constant, ...]
     family: str
-    statement: ast.stmt
+    question: str
+    answer: str
 
 
 def _literal(node: ast.expr) -> bool:
@@ -382,9 +396,22 @@ def _sites(tree: ast.Module) -> list[_Site]:
                 if isinstance(c, ast.Constant) and _mutated(c.value) is not None
             ]
             if constants:
-                out.append(_Site(test, name, group, _RNG.choice(constants), compared[1], stmt))
+                literal, family = compared
+                question = ast.dump(next(x for x in _sides(stmt) if x is not literal))
+                out.append(
+                    _Site(test, name, group, tuple(constants), family, question, ast.dump(literal))
+                )
                 break
     return out
+
+
+def _sides(stmt: ast.stmt) -> tuple[ast.expr, ...]:
+    """The two sides of the equality `_compared` found in ``stmt``."""
+    if isinstance(stmt, ast.Assert) and isinstance(stmt.test, ast.Compare):
+        return (stmt.test.left, stmt.test.comparators[0])
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+        return tuple(stmt.value.args[:2])
+    return ()
 
 
 def _mutated(value: object) -> object | None:
@@ -422,22 +449,62 @@ def _constant_text(value: object, node: ast.Constant, was: str) -> str:
     return text
 
 
-def _mutants(rel: str, data: bytes) -> tuple[bytes, list[Canary], set[str]] | None:
-    """``data`` with every test of it that can be copied (`_sites`) made its own
-    copy, **in its place and under its name**: the same test with one expected
-    value changed (``add(2, 3) == 5`` made ``== 9``). A must-fail canary that
-    calls the code under test and that a lie cannot tell from the test it
-    copies by its shape, its name or its place: it is the file's own test.
-    Its twin passing (in the check's own run, `plant`) means its copy must
-    fail: a value equal to everything, or a runner that spares the canaries'
-    templates, passes both.
+@dataclass(slots=True)
+class _Draw:
+    """What one copies' run changes: the questions (`_Site`) whose tests are
+    copied (every other's are kept as they are, and must pass as they did),
+    and, for each question and answer, the changed answer, drawn once for
+    every file of the run (two tests asking one question are told one wrong
+    answer: no process sees one question answered two ways)."""
+
+    copied: frozenset[str]
+    answers: dict[tuple[str, str], tuple[int, object]] = field(default_factory=dict)
+    """(question, answer) -> (which of its constants, its new value)."""
+
+
+def _draw(questions: Iterable[str]) -> _Draw:
+    """The questions a copies' run copies: with two or more, some and not all,
+    drawn at random (so its tests are copies the code under test must fail and
+    kept tests it must pass, and no way of telling one from the other by what
+    is asked: a lie that behaves otherwise in that run, or flips a coin, fails
+    one or the other); with one, that one."""
+    unique = list(dict.fromkeys(questions))
+    _RNG.shuffle(unique)
+    count = _RNG.randint(1, len(unique) - 1) if len(unique) > 1 else len(unique)
+    return _Draw(frozenset(unique[:count]))
+
+
+def _questions(rel: str, data: bytes) -> list[str]:
+    """The questions the file's tests that can be copied ask (`_Site`)."""
+    if rel.endswith(_PY_EXT):
+        try:
+            return [site.question for site in _sites(ast.parse(data))]
+        except (SyntaxError, ValueError):
+            return []
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return []
+    return [question for _, _, question in _js_sites(text)]
+
+
+def _mutants(rel: str, data: bytes, draw: _Draw) -> tuple[bytes, list[Canary], set[str]] | None:
+    """``data`` with each test of it that can be copied (`_sites`) either made
+    its own copy, **in its place and under its name**: the same test with one
+    expected value changed (``add(2, 3) == 5`` made ``== 9``), a must-fail
+    canary; or kept as it is, a must-pass one (``draw`` says which, by the
+    question the test asks). A copy calls the code under test as its twin
+    does, and a lie cannot tell it from its twin, or from a kept test, by its
+    shape, its name or its place: it is the file's own test. Its twin passing
+    (in the check's own run) means its copy must fail: a value equal to
+    everything, or a runner that spares the canaries' templates, passes both;
+    and a kept test must pass again.
 
     Shown only in the copies' run of a check (`plant` with ``copies``), a
     fresh sandbox where the twins never ran: code under test that keeps what
-    it was asked (and agrees with the first expected value it meets for an
-    input) learns nothing from a twin there. Equal assertions (the same
-    statement, the same literal) get the same changed value, so no process
-    sees one question asked with two answers unless the file asks it so."""
+    it was asked (and agrees with the first expected value it meets for a
+    question) learns nothing from a twin there, and a kept test asks no
+    question a copy asks."""
     try:
         text = data.decode("utf-8")
         tree = ast.parse(data)
@@ -452,17 +519,19 @@ def _mutants(rel: str, data: bytes) -> tuple[bytes, list[Canary], set[str]] | No
             starts.append(starts[-1] + len(line))
     changes: list[tuple[int, int, bytes]] = []
     canaries: list[Canary] = []
-    said: set[str] = set()
-    chosen: dict[tuple[str, str], object] = {}
     for site in sites:
-        const = site.constant
-        if const.end_lineno is None or const.end_col_offset is None:
+        if site.question not in draw.copied:
+            family = f"{site.family}, the file's own test kept beside the copies"
+            canaries.append(Canary(rel, site.name, "passed", site.group, family, twin=site.name))
             continue
-        key = (ast.dump(site.statement), repr(const.value))
-        value = chosen[key] if key in chosen else _mutated(const.value)
-        if value is None:
+        key = (site.question, site.answer)
+        if key not in draw.answers:
+            at = _RNG.randrange(len(site.constants))
+            draw.answers[key] = (at, _mutated(site.constants[at].value))
+        at, value = draw.answers[key]
+        const = site.constants[at] if at < len(site.constants) else site.constants[0]
+        if const.end_lineno is None or const.end_col_offset is None or value is None:
             continue
-        chosen[key] = value
         was = ast.get_source_segment(text, const) or ""
         begin = starts[const.lineno - 1] + const.col_offset
         end = starts[const.end_lineno - 1] + const.end_col_offset
@@ -504,18 +573,11 @@ def _js_literal(text: str) -> str | None:
     return None if changed is None else repr(changed)
 
 
-def _js_mutants(rel: str, data: bytes) -> tuple[bytes, list[Canary], set[str]] | None:
-    """`_mutants` for a ``node:test`` file: every test written plainly whose
-    body asserts an equality with a literal on a line of its own (``assert.
-    deepEqual(m.mean([2, 4, 6]), 4);``), nothing before it that returns,
-    throws, branches or skips, made its own copy in its place and under its
-    name, that literal changed (the same for the same line)."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
+def _js_sites(text: str) -> list[tuple[int, str, str]]:
+    """The ``node:test`` tests of ``text`` that can be copied: (the line of
+    their equality, their name, the question it asks: what it computes)."""
     lines = [line for line in re.split(r"(?<=\n)", text) if line]
-    sites: list[tuple[int, str]] = []  # (assert line, name)
+    sites: list[tuple[int, str, str]] = []
     for i, line in enumerate(lines):
         opened = _JS_OPEN.match(line.rstrip("\n"))
         if opened is None:
@@ -525,27 +587,45 @@ def _js_mutants(rel: str, data: bytes) -> tuple[bytes, list[Canary], set[str]] |
         if end is None:
             continue
         for j in range(i + 1, end):
-            if _JS_EQUAL.match(lines[j].rstrip("\n")):
-                sites.append((j, opened.group("name")))
+            found = _JS_EQUAL.match(lines[j].rstrip("\n"))
+            if found:
+                sites.append((j, opened.group("name"), found.group("actual").strip()))
                 break
             if _JS_ENDS_EARLY.search(lines[j]):
                 break
+    return sites
+
+
+def _js_mutants(rel: str, data: bytes, draw: _Draw) -> tuple[bytes, list[Canary], set[str]] | None:
+    """`_mutants` for a ``node:test`` file: each test written plainly whose
+    body asserts an equality with a literal on a line of its own (``assert.
+    deepEqual(m.mean([2, 4, 6]), 4);``), nothing before it that returns,
+    throws, branches or skips, made its own copy in its place and under its
+    name with that literal changed, or kept (``draw`` says which)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    lines = [line for line in re.split(r"(?<=\n)", text) if line]
     canaries: list[Canary] = []
     said: set[str] = set()
-    chosen: dict[str, str | None] = {}
-    for j, twin in sites:
+    for j, twin, question in _js_sites(text):
         found = _JS_EQUAL.match(lines[j].rstrip("\n"))
         assert found is not None
-        key = lines[j].strip()
-        if key not in chosen:
-            chosen[key] = _js_literal(found.group("literal"))
-        literal = chosen[key]
-        if literal is None:
+        kind = found.group("head").strip().split("(")[0].rpartition(".")[2]
+        if question not in draw.copied:
+            family = f"assert.{kind}, the file's own test kept beside the copies"
+            canaries.append(Canary(rel, twin, "passed", "node", family, twin=twin))
+            continue
+        key = (question, found.group("literal"))
+        if key not in draw.answers:
+            draw.answers[key] = (0, _js_literal(found.group("literal")))
+        literal = draw.answers[key][1]
+        if not isinstance(literal, str):
             continue
         ending = lines[j][len(lines[j].rstrip("\n")) :]
         lines[j] = found.group("head") + literal + found.group("tail") + ending
-        family = f"{found.group('head').strip().split('(')[0].rpartition('.')[2]}"
-        family = f"assert.{family}, a copy of the file's own test with its expected value changed"
+        family = f"assert.{kind}, a copy of the file's own test with its expected value changed"
         canaries.append(Canary(rel, twin, "failed", "node", family, twin=twin))
         said.add(lines[j].strip())
     if not canaries:

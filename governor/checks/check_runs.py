@@ -424,11 +424,12 @@ class _Folders:
         under.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.top = tempfile.mkdtemp(prefix="run-", dir=under)
         self.made: list[str] = []
-        self.planted = 0
 
     def one(self) -> tuple[str, str]:
         """A fresh ``(lib, reports)`` pair for the next check."""
-        folder = os.path.join(self.top, str(len(self.made) + 1))
+        # named at random, as the canaries' folder: a bind's source is in the
+        # mount table, and no count may tell a check's own run from its copies'
+        folder = os.path.join(self.top, secrets.token_hex(6))
         lib, reports = os.path.join(folder, "lib"), os.path.join(folder, "reports")
         for made in (folder, lib, reports):
             os.mkdir(made)
@@ -439,8 +440,7 @@ class _Folders:
 
     def canaries(self) -> str:
         """A fresh folder for one run's canary copies (never shown to it as a folder)."""
-        self.planted += 1
-        folder = os.path.join(self.top, f"canaries-{self.planted}")
+        folder = os.path.join(self.top, secrets.token_hex(6))
         os.mkdir(folder)
         return folder
 
