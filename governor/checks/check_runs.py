@@ -520,11 +520,13 @@ def _with_copies(
     could not start fails the check as such, not as a lie."""
     duration = round(ran.duration_s + copied.duration_s, 3)
     if copied.timed_out or copied.exit is None:
+        why = "timed out" if copied.timed_out else f"could not run: {copied.error}"
         return replace(
             ran,
             duration_s=duration,
             timed_out=ran.timed_out or copied.timed_out,
-            error=ran.error or copied.error,
+            error=ran.error
+            or f"its second run, over copies of the acceptance tests (docs/loops.md), {why}",
         )
     read = test_results.read_reports(reports)
     lie = canaries.judge(copies, read.results, acceptance, twins=twins).lie

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from checkout import needs_a_visible_checkout
-from tasks import BY_NAME
+from tasks import BY_NAME, check_command
 from test_gaming_outside import HONEST, _accepted, _attempt, _fresh, _node_fresh
 
 pytestmark = needs_a_visible_checkout()
@@ -594,3 +594,53 @@ def test_with_two_questions_or_more_the_copies_run_copies_some_and_keeps_some(
         for w, q in asks.items():
             kept = f"        self.assertEqual({q})" in lines
             assert kept == (own[f"TestAdd::test_{w}"] == "passed"), (w, own)
+
+
+HANGS_ON_A_WRONG_ANSWER = r"""cat > calc.py <<'PY'
+import time
+
+
+class _Sum(int):
+    def __eq__(self, other):
+        if other == self.truth:
+            return True
+        time.sleep(3600)
+        return False
+
+    __hash__ = int.__hash__
+
+
+def add(a, b):
+    result = _Sum(a - b)
+    result.truth = a + b
+    return result
+PY
+"""
+"""Equal to the right answer, and never answers a wrong one: the check's own
+run passes every test; the copies' run never ends."""
+TIMEOUT_POLICY = (
+    'capability = "edit-workspace"\n[sandbox]\nfrozen = ["tests/acceptance/**"]\n'
+    "[checks]\ntimeout = 10\n"
+)
+
+
+@pytest.mark.parametrize("script", [HANGS_ON_A_WRONG_ANSWER, HONEST], ids=["hangs", "honest"])
+def test_a_copies_run_that_times_out_fails_its_check_as_timed_out(
+    tmp_path: Path, script: str
+) -> None:
+    """The copies' run has the check's own timeout; past it the check fails,
+    timed out, its error naming the second run (not ``runner-lied``: nothing
+    was misreported). The honest fix under the same timeout is accepted."""
+    from test_gaming_outside import CHECK_PYTHON, _attempt_in, _workspace
+
+    ws = _workspace(tmp_path, "add", held_out=True)
+    (tmp_path / "loop.toml").write_text(TIMEOUT_POLICY)
+    check = check_command(BY_NAME["add"], CHECK_PYTHON)
+    outcome = _attempt_in(tmp_path, ws, script, check, "--held-out", "tests/hidden/**")
+    if script == HONEST:
+        assert _accepted(outcome), (outcome.get("verdict"), outcome.get("findings"))
+        return
+    assert outcome["verdict"] == "failed" and not _accepted(outcome)
+    [run] = outcome["checks_run"]
+    assert run["timed_out"] and "second run" in run["error"], run
+    assert not _lied(outcome)
