@@ -48,6 +48,10 @@ tail, masked, since a test run prints the environment it was given.
 files with tests the agent could not know appended, some that must fail and
 some that must pass; a check that misreports one fails (``runner-lied``),
 and one whose only failures are its must-fail canaries counts as exited 0.
+Its copies of the files' own tests (an expected value changed) run in **a
+second run of the same command**, in a fresh sandbox of its own where their
+twins never ran (`_with_copies`): at most two runs a check, the second only
+when a copy's twin passed.
 
 **Nothing a check's processes see names a check** where it can be helped:
 code under test that keys on such a word fixes itself for the check only.
