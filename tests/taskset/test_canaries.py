@@ -416,7 +416,9 @@ def test_the_copies_are_the_file_s_own_tests_with_one_expected_value_changed(
     old = text.splitlines()
     at = old.index("        self.assertEqual(m.slugify('Hello Big World'), 'hello-big-world')")
     assert lines[:at] == old[:at]  # the same file up to it: the same test, in its place
-    assert lines[at].startswith("        self.assertEqual(m.slugify('Hello Big World'), 'hello-big-worl")
+    assert lines[at].startswith(
+        "        self.assertEqual(m.slugify('Hello Big World'), 'hello-big-worl"
+    )
     assert lines[at] != old[at]
     assert lines[at + 1 : len(old)] == old[at + 1 :]  # and after it, then the templates
     assert (ws / "tests" / "test_a.py").read_text() == text
@@ -435,7 +437,9 @@ def test_the_same_assertion_gets_the_same_changed_value_in_every_copy(tmp_path: 
     tests = "".join(f"    def test_{w}(self):\n{asked}\n" for w in ("one", "two", "three"))
     text = "import unittest\n\n\nclass TestAdd(unittest.TestCase):\n" + tests
     (ws / "tests" / "test_a.py").write_text(text)
-    wanted = Acceptance(tuple(f"tests/test_a.py::TestAdd::test_{w}" for w in ("one", "two", "three")))
+    wanted = Acceptance(
+        tuple(f"tests/test_a.py::TestAdd::test_{w}" for w in ("one", "two", "three"))
+    )
     for n in range(5):
         (tmp_path / str(n)).mkdir()
         planted = canaries.plant(wanted, (str(ws),), str(tmp_path / str(n)), copies=True)
@@ -579,7 +583,9 @@ def test_with_two_questions_or_more_the_copies_run_copies_some_and_keeps_some(
     ws = tmp_path / "ws"
     (ws / "tests").mkdir(parents=True)
     asks = {"one": "add(2, 3), 5", "two": "add(10, 7), 17", "three": "add(1, 1), 2"}
-    tests = "".join(f"    def test_{w}(self):\n        self.assertEqual({q})\n\n" for w, q in asks.items())
+    tests = "".join(
+        f"    def test_{w}(self):\n        self.assertEqual({q})\n\n" for w, q in asks.items()
+    )
     text = "import unittest\n\n\nclass TestAdd(unittest.TestCase):\n" + tests
     (ws / "tests" / "test_a.py").write_text(text)
     wanted = Acceptance(tuple(f"tests/test_a.py::TestAdd::test_{w}" for w in asks))
@@ -594,6 +600,42 @@ def test_with_two_questions_or_more_the_copies_run_copies_some_and_keeps_some(
         for w, q in asks.items():
             kept = f"        self.assertEqual({q})" in lines
             assert kept == (own[f"TestAdd::test_{w}"] == "passed"), (w, own)
+
+
+def test_every_file_with_a_test_to_copy_has_a_copy_in_every_copies_run(tmp_path: Path) -> None:
+    """A lie about one file's tests only (a held-out file, which it cannot tell
+    test by test and so lies about whole) passes a copies' run that keeps all
+    of that file's tests: so every draw copies a question of every file that
+    has one to copy, whatever the other files ask, and keeps one of every file
+    that asks two or more."""
+    from governor.checks import canaries
+    from governor.checks.test_results import Acceptance
+
+    ws = tmp_path / "ws"
+    (ws / "tests").mkdir(parents=True)
+    files = {
+        "a": {"one": "add(2, 3), 5", "two": "add(10, 7), 17", "three": "add(1, 1), 2"},
+        "b": {"four": "add(4, 4), 8"},
+        "c": {"five": "add(2, 3), 5", "six": "add(6, 1), 7"},
+    }
+    wanted: list[str] = []
+    for f, asks in files.items():
+        tests = "".join(
+            f"    def test_{w}(self):\n        self.assertEqual({q})\n\n" for w, q in asks.items()
+        )
+        (ws / "tests" / f"test_{f}.py").write_text(
+            "import unittest\n\n\nclass TestAdd(unittest.TestCase):\n" + tests
+        )
+        wanted += [f"tests/test_{f}.py::TestAdd::test_{w}" for w in asks]
+    for n in range(16):
+        (tmp_path / str(n)).mkdir()
+        planted = canaries.plant(
+            Acceptance(tuple(wanted)), (str(ws),), str(tmp_path / str(n)), copies=True
+        )
+        for f, asks in files.items():
+            own = {c.expect for c in planted.canaries if c.twin and c.file == f"tests/test_{f}.py"}
+            assert "failed" in own, (f, n, own)
+            assert len(asks) < 2 or "passed" in own, (f, n, own)
 
 
 HANGS_ON_A_WRONG_ANSWER = r"""cat > calc.py <<'PY'
