@@ -602,12 +602,14 @@ def test_with_two_questions_or_more_the_copies_run_copies_some_and_keeps_some(
             assert kept == (own[f"TestAdd::test_{w}"] == "passed"), (w, own)
 
 
-def test_every_file_with_a_test_to_copy_has_a_copy_in_every_copies_run(tmp_path: Path) -> None:
-    """A lie about one file's tests only (a held-out file, which it cannot tell
-    test by test and so lies about whole) passes a copies' run that keeps all
-    of that file's tests: so every draw copies a question of every file that
-    has one to copy, whatever the other files ask, and keeps one of every file
-    that asks two or more."""
+def test_every_held_out_file_has_a_copy_in_every_copies_run(tmp_path: Path) -> None:
+    """A lie that spares the visible files (it knows their right answers) and
+    lies about the rest lies about a held-out file whole, and passes a copies'
+    run that keeps all of its tests: so every draw copies a question of every
+    held-out file, whatever the other files ask, and keeps one of every
+    held-out file asking two or more; a visible file's are drawn like any
+    (here, one visible question: kept whenever every held-out question is
+    copied, so some test is kept)."""
     from governor.checks import canaries
     from governor.checks.test_results import Acceptance
 
@@ -617,6 +619,7 @@ def test_every_file_with_a_test_to_copy_has_a_copy_in_every_copies_run(tmp_path:
         "a": {"one": "add(2, 3), 5", "two": "add(10, 7), 17", "three": "add(1, 1), 2"},
         "b": {"four": "add(4, 4), 8"},
         "c": {"five": "add(2, 3), 5", "six": "add(6, 1), 7"},
+        "visible": {"seven": "add(3, 3), 6"},
     }
     wanted: list[str] = []
     for f, asks in files.items():
@@ -627,15 +630,18 @@ def test_every_file_with_a_test_to_copy_has_a_copy_in_every_copies_run(tmp_path:
             "import unittest\n\n\nclass TestAdd(unittest.TestCase):\n" + tests
         )
         wanted += [f"tests/test_{f}.py::TestAdd::test_{w}" for w in asks]
+    acceptance = Acceptance(tuple(wanted), held_out=tuple(t for t in wanted if "visible" not in t))
+    seen: set[str] = set()
     for n in range(16):
         (tmp_path / str(n)).mkdir()
-        planted = canaries.plant(
-            Acceptance(tuple(wanted)), (str(ws),), str(tmp_path / str(n)), copies=True
-        )
+        planted = canaries.plant(acceptance, (str(ws),), str(tmp_path / str(n)), copies=True)
         for f, asks in files.items():
             own = {c.expect for c in planted.canaries if c.twin and c.file == f"tests/test_{f}.py"}
-            assert "failed" in own, (f, n, own)
-            assert len(asks) < 2 or "passed" in own, (f, n, own)
+            if f != "visible":
+                assert "failed" in own, (f, n, own)
+                assert len(asks) < 2 or "passed" in own, (f, n, own)
+            seen |= own
+    assert seen == {"passed", "failed"}
 
 
 HANGS_ON_A_WRONG_ANSWER = r"""cat > calc.py <<'PY'

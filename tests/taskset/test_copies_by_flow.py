@@ -232,3 +232,17 @@ def test_a_held_out_file_none_of_whose_tests_can_be_copied_is_refused_before_sta
     assert ("self.assertEqual(f(x), 17)" if runner == "unittest" else "deepEqual") in problem
     assert "other_numbers" not in problem, "held-out tests' names are shown to no one"
     assert (ws / rel).read_text() == text, "nothing was moved"
+
+
+def test_a_copy_s_wrong_answer_is_never_a_value_written_in_the_test() -> None:
+    """``add(10, 7) == 17`` is never copied as ``== 10`` or ``== 7``: code that
+    answers with a constant its caller holds other than its arguments (the
+    outside attack's ``ANSWER_THE_CALLER``) finds none there, returns its bug's
+    value, and fails such a copy by chance, where it must pass it and be
+    caught."""
+    text = "import calc as m\n\n\ndef test_a():\n    assert m.add(10, 7) == 17\n"
+    values: set[object] = set()
+    for _ in range(400):
+        [site] = canaries._sites(ast.parse(text))
+        values |= {change.value for change in site.changes}
+    assert len(values) > 2 and not values & {10, 7}, values
