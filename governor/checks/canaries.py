@@ -37,10 +37,12 @@ governor writes, fresh for that check (`plant`):
   twin and fails a copy that runs after it, but in the copies' run the
   first value it meets is a copy's. Beside them, the tests asking other
   questions are **kept** as they are (with two questions or more, some are
-  copied and some kept, drawn at random), and a kept test must pass there as
-  it did in the check's own run: code that behaves otherwise in the copies'
-  run (it tells that run by something it sees, or flips a coin) fails a kept
-  test or passes a copy, unable to tell which is which;
+  copied and some kept, drawn at random; every held-out file has a copy,
+  and a kept test too when it asks two questions: `_draw`), and a kept test
+  must pass there as it did in the check's own run: code that behaves
+  otherwise in the copies' run (it tells that run by something it sees, or
+  flips a coin) fails a kept test or passes a copy, unable to tell which is
+  which;
 - some that **must fail** and some that **must pass**, written with the
   assertion families runners use: ``assertEqual``, ``assertTrue``, a bare
   ``assert ==``, a thrown error (a ``unittest.TestCase`` class, which pytest
