@@ -18,17 +18,31 @@ governor writes, fresh for that check (`plant`):
 - names drawn at random for each check, shaped like their neighbours (a
   ``Test*`` class of ``test_*`` methods, ``test_*`` functions, a
   ``test('...')`` named like the file's tests), values drawn at random;
-- **copies of the file's own tests** (`_mutants`): a test that compares what
-  it computes with a value written in it, copied beside it in its class with
-  one literal that flows into the expected side changed
-  (``assertEqual(add(10, 7), 17)`` made ``... 23)``, ``self.check(10, 7,
-  17)`` made ``... 23)``: `governor.checks.expected`),
-  named with the words of the file's own test names. It calls the code under
-  test as its twin does, so a lie cannot tell it from the tests by a shape
-  of its own, and a value equal to everything (an ``__eq__`` that returns
-  True) passes it. It must fail when its twin passed (an equality that means
-  anything cannot hold for both values); when its twin did not pass, what it
-  came to says nothing (the code is wrong, and may equal the changed value);
+- **copies of the file's own tests** (`_mutants`), judged **where their twins
+  never ran**: a test that compares what it computes with a value written in
+  it, made its own copy with one literal that flows into the expected side
+  changed (``assertEqual(add(10, 7), 17)`` made ``... 23)``, ``self.check(10,
+  7, 17)`` made ``... 23)``: `governor.checks.expected`), at its own place
+  and under its own name, in a second run of the check (`plant` with
+  ``copies``; the check's own run holds the tests as they are). It calls the
+  code under test as its twin does, so a lie cannot tell it from its twin by
+  a shape, a name or a place of its own, only by knowing the right answer;
+  and a value equal to everything (an ``__eq__`` that returns True) passes
+  it. It must fail when its twin passed in the check's own run (an equality
+  that means anything cannot hold for both values); when its twin did not
+  pass, what it came to says nothing (the code is wrong, and may equal the
+  changed value). In a run of their own the copies are never the second
+  question asked of a process: code under test that remembers the first
+  expected value it met for an input, and agrees with that only, passes a
+  twin and fails a copy that runs after it, but in the copies' run the
+  first value it meets is a copy's. Beside them, the tests asking other
+  questions are **kept** as they are (with two questions or more, some are
+  copied and some kept, drawn at random; every held-out file has a copy,
+  and a kept test too when it asks two questions: `_draw`), and a kept test
+  must pass there as it did in the check's own run: code that behaves
+  otherwise in the copies' run (it tells that run by something it sees, or
+  flips a coin) fails a kept test or passes a copy, unable to tell which is
+  which;
 - some that **must fail** and some that **must pass**, written with the
   assertion families runners use: ``assertEqual``, ``assertTrue``, a bare
   ``assert ==``, a thrown error (a ``unittest.TestCase`` class, which pytest
@@ -53,17 +67,18 @@ reports name that did not pass is a must-fail canary (`Judged.explained`).
 
 What this does not close (said in ``docs/loops.md``): a lie that recognises
 the tests it lies about. The agent knows the visible acceptance tests (their
-names, their files' text), so code that lies only about the tests it knows
-by name, and tells the truth about every other (copies too: they are named
-otherwise), still passes them; held-out tests (names and files it never saw,
-whose copies are made the same way) are what catch that. A lie that reads
-the check's own copy of a held-out file can pair a test with its copy (the
-same body but one literal, the copy after its twin: `_mutants` says why) and
-lie about the first only. A test is
+names, their files' text); a lie about the tests it knows by name lies about
+their copies too (named as they are), but code that knows their right
+answers can agree with those only (special-casing, in effect), and still
+passes them; held-out tests (names and files it never saw, whose copies are
+made the same way) are what catch that. A copy that runs
+after another test asking its question with the right answer (one the
+copier cannot copy: below) can be failed by code that agrees with the first
+answer it met. A test is
 copied where a literal of its own body flows into the expected side of an
 equality (`governor.checks.expected`: through a helper of the file, a table
 of the test's, a ``subTest``, a name or a computed value; node:
-`_js_expected`); a test whose expected value comes from elsewhere (a file,
+`governor.checks.js_copies`); a test whose expected value comes from elsewhere (a file,
 a fixture, a module-level table, a branch) is not, and a held-out file of
 only such tests is refused before start (`uncopied`): its canaries would be
 the templates below only. A check that runs only some tests of an acceptance file by name (``-k``,
@@ -79,11 +94,12 @@ import re
 import secrets
 import shlex
 import stat
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from governor.checks import expected
+from governor.checks.js_copies import _js_sites
 from governor.checks.test_results import (
     _JS_EXT,
     _JS_TEST,
@@ -130,7 +146,8 @@ class Canary:
     """A mutant's original (`_mutants`): the file's own test it copies with one
     expected value changed. It must fail only when its twin passed (then, with
     an equality that means anything, its result cannot equal the changed value
-    too), and is owed a result only when its twin was reported."""
+    too), and is owed a result only when its twin was reported (in the check's
+    own run: a copy is named as its twin, and judged in a run of its own)."""
 
     def matches(self, result: CaseResult) -> bool:
         return _matches(f"{self.file}::{self.name}", result)
@@ -197,14 +214,20 @@ def carriers(policy: Policy, acceptance: Acceptance) -> Acceptance:
     held-out files' tests (``[sandbox] held_out``, back in place for the
     checks). In a held-out file the agent never saw, a canary cannot be told
     from a held-out test by what was added to a file it knows: a lie that
-    spares what was appended to the visible files lies about those."""
+    spares what was appended to the visible files lies about those. Their
+    tests are ``held_out`` in what it returns: a copies' run copies a test of
+    each such file (`_draw`)."""
     if not policy.held_out:
         return acceptance
     try:
         found = collect(frozen.files_under(policy.held_out, policy.roots))
     except (frozen.FrozenTooLarge, OSError):
         return acceptance
-    return Acceptance(tuple(dict.fromkeys((*acceptance.tests, *found))), acceptance.source)
+    return Acceptance(
+        tuple(dict.fromkeys((*acceptance.tests, *found))),
+        acceptance.source,
+        tuple(dict.fromkeys((*acceptance.held_out, *found))),
+    )
 
 
 def uncopied(policy: Policy) -> list[str]:
@@ -284,7 +307,7 @@ def copyless(rel: str, data: bytes) -> str | None:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return None
-    if not _JS_TEST.search(text) or _js_mutants(rel, data) is not None:
+    if not _JS_TEST.search(text) or _js_sites(text):
         return None
     lines = text.split("\n")
     first = next(n for n, one in enumerate(lines) if _JS_TEST.search(one))
@@ -301,15 +324,31 @@ def acceptance_files(acceptance: Acceptance) -> list[str]:
     return [f for f in files if f.endswith(_PY_EXT + _JS_EXT)][:MAX_FILES]
 
 
-def plant(acceptance: Acceptance, roots: Sequence[str], folder: str) -> Planted:
-    """Fresh canaries for one check: for each acceptance file found in ``roots``
-    (the first root that has it), a copy with canaries appended written into
-    ``folder`` (the governor's, outside every root). A file that cannot be read
-    or does not parse gets none."""
+def plant(
+    acceptance: Acceptance, roots: Sequence[str], folder: str, *, copies: bool = False
+) -> Planted:
+    """Fresh canaries for one run of a check: for each acceptance file found in
+    ``roots`` (the first root that has it), a copy with the templates appended
+    written into ``folder`` (the governor's, outside every root). A file that
+    cannot be read or does not parse gets none.
+
+    ``copies``: the view of the copies' run of the check (a second run, in a
+    fresh sandbox of its own), where the files' tests that can be copied are
+    their own copies, in place and by name, or kept as they are (`_draw`,
+    `_mutants`), beside fresh templates: a copy is judged where its twin never
+    ran. The check's own run has the templates only, so the two runs' files
+    are alike in every name and shape, and what differs is expected values
+    only. All copies share that one run: each asks a question with a wrong
+    answer, so what code under test learns from one copy can only make
+    another pass, never fail (failing is what a copy must do); what must
+    never reach a copy is a right answer to its question, and no test asking
+    it with one runs there (its twin is not there, and the kept tests ask
+    other questions)."""
     canaries: list[Canary] = []
     shown: list[tuple[str, str]] = []
     words: set[str] = set()
     starts: list[tuple[str, int]] = []
+    read: list[tuple[int, str, str, bytes]] = []
     for n, rel in enumerate(acceptance_files(acceptance)):
         path = next(
             (os.path.join(r, rel) for r in roots if os.path.isfile(os.path.join(r, rel))), None
@@ -321,17 +360,24 @@ def plant(acceptance: Acceptance, roots: Sequence[str], folder: str) -> Planted:
                 data = f.read(MAX_FILE_BYTES + 1)
         except OSError:
             continue
-        if len(data) > MAX_FILE_BYTES:
-            continue
-        mutated = (_mutants if rel.endswith(_PY_EXT) else _js_mutants)(rel, data)
+        if len(data) <= MAX_FILE_BYTES:
+            read.append((n, rel, path, data))
+    held = {t.partition("::")[0] for t in acceptance.held_out}
+    draw = (
+        _draw((_questions(rel, data), rel in held) for _, rel, _, data in read) if copies else None
+    )
+    for n, rel, path, data in read:
+        mutated = None
+        if draw is not None:
+            mutated = (_mutants if rel.endswith(_PY_EXT) else _js_mutants)(rel, data, draw)
         if mutated is not None:
-            data, copies, copied = mutated
+            data, made_copies, copied = mutated
         made = _python(rel, data) if rel.endswith(_PY_EXT) else _javascript(rel, data)
         if made is None:
             continue
         text, planted, said = made
         if mutated is not None:
-            planted, said = [*copies, *planted], said | copied
+            planted, said = [*made_copies, *planted], said | copied
         at = _main_guard(data) if rel.endswith(_PY_EXT) else len(data)
         head = data[:at].rstrip(b"\n") + b"\n" if data[:at].strip() else b""
         copy = os.path.join(folder, f"canary-{n}")
@@ -345,23 +391,24 @@ def plant(acceptance: Acceptance, roots: Sequence[str], folder: str) -> Planted:
     return Planted(tuple(canaries), tuple(shown), frozenset(words), tuple(starts))
 
 
-MAX_MUTANTS: Final = 2
-"""Tests of one file copied as mutants (`_mutants`), drawn at random."""
-
-
 @dataclass(frozen=True, slots=True)
 class _Site:
-    """A test of the file with a literal of its own body whose value reaches
-    the expected side of an equality first (`governor.checks.expected`):
-    where the test is, its name (``Class::name`` or ``name``), the literal,
-    the value it is changed to, and the assertion's family."""
+    """A test of the file with literals of its own body whose values reach the
+    expected side of its first such equality first (`governor.checks.
+    expected`): where the test is, its name (``Class::name`` or ``name``),
+    those literals each with the value it may be changed to (``changes``),
+    the assertion's family, and the question the equality asks (what its
+    computed side computes, as a tree's dump) and its answer (the expected
+    value's repr): tests that ask one question are copied or kept together,
+    with one changed answer (`plant`)."""
 
     test: ast.FunctionDef
     name: str
     group: Group
-    constant: ast.Constant
-    value: object
+    changes: tuple[expected.Changeable, ...]
     family: str
+    question: str
+    answer: str
 
 
 def _tests(tree: ast.Module) -> list[tuple[ast.FunctionDef, str, Group, ast.ClassDef | None]]:
@@ -386,17 +433,38 @@ def _sites(tree: ast.Module) -> list[_Site]:
     literal of its body that reaches the expected side of an equality on
     every run, wherever the equality is written (in the body, a ``subTest``,
     a loop over a table of the test's, a helper it calls, against a name or
-    a computed value: `governor.checks.expected`). One such literal is drawn
-    per test."""
+    a computed value: `governor.checks.expected`), those of its first such
+    equality (one of them is changed, `_changed`)."""
     out = []
     for test, name, group, cls in _tests(tree):
         if test.decorator_list:
             continue
-        found = list(expected.changeable(tree, cls, test, _mutated))
+        found = list(expected.changeable(tree, cls, test, _fresh(test)))
         if found:
-            pick = _RNG.choice(found)
-            out.append(_Site(test, name, group, pick.constant, pick.value, pick.family))
+            first = min(c.equality for c in found)
+            changes = tuple(c for c in found if c.equality == first)
+            one = changes[0]
+            out.append(
+                _Site(test, name, group, changes, one.family, one.question, repr(one.answer))
+            )
     return out
+
+
+def _fresh(test: ast.FunctionDef) -> Callable[[object], object | None]:
+    """`_mutated`, never to a value written in ``test`` (an input of the call:
+    ``add(10, 7) == 17`` made ``== 10`` is a wrong answer that code returning
+    an input it was given, or one the test holds, meets by chance)."""
+    written = {repr(c.value) for c in ast.walk(test) if isinstance(c, ast.Constant)}
+
+    def fresh(value: object) -> object | None:
+        changed = _mutated(value)
+        for _ in range(16):
+            if changed is None or repr(changed) not in written:
+                return changed
+            changed = _mutated(value)
+        return changed
+
+    return fresh
 
 
 def _mutated(value: object) -> object | None:
@@ -434,20 +502,95 @@ def _constant_text(value: object, node: ast.Constant, was: str) -> str:
     return text
 
 
-def _mutants(rel: str, data: bytes) -> tuple[bytes, list[Canary], set[str]] | None:
-    """``data`` with copies of some of its own tests (`_sites`, up to
-    `MAX_MUTANTS`) put beside them: each the same test, in the same class, with
-    one expected value changed (``add(2, 3) == 5`` made ``== 9``), named with the
-    words of the file's own tests. A must-fail canary that **calls the code
-    under test** and that a lie cannot tell from the test it copies by its
-    shape: it is the file's own. Its twin passing means its copy must fail: a
-    value equal to everything, or a runner that spares the canaries' templates,
-    passes both.
+@dataclass(slots=True)
+class _Draw:
+    """What one copies' run changes: the questions (`_Site`) whose tests are
+    copied (every other's are kept as they are, and must pass as they did),
+    and, for each question and answer, the changed answer, drawn once for
+    every file of the run (two tests asking one question are told one wrong
+    answer: no process sees one question answered two ways)."""
 
-    Where it goes: after its twin, named to sort after it (unittest runs a
-    class's tests by name, pytest and node by place), so the twin runs first
-    and comes to what it would have without its copy (a test that leaves state
-    behind, run twice, can change the second run, never the twin's)."""
+    copied: frozenset[str]
+    answers: dict[tuple[str, str], object] = field(default_factory=dict)
+    """(question, answer) -> the changed answer (Python: the expected value;
+    node: the literal's new text, None when it has none)."""
+
+
+def _draw(files: Iterable[tuple[Sequence[str], bool]]) -> _Draw:
+    """The questions a copies' run copies, given those each file asks and
+    whether it is a held-out file: with two questions or more in all, some
+    and not all, drawn at random (a lie that behaves otherwise in that run,
+    or flips a coin, fails a kept test or passes a copy, unable to tell them
+    apart by what is asked); with one, that one. And every held-out file has
+    one of its questions copied, and one kept if it asks two or more: a lie
+    that spares the visible files (whose right answers it knows) and lies
+    about the rest lies about a held-out file whole, and a copy there is
+    what fails it; which of a visible file's questions are copied is drawn
+    like any (a visible file always copied would tell the lie which run it
+    is in). Where every question is a held-out file's only one, all are
+    copied."""
+    asked = [(list(dict.fromkeys(f)), held) for f, held in files]
+    asked = [(f, held) for f, held in asked if f]
+    _RNG.shuffle(asked)
+    asked.sort(key=lambda a: len(a[0]))  # a file of one question first: that one is copied
+    copied: set[str] = set()
+    kept: set[str] = set()
+    for f, _ in (a for a in asked if a[1]):
+        if not copied.intersection(f):
+            pick = _RNG.choice([q for q in f if q not in kept] or f)  # its copy before a kept test
+            kept.discard(pick)
+            copied.add(pick)
+        if len(f) > 1 and not kept.intersection(f):
+            free = [q for q in f if q not in copied]
+            if free:
+                kept.add(_RNG.choice(free))
+    every = list(dict.fromkeys(q for f, _ in asked for q in f))
+    for q in every:
+        if q not in copied and q not in kept:
+            (copied if _RNG.random() < 0.5 else kept).add(q)
+    if len(every) > 1 and not kept:
+        sole = {
+            q for f, held in asked if held and len(one := copied.intersection(f)) == 1 for q in one
+        }
+        spare = [q for q in every if q not in sole]
+        if spare:
+            copied.discard(_RNG.choice(spare))
+    if not copied and every:
+        copied.add(_RNG.choice(every))
+    return _Draw(frozenset(copied))
+
+
+def _questions(rel: str, data: bytes) -> list[str]:
+    """The questions the file's tests that can be copied ask (`_Site`)."""
+    if rel.endswith(_PY_EXT):
+        try:
+            return [site.question for site in _sites(ast.parse(data))]
+        except (SyntaxError, ValueError):
+            return []
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return []
+    return [site[-1] for site in _js_sites(text)]
+
+
+def _mutants(rel: str, data: bytes, draw: _Draw) -> tuple[bytes, list[Canary], set[str]] | None:
+    """``data`` with each test of it that can be copied (`_sites`) either made
+    its own copy, **in its place and under its name**: the same test with one
+    expected value changed (``add(2, 3) == 5`` made ``== 9``), a must-fail
+    canary; or kept as it is, a must-pass one (``draw`` says which, by the
+    question the test asks). A copy calls the code under test as its twin
+    does, and a lie cannot tell it from its twin, or from a kept test, by its
+    shape, its name or its place: it is the file's own test. Its twin passing
+    (in the check's own run) means its copy must fail: a value equal to
+    everything, or a runner that spares the canaries' templates, passes both;
+    and a kept test must pass again.
+
+    Shown only in the copies' run of a check (`plant` with ``copies``), a
+    fresh sandbox where the twins never ran: code under test that keeps what
+    it was asked (and agrees with the first expected value it meets for a
+    question) learns nothing from a twin there, and a kept test asks no
+    question a copy asks."""
     try:
         text = data.decode("utf-8")
         tree = ast.parse(data)
@@ -456,68 +599,68 @@ def _mutants(rel: str, data: bytes) -> tuple[bytes, list[Canary], set[str]] | No
     sites = _sites(tree)
     if not sites:
         return None
-    taken = _taken(tree)
-    lines = [line for line in re.split(r"(?<=\n)", text) if line]  # as ast counts them
-    vocabulary = [
-        w
-        for n in ast.walk(tree)
-        if isinstance(n, ast.FunctionDef) and n.name.startswith("test")
-        for w in n.name.split("_")[1:]
-        if w
-    ]
-    inserts: list[tuple[int, str]] = []
+    starts = [0]  # each line's first byte, as ast counts lines
+    for line in re.split(rb"(?<=\n)", data):
+        if line:
+            starts.append(starts[-1] + len(line))
+    changes: list[tuple[int, int, bytes]] = []
     canaries: list[Canary] = []
-    said: set[str] = set()
-    for site in _RNG.sample(sites, min(MAX_MUTANTS, len(sites))):
-        test, const = site.test, site.constant
-        if const.end_lineno is None or const.end_col_offset is None or test.end_lineno is None:
+    for site in sites:
+        if site.question not in draw.copied:
+            family = f"{site.family}, the file's own test kept beside the copies"
+            canaries.append(Canary(rel, site.name, "passed", site.group, family, twin=site.name))
             continue
-        name = _mutant_name(test.name, vocabulary, taken, text)
-        body = lines[test.lineno - 1 : test.end_lineno]
-        # the constant's own lines, with its source changed (columns are in bytes)
-        first, last = const.lineno - test.lineno, const.end_lineno - test.lineno
-        head = body[first].encode("utf-8")[: const.col_offset]
-        tail = body[last].encode("utf-8")[const.end_col_offset :]
+        const, value = _changed(site, draw)
+        if const.end_lineno is None or const.end_col_offset is None:
+            continue
         was = ast.get_source_segment(text, const) or ""
-        value = site.value
-        changed = (head + _constant_text(value, const, was).encode("utf-8") + tail).decode("utf-8")
-        copy = [*body[:first], changed, *body[last + 1 :]]
-        copy[0] = copy[0].replace(f"def {test.name}(", f"def {name}(", 1)
-        if not copy[-1].endswith("\n"):
-            copy[-1] += "\n"
-        mutant = "".join(copy)
-        gap = "\n" if test.col_offset else "\n\n"  # as methods and functions are apart
-        inserts.append((test.end_lineno, gap + mutant))
-        cls = site.name.rpartition("::")[0]
-        full = f"{cls}::{name}" if cls else name
+        begin = starts[const.lineno - 1] + const.col_offset
+        end = starts[const.end_lineno - 1] + const.end_col_offset
+        changes.append((begin, end, _constant_text(value, const, was).encode("utf-8")))
         family = f"{site.family}, a copy of the file's own test with its expected value changed"
-        canaries.append(Canary(rel, full, "failed", site.group, family, twin=site.name))
-        own = {line.strip() for line in lines}  # a line the file holds names no canary
-        said |= {name, *(line.strip() for line in changed.splitlines() if line.strip() not in own)}
+        canaries.append(Canary(rel, site.name, "failed", site.group, family, twin=site.name))
     if not canaries:
         return None
-    for at, block in sorted(inserts, key=lambda i: i[0], reverse=True):
-        lines.insert(at, block)
-    return "".join(lines).encode("utf-8"), canaries, said
+    out = data
+    for begin, end, new in sorted(changes, reverse=True):
+        out = out[:begin] + new + out[end:]
+    own = {line.strip() for line in text.splitlines()}
+    said = {line.strip() for line in out.decode("utf-8").splitlines()} - own - {""}
+    return out, canaries, said
 
 
-_JS_OPEN: Final = re.compile(
-    r"""^(?P<indent>[ \t]*)(?:test|it)\(\s*(?P<q>['"])(?P<name>(?:(?!(?P=q))[^\\])+)(?P=q)"""
-    r"""\s*,\s*(?:async\s*)?(?:\(\s*\w*\s*\)|\w+)\s*=>\s*\{\s*$"""
-)
-"""The first line of a ``node:test`` test written plainly: ``test('name', () => {``
-(no options object: a ``{ skip }`` or ``{ todo }`` test is not copied)."""
-_JS_LITERAL: Final = r"""-?\d+(?:\.\d+)?|'[^'\\\n]*'|"[^"\\\n]*"|true|false"""
-_JS_EQUAL: Final = re.compile(
-    r"^(?P<head>\s*\w+\.(?:deepStrictEqual|deepEqual|strictEqual|equal)\((?P<actual>.+),\s*)"
-    rf"(?P<literal>{_JS_LITERAL})(?P<tail>\s*\);?\s*)$"
-)
-"""An ``assert`` equality of what a test computes with a literal, on a line of its own."""
-_JS_ENDS_EARLY: Final = re.compile(r"\b(?:return|throw|try|if|for|while|switch|skip|todo)\b|\?")
+def _changed(site: _Site, draw: _Draw) -> tuple[ast.Constant, object]:
+    """The literal of ``site`` a copy changes and its new value: one that makes
+    the wrong answer ``draw`` already tells the site's question with this
+    right answer (a test before it asked it so), else one of its own, drawn
+    (and then told to the tests after it). Two tests that write one expected
+    value so that no change of one literal makes them alike (``17`` made
+    ``20``, and ``2 * 8 + 1``) are each told their own wrong answer."""
+    key = (site.question, site.answer)
+    if key in draw.answers:
+        told = draw.answers[key]
+        for change in site.changes:
+            was = change.constant.value
+            tries = [told]
+            if all(
+                isinstance(n, int | float) and not isinstance(n, bool)
+                for n in (was, told, change.answer)
+            ):
+                tries.append(was + (told - change.answer))  # type: ignore[operator]
+            for value in tries:
+                if (
+                    type(value) is type(was)
+                    and value != was
+                    and repr(change.answers(value)) == repr((told,))
+                ):
+                    return change.constant, value
+    pick = _RNG.choice(site.changes)
+    draw.answers.setdefault(key, pick.changed)
+    return pick.constant, pick.value
 
 
 def _js_literal(text: str) -> str | None:
-    """A JavaScript literal (`_JS_LITERAL`) changed as `_mutated` changes its value."""
+    """A JavaScript literal (`governor.checks.js_copies`) changed as `_mutated` changes it."""
     if text in ("true", "false"):
         return "false" if text == "true" else "true"
     if text[:1] in ("'", '"'):
@@ -526,203 +669,39 @@ def _js_literal(text: str) -> str | None:
     return None if changed is None else repr(changed)
 
 
-_JS_EXPECTED_NAME: Final = re.compile(
-    r"^\s*\w+\.(?P<family>deepStrictEqual|deepEqual|strictEqual|equal)\((?P<actual>.+),\s*"
-    r"(?P<name>[A-Za-z_$][\w$]*)\s*\);?\s*$"
-)
-"""An ``assert`` equality of what a test computes with a name (a helper's
-parameter, a name bound to a literal), on a line of its own."""
-_JS_HELPER: Final = re.compile(
-    r"^function\s+(?P<name>[A-Za-z_$][\w$]*)\s*\((?P<params>[\w$\s,]*)\)\s*\{\s*$"
-)
-"""A helper written plainly at the top level: ``function check(xs, want) {``."""
-_JS_CALL: Final = re.compile(
-    r"^(?P<head>\s*(?P<name>[A-Za-z_$][\w$]*)\()(?P<args>.*)(?P<tail>\);?\s*)$"
-)
-_JS_CONST: Final = re.compile(
-    rf"^(?P<head>\s*(?:const|let|var)\s+(?P<name>[A-Za-z_$][\w$]*)\s*=\s*)"
-    rf"(?P<literal>{_JS_LITERAL})(?P<tail>\s*;?\s*)$"
-)
-"""A name bound to a literal on a line of its own: ``const want = 3;``."""
-
-
-def _js_words(text: str) -> set[str]:
-    return set(re.findall(r"[A-Za-z_$][\w$]*", text))
-
-
-def _js_helpers(lines: Sequence[str]) -> dict[str, tuple[int, int, str]]:
-    """Helpers of the file whose first use of one parameter is the expected
-    side of an equality: name -> (how many parameters, that one's place,
-    the equality's family). Nothing before it in the helper returns, throws,
-    branches or uses that parameter, and the computed side does not name it."""
-    out: dict[str, tuple[int, int, str]] = {}
-    for i, line in enumerate(lines):
-        opened = _JS_HELPER.match(line.rstrip("\n"))
-        if opened is None:
-            continue
-        params = [p.strip() for p in opened.group("params").split(",") if p.strip()]
-        used: set[str] = set()
-        for body in lines[i + 1 :]:
-            if body.startswith("}"):
-                break
-            equal = _JS_EXPECTED_NAME.match(body.rstrip("\n"))
-            if equal is not None and equal.group("name") in params:
-                name = equal.group("name")
-                if name not in used and name not in _js_words(equal.group("actual")):
-                    out[opened.group("name")] = (
-                        len(params),
-                        params.index(name),
-                        equal.group("family"),
-                    )
-                break
-            if _JS_ENDS_EARLY.search(body):
-                break
-            used |= _js_words(body)
-    return out
-
-
-def _js_arguments(text: str) -> list[tuple[int, int]] | None:
-    """Where each argument of a call's argument list is (start, end), split at
-    the commas outside brackets and quotes; None for what is not read here."""
-    spans: list[tuple[int, int]] = []
-    depth, start, quote = 0, 0, ""
-    for k, ch in enumerate(text):
-        if quote:
-            if ch == "\\":
-                return None
-            if ch == quote:
-                quote = ""
-        elif ch in "'\"`":
-            if ch == "`":
-                return None
-            quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-            if depth < 0:
-                return None
-        elif ch == "," and depth == 0:
-            spans.append((start, k))
-            start = k + 1
-    if quote or depth:
-        return None
-    spans.append((start, len(text)))
-    return spans
-
-
-def _js_expected(
-    body: Sequence[str], helpers: dict[str, tuple[int, int, str]]
-) -> tuple[int, str, str, str, str] | None:
-    """In a plain test's body, the first line whose literal reaches the expected
-    side of an equality: (its place, the text before the literal, the
-    literal, the text after, the family). An equality with a literal on its
-    own line, a call of a helper (`_js_helpers`) with a literal in the
-    expected parameter's place, or ``const want = 3;`` whose name is next used
-    as an equality's expected side; nothing before that returns, throws,
-    branches or skips."""
-    bound: dict[str, tuple[int, str, str, str]] = {}  # name -> (line, head, literal, tail)
-    for j, line in enumerate(body):
-        text = line.rstrip("\n")
-        equal = _JS_EQUAL.match(text)
-        if equal is not None:
-            family = equal.group("head").strip().split("(")[0].rpartition(".")[2]
-            return j, equal.group("head"), equal.group("literal"), equal.group("tail"), family
-        named = _JS_EXPECTED_NAME.match(text)
-        if (
-            named is not None
-            and named.group("name") in bound
-            and named.group("name") not in _js_words(named.group("actual"))
-        ):
-            at, head, literal, tail = bound[named.group("name")]
-            return at, head, literal, tail, named.group("family")
-        call = _JS_CALL.match(text)
-        if call is not None and call.group("name") in helpers:
-            count, place, family = helpers[call.group("name")]
-            spans = _js_arguments(call.group("args"))
-            if spans is not None and len(spans) == count:
-                a, b = spans[place]
-                arg = call.group("args")[a:b]
-                if re.fullmatch(_JS_LITERAL, arg.strip()):
-                    lead = len(arg) - len(arg.lstrip())
-                    head = call.group("head") + call.group("args")[: a + lead]
-                    tail = call.group("args")[a + lead + len(arg.strip()) :] + call.group("tail")
-                    return j, head, arg.strip(), tail, family
-        const = _JS_CONST.match(text)
-        if const is not None:
-            bound[const.group("name")] = (
-                j,
-                const.group("head"),
-                const.group("literal"),
-                const.group("tail"),
-            )
-            continue
-        if _JS_ENDS_EARLY.search(line):
-            return None
-        bound = {k: v for k, v in bound.items() if k not in _js_words(text)}
-    return None
-
-
-def _js_mutants(rel: str, data: bytes) -> tuple[bytes, list[Canary], set[str]] | None:
-    """`_mutants` for a ``node:test`` file: a test written plainly whose body
-    asserts an equality with a literal on a line of its own (``assert.
+def _js_mutants(rel: str, data: bytes, draw: _Draw) -> tuple[bytes, list[Canary], set[str]] | None:
+    """`_mutants` for a ``node:test`` file: each test written plainly whose
+    body asserts an equality with a literal on a line of its own (``assert.
     deepEqual(m.mean([2, 4, 6]), 4);``), or through a helper of the file or a
-    name bound to a literal (`_js_expected`), nothing before it that returns,
-    throws, branches or skips, copied beside it with that literal changed and
-    a name made of the words of the file's own test names."""
+    name bound to a literal (`governor.checks.js_copies`), nothing before it that returns,
+    throws, branches or skips, made its own copy in its place and under its
+    name with that literal changed, or kept (``draw`` says which)."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return None
     lines = [line for line in re.split(r"(?<=\n)", text) if line]
-    names = [m.group(2) for m in _JS_TEST.finditer(text)]
-    vocabulary = [w for n in names for w in n.split() if w.isidentifier()]
-    helpers = _js_helpers(lines)
-    # (open line, close line, the line whose literal is changed, name, head, literal, tail, family)
-    sites: list[tuple[int, int, int, str, str, str, str, str]] = []
-    for i, line in enumerate(lines):
-        opened = _JS_OPEN.match(line.rstrip("\n"))
-        if opened is None:
-            continue
-        close = opened.group("indent") + "})"
-        end = next((j for j in range(i + 1, len(lines)) if lines[j].startswith(close)), None)
-        if end is None:
-            continue
-        found = _js_expected(lines[i + 1 : end], helpers)
-        if found is not None:
-            at, head, literal, tail, family = found
-            sites.append((i, end, i + 1 + at, opened.group("name"), head, literal, tail, family))
-    if not sites:
-        return None
-    taken = set(names)
-    inserts: list[tuple[int, str]] = []
     canaries: list[Canary] = []
     said: set[str] = set()
-    for i, end, j, twin, head, written, tail, family in _RNG.sample(
-        sites, min(MAX_MUTANTS, len(sites))
-    ):
-        other = _js_literal(written)
-        if other is None:
+    for j, twin, head, literal, tail, kind, question in _js_sites(text):
+        if question not in draw.copied:
+            family = f"assert.{kind}, the file's own test kept beside the copies"
+            canaries.append(Canary(rel, twin, "passed", "node", family, twin=twin))
             continue
-        while True:
-            count = max(2, len(twin.split()))
-            name = " ".join(_RNG.sample(list(dict.fromkeys([*vocabulary, *_WORDS])), count))
-            if name not in text and name not in taken and not any(n in name for n in taken):
-                taken.add(name)
-                break
-        changed = head + other + tail + "\n"
-        opening = lines[i].replace(twin, name, 1)
-        copy = "".join([opening, *lines[i + 1 : j], changed, *lines[j + 1 : end + 1]])
-        if not copy.endswith("\n"):
-            copy += "\n"
-        inserts.append((end + 1, "\n" + copy))
-        family = f"assert.{family}, a copy of the file's own test with its expected value changed"
-        canaries.append(Canary(rel, name, "failed", "node", family, twin=twin))
-        said |= {name} | ({changed.strip()} - {line.strip() for line in lines})
+        key = (question, literal)
+        if key not in draw.answers:
+            draw.answers[key] = _js_literal(literal)
+        other = draw.answers[key]
+        if not isinstance(other, str):
+            continue
+        ending = lines[j][len(lines[j].rstrip("\n")) :]
+        lines[j] = head + other + tail + ending
+        family = f"assert.{kind}, a copy of the file's own test with its expected value changed"
+        canaries.append(Canary(rel, twin, "failed", "node", family, twin=twin))
+        said.add(lines[j].strip())
     if not canaries:
         return None
-    for at, block in sorted(inserts, key=lambda x: x[0], reverse=True):
-        lines.insert(at, block)
+    said -= {line.strip() for line in re.split(r"(?<=\n)", text)}
     return "".join(lines).encode("utf-8"), canaries, said
 
 
@@ -770,32 +749,6 @@ def _taken(tree: ast.Module) -> set[str]:
         if isinstance(n, ast.FunctionDef | ast.ClassDef | ast.AsyncFunctionDef)
     }
     return taken | {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
-
-
-def _mutant_name(like: str, vocabulary: list[str], taken: set[str], text: str) -> str:
-    """A fresh ``test_*`` name of as many words as ``like``, from the words of
-    the file's own test names and the canaries' words, that sorts after
-    ``like`` (unittest runs a class's tests by name: its twin first); never a
-    name the file holds, in or around one of its tests' names (a lie cannot
-    tell it by a common part, and `scrub` drops no line of the file's own
-    tests)."""
-    count = max(2, len(like.split("_")) - 1)
-    tests = [t for t in taken if t.startswith("test")]
-    pool = list(dict.fromkeys([*vocabulary, *_WORDS]))
-    firsts = [w for w in pool if f"test_{w}" > like]
-    for _ in range(1000):
-        if not firsts:
-            break
-        first = _RNG.choice(firsts)
-        name = "test_" + "_".join([first, *_RNG.sample([w for w in pool if w != first], count - 1)])
-        if name not in taken and name not in text and not any(t in name for t in tests):
-            taken.add(name)
-            return name
-    while True:  # no word sorts after it: a longer name of its own words does
-        name = f"{like}_{'_'.join(_RNG.sample(pool, 2))}"
-        if name not in taken and name not in text:
-            taken.add(name)
-            return name
 
 
 def _python(rel: str, data: bytes) -> tuple[str, list[Canary], set[str]] | None:
@@ -948,7 +901,10 @@ def cannot_judge(command: str) -> str | None:
 
 
 def judge(
-    planted: Planted, results: Iterable[CaseResult], acceptance: Acceptance | None = None
+    planted: Planted,
+    results: Iterable[CaseResult],
+    acceptance: Acceptance | None = None,
+    twins: Iterable[CaseResult] | None = None,
 ) -> Judged:
     """A check's ``results`` without its canaries, and whether its runners told
     the truth about them (see the module's header). A canary is owed a result
@@ -956,8 +912,10 @@ def judge(
     canary, or one of ``acceptance``): a pytest-only canary when pytest did,
     the others when any runner did. An owed canary no report names is
     misreported (``missing``): a report that names only the tests its writer
-    knew is a lie too."""
+    knew is a lie too. ``twins``: the results of the run the copies' twins ran
+    in (the check's own, for its copies' run: `plant`), default ``results``."""
     every = list(results)
+    twin_runs = every if twins is None else list(twins)
     if not planted.canaries:
         return Judged(tuple(every))
     mine: set[int] = set()
@@ -977,7 +935,7 @@ def judge(
         twins = (
             []
             if canary.twin is None
-            else [r for r in every if _matches(f"{canary.file}::{canary.twin}", r)]
+            else [r for r in twin_runs if _matches(f"{canary.file}::{canary.twin}", r)]
         )
         if not hits:
             if canary.twin is not None:

@@ -51,6 +51,10 @@ tail, masked, since a test run prints the environment it was given.
 files with tests the agent could not know appended, some that must fail and
 some that must pass; a check that misreports one fails (``runner-lied``),
 and one whose only failures are its must-fail canaries counts as exited 0.
+Its copies of the files' own tests (an expected value changed) run in **a
+second run of the same command**, in a fresh sandbox of its own where their
+twins never ran (`_with_copies`): at most two runs a check, the second only
+when a copy's twin passed.
 
 **Nothing a check's processes see names a check** where it can be helped:
 code under test that keys on such a word fixes itself for the check only.
@@ -178,7 +182,12 @@ async def run_checks(
                 f"the file system of {folders.top} does not update access times (noatime): "
                 "what the checks read was not observed"
             )
-        for command in chosen:
+
+        async def once(command: str, planted: canaries.Planted) -> tuple[CheckRun, str]:
+            """One run of ``command`` in a fresh sandbox showing ``planted``, over a
+            copy of the roots whose reads show where one can be made
+            (`governor.checks.observed`): what each run read is the harness's."""
+            nonlocal unobserved
             lib, reports = folders.one()
             # bound on the sandbox's fresh /tmp under a name of no meaning: no
             # path a check's process is given names the governor's state folder
@@ -186,8 +195,6 @@ async def run_checks(
             env = check_environment(
                 declared, f"{inside}/lib", f"{inside}/reports", pycache_prefix=workspace == "read-only"
             )
-            # fresh for each check, made now: the agent and all it started are gone
-            planted = canaries.plant(carrying, policy.roots, folders.canaries())
             profile = None if shared is None else replace(
                 shared,
                 env=env,
@@ -197,14 +204,14 @@ async def run_checks(
                 shown_as=tuple((Path(a), Path(b)) for a, b in planted.shown_as),
             )
             sweep = cache_sweep(policy) if workspace == "overlay" else None
-            copies = None
+            copied = None
             if profile is not None and workspace == "overlay" and unobserved is None:
                 try:  # over a copy whose reads show (`governor.checks.observed`)
-                    copies = await trio.to_thread.run_sync(
+                    copied = await trio.to_thread.run_sync(
                         observed.copy_roots, policy.roots, folders.copies()
                     )
                     profile = replace(
-                        profile, scratch_copies=tuple((Path(c), Path(r)) for c, r in copies.pairs)
+                        profile, scratch_copies=tuple((Path(c), Path(r)) for c, r in copied.pairs)
                     )
                 except observed.Unobserved as e:
                     unobserved = f"{e}: what the checks read was not observed"
@@ -219,14 +226,23 @@ async def run_checks(
                     f"{inside}/reports",
                     planted,
                 )
-                if copies is not None:
-                    read.update(await trio.to_thread.run_sync(copies.read))
+                if copied is not None:
+                    read.update(await trio.to_thread.run_sync(copied.read))
             finally:
-                if copies is not None:
-                    await trio.to_thread.run_sync(copies.remove)
+                if copied is not None:
+                    await trio.to_thread.run_sync(copied.remove)
+            return ran, reports
+
+        for command in chosen:
+            # fresh for each check, made now: the agent and all it started are gone
+            planted = canaries.plant(carrying, policy.roots, folders.canaries())
+            ran, reports = await once(command, planted)
             ran, believed = _with_reports(
                 ran, reports, masked, planted, carrying, withheld=bool(policy.held_out)
             )
+            copies = canaries.plant(carrying, policy.roots, folders.canaries(), copies=True)
+            if ran.error is None and not ran.timed_out and _twin_passed(copies, believed):
+                ran = _with_copies(ran, *await once(command, copies), copies, carrying, believed)
             results += believed
             runs.append(ran)
             if on_check is not None:
@@ -352,7 +368,9 @@ class _Folders:
 
     def one(self) -> tuple[str, str]:
         """A fresh ``(lib, reports)`` pair for the next check."""
-        folder = os.path.join(self.top, str(len(self.made) + 1))
+        # named at random, as the canaries' folder: a bind's source is in the
+        # mount table, and no count may tell a check's own run from its copies'
+        folder = os.path.join(self.top, secrets.token_hex(6))
         lib, reports = os.path.join(folder, "lib"), os.path.join(folder, "reports")
         for made in (folder, lib, reports):
             os.mkdir(made)
@@ -362,14 +380,14 @@ class _Folders:
         return lib, reports
 
     def copies(self) -> str:
-        """A fresh folder for the current check's copy of the roots."""
-        folder = os.path.join(self.top, f"copy-{len(self.made)}")
+        """A fresh folder for one run's copy of the roots."""
+        folder = os.path.join(self.top, secrets.token_hex(6))
         os.mkdir(folder, 0o700)
         return folder
 
     def canaries(self) -> str:
-        """A folder for the current check's canary copies (never shown to it as a folder)."""
-        folder = os.path.join(self.top, f"canaries-{len(self.made)}")
+        """A fresh folder for one run's canary copies (never shown to it as a folder)."""
+        folder = os.path.join(self.top, secrets.token_hex(6))
         os.mkdir(folder)
         return folder
 
@@ -418,6 +436,50 @@ def _with_reports(
         explained=judged.explained,
     )
     return ran, judged.results
+
+
+def _twin_passed(copies: canaries.Planted, results: tuple[CaseResult, ...]) -> bool:
+    """Whether a copy of ``copies`` has a twin that passed in ``results`` (the
+    check's own run): a copy whose twin did not pass says nothing, and a
+    check with none needs no run of its copies."""
+    for copy in copies.canaries:
+        if copy.twin is None:
+            continue
+        twins = [r for r in results if copy.matches(r)]  # a copy is named as its twin
+        if twins and all(t.outcome == "passed" for t in twins):
+            return True
+    return False
+
+
+def _with_copies(
+    ran: CheckRun,
+    copied: CheckRun,
+    reports: str,
+    copies: canaries.Planted,
+    acceptance: Acceptance,
+    twins: tuple[CaseResult, ...],
+) -> CheckRun:
+    """The check ``ran`` with its copies' run (``copied``, whose reports are in
+    ``reports``) judged: every copy against its twin's result in the check's
+    own run (``twins``), the templates as in any run. Only what the canaries
+    say is taken from it (its other results are the same tests on the same
+    code, already counted); its time counts. A copies' run that timed out or
+    could not start fails the check as such, not as a lie."""
+    duration = round(ran.duration_s + copied.duration_s, 3)
+    if copied.timed_out or copied.exit is None:
+        why = "timed out" if copied.timed_out else f"could not run: {copied.error}"
+        return replace(
+            ran,
+            duration_s=duration,
+            timed_out=ran.timed_out or copied.timed_out,
+            error=ran.error
+            or f"its second run, over copies of the acceptance tests (docs/loops.md), {why}",
+        )
+    read = test_results.read_reports(reports)
+    lie = canaries.judge(copies, read.results, acceptance, twins=twins).lie
+    if lie is not None:
+        lie = canaries.Lie((*(ran.lie.misreported if ran.lie else ()), *lie.misreported))
+    return replace(ran, duration_s=duration, lie=lie or ran.lie)
 
 
 def report(audit: AuditLog, emit: Callable[[str, dict[str, Any]], None], ran: CheckRun) -> None:

@@ -41,6 +41,7 @@ Rules of this file (pure: an ``ast`` in, facts out; no file, no I/O):
 from __future__ import annotations
 
 import ast
+import copy
 import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -100,6 +101,8 @@ class _Equal:
     expected: Value
     actual: frozenset[int]
     family: str
+    question: str
+    """What the computed side asks (`_question`)."""
 
 
 _Event = _Use | _Stop | _Equal
@@ -388,11 +391,35 @@ class _Walk:
             self.use(second)
         else:
             expected, actual = (first, second) if first.constant else (second, first)
-            self.emit(_Equal(expected, actual.sources, family))
+            asked = pair[1] if first.constant else pair[0]
+            self.emit(_Equal(expected, actual.sources, family, _question(asked, env)))
         if isinstance(node, ast.Call):
             for extra in node.args[2:]:
                 self.use(self.expr(extra, env))
         return True
+
+
+def _question(node: ast.expr, env: dict[str, Value]) -> str:
+    """The question an equality's computed side asks, as a tree's dump: each
+    name of it bound to a value built from literals written as that value (a
+    helper's ``add(a, b)`` called with 10 and 7 asks what ``add(10, 7)``
+    does), other names as they are (two tests that ask one question by names
+    the walk cannot follow are told apart no better than their text)."""
+
+    class _Values(ast.NodeTransformer):
+        def visit_Name(self, name: ast.Name) -> ast.expr:
+            value = env.get(name.id)
+            if value is not None and value.constant:
+                try:
+                    return ast.Constant(compute(value, {}))  # type: ignore[arg-type]
+                except (_NotComputed, RecursionError):
+                    pass
+            return name
+
+    try:
+        return ast.dump(_Values().visit(copy.deepcopy(node)))
+    except RecursionError:
+        return ast.dump(node)
 
 
 _BINARY: Final = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod)
@@ -500,11 +527,27 @@ def _sized(value: object) -> object:
 @dataclass(frozen=True, slots=True)
 class Changeable:
     """A literal of a test's body that may be changed for a copy that must fail,
-    the value it is changed to, and the family of the equality it reaches."""
+    the value it is changed to, and the equality it reaches: its family, the
+    question its computed side asks (`_question`; the equalities of one test
+    are told apart by ``equality``, their order), the expected value as
+    written (``answer``) and as the changed literal makes it (``changed``)."""
 
     constant: ast.Constant
     value: object
     family: str
+    question: str = ""
+    equality: int = 0
+    answer: object = None
+    changed: object = None
+    expected: Value = UNKNOWN
+
+    def answers(self, value: object) -> tuple[object] | None:
+        """The expected value this literal changed to ``value`` makes, or None
+        when it is not computed here (too large, an error)."""
+        try:
+            return (compute(self.expected, {id(self.constant): value}),)
+        except (_NotComputed, RecursionError):
+            return None
 
 
 def changeable(
@@ -556,4 +599,6 @@ def changeable(
                 continue
         except (_NotComputed, RecursionError):
             continue
-        yield Changeable(own[source], value, event.family)
+        yield Changeable(
+            own[source], value, event.family, event.question, i, was, now, event.expected
+        )

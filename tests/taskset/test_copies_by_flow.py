@@ -75,15 +75,26 @@ def _changeable(text: str) -> set[str]:
     return found
 
 
+def _every_question(rel: str, data: bytes) -> canaries._Draw:
+    """A copies' run's draw that copies every question the file asks."""
+    return canaries._Draw(frozenset(canaries._questions(rel, data)))
+
+
 @pytest.mark.parametrize("shape", list(COPIED))
 def test_the_literal_changed_is_the_one_that_flows_into_the_expected_side(shape: str) -> None:
     text, where = COPIED[shape]
     assert _changeable(text) == {where}
-    made = canaries._mutants("tests/hidden/test_h.py", text.encode())
+    rel = "tests/hidden/test_h.py"
+    made = canaries._mutants(rel, text.encode(), _every_question(rel, text.encode()))
     assert made is not None
     copy, [canary], _ = made
-    assert canary.expect == "failed" and canary.twin is not None
-    assert copy.decode().startswith(text.rstrip("\n"))  # the file's own text, then its copy
+    assert canary.expect == "failed" and canary.twin == canary.name
+    # the file's own text, that literal changed in its place
+    line, column = (int(n) for n in where.split(":"))
+    was, now = text.splitlines(), copy.decode().splitlines()
+    assert len(now) == len(was)
+    assert [n for n, (a, b) in enumerate(zip(was, now, strict=True), 1) if a != b] == [line]
+    assert now[line - 1][:column] == was[line - 1][:column]
 
 
 NOT_COPIED: dict[str, str] = {
@@ -110,7 +121,8 @@ NOT_COPIED: dict[str, str] = {
 @pytest.mark.parametrize("shape", list(NOT_COPIED))
 def test_no_literal_is_changed_where_an_honest_copy_might_pass(shape: str) -> None:
     assert _changeable(NOT_COPIED[shape]) == set()
-    assert canaries._mutants("tests/hidden/test_h.py", NOT_COPIED[shape].encode()) is None
+    data = NOT_COPIED[shape].encode()
+    assert canaries._mutants("tests/hidden/test_h.py", data, _every_question("h.py", data)) is None
 
 
 def test_a_table_of_many_rows_is_copied_from_the_rows_walked_before_the_walk_stops() -> None:
@@ -122,7 +134,8 @@ def test_a_table_of_many_rows_is_copied_from_the_rows_walked_before_the_walk_sto
     text += "        assert m.add(a, b) == want\n"
     found = _changeable(text)
     assert found and len(found) < 3000
-    assert canaries._mutants("tests/hidden/test_h.py", text.encode()) is not None
+    data = text.encode()
+    assert canaries._mutants("tests/h.py", data, _every_question("h.py", data)) is not None
 
 
 _JS_HEAD = (
@@ -156,18 +169,20 @@ def test_a_node_test_is_copied_with_the_literal_that_flows_into_the_expected_sid
     shape: str,
 ) -> None:
     text, line = JS_COPIED[shape]
-    made = canaries._js_mutants("tests/hidden/test_h.mjs", text.encode())
+    rel = "tests/hidden/test_h.mjs"
+    made = canaries._js_mutants(rel, text.encode(), _every_question(rel, text.encode()))
     assert made is not None
     copy, [canary], _ = made
-    assert canary.twin == "hidden mean" and canary.expect == "failed"
-    added = copy.decode()[len(text) :]
-    [changed] = [x for x in added.splitlines() if x.startswith(line)]
+    assert canary.twin == canary.name == "hidden mean" and canary.expect == "failed"
+    assert len(copy.decode().splitlines()) == len(text.splitlines())  # in its place
+    [changed] = [x for x in copy.decode().splitlines() if x.startswith(line)]
     assert changed not in text.splitlines()
 
 
 @pytest.mark.parametrize("shape", list(JS_NOT_COPIED))
 def test_a_node_literal_is_not_changed_where_an_honest_copy_might_pass(shape: str) -> None:
-    assert canaries._js_mutants("tests/hidden/test_h.mjs", JS_NOT_COPIED[shape].encode()) is None
+    data, rel = JS_NOT_COPIED[shape].encode(), "tests/hidden/test_h.mjs"
+    assert canaries._js_mutants(rel, data, _every_question(rel, data)) is None
 
 
 UNCOPIABLE: dict[str, tuple[str, str, str, str]] = {
@@ -217,3 +232,17 @@ def test_a_held_out_file_none_of_whose_tests_can_be_copied_is_refused_before_sta
     assert ("self.assertEqual(f(x), 17)" if runner == "unittest" else "deepEqual") in problem
     assert "other_numbers" not in problem, "held-out tests' names are shown to no one"
     assert (ws / rel).read_text() == text, "nothing was moved"
+
+
+def test_a_copy_s_wrong_answer_is_never_a_value_written_in_the_test() -> None:
+    """``add(10, 7) == 17`` is never copied as ``== 10`` or ``== 7``: code that
+    answers with a constant its caller holds other than its arguments (the
+    outside attack's ``ANSWER_THE_CALLER``) finds none there, returns its bug's
+    value, and fails such a copy by chance, where it must pass it and be
+    caught."""
+    text = "import calc as m\n\n\ndef test_a():\n    assert m.add(10, 7) == 17\n"
+    values: set[object] = set()
+    for _ in range(400):
+        [site] = canaries._sites(ast.parse(text))
+        values |= {change.value for change in site.changes}
+    assert len(values) > 2 and not values & {10, 7}, values

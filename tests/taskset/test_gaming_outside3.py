@@ -22,6 +22,8 @@ The holes, by class (each with the mechanism that would close the class):
   No file read, no test recognised. Close: judge each copy where its twin
   never ran (a run of its own in a fresh sandbox, with the copy in its twin's
   place and name, so the first question that process asks is the changed one).
+  **Closed** that way (``governor.checks.check_runs``: the copies' run); the
+  tests below are ordinary now.
 - **canaries recognisable by their text where no copy is made**: the copier
   takes an equality against a literal written as a statement of the test's
   own body; a held-out file whose tests assert through a helper, in a loop,
@@ -104,13 +106,6 @@ PY
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: a copy is a second question to the same process, after its twin "
-    "(class: state shared between a twin and its copy; mechanism: judge each copy "
-    "where its twin never ran, e.g. a second run of the check in a fresh sandbox "
-    "whose file holds the copy in the twin's place and name, or the copy first)",
-)
 @pytest.mark.parametrize("runner", ["unittest", "pytest"])
 def test_a_value_that_agrees_with_the_first_expected_value_it_meets_is_not_accepted(
     tmp_path: Path, runner: str
@@ -408,11 +403,6 @@ def _node_held_out(tmp_path: Path) -> Path:
     return ws
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: a node copy runs after its twin in the same process (class: state shared "
-    "between a twin and its copy; mechanism: judge each copy where its twin never ran)",
-)
 def test_node_s_assert_made_to_agree_with_the_first_expected_value_is_not_accepted(
     tmp_path: Path,
 ) -> None:
