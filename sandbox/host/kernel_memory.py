@@ -46,11 +46,11 @@ def held_in_kernel(
     process's memory shows them, read in each sandbox's own namespaces: the
     System V shared memory segments (resident and swapped) and message
     queues of its IPC namespace, held by no process once detached; and the
-    buffers of the Unix sockets of its network namespace (bytes written and
+    buffers of the Unix sockets its processes hold open (bytes written and
     not yet read, queued at the reader but charged to the writer's
-    ``wmem_alloc``), held or in flight. Where the sandbox shares the
-    governor's network namespace, only the sockets its processes hold open
-    are its (and are counted; one in flight is not). ``segments``: False
+    ``wmem_alloc``), read in its network namespace, which may hold other
+    attempts' sockets too (a batch: counted there, one job's flood stopped
+    another at 16G); one in flight, held by no process, is not counted. ``segments``: False
     where a memory group already counts them (shmem). ``readers``: the
     attempt's (kept from one measure to the next), else made for this one."""
     if readers is None:
@@ -89,20 +89,23 @@ class KernelReaders:
         own = {kind: _namespace("self", kind) for kind in ("ipc", "net")}
         places: dict[tuple[str, str, bool], int] = {}
         sockets: set[int] = set()
+        held: dict[tuple[str, str, bool], set[int]] = {}
         for pid in pids:
             with contextlib.suppress(OSError):
                 ipc, net = _namespace(str(pid), "ipc"), _namespace(str(pid), "net")
+                mine = _sockets_held(pid)
                 if net == own["net"]:
-                    sockets.update(_sockets_held(pid))
+                    sockets.update(mine)
                 if (ipc == own["ipc"] or not segments) and net == own["net"]:
                     continue  # nothing of its own to read there
                 places.setdefault((ipc, net, segments), pid)
+                held.setdefault((ipc, net, segments), set()).update(mine)
         total = _unix_memory(sockets) if sockets else 0
         with self._lock:
             for key in [k for k in self._readers if k not in places]:
                 self._end(key)
             for key, pid in places.items():
-                total += self._ask(key, pid, enter_net=key[1] != own["net"])
+                total += self._ask(key, pid, key[1] != own["net"], held.get(key, set()))
         return total
 
     def close(self) -> None:
@@ -111,7 +114,13 @@ class KernelReaders:
             for key in list(self._readers):
                 self._end(key)
 
-    def _ask(self, key: tuple[str, str, bool], pid: int, enter_net: bool) -> int:
+    def _ask(
+        self, key: tuple[str, str, bool], pid: int, enter_net: bool, sockets: set[int]
+    ) -> int:
+        """The reader's count: its namespace's System V memory, and the buffers of
+        the Unix sockets in ``sockets`` (those the measure's processes hold: a
+        network namespace may hold other attempts' sockets too, never counted
+        here; one in flight, held by no process, is not counted: the residual)."""
         reader = self._readers.get(key)
         if reader is None:
             started = _start_reader(pid, enter_net, key[2])
@@ -119,7 +128,7 @@ class KernelReaders:
                 return 0
             reader = self._readers[key] = started
         try:
-            os.write(reader.request, b"?")
+            os.write(reader.request, (",".join(map(str, sorted(sockets))) + "\n").encode())
             ready, _, _ = select.select([reader.answer], [], [], HELPER_WAIT)
             text = os.read(reader.answer, 64) if ready else b""
             return max(0, int(text))
@@ -197,10 +206,12 @@ def _serve(owner: int, ipc: int, net: int, asked: int, told: int, segments: bool
         os.closerange(3, keep[0])  # the governor's descriptors are none of its business
         os.closerange(keep[0] + 1, keep[-1])
         os.closerange(keep[-1] + 1, 1 << 20)
-        while os.read(asked, 1):
-            held = _sysv_memory() if segments else 0
-            held += _unix_memory(None) if net >= 0 else 0
-            os.write(told, str(held).encode())
+        with os.fdopen(asked, "rb") as questions:
+            for line in questions:  # the inodes of the sockets the sandbox's processes hold
+                only = {int(n) for n in line.strip().split(b",") if n}
+                held = _sysv_memory() if segments else 0
+                held += _unix_memory(only) if net >= 0 and only else 0
+                os.write(told, str(held).encode())
     os._exit(0)
 
 

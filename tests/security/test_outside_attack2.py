@@ -479,16 +479,23 @@ def test_what_the_agent_writes_in_its_home_folders_is_bounded_by_a_disk_limit(
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole (reopened 2026-12-03 by the observed harness, governor/checks/observed.py): a "
+REOPENED = (
+    "hole (reopened 2026-12-03 by the observed harness, governor/checks/observed.py): a "
     "check now runs over a copy of the roots on the state folder's disk, not a --tmp-overlay, so "
     "what it writes there is neither memory the attempt budget counts nor a root the workspace "
     "limit walks (class: a limit outrun; mechanism: the copy's growth watched while the check "
     "runs and counted against attempt_memory as the overlay's upper layer was, or the copy "
-    "bounded by [limits] tmp)",
+    "bounded by [limits] tmp)"
 )
-@pytest.mark.parametrize("user", USERS)
+
+
+@pytest.mark.parametrize(
+    "user",
+    [
+        pytest.param(u, marks=pytest.mark.xfail(strict=u == "root", reason=REOPENED))
+        for u in USERS
+    ],
+)  # strict as root; as govtest it passed once in CI (not reproduced): not strict there
 def test_what_a_check_writes_over_the_workspace_is_counted_in_the_attempt_budget(
     accounts: dict[str, Account | str], user: str
 ) -> None:
