@@ -144,7 +144,8 @@ def action_of(record: Mapping[str, Any]) -> tuple[Action, Action | None, bool]:
     if kind == "permission":
         tool_kind = subject.get("tool_kind")
         title = subject.get("title") if isinstance(subject.get("title"), str) else ""
-        locations = tuple(p for p in subject.get("paths") or () if isinstance(p, str))
+        listed = subject.get("paths")
+        locations = tuple(p for p in (listed if isinstance(listed, list) else ()) if isinstance(p, str))
         raw = subject.get("input")
         approximate = not isinstance(raw, Mapping)
         if approximate:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from governor.audit.anchor import Anchor, authenticate
@@ -176,8 +176,11 @@ def _unasked_paths(page: AttemptPage) -> set[str]:
     asking and its explained ones)."""
     found: set[str] = set()
     for r in [*page.unasked, *page.changes]:
-        subject = r.get("subject") or {}
-        for p in [subject.get("path"), *(subject.get("paths") or [])]:
+        subject = r.get("subject")
+        if not isinstance(subject, Mapping):
+            continue  # a crafted record's: its path is no path of ours to describe
+        listed = subject.get("paths")
+        for p in [subject.get("path"), *(listed if isinstance(listed, list) else [])]:
             if isinstance(p, str):
                 found.add(p)
     return found
