@@ -57,9 +57,12 @@ class Allowances:
     (three integers and the tool call's id), and the named paths one entry per
     path."""
 
-    __slots__ = ("_calls", "_ends", "_named", "_open", "_reach", "_seqs", "_starts")
+    __slots__ = ("_calls", "_ends", "_lag", "_named", "_open", "_reach", "_seqs", "_starts")
 
-    def __init__(self, given: Iterable[Allowance] = ()) -> None:
+    def __init__(self, given: Iterable[Allowance] = (), *, lag_ns: int = 0) -> None:
+        self._lag = lag_ns
+        """How much earlier a window is taken to start (`window`): an attempt's
+        are made with `CTIME_LAG_NS`; the times a test states, with none."""
         self._named: dict[str, tuple[str, int | None]] = {}
         self._starts = array("q")
         self._ends = array("q")  # OPEN while its tool call runs
@@ -107,7 +110,14 @@ class Allowances:
         return None if found is None else Cause("named", found[0], found[1])
 
     def window(self, t: int, ended_ns: int) -> Cause | None:
-        """The first allowance whose window holds ``t`` (open ones end at ``ended_ns``)."""
+        """The first allowance whose window holds ``t`` (open ones end at ``ended_ns``).
+
+        ``t`` is a ctime, stamped by the kernel's coarse clock, which lags the
+        clock a window's start is read from by up to a tick: a change made just
+        after an allowance may carry a ctime just before it, so a window is
+        taken to start `CTIME_LAG_NS` earlier (``lag_ns``; a change that early is
+        the agent's work on the call it was just allowed, not one done without
+        asking)."""
         starts, ends = self._starts, self._ends
         if self._reach is None:
             self._reach = array("q", itertools.accumulate(ends, max))
@@ -116,7 +126,7 @@ class Allowances:
         # Windows start in order; only those started by t can hold it, and going
         # back, none can once the running maximum of their ends falls before t
         # (an open window's end counts as OPEN, past any time).
-        i = bisect.bisect_right(starts, t) - 1
+        i = bisect.bisect_right(starts, t + self._lag) - 1
         while i >= 0 and reach[i] >= t:
             end = ends[i] if ends[i] != OPEN else ended_ns
             if end >= t:
@@ -128,6 +138,9 @@ class Allowances:
         return Cause("window", self._calls[found], None if seq == NO_SEQ else seq)
 
 
+CTIME_LAG_NS: Final = 10_000_000
+"""How far a ctime may lag the clock a window starts by: one tick of the
+kernel's coarse clock at HZ=100 (4 ms at the usual 250)."""
 OPEN: Final = 2**63 - 1
 NO_SEQ: Final = -1
 
@@ -146,7 +159,7 @@ class Carried:
     """Paths read through the governor (as the agent named them, normalized)."""
     terminals: set[str] = field(default_factory=set)
     """The ids of the terminals the governor started."""
-    allowances: Allowances = field(default_factory=Allowances)
+    allowances: Allowances = field(default_factory=lambda: Allowances(lag_ns=CTIME_LAG_NS))
     """Every allowed permission, for what the agent then did itself."""
 
 
