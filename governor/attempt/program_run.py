@@ -27,11 +27,7 @@ class ProgramRun(UnderWay):
         stdout = bytearray()
         stderr = bytearray()
         try:
-            if p.executor.via_npx and p.executor.preset is not None:
-                await installs.fetch_for_npx(
-                    installs.spec(p.executor.preset), p.executor.argv[0], p.env,
-                    confine.host_places(p.policy, p.executor.preset, p.env), self._fetching,
-                )  # fmt: skip
+            await self._fetch_for_npx()
             profile = confine.agent_profile(
                 p.executor.argv, p.policy, None, p.env, sandbox=p.spec.sandbox_agent,
                 via_npx=p.executor.via_npx,

@@ -26,6 +26,7 @@ import trio
 
 from governor.acp.connection import Connection, ConnectionClosed
 from governor.acp.jsonrpc import Malformed
+from governor.agents import npm_installs as installs
 from governor.attempt import paused
 from governor.attempt.budget import Budget
 from governor.attempt.session_setup import login_line
@@ -146,6 +147,16 @@ class UnderWay:
     @name.setter
     def name(self, value: str) -> None:
         self.end.agent = self.turn.agent = self.budget.agent = value
+
+    async def _fetch_for_npx(self) -> None:
+        """An npx preset's package fetched on the host (`installs.fetch_for_npx`)
+        before its sandbox is planned, for an agent and a plain program alike."""
+        p = self.prepared
+        if p.executor.via_npx and p.executor.preset is not None:
+            await installs.fetch_for_npx(
+                installs.spec(p.executor.preset), p.executor.argv[0], p.env,
+                confine.host_places(p.policy, p.executor.preset, p.env), self._fetching,
+            )  # fmt: skip
 
     def _fetching(self, package: str) -> None:
         """A first npx start: its package is fetched before anything else shows

@@ -94,6 +94,7 @@ from governor.sandbox.host.limits import (
     _alive,
     _remove,
     _sweep,
+    cgroup2_mount,
     enforcement,
 )
 
@@ -357,13 +358,7 @@ def _own_group(controller: str) -> str | None:
 
 def _own_v2() -> str | None:
     """This process's cgroup v2 folder, if a cgroup2 is mounted."""
-    mount = None
-    with contextlib.suppress(OSError), open("/proc/self/mountinfo") as handle:
-        for line in handle:
-            left, _, right = line.partition(" - ")
-            if right.split(" ", 1)[0] == "cgroup2":
-                mount = left.split(" ")[4]
-                break
+    mount = cgroup2_mount()
     if mount is None:
         return None
     with contextlib.suppress(OSError), open("/proc/self/cgroup") as handle:

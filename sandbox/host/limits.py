@@ -138,16 +138,21 @@ class Enforcement:
         ]
 
 
-def _cgroup_v2() -> tuple[str | None, str]:
-    """The cgroup v2 directory of this process and whether it can make a child
-    group with memory, pids and cpu in it (the answer in words)."""
-    mount = None
+def cgroup2_mount() -> str | None:
+    """Where a cgroup2 file system is mounted (the first in this process's
+    mountinfo), None when none is."""
     with contextlib.suppress(OSError), open("/proc/self/mountinfo") as handle:
         for line in handle:
             left, _, right = line.partition(" - ")
             if right.split(" ", 1)[0] == "cgroup2":
-                mount = left.split(" ")[4]
-                break
+                return left.split(" ")[4]
+    return None
+
+
+def _cgroup_v2() -> tuple[str | None, str]:
+    """The cgroup v2 directory of this process and whether it can make a child
+    group with memory, pids and cpu in it (the answer in words)."""
+    mount = cgroup2_mount()
     if mount is None:
         return None, "no cgroup2 file system is mounted"
     own = "/"
